@@ -1,0 +1,189 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Credentials are write-only over HTTP: values go in, only masked forms
+// come out.
+
+func (s *Server) credentialUser(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, ok := pathUserID(w, r)
+	if !ok {
+		return 0, false
+	}
+	if !principalFrom(r.Context()).actsFor(id) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("user_id: this token may not manage the credentials of user %d", id), nil)
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.credentialUser(w, r)
+	if !ok {
+		return
+	}
+	list, err := s.Creds.List(r.Context(), id)
+	if err != nil {
+		s.credentialError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"user_id": id, "credentials": list})
+}
+
+// putCredential stores a value: {"value": "..."} as JSON, or the raw body
+// when the content type is text/plain.
+func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.credentialUser(w, r)
+	if !ok {
+		return
+	}
+	if err := auth.ValidateCredentialKey(r.PathValue("key")); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", "key: "+err.Error(), nil)
+		return
+	}
+	var value string
+	if ct := r.Header.Get("Content-Type"); len(ct) >= 10 && ct[:10] == "text/plain" {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "malformed_request", "read body: "+err.Error(), nil)
+			return
+		}
+		value = string(b)
+	} else {
+		var req struct {
+			Value *string `json:"value"`
+		}
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		if req.Value == nil {
+			writeError(w, http.StatusBadRequest, "malformed_request", "value: required (the credential's plaintext)", nil)
+			return
+		}
+		value = *req.Value
+	}
+	by := principalFrom(r.Context()).role.String()
+	if err := s.Creds.Set(r.Context(), id, r.PathValue("key"), value, by); err != nil {
+		s.credentialError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.credentialUser(w, r)
+	if !ok {
+		return
+	}
+	err := s.Creds.Delete(r.Context(), id, r.PathValue("key"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "credential_not_found", fmt.Sprintf("user %d has no credential %q", id, r.PathValue("key")), nil)
+		return
+	}
+	if err != nil {
+		s.credentialError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
+	n, err := s.Creds.Rotate(r.Context())
+	if err != nil {
+		s.credentialError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"rotated": n})
+}
+
+func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, auth.ErrNoMasterKey) {
+		writeError(w, http.StatusServiceUnavailable, "no_master_key", err.Error(), nil)
+	} else {
+		s.internal(w, r, err)
+	}
+}
+
+// Tokens: per-user bearer tokens, stored hashed and shown once.
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		UserID    UserID `json:"user_id"`
+		Name      string `json:"name"`
+		ExpiresIn int64  `json:"expires_in_seconds"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.UserID <= 0 {
+		writeError(w, http.StatusBadRequest, "malformed_request", "user_id: required, a positive integer", nil)
+		return
+	}
+	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_id": row.ID, "user_id": row.UserID, "name": row.Name})
+}
+
+// IssueToken creates a per-user token; the plaintext is returned once.
+func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration) (string, *store.Token, error) {
+	tok, hash := auth.NewToken()
+	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Audit: store.Audit{CreateBy: "admin"}}
+	if ttl > 0 {
+		exp := time.Now().Add(ttl).UTC()
+		row.ExpireTime = &exp
+	}
+	if err := st.CreateToken(ctx, row); err != nil {
+		return "", nil, fmt.Errorf("create token: %w", err)
+	}
+	return tok, row, nil
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	var uid *int64
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("user_id: %q is not an integer", v), nil)
+			return
+		}
+		uid = &id
+	}
+	list, err := s.Store.ListTokens(r.Context(), uid)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("id: %q is not an integer", r.PathValue("id")), nil)
+		return
+	}
+	err = s.Store.DeleteToken(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "token_not_found", fmt.Sprintf("no token %d", id), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,333 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+const (
+	adminToken   = "admin-secret-token"
+	serviceToken = "service-secret-token"
+	qccKey       = "sk-qcc-0123456789abcdef"
+	qccSecret    = "qcc-secret-fedcba9876543210"
+)
+
+// upstream records what a stand-in API received, as raw as the server
+// sees it.
+type upstream struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	method, uri string
+	header      http.Header
+	body        []byte
+}
+
+func newUpstream(t *testing.T, h http.HandlerFunc) *upstream {
+	u := &upstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.reqs = append(u.reqs, recorded{r.Method, r.RequestURI, r.Header.Clone(), body})
+		u.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) received() []recorded {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]recorded(nil), u.reqs...)
+}
+
+// env is one engine on one database, served over HTTP.
+type env struct {
+	t     *testing.T
+	st    *store.Store
+	url   string
+	creds *auth.CredentialService
+	rec   *engine.Recorder
+	logs  *bytes.Buffer
+}
+
+func newEnv(t *testing.T, st *store.Store) *env {
+	key := make([]byte, 32)
+	rand.Read(key)
+	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewJSONHandler(lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	creds := auth.NewCredentialService(st, kr)
+	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	ex := engine.NewExecutor(egresstest.Client(t))
+	ex.Credentials, ex.Recorder, ex.Logger = creds, rec, log
+	reg := prometheus.NewRegistry()
+	var err2 error
+	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
+		t.Fatal(err2)
+	}
+	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken, Registry: reg, Logger: log}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
+}
+
+type lockedWriter struct{ w io.Writer }
+
+var logMu sync.Mutex
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	return l.w.Write(p)
+}
+
+func (e *env) do(method, path, token string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, e.url+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			e.t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// seedPlugin is seed 001's example, comments and all, aimed at url.
+func seedPlugin(t *testing.T, url string) string {
+	data, err := os.ReadFile("../plugins/testdata/seed001.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(string(data), "http://api.qichacha.com", url, 1)
+}
+
+// TestFirstBlindExecution is the foundation's end-to-end path: the seed's
+// plugin added over HTTP, the user's credentials stored encrypted, one
+// blind call reaching a real server with the decrypted credentials.
+func TestFirstBlindExecution(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"Status":"200","Result":[{"Name":"北京字节跳动科技有限公司","OperName":"张利东"}]}`)
+		})
+		e := newEnv(t, st)
+
+		if code, body := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+			t.Fatalf("add plugin: %d %v", code, body)
+		}
+		for k, v := range map[string]string{"QCC_KEY": qccKey, "QCC_SECRET": qccSecret} {
+			if code, body := e.do("PUT", "/v1/credentials/7/"+k, adminToken, map[string]string{"value": v}); code != http.StatusNoContent {
+				t.Fatalf("store %s: %d %v", k, code, body)
+			}
+		}
+
+		code, res := e.do("POST", "/v1/execute", serviceToken, map[string]any{
+			"name": "search_company_basic", "arguments": map[string]any{"keyword": "字节跳动"}, "user_id": "7",
+		})
+		if code != http.StatusOK || res["ok"] != true {
+			t.Fatalf("execute: %d %v", code, res)
+		}
+		got := up.received()
+		if len(got) != 1 {
+			t.Fatalf("upstream received %d requests", len(got))
+		}
+		r := got[0]
+		if want := "/ECIV4/Search?keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"; r.method != "GET" || r.uri != want {
+			t.Fatalf("upstream got %s %s, want GET %s", r.method, r.uri, want)
+		}
+		if r.header.Get("Token") != qccKey || r.header.Get("Timespan") != qccSecret {
+			t.Fatalf("credentials not mapped: Token=%q Timespan=%q", r.header.Get("Token"), r.header.Get("Timespan"))
+		}
+		out, _ := res["output"].(map[string]any)
+		if out["Status"] != "200" {
+			t.Fatalf("output = %v, want the server's JSON", res["output"])
+		}
+		for _, k := range []string{"ok", "http_status", "output", "error", "execution_id", "latency_ms"} {
+			if _, ok := res[k]; !ok {
+				t.Errorf("envelope lacks %q: %v", k, res)
+			}
+		}
+
+		// A user without the credentials: refused before anything is sent.
+		code, body := e.do("POST", "/v1/execute", serviceToken, map[string]any{
+			"name": "search_company_basic", "arguments": map[string]any{"keyword": "x"}, "user_id": 8,
+		})
+		if code != http.StatusUnprocessableEntity || !strings.Contains(errMessage(body), "QCC_KEY") {
+			t.Fatalf("missing credentials: %d %v", code, body)
+		}
+		if n := len(up.received()); n != 1 {
+			t.Fatalf("upstream received %d requests; a refused call must send nothing", n)
+		}
+
+		// Invalid arguments: 422 naming the field, nothing sent.
+		code, body = e.do("POST", "/v1/execute", serviceToken, map[string]any{
+			"name": "search_company_basic", "arguments": map[string]any{"keyword": 5}, "user_id": 7,
+		})
+		if code != http.StatusUnprocessableEntity || !strings.Contains(errMessage(body), "keyword") {
+			t.Fatalf("invalid arguments: %d %v", code, body)
+		}
+		if n := len(up.received()); n != 1 {
+			t.Fatalf("upstream received %d requests after an invalid call", n)
+		}
+
+		// The database holds no plaintext credential.
+		rows, err := st.DB().QueryContext(context.Background(), "SELECT credential_value FROM sys_user_credential")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var v string
+			rows.Scan(&v)
+			n++
+			if strings.Contains(v, qccKey) || strings.Contains(v, qccSecret) || !strings.HasPrefix(v, "v1:") {
+				t.Fatalf("stored credential is not ciphertext: %q", v)
+			}
+		}
+		rows.Close()
+		if n != 2 {
+			t.Fatalf("%d credential rows, want 2", n)
+		}
+
+		// Execution records: flushed, listed, secret-free.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.rec.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		code, list := e.do("GET", "/v1/executions?plugin=search_company_basic", adminToken, nil)
+		execs, _ := list["executions"].([]any)
+		if code != http.StatusOK || len(execs) != 3 {
+			t.Fatalf("executions: %d %v", code, list)
+		}
+		raw, _ := json.Marshal(list)
+		for _, s := range []string{qccKey, qccSecret} {
+			if bytes.Contains(raw, []byte(s)) || strings.Contains(e.logs.String(), s) {
+				t.Fatalf("a credential leaked into records or logs")
+			}
+		}
+	})
+}
+
+func errMessage(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+func TestTokens(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+		e := newEnv(t, st)
+		if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+			t.Fatal(code)
+		}
+		code, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "laptop"})
+		if code != http.StatusCreated {
+			t.Fatalf("create token: %d %v", code, tok)
+		}
+		user := tok["token"].(string)
+
+		tests := []struct {
+			name, method, path, token string
+			body                      any
+			want                      int
+		}{
+			{"health needs no token", "GET", "/healthz", "", nil, 200},
+			{"ready needs no token", "GET", "/readyz", "", nil, 200},
+			{"no token", "GET", "/v1/tools", "", nil, 401},
+			{"wrong token", "GET", "/v1/tools", "nope", nil, 401},
+			{"user lists tools", "GET", "/v1/tools", user, nil, 200},
+			{"user may not add plugins", "POST", "/v1/plugins", user, seedPlugin(t, up.URL), 403},
+			{"service may not add plugins", "POST", "/v1/plugins", serviceToken, seedPlugin(t, up.URL), 403},
+			{"user sets own credential", "PUT", "/v1/credentials/7/QCC_KEY", user, map[string]string{"value": qccKey}, 204},
+			{"user may not touch another's", "PUT", "/v1/credentials/8/QCC_KEY", user, map[string]string{"value": "x"}, 403},
+			{"user acts only for itself", "POST", "/v1/execute", user, map[string]any{"name": "search_company_basic", "arguments": map[string]any{"keyword": "x"}, "user_id": 8}, 403},
+			{"metrics need admin", "GET", "/metrics", user, nil, 403},
+			{"admin reads metrics", "GET", "/metrics", adminToken, nil, 200},
+			{"malformed body names the field", "POST", "/v1/execute", serviceToken, `{"name": 5}`, 400},
+			{"unknown plugin", "POST", "/v1/execute", serviceToken, map[string]any{"name": "nope"}, 404},
+		}
+		for _, tt := range tests {
+			req, _ := http.NewRequest(tt.method, e.url+tt.path, nil)
+			if tt.body != nil {
+				var b []byte
+				if s, ok := tt.body.(string); ok {
+					b = []byte(s)
+				} else {
+					b, _ = json.Marshal(tt.body)
+				}
+				req.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
+			}
+		}
+		// Revoked tokens stop working.
+		id := int64(tok["token_id"].(float64))
+		if code, _ := e.do("DELETE", "/v1/tokens/"+itoa(id), adminToken, nil); code != 204 {
+			t.Fatalf("revoke: %d", code)
+		}
+		if code, _ := e.do("GET", "/v1/tools", user, nil); code != 401 {
+			t.Fatalf("revoked token still accepted: %d", code)
+		}
+	})
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,166 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// ExecuteRequest is the body of POST /v1/execute: one blind call.
+type ExecuteRequest struct {
+	Name        string            `json:"name,omitempty"`   // a catalog plugin
+	Plugin      json.RawMessage   `json:"plugin,omitempty"` // or an inline definition
+	Arguments   json.RawMessage   `json:"arguments,omitempty"`
+	UserID      UserID            `json:"user_id,omitempty"`
+	Credentials map[string]string `json:"credentials,omitempty"`
+	FixedParams map[string]any    `json:"fixed_params,omitempty"`
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	var req ExecuteRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	user, err := principalFrom(r.Context()).userFor(int64(req.UserID))
+	if err != nil {
+		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
+		return
+	}
+	p, ok := s.resolvePlugin(w, r, req.Name, req.Plugin)
+	if !ok {
+		return
+	}
+	res, err := s.Executor.Execute(r.Context(), engine.Call{
+		Plugin:      p,
+		Arguments:   rawArgs(req.Arguments),
+		UserID:      user,
+		Credentials: req.Credentials,
+		FixedParams: req.FixedParams,
+	})
+	writeResult(w, res, err)
+}
+
+// writeResult answers an executed call with its envelope (200) and a call
+// refused before anything was sent with an error (422 or 409).
+func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
+	var refused *engine.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		status := http.StatusUnprocessableEntity
+		if refused.Code == engine.CodePluginDisabled {
+			status = http.StatusConflict
+		}
+		writeError(w, status, refused.Code, refused.Message, mergeDetails(refused.Details, res.ExecutionID))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error(), nil)
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// mergeDetails adds the execution id to a refusal's details.
+func mergeDetails(d any, executionID string) any {
+	out := map[string]any{"execution_id": executionID}
+	switch t := d.(type) {
+	case nil:
+	case map[string]any:
+		for k, v := range t {
+			out[k] = v
+		}
+	default:
+		out["details"] = t
+	}
+	return out
+}
+
+// resolvePlugin finds the plugin of a runtime request: inline, or by name
+// from the catalog.
+func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name string, inline json.RawMessage) (*plugins.Plugin, bool) {
+	if len(inline) > 0 && string(inline) != "null" {
+		p, err := plugins.ParseJSON(inline)
+		var ve *plugins.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			fields := make([]plugins.FieldError, len(ve.Fields))
+			for i, f := range ve.Fields {
+				f.Field = "plugin." + f.Field
+				fields[i] = f
+			}
+			writeError(w, http.StatusBadRequest, "invalid_plugin", (&plugins.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
+			return nil, false
+		case err != nil:
+			writeError(w, http.StatusBadRequest, "malformed_request", "plugin: "+err.Error(), nil)
+			return nil, false
+		}
+		return p, true
+	}
+	if name == "" {
+		writeError(w, http.StatusBadRequest, "malformed_request", "name: required (a catalog plugin), or give plugin (an inline definition)", nil)
+		return nil, false
+	}
+	row, ok := s.loadRow(w, r, name)
+	if !ok {
+		return nil, false
+	}
+	p, err := row.ToPlugin()
+	if err != nil {
+		s.internal(w, r, err)
+		return nil, false
+	}
+	return p, true
+}
+
+// listExecutions answers GET /v1/executions?plugin=&user_id=&run_id=&since=&until=&limit=.
+func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.ExecutionFilter{PluginName: q.Get("plugin"), RunID: q.Get("run_id")}
+	if v := q.Get("user_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("user_id: %q is not an integer", v), nil)
+			return
+		}
+		f.UserID = &id
+	}
+	if p := principalFrom(r.Context()); p.role == roleUser {
+		if f.UserID != nil && *f.UserID != p.userID {
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("user_id: a per-user token sees only user %d", p.userID), nil)
+			return
+		}
+		f.UserID = &p.userID
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			tm, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("%s: %q is not an RFC 3339 time", t.name, v), nil)
+				return
+			}
+			*t.dst = tm
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("limit: %q is not a positive integer", v), nil)
+			return
+		}
+		f.Limit = n
+	}
+	recs, err := s.Store.ListExecutions(r.Context(), f)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"executions": recs})
+}

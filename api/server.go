@@ -1,0 +1,171 @@
+// Package api serves blindexec over HTTP: the catalog for administrators,
+// the runtime routes for the RuoYi backend and per-user callers.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Server holds what the routes need. Build it, then serve Handler().
+type Server struct {
+	Store    *store.Store
+	Creds    *auth.CredentialService
+	Executor *engine.Executor
+	// AdminToken and ServiceToken are the operator's bearer tokens; empty
+	// disables that role.
+	AdminToken   string
+	ServiceToken string
+	Registry     *prometheus.Registry
+	Logger       *slog.Logger
+}
+
+// maxBody bounds every request body the API reads.
+const maxBody = 8 << 20
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.Registry != nil {
+		mux.Handle("GET /metrics", s.with(roleAdmin, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
+	}
+
+	mux.HandleFunc("GET /v1/plugins", s.with(roleService, s.listPlugins))
+	mux.HandleFunc("POST /v1/plugins", s.with(roleAdmin, s.createPlugin))
+	mux.HandleFunc("GET /v1/plugins/{name}", s.with(roleService, s.getPlugin))
+	mux.HandleFunc("PUT /v1/plugins/{name}", s.with(roleAdmin, s.putPlugin))
+	mux.HandleFunc("PATCH /v1/plugins/{name}", s.with(roleAdmin, s.patchPlugin))
+	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
+
+	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
+	mux.HandleFunc("POST /v1/execute", s.with(roleUser, s.execute))
+	mux.HandleFunc("GET /v1/executions", s.with(roleUser, s.listExecutions))
+
+	mux.HandleFunc("GET /v1/credentials/{user_id}", s.with(roleUser, s.listCredentials))
+	mux.HandleFunc("PUT /v1/credentials/{user_id}/{key}", s.with(roleUser, s.putCredential))
+	mux.HandleFunc("DELETE /v1/credentials/{user_id}/{key}", s.with(roleUser, s.deleteCredential))
+	mux.HandleFunc("POST /v1/credentials/rotate", s.with(roleAdmin, s.rotateCredentials))
+
+	mux.HandleFunc("GET /v1/tokens", s.with(roleAdmin, s.listTokens))
+	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
+	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
+	})
+	return mux
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.Ping(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Error is the body of every answer that is not a result.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, details any) {
+	writeJSON(w, status, map[string]Error{"error": {Code: code, Message: msg, Details: details}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// decodeBody reads a JSON body into v; a malformed body answers 400 with
+// where it went wrong.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err), nil)
+		return false
+	}
+	return true
+}
+
+// describeJSONError names the field of a decoding error.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", field, te.Type, te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("body is not valid JSON at byte %d: %v", se.Offset, err)
+	}
+	return "body: " + err.Error()
+}
+
+// UserID is RuoYi's numeric user id, accepted as a number or a string of
+// digits.
+type UserID int64
+
+// UnmarshalJSON accepts 42 and "42".
+func (u *UserID) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*u = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return &json.UnmarshalTypeError{Value: string(b), Type: userIDType, Field: "user_id"}
+	}
+	*u = UserID(n)
+	return nil
+}
+
+var userIDType = reflect.TypeFor[UserID]()
+
+func pathUserID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	n, err := strconv.ParseInt(r.PathValue("user_id"), 10, 64)
+	if err != nil || n <= 0 {
+		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("user_id: %q is not a positive integer", r.PathValue("user_id")), nil)
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,31 @@
+package api
+
+import (
+	"context"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/store"
+)
+
+// StoreSink writes execution records to sys_ai_execution.
+type StoreSink struct{ Store *store.Store }
+
+// WriteRecords implements engine.RecordSink.
+func (s StoreSink) WriteRecords(ctx context.Context, recs []engine.Record) error {
+	rows := make([]store.Execution, len(recs))
+	for i, r := range recs {
+		row := store.Execution{
+			ID: r.ID, PluginName: r.PluginName, Status: r.Status, HTTPStatus: r.HTTPStatus,
+			LatencyMS: r.LatencyMS, Attempts: r.Attempts, ErrorClass: r.ErrorClass,
+			ErrorMessage: r.ErrorMessage, CreateTime: r.CreatedAt,
+		}
+		if r.RunID != "" {
+			row.RunID = &r.RunID
+		}
+		if r.UserID != 0 {
+			row.UserID = &r.UserID
+		}
+		rows[i] = row
+	}
+	return s.Store.InsertExecutions(ctx, rows)
+}

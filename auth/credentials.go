@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/store"
+)
+
+// CredentialStore is the storage the credential service needs;
+// *store.Store implements it.
+type CredentialStore interface {
+	PutCredential(ctx context.Context, c *store.Credential) error
+	GetCredentials(ctx context.Context, userID int64, keys []string) ([]store.Credential, error)
+	ListCredentials(ctx context.Context, userID int64) ([]store.Credential, error)
+	DeleteCredential(ctx context.Context, userID int64, key string) error
+	EachCredential(ctx context.Context, fn func(*store.Credential) error) error
+	UpdateCredentialValue(ctx context.Context, id int64, oldValue, newValue, keyID string) error
+}
+
+// credentialKeyPattern is the rule for credential keys.
+var credentialKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// CredentialService stores users' credentials encrypted with a Keyring.
+type CredentialService struct {
+	store CredentialStore
+	keys  *Keyring
+}
+
+// NewCredentialService returns a service over st encrypting with kr.
+func NewCredentialService(st CredentialStore, kr *Keyring) *CredentialService {
+	return &CredentialService{store: st, keys: kr}
+}
+
+// MaskedCredential describes a stored credential without revealing it.
+type MaskedCredential struct {
+	Key        string    `json:"key"`
+	Masked     string    `json:"masked"`
+	KeyID      string    `json:"key_id"`
+	UpdateTime time.Time `json:"update_time"`
+}
+
+// ValidateCredentialKey checks key against ^[A-Za-z0-9_.-]{1,128}$.
+func ValidateCredentialKey(key string) error {
+	if !credentialKeyPattern.MatchString(key) {
+		return fmt.Errorf("invalid credential key %q: want 1 to 128 of A-Z a-z 0-9 _ . -", key)
+	}
+	return nil
+}
+
+// Set encrypts value and stores it as the user's credential key, replacing
+// any previous value; by is recorded in the audit columns.
+func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, by string) error {
+	if err := ValidateCredentialKey(key); err != nil {
+		return err
+	}
+	if value == "" {
+		return fmt.Errorf("set credential %q of user %d: empty value", key, userID)
+	}
+	stored, kid, err := cs.keys.Encrypt(userID, key, value)
+	if err != nil {
+		return fmt.Errorf("set credential %q of user %d: %w", key, userID, err)
+	}
+	c := &store.Credential{UserID: userID, Key: key, Value: stored, KeyID: kid,
+		Audit: store.Audit{CreateBy: by, UpdateBy: by}}
+	return cs.store.PutCredential(ctx, c)
+}
+
+// Resolve returns the decrypted values of those of keys the user has.
+// Absent keys are simply missing from the map.
+func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
+	rows, err := cs.store.GetCredentials(ctx, userID, keys)
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]string, len(rows))
+	for _, c := range rows {
+		v, err := cs.keys.Decrypt(c.UserID, c.Key, c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("resolve credential %q of user %d: %w", c.Key, userID, err)
+		}
+		values[c.Key] = v
+	}
+	return values, nil
+}
+
+// List returns the user's credentials, masked, ordered by key.
+func (cs *CredentialService) List(ctx context.Context, userID int64) ([]MaskedCredential, error) {
+	rows, err := cs.store.ListCredentials(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MaskedCredential, 0, len(rows))
+	for _, c := range rows {
+		v, err := cs.keys.Decrypt(c.UserID, c.Key, c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("list credential %q of user %d: %w", c.Key, userID, err)
+		}
+		out = append(out, MaskedCredential{Key: c.Key, Masked: maskSecret(v), KeyID: c.KeyID, UpdateTime: c.UpdateTime})
+	}
+	return out, nil
+}
+
+// Delete removes the user's credential key; store.ErrNotFound if absent.
+func (cs *CredentialService) Delete(ctx context.Context, userID int64, key string) error {
+	if err := ValidateCredentialKey(key); err != nil {
+		return err
+	}
+	return cs.store.DeleteCredential(ctx, userID, key)
+}
+
+// Rotate re-encrypts under the master key every credential stored under
+// another key and returns how many it re-encrypted. It is safe to rerun,
+// and a value set while it runs is left alone.
+func (cs *CredentialService) Rotate(ctx context.Context) (n int, err error) {
+	master := cs.keys.MasterKeyID()
+	if master == "" {
+		return 0, ErrNoMasterKey
+	}
+	err = cs.store.EachCredential(ctx, func(c *store.Credential) error {
+		// The kid inside the value is authoritative; key_id mirrors it.
+		if kid, _, err := parseStoredCredential(c.Value); err == nil && kid == master {
+			return nil
+		}
+		plain, err := cs.keys.Decrypt(c.UserID, c.Key, c.Value)
+		if err != nil {
+			return fmt.Errorf("rotate credential %q of user %d: %w", c.Key, c.UserID, err)
+		}
+		stored, kid, err := cs.keys.Encrypt(c.UserID, c.Key, plain)
+		if err != nil {
+			return fmt.Errorf("rotate credential %q of user %d: %w", c.Key, c.UserID, err)
+		}
+		err = cs.store.UpdateCredentialValue(ctx, c.ID, c.Value, stored, kid)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil // changed or deleted meanwhile: nothing left to rotate
+		case err != nil:
+			return fmt.Errorf("rotate credential %q of user %d: %w", c.Key, c.UserID, err)
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// maskSecret shows the last 4 characters of values long enough (12 or
+// more) for that to reveal little, and nothing of shorter ones.
+func maskSecret(v string) string {
+	const shown, minLen = 4, 12
+	if utf8.RuneCountInString(v) < minLen {
+		return "****"
+	}
+	r := []rune(v)
+	return "****" + string(r[len(r)-shown:])
+}

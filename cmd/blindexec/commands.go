@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+func serveCmd(cfg *config) *cobra.Command {
+	var noMigrate bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP server (migrates the database first unless --no-migrate)",
+		Args:  argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := cfg.logger()
+			if cfg.adminToken == "" && cfg.serviceToken == "" {
+				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
+			}
+			parts, err := cfg.engine(ctx, !noMigrate, log)
+			if err != nil {
+				return err
+			}
+			defer parts.close()
+			reg := prometheus.NewRegistry()
+			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
+				return err
+			}
+			srv := &api.Server{
+				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
+				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
+				Registry: reg, Logger: log,
+			}
+			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, 1)
+			go func() { errc <- hs.ListenAndServe() }()
+			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			shut, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			return hs.Shutdown(shut)
+		},
+	}
+	cmd.Flags().BoolVar(&noMigrate, "no-migrate", os.Getenv("BLINDEXEC_NO_MIGRATE") != "", "do not migrate the database at start (BLINDEXEC_NO_MIGRATE)")
+	return cmd
+}
+
+func migrateCmd(cfg *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Bring the database schema up to date",
+		Args:  argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := cfg.openStore(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "migrated (%s)\n", st.Dialect())
+			return nil
+		},
+	}
+}
+
+func pluginCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "plugin", Short: "Manage the plugin catalog (sys_ai_plugin)"}
+	var replace bool
+	add := &cobra.Command{
+		Use:   "add FILE",
+		Short: "Add a plugin from a protocol v1 document (FILE or - for stdin; // comments allowed)",
+		Args:  argsExactly(1, "FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := plugins.Parse(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				row, err := store.RowFromPlugin(p)
+				if err != nil {
+					return err
+				}
+				row.CreateBy, row.UpdateBy = "cli", "cli"
+				err = st.CreatePlugin(ctx, row)
+				if errors.Is(err, store.ErrDuplicate) && replace {
+					old, gerr := st.GetPlugin(ctx, p.Name)
+					if gerr != nil {
+						return gerr
+					}
+					row.ID, row.CreateBy, row.CreateTime = old.ID, old.CreateBy, old.CreateTime
+					err = st.UpdatePlugin(ctx, row)
+				}
+				if errors.Is(err, store.ErrDuplicate) {
+					return fmt.Errorf("a plugin named %q exists (use --replace)", p.Name)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				return nil
+			})
+		},
+	}
+	add.Flags().BoolVar(&replace, "replace", false, "replace a plugin of the same name")
+	list := &cobra.Command{
+		Use: "list", Short: "List plugins", Args: argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				rows, err := st.ListPlugins(ctx, store.PluginFilter{})
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSTATUS\tTYPE\tTITLE")
+				for i := range rows {
+					p, err := rows[i].ToPlugin()
+					if err != nil {
+						return err
+					}
+					status := "enabled"
+					if !p.Enabled() {
+						status = "disabled"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, status, p.ExecType(), p.Title)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	get := &cobra.Command{
+		Use: "get NAME", Short: "Print a plugin's document", Args: argsExactly(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				row, err := st.GetPlugin(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				p, err := row.ToPlugin()
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), p)
+			})
+		},
+	}
+	status := func(use, short, value string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Args: argsExactly(1, "NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+					if err := st.SetPluginStatus(ctx, args[0], value, "cli"); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%sd %s\n", use, args[0])
+					return nil
+				})
+			},
+		}
+	}
+	rm := &cobra.Command{
+		Use: "rm NAME", Short: "Delete a plugin", Args: argsExactly(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				if err := st.DeletePlugin(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(add, list, get, status("enable", "Enable a plugin (status '0')", store.StatusEnabled),
+		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm)
+	return cmd
+}
+
+func credCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "cred", Short: "Manage users' credentials (encrypted at rest)"}
+	set := &cobra.Command{
+		Use: "set USER KEY", Short: "Store a credential; the value is read from stdin", Args: argsExactly(2, "USER KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			user, err := parseUser(args[0])
+			if err != nil {
+				return err
+			}
+			value, err := readSecret(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+				if err := cs.Set(ctx, user, args[1], value, "cli"); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stored %s for user %d\n", args[1], user)
+				return nil
+			})
+		},
+	}
+	list := &cobra.Command{
+		Use: "list USER", Short: "List a user's credentials, values masked", Args: argsExactly(1, "USER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			user, err := parseUser(args[0])
+			if err != nil {
+				return err
+			}
+			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+				list, err := cs.List(ctx, user)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "KEY\tVALUE\tKEY_ID\tUPDATED")
+				for _, c := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Key, c.Masked, c.KeyID, c.UpdateTime.Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use: "rm USER KEY", Short: "Delete a credential", Args: argsExactly(2, "USER KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			user, err := parseUser(args[0])
+			if err != nil {
+				return err
+			}
+			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+				if err := cs.Delete(ctx, user, args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s for user %d\n", args[1], user)
+				return nil
+			})
+		},
+	}
+	rotate := &cobra.Command{
+		Use: "rotate", Short: "Re-encrypt every credential under the newest master key", Args: argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+				n, err := cs.Rotate(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s)\n", n)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(set, list, rm, rotate)
+	return cmd
+}
+
+func tokenCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Manage per-user API tokens (stored hashed)"}
+	var user int64
+	var name string
+	var ttl time.Duration
+	create := &cobra.Command{
+		Use: "create", Short: "Issue a token for --user; it is printed once", Args: argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if user <= 0 {
+				return usagef("token create: --user is required (a positive user id)")
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				tok, row, err := api.IssueToken(ctx, st, user, name, ttl)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", tok)
+				fmt.Fprintf(cmd.ErrOrStderr(), "token %d for user %d: shown once, keep it\n", row.ID, user)
+				return nil
+			})
+		},
+	}
+	create.Flags().Int64Var(&user, "user", 0, "the user the token acts for")
+	create.Flags().StringVar(&name, "name", "", "a label")
+	create.Flags().DurationVar(&ttl, "ttl", 0, "lifetime (e.g. 720h); none when 0")
+	var listUser int64
+	list := &cobra.Command{
+		Use: "list", Short: "List tokens", Args: argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				var uid *int64
+				if listUser > 0 {
+					uid = &listUser
+				}
+				toks, err := st.ListTokens(ctx, uid)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tUSER\tNAME\tPREFIX\tEXPIRES")
+				for _, t := range toks {
+					exp := "never"
+					if t.ExpireTime != nil {
+						exp = t.ExpireTime.Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s…\t%s\n", t.ID, t.UserID, t.Name, t.Prefix, exp)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().Int64Var(&listUser, "user", 0, "only this user's tokens")
+	revoke := &cobra.Command{
+		Use: "revoke ID", Short: "Revoke a token", Args: argsExactly(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return usagef("token revoke: ID %q is not an integer", args[0])
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				if err := st.DeleteToken(ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %d\n", id)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+func toolsCmd(cfg *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tools [NAME...]",
+		Short: "Print the OpenAI tools JSON the LLM would see (no execution, no auth, no fixed params)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				var rows []store.Plugin
+				var err error
+				if len(args) > 0 {
+					rows, err = st.GetPluginsByName(ctx, args)
+				} else {
+					rows, err = st.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
+				}
+				if err != nil {
+					return err
+				}
+				tools := make([]plugins.Tool, 0, len(rows))
+				for i := range rows {
+					p, err := rows[i].ToPlugin()
+					if err != nil {
+						return err
+					}
+					tools = append(tools, p.Tool(nil))
+				}
+				return printJSON(cmd.OutOrStdout(), tools)
+			})
+		},
+	}
+}
+
+func execCmd(cfg *config) *cobra.Command {
+	var argsJSON, pluginFile string
+	var user int64
+	var creds []string
+	cmd := &cobra.Command{
+		Use:   "exec NAME --args JSON [--user ID] [--cred KEY=VALUE]... [--plugin FILE]",
+		Short: "Execute one blind call and print the result JSON (exit 0 ok, 1 tool error, 2 bad usage)",
+		Args:  argsExactly(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !json.Valid([]byte(argsJSON)) {
+				return usagef("exec: --args is not valid JSON")
+			}
+			payloadCreds := map[string]string{}
+			for _, kv := range creds {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usagef("exec: --cred %q: expected KEY=VALUE", strings.SplitN(kv, "=", 2)[0])
+				}
+				payloadCreds[k] = v
+			}
+			var inline *plugins.Plugin
+			if pluginFile != "" {
+				data, err := readInput(cmd, pluginFile)
+				if err != nil {
+					return usageError{err}
+				}
+				if inline, err = plugins.Parse(data); err != nil {
+					return usageError{fmt.Errorf("%s: %w", pluginFile, err)}
+				}
+				if inline.Name != args[0] {
+					return usagef("exec: NAME %q does not match the name %q in %s", args[0], inline.Name, pluginFile)
+				}
+			}
+			log := cfg.logger()
+			parts, err := cfg.engine(cmd.Context(), true, log)
+			if err != nil {
+				return err
+			}
+			defer parts.close()
+			p := inline
+			if p == nil {
+				row, err := parts.store.GetPlugin(cmd.Context(), args[0])
+				if errors.Is(err, store.ErrNotFound) {
+					return usagef("exec: no plugin named %q (add it, or give --plugin FILE)", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				if p, err = row.ToPlugin(); err != nil {
+					return err
+				}
+			}
+			res, err := parts.executor.Execute(cmd.Context(), engine.Call{
+				Plugin: p, Arguments: json.RawMessage(argsJSON), UserID: user, Credentials: payloadCreds,
+			})
+			if res != nil {
+				if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
+					return perr
+				}
+			}
+			var refused *engine.RefusedError
+			switch {
+			case errors.As(err, &refused):
+				return exitError{code: exitFailure, msg: refused.Code + ": " + refused.Message}
+			case err != nil:
+				return err
+			case !res.OK:
+				return exitError{code: exitFailure, msg: toolErrorLine(res)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&argsJSON, "args", "{}", "the arguments, a JSON object")
+	cmd.Flags().Int64Var(&user, "user", 0, "the user whose stored credentials apply")
+	cmd.Flags().StringArrayVar(&creds, "cred", nil, "a credential KEY=VALUE (wins over the store; repeatable)")
+	cmd.Flags().StringVar(&pluginFile, "plugin", "", "execute this plugin document instead of a catalog entry")
+	return cmd
+}
+
+func toolErrorLine(res *engine.Result) string {
+	if res.Error != nil {
+		return fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message)
+	}
+	return fmt.Sprintf("HTTP %d", res.HTTPStatus)
+}
+
+func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.Store) error) error {
+	st, err := cfg.openStore(cmd.Context(), true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(cmd.Context(), st)
+}
+
+func withCreds(cmd *cobra.Command, cfg *config, fn func(context.Context, *auth.CredentialService) error) error {
+	return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+		cs, err := cfg.credentials(st)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, cs)
+	})
+}
+
+func parseUser(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, usagef("USER %q is not a positive integer user id", s)
+	}
+	return n, nil
+}
+
+// readSecret reads a credential value from stdin: the whole input, less
+// one trailing newline (what `echo` or a terminal adds).
+func readSecret(r io.Reader) (string, error) {
+	b, err := io.ReadAll(bufio.NewReader(io.LimitReader(r, 64<<10)))
+	if err != nil {
+		return "", fmt.Errorf("read the value from stdin: %w", err)
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" {
+		return "", usagef("cred set: no value on stdin")
+	}
+	return s, nil
+}
+
+func readInput(cmd *cobra.Command, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(cmd.InOrStdin())
+	}
+	return os.ReadFile(name)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

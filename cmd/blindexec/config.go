@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/store"
+)
+
+// config is every setting: a flag each, with its BLINDEXEC_ environment
+// variable as the default. The README's configuration table lists them.
+type config struct {
+	db           string
+	masterKey    string
+	oldKeys      string
+	adminToken   string
+	serviceToken string
+	addr         string
+	egressAllow  string
+	maxTimeout   time.Duration
+	logLevel     string
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	if ms, err := strconv.Atoi(v); err == nil {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	return def
+}
+
+func (c *config) bind(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&c.db, "db", env("BLINDEXEC_DB", "sqlite:blindexec.db"), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	f.StringVar(&c.egressAllow, "egress-allow", env("BLINDEXEC_EGRESS_ALLOW", ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
+	f.DurationVar(&c.maxTimeout, "max-timeout", envDuration("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout (BLINDEXEC_MAX_TIMEOUT_MS, milliseconds)")
+	f.StringVar(&c.logLevel, "log-level", env("BLINDEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
+	// Secrets come from the environment only: a flag would show in ps.
+	c.masterKey = os.Getenv("BLINDEXEC_MASTER_KEY")
+	c.oldKeys = os.Getenv("BLINDEXEC_MASTER_KEYS_OLD")
+	c.adminToken = os.Getenv("BLINDEXEC_ADMIN_TOKEN")
+	c.serviceToken = os.Getenv("BLINDEXEC_SERVICE_TOKEN")
+	c.addr = env("BLINDEXEC_ADDR", "127.0.0.1:8080")
+}
+
+func (c *config) logger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+// openStore opens the database and, when migrate is set, brings its schema
+// up to date.
+func (c *config) openStore(ctx context.Context, migrate bool) (*store.Store, error) {
+	st, err := store.Open(ctx, c.db)
+	if err != nil {
+		return nil, err
+	}
+	if migrate {
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (c *config) credentials(st *store.Store) (*auth.CredentialService, error) {
+	kr, err := auth.ParseKeyring(c.masterKey, c.oldKeys)
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewCredentialService(st, kr), nil
+}
+
+// engineParts are the runtime pieces shared by serve and exec.
+type engineParts struct {
+	store    *store.Store
+	creds    *auth.CredentialService
+	executor *engine.Executor
+	recorder *engine.Recorder
+}
+
+func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
+	policy, err := egress.ParsePolicy(c.egressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", err)
+	}
+	st, err := c.openStore(ctx, migrate)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := c.credentials(st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	ex := engine.NewExecutor(egress.NewClient(&egress.Dialer{Policy: policy}))
+	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec}, nil
+}
+
+// close flushes the execution records and closes the database.
+func (p *engineParts) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.recorder.Close(ctx)
+	p.store.Close()
+}
+

@@ -1,0 +1,81 @@
+// Package egresstest gives tests an egress-guarded HTTP client that can
+// only ever reach loopback: names come from a stub resolver (no real DNS)
+// and the dial refuses any non-loopback address before a packet leaves,
+// even if the policy or the code under test were wrong.
+package egresstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+
+	"github.com/blindexec/blindexec/engine/egress"
+)
+
+// LoopbackOnly wraps next (nil: a plain net.Dialer) so that it refuses any
+// address that is not a loopback IP literal. It resolves nothing: names
+// are refused too, since egress.Dialer always passes IPs.
+func LoopbackOnly(next egress.DialFunc) egress.DialFunc {
+	if next == nil {
+		next = new(net.Dialer).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("egresstest: refusing to dial non-loopback %s: %w", addr, err)
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.Unmap().IsLoopback() {
+			return nil, fmt.Errorf("egresstest: refusing to dial non-loopback %s", addr)
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+// Dialer returns an egress.Dialer with the policy parsed from allow (for
+// example "127.0.0.0/8,::1/128"), an empty StubResolver (only "localhost"
+// resolves) and a LoopbackOnly dial. It panics on an invalid allow, a bug
+// in the test. Replace Resolver to resolve more names.
+func Dialer(allow string) *egress.Dialer {
+	p, err := egress.ParsePolicy(allow)
+	if err != nil {
+		panic(err)
+	}
+	return &egress.Dialer{Policy: p, Resolver: StubResolver{}, Dial: LoopbackOnly(nil)}
+}
+
+// Client returns an egress.NewClient allowing loopback, reaching only
+// loopback, with its idle connections closed when t ends.
+func Client(t testing.TB) *http.Client {
+	c := egress.NewClient(Dialer("127.0.0.0/8,::1/128"))
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// StubResolver resolves names from the map; "localhost" resolves to
+// 127.0.0.1 unless the map says otherwise. Unknown
+// names fail with a not-found *net.DNSError: tests never use real DNS.
+type StubResolver map[string][]netip.Addr
+
+var localhost = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+
+// LookupNetIP implements egress.Resolver. network is "ip", "ip4" or "ip6".
+func (r StubResolver) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
+	addrs, ok := r[host]
+	if !ok && host == "localhost" {
+		addrs = localhost
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if network == "ip" || network == "ip4" && a.Unmap().Is4() || network == "ip6" && a.Is6() && !a.Is4In6() {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &net.DNSError{Err: "no such host (egresstest.StubResolver)", Name: host, IsNotFound: true}
+	}
+	return out, nil
+}

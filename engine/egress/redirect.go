@@ -1,0 +1,87 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRedirects bounds a redirect chain, as net/http's default does.
+const maxRedirects = 10
+
+// alwaysSensitive are stripped on every cross-origin hop, whether or not
+// the caller marked them.
+var alwaysSensitive = [...]string{"Authorization", "Cookie", "Proxy-Authorization"}
+
+type sensitiveKey struct{}
+
+// WithSensitiveHeaders returns a context marking the request header names
+// that carry credentials, so that CheckRedirect drops them when a
+// redirect leaves the original origin.
+func WithSensitiveHeaders(ctx context.Context, names []string) context.Context {
+	return context.WithValue(ctx, sensitiveKey{}, names)
+}
+
+// SensitiveHeaders returns the names set by WithSensitiveHeaders.
+func SensitiveHeaders(ctx context.Context) []string {
+	names, _ := ctx.Value(sensitiveKey{}).([]string)
+	return names
+}
+
+// ErrTooManyRedirects is returned (wrapped in a *url.Error) after
+// maxRedirects hops.
+var ErrTooManyRedirects = errors.New("egress: stopped after 10 redirects")
+
+// CheckRedirect is an http.Client.CheckRedirect that follows at most 10
+// hops and keeps credentials on their origin: once any hop's scheme, host
+// or port differs from the first request's (an https to http downgrade
+// included), the headers marked by WithSensitiveHeaders, Authorization,
+// Cookie and Proxy-Authorization are removed. net/http copies the first
+// request's headers onto every hop before calling this, so the check
+// covers the whole chain, not just the last hop; the dialer re-checks the
+// address policy on every hop by itself.
+//
+// Referer is always removed: it would carry the previous URL, query-string
+// credentials included, to the next host.
+func CheckRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return ErrTooManyRedirects
+	}
+	req.Header.Del("Referer")
+	if len(via) == 0 {
+		return nil
+	}
+	origin := originOf(via[0].URL)
+	crossed := originOf(req.URL) != origin
+	for _, r := range via[1:] {
+		crossed = crossed || originOf(r.URL) != origin
+	}
+	if !crossed {
+		return nil
+	}
+	for _, name := range alwaysSensitive {
+		req.Header.Del(name)
+	}
+	for _, name := range SensitiveHeaders(req.Context()) {
+		req.Header.Del(name)
+	}
+	return nil
+}
+
+// originOf is scheme://host:port with the scheme's default port made
+// explicit and the host lower-cased, so equal origins compare equal.
+func originOf(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}

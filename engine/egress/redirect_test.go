@@ -1,0 +1,150 @@
+package egress_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+)
+
+var credHeaders = map[string]string{
+	"Token":               "tok-123",
+	"Authorization":       "Bearer abc",
+	"Cookie":              "sid=xyz",
+	"Proxy-Authorization": "Basic cHJveHk=",
+}
+
+func newRequest(ctx context.Context, url string) *http.Request {
+	req, err := http.NewRequestWithContext(egress.WithSensitiveHeaders(ctx, []string{"Token"}), http.MethodGet, url, nil)
+	if err != nil {
+		panic(err)
+	}
+	for k, v := range credHeaders {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("X-Plain", "kept")
+	req.Header.Set("Referer", "http://a.example/?key=secret")
+	return req
+}
+
+// CheckRedirect alone, on synthetic chains: which hops keep credentials.
+func TestCheckRedirectOrigins(t *testing.T) {
+	tests := []struct {
+		name  string
+		chain []string // first request ... new request
+		keep  bool
+	}{
+		{"same origin", []string{"https://api.example/a", "https://api.example/b"}, true},
+		{"default port made explicit", []string{"http://api.example/a", "http://API.example:80/b"}, true},
+		{"other host", []string{"https://api.example/a", "https://evil.example/b"}, false},
+		{"subdomain", []string{"https://example.com/a", "https://api.example.com/b"}, false},
+		{"other port", []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/b"}, false},
+		{"https to http downgrade", []string{"https://api.example/a", "http://api.example/b"}, false},
+		{"http to https", []string{"http://api.example/a", "https://api.example/b"}, false},
+		{"back to the origin after leaving it", []string{"https://api.example/a", "https://evil.example/b", "https://api.example/c"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var via []*http.Request
+			for _, u := range tt.chain {
+				via = append(via, newRequest(t.Context(), u))
+			}
+			req := via[len(via)-1]
+			via = via[:len(via)-1]
+			if err := egress.CheckRedirect(req, via); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range credHeaders {
+				if got := req.Header.Get(k); (got == v) != tt.keep {
+					t.Errorf("%s = %q, keep=%v", k, got, tt.keep)
+				}
+			}
+			if req.Header.Get("X-Plain") != "kept" {
+				t.Error("X-Plain removed")
+			}
+			if req.Header.Get("Referer") != "" {
+				t.Error("Referer kept: it can carry query-string credentials")
+			}
+		})
+	}
+}
+
+func TestCheckRedirectLimit(t *testing.T) {
+	var via []*http.Request
+	for range 10 {
+		via = append(via, newRequest(t.Context(), "http://a.example/"))
+	}
+	if err := egress.CheckRedirect(newRequest(t.Context(), "http://a.example/"), via[:9]); err != nil {
+		t.Errorf("hop 10: %v", err)
+	}
+	if err := egress.CheckRedirect(newRequest(t.Context(), "http://a.example/"), via); !errors.Is(err, egress.ErrTooManyRedirects) {
+		t.Errorf("hop 11: %v", err)
+	}
+}
+
+// headerRecorder records the headers of the last request it served.
+type headerRecorder struct {
+	mu sync.Mutex
+	h  http.Header
+}
+
+func (r *headerRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.h = req.Header.Clone()
+	r.mu.Unlock()
+}
+
+func (r *headerRecorder) get() http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h
+}
+
+// Real servers: credentials reach a same-origin redirect target and not
+// one on another host, through the client every engine call uses.
+func TestRedirectDropsCredentialsAcrossHosts(t *testing.T) {
+	var final headerRecorder
+	other := httptest.NewServer(&final) // 127.0.0.1, another port
+	defer other.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/final", &final)
+	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/final", http.StatusFound) })
+	mux.HandleFunc("/localhost", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/final", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/port", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/final", http.StatusFound) })
+	origin := httptest.NewServer(mux)
+	defer origin.Close()
+	c := egresstest.Client(t)
+
+	for _, tt := range []struct {
+		path string
+		keep bool
+	}{
+		{"/same", true},
+		{"/localhost", false},
+		{"/port", false},
+	} {
+		req := newRequest(t.Context(), origin.URL+tt.path)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.path, err)
+		}
+		resp.Body.Close()
+		h := final.get()
+		for k, v := range credHeaders {
+			if got := h.Get(k); (got == v) != tt.keep {
+				t.Errorf("%s: target got %s = %q, keep=%v", tt.path, k, got, tt.keep)
+			}
+		}
+		if h.Get("X-Plain") != "kept" {
+			t.Errorf("%s: X-Plain lost", tt.path)
+		}
+	}
+}

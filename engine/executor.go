@@ -1,0 +1,458 @@
+// Package engine is the blind executor: it turns an LLM's tool call into
+// the request the plugin's execution config describes, with the user's
+// credentials applied, and turns the answer into a bounded, masked value
+// the LLM can read. The LLM never sees execution, auth or credentials.
+//
+// Defaults (each overridable; see the Executor fields and the plugin's
+// execution config):
+//
+//   - timeout per call: execution.timeout_ms, else DefaultTimeout (30 s),
+//     never more than Executor.MaxTimeout (DefaultMaxTimeout, 60 s);
+//   - retries: idempotent methods only (GET, HEAD, PUT, DELETE, OPTIONS),
+//     on connection errors, 429 and 502–504; execution.retry, else 3
+//     attempts, 100 ms first backoff doubling with jitter, 2 s cap on one
+//     wait (Retry-After included); oauth2 calls answered 401 get a fresh
+//     token and one more attempt, whatever the method;
+//   - bytes read from an upstream: Executor.MaxResponseBytes
+//     (DefaultMaxResponseBytes, 10 MiB) after decompression; a larger
+//     success body is the error response_too_large (nothing past the cap
+//     is read, so a 1 GB body never enters memory);
+//   - output budget: execution.response.max_bytes, else DefaultOutputBytes
+//     (32 KiB), cut with a visible "…[truncated: N bytes total]" marker;
+//   - error excerpts: the first ErrorExcerptBytes (2 KiB) of a non-2xx body.
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Defaults of the Executor and of plugins that leave a setting out.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxTimeout       = 60 * time.Second
+	DefaultMaxResponseBytes = 10 << 20
+	DefaultOutputBytes      = 32 << 10
+	ErrorExcerptBytes       = 2 << 10
+)
+
+// Error codes of a ToolError. The first group are refusals: nothing was
+// sent.
+const (
+	CodeInvalidArguments   = "invalid_arguments"
+	CodeMissingCredentials = "missing_credentials"
+	CodePluginDisabled     = "plugin_disabled"
+	CodeInvalidPlugin      = "invalid_plugin" // a plugin the engine cannot execute (unknown type, contradictory placement)
+
+	CodeHTTPError        = "http_error" // the upstream answered non-2xx
+	CodeTimeout          = "timeout"
+	CodeTransportError   = "transport_error" // connection refused or reset, TLS, canceled
+	CodeEgressDenied     = "egress_denied"   // the destination is a forbidden address
+	CodeResponseTooLarge = "response_too_large"
+	CodeAuthError        = "auth_error" // credentials could not be applied (token endpoint, credential store)
+)
+
+// CredentialResolver is the credential store: it returns the plaintext
+// values it holds for a user among keys (absent keys are left out).
+type CredentialResolver interface {
+	Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error)
+}
+
+// Call is one tool call.
+type Call struct {
+	Plugin *plugins.Plugin
+	// Arguments as the LLM produced them; they may be invalid JSON.
+	Arguments json.RawMessage
+	UserID    int64 // 0: anonymous (the credential store is not consulted)
+	// Credentials from the runtime payload, in plaintext; they win over
+	// the store.
+	Credentials map[string]string
+	// FixedParams from the runtime payload; they override the plugin's.
+	FixedParams map[string]any
+	RunID       string
+}
+
+// Result is what a call produced, as the API and the LLM loop return it.
+type Result struct {
+	OK         bool `json:"ok"`
+	HTTPStatus int  `json:"http_status"`
+	// Output is the JSON value the LLM sees, shaped and within budget;
+	// null when there is none.
+	Output      json.RawMessage `json:"output"`
+	Error       *ToolError      `json:"error"`
+	ExecutionID string          `json:"execution_id"`
+	LatencyMS   int64           `json:"latency_ms"`
+	Attempts    int             `json:"attempts"`
+}
+
+// ToolError is a failed call, phrased for the LLM. It is masked: it never
+// holds a credential.
+type ToolError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
+
+// RefusedError is returned by Execute, beside a Result carrying the same
+// ToolError, when the call was refused before anything was sent (the HTTP
+// API answers 422). Invokers return it for the same reason.
+type RefusedError struct{ ToolError }
+
+func refuse(code, format string, args ...any) *RefusedError {
+	return &RefusedError{ToolError{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// Prepared is a call ready for an Invoker: arguments decoded, completed
+// with fixed params and defaults, validated; credentials resolved.
+type Prepared struct {
+	Plugin      *plugins.Plugin
+	Arguments   map[string]any
+	Credentials map[string]string
+	UserID      int64
+	RunID       string
+	// MaxResponseBytes caps the bytes an invoker reads from the upstream.
+	MaxResponseBytes int64
+
+	schema  *schemaInfo
+	secrets []string
+}
+
+// AddSecrets registers values derived from the credentials (an oauth2
+// access token, a basic-auth header) so that they are masked like the
+// credentials themselves.
+func (p *Prepared) AddSecrets(s ...string) { p.secrets = append(p.secrets, s...) }
+
+// Response is what an upstream answered: the body decoded (gzip, deflate)
+// and at most Prepared.MaxResponseBytes long.
+type Response struct {
+	StatusCode  int
+	ContentType string
+	Body        []byte
+	Attempts    int
+}
+
+// Invoker performs one execution type. Invoke returns the upstream's
+// answer, whatever its status, or an error: a *RefusedError when nothing
+// was sent, a *ToolError to classify a failure, anything else is a
+// transport error. With an error, a non-nil Response still reports
+// Attempts (and the status and body excerpt when there were some).
+type Invoker interface {
+	Invoke(ctx context.Context, p *Prepared) (*Response, error)
+}
+
+// Executor executes tool calls. Its fields are settings: set them before
+// the first call and do not change them afterwards.
+type Executor struct {
+	Credentials CredentialResolver // nil: payload credentials only
+	Recorder    *Recorder          // nil: no execution records
+	Metrics     *Metrics           // nil: no metrics
+	Logger      *slog.Logger       // nil: slog.Default()
+	// MaxTimeout is the ceiling on any call's timeout (DefaultMaxTimeout
+	// when zero).
+	MaxTimeout time.Duration
+	// MaxResponseBytes caps the bytes read from an upstream
+	// (DefaultMaxResponseBytes when zero).
+	MaxResponseBytes int64
+
+	invokers map[string]Invoker
+}
+
+// NewExecutor returns an Executor whose http invoker sends through client,
+// which must be the egress-guarded client (egress.NewClient); oauth2 token
+// requests use it too.
+func NewExecutor(client *http.Client) *Executor {
+	e := &Executor{}
+	e.Register(plugins.TypeHTTP, &HTTPInvoker{Client: client, Auth: auth.NewAuthenticator(client)})
+	return e
+}
+
+// Register sets the invoker of an execution type (e.g. plugins.TypeMCP).
+// Call it during setup, not concurrently with Execute.
+func (e *Executor) Register(typ string, inv Invoker) {
+	if e.invokers == nil {
+		e.invokers = map[string]Invoker{}
+	}
+	e.invokers[typ] = inv
+}
+
+// Execute performs call. The Result is always non-nil for a non-nil
+// plugin; the error is a *RefusedError when nothing was sent.
+func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
+	if call.Plugin == nil {
+		return nil, errors.New("engine: Execute without a plugin")
+	}
+	start := time.Now()
+	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
+
+	prep, refused := e.prepare(ctx, call)
+	if refused == nil {
+		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
+		resp, err := e.invokers[call.Plugin.ExecType()].Invoke(ctx, prep)
+		cancel()
+		if !errors.As(err, &refused) {
+			e.complete(res, prep, resp, err)
+		}
+	}
+	if refused != nil {
+		// A refusal's message may quote arguments, never credentials;
+		// masking it is cheap insurance all the same.
+		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
+		res.Error = &refused.ToolError
+	}
+	res.LatencyMS = time.Since(start).Milliseconds()
+	e.finish(ctx, call, res, refused != nil, time.Since(start))
+	if refused != nil {
+		return res, refused
+	}
+	return res, nil
+}
+
+// prepare runs the steps common to every execution type, up to the point
+// where something would be sent.
+func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedError) {
+	p := call.Plugin
+	if !p.Enabled() {
+		return nil, refuse(CodePluginDisabled, "the tool %s is disabled", p.Name)
+	}
+	if e.invokers[p.ExecType()] == nil {
+		return nil, refuse(CodeInvalidPlugin, "the tool %s has execution type %q, which this engine cannot run", p.Name, p.ExecType())
+	}
+	schema, err := schemaOf(p.Parameters)
+	if err != nil {
+		return nil, refuse(CodeInvalidPlugin, "the tool %s has invalid parameters: %v", p.Name, err)
+	}
+	args, err := decodeArguments(call.Arguments)
+	if err != nil {
+		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+	}
+	fixed := len(p.FixedParams) + len(call.FixedParams)
+	maps.Copy(args, p.FixedParams)
+	maps.Copy(args, call.FixedParams)
+	if schema.hasDefaults {
+		p.ApplyDefaults(args)
+	}
+	if errs := p.ValidateArguments(args); len(errs) > 0 {
+		return nil, invalidArguments(errs)
+	}
+	if !schema.extras {
+		// Only what the schema declares (and the platform fixed) is sent:
+		// an LLM cannot invent a header or query parameter.
+		for name := range args {
+			if _, declared := schema.props[name]; !declared && (fixed == 0 || !isFixed(name, p, call)) {
+				delete(args, name)
+			}
+		}
+	}
+	creds, err := e.resolveCredentials(ctx, call)
+	if err != nil {
+		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
+	}
+	prep := &Prepared{
+		Plugin:           p,
+		Arguments:        args,
+		Credentials:      creds,
+		UserID:           call.UserID,
+		RunID:            call.RunID,
+		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
+		schema:           schema,
+	}
+	if missing := missingCredentials(p.Credentials(), creds); len(missing) > 0 {
+		return prep, &RefusedError{ToolError{
+			Code:    CodeMissingCredentials,
+			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
+			Details: map[string]any{"missing": missing},
+		}}
+	}
+	return prep, nil
+}
+
+func isFixed(name string, p *plugins.Plugin, call Call) bool {
+	_, a := p.FixedParams[name]
+	_, b := call.FixedParams[name]
+	return a || b
+}
+
+func invalidArguments(errs []plugins.FieldError) *RefusedError {
+	msgs := make([]string, len(errs))
+	for i, fe := range errs {
+		msgs[i] = fe.Error()
+	}
+	return &RefusedError{ToolError{
+		Code:    CodeInvalidArguments,
+		Message: "invalid arguments: " + strings.Join(msgs, "; "),
+		Details: errs,
+	}}
+}
+
+// resolveCredentials takes every key the plugin reads from the payload,
+// then asks the store for the user for those still missing.
+func (e *Executor) resolveCredentials(ctx context.Context, call Call) (map[string]string, error) {
+	keys := credentialKeys(call.Plugin)
+	creds := make(map[string]string, len(keys))
+	var missing []string
+	for _, k := range keys {
+		if v := call.Credentials[k]; v != "" {
+			creds[k] = v
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 || e.Credentials == nil || call.UserID == 0 {
+		return creds, nil
+	}
+	stored, err := e.Credentials.Resolve(ctx, call.UserID, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range missing {
+		if v := stored[k]; v != "" {
+			creds[k] = v
+		}
+	}
+	return creds, nil
+}
+
+// credentialKeys are the keys the plugin requires plus those its auth
+// config reads (required_credentials may list fewer).
+func credentialKeys(p *plugins.Plugin) []string {
+	req := p.Credentials()
+	fromAuth := p.AuthConfig.CredentialKeys()
+	if p.RequiredCredentials == nil || len(fromAuth) == 0 {
+		return req
+	}
+	keys := slices.Clone(req)
+	for _, k := range fromAuth {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func missingCredentials(required []string, creds map[string]string) []string {
+	var missing []string
+	for _, k := range required {
+		if creds[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+func (e *Executor) timeout(p *plugins.Plugin) time.Duration {
+	d := DefaultTimeout
+	if ms := p.Execution.TimeoutMS; ms > 0 {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	return min(d, cmp.Or(e.MaxTimeout, DefaultMaxTimeout))
+}
+
+// masker masks every credential value of the call and every secret derived
+// from them.
+func (e *Executor) masker(prep *Prepared) *auth.Masker {
+	if prep == nil || len(prep.Credentials)+len(prep.secrets) == 0 {
+		return nil
+	}
+	secrets := slices.AppendSeq(make([]string, 0, len(prep.Credentials)+len(prep.secrets)), maps.Values(prep.Credentials))
+	return auth.NewMasker(append(secrets, prep.secrets...)...)
+}
+
+// complete fills res from what the invoker returned.
+func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err error) {
+	m := e.masker(prep)
+	if resp != nil {
+		res.HTTPStatus = resp.StatusCode
+		res.Attempts = resp.Attempts
+	}
+	switch {
+	case err != nil:
+		te := classify(err)
+		if te.Details == nil && resp != nil && resp.StatusCode != 0 {
+			te.Details = excerpt(resp, m)
+		}
+		res.Error = maskError(te, m)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		res.Error = &ToolError{
+			Code:    CodeHTTPError,
+			Message: fmt.Sprintf("the API answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)),
+			Details: excerpt(resp, m),
+		}
+	default:
+		res.OK = true
+		out := prep.Plugin.Execution.Response
+		var sel string
+		budget := DefaultOutputBytes
+		if out != nil {
+			sel = out.Select
+			budget = cmp.Or(out.MaxBytes, DefaultOutputBytes)
+		}
+		res.Output = shape(resp, sel, budget, m)
+	}
+}
+
+// finish records, counts and logs the call.
+func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused bool, d time.Duration) {
+	status, outcome := StatusOK, "ok"
+	var code, msg string
+	if res.Error != nil {
+		status, outcome, code, msg = StatusError, res.Error.Code, res.Error.Code, res.Error.Message
+		if refused {
+			status = StatusRefused
+		}
+	}
+	if e.Recorder != nil {
+		e.Recorder.Record(Record{
+			ID:           res.ExecutionID,
+			RunID:        call.RunID,
+			PluginName:   call.Plugin.Name,
+			UserID:       call.UserID,
+			Status:       status,
+			HTTPStatus:   res.HTTPStatus,
+			LatencyMS:    res.LatencyMS,
+			Attempts:     res.Attempts,
+			ErrorClass:   code,
+			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
+			CreatedAt:    time.Now().UTC(),
+		})
+	}
+	e.Metrics.observe(call.Plugin.Name, outcome, d)
+	log := e.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	level := slog.LevelDebug
+	if res.Error != nil {
+		level = slog.LevelInfo
+	}
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	log.LogAttrs(ctx, level, "tool call",
+		slog.String("plugin", call.Plugin.Name),
+		slog.Int64("user", call.UserID),
+		slog.String("run", call.RunID),
+		slog.String("execution_id", res.ExecutionID),
+		slog.String("status", status),
+		slog.String("code", code),
+		slog.Int("http_status", res.HTTPStatus),
+		slog.Int64("latency_ms", res.LatencyMS),
+		slog.Int("attempts", res.Attempts),
+		slog.String("error", msg), // masked already
+	)
+}

@@ -1,0 +1,396 @@
+// Package loop runs one conversation turn with tools: it shows the plugins
+// to an OpenAI-compatible model as tools (name, description and parameters
+// only), executes the tool calls the model makes through the blind
+// executor, feeds the results back and repeats until the model answers
+// without tool calls or the step limit is reached.
+//
+// What reaches the model: the caller's messages, the tool definitions and
+// the tool outputs (which the executor has masked). Execution config, auth
+// config, credentials and fixed-param values never do.
+package loop
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Defaults of Options and Runner.
+const (
+	DefaultMaxSteps       = 8
+	MaxMaxSteps           = 50
+	DefaultMaxConcurrency = 4
+	DefaultLLMRetries     = 3
+	DefaultLLMTimeout     = 120 * time.Second
+	DefaultLLMBackoff     = 500 * time.Millisecond
+)
+
+// ToolExecutor executes one tool call; *engine.Executor implements it.
+type ToolExecutor interface {
+	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
+}
+
+// Request is one run: the conversation so far and what the model may use.
+type Request struct {
+	UserID      int64                          `json:"user_id"`
+	Messages    []openai.ChatCompletionMessage `json:"messages"`
+	Plugins     []*plugins.Plugin              `json:"plugins"`
+	Credentials map[string]string              `json:"credentials,omitempty"`
+	// FixedParams are argument values per plugin name, hidden from the
+	// model and merged into its arguments.
+	FixedParams map[string]map[string]any `json:"fixed_params,omitempty"`
+	// Model is a model name only: the endpoint and key are the operator's.
+	Model   string  `json:"model,omitempty"`
+	Options Options `json:"options"`
+	RunID   string  `json:"run_id,omitempty"` // generated when empty
+}
+
+// Options tune the loop.
+type Options struct {
+	// MaxSteps bounds the model calls (DefaultMaxSteps when 0, at most
+	// MaxMaxSteps).
+	MaxSteps    int      `json:"max_steps,omitempty"`
+	Temperature *float32 `json:"temperature,omitempty"`
+	// ToolChoice is "auto", "none", "required" or
+	// {"type":"function","function":{"name":...}}. It applies to the first
+	// model call only; later calls use the default (auto), since a choice
+	// that forces a tool would otherwise never let the model answer.
+	ToolChoice        any   `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// Stream calls the model in streaming mode and emits message.delta
+	// events as the content arrives.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// Run statuses.
+const (
+	StatusCompleted = "completed"
+	StatusMaxSteps  = "max_steps"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Step statuses.
+const (
+	StepOK          = "ok"
+	StepError       = "error"   // executed, and failed (HTTP error, timeout...)
+	StepRefused     = "refused" // nothing sent: invalid arguments, missing credentials...
+	StepUnknownTool = "unknown_tool"
+	StepInvalidJSON = "invalid_json"
+)
+
+// Step is one tool call of the run.
+type Step struct {
+	Index      int    `json:"index"` // 1-based, in the order the model asked
+	Turn       int    `json:"turn"`  // the model call (1-based) that asked
+	Tool       string `json:"tool"`
+	ToolCallID string `json:"tool_call_id"`
+	// Arguments as the model gave them; a JSON string when they are not
+	// valid JSON.
+	Arguments   json.RawMessage `json:"arguments"`
+	Status      string          `json:"status"`
+	HTTPStatus  int             `json:"http_status,omitempty"`
+	LatencyMS   int64           `json:"latency_ms"`
+	Attempts    int             `json:"attempts,omitempty"`
+	ExecutionID string          `json:"execution_id,omitempty"`
+	Error       string          `json:"error,omitempty"` // "code: message", masked
+}
+
+// Error codes of a RunError.
+const (
+	CodeInvalidRequest = "invalid_request"
+	CodeLLMError       = "llm_error"
+	CodeLLMTimeout     = "llm_timeout"
+	CodeCancelled      = "cancelled"
+	CodeInternal       = "internal_error"
+)
+
+// RunError is why a run failed or was cancelled.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *RunError) Error() string { return e.Code + ": " + e.Message }
+
+// HTTPStatus is the status an API answers a failed run with: 502 for an
+// upstream LLM failure, 504 for its timeout.
+func (e *RunError) HTTPStatus() int {
+	switch e.Code {
+	case CodeInvalidRequest:
+		return http.StatusBadRequest
+	case CodeLLMError:
+		return http.StatusBadGateway
+	case CodeLLMTimeout:
+		return http.StatusGatewayTimeout
+	case CodeCancelled:
+		return 499 // client closed request (nginx): nobody reads it anyway
+	}
+	return http.StatusInternalServerError
+}
+
+// Reply is the outcome of a run, complete or partial; it is the API body.
+type Reply struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	// Message is the final assistant message; with status max_steps, the
+	// last one (which asks for tools). Nil when no model call succeeded.
+	Message *openai.ChatCompletionMessage `json:"message"`
+	// Messages are every message the run appended to the request's:
+	// assistant messages and tool results.
+	Messages []openai.ChatCompletionMessage `json:"messages"`
+	Steps    []Step                         `json:"steps"`
+	Usage    openai.Usage                   `json:"usage"` // summed over model calls
+	Error    *RunError                      `json:"error,omitempty"`
+}
+
+// Event names, in the order a run emits them.
+const (
+	EventRunStarted    = "run.started"    // Data: RunStarted
+	EventMessageDelta  = "message.delta"  // Data: MessageDelta
+	EventToolStarted   = "tool.started"   // Data: ToolStarted
+	EventToolCompleted = "tool.completed" // Data: Step
+	EventRunCompleted  = "run.completed"  // Data: *Reply (completed, max_steps)
+	EventRunFailed     = "run.failed"     // Data: *Reply (failed, cancelled)
+)
+
+// Event is a progress notification of a run.
+type Event struct {
+	Name string `json:"name"`
+	Data any    `json:"data"`
+}
+
+// RunStarted is the data of run.started.
+type RunStarted struct {
+	RunID string   `json:"run_id"`
+	Model string   `json:"model"`
+	Tools []string `json:"tools"`
+}
+
+// MessageDelta is the data of message.delta: content text as it streams.
+type MessageDelta struct {
+	Turn    int    `json:"turn"`
+	Content string `json:"content"`
+}
+
+// ToolStarted is the data of tool.started.
+type ToolStarted struct {
+	Index      int             `json:"index"`
+	Turn       int             `json:"turn"`
+	Tool       string          `json:"tool"`
+	ToolCallID string          `json:"tool_call_id"`
+	Arguments  json.RawMessage `json:"arguments"`
+}
+
+// Runner runs requests against one model endpoint and executor. Its fields
+// are settings: set them before the first Run and leave them afterwards.
+type Runner struct {
+	// Client is the operator's model endpoint. Build it with NewClient so
+	// that Retry-After is honoured.
+	Client       *openai.Client
+	Executor     ToolExecutor
+	DefaultModel string // when the request names none
+	// MaxConcurrency bounds the tool calls of one turn running at once
+	// (DefaultMaxConcurrency when 0).
+	MaxConcurrency int
+	// LLMRetries bounds the retries of a model call answered 429 or 5xx
+	// (DefaultLLMRetries when 0, none when negative).
+	LLMRetries int
+	// LLMTimeout bounds each model call, a stream included
+	// (DefaultLLMTimeout when 0).
+	LLMTimeout time.Duration
+	// LLMBackoff is the first wait before a retry; it doubles each time
+	// (DefaultLLMBackoff when 0). A Retry-After header replaces it.
+	LLMBackoff time.Duration
+	Logger     *slog.Logger // nil: slog.Default()
+}
+
+// Run runs req to its end and returns the reply, whatever happened: a
+// failed or cancelled run carries its partial trace. emit, which may be
+// nil, receives the progress events from Run's goroutine, in order.
+func (r *Runner) Run(ctx context.Context, req Request, emit func(Event)) (reply *Reply) {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	s := &state{
+		r:    r,
+		req:  req,
+		emit: emit,
+		log:  cmp.Or(r.Logger, slog.Default()),
+		reply: &Reply{
+			RunID:    cmp.Or(req.RunID, uuid.Must(uuid.NewV7()).String()),
+			Messages: []openai.ChatCompletionMessage{},
+			Steps:    []Step{},
+		},
+	}
+	s.log = s.log.With("run", s.reply.RunID)
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("run panicked", "panic", p)
+			reply = s.end(StatusFailed, &RunError{Code: CodeInternal, Message: fmt.Sprint("internal error: ", p)})
+		}
+	}()
+	if err := req.Validate(); err != nil {
+		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: err.Error()})
+	}
+	return s.run(ctx)
+}
+
+// state is one run in progress.
+type state struct {
+	r     *Runner
+	req   Request
+	emit  func(Event)
+	log   *slog.Logger
+	reply *Reply
+	tools map[string]*plugins.Plugin // bound (enabled) plugins by name
+}
+
+func (s *state) run(ctx context.Context) *Reply {
+	model := cmp.Or(s.req.Model, s.r.DefaultModel)
+	if model == "" {
+		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: "model: required (no default model is configured)"})
+	}
+	tools := s.bind()
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Function.Name
+	}
+	s.emit(Event{EventRunStarted, RunStarted{RunID: s.reply.RunID, Model: model, Tools: names}})
+	s.log.Info("run started", "model", model, "tools", len(tools), "stream", s.req.Options.Stream)
+
+	msgs := append([]openai.ChatCompletionMessage(nil), s.req.Messages...)
+	maxSteps := cmp.Or(s.req.Options.MaxSteps, DefaultMaxSteps)
+	for turn := 1; ; turn++ {
+		if turn > maxSteps {
+			return s.end(StatusMaxSteps, nil)
+		}
+		creq := s.chatRequest(model, msgs, tools, turn)
+		msg, err := s.complete(ctx, creq, turn)
+		if err != nil {
+			return s.end(s.failure(ctx, err))
+		}
+		for i := range msg.ToolCalls {
+			if msg.ToolCalls[i].ID == "" { // some servers leave it out; a tool result needs one
+				msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", turn, i+1)
+			}
+			msg.ToolCalls[i].Index = nil
+		}
+		msgs = append(msgs, msg)
+		s.reply.Messages = append(s.reply.Messages, msg)
+		s.reply.Message = &msg
+		if len(msg.ToolCalls) == 0 {
+			return s.end(StatusCompleted, nil)
+		}
+		results := s.execute(ctx, turn, msg.ToolCalls)
+		msgs = append(msgs, results...)
+		s.reply.Messages = append(s.reply.Messages, results...)
+		if ctx.Err() != nil {
+			return s.end(s.failure(ctx, ctx.Err()))
+		}
+	}
+}
+
+// chatRequest is the model call of turn: the messages, the tools and the
+// options. Nothing else of the request goes into it.
+func (s *state) chatRequest(model string, msgs []openai.ChatCompletionMessage, tools []openai.Tool, turn int) openai.ChatCompletionRequest {
+	o := s.req.Options
+	creq := openai.ChatCompletionRequest{Model: model, Messages: msgs}
+	if o.Temperature != nil {
+		// go-openai leaves out a zero temperature (omitempty); its
+		// documented way to send 0 is the smallest non-zero float.
+		creq.Temperature = max(*o.Temperature, math.SmallestNonzeroFloat32)
+	}
+	if len(tools) > 0 {
+		creq.Tools = tools
+		if turn == 1 {
+			creq.ToolChoice = o.ToolChoice
+		}
+		if o.ParallelToolCalls != nil {
+			creq.ParallelToolCalls = *o.ParallelToolCalls
+		}
+	}
+	if o.Stream {
+		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+	return creq
+}
+
+// bind converts the enabled plugins into tools: name, description and the
+// parameters without those the fixed params bind.
+func (s *state) bind() []openai.Tool {
+	s.tools = make(map[string]*plugins.Plugin, len(s.req.Plugins))
+	tools := make([]openai.Tool, 0, len(s.req.Plugins))
+	for _, p := range s.req.Plugins {
+		if !p.Enabled() {
+			continue
+		}
+		s.tools[p.Name] = p
+		t := p.Tool(s.req.FixedParams[p.Name])
+		tools = append(tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name:        t.Function.Name,
+			Description: t.Function.Description,
+			Parameters:  t.Function.Parameters,
+		}})
+	}
+	return tools
+}
+
+// end finishes the reply with status and err and emits the last event.
+func (s *state) end(status string, err *RunError) *Reply {
+	s.reply.Status = status
+	s.reply.Error = err
+	name := EventRunCompleted
+	if status == StatusFailed || status == StatusCancelled {
+		name = EventRunFailed
+	}
+	level := slog.LevelInfo
+	if status == StatusFailed {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"status", status, "steps", len(s.reply.Steps), "total_tokens", s.reply.Usage.TotalTokens}
+	if err != nil {
+		attrs = append(attrs, "code", err.Code, "error", err.Message)
+	}
+	s.log.Log(context.Background(), level, "run ended", attrs...)
+	s.emit(Event{name, s.reply})
+	return s.reply
+}
+
+// addUsage sums u into the reply's usage.
+func (s *state) addUsage(u *openai.Usage) {
+	if u == nil {
+		return
+	}
+	t := &s.reply.Usage
+	t.PromptTokens += u.PromptTokens
+	t.CompletionTokens += u.CompletionTokens
+	t.TotalTokens += u.TotalTokens
+	if d := u.PromptTokensDetails; d != nil {
+		if t.PromptTokensDetails == nil {
+			t.PromptTokensDetails = new(openai.PromptTokensDetails)
+		}
+		t.PromptTokensDetails.AudioTokens += d.AudioTokens
+		t.PromptTokensDetails.CachedTokens += d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		if t.CompletionTokensDetails == nil {
+			t.CompletionTokensDetails = new(openai.CompletionTokensDetails)
+		}
+		t.CompletionTokensDetails.AudioTokens += d.AudioTokens
+		t.CompletionTokensDetails.ReasoningTokens += d.ReasoningTokens
+		t.CompletionTokensDetails.AcceptedPredictionTokens += d.AcceptedPredictionTokens
+		t.CompletionTokensDetails.RejectedPredictionTokens += d.RejectedPredictionTokens
+	}
+}

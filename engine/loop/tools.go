@@ -1,0 +1,160 @@
+package loop
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/engine"
+)
+
+// outcome is what one tool call produced: its step and the tool message
+// content the model reads.
+type outcome struct {
+	step    Step
+	content string
+}
+
+// execute runs the tool calls of one turn, at most MaxConcurrency at once,
+// and returns their tool messages in the order the model asked. Once ctx
+// is done no further call starts; those never started have no result.
+func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) []openai.ChatCompletionMessage {
+	n := len(calls)
+	outs := make([]outcome, n)
+	done := make(chan int, n)
+	limit := cmp.Or(s.r.MaxConcurrency, DefaultMaxConcurrency)
+	base := len(s.reply.Steps)
+	started, running := 0, 0
+	for started < n || running > 0 {
+		for running < limit && started < n && ctx.Err() == nil {
+			i, tc := started, calls[started]
+			st := Step{
+				Index:      base + i + 1,
+				Turn:       turn,
+				Tool:       tc.Function.Name,
+				ToolCallID: tc.ID,
+				Arguments:  rawArguments(tc.Function.Arguments),
+			}
+			s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
+			go func() {
+				defer func() {
+					if p := recover(); p != nil {
+						s.log.Error("tool call panicked", "tool", st.Tool, "panic", p)
+						outs[i] = failed(st, StepError, &engine.ToolError{Code: CodeInternal, Message: "the engine failed to execute the tool"}, 0)
+					}
+					done <- i
+				}()
+				outs[i] = s.call(ctx, st, tc.Function.Arguments)
+			}()
+			started++
+			running++
+		}
+		if running == 0 {
+			break // cancelled before the rest could start
+		}
+		i := <-done
+		running--
+		st := outs[i].step
+		s.log.Debug("tool call", "tool", st.Tool, "status", st.Status, "http_status", st.HTTPStatus, "latency_ms", st.LatencyMS)
+		s.emit(Event{EventToolCompleted, st})
+	}
+	msgs := make([]openai.ChatCompletionMessage, started)
+	for i := range started {
+		s.reply.Steps = append(s.reply.Steps, outs[i].step)
+		msgs[i] = openai.ChatCompletionMessage{
+			Role:       openai.ChatMessageRoleTool,
+			Content:    outs[i].content,
+			ToolCallID: calls[i].ID,
+		}
+	}
+	return msgs
+}
+
+// call executes one tool call blind. Whatever goes wrong becomes the
+// tool's output, so that the model can correct itself.
+func (s *state) call(ctx context.Context, st Step, args string) outcome {
+	p := s.tools[st.Tool]
+	if p == nil {
+		names := slices.Sorted(maps.Keys(s.tools))
+		return failed(st, StepUnknownTool, &engine.ToolError{
+			Code:    StepUnknownTool,
+			Message: fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(names, ", ")),
+		}, 0)
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}" // a call without arguments, as some models send it
+	}
+	var v any
+	if err := json.Unmarshal([]byte(args), &v); err != nil {
+		return failed(st, StepInvalidJSON, &engine.ToolError{
+			Code:    StepInvalidJSON,
+			Message: fmt.Sprintf("the arguments are not valid JSON (%v); send one JSON object that matches the tool's parameters", err),
+		}, 0)
+	}
+	res, err := s.r.Executor.Execute(ctx, engine.Call{
+		Plugin:      p,
+		Arguments:   json.RawMessage(args),
+		UserID:      s.req.UserID,
+		Credentials: s.req.Credentials,
+		FixedParams: s.req.FixedParams[p.Name],
+		RunID:       s.reply.RunID,
+	})
+	if res == nil { // only an executor that breaks its contract
+		return failed(st, StepError, &engine.ToolError{Code: CodeInternal, Message: fmt.Sprint("the tool could not be executed: ", err)}, 0)
+	}
+	st.HTTPStatus = res.HTTPStatus
+	st.LatencyMS = res.LatencyMS
+	st.Attempts = res.Attempts
+	st.ExecutionID = res.ExecutionID
+	if res.OK {
+		st.Status = StepOK
+		out := string(res.Output)
+		if out == "" {
+			out = "null"
+		}
+		return outcome{step: st, content: out}
+	}
+	status := StepError
+	if _, ok := errors.AsType[*engine.RefusedError](err); ok {
+		status = StepRefused
+	}
+	te := res.Error
+	if te == nil {
+		te = &engine.ToolError{Code: CodeInternal, Message: "the tool failed without an error"}
+	}
+	return failed(st, status, te, res.HTTPStatus)
+}
+
+// failed is the outcome of a call that did not succeed: the content is
+// the error as compact JSON, {"error":{"code","message"[,"details"]}
+// [,"http_status"]}. The executor masks the error; the others hold no
+// secret.
+func failed(st Step, status string, te *engine.ToolError, httpStatus int) outcome {
+	st.Status = status
+	st.Error = te.Error()
+	b, err := json.Marshal(struct {
+		Error      *engine.ToolError `json:"error"`
+		HTTPStatus int               `json:"http_status,omitempty"`
+	}{te, httpStatus})
+	if err != nil { // Details that do not marshal: leave them out
+		b, _ = json.Marshal(map[string]any{"error": map[string]string{"code": te.Code, "message": te.Message}})
+	}
+	return outcome{step: st, content: string(b)}
+}
+
+// rawArguments is the model's argument text for the trace: itself when it
+// is JSON, else as a JSON string.
+func rawArguments(args string) json.RawMessage {
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	b, _ := json.Marshal(args) // a string always marshals
+	return b
+}

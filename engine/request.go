@@ -1,0 +1,620 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// wholeBody is the wire name of a body argument that is the whole body
+// ({"in": "body", "name": "$"}): an array root, a primitive, a raw text.
+const wholeBody = "$"
+
+const userAgent = "blindexec"
+
+// outbound is a request built from a call, before auth: built once, then
+// turned into an *http.Request for each attempt.
+type outbound struct {
+	method string
+	url    *url.URL
+	header http.Header
+	body   []byte // nil: no body
+}
+
+func (o *outbound) newRequest(ctx context.Context) *http.Request {
+	u := *o.url
+	req := &http.Request{
+		Method:     o.method,
+		URL:        &u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     o.header.Clone(),
+		Host:       u.Host,
+	}
+	if o.body != nil {
+		body := o.body
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return req.WithContext(ctx)
+}
+
+// bodyField is one argument placed in the body.
+type bodyField struct {
+	wire  string
+	value any
+	place plugins.ArgPlacement
+	prop  propInfo
+}
+
+// buildRequest builds the request of a call from the plugin's execution
+// config and the prepared arguments. Every value that comes from the
+// arguments is escaped for where it goes, so that no argument can change
+// the scheme, host or port, add a path segment or a header; errors are
+// refusals (nothing has been sent).
+func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*outbound, error) {
+	e := &p.Execution
+	names := make([]string, 0, len(args))
+	for name := range args {
+		names = append(names, name)
+	}
+	slices.Sort(names) // a deterministic wire order
+
+	o := &outbound{method: strings.ToUpper(e.Method), header: make(http.Header, len(e.Headers)+4)}
+	for k, v := range e.Headers {
+		o.header.Set(k, v)
+	}
+	var (
+		path    = map[string]string{}
+		query   strings.Builder
+		cookies []string
+		body    []bodyField
+	)
+	for k, v := range sortedMap(e.Query) {
+		appendQuery(&query, escapeQuery(k), escapeQuery(v))
+	}
+	for _, name := range names {
+		v := args[name]
+		place := e.PlacementOf(name)
+		wire := name
+		if place.Name != "" && !strings.Contains(e.BaseURL, "{"+name+"}") {
+			wire = place.Name
+		}
+		switch place.In {
+		case plugins.InPath:
+			s, err := pathValue(name, v, place)
+			if err != nil {
+				return nil, err
+			}
+			path[wire] = s
+		case plugins.InQuery:
+			if v != nil {
+				serializeQuery(&query, wire, v, place)
+			}
+		case plugins.InHeader:
+			if v == nil {
+				continue
+			}
+			if !validHeaderName(wire) {
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: %q is not a valid header name", name, wire)
+			}
+			s := simpleStyle(v, explode(place, false), false)
+			if i := strings.IndexFunc(s, isCTL); i >= 0 {
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: a header value must not contain control characters (CR, LF, NUL...): found %q", name, s[i])
+			}
+			o.header.Set(wire, s)
+		case plugins.InCookie:
+			if v == nil {
+				continue
+			}
+			if !validHeaderName(wire) {
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: %q is not a valid cookie name", name, wire)
+			}
+			cookies = append(cookies, wire+"="+simpleStyle(v, false, true))
+		case plugins.InBody:
+			body = append(body, bodyField{wire: wire, value: v, place: place, prop: schema.props[name]})
+		default:
+			return nil, refuse(CodeInvalidPlugin, "the tool %s places %s in %q, which is not a location", p.Name, name, place.In)
+		}
+	}
+	if len(cookies) > 0 {
+		if c := o.header.Get("Cookie"); c != "" {
+			cookies = append([]string{c}, cookies...)
+		}
+		o.header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+
+	u, err := buildURL(p, path, query.String())
+	if err != nil {
+		return nil, err
+	}
+	o.url = u
+	if len(body) > 0 {
+		ct := e.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		b, ct, err := encodeBody(ct, body)
+		if err != nil {
+			return nil, err
+		}
+		o.body = b
+		o.header.Set("Content-Type", ct)
+	}
+	if o.header.Get("User-Agent") == "" {
+		o.header.Set("User-Agent", userAgent)
+	}
+	// Compression is negotiated here, not by the transport, so that the
+	// read cap applies to decoded bytes (see readBody).
+	o.header.Set("Accept-Encoding", "gzip, deflate")
+	return o, nil
+}
+
+// buildURL fills base_url's templates, each value escaped as exactly one
+// path segment, appends the query and checks that the result still points
+// at base_url's scheme, host and port.
+func buildURL(p *plugins.Plugin, path map[string]string, query string) (*url.URL, error) {
+	base := p.Execution.BaseURL
+	var b strings.Builder
+	b.Grow(len(base) + len(query) + 16)
+	for s := base; ; {
+		i := strings.IndexByte(s, '{')
+		j := strings.IndexByte(s[max(i, 0):], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(s)
+			break
+		}
+		name := s[i+1 : i+j]
+		v, ok := path[name]
+		if !ok {
+			return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+	if query != "" {
+		if strings.Contains(base, "?") {
+			b.WriteByte('&')
+		} else {
+			b.WriteByte('?')
+		}
+		b.WriteString(query)
+	}
+	u, err := url.Parse(b.String())
+	if err != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: the URL cannot be built: %v", err)
+	}
+	want, err := url.Parse(origin(base))
+	if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.User != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the API's address")
+	}
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+		if seg == "." || seg == ".." {
+			return nil, refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the URL path")
+		}
+	}
+	return u, nil
+}
+
+// origin is scheme://host[:port] of a base_url, where plugins.Validate
+// allows no template.
+func origin(base string) string {
+	i := strings.Index(base, "://")
+	if i < 0 {
+		return base
+	}
+	if j := strings.IndexAny(base[i+3:], "/?#"); j >= 0 {
+		return base[:i+3+j]
+	}
+	return base
+}
+
+// pathValue serializes a path argument (OpenAPI style simple, label or
+// matrix) with each value escaped so that it stays inside one segment.
+func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
+	if v == nil {
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+	}
+	ex := explode(place, false)
+	var s string
+	switch place.Style {
+	case "label":
+		sep := ","
+		if ex {
+			sep = "."
+		}
+		s = "." + joinValues(v, sep, ex, escapeSegment)
+	case "matrix":
+		s = matrixValue(name, v, ex)
+	default:
+		s = joinValues(v, ",", ex, escapeSegment)
+	}
+	if s == "" {
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: must not be empty (it fills a URL path segment)", name)
+	}
+	return s, nil
+}
+
+func matrixValue(name string, v any, ex bool) string {
+	key := ";" + escapeSegment(name)
+	switch t := v.(type) {
+	case []any:
+		if ex {
+			var b strings.Builder
+			for _, x := range t {
+				b.WriteString(key + "=" + escapeSegment(scalar(x)))
+			}
+			return b.String()
+		}
+	case map[string]any:
+		if ex {
+			var b strings.Builder
+			for k, x := range sortedMap(t) {
+				b.WriteString(";" + escapeSegment(k) + "=" + escapeSegment(scalar(x)))
+			}
+			return b.String()
+		}
+	}
+	return key + "=" + joinValues(v, ",", false, escapeSegment)
+}
+
+// joinValues serializes a value as OpenAPI's simple style does: arrays
+// comma-joined, objects as k,v,k2,v2 (or k=v,k2=v2 exploded), each item
+// escaped with esc (delimiters are not).
+func joinValues(v any, sep string, ex bool, esc func(string) string) string {
+	switch t := v.(type) {
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = esc(scalar(x))
+		}
+		return strings.Join(parts, sep)
+	case map[string]any:
+		parts := make([]string, 0, 2*len(t))
+		for k, x := range sortedMap(t) {
+			if ex {
+				parts = append(parts, esc(k)+"="+esc(scalar(x)))
+			} else {
+				parts = append(parts, esc(k), esc(scalar(x)))
+			}
+		}
+		return strings.Join(parts, sep)
+	}
+	return esc(scalar(v))
+}
+
+// simpleStyle serializes a header or cookie value; cookie values are
+// percent-escaped so that they cannot end the cookie.
+func simpleStyle(v any, ex, cookie bool) string {
+	esc := func(s string) string { return s }
+	if cookie {
+		esc = escapeQuery
+	}
+	return joinValues(v, ",", ex, esc)
+}
+
+func explode(place plugins.ArgPlacement, def bool) bool {
+	if place.Explode != nil {
+		return *place.Explode
+	}
+	return def
+}
+
+// serializeQuery appends a query argument per its OpenAPI style and
+// explode (form with explode by default).
+func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPlacement) {
+	key := escapeQuery(name)
+	style := place.Style
+	if style == "" {
+		style = "form"
+	}
+	if style == "deepObject" {
+		if _, ok := v.(map[string]any); ok {
+			flatten(key, v, escapeQuery, func(k, val string) { appendQuery(b, k, val) })
+			return
+		}
+	}
+	ex := explode(place, style == "form" || style == "deepObject")
+	sep := ","
+	switch style {
+	case "spaceDelimited":
+		sep = "%20"
+	case "pipeDelimited":
+		sep = "|"
+	}
+	switch t := v.(type) {
+	case []any:
+		if ex {
+			for _, x := range t {
+				appendQuery(b, key, escapeQuery(scalar(x)))
+			}
+			return
+		}
+	case map[string]any:
+		if ex {
+			for k, x := range sortedMap(t) {
+				appendQuery(b, escapeQuery(k), escapeQuery(scalar(x)))
+			}
+			return
+		}
+	}
+	appendQuery(b, key, joinValues(v, sep, false, escapeQuery))
+}
+
+func appendQuery(b *strings.Builder, k, v string) {
+	if b.Len() > 0 {
+		b.WriteByte('&')
+	}
+	b.WriteString(k)
+	b.WriteByte('=')
+	b.WriteString(v)
+}
+
+// flatten writes nested objects and arrays as Stripe and deepObject do:
+// metadata[k]=v, items[0][price]=x. Brackets stay literal; every name and
+// value is escaped with esc.
+func flatten(key string, v any, esc func(string) string, emit func(k, v string)) {
+	switch t := v.(type) {
+	case map[string]any:
+		if len(t) == 0 {
+			emit(key, "")
+		}
+		for k, x := range sortedMap(t) {
+			flatten(key+"["+esc(k)+"]", x, esc, emit)
+		}
+	case []any:
+		if len(t) == 0 {
+			emit(key, "")
+		}
+		for i, x := range t {
+			flatten(key+"["+strconv.Itoa(i)+"]", x, esc, emit)
+		}
+	default:
+		emit(key, esc(scalar(v)))
+	}
+}
+
+// encodeBody encodes the body arguments per the content type and returns
+// the Content-Type to send.
+func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
+	whole := slices.IndexFunc(fields, func(f bodyField) bool { return f.wire == wholeBody })
+	if whole >= 0 && len(fields) > 1 {
+		return nil, "", refuse(CodeInvalidPlugin, "the tool places an argument as the whole body ($) beside other body arguments")
+	}
+	switch mediaType(ct) {
+	case "application/json":
+		var v any
+		if whole >= 0 {
+			v = fields[0].value
+		} else {
+			obj := make(map[string]any, len(fields))
+			for _, f := range fields {
+				obj[f.wire] = f.value
+			}
+			v = obj
+		}
+		b, err := marshalJSON(v)
+		return b, ct, err
+	case "application/x-www-form-urlencoded":
+		var b strings.Builder
+		emit := func(k, v string) { appendQuery(&b, k, v) }
+		for _, f := range fields {
+			if f.wire == wholeBody {
+				if obj, ok := f.value.(map[string]any); ok {
+					for k, x := range sortedMap(obj) {
+						flatten(url.QueryEscape(k), x, url.QueryEscape, emit)
+					}
+					continue
+				}
+			}
+			flatten(url.QueryEscape(f.wire), f.value, url.QueryEscape, emit)
+		}
+		return []byte(b.String()), ct, nil
+	case "multipart/form-data":
+		return encodeMultipart(fields)
+	}
+	// text/plain and any other type: the argument's value as it is.
+	if whole < 0 && len(fields) > 1 {
+		obj := make(map[string]any, len(fields))
+		for _, f := range fields {
+			obj[f.wire] = f.value
+		}
+		b, err := marshalJSON(obj)
+		return b, ct, err
+	}
+	b, err := fieldBytes(fields[0])
+	return b, ct, err
+}
+
+// encodeMultipart writes one part per field; a file part is a field whose
+// placement names a filename or content type, or whose schema says
+// format: binary or contentEncoding: base64.
+func encodeMultipart(fields []bodyField) ([]byte, string, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, f := range fields {
+		if f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64 {
+			data, err := fieldBytes(f)
+			if err != nil {
+				return nil, "", err
+			}
+			h := make(textproto.MIMEHeader, 2)
+			filename := f.place.Filename
+			if filename == "" {
+				filename = f.wire
+			}
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
+			h.Set("Content-Type", cmp.Or(f.place.ContentType, "application/octet-stream"))
+			part, _ := w.CreatePart(h)
+			part.Write(data)
+			continue
+		}
+		values, ok := f.value.([]any)
+		if !ok {
+			values = []any{f.value}
+		}
+		for _, v := range values {
+			w.WriteField(f.wire, scalar(v))
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+// fieldBytes is the raw content of a field: a string as it is (decoded
+// when the schema says it is base64), anything else as JSON.
+func fieldBytes(f bodyField) ([]byte, error) {
+	s, ok := f.value.(string)
+	if !ok {
+		return marshalJSON(f.value)
+	}
+	if !f.prop.base64 {
+		return []byte(s), nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(strings.TrimSpace(s)); err == nil {
+			return b, nil
+		}
+	}
+	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: not valid base64", f.wire)
+}
+
+var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "%0D", "\n", "%0A")
+
+func quoteEscape(s string) string { return quoteEscaper.Replace(s) }
+
+// mediaType is the lower-case type/subtype of a content type, with +json
+// types folded into application/json.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.ToLower(strings.TrimSpace(ct))
+	if strings.HasSuffix(ct, "+json") || strings.HasSuffix(ct, "/json") {
+		return "application/json"
+	}
+	return ct
+}
+
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// scalar is the text of a value on the wire: strings as they are, numbers
+// as written, objects and arrays as JSON.
+func scalar(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case json.Number:
+		return t.String()
+	case bool:
+		return strconv.FormatBool(t)
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case nil:
+		return ""
+	case map[string]any, []any:
+		b, _ := marshalJSON(t)
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// escapeSegment escapes s as exactly one path segment: everything but
+// RFC 3986 unreserved characters is percent-encoded, and a segment of dots
+// alone ("." or "..") is encoded too, so that nothing can climb the path.
+func escapeSegment(s string) string {
+	if strings.Trim(s, ".") == "" {
+		return strings.Repeat("%2E", len(s))
+	}
+	return escapeUnreserved(s)
+}
+
+// escapeQuery escapes a query name or value: everything but unreserved
+// characters is percent-encoded (a space is %20).
+func escapeQuery(s string) string { return escapeUnreserved(s) }
+
+func escapeUnreserved(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !unreserved(c) && !strings.ContainsRune("!#$%&'*+^`|", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// isCTL reports a control character other than horizontal tab.
+func isCTL(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
+
+// sortedMap iterates a map in key order.
+func sortedMap[V any](m map[string]V) func(yield func(string, V) bool) {
+	return func(yield func(string, V) bool) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
+}

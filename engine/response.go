@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+	"golang.org/x/text/encoding/htmlindex"
+
+	"github.com/blindexec/blindexec/auth"
+)
+
+type bodyKind int
+
+const (
+	kindBinary bodyKind = iota
+	kindText
+	kindJSON
+)
+
+// shape turns a successful response into the value the LLM sees: JSON as
+// JSON (compacted, then narrowed by the gjson path sel), text as a JSON
+// string, binary as a description; masked, and cut to budget bytes with a
+// visible marker.
+func shape(resp *Response, sel string, budget int, m *auth.Masker) json.RawMessage {
+	if len(resp.Body) == 0 {
+		return jsonString(fmt.Sprintf("(no content: HTTP %d)", resp.StatusCode))
+	}
+	kind, body := bodyOf(resp)
+	switch kind {
+	case kindJSON:
+		// Mask before shaping: a cut must not leave half a secret.
+		b := m.Bytes(body)
+		var c bytes.Buffer
+		if json.Compact(&c, b) != nil {
+			return fitText(b, budget) // not JSON after all, or masking broke a token: show it as text
+		}
+		b = c.Bytes()
+		if sel != "" {
+			r := gjson.GetBytes(b, sel)
+			if !r.Exists() {
+				return json.RawMessage("null")
+			}
+			b = []byte(r.Raw)
+		}
+		return fitJSON(b, budget)
+	case kindText:
+		return fitText(m.Bytes(body), budget)
+	}
+	return describeBinary(resp.ContentType, len(resp.Body))
+}
+
+func describeBinary(ct string, size int) json.RawMessage {
+	b, _ := marshalJSON(map[string]any{
+		"content_type": cmp.Or(ct, "application/octet-stream"),
+		"size":         size,
+		"note":         "binary content, not shown",
+	})
+	return b
+}
+
+// bodyOf tells JSON, text and binary apart, by the content type first and
+// the bytes second, and returns text as UTF-8 (decoding a declared
+// charset such as GBK).
+func bodyOf(resp *Response) (bodyKind, []byte) {
+	body := resp.Body
+	mt := mediaType(resp.ContentType)
+	switch {
+	case mt == "application/json":
+		return kindJSON, body // shape validates it while compacting
+	case mt == "" || strings.HasPrefix(mt, "text/") || textual[mt] || strings.HasSuffix(mt, "+xml"):
+		// Many APIs label JSON text/plain or text/html, or not at all.
+		if t := bytes.TrimSpace(body); len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+			return kindJSON, body
+		}
+	default:
+		return kindBinary, body
+	}
+	body = toUTF8(resp.ContentType, body)
+	if !utf8.Valid(body) || bytes.IndexByte(body, 0) >= 0 {
+		return kindBinary, body
+	}
+	return kindText, body
+}
+
+var textual = map[string]bool{
+	"application/xml":                   true,
+	"application/javascript":            true,
+	"application/x-www-form-urlencoded": true,
+	"application/yaml":                  true,
+	"application/x-yaml":                true,
+	"application/x-ndjson":              true,
+	"application/graphql":               true,
+	"application/sql":                   true,
+	"application/csv":                   true,
+}
+
+// toUTF8 decodes text in a declared charset other than UTF-8; unknown
+// charsets are left as they are.
+func toUTF8(ct string, b []byte) []byte {
+	_, params, err := mime.ParseMediaType(ct)
+	cs := strings.ToLower(params["charset"])
+	if err != nil || cs == "" || cs == "utf-8" || cs == "utf8" || cs == "us-ascii" {
+		return b
+	}
+	enc, err := htmlindex.Get(cs)
+	if err != nil {
+		return b
+	}
+	out, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// fitJSON returns b when it fits the budget; an array cut to the items
+// that fit, the last one a marker; anything else as a string cut to the
+// budget with a marker (it cannot stay valid JSON).
+func fitJSON(b []byte, budget int) json.RawMessage {
+	if len(b) <= budget {
+		return b
+	}
+	if b[0] == '[' {
+		var (
+			out   bytes.Buffer
+			kept  int
+			total int
+			full  bool
+		)
+		out.WriteByte('[')
+		gjson.ParseBytes(b).ForEach(func(_, v gjson.Result) bool {
+			total++
+			if !full && out.Len()+len(v.Raw)+1 <= budget {
+				if kept > 0 {
+					out.WriteByte(',')
+				}
+				out.WriteString(v.Raw)
+				kept++
+			} else {
+				full = true
+			}
+			return true
+		})
+		if kept > 0 {
+			out.WriteByte(',')
+			out.Write(jsonString(fmt.Sprintf("…[truncated: showing %d of %d items, %d bytes total]", kept, total, len(b))))
+			out.WriteByte(']')
+			return out.Bytes()
+		}
+	}
+	return fitText(b, budget)
+}
+
+// fitText is text as a JSON string, cut at a character boundary to the
+// budget with a marker.
+func fitText(b []byte, budget int) json.RawMessage {
+	if len(b) <= budget {
+		return jsonString(string(b))
+	}
+	return jsonString(truncateUTF8(string(b), budget) + fmt.Sprintf("…[truncated: %d bytes total]", len(b)))
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := marshalJSON(s)
+	return b
+}
+
+// excerpt describes a body that came with a failure: its start as text,
+// masked, or a description when binary.
+func excerpt(resp *Response, m *auth.Masker) map[string]any {
+	d := map[string]any{"status": resp.StatusCode}
+	if resp.ContentType != "" {
+		d["content_type"] = resp.ContentType
+	}
+	if len(resp.Body) == 0 {
+		return d
+	}
+	kind, body := bodyOf(resp)
+	if kind == kindBinary {
+		d["body_size"] = len(resp.Body)
+		return d
+	}
+	s := m.String(string(body))
+	if len(s) > ErrorExcerptBytes {
+		s = truncateUTF8(s, ErrorExcerptBytes) + "…[truncated]"
+	}
+	d["body"] = s
+	return d
+}
+
+// maskError returns a copy of te with every secret masked, in the message
+// and in the details.
+func maskError(te *ToolError, m *auth.Masker) *ToolError {
+	out := *te
+	if m == nil {
+		return &out
+	}
+	out.Message = m.String(te.Message)
+	if te.Details != nil {
+		if b, err := json.Marshal(te.Details); err == nil {
+			if masked := m.Bytes(b); !bytes.Equal(masked, b) {
+				out.Details = json.RawMessage(masked)
+			}
+		}
+	}
+	return &out
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,111 @@
+// Package testdb gives each test a migrated store of its own, on SQLite and
+// on a real MySQL/MariaDB server, so that database tests run against both
+// and packages can run in parallel.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/blindexec/blindexec/store"
+)
+
+// EnvMySQLDSN names the go-sql-driver DSN of the MySQL/MariaDB server the
+// mysql tests use, e.g. root@tcp(127.0.0.1:3306)/test.
+const EnvMySQLDSN = "BLINDEXEC_TEST_MYSQL_DSN"
+
+// kinds are the database kinds Open accepts, in the order Each runs them.
+var kinds = []string{store.DialectSQLite, store.DialectMySQL}
+
+// Each runs fn as the subtests "sqlite" and "mysql", each on a fresh store.
+func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	t.Helper()
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			fn(t, Open(t, kind))
+		})
+	}
+}
+
+// Open returns a migrated store on an empty database that t cleans up.
+// kind "sqlite" uses a file in t.TempDir(). kind "mysql" creates a database
+// bx_<random hex> on the server named by BLINDEXEC_TEST_MYSQL_DSN, and drops
+// it afterwards; the test is skipped when the variable is unset, and fails
+// when the server is unreachable.
+func Open(t testing.TB, kind string) *store.Store {
+	t.Helper()
+	var dsn string
+	switch kind {
+	case store.DialectSQLite:
+		dsn = "sqlite:" + filepath.Join(t.TempDir(), "test.db")
+	case store.DialectMySQL:
+		dsn = "mysql:" + createMySQLDatabase(t)
+	default:
+		t.Fatalf("testdb: unknown database kind %q (want sqlite or mysql)", kind)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return s
+}
+
+// createMySQLDatabase creates a uniquely named database, schedules its drop
+// and returns the DSN that reaches it.
+func createMySQLDatabase(t testing.TB) string {
+	t.Helper()
+	server := os.Getenv(EnvMySQLDSN)
+	if server == "" {
+		t.Skipf("no MySQL server: set %s, e.g. %s='root@tcp(127.0.0.1:3306)/test'", EnvMySQLDSN, EnvMySQLDSN)
+	}
+	cfg, err := mysql.ParseDSN(server)
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", EnvMySQLDSN, err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("testdb: %s: %v", EnvMySQLDSN, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := admin.PingContext(ctx); err != nil {
+		admin.Close()
+		t.Fatalf("testdb: MySQL server at %s (from %s) unreachable: %v", cfg.Addr, EnvMySQLDSN, err)
+	}
+
+	var suffix [6]byte
+	rand.Read(suffix[:])
+	name := "bx_" + hex.EncodeToString(suffix[:])
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		admin.Close()
+		t.Fatalf("testdb: create database %s: %v", name, err)
+	}
+	// Registered before the store's Close, so it runs after it.
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("testdb: drop database %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}

@@ -1,0 +1,234 @@
+package plugins
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// compiled caches compiled parameter schemas by the hash of their bytes:
+// runtime payloads carry the same plugins again and again.
+var compiled struct {
+	sync.Mutex
+	m map[[32]byte]*jsonschema.Schema
+}
+
+const compiledCacheMax = 4096
+
+// parameterSchema compiles Parameters (draft 2020-12, with OpenAPI 3.0
+// nullable turned into a type that admits null).
+func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
+	if len(p.Parameters) == 0 {
+		return nil, errors.New("required: a JSON Schema object with type \"object\"")
+	}
+	key := sha256.Sum256(p.Parameters)
+	compiled.Lock()
+	s := compiled.m[key]
+	compiled.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	var doc any
+	if err := json.Unmarshal(p.Parameters, &doc); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok || root["type"] != "object" {
+		return nil, errors.New("the root must be a JSON Schema object with \"type\": \"object\"")
+	}
+	doc = nullableToType(doc)
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("parameters.json", doc); err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
+	}
+	s, err := c.Compile("parameters.json")
+	if err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
+	}
+	compiled.Lock()
+	if compiled.m == nil || len(compiled.m) >= compiledCacheMax {
+		compiled.m = make(map[[32]byte]*jsonschema.Schema)
+	}
+	compiled.m[key] = s
+	compiled.Unlock()
+	return s, nil
+}
+
+// nullableToType rewrites OpenAPI 3.0's `nullable: true` into a draft
+// 2020-12 type that admits null, throughout the schema.
+func nullableToType(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if k == "nullable" {
+				continue
+			}
+			out[k] = nullableToType(x)
+		}
+		if t["nullable"] == true {
+			switch typ := out["type"].(type) {
+			case string:
+				out["type"] = []any{typ, "null"}
+			case []any:
+				out["type"] = append(append([]any{}, typ...), "null")
+			}
+			if e, ok := out["enum"].([]any); ok {
+				out["enum"] = append(append([]any{}, e...), nil)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = nullableToType(x)
+		}
+		return out
+	}
+	return v
+}
+
+var english = message.NewPrinter(language.English)
+
+// ValidateArguments checks args against Parameters. Each error names the
+// argument (a dotted path) and what was expected, phrased for an LLM to
+// correct its call.
+func (p *Plugin) ValidateArguments(args map[string]any) []FieldError {
+	s, err := p.parameterSchema()
+	if err != nil {
+		return []FieldError{{Field: "parameters", Message: err.Error()}}
+	}
+	err = s.Validate(args)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []FieldError{{Message: err.Error()}}
+	}
+	var out []FieldError
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		fe := FieldError{Field: dotted(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(english)}
+		if fe.Field == "" {
+			fe.Field = "(arguments)"
+		}
+		if k := fe.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, fe)
+		}
+	}
+	walk(ve)
+	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+// ApplyDefaults fills omitted arguments with the `default` of their schema,
+// at the top level and inside objects that are present.
+func (p *Plugin) ApplyDefaults(args map[string]any) {
+	var schema map[string]any
+	if json.Unmarshal(p.Parameters, &schema) != nil {
+		return
+	}
+	applyDefaults(schema, args)
+}
+
+func applyDefaults(schema map[string]any, obj map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	for name, raw := range props {
+		ps, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		v, present := obj[name]
+		if !present {
+			if d, ok := ps["default"]; ok {
+				obj[name] = d
+			}
+			continue
+		}
+		if child, ok := v.(map[string]any); ok {
+			applyDefaults(ps, child)
+		}
+	}
+}
+
+// LLMParameters is the schema the LLM sees: Parameters without the
+// arguments bound by fixed_params (extra are those of the runtime payload).
+func (p *Plugin) LLMParameters(extra map[string]any) json.RawMessage {
+	if len(p.FixedParams) == 0 && len(extra) == 0 {
+		return p.Parameters
+	}
+	var schema map[string]any
+	if json.Unmarshal(p.Parameters, &schema) != nil {
+		return p.Parameters
+	}
+	hidden := func(name string) bool {
+		_, a := p.FixedParams[name]
+		_, b := extra[name]
+		return a || b
+	}
+	if props, ok := schema["properties"].(map[string]any); ok {
+		kept := make(map[string]any, len(props))
+		for name, v := range props {
+			if !hidden(name) {
+				kept[name] = v
+			}
+		}
+		schema["properties"] = kept
+	}
+	if req, ok := schema["required"].([]any); ok {
+		kept := make([]any, 0, len(req))
+		for _, r := range req {
+			if s, _ := r.(string); !hidden(s) {
+				kept = append(kept, r)
+			}
+		}
+		schema["required"] = kept
+	}
+	out, err := json.Marshal(schema)
+	if err != nil {
+		return p.Parameters
+	}
+	return out
+}
+
+// Tool is the OpenAI function definition of a plugin: name, description
+// and parameters only. Execution, auth and fixed params never leave the
+// engine.
+type Tool struct {
+	Type     string       `json:"type"`
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction is the function part of an OpenAI tool.
+type ToolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Tool returns the plugin as the LLM sees it.
+func (p *Plugin) Tool(fixed map[string]any) Tool {
+	return Tool{Type: "function", Function: ToolFunction{
+		Name:        p.Name,
+		Description: strings.TrimSpace(p.Description),
+		Parameters:  p.LLMParameters(fixed),
+	}}
+}

@@ -1,0 +1,352 @@
+package plugins
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tailscale/hujson"
+)
+
+// ProtocolSchema is the published JSON Schema of protocol v1.
+//
+//go:embed protocol.schema.json
+var ProtocolSchema []byte
+
+// FieldError is one invalid field of a document, named by its dotted path.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e FieldError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + ": " + e.Message
+}
+
+// ValidationError lists every invalid field of a plugin document.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Error()
+	}
+	return "invalid plugin: " + strings.Join(msgs, "; ")
+}
+
+// Parse decodes a plugin document (JSON with // and /* */ comments and
+// trailing commas, as administrators paste it) and validates it.
+func Parse(data []byte) (*Plugin, error) {
+	std, err := Standardize(data)
+	if err != nil {
+		return nil, err
+	}
+	return parseStandard(std)
+}
+
+// Standardize turns JSON with comments into plain JSON.
+func Standardize(data []byte) ([]byte, error) {
+	std, err := hujson.Standardize(bytes.Clone(data))
+	if err != nil {
+		return nil, fmt.Errorf("parse plugin: %w", err)
+	}
+	return std, nil
+}
+
+func parseStandard(std []byte) (*Plugin, error) {
+	var doc any
+	if err := json.Unmarshal(std, &doc); err != nil {
+		return nil, fmt.Errorf("parse plugin: %w", err)
+	}
+	if errs := validateDocument(doc); len(errs) > 0 {
+		return nil, &ValidationError{Fields: errs}
+	}
+	var p Plugin
+	if err := json.Unmarshal(std, &p); err != nil {
+		return nil, fmt.Errorf("parse plugin: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ParseJSON validates a plugin given as plain JSON (e.g. inside a runtime
+// payload).
+func ParseJSON(raw json.RawMessage) (*Plugin, error) { return parseStandard(raw) }
+
+var protocolSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ProtocolSchema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("protocol.schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("protocol.schema.json")
+})
+
+// validateDocument checks the decoded document against protocol.schema.json
+// and the rules JSON Schema cannot express, with messages that name the
+// field. The semantic checks run first: their messages are the clearer ones.
+func validateDocument(doc any) []FieldError {
+	sch, err := protocolSchema()
+	if err != nil {
+		panic(fmt.Sprintf("plugins: protocol.schema.json does not compile: %v", err))
+	}
+	if err := sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return schemaErrors(ve)
+		}
+		return []FieldError{{Message: err.Error()}}
+	}
+	return nil
+}
+
+// schemaErrors flattens the validator's error tree to its leaves.
+func schemaErrors(ve *jsonschema.ValidationError) []FieldError {
+	var out []FieldError
+	seen := map[string]bool{}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			fe := FieldError{Field: dotted(e.InstanceLocation), Message: leafMessage(e)}
+			if k := fe.Error(); !seen[k] {
+				seen[k] = true
+				out = append(out, fe)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+func leafMessage(e *jsonschema.ValidationError) string {
+	// The full error string carries the location prefix; keep the message.
+	s := e.Error()
+	if i := strings.Index(s, ": "); i >= 0 && strings.HasPrefix(s, "at '") {
+		s = s[i+2:]
+	}
+	return s
+}
+
+func dotted(loc []string) string {
+	var b strings.Builder
+	for _, seg := range loc {
+		if isIndex(seg) {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	namePattern     = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	httpMethods     = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+	validLocations  = map[string]bool{InQuery: true, InBody: true, InPath: true, InHeader: true, InCookie: true}
+	authLocations   = map[string]bool{"header": true, "query": true, "cookie": true}
+	headerNameChars = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// Validate checks the rules of the protocol that a JSON Schema cannot say:
+// the HTTP method, the URL, placements that fit the method and the URL
+// template, auth fields required by each type.
+func (p *Plugin) Validate() error {
+	var errs []FieldError
+	add := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	if !namePattern.MatchString(p.Name) {
+		add("name", "%q must match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, _ and -, at most 64)", p.Name)
+	}
+	if p.SchemaVersion != "" && p.SchemaVersion != "v1" && p.SchemaVersion != "1" && p.SchemaVersion != "1.0" {
+		add("schema_version", "%q is not supported (expected \"v1\")", p.SchemaVersion)
+	}
+	if _, err := p.parameterSchema(); err != nil {
+		add("parameters", "%v", err)
+	}
+	e := &p.Execution
+	switch p.ExecType() {
+	case TypeHTTP:
+		p.validateHTTP(add)
+	case TypeMCP:
+		if e.MCPID == "" {
+			add("execution.mcp_id", "required for execution.type \"mcp\"")
+		}
+		if e.ToolName == "" {
+			add("execution.tool_name", "required for execution.type \"mcp\"")
+		}
+	default:
+		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
+	}
+	p.validateAuth(add)
+	if len(errs) > 0 {
+		return &ValidationError{Fields: errs}
+	}
+	return nil
+}
+
+func (p *Plugin) validateHTTP(add func(field, format string, args ...any)) {
+	e := &p.Execution
+	if e.Method == "" {
+		add("execution.method", "required (GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS)")
+	} else if !httpMethods[strings.ToUpper(e.Method)] {
+		add("execution.method", "%q is not an HTTP method", e.Method)
+	}
+	if e.BaseURL == "" {
+		add("execution.base_url", "required")
+	} else {
+		// Templates are filled in later; check the URL with them blanked.
+		probe := e.BaseURL
+		for _, n := range TemplateNames(e.BaseURL) {
+			probe = strings.Replace(probe, "{"+n+"}", "x", 1)
+		}
+		u, err := url.Parse(probe)
+		switch {
+		case err != nil:
+			add("execution.base_url", "%q is not a URL", e.BaseURL)
+		case u.Scheme != "http" && u.Scheme != "https":
+			add("execution.base_url", "%q must be an absolute http or https URL", e.BaseURL)
+		case u.Host == "":
+			add("execution.base_url", "%q has no host", e.BaseURL)
+		case strings.Contains(hostPart(e.BaseURL), "{"):
+			add("execution.base_url", "%q: templates are allowed in the path only, not in the scheme, host or port", e.BaseURL)
+		case u.User != nil:
+			add("execution.base_url", "must not carry credentials; use auth_config")
+		}
+	}
+	if d := e.ParamPlacement.Default; d != "" && !validLocations[d] {
+		add("execution.param_placement", "%q is not a location (expected query, body, path, header or cookie)", d)
+	}
+	for name, a := range e.ParamPlacement.Args {
+		if !validLocations[a.In] {
+			add("execution.param_placement."+name, "%q is not a location (expected query, body, path, header or cookie)", a.In)
+		}
+		if a.In == InPath && !templateHas(e.BaseURL, wireName(name, a)) {
+			add("execution.param_placement."+name, "placed in the path but execution.base_url has no {%s} template", wireName(name, a))
+		}
+	}
+	for k, v := range e.Headers {
+		if !headerNameChars.MatchString(k) {
+			add("execution.headers", "%q is not a valid header name", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			add("execution.headers."+k, "must not contain CR, LF or NUL")
+		}
+	}
+}
+
+func hostPart(raw string) string {
+	s := raw
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func wireName(name string, a ArgPlacement) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return name
+}
+
+func (p *Plugin) validateAuth(add func(field, format string, args ...any)) {
+	a := &p.AuthConfig
+	for i, m := range a.Mapping {
+		f := fmt.Sprintf("auth_config.mapping[%d]", i)
+		if m.Location != "" && !authLocations[m.Location] {
+			add(f+".location", "%q is not a credential location (expected header, query or cookie)", m.Location)
+		}
+		if (m.Location == "" || m.Location == "header") && !headerNameChars.MatchString(m.Target) {
+			add(f+".target", "%q is not a valid header name", m.Target)
+		}
+	}
+	switch a.Type {
+	case "", AuthNone:
+		if len(a.Mapping) > 0 && a.Type == AuthNone {
+			add("auth_config.mapping", "must be empty for type \"none\"")
+		}
+	case AuthAPIKey:
+		if len(a.Mapping) == 0 {
+			add("auth_config.mapping", "required for type \"api_key\": at least one {source, target, location}")
+		}
+	case AuthBearer:
+		if a.BearerKey() == "" {
+			add("auth_config.token", "required for type \"bearer\": the credential key of the token")
+		}
+	case AuthBasic:
+		if a.Username == "" {
+			add("auth_config.username", "required for type \"basic\": the credential key of the user name")
+		}
+		if a.Password == "" {
+			add("auth_config.password", "required for type \"basic\": the credential key of the password")
+		}
+	case AuthOAuth2:
+		o := a.OAuth2
+		if o == nil {
+			add("auth_config.oauth2", "required for type \"oauth2\"")
+			return
+		}
+		switch o.EffectiveGrant() {
+		case GrantAccessToken:
+			if o.AccessToken == "" {
+				add("auth_config.oauth2.access_token", "required for grant \"access_token\": the credential key of the token")
+			}
+		case GrantClientCredentials:
+			if o.TokenURL == "" {
+				add("auth_config.oauth2.token_url", "required for grant \"client_credentials\"")
+			} else if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", o.TokenURL)
+			}
+			if o.ClientID == "" {
+				add("auth_config.oauth2.client_id", "required for grant \"client_credentials\": the credential key of the client id")
+			}
+			if o.ClientSecret == "" {
+				add("auth_config.oauth2.client_secret", "required for grant \"client_credentials\": the credential key of the client secret")
+			}
+		}
+	default:
+		add("auth_config.type", "%q is not an auth type (expected none, api_key, bearer, basic or oauth2)", a.Type)
+	}
+}

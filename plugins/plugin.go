@@ -1,0 +1,357 @@
+// Package plugins defines the blindexec plugin protocol (v1): the JSON
+// document that describes one tool, how it is parsed (comments allowed, as
+// administrators paste it), validated against the published JSON Schema
+// (protocol.schema.json) and shown to an LLM.
+package plugins
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Status values follow RuoYi's convention for sys_ tables.
+const (
+	StatusEnabled  = "0"
+	StatusDisabled = "1"
+)
+
+// Plugin is one tool: what the LLM sees (Name, Description, Parameters) and
+// what only the engine sees (Execution, AuthConfig, FixedParams).
+type Plugin struct {
+	SchemaVersion       string          `json:"schema_version,omitempty"`
+	Name                string          `json:"name"`
+	Title               string          `json:"title,omitempty"`
+	Description         string          `json:"description"`
+	IconURL             string          `json:"icon_url,omitempty"`
+	Parameters          json.RawMessage `json:"parameters"`
+	Execution           Execution       `json:"execution"`
+	AuthConfig          AuthConfig      `json:"auth_config"`
+	RequiredCredentials []string        `json:"required_credentials,omitempty"`
+	// FixedParams are argument values bound by the platform, not the LLM:
+	// hidden from the LLM's schema and merged into the arguments at execution.
+	FixedParams map[string]any `json:"fixed_params,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	Remark      string         `json:"remark,omitempty"`
+}
+
+// Execution types.
+const (
+	TypeHTTP = "http"
+	TypeMCP  = "mcp"
+)
+
+// Execution says how the engine performs the call.
+type Execution struct {
+	Type           string            `json:"type,omitempty"` // http (default) | mcp
+	Method         string            `json:"method,omitempty"`
+	BaseURL        string            `json:"base_url,omitempty"`
+	ContentType    string            `json:"content_type,omitempty"`
+	ParamPlacement Placement         `json:"param_placement,omitzero"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Query          map[string]string `json:"query,omitempty"`
+	TimeoutMS      int               `json:"timeout_ms,omitempty"`
+	Retry          *Retry            `json:"retry,omitempty"`
+	Response       *Response         `json:"response,omitempty"`
+	// MCP execution (type mcp): the registered server and the tool's
+	// original name on it.
+	MCPID    string `json:"mcp_id,omitempty"`
+	ToolName string `json:"tool_name,omitempty"`
+}
+
+// Retry bounds the retries of idempotent calls.
+type Retry struct {
+	MaxAttempts  int `json:"max_attempts,omitempty"`   // total attempts, including the first
+	BackoffMS    int `json:"backoff_ms,omitempty"`     // first backoff; doubles each time
+	MaxBackoffMS int `json:"max_backoff_ms,omitempty"` // cap on one wait, Retry-After included
+}
+
+// Response shapes what the LLM sees of a result.
+type Response struct {
+	Select   string `json:"select,omitempty"`    // gjson path
+	MaxBytes int    `json:"max_bytes,omitempty"` // byte budget of the output
+}
+
+// Locations of an argument in the request.
+const (
+	InQuery  = "query"
+	InBody   = "body"
+	InPath   = "path"
+	InHeader = "header"
+	InCookie = "cookie"
+)
+
+// Placement is execution.param_placement: either one location for every
+// argument ("query") or an object mapping argument names to a location or
+// to an ArgPlacement.
+type Placement struct {
+	Default string                  // the single location, when given as a string
+	Args    map[string]ArgPlacement // per argument
+}
+
+// ArgPlacement places one argument: its location, its name on the wire when
+// that differs from the argument name, and OpenAPI serialization.
+type ArgPlacement struct {
+	In      string `json:"in"`
+	Name    string `json:"name,omitempty"`
+	Style   string `json:"style,omitempty"`
+	Explode *bool  `json:"explode,omitempty"`
+	// ContentType of a multipart part (e.g. a file); Filename of a file part.
+	ContentType string `json:"content_type,omitempty"`
+	Filename    string `json:"filename,omitempty"`
+}
+
+// IsZero reports whether no placement was given.
+func (p Placement) IsZero() bool { return p.Default == "" && len(p.Args) == 0 }
+
+// UnmarshalJSON accepts a string or an object whose values are a location
+// string or an ArgPlacement object.
+func (p *Placement) UnmarshalJSON(b []byte) error {
+	*p = Placement{}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		p.Default = s
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("param_placement: expected a location string or an object, got %s", jsonKind(b))
+	}
+	p.Args = make(map[string]ArgPlacement, len(m))
+	for name, raw := range m {
+		var a ArgPlacement
+		if err := json.Unmarshal(raw, &a.In); err != nil {
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return fmt.Errorf("param_placement.%s: expected a location string or an object with \"in\"", name)
+			}
+		}
+		p.Args[name] = a
+	}
+	return nil
+}
+
+// MarshalJSON writes the string form when only a default is set.
+func (p Placement) MarshalJSON() ([]byte, error) {
+	if len(p.Args) == 0 {
+		return json.Marshal(p.Default)
+	}
+	out := make(map[string]any, len(p.Args))
+	for name, a := range p.Args {
+		if a.Name == "" && a.Style == "" && a.Explode == nil && a.ContentType == "" && a.Filename == "" {
+			out[name] = a.In
+		} else {
+			out[name] = a
+		}
+	}
+	return json.Marshal(out)
+}
+
+// Auth types.
+const (
+	AuthNone   = "none"
+	AuthAPIKey = "api_key"
+	AuthBearer = "bearer"
+	AuthBasic  = "basic"
+	AuthOAuth2 = "oauth2"
+)
+
+// AuthConfig maps credentials into the request. Mapping entries apply for
+// every type (api_key consists of them alone); the other types add their
+// own fields, each naming a credential key.
+type AuthConfig struct {
+	Type    string        `json:"type,omitempty"`
+	Mapping []AuthMapping `json:"mapping,omitempty"`
+	// Token is the credential key of the bearer token (type bearer).
+	Token string `json:"token,omitempty"`
+	// Username and Password are credential keys (type basic).
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// OAuth2 configures type oauth2.
+	OAuth2 *OAuth2 `json:"oauth2,omitempty"`
+}
+
+// AuthMapping copies the credential Source into the request as Target at
+// Location (header, query or cookie), with an optional value Prefix.
+type AuthMapping struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Location string `json:"location,omitempty"` // default header
+	Prefix   string `json:"prefix,omitempty"`
+}
+
+// OAuth2 grants.
+const (
+	GrantClientCredentials = "client_credentials"
+	GrantAccessToken       = "access_token"
+)
+
+// OAuth2 is either the client-credentials grant (the engine fetches, caches
+// and refreshes the token) or a supplied access token.
+type OAuth2 struct {
+	Grant        string   `json:"grant,omitempty"` // client_credentials (default when token_url is set) | access_token
+	TokenURL     string   `json:"token_url,omitempty"`
+	ClientID     string   `json:"client_id,omitempty"`     // credential key
+	ClientSecret string   `json:"client_secret,omitempty"` // credential key
+	Scopes       []string `json:"scopes,omitempty"`
+	Audience     string   `json:"audience,omitempty"`
+	AuthStyle    string   `json:"auth_style,omitempty"`   // header (default) | params: how client credentials reach the token endpoint
+	AccessToken  string   `json:"access_token,omitempty"` // credential key (grant access_token)
+}
+
+// EffectiveGrant is the grant in force.
+func (o *OAuth2) EffectiveGrant() string {
+	if o.Grant != "" {
+		return o.Grant
+	}
+	if o.AccessToken != "" && o.TokenURL == "" {
+		return GrantAccessToken
+	}
+	return GrantClientCredentials
+}
+
+// BearerKey is the credential key of a bearer token: Token, or the single
+// mapping entry's source when Token is absent.
+func (a AuthConfig) BearerKey() string {
+	if a.Token != "" {
+		return a.Token
+	}
+	if len(a.Mapping) == 1 {
+		return a.Mapping[0].Source
+	}
+	return ""
+}
+
+// CredentialKeys lists every credential key the auth config reads, sorted
+// and without duplicates.
+func (a AuthConfig) CredentialKeys() []string {
+	set := map[string]bool{}
+	add := func(k string) {
+		if k != "" {
+			set[k] = true
+		}
+	}
+	bearerFromMapping := a.Type == AuthBearer && a.Token == ""
+	if !bearerFromMapping {
+		for _, m := range a.Mapping {
+			add(m.Source)
+		}
+	}
+	switch a.Type {
+	case AuthBearer:
+		add(a.BearerKey())
+	case AuthBasic:
+		add(a.Username)
+		add(a.Password)
+	case AuthOAuth2:
+		if o := a.OAuth2; o != nil {
+			if o.EffectiveGrant() == GrantAccessToken {
+				add(o.AccessToken)
+			} else {
+				add(o.ClientID)
+				add(o.ClientSecret)
+			}
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Credentials returns the credential keys the plugin needs: the declared
+// required_credentials, or those derived from auth_config.
+func (p *Plugin) Credentials() []string {
+	if p.RequiredCredentials != nil {
+		return p.RequiredCredentials
+	}
+	return p.AuthConfig.CredentialKeys()
+}
+
+// ExecType is execution.type with its default.
+func (p *Plugin) ExecType() string {
+	if p.Execution.Type == "" {
+		return TypeHTTP
+	}
+	return p.Execution.Type
+}
+
+// Enabled reports whether the plugin's status allows calls.
+func (p *Plugin) Enabled() bool { return p.Status == "" || p.Status == StatusEnabled }
+
+// PlacementOf returns where argument name goes. Arguments named in a
+// base_url template always go to the path; then the per-argument map, then
+// the single default; otherwise body for methods with a body, query for
+// the others.
+func (e *Execution) PlacementOf(name string) ArgPlacement {
+	if a, ok := e.ParamPlacement.Args[name]; ok {
+		if a.In == "" {
+			a.In = e.defaultIn()
+		}
+		if templateHas(e.BaseURL, name) {
+			a.In = InPath
+		}
+		return a
+	}
+	if templateHas(e.BaseURL, name) {
+		return ArgPlacement{In: InPath}
+	}
+	return ArgPlacement{In: e.defaultIn()}
+}
+
+func (e *Execution) defaultIn() string {
+	if e.ParamPlacement.Default != "" {
+		return e.ParamPlacement.Default
+	}
+	switch strings.ToUpper(e.Method) {
+	case "POST", "PUT", "PATCH":
+		return InBody
+	}
+	return InQuery
+}
+
+// templateHas reports whether base_url holds the template {name}. The wire
+// name of a path argument is what appears in the template, so callers
+// mapping a differently named argument use ArgPlacement.Name.
+func templateHas(baseURL, name string) bool {
+	return strings.Contains(baseURL, "{"+name+"}")
+}
+
+// TemplateNames lists the {name} templates of a base_url in order.
+func TemplateNames(baseURL string) []string {
+	var names []string
+	for s := baseURL; ; {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			return names
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return names
+		}
+		names = append(names, s[i+1:i+j])
+		s = s[i+j+1:]
+	}
+}
+
+func jsonKind(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "nothing"
+	}
+	switch s[0] {
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

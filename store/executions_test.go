@@ -1,0 +1,110 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+func TestExecutions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+		user1, user2 := int64(1), int64(2)
+		run := "11111111-2222-3333-4444-555555555555"
+		at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+		es := []store.Execution{
+			{ID: "e1", PluginName: "weather", UserID: &user1, Status: store.ExecOK, HTTPStatus: 200, LatencyMS: 12, Attempts: 1, CreateTime: at(0)},
+			{ID: "e2", PluginName: "weather", UserID: &user2, Status: store.ExecError, HTTPStatus: 503, Attempts: 3,
+				ErrorClass: "upstream_5xx", ErrorMessage: "bad gateway", CreateTime: at(500)},
+			{ID: "e3", PluginName: "search", UserID: &user1, RunID: &run, Status: store.ExecOK, CreateTime: at(1500)},
+			// 1.5s and 1.5004s: sub-millisecond precision is dropped.
+			{ID: "e4", PluginName: "search", RunID: &run, Status: store.ExecRefused, CreateTime: at(2000).Add(400 * time.Microsecond)},
+		}
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+		wantErrIs(t, "InsertExecutions duplicate id", s.InsertExecutions(ctx, es[:1]), store.ErrDuplicate)
+
+		tests := []struct {
+			name   string
+			filter store.ExecutionFilter
+			want   []string
+		}{
+			{"all, newest first", store.ExecutionFilter{}, []string{"e4", "e3", "e2", "e1"}},
+			{"plugin", store.ExecutionFilter{PluginName: "weather"}, []string{"e2", "e1"}},
+			{"user", store.ExecutionFilter{UserID: &user1}, []string{"e3", "e1"}},
+			{"run", store.ExecutionFilter{RunID: run}, []string{"e4", "e3"}},
+			{"since is inclusive", store.ExecutionFilter{Since: at(500)}, []string{"e4", "e3", "e2"}},
+			{"until is exclusive", store.ExecutionFilter{Until: at(1500)}, []string{"e2", "e1"}},
+			{"window in another zone", store.ExecutionFilter{
+				Since: at(1).In(time.FixedZone("X", -5*3600)), Until: at(1501).In(time.FixedZone("Y", 9*3600))},
+				[]string{"e3", "e2"}},
+			{"limit", store.ExecutionFilter{Limit: 2}, []string{"e4", "e3"}},
+			{"no match", store.ExecutionFilter{PluginName: "nope"}, nil},
+		}
+		for _, tt := range tests {
+			got, err := s.ListExecutions(ctx, tt.filter)
+			if err != nil {
+				t.Fatalf("%s: ListExecutions: %v", tt.name, err)
+			}
+			var ids []string
+			for _, e := range got {
+				ids = append(ids, e.ID)
+			}
+			if !slices.Equal(ids, tt.want) {
+				t.Errorf("%s: ListExecutions = %v, want %v", tt.name, ids, tt.want)
+			}
+		}
+
+		got, _ := s.ListExecutions(ctx, store.ExecutionFilter{RunID: run})
+		if !got[0].CreateTime.Equal(at(2000)) || got[0].UserID != nil || got[0].Status != store.ExecRefused {
+			t.Errorf("e4 read back as %+v, want time %v and no user", got[0], at(2000))
+		}
+		got, _ = s.ListExecutions(ctx, store.ExecutionFilter{PluginName: "weather"})
+		if e := got[0]; e.HTTPStatus != 503 || e.Attempts != 3 || e.ErrorClass != "upstream_5xx" || e.ErrorMessage != "bad gateway" || *e.UserID != 2 {
+			t.Errorf("e2 read back as %+v", e)
+		}
+	})
+}
+
+func TestExecutionDefaults(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		long := strings.Repeat("é", 1500) // multi-byte, longer than the column
+		es := make([]store.Execution, 1100)
+		for i := range es {
+			es[i] = store.Execution{PluginName: "p", Status: store.ExecError, ErrorMessage: long}
+		}
+		before := time.Now().Add(-time.Millisecond)
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+		if es[0].ID == "" || es[0].ID == es[1].ID || es[0].CreateTime.Before(before) {
+			t.Errorf("defaults not filled: %+v", es[0])
+		}
+
+		tests := []struct {
+			limit, want int
+		}{{0, store.DefaultExecutionLimit}, {-1, store.DefaultExecutionLimit}, {7, 7}, {5000, store.MaxExecutionLimit}}
+		for _, tt := range tests {
+			got, err := s.ListExecutions(ctx, store.ExecutionFilter{Limit: tt.limit})
+			if err != nil {
+				t.Fatalf("ListExecutions: %v", err)
+			}
+			if len(got) != tt.want {
+				t.Errorf("Limit %d: got %d rows, want %d", tt.limit, len(got), tt.want)
+			}
+		}
+		got, _ := s.ListExecutions(ctx, store.ExecutionFilter{Limit: 1})
+		if msg := got[0].ErrorMessage; utf8.RuneCountInString(msg) != 1000 || !utf8.ValidString(msg) {
+			t.Errorf("stored message has %d runes (valid %v), want 1000", utf8.RuneCountInString(msg), utf8.ValidString(msg))
+		}
+	})
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// CreateImportSource inserts src and sets its ID and times.
+func (s *Store) CreateImportSource(ctx context.Context, src *ImportSource) error {
+	src.stampCreate()
+	src.ImportedTime = dbTimePtr(src.ImportedTime)
+	if err := s.db.WithContext(ctx).Create(src).Error; err != nil {
+		return fmt.Errorf("create import source %s %q: %w", src.Kind, src.Location, classify(err))
+	}
+	return nil
+}
+
+// UpdateImportSource overwrites every column of source src.ID except the
+// creation audit, and sets src.UpdateTime.
+func (s *Store) UpdateImportSource(ctx context.Context, src *ImportSource) error {
+	src.UpdateTime = now()
+	src.ImportedTime = dbTimePtr(src.ImportedTime)
+	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", src.ID).
+		Select("kind", "location", "sha256", "prefix", "imported_time", "operation_count",
+			"imported_count", "failed_count", "update_by", "update_time", "remark").
+		Updates(src)
+	if err := affected(res); err != nil {
+		return fmt.Errorf("update import source %d: %w", src.ID, err)
+	}
+	return nil
+}
+
+// FindImportSource returns the latest source of kind at location, or
+// ErrNotFound.
+func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*ImportSource, error) {
+	var src ImportSource
+	err := s.db.WithContext(ctx).Where("kind = ? AND location = ?", kind, location).
+		Order("source_id DESC").Take(&src).Error
+	if err != nil {
+		return nil, fmt.Errorf("find import source %s %q: %w", kind, location, classify(err))
+	}
+	return &src, nil
+}

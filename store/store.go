@@ -1,0 +1,230 @@
+// Package store is blindexec's relational storage: plugins, encrypted user
+// credentials, API tokens, the execution log and import sources, on SQLite
+// (the embedded default) or MySQL/MariaDB.
+//
+// The SQL files in package migrations are the source of truth for the
+// schema; the gorm models here only map onto it. Every time the store writes
+// is taken in Go, in UTC, and truncated to the column's precision, so that
+// SQLite, MySQL (which rounds fractional seconds) and MariaDB (which
+// truncates them) all hold the same value.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/blindexec/blindexec/migrations"
+)
+
+// Dialect names returned by (*Store).Dialect and used as DSN schemes.
+const (
+	DialectSQLite = "sqlite"
+	DialectMySQL  = "mysql"
+)
+
+// DefaultDSN is the database used when none is configured.
+const DefaultDSN = "sqlite:blindexec.db"
+
+var (
+	// ErrNotFound reports that the addressed row does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate reports a unique-key violation (MySQL error 1062, SQLite
+	// UNIQUE constraint failed).
+	ErrDuplicate = errors.New("already exists")
+)
+
+// Store is a handle on the database. It is safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	sqlDB   *sql.DB
+	dialect string
+}
+
+// Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a
+// go-sql-driver DSN. It does not migrate; call Migrate for that.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	scheme, rest, _ := strings.Cut(dsn, ":")
+	var (
+		dialector gorm.Dialector
+		err       error
+	)
+	switch scheme {
+	case DialectSQLite:
+		dialector, err = sqliteDialector(rest)
+	case DialectMySQL:
+		dialector, err = mysqlDialector(rest)
+	default:
+		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", redactDSN(dsn))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
+
+	db, err := gorm.Open(dialector, &gorm.Config{
+		// SQL values may be ciphertexts or tokens: never log them.
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
+	if scheme == DialectSQLite {
+		// WAL allows concurrent readers; writers queue on busy_timeout, so a
+		// small pool is enough and avoids piling up waiting writers.
+		sqlDB.SetMaxOpenConns(4)
+		sqlDB.SetMaxIdleConns(4)
+	} else {
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		// Below the usual server wait_timeout, so idle connections are
+		// recycled before the server drops them.
+		sqlDB.SetConnMaxLifetime(5 * time.Minute)
+	}
+	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func sqliteDialector(path string) (gorm.Dialector, error) {
+	if path == "" {
+		return nil, errors.New("empty path: want sqlite:PATH")
+	}
+	// _txlock=immediate takes the write lock when a transaction begins, so
+	// concurrent read-then-write transactions wait on busy_timeout instead
+	// of failing with SQLITE_BUSY when they upgrade.
+	const params = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)" +
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return sqlite.Open(path + sep + params), nil
+}
+
+func mysqlDialector(dsn string) (gorm.Dialector, error) {
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	// DATETIME columns must scan into time.Time.
+	cfg.ParseTime = true
+	// Report matched rather than changed rows, so that an update which
+	// happens to write identical values is not mistaken for a missing row.
+	cfg.ClientFoundRows = true
+	return mysql.Open(cfg.FormatDSN()), nil
+}
+
+// redactDSN drops anything that could be a password from a DSN for messages.
+func redactDSN(dsn string) string {
+	if i := strings.LastIndex(dsn, "@"); i >= 0 {
+		return "…" + dsn[i:]
+	}
+	return dsn
+}
+
+// Dialect is DialectSQLite or DialectMySQL.
+func (s *Store) Dialect() string { return s.dialect }
+
+// DB is the underlying connection pool, for raw queries in tests and tools.
+func (s *Store) DB() *sql.DB { return s.sqlDB }
+
+// Ping checks that the database is reachable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s database: %w", s.dialect, err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.sqlDB.Close() }
+
+// Migrate applies every pending migration of the store's dialect.
+func (s *Store) Migrate(ctx context.Context) error {
+	dialect, embedded, dir := goose.DialectSQLite3, migrations.SQLite, "sqlite"
+	if s.dialect == DialectMySQL {
+		dialect, embedded, dir = goose.DialectMySQL, migrations.MySQL, "mysql"
+	}
+	fsys, err := fs.Sub(embedded, dir)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+	}
+	return nil
+}
+
+// classify maps driver errors onto the sentinels callers branch on, keeping
+// the original text (which names the violated key) in the message.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	var myErr *mysqldrv.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == 1062 {
+		return fmt.Errorf("%w: %v", ErrDuplicate, err)
+	}
+	// glebarez/go-sqlite's *Error carries the extended result code.
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		const constraintPrimaryKey, constraintUnique = 1555, 2067
+		if c := coded.Code(); c == constraintUnique || c == constraintPrimaryKey {
+			return fmt.Errorf("%w: %v", ErrDuplicate, err)
+		}
+	}
+	return err
+}
+
+// affected turns an update or delete that matched no row into ErrNotFound.
+func affected(res *gorm.DB) error {
+	if res.Error != nil {
+		return classify(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// dbTime is t as stored in a DATETIME column: UTC, whole seconds.
+func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
+
+// dbTimePtr is dbTime for nullable columns.
+func dbTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := dbTime(*t)
+	return &v
+}
+
+// now is the current time as stored in a DATETIME column.
+func now() time.Time { return dbTime(time.Now()) }

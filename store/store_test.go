@@ -1,0 +1,135 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+func TestOpenDSN(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		dsn     string
+		wantErr string // empty: must open
+	}{
+		{"sqlite file", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), ""},
+		{"unknown scheme", "postgres://u:secret@host/db", "unknown scheme"},
+		{"no scheme", "blindexec.db", "unknown scheme"},
+		{"empty sqlite path", "sqlite:", "empty path"},
+		{"bad mysql dsn", "mysql:not a dsn", "open mysql database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := store.Open(ctx, tt.dsn)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Open(%q): %v", tt.dsn, err)
+				}
+				defer s.Close()
+				if s.Dialect() != store.DialectSQLite {
+					t.Errorf("Dialect() = %q, want %q", s.Dialect(), store.DialectSQLite)
+				}
+				return
+			}
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q) succeeded, want error containing %q", tt.dsn, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Open(%q) error %q does not contain %q", tt.dsn, err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("Open error leaks the DSN password: %v", err)
+			}
+		})
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		// testdb has migrated once; a second run must be a no-op.
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("second Migrate: %v", err)
+		}
+		for _, table := range []string{"sys_ai_plugin", "sys_user_credential", "sys_ai_token", "sys_ai_execution", "sys_ai_import_source"} {
+			var n int
+			if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+				t.Errorf("table %s: %v", table, err)
+			}
+		}
+		if err := s.Ping(ctx); err != nil {
+			t.Errorf("Ping: %v", err)
+		}
+	})
+}
+
+func TestJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		src  any
+		want string
+	}{
+		{"bytes (MySQL)", []byte(`{"a":1}`), `{"a":1}`},
+		{"string (MariaDB, SQLite)", `[1,2]`, `[1,2]`},
+		{"NULL", nil, ``},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var j store.JSON
+			if err := j.Scan(tt.src); err != nil {
+				t.Fatalf("Scan(%v): %v", tt.src, err)
+			}
+			if string(j) != tt.want {
+				t.Errorf("Scan(%v) = %q, want %q", tt.src, j, tt.want)
+			}
+		})
+	}
+	var j store.JSON
+	if err := j.Scan(42); err == nil {
+		t.Error("Scan(int) succeeded, want error")
+	}
+	if v, err := store.JSON(`{"a":`).Value(); err == nil {
+		t.Errorf("Value of invalid JSON = %v, want error", v)
+	}
+	if v, err := store.JSON(nil).Value(); err != nil || v != nil {
+		t.Errorf("Value of empty JSON = %v, %v; want nil, nil", v, err)
+	}
+	// A JSON null in an API body must become SQL NULL, not the text "null".
+	var p struct{ S store.JSON }
+	if err := json.Unmarshal([]byte(`{"S":null}`), &p); err != nil || p.S != nil {
+		t.Errorf("unmarshal null = %q, %v; want empty", p.S, err)
+	}
+}
+
+// jsonEqual compares documents, since MySQL normalises the stored text.
+func jsonEqual(t *testing.T, got, want store.JSON) bool {
+	t.Helper()
+	if len(got) == 0 || len(want) == 0 {
+		return len(got) == len(want)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("stored JSON %q: %v", got, err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("want JSON %q: %v", want, err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	return string(gb) == string(wb)
+}
+
+func wantErrIs(t *testing.T, op string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: error %v, want %v", op, err, target)
+	}
+}
