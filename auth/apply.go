@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -60,9 +61,13 @@ type Authenticator struct {
 }
 
 // NewAuthenticator returns an Authenticator that fetches oauth2 tokens
-// with client, which should be the egress-guarded client: a token_url is
-// plugin configuration and must not reach internal addresses either.
+// with client, which should be the engine's egress-guarded client: a
+// token_url is plugin configuration and must not reach internal addresses
+// either. A nil client is a guarded one under the default policy.
 func NewAuthenticator(client *http.Client) *Authenticator {
+	if client == nil {
+		client = egress.NewClient(&egress.Dialer{})
+	}
 	return &Authenticator{client: client, now: time.Now, tokens: make(map[tokenKey]*tokenEntry)}
 }
 
@@ -83,7 +88,8 @@ func NewAuthenticator(client *http.Client) *Authenticator {
 //
 // Credentials absent or empty yield a *MissingCredentialsError before req
 // is touched; a value holding CR, LF or NUL an error wrapping
-// ErrCredentialValue. On error req is unchanged.
+// ErrCredentialValue; a cookie value RFC 6265 forbids, ErrCookieValue.
+// On error req is unchanged. Errors name credential keys, never values.
 func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds map[string]string, req *http.Request) (Applied, error) {
 	var out Applied
 	if err := checkCredentials(cfg, creds); err != nil {
@@ -123,9 +129,10 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 			return out, errors.New("auth_config: type oauth2 needs an oauth2 object")
 		}
 		var token string
-		if o.EffectiveGrant() == plugins.GrantAccessToken {
+		switch grant := o.EffectiveGrant(); grant {
+		case plugins.GrantAccessToken:
 			token = creds[o.AccessToken]
-		} else {
+		case plugins.GrantClientCredentials:
 			id, secret := creds[o.ClientID], creds[o.ClientSecret]
 			var err error
 			if token, err = a.clientCredentialsToken(ctx, o, id, secret); err != nil {
@@ -133,6 +140,8 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 				return Applied{}, NewMasker(id, secret).Error(err)
 			}
 			out.Secrets = append(out.Secrets, id, secret)
+		default:
+			return out, fmt.Errorf("auth_config.oauth2: unknown grant %q", grant)
 		}
 		authorization = "Bearer " + token
 		out.Secrets = append(out.Secrets, token)

@@ -168,6 +168,7 @@ func TestApplyRejects(t *testing.T) {
 		{"bad location", keyMapping("path"), map[string]string{"K": "vvvv"}, nil, `location "path"`},
 		{"colon in a basic user", plugins.AuthConfig{Type: plugins.AuthBasic, Username: "U", Password: "K"}, map[string]string{"U": "aa:bb", "K": "pppp"}, nil, "credential U"},
 		{"unknown type", plugins.AuthConfig{Type: "digest"}, nil, nil, `unknown type "digest"`},
+		{"oauth2 unknown grant", plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{Grant: "password"}}, nil, nil, `unknown grant "password"`},
 		{"oauth2 without its object", plugins.AuthConfig{Type: plugins.AuthOAuth2}, nil, nil, "oauth2 object"},
 	}
 	a := auth.NewAuthenticator(nil)

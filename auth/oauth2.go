@@ -32,7 +32,8 @@ const (
 type tokenKey [sha256.Size]byte
 
 // tokenEntry is one cached token, or one fetch in flight when done is
-// open. Its fields are written once, before done is closed.
+// open. Its fields are written once, before done is closed. A failed
+// fetch is not fresh: the next call replaces it with a new fetch.
 type tokenEntry struct {
 	done      chan struct{}
 	token     string
@@ -80,7 +81,7 @@ func (a *Authenticator) clientCredentialsToken(ctx context.Context, o *plugins.O
 		e = &tokenEntry{done: make(chan struct{})}
 		a.evictLocked()
 		a.tokens[key] = e
-		go a.fetch(context.WithoutCancel(ctx), key, e, o, id, secret)
+		go a.fetch(context.WithoutCancel(ctx), e, o, id, secret)
 	}
 	a.mu.Unlock()
 	select {
@@ -91,7 +92,7 @@ func (a *Authenticator) clientCredentialsToken(ctx context.Context, o *plugins.O
 	}
 }
 
-func (a *Authenticator) fetch(ctx context.Context, key tokenKey, e *tokenEntry, o *plugins.OAuth2, id, secret string) {
+func (a *Authenticator) fetch(ctx context.Context, e *tokenEntry, o *plugins.OAuth2, id, secret string) {
 	defer close(e.done)
 	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
 	defer cancel()
@@ -108,9 +109,7 @@ func (a *Authenticator) fetch(ctx context.Context, key tokenKey, e *tokenEntry, 
 	if o.Audience != "" {
 		conf.EndpointParams = url.Values{"audience": {o.Audience}}
 	}
-	if a.client != nil {
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, a.client)
-	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, a.client)
 	start := a.now()
 	tok, err := conf.Token(ctx)
 	switch {
@@ -126,13 +125,6 @@ func (a *Authenticator) fetch(ctx context.Context, key tokenKey, e *tokenEntry, 
 			life := time.Until(tok.Expiry)
 			e.refreshAt = start.Add(life - min(maxRefreshSkew, life/10))
 		}
-	}
-	if e.err != nil {
-		a.mu.Lock()
-		if a.tokens[key] == e {
-			delete(a.tokens, key) // the next call retries
-		}
-		a.mu.Unlock()
 	}
 }
 

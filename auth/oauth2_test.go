@@ -250,15 +250,19 @@ func TestOAuth2EndpointErrorMaskedNotCached(t *testing.T) {
 }
 
 // The token endpoint is reached through the egress-guarded client: an
-// internal token_url is refused like any other call.
+// internal token_url is refused like any other call, with the client
+// given and with NewAuthenticator's default (the URL is a loopback
+// literal, so even a broken guard would send nothing off the machine).
 func TestOAuth2TokenURLDeniedByEgress(t *testing.T) {
 	ts := newTokenServer(t, 3600)
-	client := egress.NewClient(egresstest.Dialer("")) // default policy: loopback denied
-	t.Cleanup(client.CloseIdleConnections)
-	a := auth.NewAuthenticator(client)
-	_, err := a.Apply(t.Context(), oauth2Config(ts.URL), oauth2Creds, httptest.NewRequest(http.MethodGet, "http://api.example/", nil))
-	var de *egress.DeniedError
-	if !errors.As(err, &de) || ts.hits.Load() != 0 {
-		t.Errorf("err = %v (hits %d), want *egress.DeniedError", err, ts.hits.Load())
+	guarded := egress.NewClient(egresstest.Dialer("")) // default policy: loopback denied
+	t.Cleanup(guarded.CloseIdleConnections)
+	for name, client := range map[string]*http.Client{"given": guarded, "default": nil} {
+		a := auth.NewAuthenticator(client)
+		_, err := a.Apply(t.Context(), oauth2Config(ts.URL), oauth2Creds, httptest.NewRequest(http.MethodGet, "http://api.example/", nil))
+		var de *egress.DeniedError
+		if !errors.As(err, &de) || ts.hits.Load() != 0 {
+			t.Errorf("%s client: err = %v (hits %d), want *egress.DeniedError", name, err, ts.hits.Load())
+		}
 	}
 }

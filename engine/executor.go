@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,7 +122,9 @@ func refuse(code, format string, args ...any) *RefusedError {
 // Prepared is a call ready for an Invoker: arguments decoded, completed
 // with fixed params and defaults, validated; credentials resolved.
 type Prepared struct {
-	Plugin      *plugins.Plugin
+	Plugin *plugins.Plugin
+	// Arguments are read-only: their values may be shared with cached
+	// schema defaults.
 	Arguments   map[string]any
 	Credentials map[string]string
 	UserID      int64
@@ -215,8 +218,9 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
 		res.Error = &refused.ToolError
 	}
-	res.LatencyMS = time.Since(start).Milliseconds()
-	e.finish(ctx, call, res, refused != nil, time.Since(start))
+	d := time.Since(start)
+	res.LatencyMS = d.Milliseconds()
+	e.finish(ctx, call, res, refused != nil, d)
 	if refused != nil {
 		return res, refused
 	}
@@ -233,7 +237,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if e.invokers[p.ExecType()] == nil {
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has execution type %q, which this engine cannot run", p.Name, p.ExecType())
 	}
-	schema, err := schemaOf(p.Parameters)
+	schema, err := schemaOf(p)
 	if err != nil {
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has invalid parameters: %v", p.Name, err)
 	}
@@ -241,12 +245,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
 	}
-	fixed := len(p.FixedParams) + len(call.FixedParams)
 	maps.Copy(args, p.FixedParams)
 	maps.Copy(args, call.FixedParams)
-	if schema.hasDefaults {
-		p.ApplyDefaults(args)
-	}
+	schema.applyDefaults(p, args)
 	if errs := p.ValidateArguments(args); len(errs) > 0 {
 		return nil, invalidArguments(errs)
 	}
@@ -254,12 +255,13 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		// Only what the schema declares (and the platform fixed) is sent:
 		// an LLM cannot invent a header or query parameter.
 		for name := range args {
-			if _, declared := schema.props[name]; !declared && (fixed == 0 || !isFixed(name, p, call)) {
+			if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
 				delete(args, name)
 			}
 		}
 	}
-	creds, err := e.resolveCredentials(ctx, call)
+	required, keys := credentialKeys(p)
+	creds, err := e.resolveCredentials(ctx, call, keys)
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
@@ -272,7 +274,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 	}
-	if missing := missingCredentials(p.Credentials(), creds); len(missing) > 0 {
+	if missing := missingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
 			Code:    CodeMissingCredentials,
 			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
@@ -300,10 +302,9 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 	}}
 }
 
-// resolveCredentials takes every key the plugin reads from the payload,
-// then asks the store for the user for those still missing.
-func (e *Executor) resolveCredentials(ctx context.Context, call Call) (map[string]string, error) {
-	keys := credentialKeys(call.Plugin)
+// resolveCredentials takes keys from the payload, then asks the store for
+// the user for those still missing.
+func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (map[string]string, error) {
 	creds := make(map[string]string, len(keys))
 	var missing []string
 	for _, k := range keys {
@@ -328,21 +329,21 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call) (map[strin
 	return creds, nil
 }
 
-// credentialKeys are the keys the plugin requires plus those its auth
-// config reads (required_credentials may list fewer).
-func credentialKeys(p *plugins.Plugin) []string {
-	req := p.Credentials()
+// credentialKeys returns the keys the plugin requires (Plugin.Credentials)
+// and those worth resolving: the required plus those its auth config reads
+// (required_credentials may list fewer).
+func credentialKeys(p *plugins.Plugin) (required, all []string) {
 	fromAuth := p.AuthConfig.CredentialKeys()
-	if p.RequiredCredentials == nil || len(fromAuth) == 0 {
-		return req
+	if p.RequiredCredentials == nil {
+		return fromAuth, fromAuth
 	}
-	keys := slices.Clone(req)
+	all = slices.Clone(p.RequiredCredentials)
 	for _, k := range fromAuth {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		if !slices.Contains(all, k) {
+			all = append(all, k)
 		}
 	}
-	return keys
+	return p.RequiredCredentials, all
 }
 
 func missingCredentials(required []string, creds map[string]string) []string {
@@ -366,12 +367,44 @@ func (e *Executor) timeout(p *plugins.Plugin) time.Duration {
 // masker masks every credential value of the call and every secret derived
 // from them.
 func (e *Executor) masker(prep *Prepared) *auth.Masker {
-	if prep == nil || len(prep.Credentials)+len(prep.secrets) == 0 {
+	if prep == nil {
 		return nil
 	}
-	secrets := slices.AppendSeq(make([]string, 0, len(prep.Credentials)+len(prep.secrets)), maps.Values(prep.Credentials))
-	return auth.NewMasker(append(secrets, prep.secrets...)...)
+	secrets := make([]string, 0, len(prep.Credentials)+len(prep.secrets))
+	for _, v := range prep.Credentials {
+		secrets = append(secrets, v)
+	}
+	secrets = append(secrets, prep.secrets...)
+	secrets = slices.DeleteFunc(secrets, func(s string) bool { return len(s) < auth.MinMaskLen })
+	if len(secrets) == 0 {
+		return nil
+	}
+	slices.Sort(secrets)
+	secrets = slices.Compact(secrets)
+	key := strings.Join(secrets, "\x00")
+	maskers.Lock()
+	defer maskers.Unlock()
+	m := maskers.m[key]
+	if m == nil {
+		if maskers.m == nil || len(maskers.m) >= maskersMax {
+			maskers.m = make(map[string]*auth.Masker)
+		}
+		m = auth.NewMasker(secrets...)
+		maskers.m[key] = m
+	}
+	return m
 }
+
+// maskers caches Maskers by their secrets: building one derives nine
+// encodings of each secret, and the same credentials come back call after
+// call. It keeps no secret the engine would not hold anyway (the oauth2
+// token cache does likewise) and is cleared when full.
+var maskers struct {
+	sync.Mutex
+	m map[string]*auth.Masker
+}
+
+const maskersMax = 1024
 
 // complete fills res from what the invoker returned.
 func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err error) {

@@ -173,3 +173,5 @@ func resultJSON(t testing.TB, r *Result) string {
 	}
 	return string(b)
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

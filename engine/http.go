@@ -54,6 +54,13 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 		p.Plugin.AuthConfig.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials
 
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			// Sending consumed the last one; the build succeeded once, it
+			// is deterministic.
+			if out, err = buildRequest(p.Plugin, p.Arguments, p.schema); err != nil {
+				return &Response{Attempts: attempt - 1}, err
+			}
+		}
 		resp, err := h.send(ctx, p, out)
 		if err != nil {
 			if attempt == 1 && isRefused(err) {
@@ -88,9 +95,12 @@ func isRefused(err error) bool {
 	return errors.As(err, &r)
 }
 
-// send makes one attempt: a fresh request from out, credentials applied.
+// send makes one attempt: the request from out, credentials applied.
 func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*http.Response, error) {
-	req := out.newRequest(ctx)
+	req, err := out.newRequest(ctx)
+	if err != nil {
+		return nil, err
+	}
 	applied, err := h.Auth.Apply(ctx, p.Plugin.AuthConfig, p.Credentials, req)
 	if err != nil {
 		var missing *auth.MissingCredentialsError
@@ -140,21 +150,19 @@ func retryOf(r *plugins.Retry) retryPolicy {
 }
 
 // wait sleeps before the retry following attempt: the Retry-After the
-// server asked for (ra > 0), else an exponential backoff with jitter;
-// either capped by maxBackoff. It reports false, without sleeping, when
-// the wait (or the server's Retry-After) would outlast the call's timeout,
-// or when ctx ends while sleeping.
+// server asked for (ra > 0), else the backoff delay; either capped by
+// maxBackoff. It reports false, without sleeping, when the wait (or the
+// server's Retry-After) would outlast the call's timeout, or when ctx ends
+// while sleeping.
 func (p retryPolicy) wait(ctx context.Context, attempt int, ra time.Duration) bool {
 	d := ra
 	if d <= 0 {
-		d = min(p.backoff<<(attempt-1), p.maxBackoff)
-		d = d/2 + rand.N(d/2+1) // "equal jitter": spread retries, keep a floor
+		d = p.delay(attempt)
 	}
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < max(d, ra) {
 		return false
 	}
-	d = min(d, p.maxBackoff)
-	t := time.NewTimer(d)
+	t := time.NewTimer(min(d, p.maxBackoff))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -162,6 +170,14 @@ func (p retryPolicy) wait(ctx context.Context, attempt int, ra time.Duration) bo
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// delay is the exponential backoff after attempt, capped, with "equal
+// jitter": spread over [d/2, d] so that clients retrying together drift
+// apart while keeping a floor.
+func (p retryPolicy) delay(attempt int) time.Duration {
+	d := min(p.backoff<<min(attempt-1, 20), p.maxBackoff)
+	return d/2 + rand.N(d/2+1)
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
@@ -255,6 +271,10 @@ func classify(err error) *ToolError {
 	var te *ToolError
 	if errors.As(err, &te) {
 		return te
+	}
+	var refused *RefusedError // after an attempt was sent: no longer a refusal
+	if errors.As(err, &refused) {
+		return &refused.ToolError
 	}
 	var denied *egress.DeniedError
 	switch {

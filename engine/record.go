@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,25 +43,27 @@ type RecordSink interface {
 type RecorderOptions struct {
 	BatchSize     int           // records per write (256)
 	FlushInterval time.Duration // longest a record waits for a write (200 ms)
-	Buffer        int           // records queued before Record blocks (4096)
+	Buffer        int           // records queued before Record blocks (4096, at least BatchSize)
 	WriteTimeout  time.Duration // bound on one WriteRecords (10 s)
 	Logger        *slog.Logger  // nil: slog.Default()
 }
 
 // Recorder writes records off the request path, in batches. Record
-// queues; a background goroutine writes a batch when it is full or at
-// the flush interval; Close writes what is left. A full queue makes
-// Record wait rather than drop; a failed write is logged and retried
-// once.
+// appends to a queue; a background goroutine writes a batch when one is
+// full or at the flush interval, so a call costs no goroutine wake-up;
+// Close writes what is left. A full queue makes Record wait rather than
+// drop; a failed write is logged and retried once.
 type Recorder struct {
 	sink RecordSink
 	opts RecorderOptions
 	log  *slog.Logger
 
-	mu     sync.RWMutex // held for reading while sending, for writing to close
-	closed bool
-	queue  chan Record
-	done   chan struct{}
+	mu      sync.Mutex
+	drained *sync.Cond // the queue was emptied (Record waits on it when full)
+	queue   []Record
+	closed  bool
+	kick    chan struct{} // a batch is full, or Close was called
+	done    chan struct{}
 }
 
 // NewRecorder starts a Recorder writing to sink.
@@ -73,19 +77,18 @@ func NewRecorder(sink RecordSink, opts RecorderOptions) *Recorder {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 4096
 	}
+	opts.Buffer = max(opts.Buffer, opts.BatchSize) // a full batch must fit
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
 	r := &Recorder{
-		sink:  sink,
-		opts:  opts,
-		log:   opts.Logger,
-		queue: make(chan Record, opts.Buffer),
-		done:  make(chan struct{}),
+		sink: sink,
+		opts: opts,
+		log:  cmp.Or(opts.Logger, slog.Default()),
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
-	if r.log == nil {
-		r.log = slog.Default()
-	}
+	r.drained = sync.NewCond(&r.mu)
 	go r.run()
 	return r
 }
@@ -93,24 +96,38 @@ func NewRecorder(sink RecordSink, opts RecorderOptions) *Recorder {
 // Record queues rec, waiting while the queue is full. After Close the
 // record cannot be written; it is logged as lost.
 func (r *Recorder) Record(rec Record) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	for len(r.queue) >= r.opts.Buffer && !r.closed {
+		r.drained.Wait()
+	}
 	if r.closed {
+		r.mu.Unlock()
 		r.log.Error("execution record after the recorder closed: not written", "id", rec.ID, "plugin", rec.PluginName)
 		return
 	}
-	r.queue <- rec
+	r.queue = append(r.queue, rec)
+	full := len(r.queue) >= r.opts.BatchSize
+	r.mu.Unlock()
+	if full {
+		r.wake()
+	}
+}
+
+func (r *Recorder) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default: // already woken
+	}
 }
 
 // Close stops accepting records and waits until every queued one is
 // written, or ctx ends.
 func (r *Recorder) Close(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.closed {
-		r.closed = true
-		close(r.queue)
-	}
+	r.closed = true
+	r.drained.Broadcast()
 	r.mu.Unlock()
+	r.wake()
 	select {
 	case <-r.done:
 		return nil
@@ -123,27 +140,21 @@ func (r *Recorder) run() {
 	defer close(r.done)
 	tick := time.NewTicker(r.opts.FlushInterval)
 	defer tick.Stop()
-	batch := make([]Record, 0, r.opts.BatchSize)
-	flush := func() {
-		if len(batch) > 0 {
-			r.write(batch)
-			// The sink may keep the slice: start a new one.
-			batch = make([]Record, 0, r.opts.BatchSize)
-		}
-	}
 	for {
 		select {
-		case rec, ok := <-r.queue:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, rec)
-			if len(batch) >= r.opts.BatchSize {
-				flush()
-			}
 		case <-tick.C:
-			flush()
+		case <-r.kick:
+		}
+		r.mu.Lock()
+		queued, closed := r.queue, r.closed
+		r.queue = nil // the sink may keep what it is given
+		r.drained.Broadcast()
+		r.mu.Unlock()
+		for batch := range slices.Chunk(queued, r.opts.BatchSize) {
+			r.write(batch)
+		}
+		if closed {
+			return
 		}
 	}
 }

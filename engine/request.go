@@ -25,33 +25,33 @@ const wholeBody = "$"
 
 const userAgent = "blindexec"
 
-// outbound is a request built from a call, before auth: built once, then
-// turned into an *http.Request for each attempt.
+// outbound is a request built from a call, before auth. Sending consumes
+// it (auth writes into its headers): each attempt builds its own.
 type outbound struct {
 	method string
-	url    *url.URL
+	url    string
 	header http.Header
 	body   []byte // nil: no body
+	origin string // scheme://host[:port] of base_url: where it must go
 }
 
-func (o *outbound) newRequest(ctx context.Context) *http.Request {
-	u := *o.url
-	req := &http.Request{
-		Method:     o.method,
-		URL:        &u,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     o.header.Clone(),
-		Host:       u.Host,
-	}
+// newRequest makes the *http.Request, checking that the URL, parsed as
+// net/http will use it, still points at base_url's scheme, host and port.
+func (o *outbound) newRequest(ctx context.Context) (*http.Request, error) {
+	var body io.Reader
 	if o.body != nil {
-		body := o.body
-		req.ContentLength = int64(len(body))
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		body = bytes.NewReader(o.body)
 	}
-	return req.WithContext(ctx)
+	req, err := http.NewRequestWithContext(ctx, o.method, o.url, body)
+	if err != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: the URL cannot be built: %v", innermost(err))
+	}
+	scheme, host, _ := strings.Cut(o.origin, "://")
+	if req.URL.Scheme != strings.ToLower(scheme) || req.URL.Host != host || req.URL.User != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the API's address")
+	}
+	req.Header = o.header
+	return req, nil
 }
 
 // bodyField is one argument placed in the body.
@@ -80,19 +80,23 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 		o.header.Set(k, v)
 	}
 	var (
-		path    = map[string]string{}
+		path    map[string]string
 		query   strings.Builder
 		cookies []string
 		body    []bodyField
 	)
-	for k, v := range sortedMap(e.Query) {
-		appendQuery(&query, escapeQuery(k), escapeQuery(v))
+	if len(e.Query) > 0 {
+		for k, v := range sortedMap(e.Query) {
+			appendQuery(&query, escapeQuery(k), escapeQuery(v))
+		}
 	}
 	for _, name := range names {
 		v := args[name]
 		place := e.PlacementOf(name)
 		wire := name
-		if place.Name != "" && !strings.Contains(e.BaseURL, "{"+name+"}") {
+		// A path argument keeps its name when base_url holds {name}
+		// (PlacementOf put it there for that reason).
+		if place.Name != "" && (place.In != plugins.InPath || !strings.Contains(e.BaseURL, "{"+name+"}")) {
 			wire = place.Name
 		}
 		switch place.In {
@@ -100,6 +104,9 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			s, err := pathValue(name, v, place)
 			if err != nil {
 				return nil, err
+			}
+			if path == nil {
+				path = make(map[string]string, 2)
 			}
 			path[wire] = s
 		case plugins.InQuery:
@@ -139,11 +146,12 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 		o.header.Set("Cookie", strings.Join(cookies, "; "))
 	}
 
-	u, err := buildURL(p, path, query.String())
+	u, err := buildURL(e.BaseURL, path, query.String())
 	if err != nil {
 		return nil, err
 	}
 	o.url = u
+	o.origin = origin(e.BaseURL)
 	if len(body) > 0 {
 		ct := e.ContentType
 		if ct == "" {
@@ -166,10 +174,8 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 }
 
 // buildURL fills base_url's templates, each value escaped as exactly one
-// path segment, appends the query and checks that the result still points
-// at base_url's scheme, host and port.
-func buildURL(p *plugins.Plugin, path map[string]string, query string) (*url.URL, error) {
-	base := p.Execution.BaseURL
+// path segment, and appends the query.
+func buildURL(base string, path map[string]string, query string) (string, error) {
 	var b strings.Builder
 	b.Grow(len(base) + len(query) + 16)
 	for s := base; ; {
@@ -182,7 +188,7 @@ func buildURL(p *plugins.Plugin, path map[string]string, query string) (*url.URL
 		name := s[i+1 : i+j]
 		v, ok := path[name]
 		if !ok {
-			return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+			return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
 		}
 		b.WriteString(s[:i])
 		b.WriteString(v)
@@ -196,20 +202,25 @@ func buildURL(p *plugins.Plugin, path map[string]string, query string) (*url.URL
 		}
 		b.WriteString(query)
 	}
-	u, err := url.Parse(b.String())
-	if err != nil {
-		return nil, refuse(CodeInvalidArguments, "invalid arguments: the URL cannot be built: %v", err)
-	}
-	want, err := url.Parse(origin(base))
-	if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.User != nil {
-		return nil, refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the API's address")
-	}
-	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
-		if seg == "." || seg == ".." {
-			return nil, refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the URL path")
-		}
+	u := b.String()
+	if hasDotSegment(u[len(origin(base)):]) {
+		return "", refuse(CodeInvalidArguments, "invalid arguments: the arguments would change the URL path")
 	}
 	return u, nil
+}
+
+// hasDotSegment reports a "." or ".." segment in the path of a
+// path[?query] string: a server would resolve it to another path.
+func hasDotSegment(path string) bool {
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // origin is scheme://host[:port] of a base_url, where plugins.Validate

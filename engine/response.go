@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/pretty"
 	"golang.org/x/text/encoding/htmlindex"
 
 	"github.com/blindexec/blindexec/auth"
@@ -36,11 +37,10 @@ func shape(resp *Response, sel string, budget int, m *auth.Masker) json.RawMessa
 	case kindJSON:
 		// Mask before shaping: a cut must not leave half a secret.
 		b := m.Bytes(body)
-		var c bytes.Buffer
-		if json.Compact(&c, b) != nil {
+		if !gjson.ValidBytes(b) {
 			return fitText(b, budget) // not JSON after all, or masking broke a token: show it as text
 		}
-		b = c.Bytes()
+		b = pretty.Ugly(b) // compact: indentation costs the LLM tokens and budget
 		if sel != "" {
 			r := gjson.GetBytes(b, sel)
 			if !r.Exists() {

@@ -29,6 +29,9 @@ type config struct {
 	egressAllow  string
 	maxTimeout   time.Duration
 	logLevel     string
+	// dial, when set, is what the egress dialer dials with after its
+	// policy check (tests put a loopback-only guard here).
+	dial egress.DialFunc
 }
 
 func env(name, def string) string {
@@ -121,7 +124,7 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		return nil, err
 	}
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
-	ex := engine.NewExecutor(egress.NewClient(&egress.Dialer{Policy: policy}))
+	ex := engine.NewExecutor(egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial}))
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec}, nil
 }

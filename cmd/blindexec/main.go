@@ -37,12 +37,12 @@ type exitError struct {
 func (e exitError) Error() string { return e.msg }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(&config{}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes one command line and returns the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
+func run(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(cfg, stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -84,8 +84,7 @@ func argsExactly(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	cfg := &config{}
+func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "blindexec",
 		Short:         "blindexec: a plugin execution engine (a blind executor for LLM tool calls)",

@@ -70,7 +70,7 @@ func (p *Policy) add(entry string) error {
 		if err != nil {
 			return fmt.Errorf("entry %q is not a valid CIDR: %w", entry, err)
 		}
-		p.prefixes = append(p.prefixes, pfx.Masked())
+		p.prefixes = append(p.prefixes, pfx)
 		return nil
 	}
 	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(entry, "["), "]")); err == nil {

@@ -16,7 +16,7 @@ func TestDefaultPolicy(t *testing.T) {
 		"192.168.1.1", "169.254.169.254", "169.254.0.1", "100.64.0.1", "100.127.255.254",
 		"0.0.0.0", "0.1.2.3", "255.255.255.255", "224.0.0.1", "240.0.0.1",
 		"::1", "::", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "ff02::1", "fec0::1",
-		"::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "::127.0.0.1",
+		"::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "::ffff:100.64.0.1", "::ffff:0.0.0.1", "::127.0.0.1",
 		"64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe",
 	}
 	allowed := []string{
@@ -69,7 +69,7 @@ func TestParsePolicyAllowlist(t *testing.T) {
 		{"a", "192.168.1.6", false},
 		{"a", "::1", true},
 		{"a", "fd00::7", true},
-		{"a", "172.16.200.1", true}, // host bits of the CIDR are masked
+		{"a", "172.16.200.1", true}, // host bits of the CIDR are ignored
 		{"a", "172.17.0.1", false},
 		{"a", "127.0.0.1", false},
 		{"internal.example.com", "127.0.0.1", true},

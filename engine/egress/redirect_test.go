@@ -42,6 +42,8 @@ func TestCheckRedirectOrigins(t *testing.T) {
 	}{
 		{"same origin", []string{"https://api.example/a", "https://api.example/b"}, true},
 		{"default port made explicit", []string{"http://api.example/a", "http://API.example:80/b"}, true},
+		{"https default port made explicit", []string{"https://api.example/a", "https://api.example:443/b"}, true},
+		{"https on port 80", []string{"https://api.example/a", "https://api.example:80/b"}, false},
 		{"other host", []string{"https://api.example/a", "https://evil.example/b"}, false},
 		{"subdomain", []string{"https://example.com/a", "https://api.example.com/b"}, false},
 		{"other port", []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/b"}, false},
@@ -118,7 +120,9 @@ func TestRedirectDropsCredentialsAcrossHosts(t *testing.T) {
 	mux.HandleFunc("/localhost", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/final", http.StatusTemporaryRedirect)
 	})
-	mux.HandleFunc("/port", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/final", http.StatusFound) })
+	mux.HandleFunc("/port", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/final", http.StatusFound)
+	})
 	origin := httptest.NewServer(mux)
 	defer origin.Close()
 	c := egresstest.Client(t)

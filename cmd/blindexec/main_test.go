@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+)
+
+// cli runs blindexec commands in-process against one SQLite file, with a
+// loopback-only guard under the egress dialer.
+type cli struct {
+	t  *testing.T
+	db string
+}
+
+func newCLI(t *testing.T) *cli {
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("BLINDEXEC_MASTER_KEY", base64.StdEncoding.EncodeToString(key))
+	t.Setenv("BLINDEXEC_EGRESS_ALLOW", "127.0.0.0/8")
+	t.Setenv("BLINDEXEC_LOG_LEVEL", "error")
+	return &cli{t: t, db: "sqlite:" + filepath.Join(t.TempDir(), "cli.db")}
+}
+
+func (c *cli) run(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	cfg := &config{dial: egresstest.LoopbackOnly((&net.Dialer{}).DialContext)}
+	code = run(cfg, append([]string{"--db", c.db}, args...), strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCLIEndToEnd(t *testing.T) {
+	var got *http.Request
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Clone(r.Context())
+		if r.URL.Query().Get("keyword") == "fail" {
+			http.Error(w, `{"Status":"500"}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"Status":"200"}`)
+	}))
+	defer up.Close()
+	c := newCLI(t)
+
+	seed, err := os.ReadFile("../../plugins/testdata/seed001.jsonc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plugin.jsonc")
+	os.WriteFile(file, []byte(strings.Replace(string(seed), "http://api.qichacha.com", up.URL, 1)), 0o600)
+
+	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || !strings.Contains(out, "QCC_KEY, QCC_SECRET") {
+		t.Fatalf("plugin add: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("", "plugin", "add", file); code != 1 || !strings.Contains(errs, "exists") {
+		t.Fatalf("duplicate add: %d %q", code, errs)
+	}
+	for k, v := range map[string]string{"QCC_KEY": "sk-cli-0123456789abcd", "QCC_SECRET": "cli-secret-0123456789"} {
+		if code, _, errs := c.run(v+"\n", "cred", "set", "7", k); code != 0 {
+			t.Fatalf("cred set: %d %q", code, errs)
+		}
+	}
+	code, out, _ := c.run("", "cred", "list", "7")
+	if code != 0 || strings.Contains(out, "sk-cli-0123456789abcd") || !strings.Contains(out, "****abcd") {
+		t.Fatalf("cred list must mask: %d %q", code, out)
+	}
+
+	code, out, _ = c.run("", "tools")
+	if code != 0 || strings.Contains(out, up.URL) || strings.Contains(out, "QCC_KEY") || !strings.Contains(out, `"search_company_basic"`) {
+		t.Fatalf("tools must show only the LLM view: %d %s", code, out)
+	}
+
+	// exec: 0 for success, with the envelope on stdout.
+	code, out, errs := c.run("", "exec", "search_company_basic", "--args", `{"keyword":"字节跳动"}`, "--user", "7")
+	var res map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["ok"] != true {
+		t.Fatalf("exec: %d %q %q", code, out, errs)
+	}
+	if got.Header.Get("Token") != "sk-cli-0123456789abcd" || got.URL.RawQuery != "keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1" {
+		t.Fatalf("upstream got %q %v", got.URL.RawQuery, got.Header)
+	}
+	// 1 for a tool error (a non-2xx answer), the envelope still printed.
+	code, out, errs = c.run("", "exec", "search_company_basic", "--args", `{"keyword":"fail"}`, "--user", "7")
+	if code != 1 || !strings.Contains(out, `"ok": false`) || !strings.Contains(errs, "http_error") {
+		t.Fatalf("tool error: %d %q %q", code, out, errs)
+	}
+	// 1 for a refused call: missing credentials, named.
+	code, _, errs = c.run("", "exec", "search_company_basic", "--args", `{"keyword":"x"}`, "--user", "8")
+	if code != 1 || !strings.Contains(errs, "QCC_KEY") {
+		t.Fatalf("missing credentials: %d %q", code, errs)
+	}
+	// --cred wins over the store.
+	code, _, _ = c.run("", "exec", "search_company_basic", "--args", `{"keyword":"x"}`, "--user", "7", "--cred", "QCC_KEY=from-flag-123456")
+	if code != 0 || got.Header.Get("Token") != "from-flag-123456" {
+		t.Fatalf("--cred: %d Token=%q", code, got.Header.Get("Token"))
+	}
+	// 2 for bad usage, errors on one line.
+	for _, args := range [][]string{
+		{"exec", "search_company_basic", "--args", "{not json"},
+		{"exec"},
+		{"exec", "nope", "--args", "{}"},
+		{"exec", "search_company_basic", "--cred", "novalue"},
+		{"exec", "search_company_basic", "--bogus"},
+		{"cred", "set", "abc", "K"},
+	} {
+		code, _, errs := c.run("", args...)
+		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errs)
+		}
+	}
+
+	if code, _, _ := c.run("", "plugin", "disable", "search_company_basic"); code != 0 {
+		t.Fatal("disable")
+	}
+	code, _, errs = c.run("", "exec", "search_company_basic", "--args", `{"keyword":"x"}`, "--user", "7")
+	if code != 1 || !strings.Contains(errs, "plugin_disabled") {
+		t.Fatalf("disabled plugin: %d %q", code, errs)
+	}
+	if code, out, _ := c.run("", "plugin", "list"); code != 0 || !strings.Contains(out, "disabled") {
+		t.Fatalf("plugin list: %q", out)
+	}
+	if code, _, _ := c.run("", "plugin", "rm", "search_company_basic"); code != 0 {
+		t.Fatal("rm")
+	}
+}
+
+func TestCLITokensAndRotate(t *testing.T) {
+	c := newCLI(t)
+	code, out, _ := c.run("", "token", "create", "--user", "7", "--name", "laptop")
+	if code != 0 || !strings.HasPrefix(out, "bx_") {
+		t.Fatalf("token create: %d %q", code, out)
+	}
+	tok := strings.TrimSpace(out)
+	if code, list, _ := c.run("", "token", "list"); code != 0 || !strings.Contains(list, "laptop") || strings.Contains(list, tok) {
+		t.Fatalf("token list must show the label, never the token: %q", list)
+	}
+	if code, _, _ := c.run("", "token", "revoke", "1"); code != 0 {
+		t.Fatal("revoke")
+	}
+	if code, _, _ := c.run("v", "cred", "set", "7", "K"); code != 0 {
+		t.Fatal("cred set")
+	}
+	// Rotate to a new master key with the old one kept for reading.
+	old := os.Getenv("BLINDEXEC_MASTER_KEY")
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("BLINDEXEC_MASTER_KEY", base64.StdEncoding.EncodeToString(key))
+	t.Setenv("BLINDEXEC_MASTER_KEYS_OLD", old)
+	if code, out, errs := c.run("", "cred", "rotate"); code != 0 || !strings.Contains(out, "re-encrypted 1") {
+		t.Fatalf("rotate: %d %q %q", code, out, errs)
+	}
+	t.Setenv("BLINDEXEC_MASTER_KEYS_OLD", "")
+	if code, out, errs := c.run("", "cred", "list", "7"); code != 0 || !strings.Contains(out, "K") {
+		t.Fatalf("list after rotate without the old key: %d %q %q", code, out, errs)
+	}
+	// Without a master key, a credential command fails clearly.
+	t.Setenv("BLINDEXEC_MASTER_KEY", "")
+	if code, _, errs := c.run("v", "cred", "set", "7", "K"); code != 1 || !strings.Contains(errs, "BLINDEXEC_MASTER_KEY") {
+		t.Fatalf("no master key: %d %q", code, errs)
+	}
+}

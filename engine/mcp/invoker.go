@@ -1,0 +1,135 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+)
+
+// Error codes the Invoker adds to the executor's.
+const (
+	// CodeToolError: the tool ran and reported a failure (isError).
+	CodeToolError = "tool_error"
+	// CodeMCPError: the MCP server answered tools/call with a JSON-RPC
+	// error (an unknown tool, arguments it rejects).
+	CodeMCPError = "mcp_error"
+)
+
+// Result is the MCP result as the engine passes it on: the tool output of
+// an executed call (so execution.response shaping applies to it) and the
+// body of the proxy call. isError is always present.
+type Result struct {
+	Content           []sdk.Content `json:"content"`
+	IsError           bool          `json:"isError"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+}
+
+// ResultOf converts what the SDK returned.
+func ResultOf(r *sdk.CallToolResult) Result {
+	content := r.Content
+	if content == nil {
+		content = []sdk.Content{}
+	}
+	return Result{Content: content, IsError: r.IsError, StructuredContent: r.StructuredContent}
+}
+
+// Text joins the result's text content, for error messages.
+func (r Result) Text() string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// codeRejected is the SDK's jsonrpc2.ErrRejected: the client's own
+// transport failed to deliver the request; the server said nothing.
+const codeRejected = -32005
+
+// Invoker performs execution.type "mcp": tools/call of execution.tool_name
+// on the server execution.mcp_id, with the prepared (flat, fixed params
+// merged) arguments and the server's auth config filled from the call's
+// credentials.
+//
+// The body of the engine.Response is the Result as JSON with status 200.
+// A result with isError is a tool failure: the call is not ok, its code is
+// CodeToolError, its message the result's text and its details the result
+// itself (an excerpt of the body, masked). Unlike the proxy call, which
+// passes isError through with 200 as seed 004 FR-004 says, the executor's
+// envelope reports it in ok so that the LLM loop and /v1/execute callers
+// need not look inside outputs.
+//
+// A plugin must list the credential keys of its server's auth config in
+// required_credentials (the importer does): the executor resolves only the
+// keys a plugin declares, and a missing one refuses the call.
+type Invoker struct{ Manager *Manager }
+
+// Invoke implements engine.Invoker.
+func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
+	e := &p.Plugin.Execution
+	res, err := inv.Manager.CallTool(ctx, Call{
+		Server:      e.MCPID,
+		Tool:        e.ToolName,
+		Arguments:   p.Arguments,
+		Credentials: p.Credentials,
+		OnSecrets:   p.AddSecrets,
+	})
+	if err != nil {
+		return nil, toolError(p, err)
+	}
+	out := ResultOf(res)
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, &engine.ToolError{Code: CodeMCPError, Message: "the MCP result cannot be encoded: " + err.Error()}
+	}
+	resp := &engine.Response{StatusCode: http.StatusOK, ContentType: "application/json", Body: body, Attempts: 1}
+	if p.MaxResponseBytes > 0 && int64(len(body)) > p.MaxResponseBytes {
+		return &engine.Response{Attempts: 1}, &engine.ToolError{Code: engine.CodeResponseTooLarge,
+			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}
+	}
+	if out.IsError {
+		msg := out.Text()
+		if len(msg) > 500 {
+			msg = msg[:500] + "…"
+		}
+		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+msg, "")}
+	}
+	return resp, nil
+}
+
+// toolError classifies a failure of CallTool for the executor: refusals
+// for what was never sent, a ToolError for a JSON-RPC error answer, and the
+// transport error itself otherwise (the executor tells timeouts, egress
+// denials and connection failures apart).
+func toolError(p *engine.Prepared, err error) error {
+	refuse := func(code, msg string, details any) error {
+		return &engine.RefusedError{ToolError: engine.ToolError{Code: code, Message: msg, Details: details}}
+	}
+	var missing *auth.MissingCredentialsError
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.Is(err, ErrServerNotFound):
+		return refuse(engine.CodeInvalidPlugin, fmt.Sprintf("the tool %s calls the MCP server %q, which is not registered", p.Plugin.Name, p.Plugin.Execution.MCPID), nil)
+	case errors.Is(err, ErrServerDisabled):
+		return refuse(engine.CodePluginDisabled, fmt.Sprintf("the MCP server of the tool %s is disabled", p.Plugin.Name), nil)
+	case errors.As(err, &missing):
+		return refuse(engine.CodeMissingCredentials,
+			"missing credentials: "+strings.Join(missing.Keys, ", ")+" (the MCP server's auth config needs them; declare them in the plugin's required_credentials and store them for the user)",
+			map[string]any{"missing": missing.Keys})
+	case errors.As(err, &rpc) && rpc.Code != codeRejected:
+		return &engine.ToolError{Code: CodeMCPError, Message: "the MCP server refused the call: " + rpc.Message,
+			Details: map[string]any{"rpc_code": rpc.Code}}
+	}
+	return err
+}

@@ -1,0 +1,482 @@
+// Package mcp is the engine's MCP client: it calls the tools of the MCP
+// servers registered in sys_ai_mcp_server, over streamable HTTP, SSE or a
+// stdio command, through github.com/modelcontextprotocol/go-sdk.
+//
+// A [Manager] keeps one session per (server, credential set): a server's
+// auth_config is filled from the calling user's credentials, so users with
+// different credentials never share a session, while calls with the same
+// ones reuse it. Sessions are bounded ([Manager.MaxSessions]) and closed
+// after [Manager.IdleTimeout] without use; a session found broken is
+// reopened once. Tool lists are cached per server for [Manager.ToolsTTL]
+// and refreshed on demand.
+//
+// HTTP transports send through the engine's egress-guarded client, so a
+// server URL obeys the egress policy like any plugin's base_url; static
+// headers and the auth config are applied to every request that goes to the
+// server's own origin, never to another (a redirect).
+//
+// [Invoker] performs execution.type "mcp" for the executor.
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Defaults of the Manager's zero settings.
+const (
+	DefaultToolsTTL       = 5 * time.Minute
+	DefaultMaxSessions    = 64
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultConnectTimeout = 15 * time.Second
+)
+
+// Servers is where the Manager finds registered servers and keeps their
+// tool lists: the store.
+type Servers interface {
+	GetMCPServer(ctx context.Context, ref string) (*store.MCPServer, error)
+	UpdateMCPToolsCache(ctx context.Context, id string, tools store.JSON, at time.Time) error
+}
+
+var (
+	// ErrServerNotFound: no server is registered under that id or name.
+	ErrServerNotFound = errors.New("MCP server not found")
+	// ErrServerDisabled: the server's status is disabled.
+	ErrServerDisabled = errors.New("MCP server disabled")
+)
+
+// ToolNotFoundError is a tool the server does not list.
+type ToolNotFoundError struct{ Server, Tool string }
+
+func (e *ToolNotFoundError) Error() string {
+	return fmt.Sprintf("MCP server %s has no tool %q", e.Server, e.Tool)
+}
+
+// UpstreamError is a server that could not be reached or broke the
+// protocol (a JSON-RPC error answer included). Err is the cause; it may
+// quote the server's URL and message but never a credential value the
+// caller masks (see Call.OnSecrets).
+type UpstreamError struct {
+	Server string // name
+	Op     string // "connect", "tools/list", "tools/call"
+	Err    error
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("MCP server %s: %s: %v", e.Server, e.Op, e.Err)
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Manager is the engine's MCP client. Set its exported fields before the
+// first call; it is safe for concurrent use afterwards.
+type Manager struct {
+	// ToolsTTL bounds the age of a cached tool list (DefaultToolsTTL).
+	ToolsTTL time.Duration
+	// MaxSessions bounds the open sessions (DefaultMaxSessions). Past it,
+	// the least recently used idle session is closed; sessions with calls
+	// in flight are never closed, so the bound is exceeded while all are
+	// busy.
+	MaxSessions int
+	// IdleTimeout closes a session unused for that long (DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ConnectTimeout bounds opening a session (DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	Logger         *slog.Logger // nil: slog.Default()
+
+	servers Servers
+	client  *http.Client
+	auth    *auth.Authenticator
+	salt    []byte // keys the credential hashes of session keys
+
+	mu       sync.Mutex
+	sessions map[sessionKey]*session
+	configs  map[string]*cached[*serverConfig] // by id and by name
+	tools    map[string]*cached[[]*sdk.Tool]   // by server id
+	closed   bool
+	stop     chan struct{}
+}
+
+type cached[T any] struct {
+	v  T
+	at time.Time
+}
+
+// NewManager returns a Manager finding servers in servers and sending
+// through client, which must be the egress-guarded client
+// (egress.NewClient); oauth2 token requests of a server's auth config use
+// it too. Close it when done.
+func NewManager(servers Servers, client *http.Client) *Manager {
+	salt := make([]byte, 32)
+	rand.Read(salt)
+	m := &Manager{
+		servers:  servers,
+		client:   client,
+		auth:     auth.NewAuthenticator(client),
+		salt:     salt,
+		sessions: make(map[sessionKey]*session),
+		configs:  make(map[string]*cached[*serverConfig]),
+		tools:    make(map[string]*cached[[]*sdk.Tool]),
+		stop:     make(chan struct{}),
+	}
+	go m.janitor()
+	return m
+}
+
+// Close closes every session. Calls after Close fail.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.stop)
+	all := slices.Collect(maps.Values(m.sessions))
+	clear(m.sessions)
+	m.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+	return nil
+}
+
+// Forget drops what the Manager holds about server ref (id or name): its
+// configuration, its tool list and its sessions. Call it after the
+// server's row changes or is deleted.
+func (m *Manager) Forget(ref string) {
+	m.mu.Lock()
+	var ids []string
+	if c := m.configs[ref]; c != nil {
+		ids = append(ids, c.v.id, c.v.name)
+	}
+	ids = append(ids, ref)
+	var drop []*session
+	for _, id := range ids {
+		delete(m.configs, id)
+		delete(m.tools, id)
+		for k, s := range m.sessions {
+			if k.server == id {
+				delete(m.sessions, k)
+				drop = append(drop, s)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range drop {
+		s.close()
+	}
+}
+
+func (m *Manager) logger() *slog.Logger { return cmp.Or(m.Logger, slog.Default()) }
+
+// serverConfig is a registered server, decoded.
+type serverConfig struct {
+	id, name, transport, url string
+	argv                     []string
+	headers                  map[string]string
+	auth                     plugins.AuthConfig
+	disabled                 bool
+}
+
+// Server returns the id and name of server ref (id or name), or
+// ErrServerNotFound.
+func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err error) {
+	c, err := m.config(ctx, ref)
+	if err != nil {
+		return "", "", err
+	}
+	return c.id, c.name, nil
+}
+
+// CredentialKeys lists the credential keys the server's auth config reads.
+func (m *Manager) CredentialKeys(ctx context.Context, ref string) ([]string, error) {
+	c, err := m.config(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.auth.CredentialKeys(), nil
+}
+
+func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error) {
+	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
+	m.mu.Lock()
+	if c := m.configs[ref]; c != nil && time.Since(c.at) < ttl {
+		m.mu.Unlock()
+		return c.v, nil
+	}
+	m.mu.Unlock()
+	row, err := m.servers.GetMCPServer(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeServer(row)
+	if err != nil {
+		return nil, err
+	}
+	entry := &cached[*serverConfig]{v: c, at: time.Now()}
+	m.mu.Lock()
+	m.configs[c.id], m.configs[c.name] = entry, entry
+	m.mu.Unlock()
+	return c, nil
+}
+
+func decodeServer(row *store.MCPServer) (*serverConfig, error) {
+	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
+		disabled: row.Status == store.StatusDisabled}
+	var err error
+	if c.argv, err = row.Argv(); err != nil {
+		return nil, err
+	}
+	if c.headers, err = row.HeaderMap(); err != nil {
+		return nil, err
+	}
+	if c.auth, err = row.Auth(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Call is one tools/call.
+type Call struct {
+	Server    string         // id or name
+	Tool      string         // the tool's name on the server
+	Arguments map[string]any // flat; nil sends {}
+	// Credentials fill the server's auth config.
+	Credentials map[string]string
+	// OnSecrets, if set, receives the values derived from the credentials
+	// (an oauth2 access token, a basic-auth header) that went on the wire,
+	// so that the caller can mask them like the credentials themselves.
+	OnSecrets func(...string)
+}
+
+// CallTool performs call. A tool-level failure is a result with IsError
+// set, not an error; errors are ErrServerNotFound, ErrServerDisabled,
+// *auth.MissingCredentialsError, *UpstreamError or the context's.
+func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult, error) {
+	srv, err := m.config(ctx, call.Server)
+	if err != nil {
+		return nil, err
+	}
+	args := call.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	var res *sdk.CallToolResult
+	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, func(ctx context.Context, cs *sdk.ClientSession) error {
+		var err error
+		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: call.Tool, Arguments: args})
+		return err
+	})
+	if err != nil {
+		return nil, m.upstream(ctx, srv, "tools/call", call.Tool, err)
+	}
+	return res, nil
+}
+
+// Tools returns the tools of server ref: the cached list while younger
+// than ToolsTTL unless refresh is set, else a fresh tools/list (made with
+// creds), which is cached and stored with the server's row.
+func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
+	srv, err := m.config(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
+	m.mu.Lock()
+	c := m.tools[srv.id]
+	m.mu.Unlock()
+	if c != nil && !refresh && time.Since(c.at) < ttl {
+		return c.v, nil
+	}
+	var tools []*sdk.Tool
+	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
+		tools = tools[:0]
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			tools = append(tools, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, m.upstream(ctx, srv, "tools/list", "", err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	m.tools[srv.id] = &cached[[]*sdk.Tool]{v: tools, at: now}
+	m.mu.Unlock()
+	if b, err := json.Marshal(tools); err == nil {
+		if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, b, now); err != nil {
+			m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
+		}
+	}
+	return tools, nil
+}
+
+// Tool returns the tool called name on server ref, looking it up in the
+// cached list and, when absent there, in a fresh one (a tool added since);
+// a *ToolNotFoundError when the server does not list it.
+func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]string) (*sdk.Tool, error) {
+	for _, refresh := range []bool{false, true} {
+		tools, err := m.Tools(ctx, ref, creds, refresh)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(tools, func(t *sdk.Tool) bool { return t.Name == name }); i >= 0 {
+			return tools[i], nil
+		}
+	}
+	_, srvName, _ := m.Server(ctx, ref)
+	return nil, &ToolNotFoundError{Server: srvName, Tool: name}
+}
+
+// upstream wraps a failure of op and logs it with the server and tool,
+// never with a credential (errors name keys, not values).
+func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool string, err error) error {
+	var missing *auth.MissingCredentialsError
+	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
+		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
+	}
+	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
+		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", err.Error()))
+	return err
+}
+
+// withSession runs f on a session for (srv, creds), reopening it once when
+// it turns out broken (closed by the server, or its session forgotten
+// there): in both cases the request never reached a live session, so
+// repeating it cannot run a tool twice.
+func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[string]string, onSecrets func(...string), f func(context.Context, *sdk.ClientSession) error) error {
+	ctx = valueless{ctx}
+	if srv.disabled {
+		return fmt.Errorf("%w: %s", ErrServerDisabled, srv.name)
+	}
+	keys := srv.auth.CredentialKeys()
+	if missing := missingKeys(keys, creds); len(missing) > 0 {
+		return &auth.MissingCredentialsError{Keys: missing}
+	}
+	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
+	for attempt := 1; ; attempt++ {
+		s, err := m.acquire(ctx, key, srv, creds)
+		if err != nil {
+			return err
+		}
+		err = f(ctx, s.cs)
+		if onSecrets != nil {
+			onSecrets(s.secrets()...)
+		}
+		m.release(s)
+		if attempt == 1 && (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) {
+			m.logger().DebugContext(ctx, "MCP session broken; reopening", "mcp_id", srv.id, "err", err)
+			m.drop(s)
+			continue
+		}
+		return err
+	}
+}
+
+// valueless keeps a context's deadline and cancellation but none of its
+// values. When the engine itself serves MCP (package mcpserver), the
+// incoming request's context carries the SDK's per-request state (its
+// protocol version), which must not leak into an outgoing session.
+type valueless struct{ context.Context }
+
+func (valueless) Value(any) any { return nil }
+
+func missingKeys(keys []string, creds map[string]string) []string {
+	var missing []string
+	for _, k := range keys {
+		if creds[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// credHash identifies the credential set of a session without keeping the
+// values: an HMAC under a per-process key.
+func (m *Manager) credHash(keys []string, creds map[string]string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	h := hmac.New(sha256.New, m.salt)
+	for _, k := range keys { // sorted by CredentialKeys
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(creds[k]), creds[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// connect opens a session. The handshake is bounded by ctx and
+// ConnectTimeout; the session outlives ctx.
+func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[string]string) (*sdk.ClientSession, *authTransport, error) {
+	var (
+		t  sdk.Transport
+		at *authTransport
+	)
+	switch srv.transport {
+	case store.TransportStreamableHTTP, store.TransportSSE:
+		var err error
+		if at, err = newAuthTransport(m.client.Transport, m.auth, srv, creds); err != nil {
+			return nil, nil, err
+		}
+		hc := &http.Client{Transport: at, CheckRedirect: m.client.CheckRedirect}
+		if srv.transport == store.TransportSSE {
+			t = &sdk.SSEClientTransport{Endpoint: srv.url, HTTPClient: hc}
+		} else {
+			// No standalone SSE stream: the engine only sends requests and
+			// refreshes tool lists by TTL, so it needs no notifications.
+			t = &sdk.StreamableClientTransport{Endpoint: srv.url, HTTPClient: hc, DisableStandaloneSSE: true}
+		}
+	case store.TransportStdio:
+		if len(srv.argv) == 0 {
+			return nil, nil, fmt.Errorf("MCP server %s: stdio transport without a command", srv.name)
+		}
+		// Credentials are not passed to a stdio server: its command and
+		// environment are the operator's.
+		t = &sdk.CommandTransport{Command: exec.Command(srv.argv[0], srv.argv[1:]...)}
+	default:
+		return nil, nil, fmt.Errorf("MCP server %s: unknown transport %q", srv.name, srv.transport)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ClientOptions{
+		Logger:       m.logger(),
+		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+	})
+	hctx, cancel := context.WithTimeout(ctx, cmp.Or(m.ConnectTimeout, DefaultConnectTimeout))
+	defer cancel()
+	cs, err := client.Connect(hctx, detached{t}, nil)
+	return cs, at, err
+}
+
+// detached opens its transport on a context without the handshake's
+// deadline and cancellation: the session outlives the call that opened it,
+// and the SSE transport ties its event stream to that context.
+type detached struct{ sdk.Transport }
+
+func (d detached) Connect(ctx context.Context) (sdk.Connection, error) {
+	return d.Transport.Connect(context.WithoutCancel(ctx))
+}

@@ -1,0 +1,233 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// sessionKey identifies a session: the server's id and the hash of the
+// credentials its auth config reads ("" when it reads none).
+type sessionKey struct{ server, creds string }
+
+// session is an open (or opening) client session. ready is closed once cs
+// or err is set; inflight and lastUsed are guarded by Manager.mu.
+type session struct {
+	key      sessionKey
+	ready    chan struct{}
+	cs       *sdk.ClientSession
+	at       *authTransport // nil for stdio
+	err      error
+	inflight int
+	lastUsed time.Time
+	dropped  bool
+}
+
+func (s *session) secrets() []string {
+	if s.at == nil {
+		return nil
+	}
+	return s.at.secrets()
+}
+
+func (s *session) close() {
+	<-s.ready
+	if s.cs != nil {
+		s.cs.Close()
+	}
+}
+
+// acquire returns the ready session of key, opening it when there is none;
+// concurrent callers of a new key wait for the one handshake.
+func (m *Manager) acquire(ctx context.Context, key sessionKey, srv *serverConfig, creds map[string]string) (*session, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("MCP manager closed")
+	}
+	s := m.sessions[key]
+	if s == nil {
+		s = &session{key: key, ready: make(chan struct{})}
+		m.sessions[key] = s
+		evicted := m.evictLocked()
+		m.mu.Unlock()
+		for _, e := range evicted {
+			e.close()
+		}
+		s.cs, s.at, s.err = m.connect(ctx, srv, creds)
+		if s.err != nil {
+			m.mu.Lock()
+			if m.sessions[key] == s {
+				delete(m.sessions, key)
+			}
+			m.mu.Unlock()
+		}
+		close(s.ready)
+	} else {
+		m.mu.Unlock()
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	m.mu.Lock()
+	s.inflight++
+	s.lastUsed = time.Now()
+	m.mu.Unlock()
+	return s, nil
+}
+
+func (m *Manager) release(s *session) {
+	m.mu.Lock()
+	s.inflight--
+	s.lastUsed = time.Now()
+	closeNow := s.dropped && s.inflight == 0
+	m.mu.Unlock()
+	if closeNow {
+		s.close()
+	}
+}
+
+// drop forgets a broken session; it is closed once no call uses it.
+func (m *Manager) drop(s *session) {
+	m.mu.Lock()
+	if m.sessions[s.key] == s {
+		delete(m.sessions, s.key)
+	}
+	s.dropped = true
+	closeNow := s.inflight == 0
+	m.mu.Unlock()
+	if closeNow {
+		s.close()
+	}
+}
+
+// evictLocked removes idle sessions past IdleTimeout and, while more than
+// MaxSessions remain, the least recently used idle ones. It returns them
+// for the caller to close outside the lock.
+func (m *Manager) evictLocked() []*session {
+	idle := cmp.Or(m.IdleTimeout, DefaultIdleTimeout)
+	var out, candidates []*session
+	for k, s := range m.sessions {
+		if s.inflight > 0 || !isReady(s) {
+			continue
+		}
+		if time.Since(s.lastUsed) > idle {
+			delete(m.sessions, k)
+			out = append(out, s)
+			continue
+		}
+		candidates = append(candidates, s)
+	}
+	excess := len(m.sessions) - cmp.Or(m.MaxSessions, DefaultMaxSessions)
+	if excess > 0 {
+		slices.SortFunc(candidates, func(a, b *session) int { return a.lastUsed.Compare(b.lastUsed) })
+		for _, s := range candidates[:min(excess, len(candidates))] {
+			delete(m.sessions, s.key)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func isReady(s *session) bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// janitor closes idle sessions even when no call comes to do it.
+func (m *Manager) janitor() {
+	t := time.NewTicker(cmp.Or(m.IdleTimeout, DefaultIdleTimeout) / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.mu.Lock()
+			evicted := m.evictLocked()
+			m.mu.Unlock()
+			for _, s := range evicted {
+				s.close()
+			}
+		}
+	}
+}
+
+// authTransport applies a server's static headers and auth config to each
+// request bound for the server's own origin, with one user's credentials.
+type authTransport struct {
+	base   http.RoundTripper
+	auth   *auth.Authenticator
+	origin string
+	srv    *serverConfig
+	creds  map[string]string
+
+	mu      sync.Mutex
+	applied []string
+}
+
+func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string) (*authTransport, error) {
+	req, err := http.NewRequest(http.MethodGet, srv.url, nil)
+	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
+		return nil, fmt.Errorf("MCP server %s: %q is not an absolute http or https URL", srv.name, srv.url)
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	// Keep only the keys the auth config reads: the session must not hold
+	// more of the user's secrets than it sends.
+	own := make(map[string]string)
+	for _, k := range srv.auth.CredentialKeys() {
+		own[k] = creds[k]
+	}
+	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own}, nil
+}
+
+func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if originOf(req) != t.origin {
+		return t.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for k, v := range t.srv.headers {
+		req.Header.Set(k, v)
+	}
+	if t.srv.auth.Type != "" && t.srv.auth.Type != plugins.AuthNone || len(t.srv.auth.Mapping) > 0 {
+		applied, err := t.auth.Apply(req.Context(), t.srv.auth, t.creds, req)
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		t.mu.Lock()
+		t.applied = applied.Secrets
+		t.mu.Unlock()
+	}
+	return t.base.RoundTrip(req)
+}
+
+func (t *authTransport) secrets() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.applied
+}

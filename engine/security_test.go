@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+)
+
+// The secrets of these tests hold characters that escaping changes, so
+// that the plain, URL-escaped and base64 forms all differ.
+const (
+	secretKey   = "sk-live/7Hq+9 zX=Y"
+	secretToken = "tok_9f8e7d6c5b4a"
+	secretUser  = "svc-user"
+	secretPass  = "p@ss w0rd/+="
+	secretSess  = "sess-0123456789"
+)
+
+// leaked returns the forms of the secrets found in s.
+func leaked(s string, secrets ...string) []string {
+	var found []string
+	for _, sec := range secrets {
+		for _, form := range []string{sec, url.QueryEscape(sec), url.PathEscape(sec), base64.StdEncoding.EncodeToString([]byte(sec))} {
+			if strings.Contains(s, form) {
+				found = append(found, form)
+			}
+		}
+	}
+	return found
+}
+
+// Issue 3, point 6: a redirect to another host drops every injected
+// credential (the Authorization of the auth type, mapped headers and
+// cookies).
+func TestRedirectToAnotherHostDropsCredentials(t *testing.T) {
+	other := newUpstream(t, nil)
+	first := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/landing", http.StatusTemporaryRedirect)
+	})
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/start"},
+	  "auth_config":{"type":"bearer","token":"TOKEN","mapping":[
+	    {"source":"KEY","target":"X-Api-Key","location":"header"},
+	    {"source":"SESSION","target":"sid","location":"cookie"}]}}`, first.URL)
+	h := newHarness(t)
+	creds := map[string]string{"TOKEN": secretToken, "KEY": "key-abcdef123", "SESSION": secretSess}
+	res, err := h.call(t, p, `{"q":"x"}`, creds)
+	if err != nil || !res.OK {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	// The first host got them all: the test would prove nothing otherwise.
+	got := first.last(t)
+	if got.Header.Get("Authorization") != "Bearer "+secretToken || got.Header.Get("X-Api-Key") != "key-abcdef123" || !strings.Contains(got.Header.Get("Cookie"), secretSess) {
+		t.Fatalf("first host did not receive the credentials: %v", got.Header)
+	}
+	landed := other.last(t)
+	if landed.RequestURI != "/landing" {
+		t.Fatalf("redirect not followed: %s", landed.RequestURI)
+	}
+	if f := leaked(fmt.Sprint(landed.Header, landed.RequestURI), secretToken, "key-abcdef123", secretSess); f != nil {
+		t.Fatalf("the other host received %v: %v", f, landed.Header)
+	}
+}
+
+// Issue 3, point 6: an upstream echoing a credential back gets it masked
+// in the output, in plain, URL-escaped and base64 forms; so for an error's
+// excerpt; basic auth and oauth2 tokens included.
+func TestEchoedCredentialsAreMasked(t *testing.T) {
+	echo := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("X-Api-Key")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]string{
+				"plain":         key,
+				"url":           url.QueryEscape(key),
+				"b64":           base64.StdEncoding.EncodeToString([]byte(key)),
+				"authorization": r.Header.Get("Authorization"),
+				"uri":           r.RequestURI,
+			})
+		}
+	}
+	tokenServer := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600}`, secretToken)
+	})
+	tests := []struct {
+		name    string
+		auth    string
+		status  int
+		creds   map[string]string
+		secrets []string
+	}{
+		{"api_key header", `{"type":"api_key","mapping":[{"source":"KEY","target":"X-Api-Key"}]}`, 200,
+			map[string]string{"KEY": secretKey}, []string{secretKey}},
+		{"api_key in query, error excerpt", `{"type":"api_key","mapping":[{"source":"KEY","target":"X-Api-Key"},{"source":"KEY","target":"key","location":"query"}]}`, 400,
+			map[string]string{"KEY": secretKey}, []string{secretKey}},
+		{"basic", `{"type":"basic","username":"U","password":"P"}`, 200,
+			map[string]string{"U": secretUser, "P": secretPass}, []string{secretPass, secretUser + ":" + secretPass}},
+		{"oauth2 client credentials", `{"type":"oauth2","oauth2":{"token_url":"` + tokenServer.URL + `/token","client_id":"CID","client_secret":"CSECRET"}}`, 200,
+			map[string]string{"CID": "client-id-1", "CSECRET": "client-secret-1"}, []string{secretToken}},
+		{"oauth2 access token", `{"type":"oauth2","oauth2":{"grant":"access_token","access_token":"AT"}}`, 200,
+			map[string]string{"AT": secretToken}, []string{secretToken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, echo(tt.status))
+			h := newHarness(t)
+			p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+			  "execution":{"method":"GET","base_url":"%s/echo","retry":{"max_attempts":1}},"auth_config":`+tt.auth+`}`, up.URL)
+			res, _ := h.call(t, p, `{}`, tt.creds)
+			out := resultJSON(t, res)
+			if res.HTTPStatus != tt.status {
+				t.Fatalf("%s", out)
+			}
+			if !strings.Contains(out, "[REDACTED]") {
+				t.Fatalf("nothing masked, was anything echoed? %s", out)
+			}
+			recs := h.flush(t)
+			all := out + fmt.Sprint(recs) + h.logs.String()
+			if f := leaked(all, tt.secrets...); f != nil {
+				t.Fatalf("leaked %q in %s", f, all)
+			}
+		})
+	}
+}
+
+// Issue 3, point 6: a key carried in the query never shows in the error,
+// the record or the logs when the call fails in transport (Go's url.Error
+// prints the URL).
+func TestTransportErrorDoesNotLeakQueryKey(t *testing.T) {
+	h := newHarness(t)
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/x","retry":{"max_attempts":2,"backoff_ms":1}},
+	  "auth_config":{"type":"api_key","mapping":[{"source":"KEY","target":"api_key","location":"query"}]}}`, "http://"+closedPort(t))
+	res, _ := h.call(t, p, `{"q":"hello"}`, map[string]string{"KEY": secretKey})
+	if res.OK || res.Error.Code != CodeTransportError {
+		t.Fatalf("%s", resultJSON(t, res))
+	}
+	recs := h.flush(t)
+	if len(recs) != 1 || recs[0].ErrorClass != CodeTransportError {
+		t.Fatalf("records %+v", recs)
+	}
+	all := resultJSON(t, res) + fmt.Sprintf("%+v", recs) + h.logs.String()
+	if !strings.Contains(h.logs.String(), "connection refused") {
+		t.Fatalf("the log line does not say what failed: %s", h.logs.String())
+	}
+	if f := leaked(all, secretKey); f != nil {
+		t.Fatalf("leaked %q in %s", f, all)
+	}
+}
+
+// Issue 3, point 6: CR, LF or NUL in a header from the arguments is
+// refused; nothing is sent.
+func TestHeaderInjectionRefused(t *testing.T) {
+	up := newUpstream(t, nil)
+	h := newHarness(t)
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"trace":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/h","param_placement":{"trace":{"in":"header","name":"X-Trace"}}}}`, up.URL)
+	for _, v := range []string{"a\r\nX-Evil: 1", "a\nb", "a\rb", "a\x00b"} {
+		args, _ := json.Marshal(map[string]string{"trace": v})
+		res, err := h.call(t, p, string(args), nil)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || res.Error.Code != CodeInvalidArguments || !strings.Contains(res.Error.Message, "trace") {
+			t.Fatalf("%q: %v %s", v, err, resultJSON(t, res))
+		}
+	}
+	if n := len(up.Hits()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// Issue 3, point 6: no argument changes the scheme, host or port, or adds
+// a path segment; whatever the value, the request reaches the plugin's
+// host with one segment per template.
+func TestArgumentsCannotMoveTheRequest(t *testing.T) {
+	var wrong atomic.Int32
+	elsewhere := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { wrong.Add(1) })
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"org":{"type":"string"},"repo":{"type":"string"}},"required":["org","repo"]},
+	  "execution":{"method":"GET","base_url":"%s/{org}/x/{repo}"}}`, up.URL)
+	hostport := strings.TrimPrefix(elsewhere.URL, "http://")
+	attacks := []string{
+		"..", ".", "../..", "a/../../b", "@" + hostport, "//" + hostport, elsewhere.URL, "x?y=1", "x#frag",
+		"%2e%2e", "a%2Fb", "\\..\\", ":80", "a b", "x\r\nHost: evil",
+	}
+	h := newHarness(t)
+	for _, a := range attacks {
+		args, _ := json.Marshal(map[string]string{"org": a, "repo": a})
+		res, _ := h.call(t, p, string(args), nil)
+		if !res.OK {
+			t.Fatalf("%q: %s", a, resultJSON(t, res))
+		}
+	}
+	for _, hit := range up.Hits() {
+		path, _, _ := strings.Cut(hit.RequestURI, "?")
+		segs := strings.Split(path, "/")
+		if len(segs) != 4 || segs[2] != "x" || hit.Host != strings.TrimPrefix(up.URL, "http://") || strings.Contains(hit.RequestURI, "?") {
+			t.Errorf("request moved: host %s, URI %s", hit.Host, hit.RequestURI)
+		}
+		for _, s := range segs[1:] {
+			if s == "." || s == ".." || s == "" {
+				t.Errorf("dot or empty segment in %s", hit.RequestURI)
+			}
+		}
+	}
+	if len(up.Hits()) != len(attacks) || wrong.Load() != 0 {
+		t.Fatalf("%d requests to the plugin's host, %d elsewhere", len(up.Hits()), wrong.Load())
+	}
+	// An empty value would collapse the segment.
+	res, err := h.call(t, p, `{"org":"","repo":"r"}`, nil)
+	if err == nil || res.Error.Code != CodeInvalidArguments {
+		t.Fatalf("empty path value: %s", resultJSON(t, res))
+	}
+}
+
+// Issue 3, point 6: with the default policy, loopback is refused at dial
+// time (the executor reports egress_denied); tests elsewhere allow it
+// explicitly.
+func TestEgressDenied(t *testing.T) {
+	up := newUpstream(t, nil)
+	client := egress.NewClient(egresstest.Dialer(""))
+	t.Cleanup(client.CloseIdleConnections)
+	ex := NewExecutor(client)
+	res, err := ex.Execute(context.Background(), Call{Plugin: mustPlugin(t, getDoc, up.URL), Arguments: json.RawMessage(`{}`)})
+	if err != nil || res.OK || res.Error.Code != CodeEgressDenied || res.Attempts != 1 {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	if n := len(up.Hits()); n != 0 {
+		t.Fatalf("denied call reached the server %d times", n)
+	}
+}
+
+// Issue 3, point 3 (as the executor drives it): payload credentials win
+// over the store, the store fills the rest, missing keys are refused
+// before anything is sent, and an oauth2 401 refreshes the token once.
+func TestCredentials(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	  "execution":{"method":"GET","base_url":"%s/c"},
+	  "auth_config":{"type":"api_key","mapping":[{"source":"A","target":"X-A"},{"source":"B","target":"X-B"}]}}`, up.URL)
+	store := storeFunc(func(_ context.Context, user int64, keys []string) (map[string]string, error) {
+		if user != 7 {
+			return nil, nil
+		}
+		return map[string]string{"A": "store-a-value", "B": "store-b-value"}, nil
+	})
+	h := newHarness(t)
+	h.Credentials = store
+	res, err := h.call(t, p, `{}`, map[string]string{"A": "payload-a-value"})
+	if err != nil || !res.OK {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	got := up.last(t)
+	if got.Header.Get("X-A") != "payload-a-value" || got.Header.Get("X-B") != "store-b-value" {
+		t.Fatalf("headers %v", got.Header)
+	}
+
+	res, err = h.Execute(context.Background(), Call{Plugin: p, Arguments: json.RawMessage(`{}`), Credentials: map[string]string{"A": "x-value"}})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || res.Error.Code != CodeMissingCredentials || !strings.Contains(res.Error.Message, "B") {
+		t.Fatalf("anonymous call without B: %v %s", err, resultJSON(t, res))
+	}
+	if n := len(up.Hits()); n != 1 {
+		t.Fatalf("a call with missing credentials was sent")
+	}
+
+	t.Run("oauth2 401 refreshes once", func(t *testing.T) {
+		var issued atomic.Int32
+		tokens := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"token-%d-abcdef","token_type":"bearer","expires_in":3600}`, issued.Add(1))
+		})
+		api := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer token-2-abcdef" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			io.WriteString(w, `{"done":true}`)
+		})
+		p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"x":{"type":"integer"}}},
+		  "execution":{"method":"POST","base_url":"%s/create"},
+		  "auth_config":{"type":"oauth2","oauth2":{"token_url":"`+tokens.URL+`/token","client_id":"CID","client_secret":"CS"}}}`, api.URL)
+		h := newHarness(t)
+		res, err := h.call(t, p, `{"x":1}`, map[string]string{"CID": "client-1", "CS": "secret-1"})
+		if err != nil || !res.OK || res.Attempts != 2 || issued.Load() != 2 {
+			t.Fatalf("%v attempts=%d tokens=%d %s", err, res.Attempts, issued.Load(), resultJSON(t, res))
+		}
+		for _, hit := range api.Hits() {
+			if string(hit.Body) != `{"x":1}` {
+				t.Fatalf("retried POST body %q", hit.Body)
+			}
+		}
+	})
+}
+
+type storeFunc func(ctx context.Context, user int64, keys []string) (map[string]string, error)
+
+func (f storeFunc) Resolve(ctx context.Context, user int64, keys []string) (map[string]string, error) {
+	return f(ctx, user, keys)
+}

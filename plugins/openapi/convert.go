@@ -1,0 +1,669 @@
+package openapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/schema"
+)
+
+// Options select and shape a conversion.
+type Options struct {
+	// Prefix is put before every plugin name (joined with "_") and, in
+	// upper snake case, before every credential key; the credential
+	// prefix defaults to the document's title.
+	Prefix string
+	// BaseURL overrides the document's servers. It is required when the
+	// document has no usable server URL.
+	BaseURL string
+	// Selection: an operation is converted when it matches every kind of
+	// selector given, and for each kind any one of its values. Tags and
+	// OperationIDs match exactly, Methods case-insensitively, Paths as
+	// path.Match globs ("/v1/customers*").
+	Tags, Methods, Paths, OperationIDs []string
+	// SourceURL is where the document came from: relative server and
+	// token URLs are resolved against it.
+	SourceURL string
+}
+
+// Operation is one converted operation.
+type Operation struct {
+	// Key identifies the operation across versions of the document:
+	// "METHOD /path" (the path as written, templates included).
+	Key      string          `json:"key"`
+	Plugin   *plugins.Plugin `json:"plugin"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+// Failure is an operation that could not be converted.
+type Failure struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// ErrNoServer is returned by Convert when operations need a server URL that
+// the document does not give and Options.BaseURL is empty.
+var ErrNoServer = errors.New("no usable server URL in the document: give --base-url")
+
+// methods are the operation keys of a path item, in the order operations
+// are converted.
+var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// Convert turns the selected operations of doc into plugins, in path then
+// method order. An operation that cannot be converted is a Failure and the
+// others still convert; the error is reserved for document-level problems
+// (ErrNoServer, an invalid Options.BaseURL).
+func Convert(doc *Document, opts Options) ([]Operation, []Failure, error) {
+	c, err := newConverter(doc, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.run()
+}
+
+func (c *converter) run() ([]Operation, []Failure, error) {
+	var (
+		ops      []Operation
+		ids      []string // operationIds, for the names
+		failures []Failure
+		noServer int
+	)
+	for _, o := range c.operations() {
+		if !c.selected(o) {
+			continue
+		}
+		p, warnings, err := c.convert(o)
+		if err != nil {
+			if errors.Is(err, ErrNoServer) {
+				noServer++
+			}
+			failures = append(failures, Failure{Key: o.key, Reason: err.Error()})
+			continue
+		}
+		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings})
+		ids = append(ids, str(o.op["operationId"]))
+	}
+	if len(ops) == 0 && noServer > 0 && noServer == len(failures) {
+		return nil, nil, ErrNoServer
+	}
+	assignNames(ops, ids, c.opts.Prefix)
+	return ops, failures, nil
+}
+
+// rawOperation is an operation as the document has it.
+type rawOperation struct {
+	key, method, path string
+	item, op          map[string]any
+}
+
+type converter struct {
+	doc        *Document
+	opts       Options
+	lookup     schema.Lookup
+	baseURL    string // Options.BaseURL, checked
+	source     *url.URL
+	credPrefix string
+	schemes    map[string]any
+}
+
+func newConverter(doc *Document, opts Options) (*converter, error) {
+	c := &converter{doc: doc, opts: opts, lookup: schema.OpenAPILookup(doc.Raw)}
+	if opts.SourceURL != "" {
+		if u, err := url.Parse(opts.SourceURL); err == nil && u.IsAbs() {
+			c.source = u
+		}
+	}
+	if opts.BaseURL != "" {
+		u, err := url.Parse(opts.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("base URL %q: want an absolute http or https URL", opts.BaseURL)
+		}
+		c.baseURL = strings.TrimRight(opts.BaseURL, "/")
+	}
+	c.credPrefix = upperSnake(opts.Prefix)
+	if c.credPrefix == "" {
+		c.credPrefix = upperSnake(doc.Title)
+	}
+	if c.credPrefix == "" {
+		c.credPrefix = "API"
+	}
+	if comps, ok := doc.Raw["components"].(map[string]any); ok {
+		c.schemes, _ = comps["securitySchemes"].(map[string]any)
+	}
+	return c, nil
+}
+
+// operations lists every operation of the document, selected or not.
+func (c *converter) operations() []rawOperation {
+	paths, _ := c.doc.Raw["paths"].(map[string]any)
+	var out []rawOperation
+	for _, p := range sortedKeys(paths) {
+		if !strings.HasPrefix(p, "/") {
+			continue // x- extensions
+		}
+		v, err := c.lookup.Deref(paths[p])
+		item, ok := v.(map[string]any)
+		if err != nil || !ok {
+			continue
+		}
+		for _, m := range methods {
+			if op, ok := item[m].(map[string]any); ok {
+				out = append(out, rawOperation{strings.ToUpper(m) + " " + p, m, p, item, op})
+			}
+		}
+	}
+	return out
+}
+
+func (c *converter) selected(o rawOperation) bool {
+	o2 := c.opts
+	if len(o2.Methods) > 0 && !slices.ContainsFunc(o2.Methods, func(m string) bool { return strings.EqualFold(m, o.method) }) {
+		return false
+	}
+	if len(o2.Paths) > 0 && !slices.ContainsFunc(o2.Paths, func(g string) bool { ok, _ := path.Match(g, o.path); return ok || g == o.path }) {
+		return false
+	}
+	if len(o2.OperationIDs) > 0 {
+		id, _ := o.op["operationId"].(string)
+		if !slices.Contains(o2.OperationIDs, id) {
+			return false
+		}
+	}
+	if len(o2.Tags) > 0 {
+		tags, _ := o.op["tags"].([]any)
+		if !slices.ContainsFunc(tags, func(t any) bool { s, _ := t.(string); return slices.Contains(o2.Tags, s) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// arg is one argument of the plugin being built.
+type arg struct {
+	name     string
+	schema   map[string]any
+	place    plugins.ArgPlacement
+	required bool
+}
+
+// opBuilder collects the arguments of one operation.
+type opBuilder struct {
+	c     *converter
+	args  []arg
+	taken map[string]bool
+	// templates are the path's template names: only the path argument of
+	// that wire name may be called so, since the engine sends an argument
+	// named like a template to the path.
+	templates []string
+	warnings  []string
+}
+
+func (b *opBuilder) warn(format string, a ...any) {
+	b.warnings = append(b.warnings, fmt.Sprintf(format, a...))
+}
+
+// add adds an argument under the first free variant of name.
+func (b *opBuilder) add(a arg) {
+	a.name = argName(a.name)
+	busy := func(name string) bool {
+		return b.taken[name] || slices.Contains(b.templates, name) && (a.place.In != plugins.InPath || a.place.Name != name)
+	}
+	if busy(a.name) {
+		base := a.name
+		for i := 2; busy(a.name); i++ {
+			a.name = fmt.Sprintf("%s_%d", base, i)
+		}
+	}
+	b.taken[a.name] = true
+	if a.place.Name == a.name {
+		a.place.Name = ""
+	}
+	b.args = append(b.args, a)
+}
+
+// convert builds the plugin of one operation; its Name is set later.
+func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
+	method := strings.ToUpper(o.method)
+	if method == "TRACE" {
+		return nil, nil, errors.New("method TRACE is not supported by the engine")
+	}
+	base, err := c.server(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &opBuilder{c: c, taken: map[string]bool{}, templates: plugins.TemplateNames(o.path)}
+	params, err := c.parameters(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.addParameters(params, o.path)
+	ct, err := b.addBody(o.op["requestBody"])
+	if err != nil {
+		return nil, nil, err
+	}
+
+	p := &plugins.Plugin{
+		SchemaVersion: "v1",
+		Title:         title(str(o.op["summary"])),
+		Description:   description(o.op),
+		Execution: plugins.Execution{
+			Method:      method,
+			BaseURL:     base + o.path,
+			ContentType: ct,
+		},
+		Status: plugins.StatusEnabled,
+	}
+	if p.Description == "" {
+		p.Description = o.key
+	}
+	props := make(map[string]any, len(b.args))
+	required := []string{}
+	place := make(map[string]plugins.ArgPlacement, len(b.args))
+	for _, a := range b.args {
+		props[a.name] = a.schema
+		if a.required {
+			required = append(required, a.name)
+		}
+		if v, ok := fixedValue(a.schema); ok {
+			if p.FixedParams == nil {
+				p.FixedParams = map[string]any{}
+			}
+			p.FixedParams[a.name] = v
+		}
+		place[a.name] = a.place
+	}
+	if len(place) > 0 {
+		p.Execution.ParamPlacement.Args = place
+	}
+	root := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		root["required"] = required
+	}
+	if p.Parameters, err = marshal(root); err != nil {
+		return nil, nil, fmt.Errorf("encode parameters: %w", err)
+	}
+	if err := c.auth(o, p, b); err != nil {
+		return nil, nil, err
+	}
+	return p, b.warnings, nil
+}
+
+// parameters merges the path item's parameters with the operation's (the
+// operation's win, by name and location), in that order.
+func (c *converter) parameters(o rawOperation) ([]map[string]any, error) {
+	var out []map[string]any
+	for _, list := range []any{o.item["parameters"], o.op["parameters"]} {
+		items, _ := list.([]any)
+		for _, v := range items {
+			v, err := c.lookup.Deref(v)
+			if err != nil {
+				return nil, fmt.Errorf("parameter: %w", err)
+			}
+			p, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("parameter: %s is not a parameter object", kind(v))
+			}
+			if i := slices.IndexFunc(out, func(q map[string]any) bool { return q["name"] == p["name"] && q["in"] == p["in"] }); i >= 0 {
+				out[i] = p
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ignoredHeaders are header parameters OpenAPI says to ignore: the engine
+// sets them itself.
+var ignoredHeaders = map[string]bool{"accept": true, "content-type": true, "authorization": true}
+
+func (b *opBuilder) addParameters(params []map[string]any, p string) {
+	var kept []map[string]any
+	locations := map[string]int{}
+	for _, prm := range params {
+		name, _ := prm["name"].(string)
+		in, _ := prm["in"].(string)
+		switch {
+		case name == "":
+			b.warn("a parameter without a name ignored")
+			continue
+		case in == plugins.InHeader && ignoredHeaders[strings.ToLower(name)]:
+			continue
+		case in == plugins.InPath && !slices.Contains(b.templates, name):
+			b.warn("path parameter %s is not in the path %s; ignored", name, p)
+			continue
+		case in != plugins.InPath && in != plugins.InQuery && in != plugins.InHeader && in != plugins.InCookie:
+			b.warn("parameter %s in %q ignored (not path, query, header or cookie)", name, in)
+			continue
+		}
+		locations[name]++
+		kept = append(kept, prm)
+	}
+	// Path arguments first: their names are the templates'.
+	slices.SortStableFunc(kept, func(x, y map[string]any) int {
+		return boolInt(y["in"] == plugins.InPath) - boolInt(x["in"] == plugins.InPath)
+	})
+	declared := map[string]bool{}
+	for _, prm := range kept {
+		name, in := prm["name"].(string), prm["in"].(string)
+		if in == plugins.InPath {
+			declared[name] = true
+		}
+		a := arg{name: name, required: in == plugins.InPath || prm["required"] == true,
+			place: plugins.ArgPlacement{In: in, Name: name}}
+		if locations[name] > 1 {
+			a.name = in + "_" + name
+		}
+		a.place.Style, _ = prm["style"].(string)
+		if ex, ok := prm["explode"].(bool); ok {
+			a.place.Explode = &ex
+		}
+		a.schema = b.paramSchema(prm)
+		b.add(a)
+	}
+	for _, t := range b.templates {
+		if !declared[t] {
+			b.warn("path template {%s} has no parameter; added as a required string", t)
+			b.add(arg{name: t, required: true, schema: map[string]any{"type": "string"},
+				place: plugins.ArgPlacement{In: plugins.InPath, Name: t}})
+		}
+	}
+}
+
+// paramSchema resolves a parameter's schema (or that of its content) and
+// gives it the parameter's description.
+func (b *opBuilder) paramSchema(prm map[string]any) map[string]any {
+	raw, ok := prm["schema"]
+	if !ok {
+		if content, ok := prm["content"].(map[string]any); ok {
+			if mt := pickMediaType(content); mt != "" {
+				m, _ := content[mt].(map[string]any)
+				raw = m["schema"]
+			}
+		}
+	}
+	s := b.resolve(raw, "parameter "+str(prm["name"]))
+	if d := strings.TrimSpace(str(prm["description"])); d != "" {
+		s = maps.Clone(s)
+		s["description"] = d
+	}
+	return s
+}
+
+// resolve expands a schema for the request side, degrading (with a
+// warning) what cannot be resolved.
+func (b *opBuilder) resolve(raw any, what string) map[string]any {
+	if raw == nil {
+		return map[string]any{}
+	}
+	res, err := schema.Resolve(raw, b.c.lookup, schema.Options{Direction: schema.Request})
+	if err != nil {
+		b.warn("%s: %v; any value accepted", what, err)
+		return map[string]any{"description": "Any value (the source's schema could not be read)."}
+	}
+	for _, w := range res.Warnings {
+		b.warn("%s: %s", what, w)
+	}
+	return res.Schema
+}
+
+// addBody adds the request body's arguments and returns the content type.
+func (b *opBuilder) addBody(v any) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	v, err := b.c.lookup.Deref(v)
+	if err != nil {
+		return "", fmt.Errorf("request body: %w", err)
+	}
+	rb, ok := v.(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("request body: %s is not a request body object", kind(v))
+	}
+	content, _ := rb["content"].(map[string]any)
+	ct := pickMediaType(content)
+	if ct == "" {
+		b.warn("request body without content ignored")
+		return "", nil
+	}
+	media, _ := content[ct].(map[string]any)
+	required := rb["required"] == true
+	s := b.resolve(media["schema"], "body")
+	props, _ := s["properties"].(map[string]any)
+	structured := mediaKind(ct) != "" // JSON, form or multipart: fields by name
+	if structured && len(props) == 0 && s["additionalProperties"] == false {
+		return "", nil // an object that admits nothing (Stripe's GETs): no body
+	}
+	if !structured || len(props) == 0 || !hasType(s, "object") {
+		if d := strings.TrimSpace(str(rb["description"])); d != "" && s["description"] == nil {
+			s = maps.Clone(s)
+			s["description"] = d
+		}
+		b.add(arg{name: "body", schema: s, required: required,
+			place: plugins.ArgPlacement{In: plugins.InBody, Name: "$"}})
+		return ct, nil
+	}
+	encoding, _ := media["encoding"].(map[string]any)
+	req, _ := s["required"].([]any)
+	for _, name := range sortedKeys(props) {
+		ps, _ := props[name].(map[string]any)
+		a := arg{name: name, schema: ps, required: required && slices.Contains(req, any(name)),
+			place: plugins.ArgPlacement{In: plugins.InBody, Name: name}}
+		if n := argName(name); b.taken[n] || slices.Contains(b.templates, n) {
+			a.name = "body_" + name
+		}
+		if enc, ok := encoding[name].(map[string]any); ok {
+			switch mediaKind(ct) {
+			case "multipart":
+				a.place.ContentType, _ = enc["contentType"].(string)
+			case "form":
+				a.place.Style, _ = enc["style"].(string)
+				if ex, ok := enc["explode"].(bool); ok {
+					a.place.Explode = &ex
+				}
+			}
+		}
+		b.add(a)
+	}
+	return ct, nil
+}
+
+// pickMediaType chooses among a content map as seed 000 §4.1.3 says:
+// application/json when offered, else the first usable type. JSON object
+// order is not kept by the decoder, so "first" is the first in this
+// ranking: other JSON types, form, multipart, text, then the rest by name.
+func pickMediaType(content map[string]any) string {
+	if len(content) == 0 {
+		return ""
+	}
+	if _, ok := content["application/json"]; ok {
+		return "application/json"
+	}
+	best, bestRank := "", 99
+	for _, ct := range sortedKeys(content) {
+		r := 5
+		switch mediaKind(ct) {
+		case "json":
+			r = 1
+		case "form":
+			r = 2
+		case "multipart":
+			r = 3
+		default:
+			if strings.HasPrefix(ct, "text/") {
+				r = 4
+			}
+		}
+		if r < bestRank {
+			best, bestRank = ct, r
+		}
+	}
+	return best
+}
+
+// mediaKind classifies a media type by how the engine encodes named fields.
+func mediaKind(ct string) string {
+	mt, _, _ := strings.Cut(strings.ToLower(ct), ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case mt == "application/x-www-form-urlencoded":
+		return "form"
+	case mt == "multipart/form-data":
+		return "multipart"
+	case strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json") || mt == "*/*":
+		return "json"
+	}
+	return ""
+}
+
+func hasType(s map[string]any, t string) bool {
+	switch v := s["type"].(type) {
+	case string:
+		return v == t
+	case []any:
+		return slices.Contains(v, any(t))
+	}
+	return false
+}
+
+// fixedValue is the one value a single-value enum or a const allows.
+func fixedValue(s map[string]any) (any, bool) {
+	if v, ok := s["const"]; ok {
+		return v, true
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) == 1 {
+		return e[0], true
+	}
+	return nil, false
+}
+
+// server is the base URL of an operation: Options.BaseURL, else the first
+// usable server of the operation, its path item or the document.
+func (c *converter) server(o rawOperation) (string, error) {
+	if c.baseURL != "" {
+		return c.baseURL, nil
+	}
+	for _, servers := range []any{o.op["servers"], o.item["servers"], c.doc.Raw["servers"]} {
+		list, _ := servers.([]any)
+		for _, s := range list {
+			if u := c.serverURL(s); u != "" {
+				return u, nil
+			}
+		}
+	}
+	return "", ErrNoServer
+}
+
+// serverURL is a server object's URL with its variables' defaults (or
+// first enum values) filled in and resolved against the source URL; ""
+// when that gives no absolute http(s) URL.
+func (c *converter) serverURL(v any) string {
+	s, _ := v.(map[string]any)
+	raw := str(s["url"])
+	vars, _ := s["variables"].(map[string]any)
+	for _, name := range plugins.TemplateNames(raw) {
+		sv, _ := vars[name].(map[string]any)
+		val, ok := sv["default"].(string)
+		if !ok {
+			enum, _ := sv["enum"].([]any)
+			if len(enum) == 0 {
+				return ""
+			}
+			val = str(enum[0])
+		}
+		raw = strings.Replace(raw, "{"+name+"}", val, 1)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if !u.IsAbs() {
+		if c.source == nil || (c.source.Scheme != "http" && c.source.Scheme != "https") {
+			return ""
+		}
+		u = c.source.ResolveReference(u)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return ""
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return strings.TrimRight(u.String(), "/")
+}
+
+// title is the first line of the summary, within the title column.
+func title(summary string) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(summary), "\n")
+	return truncate(strings.TrimSpace(s), 120)
+}
+
+// truncate cuts s to at most n runes, marking the cut with "…".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func description(op map[string]any) string {
+	sum := strings.TrimSpace(str(op["summary"]))
+	desc := strings.TrimSpace(str(op["description"]))
+	switch {
+	case sum == "" || strings.HasPrefix(desc, sum):
+		return desc
+	case desc == "":
+		return sum
+	}
+	return sum + "\n\n" + desc
+}
+
+// marshal encodes v as compact JSON with sorted keys and without HTML
+// escaping, so that equal plugins have equal bytes.
+func marshal(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,151 @@
+package openapi
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// auth sets the plugin's auth_config and required_credentials from the
+// operation's security requirement (else the document's). Of alternative
+// requirements, the first the engine supports wins; one with no scheme
+// (anonymous access allowed) only when no other is supported. When none
+// is supported, the plugin is disabled with a warning: importing it as
+// "none" would send calls the API refuses.
+func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) error {
+	reqs, ok := o.op["security"]
+	if !ok {
+		reqs = c.doc.Raw["security"]
+	}
+	list, _ := reqs.([]any)
+	if len(list) == 0 {
+		p.AuthConfig = plugins.AuthConfig{Type: plugins.AuthNone}
+		return nil
+	}
+	var (
+		anonymous bool
+		fallback  *plugins.AuthConfig // a supplied-token config for an unsupported scheme
+		reasons   []string
+	)
+	for _, r := range list {
+		req, _ := r.(map[string]any)
+		if len(req) == 0 {
+			anonymous = true
+			continue
+		}
+		cfg, fb, reason := c.requirement(req)
+		if cfg != nil {
+			p.AuthConfig = *cfg
+			p.RequiredCredentials = cfg.CredentialKeys()
+			return nil
+		}
+		if fallback == nil {
+			fallback = fb
+		}
+		reasons = append(reasons, reason)
+	}
+	if anonymous {
+		p.AuthConfig = plugins.AuthConfig{Type: plugins.AuthNone}
+		return nil
+	}
+	msg := "security: no supported scheme (" + strings.Join(reasons, "; ") + "); imported disabled"
+	b.warn("%s", msg)
+	p.Status = plugins.StatusDisabled
+	p.Remark = truncate(msg, 500) // the remark column's size
+	if fallback != nil {
+		p.AuthConfig = *fallback
+		p.RequiredCredentials = fallback.CredentialKeys()
+	} else {
+		// No config the engine could apply; the explicit empty list keeps
+		// the plugin from being taken for one that needs nothing.
+		p.RequiredCredentials = []string{}
+	}
+	return nil
+}
+
+// requirement converts one security requirement (all of its schemes
+// apply): any number of apiKey schemes plus at most one http bearer, http
+// basic or oauth2 client-credentials scheme. When unsupported, it returns
+// the reason and, for OAuth2 and OpenID Connect schemes, a config taking a
+// supplied access token.
+func (c *converter) requirement(req map[string]any) (cfg, fallback *plugins.AuthConfig, reason string) {
+	out := &plugins.AuthConfig{Type: plugins.AuthAPIKey}
+	primary := ""
+	for _, name := range sortedKeys(req) {
+		v, err := c.lookup.Deref(c.schemes[name])
+		s, _ := v.(map[string]any)
+		if err != nil || s == nil {
+			return nil, nil, fmt.Sprintf("security scheme %q is not defined", name)
+		}
+		key := c.credPrefix + "_" + upperSnake(name)
+		typ := str(s["type"])
+		var scopes []string
+		for _, sc := range asList(req[name]) {
+			scopes = append(scopes, str(sc))
+		}
+		next := ""
+		switch {
+		case typ == "apiKey":
+			in := str(s["in"])
+			if in != plugins.InHeader && in != plugins.InQuery && in != plugins.InCookie || str(s["name"]) == "" {
+				return nil, nil, fmt.Sprintf("apiKey scheme %q: location %q or name %q unusable", name, in, str(s["name"]))
+			}
+			out.Mapping = append(out.Mapping, plugins.AuthMapping{Source: key, Target: str(s["name"]), Location: in})
+			continue
+		case typ == "http" && strings.EqualFold(str(s["scheme"]), "bearer"):
+			out.Type, out.Token, next = plugins.AuthBearer, key, name
+		case typ == "http" && strings.EqualFold(str(s["scheme"]), "basic"):
+			out.Type, out.Username, out.Password, next = plugins.AuthBasic, key+"_USERNAME", key+"_PASSWORD", name
+		case typ == "oauth2":
+			flows, _ := s["flows"].(map[string]any)
+			flow, _ := flows["clientCredentials"].(map[string]any)
+			tokenURL := c.absolute(str(flow["tokenUrl"]))
+			if flow == nil || tokenURL == "" {
+				tok := &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{
+					Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}
+				if flow == nil {
+					return nil, tok, fmt.Sprintf("oauth2 scheme %q has no clientCredentials flow", name)
+				}
+				return nil, tok, fmt.Sprintf("oauth2 scheme %q: tokenUrl %q is not an absolute URL", name, str(flow["tokenUrl"]))
+			}
+			out.Type, next = plugins.AuthOAuth2, name
+			out.OAuth2 = &plugins.OAuth2{Grant: plugins.GrantClientCredentials, TokenURL: tokenURL,
+				ClientID: key + "_CLIENT_ID", ClientSecret: key + "_CLIENT_SECRET", Scopes: scopes}
+		case typ == "openIdConnect":
+			return nil, &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{
+				Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}, fmt.Sprintf("openIdConnect scheme %q", name)
+		case typ == "http":
+			return nil, nil, fmt.Sprintf("http scheme %q (%s)", name, str(s["scheme"]))
+		default:
+			return nil, nil, fmt.Sprintf("%s scheme %q", typ, name)
+		}
+		if primary != "" {
+			return nil, nil, fmt.Sprintf("schemes %q and %q both set the Authorization", primary, next)
+		}
+		primary = next
+	}
+	return out, nil, ""
+}
+
+// absolute resolves a URL of the document (a token URL) against the source
+// URL; "" when it stays relative.
+func (c *converter) absolute(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return ""
+	}
+	if !u.IsAbs() && c.source != nil {
+		u = c.source.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return ""
+	}
+	return u.String()
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}

@@ -1,0 +1,176 @@
+package openapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blindexec/blindexec/store"
+)
+
+// SyncResult reports what a sync did (or, in a dry run, would do). The
+// lists hold plugin names.
+type SyncResult struct {
+	SourceID int64 // 0 in a dry run of a new source
+	// UpToDate reports that the document has the sha256 (and prefix) of the
+	// last sync from its location: nothing was converted or written.
+	UpToDate bool
+	Added    []string
+	Changed  []string
+	// Removed are plugins of operations no longer in the document: they
+	// are disabled, not deleted.
+	Removed   []string
+	Unchanged []string
+	Failed    []Failure
+	// Operations are the converted operations, with their warnings.
+	Operations []Operation
+}
+
+// syncBy is the audit name of rows the importer writes.
+const syncBy = "openapi-import"
+
+// Sync converts doc and writes the result to st as a sync against the
+// document's earlier imports from location: the operations a plugin of
+// this source already has (matched by "METHOD /path") are updated when
+// their plugin changed, new ones are added, and plugins of operations the
+// document no longer has are disabled. A document with the sha256 of the
+// last sync changes nothing. With dryRun, nothing is written.
+//
+// Plugins keep their status across syncs (an administrator may have
+// disabled one) unless the conversion disables them or they come back
+// after a removal. The store has no transactions to offer: an error
+// midway leaves the earlier writes, and the source's sha256 is written
+// last, so that the next sync redoes the work.
+func Sync(ctx context.Context, st *store.Store, location string, doc *Document, opts Options, dryRun bool) (*SyncResult, error) {
+	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, location)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		src = nil
+	case err != nil:
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	case src.SHA256 == doc.SHA256 && src.Prefix == opts.Prefix:
+		return &SyncResult{SourceID: src.ID, UpToDate: true}, nil
+	}
+	c, err := newConverter(doc, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
+	ops, failures, err := c.run()
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
+	res := &SyncResult{Failed: failures, Operations: ops}
+
+	existing := map[string]*store.Plugin{}
+	if src != nil {
+		res.SourceID = src.ID
+		rows, err := st.ListPlugins(ctx, store.PluginFilter{SourceID: &src.ID})
+		if err != nil {
+			return nil, fmt.Errorf("sync %s: %w", location, err)
+		}
+		for i := range rows {
+			if k := rows[i].SourceKey; k != nil {
+				existing[*k] = &rows[i]
+			}
+		}
+	} else if !dryRun {
+		src = &store.ImportSource{Kind: store.SourceOpenAPI, Location: location, Prefix: opts.Prefix, Audit: store.Audit{CreateBy: syncBy}}
+		if err := st.CreateImportSource(ctx, src); err != nil {
+			return nil, fmt.Errorf("sync %s: %w", location, err)
+		}
+		res.SourceID = src.ID
+	}
+
+	for _, op := range ops {
+		row, err := store.RowFromPlugin(op.Plugin)
+		if err != nil {
+			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			continue
+		}
+		hash, err := contentHash(op)
+		if err != nil {
+			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			continue
+		}
+		key := op.Key
+		row.SourceID, row.SourceKey, row.ContentHash = &res.SourceID, &key, &hash
+		old := existing[op.Key]
+		var list *[]string
+		switch {
+		case old == nil:
+			list = &res.Added
+			row.CreateBy, row.UpdateBy = syncBy, syncBy
+			if !dryRun {
+				err = st.CreatePlugin(ctx, row)
+			}
+		case old.ContentHash != nil && *old.ContentHash == hash:
+			res.Unchanged = append(res.Unchanged, row.Name)
+			continue
+		default:
+			list = &res.Changed
+			if old.ContentHash == nil {
+				list = &res.Added // back after a removal
+			} else if row.Status != store.StatusDisabled {
+				row.Status = old.Status
+			}
+			row.ID, row.CreateBy, row.UpdateBy = old.ID, old.CreateBy, syncBy
+			if !dryRun {
+				err = st.UpdatePlugin(ctx, row)
+			}
+		}
+		if err != nil {
+			reason := err.Error()
+			if errors.Is(err, store.ErrDuplicate) {
+				reason = fmt.Sprintf("the name %s is taken by another plugin (give a --prefix)", row.Name)
+			}
+			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: reason})
+			continue
+		}
+		*list = append(*list, row.Name)
+	}
+
+	inDoc := map[string]bool{}
+	for _, o := range c.operations() {
+		inDoc[o.key] = true
+	}
+	for _, key := range sortedKeys(existing) {
+		row := existing[key]
+		if inDoc[key] || row.ContentHash == nil {
+			continue // still there (perhaps not selected), or removed before
+		}
+		res.Removed = append(res.Removed, row.Name)
+		if dryRun {
+			continue
+		}
+		row.Status, row.ContentHash, row.UpdateBy = store.StatusDisabled, nil, syncBy
+		if err := st.UpdatePlugin(ctx, row); err != nil {
+			return nil, fmt.Errorf("sync %s: disable %s: %w", location, row.Name, err)
+		}
+	}
+
+	if dryRun {
+		return res, nil
+	}
+	now := time.Now()
+	src.SHA256, src.Prefix, src.ImportedTime, src.UpdateBy = doc.SHA256, opts.Prefix, &now, syncBy
+	src.OperationCount = len(ops) + len(failures)
+	src.ImportedCount = len(res.Added) + len(res.Changed) + len(res.Unchanged)
+	src.FailedCount = len(res.Failed)
+	if err := st.UpdateImportSource(ctx, src); err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
+	return res, nil
+}
+
+// contentHash is the hex sha256 of the plugin's JSON and its source key.
+func contentHash(op Operation) (string, error) {
+	b, err := marshal(op.Plugin)
+	if err != nil {
+		return "", fmt.Errorf("encode plugin: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}

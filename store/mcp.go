@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// MCP server transports.
+const (
+	TransportStreamableHTTP = "streamable_http"
+	TransportSSE            = "sse"
+	TransportStdio          = "stdio"
+)
+
+// MCPServer is a row of sys_ai_mcp_server: an MCP server whose tools
+// plugins of execution.type "mcp" call. Headers and AuthConfig are applied
+// to every HTTP request of the session; credentials for AuthConfig come
+// from the calling user, as for any plugin.
+type MCPServer struct {
+	ID              string     `gorm:"column:mcp_id;primaryKey" json:"mcp_id"`
+	Name            string     `gorm:"column:name" json:"name"`
+	Transport       string     `gorm:"column:transport" json:"transport"`
+	URL             string     `gorm:"column:url" json:"url,omitempty"`
+	Command         JSON       `gorm:"column:command" json:"command,omitempty"`
+	Headers         JSON       `gorm:"column:headers" json:"headers,omitempty"`
+	AuthConfig      JSON       `gorm:"column:auth_config" json:"auth_config,omitempty"`
+	Status          string     `gorm:"column:status" json:"status"`
+	ToolsCache      JSON       `gorm:"column:tools_cache" json:"-"`
+	ToolsCachedTime *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
+	Audit
+}
+
+// TableName maps MCPServer onto its table.
+func (MCPServer) TableName() string { return "sys_ai_mcp_server" }
+
+// Argv decodes Command, the argv of a stdio server.
+func (r *MCPServer) Argv() ([]string, error) {
+	var argv []string
+	if err := decodeColumn(r.Command, &argv); err != nil {
+		return nil, fmt.Errorf("MCP server %q: command: %w", r.Name, err)
+	}
+	return argv, nil
+}
+
+// HeaderMap decodes Headers.
+func (r *MCPServer) HeaderMap() (map[string]string, error) {
+	var h map[string]string
+	if err := decodeColumn(r.Headers, &h); err != nil {
+		return nil, fmt.Errorf("MCP server %q: headers: %w", r.Name, err)
+	}
+	return h, nil
+}
+
+// Auth decodes AuthConfig; an empty column is auth type none.
+func (r *MCPServer) Auth() (plugins.AuthConfig, error) {
+	var a plugins.AuthConfig
+	if err := decodeColumn(r.AuthConfig, &a); err != nil {
+		return a, fmt.Errorf("MCP server %q: auth_config: %w", r.Name, err)
+	}
+	return a, nil
+}
+
+func decodeColumn(j JSON, v any) error {
+	if len(j) == 0 {
+		return nil
+	}
+	return json.Unmarshal(j, v)
+}
+
+// CreateMCPServer inserts srv, with a new UUID when srv.ID is empty, and
+// sets its times. A taken id or name yields ErrDuplicate.
+func (s *Store) CreateMCPServer(ctx context.Context, srv *MCPServer) error {
+	if srv.ID == "" {
+		srv.ID = uuid.NewString()
+	}
+	if srv.Status == "" {
+		srv.Status = StatusEnabled
+	}
+	srv.stampCreate()
+	srv.ToolsCachedTime = dbTimePtr(srv.ToolsCachedTime)
+	if err := s.db.WithContext(ctx).Create(srv).Error; err != nil {
+		return fmt.Errorf("create MCP server %q: %w", srv.Name, classify(err))
+	}
+	return nil
+}
+
+// GetMCPServer returns the server whose id, or else name, is ref, or
+// ErrNotFound.
+func (s *Store) GetMCPServer(ctx context.Context, ref string) (*MCPServer, error) {
+	var rows []MCPServer
+	err := s.db.WithContext(ctx).Where("mcp_id = ? OR name = ?", ref, ref).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("get MCP server %q: %w", ref, classify(err))
+	}
+	// An id wins over another server's name.
+	for i := range rows {
+		if rows[i].ID == ref {
+			return &rows[i], nil
+		}
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("get MCP server %q: %w", ref, ErrNotFound)
+	}
+	return &rows[0], nil
+}
+
+// ListMCPServers returns every server, ordered by name.
+func (s *Store) ListMCPServers(ctx context.Context) ([]MCPServer, error) {
+	var rows []MCPServer
+	if err := s.db.WithContext(ctx).Order("name").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list MCP servers: %w", classify(err))
+	}
+	return rows, nil
+}
+
+// DeleteMCPServer removes the server with id, or returns ErrNotFound. The
+// plugins calling it stay; their calls fail until it is registered again.
+func (s *Store) DeleteMCPServer(ctx context.Context, id string) error {
+	if err := affected(s.db.WithContext(ctx).Where("mcp_id = ?", id).Delete(&MCPServer{})); err != nil {
+		return fmt.Errorf("delete MCP server %q: %w", id, err)
+	}
+	return nil
+}
+
+// UpdateMCPToolsCache stores the server's last tools/list answer, taken at
+// at.
+func (s *Store) UpdateMCPToolsCache(ctx context.Context, id string, tools JSON, at time.Time) error {
+	res := s.db.WithContext(ctx).Model(&MCPServer{}).Where("mcp_id = ?", id).
+		Updates(map[string]any{"tools_cache": tools, "tools_cached_time": dbTime(at)})
+	if err := affected(res); err != nil {
+		return fmt.Errorf("update tools cache of MCP server %q: %w", id, err)
+	}
+	return nil
+}
