@@ -238,8 +238,25 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	directURL := up.URL + "/ECIV4/Search?keyword=" + "%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	execBody := `{"name":"search_company_basic","arguments":{"keyword":"字节跳动"},"user_id":7}`
+	execStored := `{"name":"search_company_basic","arguments":{"keyword":"字节跳动"},"user_id":7}`
+	execInline := `{"plugin":` + doc + `,"arguments":{"keyword":"字节跳动"},"credentials":{"QCC_KEY":"sk-bench-0123456789"}}`
 	args := []byte(`{"keyword":"字节跳动"}`)
+	payload := map[string]string{"QCC_KEY": "sk-bench-0123456789"}
+	execute := func(ctx context.Context, call engine.Call) error {
+		res, err := ex.Execute(ctx, call)
+		if err != nil {
+			return err
+		}
+		if !res.OK {
+			return fmt.Errorf("call failed: %s", res.Error.Message)
+		}
+		return nil
+	}
+	post := func(ctx context.Context, body string) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/execute", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer bench-service")
+		return drain(client.Do(req))
+	}
 
 	subjects := []subject{
 		{"direct net/http", func(ctx context.Context) error {
@@ -247,21 +264,14 @@ func benchExec(ctx context.Context, o benchOpts) error {
 			req.Header.Set("Token", "sk-bench-0123456789")
 			return drain(direct.Do(req))
 		}},
-		{"in-process executor", func(ctx context.Context) error {
-			res, err := ex.Execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
-			if err != nil {
-				return err
-			}
-			if !res.OK {
-				return fmt.Errorf("call failed: %s", res.Error.Message)
-			}
-			return nil
+		{"executor, payload credentials", func(ctx context.Context) error {
+			return execute(ctx, engine.Call{Plugin: p, Arguments: args, Credentials: payload})
 		}},
-		{"POST /v1/execute", func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/execute", strings.NewReader(execBody))
-			req.Header.Set("Authorization", "Bearer bench-service")
-			return drain(client.Do(req))
+		{"executor, stored credentials", func(ctx context.Context) error {
+			return execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
 		}},
+		{"/v1/execute, inline plugin+credentials", func(ctx context.Context) error { return post(ctx, execInline) }},
+		{"/v1/execute, catalog+stored credentials", func(ctx context.Context) error { return post(ctx, execStored) }},
 	}
 	f, err := measure(ctx, subjects, o)
 	if err != nil {

@@ -111,7 +111,7 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			path[wire] = s
 		case plugins.InQuery:
 			if v != nil {
-				serializeQuery(&query, wire, v, place)
+				serializeQuery(&query, wire, v, place, escapeQuery)
 			}
 		case plugins.InHeader:
 			if v == nil {
@@ -327,17 +327,17 @@ func explode(place plugins.ArgPlacement, def bool) bool {
 	return def
 }
 
-// serializeQuery appends a query argument per its OpenAPI style and
-// explode (form with explode by default).
-func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPlacement) {
-	key := escapeQuery(name)
+// serializeQuery appends a query (or form body) argument per its OpenAPI
+// style and explode (form with explode by default), escaping with esc.
+func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPlacement, esc func(string) string) {
+	key := esc(name)
 	style := place.Style
 	if style == "" {
 		style = "form"
 	}
 	if style == "deepObject" {
 		if _, ok := v.(map[string]any); ok {
-			flatten(key, v, escapeQuery, func(k, val string) { appendQuery(b, k, val) })
+			flatten(key, v, esc, func(k, val string) { appendQuery(b, k, val) })
 			return
 		}
 	}
@@ -353,19 +353,19 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 	case []any:
 		if ex {
 			for _, x := range t {
-				appendQuery(b, key, escapeQuery(scalar(x)))
+				appendQuery(b, key, esc(scalar(x)))
 			}
 			return
 		}
 	case map[string]any:
 		if ex {
 			for k, x := range sortedMap(t) {
-				appendQuery(b, escapeQuery(k), escapeQuery(scalar(x)))
+				appendQuery(b, esc(k), esc(scalar(x)))
 			}
 			return
 		}
 	}
-	appendQuery(b, key, joinValues(v, sep, false, escapeQuery))
+	appendQuery(b, key, joinValues(v, sep, false, esc))
 }
 
 func appendQuery(b *strings.Builder, k, v string) {
@@ -433,6 +433,11 @@ func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
 					}
 					continue
 				}
+			}
+			if f.place.Style != "" || f.place.Explode != nil {
+				// The document said how (OpenAPI encoding): honour it.
+				serializeQuery(&b, f.wire, f.value, f.place, url.QueryEscape)
+				continue
 			}
 			flatten(url.QueryEscape(f.wire), f.value, url.QueryEscape, emit)
 		}

@@ -85,8 +85,35 @@ func parseStandard(std []byte) (*Plugin, error) {
 }
 
 // ParseJSON validates a plugin given as plain JSON (e.g. inside a runtime
-// payload).
-func ParseJSON(raw json.RawMessage) (*Plugin, error) { return parseStandard(raw) }
+// payload). Runtime payloads carry the same documents again and again, so
+// valid ones are remembered by their bytes: the *Plugin returned is shared
+// and must not be modified.
+func ParseJSON(raw json.RawMessage) (*Plugin, error) {
+	parsed.RLock()
+	p := parsed.m[string(raw)]
+	parsed.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := parseStandard(raw)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if parsed.m == nil || len(parsed.m) >= parsedCacheMax {
+		parsed.m = make(map[string]*Plugin)
+	}
+	parsed.m[string(raw)] = p
+	parsed.Unlock()
+	return p, nil
+}
+
+var parsed struct {
+	sync.RWMutex
+	m map[string]*Plugin
+}
+
+const parsedCacheMax = 1024
 
 var protocolSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ProtocolSchema))

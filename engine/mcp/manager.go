@@ -292,7 +292,7 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 		return err
 	})
 	if err != nil {
-		return nil, m.upstream(ctx, srv, "tools/call", call.Tool, err)
+		return nil, m.upstream(ctx, srv, "tools/call", call.Tool, call.Credentials, err)
 	}
 	return res, nil
 }
@@ -324,7 +324,7 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		return nil
 	})
 	if err != nil {
-		return nil, m.upstream(ctx, srv, "tools/list", "", err)
+		return nil, m.upstream(ctx, srv, "tools/list", "", creds, err)
 	}
 	now := time.Now()
 	m.mu.Lock()
@@ -355,15 +355,17 @@ func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]s
 	return nil, &ToolNotFoundError{Server: srvName, Tool: name}
 }
 
-// upstream wraps a failure of op and logs it with the server and tool,
-// never with a credential (errors name keys, not values).
-func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool string, err error) error {
+// upstream wraps a failure of op and logs it with the server and tool. The
+// logged message is masked: a credential mapped to the query string would
+// otherwise appear in a quoted URL.
+func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool string, creds map[string]string, err error) error {
 	var missing *auth.MissingCredentialsError
 	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
 		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
 	}
+	msg := auth.NewMasker(slices.Collect(maps.Values(creds))...).String(err.Error())
 	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
-		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", err.Error()))
+		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", msg))
 	return err
 }
 

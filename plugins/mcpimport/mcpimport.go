@@ -42,6 +42,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/schema"
 	"github.com/blindexec/blindexec/store"
@@ -305,4 +306,19 @@ func freeName(ctx context.Context, st *store.Store, srv *store.MCPServer, tool s
 		}
 	}
 	return "", fmt.Errorf("import tool %q: no free plugin name (tried %s)", tool, strings.Join(candidates, ", "))
+}
+
+// ImportServer lists the tools of the registered server ref (id or name)
+// afresh through m, with creds filling its auth config, and imports them
+// (`blindexec import mcp SERVER`).
+func ImportServer(ctx context.Context, st *store.Store, m *mcp.Manager, ref string, creds map[string]string, opts Options) (*Report, error) {
+	srv, err := st.GetMCPServer(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := m.Tools(ctx, srv.ID, creds, true)
+	if err != nil {
+		return nil, err
+	}
+	return Import(ctx, st, srv, tools, opts)
 }

@@ -165,22 +165,22 @@ func (c *converter) operations() []rawOperation {
 }
 
 func (c *converter) selected(o rawOperation) bool {
-	o2 := c.opts
-	if len(o2.Methods) > 0 && !slices.ContainsFunc(o2.Methods, func(m string) bool { return strings.EqualFold(m, o.method) }) {
+	sel := c.opts
+	if len(sel.Methods) > 0 && !slices.ContainsFunc(sel.Methods, func(m string) bool { return strings.EqualFold(m, o.method) }) {
 		return false
 	}
-	if len(o2.Paths) > 0 && !slices.ContainsFunc(o2.Paths, func(g string) bool { ok, _ := path.Match(g, o.path); return ok || g == o.path }) {
+	if len(sel.Paths) > 0 && !slices.ContainsFunc(sel.Paths, func(g string) bool { ok, _ := path.Match(g, o.path); return ok || g == o.path }) {
 		return false
 	}
-	if len(o2.OperationIDs) > 0 {
+	if len(sel.OperationIDs) > 0 {
 		id, _ := o.op["operationId"].(string)
-		if !slices.Contains(o2.OperationIDs, id) {
+		if !slices.Contains(sel.OperationIDs, id) {
 			return false
 		}
 	}
-	if len(o2.Tags) > 0 {
+	if len(sel.Tags) > 0 {
 		tags, _ := o.op["tags"].([]any)
-		if !slices.ContainsFunc(tags, func(t any) bool { s, _ := t.(string); return slices.Contains(o2.Tags, s) }) {
+		if !slices.ContainsFunc(tags, func(t any) bool { s, _ := t.(string); return slices.Contains(sel.Tags, s) }) {
 			return false
 		}
 	}
@@ -436,6 +436,9 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		return "", nil
 	}
 	media, _ := content[ct].(map[string]any)
+	if ct == "*/*" {
+		ct = "application/json" // anything goes: send what the engine encodes best
+	}
 	required := rb["required"] == true
 	s := b.resolve(media["schema"], "body")
 	props, _ := s["properties"].(map[string]any)
@@ -471,6 +474,11 @@ func (b *opBuilder) addBody(v any) (string, error) {
 					a.place.Explode = &ex
 				}
 			}
+		} else if mediaKind(ct) == "form" && isScalarArray(ps) {
+			// OpenAPI's default for a form field is style form, explode
+			// true: tags=a&tags=b. Nested objects keep the executor's
+			// bracket form (Stripe's), which is what such APIs read.
+			a.place.Style = "form"
 		}
 		b.add(a)
 	}
@@ -666,4 +674,13 @@ func boolInt(b bool) int {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// isScalarArray reports whether a schema is an array of non-objects.
+func isScalarArray(s map[string]any) bool {
+	if s["type"] != "array" {
+		return false
+	}
+	items, _ := s["items"].(map[string]any)
+	return items["type"] != "object" && items["type"] != "array" && items["properties"] == nil
 }

@@ -148,8 +148,7 @@ func versionString(v any) string {
 
 // decode reads JSON (anything starting with '{') or YAML into a map.
 func decode(data []byte, location string) (map[string]any, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
-	trimmed = bytes.TrimPrefix(trimmed, []byte("\ufeff"))
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff") // whitespace and a byte order mark
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var m map[string]any
 		if err := json.Unmarshal(trimmed, &m); err != nil {

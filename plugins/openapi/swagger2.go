@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -54,7 +55,7 @@ func convertSwagger2(d *Document) {
 		if !ok {
 			continue
 		}
-		item = cloneMap(item)
+		item = maps.Clone(item)
 		paths[p] = item
 		pathParams := derefList(lookup, item["parameters"])
 		delete(item, "parameters")
@@ -72,7 +73,7 @@ func convertSwagger2(d *Document) {
 			if !ok {
 				continue
 			}
-			op = cloneMap(op)
+			op = maps.Clone(op)
 			item[m] = op
 			opConsumes := consumes
 			if c, ok := op["consumes"].([]any); ok {
@@ -238,12 +239,4 @@ func securityScheme2(def map[string]any) map[string]any {
 		return map[string]any{"type": "oauth2", "flows": map[string]any{name: flow}}
 	}
 	return def // apiKey is the same in both versions
-}
-
-func cloneMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Run status while the loop is going; the final ones are the loop's.
+const RunRunning = "running"
+
+// Run is a row of sys_ai_run: one run of the LLM loop and its reply body.
+type Run struct {
+	ID         string    `gorm:"column:run_id;primaryKey" json:"run_id"`
+	UserID     *int64    `gorm:"column:user_id" json:"user_id,omitempty"`
+	Status     string    `gorm:"column:status" json:"status"`
+	Model      string    `gorm:"column:model" json:"model,omitempty"`
+	Reply      JSON      `gorm:"column:reply" json:"reply,omitempty"`
+	ErrorCode  string    `gorm:"column:error_code" json:"error_code,omitempty"`
+	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
+	UpdateTime time.Time `gorm:"column:update_time" json:"update_time"`
+}
+
+// TableName maps Run onto its table.
+func (Run) TableName() string { return "sys_ai_run" }
+
+// SaveRun inserts or updates a run by its id; create_time is kept.
+func (s *Store) SaveRun(ctx context.Context, r *Run) error {
+	t := time.Now().UTC().Truncate(time.Millisecond)
+	if r.CreateTime.IsZero() {
+		r.CreateTime = t
+	}
+	r.UpdateTime = t
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "run_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "update_time"}),
+	}).Create(r).Error
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, classify(err))
+	}
+	return nil
+}
+
+// GetRun returns a run by id.
+func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+	var r Run
+	err := s.db.WithContext(ctx).Where("run_id = ?", id).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("get run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, classify(err))
+	}
+	return &r, nil
+}
