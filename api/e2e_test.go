@@ -94,7 +94,8 @@ func newEnv(t *testing.T, st *store.Store) *env {
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
 		t.Fatal(err2)
 	}
-	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken, Registry: reg, Logger: log}
+	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
+		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t)}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
@@ -331,3 +332,56 @@ func TestTokens(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestImportOpenAPIRoute(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		doc := `{"openapi":"3.0.3","info":{"title":"Pets","version":"1"},"paths":{
+			"/pets":{"get":{"operationId":"listPets","parameters":[{"name":"limit","in":"query","schema":{"type":"integer"}}],"responses":{"200":{"description":"ok"}}}},
+			"/pets/{id}":{"delete":{"operationId":"deletePet","parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"204":{"description":"gone"}}}}}}`
+		var hits []string
+		var mu sync.Mutex
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/openapi.json" {
+				io.WriteString(w, doc)
+				return
+			}
+			mu.Lock()
+			hits = append(hits, r.Method+" "+r.RequestURI)
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		})
+		e := newEnv(t, st)
+		// The document has no servers: base_url is required, and named.
+		code, body := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": up.URL + "/openapi.json"})
+		if code != http.StatusBadRequest || !strings.Contains(errMessage(body), "base_url") {
+			t.Fatalf("no server: %d %v", code, body)
+		}
+		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": up.URL + "/openapi.json", "base_url": up.URL + "/api", "dry_run": true})
+		if code != http.StatusOK || body["dry_run"] != true || len(body["added"].([]any)) != 2 {
+			t.Fatalf("dry run: %d %v", code, body)
+		}
+		if code, list := e.do("GET", "/v1/plugins", adminToken, nil); code != 200 || len(list["plugins"].([]any)) != 0 {
+			t.Fatalf("a dry run wrote: %v", list)
+		}
+		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": up.URL + "/openapi.json", "base_url": up.URL + "/api"})
+		if code != http.StatusOK || len(body["added"].([]any)) != 2 {
+			t.Fatalf("import: %d %v", code, body)
+		}
+		// The imported plugin works, and a 204 is a success.
+		code, res := e.do("POST", "/v1/execute", adminToken, map[string]any{"name": "deletePet", "arguments": map[string]any{"id": "a/b"}})
+		if code != http.StatusOK || res["ok"] != true || res["http_status"] != float64(204) {
+			t.Fatalf("execute imported: %d %v", code, res)
+		}
+		if len(hits) != 1 || hits[0] != "DELETE /api/pets/a%2Fb" {
+			t.Fatalf("upstream got %v", hits)
+		}
+		// Files are not a source over HTTP.
+		code, _ = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": "/etc/passwd"})
+		if code != http.StatusBadRequest {
+			t.Fatalf("file source over HTTP: %d", code)
+		}
+		if code, _ := e.do("POST", "/v1/plugins/import/openapi", serviceToken, map[string]any{"url": up.URL + "/openapi.json"}); code != http.StatusForbidden {
+			t.Fatalf("import needs the admin token: %d", code)
+		}
+	})
+}

@@ -11,10 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -370,4 +373,58 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestCatalogWithTypeScriptClient: an MCP client we did not write (the
+// official TypeScript SDK, pinned in tests/mcp-ts) lists and calls the
+// catalog at /mcp with a per-user token.
+func TestCatalogWithTypeScriptClient(t *testing.T) {
+	if _, err := os.Stat("../tests/mcp-ts/node_modules/@modelcontextprotocol/sdk"); err != nil {
+		t.Skip("tests/mcp-ts/node_modules is absent: run npm ci --prefix tests/mcp-ts")
+	}
+	e := newMCPEnv(t, testdb.Open(t, store.DialectSQLite))
+	e.register()
+	if code, out := e.do("POST", "/v1/plugins/import/mcp", mcpAdmin, map[string]any{"server": "med", "user_id": 7}); code != 200 {
+		t.Fatalf("import: %d %v", code, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "../tests/mcp-ts/client.mjs", e.url+"/mcp", e.userTok, "generate_disease_treatment_plan",
+		`{"disease_id":"disease_000001","patient_age":45}`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client.mjs: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Tools []struct {
+			Name        string
+			InputSchema map[string]any
+		}
+		Result struct {
+			Content []struct{ Type, Text string }
+			IsError bool
+		}
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		t.Fatalf("client.mjs printed %s: %v", stdout, err)
+	}
+	var names []string
+	for _, tl := range got.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "rb_answer") || !slices.Contains(names, "generate_disease_treatment_plan") {
+		t.Errorf("the TypeScript client lists %v", names)
+	}
+	if strings.Contains(string(stdout), "mcp_id") || strings.Contains(string(stdout), "med_token") || strings.Contains(string(stdout), medSecret) {
+		t.Errorf("the client sees execution or auth: %s", stdout)
+	}
+	if got.Result.IsError || len(got.Result.Content) == 0 || !strings.Contains(got.Result.Content[0].Text, "treatment_plan") {
+		t.Errorf("the TypeScript client's call: %s", stdout)
+	}
+	calls := e.up.Calls()
+	if last := calls[len(calls)-1]; last.Header.Get("Authorization") != "Bearer "+medSecret {
+		t.Errorf("upstream got %v, want user 7's credential", last.Header)
+	}
 }

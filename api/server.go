@@ -34,6 +34,8 @@ type Server struct {
 	ServiceToken string
 	Registry     *prometheus.Registry
 	Logger       *slog.Logger
+	// HTTPClient fetches documents for imports: the egress-guarded client.
+	HTTPClient *http.Client
 }
 
 // maxBody bounds every request body the API reads.
@@ -59,6 +61,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT /v1/plugins/{name}", s.with(roleAdmin, s.putPlugin))
 	mux.HandleFunc("PATCH /v1/plugins/{name}", s.with(roleAdmin, s.patchPlugin))
 	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
+	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
 	mux.HandleFunc("POST /v1/execute", s.with(roleUser, s.execute))

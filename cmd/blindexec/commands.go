@@ -51,7 +51,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
-				Registry: reg, Logger: log,
+				Registry: reg, Logger: log, HTTPClient: parts.client,
 			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -107,6 +108,7 @@ type engineParts struct {
 	creds    *auth.CredentialService
 	executor *engine.Executor
 	recorder *engine.Recorder
+	client   *http.Client // egress-guarded
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
@@ -124,9 +126,10 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		return nil, err
 	}
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
-	ex := engine.NewExecutor(egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial}))
+	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
+	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec}, nil
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client}, nil
 }
 
 // close flushes the execution records and closes the database.
@@ -136,4 +139,3 @@ func (p *engineParts) close() {
 	p.recorder.Close(ctx)
 	p.store.Close()
 }
-

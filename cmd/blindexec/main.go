@@ -104,6 +104,7 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		tokenCmd(cfg),
 		toolsCmd(cfg),
 		execCmd(cfg),
+		importCmd(cfg),
 	)
 	return root
 }

@@ -171,3 +171,64 @@ func TestCLITokensAndRotate(t *testing.T) {
 		t.Fatalf("no master key: %d %q", code, errs)
 	}
 }
+
+func TestCLIImportOpenAPI(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(s), 0o600)
+		return p
+	}
+	doc := `openapi: 3.0.3
+info: {title: Pets, version: "1"}
+servers: [{url: "https://pets.example/v1"}]
+paths:
+  /pets:
+    get: {operationId: listPets, responses: {"200": {description: ok}}}
+  /pets/{id}:
+    get:
+      operationId: getPet
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+`
+	src := write("pets.yaml", doc)
+	if code, out, errs := c.run("", "import", "openapi", src, "--dry-run"); code != 0 || !strings.Contains(out, "added 2") || !strings.Contains(out, "dry run") {
+		t.Fatalf("dry run: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "plugin", "list"); code != 0 || strings.Contains(out, "listPets") {
+		t.Fatalf("a dry run wrote plugins: %q", out)
+	}
+	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "+ getPet") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "up to date") {
+		t.Fatalf("re-import of the same bytes: %d %q", code, out)
+	}
+	// listPets removed, a broken operation added: partial (3), removal disables.
+	changed := strings.Replace(doc, "  /pets:\n    get: {operationId: listPets, responses: {\"200\": {description: ok}}}\n",
+		"  /pets:\n    trace: {operationId: tracePets, responses: {\"200\": {description: ok}}}\n", 1)
+	code, out, errs := c.run("", "import", "openapi", write("pets.yaml", changed))
+	if code != exitPartial || !strings.Contains(out, "TRACE is not supported") {
+		t.Fatalf("changed import: %d %q %q", code, out, errs)
+	}
+	if !strings.Contains(out, "- listPets") {
+		t.Fatalf("removal not reported: %q", out)
+	}
+	if _, list, _ := c.run("", "plugin", "list"); !strings.Contains(list, "listPets") || !strings.Contains(list, "disabled") {
+		t.Fatalf("a removed operation must stay, disabled: %q", list)
+	}
+	// No usable server: a clear error naming --base-url, exit 1.
+	code, _, errs = c.run("", "import", "openapi", write("noserver.yaml", strings.Replace(doc, "servers: [{url: \"https://pets.example/v1\"}]\n", "", 1)))
+	if code != 1 || !strings.Contains(errs, "--base-url") {
+		t.Fatalf("no server: %d %q", code, errs)
+	}
+	// Seed 002 as given (indentation lost): a parse error naming its line.
+	seeds, _ := filepath.Glob("../../../shared/seeds/002_*.txt")
+	if len(seeds) == 1 {
+		code, _, errs = c.run("", "import", "openapi", seeds[0], "--base-url", "https://rb.example")
+		if code != 1 || !strings.Contains(errs, "line ") {
+			t.Fatalf("seed 002 as given: %d %q", code, errs)
+		}
+	}
+}

@@ -254,7 +254,10 @@ func TestParallelToolCalls(t *testing.T) {
 		if strings.Contains(string(c.Arguments), "second") {
 			close(secondDone)
 		} else {
-			<-secondDone
+			select {
+			case <-secondDone:
+			case <-time.After(5 * time.Second): // run sequentially: fail, not hang
+			}
 		}
 		return res, err
 	})

@@ -209,3 +209,18 @@ func TestLongNamesAreDeterministic(t *testing.T) {
 		t.Errorf("same tool, other catalog: %q, want %q", rep2.Added[0], name)
 	}
 }
+
+// BenchmarkParameters is the schema conversion of one MCP tool with $defs
+// and a recursive type (seed 004 allows 100 ms; the target is under 1 ms).
+func BenchmarkParameters(b *testing.B) {
+	var in map[string]any
+	json.Unmarshal([]byte(`{"type":"object","$defs":{
+		"Address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}},"required":["city"]},
+		"Node":{"type":"object","properties":{"label":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/Node"}}}}},
+		"properties":{"ship_to":{"$ref":"#/$defs/Address"},"bill_to":{"$ref":"#/$defs/Address"},"tree":{"$ref":"#/$defs/Node"}}}`), &in)
+	for b.Loop() {
+		if _, _, err := mcpimport.Parameters(in, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -14,19 +14,30 @@ import (
 // SyncResult reports what a sync did (or, in a dry run, would do). The
 // lists hold plugin names.
 type SyncResult struct {
-	SourceID int64 // 0 in a dry run of a new source
+	SourceID int64 `json:"source_id"` // 0 in a dry run of a new source
 	// UpToDate reports that the document has the sha256 (and prefix) of the
 	// last sync from its location: nothing was converted or written.
-	UpToDate bool
-	Added    []string
-	Changed  []string
+	UpToDate bool     `json:"up_to_date"`
+	Added    []string `json:"added"`
+	Changed  []string `json:"changed"`
 	// Removed are plugins of operations no longer in the document: they
 	// are disabled, not deleted.
-	Removed   []string
-	Unchanged []string
-	Failed    []Failure
+	Removed   []string  `json:"removed"`
+	Unchanged []string  `json:"unchanged"`
+	Failed    []Failure `json:"failed"`
 	// Operations are the converted operations, with their warnings.
-	Operations []Operation
+	Operations []Operation `json:"-"`
+}
+
+// Warnings lists each operation's warnings as "name: warning".
+func (r *SyncResult) Warnings() []string {
+	var out []string
+	for _, op := range r.Operations {
+		for _, w := range op.Warnings {
+			out = append(out, op.Plugin.Name+": "+w)
+		}
+	}
+	return out
 }
 
 // syncBy is the audit name of rows the importer writes.

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/plugins/openapi"
+)
+
+// Exit status of a partial import: some operations failed, the rest
+// imported.
+const exitPartial = 3
+
+func importCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "import", Short: "Import plugins from an OpenAPI document or an MCP server"}
+	cmd.AddCommand(importOpenAPICmd(cfg))
+	return cmd
+}
+
+func importOpenAPICmd(cfg *config) *cobra.Command {
+	var opts openapi.Options
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "openapi SOURCE",
+		Short: "Import (sync) one plugin per operation of an OpenAPI 3.0/3.1 or Swagger 2.0 document: a file, a URL or - for stdin",
+		Long: `Import is a sync: the same bytes change nothing; a changed document reports added,
+changed and removed operations (removed ones are disabled, not deleted). Exit status:
+0 every selected operation imported, 3 some failed (each reported with its reason), 1 none.`,
+		Args: argsExactly(1, "SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			src := args[0]
+			progress := progressWriter(cmd.ErrOrStderr())
+			fmt.Fprintf(progress, "loading %s…\n", src)
+			var data []byte
+			var err error
+			if src == "-" {
+				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
+			} else {
+				policy, perr := egress.ParsePolicy(cfg.egressAllow)
+				if perr != nil {
+					return fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", perr)
+				}
+				data, err = openapi.Fetch(ctx, egress.NewClient(&egress.Dialer{Policy: policy, Dial: cfg.dial}), src)
+			}
+			if err != nil {
+				return err
+			}
+			doc, err := openapi.Load(data, src)
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+				opts.SourceURL = src
+			}
+			st, err := cfg.openStore(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			fmt.Fprintf(progress, "converting and writing %q (OpenAPI %s)…\n", doc.Title, doc.Version)
+			res, err := openapi.Sync(ctx, st, src, doc, opts, dryRun)
+			if err != nil {
+				return err
+			}
+			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun)
+			imported := len(res.Added) + len(res.Changed) + len(res.Unchanged)
+			switch {
+			case res.UpToDate:
+				return nil
+			case imported == 0 && len(res.Failed) > 0:
+				return exitError{code: exitFailure, msg: fmt.Sprintf("no operation imported: %d failed", len(res.Failed))}
+			case len(res.Failed) > 0:
+				return exitError{code: exitPartial, msg: fmt.Sprintf("partial import: %d operation(s) failed", len(res.Failed))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Prefix, "prefix", "", "put before every plugin name and credential key")
+	f.StringVar(&opts.BaseURL, "base-url", "", "server URL (required when the document has no usable server)")
+	f.StringArrayVar(&opts.Tags, "tag", nil, "import operations with this tag (repeatable)")
+	f.StringArrayVar(&opts.Methods, "method", nil, "import operations of this method (repeatable)")
+	f.StringArrayVar(&opts.Paths, "path", nil, "import operations whose path matches this glob (repeatable)")
+	f.StringArrayVar(&opts.OperationIDs, "operation-id", nil, "import this operation (repeatable)")
+	f.BoolVar(&dryRun, "dry-run", false, "print what would change and write nothing")
+	return cmd
+}
+
+func printSync(w io.Writer, res *openapi.SyncResult, docWarnings []string, dryRun bool) {
+	if res.UpToDate {
+		fmt.Fprintln(w, "up to date: the document has not changed since the last import")
+		return
+	}
+	verb := ""
+	if dryRun {
+		verb = " (dry run: nothing written)"
+	}
+	fmt.Fprintf(w, "added %d, changed %d, removed %d, unchanged %d, failed %d%s\n",
+		len(res.Added), len(res.Changed), len(res.Removed), len(res.Unchanged), len(res.Failed), verb)
+	for _, l := range []struct {
+		mark  string
+		names []string
+	}{{"+", res.Added}, {"~", res.Changed}, {"-", res.Removed}} {
+		for _, n := range l.names {
+			fmt.Fprintf(w, "  %s %s\n", l.mark, n)
+		}
+	}
+	for _, f := range res.Failed {
+		fmt.Fprintf(w, "  ! %s: %s\n", f.Key, f.Reason)
+	}
+	for _, warn := range append(docWarnings, res.Warnings()...) {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+}
+
+// progressWriter is stderr when it is a terminal, else nowhere: progress
+// lines would only clutter logs and pipes.
+func progressWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return f
+		}
+	}
+	return io.Discard
+}
