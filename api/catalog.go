@@ -204,6 +204,10 @@ func notFoundPlugin(w http.ResponseWriter, name string) {
 // listTools answers the OpenAI tools JSON of the enabled plugins (or of
 // those named in ?names=a,b): name, description and parameters only.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("format") == "dynamic" && s.MCP != nil {
+		s.dynamicTools(w, r, s.MCP)
+		return
+	}
 	var rows []store.Plugin
 	var err error
 	if names := r.URL.Query().Get("names"); names != "" {

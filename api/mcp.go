@@ -31,6 +31,10 @@ type MCPConfig struct {
 	// (BLINDEXEC_PUBLIC_URL, e.g. http://blindexec:8080); empty: the
 	// scheme and host the request came to.
 	PublicURL string
+	// AllowStdio lets the API register stdio servers. Off by default: a
+	// stdio server is a command run on the engine's host, so registering
+	// one is for the CLI (BLINDEXEC_MCP_ALLOW_STDIO).
+	AllowStdio bool
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -122,6 +126,11 @@ func (m *mcpAPI) createServer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *mcpAPI) register(w http.ResponseWriter, r *http.Request, spec enginemcp.ServerSpec) (*store.MCPServer, bool) {
+	if (spec.Transport == store.TransportStdio || len(spec.Command) > 0) && !m.cfg.AllowStdio {
+		writeError(w, http.StatusForbidden, "stdio_not_allowed",
+			"transport: stdio servers run a command on the engine's host; register them with `blindexec mcp server add` (or set BLINDEXEC_MCP_ALLOW_STDIO)", nil)
+		return nil, false
+	}
 	row, err := enginemcp.Register(r.Context(), m.Store, spec, principalFrom(r.Context()).role.String())
 	var se *enginemcp.SpecError
 	switch {
@@ -213,7 +222,7 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	case ref == "":
 		if req.Name == "" {
-			req.Name = nameFromURL(req.URL)
+			req.Name = mcpimport.ServerNameFromURL(req.URL)
 		}
 		row, ok := m.register(w, r, req.ServerSpec)
 		if !ok {
@@ -240,16 +249,6 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
-}
-
-// nameFromURL derives a server name from its host ("mcp.example.com:8080"
-// → "mcp_example_com_8080").
-func nameFromURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return mcpimport.SanitizeName(u.Host)[:min(len(u.Host), 64)]
 }
 
 // serverCreds resolves the credentials a server's auth config reads: those

@@ -84,12 +84,9 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
 	ex.Credentials, ex.Logger = creds, log
-	s := &Server{Store: st, Creds: creds, Executor: ex, AdminToken: mcpAdmin, ServiceToken: mcpService, Logger: log}
 	cfg := &MCPConfig{Manager: m}
-	mux := http.NewServeMux()
-	s.mcpRoutes(mux, cfg)
-	mux.HandleFunc("GET /v1/tools", s.with(roleUser, func(w http.ResponseWriter, r *http.Request) { s.dynamicTools(w, r, cfg) }))
-	hs := httptest.NewServer(mux)
+	s := &Server{Store: st, Creds: creds, Executor: ex, AdminToken: mcpAdmin, ServiceToken: mcpService, Logger: log, MCP: cfg}
+	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	cfg.PublicURL = hs.URL
 
@@ -165,6 +162,9 @@ func TestMCPServersAndImport(t *testing.T) {
 		}
 		if code, out := e.do("POST", "/v1/mcp/servers", mcpAdmin, map[string]any{"name": "bad name", "transport": "carrier-pigeon"}); code != http.StatusBadRequest || errCode(out) != "invalid_mcp_server" {
 			t.Errorf("invalid server: %d %v", code, out)
+		}
+		if code, out := e.do("POST", "/v1/mcp/servers", mcpAdmin, map[string]any{"name": "shell", "transport": "stdio", "command": []string{"sh", "-c", "id"}}); code != http.StatusForbidden || errCode(out) != "stdio_not_allowed" {
+			t.Errorf("stdio over HTTP must be refused by default: %d %v", code, out)
 		}
 		if code, _ := e.do("POST", "/v1/mcp/servers", mcpService, map[string]any{"name": "x", "url": e.up.Endpoint}); code != http.StatusForbidden {
 			t.Errorf("service token registering: %d, want 403", code)

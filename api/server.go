@@ -36,6 +36,8 @@ type Server struct {
 	Logger       *slog.Logger
 	// HTTPClient fetches documents for imports: the egress-guarded client.
 	HTTPClient *http.Client
+	// MCP enables the MCP routes (servers, proxy, /mcp); nil: none.
+	MCP *MCPConfig
 }
 
 // maxBody bounds every request body the API reads.
@@ -75,6 +77,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tokens", s.with(roleAdmin, s.listTokens))
 	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
+
+	if s.MCP != nil {
+		s.mcpRoutes(mux, s.MCP)
+	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)

@@ -52,6 +52,8 @@ func serveCmd(cfg *config) *cobra.Command {
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
+				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
+					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
 			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
@@ -393,13 +395,9 @@ func execCmd(cfg *config) *cobra.Command {
 			if !json.Valid([]byte(argsJSON)) {
 				return usagef("exec: --args is not valid JSON")
 			}
-			payloadCreds := map[string]string{}
-			for _, kv := range creds {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usagef("exec: --cred %q: expected KEY=VALUE", strings.SplitN(kv, "=", 2)[0])
-				}
-				payloadCreds[k] = v
+			payloadCreds, err := parseCreds(creds)
+			if err != nil {
+				return err
 			}
 			var inline *plugins.Plugin
 			if pluginFile != "" {

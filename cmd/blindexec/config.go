@@ -15,6 +15,8 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -109,6 +111,7 @@ type engineParts struct {
 	executor *engine.Executor
 	recorder *engine.Recorder
 	client   *http.Client // egress-guarded
+	mcp      *enginemcp.Manager
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
@@ -129,13 +132,18 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client}, nil
+	m := enginemcp.NewManager(st, client)
+	m.Logger = log
+	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m}, nil
 }
 
-// close flushes the execution records and closes the database.
+// close ends the MCP sessions, flushes the execution records and closes
+// the database.
 func (p *engineParts) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	p.mcp.Close()
 	p.recorder.Close(ctx)
 	p.store.Close()
 }

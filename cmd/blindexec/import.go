@@ -18,7 +18,7 @@ const exitPartial = 3
 
 func importCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import plugins from an OpenAPI document or an MCP server"}
-	cmd.AddCommand(importOpenAPICmd(cfg))
+	cmd.AddCommand(importOpenAPICmd(cfg), importMCPCmd(cfg))
 	return cmd
 }
 

@@ -105,6 +105,7 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		toolsCmd(cfg),
 		execCmd(cfg),
 		importCmd(cfg),
+		mcpCmd(cfg),
 	)
 	return root
 }

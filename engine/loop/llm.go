@@ -77,7 +77,11 @@ func retryWait(attempt int, base time.Duration, hint retryHint) time.Duration {
 	if hint.ok {
 		return min(hint.after, maxRetryWait)
 	}
-	d := min(base<<attempt, maxRetryWait)
+	d := max(base, 0)
+	for i := 0; i < attempt && d < maxRetryWait; i++ { // not base<<attempt: it overflows
+		d *= 2
+	}
+	d = min(d, maxRetryWait)
 	return d/2 + rand.N(d/2+1)
 }
 

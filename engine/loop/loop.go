@@ -238,6 +238,12 @@ func (r *Runner) Run(ctx context.Context, req Request, emit func(Event)) (reply 
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("run panicked", "panic", p)
+			// emit itself may have panicked: the last event must not.
+			emit := s.emit
+			s.emit = func(e Event) {
+				defer func() { recover() }()
+				emit(e)
+			}
 			reply = s.end(StatusFailed, &RunError{Code: CodeInternal, Message: fmt.Sprint("internal error: ", p)})
 		}
 	}()

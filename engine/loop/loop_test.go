@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func newUpstream(t *testing.T, h http.HandlerFunc) *httptest.Server {
 
 func parsePlugin(t *testing.T, doc string) *plugins.Plugin {
 	t.Helper()
-	p, err := plugins.ParseJSON(json.RawMessage(doc))
+	p, err := plugins.Parse([]byte(doc)) // not ParseJSON: its plugins are shared, and TestValidate edits them
 	if err != nil {
 		t.Fatalf("plugin: %v", err)
 	}
@@ -78,6 +77,25 @@ func user(text string) []openai.ChatCompletionMessage {
 
 func call(id, name, args string) openaitest.ToolCall {
 	return openaitest.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+// overlap counts the upstream requests in flight and their peak.
+type overlap struct {
+	mu       sync.Mutex
+	in, peak int
+}
+
+func (o *overlap) enter() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.in++
+	o.peak = max(o.peak, o.in)
+}
+
+func (o *overlap) leave() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.in--
 }
 
 type executorFunc func(context.Context, engine.Call) (*engine.Result, error)
@@ -223,18 +241,21 @@ func TestToolBindingHidesEngineConfig(t *testing.T) {
 // results go back in the order the model asked even when they finish in
 // the other order.
 func TestParallelToolCalls(t *testing.T) {
+	// Each request waits (bounded) for the other; the peak number in
+	// flight shows whether they overlapped.
+	var calls overlap
 	var arrived sync.WaitGroup
 	arrived.Add(2)
 	bothIn := make(chan struct{})
 	go func() { arrived.Wait(); close(bothIn) }()
-	var concurrent atomic.Bool
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.enter()
 		arrived.Done()
 		select {
 		case <-bothIn:
-			concurrent.Store(true)
-		case <-time.After(5 * time.Second): // run sequentially: let the test fail, not hang
+		case <-time.After(5 * time.Second): // run sequentially: fail, not hang
 		}
+		calls.leave()
 		echo(w, r)
 	})
 	llm := openaitest.New(t)
@@ -267,7 +288,7 @@ func TestParallelToolCalls(t *testing.T) {
 		Plugins:  []*plugins.Plugin{echoPlugin(t, "lookup", up.URL)},
 	}, ev.emit)
 	wantStatus(t, reply, loop.StatusCompleted)
-	if !concurrent.Load() {
+	if calls.peak != 2 {
 		t.Error("the two tool calls did not run concurrently")
 	}
 	ids, contents := toolContents(reply)
@@ -297,17 +318,11 @@ func TestParallelToolCalls(t *testing.T) {
 
 // TestMaxConcurrency: with a limit of 1, calls run one after the other.
 func TestMaxConcurrency(t *testing.T) {
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
+	var calls overlap
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		inFlight++
-		peak = max(peak, inFlight)
-		mu.Unlock()
+		calls.enter()
 		time.Sleep(10 * time.Millisecond) // leave room for an overlap to show
-		mu.Lock()
-		inFlight--
-		mu.Unlock()
+		calls.leave()
 		echo(w, r)
 	})
 	llm := openaitest.New(t)
@@ -321,8 +336,8 @@ func TestMaxConcurrency(t *testing.T) {
 	r.MaxConcurrency = 1
 	reply := r.Run(t.Context(), loop.Request{Messages: user("x"), Plugins: []*plugins.Plugin{echoPlugin(t, "lookup", up.URL)}}, nil)
 	wantStatus(t, reply, loop.StatusCompleted)
-	if peak != 1 {
-		t.Errorf("peak concurrency = %d, want 1", peak)
+	if calls.peak != 1 {
+		t.Errorf("peak concurrency = %d, want 1", calls.peak)
 	}
 	if _, contents := toolContents(reply); fmt.Sprint(contents) != `[{"q":"1"} {"q":"2"} {"q":"3"}]` {
 		t.Errorf("tool results = %v", contents)
@@ -808,5 +823,22 @@ func TestValidate(t *testing.T) {
 	wantStatus(t, reply, loop.StatusFailed)
 	if reply.Error.Code != loop.CodeInvalidRequest || reply.Error.HTTPStatus() != http.StatusBadRequest || len(llm.Requests()) != 0 {
 		t.Errorf("error = %+v", reply.Error)
+	}
+}
+
+// TestExecutorPanic: a panicking executor becomes that call's error; the
+// run goes on.
+func TestExecutorPanic(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Script(
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{call("c1", "lookup", `{"q":"a"}`)}},
+		openaitest.Turn{Content: "recovered"},
+	)
+	r := newRunner(t, llm)
+	r.Executor = executorFunc(func(context.Context, engine.Call) (*engine.Result, error) { panic("boom") })
+	reply := r.Run(t.Context(), loop.Request{Messages: user("hi"), Plugins: []*plugins.Plugin{echoPlugin(t, "lookup", "https://api.example.com")}}, nil)
+	wantStatus(t, reply, loop.StatusCompleted)
+	if _, contents := toolContents(reply); reply.Steps[0].Status != loop.StepError || !strings.Contains(contents[0], loop.CodeInternal) {
+		t.Errorf("step %+v, content %v", reply.Steps[0], contents)
 	}
 }

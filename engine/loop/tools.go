@@ -29,7 +29,7 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 	n := len(calls)
 	outs := make([]outcome, n)
 	done := make(chan int, n)
-	limit := 1 + 0*cmp.Or(s.r.MaxConcurrency, DefaultMaxConcurrency)
+	limit := cmp.Or(s.r.MaxConcurrency, DefaultMaxConcurrency)
 	base := len(s.reply.Steps)
 	started, running := 0, 0
 	for started < n || running > 0 {

@@ -7,7 +7,8 @@
 // type and name and whose later deltas carry argument pieces, parallel tool
 // calls interleaved by index, finish_reason on the last choice chunk, a
 // usage chunk with empty choices when stream_options.include_usage is set,
-// then "data: [DONE]". Every chunk carries "usage": null before that.
+// then "data: [DONE]" (with include_usage, the chunks before it carry
+// "usage": null).
 //
 // Splitting "anywhere" happens at two levels, because a JSON string cannot
 // carry part of a UTF-8 sequence (encoding/json, like every decoder,

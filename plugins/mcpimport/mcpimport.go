@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -321,4 +322,15 @@ func ImportServer(ctx context.Context, st *store.Store, m *mcp.Manager, ref stri
 		return nil, err
 	}
 	return Import(ctx, st, srv, tools, opts)
+}
+
+// ServerNameFromURL names a server registered by its URL alone: its host,
+// sanitized to the plugin-name rule; "" for a URL without a host.
+func ServerNameFromURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	name := SanitizeName(u.Host)
+	return name[:min(len(name), 64)]
 }

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
+	"github.com/blindexec/blindexec/store"
+)
+
+func mcpCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "mcp", Short: "MCP: registered servers, the catalog as an MCP server, the OpenAPI query tools"}
+	cmd.AddCommand(mcpServerCmd(cfg), mcpServeCmd(cfg))
+	return cmd
+}
+
+func mcpServerCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{Use: "server", Short: "Register, list and remove MCP servers"}
+	var spec enginemcp.ServerSpec
+	var headers []string
+	var authJSON string
+	add := &cobra.Command{
+		Use:   "add NAME (--url URL [--transport sse] | -- COMMAND [ARGS...])",
+		Short: "Register an MCP server: streamable HTTP or SSE by URL, or a stdio command after --",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return usagef("mcp server add: expected NAME")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec.Name = args[0]
+			if len(args) > 1 {
+				spec.Transport, spec.Command = "stdio", args[1:]
+			}
+			if spec.URL == "" && len(spec.Command) == 0 {
+				return usagef("mcp server add: give --url URL, or -- COMMAND [ARGS...] for a stdio server")
+			}
+			for _, h := range headers {
+				k, v, ok := strings.Cut(h, "=")
+				if !ok {
+					return usagef("mcp server add: --header %q: expected NAME=VALUE", k)
+				}
+				if spec.Headers == nil {
+					spec.Headers = map[string]string{}
+				}
+				spec.Headers[k] = v
+			}
+			if authJSON != "" {
+				var a plugins.AuthConfig
+				if err := json.Unmarshal([]byte(authJSON), &a); err != nil {
+					return usagef("mcp server add: --auth: %v", err)
+				}
+				spec.AuthConfig = &a
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				row, err := enginemcp.Register(ctx, st, spec, "cli")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "registered %s (mcp_id %s)\n", row.Name, row.ID)
+				return nil
+			})
+		},
+	}
+	f := add.Flags()
+	f.StringVar(&spec.URL, "url", "", "the server's URL (streamable HTTP or SSE)")
+	f.StringVar(&spec.Transport, "transport", "", "streamable_http (default for --url) or sse")
+	f.StringVar(&spec.ID, "id", "", "the mcp_id (a UUID when empty)")
+	f.StringArrayVar(&headers, "header", nil, "a static header NAME=VALUE (repeatable)")
+	f.StringVar(&authJSON, "auth", "", `auth_config JSON, as a plugin's (e.g. {"type":"bearer","token":"MED_TOKEN"})`)
+
+	list := &cobra.Command{
+		Use: "list", Short: "List registered MCP servers", Args: argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				rows, err := st.ListMCPServers(ctx)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "MCP_ID\tNAME\tTRANSPORT\tTARGET\tSTATUS")
+				for _, r := range rows {
+					target := r.URL
+					if argv, err := r.Argv(); target == "" && err == nil {
+						target = strings.Join(argv, " ")
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Transport, target, r.Status)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	rm := &cobra.Command{
+		Use: "rm SERVER", Short: "Remove a registered MCP server (by id or name)", Args: argsExactly(1, "SERVER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				row, err := st.GetMCPServer(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if err := st.DeleteMCPServer(ctx, row.ID); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", row.Name)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(add, list, rm)
+	return cmd
+}
+
+// importMCPCmd imports (syncs) an MCP server's tools as plugins.
+func importMCPCmd(cfg *config) *cobra.Command {
+	var user int64
+	var creds []string
+	cmd := &cobra.Command{
+		Use:   "mcp SERVER",
+		Short: "Import (sync) an MCP server's tools as plugins: a registered server's id or name, or a URL (registered on the way)",
+		Args:  argsExactly(1, "SERVER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			given, err := parseCreds(creds)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			parts, err := cfg.engine(ctx, true, cfg.logger())
+			if err != nil {
+				return err
+			}
+			defer parts.close()
+			ref := args[0]
+			if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
+				row, err := enginemcp.Register(ctx, parts.store, enginemcp.ServerSpec{Name: mcpimport.ServerNameFromURL(ref), URL: ref}, "cli")
+				if err != nil && !errors.Is(err, store.ErrDuplicate) {
+					return err
+				}
+				if row != nil {
+					ref = row.ID
+				} else {
+					ref = mcpimport.ServerNameFromURL(ref)
+				}
+			}
+			keys, err := parts.mcp.CredentialKeys(ctx, ref)
+			if err != nil {
+				return err
+			}
+			all := map[string]string{}
+			if user > 0 && len(keys) > 0 {
+				if all, err = parts.creds.Resolve(ctx, user, keys); err != nil {
+					return err
+				}
+			}
+			for k, v := range given {
+				all[k] = v
+			}
+			rep, err := mcpimport.ImportServer(ctx, parts.store, parts.mcp, ref, all, mcpimport.Options{By: "cli"})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s: added %d, updated %d, disabled %d, unchanged %d, failed %d\n", rep.Server,
+				len(rep.Added), len(rep.Updated), len(rep.Disabled), len(rep.Unchanged), len(rep.Failed))
+			for _, l := range []struct {
+				mark  string
+				names []string
+			}{{"+", rep.Added}, {"~", rep.Updated}, {"-", rep.Disabled}} {
+				for _, n := range l.names {
+					fmt.Fprintf(w, "  %s %s\n", l.mark, n)
+				}
+			}
+			for _, f := range rep.Failed {
+				fmt.Fprintf(w, "  ! %s: %s\n", f.Tool, f.Error)
+			}
+			for _, warn := range rep.Warnings {
+				fmt.Fprintf(w, "  warning: %s\n", warn)
+			}
+			imported := len(rep.Added) + len(rep.Updated) + len(rep.Unchanged)
+			switch {
+			case len(rep.Failed) > 0 && imported == 0:
+				return exitError{code: exitFailure, msg: fmt.Sprintf("no tool imported: %d failed", len(rep.Failed))}
+			case len(rep.Failed) > 0:
+				return exitError{code: exitPartial, msg: fmt.Sprintf("partial import: %d tool(s) failed", len(rep.Failed))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&user, "user", 0, "the user whose stored credentials the server's auth config reads")
+	cmd.Flags().StringArrayVar(&creds, "cred", nil, "a credential KEY=VALUE for the server (repeatable)")
+	return cmd
+}
+
+func mcpServeCmd(cfg *config) *cobra.Command {
+	var stdio bool
+	cmd := &cobra.Command{
+		Use:   "serve --stdio",
+		Short: "Serve the enabled plugins as MCP tools over stdio, executed blind for the user in " + mcpserver.EnvUser,
+		Args:  argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !stdio {
+				return usagef("mcp serve: only --stdio is offered here; `blindexec serve` serves /mcp over HTTP")
+			}
+			var user int64
+			if v := os.Getenv(mcpserver.EnvUser); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 {
+					return usagef("%s: %q is not a user id", mcpserver.EnvUser, v)
+				}
+				user = n
+			}
+			// stdout carries the protocol: logs go to stderr only.
+			log := cfg.logger()
+			parts, err := cfg.engine(cmd.Context(), true, log)
+			if err != nil {
+				return err
+			}
+			defer parts.close()
+			return mcpserver.ServeStdio(cmd.Context(), mcpserver.StoreCatalog{Store: parts.store}, parts.executor, user, log)
+		},
+	}
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")
+	return cmd
+}
+
+// parseCreds reads --cred KEY=VALUE flags.
+func parseCreds(kvs []string) (map[string]string, error) {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--cred %q: expected KEY=VALUE", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+)
+
+// TestMain lets the test binary stand in for the blindexec binary, so a
+// test can start it as a subprocess (mcp serve --stdio) without a build.
+func TestMain(m *testing.M) {
+	if os.Getenv("BLINDEXEC_TEST_AS_CLI") == "1" {
+		cfg := &config{dial: egresstest.LoopbackOnly((&net.Dialer{}).DialContext)}
+		os.Exit(run(cfg, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestCLIMCP(t *testing.T) {
+	up := mcptest.New(t)
+	c := newCLI(t)
+	if code, out, errs := c.run("", "mcp", "server", "add", "med", "--url", up.Endpoint); code != 0 || !strings.Contains(out, "registered med") {
+		t.Fatalf("mcp server add: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("", "mcp", "server", "add", "nothing"); code != 2 {
+		t.Fatalf("add without a target: %d %q", code, errs)
+	}
+	if code, out, _ := c.run("", "mcp", "server", "list"); code != 0 || !strings.Contains(out, up.Endpoint) {
+		t.Fatalf("mcp server list: %q", out)
+	}
+	code, out, errs := c.run("", "import", "mcp", "med")
+	if code != 0 || !strings.Contains(out, "+ echo") || !strings.Contains(out, "+ rb_answer") {
+		t.Fatalf("import mcp: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "import", "mcp", "med"); code != 0 || !strings.Contains(out, "added 0") {
+		t.Fatalf("re-import must change nothing: %d %q", code, out)
+	}
+	// The imported tool executes blind through the MCP server.
+	code, out, errs = c.run("", "exec", "echo", "--args", `{"text":"hi"}`)
+	if code != 0 || !strings.Contains(out, `"ok": true`) {
+		t.Fatalf("exec an MCP plugin: %d %q %q", code, out, errs)
+	}
+	if calls := up.Calls(); len(calls) == 0 || calls[len(calls)-1].Tool != "echo" {
+		t.Fatalf("the MCP server got %v", calls)
+	}
+
+	// The catalog served over stdio, driven by the go-sdk client.
+	cmd := exec.Command(os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
+	cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7")
+	client := sdk.NewClient(&sdk.Implementation{Name: "cli-test", Version: "1"}, nil)
+	ctx := context.Background()
+	sess, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	tools, err := sess.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		b, _ := json.Marshal(tool)
+		if strings.Contains(string(b), up.Endpoint) || strings.Contains(string(b), "mcp_id") {
+			t.Fatalf("execution leaks to the MCP client: %s", b)
+		}
+	}
+	if !strings.Contains(strings.Join(names, ","), "echo") {
+		t.Fatalf("tools over stdio: %v", names)
+	}
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over stdio"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call over stdio: %v %+v", err, res)
+	}
+	if calls := up.Calls(); calls[len(calls)-1].Arguments["text"] != "over stdio" {
+		t.Fatalf("the MCP server got %v", calls[len(calls)-1])
+	}
+
+	if code, _, _ := c.run("", "mcp", "server", "rm", "med"); code != 0 {
+		t.Fatal("mcp server rm")
+	}
+}
