@@ -76,7 +76,7 @@ type env struct {
 	logs  *bytes.Buffer
 }
 
-func newEnv(t *testing.T, st *store.Store) *env {
+func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
 	key := make([]byte, 32)
 	rand.Read(key)
 	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
@@ -96,6 +96,9 @@ func newEnv(t *testing.T, st *store.Store) *env {
 	}
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
 		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t)}
+	for _, o := range opts {
+		o(srv)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
@@ -292,6 +295,8 @@ func TestTokens(t *testing.T) {
 			{"user sets own credential", "PUT", "/v1/credentials/7/QCC_KEY", user, map[string]string{"value": qccKey}, 204},
 			{"user may not touch another's", "PUT", "/v1/credentials/8/QCC_KEY", user, map[string]string{"value": "x"}, 403},
 			{"user acts only for itself", "POST", "/v1/execute", user, map[string]any{"name": "search_company_basic", "arguments": map[string]any{"keyword": "x"}, "user_id": 8}, 403},
+			{"user runs only for itself", "POST", "/v1/runs", user, map[string]any{"user_id": 8, "messages": []any{}}, 403},
+			{"no LLM configured", "POST", "/v1/runs", user, map[string]any{"messages": []any{}}, 503},
 			{"metrics need admin", "GET", "/metrics", user, nil, 403},
 			{"admin reads metrics", "GET", "/metrics", adminToken, nil, 200},
 			{"malformed body names the field", "POST", "/v1/execute", serviceToken, `{"name": 5}`, 400},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -38,6 +39,8 @@ type Server struct {
 	HTTPClient *http.Client
 	// MCP enables the MCP routes (servers, proxy, /mcp); nil: none.
 	MCP *MCPConfig
+	// Runner runs the LLM loop of POST /v1/runs; nil: no LLM configured.
+	Runner *loop.Runner
 }
 
 // maxBody bounds every request body the API reads.
@@ -68,6 +71,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
 	mux.HandleFunc("POST /v1/execute", s.with(roleUser, s.execute))
 	mux.HandleFunc("GET /v1/executions", s.with(roleUser, s.listExecutions))
+	mux.HandleFunc("POST /v1/runs", s.with(roleUser, s.createRun))
+	mux.HandleFunc("GET /v1/runs/{run_id}", s.with(roleUser, s.getRun))
 
 	mux.HandleFunc("GET /v1/credentials/{user_id}", s.with(roleUser, s.listCredentials))
 	mux.HandleFunc("PUT /v1/credentials/{user_id}/{key}", s.with(roleUser, s.putCredential))

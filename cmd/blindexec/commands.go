@@ -54,6 +54,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
+				Runner: cfg.runner(parts.executor, log),
 			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -32,6 +34,11 @@ type config struct {
 	egressAllow  string
 	maxTimeout   time.Duration
 	logLevel     string
+	llmBaseURL   string
+	llmAPIKey    string
+	llmModel     string
+	// llmHTTP, when set, is the LLM client's HTTP client (tests).
+	llmHTTP *http.Client
 	// dial, when set, is what the egress dialer dials with after its
 	// policy check (tests put a loopback-only guard here).
 	dial egress.DialFunc
@@ -70,6 +77,9 @@ func (c *config) bind(root *cobra.Command) {
 	c.adminToken = os.Getenv("BLINDEXEC_ADMIN_TOKEN")
 	c.serviceToken = os.Getenv("BLINDEXEC_SERVICE_TOKEN")
 	c.addr = env("BLINDEXEC_ADDR", "127.0.0.1:8080")
+	c.llmBaseURL = os.Getenv("BLINDEXEC_LLM_BASE_URL")
+	c.llmAPIKey = os.Getenv("BLINDEXEC_LLM_API_KEY")
+	c.llmModel = os.Getenv("BLINDEXEC_LLM_MODEL")
 }
 
 func (c *config) logger() *slog.Logger {
@@ -146,4 +156,19 @@ func (p *engineParts) close() {
 	p.mcp.Close()
 	p.recorder.Close(ctx)
 	p.store.Close()
+}
+
+// runner is the LLM loop on the operator's endpoint, or nil when none is
+// configured. The endpoint is operator configuration: it is not subject to
+// the egress policy, and no payload can change it.
+func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
+	if c.llmBaseURL == "" {
+		return nil
+	}
+	oc := openai.DefaultConfig(c.llmAPIKey)
+	oc.BaseURL = c.llmBaseURL
+	if c.llmHTTP != nil {
+		oc.HTTPClient = c.llmHTTP
+	}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, Logger: log}
 }

@@ -106,6 +106,7 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		execCmd(cfg),
 		importCmd(cfg),
 		mcpCmd(cfg),
+		chatCmd(cfg),
 	)
 	return root
 }

@@ -1,0 +1,209 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// RunRequest is the runtime payload RuoYi POSTs to /v1/runs (seed 001
+// §四). The model endpoint and key are the operator's (BLINDEXEC_LLM_*):
+// a payload names a model, nothing else about the LLM.
+type RunRequest struct {
+	UserID   UserID                         `json:"user_id"`
+	Messages []openai.ChatCompletionMessage `json:"messages"`
+	// Plugins are full protocol v1 documents; PluginNames are loaded from
+	// the catalog. Both may be given.
+	Plugins     []json.RawMessage         `json:"plugins,omitempty"`
+	PluginNames []string                  `json:"plugin_names,omitempty"`
+	Credentials map[string]string         `json:"credentials,omitempty"`
+	FixedParams map[string]map[string]any `json:"fixed_params,omitempty"`
+	Model       string                    `json:"model,omitempty"`
+	Options     loop.Options              `json:"options"`
+}
+
+// runTimeout bounds a whole run, whatever the model and tools do.
+const runTimeout = 10 * time.Minute
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	user, err := principalFrom(r.Context()).userFor(int64(req.UserID))
+	if err != nil {
+		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
+		return
+	}
+	if s.Runner == nil {
+		writeError(w, http.StatusServiceUnavailable, "llm_not_configured", "no LLM endpoint is configured (BLINDEXEC_LLM_BASE_URL)", nil)
+		return
+	}
+	lreq, fields, err := s.loopRequest(r.Context(), &req, user)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if len(fields) == 0 {
+		var ve *loop.ValidationError
+		if errors.As(lreq.Validate(), &ve) {
+			fields = ve.Fields
+		}
+	}
+	if len(fields) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid_payload", (&plugins.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
+		return
+	}
+	stream := req.Options.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	lreq.Options.Stream = stream
+	lreq.RunID = uuid.Must(uuid.NewV7()).String()
+
+	var uid *int64
+	if user != 0 {
+		uid = &user
+	}
+	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model}
+	if err := s.Store.SaveRun(r.Context(), run); err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), runTimeout)
+	defer cancel()
+
+	var reply *loop.Reply
+	if stream {
+		reply = s.streamRun(ctx, w, lreq)
+	} else {
+		reply = s.Runner.Run(ctx, *lreq, nil)
+	}
+	// The client may be gone (a cancelled run): store it all the same.
+	s.saveReply(context.WithoutCancel(r.Context()), run, reply)
+	if !stream {
+		status := http.StatusOK
+		if reply.Error != nil && reply.Status != loop.StatusMaxSteps {
+			status = reply.Error.HTTPStatus()
+		}
+		writeJSON(w, status, reply)
+	}
+}
+
+// loopRequest builds the loop's request from the payload: inline plugins
+// parsed, named ones loaded. Field errors name the payload's field.
+func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (*loop.Request, []plugins.FieldError, error) {
+	var fields []plugins.FieldError
+	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
+		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options}
+	for i, raw := range req.Plugins {
+		p, err := plugins.ParseJSON(raw)
+		var ve *plugins.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			for _, f := range ve.Fields {
+				f.Field = fmt.Sprintf("plugins[%d].%s", i, f.Field)
+				fields = append(fields, f)
+			}
+		case err != nil:
+			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
+		default:
+			out.Plugins = append(out.Plugins, p)
+		}
+	}
+	if len(req.PluginNames) > 0 {
+		rows, err := s.Store.GetPluginsByName(ctx, req.PluginNames)
+		if err != nil {
+			return nil, nil, err
+		}
+		byName := make(map[string]*store.Plugin, len(rows))
+		for i := range rows {
+			byName[rows[i].Name] = &rows[i]
+		}
+		for i, name := range req.PluginNames {
+			row := byName[name]
+			field := fmt.Sprintf("plugin_names[%d]", i)
+			if row == nil {
+				fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("no plugin named %q", name)})
+				continue
+			}
+			p, err := row.ToPlugin()
+			if err != nil {
+				return nil, nil, err
+			}
+			if !p.Enabled() {
+				fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("plugin %q is disabled", name)})
+				continue
+			}
+			out.Plugins = append(out.Plugins, p)
+		}
+	}
+	return out, fields, nil
+}
+
+// streamRun answers with server-sent events: one per loop event, the last
+// (run.completed or run.failed) carrying the reply.
+func (s *Server) streamRun(ctx context.Context, w http.ResponseWriter, req *loop.Request) *loop.Reply {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	return s.Runner.Run(ctx, *req, func(ev loop.Event) {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			data, _ = json.Marshal(map[string]string{"error": err.Error()})
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Name, data)
+		rc.Flush()
+	})
+}
+
+func (s *Server) saveReply(ctx context.Context, run *store.Run, reply *loop.Reply) {
+	body, err := json.Marshal(reply)
+	if err == nil {
+		run.Reply = body
+	}
+	run.Status = reply.Status
+	if reply.Error != nil {
+		run.ErrorCode = reply.Error.Code
+	}
+	if err := s.Store.SaveRun(ctx, run); err != nil {
+		s.Logger.ErrorContext(ctx, "store run", "run", run.ID, "err", err)
+	}
+}
+
+// getRun answers a stored run: the reply body it answered with, or
+// {run_id, status: running} while it goes on.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.Store.GetRun(r.Context(), r.PathValue("run_id"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", r.PathValue("run_id")), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	p := principalFrom(r.Context())
+	if p.role == roleUser && (run.UserID == nil || *run.UserID != p.userID) {
+		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", run.ID), nil)
+		return
+	}
+	if len(run.Reply) == 0 {
+		writeJSON(w, http.StatusOK, map[string]string{"run_id": run.ID, "status": run.Status})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Write(run.Reply)
+}
