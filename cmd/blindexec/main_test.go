@@ -15,13 +15,15 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/internal/openaitest"
 )
 
 // cli runs blindexec commands in-process against one SQLite file, with a
 // loopback-only guard under the egress dialer.
 type cli struct {
-	t  *testing.T
-	db string
+	t       *testing.T
+	db      string
+	llmHTTP *http.Client // the scripted model's client, for chat
 }
 
 func newCLI(t *testing.T) *cli {
@@ -35,7 +37,7 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) run(stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	cfg := &config{dial: egresstest.LoopbackOnly((&net.Dialer{}).DialContext)}
+	cfg := &config{dial: egresstest.LoopbackOnly((&net.Dialer{}).DialContext), llmHTTP: c.llmHTTP}
 	code = run(cfg, append([]string{"--db", c.db}, args...), strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
@@ -230,5 +232,47 @@ paths:
 		if code != 1 || !strings.Contains(errs, "line ") {
 			t.Fatalf("seed 002 as given: %d %q", code, errs)
 		}
+	}
+}
+
+func TestCLIChat(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"Status":"200"}`)
+	}))
+	defer up.Close()
+	llm := openaitest.New(t)
+	c := newCLI(t)
+	c.llmHTTP = egresstest.Client(t)
+	t.Setenv("BLINDEXEC_LLM_BASE_URL", llm.URL)
+	t.Setenv("BLINDEXEC_LLM_MODEL", "scripted")
+	seed, _ := os.ReadFile("../../plugins/testdata/seed001.jsonc")
+	file := filepath.Join(t.TempDir(), "plugin.jsonc")
+	os.WriteFile(file, []byte(strings.Replace(string(seed), "http://api.qichacha.com", up.URL, 1)), 0o600)
+	if code, _, errs := c.run("", "plugin", "add", file); code != 0 {
+		t.Fatal(errs)
+	}
+	llm.Script(
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "search_company_basic", Arguments: `{"keyword":"字节跳动"}`}}},
+		openaitest.Turn{Content: "找到了。"},
+	)
+	code, out, errs := c.run("", "chat", "--plugins", "search_company_basic", "--cred", "QCC_KEY=k-123456", "查一下字节跳动")
+	if code != 2 {
+		t.Fatalf("chat has no --cred: want usage error, got %d %q", code, errs)
+	}
+	for k, v := range map[string]string{"QCC_KEY": "k-1234567890", "QCC_SECRET": "s-1234567890"} {
+		c.run(v, "cred", "set", "7", k)
+	}
+	code, out, errs = c.run("", "chat", "--plugins", "search_company_basic", "--user", "7", "查一下字节跳动")
+	if code != 0 {
+		t.Fatalf("chat: %d %q %q", code, out, errs)
+	}
+	for _, want := range []string{"→ search_company_basic", "← search_company_basic: ok (HTTP 200)", "找到了。", "[completed: 1 step(s)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("chat output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := c.run("", "chat", "--plugins", "nope", "hi"); code != 2 || !strings.Contains(errs, "nope") {
+		t.Fatalf("unknown plugin: %d %q", code, errs)
 	}
 }
