@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -29,7 +30,29 @@ var credentialKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 type CredentialService struct {
 	store CredentialStore
 	keys  *Keyring
+	// CacheTTL keeps resolved values (and absences) in memory this long,
+	// sparing a database read per call; 0 disables the cache. Writes made
+	// through this service take effect at once; writes made elsewhere (by
+	// RuoYi, into sys_user_credential) within CacheTTL. Set it before use.
+	CacheTTL time.Duration
+
+	mu    sync.Mutex
+	cache map[credRef]cachedValue
 }
+
+type credRef struct {
+	user int64
+	key  string
+}
+
+type cachedValue struct {
+	value   string
+	present bool
+	expires time.Time
+}
+
+// credCacheMax bounds the cache; past it, the cache starts afresh.
+const credCacheMax = 10000
 
 // NewCredentialService returns a service over st encrypting with kr.
 func NewCredentialService(st CredentialStore, kr *Keyring) *CredentialService {
@@ -67,17 +90,22 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 	}
 	c := &store.Credential{UserID: userID, Key: key, Value: stored, KeyID: kid,
 		Audit: store.Audit{CreateBy: by, UpdateBy: by}}
+	defer cs.forget(userID, key)
 	return cs.store.PutCredential(ctx, c)
 }
 
 // Resolve returns the decrypted values of those of keys the user has.
 // Absent keys are simply missing from the map.
 func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
-	rows, err := cs.store.GetCredentials(ctx, userID, keys)
+	values := make(map[string]string, len(keys))
+	missing := cs.cached(userID, keys, values)
+	if len(missing) == 0 {
+		return values, nil
+	}
+	rows, err := cs.store.GetCredentials(ctx, userID, missing)
 	if err != nil {
 		return nil, err
 	}
-	values := make(map[string]string, len(rows))
 	for _, c := range rows {
 		v, err := cs.keys.Decrypt(c.UserID, c.Key, c.Value)
 		if err != nil {
@@ -85,7 +113,52 @@ func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []s
 		}
 		values[c.Key] = v
 	}
+	cs.remember(userID, missing, values)
 	return values, nil
+}
+
+// cached fills values from the cache and returns the keys it lacks.
+func (cs *CredentialService) cached(userID int64, keys []string, values map[string]string) []string {
+	if cs.CacheTTL <= 0 {
+		return keys
+	}
+	now := time.Now()
+	var missing []string
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, k := range keys {
+		c, ok := cs.cache[credRef{userID, k}]
+		switch {
+		case !ok || now.After(c.expires):
+			missing = append(missing, k)
+		case c.present:
+			values[k] = c.value
+		}
+	}
+	return missing
+}
+
+// remember caches the outcome of a read of keys: present or absent.
+func (cs *CredentialService) remember(userID int64, keys []string, values map[string]string) {
+	if cs.CacheTTL <= 0 {
+		return
+	}
+	exp := time.Now().Add(cs.CacheTTL)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.cache == nil || len(cs.cache)+len(keys) > credCacheMax {
+		cs.cache = make(map[credRef]cachedValue)
+	}
+	for _, k := range keys {
+		v, ok := values[k]
+		cs.cache[credRef{userID, k}] = cachedValue{value: v, present: ok, expires: exp}
+	}
+}
+
+func (cs *CredentialService) forget(userID int64, key string) {
+	cs.mu.Lock()
+	delete(cs.cache, credRef{userID, key})
+	cs.mu.Unlock()
 }
 
 // List returns the user's credentials, masked, ordered by key.
@@ -110,6 +183,7 @@ func (cs *CredentialService) Delete(ctx context.Context, userID int64, key strin
 	if err := ValidateCredentialKey(key); err != nil {
 		return err
 	}
+	defer cs.forget(userID, key)
 	return cs.store.DeleteCredential(ctx, userID, key)
 }
 

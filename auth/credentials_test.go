@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -204,4 +205,55 @@ func TestCredentialServiceNoMasterKey(t *testing.T) {
 			t.Errorf("Rotate without a key: %v, want ErrNoMasterKey", err)
 		}
 	})
+}
+
+// countingStore counts the reads that reach the store.
+type countingStore struct {
+	auth.CredentialStore
+	reads int
+}
+
+func (c *countingStore) GetCredentials(ctx context.Context, userID int64, keys []string) ([]store.Credential, error) {
+	c.reads++
+	return c.CredentialStore.GetCredentials(ctx, userID, keys)
+}
+
+func TestResolveCache(t *testing.T) {
+	st := &countingStore{CredentialStore: testdb.Open(t, "sqlite")}
+	cs := auth.NewCredentialService(st, mustKeyring(t, newKeyB64(t), ""))
+	cs.CacheTTL = time.Hour
+	ctx := context.Background()
+	if err := cs.Set(ctx, 7, "K", "v1-secret", "t"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := cs.Resolve(ctx, 7, []string{"K", "ABSENT"})
+		if err != nil || got["K"] != "v1-secret" || len(got) != 1 {
+			t.Fatalf("resolve: %v %v", got, err)
+		}
+	}
+	if st.reads != 1 {
+		t.Fatalf("%d store reads for three resolves; want 1 (values and absences cached)", st.reads)
+	}
+	// A write through the service takes effect at once.
+	if err := cs.Set(ctx, 7, "K", "v2-secret", "t"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cs.Resolve(ctx, 7, []string{"K"}); got["K"] != "v2-secret" {
+		t.Fatalf("stale value after Set: %v", got)
+	}
+	if err := cs.Delete(ctx, 7, "K"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cs.Resolve(ctx, 7, []string{"K"}); len(got) != 0 {
+		t.Fatalf("value survives Delete: %v", got)
+	}
+	// Off: every resolve reads.
+	cs.CacheTTL = 0
+	before := st.reads
+	cs.Resolve(ctx, 7, []string{"K"})
+	cs.Resolve(ctx, 7, []string{"K"})
+	if st.reads != before+2 {
+		t.Fatalf("with the cache off, %d reads; want 2", st.reads-before)
+	}
 }

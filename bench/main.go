@@ -205,6 +205,7 @@ func benchExec(ctx context.Context, o benchOpts) error {
 		return err
 	}
 	creds := auth.NewCredentialService(st, kr)
+	creds.CacheTTL = 10 * time.Second // the engine's default
 	if err := creds.Set(ctx, 7, "QCC_KEY", "sk-bench-0123456789", "bench"); err != nil {
 		return err
 	}

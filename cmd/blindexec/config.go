@@ -33,6 +33,7 @@ type config struct {
 	addr         string
 	egressAllow  string
 	maxTimeout   time.Duration
+	credCacheTTL time.Duration
 	logLevel     string
 	llmBaseURL   string
 	llmAPIKey    string
@@ -70,6 +71,7 @@ func (c *config) bind(root *cobra.Command) {
 	f.StringVar(&c.db, "db", env("BLINDEXEC_DB", "sqlite:blindexec.db"), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
 	f.StringVar(&c.egressAllow, "egress-allow", env("BLINDEXEC_EGRESS_ALLOW", ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
 	f.DurationVar(&c.maxTimeout, "max-timeout", envDuration("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout (BLINDEXEC_MAX_TIMEOUT_MS, milliseconds)")
+	f.DurationVar(&c.credCacheTTL, "credential-cache-ttl", envDuration("BLINDEXEC_CREDENTIAL_CACHE_TTL_MS", 10*time.Second), "how long resolved stored credentials stay in memory; 0 disables (BLINDEXEC_CREDENTIAL_CACHE_TTL_MS, milliseconds)")
 	f.StringVar(&c.logLevel, "log-level", env("BLINDEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
 	// Secrets come from the environment only: a flag would show in ps.
 	c.masterKey = os.Getenv("BLINDEXEC_MASTER_KEY")
@@ -111,7 +113,9 @@ func (c *config) credentials(st *store.Store) (*auth.CredentialService, error) {
 	if err != nil {
 		return nil, err
 	}
-	return auth.NewCredentialService(st, kr), nil
+	cs := auth.NewCredentialService(st, kr)
+	cs.CacheTTL = c.credCacheTTL
+	return cs, nil
 }
 
 // engineParts are the runtime pieces shared by serve and exec.
