@@ -208,13 +208,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.dynamicTools(w, r, s.MCP)
 		return
 	}
-	var rows []store.Plugin
-	var err error
-	if names := r.URL.Query().Get("names"); names != "" {
-		rows, err = s.Store.GetPluginsByName(r.Context(), strings.Split(names, ","))
-	} else {
-		rows, err = s.Store.ListPlugins(r.Context(), store.PluginFilter{Status: store.StatusEnabled})
-	}
+	rows, err := s.toolRows(r)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -251,4 +245,13 @@ func rawArgs(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return raw
+}
+
+// toolRows are the plugins a tools listing covers: those named in
+// ?names=a,b, else the enabled ones.
+func (s *Server) toolRows(r *http.Request) ([]store.Plugin, error) {
+	if names := r.URL.Query().Get("names"); names != "" {
+		return s.Store.GetPluginsByName(r.Context(), strings.Split(names, ","))
+	}
+	return s.Store.ListPlugins(r.Context(), store.PluginFilter{Status: store.StatusEnabled})
 }

@@ -28,9 +28,8 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	user, err := principalFrom(r.Context()).userFor(int64(req.UserID))
-	if err != nil {
-		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
+	user, ok := actingUser(w, r, req.UserID)
+	if !ok {
 		return
 	}
 	p, ok := s.resolvePlugin(w, r, req.Name, req.Plugin)
@@ -163,4 +162,15 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"executions": recs})
+}
+
+// actingUser is the user a runtime request acts for (see
+// principal.userFor); a token acting beyond its user answers 403.
+func actingUser(w http.ResponseWriter, r *http.Request, named UserID) (int64, bool) {
+	user, err := principalFrom(r.Context()).userFor(int64(named))
+	if err != nil {
+		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
+		return 0, false
+	}
+	return user, true
 }

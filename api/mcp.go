@@ -420,12 +420,7 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 		return
 	}
-	var rows []store.Plugin
-	if names := r.URL.Query().Get("names"); names != "" {
-		rows, err = s.Store.GetPluginsByName(r.Context(), strings.Split(names, ","))
-	} else {
-		rows, err = s.Store.ListPlugins(r.Context(), store.PluginFilter{Status: store.StatusEnabled})
-	}
+	rows, err := s.toolRows(r)
 	if err != nil {
 		s.internal(w, r, err)
 		return

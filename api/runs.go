@@ -41,9 +41,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	user, err := principalFrom(r.Context()).userFor(int64(req.UserID))
-	if err != nil {
-		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
+	user, ok := actingUser(w, r, req.UserID)
+	if !ok {
 		return
 	}
 	if s.Runner == nil {

@@ -274,7 +274,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 	}
-	if missing := missingCredentials(required, creds); len(missing) > 0 {
+	if missing := MissingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
 			Code:    CodeMissingCredentials,
 			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
@@ -346,7 +346,9 @@ func credentialKeys(p *plugins.Plugin) (required, all []string) {
 	return p.RequiredCredentials, all
 }
 
-func missingCredentials(required []string, creds map[string]string) []string {
+// MissingCredentials lists the keys of required that creds lacks (an empty
+// value counts as missing), in the order of required.
+func MissingCredentials(required []string, creds map[string]string) []string {
 	var missing []string
 	for _, k := range required {
 		if creds[k] == "" {

@@ -103,14 +103,7 @@ func printSync(w io.Writer, res *openapi.SyncResult, docWarnings []string, dryRu
 	}
 	fmt.Fprintf(w, "added %d, changed %d, removed %d, unchanged %d, failed %d%s\n",
 		len(res.Added), len(res.Changed), len(res.Removed), len(res.Unchanged), len(res.Failed), verb)
-	for _, l := range []struct {
-		mark  string
-		names []string
-	}{{"+", res.Added}, {"~", res.Changed}, {"-", res.Removed}} {
-		for _, n := range l.names {
-			fmt.Fprintf(w, "  %s %s\n", l.mark, n)
-		}
-	}
+	printMarked(w, marked{"+", res.Added}, marked{"~", res.Changed}, marked{"-", res.Removed})
 	for _, f := range res.Failed {
 		fmt.Fprintf(w, "  ! %s: %s\n", f.Key, f.Reason)
 	}
@@ -128,4 +121,19 @@ func progressWriter(w io.Writer) io.Writer {
 		}
 	}
 	return io.Discard
+}
+
+// marked is a list of names printed behind one mark.
+type marked struct {
+	mark  string
+	names []string
+}
+
+// printMarked prints one line per name: added (+), changed (~), removed (-).
+func printMarked(w io.Writer, groups ...marked) {
+	for _, g := range groups {
+		for _, n := range g.names {
+			fmt.Fprintf(w, "  %s %s\n", g.mark, n)
+		}
+	}
 }

@@ -173,14 +173,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s: added %d, updated %d, disabled %d, unchanged %d, failed %d\n", rep.Server,
 				len(rep.Added), len(rep.Updated), len(rep.Disabled), len(rep.Unchanged), len(rep.Failed))
-			for _, l := range []struct {
-				mark  string
-				names []string
-			}{{"+", rep.Added}, {"~", rep.Updated}, {"-", rep.Disabled}} {
-				for _, n := range l.names {
-					fmt.Fprintf(w, "  %s %s\n", l.mark, n)
-				}
-			}
+			printMarked(w, marked{"+", rep.Added}, marked{"~", rep.Updated}, marked{"-", rep.Disabled})
 			for _, f := range rep.Failed {
 				fmt.Fprintf(w, "  ! %s: %s\n", f.Tool, f.Error)
 			}

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blindexec/blindexec/engine"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -379,7 +380,7 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 		return fmt.Errorf("%w: %s", ErrServerDisabled, srv.name)
 	}
 	keys := srv.auth.CredentialKeys()
-	if missing := missingKeys(keys, creds); len(missing) > 0 {
+	if missing := engine.MissingCredentials(keys, creds); len(missing) > 0 {
 		return &auth.MissingCredentialsError{Keys: missing}
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
@@ -409,16 +410,6 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 type valueless struct{ context.Context }
 
 func (valueless) Value(any) any { return nil }
-
-func missingKeys(keys []string, creds map[string]string) []string {
-	var missing []string
-	for _, k := range keys {
-		if creds[k] == "" {
-			missing = append(missing, k)
-		}
-	}
-	return missing
-}
 
 // credHash identifies the credential set of a session without keeping the
 // values: an HMAC under a per-process key.

@@ -280,3 +280,41 @@ func normalize(s string) string {
 	}
 	return strings.TrimSuffix(b.String(), " ")
 }
+
+// OperationSummary is one result of search_operations (seed 000 §4.2.2).
+type OperationSummary struct {
+	OperationID string   `json:"operationId"`
+	Method      string   `json:"method"`
+	Path        string   `json:"path"`
+	Tags        []string `json:"tags"`
+	Summary     *string  `json:"summary"`
+	Description *string  `json:"description"`
+}
+
+// DefaultLimit is the number of results when no limit is given.
+const DefaultLimit = 50
+
+// SearchOperations answers search_operations: at most limit operations
+// matching q, most relevant first. An operation without an operationId is
+// listed under "METHOD /path", which the other tools accept in its place.
+func (x *Index) SearchOperations(q Query, limit int) ([]OperationSummary, error) {
+	if x.noPaths {
+		return nil, errNoPaths()
+	}
+	hits, err := x.Find(q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OperationSummary, 0, min(limit, len(hits)))
+	for _, h := range hits[:min(limit, len(hits))] {
+		out = append(out, OperationSummary{h.id(), h.Method, h.Path, orNoTags(h.Tags), nilIfEmpty(h.Summary), nilIfEmpty(h.Description)})
+	}
+	return out, nil
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
