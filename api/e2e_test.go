@@ -241,6 +241,25 @@ func TestFirstBlindExecution(t *testing.T) {
 			t.Fatalf("%d credential rows, want 2", n)
 		}
 
+		// Prometheus counts the calls per plugin and outcome.
+		req, _ := http.NewRequest("GET", e.url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		mresp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		for _, want := range []string{
+			`blindexec_tool_calls_total{outcome="ok",plugin="search_company_basic"} 1`,
+			`blindexec_tool_calls_total{outcome="missing_credentials",plugin="search_company_basic"} 1`,
+			`blindexec_tool_call_duration_seconds_bucket{outcome="ok",plugin="search_company_basic",le=`,
+		} {
+			if !strings.Contains(string(metrics), want) {
+				t.Fatalf("/metrics lacks %s:\n%s", want, metrics)
+			}
+		}
+
 		// Execution records: flushed, listed, secret-free.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -251,6 +270,16 @@ func TestFirstBlindExecution(t *testing.T) {
 		execs, _ := list["executions"].([]any)
 		if code != http.StatusOK || len(execs) != 3 {
 			t.Fatalf("executions: %d %v", code, list)
+		}
+		for q, n := range map[string]int{
+			"user_id=7": 2, "user_id=8": 1,
+			"since=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339): 0,
+			"until=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339): 3,
+		} {
+			_, l := e.do("GET", "/v1/executions?"+q, adminToken, nil)
+			if got := len(l["executions"].([]any)); got != n {
+				t.Errorf("executions?%s: %d, want %d", q, got, n)
+			}
 		}
 		raw, _ := json.Marshal(list)
 		for _, s := range []string{qccKey, qccSecret} {
