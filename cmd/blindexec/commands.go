@@ -56,6 +56,9 @@ func serveCmd(cfg *config) *cobra.Command {
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
 				Runner: cfg.runner(parts.executor, log),
 			}
+			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
+				return err
+			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -129,9 +128,9 @@ type engineParts struct {
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
-	policy, err := egress.ParsePolicy(c.egressAllow)
+	client, err := c.egressClient()
 	if err != nil {
-		return nil, fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", err)
+		return nil, err
 	}
 	st, err := c.openStore(ctx, migrate)
 	if err != nil {
@@ -143,7 +142,6 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		return nil, err
 	}
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
-	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	m := enginemcp.NewManager(st, client)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -42,11 +41,11 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if src == "-" {
 				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
 			} else {
-				policy, perr := egress.ParsePolicy(cfg.egressAllow)
-				if perr != nil {
-					return fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", perr)
+				client, cerr := cfg.egressClient()
+				if cerr != nil {
+					return cerr
 				}
-				data, err = openapi.Fetch(ctx, egress.NewClient(&egress.Dialer{Policy: policy, Dial: cfg.dial}), src)
+				data, err = openapi.Fetch(ctx, client, src)
 			}
 			if err != nil {
 				return err

@@ -107,6 +107,7 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		importCmd(cfg),
 		mcpCmd(cfg),
 		chatCmd(cfg),
+		openapiCmd(cfg),
 	)
 	return root
 }

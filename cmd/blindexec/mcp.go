@@ -21,7 +21,7 @@ import (
 
 func mcpCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "mcp", Short: "MCP: registered servers, the catalog as an MCP server, the OpenAPI query tools"}
-	cmd.AddCommand(mcpServerCmd(cfg), mcpServeCmd(cfg))
+	cmd.AddCommand(mcpServerCmd(cfg), mcpServeCmd(cfg), mcpOpenAPICmd(cfg))
 	return cmd
 }
 

@@ -385,7 +385,7 @@ func (b *opBuilder) paramSchema(prm map[string]any) map[string]any {
 	raw, ok := prm["schema"]
 	if !ok {
 		if content, ok := prm["content"].(map[string]any); ok {
-			if mt := pickMediaType(content); mt != "" {
+			if mt := PickMediaType(content); mt != "" {
 				m, _ := content[mt].(map[string]any)
 				raw = m["schema"]
 			}
@@ -430,7 +430,7 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		return "", fmt.Errorf("request body: %s is not a request body object", kind(v))
 	}
 	content, _ := rb["content"].(map[string]any)
-	ct := pickMediaType(content)
+	ct := PickMediaType(content)
 	if ct == "" {
 		b.warn("request body without content ignored")
 		return "", nil
@@ -485,11 +485,12 @@ func (b *opBuilder) addBody(v any) (string, error) {
 	return ct, nil
 }
 
-// pickMediaType chooses among a content map as seed 000 §4.1.3 says:
+// PickMediaType chooses among a content map as seed 000 §4.1.3 says:
 // application/json when offered, else the first usable type. JSON object
 // order is not kept by the decoder, so "first" is the first in this
 // ranking: other JSON types, form, multipart, text, then the rest by name.
-func pickMediaType(content map[string]any) string {
+// The importer and the query tools (plugins/openapiquery) share it.
+func PickMediaType(content map[string]any) string {
 	if len(content) == 0 {
 		return ""
 	}

@@ -18,6 +18,7 @@ const (
 	CodeInvalidOperation   = "invalid_operation"    // a malformed parameter, body or response
 	CodeInvalidArguments   = "invalid_arguments"    // the tool's own arguments are wrong
 	CodeInvalidParams      = "invalid_params"       // build_call_plan: values failing the request schema
+	CodeInternal           = "internal"             // a bug
 )
 
 // Error is the error object of seed 000 §6.1. It marshals as
@@ -64,7 +65,7 @@ func asError(err error) *Error {
 		}
 		return &Error{Code: CodeFetchFailed, Message: "could not fetch the document at " + se.Source, Details: d}
 	}
-	return &Error{Code: "internal", Message: err.Error()}
+	return &Error{Code: CodeInternal, Message: err.Error()}
 }
 
 func errNoPaths() *Error {

@@ -307,7 +307,7 @@ func (x *Index) SearchOperations(q Query, limit int) ([]OperationSummary, error)
 	}
 	out := make([]OperationSummary, 0, min(limit, len(hits)))
 	for _, h := range hits[:min(limit, len(hits))] {
-		out = append(out, OperationSummary{h.id(), h.Method, h.Path, orNoTags(h.Tags), nilIfEmpty(h.Summary), nilIfEmpty(h.Description)})
+		out = append(out, OperationSummary{h.id(), h.Method, h.Path, nonNil(h.Tags), nilIfEmpty(h.Summary), nilIfEmpty(h.Description)})
 	}
 	return out, nil
 }

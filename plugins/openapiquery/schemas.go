@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/plugins/schema"
 )
 
@@ -177,7 +178,7 @@ func paramSchema(p map[string]any) any {
 	s, ok := p["schema"]
 	if !ok {
 		if content, ok := p["content"].(map[string]any); ok {
-			s = mediaSchema(content, pickMediaType(content))
+			s = mediaSchema(content, openapi.PickMediaType(content))
 		} else {
 			s = map[string]any{}
 		}
@@ -214,7 +215,7 @@ func (x *Index) requestBody(o *Operation, v any) (map[string]any, string, error)
 		return nil, "", &Error{Code: CodeSchemaMissing, Message: o.key() + ": the request body has no content, so its schema is unknown",
 			Details: map[string]any{"operation": o.key()}}
 	}
-	return body, pickMediaType(content), nil
+	return body, openapi.PickMediaType(content), nil
 }
 
 // mediaSchema is the schema of content's media type ct; a media type
@@ -255,7 +256,7 @@ func (x *Index) ResponseSchema(id string) (*ResponseSchema, error) {
 			out.Responses[code] = Response{Schema: map[string]any{}}
 			continue
 		}
-		ct := pickMediaType(content)
+		ct := openapi.PickMediaType(content)
 		out.Responses[code] = Response{SelectedContentType: &ct}
 		props[code] = mediaSchema(content, ct)
 	}
@@ -272,13 +273,32 @@ func (x *Index) ResponseSchema(id string) (*ResponseSchema, error) {
 	return out, nil
 }
 
+// keepRefDepths are the reference depths resolveKeepingRefs tries in turn:
+// the deepest expansion that fits the resolver's node budget wins, so that
+// a densely linked document (Stripe's: every object reaches every other)
+// comes back as $refs and components rather than truncated. At depth 1
+// every component is its own schema with the references in it kept,
+// bounded by the document's size, so the last try lifts the node budget.
+var keepRefDepths = []int{schema.DefaultMaxDepth, 4, 1}
+
 // resolveKeepingRefs expands the schemas of props (a name for each) in one
 // pass of the shared resolver, so that they share its expansions and one
-// components object. $refs stay only on cycles and past the depth limit.
+// components object: inlined as far as the node budget allows, $refs kept
+// on cycles and past that depth.
 func (x *Index) resolveKeepingRefs(props map[string]any) (map[string]any, map[string]any, error) {
-	res, err := x.resolve(props, schema.Options{KeepRefs: true, Raw: true})
-	if err != nil {
-		return nil, nil, err
+	var res schema.Result
+	for i, depth := range keepRefDepths {
+		opts := schema.Options{KeepRefs: true, Raw: true, MaxDepth: depth}
+		if i == len(keepRefDepths)-1 {
+			opts.MaxNodes = 1 << 22
+		}
+		var err error
+		if res, err = x.resolve(props, opts); err != nil {
+			return nil, nil, err
+		}
+		if !slices.ContainsFunc(res.Warnings, truncated) {
+			break
+		}
 	}
 	comps, err := nestComponents(res.Components)
 	if err != nil {
@@ -287,6 +307,9 @@ func (x *Index) resolveKeepingRefs(props map[string]any) (map[string]any, map[st
 	out, _ := res.Schema["properties"].(map[string]any)
 	return out, comps, nil
 }
+
+// truncated reports the resolver's warning that it hit its node budget.
+func truncated(warning string) bool { return strings.Contains(warning, ": node limit ") }
 
 // resolve resolves the object schema with properties props. An
 // unresolvable $ref, which the resolver would degrade to "any value", is
@@ -390,33 +413,3 @@ func refError(err error, o *Operation) error {
 	return err
 }
 
-// pickMediaType chooses among a content map as seed 000 §4.1.3 says:
-// application/json when offered, else the first usable type. The decoder
-// does not keep JSON object order, so "first" is the first in this ranking:
-// other JSON types, form, multipart, text, then the rest by name. (It is
-// the importer's choice too: keep the two in step.)
-func pickMediaType(content map[string]any) string {
-	if _, ok := content["application/json"]; ok {
-		return "application/json"
-	}
-	best, bestRank := "", 99
-	for _, ct := range slices.Sorted(maps.Keys(content)) {
-		mt, _, _ := strings.Cut(strings.ToLower(ct), ";")
-		mt = strings.TrimSpace(mt)
-		r := 5
-		switch {
-		case strings.HasSuffix(mt, "/json") || strings.HasSuffix(mt, "+json") || mt == "*/*":
-			r = 1
-		case mt == "application/x-www-form-urlencoded":
-			r = 2
-		case mt == "multipart/form-data":
-			r = 3
-		case strings.HasPrefix(mt, "text/"):
-			r = 4
-		}
-		if r < bestRank {
-			best, bestRank = ct, r
-		}
-	}
-	return best
-}

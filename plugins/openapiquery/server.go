@@ -173,7 +173,7 @@ func result(text, structured any, isError, indent bool) *mcp.CallToolResult {
 		b, err = json.Marshal(text)
 	}
 	if err != nil { // only for values a document cannot produce (NaN)
-		e := &Error{Code: "internal", Message: "the result cannot be encoded as JSON: " + err.Error()}
+		e := &Error{Code: CodeInternal, Message: "the result cannot be encoded as JSON: " + err.Error()}
 		b, _ = json.Marshal(e)
 		structured, isError = e, true
 	}

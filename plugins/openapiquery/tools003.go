@@ -52,7 +52,7 @@ func (x *Index) ListEndpoints(method, tag string, limit, offset int) EndpointLis
 			continue
 		}
 		if out.Total >= offset && len(out.Results) < limit {
-			out.Results = append(out.Results, Endpoint{o.Path, o.Method, o.Summary, orNoTags(o.Tags)})
+			out.Results = append(out.Results, Endpoint{o.Path, o.Method, o.Summary, nonNil(o.Tags)})
 		}
 		out.Total++
 	}
@@ -236,9 +236,10 @@ func collectRefs(v any, names map[string]bool) {
 	}
 }
 
-func orNoTags(t []string) []string {
-	if t == nil {
-		return []string{}
+// nonNil makes a nil list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return t
+	return s
 }

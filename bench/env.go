@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/store"
+)
+
+// benchTB lets the runner use the repository's test servers
+// (internal/openaitest, engine/mcp/mcptest), which take a testing.TB.
+// Those use Helper, Cleanup and Errorf/Fatalf only; any other method
+// panics on the nil embedded interface, which would be a bug to fix here.
+type benchTB struct {
+	testing.TB
+
+	mu       sync.Mutex
+	cleanups []func()
+	errs     []string
+}
+
+func (t *benchTB) Helper()      {}
+func (t *benchTB) Name() string { return "bench" }
+
+func (t *benchTB) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *benchTB) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
+
+func (t *benchTB) Error(args ...any)   { t.Errorf("%s", fmt.Sprint(args...)) }
+func (t *benchTB) Logf(string, ...any) {}
+func (t *benchTB) Log(...any)          {}
+
+// Fatalf records the error and panics: a test helper failing in the runner
+// is a broken setup, and the group's recover reports it.
+func (t *benchTB) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	panic(fmt.Sprintf("bench setup: "+format, args...))
+}
+func (t *benchTB) Fatal(args ...any) { t.Fatalf("%s", fmt.Sprint(args...)) }
+
+// err is the first error recorded, if any.
+func (t *benchTB) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (%d errors)", t.errs[0], len(t.errs))
+}
+
+// close runs the cleanups, last registered first.
+func (t *benchTB) close() {
+	t.mu.Lock()
+	fs := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+}
+
+// env is the engine as the exec, loop and mcp groups run it: an SQLite
+// store in a temporary directory, the credential vault with user 7's
+// credentials, execution records written to the store, and an executor
+// whose HTTP client can reach loopback only.
+type env struct {
+	st      *store.Store
+	creds   *auth.CredentialService
+	policy  *egress.Policy
+	ex      *engine.Executor
+	closers []func()
+}
+
+// newEnv builds an env; wrap, when not nil, wraps the executor's HTTP
+// transport (to time the upstream calls).
+func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper) (_ *env, err error) {
+	e := &env{}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	dir, err := os.MkdirTemp("", "blindexec-bench")
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, func() { os.RemoveAll(dir) })
+	if e.st, err = store.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db")); err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, func() { e.st.Close() })
+	if err := e.st.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
+	if err != nil {
+		return nil, err
+	}
+	e.creds = auth.NewCredentialService(e.st, kr)
+	if e.policy, err = egress.ParsePolicy("127.0.0.0/8"); err != nil {
+		return nil, err
+	}
+	rec := engine.NewRecorder(api.StoreSink{Store: e.st}, engine.RecorderOptions{})
+	e.closers = append(e.closers, func() { rec.Close(context.Background()) })
+	client := e.client()
+	if wrap != nil {
+		client.Transport = wrap(client.Transport)
+	}
+	e.ex = engine.NewExecutor(client)
+	e.ex.Credentials, e.ex.Recorder = e.creds, rec
+	return e, nil
+}
+
+// client is a new egress-guarded client allowing loopback only.
+func (e *env) client() *http.Client {
+	return egress.NewClient(&egress.Dialer{Policy: e.policy})
+}
+
+func (e *env) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	e.closers = nil
+}
+
+// procStatus reads fields of /proc/self/status in kB (VmHWM, VmRSS).
+func procStatus(fields ...string) map[string]int64 {
+	out := map[string]int64{}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		k, v, ok := strings.Cut(s.Text(), ":")
+		if !ok {
+			continue
+		}
+		for _, f := range fields {
+			if k == f {
+				n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+// mb formats bytes as MB.
+func mb(b uint64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }

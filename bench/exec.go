@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// companyBody is what the loopback upstream of seed 001's
+// search_company_basic answers.
+var companyBody = []byte(`{"Status":"200","Result":[{"Name":"北京字节跳动科技有限公司","OperName":"张利东","StartDate":"2012-03-09"}]}`)
+
+// companyUpstream serves companyBody to requests carrying a Token header.
+func companyUpstream() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Token") == "" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(companyBody)
+	}))
+}
+
+// companyPlugin is seed 001's search_company_basic against base.
+func companyPlugin(base string) string {
+	return `{"name":"search_company_basic","description":"search","parameters":{"type":"object","required":["keyword"],
+	"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}},
+	"execution":{"method":"GET","base_url":"` + base + `/ECIV4/Search","param_placement":"query"},
+	"auth_config":{"type":"api_key","mapping":[{"source":"QCC_KEY","target":"Token","location":"header"}]}}`
+}
+
+// benchExec compares one GET with a query argument and an API key header:
+// direct net/http, the in-process executor (validation, credentials,
+// records on) and POST /v1/execute over HTTP.
+func benchExec(ctx context.Context, o benchOpts) error {
+	up := companyUpstream()
+	defer up.Close()
+
+	e, err := newEnv(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	st, creds, ex := e.st, e.creds, e.ex
+	if err := creds.Set(ctx, 7, "QCC_KEY", "sk-bench-0123456789", "bench"); err != nil {
+		return err
+	}
+
+	doc := companyPlugin(up.URL)
+	p, err := plugins.Parse([]byte(doc))
+	if err != nil {
+		return err
+	}
+	row, err := store.RowFromPlugin(p)
+	if err != nil {
+		return err
+	}
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		return err
+	}
+	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service"}).Handler())
+	defer srv.Close()
+
+	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	directURL := up.URL + "/ECIV4/Search?keyword=" + "%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	execStored := `{"name":"search_company_basic","arguments":{"keyword":"字节跳动"},"user_id":7}`
+	execInline := `{"plugin":` + doc + `,"arguments":{"keyword":"字节跳动"},"credentials":{"QCC_KEY":"sk-bench-0123456789"}}`
+	args := []byte(`{"keyword":"字节跳动"}`)
+	payload := map[string]string{"QCC_KEY": "sk-bench-0123456789"}
+	execute := func(ctx context.Context, call engine.Call) error {
+		res, err := ex.Execute(ctx, call)
+		if err != nil {
+			return err
+		}
+		if !res.OK {
+			return fmt.Errorf("call failed: %s", res.Error.Message)
+		}
+		return nil
+	}
+	post := func(ctx context.Context, body string) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/execute", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer bench-service")
+		return drain(client.Do(req))
+	}
+
+	subjects := []subject{
+		{"direct net/http", func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "GET", directURL, nil)
+			req.Header.Set("Token", "sk-bench-0123456789")
+			return drain(direct.Do(req))
+		}},
+		{"executor, payload credentials", func(ctx context.Context) error {
+			return execute(ctx, engine.Call{Plugin: p, Arguments: args, Credentials: payload})
+		}},
+		{"executor, stored credentials", func(ctx context.Context) error {
+			return execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
+		}},
+		{"/v1/execute, inline plugin+credentials", func(ctx context.Context) error { return post(ctx, execInline) }},
+		{"/v1/execute, catalog+stored credentials", func(ctx context.Context) error { return post(ctx, execStored) }},
+	}
+	f, err := measure(ctx, subjects, o)
+	if err != nil {
+		return err
+	}
+	printTable("== blind execution: GET with a query argument and an API key (loopback upstream)", subjects, f, o.conc)
+	return nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/plugins/openapiquery"
+)
+
+// openapiFlags locate the document of the query commands (seed 000 §9).
+type openapiFlags struct {
+	baseURL, spec, out string
+	cacheTTL           time.Duration
+}
+
+func (o *openapiFlags) bind(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.baseURL, "base-url", "", "the service whose {base-url}/openapi.json to read")
+	f.StringVar(&o.spec, "spec", "", "a document's URL or file path instead")
+	f.StringVar(&o.out, "out", "", "write the JSON result to this file instead of stdout")
+	f.DurationVar(&o.cacheTTL, "cache-ttl", envDuration("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0), "skip fetching a document again within this time of its last fetch (BLINDEXEC_OPENAPI_CACHE_TTL_MS; off by default: every fetch is hashed and an unchanged hash reuses the index)")
+}
+
+// location is where the document is; required unless optional.
+func (o *openapiFlags) location(optional bool) (string, error) {
+	if o.baseURL == "" && o.spec == "" {
+		if optional {
+			return "", nil
+		}
+		return "", usagef("give --base-url URL or --spec URL|PATH")
+	}
+	loc, err := openapiquery.Location(o.baseURL, o.spec)
+	if err != nil {
+		return "", usageError{err}
+	}
+	return loc, nil
+}
+
+func (o *openapiFlags) cache(cfg *config) (*openapiquery.Cache, error) {
+	client, err := cfg.egressClient()
+	if err != nil {
+		return nil, err
+	}
+	return openapiquery.NewCache(client, o.cacheTTL), nil
+}
+
+func openapiCmd(cfg *config) *cobra.Command {
+	o := &openapiFlags{}
+	cmd := &cobra.Command{Use: "openapi", Short: "Query an OpenAPI document: fetch, index, search, schema request|response (seed 000 §9)"}
+	o.bind(cmd)
+	// run loads the index and prints what query returns, or the error
+	// object (exit 1).
+	run := func(query func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error)) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			loc, err := o.location(false)
+			if err != nil {
+				return err
+			}
+			c, err := o.cache(cfg)
+			if err != nil {
+				return err
+			}
+			v, err := query(cmd.Context(), c, loc)
+			if err != nil {
+				v = openapiquery.ErrorObject(err)
+			}
+			if perr := o.write(cmd.OutOrStdout(), v); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return exitError{code: exitFailure, msg: err.Error()}
+			}
+			return nil
+		}
+	}
+	fetch := &cobra.Command{Use: "fetch", Short: "Fetch the document: title, version, sha256, counts", Args: argsExactly(0, "no arguments"),
+		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) { return openapiquery.Fetch(ctx, c, loc) })}
+	index := &cobra.Command{Use: "index", Short: "Build the index: every operation and schema name", Args: argsExactly(0, "no arguments"),
+		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) { return openapiquery.Dump(ctx, c, loc) })}
+	var query, method string
+	var limit int
+	search := &cobra.Command{Use: "search", Short: "search_operations: by tag, operationId, path, summary and description", Args: argsExactly(0, "no arguments"),
+		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) {
+			idx, _, err := c.Get(ctx, loc)
+			if err != nil {
+				return nil, err
+			}
+			return idx.SearchOperations(openapiquery.Query{Text: query, Match: openapiquery.AllFields, Method: method}, limit)
+		})}
+	search.Flags().StringVar(&query, "query", "", "words to find (empty lists everything)")
+	search.Flags().StringVar(&method, "method", "", "only this HTTP method")
+	search.Flags().IntVar(&limit, "limit", openapiquery.DefaultLimit, "at most this many operations")
+	var opID string
+	schema := &cobra.Command{Use: "schema", Short: "An operation's request or response schema"}
+	schema.PersistentFlags().StringVar(&opID, "operation-id", "", "the operation (its operationId, or \"METHOD /path\")")
+	schemaOf := func(use, short string, get func(*openapiquery.Index, string) (any, error)) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: argsExactly(0, "no arguments"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if opID == "" {
+					return usagef("schema %s: --operation-id is required", use)
+				}
+				return run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) {
+					idx, _, err := c.Get(ctx, loc)
+					if err != nil {
+						return nil, err
+					}
+					return get(idx, opID)
+				})(cmd, args)
+			}}
+	}
+	schema.AddCommand(
+		schemaOf("request", "get_request_schema: path, query, header, cookie and body", func(x *openapiquery.Index, id string) (any, error) { return x.RequestSchema(id) }),
+		schemaOf("response", "get_response_schema: every status code", func(x *openapiquery.Index, id string) (any, error) { return x.ResponseSchema(id) }),
+	)
+	cmd.AddCommand(fetch, index, search, schema)
+	return cmd
+}
+
+func (o *openapiFlags) write(stdout io.Writer, v any) error {
+	if o.out == "" {
+		return printJSON(stdout, v)
+	}
+	f, err := os.Create(o.out)
+	if err != nil {
+		return err
+	}
+	if err := printJSON(f, v); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// mcpOpenAPICmd serves the OpenAPI query tools over stdio.
+func mcpOpenAPICmd(cfg *config) *cobra.Command {
+	o := &openapiFlags{}
+	var stdio bool
+	cmd := &cobra.Command{
+		Use:   "openapi --stdio [--base-url URL | --spec URL|PATH]",
+		Short: "Serve the OpenAPI query tools (seeds 000 and 003) as an MCP server over stdio",
+		Args:  argsExactly(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !stdio {
+				return usagef("mcp openapi: only --stdio is offered here; `blindexec serve` serves /mcp/openapi over HTTP")
+			}
+			loc, err := o.location(true)
+			if err != nil {
+				return err
+			}
+			client, err := cfg.egressClient()
+			if err != nil {
+				return err
+			}
+			return openapiquery.ServeStdio(cmd.Context(), openapiquery.ServerOptions{
+				DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, AllowFiles: true, Logger: cfg.logger()})
+		},
+	}
+	o.bind(cmd)
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")
+	return cmd
+}
+
+// egressClient is the egress-guarded client of the configured policy.
+func (c *config) egressClient() (*http.Client, error) {
+	policy, err := egress.ParsePolicy(c.egressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", err)
+	}
+	return egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial}), nil
+}
+
+// openapiTools is the handler of /mcp/openapi under serve: files only as
+// the configured default document, never from a call (a client could
+// otherwise probe the server's files).
+func (c *config) openapiTools(client *http.Client, log *slog.Logger) (http.Handler, error) {
+	o := &openapiFlags{baseURL: os.Getenv("BLINDEXEC_OPENAPI_BASE_URL"), spec: os.Getenv("BLINDEXEC_OPENAPI_SPEC"),
+		cacheTTL: envDuration("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)}
+	loc, err := o.location(true)
+	if err != nil {
+		return nil, fmt.Errorf("BLINDEXEC_OPENAPI_BASE_URL / BLINDEXEC_OPENAPI_SPEC: %w", err)
+	}
+	return openapiquery.Handler(openapiquery.ServerOptions{DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, Logger: log}), nil
+}
