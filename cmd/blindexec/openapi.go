@@ -82,9 +82,13 @@ func openapiCmd(cfg *config) *cobra.Command {
 		}
 	}
 	fetch := &cobra.Command{Use: "fetch", Short: "Fetch the document: title, version, sha256, counts", Args: argsExactly(0, "no arguments"),
-		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) { return openapiquery.Fetch(ctx, c, loc) })}
+		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) {
+			return openapiquery.Fetch(ctx, c, loc)
+		})}
 	index := &cobra.Command{Use: "index", Short: "Build the index: every operation and schema name", Args: argsExactly(0, "no arguments"),
-		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) { return openapiquery.Dump(ctx, c, loc) })}
+		RunE: run(func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error) {
+			return openapiquery.Dump(ctx, c, loc)
+		})}
 	var query, method string
 	var limit int
 	search := &cobra.Command{Use: "search", Short: "search_operations: by tag, operationId, path, summary and description", Args: argsExactly(0, "no arguments"),

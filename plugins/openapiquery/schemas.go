@@ -412,4 +412,3 @@ func refError(err error, o *Operation) error {
 	}
 	return err
 }
-
