@@ -296,7 +296,7 @@ func (x *Index) resolveKeepingRefs(props map[string]any) (map[string]any, map[st
 		if res, err = x.resolve(props, opts); err != nil {
 			return nil, nil, err
 		}
-		if !slices.ContainsFunc(res.Warnings, truncated) {
+		if !res.Truncated {
 			break
 		}
 	}
@@ -307,9 +307,6 @@ func (x *Index) resolveKeepingRefs(props map[string]any) (map[string]any, map[st
 	out, _ := res.Schema["properties"].(map[string]any)
 	return out, comps, nil
 }
-
-// truncated reports the resolver's warning that it hit its node budget.
-func truncated(warning string) bool { return strings.Contains(warning, ": node limit ") }
 
 // resolve resolves the object schema with properties props. An
 // unresolvable $ref, which the resolver would degrade to "any value", is

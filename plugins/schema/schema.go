@@ -113,6 +113,9 @@ type Result struct {
 	// Warnings name each pruned, cut or degraded subschema, as
 	// "JSON pointer: what happened", in walk order.
 	Warnings []string
+	// Truncated reports that MaxNodes was reached: subschemas past it are
+	// stubs. Callers may retry with a smaller MaxDepth.
+	Truncated bool
 }
 
 // Resolve expands the references of schema, looking them up with lookup (nil
@@ -168,6 +171,7 @@ func Resolve(schema any, lookup Lookup, opts Options) (Result, error) {
 			res.Components[ref], _ = r.schema(map[string]any{"$ref": ref})
 		}
 	}
+	res.Truncated = r.full
 	for _, w := range r.warnings {
 		res.Warnings = append(res.Warnings, w.String())
 	}

@@ -272,6 +272,12 @@ func TestNodeLimitBoundsSharedExpansions(t *testing.T) {
 	if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "node limit 5000") {
 		t.Errorf("warnings = %q, want a node limit warning", res.Warnings)
 	}
+	if !res.Truncated {
+		t.Error("Truncated = false after the node limit")
+	}
+	if small, _ := Resolve(map[string]any{"type": "object"}, nil, Options{}); small.Truncated {
+		t.Error("Truncated = true for a one-node schema")
+	}
 }
 
 func TestResolveDoesNotModifyInput(t *testing.T) {
