@@ -26,6 +26,7 @@ type importOpenAPIRequest struct {
 	Paths        []string        `json:"paths,omitempty"`
 	OperationIDs []string        `json:"operation_ids,omitempty"`
 	DryRun       bool            `json:"dry_run,omitempty"`
+	Strict       bool            `json:"strict,omitempty"`
 }
 
 type importResponse struct {
@@ -79,7 +80,8 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		data = b
 		req = importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
-			Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: q.Get("dry_run") == "true"}
+			Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: q.Get("dry_run") == "true",
+			Strict: q.Get("strict") == "true"}
 		if name := q.Get("location"); name != "" {
 			location = name
 		}
@@ -90,7 +92,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := openapi.Options{Prefix: req.Prefix, BaseURL: req.BaseURL, Tags: req.Tags, Methods: req.Methods,
-		Paths: req.Paths, OperationIDs: req.OperationIDs}
+		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict}
 	if req.URL != "" {
 		opts.SourceURL = req.URL
 	}

@@ -245,6 +245,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
 	}
+	p.StripOmitted(args)
 	maps.Copy(args, p.FixedParams)
 	maps.Copy(args, call.FixedParams)
 	schema.applyDefaults(p, args)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/blindexec/blindexec/plugins/schema"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -221,13 +223,79 @@ type ToolFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict,omitempty"`
 }
 
 // Tool returns the plugin as the LLM sees it.
 func (p *Plugin) Tool(fixed map[string]any) Tool {
+	params := p.LLMParameters(fixed)
+	if p.Strict {
+		params = strictForm(params)
+	}
 	return Tool{Type: "function", Function: ToolFunction{
 		Name:        p.Name,
 		Description: strings.TrimSpace(p.Description),
-		Parameters:  p.LLMParameters(fixed),
+		Parameters:  params,
+		Strict:      p.Strict,
 	}}
+}
+
+// strictForm converts parameters to OpenAI's strict mode with the shared
+// resolver; the conversion is cached, as the same tools are bound again
+// and again.
+func strictForm(params json.RawMessage) json.RawMessage {
+	strictCache.RLock()
+	out, ok := strictCache.m[string(params)]
+	strictCache.RUnlock()
+	if ok {
+		return out
+	}
+	var doc map[string]any
+	if json.Unmarshal(params, &doc) != nil {
+		return params
+	}
+	res, err := schema.Resolve(doc, nil, schema.Options{Strict: true, Direction: schema.Request})
+	if err != nil {
+		return params
+	}
+	if out, err = json.Marshal(res.Schema); err != nil {
+		return params
+	}
+	strictCache.Lock()
+	if strictCache.m == nil || len(strictCache.m) >= compiledCacheMax {
+		strictCache.m = make(map[string]json.RawMessage)
+	}
+	strictCache.m[string(params)] = out
+	strictCache.Unlock()
+	return out
+}
+
+var strictCache struct {
+	sync.RWMutex
+	m map[string]json.RawMessage
+}
+
+// StripOmitted removes from args, in place, the nulls a strict-mode call
+// sends for the optional arguments it means to leave out (see Strict).
+// A plugin that is not strict keeps its arguments as they are.
+func (p *Plugin) StripOmitted(args map[string]any) {
+	if !p.Strict {
+		return
+	}
+	var original map[string]any
+	if json.Unmarshal(p.Parameters, &original) != nil {
+		return
+	}
+	res, err := schema.Resolve(original, nil, schema.Options{Raw: true})
+	if err != nil {
+		return
+	}
+	stripped := schema.StripOmitted(args, res.Schema)
+	for k := range args {
+		if _, ok := stripped[k]; !ok {
+			delete(args, k)
+		} else {
+			args[k] = stripped[k]
+		}
+	}
 }

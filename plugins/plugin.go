@@ -32,7 +32,12 @@ type Plugin struct {
 	// FixedParams are argument values bound by the platform, not the LLM:
 	// hidden from the LLM's schema and merged into the arguments at execution.
 	FixedParams map[string]any `json:"fixed_params,omitempty"`
-	Status      string         `json:"status,omitempty"`
+	// Strict shows the LLM the OpenAI strict-mode form of Parameters
+	// (every property required, optional ones nullable, no extra
+	// properties); the engine then drops the nulls that stand for omitted
+	// arguments before validating against Parameters.
+	Strict bool   `json:"strict,omitempty"`
+	Status string `json:"status,omitempty"`
 	Remark      string         `json:"remark,omitempty"`
 }
 

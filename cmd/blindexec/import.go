@@ -88,6 +88,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 	f.StringArrayVar(&opts.Paths, "path", nil, "import operations whose path matches this glob (repeatable)")
 	f.StringArrayVar(&opts.OperationIDs, "operation-id", nil, "import this operation (repeatable)")
 	f.BoolVar(&dryRun, "dry-run", false, "print what would change and write nothing")
+	f.BoolVar(&opts.Strict, "strict", false, "show the LLM OpenAI strict-mode schemas (function.strict)")
 	return cmd
 }
 

@@ -348,6 +348,7 @@ func (s *state) bind() []openai.Tool {
 			Name:        t.Function.Name,
 			Description: t.Function.Description,
 			Parameters:  t.Function.Parameters,
+			Strict:      t.Function.Strict,
 		}})
 	}
 	return tools

@@ -30,6 +30,9 @@ type Options struct {
 	// OperationIDs match exactly, Methods case-insensitively, Paths as
 	// path.Match globs ("/v1/customers*").
 	Tags, Methods, Paths, OperationIDs []string
+	// Strict marks every plugin strict: the LLM sees OpenAI strict-mode
+	// schemas (plugins.Plugin.Strict).
+	Strict bool
 	// SourceURL is where the document came from: relative server and
 	// token URLs are resolved against it.
 	SourceURL string
@@ -260,6 +263,7 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 			BaseURL:     base + o.path,
 			ContentType: ct,
 		},
+		Strict: c.opts.Strict,
 		Status: plugins.StatusEnabled,
 	}
 	if p.Description == "" {
