@@ -409,6 +409,31 @@ func TestImportOpenAPIRoute(t *testing.T) {
 		if len(hits) != 1 || hits[0] != "DELETE /api/pets/a%2Fb" {
 			t.Fatalf("upstream got %v", hits)
 		}
+		// Inline (a YAML string), and an upload (the body itself).
+		yamlDoc := "openapi: 3.0.3\ninfo: {title: Inline, version: '1'}\nservers: [{url: 'https://inline.example'}]\npaths:\n  /x:\n    get: {operationId: getX, responses: {'200': {description: ok}}}\n"
+		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": yamlDoc, "prefix": "inl"})
+		if code != http.StatusOK || len(body["added"].([]any)) != 1 || body["added"].([]any)[0] != "inl_getX" {
+			t.Fatalf("inline: %d %v", code, body)
+		}
+		req, _ := http.NewRequest("POST", e.url+"/v1/plugins/import/openapi?prefix=up&location=upload.yaml", strings.NewReader(yamlDoc))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/yaml")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var up2 map[string]any
+		json.NewDecoder(resp.Body).Decode(&up2)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(up2["added"].([]any)) != 1 || up2["added"].([]any)[0] != "up_getX" {
+			t.Fatalf("upload: %d %v", resp.StatusCode, up2)
+		}
+		// A document that is not one: 400 naming the problem.
+		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": "openapi: 3.0.3\n  bad: [indent"})
+		if code != http.StatusBadRequest || !strings.Contains(errMessage(body), "line") {
+			t.Fatalf("bad document: %d %v", code, body)
+		}
+
 		// Files are not a source over HTTP.
 		code, _ = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": "/etc/passwd"})
 		if code != http.StatusBadRequest {
