@@ -89,6 +89,7 @@ func readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) 
 }
 
 func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
+	defer s.catalog.clear()
 	p, ok := readPlugin(w, r)
 	if !ok {
 		return
@@ -117,6 +118,7 @@ func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
+	defer s.catalog.clear()
 	name := r.PathValue("name")
 	old, ok := s.loadRow(w, r, name)
 	if !ok {
@@ -149,6 +151,7 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 
 // patchPlugin changes the status: {"status": "0"} enables, "1" disables.
 func (s *Server) patchPlugin(w http.ResponseWriter, r *http.Request) {
+	defer s.catalog.clear()
 	var req struct {
 		Status *string `json:"status"`
 	}
@@ -172,6 +175,7 @@ func (s *Server) patchPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deletePlugin(w http.ResponseWriter, r *http.Request) {
+	defer s.catalog.clear()
 	err := s.Store.DeletePlugin(r.Context(), r.PathValue("name"))
 	if errors.Is(err, store.ErrNotFound) {
 		notFoundPlugin(w, r.PathValue("name"))

@@ -444,3 +444,44 @@ func TestImportOpenAPIRoute(t *testing.T) {
 		}
 	})
 }
+
+// TestCatalogCache: with a catalog TTL, the runtime path reads a plugin's
+// row once; writes through the API apply at once; rows changed behind
+// the engine's back (RuoYi's admin tooling) after the TTL.
+func TestCatalogCache(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	e := newEnv(t, st, func(s *api.Server) { s.CatalogTTL = 200 * time.Millisecond })
+	if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+		t.Fatal(code)
+	}
+	exec := func() int {
+		code, _ := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "search_company_basic",
+			"arguments": map[string]any{"keyword": "x"}, "credentials": map[string]string{"QCC_KEY": "k", "QCC_SECRET": "s"}})
+		return code
+	}
+	if code := exec(); code != http.StatusOK {
+		t.Fatalf("execute: %d", code)
+	}
+	if code, _ := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "1"}); code != 200 {
+		t.Fatal("disable")
+	}
+	if code := exec(); code != http.StatusConflict {
+		t.Fatalf("a plugin disabled through the API must be refused at once: %d", code)
+	}
+	e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "0"})
+	if code := exec(); code != http.StatusOK {
+		t.Fatalf("re-enabled: %d", code)
+	}
+	// Disabled in the table directly: cached until the TTL passes.
+	if _, err := st.DB().Exec("UPDATE sys_ai_plugin SET status = '1' WHERE name = 'search_company_basic'"); err != nil {
+		t.Fatal(err)
+	}
+	if code := exec(); code != http.StatusOK {
+		t.Fatalf("within the TTL the cached plugin serves: %d", code)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if code := exec(); code != http.StatusConflict {
+		t.Fatalf("after the TTL the row's status applies: %d", code)
+	}
+}

@@ -211,6 +211,7 @@ type ImportMCPRequest struct {
 }
 
 func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
+	defer m.catalog.clear()
 	var req ImportMCPRequest
 	if !decodeBody(w, r, &req) {
 		return

@@ -44,6 +44,11 @@ type Server struct {
 	// OpenAPITools is the MCP server of the OpenAPI query tools, served at
 	// /mcp/openapi to any token holder; nil: not served.
 	OpenAPITools http.Handler
+	// CatalogTTL keeps catalog plugins in memory this long for the runtime
+	// routes (0: read the row on every call).
+	CatalogTTL time.Duration
+
+	catalog catalogCache
 }
 
 // maxBody bounds every request body the API reads.

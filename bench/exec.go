@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine"
@@ -66,7 +67,8 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	if err := st.CreatePlugin(ctx, row); err != nil {
 		return err
 	}
-	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service"}).Handler())
+	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service",
+		CatalogTTL: 2 * time.Second /* serve's default */}).Handler())
 	defer srv.Close()
 
 	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

@@ -21,9 +21,41 @@ const (
 	maxErrorMessage = 1000
 )
 
-// insertBatch bounds the rows of one INSERT, well within SQLite's limit on
-// bound parameters.
+// insertBatch bounds the rows of one INSERT on MySQL, well within its
+// packet limit.
 const insertBatch = 500
+
+// insertExecutionsSQLite writes one prepared single-row INSERT per record
+// in a transaction. A multi-row INSERT costs the pure-Go SQLite driver
+// quadratic CPU (it matches each bound parameter by a linear scan of the
+// arguments): measured, this is the cheapest way there.
+func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err error) {
+	tx, err := s.sqlDB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("insert %d executions: %w", len(es), err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
+		status, http_status, latency_ms, attempts, error_class, error_message, create_time) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("insert %d executions: %w", len(es), err)
+	}
+	defer stmt.Close()
+	for _, e := range es {
+		if _, err = stmt.ExecContext(ctx, e.ID, e.RunID, e.PluginName, e.UserID, e.Status, e.HTTPStatus,
+			e.LatencyMS, e.Attempts, e.ErrorClass, e.ErrorMessage, e.CreateTime); err != nil {
+			return fmt.Errorf("insert execution %s: %w", e.ID, classify(err))
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("insert %d executions: %w", len(es), err)
+	}
+	return nil
+}
 
 // ExecutionFilter selects executions in ListExecutions; zero fields do not
 // filter. Since is inclusive, Until exclusive. Limit defaults to
@@ -58,6 +90,10 @@ func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 		e.ErrorClass = truncateRunes(e.ErrorClass, maxErrorClass)
 		e.ErrorMessage = truncateRunes(e.ErrorMessage, maxErrorMessage)
 	}
+	if s.dialect == DialectSQLite {
+		return s.insertExecutionsSQLite(ctx, es)
+	}
+	// CreateInBatches writes the batches in one transaction.
 	if err := s.db.WithContext(ctx).CreateInBatches(es, insertBatch).Error; err != nil {
 		return fmt.Errorf("insert %d executions: %w", len(es), classify(err))
 	}

@@ -77,6 +77,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
+		// The hot statements (catalog lookups, execution records) repeat:
+		// preparing them once spares the parse on every call. Bounded, as
+		// IN lists of varying length make distinct statements.
+		PrepareStmt:        true,
+		PrepareStmtMaxSize: 256,
+		PrepareStmtTTL:     time.Hour,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
