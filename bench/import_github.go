@@ -269,17 +269,26 @@ type bigDoc struct {
 // (issue 5.6), then Stripe's two corpus documents (SPEC §9 names both):
 // ours against a bare unmarshal and kin-openapi's loader of the same
 // bytes, each in a fresh child process.
-func benchGitHub(ctx context.Context, o benchOpts) error {
+// githubSpec is the path of GitHub's REST API description, fetched from
+// the npm registry into the cache when absent.
+func githubSpec(o benchOpts) (string, error) {
 	tgz, err := octokitOpenAPI.fetch(o.cache)
 	if err != nil {
-		return err
+		return "", err
 	}
 	dir, err := extract(tgz, "package/generated/", filepath.Join(o.cache, "octokit-openapi-"+octokitOpenAPI.version))
 	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "api.github.com.json"), nil
+}
+
+func benchGitHub(ctx context.Context, o benchOpts) error {
+	spec, err := githubSpec(o)
+	if err != nil {
 		return err
 	}
-	docs := []bigDoc{{fmt.Sprintf("GitHub's REST API description (%s, generated/api.github.com.json)", octokitOpenAPI),
-		filepath.Join(dir, "api.github.com.json"), true}}
+	docs := []bigDoc{{fmt.Sprintf("GitHub's REST API description (%s, generated/api.github.com.json)", octokitOpenAPI), spec, true}}
 	corpus := filepath.Join(o.root, "../shared/corpus/stripe")
 	for _, name := range []string{"spec3.2022-04-12.e0123a38.json.gz", "spec3.2023-09-12.63a67463.yaml.gz"} {
 		if _, err := os.Stat(filepath.Join(corpus, name)); err == nil {

@@ -58,11 +58,12 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"loop":   benchLoop,
 	"import": benchImport,
 	"mcp":    benchMCP,
+	"query":  benchQuery,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query)")
 		n        = flag.Int("n", 3000, "calls per latency measurement (concurrency 1); runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "duration of each throughput measurement")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
