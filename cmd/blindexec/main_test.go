@@ -256,14 +256,14 @@ func TestCLIChat(t *testing.T) {
 		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "search_company_basic", Arguments: `{"keyword":"字节跳动"}`}}},
 		openaitest.Turn{Content: "找到了。"},
 	)
-	code, out, errs := c.run("", "chat", "--plugins", "search_company_basic", "--cred", "QCC_KEY=k-123456", "查一下字节跳动")
+	code, _, errs := c.run("", "chat", "--plugins", "search_company_basic", "--cred", "QCC_KEY=k-123456", "查一下字节跳动")
 	if code != 2 {
 		t.Fatalf("chat has no --cred: want usage error, got %d %q", code, errs)
 	}
 	for k, v := range map[string]string{"QCC_KEY": "k-1234567890", "QCC_SECRET": "s-1234567890"} {
 		c.run(v, "cred", "set", "7", k)
 	}
-	code, out, errs = c.run("", "chat", "--plugins", "search_company_basic", "--user", "7", "查一下字节跳动")
+	code, out, errs := c.run("", "chat", "--plugins", "search_company_basic", "--user", "7", "查一下字节跳动")
 	if code != 0 {
 		t.Fatalf("chat: %d %q %q", code, out, errs)
 	}

@@ -1,16 +1,11 @@
 package openapi
 
 import (
-	"compress/gzip"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-)
 
-// The shared corpus of real OpenAPI documents, beside the repository.
-const corpusDir = "../../../shared/corpus"
+	"github.com/blindexec/blindexec/internal/corpus"
+)
 
 // corpusCounts are the operations each corpus document converts to, and
 // those that fail; a change is a regression or an improvement to look at.
@@ -29,30 +24,7 @@ var corpusCounts = map[string]struct{ ops, failed int }{
 
 // readCorpus returns a corpus document's bytes, skipping the test when
 // the corpus is absent.
-func readCorpus(tb testing.TB, name string) []byte {
-	tb.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		tb.Skipf("corpus not available: %v", err)
-	}
-	f, err := os.Open(filepath.Join(corpusDir, name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(name, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r = zr
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
+func readCorpus(tb testing.TB, name string) []byte { return corpus.Read(tb, name) }
 
 func TestCorpus(t *testing.T) {
 	for name, want := range corpusCounts {

@@ -1,46 +1,19 @@
 package openapiquery
 
 import (
-	"compress/gzip"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/internal/corpus"
+
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
-// The shared corpus of real OpenAPI documents, beside the repository.
-const corpusDir = "../../../shared/corpus"
-
-// readCorpus returns a corpus document's bytes, skipping the test when the
-// corpus is absent.
-func readCorpus(tb testing.TB, name string) []byte {
-	tb.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		tb.Skipf("corpus not available: %v", err)
-	}
-	f, err := os.Open(filepath.Join(corpusDir, name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(name, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r = zr
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
+// readCorpus returns a corpus document's bytes, skipping the test when
+// the corpus is absent.
+func readCorpus(tb testing.TB, name string) []byte { return corpus.Read(tb, name) }
 
 var corpusDocs = []string{
 	"stripe/spec3.2022-04-12.e0123a38.json.gz",

@@ -3,6 +3,7 @@ package openapiquery
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -73,3 +74,11 @@ func errNoPaths() *Error {
 }
 
 func quote(s string) string { return strconv.Quote(s) }
+
+// seedError is an error whose text seed 003 gives exactly, capitalized as
+// it is there ("No schema found with name: ..."): clients match on it.
+type seedError string
+
+func (e seedError) Error() string { return string(e) }
+
+func seedErrorf(format string, args ...any) error { return seedError(fmt.Sprintf(format, args...)) }

@@ -214,7 +214,7 @@ func method(a args) (string, error) {
 	}
 	m, _ := v.(string)
 	if _, valid := validMethod(m); !valid {
-		return "", fmt.Errorf("Invalid HTTP method: %v", v)
+		return "", seedErrorf("Invalid HTTP method: %v", v)
 	}
 	return m, nil
 }
@@ -277,7 +277,7 @@ func (s *server) searchEndpoints(ctx context.Context, a args) (any, error) {
 	if v, ok := a["searchIn"]; ok && v != nil {
 		name, _ := v.(string)
 		if in, ok = SearchIn[name]; !ok {
-			return nil, fmt.Errorf("Invalid searchIn value: %v", v)
+			return nil, seedErrorf("Invalid searchIn value: %v", v)
 		}
 	}
 	limit, _, err := paging(a, false)

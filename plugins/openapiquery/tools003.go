@@ -114,7 +114,7 @@ type EndpointDetails struct {
 func (x *Index) EndpointDetails(path, method string) (*EndpointDetails, error) {
 	o := x.byKey[strings.ToUpper(method)+" "+path]
 	if o == nil {
-		return nil, fmt.Errorf("No endpoint found at %s %s", path, method)
+		return nil, seedErrorf("No endpoint found at %s %s", path, method)
 	}
 	d := &EndpointDetails{Path: o.Path, Method: o.Method, OperationID: o.OperationID,
 		Summary: o.Summary, Description: o.Description, Responses: map[string]any{}}
@@ -174,7 +174,7 @@ func (x *Index) SchemaDetails(name string) (*SchemaDetails, error) {
 	schemas, _ := comps["schemas"].(map[string]any)
 	v, ok := schemas[name]
 	if !ok {
-		return nil, fmt.Errorf("No schema found with name: %s", name)
+		return nil, seedErrorf("No schema found with name: %s", name)
 	}
 	s, _ := v.(map[string]any)
 	d := &SchemaDetails{Name: name, Type: typeName(s)}

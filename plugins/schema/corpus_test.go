@@ -1,17 +1,14 @@
 package schema
 
 import (
-	"compress/gzip"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-// The shared corpus of real OpenAPI documents, beside the repository.
-const corpusDir = "../../../shared/corpus"
+	"github.com/blindexec/blindexec/internal/corpus"
+)
 
 const (
 	stripeSpec = "stripe/spec3.2022-04-12.e0123a38.json.gz"
@@ -20,20 +17,8 @@ const (
 
 func loadCorpus(tb testing.TB, name string) map[string]any {
 	tb.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		tb.Skipf("corpus not available: %v", err)
-	}
-	f, err := os.Open(filepath.Join(corpusDir, name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var doc map[string]any
-	if err := json.NewDecoder(zr).Decode(&doc); err != nil {
+	if err := json.Unmarshal(corpus.Read(tb, name), &doc); err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
 	return doc
