@@ -83,6 +83,23 @@ func (t *benchTB) close() {
 	}
 }
 
+// withTB runs a group that uses test helpers (openaitest, mcptest) with a
+// benchTB: its cleanups run at the end, and a Fatalf (a panic here) or an
+// Errorf becomes the group's error.
+func withTB(run func(tb *benchTB) error) (err error) {
+	tb := &benchTB{}
+	defer tb.close()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+		if err == nil {
+			err = tb.err()
+		}
+	}()
+	return run(tb)
+}
+
 // env is the engine as the exec, loop and mcp groups run it: an SQLite
 // store in a temporary directory, the credential vault with user 7's
 // credentials, execution records written to the store, and an executor

@@ -54,17 +54,11 @@ func (t *timedTransport) take() time.Duration { return time.Duration(t.ns.Swap(0
 // each measured by a timing transport. A step is one model call and the
 // tool calls it asked for (what options.max_steps counts): this run has
 // two, the tool step and the answer step.
-func benchLoop(ctx context.Context, o benchOpts) (err error) {
-	tb := &benchTB{}
-	defer tb.close()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-		if err == nil {
-			err = tb.err()
-		}
-	}()
+func benchLoop(ctx context.Context, o benchOpts) error {
+	return withTB(func(tb *benchTB) error { return benchLoopTB(ctx, o, tb) })
+}
+
+func benchLoopTB(ctx context.Context, o benchOpts, tb *benchTB) error {
 
 	up := companyUpstream()
 	defer up.Close()

@@ -28,17 +28,11 @@ import (
 
 // benchMCP is the mcp group (issue 7.8): schema conversion per tool, and
 // the proxy call against a direct go-sdk client call.
-func benchMCP(ctx context.Context, o benchOpts) (err error) {
-	tb := &benchTB{}
-	defer tb.close()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-		if err == nil {
-			err = tb.err()
-		}
-	}()
+func benchMCP(ctx context.Context, o benchOpts) error {
+	return withTB(func(tb *benchTB) error { return benchMCPTB(ctx, o, tb) })
+}
+
+func benchMCPTB(ctx context.Context, o benchOpts, tb *benchTB) error {
 	up := mcptest.New(tb)
 	if err := benchSchemas(ctx, o, up); err != nil {
 		return err
