@@ -156,7 +156,11 @@ func describeJSONError(err error) string {
 		if field == "" {
 			field = "(body)"
 		}
-		return fmt.Sprintf("%s: expected %s, got %s", field, te.Type, te.Value)
+		expected := te.Type.String()
+		if te.Type == userIDType {
+			expected = "a user id (a positive integer, or a string of digits)"
+		}
+		return fmt.Sprintf("%s: expected %s, got %s", field, expected, te.Value)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -178,7 +182,7 @@ func (u *UserID) UnmarshalJSON(b []byte) error {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return &json.UnmarshalTypeError{Value: string(b), Type: userIDType, Field: "user_id"}
+		return &json.UnmarshalTypeError{Value: string(b), Type: userIDType}
 	}
 	*u = UserID(n)
 	return nil

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestMalformedBodyNamesTheField: a body that does not decode answers 400
+// saying which field and what was expected.
+func TestMalformedBodyNamesTheField(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"user_id":"abc"}`, `user_id: expected a user id (a positive integer, or a string of digits), got "abc"`},
+		{`{"user_id":-3}`, `user_id: expected a user id`},
+		{`{"name":5}`, `name: expected string, got number`},
+		{`{"credentials":{"a":1}}`, `credentials`},
+		{`{`, `body is not valid JSON at byte 1`},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		var req ExecuteRequest
+		if decodeBody(w, httptest.NewRequest("POST", "/", strings.NewReader(tt.body)), &req) {
+			t.Errorf("%s decoded", tt.body)
+			continue
+		}
+		var got map[string]Error
+		json.Unmarshal(w.Body.Bytes(), &got)
+		if w.Code != 400 || got["error"].Code != "malformed_request" || !strings.Contains(got["error"].Message, tt.want) {
+			t.Errorf("%s: %d %s, want a message with %q", tt.body, w.Code, w.Body, tt.want)
+		}
+	}
+	for _, ok := range []string{`{"user_id":7}`, `{"user_id":"7"}`, `{"user_id":null}`} {
+		var req ExecuteRequest
+		if !decodeBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(ok)), &req) || (ok != `{"user_id":null}` && req.UserID != 7) {
+			t.Errorf("%s: user_id %d", ok, req.UserID)
+		}
+	}
+}
