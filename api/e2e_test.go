@@ -73,7 +73,7 @@ type env struct {
 	url   string
 	creds *auth.CredentialService
 	rec   *engine.Recorder
-	logs  *bytes.Buffer
+	logs  *api.SyncBuffer
 }
 
 func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
@@ -83,8 +83,8 @@ func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewJSONHandler(lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &api.SyncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	ex := engine.NewExecutor(egresstest.Client(t))
@@ -104,44 +104,9 @@ func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
 	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
 }
 
-type lockedWriter struct{ w io.Writer }
-
-var logMu sync.Mutex
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	logMu.Lock()
-	defer logMu.Unlock()
-	return l.w.Write(p)
-}
-
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, e.url+path, rd)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			e.t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
-		}
-	}
-	return resp.StatusCode, out
+	return api.DoJSON(e.t, e.url, method, path, token, body)
 }
 
 // seedPlugin is seed 001's example, comments and all, aimed at url.

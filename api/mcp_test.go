@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,26 +42,9 @@ type mcpEnv struct {
 	st       *store.Store
 	up       *mcptest.Server
 	userTok  string // user 7's per-user token
-	logs     *syncBuffer
+	logs     *SyncBuffer
 	cfg      *MCPConfig
 	closedAt string // a loopback URL nothing listens on
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newMCPEnv serves the MCP routes (and GET /v1/tools?format=dynamic, as
@@ -75,7 +57,7 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
 	m := enginemcp.NewManager(st, egresstest.Client(t))
@@ -104,35 +86,9 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, closedAt: closed}
 }
 
-// do sends body (a string as is, anything else as JSON) and decodes the
-// JSON answer.
 func (e *mcpEnv) do(method, path, token string, body any, header ...string) (int, map[string]any) {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, e.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if len(raw) > 0 && json.Unmarshal(raw, &out) != nil {
-		e.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, out
+	return DoJSON(e.t, e.url, method, path, token, body, header...)
 }
 
 func errCode(out map[string]any) string {
