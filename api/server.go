@@ -141,6 +141,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
 		return false
 	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return true
+	}
 	if err := json.Unmarshal(body, v); err != nil {
 		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err), nil)
 		return false

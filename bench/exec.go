@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -94,6 +95,24 @@ func benchExec(ctx context.Context, o benchOpts) error {
 		return drain(client.Do(req))
 	}
 
+	// relay is the least any engine over HTTP can cost: a handler that
+	// makes the direct call and copies the answer back, with no engine.
+	relayClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), "GET", directURL, nil)
+		req.Header.Set("Token", "sk-bench-0123456789")
+		resp, err := relayClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, resp.Body)
+	}))
+	defer relay.Close()
+
 	subjects := []subject{
 		{"direct net/http", func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, "GET", directURL, nil)
@@ -106,6 +125,10 @@ func benchExec(ctx context.Context, o benchOpts) error {
 		{"executor, stored credentials", func(ctx context.Context) error {
 			return execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
 		}},
+		{"bare relay: a handler making the direct call", func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "POST", relay.URL, strings.NewReader(execStored))
+			return drain(client.Do(req))
+		}},
 		{"/v1/execute, inline plugin+credentials", func(ctx context.Context) error { return post(ctx, execInline) }},
 		{"/v1/execute, catalog+stored credentials", func(ctx context.Context) error { return post(ctx, execStored) }},
 	}
@@ -113,6 +136,6 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	if err != nil {
 		return err
 	}
-	printTable("== blind execution: GET with a query argument and an API key (loopback upstream)", subjects, f, o.conc)
+	printTable("== blind execution: GET with a query argument and an API key (loopback upstream)", subjects, f, o)
 	return nil
 }

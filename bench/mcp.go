@@ -330,6 +330,6 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 	if err != nil {
 		return err
 	}
-	printTable("== MCP proxy: tools/call of a loopback go-sdk server (streamable HTTP, bearer auth, one session reused)", subjects, f, o.conc)
+	printTable("== MCP proxy: tools/call of a loopback go-sdk server (streamable HTTP, bearer auth, one session reused)", subjects, f, o)
 	return nil
 }

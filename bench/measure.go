@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -24,35 +27,30 @@ type figures struct {
 	rps      float64
 }
 
-// latency runs call n times one after another and returns p50 and p99.
-func latency(ctx context.Context, s subject, o benchOpts) (p50, p99 time.Duration, err error) {
-	for i := 0; i < o.warmup; i++ {
-		if err := s.call(ctx); err != nil {
-			return 0, 0, err
-		}
-	}
-	d := make([]time.Duration, o.n)
+// latency runs call n times one after another and returns each duration.
+func latency(ctx context.Context, s subject, n int) ([]time.Duration, error) {
+	d := make([]time.Duration, n)
 	for i := range d {
 		t0 := time.Now()
 		if err := s.call(ctx); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		d[i] = time.Since(t0)
 	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[len(d)/2], d[len(d)*99/100], nil
+	return d, nil
 }
 
-// throughput runs call from conc goroutines for dur and returns calls/s.
-func throughput(ctx context.Context, s subject, o benchOpts) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.dur)
+// throughput runs call from conc goroutines for dur and returns the calls
+// completed and the time they took.
+func throughput(ctx context.Context, s subject, conc int, dur time.Duration) (int64, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
 	var done atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	for i := 0; i < o.conc; i++ {
+	for i := 0; i < conc; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -68,27 +66,95 @@ func throughput(ctx context.Context, s subject, o benchOpts) (float64, error) {
 		}()
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(t0).Seconds(), firstErr
+	return done.Load(), time.Since(t0), firstErr
 }
 
+// measure takes each subject's p50 and p99 at concurrency 1 and its calls
+// per second at o.conc. The subjects take turns: o.rounds rounds, each
+// running every subject for its share of o.n calls and of o.dur, so that
+// a change in the machine's speed during the run (other tenants of the
+// host) falls on all of them alike and the ratios stay comparable.
 func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, error) {
+	rounds := max(o.rounds, 1)
+	if o.profileDir != "" && rounds > 1 {
+		return nil, fmt.Errorf("-profile-dir needs -rounds 1 (one profile per subject and phase)")
+	}
+	lat := make([][]time.Duration, len(subjects))
+	calls := make([]int64, len(subjects))
+	spent := make([]time.Duration, len(subjects))
+	for _, s := range subjects {
+		for range o.warmup {
+			if err := s.call(ctx); err != nil {
+				return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
+			}
+		}
+	}
+	for range rounds {
+		for i, s := range subjects {
+			stop, err := profile(o.profileDir, s.name+" latency")
+			if err != nil {
+				return nil, err
+			}
+			d, err := latency(ctx, s, max(o.n/rounds, 1))
+			stop()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.name, err)
+			}
+			lat[i] = append(lat[i], d...)
+		}
+		for i, s := range subjects {
+			stop, err := profile(o.profileDir, s.name+" throughput")
+			if err != nil {
+				return nil, err
+			}
+			n, took, err := throughput(ctx, s, o.conc, o.dur/time.Duration(rounds))
+			stop()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.name, err)
+			}
+			calls[i] += n
+			spent[i] += took
+		}
+	}
 	out := make([]figures, len(subjects))
-	for i, s := range subjects {
-		p50, p99, err := latency(ctx, s, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		rps, err := throughput(ctx, s, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		out[i] = figures{p50, p99, rps}
+	for i := range subjects {
+		sortDurations(lat[i])
+		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds()}
 	}
 	return out, nil
 }
 
-func printTable(title string, subjects []subject, f []figures, conc int) {
+// profile starts a CPU profile into dir/<name>.prof (name made a file name) when dir is set; the
+// returned func stops it.
+func profile(dir, name string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	slug := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name)), "-")
+	f, err := os.Create(filepath.Join(dir, slug+".prof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+func printTable(title string, subjects []subject, f []figures, o benchOpts) {
+	conc := o.conc
 	fmt.Println(title)
+	fmt.Printf("   subjects take turns in %d rounds: %d calls each one after another, %s each at concurrency %d\n",
+		max(o.rounds, 1), o.n/max(o.rounds, 1)*max(o.rounds, 1), o.dur, conc)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "subject\tp50\tp99\tp50 ×direct\tp99 ×direct\treq/s @%d\treq/s %% of direct\t\n", conc)
 	for i, s := range subjects {

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,10 +29,14 @@ const (
 // packet limit.
 const insertBatch = 500
 
-// insertExecutionsSQLite writes one prepared single-row INSERT per record
-// in a transaction. A multi-row INSERT costs the pure-Go SQLite driver
-// quadratic CPU (it matches each bound parameter by a linear scan of the
-// arguments): measured, this is the cheapest way there.
+// insertExecutionsSQLite writes es as multi-row INSERTs whose values are
+// SQL literals, in one transaction. The pure-Go SQLite driver prepares a
+// statement again on every Exec and binds multi-row parameters in
+// quadratic time (it finds each one by a linear scan of the arguments), so
+// literals are the cheapest way in: 5 µs a record against 12 µs for a
+// prepared single-row insert (BenchmarkInsertExecutions, 256 records).
+// appendSQLiteText makes any string a literal; the other columns are
+// numbers and times this function formats itself.
 func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err error) {
 	tx, err := s.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
@@ -39,22 +47,81 @@ func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err
 			tx.Rollback()
 		}
 	}()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
-		status, http_status, latency_ms, attempts, error_class, error_message, create_time) VALUES (?,?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return fmt.Errorf("insert %d executions: %w", len(es), err)
-	}
-	defer stmt.Close()
-	for _, e := range es {
-		if _, err = stmt.ExecContext(ctx, e.ID, e.RunID, e.PluginName, e.UserID, e.Status, e.HTTPStatus,
-			e.LatencyMS, e.Attempts, e.ErrorClass, e.ErrorMessage, e.CreateTime); err != nil {
-			return fmt.Errorf("insert execution %s: %w", e.ID, classify(err))
+	var q []byte
+	for batch := range slices.Chunk(es, insertBatch) {
+		q = append(q[:0], `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
+		status, http_status, latency_ms, attempts, error_class, error_message, create_time) VALUES `...)
+		for i, e := range batch {
+			if i > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '(')
+			q = appendSQLiteText(q, e.ID)
+			q = append(q, ',')
+			if e.RunID != nil {
+				q = appendSQLiteText(q, *e.RunID)
+			} else {
+				q = append(q, "NULL"...)
+			}
+			q = append(q, ',')
+			q = appendSQLiteText(q, e.PluginName)
+			q = append(q, ',')
+			if e.UserID != nil {
+				q = strconv.AppendInt(q, *e.UserID, 10)
+			} else {
+				q = append(q, "NULL"...)
+			}
+			q = append(q, ',')
+			q = appendSQLiteText(q, e.Status)
+			for _, n := range []int64{int64(e.HTTPStatus), e.LatencyMS, int64(e.Attempts)} {
+				q = append(q, ',')
+				q = strconv.AppendInt(q, n, 10)
+			}
+			q = append(q, ',')
+			q = appendSQLiteText(q, e.ErrorClass)
+			q = append(q, ',')
+			q = appendSQLiteText(q, e.ErrorMessage)
+			q = append(q, ",'"...)
+			q = e.CreateTime.UTC().AppendFormat(q, sqliteTimeLayout)
+			q = append(q, "')"...)
+		}
+		if _, err = tx.ExecContext(ctx, string(q)); err != nil {
+			return fmt.Errorf("insert %d executions: %w", len(batch), classify(err))
 		}
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("insert %d executions: %w", len(es), err)
 	}
 	return nil
+}
+
+// sqliteTimeLayout is the layout the SQLite driver writes a bound
+// time.Time in; literals must match it, since ListExecutions compares the
+// stored text with bound times.
+const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
+
+// appendSQLiteText appends s to b as an SQLite string literal holding
+// exactly s's bytes: quotes are doubled (SQLite has no backslash escapes),
+// and a string with a NUL byte, which ends SQLite's tokenizer, is written
+// as a blob literal cast to text.
+func appendSQLiteText(b []byte, s string) []byte {
+	if strings.IndexByte(s, 0) >= 0 {
+		b = append(b, "CAST(X'"...)
+		b = hex.AppendEncode(b, []byte(s))
+		return append(b, "' AS TEXT)"...)
+	}
+	b = append(b, '\'')
+	for {
+		i := strings.IndexByte(s, '\'')
+		if i < 0 {
+			break
+		}
+		b = append(b, s[:i+1]...)
+		b = append(b, '\'')
+		s = s[i+1:]
+	}
+	b = append(b, s...)
+	return append(b, '\'')
 }
 
 // ExecutionFilter selects executions in ListExecutions; zero fields do not

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -105,6 +106,68 @@ func TestExecutionDefaults(t *testing.T) {
 		got, _ := s.ListExecutions(ctx, store.ExecutionFilter{Limit: 1})
 		if msg := got[0].ErrorMessage; utf8.RuneCountInString(msg) != 1000 || !utf8.ValidString(msg) {
 			t.Errorf("stored message has %d runes (valid %v), want 1000", utf8.RuneCountInString(msg), utf8.ValidString(msg))
+		}
+	})
+}
+
+// TestExecutionTextRoundTrip stores texts that an SQL literal must carry
+// exactly (SQLite writes records as literals) and reads them back.
+func TestExecutionTextRoundTrip(t *testing.T) {
+	texts := []string{
+		"it's", "''", "'); DROP TABLE sys_ai_execution; --", `back\slash\'`, "nul\x00inside", "\x00",
+		"tab\tnewline\ncr\r", "下游返回 502 😀", "", "?", "$1 :name @x",
+	}
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		run := "run'1"
+		es := make([]store.Execution, len(texts))
+		for i, text := range texts {
+			es[i] = store.Execution{ID: fmt.Sprintf("id-%02d", i), PluginName: "p'" + text, RunID: &run, Status: "error",
+				ErrorClass: "c'", ErrorMessage: text}
+		}
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+		got, err := s.ListExecutions(ctx, store.ExecutionFilter{RunID: run})
+		if err != nil {
+			t.Fatalf("ListExecutions: %v", err)
+		}
+		if len(got) != len(texts) {
+			t.Fatalf("read back %d rows, want %d", len(got), len(texts))
+		}
+		for _, e := range got {
+			var i int
+			fmt.Sscanf(e.ID, "id-%d", &i)
+			if e.ErrorMessage != texts[i] || e.PluginName != "p'"+texts[i] || e.ErrorClass != "c'" || *e.RunID != run {
+				t.Errorf("%s read back as message %q, plugin %q, class %q; want %q", e.ID, e.ErrorMessage, e.PluginName, e.ErrorClass, texts[i])
+			}
+		}
+	})
+}
+
+// FuzzExecutionText checks that any message survives the SQLite literal
+// the records are written with: stored and read back byte for byte, and
+// never an error (an unescaped quote would be a syntax error or worse).
+func FuzzExecutionText(f *testing.F) {
+	for _, s := range []string{"", "'", "a'b''c", "\x00", "x\x00'y", "\xff\xfe", "é'"} {
+		f.Add(s)
+	}
+	s := testdb.Open(f, store.DialectSQLite)
+	ctx := context.Background()
+	n := 0
+	f.Fuzz(func(t *testing.T, msg string) {
+		n++
+		id := fmt.Sprintf("fuzz-%d", n)
+		es := []store.Execution{{ID: id, PluginName: "fuzz", RunID: &id, Status: "error", ErrorMessage: msg}}
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions(%q): %v", msg, err)
+		}
+		got, err := s.ListExecutions(ctx, store.ExecutionFilter{RunID: id})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ListExecutions: %v (%d rows)", err, len(got))
+		}
+		if got[0].ErrorMessage != es[0].ErrorMessage { // es holds the message as truncated for the column
+			t.Fatalf("message %q read back as %q", es[0].ErrorMessage, got[0].ErrorMessage)
 		}
 	})
 }
