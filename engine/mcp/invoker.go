@@ -59,8 +59,8 @@ const codeRejected = -32005
 
 // Invoker performs execution.type "mcp": tools/call of execution.tool_name
 // on the server execution.mcp_id, with the prepared (flat, fixed params
-// merged) arguments and the server's auth config filled from the call's
-// credentials.
+// merged) arguments, the plugin's execution.headers on its HTTP requests,
+// and the server's auth config filled from the call's credentials.
 //
 // The body of the engine.Response is the Result as JSON with status 200.
 // A result with isError is a tool failure: the call is not ok, its code is
@@ -83,6 +83,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		Tool:        e.ToolName,
 		Arguments:   p.Arguments,
 		Credentials: p.Credentials,
+		Headers:     e.Headers,
 		OnSecrets:   p.AddSecrets,
 	})
 	if err != nil {

@@ -268,6 +268,10 @@ type Call struct {
 	Arguments map[string]any // flat; nil sends {}
 	// Credentials fill the server's auth config.
 	Credentials map[string]string
+	// Headers are the plugin's static execution.headers: set on this
+	// call's HTTP requests to the server (over the server's own headers,
+	// under its auth). A stdio server has no headers to set.
+	Headers map[string]string
 	// OnSecrets, if set, receives the values derived from the credentials
 	// (an oauth2 access token, a basic-auth header) that went on the wire,
 	// so that the caller can mask them like the credentials themselves.
@@ -289,7 +293,7 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 	var res *sdk.CallToolResult
 	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
-		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: call.Tool, Arguments: args})
+		res, err = cs.CallTool(withCallHeaders(ctx, call.Headers), &sdk.CallToolParams{Name: call.Tool, Arguments: args})
 		return err
 	})
 	if err != nil {

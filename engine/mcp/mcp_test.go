@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"errors"
 	"net"
 	"strings"
@@ -126,6 +127,40 @@ func TestSeed004EndToEnd(t *testing.T) {
 	}
 	if strings.Contains(string(res.Output), tokenA["mcp_token"]) {
 		t.Errorf("output leaks the token: %s", res.Output)
+	}
+}
+
+// TestPluginHeaders: a plugin's execution.headers go on its own calls
+// only, over the server's headers and under its auth, though plugins share
+// the session.
+func TestPluginHeaders(t *testing.T) {
+	up := mcptest.New(t)
+	ex, _ := setup(t, httpServer(up))
+	withHeaders := mcpPlugin("echo", nil)
+	withHeaders.Execution.Headers = map[string]string{"X-Route": "blue", "X-Tenant": "plugin-tenant", "Authorization": "Bearer forged"}
+	plain := mcpPlugin("echo", nil)
+	for _, p := range []*plugins.Plugin{withHeaders, plain} {
+		if res, err := ex.Execute(context.Background(), engine.Call{Plugin: p, Arguments: json.RawMessage(`{"text":"hi"}`), Credentials: tokenA}); err != nil || !res.OK {
+			t.Fatalf("Execute = %+v, %v", res, err)
+		}
+	}
+	calls := up.Calls()
+	if len(calls) != 2 || up.Sessions() != 1 {
+		t.Fatalf("server got %d calls in %d sessions, want 2 in 1", len(calls), up.Sessions())
+	}
+	tests := []struct {
+		name          string
+		h             http.Header
+		route, tenant string
+	}{
+		{"plugin with headers", calls[0].Header, "blue", "plugin-tenant"},
+		{"plugin without", calls[1].Header, "", "acme"},
+	}
+	for _, tt := range tests {
+		if tt.h.Get("X-Route") != tt.route || tt.h.Get("X-Tenant") != tt.tenant || tt.h.Get("Authorization") != "Bearer "+tokenA["mcp_token"] {
+			t.Errorf("%s: server got X-Route %q, X-Tenant %q, Authorization %q; want %q, %q and the user's token",
+				tt.name, tt.h.Get("X-Route"), tt.h.Get("X-Tenant"), tt.h.Get("Authorization"), tt.route, tt.tenant)
+		}
 	}
 }
 

@@ -211,6 +211,9 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.srv.headers {
 		req.Header.Set(k, v)
 	}
+	for k, v := range callHeaders(req.Context()) {
+		req.Header.Set(k, v)
+	}
 	if t.srv.auth.Type != "" && t.srv.auth.Type != plugins.AuthNone || len(t.srv.auth.Mapping) > 0 {
 		applied, err := t.auth.Apply(req.Context(), t.srv.auth, t.creds, req)
 		if err != nil {
@@ -224,6 +227,24 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.mu.Unlock()
 	}
 	return t.base.RoundTrip(req)
+}
+
+// callHeadersKey carries a call's own headers (Call.Headers) from
+// CallTool, through the SDK, which makes its HTTP requests with the
+// call's context, to authTransport: sessions are shared by the calls of
+// many plugins, so per-plugin headers cannot live on the session.
+type callHeadersKey struct{}
+
+func withCallHeaders(ctx context.Context, h map[string]string) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callHeadersKey{}, h)
+}
+
+func callHeaders(ctx context.Context) map[string]string {
+	h, _ := ctx.Value(callHeadersKey{}).(map[string]string)
+	return h
 }
 
 func (t *authTransport) secrets() []string {
