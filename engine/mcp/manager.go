@@ -113,7 +113,9 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
-	tools    map[string]*cached[[]*sdk.Tool]   // by server id
+	// Tool lists by server and credential set: a server may list other
+	// tools to another user's credentials.
+	tools map[sessionKey]*cached[[]*sdk.Tool]
 	closed   bool
 	stop     chan struct{}
 }
@@ -137,7 +139,7 @@ func NewManager(servers Servers, client *http.Client) *Manager {
 		salt:     salt,
 		sessions: make(map[sessionKey]*session),
 		configs:  make(map[string]*cached[*serverConfig]),
-		tools:    make(map[string]*cached[[]*sdk.Tool]),
+		tools:    make(map[sessionKey]*cached[[]*sdk.Tool]),
 		stop:     make(chan struct{}),
 	}
 	go m.janitor()
@@ -175,7 +177,11 @@ func (m *Manager) Forget(ref string) {
 	var drop []*session
 	for _, id := range ids {
 		delete(m.configs, id)
-		delete(m.tools, id)
+		for k := range m.tools {
+			if k.server == id {
+				delete(m.tools, k)
+			}
+		}
 		for k, s := range m.sessions {
 			if k.server == id {
 				delete(m.sessions, k)
@@ -302,17 +308,19 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 	return res, nil
 }
 
-// Tools returns the tools of server ref: the cached list while younger
-// than ToolsTTL unless refresh is set, else a fresh tools/list (made with
-// creds), which is cached and stored with the server's row.
+// Tools returns the tools of server ref as creds see them: the list cached
+// for that credential set while younger than ToolsTTL unless refresh is
+// set, else a fresh tools/list made with creds, which is cached and stored
+// with the server's row (the last list fetched, for display).
 func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
 	srv, err := m.config(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
+	key := sessionKey{server: srv.id, creds: m.credHash(srv.auth.CredentialKeys(), creds)}
 	m.mu.Lock()
-	c := m.tools[srv.id]
+	c := m.tools[key]
 	m.mu.Unlock()
 	if c != nil && !refresh && time.Since(c.at) < ttl {
 		return c.v, nil
@@ -333,7 +341,7 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	}
 	now := time.Now()
 	m.mu.Lock()
-	m.tools[srv.id] = &cached[[]*sdk.Tool]{v: tools, at: now}
+	m.tools[key] = &cached[[]*sdk.Tool]{v: tools, at: now}
 	m.mu.Unlock()
 	if b, err := json.Marshal(tools); err == nil {
 		if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, b, now); err != nil {

@@ -287,8 +287,8 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// TestToolsCache: tool lists are cached, refreshed on demand, and a tool
-// missing from the cache triggers one refresh.
+// TestToolsCache: tool lists are cached per credential set, refreshed on
+// demand, and a tool missing from the cache triggers one refresh.
 func TestToolsCache(t *testing.T) {
 	up := mcptest.New(t)
 	_, m := setup(t, httpServer(up))
@@ -300,6 +300,11 @@ func TestToolsCache(t *testing.T) {
 	up.AddTool("added_later", "new", `{"type":"object"}`, nil)
 	if tools, _ = m.Tools(ctx, "srv-1", tokenA, false); hasTool(tools, "added_later") {
 		t.Error("the cached list already has the new tool")
+	}
+	// Lists are cached per credential set: another user's is fetched
+	// with their own credentials.
+	if tools, _ = m.Tools(ctx, "srv-1", map[string]string{"mcp_token": "tok-user-b-9876543210"}, false); !hasTool(tools, "added_later") {
+		t.Error("another user's credentials got the first user's cached list")
 	}
 	if _, err := m.Tool(ctx, "srv-1", "added_later", tokenA); err != nil {
 		t.Errorf("Tool(added_later) = %v, want it found by a refresh", err)
