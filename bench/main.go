@@ -5,10 +5,12 @@
 //	go run ./bench                 # every group
 //	go run ./bench -only exec      # one group (a comma-separated list works too)
 //	go run ./bench -only import -update-baseline
+//	go run ./bench -only exec -rounds 1 -profile-dir /tmp/prof   # a CPU profile per subject and phase
 //
 // Groups:
 //
-//	exec    blind execution: direct net/http vs the executor vs POST /v1/execute
+//	exec    blind execution: direct net/http vs the executor vs POST /v1/execute,
+//	        beside a bare net/http relay (the floor of any engine behind HTTP)
 //	loop    the LLM loop: the engine's own time per step, model and upstream excluded
 //	import  GitHub's REST API description and Stripe's (time, memory, per
 //	        operation) against a bare unmarshal and kin-openapi, and the whole
