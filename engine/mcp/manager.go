@@ -115,9 +115,9 @@ type Manager struct {
 	configs  map[string]*cached[*serverConfig] // by id and by name
 	// Tool lists by server and credential set: a server may list other
 	// tools to another user's credentials.
-	tools map[sessionKey]*cached[[]*sdk.Tool]
-	closed   bool
-	stop     chan struct{}
+	tools  map[sessionKey]*cached[[]*sdk.Tool]
+	closed bool
+	stop   chan struct{}
 }
 
 type cached[T any] struct {

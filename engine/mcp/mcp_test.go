@@ -3,9 +3,9 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"errors"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
