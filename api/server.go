@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -51,9 +50,6 @@ type Server struct {
 	catalog catalogCache
 }
 
-// maxBody bounds every request body the API reads.
-const maxBody = 8 << 20
-
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
@@ -95,7 +91,7 @@ func (s *Server) Handler() http.Handler {
 		s.mcpRoutes(mux, s.MCP)
 	}
 	if s.OpenAPITools != nil {
-		mux.Handle("/mcp/openapi", s.with(roleUser, s.OpenAPITools.ServeHTTP))
+		mux.Handle("/mcp/openapi", s.with(roleUser, scanJSON(s.OpenAPITools)))
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -136,9 +132,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads a JSON body into v; a malformed body answers 400 with
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+	body, ok := readJSON(w, r)
+	if !ok {
 		return false
 	}
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {

@@ -39,6 +39,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -243,7 +244,12 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	}
 	args, err := decodeArguments(call.Arguments)
 	if err != nil {
-		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		refused := &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		var le *jsonlimit.Error
+		if errors.As(err, &le) {
+			refused.Details = map[string]any{"limit": le.Limit, "max": le.Max}
+		}
+		return nil, refused
 	}
 	p.StripOmitted(args)
 	maps.Copy(args, p.FixedParams)

@@ -71,12 +71,21 @@ func parseStandard(std []byte) (*Plugin, error) {
 	if err := json.Unmarshal(std, &doc); err != nil {
 		return nil, fmt.Errorf("parse plugin: %w", err)
 	}
+	var p Plugin
+	perr := json.Unmarshal(std, &p)
+	// Before anything compiles or walks the schema. A document that does
+	// not decode is left to validateDocument, whose messages are clearer
+	// (its walk of parameters is shallow).
+	if perr == nil {
+		if err := CheckSchemaCost(p.Parameters); err != nil {
+			return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: err.Error()}}}
+		}
+	}
 	if errs := validateDocument(doc); len(errs) > 0 {
 		return nil, &ValidationError{Fields: errs}
 	}
-	var p Plugin
-	if err := json.Unmarshal(std, &p); err != nil {
-		return nil, fmt.Errorf("parse plugin: %w", err)
+	if perr != nil {
+		return nil, fmt.Errorf("parse plugin: %w", perr)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
