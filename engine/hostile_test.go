@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -41,5 +42,37 @@ func TestArgumentLimits(t *testing.T) {
 	// At the limit (the object itself is one level): accepted.
 	if res, err := h.call(t, p, deep(ArgumentLimits.Depth-1), nil); err != nil || !res.OK {
 		t.Fatalf("at the limit: %v %s", err, resultJSON(t, res))
+	}
+}
+
+// Issue 13, point 4: a path value that is, or holds between slashes, a
+// "." or ".." segment in any encoding is refused before sending.
+func TestDotSegmentsRefused(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"id":{}},"required":["id"]},
+	  "execution":{"method":"GET","base_url":"%s/users/{id}/repos"}}`, up.URL)
+	h := newHarness(t)
+	for _, v := range []any{
+		".", "..", "%2e", "%2E%2e", ".%2e", "%252e%252e", "%25252e%25252e", "%u002e%u002E",
+		"\uff0e\uff0e", "\u2024\u2024", "%c0%ae%c0%ae", "%e0%80%ae.", "..;", "..;x=1",
+		"../admin", "a/../../b", `..\admin`, "%2e%2e%2fadmin", "..%2F..%2Fadmin?x=1#f", "a%5c..%5cb",
+		[]any{"a", ".."}, map[string]any{"..": "x"}, map[string]any{"k": "%2e%2e"},
+	} {
+		args, _ := json.Marshal(map[string]any{"id": v})
+		res, err := h.call(t, p, string(args), nil)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Code != CodeInvalidArguments || !strings.Contains(res.Error.Message, ". or ..") {
+			t.Errorf("%q: %v %s, want refused", v, err, resultJSON(t, res))
+		}
+	}
+	if n := len(up.Hits()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	for _, v := range []string{"...", "v1.2..3", "a.b", ".hidden", "..x", "%2e%2e%2e", "a%2Fb"} {
+		args, _ := json.Marshal(map[string]any{"id": v})
+		if res, err := h.call(t, p, string(args), nil); err != nil || !res.OK {
+			t.Errorf("%q: %v %s, want sent", v, err, resultJSON(t, res))
+		}
 	}
 }
