@@ -473,7 +473,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			CreatedAt:    time.Now().UTC(),
 		})
 	}
-	e.Metrics.observe(call.Plugin.Name, outcome, d)
+	e.Metrics.observe(call.Plugin, outcome, d)
 	log := e.Logger
 	if log == nil {
 		log = slog.Default()

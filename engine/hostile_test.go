@@ -3,10 +3,15 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blindexec/blindexec/internal/jsonlimit"
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // Issue 13, point 1: arguments past ArgumentLimits are refused, naming the
@@ -73,6 +78,45 @@ func TestDotSegmentsRefused(t *testing.T) {
 		args, _ := json.Marshal(map[string]any{"id": v})
 		if res, err := h.call(t, p, string(args), nil); err != nil || !res.OK {
 			t.Errorf("%q: %v %s, want sent", v, err, resultJSON(t, res))
+		}
+	}
+}
+
+// Issue 13, point 5: inline plugins share one label value, catalog names
+// past MaxPluginLabels share "other": the series stay bounded whatever
+// callers send.
+func TestMetricsCardinality(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20_000 {
+		m.observe(&plugins.Plugin{Name: fmt.Sprintf("inline_%d", i)}, "ok", time.Millisecond)
+	}
+	for i := range MaxPluginLabels + 5 {
+		m.observe(&plugins.Plugin{Name: fmt.Sprintf("cat_%d", i), Catalog: true}, "ok", time.Millisecond)
+	}
+	m.observe(&plugins.Plugin{Name: "cat_0", Catalog: true}, "ok", time.Millisecond)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		series := map[string]float64{}
+		for _, s := range f.GetMetric() {
+			v := s.GetCounter().GetValue()
+			if h := s.GetHistogram(); h != nil {
+				v = float64(h.GetSampleCount())
+			}
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "plugin" {
+					series[l.GetValue()] = v
+				}
+			}
+		}
+		if len(series) != MaxPluginLabels+2 || series[LabelInline] != 20_000 || series[LabelOther] != 5 || series["cat_0"] != 2 {
+			t.Errorf("%s: %d series, inline %v, other %v, cat_0 %v", f.GetName(), len(series), series[LabelInline], series[LabelOther], series["cat_0"])
 		}
 	}
 }
