@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"math"
 	"os"
+	"strconv"
+	"time"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -88,4 +92,11 @@ func scanJSON(next http.Handler) http.HandlerFunc {
 		}
 		next.ServeHTTP(w, r)
 	}
+}
+
+// tooMany answers a call or run over its user's concurrency limit: 429
+// with Retry-After (whole seconds, at least 1).
+func tooMany(w http.ResponseWriter, msg string, retryAfter time.Duration, details any) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retryAfter.Seconds())))))
+	writeError(w, http.StatusTooManyRequests, engine.CodeRateLimited, msg, details)
 }

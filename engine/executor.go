@@ -173,6 +173,9 @@ type Executor struct {
 	// MaxResponseBytes caps the bytes read from an upstream
 	// (DefaultMaxResponseBytes when zero).
 	MaxResponseBytes int64
+	// Limiter bounds the calls each user has in flight (nil: no limit).
+	// Calls of a run (Call.RunID set) are not counted: the run is.
+	Limiter *UserLimiter
 
 	invokers map[string]Invoker
 }
@@ -204,7 +207,12 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
 
-	prep, refused := e.prepare(ctx, call)
+	var prep *Prepared
+	release, refused := e.admit(call)
+	defer release()
+	if refused == nil {
+		prep, refused = e.prepare(ctx, call)
+	}
 	if refused == nil {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
 		resp, err := e.invokers[call.Plugin.ExecType()].Invoke(ctx, prep)
@@ -226,6 +234,20 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 		return res, refused
 	}
 	return res, nil
+}
+
+// admit takes a call slot of the user from the Limiter; release gives it
+// back. Calls of a run are admitted with their run.
+func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
+	if call.RunID != "" {
+		return func() {}, nil
+	}
+	release, err := e.Limiter.AcquireCall(call.UserID)
+	var le *LimitError
+	if errors.As(err, &le) {
+		return func() {}, rateLimited(le)
+	}
+	return release, nil
 }
 
 // prepare runs the steps common to every execution type, up to the point

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,5 +119,49 @@ func TestMetricsCardinality(t *testing.T) {
 		if len(series) != MaxPluginLabels+2 || series[LabelInline] != 20_000 || series[LabelOther] != 5 || series["cat_0"] != 2 {
 			t.Errorf("%s: %d series, inline %v, other %v, cat_0 %v", f.GetName(), len(series), series[LabelInline], series[LabelOther], series["cat_0"])
 		}
+	}
+}
+
+// Issue 13, point 6: the executor admits at most MaxCalls direct calls per
+// user; the calls of a run are admitted with their run.
+func TestUserLimiterInExecutor(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	  "execution":{"method":"GET","base_url":"%s/x"}}`, up.URL)
+	h := newHarness(t)
+	h.Limiter = &UserLimiter{MaxCalls: 1}
+	hold, err := h.Limiter.AcquireCall(7) // a call of user 7 in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Execute(context.Background(), Call{Plugin: p, UserID: 7})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.Code != CodeRateLimited || !strings.Contains(res.Error.Message, "1 calls in flight") {
+		t.Fatalf("user 7 over the limit: %v %s", err, resultJSON(t, res))
+	}
+	if res, err := h.Execute(context.Background(), Call{Plugin: p, UserID: 8}); err != nil || !res.OK {
+		t.Fatalf("user 8: %v %s", err, resultJSON(t, res))
+	}
+	if res, err := h.Execute(context.Background(), Call{Plugin: p, UserID: 7, RunID: "r"}); err != nil || !res.OK {
+		t.Fatalf("a run's call: %v %s", err, resultJSON(t, res))
+	}
+	hold()
+	hold() // releasing twice gives back one slot only
+	again, err := h.Limiter.AcquireCall(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Limiter.AcquireCall(7); err == nil {
+		t.Fatal("a second slot after a double release")
+	}
+	again()
+	if res, err := h.Execute(context.Background(), Call{Plugin: p, UserID: 7}); err != nil || !res.OK {
+		t.Fatalf("user 7 after release: %v %s", err, resultJSON(t, res))
+	}
+	if n := len(h.Limiter.calls); n != 0 {
+		t.Errorf("%d users still counted", n)
+	}
+	if recs := h.flush(t); recs[0].Status != StatusRefused || recs[0].ErrorClass != CodeRateLimited {
+		t.Errorf("the refusal's record: %+v", recs[0])
 	}
 }
