@@ -46,6 +46,8 @@ type Server struct {
 	// CatalogTTL keeps catalog plugins in memory this long for the runtime
 	// routes (0: read the row on every call).
 	CatalogTTL time.Duration
+	// Deadlines bound reading bodies and writing answers, per route.
+	Deadlines Deadlines
 
 	catalog catalogCache
 }
@@ -97,7 +99,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
 	})
-	return mux
+	return s.withDeadlines(mux)
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -39,11 +38,16 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
+			limits, err := loadServeLimits()
+			if err != nil {
+				return err
+			}
 			parts, err := cfg.engine(ctx, !noMigrate, log)
 			if err != nil {
 				return err
 			}
 			defer parts.close()
+			parts.executor.Limiter = limits.limiter
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
@@ -56,11 +60,12 @@ func serveCmd(cfg *config) *cobra.Command {
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
 				Runner:     cfg.runner(parts.executor, log),
 				CatalogTTL: envDuration("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second),
+				Deadlines:  limits.deadlines,
 			}
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}
-			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			hs := limits.httpServer(cfg.addr, srv.Handler())
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
