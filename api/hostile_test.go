@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -91,6 +92,17 @@ func TestBodyLimits(t *testing.T) {
 		if code != tc.status || errCode(out) != tc.code || !strings.Contains(msg, tc.says) {
 			t.Errorf("%s %s: %d %v, want %d %s saying %q", tc.method, tc.path, code, out, tc.status, tc.code, tc.says)
 		}
+	}
+	// A body of undeclared length (chunked) is cut at the limit too.
+	req, _ := http.NewRequest("POST", e.url+"/v1/execute", io.MultiReader(strings.NewReader(huge)))
+	req.Header.Set("Authorization", "Bearer "+mcpService)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body over the limit: %d", resp.StatusCode)
 	}
 	// Arguments between the limits reach the executor, which names its own.
 	code, out := e.do("POST", "/v1/tools/nope/call", mcpService, `{"a":`+strings.Repeat("[", 70)+strings.Repeat("]", 70)+`}`)

@@ -37,7 +37,15 @@ const (
 // past the limit, 408 when the body deadline (see deadlines.go) cut a slow
 // body, 400 for any other read error.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var body []byte
+	var err error
+	if r.ContentLength > limit {
+		// Declared too large: refused before reading a byte.
+		err = &http.MaxBytesError{Limit: limit}
+		w.Header().Set("Connection", "close")
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:

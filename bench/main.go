@@ -19,6 +19,10 @@
 //	        documents or operations imported exits 1)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
+//	hostile what refusing hostile input costs (deep, wide and large bodies
+//	        and arguments, costly schemas, dot segments, callers over their
+//	        limit) beside an ordinary call; /metrics after 20,000 inline
+//	        plugin names; slow bodies against the body deadline
 //
 // Every upstream runs on loopback in this process, behind an egress policy
 // that allows loopback only (server-everything, when tests/mcp-ts is
@@ -58,16 +62,17 @@ type benchOpts struct {
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
-	"exec":   benchExec,
-	"loop":   benchLoop,
-	"import": benchImport,
-	"mcp":    benchMCP,
-	"query":  benchQuery,
+	"exec":    benchExec,
+	"loop":    benchLoop,
+	"import":  benchImport,
+	"mcp":     benchMCP,
+	"query":   benchQuery,
+	"hostile": benchHostile,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (exec, hostile, import, loop, mcp, query)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -100,7 +105,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, hostile, import, loop, mcp, query)\n", name)
 			os.Exit(2)
 		}
 	}

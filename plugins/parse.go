@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
+	"github.com/tidwall/gjson"
 )
 
 // ProtocolSchema is the published JSON Schema of protocol v1.
@@ -67,6 +68,12 @@ func Standardize(data []byte) ([]byte, error) {
 }
 
 func parseStandard(std []byte) (*Plugin, error) {
+	// The schema's size, before decoding the document: the cheapest
+	// refusal of the costliest definitions. CheckSchemaCost below covers
+	// the rest.
+	if params := gjson.GetBytes(std, "parameters"); len(params.Raw) > DefaultSchemaLimits.Bytes {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: (&CostError{Limit: LimitBytes, Max: DefaultSchemaLimits.Bytes}).Error()}}}
+	}
 	var doc any
 	if err := json.Unmarshal(std, &doc); err != nil {
 		return nil, fmt.Errorf("parse plugin: %w", err)
