@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -73,6 +75,12 @@ func TestBodyLimits(t *testing.T) {
 	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
 	wide := "[" + strings.Repeat("0,", bodyLimits.Elements) + "0]"
 	huge := `{"name":"x","arguments":{"s":"` + strings.Repeat("x", maxBody) + `"}}`
+	var props strings.Builder
+	for i := range plugins.DefaultSchemaLimits.Properties + 1 {
+		fmt.Fprintf(&props, `"p%d":{"type":"string"},`, i)
+	}
+	costly := `{"plugin":{"name":"big","description":"d","parameters":{"type":"object","properties":{` + strings.TrimSuffix(props.String(), ",") +
+		`}},"execution":{"method":"GET","base_url":"https://api.example.com/x"}},"arguments":{}}`
 	for _, tc := range []struct {
 		method, path, token, body string
 		status                    int
@@ -81,6 +89,7 @@ func TestBodyLimits(t *testing.T) {
 		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":` + deep + `}`, 400, codeBodyTooDeep, "limit of 72 levels"},
 		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":{"a":` + wide + `}}`, 400, codeBodyTooDeep, "limit of 1000000 elements"},
 		{"POST", "/v1/execute", mcpService, huge, 413, codeBodyTooLarge, "limit of 8388608 bytes"},
+		{"POST", "/v1/execute", mcpService, costly, 400, "invalid_plugin", "plugin.parameters: the schema has more than the limit of 2000 properties"},
 		{"POST", "/v1/tools/x/call", mcpService, `{"a":` + deep + `}`, 400, codeBodyTooDeep, "levels"},
 		{"POST", "/v1/plugins", mcpAdmin, deep, 400, codeBodyTooDeep, "levels"},
 		{"POST", "/v1/runs", mcpService, `{"messages":` + deep + `}`, 400, codeBodyTooDeep, "levels"},
