@@ -362,10 +362,10 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
 // converted as the importer converts it (cost limits included), kept per
 // listed tool so that repeated calls convert once.
-func (m *mcpAPI) proxyPlugin(ctx context.Context, id, name string, creds map[string]string) (*plugins.Plugin, error) {
+func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[string]string) (*plugins.Plugin, error) {
 	ctx, cancel := context.WithTimeout(ctx, engine.DefaultTimeout)
 	defer cancel()
-	t, err := m.cfg.Manager.Tool(ctx, id, name, creds)
+	t, err := m.cfg.Manager.Tool(ctx, id, tool, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -381,8 +381,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, name string, creds map[str
 	if err != nil {
 		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
 	}
+	name := mcpimport.SanitizeName(t.Name) // ASCII: cut anywhere to the 64 of the record's plugin_name
 	p := &plugins.Plugin{
-		Name:       mcpimport.SanitizeName(t.Name),
+		Name:       name[:min(len(name), 64)],
 		Parameters: params,
 		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
