@@ -48,7 +48,7 @@ func TestMCPProxyThroughExecutor(t *testing.T) {
 		{"ok", `{"disease_id":"d1","patient_age":45}`, 200, "", ""},
 		{"invalid", `{"disease_id":"d1","patient_age":"old"}`, 400, engine.CodeInvalidArguments, "patient_age"},
 		{"past the argument depth", deep(engine.ArgumentLimits.Depth), 400, engine.CodeInvalidArguments, "limit of 64 levels"},
-		{"100,000 deep", deep(100_000), 400, codeBodyTooDeep, "limit of 72 levels"},
+		{"100,000 deep", deep(100_000), 400, codeBodyTooComplex, "limit of 72 levels"},
 	} {
 		code, out := e.do("POST", path, e.userTok, tc.body)
 		msg := errMessage(out)
@@ -86,15 +86,15 @@ func TestBodyLimits(t *testing.T) {
 		status                    int
 		code, says                string
 	}{
-		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":` + deep + `}`, 400, codeBodyTooDeep, "limit of 72 levels"},
-		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":{"a":` + wide + `}}`, 400, codeBodyTooDeep, "limit of 1000000 elements"},
+		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":` + deep + `}`, 400, codeBodyTooComplex, "limit of 72 levels"},
+		{"POST", "/v1/execute", mcpService, `{"name":"x","arguments":{"a":` + wide + `}}`, 400, codeBodyTooComplex, "limit of 1000000 elements"},
 		{"POST", "/v1/execute", mcpService, huge, 413, codeBodyTooLarge, "limit of 8388608 bytes"},
 		{"POST", "/v1/execute", mcpService, costly, 400, "invalid_plugin", "plugin.parameters: the schema has more than the limit of 2000 properties"},
-		{"POST", "/v1/tools/x/call", mcpService, `{"a":` + deep + `}`, 400, codeBodyTooDeep, "levels"},
-		{"POST", "/v1/plugins", mcpAdmin, deep, 400, codeBodyTooDeep, "levels"},
-		{"POST", "/v1/runs", mcpService, `{"messages":` + deep + `}`, 400, codeBodyTooDeep, "levels"},
-		{"POST", "/v1/mcp/servers", mcpAdmin, deep, 400, codeBodyTooDeep, "levels"},
-		{"POST", "/mcp", mcpService, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + deep + `}`, 400, codeBodyTooDeep, "levels"},
+		{"POST", "/v1/tools/x/call", mcpService, `{"a":` + deep + `}`, 400, codeBodyTooComplex, "levels"},
+		{"POST", "/v1/plugins", mcpAdmin, deep, 400, codeBodyTooComplex, "levels"},
+		{"POST", "/v1/runs", mcpService, `{"messages":` + deep + `}`, 400, codeBodyTooComplex, "levels"},
+		{"POST", "/v1/mcp/servers", mcpAdmin, deep, 400, codeBodyTooComplex, "levels"},
+		{"POST", "/mcp", mcpService, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + deep + `}`, 400, codeBodyTooComplex, "levels"},
 	} {
 		code, out := e.do(tc.method, tc.path, tc.token, tc.body, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
 		msg := errMessage(out)

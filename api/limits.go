@@ -30,7 +30,7 @@ var bodyLimits = jsonlimit.Limits{Depth: 72, Elements: 1_000_000}
 const (
 	codeBodyTooLarge = "body_too_large" // 413
 	codeBodyTimeout  = "body_timeout"   // 408: the body did not arrive within the body deadline
-	codeBodyTooDeep  = "body_too_complex"
+	codeBodyTooComplex  = "body_too_complex"
 )
 
 // readBody reads the request body, at most limit bytes. It answers 413
@@ -71,7 +71,7 @@ func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err := jsonlimit.Check(body, bodyLimits); err != nil {
 		var le *jsonlimit.Error
 		errors.As(err, &le)
-		writeError(w, http.StatusBadRequest, codeBodyTooDeep, "body: "+err.Error(), map[string]any{"limit": le.Limit, "max": le.Max})
+		writeError(w, http.StatusBadRequest, codeBodyTooComplex, "body: "+err.Error(), map[string]any{"limit": le.Limit, "max": le.Max})
 		return nil, false
 	}
 	return body, true
