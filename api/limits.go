@@ -28,9 +28,9 @@ var bodyLimits = jsonlimit.Limits{Depth: 72, Elements: 1_000_000}
 
 // Error codes of refused bodies.
 const (
-	codeBodyTooLarge = "body_too_large" // 413
-	codeBodyTimeout  = "body_timeout"   // 408: the body did not arrive within the body deadline
-	codeBodyTooComplex  = "body_too_complex"
+	codeBodyTooLarge   = "body_too_large" // 413
+	codeBodyTimeout    = "body_timeout"   // 408: the body did not arrive within the body deadline
+	codeBodyTooComplex = "body_too_complex"
 )
 
 // readBody reads the request body, at most limit bytes. It answers 413
