@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -73,9 +72,8 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, openapi.MaxDocumentBytes))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_request", "read body: "+err.Error(), nil)
+		b, ok := readBody(w, r, openapi.MaxDocumentBytes)
+		if !ok {
 			return
 		}
 		q := r.URL.Query()

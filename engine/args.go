@@ -8,8 +8,17 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
+
+// ArgumentLimits bound the arguments of every call, wherever they come from
+// (/v1/execute, /v1/tools/{name}/call, the proxy, /mcp, the LLM loop):
+// arguments nested deeper or holding more elements are refused, naming
+// the limit, before they are decoded. Decoding costs time in proportion
+// to both (quadratic in the depth, for gjson), and no tool's parameters
+// need more.
+var ArgumentLimits = jsonlimit.Limits{Depth: 64, Elements: 100_000}
 
 // schemaInfo is what the engine needs from a plugin's parameters beyond
 // validation, derived once per distinct schema.
@@ -105,6 +114,9 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	}
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(raw))
+	}
+	if err := jsonlimit.Check(raw, ArgumentLimits); err != nil {
+		return nil, err
 	}
 	if !gjson.ValidBytes(raw) {
 		// encoding/json says best what is wrong.

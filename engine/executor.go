@@ -39,6 +39,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -172,6 +173,9 @@ type Executor struct {
 	// MaxResponseBytes caps the bytes read from an upstream
 	// (DefaultMaxResponseBytes when zero).
 	MaxResponseBytes int64
+	// Limiter bounds the calls each user has in flight (nil: no limit).
+	// Calls of a run (Call.RunID set) are not counted: the run is.
+	Limiter *UserLimiter
 
 	invokers map[string]Invoker
 }
@@ -203,7 +207,12 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
 
-	prep, refused := e.prepare(ctx, call)
+	var prep *Prepared
+	release, refused := e.admit(call)
+	defer release()
+	if refused == nil {
+		prep, refused = e.prepare(ctx, call)
+	}
 	if refused == nil {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
 		resp, err := e.invokers[call.Plugin.ExecType()].Invoke(ctx, prep)
@@ -227,6 +236,20 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	return res, nil
 }
 
+// admit takes a call slot of the user from the Limiter; release gives it
+// back. Calls of a run are admitted with their run.
+func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
+	if call.RunID != "" {
+		return func() {}, nil
+	}
+	release, err := e.Limiter.AcquireCall(call.UserID)
+	var le *LimitError
+	if errors.As(err, &le) {
+		return func() {}, rateLimited(le)
+	}
+	return release, nil
+}
+
 // prepare runs the steps common to every execution type, up to the point
 // where something would be sent.
 func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedError) {
@@ -243,7 +266,12 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	}
 	args, err := decodeArguments(call.Arguments)
 	if err != nil {
-		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		refused := &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		var le *jsonlimit.Error
+		if errors.As(err, &le) {
+			refused.Details = map[string]any{"limit": le.Limit, "max": le.Max}
+		}
+		return nil, refused
 	}
 	p.StripOmitted(args)
 	maps.Copy(args, p.FixedParams)
@@ -467,7 +495,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			CreatedAt:    time.Now().UTC(),
 		})
 	}
-	e.Metrics.observe(call.Plugin.Name, outcome, d)
+	e.Metrics.observe(call.Plugin, outcome, d)
 	log := e.Logger
 	if log == nil {
 		log = slog.Default()

@@ -242,6 +242,9 @@ func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 	if v == nil {
 		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
 	}
+	if pathValues(v, hasDotSegmentValue) {
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: a path value must not be or hold a . or .. segment, in any encoding (a server may resolve it as a parent path)", name)
+	}
 	ex := explode(place, false)
 	var s string
 	switch place.Style {
@@ -260,6 +263,95 @@ func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: must not be empty (it fills a URL path segment)", name)
 	}
 	return s, nil
+}
+
+// pathValues reports whether f holds for one of the strings a path value
+// is serialized from: the value, an array's items, an object's keys and
+// values.
+func pathValues(v any, f func(string) bool) bool {
+	switch t := v.(type) {
+	case []any:
+		for _, x := range t {
+			if f(scalar(x)) {
+				return true
+			}
+		}
+		return false
+	case map[string]any:
+		for k, x := range t {
+			if f(k) || f(scalar(x)) {
+				return true
+			}
+		}
+		return false
+	}
+	return f(scalar(v))
+}
+
+// hasDotSegmentValue reports whether s is, or holds between slashes or
+// backslashes, a "." or ".." segment once decoded the ways a server or a
+// proxy in front of it may decode: percent-encoding (repeatedly, %u
+// included), full-width and one-dot-leader dots, overlong UTF-8, and
+// Tomcat's ";params" ("..;" is ".."). Escaping alone (%2E%2E) is not
+// enough: some servers resolve the encoded form as a parent segment.
+func hasDotSegmentValue(s string) bool {
+	if !strings.ContainsAny(s, ".%\uff0e\u2024") && strings.IndexByte(s, 0xae) < 0 { // 0xae ends the overlong dots
+		return false
+	}
+	for range 4 {
+		d := dotReplacer.Replace(percentDecode(s))
+		if d == s {
+			break
+		}
+		s = d
+	}
+	for seg := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+var dotReplacer = strings.NewReplacer("\uff0e", ".", "\u2024", ".", "\xc0\xae", ".", "\xe0\x80\xae", ".")
+
+// percentDecode decodes %XX and %uXXXX escapes, leaving malformed ones as
+// they are.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			if i+5 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') && isHex(s[i+2]) && isHex(s[i+3]) && isHex(s[i+4]) && isHex(s[i+5]) {
+				r := rune(unhex(s[i+2]))<<12 | rune(unhex(s[i+3]))<<8 | rune(unhex(s[i+4]))<<4 | rune(unhex(s[i+5]))
+				b.WriteRune(r)
+				i += 5
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 func matrixValue(name string, v any, ex bool) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -39,11 +38,16 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
+			limits, err := loadServeLimits()
+			if err != nil {
+				return err
+			}
 			parts, err := cfg.engine(ctx, !noMigrate, log)
 			if err != nil {
 				return err
 			}
 			defer parts.close()
+			parts.executor.Limiter = limits.limiter
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
@@ -54,14 +58,16 @@ func serveCmd(cfg *config) *cobra.Command {
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
-				Runner:  cfg.runner(parts.executor, log),
-				Changes: parts.changes, Catalog: parts.catalog,
+				Runner:    cfg.runner(parts.executor, log),
+				Changes:   parts.changes,
+				Catalog:   parts.catalog,
+				Deadlines: limits.deadlines,
 			}
 			go parts.changes.Run(ctx)
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}
-			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			hs := limits.httpServer(cfg.addr, srv.Handler())
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
