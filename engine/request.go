@@ -2,16 +2,17 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -458,41 +459,83 @@ func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
 	return b, ct, err
 }
 
-// encodeMultipart writes one part per field; a file part is a field whose
-// placement names a filename or content type, or whose schema says
-// format: binary or contentEncoding: base64.
+// encodeMultipart writes one part per field, and one per item of a list;
+// a file part is a field whose placement names a filename or content type,
+// or whose schema (or that of its items) says format: binary or base64
+// content. A file is its content as a string, or an object {content,
+// filename, content_type}; its part's type is content_type, else the
+// document's encoding when it names one type, else the filename's, else
+// application/octet-stream.
 func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	for _, f := range fields {
-		if f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64 {
-			data, err := fieldBytes(f)
-			if err != nil {
-				return nil, "", err
-			}
-			h := make(textproto.MIMEHeader, 2)
-			filename := f.place.Filename
-			if filename == "" {
-				filename = f.wire
-			}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
-			h.Set("Content-Type", cmp.Or(f.place.ContentType, "application/octet-stream"))
-			part, _ := w.CreatePart(h)
-			part.Write(data)
-			continue
-		}
 		values, ok := f.value.([]any)
 		if !ok {
 			values = []any{f.value}
 		}
+		file := f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64
 		for _, v := range values {
-			w.WriteField(f.wire, scalar(v))
+			if !file {
+				w.WriteField(f.wire, scalar(v))
+				continue
+			}
+			if err := writeFilePart(w, f, v); err != nil {
+				return nil, "", err
+			}
 		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, "", err
 	}
 	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+func writeFilePart(w *multipart.Writer, f bodyField, v any) error {
+	filename, ctype := f.place.Filename, ""
+	if obj, ok := v.(map[string]any); ok {
+		if _, has := obj["content"]; has {
+			if s, ok := obj["filename"].(string); ok && s != "" {
+				filename = s
+			}
+			ctype, _ = obj["content_type"].(string)
+			v = obj["content"]
+		}
+	}
+	data, err := fieldBytes(bodyField{wire: f.wire, value: v, prop: f.prop})
+	if err != nil {
+		return err
+	}
+	if filename == "" {
+		filename = f.wire
+	}
+	if ctype == "" {
+		ctype = partType(f.place.ContentType, filename)
+	}
+	h := make(textproto.MIMEHeader, 2)
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
+	h.Set("Content-Type", strings.Map(func(r rune) rune {
+		if isCTL(r) {
+			return -1
+		}
+		return r
+	}, ctype))
+	part, _ := w.CreatePart(h)
+	part.Write(data)
+	return nil
+}
+
+// partType is a file part's content type: the document's encoding when it
+// names one concrete type, else the type the filename's extension gives,
+// else application/octet-stream.
+func partType(declared, filename string) string {
+	if declared != "" && !strings.ContainsAny(declared, ",*") {
+		return declared
+	}
+	if t := mime.TypeByExtension(path.Ext(filename)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
 }
 
 // fieldBytes is the raw content of a field: a string as it is (decoded

@@ -127,7 +127,7 @@ func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error
 			return nil, nil, fmt.Errorf("inputSchema is not a JSON object")
 		}
 	}
-	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth)})
+	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth), Parameters: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}

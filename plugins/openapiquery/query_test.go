@@ -327,7 +327,7 @@ func TestCallPlan(t *testing.T) {
 	for _, fe := range asJSON(t, e.Details["errors"]).([]any) {
 		fields = append(fields, fe.(map[string]any)["field"].(string))
 	}
-	for _, want := range []string{"headers", "query", "query.pageSize", "query.status"} {
+	for _, want := range []string{"headers.X-User-Id", "query.foo", "query.pageSize", "query.status"} {
 		if !slices.Contains(fields, want) {
 			t.Errorf("errors on %v, want one on %s (%v)", fields, want, e.Details["errors"])
 		}

@@ -123,9 +123,48 @@ func TestResolve(t *testing.T) {
 		warnings []string
 	}{
 		{
-			name: "empty root becomes an object",
+			name: "empty tool parameters become an object",
+			opts: Options{Parameters: true},
 			in:   `{}`,
 			want: `{"type":"object"}`,
+		},
+		{
+			name: "an empty schema that is not a tool's parameters stays any value",
+			in:   `{}`,
+			want: `{}`,
+		},
+		{
+			// FastAPI's enum query parameter with a default.
+			name: "a wrapped reference keeps its type, enum and siblings",
+			in:   `{"allOf":[{"$ref":"#/$defs/Sort"}],"default":"name","$defs":{"Sort":{"title":"Sort","enum":["name","date"],"type":"string","description":"An enumeration."}}}`,
+			want: `{"default":"name","enum":["name","date"],"type":"string","title":"Sort","description":"An enumeration."}`,
+		},
+		{
+			name: "a wrapped reference as tool parameters is not forced to an object",
+			opts: Options{Parameters: true},
+			in:   `{"allOf":[{"$ref":"#/$defs/O"}],"$defs":{"O":{"type":"object","properties":{"a":{"type":"string"}}}}}`,
+			want: `{"type":"object","properties":{"a":{"type":"string"}}}`,
+		},
+		{
+			name: "oneOf with a discriminator requires the discriminator's const in each alternative",
+			in: `{"type":"object","properties":{"pet":{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"kind","mapping":{"c":"#/$defs/Cat","dog":"#/$defs/Dog"}}}},
+				"$defs":{"Cat":{"type":"object","properties":{"kind":{"type":"string","enum":["c"]},"lives":{"type":"integer"}}},
+				         "Dog":{"type":"object","properties":{"kind":{"type":"string"},"bark":{"type":"boolean"}},"required":["bark"]}}}`,
+			want: `{"type":"object","properties":{"pet":{"oneOf":[
+				{"type":"object","properties":{"kind":{"type":"string","const":"c"},"lives":{"type":"integer"}},"required":["kind"]},
+				{"type":"object","properties":{"kind":{"type":"string","const":"dog"},"bark":{"type":"boolean"}},"required":["bark","kind"]}]}}}`,
+		},
+		{
+			name: "a discriminator without mapping takes the alternative's single value, else its name",
+			in: `{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"kind"},
+				"$defs":{"Cat":{"type":"object","properties":{"kind":{"const":"cat"}}},"Dog":{"type":"object","properties":{"a":{"type":"string"}}}}}`,
+			want: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"cat"}},"required":["kind"]},
+				{"type":"object","properties":{"kind":{"type":"string","const":"Dog"},"a":{"type":"string"}},"required":["kind"]}]}`,
+		},
+		{
+			name: "example becomes examples",
+			in:   `{"type":"string","example":"x"}`,
+			want: `{"type":"string","examples":["x"]}`,
 		},
 		{
 			name: "raw keeps keywords and structure",
