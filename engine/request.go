@@ -311,14 +311,32 @@ func joinValues(v any, sep string, ex bool, esc func(string) string) string {
 	return esc(scalar(v))
 }
 
-// simpleStyle serializes a header or cookie value; cookie values are
-// percent-escaped so that they cannot end the cookie.
+// simpleStyle serializes a header or cookie value; in cookie values what
+// is not a cookie-octet is percent-escaped so that it cannot end the
+// cookie, and nothing else is: most servers (Starlette, Tomcat, net/http)
+// hand the value over without percent-decoding it.
 func simpleStyle(v any, ex, cookie bool) string {
 	esc := func(s string) string { return s }
 	if cookie {
-		esc = escapeQuery
+		esc = escapeCookie
 	}
 	return joinValues(v, ",", ex, esc)
+}
+
+// escapeCookie percent-escapes the bytes RFC 6265 keeps out of a cookie
+// value (controls, space, DQUOTE, comma, semicolon, backslash, non-ASCII)
+// and "%" itself.
+func escapeCookie(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\",;\\%", c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func explode(place plugins.ArgPlacement, def bool) bool {

@@ -133,7 +133,7 @@ func TestPlacement(t *testing.T) {
 		{"cookie", `{"name":"t","description":"d",
 		  "parameters":{"type":"object","properties":{"session":{"type":"string"},"lang":{"type":"string"}}},
 		  "execution":{"method":"GET","base_url":"%s/c","param_placement":"cookie"}}`,
-			`{"session":"a;b=c","lang":"zh"}`, nil, header("Cookie", "lang=zh; session=a%3Bb%3Dc")},
+			`{"session":"a;b=c d/字","lang":"zh"}`, nil, header("Cookie", "lang=zh; session=a%3Bb=c%20d/%E5%AD%97")},
 
 		// Bodies.
 		{"json object", bodyDoc("application/json", `"body"`), `{"a":1,"b":"x<y"}`, nil, body("application/json", `{"a":1,"b":"x<y"}`)},
