@@ -842,3 +842,20 @@ func TestExecutorPanic(t *testing.T) {
 		t.Errorf("step %+v, content %v", reply.Steps[0], contents)
 	}
 }
+
+// TestTextStaysText (issue 17, point 6): a text/plain or CSV answer reaches
+// the model's tool message as the text, not as a JSON string literal.
+func TestTextStaysText(t *testing.T) {
+	const csv = "key,total\n\"a\",1\n"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/csv")
+		io.WriteString(w, csv)
+	})
+	llm := openaitest.New(t)
+	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{call("c1", "report", `{"q":"x"}`)}}, openaitest.Turn{Content: "done"})
+	reply := newRunner(t, llm).Run(t.Context(), loop.Request{Messages: user("x"), Plugins: []*plugins.Plugin{echoPlugin(t, "report", up.URL)}}, nil)
+	wantStatus(t, reply, loop.StatusCompleted)
+	if _, contents := toolContents(reply); len(contents) != 1 || contents[0] != csv {
+		t.Errorf("tool message = %q, want the CSV text %q", contents, csv)
+	}
+}
