@@ -22,7 +22,10 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	   "keyword":{"type":"string"},
 	   "page":{"type":"integer","minimum":1},
 	   "sort":{"type":"string","enum":["asc","desc"]},
-	   "tag":{"type":"string","nullable":true}},
+	   "tag":{"type":"string","nullable":true},
+	   "code":{"type":"string","pattern":"^[0-9]+$"},
+	   "mail":{"type":"string","format":"email"},
+	   "mode":{"const":"fast"}},
 	  "required":["keyword"]},
 	 "execution":{"method":"GET","base_url":"%s/search"}}`
 	tests := []struct {
@@ -35,8 +38,11 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 		{"several fields", `{"keyword":"x","page":0,"sort":"up"}`, []string{`page must be at least 1; sort must be one of "asc", "desc"`}},
 		// Issue 17, point 5: an undeclared argument is named, not dropped.
 		{"unknown argument", `{"keyword":"x","bogus":1,"Authorization":"Bearer forged"}`, []string{
-			"Authorization is not a known argument (the known ones are keyword, page, sort, tag)",
+			"Authorization is not a known argument (the known ones are code, keyword, mail, mode, page, sort, tag)",
 			"bogus is not a known argument"}},
+		// Issue 17, point 9: the message (and so the record) quotes no value.
+		{"values not quoted", `{"keyword":"x","code":"secret-code-value","mail":"secret-mail-value","mode":"secret-mode-value"}`, []string{
+			"code must match the pattern ^[0-9]+$", `mode must be "fast"`}},
 		{"not JSON", `{"keyword":`, []string{"not valid JSON"}},
 		{"trailing text", `{"keyword":"x"} {}`, []string{"not valid JSON"}},
 		{"not an object", `["x"]`, []string{"must be a JSON object, got an array"}},
@@ -64,6 +70,9 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 			recs := h.flush(t)
 			if len(recs) != 1 || recs[0].Status != StatusRefused || recs[0].ErrorClass != CodeInvalidArguments {
 				t.Fatalf("records = %+v", recs)
+			}
+			if strings.Contains(recs[0].ErrorMessage, "secret") || strings.Contains(res.Error.Message, "secret") {
+				t.Errorf("an argument's value is quoted: %q", recs[0].ErrorMessage)
 			}
 		})
 	}

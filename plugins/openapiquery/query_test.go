@@ -162,8 +162,10 @@ func TestResponseSchemaFastAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameJSON(t, got.Responses["204"], `{"selectedContentType": null, "schema": {}}`)
-	// No application/json: the first type by the ranking (text, then by name).
-	sameJSON(t, got.Responses["default"], `{"selectedContentType": "text/html", "schema": {}}`)
+	// No application/json: the first type by the ranking (text, then by
+	// name); the others are listed with their schemas (issue 17, point 9).
+	sameJSON(t, got.Responses["default"], `{"selectedContentType": "text/html", "schema": {},
+		"otherContentTypes": {"text/plain": {"type": "string"}}}`)
 	if len(got.Responses) != 3 {
 		t.Errorf("responses %v, want 204, 422 and default", got.Responses)
 	}
@@ -352,5 +354,17 @@ func TestCallPlan(t *testing.T) {
 	_, err = y.CallPlan(PlanInput{OperationID: "createNode", Body: map[string]any{"value": "a", "children": []any{map[string]any{"value": "b"}}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallPlanOneOf (issue 17, point 2): build_call_plan keeps oneOf, so a
+// value that matches several alternatives, or none, is rejected.
+func TestCallPlanOneOf(t *testing.T) {
+	x := loadIndex(t, "testdata/oneof.yaml")
+	if _, err := x.CallPlan(PlanInput{OperationID: "adopt", Body: map[string]any{"pet": map[string]any{"name": "Tom"}}}); err == nil {
+		t.Error("a pet matching both alternatives was accepted")
+	}
+	if _, err := x.CallPlan(PlanInput{OperationID: "adopt", Body: map[string]any{"pet": map[string]any{"lives": 9.0}}}); err == nil {
+		t.Error("a pet matching no alternative was accepted")
 	}
 }
