@@ -36,6 +36,16 @@ type Options struct {
 	// SourceURL is where the document came from: relative server and
 	// token URLs are resolved against it.
 	SourceURL string
+
+	// Sync only (see Sync). Source names the import source explicitly
+	// (--source): its identity, instead of the location. Force re-imports
+	// a document that is unchanged. Rename gives plugins of operations
+	// already imported the names this conversion derives (new imports
+	// name machine-made operationIds by method and path); without it they
+	// keep theirs.
+	Source string `json:"-"`
+	Force  bool   `json:"-"`
+	Rename bool   `json:"-"`
 }
 
 // Operation is one converted operation.
