@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -508,11 +509,16 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		}
 		if mediaKind(ct) == "multipart" {
 			a.schema = fileArgument(ps)
+			// OpenAPI 3.1 says a file's type in the schema.
+			items, _ := ps["items"].(map[string]any)
+			a.place.ContentType = cmp.Or(str(ps["contentMediaType"]), str(items["contentMediaType"]))
 		}
 		if enc, ok := encoding[name].(map[string]any); ok {
 			switch mediaKind(ct) {
 			case "multipart":
-				a.place.ContentType, _ = enc["contentType"].(string)
+				if t, ok := enc["contentType"].(string); ok {
+					a.place.ContentType = t
+				}
 			case "form":
 				a.place.Style, _ = enc["style"].(string)
 				if ex, ok := enc["explode"].(bool); ok {
@@ -531,24 +537,57 @@ func (b *opBuilder) addBody(v any) (string, error) {
 }
 
 // fileArgument rewrites the schema of a multipart field that is a file
-// (format: binary, or base64 content: format byte or contentEncoding), or a
-// list of files, so that the LLM learns how to give one: its content as a
-// string (text, or base64 where the document says so), or an object with
-// the content and a filename. The engine sends each as a file part. Other
-// fields are returned as they are.
+// (format: binary, or OpenAPI 3.1's contentMediaType; base64 content:
+// format byte or contentEncoding base64), a list of files, or either made
+// nullable (pydantic 2's Optional[UploadFile]), so that the LLM learns how
+// to give one: its content as a string (text, or base64 where the
+// document says so), or an object with the content and a filename. The
+// engine sends each as a file part. Other fields are returned as they are.
 func fileArgument(s map[string]any) map[string]any {
-	if items, ok := s["items"].(map[string]any); ok && hasType(s, "array") {
-		if f, ok := fileSchema(items); ok {
-			out := maps.Clone(s)
-			out["items"] = f
-			return out
+	f, _ := asFile(s)
+	return f
+}
+
+// asFile is fileArgument's work; ok reports a file (or a list of them).
+func asFile(s map[string]any) (_ map[string]any, ok bool) {
+	if alts, isAlts := s["anyOf"].([]any); isAlts {
+		var file map[string]any
+		for _, a := range alts {
+			am, _ := a.(map[string]any)
+			switch {
+			case hasType(am, "null"):
+			case file == nil:
+				file = am
+			default:
+				return s, false // a real choice, not a nullable file
+			}
 		}
-		return s
+		f, ok := asFile(file)
+		if !ok {
+			return s, false
+		}
+		// Null is what omitting the argument sends anyway.
+		f = maps.Clone(f)
+		for _, k := range []string{"title", "description"} {
+			if v, has := s[k]; has {
+				f[k] = v
+			}
+		}
+		return f, true
+	}
+	if items, isList := s["items"].(map[string]any); isList && hasType(s, "array") {
+		f, ok := fileSchema(items)
+		if !ok {
+			return s, false
+		}
+		out := maps.Clone(s)
+		out["items"] = f
+		return out, true
 	}
 	if f, ok := fileSchema(s); ok {
-		return f
+		return f, true
 	}
-	return s
+	return s, false
 }
 
 // fileSchema is the argument schema of one file, if s describes one. The
@@ -557,7 +596,7 @@ func fileArgument(s map[string]any) map[string]any {
 func fileSchema(s map[string]any) (map[string]any, bool) {
 	format := str(s["format"])
 	base64 := format == "byte" || s["contentEncoding"] == "base64"
-	if format != "binary" && !base64 {
+	if format != "binary" && !base64 && s["contentMediaType"] == nil {
 		return nil, false
 	}
 	content := "The file's content as text."

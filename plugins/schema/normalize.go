@@ -216,6 +216,8 @@ func (r *resolver) strict(s map[string]any) map[string]any {
 	delete(s, "maxLength")
 	delete(s, "default")
 	delete(s, "examples")
+	delete(s, "contentEncoding")
+	delete(s, "contentMediaType")
 	if alts, ok := s["oneOf"]; ok {
 		// Strict mode knows anyOf only.
 		delete(s, "oneOf")

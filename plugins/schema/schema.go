@@ -15,7 +15,9 @@
 //	type, properties, required, additionalProperties, items, anyOf, oneOf,
 //	enum, const, description, title, default, examples, format,
 //	pattern, minLength, maxLength, minimum, maximum,
-//	exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems
+//	exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems,
+//	contentEncoding, contentMediaType (they say a string is a file, or
+//	its base64)
 //
 // and rewrites these:
 //
@@ -45,9 +47,10 @@
 // externalDocs, deprecated, x-* extensions, $schema, $id, $comment, $defs,
 // definitions, not, if/then/else, patternProperties, propertyNames,
 // prefixItems, contains, uniqueItems, minProperties, maxProperties,
-// dependent*, unevaluated*, content* and any unknown keyword.
+// dependent*, unevaluated*, contentSchema and any unknown keyword.
 //
-// [Options.Strict] additionally drops minLength, maxLength, default and
+// [Options.Strict] additionally drops minLength, maxLength, default,
+// examples, contentEncoding, contentMediaType and
 // formats outside date-time, time, date, duration, email, hostname, ipv4,
 // ipv6 and uuid, which OpenAI's strict mode rejects; gives every object
 // additionalProperties: false and lists all its properties in required,
@@ -313,7 +316,7 @@ var normalizedKeywords = set(
 	"type", "enum", "const", "description", "title", "default", "examples", "required", "nullable",
 	"format", "pattern", "minLength", "maxLength",
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-	"minItems", "maxItems",
+	"minItems", "maxItems", "contentEncoding", "contentMediaType",
 )
 
 func (r *resolver) object(m map[string]any) (map[string]any, flags) {
