@@ -19,7 +19,6 @@ type schemaInfo struct {
 	// false), so undeclared arguments are sent; without them an undeclared
 	// argument is an error.
 	extras bool
-	closed bool // additionalProperties: false: the validator names extras
 }
 
 // propInfo says how a multipart field is sent: as a file part when its
@@ -74,7 +73,6 @@ func schemaOf(p *plugins.Plugin) (*schemaInfo, error) {
 	info = &schemaInfo{
 		props:  make(map[string]propInfo, len(doc.Properties)),
 		extras: len(doc.PatternProperties) > 0 || (len(doc.AdditionalProperties) > 0 && string(bytes.TrimSpace(doc.AdditionalProperties)) != "false"),
-		closed: string(bytes.TrimSpace(doc.AdditionalProperties)) == "false",
 	}
 	for name, p := range doc.Properties {
 		pi, items := p.info(), p.Items.info()

@@ -251,7 +251,13 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	maps.Copy(args, p.FixedParams)
 	maps.Copy(args, call.FixedParams)
 	errs := unknownArguments(args, schema, p, call)
-	if errs = append(errs, p.ValidateArguments(args)...); len(errs) > 0 {
+	for _, fe := range p.ValidateArguments(args) {
+		// additionalProperties: false says it too; once, with the known ones, is enough.
+		if !slices.ContainsFunc(errs, func(u plugins.FieldError) bool { return u.Field == fe.Field }) {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
 		return nil, invalidArguments(errs)
 	}
 	required, keys := credentialKeys(p)
@@ -285,12 +291,11 @@ func isFixed(name string, p *plugins.Plugin, call Call) bool {
 }
 
 // unknownArguments reports the arguments the schema does not declare
-// (nor the platform fixed), unless it admits extras (additionalProperties):
-// an LLM cannot invent a header or query parameter, and a misspelt
-// argument is said, not dropped. An explicit additionalProperties: false
-// is the validator's to report.
+// (nor the platform fixed), unless it admits extras (additionalProperties
+// other than false): an LLM cannot invent a header or query parameter, and
+// a misspelt argument is said, not dropped.
 func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin, call Call) []plugins.FieldError {
-	if schema.extras || schema.closed {
+	if schema.extras {
 		return nil
 	}
 	var unknown []string

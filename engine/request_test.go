@@ -90,6 +90,20 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	})
 }
 
+// TestUnknownArgumentClosedSchema: with additionalProperties false, an
+// unknown argument is said once, with the known ones.
+func TestUnknownArgumentClosedSchema(t *testing.T) {
+	up := newUpstream(t, nil)
+	h := newHarness(t)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	 "parameters":{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false},
+	 "execution":{"method":"GET","base_url":"%s/c"}}`, up.URL)
+	res, err := h.call(t, p, `{"q":"x","bogus":1}`, nil)
+	if err == nil || res.Error == nil || res.Error.Message != "invalid arguments: bogus is not a known argument (the known ones are q)" {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+}
+
 // Issue 3, point 2: every argument lands where the plugin says, escaped
 // for that place; asserted on the raw request the server received.
 func TestPlacement(t *testing.T) {
