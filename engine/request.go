@@ -123,7 +123,7 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			}
 			s := simpleStyle(v, explode(place, false), false)
 			if i := strings.IndexFunc(s, isCTL); i >= 0 {
-				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: a header value must not contain control characters (CR, LF, NUL...): found %q", name, s[i])
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not contain control characters (CR, LF, NUL...), as it goes in a header: found %q", name, s[i])
 			}
 			o.header.Set(wire, s)
 		case plugins.InCookie:
@@ -189,7 +189,7 @@ func buildURL(base string, path map[string]string, query string) (string, error)
 		name := s[i+1 : i+j]
 		v, ok := path[name]
 		if !ok {
-			return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+			return "", refuse(CodeInvalidArguments, "invalid arguments: %s is required (it fills the URL path)", name)
 		}
 		b.WriteString(s[:i])
 		b.WriteString(v)
@@ -241,7 +241,7 @@ func origin(base string) string {
 // matrix) with each value escaped so that it stays inside one segment.
 func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 	if v == nil {
-		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s is required (it fills the URL path)", name)
 	}
 	ex := explode(place, false)
 	var s string
@@ -258,7 +258,7 @@ func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 		s = joinValues(v, ",", ex, escapeSegment)
 	}
 	if s == "" {
-		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: must not be empty (it fills a URL path segment)", name)
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s must not be empty (it fills a URL path segment)", name)
 	}
 	return s, nil
 }
@@ -571,7 +571,7 @@ func fieldBytes(f bodyField) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: not valid base64", f.wire)
+	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must be base64 (it is a file's content)", f.wire)
 }
 
 var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "%0D", "\n", "%0A")
