@@ -120,11 +120,12 @@ func refuse(code, format string, args ...any) *RefusedError {
 }
 
 // Prepared is a call ready for an Invoker: arguments decoded, completed
-// with fixed params and defaults, validated; credentials resolved.
+// with fixed params (not with schema defaults: those are the API's),
+// checked against the schema; credentials resolved.
 type Prepared struct {
 	Plugin *plugins.Plugin
-	// Arguments are read-only: their values may be shared with cached
-	// schema defaults.
+	// Arguments are read-only: their values may be shared with the fixed
+	// params.
 	Arguments   map[string]any
 	Credentials map[string]string
 	UserID      int64
