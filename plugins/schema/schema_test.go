@@ -357,3 +357,29 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// ForLLM shows oneOf as anyOf everywhere, leaves the input alone and
+// shares what it does not change.
+func TestForLLM(t *testing.T) {
+	in := decode(t, `{"type":"object","properties":{
+		"pet":{"oneOf":[{"type":"string"},{"type":"object","properties":{"x":{"oneOf":[{"type":"integer"}]}}}]},
+		"both":{"anyOf":[{"type":"string"}],"oneOf":[{"type":"integer"}]},
+		"plain":{"type":"string"}}}`)
+	before := encode(t, in)
+	got := ForLLM(in).(map[string]any)
+	want := `{"type":"object","properties":{
+		"pet":{"anyOf":[{"type":"string"},{"type":"object","properties":{"x":{"anyOf":[{"type":"integer"}]}}}]},
+		"both":{"anyOf":[{"type":"string"}]},
+		"plain":{"type":"string"}}}`
+	if g, w := encode(t, got), encode(t, decode(t, want)); g != w {
+		t.Errorf("ForLLM\n got %s\nwant %s", g, w)
+	}
+	if encode(t, in) != before {
+		t.Error("ForLLM modified its input")
+	}
+	plain := in["properties"].(map[string]any)["plain"].(map[string]any)
+	plain["marker"] = true
+	if got["properties"].(map[string]any)["plain"].(map[string]any)["marker"] != true {
+		t.Error("an unchanged part was copied, not shared")
+	}
+}
