@@ -121,11 +121,12 @@ func refuse(code, format string, args ...any) *RefusedError {
 }
 
 // Prepared is a call ready for an Invoker: arguments decoded, completed
-// with fixed params and defaults, validated; credentials resolved.
+// with fixed params (not with schema defaults: those are the API's),
+// checked against the schema; credentials resolved.
 type Prepared struct {
 	Plugin *plugins.Plugin
-	// Arguments are read-only: their values may be shared with cached
-	// schema defaults.
+	// Arguments are read-only: their values may be shared with the fixed
+	// params.
 	Arguments   map[string]any
 	Credentials map[string]string
 	UserID      int64
@@ -274,20 +275,19 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		return nil, refused
 	}
 	p.StripOmitted(args)
+	// What the LLM did not give is not sent: a schema's default describes
+	// what the API does without the value (fixed_params force one).
 	maps.Copy(args, p.FixedParams)
 	maps.Copy(args, call.FixedParams)
-	schema.applyDefaults(p, args)
-	if errs := p.ValidateArguments(args); len(errs) > 0 {
-		return nil, invalidArguments(errs)
-	}
-	if !schema.extras {
-		// Only what the schema declares (and the platform fixed) is sent:
-		// an LLM cannot invent a header or query parameter.
-		for name := range args {
-			if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
-				delete(args, name)
-			}
+	errs := unknownArguments(args, schema, p, call)
+	for _, fe := range p.ValidateArguments(args) {
+		// additionalProperties: false says it too; once, with the known ones, is enough.
+		if !slices.ContainsFunc(errs, func(u plugins.FieldError) bool { return u.Field == fe.Field }) {
+			errs = append(errs, fe)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, invalidArguments(errs)
 	}
 	required, keys := credentialKeys(p)
 	creds, err := e.resolveCredentials(ctx, call, keys)
@@ -319,10 +319,46 @@ func isFixed(name string, p *plugins.Plugin, call Call) bool {
 	return a || b
 }
 
+// unknownArguments reports the arguments the schema does not declare
+// (nor the platform fixed), unless it admits extras (additionalProperties
+// other than false): an LLM cannot invent a header or query parameter, and
+// a misspelt argument is said, not dropped.
+func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin, call Call) []plugins.FieldError {
+	if schema.extras {
+		return nil
+	}
+	var unknown []string
+	for name := range args {
+		if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	var known []string
+	for name := range schema.props {
+		if !isFixed(name, p, call) {
+			known = append(known, name)
+		}
+	}
+	slices.Sort(known)
+	hint := "this tool takes no arguments"
+	if len(known) > 0 {
+		hint = "the known ones are " + strings.Join(known, ", ")
+	}
+	errs := make([]plugins.FieldError, len(unknown))
+	for i, name := range unknown {
+		errs[i] = plugins.FieldError{Field: name, Message: "is not a known argument (" + hint + ")"}
+	}
+	return errs
+}
+
 func invalidArguments(errs []plugins.FieldError) *RefusedError {
 	msgs := make([]string, len(errs))
 	for i, fe := range errs {
-		msgs[i] = fe.Error()
+		msgs[i] = fe.Sentence()
 	}
 	return &RefusedError{ToolError{
 		Code:    CodeInvalidArguments,

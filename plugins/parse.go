@@ -28,6 +28,15 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Sentence reads an argument error as a person says it:
+// "quantity must be greater than 0".
+func (e FieldError) Sentence() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + " " + e.Message
+}
+
 func (e FieldError) Error() string {
 	if e.Field == "" {
 		return e.Message

@@ -134,7 +134,7 @@ func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}
-	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth)})
+	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth), Parameters: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}

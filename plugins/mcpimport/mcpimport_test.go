@@ -65,6 +65,22 @@ func TestParametersSchema(t *testing.T) {
 	}
 }
 
+// TestParametersEmptyAndWrapped: an MCP tool's empty inputSchema becomes an
+// object, the only place where a type is forced; nested schemas keep theirs.
+func TestParametersEmptyAndWrapped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`: `{"type":"object"}`,
+		`{"type":"object","properties":{"sort":{"allOf":[{"$ref":"#/$defs/Sort"}],"default":"name"}},"$defs":{"Sort":{"enum":["name","date"],"type":"string"}}}`: `{"properties":{"sort":{"default":"name","enum":["name","date"],"type":"string"}},"type":"object"}`,
+	} {
+		var v any
+		json.Unmarshal([]byte(in), &v)
+		got, _, err := mcpimport.Parameters(v, 0)
+		if err != nil || string(got) != want {
+			t.Errorf("Parameters(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
+
 func listTools(t *testing.T, up *mcptest.Server, rows ...*store.MCPServer) []*sdk.Tool {
 	t.Helper()
 	st := testdb.Open(t, store.DialectSQLite)
