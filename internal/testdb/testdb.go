@@ -42,6 +42,19 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 // when the server is unreachable.
 func Open(t testing.TB, kind string) *store.Store {
 	t.Helper()
+	s := Unmigrated(t, kind)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return s
+}
+
+// Unmigrated is Open without the migrations: an empty database, for tests
+// of what happens before `blindexec migrate`.
+func Unmigrated(t testing.TB, kind string) *store.Store {
+	t.Helper()
 	var dsn string
 	switch kind {
 	case store.DialectSQLite:
@@ -58,9 +71,6 @@ func Open(t testing.TB, kind string) *store.Store {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("testdb: %v", err)
-	}
 	return s
 }
 
