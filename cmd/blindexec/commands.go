@@ -30,7 +30,7 @@ func serveCmd(cfg *config) *cobra.Command {
 	var noMigrate bool
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP server (migrates the database first unless --no-migrate)",
+		Short: "Run the HTTP API and the MCP endpoints (migrates the database first unless --no-migrate)",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -39,7 +39,11 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
-			parts, err := cfg.engine(ctx, !noMigrate, log)
+			sch := schemaMigrate
+			if noMigrate {
+				sch = schemaAsIs
+			}
+			parts, err := cfg.engine(ctx, sch, log)
 			if err != nil {
 				return err
 			}
@@ -52,12 +56,11 @@ func serveCmd(cfg *config) *cobra.Command {
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
-				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
-					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
+				MCP:        &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio},
 				Runner:     cfg.runner(parts.executor, log),
-				CatalogTTL: envDuration("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second),
+				CatalogTTL: cfg.catalogTTL,
 			}
-			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
+			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -74,7 +77,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			return hs.Shutdown(shut)
 		},
 	}
-	cmd.Flags().BoolVar(&noMigrate, "no-migrate", os.Getenv("BLINDEXEC_NO_MIGRATE") != "", "do not migrate the database at start (BLINDEXEC_NO_MIGRATE)")
+	cmd.Flags().BoolVar(&noMigrate, "no-migrate", cfg.noMigrate, "do not migrate the database at start; /readyz answers 503 until it is (BLINDEXEC_NO_MIGRATE: true or false)")
 	return cmd
 }
 
@@ -84,7 +87,7 @@ func migrateCmd(cfg *config) *cobra.Command {
 		Short: "Bring the database schema up to date",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := cfg.openStore(cmd.Context(), true)
+			st, err := cfg.openStore(cmd.Context(), schemaMigrate)
 			if err != nil {
 				return err
 			}
@@ -96,7 +99,7 @@ func migrateCmd(cfg *config) *cobra.Command {
 }
 
 func pluginCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{Use: "plugin", Short: "Manage the plugin catalog (sys_ai_plugin)"}
+	cmd := &cobra.Command{Use: "plugin", Short: "Manage the plugin catalog: the tools the engine can execute"}
 	var replace bool
 	add := &cobra.Command{
 		Use:   "add FILE",
@@ -418,7 +421,7 @@ func execCmd(cfg *config) *cobra.Command {
 				}
 			}
 			log := cfg.logger()
-			parts, err := cfg.engine(cmd.Context(), true, log)
+			parts, err := cfg.engine(cmd.Context(), schemaRequire, log)
 			if err != nil {
 				return err
 			}
@@ -471,7 +474,7 @@ func toolErrorLine(res *engine.Result) string {
 }
 
 func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.Store) error) error {
-	st, err := cfg.openStore(cmd.Context(), true)
+	st, err := cfg.openStore(cmd.Context(), schemaRequire)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -17,26 +18,39 @@ import (
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
-// config is every setting: a flag each, with its BLINDEXEC_ environment
-// variable as the default. The README's configuration table lists them.
+// config is every setting: a flag each where one makes sense, with its
+// BLINDEXEC_ variable (read strictly by internal/settings) as the default.
+// The README's configuration table lists them.
 type config struct {
-	db           string
-	masterKey    string
-	oldKeys      string
-	adminToken   string
-	serviceToken string
-	addr         string
-	egressAllow  string
-	maxTimeout   time.Duration
-	credCacheTTL time.Duration
-	logLevel     string
-	llmBaseURL   string
-	llmAPIKey    string
-	llmModel     string
+	db              string
+	masterKey       string
+	oldKeys         string
+	adminToken      string
+	serviceToken    string
+	addr            string
+	egressAllow     string
+	maxTimeout      time.Duration
+	credCacheTTL    time.Duration
+	catalogTTL      time.Duration
+	logLevel        string
+	llmBaseURL      string
+	llmAPIKey       string
+	llmModel        string
+	noMigrate       bool
+	publicURL       string
+	mcpAllowStdio   bool
+	mcpUser         int64
+	openapiBaseURL  string
+	openapiSpec     string
+	openapiCacheTTL time.Duration
+	// settings is where the values came from, for messages that name it.
+	settings *settings.Source
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
 	llmHTTP *http.Client
 	// dial, when set, is what the egress dialer dials with after its
@@ -44,43 +58,34 @@ type config struct {
 	dial egress.DialFunc
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return def
-	}
-	if ms, err := strconv.Atoi(v); err == nil {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return d
-	}
-	return def
-}
-
-func (c *config) bind(root *cobra.Command) {
+// bind reads every setting from src and declares the global flags; a bad
+// value is left in src.Err().
+func (c *config) bind(root *cobra.Command, src *settings.Source) {
+	c.settings = src
 	f := root.PersistentFlags()
-	f.StringVar(&c.db, "db", env("BLINDEXEC_DB", "sqlite:blindexec.db"), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
-	f.StringVar(&c.egressAllow, "egress-allow", env("BLINDEXEC_EGRESS_ALLOW", ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
-	f.DurationVar(&c.maxTimeout, "max-timeout", envDuration("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout (BLINDEXEC_MAX_TIMEOUT_MS, milliseconds)")
-	f.DurationVar(&c.credCacheTTL, "credential-cache-ttl", envDuration("BLINDEXEC_CREDENTIAL_CACHE_TTL_MS", 10*time.Second), "how long resolved stored credentials stay in memory; 0 disables (BLINDEXEC_CREDENTIAL_CACHE_TTL_MS, milliseconds)")
-	f.StringVar(&c.logLevel, "log-level", env("BLINDEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
-	// Secrets come from the environment only: a flag would show in ps.
-	c.masterKey = os.Getenv("BLINDEXEC_MASTER_KEY")
-	c.oldKeys = os.Getenv("BLINDEXEC_MASTER_KEYS_OLD")
-	c.adminToken = os.Getenv("BLINDEXEC_ADMIN_TOKEN")
-	c.serviceToken = os.Getenv("BLINDEXEC_SERVICE_TOKEN")
-	c.addr = env("BLINDEXEC_ADDR", "127.0.0.1:8080")
-	c.llmBaseURL = os.Getenv("BLINDEXEC_LLM_BASE_URL")
-	c.llmAPIKey = os.Getenv("BLINDEXEC_LLM_API_KEY")
-	c.llmModel = os.Getenv("BLINDEXEC_LLM_MODEL")
+	f.StringVar(&c.db, "db", src.String("BLINDEXEC_DB", store.DefaultDSN), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
+	f.DurationVar(&c.maxTimeout, "max-timeout", src.Millis("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
+	f.DurationVar(&c.credCacheTTL, "credential-cache-ttl", src.Millis("BLINDEXEC_CREDENTIAL_CACHE_TTL_MS", 10*time.Second), "how long resolved stored credentials stay in memory, e.g. 10s; 0 disables (BLINDEXEC_CREDENTIAL_CACHE_TTL_MS, in milliseconds)")
+	f.StringVar(&c.logLevel, "log-level", src.OneOf("BLINDEXEC_LOG_LEVEL", "info", "debug", "info", "warn", "error"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
+	// Secrets come from the environment or the env file only: a flag
+	// would show in ps.
+	c.masterKey = src.String("BLINDEXEC_MASTER_KEY", "")
+	c.oldKeys = src.String("BLINDEXEC_MASTER_KEYS_OLD", "")
+	c.adminToken = src.String("BLINDEXEC_ADMIN_TOKEN", "")
+	c.serviceToken = src.String("BLINDEXEC_SERVICE_TOKEN", "")
+	c.addr = src.String("BLINDEXEC_ADDR", "127.0.0.1:8080")
+	c.llmBaseURL = src.String("BLINDEXEC_LLM_BASE_URL", "")
+	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
+	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
+	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
+	c.catalogTTL = src.Millis("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second)
+	c.publicURL = src.String("BLINDEXEC_PUBLIC_URL", "")
+	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
+	c.mcpUser = src.Int(mcpserver.EnvUser, 0, 0)
+	c.openapiBaseURL = src.String("BLINDEXEC_OPENAPI_BASE_URL", "")
+	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
+	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 }
 
 func (c *config) logger() *slog.Logger {
@@ -91,18 +96,42 @@ func (c *config) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 }
 
-// openStore opens the database and, when migrate is set, brings its schema
-// up to date.
-func (c *config) openStore(ctx context.Context, migrate bool) (*store.Store, error) {
+// schema says what opening the database does about its schema.
+type schema int
+
+const (
+	// schemaRequire refuses a database that lacks migrations: every
+	// command but migrate and serve (which never migrate behind the
+	// operator's back).
+	schemaRequire schema = iota
+	// schemaMigrate applies the pending migrations: migrate, and serve
+	// unless told not to.
+	schemaMigrate
+	// schemaAsIs opens the database whatever its schema (serve
+	// --no-migrate, whose /readyz then says it is not ready).
+	schemaAsIs
+)
+
+// errRunMigrate is the advice of a command refused an unmigrated database.
+const errRunMigrate = "run `blindexec migrate` first (or start `blindexec serve`, which migrates)"
+
+// openStore opens the database and handles its schema as told.
+func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error) {
 	st, err := store.Open(ctx, c.db)
 	if err != nil {
 		return nil, err
 	}
-	if migrate {
-		if err := st.Migrate(ctx); err != nil {
-			st.Close()
-			return nil, err
+	switch sch {
+	case schemaMigrate:
+		err = st.Migrate(ctx)
+	case schemaRequire:
+		if err = st.CheckMigrated(ctx); errors.Is(err, store.ErrNotMigrated) {
+			err = fmt.Errorf("%w: %s", err, errRunMigrate)
 		}
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
 	}
 	return st, nil
 }
@@ -127,12 +156,12 @@ type engineParts struct {
 	mcp      *enginemcp.Manager
 }
 
-func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
+func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
 	client, err := c.egressClient()
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.openStore(ctx, migrate)
+	st, err := c.openStore(ctx, sch)
 	if err != nil {
 		return nil, err
 	}

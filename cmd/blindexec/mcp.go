@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -136,7 +134,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			parts, err := cfg.engine(ctx, true, cfg.logger())
+			parts, err := cfg.engine(ctx, schemaRequire, cfg.logger())
 			if err != nil {
 				return err
 			}
@@ -205,22 +203,14 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			if !stdio {
 				return usagef("mcp serve: only --stdio is offered here; `blindexec serve` serves /mcp over HTTP")
 			}
-			var user int64
-			if v := os.Getenv(mcpserver.EnvUser); v != "" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 0 {
-					return usagef("%s: %q is not a user id", mcpserver.EnvUser, v)
-				}
-				user = n
-			}
 			// stdout carries the protocol: logs go to stderr only.
 			log := cfg.logger()
-			parts, err := cfg.engine(cmd.Context(), true, log)
+			parts, err := cfg.engine(cmd.Context(), schemaRequire, log)
 			if err != nil {
 				return err
 			}
 			defer parts.close()
-			return mcpserver.ServeStdio(cmd.Context(), mcpserver.StoreCatalog{Store: parts.store}, parts.executor, user, log)
+			return mcpserver.ServeStdio(cmd.Context(), mcpserver.StoreCatalog{Store: parts.store}, parts.executor, cfg.mcpUser, log)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

@@ -42,21 +42,22 @@ type Source struct {
 }
 
 // Load reads the settings of a process whose environment lookup is given
-// (os.LookupEnv). The env file is the one BLINDEXEC_ENV_FILE names (it
-// must exist), else blindexec.env in the working directory when there is
-// one. The environment wins over the file: a variable set in both takes
-// the environment's value.
+// (os.LookupEnv). The env file is the one BLINDEXEC_ENV_FILE names, else
+// blindexec.env in the working directory when there is one. The
+// environment wins over the file: a variable set in both takes the
+// environment's value. A named file that does not exist is a bad setting
+// (in Err), so that `blindexec init` can still create it; a file that
+// exists but does not parse is an error.
 func Load(lookup func(string) (string, bool)) (*Source, error) {
 	s := &Source{lookup: lookup}
-	path, named := lookup(EnvFileVar)
-	named = named && path != ""
-	if !named {
-		path = DefaultEnvFile
-	}
+	path, named := EnvFilePath(lookup)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 	case errors.Is(err, os.ErrNotExist) && !named:
+		return s, nil
+	case errors.Is(err, os.ErrNotExist):
+		s.fail(EnvFileVar, path, "the environment", "an existing env file (`blindexec init` creates one)")
 		return s, nil
 	default:
 		return nil, fmt.Errorf("%s: %w", EnvFileVar, err)
@@ -67,6 +68,15 @@ func Load(lookup func(string) (string, bool)) (*Source, error) {
 	}
 	s.file = f
 	return s, nil
+}
+
+// EnvFilePath is the env file of a process whose environment lookup is
+// given: BLINDEXEC_ENV_FILE (named is then true), else blindexec.env.
+func EnvFilePath(lookup func(string) (string, bool)) (path string, named bool) {
+	if p, ok := lookup(EnvFileVar); ok && p != "" {
+		return p, true
+	}
+	return DefaultEnvFile, false
 }
 
 // FromEnv is a Source over the environment only, without an env file
@@ -85,6 +95,9 @@ func (s *Source) EnvFile() string {
 
 // Err joins the errors of every bad value read so far, or is nil.
 func (s *Source) Err() error { return errors.Join(s.errs...) }
+
+// Errs are the errors Err joins, each an *Error.
+func (s *Source) Errs() []error { return s.errs }
 
 // raw is the value of name and where it came from; an empty value counts
 // as unset (as compose files write ${X:-}).

@@ -89,8 +89,14 @@ func TestEnvFileLookupAndPrecedence(t *testing.T) {
 	if err != nil || s.String("BLINDEXEC_A", "") != "other" || s.EnvFile() != other {
 		t.Fatalf("BLINDEXEC_ENV_FILE: %v %q", err, s.EnvFile())
 	}
-	if _, err := Load(env(map[string]string{EnvFileVar: filepath.Join(dir, "missing.env")})); err == nil || !strings.Contains(err.Error(), EnvFileVar) {
-		t.Fatalf("a missing named file must be an error naming %s: %v", EnvFileVar, err)
+	s, err = Load(env(map[string]string{EnvFileVar: filepath.Join(dir, "missing.env")}))
+	if err != nil || s.Err() == nil || !strings.Contains(s.Err().Error(), EnvFileVar) {
+		t.Fatalf("a missing named file must be a bad setting naming %s: %v %v", EnvFileVar, err, s.Err())
+	}
+	// One that exists but does not parse stops at once.
+	os.WriteFile(other, []byte("nonsense\n"), 0o600)
+	if _, err := Load(env(map[string]string{EnvFileVar: other})); err == nil || !strings.Contains(err.Error(), "other.env:1") {
+		t.Fatalf("a broken file: %v", err)
 	}
 }
 
