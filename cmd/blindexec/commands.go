@@ -226,7 +226,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
 				if err := cs.Set(ctx, user, args[1], value, "cli"); err != nil {
 					return err
 				}
@@ -242,7 +242,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
 				list, err := cs.List(ctx, user)
 				if err != nil {
 					return err
@@ -263,7 +263,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
 				if err := cs.Delete(ctx, user, args[1]); err != nil {
 					return err
 				}
@@ -275,7 +275,7 @@ func credCmd(cfg *config) *cobra.Command {
 	rotate := &cobra.Command{
 		Use: "rotate", Short: "Re-encrypt every credential under the newest master key", Args: argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
 				n, err := cs.Rotate(ctx)
 				if err != nil {
 					return err
@@ -482,9 +482,9 @@ func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.
 	return fn(cmd.Context(), st)
 }
 
-func withCreds(cmd *cobra.Command, cfg *config, fn func(context.Context, *auth.CredentialService) error) error {
+func withCreds(cmd *cobra.Command, cfg *config, check keyCheck, fn func(context.Context, *auth.CredentialService) error) error {
 	return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-		cs, err := cfg.credentials(st)
+		cs, err := cfg.credentials(ctx, st, check)
 		if err != nil {
 			return err
 		}

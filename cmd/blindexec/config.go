@@ -136,14 +136,43 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	return st, nil
 }
 
-func (c *config) credentials(st *store.Store) (*auth.CredentialService, error) {
+// keyCheck says what opening the credential service checks of the keys.
+type keyCheck int
+
+const (
+	// keysVerify refuses keys that cannot decrypt what the database holds
+	// (auth.CheckKeys).
+	keysVerify keyCheck = iota
+	// keysRecord verifies, and keeps a key check for a master key the
+	// database has not seen: serve and the commands that write credentials.
+	keysRecord
+	// keysUnchecked skips the check: serve --no-migrate on a database
+	// without the key check table.
+	keysUnchecked
+)
+
+// credentials is the credential service over st, its keys checked as told.
+func (c *config) credentials(ctx context.Context, st *store.Store, check keyCheck) (*auth.CredentialService, error) {
 	kr, err := auth.ParseKeyring(c.masterKey, c.oldKeys)
 	if err != nil {
 		return nil, err
 	}
+	if check == keysUnchecked {
+		return c.credentialService(st, kr), nil
+	}
+	if err := auth.CheckKeys(ctx, st, kr, check == keysRecord); err != nil {
+		if origin := c.settings.Origin("BLINDEXEC_MASTER_KEY"); origin != "" {
+			err = fmt.Errorf("%w (BLINDEXEC_MASTER_KEY from %s)", err, origin)
+		}
+		return nil, err
+	}
+	return c.credentialService(st, kr), nil
+}
+
+func (c *config) credentialService(st *store.Store, kr *auth.Keyring) *auth.CredentialService {
 	cs := auth.NewCredentialService(st, kr)
 	cs.CacheTTL = c.credCacheTTL
-	return cs, nil
+	return cs
 }
 
 // engineParts are the runtime pieces shared by serve and exec.
@@ -165,7 +194,17 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	if err != nil {
 		return nil, err
 	}
-	creds, err := c.credentials(st)
+	// serve records its key; the other commands only check. A database
+	// serve was told not to migrate may lack the key check table.
+	check := keysVerify
+	switch {
+	case sch == schemaAsIs && st.CheckMigrated(ctx) != nil:
+		log.Warn("the database schema is not up to date: the master key is not checked against it (run `blindexec migrate`)")
+		check = keysUnchecked
+	case sch != schemaRequire:
+		check = keysRecord
+	}
+	creds, err := c.credentials(ctx, st, check)
 	if err != nil {
 		st.Close()
 		return nil, err

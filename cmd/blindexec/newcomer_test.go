@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +222,28 @@ func TestOpenAPIBaseURLTrusted(t *testing.T) {
 	}
 	if _, err := client.Get(srv.URL); err == nil || !strings.Contains(err.Error(), "egress") {
 		t.Fatalf("another loopback host must stay refused: %v", err)
+	}
+}
+
+// TestWrongMasterKeyRefused: a command run with another master key than
+// the one the database's credentials were stored with stops, saying so,
+// instead of failing on the first credential read.
+func TestWrongMasterKeyRefused(t *testing.T) {
+	c := newCLI(t)
+	if code, _, errs := c.run("sk-0123456789abcdef", "cred", "set", "7", "QCC_KEY"); code != 0 {
+		t.Fatalf("cred set: %d %q", code, errs)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("BLINDEXEC_MASTER_KEY", base64.StdEncoding.EncodeToString(key))
+	for _, args := range [][]string{
+		{"cred", "list", "7"},
+		{"cred", "set", "7", "OTHER"},
+		{"exec", "nothing", "--args", "{}"},
+	} {
+		code, _, errs := c.run("v", args...)
+		if code != 1 || !strings.Contains(errs, "cannot decrypt this database's credentials") || !strings.Contains(errs, "from the environment") {
+			t.Errorf("%v with another key: %d %q", args, code, errs)
+		}
 	}
 }
