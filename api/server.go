@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,8 +48,14 @@ type Server struct {
 	// CatalogTTL keeps catalog plugins in memory this long for the runtime
 	// routes (0: read the row on every call).
 	CatalogTTL time.Duration
+	// Version is the engine's version, shown by /healthz so that a caller
+	// knows which payload fields it accepts.
+	Version string
 
 	catalog catalogCache
+	// migrated is set once /readyz has seen the schema up to date: a
+	// schema is not unmigrated behind a running engine.
+	migrated atomic.Bool
 }
 
 // maxBody bounds every request body the API reads.
@@ -61,7 +68,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Registry != nil {
@@ -111,6 +118,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
 		return
 	}
+	if !s.migrated.Load() {
+		if err := s.Store.CheckMigrated(ctx); err != nil {
+			msg := "database schema check failed"
+			if errors.Is(err, store.ErrNotMigrated) {
+				msg = err.Error() + ": run `blindexec migrate`"
+			}
+			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
+			return
+		}
+		s.migrated.Store(true)
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
@@ -136,11 +154,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads a JSON body into v; a malformed body answers 400 with
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readBody(w, r)
+	return ok && decodeBytes(w, body, v)
+}
+
+// decodeStrict is decodeBody for the runtime payloads, whose fields are
+// versioned (see the README's payload rules): a field the engine does not
+// know answers 400 unknown_field naming it, rather than being ignored.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readBody(w, r)
+	if !ok {
+		return false
+	}
+	if field, accepted := unknownField(body, reflect.TypeOf(v).Elem(), ""); field != "" {
+		writeError(w, http.StatusBadRequest, "unknown_field",
+			fmt.Sprintf("%s: unknown field (this engine accepts %s)", field, strings.Join(accepted, ", ")),
+			map[string]any{"field": field, "accepted": accepted})
+		return false
+	}
+	return decodeBytes(w, body, v)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
-		return false
+		return nil, false
 	}
+	return body, true
+}
+
+func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return true
 	}

@@ -59,6 +59,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				MCP:        &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio},
 				Runner:     cfg.runner(parts.executor, log),
 				CatalogTTL: cfg.catalogTTL,
+				Version:    versionLine(),
 			}
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err

@@ -108,10 +108,14 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := st.DeleteMCPServer(ctx, row.ID); err != nil {
+				disabled, err := st.DeleteMCPServer(ctx, row.ID, "cli")
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", row.Name)
+				for _, name := range disabled {
+					fmt.Fprintf(cmd.OutOrStdout(), "  disabled plugin %s (it calls the removed server)\n", name)
+				}
 				return nil
 			})
 		},
