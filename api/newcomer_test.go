@@ -102,3 +102,28 @@ func TestReadyzNeedsMigratedDatabase(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginMeaningCheckedOnWrite: POST and PUT refuse a document whose
+// template, fixed params or required credentials cannot work, naming the
+// field; an MCP plugin is checked against its registered server.
+func TestPluginMeaningCheckedOnWrite(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	doc := func(baseURL, extra string) string {
+		return `{"name":"t","description":"d","parameters":{"type":"object","properties":{"id":{"type":"integer"}}},
+		"execution":{"method":"GET","base_url":"` + baseURL + `"}` + extra + `}`
+	}
+	if code, out := e.do("POST", "/v1/plugins", adminToken, doc("https://a.example/{id}", "")); code != http.StatusCreated {
+		t.Fatalf("a valid plugin: %d %v", code, out)
+	}
+	for _, tc := range []struct{ method, path, body, want string }{
+		{"POST", "/v1/plugins", doc("https://a.example/{item}", ""), "execution.base_url: the template {item} names no parameter"},
+		{"PUT", "/v1/plugins/t", doc("https://a.example/{id}", `,"fixed_params":{"id":"x"}`), "fixed_params.id: got string, want integer"},
+		{"PUT", "/v1/plugins/t", doc("https://a.example/{id}", `,"auth_config":{"type":"bearer","token":"A"},"required_credentials":["B"]`), `required_credentials[0]: \"B\" is read by nothing`},
+		{"POST", "/v1/plugins", `{"name":"m","description":"d","parameters":{"type":"object"},"execution":{"type":"mcp","mcp_id":"ghost","tool_name":"x"}}`, `execution.mcp_id: no MCP server \"ghost\" is registered`},
+	} {
+		code, out := e.do(tc.method, tc.path, adminToken, tc.body)
+		if code != http.StatusBadRequest || !strings.Contains(errMessage(out), tc.want) {
+			t.Errorf("%s %s: %d %s, want 400 with %q", tc.method, tc.path, code, errMessage(out), tc.want)
+		}
+	}
+}

@@ -116,6 +116,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				if err := st.CheckPlugin(ctx, p); err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
 				row, err := store.RowFromPlugin(p)
 				if err != nil {
 					return err

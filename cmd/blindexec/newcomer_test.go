@@ -247,3 +247,43 @@ func TestWrongMasterKeyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginMeaningCheckedByCLIAndImport: plugin add and import openapi
+// refuse what cannot work, naming the field.
+func TestPluginMeaningCheckedByCLIAndImport(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"name":"t","description":"d","parameters":{"type":"object","properties":{}},
+	"execution":{"method":"GET","base_url":"https://a.example/{id}"}}`), 0o600)
+	if code, _, errs := c.run("", "plugin", "add", bad); code != 1 || !strings.Contains(errs, "execution.base_url: the template {id} names no parameter") {
+		t.Fatalf("plugin add: %d %q", code, errs)
+	}
+	mcp := filepath.Join(dir, "mcp.json")
+	os.WriteFile(mcp, []byte(`{"name":"m","description":"d","parameters":{"type":"object"},"execution":{"type":"mcp","mcp_id":"ghost","tool_name":"x"}}`), 0o600)
+	if code, _, errs := c.run("", "plugin", "add", mcp); code != 1 || !strings.Contains(errs, "execution.mcp_id") {
+		t.Fatalf("plugin add of an MCP plugin without its server: %d %q", code, errs)
+	}
+	// An operation whose one allowed value contradicts its own type (a
+	// fixed param that fails every call) fails the import, with its
+	// reason; the other imports.
+	spec := filepath.Join(dir, "api.yaml")
+	os.WriteFile(spec, []byte(`openapi: 3.0.3
+info: {title: T, version: "1"}
+servers: [{url: "https://api.example"}]
+paths:
+  /items/{id}:
+    get:
+      operationId: getItem
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+        - {name: mode, in: query, schema: {type: integer, enum: [fast]}}
+      responses: {"200": {description: ok}}
+  /items:
+    get: {operationId: listItems, responses: {"200": {description: ok}}}
+`), 0o600)
+	code, out, errs := c.run("", "import", "openapi", spec)
+	if code != exitPartial || !strings.Contains(out, "fixed_params.mode") || !strings.Contains(out, "+ listItems") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+}
