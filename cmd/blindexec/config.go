@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -63,7 +64,9 @@ type config struct {
 func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.settings = src
 	f := root.PersistentFlags()
-	f.StringVar(&c.db, "db", src.String("BLINDEXEC_DB", store.DefaultDSN), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	f.StringVar(&c.db, "db", src.Check("BLINDEXEC_DB", store.DefaultDSN, "sqlite:PATH or mysql:DSN", func(v string) bool {
+		return strings.HasPrefix(v, store.DialectSQLite+":") || strings.HasPrefix(v, store.DialectMySQL+":")
+	}), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
 	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
 	f.DurationVar(&c.maxTimeout, "max-timeout", src.Millis("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
 	f.DurationVar(&c.credCacheTTL, "credential-cache-ttl", src.Millis("BLINDEXEC_CREDENTIAL_CACHE_TTL_MS", 10*time.Second), "how long resolved stored credentials stay in memory, e.g. 10s; 0 disables (BLINDEXEC_CREDENTIAL_CACHE_TTL_MS, in milliseconds)")
@@ -74,16 +77,16 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.oldKeys = src.String("BLINDEXEC_MASTER_KEYS_OLD", "")
 	c.adminToken = src.String("BLINDEXEC_ADMIN_TOKEN", "")
 	c.serviceToken = src.String("BLINDEXEC_SERVICE_TOKEN", "")
-	c.addr = src.String("BLINDEXEC_ADDR", "127.0.0.1:8080")
-	c.llmBaseURL = src.String("BLINDEXEC_LLM_BASE_URL", "")
+	c.addr = src.HostPort("BLINDEXEC_ADDR", "127.0.0.1:8080")
+	c.llmBaseURL = src.URL("BLINDEXEC_LLM_BASE_URL", "")
 	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
 	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
 	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
 	c.catalogTTL = src.Millis("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second)
-	c.publicURL = src.String("BLINDEXEC_PUBLIC_URL", "")
+	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
 	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
 	c.mcpUser = src.Int(mcpserver.EnvUser, 0, 0)
-	c.openapiBaseURL = src.String("BLINDEXEC_OPENAPI_BASE_URL", "")
+	c.openapiBaseURL = src.URL("BLINDEXEC_OPENAPI_BASE_URL", "")
 	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 }

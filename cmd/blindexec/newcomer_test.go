@@ -51,6 +51,9 @@ func TestStrictSettings(t *testing.T) {
 		{"BLINDEXEC_LOG_LEVEL", "verbose", "want one of debug, info, warn, error"},
 		{"BLINDEXEC_MCP_USER", "alice", "BLINDEXEC_MCP_USER=\"alice\""},
 		{"BLINDEXEC_MCP_ALLOW_STDIO", "on", "BLINDEXEC_MCP_ALLOW_STDIO"},
+		{"BLINDEXEC_ADDR", "8080", "BLINDEXEC_ADDR=\"8080\" (from the environment): want HOST:PORT"},
+		{"BLINDEXEC_LLM_BASE_URL", "api.openai.com/v1", "BLINDEXEC_LLM_BASE_URL"},
+		{"BLINDEXEC_DB", "blindexec.db", "BLINDEXEC_DB=\"blindexec.db\" (from the environment): want sqlite:PATH or mysql:DSN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(tc.name, tc.value)

@@ -8,6 +8,8 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -114,8 +116,11 @@ func (s *Source) raw(name string) (value, origin string, ok bool) {
 }
 
 // Origin says where name was set: "the environment", "FILE:LINE", or ""
-// when it is not set.
+// when it is not set (or s is nil).
 func (s *Source) Origin(name string) string {
+	if s == nil {
+		return ""
+	}
 	_, origin, _ := s.raw(name)
 	return origin
 }
@@ -130,6 +135,39 @@ func (s *Source) String(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// Check is name's value when valid accepts it, def when unset; want says
+// what it accepts, for the error. The typed readers below cover the common
+// kinds; Check is for the others (an address, a URL).
+func (s *Source) Check(name, def, want string, valid func(string) bool) string {
+	v, origin, ok := s.raw(name)
+	if !ok {
+		return def
+	}
+	if !valid(v) {
+		s.fail(name, v, origin, want)
+		return def
+	}
+	return v
+}
+
+// HostPort is name's value, a listen address HOST:PORT (HOST may be empty
+// for every interface); def when unset.
+func (s *Source) HostPort(name, def string) string {
+	return s.Check(name, def, "HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080", func(v string) bool {
+		_, port, err := net.SplitHostPort(v)
+		n, perr := strconv.Atoi(port)
+		return err == nil && perr == nil && n >= 0 && n <= 65535
+	})
+}
+
+// URL is name's value, an absolute http or https URL; def when unset.
+func (s *Source) URL(name, def string) string {
+	return s.Check(name, def, "an absolute http:// or https:// URL", func(v string) bool {
+		u, err := url.Parse(v)
+		return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	})
 }
 
 // Bool is name's value: true, false, 1 or 0 (any case); def when unset.

@@ -38,6 +38,12 @@ func TestStrictValues(t *testing.T) {
 		{"WARN", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "warn", ""},
 		{"loud", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "info", "one of debug, info, warn"},
 		{"anything", func(s *Source) any { return s.String("BLINDEXEC_X", "d") }, "anything", ""},
+		{"0.0.0.0:8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "0.0.0.0:8080", ""},
+		{":9000", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, ":9000", ""},
+		{"8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
+		{"localhost:http", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
+		{"https://llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "https://llm.example/v1", ""},
+		{"llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "", "an absolute http:// or https:// URL"},
 	} {
 		s := FromEnv(env(map[string]string{"BLINDEXEC_X": tc.value}))
 		got := tc.read(s)
