@@ -131,6 +131,9 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		chatCmd(cfg),
 		openapiCmd(cfg),
 	)
+	// Added now rather than by Execute, so that they are covered too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	requireSubcommands(root)
 	return root
 }
