@@ -18,8 +18,11 @@ var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // its own, open, format). A body that is not an object is left to the
 // decoder to report.
 func unknownField(body []byte, t reflect.Type, prefix string) (field string, accepted []string) {
+	if !gjson.ValidBytes(body) {
+		return "", nil
+	}
 	root := gjson.ParseBytes(body)
-	if !root.IsObject() || !gjson.ValidBytes(body) {
+	if !root.IsObject() {
 		return "", nil
 	}
 	fields := jsonFields(t)
