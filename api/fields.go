@@ -30,6 +30,9 @@ func unknownField(body []byte, t reflect.Type, prefix string) (field string, acc
 		ft, ok := lookupField(fields, k.String())
 		if !ok {
 			field = prefix + k.String()
+			if k.String() == "" {
+				field = prefix + `""` // an empty key is unknown too
+			}
 			for _, f := range fields {
 				accepted = append(accepted, f.name)
 			}
