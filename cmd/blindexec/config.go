@@ -120,6 +120,14 @@ const errRunMigrate = "run `blindexec migrate` first (or start `blindexec serve`
 
 // openStore opens the database and handles its schema as told.
 func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error) {
+	if path, ok := strings.CutPrefix(c.db, store.DialectSQLite+":"); ok && sch == schemaRequire {
+		// Opening would create an empty file, in whatever directory the
+		// command ran: say where the database was looked for instead.
+		path, _, _ = strings.Cut(path, "?")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: there is no database at %s: %s", store.ErrNotMigrated, path, errRunMigrate)
+		}
+	}
 	st, err := store.Open(ctx, c.db)
 	if err != nil {
 		return nil, err

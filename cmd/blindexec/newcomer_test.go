@@ -23,7 +23,17 @@ import (
 // the database unmigrated.
 func TestReadOnlyCommandsNeverMigrate(t *testing.T) {
 	c := newCLI(t)
-	c.db = "sqlite:" + filepath.Join(t.TempDir(), "fresh.db")
+	fresh := filepath.Join(t.TempDir(), "fresh.db")
+	c.db = "sqlite:" + fresh
+	// No file: refused without creating one.
+	if code, _, errs := c.run("", "plugin", "list"); code != 1 || !strings.Contains(errs, "no database at "+fresh) {
+		t.Fatalf("plugin list without a database file: %d %q", code, errs)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("a read-only command created %s", fresh)
+	}
+	// An empty file (as other tools leave): refused, still unmigrated.
+	os.WriteFile(fresh, nil, 0o600)
 	for _, args := range [][]string{
 		{"plugin", "list"}, {"tools"}, {"cred", "list", "7"}, {"token", "list"},
 		{"mcp", "server", "list"}, {"exec", "x", "--args", "{}"},
