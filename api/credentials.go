@@ -72,6 +72,10 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 		}
 		value = *req.Value
 	}
+	if value == "" {
+		writeError(w, http.StatusBadRequest, "malformed_request", "value: must not be empty (to remove a credential, DELETE it)", nil)
+		return
+	}
 	by := principalFrom(r.Context()).role.String()
 	if err := s.Creds.Set(r.Context(), id, r.PathValue("key"), value, by); err != nil {
 		s.credentialError(w, r, err)

@@ -25,7 +25,7 @@ type ExecuteRequest struct {
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	var req ExecuteRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)

@@ -90,18 +90,30 @@ type mcpAPI struct {
 	proxies proxyPlugins
 }
 
+// errMCPToken is the 401 of /mcp: what each kind of token needs there.
+const errMCPToken = "/mcp needs Authorization: Bearer <token>: a per-user token (acts for its user), or the service or admin token with X-User-Id: <user id> naming the user whose credentials apply"
+
 // mcpUser authenticates a request to /mcp: a per-user token acts for its
-// user; the service and admin tokens for the user named by X-User-Id.
-func (s *Server) mcpUser(r *http.Request) (int64, bool) {
+// user; the service and admin tokens for the user named by X-User-Id (or
+// X-Account-Id, or ?user_id=), which they must name: an MCP session has
+// no payload to carry it, and acting as no user would silently drop the
+// user's stored credentials.
+func (s *Server) mcpUser(r *http.Request) (int64, error) {
 	p, ok := r.Context().Value(principalKey{}).(principal)
 	if !ok {
 		var err error
 		if p, err = s.authenticate(r); err != nil {
-			return 0, false
+			return 0, fmt.Errorf("%v; %s", err, errMCPToken)
 		}
 	}
 	user, err := s.runtimeUser(r, p)
-	return user, err == nil
+	if err != nil {
+		return 0, fmt.Errorf("%v; %s", err, errMCPToken)
+	}
+	if p.role != roleUser && user <= 0 {
+		return 0, fmt.Errorf("the %s token must name the user: X-User-Id is missing; %s", p.role, errMCPToken)
+	}
+	return user, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
@@ -172,11 +184,16 @@ func (m *mcpAPI) deleteServer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := m.Store.DeleteMCPServer(r.Context(), srv.ID); err != nil {
+	disabled, err := m.Store.DeleteMCPServer(r.Context(), srv.ID, principalFrom(r.Context()).role.String())
+	if err != nil {
 		m.internal(w, r, err)
 		return
 	}
 	m.cfg.Manager.Forget(srv.ID)
+	m.cfg.Manager.Forget(srv.Name)
+	if len(disabled) > 0 {
+		m.Logger.InfoContext(r.Context(), "MCP server removed: its plugins disabled", "mcp_id", srv.ID, "plugins", disabled)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -39,7 +39,7 @@ const runTimeout = 10 * time.Minute
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	var req RunRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
@@ -69,7 +69,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(fields) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid_payload", (&plugins.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
+		writeError(w, http.StatusBadRequest, "invalid_payload", (&loop.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
 		return
 	}
 	stream := req.Options.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream")

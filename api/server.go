@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,8 +55,14 @@ type Server struct {
 	Catalog *catalog.Catalog
 	// Deadlines bound reading bodies and writing answers, per route.
 	Deadlines Deadlines
+	// Version is the engine's version, shown by /healthz so that a caller
+	// knows which payload fields it accepts.
+	Version string
 
 	tokens tokenCache
+	// migrated is set once /readyz has seen the schema up to date: a
+	// schema is not unmigrated behind a running engine.
+	migrated atomic.Bool
 }
 
 // Handler returns the routes.
@@ -72,7 +79,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Registry != nil {
@@ -131,6 +138,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
 		return
 	}
+	if !s.migrated.Load() {
+		if err := s.Store.CheckMigrated(ctx); err != nil {
+			msg := "database schema check failed"
+			if errors.Is(err, store.ErrNotMigrated) {
+				msg = err.Error() + ": run `blindexec migrate`"
+			}
+			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
+			return
+		}
+		s.migrated.Store(true)
+	}
 	// The counters this replica's caches follow: replicas that agree on
 	// them serve the same catalog, tokens and credentials.
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
@@ -159,9 +177,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := readJSON(w, r)
+	return ok && decodeBytes(w, body, v)
+}
+
+// decodeStrict is decodeBody for the runtime payloads, whose fields are
+// versioned (see the README's payload rules): a field the engine does not
+// know answers 400 unknown_field naming it, rather than being ignored.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readJSON(w, r)
 	if !ok {
 		return false
 	}
+	if field, accepted := unknownField(body, reflect.TypeOf(v).Elem(), ""); field != "" {
+		writeError(w, http.StatusBadRequest, "unknown_field",
+			fmt.Sprintf("%s: unknown field (this engine accepts %s)", field, strings.Join(accepted, ", ")),
+			map[string]any{"field": field, "accepted": accepted})
+		return false
+	}
+	return decodeBytes(w, body, v)
+}
+
+func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return true
 	}

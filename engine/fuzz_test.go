@@ -22,7 +22,7 @@ var fuzzPlugins = []string{
 	`{"name":"styles","description":"d","parameters":{"type":"object","properties":{"m":{},"l":{},"f":{"contentEncoding":"base64"}}},
 	  "execution":{"method":"PUT","base_url":"http://10.0.0.1/x/{m}/y/{l}","content_type":"multipart/form-data",
 	    "param_placement":{"m":{"in":"path","style":"matrix","explode":true},"l":{"in":"path","style":"label"},"f":{"in":"body","filename":"f.bin"}}}}`,
-	`{"name":"headers","description":"d","parameters":{"type":"object","properties":{}},
+	`{"name":"headers","description":"d","parameters":{"type":"object","properties":{"p":{}}},
 	  "execution":{"method":"GET","base_url":"https://h.example/{p}","param_placement":"header"}}`,
 	`{"name":"whole","description":"d","parameters":{"type":"object","properties":{"v":{}}},
 	  "execution":{"method":"POST","base_url":"https://h.example/raw","content_type":"text/plain","param_placement":{"v":{"in":"body","name":"$"}}}}`,

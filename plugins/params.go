@@ -29,22 +29,32 @@ const compiledCacheMax = 4096
 // parameterSchema compiles Parameters (draft 2020-12, with OpenAPI 3.0
 // nullable turned into a type that admits null).
 func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
-	if len(p.Parameters) == 0 {
+	return compileParameters("", p.Parameters, nil)
+}
+
+// compileParameters compiles a parameter schema, after edit (when not nil)
+// has changed its root; the result is cached under variant and the bytes.
+func compileParameters(variant string, params json.RawMessage, edit func(root map[string]any)) (*jsonschema.Schema, error) {
+	if len(params) == 0 {
 		return nil, errors.New("required: a JSON Schema object with type \"object\"")
 	}
+	key := variant + string(params)
 	compiled.RLock()
-	s := compiled.m[string(p.Parameters)]
+	s := compiled.m[key]
 	compiled.RUnlock()
 	if s != nil {
 		return s, nil
 	}
 	var doc any
-	if err := json.Unmarshal(p.Parameters, &doc); err != nil {
+	if err := json.Unmarshal(params, &doc); err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	root, ok := doc.(map[string]any)
 	if !ok || root["type"] != "object" {
 		return nil, errors.New("the root must be a JSON Schema object with \"type\": \"object\"")
+	}
+	if edit != nil {
+		edit(root)
 	}
 	doc = nullableToType(doc)
 	c := jsonschema.NewCompiler()
@@ -60,7 +70,7 @@ func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
 	if compiled.m == nil || len(compiled.m) >= compiledCacheMax {
 		compiled.m = make(map[string]*jsonschema.Schema)
 	}
-	compiled.m[string(p.Parameters)] = s
+	compiled.m[key] = s
 	compiled.Unlock()
 	return s, nil
 }

@@ -269,6 +269,9 @@ func (p *Plugin) Validate() error {
 		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
 	}
 	p.validateAuth(add)
+	if len(errs) == 0 {
+		p.validateMeaning(add)
+	}
 	if len(errs) > 0 {
 		return &ValidationError{Fields: errs}
 	}

@@ -140,7 +140,7 @@ func TestLLMViewHidesFixedParams(t *testing.T) {
 }
 
 func TestPlacement(t *testing.T) {
-	p := mustParse(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	p := mustParse(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
 	"execution":{"method":"POST","base_url":"https://a.example/users/{id}/items",
 	"param_placement":{"q":"query","tok":{"in":"header","name":"X-Tok"},"tags":{"in":"query","style":"pipeDelimited","explode":false}}}}`)
 	e := &p.Execution

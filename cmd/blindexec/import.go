@@ -41,7 +41,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if src == "-" {
 				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
 			} else {
-				client, cerr := cfg.egressClient()
+				client, cerr := cfg.egressClient(src) // the operator's own URL
 				if cerr != nil {
 					return cerr
 				}
@@ -57,7 +57,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
 				opts.SourceURL = src
 			}
-			st, err := cfg.openStore(ctx, true)
+			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err
 			}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // serveLimits are the limits of `serve` that protect it from its callers:
@@ -22,38 +20,21 @@ type serveLimits struct {
 	limiter        *engine.UserLimiter
 }
 
-func loadServeLimits() (*serveLimits, error) {
-	var l serveLimits
-	l.limiter = &engine.UserLimiter{}
-	for _, s := range []struct {
-		name string
-		def  int
-		dst  any
-	}{
-		{"BLINDEXEC_HEADER_TIMEOUT_MS", 10_000, &l.header},
-		{"BLINDEXEC_IDLE_TIMEOUT_MS", 120_000, &l.idle},
-		{"BLINDEXEC_MAX_HEADER_BYTES", 64 << 10, &l.maxHeaderBytes},
-		{"BLINDEXEC_BODY_TIMEOUT_MS", int(api.DefaultBodyTimeout / time.Millisecond), &l.deadlines.Body},
-		{"BLINDEXEC_WRITE_TIMEOUT_MS", int(api.DefaultWriteTimeout / time.Millisecond), &l.deadlines.Write},
-		{"BLINDEXEC_IMPORT_TIMEOUT_MS", int(api.DefaultImportTimeout / time.Millisecond), &l.deadlines.Import},
-		{"BLINDEXEC_MAX_CONCURRENT_PER_USER", 16, &l.limiter.MaxCalls},
-		{"BLINDEXEC_MAX_RUNS_PER_USER", 4, &l.limiter.MaxRuns},
-	} {
-		n := s.def
-		if v := os.Getenv(s.name); v != "" {
-			var err error
-			if n, err = strconv.Atoi(v); err != nil || n < 0 {
-				return nil, fmt.Errorf("%s: %q is not a whole number (0 or more)", s.name, v)
-			}
-		}
-		switch d := s.dst.(type) {
-		case *time.Duration:
-			*d = time.Duration(n) * time.Millisecond
-		case *int:
-			*d = n
-		}
+func loadServeLimits(src *settings.Source) *serveLimits {
+	return &serveLimits{
+		header:         src.Millis("BLINDEXEC_HEADER_TIMEOUT_MS", 10*time.Second),
+		idle:           src.Millis("BLINDEXEC_IDLE_TIMEOUT_MS", 120*time.Second),
+		maxHeaderBytes: int(src.Int("BLINDEXEC_MAX_HEADER_BYTES", 64<<10, 1)),
+		deadlines: api.Deadlines{
+			Body:   src.Millis("BLINDEXEC_BODY_TIMEOUT_MS", api.DefaultBodyTimeout),
+			Write:  src.Millis("BLINDEXEC_WRITE_TIMEOUT_MS", api.DefaultWriteTimeout),
+			Import: src.Millis("BLINDEXEC_IMPORT_TIMEOUT_MS", api.DefaultImportTimeout),
+		},
+		limiter: &engine.UserLimiter{
+			MaxCalls: int(src.Int("BLINDEXEC_MAX_CONCURRENT_PER_USER", 16, 0)),
+			MaxRuns:  int(src.Int("BLINDEXEC_MAX_RUNS_PER_USER", 4, 0)),
+		},
 	}
-	return &l, nil
 }
 
 // httpServer is serve's server on addr: header, idle and header-size

@@ -1,15 +1,23 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // Issue 13, points 3 and 6: serve's limits, their defaults and their
 // settings.
 func TestServeLimits(t *testing.T) {
-	l, err := loadServeLimits()
+	load := func() (*serveLimits, error) {
+		src := settings.FromEnv(os.LookupEnv)
+		l := loadServeLimits(src)
+		return l, src.Err()
+	}
+	l, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,14 +36,14 @@ func TestServeLimits(t *testing.T) {
 	t.Setenv("BLINDEXEC_BODY_TIMEOUT_MS", "500")
 	t.Setenv("BLINDEXEC_MAX_HEADER_BYTES", "1024")
 	t.Setenv("BLINDEXEC_MAX_CONCURRENT_PER_USER", "0")
-	if l, err = loadServeLimits(); err != nil {
+	if l, err = load(); err != nil {
 		t.Fatal(err)
 	}
 	if l.deadlines.Body != 500*time.Millisecond || l.httpServer("", nil).MaxHeaderBytes != 1024 || l.limiter.MaxCalls != 0 {
 		t.Errorf("settings not applied: %+v %+v", l.deadlines, l.limiter)
 	}
 	t.Setenv("BLINDEXEC_MAX_RUNS_PER_USER", "four")
-	if _, err := loadServeLimits(); err == nil || !strings.Contains(err.Error(), "BLINDEXEC_MAX_RUNS_PER_USER") {
+	if _, err := load(); err == nil || !strings.Contains(err.Error(), "BLINDEXEC_MAX_RUNS_PER_USER") {
 		t.Errorf("a bad setting: %v", err)
 	}
 }

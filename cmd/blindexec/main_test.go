@@ -32,7 +32,11 @@ func newCLI(t *testing.T) *cli {
 	t.Setenv("BLINDEXEC_MASTER_KEY", base64.StdEncoding.EncodeToString(key))
 	t.Setenv("BLINDEXEC_EGRESS_ALLOW", "127.0.0.0/8")
 	t.Setenv("BLINDEXEC_LOG_LEVEL", "error")
-	return &cli{t: t, db: "sqlite:" + filepath.Join(t.TempDir(), "cli.db")}
+	c := &cli{t: t, db: "sqlite:" + filepath.Join(t.TempDir(), "cli.db")}
+	if code, _, errs := c.run("", "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errs)
+	}
+	return c
 }
 
 func (c *cli) run(stdin string, args ...string) (code int, stdout, stderr string) {

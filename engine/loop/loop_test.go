@@ -266,17 +266,18 @@ func TestParallelToolCalls(t *testing.T) {
 		}},
 		openaitest.Turn{Content: "done"},
 	)
-	// The first call finishes last.
+	// The first call finishes last: it returns only once the run has
+	// emitted the second one's tool.completed. (Waiting for the second
+	// call's executor to return was not enough: both goroutines then
+	// raced to report.)
 	r := newRunner(t, llm)
-	secondDone := make(chan struct{})
+	secondReported := make(chan struct{})
 	inner := r.Executor
 	r.Executor = executorFunc(func(ctx context.Context, c engine.Call) (*engine.Result, error) {
 		res, err := inner.Execute(ctx, c)
-		if strings.Contains(string(c.Arguments), "second") {
-			close(secondDone)
-		} else {
+		if !strings.Contains(string(c.Arguments), "second") {
 			select {
-			case <-secondDone:
+			case <-secondReported:
 			case <-time.After(5 * time.Second): // run sequentially: fail, not hang
 			}
 		}
@@ -286,7 +287,12 @@ func TestParallelToolCalls(t *testing.T) {
 	reply := r.Run(t.Context(), loop.Request{
 		Messages: user("look both up"),
 		Plugins:  []*plugins.Plugin{echoPlugin(t, "lookup", up.URL)},
-	}, ev.emit)
+	}, func(e loop.Event) {
+		ev.emit(e)
+		if st, ok := e.Data.(loop.Step); ok && e.Name == loop.EventToolCompleted && st.ToolCallID == "call_b" {
+			close(secondReported)
+		}
+	})
 	wantStatus(t, reply, loop.StatusCompleted)
 	if calls.peak != 2 {
 		t.Error("the two tool calls did not run concurrently")

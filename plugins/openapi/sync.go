@@ -118,6 +118,11 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 	}
 
 	for _, op := range ops {
+		// What the API and the CLI refuse, an import does not write either.
+		if err := op.Plugin.Validate(); err != nil {
+			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			continue
+		}
 		row, err := store.RowFromPlugin(op.Plugin)
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
