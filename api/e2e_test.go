@@ -422,7 +422,7 @@ func TestCatalogCache(t *testing.T) {
 	}
 	exec := func() int {
 		code, _ := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "search_company_basic",
-			"arguments": map[string]any{"keyword": "x"}, "credentials": map[string]string{"QCC_KEY": "k", "QCC_SECRET": "s"}})
+			"arguments": map[string]any{"keyword": "x"}, "credentials": map[string]string{"QCC_KEY": "key-1234", "QCC_SECRET": "secret-1234"}})
 		return code
 	}
 	if code := exec(); code != http.StatusOK {

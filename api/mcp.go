@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -193,7 +192,7 @@ func (m *mcpAPI) serverTools(w http.ResponseWriter, r *http.Request) {
 	refresh := r.URL.Query().Get("refresh")
 	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, refresh == "1" || refresh == "true")
 	if err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"mcp_id": srv.ID, "name": srv.Name, "tools": tools})
@@ -241,7 +240,7 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, true)
 	if err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return
 	}
 	rep, err := mcpimport.Import(r.Context(), m.Store, srv, tools, mcpimport.Options{By: principalFrom(r.Context()).role.String()})
@@ -311,13 +310,16 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), engine.DefaultTimeout)
 	defer cancel()
+	var derived []string
+	mask := func() *auth.Masker { return m.cfg.Manager.Masker(r.Context(), id, creds, derived...) }
 	if _, err := m.cfg.Manager.Tool(ctx, id, tool, creds); err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, mask())
 		return
 	}
-	res, err := m.cfg.Manager.CallTool(ctx, enginemcp.Call{Server: id, Tool: tool, Arguments: args, Credentials: creds})
+	res, err := m.cfg.Manager.CallTool(ctx, enginemcp.Call{Server: id, Tool: tool, Arguments: args, Credentials: creds,
+		OnSecrets: func(s ...string) { derived = append(derived, s...) }})
 	if err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, mask())
 		return
 	}
 	body, err := json.Marshal(enginemcp.ResultOf(res))
@@ -328,7 +330,7 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	w.Write(auth.NewMasker(slices.Collect(maps.Values(creds))...).Bytes(body))
+	w.Write(mask().Bytes(body))
 }
 
 // objectBody reads a body that must be a JSON object: the flat arguments.
@@ -348,8 +350,8 @@ func objectBody(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
 
 // mcpFailure answers an error of the MCP client as seed 004 §7 says, its
 // message masked.
-func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, creds map[string]string) {
-	msg := auth.NewMasker(slices.Collect(maps.Values(creds))...).String(err.Error())
+func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, mask *auth.Masker) {
+	msg := mask.String(err.Error())
 	var nf *enginemcp.ToolNotFoundError
 	var up *enginemcp.UpstreamError
 	var missing *auth.MissingCredentialsError
@@ -360,6 +362,8 @@ func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, c
 		writeError(w, http.StatusNotFound, codeMCPToolNotFound, msg, map[string]any{"tool_name": nf.Tool})
 	case errors.Is(err, enginemcp.ErrServerDisabled):
 		writeError(w, http.StatusConflict, engine.CodePluginDisabled, msg, nil)
+	case errors.Is(err, auth.ErrSecretTooShort):
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeAuthError, msg, nil)
 	case errors.As(err, &missing):
 		writeError(w, http.StatusUnprocessableEntity, engine.CodeMissingCredentials, msg+" (store them for the user)", map[string]any{"missing": missing.Keys})
 	case errors.As(err, &up), errors.Is(err, context.DeadlineExceeded):

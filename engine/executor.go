@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -282,6 +281,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			Details: map[string]any{"missing": missing},
 		}}
 	}
+	if err := auth.CheckSecretLengths(p.AuthConfig, creds); err != nil {
+		return prep, refuse(CodeAuthError, "a credential cannot be sent: %v", err)
+	}
 	return prep, nil
 }
 
@@ -367,47 +369,15 @@ func (e *Executor) timeout(p *plugins.Plugin) time.Duration {
 	return min(d, cmp.Or(e.MaxTimeout, DefaultMaxTimeout))
 }
 
-// masker masks every credential value of the call and every secret derived
-// from them.
+// masker masks every secret credential value of the call and every
+// secret derived from them: the one masker (auth.MaskerFor) of the call's
+// output, error, record and log line.
 func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	secrets := make([]string, 0, len(prep.Credentials)+len(prep.secrets))
-	for _, v := range prep.Credentials {
-		secrets = append(secrets, v)
-	}
-	secrets = append(secrets, prep.secrets...)
-	secrets = slices.DeleteFunc(secrets, func(s string) bool { return len(s) < auth.MinMaskLen })
-	if len(secrets) == 0 {
-		return nil
-	}
-	slices.Sort(secrets)
-	secrets = slices.Compact(secrets)
-	key := strings.Join(secrets, "\x00")
-	maskers.Lock()
-	defer maskers.Unlock()
-	m := maskers.m[key]
-	if m == nil {
-		if maskers.m == nil || len(maskers.m) >= maskersMax {
-			maskers.m = make(map[string]*auth.Masker)
-		}
-		m = auth.NewMasker(secrets...)
-		maskers.m[key] = m
-	}
-	return m
+	return auth.MaskerFor(prep.Plugin.AuthConfig, prep.Credentials, prep.secrets...)
 }
-
-// maskers caches Maskers by their secrets: building one derives nine
-// encodings of each secret, and the same credentials come back call after
-// call. It keeps no secret the engine would not hold anyway (the oauth2
-// token cache does likewise) and is cleared when full.
-var maskers struct {
-	sync.Mutex
-	m map[string]*auth.Masker
-}
-
-const maskersMax = 1024
 
 // complete fills res from what the invoker returned.
 func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err error) {

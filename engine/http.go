@@ -107,7 +107,7 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*ht
 		if errors.As(err, &missing) {
 			return nil, refuse(CodeMissingCredentials, "missing credentials: %s (store them for the user or pass them in the payload)", strings.Join(missing.Keys, ", "))
 		}
-		if errors.Is(err, auth.ErrCredentialValue) || errors.Is(err, auth.ErrCookieValue) {
+		if errors.Is(err, auth.ErrCredentialValue) || errors.Is(err, auth.ErrCookieValue) || errors.Is(err, auth.ErrSecretTooShort) {
 			return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "a credential cannot be sent: " + err.Error()}}
 		}
 		return nil, authError{err}

@@ -128,6 +128,8 @@ func toolError(p *engine.Prepared, err error) error {
 		return refuse(engine.CodeMissingCredentials,
 			"missing credentials: "+strings.Join(missing.Keys, ", ")+" (the MCP server's auth config needs them; declare them in the plugin's required_credentials and store them for the user)",
 			map[string]any{"missing": missing.Keys})
+	case errors.Is(err, auth.ErrSecretTooShort):
+		return refuse(engine.CodeAuthError, "a credential cannot be sent: "+err.Error(), nil)
 	case errors.As(err, &rpc) && rpc.Code != codeRejected:
 		return &engine.ToolError{Code: CodeMCPError, Message: "the MCP server refused the call: " + rpc.Message,
 			Details: map[string]any{"rpc_code": rpc.Code}}
