@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -14,6 +15,8 @@ import (
 type catalogCache struct {
 	mu sync.Mutex
 	m  map[string]cachedPlugin
+	// origins, when set, is told of every write too.
+	origins *auth.Catalog
 }
 
 type cachedPlugin struct {
@@ -48,4 +51,7 @@ func (c *catalogCache) clear() {
 	c.mu.Lock()
 	c.m = nil
 	c.mu.Unlock()
+	if c.origins != nil {
+		c.origins.Invalidate()
+	}
 }

@@ -47,6 +47,9 @@ type Server struct {
 	// CatalogTTL keeps catalog plugins in memory this long for the runtime
 	// routes (0: read the row on every call).
 	CatalogTTL time.Duration
+	// Catalog is the executor's origin checker, if it is an *auth.Catalog,
+	// told of every catalog write made through the API.
+	Catalog *auth.Catalog
 
 	catalog catalogCache
 }
@@ -59,6 +62,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
+	s.catalog.origins = s.Catalog
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

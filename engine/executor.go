@@ -57,6 +57,9 @@ const (
 	CodeMissingCredentials = "missing_credentials"
 	CodePluginDisabled     = "plugin_disabled"
 	CodeInvalidPlugin      = "invalid_plugin" // a plugin the engine cannot execute (unknown type, contradictory placement)
+	// CodeCredentialNotBound: an inline plugin would send a stored
+	// credential to an origin no enabled catalog plugin sends it to.
+	CodeCredentialNotBound = "credential_not_bound"
 
 	CodeHTTPError        = "http_error" // the upstream answered non-2xx
 	CodeTimeout          = "timeout"
@@ -72,6 +75,13 @@ type CredentialResolver interface {
 	Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error)
 }
 
+// OriginChecker applies the origin rule to a call of a plugin using
+// stored credential keys (*auth.Catalog implements it): an error wrapping
+// auth.ErrCredentialNotBound refuses the call.
+type OriginChecker interface {
+	CheckOrigins(ctx context.Context, p *plugins.Plugin, storedKeys []string) error
+}
+
 // Call is one tool call.
 type Call struct {
 	Plugin *plugins.Plugin
@@ -84,6 +94,11 @@ type Call struct {
 	// FixedParams from the runtime payload; they override the plugin's.
 	FixedParams map[string]any
 	RunID       string
+	// BoundToCatalog holds the credentials taken from the store to the
+	// origin rule (auth.Catalog): set it for an inline plugin (one the
+	// caller defined) of every caller but the administrator, who defines
+	// the catalog. Payload credentials are the caller's own: never bound.
+	BoundToCatalog bool
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -162,6 +177,9 @@ type Invoker interface {
 // the first call and do not change them afterwards.
 type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
+	// Origins checks calls with Call.BoundToCatalog; nil refuses them
+	// whenever they would use a stored credential.
+	Origins OriginChecker
 	Recorder    *Recorder          // nil: no execution records
 	Metrics     *Metrics           // nil: no metrics
 	Logger      *slog.Logger       // nil: slog.Default()
@@ -261,9 +279,14 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		}
 	}
 	required, keys := credentialKeys(p)
-	creds, err := e.resolveCredentials(ctx, call, keys)
+	creds, stored, err := e.resolveCredentials(ctx, call, keys)
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
+	}
+	if call.BoundToCatalog && len(stored) > 0 {
+		if refused := e.checkOrigins(ctx, p, stored); refused != nil {
+			return nil, refused
+		}
 	}
 	prep := &Prepared{
 		Plugin:           p,
@@ -306,9 +329,9 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 }
 
 // resolveCredentials takes keys from the payload, then asks the store for
-// the user for those still missing.
-func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (map[string]string, error) {
-	creds := make(map[string]string, len(keys))
+// the user for those still missing; fromStore lists the keys it gave.
+func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (creds map[string]string, fromStore []string, err error) {
+	creds = make(map[string]string, len(keys))
 	var missing []string
 	for _, k := range keys {
 		if v := call.Credentials[k]; v != "" {
@@ -318,18 +341,37 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 		}
 	}
 	if len(missing) == 0 || e.Credentials == nil || call.UserID == 0 {
-		return creds, nil
+		return creds, nil, nil
 	}
 	stored, err := e.Credentials.Resolve(ctx, call.UserID, missing)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, k := range missing {
 		if v := stored[k]; v != "" {
 			creds[k] = v
+			fromStore = append(fromStore, k)
 		}
 	}
-	return creds, nil
+	return creds, fromStore, nil
+}
+
+// checkOrigins refuses a call whose stored credentials would go where no
+// enabled catalog plugin sends them (see auth.Catalog).
+func (e *Executor) checkOrigins(ctx context.Context, p *plugins.Plugin, stored []string) *RefusedError {
+	if e.Origins == nil {
+		return refuse(CodeCredentialNotBound, "the tool %s is not in the catalog, and no catalog is configured to check where stored credentials may go: pass the credentials in the payload", p.Name)
+	}
+	err := e.Origins.CheckOrigins(ctx, p, stored)
+	var unbound *auth.UnboundCredentialError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unbound):
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(),
+			Details: map[string]any{"key": unbound.Key, "origin": unbound.Origin}}}
+	}
+	return refuse(CodeAuthError, "the catalog could not be read to check where stored credentials may go: %v", err)
 }
 
 // credentialKeys returns the keys the plugin requires (Plugin.Credentials)

@@ -56,6 +56,7 @@ func serveCmd(cfg *config) *cobra.Command {
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
 				Runner:     cfg.runner(parts.executor, log),
 				CatalogTTL: envDuration("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second),
+				Catalog:    parts.catalog,
 			}
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err

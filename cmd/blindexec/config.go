@@ -125,6 +125,7 @@ type engineParts struct {
 	recorder *engine.Recorder
 	client   *http.Client // egress-guarded
 	mcp      *enginemcp.Manager
+	catalog  *auth.Catalog // the credential rules' view of the catalog
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
@@ -142,12 +143,14 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		return nil, err
 	}
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	catalog := auth.NewCatalog(st, 0)
+	creds.Identifiers = catalog
 	ex := engine.NewExecutor(client)
-	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
+	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Origins = creds, rec, c.maxTimeout, log, catalog
 	m := enginemcp.NewManager(st, client)
 	m.Logger = log
 	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m}, nil
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m, catalog: catalog}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes
