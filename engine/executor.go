@@ -179,10 +179,10 @@ type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
 	// Origins checks calls with Call.BoundToCatalog; nil refuses them
 	// whenever they would use a stored credential.
-	Origins OriginChecker
-	Recorder    *Recorder          // nil: no execution records
-	Metrics     *Metrics           // nil: no metrics
-	Logger      *slog.Logger       // nil: slog.Default()
+	Origins  OriginChecker
+	Recorder *Recorder    // nil: no execution records
+	Metrics  *Metrics     // nil: no metrics
+	Logger   *slog.Logger // nil: slog.Default()
 	// MaxTimeout is the ceiling on any call's timeout (DefaultMaxTimeout
 	// when zero).
 	MaxTimeout time.Duration
