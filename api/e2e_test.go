@@ -72,6 +72,7 @@ type env struct {
 	st    *store.Store
 	url   string
 	creds *auth.CredentialService
+	keys  *auth.Keyring
 	rec   *engine.Recorder
 	logs  *api.SyncBuffer
 }
@@ -87,21 +88,23 @@ func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	catalog := auth.NewCatalog(st, 0) // wired as serve wires it
+	creds.Identifiers = catalog
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Recorder, ex.Logger = creds, rec, log
+	ex.Credentials, ex.Recorder, ex.Logger, ex.Origins = creds, rec, log, catalog
 	reg := prometheus.NewRegistry()
 	var err2 error
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
 		t.Fatal(err2)
 	}
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
-		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t)}
+		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t), Catalog: catalog}
 	for _, o := range opts {
 		o(srv)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
+	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs}
 }
 
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {
