@@ -54,6 +54,7 @@ func newUpstream(t *testing.T, h http.HandlerFunc) *upstream {
 		u.mu.Lock()
 		u.reqs = append(u.reqs, recorded{r.Method, r.RequestURI, r.Header.Clone(), body})
 		u.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h(w, r)
 	}))
 	t.Cleanup(u.Close)
