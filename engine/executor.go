@@ -148,6 +148,7 @@ type Prepared struct {
 
 	schema  *schemaInfo
 	secrets []string
+	auth    plugins.AuthConfig // what reads the credentials (see AuthConfigurer)
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -162,6 +163,14 @@ type Response struct {
 	ContentType string
 	Body        []byte
 	Attempts    int
+}
+
+// AuthConfigurer is implemented by an Invoker whose calls take their
+// credentials through another auth config than the plugin's (an MCP
+// server's): it tells the executor's masker and checks which credentials
+// are secrets and which identifiers.
+type AuthConfigurer interface {
+	AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool)
 }
 
 // Invoker performs one execution type. Invoke returns the upstream's
@@ -296,6 +305,12 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		RunID:            call.RunID,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
+		auth:             p.AuthConfig,
+	}
+	if ac, ok := e.invokers[p.ExecType()].(AuthConfigurer); ok {
+		if cfg, ok := ac.AuthConfig(ctx, p); ok {
+			prep.auth = cfg
+		}
 	}
 	if missing := MissingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
@@ -304,7 +319,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			Details: map[string]any{"missing": missing},
 		}}
 	}
-	if err := auth.CheckSecretLengths(p.AuthConfig, creds); err != nil {
+	if err := auth.CheckSecretLengths(prep.auth, creds); err != nil {
 		return prep, refuse(CodeAuthError, "a credential cannot be sent: %v", err)
 	}
 	return prep, nil
@@ -418,7 +433,7 @@ func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	return auth.MaskerFor(prep.Plugin.AuthConfig, prep.Credentials, prep.secrets...)
+	return auth.MaskerFor(prep.auth, prep.Credentials, prep.secrets...)
 }
 
 // complete fills res from what the invoker returned.

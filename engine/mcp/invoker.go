@@ -13,6 +13,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // Error codes the Invoker adds to the executor's.
@@ -74,6 +75,16 @@ const codeRejected = -32005
 // required_credentials (the importer does): the executor resolves only the
 // keys a plugin declares, and a missing one refuses the call.
 type Invoker struct{ Manager *Manager }
+
+// AuthConfig implements engine.AuthConfigurer: the server's auth config
+// reads the plugin's credentials.
+func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool) {
+	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
+	if err != nil {
+		return plugins.AuthConfig{}, false
+	}
+	return c.auth, true
+}
 
 // Invoke implements engine.Invoker.
 func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
