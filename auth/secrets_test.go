@@ -42,7 +42,8 @@ func TestMaskerForClassifies(t *testing.T) {
 			}
 		})
 	}
-	if auth.MaskerFor(basic, creds) != auth.MaskerFor(basic, creds) {
+	first, again := auth.MaskerFor(basic, creds), auth.MaskerFor(basic, creds)
+	if first != again {
 		t.Error("MaskerFor built twice for the same secrets")
 	}
 }
