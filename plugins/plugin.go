@@ -7,6 +7,7 @@ package plugins
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -247,6 +248,9 @@ func (a AuthConfig) CredentialKeys() []string {
 // mapping entry marked "secret": false. Every other key it reads is a
 // secret; a key read both ways is a secret.
 func (a AuthConfig) IdentifierKeys() []string {
+	if a.Type != AuthBasic && a.Type != AuthOAuth2 && !slices.ContainsFunc(a.Mapping, func(m AuthMapping) bool { return !m.IsSecret() }) {
+		return nil // every key a secret: the common case, on every call's path
+	}
 	secret := map[string]bool{}
 	a.reads(func(k string, s bool) { secret[k] = secret[k] || s })
 	ids := map[string]bool{}
