@@ -114,7 +114,19 @@ func (m *Masker) String(s string) string {
 	if m == nil || !m.suspect(s) {
 		return s
 	}
-	out, _ := m.mask(s)
+	out, _ := m.mask(s, false)
+	return out
+}
+
+// Cut is String for text cut short (a body read up to a limit): a
+// secret the cut split in two leaves its start at the end of the text,
+// which String would not recognize. Cut also replaces the longest end of
+// s (read through the same escapes) that begins a form of a secret.
+func (m *Masker) Cut(s string) string {
+	if m == nil || len(m.needles) == 0 {
+		return s
+	}
+	out, _ := m.mask(s, true)
 	return out
 }
 
@@ -124,7 +136,7 @@ func (m *Masker) Bytes(b []byte) []byte {
 	if m == nil || !m.suspectBytes(b) {
 		return b
 	}
-	out, changed := m.mask(string(b))
+	out, changed := m.mask(string(b), false)
 	if !changed {
 		return b
 	}
@@ -230,11 +242,11 @@ func (l *layer) positions() []int32 {
 
 // mask finds every needle in s and in each unescaped layer of s, and
 // replaces the original text of each (merged) match.
-func (m *Masker) mask(s string) (string, bool) {
+func (m *Masker) mask(s string, cut bool) (string, bool) {
 	var spans []span
 	top := &layer{text: s}
-	m.find(top, &spans)
-	m.findUnescaped(top, maxUnescapeLevels, &spans)
+	m.find(top, cut, &spans)
+	m.findUnescaped(top, maxUnescapeLevels, cut, &spans)
 	if len(spans) == 0 {
 		return s, false
 	}
@@ -255,8 +267,23 @@ func (m *Masker) mask(s string) (string, bool) {
 	return out.String(), true
 }
 
-// find appends the original spans of every needle occurrence in l.
-func (m *Masker) find(l *layer, spans *[]span) {
+// find appends the original spans of every needle occurrence in l, and
+// with cut, of the longest end of l that begins a needle.
+func (m *Masker) find(l *layer, cut bool, spans *[]span) {
+	if cut {
+		longest := 0
+		for _, n := range m.needles {
+			for k := min(len(n)-1, len(l.text)); k > longest; k-- {
+				if strings.HasSuffix(l.text, n[:k]) {
+					longest = k
+					break
+				}
+			}
+		}
+		if longest > 0 {
+			*spans = append(*spans, l.span(len(l.text)-longest, len(l.text)))
+		}
+	}
 	if !slices.ContainsFunc(m.scan, func(n string) bool { return strings.Contains(l.text, n) }) {
 		return
 	}
@@ -276,7 +303,7 @@ func (m *Masker) find(l *layer, spans *[]span) {
 // percent-unescaped, each in turn, down to levels deep. The two are
 // undone separately: in `\\u0041%41` (JSON for the text \u0041%41) a
 // layer undoing both at once would also read %41 as 'A'.
-func (m *Masker) findUnescaped(l *layer, levels int, spans *[]span) {
+func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
 	if levels == 0 {
 		return
 	}
@@ -285,8 +312,8 @@ func (m *Masker) findUnescaped(l *layer, levels int, spans *[]span) {
 			continue
 		}
 		if next := unescape(l, escape); next != nil {
-			m.find(next, spans)
-			m.findUnescaped(next, levels-1, spans)
+			m.find(next, cut, spans)
+			m.findUnescaped(next, levels-1, cut, spans)
 		}
 	}
 }

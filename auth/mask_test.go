@@ -290,3 +290,28 @@ func BenchmarkMaskerEscaped(b *testing.B) {
 		m.Bytes(body)
 	}
 }
+
+// TestMaskerCut: text cut at a read limit may end inside a secret; Cut
+// masks that start too, String (for whole text) does not.
+func TestMaskerCut(t *testing.T) {
+	const secret = "sk/live/0123456789"
+	m := auth.NewMasker(secret)
+	tests := []struct{ name, in, want string }{
+		{"plain start", "id 7, key sk/live/01", "id 7, key " + auth.Redacted},
+		{"php start", `{"key":"sk\/li`, `{"key":"` + auth.Redacted},
+		{"all \\u start", `{"key":"\u0073\u006B\u002f`, `{"key":"` + auth.Redacted},
+		{"base64 start", "token " + base64.StdEncoding.EncodeToString([]byte(secret))[:9], "token " + auth.Redacted},
+		{"whole secrets as String masks them", "a " + secret + " b", "a " + auth.Redacted + " b"},
+		{"no secret's start at the end", "nothing here", "nothing here"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.Cut(tt.in); got != tt.want {
+				t.Errorf("Cut(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	if got := m.String("key sk/live/01"); got != "key sk/live/01" {
+		t.Errorf("String masked a part of a secret in whole text: %q", got)
+	}
+}

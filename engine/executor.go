@@ -163,6 +163,9 @@ type Response struct {
 	ContentType string
 	Body        []byte
 	Attempts    int
+	// Truncated reports a Body cut at a read limit: it may end inside an
+	// echoed secret, which masking then treats as one (auth.Masker.Cut).
+	Truncated bool
 }
 
 // AuthConfigurer is implemented by an Invoker whose calls take their

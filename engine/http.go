@@ -234,7 +234,7 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 		return r, fmt.Errorf("reading the response: %w", err)
 	}
 	if int64(len(r.Body)) > limit {
-		r.Body = r.Body[:limit]
+		r.Body, r.Truncated = r.Body[:limit], true
 		if ok {
 			return r, &ToolError{
 				Code:    CodeResponseTooLarge,

@@ -186,7 +186,12 @@ func excerpt(resp *Response, m *auth.Masker) map[string]any {
 		d["body_size"] = len(resp.Body)
 		return d
 	}
-	s := m.String(string(body))
+	s := string(body)
+	if resp.Truncated {
+		s = m.Cut(s)
+	} else {
+		s = m.String(s)
+	}
 	if len(s) > ErrorExcerptBytes {
 		s = truncateUTF8(s, ErrorExcerptBytes) + "…[truncated]"
 	}

@@ -385,3 +385,35 @@ func TestStoredCredentialsBound(t *testing.T) {
 		})
 	}
 }
+
+// An error body is read up to a limit: an echo the limit cuts in two must
+// not show its start in the excerpt, even when masking the echoes before
+// it shrank the text enough for the cut to fall inside the excerpt.
+func TestCutEchoMasked(t *testing.T) {
+	const secret = "sk/live/0123456789abcdef"
+	var allU strings.Builder
+	for _, r := range secret {
+		fmt.Fprintf(&allU, `\u%04x`, r)
+	}
+	var body strings.Builder
+	body.WriteString(`{"echo":["`)
+	for body.Len() < 2*ErrorExcerptBytes-200 {
+		body.WriteString(allU.String() + `","`)
+	}
+	body.WriteString(strings.Repeat("x", 2*ErrorExcerptBytes-8-body.Len()) + secret + `"]}`) // cut after "sk/live/"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, body.String())
+	})
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	  "execution":{"method":"GET","base_url":"%s/e"},"auth_config":{"type":"api_key","mapping":[{"source":"K","target":"X-K"}]}}`, up.URL)
+	res, _ := newHarness(t).call(t, p, `{}`, map[string]string{"K": secret})
+	out := resultJSON(t, res)
+	if res.HTTPStatus != http.StatusBadRequest || !strings.Contains(out, "xxx") {
+		t.Fatalf("the excerpt does not reach the cut: %s", out)
+	}
+	if strings.Contains(out, "sk/live") || strings.Contains(out, `sk\/live`) {
+		t.Fatalf("the cut secret's start shows: %s", out)
+	}
+}
