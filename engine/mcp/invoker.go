@@ -111,11 +111,9 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}
 	}
 	if out.IsError {
-		msg := out.Text()
-		if len(msg) > 500 {
-			msg = msg[:500] + "…"
-		}
-		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+msg, "")}
+		// Whole: the executor cuts it after masking, so that no cut splits
+		// an echoed secret into a part the masker cannot recognize.
+		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+out.Text(), "")}
 	}
 	return resp, nil
 }
