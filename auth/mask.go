@@ -60,12 +60,11 @@ func NewMasker(secrets ...string) *Masker {
 		if len(s) < MinMaskLen {
 			continue
 		}
-		// The query-escaped form is a needle of its own, not only a text
-		// layer to undo: '+' for a space is not undone (it is also a
-		// literal '+'), and its base64 is what an oauth2 client sends
-		// (Basic base64(escape(id):escape(secret))).
-		// A space may also be a '+' beside %xx in lower case, which the
-		// unescaped layers then read as the '+' form.
+		// Three values: as given; query-escaped, a needle of its own since
+		// the unescaped layers leave a '+' alone (it may be a literal '+')
+		// and its base64 is what an oauth2 client sends (Basic
+		// base64(escape(id):escape(secret))); and with '+' for each space,
+		// what a layer makes of a query escape in lower-case hex.
 		for _, v := range []string{s, url.QueryEscape(s), strings.ReplaceAll(s, " ", "+")} {
 			add(v)
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
@@ -271,17 +270,19 @@ func (m *Masker) mask(s string, cut bool) (string, bool) {
 // with cut, of the longest end of l that begins a needle.
 func (m *Masker) find(l *layer, cut bool, spans *[]span) {
 	if cut {
+		// The cut may also have split an escape, which stays as it is.
+		text := l.text[:len(l.text)-splitEscape(l.text)]
 		longest := 0
 		for _, n := range m.needles {
-			for k := min(len(n)-1, len(l.text)); k > longest; k-- {
-				if strings.HasSuffix(l.text, n[:k]) {
+			for k := min(len(n)-1, len(text)); k > longest; k-- {
+				if strings.HasSuffix(text, n[:k]) {
 					longest = k
 					break
 				}
 			}
 		}
 		if longest > 0 {
-			*spans = append(*spans, l.span(len(l.text)-longest, len(l.text)))
+			*spans = append(*spans, l.span(len(text)-longest, len(l.text)))
 		}
 	}
 	if !slices.ContainsFunc(m.scan, func(n string) bool { return strings.Contains(l.text, n) }) {
@@ -297,6 +298,29 @@ func (m *Masker) find(l *layer, cut bool, spans *[]span) {
 			off += i + 1
 		}
 	}
+}
+
+// splitEscape is the length of the escape s ends with when it is cut
+// short (`\`, `\u00`, `%`, `%4`), else 0.
+func splitEscape(s string) int {
+	for n := 1; n <= 5 && n <= len(s); n++ {
+		tail := s[len(s)-n:]
+		switch {
+		case tail[0] == '%' && n <= 2 && isHex(tail[1:]),
+			tail[0] == '\\' && (n == 1 || tail[1] == 'u' && isHex(tail[2:])):
+			return n
+		}
+	}
+	return 0
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if _, ok := unhex(s[i]); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // findUnescaped finds needles in each layer below l: JSON-unescaped and

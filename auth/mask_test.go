@@ -303,6 +303,8 @@ func TestMaskerCut(t *testing.T) {
 		{"base64 start", "token " + base64.StdEncoding.EncodeToString([]byte(secret))[:9], "token " + auth.Redacted},
 		{"whole secrets as String masks them", "a " + secret + " b", "a " + auth.Redacted + " b"},
 		{"no secret's start at the end", "nothing here", "nothing here"},
+		{"an escape split too", `{"key":"sk\/li\u00`, `{"key":"` + auth.Redacted},
+		{"a percent-escape split too", "key=sk%2Fli%2", "key=" + auth.Redacted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
