@@ -158,6 +158,7 @@ func (m *mcpAPI) deleteServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.cfg.Manager.Forget(srv.ID)
+	m.catalog.clear() // its plugins bind no credential to its URL any more
 	w.WriteHeader(http.StatusNoContent)
 }
 
