@@ -44,6 +44,10 @@ type Masker struct {
 	// scan is needles without those containing another: text holding none
 	// of scan holds no needle.
 	scan []string
+	// wanted marks the bytes of needles, and the escape characters: an
+	// unescaped layer can hold a needle its parent lacks only if one of
+	// its escapes stands for one of those.
+	wanted [256]bool
 }
 
 // NewMasker returns a Masker for secrets; those shorter than MinMaskLen
@@ -77,6 +81,12 @@ func NewMasker(secrets ...string) *Masker {
 			}
 		}
 	}
+	for _, n := range m.needles {
+		for i := 0; i < len(n); i++ {
+			m.wanted[n[i]] = true
+		}
+	}
+	m.wanted['\\'], m.wanted['%'] = true, true
 	// Longest first, so that scan keeps the shortest of nested forms.
 	slices.SortStableFunc(m.needles, func(a, b string) int { return len(b) - len(a) })
 	for i, n := range m.needles {
@@ -143,35 +153,29 @@ func (m *Masker) Bytes(b []byte) []byte {
 }
 
 // suspect reports whether s may hold a secret: a needle as is, or an
-// escape that could hide one.
+// escape that could stand for part of one.
 func (m *Masker) suspect(s string) bool {
 	if len(m.needles) == 0 {
 		return false
-	}
-	if strings.IndexByte(s, '\\') >= 0 || strings.IndexByte(s, '%') >= 0 {
-		return true
 	}
 	for _, n := range m.scan {
 		if strings.Contains(s, n) {
 			return true
 		}
 	}
-	return false
+	return worthUnescaping(&m.wanted, s, '\\') || worthUnescaping(&m.wanted, s, '%')
 }
 
 func (m *Masker) suspectBytes(b []byte) bool {
 	if len(m.needles) == 0 {
 		return false
 	}
-	if bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '%') >= 0 {
-		return true
-	}
 	for _, n := range m.scan {
 		if bytes.Contains(b, []byte(n)) {
 			return true
 		}
 	}
-	return false
+	return worthUnescaping(&m.wanted, b, '\\') || worthUnescaping(&m.wanted, b, '%')
 }
 
 // span is a range [from, to) of the original text.
@@ -332,7 +336,7 @@ func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
 		return
 	}
 	for _, escape := range []byte{'\\', '%'} {
-		if strings.IndexByte(l.text, escape) < 0 {
+		if !worthUnescaping(&m.wanted, l.text, escape) {
 			continue
 		}
 		if next := unescape(l, escape); next != nil {
@@ -340,6 +344,39 @@ func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
 			m.findUnescaped(next, levels-1, cut, spans)
 		}
 	}
+}
+
+// worthUnescaping reports whether undoing the escapes of the kind escape
+// in s could reveal a needle s does not hold: whether one of them stands
+// for a byte of a needle or an escape character (which may begin an
+// escape of the next layer). Most escaped text (JSON's \n and \") needs
+// no layer built at all.
+func worthUnescaping[T string | []byte](wanted *[256]bool, s T, escape byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != escape {
+			continue
+		}
+		var b [utf8.UTFMax]byte
+		n := 0
+		switch {
+		case escape == '\\' && i+1 < len(s):
+			if r, k := jsonEscape(string(s[i:min(i+12, len(s))])); k > 0 {
+				n = utf8.EncodeRune(b[:], r)
+			}
+		case escape == '%' && i+2 < len(s):
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				b[0], n = hi<<4|lo, 1
+			}
+		}
+		for _, c := range b[:n] {
+			if wanted[c] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unescape undoes one layer of escapes in l: JSON string escapes when
