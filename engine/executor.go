@@ -454,11 +454,13 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 		}
 		res.Error = maskError(te, m)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		res.Error = &ToolError{
+		// Masked like every message, though the engine wrote it: a secret
+		// such as "00 B" would otherwise show in "HTTP 400 Bad Request".
+		res.Error = maskError(&ToolError{
 			Code:    CodeHTTPError,
 			Message: fmt.Sprintf("the API answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)),
 			Details: excerpt(resp, m),
-		}
+		}, m)
 	default:
 		res.OK = true
 		out := prep.Plugin.Execution.Response

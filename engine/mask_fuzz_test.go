@@ -12,6 +12,8 @@ import (
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/auth"
 )
 
 // echoedForms are what the fuzzed upstream writes of each value it got,
@@ -84,7 +86,9 @@ func FuzzEchoedSecret(f *testing.F) {
 				t.Fatalf("%v", err)
 			}
 			seen = append(seen, string(res.Output))
-			if args == `{}` && !bytes.Contains(res.Output, []byte(`"approved_by":"approver"`)) {
+			// Unless a form of a secret happens to match text around it
+			// (a secret of quotes, a base64 form inside "approver").
+			if args == `{}` && !bytes.Contains(res.Output, []byte("approver")) && !masksContext(secret, pass) {
 				t.Errorf("the username is masked: %s", res.Output)
 			}
 			if res.Error != nil {
@@ -96,8 +100,10 @@ func FuzzEchoedSecret(f *testing.F) {
 			seen = append(seen, rec.ErrorMessage)
 		}
 		for line := range strings.Lines(logs.String()) {
-			var v any
+			var v map[string]any
 			json.Unmarshal([]byte(line), &v)
+			delete(v, "time") // the clock's and the engine's own ids: "0000" may be a secret
+			delete(v, "execution_id")
 			seen = appendStrings(seen, v)
 		}
 		for _, v := range []string{secret, pass} {
@@ -110,6 +116,13 @@ func FuzzEchoedSecret(f *testing.F) {
 			}
 		}
 	})
+}
+
+// masksContext reports whether the secrets' own forms match the text
+// around the username.
+func masksContext(secrets ...string) bool {
+	const context = `{"approved_by":"approver","echo":["`
+	return auth.NewMasker(secrets...).String(context) != context
 }
 
 // appendStrings appends every string inside v, a JSON-like value, as
