@@ -198,6 +198,7 @@ type engineParts struct {
 	// commands run its poll loop.
 	changes *store.Watcher
 	catalog *catalog.Catalog
+	origins *auth.Catalog // the credential rules' view of the catalog
 }
 
 func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
@@ -230,13 +231,15 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	changes.Poll(ctx)
 	creds.Changes = changes
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	origins := auth.NewCatalog(st, changes)
+	creds.Identifiers = origins
 	ex := engine.NewExecutor(client)
-	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
+	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Origins = creds, rec, c.maxTimeout, log, origins
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes = log, changes
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m,
-		changes: changes, catalog: catalog.New(st, changes, log)}, nil
+		changes: changes, catalog: catalog.New(st, changes, log), origins: origins}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes
