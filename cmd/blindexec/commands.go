@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -39,6 +40,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
+			cfg.spool = spoolFromEnv()
 			parts, err := cfg.engine(ctx, !noMigrate, log)
 			if err != nil {
 				return err
@@ -47,6 +49,11 @@ func serveCmd(cfg *config) *cobra.Command {
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
+			}
+			if parts.spool != nil {
+				if err := parts.spool.Register(reg); err != nil {
+					return err
+				}
 			}
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
@@ -60,7 +67,12 @@ func serveCmd(cfg *config) *cobra.Command {
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}
-			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			// Requests derive from calls, which the shutdown cancels once
+			// its grace is over.
+			calls, cancelCalls := context.WithCancelCause(context.Background())
+			defer cancelCalls(nil)
+			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
+				BaseContext: func(net.Listener) context.Context { return calls }}
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
@@ -69,9 +81,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			case <-ctx.Done():
 			}
-			shut, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			return hs.Shutdown(shut)
+			return shutdown(hs, cancelCalls, envDuration("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second), log)
 		},
 	}
 	cmd.Flags().BoolVar(&noMigrate, "no-migrate", os.Getenv("BLINDEXEC_NO_MIGRATE") != "", "do not migrate the database at start (BLINDEXEC_NO_MIGRATE)")

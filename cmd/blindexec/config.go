@@ -11,12 +11,12 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
-	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -42,6 +42,8 @@ type config struct {
 	// dial, when set, is what the egress dialer dials with after its
 	// policy check (tests put a loopback-only guard here).
 	dial egress.DialFunc
+	// spool is set by serve: execution records go through a local spool.
+	spool spoolSettings
 }
 
 func env(name, def string) string {
@@ -123,7 +125,8 @@ type engineParts struct {
 	creds    *auth.CredentialService
 	executor *engine.Executor
 	recorder *engine.Recorder
-	client   *http.Client // egress-guarded
+	spool    *recordspool.Spool // nil: records go straight to the database
+	client   *http.Client       // egress-guarded
 	mcp      *enginemcp.Manager
 }
 
@@ -141,22 +144,24 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		st.Close()
 		return nil, err
 	}
-	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	rec, sp, err := c.recorder(st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	m := enginemcp.NewManager(st, client)
 	m.Logger = log
 	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m}, nil
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes
 // the database.
 func (p *engineParts) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	p.mcp.Close()
-	p.recorder.Close(ctx)
+	closeRecords(p.recorder, p.spool)
 	p.store.Close()
 }
 
