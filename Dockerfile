@@ -6,7 +6,7 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /blindexec ./cmd/blindexec
 
 FROM alpine:3.20
-RUN adduser -D -u 10001 blindexec
+RUN adduser -D -u 10001 blindexec && install -d -o blindexec -m 700 /home/blindexec/spool
 COPY --from=build /blindexec /usr/local/bin/blindexec
 USER blindexec
 WORKDIR /home/blindexec
