@@ -19,6 +19,10 @@
 //	        documents or operations imported exits 1)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
+//	fault   the fault and load runner: serve as a child process on SQLite
+//	        and MariaDB through a soak, upstream faults, a database outage,
+//	        SIGTERM and kill -9 (docs/reliability.md); not in the default
+//	        run. Quick: -only fault -fault-soak 12s -fault-outage 6s
 //
 // Every upstream runs on loopback in this process, behind an egress policy
 // that allows loopback only (server-everything, when tests/mcp-ts is
@@ -29,6 +33,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -55,6 +60,11 @@ type benchOpts struct {
 	dirWorkers     int
 	schemaIters    int
 	profileDir     string // a CPU profile per subject and phase
+
+	faultSoak   time.Duration // fault: load time of each scenario
+	faultOutage time.Duration // fault: database outage inside the outage scenario
+	faultDBs    string        // fault: sqlite,mysql
+	faultMySQL  string        // fault: MariaDB DSN (the runner creates its databases)
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -63,11 +73,12 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"import": benchImport,
 	"mcp":    benchMCP,
 	"query":  benchQuery,
+	"fault":  benchFault,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (exec, fault, import, loop, mcp, query)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -83,6 +94,10 @@ func main() {
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
+		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
+		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
+		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
+		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
 	if !*verbose {
@@ -94,13 +109,13 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "fault") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, fault, import, loop, mcp, query)\n", name)
 			os.Exit(2)
 		}
 	}
@@ -112,7 +127,8 @@ func main() {
 	}
 	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN, rounds: *rounds,
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
-		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10)}
+		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
+		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
