@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -10,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ func benchFault(ctx context.Context, o benchOpts) error {
 		o.faultSoak, o.conc, o.faultOutage)
 	for _, db := range strings.Split(o.faultDBs, ",") {
 		for _, sc := range faultScenarios {
+			if o.faultOnly != "" && !slices.Contains(strings.Split(o.faultOnly, ","), sc.name) {
+				continue
+			}
 			r := &faultRun{o: o, bin: bin, dir: filepath.Join(dir, db+"-"+sc.name), up: up.URL, dbKind: db, name: sc.name}
 			if err := r.setup(ctx); err != nil {
 				return fmt.Errorf("%s %s: %w", db, sc.name, err)
@@ -242,7 +246,9 @@ type faultResult struct {
 	recovered  int           // kill -9: records written by the restart
 	logged     int           // WARN and ERROR lines in the engine's log
 	p99        time.Duration // of answered calls
-	rssBefore  int64         // kB
+	firstLost  time.Time     // when the first and last lost calls were answered
+	lastLost   time.Time
+	rssBefore  int64 // kB
 	rssAfter   int64
 	notes      []string
 }
@@ -402,9 +408,11 @@ func (r *faultRun) kill9(ctx context.Context) (*faultResult, error) {
 	}
 	before := r.eng.rss()
 	var after int64
+	var killed time.Time
 	l := runLoad(ctx, r.eng.base, r.o.conc, func(int) string { return "fault_ok" }, r.o.faultSoak, func() {
 		time.Sleep(r.o.faultSoak / 2)
 		after = r.eng.rss()
+		killed = time.Now()
 		r.eng.stop(syscall.SIGKILL, time.Minute)
 	})
 	atKill, err := r.dbIDs(ctx)
@@ -424,6 +432,10 @@ func (r *faultRun) kill9(ctx context.Context) (*faultResult, error) {
 	}
 	res.recovered = res.written + res.extra - len(atKill)
 	res.notes = append(res.notes, fmt.Sprintf("in the database at the kill: %d; written from the spool by the restart: %d", len(atKill), res.recovered))
+	if res.lost > 0 {
+		res.notes = append(res.notes, fmt.Sprintf("the %d lost calls were answered between %s and %s before the kill (group-commit window: 20ms)",
+			res.lost, killed.Sub(res.lastLost).Round(time.Millisecond), killed.Sub(res.firstLost).Round(time.Millisecond)))
+	}
 	return res, nil
 }
 
@@ -435,15 +447,25 @@ func (r *faultRun) count(ctx context.Context, l *loadResult, rssBefore, rssAfter
 	}
 	res := &faultResult{answered: len(l.ids), unanswered: l.unanswered, refused503: l.refused503,
 		rssBefore: rssBefore, rssAfter: rssAfter, p99: l.p99()}
-	for id := range l.ids {
+	for id, at := range l.ids {
 		if _, ok := ids[id]; ok {
 			res.written++
 		} else {
 			res.lost++
+			if at.After(res.lastLost) {
+				res.lastLost = at
+			}
+			if res.firstLost.IsZero() || at.Before(res.firstLost) {
+				res.firstLost = at
+			}
 		}
 	}
 	res.extra = len(ids) - res.written
-	res.logged, err = countLogged(r.logPath)
+	var msgs map[string]int
+	res.logged, msgs, err = countLogged(r.logPath)
+	for _, m := range topMessages(msgs, 3) {
+		res.notes = append(res.notes, fmt.Sprintf("logged %d× %q", msgs[m], m))
+	}
 	return res, err
 }
 
@@ -480,22 +502,33 @@ func (r *faultRun) countWhere(ctx context.Context, where string) (int, error) {
 	return n, err
 }
 
-// countLogged counts the WARN and ERROR lines of a JSON log.
-func countLogged(path string) (int, error) {
+// countLogged counts the WARN and ERROR lines of a JSON log, in all and
+// per message.
+func countLogged(path string) (int, map[string]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
-	n := 0
+	n, msgs := 0, map[string]int{}
 	s := bufio.NewScanner(f)
 	s.Buffer(nil, 1<<20)
 	for s.Scan() {
-		if bytes.Contains(s.Bytes(), []byte(`"level":"WARN"`)) || bytes.Contains(s.Bytes(), []byte(`"level":"ERROR"`)) {
-			n++
+		var line struct{ Level, Msg string }
+		if json.Unmarshal(s.Bytes(), &line) != nil || (line.Level != "WARN" && line.Level != "ERROR") {
+			continue
 		}
+		n++
+		msgs[line.Msg]++
 	}
-	return n, s.Err()
+	return n, msgs, s.Err()
+}
+
+// topMessages are the k most frequent messages.
+func topMessages(msgs map[string]int, k int) []string {
+	keys := slices.Collect(maps.Keys(msgs))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(msgs[b]-msgs[a], strings.Compare(a, b)) })
+	return keys[:min(k, len(keys))]
 }
 
 // lockSQLite holds an exclusive lock on the SQLite file until the returned
@@ -660,9 +693,8 @@ func (e *engineProc) waitDrained(ctx context.Context, limit time.Duration) bool 
 // loadResult is what the load generator saw.
 type loadResult struct {
 	mu         sync.Mutex
-	ids        map[string]struct{}
+	ids        map[string]time.Time // execution id → when the answer came
 	latencies  []time.Duration
-	done       []time.Time // completion time of each answered call
 	unanswered int
 	refused503 int
 }
@@ -677,7 +709,7 @@ func (l *loadResult) p99() time.Duration {
 
 func (l *loadResult) completedIn(from, to time.Time) int {
 	n := 0
-	for _, t := range l.done {
+	for _, t := range l.ids {
 		if !t.Before(from) && t.Before(to) {
 			n++
 		}
@@ -690,7 +722,7 @@ func (l *loadResult) completedIn(from, to time.Time) int {
 func runLoad(ctx context.Context, base string, conc int, pick func(worker int) string, d time.Duration, events func()) *loadResult {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	l := &loadResult{ids: map[string]struct{}{}}
+	l := &loadResult{ids: map[string]time.Time{}}
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
 	var wg sync.WaitGroup
 	var gone atomic.Int32 // consecutive calls without an answer
@@ -712,9 +744,8 @@ func runLoad(ctx context.Context, base string, conc int, pick func(worker int) s
 				case status == http.StatusServiceUnavailable && id == "":
 					l.refused503++
 				case id != "":
-					l.ids[id] = struct{}{}
+					l.ids[id] = time.Now()
 					l.latencies = append(l.latencies, time.Since(start))
-					l.done = append(l.done, time.Now())
 				}
 				l.mu.Unlock()
 				if err != nil {

@@ -65,6 +65,7 @@ type benchOpts struct {
 	faultOutage time.Duration // fault: database outage inside the outage scenario
 	faultDBs    string        // fault: sqlite,mysql
 	faultMySQL  string        // fault: MariaDB DSN (the runner creates its databases)
+	faultOnly   string        // fault: scenarios to run (empty: all)
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -97,6 +98,7 @@ func main() {
 		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
 		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
 		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
+		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9; default all)")
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
@@ -128,7 +130,7 @@ func main() {
 	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN, rounds: *rounds,
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
-		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL}
+		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
