@@ -41,8 +41,27 @@ func serveCmd(cfg *config) *cobra.Command {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
 			cfg.spool = spoolFromEnv()
-			parts, err := cfg.engine(ctx, !noMigrate, log)
+			// Listen at once: until the database is read, the gate answers
+			// /readyz (and everything else) with 503 saying why.
+			ln, err := net.Listen("tcp", cfg.addr)
 			if err != nil {
+				return err
+			}
+			// Requests derive from calls, which the shutdown cancels once
+			// its grace is over.
+			calls, cancelCalls := context.WithCancelCause(context.Background())
+			defer cancelCalls(nil)
+			gate := &startGate{}
+			hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second,
+				BaseContext: func(net.Listener) context.Context { return calls }}
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			parts, err := cfg.engineWhenReachable(ctx, !noMigrate, log, gate)
+			if err != nil {
+				hs.Close()
+				if ctx.Err() != nil {
+					return nil // stopped before the database was reached
+				}
 				return err
 			}
 			defer parts.close()
@@ -63,19 +82,13 @@ func serveCmd(cfg *config) *cobra.Command {
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
 				Runner:  cfg.runner(parts.executor, log),
 				Changes: parts.changes, Catalog: parts.catalog,
+				OutageGrace: envDuration("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace),
 			}
 			go parts.changes.Run(ctx)
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}
-			// Requests derive from calls, which the shutdown cancels once
-			// its grace is over.
-			calls, cancelCalls := context.WithCancelCause(context.Background())
-			defer cancelCalls(nil)
-			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second,
-				BaseContext: func(net.Listener) context.Context { return calls }}
-			errc := make(chan error, 1)
-			go func() { errc <- hs.ListenAndServe() }()
+			gate.open(srv.Handler())
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {
 			case err := <-errc:
