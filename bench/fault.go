@@ -599,10 +599,12 @@ func startEngine(ctx context.Context, bin, db, spool, logPath string, extraEnv [
 		close(e.exited)
 	}()
 	for deadline := time.Now().Add(time.Minute); ; {
-		resp, err := e.client.Get(e.base + "/healthz")
+		resp, err := e.client.Get(e.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			return e, nil
+			if resp.StatusCode == http.StatusOK {
+				return e, nil
+			}
 		}
 		select {
 		case <-e.exited:
@@ -614,7 +616,7 @@ func startEngine(ctx context.Context, bin, db, spool, logPath string, extraEnv [
 		}
 		if time.Now().After(deadline) {
 			e.kill()
-			return nil, errors.New("serve did not listen within a minute")
+			return nil, errors.New("serve was not ready within a minute")
 		}
 	}
 }
