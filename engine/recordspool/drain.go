@@ -58,8 +58,7 @@ func (s *Spool) drain() {
 		}
 		s.mu.Lock()
 		s.drainOff += used
-		s.stats.PendingBytes -= used
-		s.stats.PendingRecords -= frames
+		s.pending(-used, -frames)
 		s.stats.Drained += int64(len(recs))
 		s.mu.Unlock()
 	}

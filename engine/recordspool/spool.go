@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -79,13 +80,18 @@ type Spool struct {
 	log  *slog.Logger
 	lock *os.File // flock held on dir/LOCK
 
+	// wmu serializes appends; the write and fsync happen under it alone,
+	// so that Admit, Stats and the drainer never wait for a disk.
+	wmu sync.Mutex
+	buf []byte // encoding buffer of WriteRecords
+
 	mu       sync.Mutex
 	segs     []segment // oldest first; the last one takes appends once active is set
 	active   *os.File  // append handle of the last segment; nil until the first append
 	drainOff int64     // bytes of segs[0] the database has taken
 	stats    Stats
 	closed   bool
-	buf      []byte // encoding buffer of WriteRecords
+	full     atomic.Bool // PendingBytes >= MaxBytes, for Admit on every call
 
 	wake        chan struct{}
 	stopDrain   context.CancelFunc
@@ -212,8 +218,7 @@ func (s *Spool) recover() error {
 		}
 		s.segs = append(s.segs, segment{seq: seq, size: int64(good)})
 		s.stats.Recovered += n
-		s.stats.PendingRecords += n
-		s.stats.PendingBytes += int64(good)
+		s.pending(int64(good), n)
 	}
 	slices.SortFunc(s.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
 	return nil
@@ -239,12 +244,17 @@ func parseFrame(b []byte) (payload []byte, n int, ok bool) {
 // Admit reports whether a call may start: ErrFull while the records the
 // database has not taken fill MaxBytes.
 func (s *Spool) Admit() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stats.PendingBytes >= s.opts.MaxBytes {
+	if s.full.Load() {
 		return ErrFull
 	}
 	return nil
+}
+
+// pending adds to the pending counts. Called with mu held.
+func (s *Spool) pending(bytes, records int64) {
+	s.stats.PendingBytes += bytes
+	s.stats.PendingRecords += records
+	s.full.Store(s.stats.PendingBytes >= s.opts.MaxBytes)
 }
 
 // Stats returns the counters.
@@ -261,11 +271,8 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	buf := s.buf[:0]
 	for i := range recs {
 		start := len(buf)
@@ -279,31 +286,44 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
 	}
 	s.buf = buf
-	if err := s.rotateIfDue(); err != nil {
+	f, size, err := s.appendTarget()
+	if err != nil {
 		return err
 	}
-	last := &s.segs[len(s.segs)-1]
-	if _, err := s.active.Write(buf); err != nil {
+	if _, err = f.Write(buf); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
 		// Cut what part of the batch got in, so the segment stays a
 		// sequence of whole frames.
-		s.active.Truncate(last.size)
-		s.active.Seek(last.size, io.SeekStart)
+		f.Truncate(size)
+		f.Seek(size, io.SeekStart)
 		return fmt.Errorf("record spool: append %d records: %w", len(recs), err)
 	}
-	if err := s.active.Sync(); err != nil {
-		s.active.Truncate(last.size)
-		s.active.Seek(last.size, io.SeekStart)
-		return fmt.Errorf("record spool: sync %d records: %w", len(recs), err)
-	}
-	last.size += int64(len(buf))
-	s.stats.PendingBytes += int64(len(buf))
-	s.stats.PendingRecords += int64(len(recs))
+	s.mu.Lock()
+	s.segs[len(s.segs)-1].size += int64(len(buf))
+	s.pending(int64(len(buf)), int64(len(recs)))
 	s.stats.Appended += int64(len(recs))
+	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+// appendTarget is the file appends go to and its synced size, after
+// opening a new segment when one is due. Called with wmu held.
+func (s *Spool) appendTarget() (*os.File, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	if err := s.rotateIfDue(); err != nil {
+		return nil, 0, err
+	}
+	return s.active, s.segs[len(s.segs)-1].size, nil
 }
 
 func appendJSON(b []byte, r *engine.Record) ([]byte, error) {
@@ -377,6 +397,8 @@ func (s *Spool) Close(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.stopDrain()
+	s.wmu.Lock() // an append in progress ends first
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	if s.active != nil {
 		s.active.Close()
