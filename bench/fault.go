@@ -129,7 +129,7 @@ var faultPlugins = []struct {
 	{"fault_stall", "/stall", 300},
 	{"fault_5xx", "/5xx", 5000},
 	{"fault_slow_body", "/slow-body", 5000},
-	{"fault_hang", "/stall", 30000}, // outlives the shutdown grace
+	{"fault_hang", "/stall", 60000}, // outlives the shutdown grace (and the first half of a soak up to 2 min)
 }
 
 // faultRun is one scenario on one database: its own database, spool and
