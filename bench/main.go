@@ -95,6 +95,7 @@ func main() {
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
+		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
 		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
 		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
 		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
@@ -102,6 +103,7 @@ func main() {
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
+	directRecords = *direct
 	if !*verbose {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
