@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -70,9 +69,8 @@ func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
 
 // readPlugin parses a plugin document from the body (comments allowed).
 func readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+	body, ok := readJSON(w, r)
+	if !ok {
 		return nil, false
 	}
 	p, err := plugins.Parse(body)

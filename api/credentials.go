@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -55,9 +54,8 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 	}
 	var value string
 	if ct := r.Header.Get("Content-Type"); len(ct) >= 10 && ct[:10] == "text/plain" {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_request", "read body: "+err.Error(), nil)
+		b, ok := readBody(w, r, 64<<10)
+		if !ok {
 			return
 		}
 		value = string(b)

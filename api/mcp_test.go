@@ -44,6 +44,7 @@ type mcpEnv struct {
 	userTok  string // user 7's per-user token
 	logs     *SyncBuffer
 	cfg      *MCPConfig
+	ex       *engine.Executor
 	closedAt string // a loopback URL nothing listens on
 }
 
@@ -64,7 +65,7 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	m.Logger = log
 	t.Cleanup(func() { m.Close() })
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	ex.Credentials, ex.Logger = creds, log
 	cfg := &MCPConfig{Manager: m}
 	s := &Server{Store: st, Creds: creds, Executor: ex, AdminToken: mcpAdmin, ServiceToken: mcpService, Logger: log, MCP: cfg}
@@ -83,7 +84,7 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := "http://" + l.Addr().String() + "/mcp"
 	l.Close()
-	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, closedAt: closed}
+	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, ex: ex, closedAt: closed}
 }
 
 func (e *mcpEnv) do(method, path, token string, body any, header ...string) (int, map[string]any) {

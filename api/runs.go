@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -49,6 +50,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "llm_not_configured", "no LLM endpoint is configured (BLINDEXEC_LLM_BASE_URL)", nil)
 		return
 	}
+	release, err := s.Executor.Limiter.AcquireRun(user)
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
+		return
+	}
+	defer release()
 	lreq, fields, err := s.loopRequest(r.Context(), &req, user)
 	if err != nil {
 		s.internal(w, r, err)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -54,6 +53,8 @@ type Server struct {
 	// Catalog is the parsed catalog the runtime routes read; nil: one over
 	// Store following Changes.
 	Catalog *catalog.Catalog
+	// Deadlines bound reading bodies and writing answers, per route.
+	Deadlines Deadlines
 
 	// OutageGrace is how long the runtime serves what it read last while
 	// the change counters cannot be read (the database is unreachable);
@@ -64,9 +65,6 @@ type Server struct {
 	tokens tokenCache
 	closed atomic.Bool // failing closed (logged once each way)
 }
-
-// maxBody bounds every request body the API reads.
-const maxBody = 8 << 20
 
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
@@ -116,13 +114,13 @@ func (s *Server) Handler() http.Handler {
 		s.mcpRoutes(mux, s.MCP)
 	}
 	if s.OpenAPITools != nil {
-		mux.Handle("/mcp/openapi", s.with(roleUser, s.OpenAPITools.ServeHTTP))
+		mux.Handle("/mcp/openapi", s.with(roleUser, scanJSON(s.OpenAPITools)))
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
 	})
-	return mux
+	return s.withDeadlines(mux)
 }
 
 // changed makes this server's own write visible to it at once, rather than
@@ -156,9 +154,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads a JSON body into v; a malformed body answers 400 with
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+	body, ok := readJSON(w, r)
+	if !ok {
 		return false
 	}
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {

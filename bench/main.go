@@ -19,6 +19,12 @@
 //	        documents or operations imported exits 1)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
+//	changes what following the change counters costs: a poll, an idle
+//	        replica's queries per second (MariaDB), a catalog reload
+//	hostile what refusing hostile input costs (deep, wide and large bodies
+//	        and arguments, costly schemas, dot segments, callers over their
+//	        limit) beside an ordinary call; /metrics after 20,000 inline
+//	        plugin names; slow bodies against the body deadline
 //	fault   the fault and load runner: serve as a child process on SQLite
 //	        and MariaDB through a soak, upstream faults, a database outage,
 //	        SIGTERM and kill -9 (docs/reliability.md); not in the default
@@ -69,17 +75,19 @@ type benchOpts struct {
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
-	"exec":   benchExec,
-	"loop":   benchLoop,
-	"import": benchImport,
-	"mcp":    benchMCP,
-	"query":  benchQuery,
-	"fault":  benchFault,
+	"changes": benchChanges,
+	"exec":    benchExec,
+	"loop":    benchLoop,
+	"import":  benchImport,
+	"mcp":     benchMCP,
+	"query":   benchQuery,
+	"hostile": benchHostile,
+	"fault":   benchFault,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, fault, import, loop, mcp, query)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, hostile, import, loop, mcp, query)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -119,7 +127,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, fault, import, loop, mcp, query)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, hostile, import, loop, mcp, query)\n", name)
 			os.Exit(2)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -108,6 +109,21 @@ func checkOnTheWire(t *testing.T, p *plugins.Plugin, o *outbound) {
 	for seg := range strings.SplitSeq(path, "/") {
 		if seg == "." || seg == ".." {
 			t.Fatalf("%s: dot segment in %q", p.Name, path)
+		}
+	}
+	// Nor once decoded, as a server or a proxy decoding more than once, or
+	// splitting on backslashes too, would see it (issue 13, point 4).
+	decoded := path
+	for range 4 {
+		d, err := url.PathUnescape(decoded)
+		if err != nil || d == decoded {
+			break
+		}
+		decoded = d
+	}
+	for seg := range strings.FieldsFuncSeq(decoded, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg, _, _ = strings.Cut(seg, ";"); seg == "." || seg == ".." {
+			t.Fatalf("%s: a dot segment once %q is decoded", p.Name, path)
 		}
 	}
 	for name, vs := range got.Header {

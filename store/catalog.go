@@ -68,6 +68,7 @@ func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
 		FixedParams:   cfg.FixedParams,
 		Status:        r.Status,
 		Remark:        r.Remark,
+		Catalog:       true,
 	}
 	if len(r.RequiredCredentials) > 0 {
 		if err := json.Unmarshal(r.RequiredCredentials, &p.RequiredCredentials); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -40,6 +39,10 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
+			limits, err := loadServeLimits()
+			if err != nil {
+				return err
+			}
 			cfg.spool = spoolFromEnv()
 			// Listen at once: until the database is read, the gate answers
 			// /readyz (and everything else) with 503 saying why.
@@ -52,8 +55,8 @@ func serveCmd(cfg *config) *cobra.Command {
 			calls, cancelCalls := context.WithCancelCause(context.Background())
 			defer cancelCalls(nil)
 			gate := &startGate{}
-			hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second,
-				BaseContext: func(net.Listener) context.Context { return calls }}
+			hs := limits.httpServer(cfg.addr, gate)
+			hs.BaseContext = func(net.Listener) context.Context { return calls }
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
 			parts, err := cfg.engineWhenReachable(ctx, !noMigrate, log, gate)
@@ -65,6 +68,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
+			parts.executor.Limiter = limits.limiter
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
@@ -80,8 +84,10 @@ func serveCmd(cfg *config) *cobra.Command {
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
-				Runner:  cfg.runner(parts.executor, log),
-				Changes: parts.changes, Catalog: parts.catalog,
+				Runner:      cfg.runner(parts.executor, log),
+				Changes:     parts.changes,
+				Catalog:     parts.catalog,
+				Deadlines:   limits.deadlines,
 				OutageGrace: envDuration("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace),
 			}
 			go parts.changes.Run(ctx)

@@ -18,7 +18,6 @@ import (
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/recordspool"
-	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -163,7 +162,7 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes = log, changes
-	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
 		changes: changes, catalog: catalog.New(st, changes, log)}, nil
 }

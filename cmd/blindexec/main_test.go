@@ -90,7 +90,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["ok"] != true {
 		t.Fatalf("exec: %d %q %q", code, out, errs)
 	}
-	if got.Header.Get("Token") != "sk-cli-0123456789abcd" || got.URL.RawQuery != "keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1" {
+	if got.Header.Get("Token") != "sk-cli-0123456789abcd" || got.URL.RawQuery != "keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8" {
 		t.Fatalf("upstream got %q %v", got.URL.RawQuery, got.Header)
 	}
 	// 1 for a tool error (a non-2xx answer), the envelope still printed.
