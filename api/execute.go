@@ -58,8 +58,11 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 		tooMany(w, refused.Message, time.Duration(secs*float64(time.Second)), mergeDetails(refused.Details, res.ExecutionID))
 	case errors.As(err, &refused):
 		status := http.StatusUnprocessableEntity
-		if refused.Code == engine.CodePluginDisabled {
+		switch refused.Code {
+		case engine.CodePluginDisabled:
 			status = http.StatusConflict
+		case engine.CodeRecordsUnavailable:
+			status = http.StatusServiceUnavailable
 		}
 		writeError(w, status, refused.Code, refused.Message, mergeDetails(refused.Details, res.ExecutionID))
 	case err != nil:

@@ -68,6 +68,10 @@ const (
 	CodeEgressDenied     = "egress_denied"   // the destination is a forbidden address
 	CodeResponseTooLarge = "response_too_large"
 	CodeAuthError        = "auth_error" // credentials could not be applied (token endpoint, credential store)
+
+	// CodeRecordsUnavailable refuses a call that could not be recorded
+	// (the record spool is full): nothing was sent, nothing recorded.
+	CodeRecordsUnavailable = "records_unavailable"
 )
 
 // CredentialResolver is the credential store: it returns the plaintext
@@ -236,6 +240,14 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	}
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
+	if e.Recorder != nil {
+		if err := e.Recorder.Admit(); err != nil {
+			refused := refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
+			res.Error = &refused.ToolError
+			e.Metrics.observe(call.Plugin, CodeRecordsUnavailable, time.Since(start))
+			return res, refused
+		}
+	}
 
 	var prep *Prepared
 	release, refused := e.admit(call)
@@ -249,6 +261,12 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 		cancel()
 		if !errors.As(err, &refused) {
 			e.complete(res, prep, resp, err)
+		}
+		if cause := context.Cause(ctx); res.Error != nil && res.Error.Code == CodeTransportError && cause != nil &&
+			!errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			// Canceled with a reason (the engine shutting down): the
+			// record says which.
+			res.Error.Message = "the call was canceled: " + cause.Error()
 		}
 	}
 	if refused != nil {
