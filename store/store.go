@@ -50,6 +50,9 @@ type Store struct {
 	db      *gorm.DB
 	sqlDB   *sql.DB
 	dialect string
+	// sqlitePath is the database file of a SQLite store ("" in memory):
+	// Migrate locks a file beside it.
+	sqlitePath string
 }
 
 // Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a
@@ -104,6 +107,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
 	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	if scheme == DialectSQLite {
+		s.sqlitePath = sqliteFile(rest)
+	}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -165,19 +171,34 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the connection pool.
 func (s *Store) Close() error { return s.sqlDB.Close() }
 
-// Migrate applies every pending migration of the store's dialect.
+// Migrate applies every pending migration of the store's dialect. It runs
+// under a lock, so replicas starting together on a fresh database wait for
+// the one that migrates instead of racing it: on MySQL a GET_LOCK held by
+// goose's migrating connection (released by the server if the process
+// dies), on SQLite an exclusive lock on the file beside the database
+// (goose reads the version outside its migration transaction, so the
+// database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
 	dialect, embedded, dir := goose.DialectSQLite3, migrations.SQLite, "sqlite"
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if s.dialect == DialectMySQL {
 		dialect, embedded, dir = goose.DialectMySQL, migrations.MySQL, "mysql"
+		opts = append(opts, goose.WithSessionLocker(mysqlMigrationLock{}))
 	}
 	fsys, err := fs.Sub(embedded, dir)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, opts...)
 	if err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+	}
+	if s.sqlitePath != "" {
+		unlock, err := lockFile(ctx, s.sqlitePath+".migrate.lock")
+		if err != nil {
+			return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		}
+		defer unlock()
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)

@@ -28,29 +28,39 @@ var kinds = []string{store.DialectSQLite, store.DialectMySQL}
 // Each runs fn as the subtests "sqlite" and "mysql", each on a fresh store.
 func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	t.Helper()
+	EachKind(t, func(t *testing.T, kind string) { fn(t, Open(t, kind)) })
+}
+
+// EachKind runs fn as the subtests "sqlite" and "mysql", for tests that
+// open their databases themselves (with DSN).
+func EachKind(t *testing.T, fn func(t *testing.T, kind string)) {
+	t.Helper()
 	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
-			fn(t, Open(t, kind))
-		})
+		t.Run(kind, func(t *testing.T) { fn(t, kind) })
 	}
 }
 
-// Open returns a migrated store on an empty database that t cleans up.
-// kind "sqlite" uses a file in t.TempDir(). kind "mysql" creates a database
-// bx_<random hex> on the server named by BLINDEXEC_TEST_MYSQL_DSN, and drops
-// it afterwards; the test is skipped when the variable is unset, and fails
-// when the server is unreachable.
-func Open(t testing.TB, kind string) *store.Store {
+// DSN returns the store DSN of a new, empty, unmigrated database that t
+// cleans up. kind "sqlite" uses a file in t.TempDir(). kind "mysql" creates
+// a database bx_<random hex> on the server named by BLINDEXEC_TEST_MYSQL_DSN,
+// and drops it afterwards; the test is skipped when the variable is unset,
+// and fails when the server is unreachable.
+func DSN(t testing.TB, kind string) string {
 	t.Helper()
-	var dsn string
 	switch kind {
 	case store.DialectSQLite:
-		dsn = "sqlite:" + filepath.Join(t.TempDir(), "test.db")
+		return "sqlite:" + filepath.Join(t.TempDir(), "test.db")
 	case store.DialectMySQL:
-		dsn = "mysql:" + createMySQLDatabase(t)
-	default:
-		t.Fatalf("testdb: unknown database kind %q (want sqlite or mysql)", kind)
+		return "mysql:" + createMySQLDatabase(t)
 	}
+	t.Fatalf("testdb: unknown database kind %q (want sqlite or mysql)", kind)
+	return ""
+}
+
+// Open returns a migrated store on a database from DSN.
+func Open(t testing.TB, kind string) *store.Store {
+	t.Helper()
+	dsn := DSN(t, kind)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := store.Open(ctx, dsn)
