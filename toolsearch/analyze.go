@@ -29,19 +29,30 @@ const (
 	kindCJKPair
 )
 
-// each calls emit for every term of s, in order.
+// each calls emit for every term of s, in order. Words of one meaning
+// ("repository", "repos", "repo") become one term, and a phrase of one
+// meaning ("pull request") adds that term (canonical).
 func (a analyzer) each(s string, emit func(term string, kind int)) {
+	prev := ""
 	scan(s, func(w string) {
 		if a.plain {
 			emit(strings.ToLower(w), kindWord)
 			return
 		}
 		for _, part := range splitCamel(w) {
+			part = strings.ToLower(part)
+			if c, ok := canonicalPhrases[prev+" "+part]; ok {
+				emit(c, kindWord)
+			}
+			prev = part
 			if t := normalizeWord(part); t != "" {
-				emit(t, kindWord)
+				emit(canonical(t), kindWord)
 			}
 		}
-	}, func(run string) { a.cjk(run, emit) })
+	}, func(run string) {
+		prev = ""
+		a.cjk(run, emit)
+	})
 }
 
 // scan cuts s into words (runs of letters and digits) and runs of CJK
@@ -95,7 +106,7 @@ func (a analyzer) cjk(run string, emit func(string, int)) {
 			emit(c, kindCJKChar)
 		}
 		if !a.plain && prev != "" {
-			emit(prev+c, kindCJKPair)
+			emit(canonical(prev+c), kindCJKPair)
 		}
 		prev = c
 	}
