@@ -220,7 +220,10 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
-			return mcpserver.ServeStdio(cmd.Context(), mcpserver.StoreCatalog{Store: parts.store}, parts.executor, user, log)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			go parts.changes.Run(ctx)
+			return mcpserver.ServeStdio(ctx, parts.catalog, parts.executor, user, log)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

@@ -7,8 +7,8 @@
 // without the fixed ones). Execution, auth config, fixed params and
 // credentials never reach the client.
 //
-// The tool list follows the catalog live: every tools/list reads the
-// enabled plugins, every tools/call the plugin called.
+// The tool list follows the catalog: a server re-registers its tools when
+// the catalog's version moved since it last did, and at no other time.
 //
 // A call's result is the engine's output as text content, plus
 // structuredContent when the output is a JSON object; a call that is not
@@ -29,54 +29,24 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 )
 
 // EnvUser names the setting of the user `blindexec mcp serve --stdio`
 // acts for (a RuoYi user id).
 const EnvUser = "BLINDEXEC_MCP_USER"
 
-// Catalog is where the server finds plugins.
+// Catalog is where the server finds plugins: *catalog.Catalog.
 type Catalog interface {
-	// EnabledPlugins lists the enabled plugins.
+	// EnabledPlugins lists the enabled plugins, bringing the catalog up
+	// to date.
 	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
-	// Plugin returns the plugin called name, or an error wrapping
-	// store.ErrNotFound.
-	Plugin(ctx context.Context, name string) (*plugins.Plugin, error)
+	// Version moves whenever the catalog changes.
+	Version() int64
 }
 
 // Executor executes calls: *engine.Executor.
 type Executor interface {
 	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
-}
-
-// StoreCatalog is the catalog of a store.
-type StoreCatalog struct{ Store *store.Store }
-
-// EnabledPlugins implements Catalog.
-func (c StoreCatalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error) {
-	rows, err := c.Store.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*plugins.Plugin, 0, len(rows))
-	for i := range rows {
-		p, err := rows[i].ToPlugin()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// Plugin implements Catalog.
-func (c StoreCatalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, error) {
-	row, err := c.Store.GetPlugin(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return row.ToPlugin()
 }
 
 // NewServer returns an MCP server offering cat's enabled plugins, executed
@@ -87,7 +57,7 @@ func NewServer(cat Catalog, ex Executor, userID int64, logger *slog.Logger) *sdk
 		Logger:       logger,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
-	t := &tools{server: s, cat: cat, ex: ex, user: userID, log: logger, added: map[string]bool{}}
+	t := &tools{server: s, cat: cat, ex: ex, user: userID, log: logger, added: map[string]bool{}, synced: -1}
 	s.AddReceivingMiddleware(t.middleware)
 	return s
 }
@@ -100,20 +70,16 @@ type tools struct {
 	user   int64
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	added map[string]bool
+	mu     sync.Mutex
+	added  map[string]bool
+	synced int64 // the catalog version the tools were registered at
 }
 
 func (t *tools) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		var err error
-		switch method {
-		case "tools/list":
-			err = t.syncAll(ctx)
-		case "tools/call":
-			if r, ok := req.(*sdk.CallToolRequest); ok && r.Params != nil {
-				err = t.syncOne(ctx, r.Params.Name)
-			}
+		if method == "tools/list" || method == "tools/call" {
+			err = t.sync(ctx)
 		}
 		if err != nil {
 			t.log.ErrorContext(ctx, "MCP catalog unavailable", "method", method, "err", err)
@@ -123,13 +89,20 @@ func (t *tools) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-func (t *tools) syncAll(ctx context.Context) error {
+// sync registers the enabled plugins as tools, and removes the others, if
+// the catalog changed since it last did: a disabled or deleted plugin is
+// then an unknown tool to the SDK.
+func (t *tools) sync(ctx context.Context) error {
 	ps, err := t.cat.EnabledPlugins(ctx)
 	if err != nil {
 		return err
 	}
+	version := t.cat.Version()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if version == t.synced {
+		return nil
+	}
 	keep := make(map[string]bool, len(ps))
 	for _, p := range ps {
 		if t.add(p) {
@@ -143,25 +116,7 @@ func (t *tools) syncAll(ctx context.Context) error {
 		}
 	}
 	t.server.RemoveTools(gone...)
-	t.added = keep
-	return nil
-}
-
-// syncOne adds the plugin called name, or removes it when it is gone or
-// disabled, so the SDK answers "unknown tool".
-func (t *tools) syncOne(ctx context.Context, name string) error {
-	p, err := t.cat.Plugin(ctx, name)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p != nil && p.Enabled() && t.add(p) {
-		t.added[name] = true
-		return nil
-	}
-	t.server.RemoveTools(name)
-	delete(t.added, name)
+	t.added, t.synced = keep, version
 	return nil
 }
 

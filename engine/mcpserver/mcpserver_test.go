@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,14 +35,8 @@ func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
 	return out, nil
 }
 
-func (c catalog) Plugin(_ context.Context, name string) (*plugins.Plugin, error) {
-	for _, p := range c {
-		if p.Name == name {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("plugin %q: %w", name, store.ErrNotFound)
-}
+// Version is constant: the catalog never changes.
+func (c catalog) Version() int64 { return 1 }
 
 // creds is the credential store: user 7 has both secrets.
 type creds map[int64]map[string]string
