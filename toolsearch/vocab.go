@@ -74,6 +74,10 @@ var vocabIndex = func() map[string][]qterm {
 		}
 		var terms [][]string
 		for _, w := range g.words {
+			if strings.Contains(w, " ") {
+				terms = append(terms, nil) // a phrase is a key, its words no synonyms
+				continue
+			}
 			terms = append(terms, indexTerms(w))
 		}
 		for i, w := range g.words {
