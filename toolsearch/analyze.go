@@ -20,6 +20,10 @@ import (
 // CJK character (a standard analyzer).
 type analyzer struct {
 	plain bool
+	// stems, when set, remembers the stems of words (an index build,
+	// which meets the same words thousands of times; not shared between
+	// goroutines).
+	stems map[string]string
 }
 
 // term kinds: a CJK single character weighs less in a query than a pair.
@@ -45,7 +49,7 @@ func (a analyzer) each(s string, emit func(term string, kind int)) {
 				emit(c, kindWord)
 			}
 			prev = part
-			if t := normalizeWord(part); t != "" {
+			if t := a.normalize(part); t != "" {
 				emit(canonical(t), kindWord)
 			}
 		}
@@ -82,14 +86,23 @@ func scan(s string, word, cjk func(string)) {
 	}
 }
 
-// normalizeWord lowercases, drops stop words, numbers and single letters,
-// and stems; "" when nothing is left.
-func normalizeWord(w string) string {
-	w = strings.ToLower(w)
+// normalizeWord drops stop words, numbers and single letters of a
+// lowercased word, and stems it; "" when nothing is left.
+func normalizeWord(w string) string { return analyzer{}.normalize(w) }
+
+func (a analyzer) normalize(w string) string {
 	if len(w) < 2 || stopWords[w] || isNumber(w) {
 		return ""
 	}
-	return stem(w)
+	if a.stems == nil {
+		return stem(w)
+	}
+	s, ok := a.stems[w]
+	if !ok {
+		s = stem(w)
+		a.stems[w] = s
+	}
+	return s
 }
 
 func stem(w string) string {

@@ -15,7 +15,7 @@ type field struct {
 	name   string
 	weight float64
 	b      float64
-	text   func(p *plugins.Plugin) []string
+	text   func(t *toolText) []string
 	// boilerplate: drop the sentences that many tools of the catalog
 	// share (dropBoilerplate).
 	boilerplate bool
@@ -26,11 +26,11 @@ type field struct {
 // it at length (and GitHub's repeats boilerplate about tokens and scopes);
 // parameters and path say what it acts on.
 var engineFields = []field{
-	{"name", 2, 0.5, func(p *plugins.Plugin) []string { return []string{p.Name} }, false},
-	{"title", 3, 0.5, func(p *plugins.Plugin) []string { return []string{p.Title} }, false},
-	{"tags", 1.5, 0.3, func(p *plugins.Plugin) []string { return p.Tags }, false},
-	{"keywords", 3, 0.3, func(p *plugins.Plugin) []string { return p.Keywords }, false},
-	{"description", 1, 0.75, func(p *plugins.Plugin) []string { return sentences(stripURLs(p.Description)) }, true},
+	{"name", 2, 0.5, func(t *toolText) []string { return []string{t.p.Name} }, false},
+	{"title", 3, 0.5, func(t *toolText) []string { return []string{t.p.Title} }, false},
+	{"tags", 1.5, 0.3, func(t *toolText) []string { return t.p.Tags }, false},
+	{"keywords", 3, 0.3, func(t *toolText) []string { return t.p.Keywords }, false},
+	{"description", 1, 0.75, func(t *toolText) []string { return sentences(stripURLs(t.p.Description)) }, true},
 	{"path", 1, 0.5, pathWords, false},
 	{"method", 0.5, 0, methodWords, false},
 	{"parameter names", 1, 0.5, parameterNames, false},
@@ -38,9 +38,9 @@ var engineFields = []field{
 }
 
 var baselineFields = []field{
-	{"name", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Name} }, false},
-	{"title", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Title} }, false},
-	{"description", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Description} }, false},
+	{"name", 1, 0.75, func(t *toolText) []string { return []string{t.p.Name} }, false},
+	{"title", 1, 0.75, func(t *toolText) []string { return []string{t.p.Title} }, false},
+	{"description", 1, 0.75, func(t *toolText) []string { return []string{t.p.Description} }, false},
 }
 
 // sentenceEnd cuts a description into sentences: at a full stop followed
@@ -90,7 +90,8 @@ func stripURLs(s string) string { return urlPattern.ReplaceAllString(s, " ") }
 // pathWords are the literal segments of an HTTP tool's path (not the
 // host, not {templates}: those are parameters) or an MCP tool's original
 // name.
-func pathWords(p *plugins.Plugin) []string {
+func pathWords(t *toolText) []string {
+	p := t.p
 	if p.ExecType() == plugins.TypeMCP {
 		return []string{p.Execution.ToolName}
 	}
@@ -109,8 +110,8 @@ func pathWords(p *plugins.Plugin) []string {
 
 // methodWords name what an HTTP method does, so "remove" finds a DELETE
 // whose title says "unassign".
-func methodWords(p *plugins.Plugin) []string {
-	switch strings.ToUpper(p.Execution.Method) {
+func methodWords(t *toolText) []string {
+	switch strings.ToUpper(t.p.Execution.Method) {
 	case "GET":
 		return []string{"get"}
 	case "POST":
@@ -126,8 +127,8 @@ func methodWords(p *plugins.Plugin) []string {
 // parameterNames are the names of the top-level parameters: what a tool
 // acts on ("private", "has_wiki"), less those of paging and sorting, which
 // any listing has.
-func parameterNames(p *plugins.Plugin) []string {
-	props := properties(p)
+func parameterNames(t *toolText) []string {
+	props := t.properties()
 	out := make([]string, 0, len(props))
 	for name := range props {
 		if !pagingParameters[strings.ToLower(name)] {
@@ -142,8 +143,8 @@ limit offset cursor next_token sort order order_by orderby direction since befor
 
 // parameterDescriptions are the titles and descriptions of the top-level
 // parameters.
-func parameterDescriptions(p *plugins.Plugin) []string {
-	props := properties(p)
+func parameterDescriptions(t *toolText) []string {
+	props := t.properties()
 	out := make([]string, 0, 2*len(props))
 	for _, prop := range props {
 		out = append(out, prop.Title, stripURLs(prop.Description))
@@ -156,12 +157,23 @@ type property struct {
 	Title       string `json:"title"`
 }
 
-func properties(p *plugins.Plugin) map[string]property {
-	var schema struct {
-		Properties map[string]property `json:"properties"`
+// toolText is a tool while its fields are read, its parameters parsed
+// once for the fields that need them.
+type toolText struct {
+	p      *plugins.Plugin
+	props  map[string]property
+	parsed bool
+}
+
+func (t *toolText) properties() map[string]property {
+	if !t.parsed {
+		t.parsed = true
+		var schema struct {
+			Properties map[string]property `json:"properties"`
+		}
+		if json.Unmarshal(t.p.Parameters, &schema) == nil {
+			t.props = schema.Properties
+		}
 	}
-	if json.Unmarshal(p.Parameters, &schema) != nil {
-		return nil
-	}
-	return schema.Properties
+	return t.props
 }

@@ -54,14 +54,16 @@ type Index struct {
 // between searches: the score so far, and the best term of the concept
 // at hand.
 type scratch struct {
-	acc, best []float64
+	acc, best     []float64
+	touched, seen []int32 // the documents scored so far, and by the concept at hand
 }
 
 // posting is a term's weighted, length-normalized frequency in one tool,
-// summed over the fields (BM25F's pseudo-frequency).
+// summed over the fields (BM25F's pseudo-frequency tf), saturated:
+// tf·(k1+1)/(k1+tf). A search multiplies it by the term's idf.
 type posting struct {
 	doc int32
-	tf  float32
+	sat float32
 }
 
 // New indexes the enabled plugins of ps. The plugins are shared, not
@@ -91,12 +93,19 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		counts map[string]int
 		length int
 	}
+	tools := make([]toolText, len(ix.docs))
+	for d, p := range ix.docs {
+		tools[d].p = p
+	}
+	// Building stems each distinct word once.
+	builder := an
+	builder.stems = map[string]string{}
 	perField := make([][]fieldDoc, len(fields))
 	for f, fd := range fields {
 		perField[f] = make([]fieldDoc, len(ix.docs))
 		texts := make([][]string, len(ix.docs))
-		for d, p := range ix.docs {
-			texts[d] = fd.text(p)
+		for d := range ix.docs {
+			texts[d] = fd.text(&tools[d])
 		}
 		if fd.boilerplate {
 			texts = dropBoilerplate(texts)
@@ -105,7 +114,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 			counts := map[string]int{}
 			n := 0
 			for _, text := range texts[d] {
-				an.each(text, func(t string, _ int) {
+				builder.each(text, func(t string, _ int) {
 					counts[t]++
 					n++
 				})
@@ -137,7 +146,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 				ix.terms[t] = id
 				ix.postings = append(ix.postings, nil)
 			}
-			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w)})
+			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w * (k1 + 1) / (k1 + w))})
 		}
 	}
 	n := float64(len(ix.docs))
@@ -147,7 +156,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		ix.idf[id] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	ix.scratch.New = func() any {
-		return &scratch{make([]float64, len(ix.docs)), make([]float64, len(ix.docs))}
+		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs))}
 	}
 	return ix, nil
 }
@@ -169,7 +178,7 @@ func (ix *Index) Search(query string, limit int) []Result {
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best
-	var touched, seen []int32
+	touched, seen := sp.touched[:0], sp.seen[:0]
 	for _, c := range concepts {
 		seen = seen[:0]
 		for _, qt := range c {
@@ -179,8 +188,7 @@ func (ix *Index) Search(query string, limit int) []Result {
 			}
 			w := qt.weight * ix.idf[id]
 			for _, p := range ix.postings[id] {
-				tf := float64(p.tf)
-				s := w * tf * (k1 + 1) / (k1 + tf)
+				s := w * float64(p.sat)
 				if best[p.doc] == 0 {
 					seen = append(seen, p.doc)
 				}
@@ -206,6 +214,7 @@ func (ix *Index) Search(query string, limit int) []Result {
 			heap.Fix(&top, 0)
 		}
 	}
+	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
 	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
 	return top

@@ -89,3 +89,22 @@ func TestLoadCasesRefusesUnknownLabels(t *testing.T) {
 		t.Fatal("a label naming no operation was accepted")
 	}
 }
+
+// BenchmarkBuildGitHub builds the index of GitHub's catalog (the bench
+// runner reports the figures per 1,000 tools).
+func BenchmarkBuildGitHub(b *testing.B) {
+	p := os.Getenv("BLINDEXEC_GITHUB_SPEC")
+	if p == "" {
+		p = "../../bench/.cache/octokit-openapi-23.0.2/api.github.com.json"
+	}
+	c, err := LoadCatalog(p)
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := toolsearch.New(c.Plugins); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
