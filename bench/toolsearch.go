@@ -18,7 +18,11 @@ import (
 	"github.com/blindexec/blindexec/toolsearch/searcheval"
 )
 
-var searchMisses = flag.Bool("misses", false, "toolsearch: list the labelled requests (not the held-out ones) whose tool is not in the first five")
+var (
+	searchMisses  = flag.Bool("misses", false, "toolsearch: list the labelled requests (not the held-out ones) whose tool is not in the first five")
+	searchCatalog = flag.String("search-catalog", "", "toolsearch: measure recall on this OpenAPI document (your own catalog) instead, with -search-cases")
+	searchCases   = flag.String("search-cases", "", `toolsearch: labelled requests for -search-catalog: a JSON array of {"q": "...", "want": ["plugin_name" or "METHOD /path", ...]}`)
+)
 
 // benchToolSearch measures tool search (issue 16): quality on the
 // labelled requests of toolsearch/testdata, the engine's index against
@@ -37,6 +41,18 @@ func benchToolSearch(ctx context.Context, o benchOpts) error {
 	}{
 		{fmt.Sprintf("GitHub's REST API (%s)", octokitOpenAPI), spec, []string{"github-queries.json", "github-heldout.json"}},
 		{"RuoYi admin API in Chinese (toolsearch/testdata/ruoyi-openapi.json)", filepath.Join(td, "ruoyi-openapi.json"), []string{"ruoyi-queries.json", "ruoyi-heldout.json"}},
+	}
+	if *searchCatalog != "" {
+		if *searchCases == "" {
+			return fmt.Errorf("-search-catalog needs -search-cases")
+		}
+		cases, err := filepath.Abs(*searchCases)
+		if err != nil {
+			return err
+		}
+		td = filepath.Dir(cases)
+		sets = sets[:1]
+		sets[0].title, sets[0].catalog, sets[0].files = *searchCatalog, *searchCatalog, []string{filepath.Base(cases)}
 	}
 	fmt.Println("== toolsearch: quality on labelled requests (engine: BM25F over every field, stemming, CJK pairs, vocabulary; plain: BM25 over name+title+description)")
 	var github *searcheval.Catalog
@@ -75,6 +91,9 @@ func benchToolSearch(ctx context.Context, o benchOpts) error {
 		}
 	}
 
+	if *searchCatalog != "" {
+		return nil // your catalog's quality alone
+	}
 	fmt.Println("== toolsearch: speed (keyword search, in memory: no database round trip)")
 	var queries []string
 	for _, file := range []string{"github-queries.json", "github-heldout.json"} {
