@@ -54,6 +54,9 @@ type Server struct {
 	// Catalog is the parsed catalog the runtime routes read; nil: one over
 	// Store following Changes.
 	Catalog *catalog.Catalog
+	// Semantic, when set, fuses embedding similarity into tool search
+	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
+	Semantic *toolsearch.Semantic
 
 	tokens tokenCache
 	tools  toolIndex

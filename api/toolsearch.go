@@ -19,8 +19,9 @@ import (
 // background, and a search that finds it behind the catalog builds it
 // first. A search of a fresh index reads nothing from the database.
 type toolIndex struct {
-	live   toolsearch.Live
-	latest atomic.Pointer[catalogState] // the catalog's last reload
+	live       toolsearch.Live
+	latest     atomic.Pointer[catalogState] // the catalog's last reload
+	semVersion atomic.Int64                 // 1 + the catalog version whose vectors are computed or being computed; 0: none
 }
 
 type catalogState struct {
@@ -41,7 +42,25 @@ func (s *Server) followCatalog() {
 				s.Logger.Warn("tool search index not rebuilt", "version", st.version, "err", err)
 			}
 		}()
+		s.updateVectors(st)
 	})
+}
+
+// updateVectors computes the vectors of a catalog version in the
+// background, once per version, when semantic ranking is on.
+func (s *Server) updateVectors(st *catalogState) {
+	old, want := s.tools.semVersion.Load(), st.version+1
+	if s.Semantic == nil || old == want || !s.tools.semVersion.CompareAndSwap(old, want) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := s.Semantic.Update(ctx, st.enabled); err != nil {
+			s.Logger.Warn("tool vectors not updated; keyword search only", "version", st.version, "err", err)
+			s.tools.semVersion.CompareAndSwap(want, 0) // the next search tries again
+		}
+	}()
 }
 
 // ToolIndex returns the search index of the current catalog (the LLM loop
@@ -57,17 +76,34 @@ func (s *Server) ToolIndex(ctx context.Context) (*toolsearch.Index, error) {
 		// this one: take what it holds now.
 		st = &catalogState{enabled, s.Catalog.Version()}
 	}
+	s.updateVectors(st)
 	return s.tools.live.At(ctx, st.version, st.enabled)
 }
 
+// semanticTimeout bounds the embedding of a request; past it, keyword
+// results answer alone.
+const semanticTimeout = 3 * time.Second
+
 // SearchTools searches the current catalog and counts the search in the
-// metrics (empty searches apart).
+// metrics (empty searches apart). With semantic ranking on and the vectors
+// computed, the keyword and semantic rankings are fused (reciprocal rank
+// fusion).
 func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]toolsearch.Result, error) {
 	ix, err := s.ToolIndex(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rs := ix.Search(query, limit)
+	if s.Semantic != nil && s.Semantic.Ready() {
+		sctx, cancel := context.WithTimeout(ctx, semanticTimeout)
+		sem, err := s.Semantic.Search(sctx, query, toolsearch.MaxLimit)
+		cancel()
+		if err != nil {
+			s.Logger.WarnContext(ctx, "semantic search failed; keyword results alone", "err", err)
+		} else {
+			rs = toolsearch.Fuse(limit, ix.Search(query, toolsearch.MaxLimit), sem)
+		}
+	}
 	s.tools.live.Metrics.Observe(len(rs))
 	return rs, nil
 }

@@ -156,3 +156,16 @@ func TestLiveConcurrent(t *testing.T) {
 		t.Fatalf("Rebuild: %v, %d tools", err, l.Current().Len())
 	}
 }
+
+func TestFuse(t *testing.T) {
+	kw := []Result{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	sem := []Result{{Name: "c"}, {Name: "d"}, {Name: "a"}}
+	got := names(Fuse(3, kw, sem))
+	// a: 1/61+1/63, c: 1/63+1/61 (tie: by name), then b (1/62) over d (1/62 by name).
+	if want := []string{"a", "c", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("Fuse = %v, want %v", got, want)
+	}
+	if got := Fuse(5, nil, sem); len(got) != 3 || got[0].Name != "c" {
+		t.Fatalf("Fuse with one list = %v", names(got))
+	}
+}

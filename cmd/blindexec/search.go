@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,4 +73,21 @@ func searchCmd(cfg *config) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", toolsearch.DefaultLimit, "the number of tools to return (at most 50)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer of GET /v1/tools/search")
 	return cmd
+}
+
+// semanticFromEnv is the optional semantic ranking of tool search: an
+// OpenAI-compatible embeddings endpoint, operator configuration like the
+// LLM's (BLINDEXEC_EMBEDDINGS_URL, _MODEL, _API_KEY); nil when no URL is
+// set.
+func semanticFromEnv(client *http.Client, st *store.Store) *toolsearch.Semantic {
+	base := os.Getenv("BLINDEXEC_EMBEDDINGS_URL")
+	if base == "" {
+		return nil
+	}
+	model := cmp.Or(os.Getenv("BLINDEXEC_EMBEDDINGS_MODEL"), "text-embedding-3-small")
+	return &toolsearch.Semantic{
+		Embedder: &toolsearch.OpenAIEmbedder{BaseURL: base, Model: model, APIKey: os.Getenv("BLINDEXEC_EMBEDDINGS_API_KEY"), HTTP: client},
+		Store:    st,
+		Model:    model,
+	}
 }
