@@ -77,12 +77,15 @@ func searchCmd(cfg *config) *cobra.Command {
 
 // semanticFromEnv is the optional semantic ranking of tool search: an
 // OpenAI-compatible embeddings endpoint, operator configuration like the
-// LLM's (BLINDEXEC_EMBEDDINGS_URL, _MODEL, _API_KEY); nil when no URL is
-// set.
+// LLM's and, like it, not under the egress deny (BLINDEXEC_EMBEDDINGS_URL,
+// _MODEL, _API_KEY); nil when no URL is set. client nil: a plain one.
 func semanticFromEnv(client *http.Client, st *store.Store) *toolsearch.Semantic {
 	base := os.Getenv("BLINDEXEC_EMBEDDINGS_URL")
 	if base == "" {
 		return nil
+	}
+	if client == nil {
+		client = &http.Client{Timeout: time.Minute}
 	}
 	model := cmp.Or(os.Getenv("BLINDEXEC_EMBEDDINGS_MODEL"), "text-embedding-3-small")
 	return &toolsearch.Semantic{
