@@ -32,7 +32,9 @@ var vocabulary = []vocabGroup{
 	{synonym, []string{"download", "export", "下载", "导出"}},
 	{synonym, []string{"upload", "import", "上传", "导入"}},
 	// the caller: REST APIs say "the authenticated user"
-	{synonym, []string{"me", "my", "mine", "myself", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
+	{synonym, []string{"me", "my", "mine", "myself", "i", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
+	// "who" asks for people
+	{synonym, []string{"who", "people", "person", "member", "user", "谁", "人员", "成员"}},
 	// abbreviations and spellings: the same word; the analyzer turns each
 	// into the group's first (canonical)
 	{same, []string{"repo", "repository"}},
