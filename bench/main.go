@@ -104,7 +104,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp, query, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}
