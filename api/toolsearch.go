@@ -66,6 +66,9 @@ func (s *Server) updateVectors(st *catalogState) {
 // ToolIndex returns the search index of the current catalog (the LLM loop
 // and the MCP server search it too).
 func (s *Server) ToolIndex(ctx context.Context) (*toolsearch.Index, error) {
+	if s.Catalog == nil {
+		return nil, errors.New("tool search: the server has no catalog")
+	}
 	enabled, err := s.Catalog.EnabledPlugins(ctx) // reloads, and so notifies, when the counter moved
 	if err != nil {
 		return nil, err
