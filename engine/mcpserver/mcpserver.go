@@ -148,38 +148,30 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 		b, _ := json.Marshal(map[string]any{"error": res.Error, "http_status": res.HTTPStatus, "execution_id": res.ExecutionID})
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
 	}
-	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text(res.Output)}}}
+	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}}
 	if len(res.Output) > 0 && res.Output[0] == '{' {
 		out.StructuredContent = res.Output
 	}
 	return out
 }
 
-// text is a JSON string output unquoted, any other output as JSON.
-func text(out json.RawMessage) string {
-	var s string
-	if len(out) > 0 && out[0] == '"' && json.Unmarshal(out, &s) == nil {
-		return s
-	}
-	return string(out)
-}
-
 // Handler serves the catalog over streamable HTTP (mount it at /mcp). It is
 // stateless: every request is authenticated by authn, which returns the
 // user the request acts for (false answers 401), and gets a server for that
 // user, so no session can be carried over to another user.
-func Handler(cat Catalog, ex Executor, authn func(*http.Request) (userID int64, ok bool), logger *slog.Logger) http.Handler {
+func Handler(cat Catalog, ex Executor, authn func(*http.Request) (userID int64, err error), logger *slog.Logger) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		user, _ := r.Context().Value(userKey{}).(int64)
 		return NewServer(cat, ex, user, logger)
 	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: logger})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := authn(r)
-		if !ok {
+		user, err := authn(r)
+		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusUnauthorized)
-			w.Write([]byte(`{"error":{"code":"unauthorized","message":"a per-user bearer token is required"}}` + "\n"))
+			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+			w.Write(append(body, '\n'))
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -100,7 +101,12 @@ func fixture(t *testing.T) (catalog, *engine.Executor, *mcptest.Server, *[]http.
 // TestCatalogOverStreamableHTTP drives /mcp with the go-sdk client.
 func TestCatalogOverStreamableHTTP(t *testing.T) {
 	cat, ex, up, seen := fixture(t)
-	authn := func(r *http.Request) (int64, bool) { return 7, r.Header.Get("Authorization") == "Bearer user-7-token" }
+	authn := func(r *http.Request) (int64, error) {
+		if r.Header.Get("Authorization") != "Bearer user-7-token" {
+			return 0, errors.New("token needed")
+		}
+		return 7, nil
+	}
 	srv := httptest.NewServer(mcpserver.Handler(cat, ex, authn, nil))
 	defer srv.Close()
 

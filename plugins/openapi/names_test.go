@@ -13,7 +13,11 @@ func TestNames(t *testing.T) {
 	"paths": {
 		"/a": {"get": {"operationId": %[1]q}, "post": {"operationId": %[1]q}},
 		"/b": {"get": {"operationId": "dup"}, "put": {"operationId": "dup"}, "post": {"operationId": "dup_bd0e04"}},
-		"/c/{id}.json": {"get": {}, "delete": {"operationId": "  remove  item! "}}
+		"/c/{id}.json": {"get": {}, "delete": {"operationId": "  remove  item! "}},
+		"/springdoc/items": {"get": {"operationId": "list_5"}, "post": {"operationId": "add_3"}},
+		"/nest": {"get": {"operationId": "AppController_findAll"}},
+		"/fast/{item_id}": {"get": {"operationId": "read_item_fast__item_id__get"}, "put": {"operationId": "fast__item_id__put"}},
+		"/v2": {"get": {"operationId": "getV2"}}
 	}}`, long)
 	names := func(prefix string) map[string]string {
 		d, err := Load([]byte(doc), "names.json")
@@ -46,6 +50,14 @@ func TestNames(t *testing.T) {
 		"GET /b":              "dup",
 		"DELETE /c/{id}.json": "remove_item",
 		"GET /c/{id}.json":    "get_c_id_json",
+		// Issue 17, point 7: machine-made operationIds give way to method
+		// and path; FastAPI's generated ones to the function's name.
+		"GET /springdoc/items":  "get_springdoc_items",
+		"POST /springdoc/items": "post_springdoc_items",
+		"GET /nest":             "get_nest",
+		"GET /fast/{item_id}":   "read_item",
+		"PUT /fast/{item_id}":   "fast__item_id__put",
+		"GET /v2":               "getV2",
 	}
 	for key, name := range want {
 		if got[key] != name {
