@@ -75,19 +75,20 @@ type benchOpts struct {
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
-	"changes": benchChanges,
-	"exec":    benchExec,
-	"loop":    benchLoop,
-	"import":  benchImport,
-	"mcp":     benchMCP,
-	"query":   benchQuery,
-	"hostile": benchHostile,
-	"fault":   benchFault,
+	"changes":    benchChanges,
+	"exec":       benchExec,
+	"loop":       benchLoop,
+	"import":     benchImport,
+	"mcp":        benchMCP,
+	"query":      benchQuery,
+	"hostile":    benchHostile,
+	"fault":      benchFault,
+	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, hostile, import, loop, mcp, query)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -127,7 +128,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, hostile, import, loop, mcp, query)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}

@@ -91,6 +91,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				OutageGrace: cfg.outageGrace,
 			}
 			go parts.changes.Run(ctx)
+			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}

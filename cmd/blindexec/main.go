@@ -130,6 +130,7 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		mcpCmd(cfg),
 		chatCmd(cfg),
 		openapiCmd(cfg),
+		searchCmd(cfg),
 	)
 	// Added now rather than by Execute, so that they are covered too.
 	root.InitDefaultHelpCmd()
