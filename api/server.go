@@ -74,7 +74,7 @@ type Server struct {
 	// migrated is set once /readyz has seen the schema up to date: a
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
-	closed atomic.Bool // failing closed (logged once each way)
+	closed   atomic.Bool // failing closed (logged once each way)
 }
 
 // Handler returns the routes.
