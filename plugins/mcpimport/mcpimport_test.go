@@ -210,6 +210,24 @@ func TestLongNamesAreDeterministic(t *testing.T) {
 	}
 }
 
+// TestReservedNamesRenamed: a server's tools named like the engine's
+// meta-tools are imported under the server's prefix.
+func TestReservedNamesRenamed(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	srv := &store.MCPServer{ID: "s-res", Name: "gh", Transport: store.TransportStdio, Command: store.JSON(`["true"]`)}
+	tools := []*sdk.Tool{
+		{Name: "search_tools", InputSchema: map[string]any{"type": "object"}},
+		{Name: "call_tool", InputSchema: map[string]any{"type": "object"}},
+	}
+	rep, err := mcpimport.Import(context.Background(), st, srv, tools, mcpimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Added, []string{"gh_call_tool", "gh_search_tools"}) {
+		t.Errorf("added %v, want the reserved names prefixed", rep.Added)
+	}
+}
+
 // BenchmarkParameters is the schema conversion of one MCP tool with $defs
 // and a recursive type (seed 004 allows 100 ms; the target is under 1 ms).
 func BenchmarkParameters(b *testing.B) {

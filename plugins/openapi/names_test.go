@@ -13,7 +13,8 @@ func TestNames(t *testing.T) {
 	"paths": {
 		"/a": {"get": {"operationId": %[1]q}, "post": {"operationId": %[1]q}},
 		"/b": {"get": {"operationId": "dup"}, "put": {"operationId": "dup"}, "post": {"operationId": "dup_bd0e04"}},
-		"/c/{id}.json": {"get": {}, "delete": {"operationId": "  remove  item! "}}
+		"/c/{id}.json": {"get": {}, "delete": {"operationId": "  remove  item! "}},
+		"/d": {"get": {"operationId": "search_tools"}, "post": {"operationId": "call_tool"}}
 	}}`, long)
 	names := func(prefix string) map[string]string {
 		d, err := Load([]byte(doc), "names.json")
@@ -50,6 +51,11 @@ func TestNames(t *testing.T) {
 	for key, name := range want {
 		if got[key] != name {
 			t.Errorf("%s: name %q, want %q", key, got[key], name)
+		}
+	}
+	for _, key := range []string{"GET /d", "POST /d"} { // the meta-tools' reserved names
+		if n := got[key]; n == "search_tools" || n == "call_tool" || !regexp.MustCompile(`^(search_tools|call_tool)_[0-9a-f]{6}$`).MatchString(n) {
+			t.Errorf("%s: %q, want the reserved name with a hash suffix", key, n)
 		}
 	}
 	for _, key := range []string{"GET /a", "POST /a"} {
