@@ -63,11 +63,13 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"import": benchImport,
 	"mcp":    benchMCP,
 	"query":  benchQuery,
+	// issue 16
+	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -100,7 +102,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}

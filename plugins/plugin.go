@@ -36,9 +36,14 @@ type Plugin struct {
 	// (every property required, optional ones nullable, no extra
 	// properties); the engine then drops the nulls that stand for omitted
 	// arguments before validating against Parameters.
-	Strict bool   `json:"strict,omitempty"`
-	Status string `json:"status,omitempty"`
-	Remark string `json:"remark,omitempty"`
+	Strict bool `json:"strict,omitempty"`
+	// Tags group tools (an OpenAPI operation's tags); Keywords are an
+	// administrator's words for the tool (x-keywords on import, or edited).
+	// Both feed tool search; the LLM does not see them.
+	Tags     []string `json:"tags,omitempty"`
+	Keywords []string `json:"keywords,omitempty"`
+	Status   string   `json:"status,omitempty"`
+	Remark   string   `json:"remark,omitempty"`
 }
 
 // Execution types.

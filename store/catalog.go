@@ -13,13 +13,18 @@ type executionConfig struct {
 	Execution   plugins.Execution  `json:"execution"`
 	AuthConfig  plugins.AuthConfig `json:"auth_config"`
 	FixedParams map[string]any     `json:"fixed_params,omitempty"`
+	// Tags and Keywords feed tool search; kept here, not in columns of
+	// their own, so they need no migration.
+	Tags     []string `json:"tags,omitempty"`
+	Keywords []string `json:"keywords,omitempty"`
 }
 
 // RowFromPlugin maps a protocol document onto a sys_ai_plugin row.
 // required_credentials holds the effective list (declared or derived), so
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*Plugin, error) {
-	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams})
+	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
+		Tags: p.Tags, Keywords: p.Keywords})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
 	}
@@ -66,6 +71,8 @@ func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
 		Execution:     cfg.Execution,
 		AuthConfig:    cfg.AuthConfig,
 		FixedParams:   cfg.FixedParams,
+		Tags:          cfg.Tags,
+		Keywords:      cfg.Keywords,
 		Status:        r.Status,
 		Remark:        r.Remark,
 	}

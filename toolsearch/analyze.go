@@ -1,0 +1,160 @@
+package toolsearch
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
+)
+
+// analyzer turns text into index terms. The engine's analyzer splits
+// identifiers (camelCase, snake_case, kebab-case), drops English stop words
+// and numbers, stems English words (Porter2) and cuts runs of Chinese,
+// Japanese or Korean characters into single characters and overlapping
+// pairs (CJK bigrams): Chinese has no spaces, and a pair of characters is
+// the usual unit of a word, so "删除用户" and "用户删除" share "用户" and
+// "删除". The plain analyzer, the baseline the runner compares against,
+// only lowercases and splits on what is not a letter or digit, one term per
+// CJK character (a standard analyzer).
+type analyzer struct {
+	plain bool
+}
+
+// term kinds: a CJK single character weighs less in a query than a pair.
+const (
+	kindWord = iota
+	kindCJKChar
+	kindCJKPair
+)
+
+// each calls emit for every term of s, in order.
+func (a analyzer) each(s string, emit func(term string, kind int)) {
+	scan(s, func(w string) {
+		if a.plain {
+			emit(strings.ToLower(w), kindWord)
+			return
+		}
+		for _, part := range splitCamel(w) {
+			if t := normalizeWord(part); t != "" {
+				emit(t, kindWord)
+			}
+		}
+	}, func(run string) { a.cjk(run, emit) })
+}
+
+// scan cuts s into words (runs of letters and digits) and runs of CJK
+// characters.
+func scan(s string, word, cjk func(string)) {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isWordRune(r) {
+			i += size
+			continue
+		}
+		inCJK := isCJK(r)
+		j := i + size
+		for j < len(s) {
+			r2, n := utf8.DecodeRuneInString(s[j:])
+			if !isWordRune(r2) || isCJK(r2) != inCJK {
+				break
+			}
+			j += n
+		}
+		if inCJK {
+			cjk(s[i:j])
+		} else {
+			word(s[i:j])
+		}
+		i = j
+	}
+}
+
+// normalizeWord lowercases, drops stop words, numbers and single letters,
+// and stems; "" when nothing is left.
+func normalizeWord(w string) string {
+	w = strings.ToLower(w)
+	if len(w) < 2 || stopWords[w] || isNumber(w) {
+		return ""
+	}
+	return stem(w)
+}
+
+func stem(w string) string {
+	env := snowballstem.NewEnv(w)
+	english.Stem(env)
+	return env.Current()
+}
+
+func (a analyzer) cjk(run string, emit func(string, int)) {
+	var prev string
+	for _, r := range run {
+		c := string(r)
+		if a.plain || !cjkStopChars[r] {
+			emit(c, kindCJKChar)
+		}
+		if !a.plain && prev != "" {
+			emit(prev+c, kindCJKPair)
+		}
+		prev = c
+	}
+}
+
+// splitCamel cuts an identifier part at case changes: "userIds" → user,
+// Ids; "HTTPServer" → HTTP, Server; "v2" stays whole.
+func splitCamel(w string) []string {
+	rs := []rune(w)
+	var parts []string
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
+		acronymEnd := unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if lowerToUpper || acronymEnd {
+			parts = append(parts, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(parts, string(rs[start:]))
+}
+
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isNumber(w string) bool {
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopWords are English function words, plus the words of a request that
+// name no operation ("please", "can you").
+var stopWords = setOf(`a an and are as at be been but by can could do does did for from has have
+had he her his how if in into is it its itself of on or our ours please should so such than that
+the their them then there these they this those to too us was we were what when where which who
+whom why will with would you your yours i me my mine myself am any some just also about all
+via each other only own same very s t don doesn isn wasn`)
+
+// cjkStopChars are Chinese particles and pronouns that carry no meaning
+// alone; they still form pairs with their neighbours.
+var cjkStopChars = func() map[rune]bool {
+	m := map[rune]bool{}
+	for _, r := range "的了是把我你他她它这那个吗呢吧啊和与在给帮请么一些" {
+		m[r] = true
+	}
+	return m
+}()
+
+func setOf(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}

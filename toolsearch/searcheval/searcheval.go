@@ -1,0 +1,165 @@
+// Package searcheval measures tool search on labelled requests: recall@1,
+// recall@5 and mean reciprocal rank, for any catalog an OpenAPI document
+// describes. The bench runner prints its figures; tests hold the engine to
+// them.
+package searcheval
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/toolsearch"
+)
+
+// Case is a labelled request: what a person would ask, and the operations
+// that would serve it, by plugin name or by OpenAPI key ("GET /path").
+type Case struct {
+	Query string   `json:"q"`
+	Want  []string `json:"want"`
+}
+
+// Catalog is an OpenAPI document converted to plugins, with the names of
+// its operations by key.
+type Catalog struct {
+	Plugins []*plugins.Plugin
+	byKey   map[string]string
+	names   map[string]bool
+}
+
+// LoadCatalog converts the OpenAPI document at path (JSON or YAML) as an
+// import would, with default options.
+func LoadCatalog(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openapi.Load(data, filepath.Base(path))
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	ops, _, err := openapi.Convert(doc, openapi.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("convert %s: %w", path, err)
+	}
+	c := &Catalog{byKey: map[string]string{}, names: map[string]bool{}}
+	for _, op := range ops {
+		c.Plugins = append(c.Plugins, op.Plugin)
+		c.byKey[op.Key] = op.Plugin.Name
+		c.names[op.Plugin.Name] = true
+	}
+	return c, nil
+}
+
+// LoadCases reads labelled requests (a JSON array of Case) and resolves
+// their labels to plugin names of c; a label naming nothing in c is an
+// error, so a changed catalog cannot silently lower the bar.
+func (c *Catalog) LoadCases(path string) ([]Case, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cases []Case
+	if err := json.Unmarshal(data, &cases); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, cs := range cases {
+		for j, w := range cs.Want {
+			switch {
+			case c.names[w]:
+			case c.byKey[w] != "":
+				cases[i].Want[j] = c.byKey[w]
+			default:
+				return nil, fmt.Errorf("%s: %q: no operation %q in the catalog", path, cs.Query, w)
+			}
+		}
+	}
+	return cases, nil
+}
+
+// Figures are the quality of a ranking over a set of cases.
+type Figures struct {
+	N       int
+	Recall1 float64 // share of cases with a wanted tool first
+	Recall5 float64 // share with a wanted tool in the first five
+	MRR     float64 // mean of 1/rank of the first wanted tool (0 past MaxLimit)
+	// Latency of the searches, sorted.
+	Latencies []time.Duration
+	// Misses are the cases without a wanted tool in the first five, with
+	// what came first instead.
+	Misses []Miss
+}
+
+// Miss is a case recall@5 missed.
+type Miss struct {
+	Case
+	Rank int // of the first wanted tool; 0: not within MaxLimit
+	Got  []string
+}
+
+// Evaluate runs every case against search.
+func Evaluate(search func(q string, limit int) []toolsearch.Result, cases []Case) Figures {
+	f := Figures{N: len(cases)}
+	for _, cs := range cases {
+		start := time.Now()
+		rs := search(cs.Query, toolsearch.MaxLimit)
+		f.Latencies = append(f.Latencies, time.Since(start))
+		rank := 0
+		for i, r := range rs {
+			if contains(cs.Want, r.Name) {
+				rank = i + 1
+				break
+			}
+		}
+		if rank == 1 {
+			f.Recall1++
+		}
+		if rank >= 1 && rank <= 5 {
+			f.Recall5++
+		} else {
+			var got []string
+			for _, r := range rs[:min(3, len(rs))] {
+				got = append(got, r.Name)
+			}
+			f.Misses = append(f.Misses, Miss{cs, rank, got})
+		}
+		if rank > 0 {
+			f.MRR += 1 / float64(rank)
+		}
+	}
+	if f.N > 0 {
+		f.Recall1 /= float64(f.N)
+		f.Recall5 /= float64(f.N)
+		f.MRR /= float64(f.N)
+	}
+	sort.Slice(f.Latencies, func(i, j int) bool { return f.Latencies[i] < f.Latencies[j] })
+	return f
+}
+
+// Percentile of the latencies (p in 0..100).
+func (f Figures) Percentile(p float64) time.Duration {
+	if len(f.Latencies) == 0 {
+		return 0
+	}
+	i := int(float64(len(f.Latencies)-1) * p / 100)
+	return f.Latencies[i]
+}
+
+func (f Figures) String() string {
+	return fmt.Sprintf("recall@1 %.3f  recall@5 %.3f  MRR %.3f  (n=%d)", f.Recall1, f.Recall5, f.MRR, f.N)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
