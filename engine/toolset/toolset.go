@@ -290,6 +290,9 @@ func (w *Working) Use(names ...string) (loaded, dropped []string) {
 	return loaded, dropped
 }
 
+// Cap is the most tools the set holds.
+func (w *Working) Cap() int { return w.capacity }
+
 // Has reports whether name is loaded.
 func (w *Working) Has(name string) bool {
 	_, ok := w.used[name]
