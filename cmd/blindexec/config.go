@@ -17,6 +17,7 @@ import (
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -37,6 +38,10 @@ type config struct {
 	llmBaseURL   string
 	llmAPIKey    string
 	llmModel     string
+	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
+	// catalogs, in the LLM loop and the MCP server.
+	toolSearch    toolset.Config
+	toolSearchErr error
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
 	llmHTTP *http.Client
 	// dial, when set, is what the egress dialer dials with after its
@@ -81,6 +86,7 @@ func (c *config) bind(root *cobra.Command) {
 	c.llmBaseURL = os.Getenv("BLINDEXEC_LLM_BASE_URL")
 	c.llmAPIKey = os.Getenv("BLINDEXEC_LLM_API_KEY")
 	c.llmModel = os.Getenv("BLINDEXEC_LLM_MODEL")
+	c.toolSearch, c.toolSearchErr = toolset.ConfigFromEnv(os.Getenv)
 }
 
 func (c *config) logger() *slog.Logger {
@@ -128,6 +134,9 @@ type engineParts struct {
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
+	if c.toolSearchErr != nil {
+		return nil, c.toolSearchErr
+	}
 	client, err := c.egressClient()
 	if err != nil {
 		return nil, err
@@ -172,5 +181,5 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmHTTP != nil {
 		oc.HTTPClient = c.llmHTTP
 	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, Logger: log}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
 }
