@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -35,6 +36,10 @@ type MCPConfig struct {
 	// stdio server is a command run on the engine's host, so registering
 	// one is for the CLI (BLINDEXEC_MCP_ALLOW_STDIO).
 	AllowStdio bool
+	// ToolSearch is the tool search setting of /mcp (BLINDEXEC_TOOL_SEARCH*).
+	ToolSearch toolset.Config
+	// Watcher, when set, tells /mcp the catalog's version without a query.
+	Watcher *store.Watcher
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -69,7 +74,9 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	mux.Handle("/mcp", mcpserver.Handler(mcpserver.StoreCatalog{Store: s.Store}, s.Executor, s.mcpUser, s.Logger))
+	svc := mcpserver.NewService(mcpserver.StoreCatalog{Store: s.Store, Watcher: cfg.Watcher}, s.Executor,
+		mcpserver.Options{Search: cfg.ToolSearch, Logger: s.Logger})
+	mux.Handle("/mcp", svc.Handler(s.mcpIdentity))
 }
 
 type mcpAPI struct {
@@ -77,15 +84,20 @@ type mcpAPI struct {
 	cfg *MCPConfig
 }
 
-// mcpUser authenticates a request to /mcp: a per-user token acts for its
-// user; the service and admin tokens for the user named by X-User-Id.
-func (s *Server) mcpUser(r *http.Request) (int64, bool) {
+// mcpIdentity authenticates a request to /mcp: a per-user token acts for
+// its user; the service and admin tokens for the user named by X-User-Id.
+// A session is bound to the token (its hash) and that user.
+func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, bool) {
 	p, err := s.authenticate(r)
 	if err != nil {
-		return 0, false
+		return mcpserver.Identity{}, false
 	}
 	user, err := s.runtimeUser(r, p)
-	return user, err == nil
+	if err != nil {
+		return mcpserver.Identity{}, false
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok)}, true
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user

@@ -53,7 +53,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
-					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != ""},
+					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != "", ToolSearch: cfg.toolSearch},
 				Runner:     cfg.runner(parts.executor, log),
 				CatalogTTL: envDuration("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second),
 			}

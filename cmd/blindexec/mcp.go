@@ -220,7 +220,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
-			return mcpserver.ServeStdio(cmd.Context(), mcpserver.StoreCatalog{Store: parts.store}, parts.executor, user, log)
+			svc := mcpserver.NewService(mcpserver.StoreCatalog{Store: parts.store}, parts.executor,
+				mcpserver.Options{Search: cfg.toolSearch, Logger: log})
+			return svc.ServeStdio(cmd.Context(), user)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

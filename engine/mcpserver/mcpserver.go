@@ -7,8 +7,13 @@
 // without the fixed ones). Execution, auth config, fixed params and
 // credentials never reach the client.
 //
-// The tool list follows the catalog live: every tools/list reads the
-// enabled plugins, every tools/call the plugin called.
+// The catalog's tool set is built once per catalog version (the change
+// counter of the plugins) and shared by every session. When it holds more
+// tools than the tool search threshold (engine/toolset), tools/list
+// answers the meta-tools search_tools and call_tool, the pinned tools and
+// the tools this session's searches found; after a search that found new
+// tools the server sends notifications/tools/list_changed. Any catalog
+// tool may be called by name, listed or not.
 //
 // A call's result is the engine's output as text content, plus
 // structuredContent when the output is a JSON object; a call that is not
@@ -22,14 +27,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // EnvUser names the setting of the user `blindexec mcp serve --stdio`
@@ -40,9 +46,9 @@ const EnvUser = "BLINDEXEC_MCP_USER"
 type Catalog interface {
 	// EnabledPlugins lists the enabled plugins.
 	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
-	// Plugin returns the plugin called name, or an error wrapping
-	// store.ErrNotFound.
-	Plugin(ctx context.Context, name string) (*plugins.Plugin, error)
+	// Version is the catalog's change counter: the shared tool set is
+	// rebuilt when it moves.
+	Version(ctx context.Context) (int64, error)
 }
 
 // Executor executes calls: *engine.Executor.
@@ -51,7 +57,13 @@ type Executor interface {
 }
 
 // StoreCatalog is the catalog of a store.
-type StoreCatalog struct{ Store *store.Store }
+type StoreCatalog struct {
+	Store *store.Store
+	// Watcher, when set, gives the version without a query (its last
+	// poll); nil reads the change counters on every request, one indexed
+	// query.
+	Watcher *store.Watcher
+}
 
 // EnabledPlugins implements Catalog.
 func (c StoreCatalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error) {
@@ -70,117 +82,89 @@ func (c StoreCatalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, er
 	return out, nil
 }
 
-// Plugin implements Catalog.
-func (c StoreCatalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, error) {
-	row, err := c.Store.GetPlugin(ctx, name)
+// Version implements Catalog.
+func (c StoreCatalog) Version(ctx context.Context) (int64, error) {
+	if c.Watcher != nil {
+		return c.Watcher.Current().Plugins, nil
+	}
+	v, err := c.Store.Versions(ctx)
+	return v.Plugins, err
+}
+
+// Options configure a Service.
+type Options struct {
+	// Search is the tool search setting (BLINDEXEC_TOOL_SEARCH*): the
+	// mode, the threshold and the pinned tools.
+	Search toolset.Config
+	// NewIndex builds the search index over the catalog (nil:
+	// toolsearch.New).
+	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
+	Logger   *slog.Logger // nil: slog.Default()
+}
+
+// Service serves one catalog to any number of sessions, each its own
+// *sdk.Server acting for one user.
+type Service struct {
+	cat  Catalog
+	ex   Executor
+	opts Options
+	log  *slog.Logger
+
+	mu  sync.Mutex // serializes builds
+	set *toolSet   // the last built
+}
+
+// NewService returns the service of cat's enabled plugins, executed by ex.
+func NewService(cat Catalog, ex Executor, opts Options) *Service {
+	if opts.NewIndex == nil {
+		opts.NewIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
+	}
+	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default())}
+}
+
+// errCatalog is what a client reads when the catalog cannot be read.
+var errCatalog = errors.New("the catalog is unavailable; see the engine's log")
+
+// current is the shared tool set of the catalog's version, built when the
+// version moved since the last build.
+func (s *Service) current(ctx context.Context) (*toolSet, error) {
+	v, err := s.cat.Version(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return row.ToPlugin()
-}
-
-// NewServer returns an MCP server offering cat's enabled plugins, executed
-// by ex for userID.
-func NewServer(cat Catalog, ex Executor, userID int64, logger *slog.Logger) *sdk.Server {
-	logger = cmp.Or(logger, slog.Default())
-	s := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
-		Logger:       logger,
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
-	t := &tools{server: s, cat: cat, ex: ex, user: userID, log: logger, added: map[string]bool{}}
-	s.AddReceivingMiddleware(t.middleware)
-	return s
-}
-
-// tools keeps the server's tool set in step with the catalog.
-type tools struct {
-	server *sdk.Server
-	cat    Catalog
-	ex     Executor
-	user   int64
-	log    *slog.Logger
-
-	mu    sync.Mutex
-	added map[string]bool
-}
-
-func (t *tools) middleware(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		var err error
-		switch method {
-		case "tools/list":
-			err = t.syncAll(ctx)
-		case "tools/call":
-			if r, ok := req.(*sdk.CallToolRequest); ok && r.Params != nil {
-				err = t.syncOne(ctx, r.Params.Name)
-			}
-		}
-		if err != nil {
-			t.log.ErrorContext(ctx, "MCP catalog unavailable", "method", method, "err", err)
-			return nil, errors.New("the catalog is unavailable; see the engine's log")
-		}
-		return next(ctx, method, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set != nil && s.set.version == v {
+		return s.set, nil
 	}
-}
-
-func (t *tools) syncAll(ctx context.Context) error {
-	ps, err := t.cat.EnabledPlugins(ctx)
+	ps, err := s.cat.EnabledPlugins(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	keep := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		if t.add(p) {
-			keep[p.Name] = true
-		}
+	set, err := s.build(v, ps)
+	if err != nil {
+		return nil, err
 	}
-	var gone []string
-	for name := range t.added {
-		if !keep[name] {
-			gone = append(gone, name)
-		}
-	}
-	t.server.RemoveTools(gone...)
-	t.added = keep
-	return nil
+	s.set = set
+	return set, nil
 }
 
-// syncOne adds the plugin called name, or removes it when it is gone or
-// disabled, so the SDK answers "unknown tool".
-func (t *tools) syncOne(ctx context.Context, name string) error {
-	p, err := t.cat.Plugin(ctx, name)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p != nil && p.Enabled() && t.add(p) {
-		t.added[name] = true
-		return nil
-	}
-	t.server.RemoveTools(name)
-	delete(t.added, name)
-	return nil
+// NewServer returns the server of one session acting for userID.
+func (s *Service) NewServer(userID int64) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
+		Logger:       s.log,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+	})
+	ss := &session{svc: s, server: srv, user: userID}
+	srv.AddReceivingMiddleware(ss.middleware)
+	return srv
 }
 
-// add adds or replaces p's tool; false when its parameters cannot be an
-// MCP inputSchema (the plugin is then left out).
-func (t *tools) add(p *plugins.Plugin) bool {
-	params := p.LLMParameters(nil)
-	var root map[string]any
-	if json.Unmarshal(params, &root) != nil || root["type"] != "object" {
-		t.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
-		return false
-	}
-	tool := p.Tool(nil).Function
-	t.server.AddTool(&sdk.Tool{Name: tool.Name, Title: p.Title, Description: tool.Description, InputSchema: params},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			res, err := t.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: req.Params.Arguments, UserID: t.user})
-			return result(res, err), nil
-		})
-	return true
+// ServeStdio serves the catalog over stdin/stdout for userID until ctx ends
+// or the client disconnects (`blindexec mcp serve --stdio`, the user from
+// BLINDEXEC_MCP_USER).
+func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
+	return s.NewServer(userID).Run(ctx, &sdk.StdioTransport{})
 }
 
 // result turns the engine's answer into an MCP result.
@@ -207,35 +191,4 @@ func text(out json.RawMessage) string {
 		return s
 	}
 	return string(out)
-}
-
-// Handler serves the catalog over streamable HTTP (mount it at /mcp). It is
-// stateless: every request is authenticated by authn, which returns the
-// user the request acts for (false answers 401), and gets a server for that
-// user, so no session can be carried over to another user.
-func Handler(cat Catalog, ex Executor, authn func(*http.Request) (userID int64, ok bool), logger *slog.Logger) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		user, _ := r.Context().Value(userKey{}).(int64)
-		return NewServer(cat, ex, user, logger)
-	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: logger})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := authn(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			w.WriteHeader(http.StatusUnauthorized)
-			w.Write([]byte(`{"error":{"code":"unauthorized","message":"a per-user bearer token is required"}}` + "\n"))
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
-	})
-}
-
-type userKey struct{}
-
-// ServeStdio serves the catalog over stdin/stdout for userID until ctx ends
-// or the client disconnects (`blindexec mcp serve --stdio`, the user from
-// BLINDEXEC_MCP_USER).
-func ServeStdio(ctx context.Context, cat Catalog, ex Executor, userID int64, logger *slog.Logger) error {
-	return NewServer(cat, ex, userID, logger).Run(ctx, &sdk.StdioTransport{})
 }

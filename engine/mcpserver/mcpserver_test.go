@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,7 +22,7 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
-// catalog is an in-memory Catalog.
+// catalog is an in-memory Catalog that never changes.
 type catalog []*plugins.Plugin
 
 func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
@@ -36,14 +35,7 @@ func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
 	return out, nil
 }
 
-func (c catalog) Plugin(_ context.Context, name string) (*plugins.Plugin, error) {
-	for _, p := range c {
-		if p.Name == name {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("plugin %q: %w", name, store.ErrNotFound)
-}
+func (c catalog) Version(context.Context) (int64, error) { return 1, nil }
 
 // creds is the credential store: user 7 has both secrets.
 type creds map[int64]map[string]string
@@ -107,8 +99,10 @@ func fixture(t *testing.T) (catalog, *engine.Executor, *mcptest.Server, *[]http.
 // TestCatalogOverStreamableHTTP drives /mcp with the go-sdk client.
 func TestCatalogOverStreamableHTTP(t *testing.T) {
 	cat, ex, up, seen := fixture(t)
-	authn := func(r *http.Request) (int64, bool) { return 7, r.Header.Get("Authorization") == "Bearer user-7-token" }
-	srv := httptest.NewServer(mcpserver.Handler(cat, ex, authn, nil))
+	authn := func(r *http.Request) (mcpserver.Identity, bool) {
+		return mcpserver.Identity{User: 7, Principal: "t7"}, r.Header.Get("Authorization") == "Bearer user-7-token"
+	}
+	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
 	defer srv.Close()
 
 	// Without the token: 401.
@@ -138,7 +132,7 @@ func TestCatalogInMemory(t *testing.T) {
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go mcpserver.NewServer(cat, ex, 7, nil).Run(ctx, st)
+	go mcpserver.NewService(cat, ex, mcpserver.Options{}).NewServer(7).Run(ctx, st)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
