@@ -89,7 +89,7 @@ func readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) 
 }
 
 func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
-	defer s.catalog.clear()
+	defer s.changed(r.Context())
 	p, ok := readPlugin(w, r)
 	if !ok {
 		return
@@ -118,7 +118,7 @@ func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
-	defer s.catalog.clear()
+	defer s.changed(r.Context())
 	name := r.PathValue("name")
 	old, ok := s.loadRow(w, r, name)
 	if !ok {
@@ -151,7 +151,7 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 
 // patchPlugin changes the status: {"status": "0"} enables, "1" disables.
 func (s *Server) patchPlugin(w http.ResponseWriter, r *http.Request) {
-	defer s.catalog.clear()
+	defer s.changed(r.Context())
 	var req struct {
 		Status *string `json:"status"`
 	}
@@ -175,7 +175,7 @@ func (s *Server) patchPlugin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deletePlugin(w http.ResponseWriter, r *http.Request) {
-	defer s.catalog.clear()
+	defer s.changed(r.Context())
 	err := s.Store.DeletePlugin(r.Context(), r.PathValue("name"))
 	if errors.Is(err, store.ErrNotFound) {
 		notFoundPlugin(w, r.PathValue("name"))
@@ -212,21 +212,14 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.dynamicTools(w, r, s.MCP)
 		return
 	}
-	rows, err := s.toolRows(r)
+	ps, err := s.toolPlugins(r)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	tools := make([]plugins.Tool, 0, len(rows))
-	for i := range rows {
-		p, err := rows[i].ToPlugin()
-		if err != nil {
-			s.internal(w, r, err)
-			return
-		}
-		if p.Enabled() {
-			tools = append(tools, p.Tool(nil))
-		}
+	tools := make([]plugins.Tool, 0, len(ps))
+	for _, p := range ps {
+		tools = append(tools, p.Tool(nil))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
 }
@@ -251,11 +244,24 @@ func rawArgs(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// toolRows are the plugins a tools listing covers: those named in
-// ?names=a,b, else the enabled ones.
-func (s *Server) toolRows(r *http.Request) ([]store.Plugin, error) {
-	if names := r.URL.Query().Get("names"); names != "" {
-		return s.Store.GetPluginsByName(r.Context(), strings.Split(names, ","))
+// toolPlugins are the enabled plugins a tools listing covers: those named
+// in ?names=a,b (unknown names are left out), else all.
+func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
+	names := r.URL.Query().Get("names")
+	if names == "" {
+		return s.Catalog.EnabledPlugins(r.Context())
 	}
-	return s.Store.ListPlugins(r.Context(), store.PluginFilter{Status: store.StatusEnabled})
+	var out []*plugins.Plugin
+	for _, name := range strings.Split(names, ",") {
+		p, err := s.Catalog.Plugin(r.Context(), name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		case p.Enabled():
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

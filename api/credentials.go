@@ -44,6 +44,7 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 // putCredential stores a value: {"value": "..."} as JSON, or the raw body
 // when the content type is text/plain.
 func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
 	id, ok := s.credentialUser(w, r)
 	if !ok {
 		return
@@ -82,6 +83,7 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
 	id, ok := s.credentialUser(w, r)
 	if !ok {
 		return
@@ -99,6 +101,7 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
 	n, err := s.Creds.Rotate(r.Context())
 	if err != nil {
 		s.credentialError(w, r, err)
@@ -118,6 +121,7 @@ func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err err
 // Tokens: per-user bearer tokens, stored hashed and shown once.
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
 	var req struct {
 		UserID    UserID `json:"user_id"`
 		Name      string `json:"name"`
@@ -171,6 +175,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("id: %q is not an integer", r.PathValue("id")), nil)

@@ -410,43 +410,83 @@ func TestImportOpenAPIRoute(t *testing.T) {
 	})
 }
 
-// TestCatalogCache: with a catalog TTL, the runtime path reads a plugin's
-// row once; writes through the API apply at once; rows changed behind
-// the engine's back (RuoYi's admin tooling) after the TTL.
-func TestCatalogCache(t *testing.T) {
-	st := testdb.Open(t, "sqlite")
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
-	e := newEnv(t, st, func(s *api.Server) { s.CatalogTTL = 200 * time.Millisecond })
-	if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
-		t.Fatal(code)
-	}
-	exec := func() int {
-		code, _ := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "search_company_basic",
-			"arguments": map[string]any{"keyword": "x"}, "credentials": map[string]string{"QCC_KEY": "k", "QCC_SECRET": "s"}})
-		return code
-	}
-	if code := exec(); code != http.StatusOK {
-		t.Fatalf("execute: %d", code)
-	}
-	if code, _ := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "1"}); code != 200 {
-		t.Fatal("disable")
-	}
-	if code := exec(); code != http.StatusConflict {
-		t.Fatalf("a plugin disabled through the API must be refused at once: %d", code)
-	}
-	e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "0"})
-	if code := exec(); code != http.StatusOK {
-		t.Fatalf("re-enabled: %d", code)
-	}
-	// Disabled in the table directly: cached until the TTL passes.
-	if _, err := st.DB().Exec("UPDATE sys_ai_plugin SET status = '1' WHERE name = 'search_company_basic'"); err != nil {
-		t.Fatal(err)
-	}
-	if code := exec(); code != http.StatusOK {
-		t.Fatalf("within the TTL the cached plugin serves: %d", code)
-	}
-	time.Sleep(250 * time.Millisecond)
-	if code := exec(); code != http.StatusConflict {
-		t.Fatalf("after the TTL the row's status applies: %d", code)
-	}
+// TestCachesFollowTheCounter: the runtime path reads the catalog, tokens
+// and credentials from memory; writes through the API apply at once; rows
+// changed behind the engine's back (RuoYi with plain SQL) once the change
+// counters are polled, and not before.
+func TestCachesFollowTheCounter(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand below
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+		e := newEnv(t, st, func(s *api.Server) { s.Changes = changes })
+		e.creds.Changes = changes
+		changes.Poll(ctx)
+		if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+			t.Fatal(code)
+		}
+		code, created := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
+		if code != http.StatusCreated {
+			t.Fatalf("create token: %d %v", code, created)
+		}
+		tok := created["token"].(string)
+		for _, k := range []string{"QCC_KEY", "QCC_SECRET"} {
+			if code, body := e.do("PUT", "/v1/credentials/7/"+k, serviceToken, map[string]string{"value": "v-" + k}); code != http.StatusNoContent && code != http.StatusOK {
+				t.Fatalf("put credential: %d %v", code, body)
+			}
+		}
+		exec := func() (int, string) {
+			code, body := e.do("POST", "/v1/execute", tok, map[string]any{"name": "search_company_basic",
+				"arguments": map[string]any{"keyword": "x"}})
+			return code, errMessage(body)
+		}
+		sql := func(q string) {
+			if _, err := st.DB().ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, msg := exec(); code != http.StatusOK {
+			t.Fatalf("execute: %d %s", code, msg)
+		}
+		if code, _ := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "1"}); code != 200 {
+			t.Fatal("disable")
+		}
+		if code, _ := exec(); code != http.StatusConflict {
+			t.Fatalf("a plugin disabled through the API must be refused at once: %d", code)
+		}
+		e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]string{"status": "0"})
+		if code, _ := exec(); code != http.StatusOK {
+			t.Fatalf("re-enabled: %d", code)
+		}
+
+		// Behind the engine's back: served from memory until the poll.
+		sql("UPDATE sys_ai_plugin SET status = '1' WHERE name = 'search_company_basic'")
+		if code, _ := exec(); code != http.StatusOK {
+			t.Fatalf("before the poll the cached plugin serves: %d", code)
+		}
+		changes.Poll(ctx)
+		if code, _ := exec(); code != http.StatusConflict {
+			t.Fatalf("after the poll the row's status applies: %d", code)
+		}
+		sql("UPDATE sys_ai_plugin SET status = '0' WHERE name = 'search_company_basic'")
+		changes.Poll(ctx)
+
+		sql("DELETE FROM sys_user_credential WHERE user_id = 7 AND credential_key = 'QCC_SECRET'")
+		if code, _ := exec(); code != http.StatusOK {
+			t.Fatalf("before the poll the cached credential serves: %d", code)
+		}
+		changes.Poll(ctx)
+		if code, msg := exec(); code == http.StatusOK || !strings.Contains(msg, "QCC_SECRET") {
+			t.Fatalf("after the poll a credential deleted by SQL is gone: %d %s", code, msg)
+		}
+
+		sql("DELETE FROM sys_ai_token")
+		if code, _ := exec(); code == http.StatusUnauthorized {
+			t.Fatal("before the poll the cached token still authenticates")
+		}
+		changes.Poll(ctx)
+		if code, _ := exec(); code != http.StatusUnauthorized {
+			t.Fatalf("after the poll a token deleted by SQL is refused: %d", code)
+		}
+	})
 }

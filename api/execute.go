@@ -104,20 +104,14 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 		writeError(w, http.StatusBadRequest, "malformed_request", "name: required (a catalog plugin), or give plugin (an inline definition)", nil)
 		return nil, false
 	}
-	if p := s.catalog.get(name); p != nil {
-		return p, true
-	}
-	row, ok := s.loadRow(w, r, name)
-	if !ok {
+	p, err := s.Catalog.Plugin(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		notFoundPlugin(w, name)
 		return nil, false
 	}
-	p, err := row.ToPlugin()
 	if err != nil {
 		s.internal(w, r, err)
 		return nil, false
-	}
-	if s.CatalogTTL > 0 {
-		s.catalog.put(name, p, s.CatalogTTL)
 	}
 	return p, true
 }

@@ -37,7 +37,7 @@ type importResponse struct {
 }
 
 func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
-	defer s.catalog.clear()
+	defer s.changed(r.Context())
 	var req importOpenAPIRequest
 	var data []byte
 	location := "upload"

@@ -38,8 +38,6 @@ type MCPConfig struct {
 	AllowStdio bool
 	// ToolSearch is the tool search setting of /mcp (BLINDEXEC_TOOL_SEARCH*).
 	ToolSearch toolset.Config
-	// Watcher, when set, tells /mcp the catalog's version without a query.
-	Watcher *store.Watcher
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -74,8 +72,7 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	svc := mcpserver.NewService(mcpserver.StoreCatalog{Store: s.Store, Watcher: cfg.Watcher}, s.Executor,
-		mcpserver.Options{Search: cfg.ToolSearch, Logger: s.Logger})
+	svc := mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, Logger: s.Logger})
 	mux.Handle("/mcp", svc.Handler(s.mcpIdentity))
 }
 
@@ -128,6 +125,7 @@ func (m *mcpAPI) listServers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *mcpAPI) createServer(w http.ResponseWriter, r *http.Request) {
+	defer m.changed(r.Context())
 	var spec enginemcp.ServerSpec
 	if !decodeBody(w, r, &spec) {
 		return
@@ -162,6 +160,7 @@ func (m *mcpAPI) register(w http.ResponseWriter, r *http.Request, spec enginemcp
 }
 
 func (m *mcpAPI) deleteServer(w http.ResponseWriter, r *http.Request) {
+	defer m.changed(r.Context())
 	srv, ok := m.server(w, r, r.PathValue("id"))
 	if !ok {
 		return
@@ -223,7 +222,7 @@ type ImportMCPRequest struct {
 }
 
 func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
-	defer m.catalog.clear()
+	defer m.changed(r.Context())
 	var req ImportMCPRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -433,7 +432,7 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 		return
 	}
-	rows, err := s.toolRows(r)
+	ps, err := s.toolPlugins(r)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -446,17 +445,8 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 		}
 		base = scheme + "://" + r.Host
 	}
-	out := make([]DynamicTool, 0, len(rows))
-	for i := range rows {
-		pl, err := rows[i].ToPlugin()
-		if err != nil {
-			s.Logger.ErrorContext(r.Context(), "schema conversion failed", "plugin", rows[i].Name, "err", err)
-			writeError(w, http.StatusInternalServerError, codeSchemaConvert, fmt.Sprintf("the plugin %s cannot be converted; see the engine's log", rows[i].Name), nil)
-			return
-		}
-		if !pl.Enabled() {
-			continue
-		}
+	out := make([]DynamicTool, 0, len(ps))
+	for _, pl := range ps {
 		out = append(out, dynamicTool(pl, base))
 	}
 	account := ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
@@ -92,15 +93,68 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if !strings.HasPrefix(tok, auth.TokenPrefix) {
 		return principal{}, errors.New("invalid token")
 	}
-	t, err := s.Store.FindTokenByHash(r.Context(), auth.HashToken(tok))
-	if errors.Is(err, store.ErrNotFound) {
+	t, err := s.lookupToken(r.Context(), auth.HashToken(tok))
+	if err != nil {
+		return principal{}, err
+	}
+	if !t.found {
 		return principal{}, errors.New("invalid token")
 	}
-	if err != nil {
-		return principal{}, fmt.Errorf("check token: %w", err)
-	}
-	if t.ExpireTime != nil && time.Now().After(*t.ExpireTime) {
+	if t.expires != nil && time.Now().After(*t.expires) {
 		return principal{}, errors.New("token expired")
 	}
-	return principal{role: roleUser, userID: t.UserID}, nil
+	return principal{role: roleUser, userID: t.userID}, nil
+}
+
+// tokenCache keeps per-user token lookups, by hash, while the tokens'
+// change counter stays where it was when they were read: a revocation on
+// any replica (or by SQL) takes effect after one poll, and no request
+// queries the database to authenticate.
+type tokenCache struct {
+	mu      sync.Mutex
+	version int64
+	m       map[string]cachedToken
+}
+
+type cachedToken struct {
+	found   bool
+	userID  int64
+	expires *time.Time
+}
+
+// tokenCacheMax bounds the cache (unknown tokens are cached too); past it,
+// the cache starts afresh.
+const tokenCacheMax = 10000
+
+func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, error) {
+	version := s.Changes.Current().Tokens
+	c := &s.tokens
+	c.mu.Lock()
+	if c.version != version {
+		c.version, c.m = version, nil
+	}
+	t, ok := c.m[hash]
+	c.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	row, err := s.Store.FindTokenByHash(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return cachedToken{}, fmt.Errorf("check token: %w", err)
+	default:
+		t = cachedToken{found: true, userID: row.UserID, expires: row.ExpireTime}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The counter was read before the row: the entry is tagged no newer
+	// than what it holds, so a change in between is reloaded next poll.
+	if c.version == version {
+		if c.m == nil || len(c.m) >= tokenCacheMax {
+			c.m = make(map[string]cachedToken)
+		}
+		c.m[hash] = t
+	}
+	return t, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/store"
@@ -44,11 +45,16 @@ type Server struct {
 	// OpenAPITools is the MCP server of the OpenAPI query tools, served at
 	// /mcp/openapi to any token holder; nil: not served.
 	OpenAPITools http.Handler
-	// CatalogTTL keeps catalog plugins in memory this long for the runtime
-	// routes (0: read the row on every call).
-	CatalogTTL time.Duration
+	// Changes follows the change counters; the caches below are fresh while
+	// it stays where it was when they were filled. nil: a watcher that moves
+	// only on this server's own writes (tests, single-process tools). serve
+	// runs its poll loop.
+	Changes *store.Watcher
+	// Catalog is the parsed catalog the runtime routes read; nil: one over
+	// Store following Changes.
+	Catalog *catalog.Catalog
 
-	catalog catalogCache
+	tokens tokenCache
 }
 
 // maxBody bounds every request body the API reads.
@@ -58,6 +64,13 @@ const maxBody = 8 << 20
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
+	}
+	if s.Changes == nil && s.Store != nil {
+		s.Changes = store.NewWatcher(s.Store, time.Second, s.Logger)
+		s.Changes.Poll(context.Background())
+	}
+	if s.Catalog == nil && s.Store != nil {
+		s.Catalog = catalog.New(s.Store, s.Changes, s.Logger)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +117,15 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// changed makes this server's own write visible to it at once, rather than
+// after the next poll: the triggers moved the counters in the write's
+// transaction. Handlers defer it, so it runs before the answer is sent.
+func (s *Server) changed(ctx context.Context) {
+	if _, err := s.Changes.Poll(context.WithoutCancel(ctx)); err != nil {
+		s.Logger.WarnContext(ctx, "change counters not read after a write; it takes effect at the next poll", "err", err)
+	}
+}
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -111,7 +133,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	// The counters this replica's caches follow: replicas that agree on
+	// them serve the same catalog, tokens and credentials.
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
 }
 
 // Error is the body of every answer that is not a result.

@@ -30,14 +30,22 @@ var credentialKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 type CredentialService struct {
 	store CredentialStore
 	keys  *Keyring
-	// CacheTTL keeps resolved values (and absences) in memory this long,
-	// sparing a database read per call; 0 disables the cache. Writes made
-	// through this service take effect at once; writes made elsewhere (by
-	// RuoYi, into sys_user_credential) within CacheTTL. Set it before use.
-	CacheTTL time.Duration
+	// Changes, when set, keeps credentials read (and absences) in memory
+	// while the credentials' change counter stays where it was when they
+	// were read, sparing a database read per call. Writes made through this
+	// service take effect at once; writes made elsewhere (another replica,
+	// RuoYi writing sys_user_credential) after the next poll. nil: no
+	// cache. Set it before use.
+	Changes Versions
 
-	mu    sync.Mutex
-	cache map[credRef]cachedValue
+	mu           sync.Mutex
+	cacheVersion int64
+	cache        map[credRef]cachedValue
+}
+
+// Versions tells the change counters; *store.Watcher implements it.
+type Versions interface {
+	Current() store.Versions
 }
 
 type credRef struct {
@@ -45,10 +53,11 @@ type credRef struct {
 	key  string
 }
 
+// cachedValue holds a credential as stored, encrypted: a value is
+// decrypted per call and never kept in the clear.
 type cachedValue struct {
-	value   string
+	stored  string
 	present bool
-	expires time.Time
 }
 
 // credCacheMax bounds the cache; past it, the cache starts afresh.
@@ -97,61 +106,72 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 // Resolve returns the decrypted values of those of keys the user has.
 // Absent keys are simply missing from the map.
 func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
-	values := make(map[string]string, len(keys))
-	missing := cs.cached(userID, keys, values)
-	if len(missing) == 0 {
-		return values, nil
-	}
-	rows, err := cs.store.GetCredentials(ctx, userID, missing)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range rows {
-		v, err := cs.keys.Decrypt(c.UserID, c.Key, c.Value)
+	stored := make(map[string]string, len(keys))
+	version, missing := cs.cached(userID, keys, stored)
+	if len(missing) > 0 {
+		rows, err := cs.store.GetCredentials(ctx, userID, missing)
 		if err != nil {
-			return nil, fmt.Errorf("resolve credential %q of user %d: %w", c.Key, userID, err)
+			return nil, err
 		}
-		values[c.Key] = v
+		for _, c := range rows {
+			stored[c.Key] = c.Value
+		}
+		cs.remember(version, userID, missing, stored)
 	}
-	cs.remember(userID, missing, values)
+	values := make(map[string]string, len(stored))
+	for k, v := range stored {
+		plain, err := cs.keys.Decrypt(userID, k, v)
+		if err != nil {
+			return nil, fmt.Errorf("resolve credential %q of user %d: %w", k, userID, err)
+		}
+		values[k] = plain
+	}
 	return values, nil
 }
 
-// cached fills values from the cache and returns the keys it lacks.
-func (cs *CredentialService) cached(userID int64, keys []string, values map[string]string) []string {
-	if cs.CacheTTL <= 0 {
-		return keys
+// cached fills stored from the cache and returns the counter it checked
+// against and the keys it lacks.
+func (cs *CredentialService) cached(userID int64, keys []string, stored map[string]string) (int64, []string) {
+	if cs.Changes == nil {
+		return 0, keys
 	}
-	now := time.Now()
+	version := cs.Changes.Current().Credentials
 	var missing []string
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.cacheVersion != version {
+		cs.cacheVersion, cs.cache = version, nil
+	}
 	for _, k := range keys {
 		c, ok := cs.cache[credRef{userID, k}]
 		switch {
-		case !ok || now.After(c.expires):
+		case !ok:
 			missing = append(missing, k)
 		case c.present:
-			values[k] = c.value
+			stored[k] = c.stored
 		}
 	}
-	return missing
+	return version, missing
 }
 
-// remember caches the outcome of a read of keys: present or absent.
-func (cs *CredentialService) remember(userID int64, keys []string, values map[string]string) {
-	if cs.CacheTTL <= 0 {
+// remember caches the outcome of a read of keys, present or absent, if the
+// counter has not moved since it was checked (the read is then at least as
+// new as the version it is tagged with).
+func (cs *CredentialService) remember(version, userID int64, keys []string, stored map[string]string) {
+	if cs.Changes == nil {
 		return
 	}
-	exp := time.Now().Add(cs.CacheTTL)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.cacheVersion != version {
+		return
+	}
 	if cs.cache == nil || len(cs.cache)+len(keys) > credCacheMax {
 		cs.cache = make(map[credRef]cachedValue)
 	}
 	for _, k := range keys {
-		v, ok := values[k]
-		cs.cache[credRef{userID, k}] = cachedValue{value: v, present: ok, expires: exp}
+		v, ok := stored[k]
+		cs.cache[credRef{userID, k}] = cachedValue{stored: v, present: ok}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -221,7 +220,8 @@ func (c *countingStore) GetCredentials(ctx context.Context, userID int64, keys [
 func TestResolveCache(t *testing.T) {
 	st := &countingStore{CredentialStore: testdb.Open(t, "sqlite")}
 	cs := auth.NewCredentialService(st, mustKeyring(t, newKeyB64(t), ""))
-	cs.CacheTTL = time.Hour
+	changes := &fixedVersions{}
+	cs.Changes = changes
 	ctx := context.Background()
 	if err := cs.Set(ctx, 7, "K", "v1-secret", "t"); err != nil {
 		t.Fatal(err)
@@ -248,12 +248,29 @@ func TestResolveCache(t *testing.T) {
 	if got, _ := cs.Resolve(ctx, 7, []string{"K"}); len(got) != 0 {
 		t.Fatalf("value survives Delete: %v", got)
 	}
-	// Off: every resolve reads.
-	cs.CacheTTL = 0
+	// The counter moves (a write elsewhere): the next resolve reads.
+	cs.Resolve(ctx, 7, []string{"K"})
 	before := st.reads
+	cs.Resolve(ctx, 7, []string{"K"})
+	if st.reads != before {
+		t.Fatalf("a cached absence was read again")
+	}
+	changes.v.Credentials++
+	cs.Resolve(ctx, 7, []string{"K"})
+	if st.reads != before+1 {
+		t.Fatalf("after the counter moved, %d reads; want 1", st.reads-before)
+	}
+	// Off: every resolve reads.
+	cs.Changes = nil
+	before = st.reads
 	cs.Resolve(ctx, 7, []string{"K"})
 	cs.Resolve(ctx, 7, []string{"K"})
 	if st.reads != before+2 {
 		t.Fatalf("with the cache off, %d reads; want 2", st.reads-before)
 	}
 }
+
+// fixedVersions is a change counter the test moves by hand.
+type fixedVersions struct{ v store.Versions }
+
+func (f *fixedVersions) Current() store.Versions { return f.v }

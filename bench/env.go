@@ -107,6 +107,7 @@ func withTB(run func(tb *benchTB) error) (err error) {
 type env struct {
 	st      *store.Store
 	creds   *auth.CredentialService
+	changes *store.Watcher // polled only by hand: the bench writes through the store
 	policy  *egress.Policy
 	ex      *engine.Executor
 	closers []func()
@@ -140,7 +141,8 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 		return nil, err
 	}
 	e.creds = auth.NewCredentialService(e.st, kr)
-	e.creds.CacheTTL = 10 * time.Second // the engine's default (--credential-cache-ttl)
+	e.changes = store.NewWatcher(e.st, time.Second, nil)
+	e.creds.Changes = e.changes
 	if e.policy, err = egress.ParsePolicy("127.0.0.0/8"); err != nil {
 		return nil, err
 	}

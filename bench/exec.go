@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"time"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine"
@@ -68,8 +67,11 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	if err := st.CreatePlugin(ctx, row); err != nil {
 		return err
 	}
+	if _, err := e.changes.Poll(ctx); err != nil {
+		return err
+	}
 	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service",
-		CatalogTTL: 2 * time.Second /* serve's default */}).Handler())
+		Changes: e.changes}).Handler())
 	defer srv.Close()
 
 	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

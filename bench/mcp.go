@@ -275,7 +275,10 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 		return err
 	}
 	srv := httptest.NewServer((&api.Server{Store: e.st, Creds: e.creds, Executor: e.ex, ServiceToken: "bench-service",
-		MCP: &api.MCPConfig{Manager: m}, CatalogTTL: 2 * time.Second}).Handler())
+		MCP: &api.MCPConfig{Manager: m}, Changes: e.changes}).Handler())
+	if _, err := e.changes.Poll(ctx); err != nil {
+		return err
+	}
 	defer srv.Close()
 
 	direct, err := sdk.NewClient(&sdk.Implementation{Name: "bench-direct", Version: "1"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}).

@@ -13,10 +13,10 @@ import (
 // Triggers (migration 00004) bump them on every insert, update and delete,
 // whoever writes: the engine, the CLI, or RuoYi with plain SQL.
 type Versions struct {
-	Plugins     int64
-	Credentials int64
-	Tokens      int64
-	MCPServers  int64
+	Plugins     int64 `json:"plugins"`
+	Credentials int64 `json:"credentials"`
+	Tokens      int64 `json:"tokens"`
+	MCPServers  int64 `json:"mcp_servers"`
 }
 
 // Versions reads the change counters: one indexed query.

@@ -10,37 +10,34 @@ import (
 	"time"
 )
 
-// mysqlMigrationLock is a goose session locker on MySQL's GET_LOCK: the
-// lock belongs to the connection goose migrates on, so a process that dies
+// lockMySQL takes GET_LOCK on a connection of its own and returns its
+// release. The lock belongs to that connection, so a process that dies
 // mid-migration releases it with its connection. The name carries the
 // database, as GET_LOCK names are server-wide.
-type mysqlMigrationLock struct{}
-
-// lockPoll bounds each wait, so that a cancelled context is noticed.
-const lockPoll = time.Second
-
-func (mysqlMigrationLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+func lockMySQL(ctx context.Context, db *sql.DB) (unlock func(), err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	const name = "CONCAT('blindexec.migrate.', DATABASE())"
 	for {
 		var got sql.NullInt64
-		err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('blindexec.migrate.', DATABASE()), ?)",
-			int(lockPoll/time.Second)).Scan(&got)
-		if err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
+		// Each wait is bounded, so that a cancelled context is noticed.
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", 1)").Scan(&got); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("migration lock: %w", err)
 		}
 		if got.Valid && got.Int64 == 1 {
-			return nil
+			return func() {
+				conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+name+")")
+				conn.Close()
+			}, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
+			conn.Close()
+			return nil, fmt.Errorf("migration lock: %w", err)
 		}
 	}
-}
-
-func (mysqlMigrationLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(CONCAT('blindexec.migrate.', DATABASE()))"); err != nil {
-		return fmt.Errorf("release the migration lock: %w", err)
-	}
-	return nil
 }
 
 // lockFile takes an exclusive flock on path, creating it, and returns its

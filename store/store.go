@@ -173,33 +173,37 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 
 // Migrate applies every pending migration of the store's dialect. It runs
 // under a lock, so replicas starting together on a fresh database wait for
-// the one that migrates instead of racing it: on MySQL a GET_LOCK held by
-// goose's migrating connection (released by the server if the process
-// dies), on SQLite an exclusive lock on the file beside the database
+// the one that migrates instead of racing it: on MySQL a GET_LOCK on a
+// connection of its own (released by the server if the process dies), on
+// SQLite an exclusive lock on the file beside the database
 // (goose reads the version outside its migration transaction, so the
 // database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
 	dialect, embedded, dir := goose.DialectSQLite3, migrations.SQLite, "sqlite"
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if s.dialect == DialectMySQL {
 		dialect, embedded, dir = goose.DialectMySQL, migrations.MySQL, "mysql"
-		opts = append(opts, goose.WithSessionLocker(mysqlMigrationLock{}))
 	}
 	fsys, err := fs.Sub(embedded, dir)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, opts...)
+	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
-	if s.sqlitePath != "" {
-		unlock, err := lockFile(ctx, s.sqlitePath+".migrate.lock")
-		if err != nil {
-			return fmt.Errorf("migrate %s database: %w", s.dialect, err)
-		}
-		defer unlock()
+	var unlock func()
+	switch {
+	case s.dialect == DialectMySQL:
+		unlock, err = lockMySQL(ctx, s.sqlDB)
+	case s.sqlitePath != "":
+		unlock, err = lockFile(ctx, s.sqlitePath+".migrate.lock")
+	default:
+		unlock = func() {} // in memory: no other process can see it
 	}
+	if err != nil {
+		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+	}
+	defer unlock()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}

@@ -54,9 +54,10 @@ func serveCmd(cfg *config) *cobra.Command {
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
 					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != "", ToolSearch: cfg.toolSearch},
-				Runner:     cfg.runner(parts.executor, log),
-				CatalogTTL: envDuration("BLINDEXEC_CATALOG_CACHE_TTL_MS", 2*time.Second),
+				Runner:  cfg.runner(parts.executor, log),
+				Changes: parts.changes, Catalog: parts.catalog,
 			}
+			go parts.changes.Run(ctx)
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
@@ -33,7 +34,7 @@ type config struct {
 	addr         string
 	egressAllow  string
 	maxTimeout   time.Duration
-	credCacheTTL time.Duration
+	changePoll   time.Duration
 	logLevel     string
 	llmBaseURL   string
 	llmAPIKey    string
@@ -75,7 +76,7 @@ func (c *config) bind(root *cobra.Command) {
 	f.StringVar(&c.db, "db", env("BLINDEXEC_DB", "sqlite:blindexec.db"), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
 	f.StringVar(&c.egressAllow, "egress-allow", env("BLINDEXEC_EGRESS_ALLOW", ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
 	f.DurationVar(&c.maxTimeout, "max-timeout", envDuration("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout (BLINDEXEC_MAX_TIMEOUT_MS, milliseconds)")
-	f.DurationVar(&c.credCacheTTL, "credential-cache-ttl", envDuration("BLINDEXEC_CREDENTIAL_CACHE_TTL_MS", 10*time.Second), "how long resolved stored credentials stay in memory; 0 disables (BLINDEXEC_CREDENTIAL_CACHE_TTL_MS, milliseconds)")
+	f.DurationVar(&c.changePoll, "change-poll", envDuration("BLINDEXEC_CHANGE_POLL_MS", time.Second), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect (BLINDEXEC_CHANGE_POLL_MS, milliseconds)")
 	f.StringVar(&c.logLevel, "log-level", env("BLINDEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
 	// Secrets come from the environment only: a flag would show in ps.
 	c.masterKey = os.Getenv("BLINDEXEC_MASTER_KEY")
@@ -118,9 +119,7 @@ func (c *config) credentials(st *store.Store) (*auth.CredentialService, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := auth.NewCredentialService(st, kr)
-	cs.CacheTTL = c.credCacheTTL
-	return cs, nil
+	return auth.NewCredentialService(st, kr), nil
 }
 
 // engineParts are the runtime pieces shared by serve and exec.
@@ -131,6 +130,11 @@ type engineParts struct {
 	recorder *engine.Recorder
 	client   *http.Client // egress-guarded
 	mcp      *enginemcp.Manager
+	// changes follows the change counters; catalog and the credential and
+	// MCP server caches are fresh while it stands still. Long-running
+	// commands run its poll loop.
+	changes *store.Watcher
+	catalog *catalog.Catalog
 }
 
 func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
@@ -150,13 +154,20 @@ func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*e
 		st.Close()
 		return nil, err
 	}
+	changes := store.NewWatcher(st, c.changePoll, log)
+	if _, err := changes.Poll(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	creds.Changes = changes
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	m := enginemcp.NewManager(st, client)
-	m.Logger = log
+	m.Logger, m.Changes = log, changes
 	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m}, nil
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m,
+		changes: changes, catalog: catalog.New(st, changes, log)}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes

@@ -220,9 +220,11 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
-			svc := mcpserver.NewService(mcpserver.StoreCatalog{Store: parts.store}, parts.executor,
-				mcpserver.Options{Search: cfg.toolSearch, Logger: log})
-			return svc.ServeStdio(cmd.Context(), user)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			go parts.changes.Run(ctx)
+			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
+			return svc.ServeStdio(ctx, user)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

@@ -104,6 +104,11 @@ type Manager struct {
 	// ConnectTimeout bounds opening a session (DefaultConnectTimeout).
 	ConnectTimeout time.Duration
 	Logger         *slog.Logger // nil: slog.Default()
+	// Changes, when set, keeps server configurations while the MCP
+	// servers' change counter stands still, instead of for ToolsTTL: a
+	// server changed or disabled anywhere (another replica, SQL) is re-read
+	// after one poll, and its sessions and tool lists are dropped.
+	Changes interface{ Current() store.Versions }
 
 	servers Servers
 	client  *http.Client
@@ -121,8 +126,9 @@ type Manager struct {
 }
 
 type cached[T any] struct {
-	v  T
-	at time.Time
+	v       T
+	at      time.Time
+	version int64 // of the MCP servers' change counter when read
 }
 
 // NewManager returns a Manager finding servers in servers and sending
@@ -227,12 +233,20 @@ func (m *Manager) CredentialKeys(ctx context.Context, ref string) ([]string, err
 
 func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error) {
 	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
+	var version int64
+	if m.Changes != nil {
+		version = m.Changes.Current().MCPServers
+	}
 	m.mu.Lock()
-	if c := m.configs[ref]; c != nil && time.Since(c.at) < ttl {
-		m.mu.Unlock()
+	c := m.configs[ref]
+	fresh := c != nil && c.version == version && (m.Changes != nil || time.Since(c.at) < ttl)
+	m.mu.Unlock()
+	if fresh {
 		return c.v, nil
 	}
-	m.mu.Unlock()
+	if c != nil && m.Changes != nil {
+		m.Forget(ref) // the server may have moved or been disabled
+	}
 	row, err := m.servers.GetMCPServer(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, ref)
@@ -240,15 +254,15 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 	if err != nil {
 		return nil, err
 	}
-	c, err := decodeServer(row)
+	conf, err := decodeServer(row)
 	if err != nil {
 		return nil, err
 	}
-	entry := &cached[*serverConfig]{v: c, at: time.Now()}
+	entry := &cached[*serverConfig]{v: conf, at: time.Now(), version: version}
 	m.mu.Lock()
-	m.configs[c.id], m.configs[c.name] = entry, entry
+	m.configs[conf.id], m.configs[conf.name] = entry, entry
 	m.mu.Unlock()
-	return c, nil
+	return conf, nil
 }
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {

@@ -34,7 +34,6 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
 
@@ -42,53 +41,19 @@ import (
 // acts for (a RuoYi user id).
 const EnvUser = "BLINDEXEC_MCP_USER"
 
-// Catalog is where the server finds plugins.
+// Catalog is where the server finds plugins: *catalog.Catalog.
 type Catalog interface {
-	// EnabledPlugins lists the enabled plugins.
+	// EnabledPlugins lists the enabled plugins, bringing the catalog up
+	// to date.
 	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
-	// Version is the catalog's change counter: the shared tool set is
-	// rebuilt when it moves.
-	Version(ctx context.Context) (int64, error)
+	// Version moves whenever the catalog changes: the shared tool set is
+	// rebuilt when it does.
+	Version() int64
 }
 
 // Executor executes calls: *engine.Executor.
 type Executor interface {
 	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
-}
-
-// StoreCatalog is the catalog of a store.
-type StoreCatalog struct {
-	Store *store.Store
-	// Watcher, when set, gives the version without a query (its last
-	// poll); nil reads the change counters on every request, one indexed
-	// query.
-	Watcher *store.Watcher
-}
-
-// EnabledPlugins implements Catalog.
-func (c StoreCatalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error) {
-	rows, err := c.Store.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*plugins.Plugin, 0, len(rows))
-	for i := range rows {
-		p, err := rows[i].ToPlugin()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// Version implements Catalog.
-func (c StoreCatalog) Version(ctx context.Context) (int64, error) {
-	if c.Watcher != nil {
-		return c.Watcher.Current().Plugins, nil
-	}
-	v, err := c.Store.Versions(ctx)
-	return v.Plugins, err
 }
 
 // Options configure a Service.
@@ -128,7 +93,10 @@ var errCatalog = errors.New("the catalog is unavailable; see the engine's log")
 // current is the shared tool set of the catalog's version, built when the
 // version moved since the last build.
 func (s *Service) current(ctx context.Context) (*toolSet, error) {
-	v, err := s.cat.Version(ctx)
+	// The version is read first, so the plugins are at least as new as
+	// it: a set tagged older than its plugins is only rebuilt once more.
+	v := s.cat.Version()
+	ps, err := s.cat.EnabledPlugins(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +104,6 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 	defer s.mu.Unlock()
 	if s.set != nil && s.set.version == v {
 		return s.set, nil
-	}
-	ps, err := s.cat.EnabledPlugins(ctx)
-	if err != nil {
-		return nil, err
 	}
 	set, err := s.build(v, ps)
 	if err != nil {

@@ -35,7 +35,7 @@ func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
 	return out, nil
 }
 
-func (c catalog) Version(context.Context) (int64, error) { return 1, nil }
+func (c catalog) Version() int64 { return 1 }
 
 // creds is the credential store: user 7 has both secrets.
 type creds map[int64]map[string]string

@@ -28,20 +28,18 @@ type liveCatalog struct {
 	mu      sync.Mutex
 	ps      []*plugins.Plugin
 	version int64
-	reads   int // EnabledPlugins calls: builds
 }
 
 func (c *liveCatalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.reads++
 	return slices.Clone(c.ps), nil
 }
 
-func (c *liveCatalog) Version(context.Context) (int64, error) {
+func (c *liveCatalog) Version() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.version, nil
+	return c.version
 }
 
 func (c *liveCatalog) set(ps []*plugins.Plugin) {
@@ -49,6 +47,25 @@ func (c *liveCatalog) set(ps []*plugins.Plugin) {
 	defer c.mu.Unlock()
 	c.ps = ps
 	c.version++
+}
+
+// builds counts the indexes built: one per build of a searched tool set.
+type builds struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (b *builds) index(ps []*plugins.Plugin) (toolset.Searcher, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	return nameIndex(ps), nil
+}
+
+func (b *builds) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
 }
 
 // nameIndex finds the tools whose name contains the query, in catalog
@@ -115,9 +132,10 @@ func TestToolSearchOverMCP(t *testing.T) {
 	up := echoUpstream(t)
 	cat := &liveCatalog{ps: echoTools(up.URL, "pin", "repo_a", "repo_b", "repo_c", "team_d"), version: 1}
 	ex := engine.NewExecutor(egresstest.Client(t))
+	var b builds
 	svc := mcpserver.NewService(cat, ex, mcpserver.Options{
 		Search:   toolset.Config{Threshold: 3, Pinned: []string{"pin", "gone"}},
-		NewIndex: func(ps []*plugins.Plugin) (toolset.Searcher, error) { return nameIndex(ps), nil },
+		NewIndex: b.index,
 	})
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -186,13 +204,13 @@ func TestToolSearchOverMCP(t *testing.T) {
 	ps := echoTools(up.URL, "pin", "repo_a", "repo_b", "repo_c", "team_d", "team_e")
 	ps[1].Status = plugins.StatusDisabled
 	cat.set(ps)
-	before := cat.reads
+	before := b.count()
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"search_tools", "call_tool", "pin", "team_d"}) {
 		t.Errorf("tools after the catalog change = %v", got)
 	}
 	toolNames(t, cs)
-	if cat.reads != before+1 {
-		t.Errorf("the catalog was read %d times for one version", cat.reads-before)
+	if b.count() != before+1 {
+		t.Errorf("the tool set was built %d times for one version", b.count()-before)
 	}
 	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "repo_a"}); err == nil {
 		t.Error("a disabled tool was callable")
@@ -288,7 +306,9 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestSharedToolSet(t *testing.T) {
 	up := echoUpstream(t)
 	cat := &liveCatalog{ps: echoTools(up.URL, "a", "b"), version: 1}
-	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{})
+	var b builds
+	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{
+		Search: toolset.Config{Mode: toolset.ModeAlways}, NewIndex: b.index})
 	for range 3 {
 		ct, st := sdk.NewInMemoryTransports()
 		go svc.NewServer(7).Run(t.Context(), st)
@@ -296,12 +316,12 @@ func TestSharedToolSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := toolNames(t, cs); !slices.Equal(got, []string{"a", "b"}) {
+		if got := toolNames(t, cs); !slices.Equal(got, []string{"search_tools", "call_tool"}) {
 			t.Errorf("tools = %v", got)
 		}
 		cs.Close()
 	}
-	if cat.reads != 1 {
-		t.Errorf("three sessions built the tool set %d times", cat.reads)
+	if b.count() != 1 {
+		t.Errorf("three sessions built the tool set %d times", b.count())
 	}
 }

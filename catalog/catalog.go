@@ -1,0 +1,147 @@
+// Package catalog keeps a replica's parsed copy of the plugin catalog
+// (sys_ai_plugin) and reloads it when the plugins' change counter moves, so
+// that no call reads or parses a plugin row, and a change made anywhere
+// (another replica, the CLI, RuoYi with plain SQL) is seen after one poll.
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Source lists plugin rows; *store.Store implements it.
+type Source interface {
+	ListPlugins(ctx context.Context, f store.PluginFilter) ([]store.Plugin, error)
+}
+
+// Versions tells the catalog's version; *store.Watcher implements it.
+type Versions interface {
+	Current() store.Versions
+}
+
+// Catalog is the parsed catalog. It is safe for concurrent use.
+type Catalog struct {
+	src     Source
+	changes Versions
+	logger  *slog.Logger
+
+	mu      sync.Mutex // serializes reloads
+	snap    atomic.Pointer[snapshot]
+	reloads []func(enabled []*plugins.Plugin, version int64)
+}
+
+type snapshot struct {
+	version int64
+	byName  map[string]*plugins.Plugin
+	enabled []*plugins.Plugin // in name order
+}
+
+// New returns the catalog of src, fresh while changes' Plugins counter
+// stays where it was when the catalog last loaded.
+func New(src Source, changes Versions, logger *slog.Logger) *Catalog {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Catalog{src: src, changes: changes, logger: logger}
+}
+
+// OnReload registers fn, called with the enabled plugins after every
+// reload (indexes built from the catalog follow it this way). Register
+// before use.
+func (c *Catalog) OnReload(fn func(enabled []*plugins.Plugin, version int64)) {
+	c.mu.Lock()
+	c.reloads = append(c.reloads, fn)
+	c.mu.Unlock()
+}
+
+// current returns a snapshot at least as new as the counter: the one held,
+// or a reload. When a reload fails and a snapshot is held, that snapshot is
+// served (and the failure logged): the database being briefly unreachable
+// does not stop calls to plugins already known.
+func (c *Catalog) current(ctx context.Context) (*snapshot, error) {
+	want := c.changes.Current().Plugins
+	if s := c.snap.Load(); s != nil && s.version == want {
+		return s, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := c.snap.Load()
+	if held != nil && held.version == want {
+		return held, nil // reloaded while this call waited
+	}
+	s, err := c.load(ctx, want)
+	if err != nil {
+		if held != nil {
+			c.logger.WarnContext(ctx, "catalog reload failed; serving the last one read", "version", held.version, "err", err)
+			return held, nil
+		}
+		return nil, err
+	}
+	c.snap.Store(s)
+	for _, fn := range c.reloads {
+		fn(s.enabled, s.version)
+	}
+	return s, nil
+}
+
+// load reads every plugin. The counter was read before the rows, so the
+// rows are at least as new as the version they are tagged with.
+func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
+	rows, err := c.src.ListPlugins(ctx, store.PluginFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("load catalog: %w", err)
+	}
+	s := &snapshot{version: version, byName: make(map[string]*plugins.Plugin, len(rows))}
+	for i := range rows {
+		p, err := rows[i].ToPlugin()
+		if err != nil {
+			// One bad row (RuoYi writes them by hand) must not hide the
+			// others; calling it reports the error.
+			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
+			continue
+		}
+		s.byName[p.Name] = p
+		if p.Enabled() {
+			s.enabled = append(s.enabled, p)
+		}
+	}
+	return s, nil
+}
+
+// Plugin returns the plugin called name, enabled or not, or an error
+// wrapping store.ErrNotFound.
+func (c *Catalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, error) {
+	s, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := s.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("plugin %q: %w", name, store.ErrNotFound)
+	}
+	return p, nil
+}
+
+// EnabledPlugins returns the enabled plugins in name order. The slice and
+// the plugins are shared: callers must not modify them.
+func (c *Catalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error) {
+	s, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.enabled, nil
+}
+
+// Version is the counter value of the catalog held (0: none loaded yet).
+func (c *Catalog) Version() int64 {
+	if s := c.snap.Load(); s != nil {
+		return s.version
+	}
+	return 0
+}
