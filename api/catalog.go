@@ -214,7 +214,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	}
 	ps, err := s.toolPlugins(r)
 	if err != nil {
-		s.internal(w, r, err)
+		s.toolsError(w, r, err)
 		return
 	}
 	tools := make([]plugins.Tool, 0, len(ps))
@@ -244,9 +244,18 @@ func rawArgs(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// toolPlugins are the enabled plugins a tools listing covers: those named
-// in ?names=a,b (unknown names are left out), else all.
+// toolPlugins are the enabled plugins a tools listing covers: with ?q=,
+// those matching it, best first, at most ?limit= (within ?names= when
+// given); else those named in ?names=a,b (unknown names are left out);
+// else all.
 func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
+	q, limit, err := searchParams(r)
+	if err != nil {
+		return nil, err
+	}
+	if q != "" {
+		return s.rankedTools(r, q, limit)
+	}
 	names := r.URL.Query().Get("names")
 	if names == "" {
 		return s.Catalog.EnabledPlugins(r.Context())

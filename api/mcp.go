@@ -434,7 +434,7 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 	}
 	ps, err := s.toolPlugins(r)
 	if err != nil {
-		s.internal(w, r, err)
+		s.toolsError(w, r, err)
 		return
 	}
 	base := strings.TrimRight(cfg.PublicURL, "/")

@@ -23,6 +23,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // Server holds what the routes need. Build it, then serve Handler().
@@ -53,8 +54,12 @@ type Server struct {
 	// Catalog is the parsed catalog the runtime routes read; nil: one over
 	// Store following Changes.
 	Catalog *catalog.Catalog
+	// Semantic, when set, fuses embedding similarity into tool search
+	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
+	Semantic *toolsearch.Semantic
 
 	tokens tokenCache
+	tools  toolIndex
 }
 
 // maxBody bounds every request body the API reads.
@@ -71,6 +76,14 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Catalog == nil && s.Store != nil {
 		s.Catalog = catalog.New(s.Store, s.Changes, s.Logger)
+	}
+	if s.Catalog != nil {
+		s.followCatalog()
+	}
+	if s.Registry != nil && s.tools.live.Metrics == nil {
+		if m, err := toolsearch.NewMetrics(s.Registry); err == nil {
+			s.tools.live.Metrics = m
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +103,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
+	mux.HandleFunc("GET /v1/tools/search", s.with(roleUser, s.searchTools))
 	mux.HandleFunc("POST /v1/execute", s.with(roleUser, s.execute))
 	mux.HandleFunc("GET /v1/executions", s.with(roleUser, s.listExecutions))
 	mux.HandleFunc("POST /v1/runs", s.with(roleUser, s.createRun))

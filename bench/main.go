@@ -19,6 +19,8 @@
 //	        documents or operations imported exits 1)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
+//	changes what following the change counters costs: a poll, an idle
+//	        replica's queries per second (MariaDB), a catalog reload
 //
 // Every upstream runs on loopback in this process, behind an egress policy
 // that allows loopback only (server-everything, when tests/mcp-ts is
@@ -58,18 +60,18 @@ type benchOpts struct {
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
-	"exec":   benchExec,
-	"loop":   benchLoop,
-	"import": benchImport,
-	"mcp":    benchMCP,
-	"query":  benchQuery,
-	// issue 16
+	"changes":    benchChanges,
+	"exec":       benchExec,
+	"loop":       benchLoop,
+	"import":     benchImport,
+	"mcp":        benchMCP,
+	"query":      benchQuery,
 	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (exec, import, loop, mcp, query, toolsearch)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, import, loop, mcp, query, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -102,7 +104,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: exec, import, loop, mcp, query, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}

@@ -20,6 +20,10 @@ import (
 // CJK character (a standard analyzer).
 type analyzer struct {
 	plain bool
+	// stems, when set, remembers the stems of words (an index build,
+	// which meets the same words thousands of times; not shared between
+	// goroutines).
+	stems map[string]string
 }
 
 // term kinds: a CJK single character weighs less in a query than a pair.
@@ -29,19 +33,30 @@ const (
 	kindCJKPair
 )
 
-// each calls emit for every term of s, in order.
+// each calls emit for every term of s, in order. Words of one meaning
+// ("repository", "repos", "repo") become one term, and a phrase of one
+// meaning ("pull request") adds that term (canonical).
 func (a analyzer) each(s string, emit func(term string, kind int)) {
+	prev := ""
 	scan(s, func(w string) {
 		if a.plain {
 			emit(strings.ToLower(w), kindWord)
 			return
 		}
 		for _, part := range splitCamel(w) {
-			if t := normalizeWord(part); t != "" {
-				emit(t, kindWord)
+			part = strings.ToLower(part)
+			if c, ok := canonicalPhrases[prev+" "+part]; ok {
+				emit(c, kindWord)
+			}
+			prev = part
+			if t := a.normalize(part); t != "" {
+				emit(canonical(t), kindWord)
 			}
 		}
-	}, func(run string) { a.cjk(run, emit) })
+	}, func(run string) {
+		prev = ""
+		a.cjk(run, emit)
+	})
 }
 
 // scan cuts s into words (runs of letters and digits) and runs of CJK
@@ -71,14 +86,23 @@ func scan(s string, word, cjk func(string)) {
 	}
 }
 
-// normalizeWord lowercases, drops stop words, numbers and single letters,
-// and stems; "" when nothing is left.
-func normalizeWord(w string) string {
-	w = strings.ToLower(w)
+// normalizeWord drops stop words, numbers and single letters of a
+// lowercased word, and stems it; "" when nothing is left.
+func normalizeWord(w string) string { return analyzer{}.normalize(w) }
+
+func (a analyzer) normalize(w string) string {
 	if len(w) < 2 || stopWords[w] || isNumber(w) {
 		return ""
 	}
-	return stem(w)
+	if a.stems == nil {
+		return stem(w)
+	}
+	s, ok := a.stems[w]
+	if !ok {
+		s = stem(w)
+		a.stems[w] = s
+	}
+	return s
 }
 
 func stem(w string) string {
@@ -95,7 +119,7 @@ func (a analyzer) cjk(run string, emit func(string, int)) {
 			emit(c, kindCJKChar)
 		}
 		if !a.plain && prev != "" {
-			emit(prev+c, kindCJKPair)
+			emit(canonical(prev+c), kindCJKPair)
 		}
 		prev = c
 	}
@@ -119,7 +143,9 @@ func splitCamel(w string) []string {
 }
 
 func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+	// ー (the long vowel mark of katakana) and 々 (the kanji repeat mark)
+	// belong to no script of their own.
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 'ー' || r == '々'
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

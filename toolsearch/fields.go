@@ -15,7 +15,10 @@ type field struct {
 	name   string
 	weight float64
 	b      float64
-	text   func(p *plugins.Plugin) []string
+	text   func(t *toolText) []string
+	// boilerplate: drop the sentences that many tools of the catalog
+	// share (dropBoilerplate).
+	boilerplate bool
 }
 
 // engineFields: the name and title say what a tool does in a few words;
@@ -23,22 +26,60 @@ type field struct {
 // it at length (and GitHub's repeats boilerplate about tokens and scopes);
 // parameters and path say what it acts on.
 var engineFields = []field{
-	{"name", 2, 0.5, func(p *plugins.Plugin) []string { return []string{p.Name} }},
-	{"title", 3, 0.5, func(p *plugins.Plugin) []string { return []string{p.Title} }},
-	{"tags", 1.5, 0.3, func(p *plugins.Plugin) []string { return p.Tags }},
-	{"keywords", 3, 0.3, func(p *plugins.Plugin) []string { return p.Keywords }},
-	{"description", 1, 0.75, func(p *plugins.Plugin) []string { return []string{stripURLs(p.Description)} }},
-	{"path", 1, 0.5, pathWords},
-	{"method", 0.5, 0, methodWords},
-	{"parameter names", 1, 0.5, parameterNames},
-	{"parameter descriptions", 0.3, 0.75, parameterDescriptions},
+	{"name", 2, 0.5, func(t *toolText) []string { return []string{t.p.Name} }, false},
+	{"title", 3, 0.5, func(t *toolText) []string { return []string{t.p.Title} }, false},
+	{"tags", 1.5, 0.3, func(t *toolText) []string { return t.p.Tags }, false},
+	{"keywords", 3, 0.3, func(t *toolText) []string { return t.p.Keywords }, false},
+	{"description", 1, 0.75, func(t *toolText) []string { return sentences(stripURLs(t.p.Description)) }, true},
+	{"path", 1, 0.5, pathWords, false},
+	{"method", 0.5, 0, methodWords, false},
+	{"parameter names", 1, 0.5, parameterNames, false},
+	{"parameter descriptions", 0.3, 0.75, parameterDescriptions, true},
 }
 
 var baselineFields = []field{
-	{"name", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Name} }},
-	{"title", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Title} }},
-	{"description", 1, 0.75, func(p *plugins.Plugin) []string { return []string{p.Description} }},
+	{"name", 1, 0.75, func(t *toolText) []string { return []string{t.p.Name} }, false},
+	{"title", 1, 0.75, func(t *toolText) []string { return []string{t.p.Title} }, false},
+	{"description", 1, 0.75, func(t *toolText) []string { return []string{t.p.Description} }, false},
 }
+
+// sentenceEnd cuts a description into sentences: at a full stop followed
+// by a space, a Chinese full stop, or a line break.
+var sentenceEnd = regexp.MustCompile(`[.!?]\s+|[。！？\n]+`)
+
+func sentences(s string) []string { return sentenceEnd.Split(s, -1) }
+
+// dropBoilerplate removes from each tool's texts those shared, word for
+// word, by many tools of the catalog: "OAuth app tokens and personal access
+// tokens (classic) need the repo scope to use this endpoint" follows
+// hundreds of GitHub's operations, and a parameter "The name of the
+// repository without the .git extension" hundreds more. Such text tells
+// tools apart no better than nothing, and its words would weigh on the
+// rarer tools that use them for what they do.
+func dropBoilerplate(texts [][]string) [][]string {
+	seen := map[string]int{}
+	for _, ts := range texts {
+		mine := map[string]bool{}
+		for _, t := range ts {
+			if k := boilerplateKey(t); k != "" && !mine[k] {
+				mine[k] = true
+				seen[k]++
+			}
+		}
+	}
+	limit := max(3, len(texts)/100)
+	out := make([][]string, len(texts))
+	for d, ts := range texts {
+		for _, t := range ts {
+			if seen[boilerplateKey(t)] <= limit {
+				out[d] = append(out[d], t)
+			}
+		}
+	}
+	return out
+}
+
+func boilerplateKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 var urlPattern = regexp.MustCompile(`https?://[^\s)\]>"']+`)
 
@@ -49,7 +90,8 @@ func stripURLs(s string) string { return urlPattern.ReplaceAllString(s, " ") }
 // pathWords are the literal segments of an HTTP tool's path (not the
 // host, not {templates}: those are parameters) or an MCP tool's original
 // name.
-func pathWords(p *plugins.Plugin) []string {
+func pathWords(t *toolText) []string {
+	p := t.p
 	if p.ExecType() == plugins.TypeMCP {
 		return []string{p.Execution.ToolName}
 	}
@@ -68,8 +110,8 @@ func pathWords(p *plugins.Plugin) []string {
 
 // methodWords name what an HTTP method does, so "remove" finds a DELETE
 // whose title says "unassign".
-func methodWords(p *plugins.Plugin) []string {
-	switch strings.ToUpper(p.Execution.Method) {
+func methodWords(t *toolText) []string {
+	switch strings.ToUpper(t.p.Execution.Method) {
 	case "GET":
 		return []string{"get"}
 	case "POST":
@@ -83,20 +125,26 @@ func methodWords(p *plugins.Plugin) []string {
 }
 
 // parameterNames are the names of the top-level parameters: what a tool
-// acts on ("private", "has_wiki").
-func parameterNames(p *plugins.Plugin) []string {
-	props := properties(p)
+// acts on ("private", "has_wiki"), less those of paging and sorting, which
+// any listing has.
+func parameterNames(t *toolText) []string {
+	props := t.properties()
 	out := make([]string, 0, len(props))
 	for name := range props {
-		out = append(out, name)
+		if !pagingParameters[strings.ToLower(name)] {
+			out = append(out, name)
+		}
 	}
 	return out
 }
 
+var pagingParameters = setOf(`page per_page page_size pagesize pagenum page_num page_token pagetoken
+limit offset cursor next_token sort order order_by orderby direction since before after`)
+
 // parameterDescriptions are the titles and descriptions of the top-level
 // parameters.
-func parameterDescriptions(p *plugins.Plugin) []string {
-	props := properties(p)
+func parameterDescriptions(t *toolText) []string {
+	props := t.properties()
 	out := make([]string, 0, 2*len(props))
 	for _, prop := range props {
 		out = append(out, prop.Title, stripURLs(prop.Description))
@@ -109,12 +157,23 @@ type property struct {
 	Title       string `json:"title"`
 }
 
-func properties(p *plugins.Plugin) map[string]property {
-	var schema struct {
-		Properties map[string]property `json:"properties"`
+// toolText is a tool while its fields are read, its parameters parsed
+// once for the fields that need them.
+type toolText struct {
+	p      *plugins.Plugin
+	props  map[string]property
+	parsed bool
+}
+
+func (t *toolText) properties() map[string]property {
+	if !t.parsed {
+		t.parsed = true
+		var schema struct {
+			Properties map[string]property `json:"properties"`
+		}
+		if json.Unmarshal(t.p.Parameters, &schema) == nil {
+			t.props = schema.Properties
+		}
 	}
-	if json.Unmarshal(p.Parameters, &schema) != nil {
-		return nil
-	}
-	return schema.Properties
+	return t.props
 }

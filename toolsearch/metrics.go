@@ -20,8 +20,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// observe counts one search of n results; a nil *Metrics counts nothing.
-func (m *Metrics) observe(n int) {
+// Observe counts one search of n results; a nil *Metrics counts nothing.
+func (m *Metrics) Observe(n int) {
 	if m == nil {
 		return
 	}

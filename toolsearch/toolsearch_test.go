@@ -2,25 +2,170 @@ package toolsearch
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/blindexec/blindexec/plugins"
 )
 
-func TestLiveRebuildSwaps(t *testing.T) {
-	var l Live
-	if got := l.Current().Search("issue", 5); len(got) != 0 {
-		t.Fatalf("empty index found %v", got)
+func TestAnalyzer(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"repos_list-for-org", []string{"repo", "list", "org"}},
+		{"getUserInfo", []string{"get", "user", "info"}},
+		{"HTTPServer v2", []string{"http", "server", "v2"}},
+		{"Deleting the repositories of 42 organizations", []string{"delet", "repo", "org"}},
+		{"pull request", []string{"pull", "pr", "request"}},
+		// CJK: each character, each pair; 用户 is "user" in any language
+		{"删除用户", []string{"删", "除", "删除", "用", "除用", "户", "user"}},
+		{"导出 user 列表", []string{"导", "出", "导出", "user", "列", "表", "列表"}},
+		{"ユーザー削除", []string{"ユ", "ー", "ユー", "ザ", "ーザ", "ー", "ザー", "削", "ー削", "除", "削除"}},
+		{"사용자 삭제", []string{"사", "용", "사용", "자", "용자", "삭", "제", "삭제"}},
+		{"的用户", []string{"用", "的用", "户", "user"}}, // a particle alone is no term
+	} {
+		var got []string
+		analyzer{}.each(tc.in, func(term string, _ int) { got = append(got, term) })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
 	}
-	ps := []*plugins.Plugin{
-		{Name: "issues_create", Description: "Create an issue"},
-		{Name: "repos_delete", Description: "Delete a repository"},
+}
+
+func TestQueryConcepts(t *testing.T) {
+	got := fmt.Sprint(analyzer{}.analyzeQuery("turn off the wiki"))
+	// "turn off" says disable: its own word "turn" drops out.
+	if want := "[[{wiki 1}] [{disabl 0.5} {deactiv 0.5} {停用 0.5} {禁用 0.5} {关闭 0.5} {暂停 0.5}]]"; got != want {
+		t.Errorf("concepts = %s\nwant       %s", got, want)
 	}
-	if err := l.Rebuild(context.Background(), ps); err != nil {
+	got = fmt.Sprint(analyzer{}.analyzeQuery("delete repos"))
+	if want := "[[{delet 1} {remov 0.5} {drop 0.5} {destroy 0.5} {eras 0.5} {purg 0.5} {discard 0.5} {删除 0.5} {删掉 0.5} {移除 0.5} {去掉 0.5} {撤销 0.5} {清除 0.5}] [{repo 1}]]"; got != want {
+		t.Errorf("concepts = %s\nwant       %s", got, want)
+	}
+}
+
+func plugin(name, title, desc string, mutate ...func(*plugins.Plugin)) *plugins.Plugin {
+	p := &plugins.Plugin{Name: name, Title: title, Description: desc,
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
+		Execution:  plugins.Execution{Method: "GET", BaseURL: "https://api.example.com/" + name}}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+var catalog = []*plugins.Plugin{
+	plugin("issues_create", "Create an issue", "Opens a new issue in a repository."),
+	plugin("issues_list-for-repo", "List repository issues", "Lists the open issues of a repository."),
+	plugin("repos_delete", "Delete a repository", "Deleting a repository requires admin access.",
+		func(p *plugins.Plugin) { p.Execution.Method = "DELETE" }),
+	plugin("repos_update", "Update a repository", "Changes the settings of a repository.", func(p *plugins.Plugin) {
+		p.Execution.Method = "PATCH"
+		p.Parameters = json.RawMessage(`{"type":"object","properties":{"has_wiki":{"type":"boolean","description":"Either true to enable the wiki or false to disable it."},"private":{"type":"boolean"}}}`)
+	}),
+	plugin("crm_contact_merge", "Merge two contacts", "Combines two records.",
+		func(p *plugins.Plugin) { p.Keywords = []string{"dedupe", "deduplicate"} }),
+	plugin("billing_invoice_get", "Get an invoice", "Returns one invoice.",
+		func(p *plugins.Plugin) { p.Tags = []string{"accounting"} }),
+	plugin("list_3", "获取部门列表", "查询组织机构中的部门", func(p *plugins.Plugin) { p.Tags = []string{"部门管理"} }),
+	plugin("remove_3", "删除部门", "删除部门，存在下级部门时不允许删除", func(p *plugins.Plugin) { p.Tags = []string{"部门管理"} }),
+	plugin("changeStatus", "状态修改", "启用或停用", func(p *plugins.Plugin) { p.Tags = []string{"用户管理"} }),
+	plugin("changeStatus_1", "状态修改", "启用或停用", func(p *plugins.Plugin) { p.Tags = []string{"角色管理"} }),
+	plugin("disabled_tool", "Delete everything", "Never found.", func(p *plugins.Plugin) { p.Status = plugins.StatusDisabled }),
+}
+
+func TestSearch(t *testing.T) {
+	ix, err := New(catalog)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := l.Current().Search("create issue", 5)
-	if len(got) == 0 || got[0].Name != "issues_create" {
-		t.Fatalf("Search = %v, want issues_create first", got)
+	if ix.Len() != len(catalog)-1 {
+		t.Errorf("Len = %d: the disabled plugin must be left out", ix.Len())
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"open a new issue", "issues_create"},
+		{"which issues are open in the repo", "issues_list-for-repo"},
+		{"remove the repo", "repos_delete"},             // a synonym, an abbreviation
+		{"turn off the wiki", "repos_update"},           // a phrase; a parameter's name
+		{"dedupe my contacts", "crm_contact_merge"},     // an administrator's keyword
+		{"accounting documents", "billing_invoice_get"}, // a tag
+		{"撤销一个部门", "remove_3"},                          // Chinese, a synonym
+		{"查看部门", "list_3"},
+		{"停用用户", "changeStatus"}, // the tag tells the two apart
+		{"停用角色", "changeStatus_1"},
+		{"Delete a department 部门", "remove_3"}, // mixed languages
+	} {
+		rs := ix.Search(tc.q, 3)
+		if len(rs) == 0 || rs[0].Name != tc.want {
+			t.Errorf("Search(%q) = %v, want %s first", tc.q, names(rs), tc.want)
+		}
+	}
+	if rs := ix.Search("everything", 5); len(rs) != 0 {
+		t.Errorf("a disabled plugin was found: %v", names(rs))
+	}
+	if rs := ix.Search("the of and", 5); len(rs) != 0 {
+		t.Errorf("stop words alone found %v", names(rs))
+	}
+	if rs := ix.Search("repository", 2); len(rs) != 2 || rs[0].Score < rs[1].Score {
+		t.Errorf("limit or order broken: %v", rs)
+	}
+}
+
+func names(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// TestLiveConcurrent: searches run while the catalog is rebuilt (go test
+// -race checks the swap), and At builds once per version.
+func TestLiveConcurrent(t *testing.T) {
+	var l Live
+	ctx := context.Background()
+	if rs := l.Search("issue", 5); len(rs) != 0 {
+		t.Fatalf("an empty Live found %v", names(rs))
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				l.Search("create issue", 3)
+				if _, err := l.At(ctx, int64(1+i%2), catalog); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ix, _ := l.At(ctx, 3, catalog[:1])
+	if ix.Len() != 1 || l.Version() != 3 {
+		t.Fatalf("At(3) = %d tools, version %d", ix.Len(), l.Version())
+	}
+	if again, _ := l.At(ctx, 3, catalog); again != ix {
+		t.Fatal("At rebuilt an index of the version it holds")
+	}
+	if err := l.Rebuild(ctx, catalog); err != nil || l.Current().Len() != len(catalog)-1 {
+		t.Fatalf("Rebuild: %v, %d tools", err, l.Current().Len())
+	}
+}
+
+func TestFuse(t *testing.T) {
+	kw := []Result{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	sem := []Result{{Name: "c"}, {Name: "d"}, {Name: "a"}}
+	got := names(Fuse(3, kw, sem))
+	// a: 1/61+1/63, c: 1/63+1/61 (tie: by name), then b (1/62) over d (1/62 by name).
+	if want := []string{"a", "c", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("Fuse = %v, want %v", got, want)
+	}
+	if got := Fuse(5, nil, sem); len(got) != 3 || got[0].Name != "c" {
+		t.Fatalf("Fuse with one list = %v", names(got))
 	}
 }

@@ -1,6 +1,9 @@
 package toolsearch
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Requests rarely use a tool's own words ("take the label off" for
 // "remove a label", "新建" for "新增"). The vocabulary below is what any API
@@ -29,12 +32,15 @@ var vocabulary = []vocabGroup{
 	{synonym, []string{"download", "export", "下载", "导出"}},
 	{synonym, []string{"upload", "import", "上传", "导入"}},
 	// the caller: REST APIs say "the authenticated user"
-	{synonym, []string{"me", "my", "mine", "myself", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
-	// abbreviations and spellings: the same word
+	{synonym, []string{"me", "my", "mine", "myself", "i", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
+	// "who" asks for people
+	{synonym, []string{"who", "people", "person", "member", "user", "谁", "人员", "成员"}},
+	// abbreviations and spellings: the same word; the analyzer turns each
+	// into the group's first (canonical)
 	{same, []string{"repo", "repository"}},
 	{same, []string{"org", "organization", "organisation"}},
 	{same, []string{"pr", "pull request"}},
-	{same, []string{"config", "configuration", "settings", "setting", "配置", "设置"}},
+	{synonym, []string{"config", "configuration", "settings", "setting", "配置", "设置"}},
 	{same, []string{"info", "information", "details", "detail", "信息", "详细", "详情"}},
 	{same, []string{"env", "environment"}},
 	{same, []string{"admin", "administrator", "管理员"}},
@@ -65,8 +71,15 @@ const (
 var vocabIndex = func() map[string][]qterm {
 	m := map[string][]qterm{}
 	for _, g := range vocabulary {
+		if g.weight == same {
+			continue
+		}
 		var terms [][]string
 		for _, w := range g.words {
+			if strings.Contains(w, " ") {
+				terms = append(terms, nil) // a phrase is a key, its words no synonyms
+				continue
+			}
 			terms = append(terms, indexTerms(w))
 		}
 		for i, w := range g.words {
@@ -82,6 +95,43 @@ var vocabIndex = func() map[string][]qterm {
 	}
 	return m
 }()
+
+// canonicalWords maps the term of each word of a group of the same
+// meaning to the term of the group's first word; canonicalPhrases maps
+// its two-word members, lowercased.
+var canonicalWords, canonicalPhrases = func() (map[string]string, map[string]string) {
+	words, phrases := map[string]string{}, map[string]string{}
+	for _, g := range vocabulary {
+		if g.weight != same {
+			continue
+		}
+		first := rawTerm(g.words[0])
+		for _, w := range g.words {
+			if strings.Contains(w, " ") {
+				phrases[w] = first
+			} else {
+				words[rawTerm(w)] = first
+			}
+		}
+	}
+	return words, phrases
+}()
+
+// rawTerm is the term of one word or CJK pair before canonicalization.
+func rawTerm(w string) string {
+	if r, _ := utf8.DecodeRuneInString(w); isCJK(r) {
+		return w
+	}
+	return normalizeWord(w)
+}
+
+// canonical is the canonical term of t.
+func canonical(t string) string {
+	if c, ok := canonicalWords[t]; ok {
+		return c
+	}
+	return t
+}
 
 // indexTerms are the engine analyzer's terms of s, CJK pairs only for CJK
 // text (single characters would add noise).
@@ -105,45 +155,100 @@ type qterm struct {
 // word; a single character only breaks ties.
 var kindWeight = [...]float64{kindWord: 1, kindCJKChar: 0.3, kindCJKPair: 1}
 
-// analyzeQuery returns the weighted terms of a request: its own terms,
-// then those the vocabulary adds; a term keeps its highest weight.
-func (a analyzer) analyzeQuery(q string) []qterm {
-	weights := map[string]float64{}
-	var order []string
-	add := func(t string, w float64) {
-		if old, ok := weights[t]; !ok {
-			weights[t] = w
-			order = append(order, t)
-		} else if w > old {
-			weights[t] = w
+// concept is one idea of a request with the terms that may express it,
+// each weighted: a tool scores by the best of them, so that "repo" and
+// "repository", or "delete" and "remove", count once.
+type concept []qterm
+
+// analyzeQuery returns the concepts of a request: one per term of its own,
+// which the vocabulary widens with the other words of the term's groups.
+// A vocabulary word that is no term of its own (a stop word such as "who"
+// or "my", a phrase such as "turn off") brings a concept of its group's
+// words instead; a phrase's own words then drop out ("logged in" says
+// "authenticated", not "log").
+func (a analyzer) analyzeQuery(q string) []concept {
+	var concepts []concept
+	own := map[string]int{} // own term → its concept
+	a.each(q, func(t string, kind int) {
+		if i, ok := own[t]; ok {
+			concepts[i][0].weight = max(concepts[i][0].weight, kindWeight[kind])
+			return
 		}
+		own[t] = len(concepts)
+		concepts = append(concepts, concept{{t, kindWeight[kind]}})
+	})
+	if a.plain {
+		return concepts
 	}
-	a.each(q, func(t string, kind int) { add(t, kindWeight[kind]) })
-	if !a.plain {
-		for _, key := range vocabKeys(q) {
-			for _, qt := range vocabIndex[key] {
-				add(qt.term, qt.weight)
+	dropped := map[int]bool{}
+	for _, key := range vocabKeys(q) {
+		adds, ok := vocabIndex[key.text]
+		if !ok {
+			adds = vocabIndex[stem(key.text)]
+		}
+		if len(adds) == 0 {
+			continue
+		}
+		i := -1
+		keyTerms := indexTerms(key.text)
+		if key.phrase {
+			for _, t := range keyTerms {
+				if j, ok := own[t]; ok {
+					dropped[j] = true
+				}
+			}
+		} else if len(keyTerms) == 1 {
+			if j, ok := own[keyTerms[0]]; ok {
+				i = j
+			}
+		}
+		if i < 0 {
+			i = len(concepts)
+			concepts = append(concepts, nil)
+		}
+		for _, qt := range adds {
+			if _, isOwn := own[qt.term]; !isOwn {
+				concepts[i] = concepts[i].with(qt)
 			}
 		}
 	}
-	out := make([]qterm, len(order))
-	for i, t := range order {
-		out[i] = qterm{t, weights[t]}
+	out := concepts[:0]
+	for i, c := range concepts {
+		if !dropped[i] && len(c) > 0 {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// vocabKeys are the keys of q to look up in the vocabulary: each word
-// lowercased, each pair of consecutive words, each CJK character pair.
-func vocabKeys(q string) []string {
-	var keys []string
+// with adds qt to c; a term already there keeps its higher weight.
+func (c concept) with(qt qterm) concept {
+	for i := range c {
+		if c[i].term == qt.term {
+			c[i].weight = max(c[i].weight, qt.weight)
+			return c
+		}
+	}
+	return append(c, qt)
+}
+
+// vocabKey is a key of a request to look up in the vocabulary.
+type vocabKey struct {
+	text   string
+	phrase bool // two words
+}
+
+// vocabKeys are the keys of q: each word lowercased, each pair of
+// consecutive words, each CJK character pair.
+func vocabKeys(q string) []vocabKey {
+	var keys []vocabKey
 	prev := ""
 	scan(q, func(w string) {
 		for _, part := range splitCamel(w) {
 			part = strings.ToLower(part)
-			keys = append(keys, part)
+			keys = append(keys, vocabKey{part, false})
 			if prev != "" {
-				keys = append(keys, prev+" "+part)
+				keys = append(keys, vocabKey{prev + " " + part, true})
 			}
 			prev = part
 		}
@@ -151,7 +256,7 @@ func vocabKeys(q string) []string {
 		prev = ""
 		rs := []rune(run)
 		for i := 0; i+1 < len(rs); i++ {
-			keys = append(keys, string(rs[i:i+2]))
+			keys = append(keys, vocabKey{string(rs[i : i+2]), false})
 		}
 	})
 	return keys

@@ -58,6 +58,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				Changes: parts.changes, Catalog: parts.catalog,
 			}
 			go parts.changes.Run(ctx)
+			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
 				return err
 			}

@@ -108,6 +108,7 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		mcpCmd(cfg),
 		chatCmd(cfg),
 		openapiCmd(cfg),
+		searchCmd(cfg),
 	)
 	return root
 }

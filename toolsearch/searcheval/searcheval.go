@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/plugins"
@@ -112,7 +112,7 @@ func Evaluate(search func(q string, limit int) []toolsearch.Result, cases []Case
 		f.Latencies = append(f.Latencies, time.Since(start))
 		rank := 0
 		for i, r := range rs {
-			if contains(cs.Want, r.Name) {
+			if slices.Contains(cs.Want, r.Name) {
 				rank = i + 1
 				break
 			}
@@ -153,13 +153,4 @@ func (f Figures) Percentile(p float64) time.Duration {
 
 func (f Figures) String() string {
 	return fmt.Sprintf("recall@1 %.3f  recall@5 %.3f  MRR %.3f  (n=%d)", f.Recall1, f.Recall5, f.MRR, f.N)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,210 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
+)
+
+// toolIndex is the search index of the enabled catalog. It follows the
+// catalog: each reload (the change counter moved) rebuilds it in the
+// background, and a search that finds it behind the catalog builds it
+// first. A search of a fresh index reads nothing from the database.
+type toolIndex struct {
+	live       toolsearch.Live
+	latest     atomic.Pointer[catalogState] // the catalog's last reload
+	semVersion atomic.Int64                 // 1 + the catalog version whose vectors are computed or being computed; 0: none
+}
+
+type catalogState struct {
+	enabled []*plugins.Plugin
+	version int64
+}
+
+// followCatalog hooks the index to the catalog's reloads; Handler calls it
+// once the catalog is set.
+func (s *Server) followCatalog() {
+	s.Catalog.OnReload(func(enabled []*plugins.Plugin, version int64) {
+		st := &catalogState{enabled, version}
+		s.tools.latest.Store(st)
+		go func() {
+			// Off the request that reloaded the catalog: it must not wait
+			// for the build.
+			if _, err := s.tools.live.At(context.Background(), st.version, st.enabled); err != nil {
+				s.Logger.Warn("tool search index not rebuilt", "version", st.version, "err", err)
+			}
+		}()
+		s.updateVectors(st)
+	})
+}
+
+// updateVectors computes the vectors of a catalog version in the
+// background, once per version, when semantic ranking is on.
+func (s *Server) updateVectors(st *catalogState) {
+	old, want := s.tools.semVersion.Load(), st.version+1
+	if s.Semantic == nil || old == want || !s.tools.semVersion.CompareAndSwap(old, want) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := s.Semantic.Update(ctx, st.enabled); err != nil {
+			s.Logger.Warn("tool vectors not updated; keyword search only", "version", st.version, "err", err)
+			s.tools.semVersion.CompareAndSwap(want, 0) // the next search tries again
+		}
+	}()
+}
+
+// ToolIndex returns the search index of the current catalog (the LLM loop
+// and the MCP server search it too).
+func (s *Server) ToolIndex(ctx context.Context) (*toolsearch.Index, error) {
+	enabled, err := s.Catalog.EnabledPlugins(ctx) // reloads, and so notifies, when the counter moved
+	if err != nil {
+		return nil, err
+	}
+	st := s.tools.latest.Load()
+	if st == nil || st.version != s.Catalog.Version() {
+		// The catalog was loaded before the hook, or by a caller racing
+		// this one: take what it holds now.
+		st = &catalogState{enabled, s.Catalog.Version()}
+	}
+	s.updateVectors(st)
+	return s.tools.live.At(ctx, st.version, st.enabled)
+}
+
+// semanticTimeout bounds the embedding of a request; past it, keyword
+// results answer alone.
+const semanticTimeout = 3 * time.Second
+
+// SearchTools searches the current catalog and counts the search in the
+// metrics (empty searches apart). With semantic ranking on and the vectors
+// computed, the keyword and semantic rankings are fused (reciprocal rank
+// fusion).
+func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]toolsearch.Result, error) {
+	ix, err := s.ToolIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs := ix.Search(query, limit)
+	if s.Semantic != nil && s.Semantic.Ready() {
+		sctx, cancel := context.WithTimeout(ctx, semanticTimeout)
+		sem, err := s.Semantic.Search(sctx, query, toolsearch.MaxLimit)
+		cancel()
+		if err != nil {
+			s.Logger.WarnContext(ctx, "semantic search failed; keyword results alone", "err", err)
+		} else {
+			rs = toolsearch.Fuse(limit, ix.Search(query, toolsearch.MaxLimit), sem)
+		}
+	}
+	s.tools.live.Metrics.Observe(len(rs))
+	return rs, nil
+}
+
+// searchResult is one result of GET /v1/tools/search.
+type searchResult struct {
+	Name  string       `json:"name"`
+	Title string       `json:"title,omitempty"`
+	Score float64      `json:"score"`
+	Tool  plugins.Tool `json:"tool"`
+}
+
+// SearchResponse is the answer of GET /v1/tools/search (and of
+// `blindexec search --json`).
+type SearchResponse struct {
+	Results []searchResult `json:"results"`
+	TookMS  float64        `json:"took_ms"`
+}
+
+// NewSearchResponse shapes results as the API answers them.
+func NewSearchResponse(rs []toolsearch.Result, took time.Duration) SearchResponse {
+	out := SearchResponse{Results: make([]searchResult, 0, len(rs)), TookMS: float64(took.Microseconds()) / 1000}
+	for _, r := range rs {
+		out.Results = append(out.Results, searchResult{Name: r.Name, Title: r.Title, Score: r.Score, Tool: r.Plugin.Tool(nil)})
+	}
+	return out
+}
+
+// searchTools answers GET /v1/tools/search?q=&limit=.
+func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
+	q, limit, err := searchParams(r)
+	if err == nil && q == "" {
+		err = &paramError{"q: give the request to search for, e.g. ?q=list+open+issues"}
+	}
+	if err != nil {
+		s.toolsError(w, r, err)
+		return
+	}
+	start := time.Now()
+	rs, err := s.SearchTools(r.Context(), q, limit)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewSearchResponse(rs, time.Since(start)))
+}
+
+// searchParams reads q and limit (default toolsearch.DefaultLimit, at most
+// toolsearch.MaxLimit).
+func searchParams(r *http.Request) (string, int, error) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	limit := toolsearch.DefaultLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return "", 0, &paramError{fmt.Sprintf("limit: %q is not a positive integer", v)}
+		}
+		limit = min(n, toolsearch.MaxLimit)
+	}
+	return q, limit, nil
+}
+
+// rankedTools are the enabled tools matching q, best first, within the
+// names of ?names= when given.
+func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.Plugin, error) {
+	names := r.URL.Query().Get("names")
+	n := limit
+	if names != "" {
+		n = toolsearch.MaxLimit // filtered below
+	}
+	rs, err := s.SearchTools(r.Context(), q, n)
+	if err != nil {
+		return nil, err
+	}
+	var allowed map[string]bool
+	if names != "" {
+		allowed = map[string]bool{}
+		for _, name := range strings.Split(names, ",") {
+			allowed[name] = true
+		}
+	}
+	out := make([]*plugins.Plugin, 0, len(rs))
+	for _, res := range rs {
+		if (allowed == nil || allowed[res.Name]) && len(out) < limit {
+			out = append(out, res.Plugin)
+		}
+	}
+	return out, nil
+}
+
+// paramError is a malformed query parameter: 400.
+type paramError struct{ msg string }
+
+func (e *paramError) Error() string { return e.msg }
+
+// toolsError answers err: 400 for a malformed parameter, else 500.
+func (s *Server) toolsError(w http.ResponseWriter, r *http.Request, err error) {
+	var pe *paramError
+	if errors.As(err, &pe) {
+		writeError(w, http.StatusBadRequest, "malformed_request", pe.msg, nil)
+		return
+	}
+	s.internal(w, r, err)
+}

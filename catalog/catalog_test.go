@@ -1,0 +1,107 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// source counts the listings that reach the store and can be made to fail.
+type source struct {
+	catalog.Source
+	mu    sync.Mutex
+	lists int
+	err   error
+}
+
+func (s *source) ListPlugins(ctx context.Context, f store.PluginFilter) ([]store.Plugin, error) {
+	s.mu.Lock()
+	s.lists++
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return s.Source.ListPlugins(ctx, f)
+}
+
+func TestCatalogFollowsTheCounter(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	add := func(name, status string) {
+		t.Helper()
+		if err := st.CreatePlugin(ctx, &store.Plugin{Name: name, Status: status, ParameterSchema: store.JSON(`{"type":"object"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("b_on", store.StatusEnabled)
+	add("a_off", store.StatusDisabled)
+	src := &source{Source: st}
+	changes := store.NewWatcher(st, 0, nil)
+	changes.Poll(ctx)
+	c := catalog.New(src, changes, nil)
+	var reloads []int
+	c.OnReload(func(enabled []*plugins.Plugin, _ int64) { reloads = append(reloads, len(enabled)) })
+
+	names := func() []string {
+		t.Helper()
+		ps, err := c.EnabledPlugins(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	for range 3 {
+		if got := names(); len(got) != 1 || got[0] != "b_on" {
+			t.Fatalf("enabled = %v, want [b_on]", got)
+		}
+	}
+	if p, err := c.Plugin(ctx, "a_off"); err != nil || p.Enabled() {
+		t.Fatalf("a disabled plugin is found, disabled: %v %v", p, err)
+	}
+	if _, err := c.Plugin(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown plugin: %v, want ErrNotFound", err)
+	}
+	if src.lists != 1 {
+		t.Fatalf("%d listings for repeated reads at one version; want 1", src.lists)
+	}
+
+	// A write is seen after the counter is polled, not before.
+	add("c_on", store.StatusEnabled)
+	if got := names(); len(got) != 1 {
+		t.Fatalf("before the poll: %v", got)
+	}
+	changes.Poll(ctx)
+	if got := names(); len(got) != 2 || got[1] != "c_on" {
+		t.Fatalf("after the poll: %v, want [b_on c_on]", got)
+	}
+	if src.lists != 2 || len(reloads) != 2 || reloads[1] != 2 {
+		t.Fatalf("listings %d, reloads %v; want 2 and [1 2]", src.lists, reloads)
+	}
+
+	// The database failing: the last catalog read is served.
+	add("d_on", store.StatusEnabled)
+	changes.Poll(ctx)
+	src.mu.Lock()
+	src.err = errors.New("connection refused")
+	src.mu.Unlock()
+	if got := names(); len(got) != 2 {
+		t.Fatalf("during a failure the last catalog serves: %v", got)
+	}
+
+	// A catalog that never loaded reports the failure.
+	cold := catalog.New(src, changes, nil)
+	if _, err := cold.EnabledPlugins(ctx); err == nil {
+		t.Fatal("a catalog that cannot load: no error")
+	}
+}
