@@ -80,6 +80,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Catalog != nil {
 		s.followCatalog()
 	}
+	if s.Runner != nil && s.Runner.NewIndex == nil {
+		s.Runner.NewIndex = s.runIndex
+	}
 	if s.Registry != nil && s.tools.live.Metrics == nil {
 		if m, err := toolsearch.NewMetrics(s.Registry); err == nil {
 			s.tools.live.Metrics = m
