@@ -72,8 +72,17 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	svc := mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
-	mux.Handle("/mcp", svc.Handler(s.mcpIdentity))
+	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
+	mux.Handle("/mcp", s.mcpService.Handler(s.mcpIdentity))
+}
+
+// CloseStreams ends the long-lived streams of /mcp sessions, which would
+// otherwise hold http.Server.Shutdown until its deadline: register it
+// with RegisterOnShutdown.
+func (s *Server) CloseStreams() {
+	if s.mcpService != nil {
+		s.mcpService.Close()
+	}
 }
 
 type mcpAPI struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
@@ -58,8 +59,9 @@ type Server struct {
 	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
 	Semantic *toolsearch.Semantic
 
-	tokens tokenCache
-	tools  toolIndex
+	tokens     tokenCache
+	tools      toolIndex
+	mcpService *mcpserver.Service // /mcp, when MCP is on
 }
 
 // maxBody bounds every request body the API reads.

@@ -63,6 +63,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			hs.RegisterOnShutdown(srv.CloseStreams)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())

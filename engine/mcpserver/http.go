@@ -71,6 +71,12 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, bool)) http.Handl
 		}
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
 		ctx = context.WithValue(ctx, slotKey{}, &serverSlot{})
+		if r.Method == http.MethodGet { // a session's stream: it ends with Close
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(s.closing, cancel)()
+		}
 		bound.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -77,6 +77,10 @@ type Service struct {
 
 	mu  sync.Mutex // serializes builds
 	set *toolSet   // the last built
+
+	// closing ends the sessions' notification streams (Close).
+	closing context.Context
+	close   context.CancelFunc
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.
@@ -84,8 +88,15 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 	if opts.NewIndex == nil {
 		opts.NewIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
 	}
-	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default())}
+	closing, close := context.WithCancel(context.Background())
+	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close}
 }
+
+// Close ends the HTTP sessions' long-lived GET streams, which would
+// otherwise hold http.Server.Shutdown until its deadline: register it with
+// RegisterOnShutdown. Requests in flight finish; clients reconnect
+// elsewhere.
+func (s *Service) Close() { s.close() }
 
 // errCatalog is what a client reads when the catalog cannot be read.
 var errCatalog = errors.New("the catalog is unavailable; see the engine's log")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,5 +324,44 @@ func TestSharedToolSet(t *testing.T) {
 	}
 	if b.count() != 1 {
 		t.Errorf("three sessions built the tool set %d times", b.count())
+	}
+}
+
+// TestCloseEndsStreams: Close ends the sessions' GET streams, so that the
+// HTTP server can shut down without waiting for its deadline.
+func TestCloseEndsStreams(t *testing.T) {
+	cat, ex, _, _ := fixture(t)
+	svc := mcpserver.NewService(cat, ex, mcpserver.Options{})
+	h := svc.Handler(func(*http.Request) (mcpserver.Identity, bool) { return mcpserver.Identity{User: 7, Principal: "t"}, true })
+	var streams atomic.Int32 // GET requests in flight
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			streams.Add(1)
+			defer streams.Add(-1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: headers{"Authorization": "Bearer x"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := 0; streams.Load() == 0; i++ { // the client opens its stream after initializing
+		if i == 1000 {
+			t.Fatal("the client opened no GET stream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	svc.Close()
+	closed := make(chan struct{})
+	go func() {
+		srv.Close() // waits for the requests in flight
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server still waits for the session's stream")
 	}
 }
