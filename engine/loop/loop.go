@@ -4,6 +4,11 @@
 // executor, feeds the results back and repeats until the model answers
 // without tool calls or the step limit is reached.
 //
+// When the tools outnumber the tool search threshold (engine/toolset), the
+// model is shown the meta-tool search_tools and the pinned tools instead,
+// and the tools its searches find join the following model calls, never
+// more than the threshold at once (deferred loading).
+//
 // What reaches the model: the caller's messages, the tool definitions and
 // the tool outputs (which the executor has masked). Execution config, auth
 // config, credentials and fixed-param values never do.
