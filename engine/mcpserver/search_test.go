@@ -332,7 +332,9 @@ func TestSharedToolSet(t *testing.T) {
 func TestCloseEndsStreams(t *testing.T) {
 	cat, ex, _, _ := fixture(t)
 	svc := mcpserver.NewService(cat, ex, mcpserver.Options{})
-	h := svc.Handler(func(*http.Request) (mcpserver.Identity, bool) { return mcpserver.Identity{User: 7, Principal: "t"}, true })
+	h := svc.Handler(func(*http.Request) (mcpserver.Identity, bool) {
+		return mcpserver.Identity{User: 7, Principal: "t"}, true
+	})
 	var streams atomic.Int32 // GET requests in flight
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
