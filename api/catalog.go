@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -68,18 +67,24 @@ func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// readPlugin parses a plugin document from the body (comments allowed).
-func readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+// readPlugin parses a plugin document from the body (comments allowed) and
+// checks it against the store (an MCP plugin's server).
+func (s *Server) readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) {
+	body, ok := readJSON(w, r)
+	if !ok {
 		return nil, false
 	}
 	p, err := plugins.Parse(body)
+	if err == nil {
+		err = s.Store.CheckPlugin(r.Context(), p)
+	}
 	var ve *plugins.ValidationError
 	switch {
 	case errors.As(err, &ve):
 		writeError(w, http.StatusBadRequest, "invalid_plugin", ve.Error(), map[string]any{"fields": ve.Fields})
+		return nil, false
+	case err != nil && p != nil: // the store failed
+		s.internal(w, r, err)
 		return nil, false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "malformed_request", err.Error(), nil)
@@ -90,7 +95,7 @@ func readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Plugin, bool) 
 
 func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
 	defer s.changed(r.Context())
-	p, ok := readPlugin(w, r)
+	p, ok := s.readPlugin(w, r)
 	if !ok {
 		return
 	}
@@ -124,7 +129,7 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, ok := readPlugin(w, r)
+	p, ok := s.readPlugin(w, r)
 	if !ok {
 		return
 	}

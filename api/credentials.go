@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -55,9 +54,8 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 	}
 	var value string
 	if ct := r.Header.Get("Content-Type"); len(ct) >= 10 && ct[:10] == "text/plain" {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_request", "read body: "+err.Error(), nil)
+		b, ok := readBody(w, r, 64<<10)
+		if !ok {
 			return
 		}
 		value = string(b)
@@ -73,6 +71,10 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		value = *req.Value
+	}
+	if value == "" {
+		writeError(w, http.StatusBadRequest, "malformed_request", "value: must not be empty (to remove a credential, DELETE it)", nil)
+		return
 	}
 	by := principalFrom(r.Context()).role.String()
 	if err := s.Creds.Set(r.Context(), id, r.PathValue("key"), value, by); err != nil {

@@ -149,7 +149,7 @@ func TestFirstBlindExecution(t *testing.T) {
 			t.Fatalf("upstream received %d requests", len(got))
 		}
 		r := got[0]
-		if want := "/ECIV4/Search?keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"; r.method != "GET" || r.uri != want {
+		if want := "/ECIV4/Search?keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8"; r.method != "GET" || r.uri != want {
 			t.Fatalf("upstream got %s %s, want GET %s", r.method, r.uri, want)
 		}
 		if r.header.Get("Token") != qccKey || r.header.Get("Timespan") != qccSecret {

@@ -25,7 +25,7 @@ type ExecuteRequest struct {
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	var req ExecuteRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
@@ -51,6 +51,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 	var refused *engine.RefusedError
 	switch {
+	case errors.As(err, &refused) && refused.Code == engine.CodeRateLimited:
+		d, _ := refused.Details.(map[string]any)
+		secs, _ := d["retry_after_s"].(float64)
+		tooMany(w, refused.Message, time.Duration(secs*float64(time.Second)), mergeDetails(refused.Details, res.ExecutionID))
 	case errors.As(err, &refused):
 		status := http.StatusUnprocessableEntity
 		if refused.Code == engine.CodePluginDisabled {

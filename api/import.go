@@ -1,10 +1,10 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -27,6 +27,13 @@ type importOpenAPIRequest struct {
 	OperationIDs []string        `json:"operation_ids,omitempty"`
 	DryRun       bool            `json:"dry_run,omitempty"`
 	Strict       bool            `json:"strict,omitempty"`
+	// Source names the import source (its identity) instead of the URL;
+	// an inline document without one is known by its title.
+	Source string `json:"source,omitempty"`
+	// Force re-imports an unchanged document; Rename gives already
+	// imported plugins the names the importer now derives.
+	Force  bool `json:"force,omitempty"`
+	Rename bool `json:"rename,omitempty"`
 }
 
 type importResponse struct {
@@ -40,7 +47,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	defer s.changed(r.Context())
 	var req importOpenAPIRequest
 	var data []byte
-	location := "upload"
+	location := "" // inline: the source is known by the document's title
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "application/json" || mt == "" {
 		if !decodeBody(w, r, &req) {
@@ -73,27 +80,26 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, openapi.MaxDocumentBytes))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "malformed_request", "read body: "+err.Error(), nil)
+		b, ok := readBody(w, r, openapi.MaxDocumentBytes)
+		if !ok {
 			return
 		}
 		q := r.URL.Query()
 		data = b
 		req = importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
 			Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: q.Get("dry_run") == "true",
-			Strict: q.Get("strict") == "true"}
+			Strict: q.Get("strict") == "true", Source: q.Get("source"), Force: q.Get("force") == "true", Rename: q.Get("rename") == "true"}
 		if name := q.Get("location"); name != "" {
 			location = name
 		}
 	}
-	doc, err := openapi.Load(data, location)
+	doc, err := openapi.Load(data, cmp.Or(location, "upload"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_document", err.Error(), nil)
 		return
 	}
 	opts := openapi.Options{Prefix: req.Prefix, BaseURL: req.BaseURL, Tags: req.Tags, Methods: req.Methods,
-		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict}
+		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict, Source: req.Source, Force: req.Force, Rename: req.Rename}
 	if req.URL != "" {
 		opts.SourceURL = req.URL
 	}

@@ -1,12 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -14,6 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
@@ -73,7 +77,15 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
 	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
-	mux.Handle("/mcp", s.mcpService.Handler(s.mcpIdentity))
+	catalog := s.mcpService.Handler(s.mcpIdentity)
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err != nil {
+			catalog.ServeHTTP(w, r) // answers 401 without reading the body
+			return
+		}
+		scanJSON(catalog)(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
 }
 
 // CloseStreams ends the long-lived streams of /mcp sessions, which would
@@ -87,23 +99,45 @@ func (s *Server) CloseStreams() {
 
 type mcpAPI struct {
 	*Server
-	cfg *MCPConfig
+	cfg     *MCPConfig
+	proxies proxyPlugins
 }
 
-// mcpIdentity authenticates a request to /mcp: a per-user token acts for
-// its user; the service and admin tokens for the user named by X-User-Id.
-// A session is bound to the token (its hash) and that user.
-func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, bool) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return mcpserver.Identity{}, false
+// errMCPToken is the 401 of /mcp: what each kind of token needs there.
+const errMCPToken = "/mcp needs Authorization: Bearer <token>: a per-user token (acts for its user), or the service or admin token with X-User-Id: <user id> naming the user whose credentials apply"
+
+// mcpUser authenticates a request to /mcp: a per-user token acts for its
+// user; the service and admin tokens for the user named by X-User-Id (or
+// X-Account-Id, or ?user_id=), which they must name: an MCP session has
+// no payload to carry it, and acting as no user would silently drop the
+// user's stored credentials.
+func (s *Server) mcpUser(r *http.Request) (int64, error) {
+	p, ok := r.Context().Value(principalKey{}).(principal)
+	if !ok {
+		var err error
+		if p, err = s.authenticate(r); err != nil {
+			return 0, fmt.Errorf("%v; %s", err, errMCPToken)
+		}
 	}
 	user, err := s.runtimeUser(r, p)
 	if err != nil {
-		return mcpserver.Identity{}, false
+		return 0, fmt.Errorf("%v; %s", err, errMCPToken)
+	}
+	if p.role != roleUser && user <= 0 {
+		return 0, fmt.Errorf("the %s token must name the user: X-User-Id is missing; %s", p.role, errMCPToken)
+	}
+	return user, nil
+}
+
+// mcpIdentity is who a request to /mcp is (mcpUser): a session is bound to
+// the token (its hash) and the user it acts for.
+func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
+	user, err := s.mcpUser(r)
+	if err != nil {
+		return mcpserver.Identity{}, err
 	}
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok)}, true
+	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok)}, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
@@ -174,11 +208,16 @@ func (m *mcpAPI) deleteServer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := m.Store.DeleteMCPServer(r.Context(), srv.ID); err != nil {
+	disabled, err := m.Store.DeleteMCPServer(r.Context(), srv.ID, principalFrom(r.Context()).role.String())
+	if err != nil {
 		m.internal(w, r, err)
 		return
 	}
 	m.cfg.Manager.Forget(srv.ID)
+	m.cfg.Manager.Forget(srv.Name)
+	if len(disabled) > 0 {
+		m.Logger.InfoContext(r.Context(), "MCP server removed: its plugins disabled", "mcp_id", srv.ID, "plugins", disabled)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -305,7 +344,10 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_./-]{1,128}$`)
 
 // proxyCall is seed 004 FR-004: the flat JSON body is the arguments of
 // tools/call of tool_name on server mcp_id, with the calling user's
-// credentials; the MCP result comes back with 200, isError included.
+// credentials; the MCP result comes back with 200, isError included. The
+// call goes through the executor (a plugin of type enginemcp.TypeProxy
+// built from the tool's inputSchema): validated, recorded and counted like
+// every other call.
 func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	id, tool := r.PathValue("mcp_id"), r.PathValue("tool_name")
 	if !enginemcp.ValidServerID(id) {
@@ -329,41 +371,113 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), engine.DefaultTimeout)
-	defer cancel()
-	if _, err := m.cfg.Manager.Tool(ctx, id, tool, creds); err != nil {
+	p, err := m.proxyPlugin(r.Context(), id, tool, creds)
+	var conv *mcpimport.ConversionError
+	switch {
+	case errors.As(err, &conv):
+		m.Logger.ErrorContext(r.Context(), "MCP schema conversion failed", "mcp_id", id, "tool", tool, "err", err)
+		writeError(w, http.StatusInternalServerError, codeSchemaConvert, conv.Error(), limitDetails(err))
+		return
+	case err != nil:
 		m.mcpFailure(w, r, err, creds)
 		return
 	}
-	res, err := m.cfg.Manager.CallTool(ctx, enginemcp.Call{Server: id, Tool: tool, Arguments: args, Credentials: creds})
-	if err != nil {
-		m.mcpFailure(w, r, err, creds)
-		return
+	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user, Credentials: creds})
+	var refused *engine.RefusedError
+	switch {
+	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:
+		// seed 004 §7: a parameter validation failure is 400.
+		writeError(w, http.StatusBadRequest, refused.Code, refused.Message, mergeDetails(refused.Details, res.ExecutionID))
+	case err != nil:
+		writeResult(w, res, err)
+	case res.Error != nil:
+		writeError(w, http.StatusBadGateway, codeMCPCallFailed, res.Error.Message, mergeDetails(res.Error.Details, res.ExecutionID))
+	default:
+		// The output is the MCP result, masked, within
+		// MaxResponseBytes.
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("X-Execution-Id", res.ExecutionID)
+		w.WriteHeader(http.StatusOK)
+		w.Write(res.Output)
 	}
-	body, err := json.Marshal(enginemcp.ResultOf(res))
-	if err != nil {
-		m.Logger.ErrorContext(r.Context(), "MCP result conversion failed", "mcp_id", id, "tool", tool, "err", err)
-		writeError(w, http.StatusInternalServerError, codeSchemaConvert, "the MCP result could not be converted: "+err.Error(), nil)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	w.Write(auth.NewMasker(slices.Collect(maps.Values(creds))...).Bytes(body))
 }
 
-// objectBody reads a body that must be a JSON object: the flat arguments.
-func objectBody(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+// proxyPlugin is the plugin of a proxied call: the tool's inputSchema
+// converted as the importer converts it (cost limits included), kept per
+// listed tool so that repeated calls convert once.
+func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[string]string) (*plugins.Plugin, error) {
+	ctx, cancel := context.WithTimeout(ctx, engine.DefaultTimeout)
+	defer cancel()
+	t, err := m.cfg.Manager.Tool(ctx, id, tool, creds)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+		return nil, err
+	}
+	keys, err := m.cfg.Manager.CredentialKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	key := proxyKey{tool: t, creds: strings.Join(keys, "\x00")}
+	if p := m.proxies.get(key); p != nil {
+		return p, nil
+	}
+	params, _, err := mcpimport.Parameters(t.InputSchema, 0)
+	if err != nil {
+		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
+	}
+	name := mcpimport.SanitizeName(t.Name) // ASCII: cut anywhere to the 64 of the record's plugin_name
+	p := &plugins.Plugin{
+		Name:       name[:min(len(name), 64)],
+		Parameters: params,
+		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
+			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
+		RequiredCredentials: keys,
+	}
+	m.proxies.put(key, p)
+	return p, nil
+}
+
+// proxyKey identifies a proxy plugin: the listed tool (a new list makes new
+// tools) and the credential keys of its server.
+type proxyKey struct {
+	tool  *sdk.Tool
+	creds string
+}
+
+// proxyPlugins remembers proxy plugins; cleared when full.
+type proxyPlugins struct {
+	mu sync.Mutex
+	m  map[proxyKey]*plugins.Plugin
+}
+
+const proxyPluginsMax = 1024
+
+func (c *proxyPlugins) get(k proxyKey) *plugins.Plugin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *proxyPlugins) put(k proxyKey, p *plugins.Plugin) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= proxyPluginsMax {
+		c.m = make(map[proxyKey]*plugins.Plugin)
+	}
+	c.m[k] = p
+}
+
+// objectBody reads a body that must be a JSON object: the flat arguments,
+// left for the executor to decode.
+func objectBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) {
+	body, ok := readJSON(w, r)
+	if !ok {
 		return nil, false
 	}
-	var args map[string]any
-	if err := json.Unmarshal(body, &args); err != nil || args == nil {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '{' || !gjson.ValidBytes(t) {
 		writeError(w, http.StatusBadRequest, "malformed_request", "body: must be a JSON object of the tool's arguments ({} for none)", nil)
 		return nil, false
 	}
-	return args, true
+	return body, true
 }
 
 // mcpFailure answers an error of the MCP client as seed 004 §7 says, its
@@ -406,8 +520,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	raw, _ := json.Marshal(args)
-	res, err := s.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: raw, UserID: user})
+	res, err := s.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
 	writeResult(w, res, err)
 }
 

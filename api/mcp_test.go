@@ -44,6 +44,7 @@ type mcpEnv struct {
 	userTok  string // user 7's per-user token
 	logs     *SyncBuffer
 	cfg      *MCPConfig
+	ex       *engine.Executor
 	closedAt string // a loopback URL nothing listens on
 }
 
@@ -64,7 +65,7 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	m.Logger = log
 	t.Cleanup(func() { m.Close() })
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	ex.Credentials, ex.Logger = creds, log
 	cfg := &MCPConfig{Manager: m}
 	s := &Server{Store: st, Creds: creds, Executor: ex, AdminToken: mcpAdmin, ServiceToken: mcpService, Logger: log, MCP: cfg}
@@ -83,7 +84,7 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := "http://" + l.Addr().String() + "/mcp"
 	l.Close()
-	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, closedAt: closed}
+	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, ex: ex, closedAt: closed}
 }
 
 func (e *mcpEnv) do(method, path, token string, body any, header ...string) (int, map[string]any) {
@@ -148,6 +149,12 @@ func TestMCPServersAndImport(t *testing.T) {
 		}
 		if code, _ = e.do("DELETE", "/v1/mcp/servers/med2", mcpAdmin, nil); code != http.StatusNoContent {
 			t.Errorf("delete: %d", code)
+		}
+		// Its plugins are disabled, the other server's stay enabled.
+		for name, want := range map[string]string{"med2_rb_answer": "1", "rb_answer": "0"} {
+			if code, out = e.do("GET", "/v1/plugins/"+name, mcpAdmin, nil); code != 200 || out["status"] != want {
+				t.Errorf("%s after removing med2: %d %v, want status %s", name, code, out["status"], want)
+			}
 		}
 		if code, _ = e.do("DELETE", "/v1/mcp/servers/med2", mcpAdmin, nil); code != http.StatusNotFound {
 			t.Errorf("delete again: %d", code)
@@ -317,9 +324,22 @@ func TestCatalogRoute(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("rb_answer over /mcp: %+v, %v", res, err)
 	}
-	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{}`))
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("/mcp without a token: %v %v", resp, err)
+	// Without a token, and with the service or admin token naming no user:
+	// 401, saying what each kind of token needs.
+	for _, tok := range []string{"", mcpService, mcpAdmin} {
+		req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{}`))
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "X-User-Id") || !strings.Contains(string(body), "per-user token") {
+			t.Errorf("/mcp with token %q and no user: %d %s", tok, resp.StatusCode, body)
+		}
 	}
 
 	// The session is bound to the per-user token that opened it: the
@@ -354,6 +374,28 @@ func TestCatalogRoute(t *testing.T) {
 			t.Errorf("session of the user token presented with %q (user %q): %d, want %d", tc.tok[:8], tc.user, resp.StatusCode, tc.want)
 		}
 	}
+
+	// The service token naming the user: the user's stored credential applies.
+	hc = &http.Client{Transport: headersRT{"Authorization": "Bearer " + mcpService, "X-User-Id": "7"}}
+	cs2, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	if res, err := cs2.CallTool(context.Background(), &sdk.CallToolParams{Name: "rb_answer", Arguments: map[string]any{"question": "restart?"}}); err != nil || res.IsError {
+		t.Fatalf("rb_answer over /mcp for X-User-Id 7: %+v, %v", res, err)
+	}
+}
+
+type headersRT map[string]string
+
+func (h headersRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 type bearerRT string

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -38,7 +39,7 @@ const runTimeout = 10 * time.Minute
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	var req RunRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
@@ -49,6 +50,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "llm_not_configured", "no LLM endpoint is configured (BLINDEXEC_LLM_BASE_URL)", nil)
 		return
 	}
+	release, err := s.Executor.Limiter.AcquireRun(user)
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
+		return
+	}
+	defer release()
 	lreq, fields, err := s.loopRequest(r.Context(), &req, user)
 	if err != nil {
 		s.internal(w, r, err)
@@ -61,7 +69,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(fields) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid_payload", (&plugins.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
+		writeError(w, http.StatusBadRequest, "invalid_payload", (&loop.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
 		return
 	}
 	stream := req.Options.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream")

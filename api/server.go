@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,14 +58,19 @@ type Server struct {
 	// Semantic, when set, fuses embedding similarity into tool search
 	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
 	Semantic *toolsearch.Semantic
+	// Deadlines bound reading bodies and writing answers, per route.
+	Deadlines Deadlines
+	// Version is the engine's version, shown by /healthz so that a caller
+	// knows which payload fields it accepts.
+	Version string
 
 	tokens     tokenCache
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
+	// migrated is set once /readyz has seen the schema up to date: a
+	// schema is not unmigrated behind a running engine.
+	migrated atomic.Bool
 }
-
-// maxBody bounds every request body the API reads.
-const maxBody = 8 << 20
 
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
@@ -92,7 +97,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Registry != nil {
@@ -127,13 +132,13 @@ func (s *Server) Handler() http.Handler {
 		s.mcpRoutes(mux, s.MCP)
 	}
 	if s.OpenAPITools != nil {
-		mux.Handle("/mcp/openapi", s.with(roleUser, s.OpenAPITools.ServeHTTP))
+		mux.Handle("/mcp/openapi", s.with(roleUser, scanJSON(s.OpenAPITools)))
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
 	})
-	return mux
+	return s.withDeadlines(mux)
 }
 
 // changed makes this server's own write visible to it at once, rather than
@@ -151,6 +156,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.Store.Ping(ctx); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
 		return
+	}
+	if !s.migrated.Load() {
+		if err := s.Store.CheckMigrated(ctx); err != nil {
+			msg := "database schema check failed"
+			if errors.Is(err, store.ErrNotMigrated) {
+				msg = err.Error() + ": run `blindexec migrate`"
+			}
+			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
+			return
+		}
+		s.migrated.Store(true)
 	}
 	// The counters this replica's caches follow: replicas that agree on
 	// them serve the same catalog, tokens and credentials.
@@ -179,11 +195,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads a JSON body into v; a malformed body answers 400 with
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("read body: %v", err), nil)
+	body, ok := readJSON(w, r)
+	return ok && decodeBytes(w, body, v)
+}
+
+// decodeStrict is decodeBody for the runtime payloads, whose fields are
+// versioned (see the README's payload rules): a field the engine does not
+// know answers 400 unknown_field naming it, rather than being ignored.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readJSON(w, r)
+	if !ok {
 		return false
 	}
+	if field, accepted := unknownField(body, reflect.TypeOf(v).Elem(), ""); field != "" {
+		writeError(w, http.StatusBadRequest, "unknown_field",
+			fmt.Sprintf("%s: unknown field (this engine accepts %s)", field, strings.Join(accepted, ", ")),
+			map[string]any{"field": field, "accepted": accepted})
+		return false
+	}
+	return decodeBytes(w, body, v)
+}
+
+func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return true
 	}

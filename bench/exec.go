@@ -75,7 +75,7 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	defer srv.Close()
 
 	direct := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	directURL := up.URL + "/ECIV4/Search?keyword=" + "%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"
+	directURL := up.URL + "/ECIV4/Search?keyword=" + "%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	execStored := `{"name":"search_company_basic","arguments":{"keyword":"字节跳动"},"user_id":7}`
 	execInline := `{"plugin":` + doc + `,"arguments":{"keyword":"字节跳动"},"credentials":{"QCC_KEY":"sk-bench-0123456789"}}`

@@ -21,6 +21,10 @@
 //	        direct go-sdk client call
 //	changes what following the change counters costs: a poll, an idle
 //	        replica's queries per second (MariaDB), a catalog reload
+//	hostile what refusing hostile input costs (deep, wide and large bodies
+//	        and arguments, costly schemas, dot segments, callers over their
+//	        limit) beside an ordinary call; /metrics after 20,000 inline
+//	        plugin names; slow bodies against the body deadline
 //
 // Every upstream runs on loopback in this process, behind an egress policy
 // that allows loopback only (server-everything, when tests/mcp-ts is
@@ -66,12 +70,13 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"import":     benchImport,
 	"mcp":        benchMCP,
 	"query":      benchQuery,
+	"hostile":    benchHostile,
 	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, import, loop, mcp, query, toolsearch)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, hostile, import, loop, mcp, query, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -104,7 +109,7 @@ func main() {
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, import, loop, mcp, query, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, hostile, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}

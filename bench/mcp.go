@@ -247,7 +247,7 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 	}
 	m := enginemcp.NewManager(e.st, e.client())
 	defer m.Close()
-	e.ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	enginemcp.Invoker{Manager: m}.RegisterOn(e.ex)
 
 	// The plugin, as `blindexec import mcp` makes it from the listed tool.
 	tools, err := m.Tools(ctx, row.ID, map[string]string{"MCP_TOKEN": token}, true)

@@ -8,24 +8,47 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
+
+// ArgumentLimits bound the arguments of every call, wherever they come from
+// (/v1/execute, /v1/tools/{name}/call, the proxy, /mcp, the LLM loop):
+// arguments nested deeper or holding more elements are refused, naming
+// the limit, before they are decoded. Decoding costs time in proportion
+// to both (quadratic in the depth, for gjson), and no tool's parameters
+// need more.
+var ArgumentLimits = jsonlimit.Limits{Depth: 64, Elements: 100_000}
 
 // schemaInfo is what the engine needs from a plugin's parameters beyond
 // validation, derived once per distinct schema.
 type schemaInfo struct {
-	props  map[string]propInfo
-	extras bool // additionalProperties or patternProperties admit undeclared arguments
-	// defaults are the top-level defaults, as Plugin.ApplyDefaults gives
-	// them for no arguments; nestedDefaults says that some lie deeper,
-	// where only ApplyDefaults itself (decoding the schema) can place them.
-	defaults       map[string]any
-	nestedDefaults bool
+	props map[string]propInfo
+	// extras: additionalProperties or patternProperties are given (and not
+	// false), so undeclared arguments are sent; without them an undeclared
+	// argument is an error.
+	extras bool
 }
 
+// propInfo says how a multipart field is sent: as a file part when its
+// schema, or that of its items (a list of files, one part each), says
+// format binary, or base64 content (format byte or contentEncoding base64).
 type propInfo struct {
-	binary bool // format: binary (a file in multipart)
-	base64 bool // contentEncoding: base64 or format: byte: the value is base64 of the bytes to send
+	binary bool // a file in multipart
+	base64 bool // the value is base64 of the bytes to send
+}
+
+// fieldSchema is the part of a property schema propInfo reads.
+type fieldSchema struct {
+	Format          string `json:"format"`
+	ContentEncoding string `json:"contentEncoding"`
+}
+
+func (f fieldSchema) info() propInfo {
+	return propInfo{
+		binary: f.Format == "binary",
+		base64: f.ContentEncoding == "base64" || f.Format == "byte",
+	}
 }
 
 // schemas caches schemaInfo by the schema's bytes: catalog plugins and
@@ -47,8 +70,8 @@ func schemaOf(p *plugins.Plugin) (*schemaInfo, error) {
 	}
 	var doc struct {
 		Properties map[string]struct {
-			Format          string `json:"format"`
-			ContentEncoding string `json:"contentEncoding"`
+			fieldSchema
+			Items fieldSchema `json:"items"`
 		} `json:"properties"`
 		AdditionalProperties json.RawMessage `json:"additionalProperties"`
 		PatternProperties    json.RawMessage `json:"patternProperties"`
@@ -57,19 +80,12 @@ func schemaOf(p *plugins.Plugin) (*schemaInfo, error) {
 		return nil, err
 	}
 	info = &schemaInfo{
-		props:    make(map[string]propInfo, len(doc.Properties)),
-		extras:   len(doc.PatternProperties) > 0 || (len(doc.AdditionalProperties) > 0 && string(bytes.TrimSpace(doc.AdditionalProperties)) != "false"),
-		defaults: map[string]any{},
+		props:  make(map[string]propInfo, len(doc.Properties)),
+		extras: len(doc.PatternProperties) > 0 || (len(doc.AdditionalProperties) > 0 && string(bytes.TrimSpace(doc.AdditionalProperties)) != "false"),
 	}
-	p.ApplyDefaults(info.defaults)
-	// A count of the keyword, not a parse: a property named "default"
-	// merely sends calls down the slow path.
-	info.nestedDefaults = bytes.Count(params, []byte(`"default"`)) > len(info.defaults)
 	for name, p := range doc.Properties {
-		info.props[name] = propInfo{
-			binary: p.Format == "binary",
-			base64: p.ContentEncoding == "base64" || p.Format == "byte",
-		}
+		pi, items := p.info(), p.Items.info()
+		info.props[name] = propInfo{binary: pi.binary || items.binary, base64: pi.base64 || items.base64}
 	}
 	schemas.Lock()
 	if schemas.m == nil || len(schemas.m) >= schemasMax {
@@ -78,20 +94,6 @@ func schemaOf(p *plugins.Plugin) (*schemaInfo, error) {
 	schemas.m[string(params)] = info
 	schemas.Unlock()
 	return info, nil
-}
-
-// applyDefaults fills omitted arguments with their schema defaults, as
-// Plugin.ApplyDefaults does, without decoding the schema on every call.
-func (s *schemaInfo) applyDefaults(p *plugins.Plugin, args map[string]any) {
-	if s.nestedDefaults {
-		p.ApplyDefaults(args)
-		return
-	}
-	for k, v := range s.defaults {
-		if _, ok := args[k]; !ok {
-			args[k] = v
-		}
-	}
 }
 
 // decodeArguments decodes the LLM's arguments: a JSON object (nothing or
@@ -105,6 +107,9 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	}
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(raw))
+	}
+	if err := jsonlimit.Check(raw, ArgumentLimits); err != nil {
+		return nil, err
 	}
 	if !gjson.ValidBytes(raw) {
 		// encoding/json says best what is wrong.

@@ -69,7 +69,7 @@ func benchExecute(b *testing.B, base string) func() {
 func benchDirect(b *testing.B, base string) func() {
 	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	b.Cleanup(client.CloseIdleConnections)
-	url := base + "/ECIV4/Search?keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1"
+	url := base + "/ECIV4/Search?keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8"
 	return func() {
 		req, err := http.NewRequest("GET", url, nil)
 		if err != nil {

@@ -39,6 +39,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -120,11 +121,12 @@ func refuse(code, format string, args ...any) *RefusedError {
 }
 
 // Prepared is a call ready for an Invoker: arguments decoded, completed
-// with fixed params and defaults, validated; credentials resolved.
+// with fixed params (not with schema defaults: those are the API's),
+// checked against the schema; credentials resolved.
 type Prepared struct {
 	Plugin *plugins.Plugin
-	// Arguments are read-only: their values may be shared with cached
-	// schema defaults.
+	// Arguments are read-only: their values may be shared with the fixed
+	// params.
 	Arguments   map[string]any
 	Credentials map[string]string
 	UserID      int64
@@ -172,6 +174,9 @@ type Executor struct {
 	// MaxResponseBytes caps the bytes read from an upstream
 	// (DefaultMaxResponseBytes when zero).
 	MaxResponseBytes int64
+	// Limiter bounds the calls each user has in flight (nil: no limit).
+	// Calls of a run (Call.RunID set) are not counted: the run is.
+	Limiter *UserLimiter
 
 	invokers map[string]Invoker
 }
@@ -203,7 +208,12 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
 
-	prep, refused := e.prepare(ctx, call)
+	var prep *Prepared
+	release, refused := e.admit(call)
+	defer release()
+	if refused == nil {
+		prep, refused = e.prepare(ctx, call)
+	}
 	if refused == nil {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
 		resp, err := e.invokers[call.Plugin.ExecType()].Invoke(ctx, prep)
@@ -227,6 +237,20 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	return res, nil
 }
 
+// admit takes a call slot of the user from the Limiter; release gives it
+// back. Calls of a run are admitted with their run.
+func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
+	if call.RunID != "" {
+		return func() {}, nil
+	}
+	release, err := e.Limiter.AcquireCall(call.UserID)
+	var le *LimitError
+	if errors.As(err, &le) {
+		return func() {}, rateLimited(le)
+	}
+	return release, nil
+}
+
 // prepare runs the steps common to every execution type, up to the point
 // where something would be sent.
 func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedError) {
@@ -243,23 +267,27 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	}
 	args, err := decodeArguments(call.Arguments)
 	if err != nil {
-		return nil, &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		refused := &RefusedError{ToolError{Code: CodeInvalidArguments, Message: "invalid arguments: " + err.Error()}}
+		var le *jsonlimit.Error
+		if errors.As(err, &le) {
+			refused.Details = map[string]any{"limit": le.Limit, "max": le.Max}
+		}
+		return nil, refused
 	}
 	p.StripOmitted(args)
+	// What the LLM did not give is not sent: a schema's default describes
+	// what the API does without the value (fixed_params force one).
 	maps.Copy(args, p.FixedParams)
 	maps.Copy(args, call.FixedParams)
-	schema.applyDefaults(p, args)
-	if errs := p.ValidateArguments(args); len(errs) > 0 {
-		return nil, invalidArguments(errs)
-	}
-	if !schema.extras {
-		// Only what the schema declares (and the platform fixed) is sent:
-		// an LLM cannot invent a header or query parameter.
-		for name := range args {
-			if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
-				delete(args, name)
-			}
+	errs := unknownArguments(args, schema, p, call)
+	for _, fe := range p.ValidateArguments(args) {
+		// additionalProperties: false says it too; once, with the known ones, is enough.
+		if !slices.ContainsFunc(errs, func(u plugins.FieldError) bool { return u.Field == fe.Field }) {
+			errs = append(errs, fe)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, invalidArguments(errs)
 	}
 	required, keys := credentialKeys(p)
 	creds, err := e.resolveCredentials(ctx, call, keys)
@@ -291,10 +319,46 @@ func isFixed(name string, p *plugins.Plugin, call Call) bool {
 	return a || b
 }
 
+// unknownArguments reports the arguments the schema does not declare
+// (nor the platform fixed), unless it admits extras (additionalProperties
+// other than false): an LLM cannot invent a header or query parameter, and
+// a misspelt argument is said, not dropped.
+func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin, call Call) []plugins.FieldError {
+	if schema.extras {
+		return nil
+	}
+	var unknown []string
+	for name := range args {
+		if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	var known []string
+	for name := range schema.props {
+		if !isFixed(name, p, call) {
+			known = append(known, name)
+		}
+	}
+	slices.Sort(known)
+	hint := "this tool takes no arguments"
+	if len(known) > 0 {
+		hint = "the known ones are " + strings.Join(known, ", ")
+	}
+	errs := make([]plugins.FieldError, len(unknown))
+	for i, name := range unknown {
+		errs[i] = plugins.FieldError{Field: name, Message: "is not a known argument (" + hint + ")"}
+	}
+	return errs
+}
+
 func invalidArguments(errs []plugins.FieldError) *RefusedError {
 	msgs := make([]string, len(errs))
 	for i, fe := range errs {
-		msgs[i] = fe.Error()
+		msgs[i] = fe.Sentence()
 	}
 	return &RefusedError{ToolError{
 		Code:    CodeInvalidArguments,
@@ -467,7 +531,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			CreatedAt:    time.Now().UTC(),
 		})
 	}
-	e.Metrics.observe(call.Plugin.Name, outcome, d)
+	e.Metrics.observe(call.Plugin, outcome, d)
 	log := e.Logger
 	if log == nil {
 		log = slog.Default()

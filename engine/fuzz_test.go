@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ var fuzzPlugins = []string{
 	`{"name":"styles","description":"d","parameters":{"type":"object","properties":{"m":{},"l":{},"f":{"contentEncoding":"base64"}}},
 	  "execution":{"method":"PUT","base_url":"http://10.0.0.1/x/{m}/y/{l}","content_type":"multipart/form-data",
 	    "param_placement":{"m":{"in":"path","style":"matrix","explode":true},"l":{"in":"path","style":"label"},"f":{"in":"body","filename":"f.bin"}}}}`,
-	`{"name":"headers","description":"d","parameters":{"type":"object","properties":{}},
+	`{"name":"headers","description":"d","parameters":{"type":"object","properties":{"p":{}}},
 	  "execution":{"method":"GET","base_url":"https://h.example/{p}","param_placement":"header"}}`,
 	`{"name":"whole","description":"d","parameters":{"type":"object","properties":{"v":{}}},
 	  "execution":{"method":"POST","base_url":"https://h.example/raw","content_type":"text/plain","param_placement":{"v":{"in":"body","name":"$"}}}}`,
@@ -108,6 +109,21 @@ func checkOnTheWire(t *testing.T, p *plugins.Plugin, o *outbound) {
 	for seg := range strings.SplitSeq(path, "/") {
 		if seg == "." || seg == ".." {
 			t.Fatalf("%s: dot segment in %q", p.Name, path)
+		}
+	}
+	// Nor once decoded, as a server or a proxy decoding more than once, or
+	// splitting on backslashes too, would see it (issue 13, point 4).
+	decoded := path
+	for range 4 {
+		d, err := url.PathUnescape(decoded)
+		if err != nil || d == decoded {
+			break
+		}
+		decoded = d
+	}
+	for seg := range strings.FieldsFuncSeq(decoded, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg, _, _ = strings.Cut(seg, ";"); seg == "." || seg == ".." {
+			t.Fatalf("%s: a dot segment once %q is decoded", p.Name, path)
 		}
 	}
 	for name, vs := range got.Header {

@@ -1,17 +1,37 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // Metrics are the executor's Prometheus metrics, labelled by plugin and
 // outcome ("ok" or the ToolError code).
+//
+// The plugin label has bounded cardinality: a catalog plugin is labelled
+// by its name, a definition that came inline with a request "inline"
+// (callers choose those names, 20,000 of them grew /metrics to 54 MB),
+// and catalog names past the first MaxPluginLabels "other".
 type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	mu     sync.RWMutex
+	labels map[string]bool // catalog names labelled so far
 }
+
+// Plugin label values besides catalog names.
+const (
+	LabelInline = "inline"
+	LabelOther  = "other"
+)
+
+// MaxPluginLabels bounds the catalog names used as plugin label values.
+const MaxPluginLabels = 1000
 
 // NewMetrics registers the metrics on reg (never the global registry):
 // blindexec_tool_calls_total and blindexec_tool_call_duration_seconds.
@@ -36,10 +56,36 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // observe counts one call; a nil *Metrics counts nothing.
-func (m *Metrics) observe(plugin, outcome string, d time.Duration) {
+func (m *Metrics) observe(p *plugins.Plugin, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
+	plugin := m.label(p)
 	m.calls.WithLabelValues(plugin, outcome).Inc()
 	m.duration.WithLabelValues(plugin, outcome).Observe(d.Seconds())
+}
+
+// label is p's plugin label value.
+func (m *Metrics) label(p *plugins.Plugin) string {
+	if !p.Catalog {
+		return LabelInline
+	}
+	m.mu.RLock()
+	seen := m.labels[p.Name]
+	m.mu.RUnlock()
+	if seen {
+		return p.Name
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.labels[p.Name] {
+		if len(m.labels) >= MaxPluginLabels {
+			return LabelOther
+		}
+		if m.labels == nil {
+			m.labels = make(map[string]bool)
+		}
+		m.labels[p.Name] = true
+	}
+	return p.Name
 }

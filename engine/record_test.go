@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // Issue 3, point 7: every call leaves a record (refused ones too) with
@@ -26,6 +28,9 @@ func TestExecutionRecords(t *testing.T) {
 	badPlugin := mustPlugin(t, strings.ReplaceAll(doc, "%NAME", "flaky"), failingUp.URL)
 	disabled := mustPlugin(t, strings.ReplaceAll(doc, "%NAME", "off"), up.URL)
 	disabled.Status = "1"
+	for _, p := range []*plugins.Plugin{okPlugin, badPlugin, disabled} {
+		p.Catalog = true // labelled by name, as plugins loaded from the catalog are
+	}
 
 	h := newHarness(t)
 	reg := prometheus.NewRegistry()

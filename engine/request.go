@@ -2,16 +2,17 @@ package engine
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,7 +123,7 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			}
 			s := simpleStyle(v, explode(place, false), false)
 			if i := strings.IndexFunc(s, isCTL); i >= 0 {
-				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: a header value must not contain control characters (CR, LF, NUL...): found %q", name, s[i])
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not contain control characters (CR, LF, NUL...), as it goes in a header: found %q", name, s[i])
 			}
 			o.header.Set(wire, s)
 		case plugins.InCookie:
@@ -188,7 +189,7 @@ func buildURL(base string, path map[string]string, query string) (string, error)
 		name := s[i+1 : i+j]
 		v, ok := path[name]
 		if !ok {
-			return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+			return "", refuse(CodeInvalidArguments, "invalid arguments: %s is required (it fills the URL path)", name)
 		}
 		b.WriteString(s[:i])
 		b.WriteString(v)
@@ -240,7 +241,10 @@ func origin(base string) string {
 // matrix) with each value escaped so that it stays inside one segment.
 func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 	if v == nil {
-		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: required (it fills the URL path)", name)
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s is required (it fills the URL path)", name)
+	}
+	if pathValues(v, hasDotSegmentValue) {
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: a path value must not be or hold a . or .. segment, in any encoding (a server may resolve it as a parent path)", name)
 	}
 	ex := explode(place, false)
 	var s string
@@ -257,9 +261,98 @@ func pathValue(name string, v any, place plugins.ArgPlacement) (string, error) {
 		s = joinValues(v, ",", ex, escapeSegment)
 	}
 	if s == "" {
-		return "", refuse(CodeInvalidArguments, "invalid arguments: %s: must not be empty (it fills a URL path segment)", name)
+		return "", refuse(CodeInvalidArguments, "invalid arguments: %s must not be empty (it fills a URL path segment)", name)
 	}
 	return s, nil
+}
+
+// pathValues reports whether f holds for one of the strings a path value
+// is serialized from: the value, an array's items, an object's keys and
+// values.
+func pathValues(v any, f func(string) bool) bool {
+	switch t := v.(type) {
+	case []any:
+		for _, x := range t {
+			if f(scalar(x)) {
+				return true
+			}
+		}
+		return false
+	case map[string]any:
+		for k, x := range t {
+			if f(k) || f(scalar(x)) {
+				return true
+			}
+		}
+		return false
+	}
+	return f(scalar(v))
+}
+
+// hasDotSegmentValue reports whether s is, or holds between slashes or
+// backslashes, a "." or ".." segment once decoded the ways a server or a
+// proxy in front of it may decode: percent-encoding (repeatedly, %u
+// included), full-width and one-dot-leader dots, overlong UTF-8, and
+// Tomcat's ";params" ("..;" is ".."). Escaping alone (%2E%2E) is not
+// enough: some servers resolve the encoded form as a parent segment.
+func hasDotSegmentValue(s string) bool {
+	if !strings.ContainsAny(s, ".%\uff0e\u2024") && strings.IndexByte(s, 0xae) < 0 { // 0xae ends the overlong dots
+		return false
+	}
+	for range 4 {
+		d := dotReplacer.Replace(percentDecode(s))
+		if d == s {
+			break
+		}
+		s = d
+	}
+	for seg := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+		seg, _, _ = strings.Cut(seg, ";")
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+var dotReplacer = strings.NewReplacer("\uff0e", ".", "\u2024", ".", "\xc0\xae", ".", "\xe0\x80\xae", ".")
+
+// percentDecode decodes %XX and %uXXXX escapes, leaving malformed ones as
+// they are.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' {
+			if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			if i+5 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') && isHex(s[i+2]) && isHex(s[i+3]) && isHex(s[i+4]) && isHex(s[i+5]) {
+				r := rune(unhex(s[i+2]))<<12 | rune(unhex(s[i+3]))<<8 | rune(unhex(s[i+4]))<<4 | rune(unhex(s[i+5]))
+				b.WriteRune(r)
+				i += 5
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 func matrixValue(name string, v any, ex bool) string {
@@ -310,14 +403,32 @@ func joinValues(v any, sep string, ex bool, esc func(string) string) string {
 	return esc(scalar(v))
 }
 
-// simpleStyle serializes a header or cookie value; cookie values are
-// percent-escaped so that they cannot end the cookie.
+// simpleStyle serializes a header or cookie value; in cookie values what
+// is not a cookie-octet is percent-escaped so that it cannot end the
+// cookie, and nothing else is: most servers (Starlette, Tomcat, net/http)
+// hand the value over without percent-decoding it.
 func simpleStyle(v any, ex, cookie bool) string {
 	esc := func(s string) string { return s }
 	if cookie {
-		esc = escapeQuery
+		esc = escapeCookie
 	}
 	return joinValues(v, ",", ex, esc)
+}
+
+// escapeCookie percent-escapes the bytes RFC 6265 keeps out of a cookie
+// value (controls, space, DQUOTE, comma, semicolon, backslash, non-ASCII)
+// and "%" itself.
+func escapeCookie(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\",;\\%", c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func explode(place plugins.ArgPlacement, def bool) bool {
@@ -458,41 +569,83 @@ func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
 	return b, ct, err
 }
 
-// encodeMultipart writes one part per field; a file part is a field whose
-// placement names a filename or content type, or whose schema says
-// format: binary or contentEncoding: base64.
+// encodeMultipart writes one part per field, and one per item of a list;
+// a file part is a field whose placement names a filename or content type,
+// or whose schema (or that of its items) says format: binary or base64
+// content. A file is its content as a string, or an object {content,
+// filename, content_type}; its part's type is content_type, else the
+// document's encoding when it names one type, else the filename's, else
+// application/octet-stream.
 func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	for _, f := range fields {
-		if f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64 {
-			data, err := fieldBytes(f)
-			if err != nil {
-				return nil, "", err
-			}
-			h := make(textproto.MIMEHeader, 2)
-			filename := f.place.Filename
-			if filename == "" {
-				filename = f.wire
-			}
-			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
-			h.Set("Content-Type", cmp.Or(f.place.ContentType, "application/octet-stream"))
-			part, _ := w.CreatePart(h)
-			part.Write(data)
-			continue
-		}
 		values, ok := f.value.([]any)
 		if !ok {
 			values = []any{f.value}
 		}
+		file := f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64
 		for _, v := range values {
-			w.WriteField(f.wire, scalar(v))
+			if !file {
+				w.WriteField(f.wire, scalar(v))
+				continue
+			}
+			if err := writeFilePart(w, f, v); err != nil {
+				return nil, "", err
+			}
 		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, "", err
 	}
 	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+func writeFilePart(w *multipart.Writer, f bodyField, v any) error {
+	filename, ctype := f.place.Filename, ""
+	if obj, ok := v.(map[string]any); ok {
+		if _, has := obj["content"]; has {
+			if s, ok := obj["filename"].(string); ok && s != "" {
+				filename = s
+			}
+			ctype, _ = obj["content_type"].(string)
+			v = obj["content"]
+		}
+	}
+	data, err := fieldBytes(bodyField{wire: f.wire, value: v, prop: f.prop})
+	if err != nil {
+		return err
+	}
+	if filename == "" {
+		filename = f.wire
+	}
+	if ctype == "" {
+		ctype = partType(f.place.ContentType, filename)
+	}
+	h := make(textproto.MIMEHeader, 2)
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
+	h.Set("Content-Type", strings.Map(func(r rune) rune {
+		if isCTL(r) {
+			return -1
+		}
+		return r
+	}, ctype))
+	part, _ := w.CreatePart(h)
+	part.Write(data)
+	return nil
+}
+
+// partType is a file part's content type: the document's encoding when it
+// names one concrete type, else the type the filename's extension gives,
+// else application/octet-stream.
+func partType(declared, filename string) string {
+	if declared != "" && !strings.ContainsAny(declared, ",*") {
+		return declared
+	}
+	if t := mime.TypeByExtension(path.Ext(filename)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
 }
 
 // fieldBytes is the raw content of a field: a string as it is (decoded
@@ -510,7 +663,7 @@ func fieldBytes(f bodyField) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s: not valid base64", f.wire)
+	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must be base64 (it is a file's content)", f.wire)
 }
 
 var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "%0D", "\n", "%0A")

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,7 +22,10 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	   "keyword":{"type":"string"},
 	   "page":{"type":"integer","minimum":1},
 	   "sort":{"type":"string","enum":["asc","desc"]},
-	   "tag":{"type":"string","nullable":true}},
+	   "tag":{"type":"string","nullable":true},
+	   "code":{"type":"string","pattern":"^[0-9]+$"},
+	   "mail":{"type":"string","format":"email"},
+	   "mode":{"const":"fast"}},
 	  "required":["keyword"]},
 	 "execution":{"method":"GET","base_url":"%s/search"}}`
 	tests := []struct {
@@ -28,9 +33,16 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 		args string
 		want []string // substrings of the message
 	}{
-		{"wrong type", `{"keyword":42}`, []string{"invalid arguments: keyword: got number, want string"}},
-		{"missing required", `{}`, []string{"keyword"}},
-		{"several fields", `{"keyword":"x","page":0,"sort":"up"}`, []string{"page:", "sort:", "asc"}},
+		{"wrong type", `{"keyword":42}`, []string{"invalid arguments: keyword must be a string, not a number"}},
+		{"missing required", `{}`, []string{"keyword is required"}},
+		{"several fields", `{"keyword":"x","page":0,"sort":"up"}`, []string{`page must be at least 1; sort must be one of "asc", "desc"`}},
+		// Issue 17, point 5: an undeclared argument is named, not dropped.
+		{"unknown argument", `{"keyword":"x","bogus":1,"Authorization":"Bearer forged"}`, []string{
+			"Authorization is not a known argument (the known ones are code, keyword, mail, mode, page, sort, tag)",
+			"bogus is not a known argument"}},
+		// Issue 17, point 9: the message (and so the record) quotes no value.
+		{"values not quoted", `{"keyword":"x","code":"secret-code-value","mail":"secret-mail-value","mode":"secret-mode-value"}`, []string{
+			"code must match the pattern ^[0-9]+$", `mode must be "fast"`}},
 		{"not JSON", `{"keyword":`, []string{"not valid JSON"}},
 		{"trailing text", `{"keyword":"x"} {}`, []string{"not valid JSON"}},
 		{"not an object", `["x"]`, []string{"must be a JSON object, got an array"}},
@@ -59,6 +71,9 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 			if len(recs) != 1 || recs[0].Status != StatusRefused || recs[0].ErrorClass != CodeInvalidArguments {
 				t.Fatalf("records = %+v", recs)
 			}
+			if strings.Contains(recs[0].ErrorMessage, "secret") || strings.Contains(res.Error.Message, "secret") {
+				t.Errorf("an argument's value is quoted: %q", recs[0].ErrorMessage)
+			}
 		})
 	}
 
@@ -75,6 +90,20 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	})
 }
 
+// TestUnknownArgumentClosedSchema: with additionalProperties false, an
+// unknown argument is said once, with the known ones.
+func TestUnknownArgumentClosedSchema(t *testing.T) {
+	up := newUpstream(t, nil)
+	h := newHarness(t)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	 "parameters":{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false},
+	 "execution":{"method":"GET","base_url":"%s/c"}}`, up.URL)
+	res, err := h.call(t, p, `{"q":"x","bogus":1}`, nil)
+	if err == nil || res.Error == nil || res.Error.Message != "invalid arguments: bogus is not a known argument (the known ones are q)" {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+}
+
 // Issue 3, point 2: every argument lands where the plugin says, escaped
 // for that place; asserted on the raw request the server received.
 func TestPlacement(t *testing.T) {
@@ -87,12 +116,10 @@ func TestPlacement(t *testing.T) {
 	}{
 		// Path: each value is exactly one segment.
 		{"path slash", pathDoc, `{"id":"a/b"}`, nil, uri("/users/a%2Fb/repos")},
-		{"path dotdot", pathDoc, `{"id":".."}`, nil, uri("/users/%2E%2E/repos")},
-		{"path dot", pathDoc, `{"id":"."}`, nil, uri("/users/%2E/repos")},
 		{"path escaped slash stays literal", pathDoc, `{"id":"%2F"}`, nil, uri("/users/%252F/repos")},
 		{"path space", pathDoc, `{"id":"a b"}`, nil, uri("/users/a%20b/repos")},
 		{"path unicode", pathDoc, `{"id":"字节"}`, nil, uri("/users/%E5%AD%97%E8%8A%82/repos")},
-		{"path traversal", pathDoc, `{"id":"../../admin?x=1#f"}`, nil, uri("/users/..%2F..%2Fadmin%3Fx%3D1%23f/repos")},
+		{"path dots inside", pathDoc, `{"id":"v1.2...3"}`, nil, uri("/users/v1.2...3/repos")},
 		{"path number", pathDoc, `{"id":12345678901234567890}`, nil, uri("/users/12345678901234567890/repos")},
 
 		// Query, per OpenAPI style and explode.
@@ -127,7 +154,7 @@ func TestPlacement(t *testing.T) {
 		{"cookie", `{"name":"t","description":"d",
 		  "parameters":{"type":"object","properties":{"session":{"type":"string"},"lang":{"type":"string"}}},
 		  "execution":{"method":"GET","base_url":"%s/c","param_placement":"cookie"}}`,
-			`{"session":"a;b=c","lang":"zh"}`, nil, header("Cookie", "lang=zh; session=a%3Bb%3Dc")},
+			`{"session":"a;b=c d/字","lang":"zh"}`, nil, header("Cookie", "lang=zh; session=a%3Bb=c%20d/%E5%AD%97")},
 
 		// Bodies.
 		{"json object", bodyDoc("application/json", `"body"`), `{"a":1,"b":"x<y"}`, nil, body("application/json", `{"a":1,"b":"x<y"}`)},
@@ -139,6 +166,11 @@ func TestPlacement(t *testing.T) {
 		{"text plain", wholeDoc("text/plain", `{"type":"string"}`), `{"v":"just text\nline 2"}`, nil, body("text/plain", "just text\nline 2")},
 		{"raw other type", wholeDoc("application/xml", `{"type":"string"}`), `{"v":"<a/>"}`, nil, body("application/xml", "<a/>")},
 		{"multipart", multipartDoc, `{"title":"report","count":3,"note":"hello file","blob":"AAECAw=="}`, nil, checkMultipart},
+		// Issue 17, point 3: a list of files is one file part each, named
+		// as the LLM said, typed by the name or the encoding.
+		{"multipart file lists", multipartListDoc,
+			`{"files":["plain text",{"content":"{}","filename":"a.json"},{"content":"x","filename":"b.bin","content_type":"text/x-custom"}],
+			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"]}`, nil, checkMultipartList},
 
 		// fixed_params: merged, the call's over the plugin's.
 		{"fixed params", `{"name":"t","description":"d",
@@ -146,22 +178,20 @@ func TestPlacement(t *testing.T) {
 		  "fixed_params":{"tenant":"plugin-tenant","region":"eu"},
 		  "execution":{"method":"GET","base_url":"%s/f"}}`,
 			`{"q":"x","tenant":"llm-tenant"}`, map[string]any{"tenant": "payload-tenant"}, uri("/f?q=x&region=eu&tenant=payload-tenant")},
-		// Schema defaults fill omitted arguments, nested ones too.
-		{"defaults", `{"name":"t","description":"d",
+		// Issue 17, point 4: schema defaults describe what the API does
+		// without the value; they are not sent, nested ones neither.
+		{"defaults are not sent", `{"name":"t","description":"d",
 		  "parameters":{"type":"object","properties":{"q":{"type":"string"},"page":{"type":"integer","default":1}}},
-		  "execution":{"method":"GET","base_url":"%s/d"}}`, `{"q":"x"}`, nil, uri("/d?page=1&q=x")},
+		  "execution":{"method":"GET","base_url":"%s/d"}}`, `{"q":"x"}`, nil, uri("/d?q=x")},
 		{"nested defaults", `{"name":"t","description":"d",
 		  "parameters":{"type":"object","properties":{"page":{"type":"integer","default":1},
 		    "filter":{"type":"object","properties":{"size":{"type":"integer","default":10},"q":{"type":"string"}}}}},
 		  "execution":{"method":"GET","base_url":"%s/d","param_placement":{"filter":{"in":"query","style":"deepObject"}}}}`,
-			`{"filter":{"q":"x"},"page":3}`, nil, uri("/d?filter[q]=x&filter[size]=10&page=3")},
-		{"undeclared arguments dropped", `{"name":"t","description":"d",
-		  "parameters":{"type":"object","properties":{"q":{"type":"string"}}},
-		  "execution":{"method":"GET","base_url":"%s/u","param_placement":"header"}}`,
-			`{"q":"x","Authorization":"Bearer forged"}`, nil, func(t *testing.T, h hit) {
-				header("Q", "x")(t, h)
-				header("Authorization", "")(t, h)
-			}},
+			`{"filter":{"q":"x"},"page":3}`, nil, uri("/d?filter[q]=x&page=3")},
+		{"explicit additionalProperties passes extras through", `{"name":"t","description":"d",
+		  "parameters":{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":{"type":"string"}},
+		  "execution":{"method":"GET","base_url":"%s/u"}}`,
+			`{"q":"x","extra":"y"}`, nil, uri("/u?extra=y&q=x")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,6 +270,42 @@ func checkMultipart(t *testing.T, h hit) {
 		if parts[name] != w {
 			t.Errorf("part %s = %+v, want %+v", name, parts[name], w)
 		}
+	}
+}
+
+const multipartListDoc = `{"name":"t","description":"d",
+ "parameters":{"type":"object","properties":{
+   "files":{"type":"array","items":{"format":"binary"}},
+   "pics":{"type":"array","items":{"format":"byte"}},
+   "tags":{"type":"array","items":{"type":"string"}}}},
+ "execution":{"method":"POST","base_url":"%s/upload","content_type":"multipart/form-data",
+   "param_placement":{"pics":{"in":"body","content_type":"image/*"}}}}`
+
+func checkMultipartList(t *testing.T, h hit) {
+	_, params, _ := mime.ParseMediaType(h.Header.Get("Content-Type"))
+	r := multipart.NewReader(bytes.NewReader(h.Body), params["boundary"])
+	var got []string
+	for {
+		p, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(p)
+		got = append(got, fmt.Sprintf("%s|%s|%s|%q", p.FormName(), p.FileName(), p.Header.Get("Content-Type"), data))
+	}
+	want := []string{
+		`files|files|application/octet-stream|"plain text"`,
+		`files|a.json|application/json|"{}"`,
+		`files|b.bin|text/x-custom|"x"`,
+		`pics|p.png|image/png|"\x89PNG"`,
+		`tags|||"a"`,
+		`tags|||"b"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parts\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -24,6 +24,22 @@ const (
 	kindJSON
 )
 
+// Text is the output as a model reads it: text (a JSON string output,
+// which is how text and CSV answers arrive) as the text itself, anything
+// else as its JSON. The tool messages of the LLM loop and the /mcp
+// surface both give the model this; the /v1/execute envelope keeps the
+// JSON value.
+func (r *Result) Text() string {
+	var s string
+	if len(r.Output) > 0 && r.Output[0] == '"' && json.Unmarshal(r.Output, &s) == nil {
+		return s
+	}
+	if len(r.Output) == 0 {
+		return "null"
+	}
+	return string(r.Output)
+}
+
 // shape turns a successful response into the value the LLM sees: JSON as
 // JSON (compacted, then narrowed by the gjson path sel), text as a JSON
 // string, binary as a description; masked, and cut to budget bytes with a

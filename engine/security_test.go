@@ -193,9 +193,10 @@ func TestArgumentsCannotMoveTheRequest(t *testing.T) {
 	  "parameters":{"type":"object","properties":{"org":{"type":"string"},"repo":{"type":"string"}},"required":["org","repo"]},
 	  "execution":{"method":"GET","base_url":"%s/{org}/x/{repo}"}}`, up.URL)
 	hostport := strings.TrimPrefix(elsewhere.URL, "http://")
+	// Dot segments are refused (TestDotSegmentsRefused); these are sent.
 	attacks := []string{
-		"..", ".", "../..", "a/../../b", "@" + hostport, "//" + hostport, elsewhere.URL, "x?y=1", "x#frag",
-		"%2e%2e", "a%2Fb", "\\..\\", ":80", "a b", "x\r\nHost: evil",
+		"@" + hostport, "//" + hostport, elsewhere.URL, "x?y=1", "x#frag",
+		"a%2Fb", ":80", "a b", "x\r\nHost: evil",
 	}
 	h := newHarness(t)
 	for _, a := range attacks {

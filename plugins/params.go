@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,22 +29,32 @@ const compiledCacheMax = 4096
 // parameterSchema compiles Parameters (draft 2020-12, with OpenAPI 3.0
 // nullable turned into a type that admits null).
 func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
-	if len(p.Parameters) == 0 {
+	return compileParameters("", p.Parameters, nil)
+}
+
+// compileParameters compiles a parameter schema, after edit (when not nil)
+// has changed its root; the result is cached under variant and the bytes.
+func compileParameters(variant string, params json.RawMessage, edit func(root map[string]any)) (*jsonschema.Schema, error) {
+	if len(params) == 0 {
 		return nil, errors.New("required: a JSON Schema object with type \"object\"")
 	}
+	key := variant + string(params)
 	compiled.RLock()
-	s := compiled.m[string(p.Parameters)]
+	s := compiled.m[key]
 	compiled.RUnlock()
 	if s != nil {
 		return s, nil
 	}
 	var doc any
-	if err := json.Unmarshal(p.Parameters, &doc); err != nil {
+	if err := json.Unmarshal(params, &doc); err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	root, ok := doc.(map[string]any)
 	if !ok || root["type"] != "object" {
 		return nil, errors.New("the root must be a JSON Schema object with \"type\": \"object\"")
+	}
+	if edit != nil {
+		edit(root)
 	}
 	doc = nullableToType(doc)
 	c := jsonschema.NewCompiler()
@@ -59,7 +70,7 @@ func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
 	if compiled.m == nil || len(compiled.m) >= compiledCacheMax {
 		compiled.m = make(map[string]*jsonschema.Schema)
 	}
-	compiled.m[string(p.Parameters)] = s
+	compiled.m[key] = s
 	compiled.Unlock()
 	return s, nil
 }
@@ -102,7 +113,7 @@ var english = message.NewPrinter(language.English)
 
 // ValidateArguments checks args against Parameters. Each error names the
 // argument (a dotted path) and what was expected, phrased for an LLM to
-// correct its call.
+// correct its call ("must be greater than 0"), without quoting the value.
 func (p *Plugin) ValidateArguments(args map[string]any) []FieldError {
 	s, err := p.parameterSchema()
 	if err != nil {
@@ -116,68 +127,21 @@ func (p *Plugin) ValidateArguments(args map[string]any) []FieldError {
 	if !errors.As(err, &ve) {
 		return []FieldError{{Message: err.Error()}}
 	}
-	var out []FieldError
-	seen := map[string]bool{}
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		fe := FieldError{Field: dotted(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(english)}
-		if fe.Field == "" {
-			fe.Field = "(arguments)"
-		}
-		if k := fe.Error(); !seen[k] {
-			seen[k] = true
-			out = append(out, fe)
-		}
-	}
-	walk(ve)
+	out := argumentErrors(ve)
 	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
 }
 
-// ApplyDefaults fills omitted arguments with the `default` of their schema,
-// at the top level and inside objects that are present.
-func (p *Plugin) ApplyDefaults(args map[string]any) {
-	var schema map[string]any
-	if json.Unmarshal(p.Parameters, &schema) != nil {
-		return
-	}
-	applyDefaults(schema, args)
-}
-
-func applyDefaults(schema map[string]any, obj map[string]any) {
-	props, _ := schema["properties"].(map[string]any)
-	for name, raw := range props {
-		ps, ok := raw.(map[string]any)
-		if !ok {
-			continue
-		}
-		v, present := obj[name]
-		if !present {
-			if d, ok := ps["default"]; ok {
-				obj[name] = d
-			}
-			continue
-		}
-		if child, ok := v.(map[string]any); ok {
-			applyDefaults(ps, child)
-		}
-	}
-}
-
 // LLMParameters is the schema the LLM sees: Parameters without the
-// arguments bound by fixed_params (extra are those of the runtime payload).
+// arguments bound by fixed_params (extra are those of the runtime payload),
+// with oneOf shown as anyOf (schema.ForLLM).
 func (p *Plugin) LLMParameters(extra map[string]any) json.RawMessage {
-	if len(p.FixedParams) == 0 && len(extra) == 0 {
+	oneOf := bytes.Contains(p.Parameters, []byte(`"oneOf"`))
+	if len(p.FixedParams) == 0 && len(extra) == 0 && !oneOf {
 		return p.Parameters
 	}
-	var schema map[string]any
-	if json.Unmarshal(p.Parameters, &schema) != nil {
+	var doc map[string]any
+	if json.Unmarshal(p.Parameters, &doc) != nil {
 		return p.Parameters
 	}
 	hidden := func(name string) bool {
@@ -185,25 +149,28 @@ func (p *Plugin) LLMParameters(extra map[string]any) json.RawMessage {
 		_, b := extra[name]
 		return a || b
 	}
-	if props, ok := schema["properties"].(map[string]any); ok {
+	if props, ok := doc["properties"].(map[string]any); ok {
 		kept := make(map[string]any, len(props))
 		for name, v := range props {
 			if !hidden(name) {
 				kept[name] = v
 			}
 		}
-		schema["properties"] = kept
+		doc["properties"] = kept
 	}
-	if req, ok := schema["required"].([]any); ok {
+	if req, ok := doc["required"].([]any); ok {
 		kept := make([]any, 0, len(req))
 		for _, r := range req {
 			if s, _ := r.(string); !hidden(s) {
 				kept = append(kept, r)
 			}
 		}
-		schema["required"] = kept
+		doc["required"] = kept
 	}
-	out, err := json.Marshal(schema)
+	if oneOf {
+		doc = schema.ForLLM(doc).(map[string]any)
+	}
+	out, err := json.Marshal(doc)
 	if err != nil {
 		return p.Parameters
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
+	"github.com/tidwall/gjson"
 )
 
 // ProtocolSchema is the published JSON Schema of protocol v1.
@@ -25,6 +26,15 @@ var ProtocolSchema []byte
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+}
+
+// Sentence reads an argument error as a person says it:
+// "quantity must be greater than 0".
+func (e FieldError) Sentence() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + " " + e.Message
 }
 
 func (e FieldError) Error() string {
@@ -67,16 +77,31 @@ func Standardize(data []byte) ([]byte, error) {
 }
 
 func parseStandard(std []byte) (*Plugin, error) {
+	// The schema's size, before decoding the document: the cheapest
+	// refusal of the costliest definitions. CheckSchemaCost below covers
+	// the rest.
+	if params := gjson.GetBytes(std, "parameters"); len(params.Raw) > DefaultSchemaLimits.Bytes {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: (&CostError{Limit: LimitBytes, Max: DefaultSchemaLimits.Bytes}).Error()}}}
+	}
 	var doc any
 	if err := json.Unmarshal(std, &doc); err != nil {
 		return nil, fmt.Errorf("parse plugin: %w", err)
 	}
+	var p Plugin
+	perr := json.Unmarshal(std, &p)
+	// Before anything compiles or walks the schema. A document that does
+	// not decode is left to validateDocument, whose messages are clearer
+	// (its walk of parameters is shallow).
+	if perr == nil {
+		if err := CheckSchemaCost(p.Parameters); err != nil {
+			return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: err.Error()}}}
+		}
+	}
 	if errs := validateDocument(doc); len(errs) > 0 {
 		return nil, &ValidationError{Fields: errs}
 	}
-	var p Plugin
-	if err := json.Unmarshal(std, &p); err != nil {
-		return nil, fmt.Errorf("parse plugin: %w", err)
+	if perr != nil {
+		return nil, fmt.Errorf("parse plugin: %w", perr)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -258,6 +283,9 @@ func (p *Plugin) Validate() error {
 		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
 	}
 	p.validateAuth(add)
+	if len(errs) == 0 {
+		p.validateMeaning(add)
+	}
 	if len(errs) > 0 {
 		return &ValidationError{Fields: errs}
 	}

@@ -44,6 +44,10 @@ type Plugin struct {
 	Keywords []string `json:"keywords,omitempty"`
 	Status   string   `json:"status,omitempty"`
 	Remark   string   `json:"remark,omitempty"`
+	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
+	// as opposed to definitions a request carried inline: only catalog
+	// names, which an administrator chose, become metric labels.
+	Catalog bool `json:"-"`
 }
 
 // Execution types.

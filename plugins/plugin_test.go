@@ -25,10 +25,6 @@ func TestParseSeedExample(t *testing.T) {
 		t.Fatalf("derived required_credentials = %v, want %v", got, want)
 	}
 	args := map[string]any{"keyword": "字节跳动"}
-	p.ApplyDefaults(args)
-	if args["page_index"] != float64(1) {
-		t.Fatalf("default page_index not applied: %v", args)
-	}
 	if errs := p.ValidateArguments(args); errs != nil {
 		t.Fatalf("valid args rejected: %v", errs)
 	}
@@ -90,16 +86,22 @@ func TestValidateArgumentsMessages(t *testing.T) {
 	p := mustParse(t, `{"name":"t","description":"d","execution":{"method":"GET","base_url":"https://a.example/x"},
 	"parameters":{"type":"object","required":["keyword"],"properties":{
 		"keyword":{"type":"string"},"page":{"type":"integer","minimum":1},
-		"tag":{"type":"string","nullable":true},"opts":{"type":"object","properties":{"mode":{"enum":["a","b"]}}}}}}`)
+		"tag":{"type":"string","nullable":true},"opts":{"type":"object","properties":{"mode":{"enum":["a","b"]}}},
+		"qty":{"type":"integer","exclusiveMinimum":0},"code":{"type":"string","pattern":"^[0-9]+$"},
+		"pet":{"oneOf":[{"properties":{"kind":{"const":"cat"}},"required":["kind"]},{"properties":{"kind":{"enum":["cat","dog"]}},"required":["kind"]}]}}}}`)
 	tests := []struct {
 		args map[string]any
 		want []string
 	}{
 		{map[string]any{"keyword": "x", "tag": nil}, nil},
-		{map[string]any{}, []string{"missing property 'keyword'"}},
-		{map[string]any{"keyword": 3}, []string{"keyword: ", "string"}},
-		{map[string]any{"keyword": "x", "page": 0}, []string{"page: ", "1"}},
-		{map[string]any{"keyword": "x", "opts": map[string]any{"mode": "c"}}, []string{"opts.mode: "}},
+		{map[string]any{}, []string{"keyword is required"}},
+		{map[string]any{"keyword": 3}, []string{"keyword must be a string, not a number"}},
+		{map[string]any{"keyword": "x", "page": 0}, []string{"page must be at least 1"}},
+		{map[string]any{"keyword": "x", "opts": map[string]any{"mode": "c"}}, []string{`opts.mode must be one of "a", "b"`}},
+		{map[string]any{"keyword": "x", "qty": 0}, []string{"qty must be greater than 0"}},
+		{map[string]any{"keyword": "x", "pet": map[string]any{"kind": "cat", "lives": 9, "bark": true}}, []string{"pet matches more than one of the allowed shapes (1 and 2)"}},
+		{map[string]any{"keyword": "x", "pet": map[string]any{"kind": "cow"}}, []string{`pet matches none of the allowed shapes (1: kind must be "cat"; 2: kind must be one of "cat", "dog")`}},
+		{map[string]any{"keyword": "secret-value", "code": "secret-value"}, []string{"code must match the pattern ^[0-9]+$"}},
 	}
 	for _, tt := range tests {
 		errs := p.ValidateArguments(tt.args)
@@ -109,7 +111,14 @@ func TestValidateArgumentsMessages(t *testing.T) {
 			}
 			continue
 		}
-		got := (&ValidationError{Fields: errs}).Error()
+		var sentences []string
+		for _, fe := range errs {
+			sentences = append(sentences, fe.Sentence())
+		}
+		got := strings.Join(sentences, "; ")
+		if strings.Contains(got, "secret-value") {
+			t.Errorf("%v: the message quotes the argument's value: %q", tt.args, got)
+		}
 		for _, w := range tt.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%v: %q lacks %q", tt.args, got, w)
@@ -133,7 +142,7 @@ func TestLLMViewHidesFixedParams(t *testing.T) {
 }
 
 func TestPlacement(t *testing.T) {
-	p := mustParse(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	p := mustParse(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
 	"execution":{"method":"POST","base_url":"https://a.example/users/{id}/items",
 	"param_placement":{"q":"query","tok":{"in":"header","name":"X-Tok"},"tags":{"in":"query","style":"pipeDelimited","explode":false}}}}`)
 	e := &p.Execution

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -75,6 +79,7 @@ func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
 		Keywords:      cfg.Keywords,
 		Status:        r.Status,
 		Remark:        r.Remark,
+		Catalog:       true,
 	}
 	if len(r.RequiredCredentials) > 0 {
 		if err := json.Unmarshal(r.RequiredCredentials, &p.RequiredCredentials); err != nil {
@@ -82,4 +87,44 @@ func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
 		}
 	}
 	return p, nil
+}
+
+// CheckPlugin checks what a plugin document cannot show alone, before it
+// is written by the API or the CLI: the MCP server an mcp plugin calls is
+// registered, and each of its required_credentials is read by that
+// server's auth config. Problems are a *plugins.ValidationError naming
+// the field.
+func (s *Store) CheckPlugin(ctx context.Context, p *plugins.Plugin) error {
+	if p.ExecType() != plugins.TypeMCP {
+		return nil
+	}
+	srv, err := s.GetMCPServer(ctx, p.Execution.MCPID)
+	if errors.Is(err, ErrNotFound) {
+		return &plugins.ValidationError{Fields: []plugins.FieldError{{Field: "execution.mcp_id",
+			Message: fmt.Sprintf("no MCP server %q is registered (register it first: `blindexec mcp server add` or POST /v1/mcp/servers)", p.Execution.MCPID)}}}
+	}
+	if err != nil {
+		return err
+	}
+	auth, err := srv.Auth()
+	if err != nil {
+		return err
+	}
+	read := auth.CredentialKeys()
+	var fields []plugins.FieldError
+	for i, k := range p.RequiredCredentials {
+		if !slices.Contains(read, k) {
+			msg := fmt.Sprintf("%q is read by nothing: the auth config of MCP server %q reads ", k, srv.Name)
+			if len(read) == 0 {
+				msg += "no credential"
+			} else {
+				msg += "only " + strings.Join(read, ", ")
+			}
+			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("required_credentials[%d]", i), Message: msg})
+		}
+	}
+	if len(fields) > 0 {
+		return &plugins.ValidationError{Fields: fields}
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ func (s *Store) UpdateImportSource(ctx context.Context, src *ImportSource) error
 	src.UpdateTime = now()
 	src.ImportedTime = dbTimePtr(src.ImportedTime)
 	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", src.ID).
-		Select("kind", "location", "sha256", "prefix", "imported_time", "operation_count",
+		Select("kind", "location", "sha256", "prefix", "options", "imported_time", "operation_count",
 			"imported_count", "failed_count", "update_by", "update_time", "remark").
 		Updates(src)
 	if err := affected(res); err != nil {

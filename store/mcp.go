@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -119,13 +120,52 @@ func (s *Store) ListMCPServers(ctx context.Context) ([]MCPServer, error) {
 	return rows, nil
 }
 
-// DeleteMCPServer removes the server with id, or returns ErrNotFound. The
-// plugins calling it stay; their calls fail until it is registered again.
-func (s *Store) DeleteMCPServer(ctx context.Context, id string) error {
-	if err := affected(s.db.WithContext(ctx).Where("mcp_id = ?", id).Delete(&MCPServer{})); err != nil {
-		return fmt.Errorf("delete MCP server %q: %w", id, err)
+// DeleteMCPServer removes the server with id, or returns ErrNotFound, and
+// disables (on behalf of by) the enabled plugins that call it, by its id
+// or its name, returning their names: they stay in the catalog, to be
+// enabled again once a server is registered under that id, but the LLM no
+// longer sees tools that can only fail.
+func (s *Store) DeleteMCPServer(ctx context.Context, id, by string) (disabled []string, err error) {
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var srv MCPServer
+		if err := tx.Where("mcp_id = ?", id).Take(&srv).Error; err != nil {
+			return classify(err)
+		}
+		if err := affected(tx.Where("mcp_id = ?", id).Delete(&MCPServer{})); err != nil {
+			return err
+		}
+		// The JSON is matched in Go: the dialects' JSON functions differ.
+		var rows []Plugin
+		if err := tx.Select("plugin_id", "name", "execution_config").
+			Where("status = ? AND execution_config LIKE ?", StatusEnabled, "%mcp%").Find(&rows).Error; err != nil {
+			return err
+		}
+		var ids []int64
+		for _, p := range rows {
+			var cfg struct {
+				Execution struct {
+					Type  string `json:"type"`
+					MCPID string `json:"mcp_id"`
+				} `json:"execution"`
+			}
+			if json.Unmarshal(p.ExecutionConfig, &cfg) != nil || cfg.Execution.Type != "mcp" {
+				continue
+			}
+			if ref := cfg.Execution.MCPID; ref == srv.ID || ref == srv.Name {
+				ids = append(ids, p.ID)
+				disabled = append(disabled, p.Name)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		return tx.Model(&Plugin{}).Where("plugin_id IN ?", ids).
+			Updates(map[string]any{"status": StatusDisabled, "update_by": by, "update_time": now()}).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete MCP server %q: %w", id, err)
 	}
-	return nil
+	return disabled, nil
 }
 
 // UpdateMCPToolsCache stores the server's last tools/list answer, taken at

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,9 +74,32 @@ func TestMCPServers(t *testing.T) {
 		if err != nil || len(list) != 2 || list[0].Name > list[1].Name {
 			t.Fatalf("ListMCPServers = %+v, %v", list, err)
 		}
-		if err := s.DeleteMCPServer(ctx, web.ID); err != nil {
-			t.Fatalf("DeleteMCPServer: %v", err)
+		// Plugins calling it, by id or by name, are disabled; others stay.
+		mcpPlugin := func(name, ref string) {
+			t.Helper()
+			row, err := store.RowFromPlugin(&plugins.Plugin{SchemaVersion: "v1", Name: name, Description: "d",
+				Parameters: json.RawMessage(`{"type":"object"}`),
+				Execution:  plugins.Execution{Type: plugins.TypeMCP, MCPID: ref, ToolName: "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreatePlugin(ctx, row); err != nil {
+				t.Fatal(err)
+			}
 		}
-		wantErrIs(t, "DeleteMCPServer again", s.DeleteMCPServer(ctx, web.ID), store.ErrNotFound)
+		mcpPlugin("by_id", web.ID)
+		mcpPlugin("by_name", web.Name)
+		mcpPlugin("other", "another-server")
+		disabled, err := s.DeleteMCPServer(ctx, web.ID, "test")
+		if err != nil || fmt.Sprint(disabled) != "[by_id by_name]" {
+			t.Fatalf("DeleteMCPServer: %v %v", disabled, err)
+		}
+		for name, want := range map[string]string{"by_id": store.StatusDisabled, "by_name": store.StatusDisabled, "other": store.StatusEnabled} {
+			if p, err := s.GetPlugin(ctx, name); err != nil || p.Status != want || (want == store.StatusDisabled && p.UpdateBy != "test") {
+				t.Errorf("%s after the server's removal: %+v %v", name, p, err)
+			}
+		}
+		_, err = s.DeleteMCPServer(ctx, web.ID, "test")
+		wantErrIs(t, "DeleteMCPServer again", err, store.ErrNotFound)
 	})
 }

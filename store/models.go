@@ -167,11 +167,14 @@ const (
 // ImportSource is a row of sys_ai_import_source: an imported OpenAPI
 // document or MCP server.
 type ImportSource struct {
-	ID             int64      `gorm:"column:source_id;primaryKey;autoIncrement" json:"source_id"`
-	Kind           string     `gorm:"column:kind" json:"kind"`
-	Location       string     `gorm:"column:location" json:"location"`
-	SHA256         string     `gorm:"column:sha256" json:"sha256,omitempty"`
-	Prefix         string     `gorm:"column:prefix" json:"prefix,omitempty"`
+	ID       int64  `gorm:"column:source_id;primaryKey;autoIncrement" json:"source_id"`
+	Kind     string `gorm:"column:kind" json:"kind"`
+	Location string `gorm:"column:location" json:"location"`
+	SHA256   string `gorm:"column:sha256" json:"sha256,omitempty"`
+	Prefix   string `gorm:"column:prefix" json:"prefix,omitempty"`
+	// Options are the conversion options of the last sync (JSON): the
+	// same bytes with other options are re-imported.
+	Options        string     `gorm:"column:options" json:"options,omitempty"`
 	ImportedTime   *time.Time `gorm:"column:imported_time" json:"imported_time,omitempty"`
 	OperationCount int        `gorm:"column:operation_count" json:"operation_count"`
 	ImportedCount  int        `gorm:"column:imported_count" json:"imported_count"`

@@ -14,18 +14,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/glebarez/sqlite"
 	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/pressly/goose/v3"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
-	"github.com/blindexec/blindexec/migrations"
 )
 
 // Dialect names returned by (*Store).Dialect and used as DSN schemes.
@@ -59,6 +55,10 @@ type Store struct {
 // go-sql-driver DSN. It does not migrate; call Migrate for that.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	scheme, rest, _ := strings.Cut(dsn, ":")
+	if strings.HasPrefix(rest, "//") && (scheme == DialectSQLite || scheme == DialectMySQL) {
+		// sqlite://file.db is file.db to some tools and /file.db to others.
+		return nil, fmt.Errorf("open database: %q: write %s:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path; mysql: takes a go-sql-driver DSN such as mysql:user:pass@tcp(host:3306)/db)", redactDSN(dsn), scheme)
+	}
 	var (
 		dialector gorm.Dialector
 		err       error
@@ -179,15 +179,7 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 // (goose reads the version outside its migration transaction, so the
 // database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
-	dialect, embedded, dir := goose.DialectSQLite3, migrations.SQLite, "sqlite"
-	if s.dialect == DialectMySQL {
-		dialect, embedded, dir = goose.DialectMySQL, migrations.MySQL, "mysql"
-	}
-	fsys, err := fs.Sub(embedded, dir)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	p, err := goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true))
+	p, err := s.migrationProvider()
 	if err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}

@@ -133,3 +133,41 @@ func wantErrIs(t *testing.T, op string, err, target error) {
 		t.Errorf("%s: error %v, want %v", op, err, target)
 	}
 }
+
+func TestCheckMigrated(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{store.DialectSQLite, store.DialectMySQL} {
+		t.Run(kind, func(t *testing.T) {
+			st := testdb.Unmigrated(t, kind)
+			if err := st.CheckMigrated(ctx); !errors.Is(err, store.ErrNotMigrated) || !strings.Contains(err.Error(), "pending") {
+				t.Fatalf("a new database: %v, want ErrNotMigrated", err)
+			}
+			// The check wrote nothing: still not migrated.
+			if err := st.CheckMigrated(ctx); !errors.Is(err, store.ErrNotMigrated) {
+				t.Fatalf("second check: %v", err)
+			}
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CheckMigrated(ctx); err != nil {
+				t.Fatalf("after migrate: %v", err)
+			}
+			// One migration's record removed by hand: pending again.
+			if _, err := st.DB().ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CheckMigrated(ctx); !errors.Is(err, store.ErrNotMigrated) || !strings.Contains(err.Error(), "1 of ") {
+				t.Fatalf("one missing: %v", err)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesSchemeSlashes(t *testing.T) {
+	for _, dsn := range []string{"sqlite://file.db", "sqlite:///abs/file.db", "mysql://root@tcp(h)/db"} {
+		_, err := store.Open(context.Background(), dsn)
+		if err == nil || !strings.Contains(err.Error(), "without //") {
+			t.Errorf("%s: %v, want a refusal with a hint", dsn, err)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func chatCmd(cfg *config) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			log := cfg.logger()
-			parts, err := cfg.engine(ctx, true, log)
+			parts, err := cfg.engine(ctx, schemaRequire, log)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,7 +29,7 @@ func serveCmd(cfg *config) *cobra.Command {
 	var noMigrate bool
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP server (migrates the database first unless --no-migrate)",
+		Short: "Run the HTTP API and the MCP endpoints (migrates the database first unless --no-migrate)",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -39,11 +38,16 @@ func serveCmd(cfg *config) *cobra.Command {
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
 				log.Warn("neither BLINDEXEC_ADMIN_TOKEN nor BLINDEXEC_SERVICE_TOKEN is set: only per-user tokens will be accepted")
 			}
-			parts, err := cfg.engine(ctx, !noMigrate, log)
+			sch := schemaMigrate
+			if noMigrate {
+				sch = schemaAsIs
+			}
+			parts, err := cfg.engine(ctx, sch, log)
 			if err != nil {
 				return err
 			}
 			defer parts.close()
+			parts.executor.Limiter = cfg.limits.limiter
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
@@ -52,17 +56,20 @@ func serveCmd(cfg *config) *cobra.Command {
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
-				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: os.Getenv("BLINDEXEC_PUBLIC_URL"),
-					AllowStdio: os.Getenv("BLINDEXEC_MCP_ALLOW_STDIO") != "", ToolSearch: cfg.toolSearch},
-				Runner:  cfg.runner(parts.executor, log),
-				Changes: parts.changes, Catalog: parts.catalog,
+				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
+					ToolSearch: cfg.toolSearch},
+				Runner:    cfg.runner(parts.executor, log),
+				Changes:   parts.changes,
+				Catalog:   parts.catalog,
+				Deadlines: cfg.limits.deadlines,
+				Version:   versionLine(),
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
-			if srv.OpenAPITools, err = cfg.openapiTools(parts.client, log); err != nil {
+			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
-			hs := &http.Server{Addr: cfg.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			hs := cfg.limits.httpServer(cfg.addr, srv.Handler())
 			hs.RegisterOnShutdown(srv.CloseStreams)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.ListenAndServe() }()
@@ -77,7 +84,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			return hs.Shutdown(shut)
 		},
 	}
-	cmd.Flags().BoolVar(&noMigrate, "no-migrate", os.Getenv("BLINDEXEC_NO_MIGRATE") != "", "do not migrate the database at start (BLINDEXEC_NO_MIGRATE)")
+	cmd.Flags().BoolVar(&noMigrate, "no-migrate", cfg.noMigrate, "do not migrate the database at start; /readyz answers 503 until it is (BLINDEXEC_NO_MIGRATE: true or false)")
 	return cmd
 }
 
@@ -87,7 +94,7 @@ func migrateCmd(cfg *config) *cobra.Command {
 		Short: "Bring the database schema up to date",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := cfg.openStore(cmd.Context(), true)
+			st, err := cfg.openStore(cmd.Context(), schemaMigrate)
 			if err != nil {
 				return err
 			}
@@ -99,7 +106,7 @@ func migrateCmd(cfg *config) *cobra.Command {
 }
 
 func pluginCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{Use: "plugin", Short: "Manage the plugin catalog (sys_ai_plugin)"}
+	cmd := &cobra.Command{Use: "plugin", Short: "Manage the plugin catalog: the tools the engine can execute"}
 	var replace bool
 	add := &cobra.Command{
 		Use:   "add FILE",
@@ -115,6 +122,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				if err := st.CheckPlugin(ctx, p); err != nil {
+					return fmt.Errorf("%s: %w", args[0], err)
+				}
 				row, err := store.RowFromPlugin(p)
 				if err != nil {
 					return err
@@ -226,7 +236,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
 				if err := cs.Set(ctx, user, args[1], value, "cli"); err != nil {
 					return err
 				}
@@ -242,7 +252,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
 				list, err := cs.List(ctx, user)
 				if err != nil {
 					return err
@@ -263,7 +273,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
 				if err := cs.Delete(ctx, user, args[1]); err != nil {
 					return err
 				}
@@ -275,7 +285,7 @@ func credCmd(cfg *config) *cobra.Command {
 	rotate := &cobra.Command{
 		Use: "rotate", Short: "Re-encrypt every credential under the newest master key", Args: argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withCreds(cmd, cfg, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
 				n, err := cs.Rotate(ctx)
 				if err != nil {
 					return err
@@ -421,7 +431,7 @@ func execCmd(cfg *config) *cobra.Command {
 				}
 			}
 			log := cfg.logger()
-			parts, err := cfg.engine(cmd.Context(), true, log)
+			parts, err := cfg.engine(cmd.Context(), schemaRequire, log)
 			if err != nil {
 				return err
 			}
@@ -474,7 +484,7 @@ func toolErrorLine(res *engine.Result) string {
 }
 
 func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.Store) error) error {
-	st, err := cfg.openStore(cmd.Context(), true)
+	st, err := cfg.openStore(cmd.Context(), schemaRequire)
 	if err != nil {
 		return err
 	}
@@ -482,9 +492,9 @@ func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.
 	return fn(cmd.Context(), st)
 }
 
-func withCreds(cmd *cobra.Command, cfg *config, fn func(context.Context, *auth.CredentialService) error) error {
+func withCreds(cmd *cobra.Command, cfg *config, check keyCheck, fn func(context.Context, *auth.CredentialService) error) error {
 	return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-		cs, err := cfg.credentials(st)
+		cs, err := cfg.credentials(ctx, st, check)
 		if err != nil {
 			return err
 		}

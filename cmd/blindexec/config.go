@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -18,31 +21,43 @@ import (
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
-	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
 )
 
-// config is every setting: a flag each, with its BLINDEXEC_ environment
-// variable as the default. The README's configuration table lists them.
+// config is every setting: a flag each where one makes sense, with its
+// BLINDEXEC_ variable (read strictly by internal/settings) as the default.
+// The README's configuration table lists them.
 type config struct {
-	db           string
-	masterKey    string
-	oldKeys      string
-	adminToken   string
-	serviceToken string
-	addr         string
-	egressAllow  string
-	maxTimeout   time.Duration
-	changePoll   time.Duration
-	logLevel     string
-	llmBaseURL   string
-	llmAPIKey    string
-	llmModel     string
+	db              string
+	masterKey       string
+	oldKeys         string
+	adminToken      string
+	serviceToken    string
+	addr            string
+	egressAllow     string
+	maxTimeout      time.Duration
+	changePoll      time.Duration
+	logLevel        string
+	llmBaseURL      string
+	llmAPIKey       string
+	llmModel        string
+	noMigrate       bool
+	publicURL       string
+	mcpAllowStdio   bool
+	mcpUser         int64
+	openapiBaseURL  string
+	openapiSpec     string
+	openapiCacheTTL time.Duration
 	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
 	// catalogs, in the LLM loop and the MCP server.
-	toolSearch    toolset.Config
-	toolSearchErr error
+	toolSearch toolset.Config
+	// limits are serve's protections against its callers.
+	limits *serveLimits
+	// settings is where the values came from, for messages that name it.
+	settings *settings.Source
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
 	llmHTTP *http.Client
 	// dial, when set, is what the egress dialer dials with after its
@@ -50,44 +65,37 @@ type config struct {
 	dial egress.DialFunc
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	v, ok := os.LookupEnv(name)
-	if !ok || v == "" {
-		return def
-	}
-	if ms, err := strconv.Atoi(v); err == nil {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return d
-	}
-	return def
-}
-
-func (c *config) bind(root *cobra.Command) {
+// bind reads every setting from src and declares the global flags; a bad
+// value is left in src.Err().
+func (c *config) bind(root *cobra.Command, src *settings.Source) {
+	c.settings = src
 	f := root.PersistentFlags()
-	f.StringVar(&c.db, "db", env("BLINDEXEC_DB", "sqlite:blindexec.db"), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
-	f.StringVar(&c.egressAllow, "egress-allow", env("BLINDEXEC_EGRESS_ALLOW", ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
-	f.DurationVar(&c.maxTimeout, "max-timeout", envDuration("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout (BLINDEXEC_MAX_TIMEOUT_MS, milliseconds)")
-	f.DurationVar(&c.changePoll, "change-poll", envDuration("BLINDEXEC_CHANGE_POLL_MS", time.Second), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect (BLINDEXEC_CHANGE_POLL_MS, milliseconds)")
-	f.StringVar(&c.logLevel, "log-level", env("BLINDEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
-	// Secrets come from the environment only: a flag would show in ps.
-	c.masterKey = os.Getenv("BLINDEXEC_MASTER_KEY")
-	c.oldKeys = os.Getenv("BLINDEXEC_MASTER_KEYS_OLD")
-	c.adminToken = os.Getenv("BLINDEXEC_ADMIN_TOKEN")
-	c.serviceToken = os.Getenv("BLINDEXEC_SERVICE_TOKEN")
-	c.addr = env("BLINDEXEC_ADDR", "127.0.0.1:8080")
-	c.llmBaseURL = os.Getenv("BLINDEXEC_LLM_BASE_URL")
-	c.llmAPIKey = os.Getenv("BLINDEXEC_LLM_API_KEY")
-	c.llmModel = os.Getenv("BLINDEXEC_LLM_MODEL")
-	c.toolSearch, c.toolSearchErr = toolset.ConfigFromEnv(os.Getenv)
+	f.StringVar(&c.db, "db", src.Check("BLINDEXEC_DB", store.DefaultDSN, "sqlite:PATH or mysql:DSN", func(v string) bool {
+		return strings.HasPrefix(v, store.DialectSQLite+":") || strings.HasPrefix(v, store.DialectMySQL+":")
+	}), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
+	f.DurationVar(&c.maxTimeout, "max-timeout", src.Millis("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
+	f.DurationVar(&c.changePoll, "change-poll", src.Millis("BLINDEXEC_CHANGE_POLL_MS", time.Second), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect, e.g. 1s (BLINDEXEC_CHANGE_POLL_MS, in milliseconds)")
+	f.StringVar(&c.logLevel, "log-level", src.OneOf("BLINDEXEC_LOG_LEVEL", "info", "debug", "info", "warn", "error"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
+	// Secrets come from the environment or the env file only: a flag
+	// would show in ps.
+	c.masterKey = src.String("BLINDEXEC_MASTER_KEY", "")
+	c.oldKeys = src.String("BLINDEXEC_MASTER_KEYS_OLD", "")
+	c.adminToken = src.String("BLINDEXEC_ADMIN_TOKEN", "")
+	c.serviceToken = src.String("BLINDEXEC_SERVICE_TOKEN", "")
+	c.addr = src.HostPort("BLINDEXEC_ADDR", "127.0.0.1:8080")
+	c.llmBaseURL = src.URL("BLINDEXEC_LLM_BASE_URL", "")
+	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
+	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
+	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
+	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
+	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
+	c.mcpUser = src.Int(mcpserver.EnvUser, 0, 0)
+	c.openapiBaseURL = src.URL("BLINDEXEC_OPENAPI_BASE_URL", "")
+	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
+	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
+	c.limits = loadServeLimits(src)
+	c.toolSearch = toolSearchSettings(src)
 }
 
 func (c *config) logger() *slog.Logger {
@@ -98,28 +106,89 @@ func (c *config) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 }
 
-// openStore opens the database and, when migrate is set, brings its schema
-// up to date.
-func (c *config) openStore(ctx context.Context, migrate bool) (*store.Store, error) {
+// schema says what opening the database does about its schema.
+type schema int
+
+const (
+	// schemaRequire refuses a database that lacks migrations: every
+	// command but migrate and serve (which never migrate behind the
+	// operator's back).
+	schemaRequire schema = iota
+	// schemaMigrate applies the pending migrations: migrate, and serve
+	// unless told not to.
+	schemaMigrate
+	// schemaAsIs opens the database whatever its schema (serve
+	// --no-migrate, whose /readyz then says it is not ready).
+	schemaAsIs
+)
+
+// errRunMigrate is the advice of a command refused an unmigrated database.
+const errRunMigrate = "run `blindexec migrate` first (or start `blindexec serve`, which migrates)"
+
+// openStore opens the database and handles its schema as told.
+func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error) {
+	if path, ok := strings.CutPrefix(c.db, store.DialectSQLite+":"); ok && sch == schemaRequire {
+		// Opening would create an empty file, in whatever directory the
+		// command ran: say where the database was looked for instead.
+		path, _, _ = strings.Cut(path, "?")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: there is no database at %s: %s", store.ErrNotMigrated, path, errRunMigrate)
+		}
+	}
 	st, err := store.Open(ctx, c.db)
 	if err != nil {
 		return nil, err
 	}
-	if migrate {
-		if err := st.Migrate(ctx); err != nil {
-			st.Close()
-			return nil, err
+	switch sch {
+	case schemaMigrate:
+		err = st.Migrate(ctx)
+	case schemaRequire:
+		if err = st.CheckMigrated(ctx); errors.Is(err, store.ErrNotMigrated) {
+			err = fmt.Errorf("%w: %s", err, errRunMigrate)
 		}
+	}
+	if err != nil {
+		st.Close()
+		return nil, err
 	}
 	return st, nil
 }
 
-func (c *config) credentials(st *store.Store) (*auth.CredentialService, error) {
+// keyCheck says what opening the credential service checks of the keys.
+type keyCheck int
+
+const (
+	// keysVerify refuses keys that cannot decrypt what the database holds
+	// (auth.CheckKeys).
+	keysVerify keyCheck = iota
+	// keysRecord verifies, and keeps a key check for a master key the
+	// database has not seen: serve and the commands that write credentials.
+	keysRecord
+	// keysUnchecked skips the check: serve --no-migrate on a database
+	// without the key check table.
+	keysUnchecked
+)
+
+// credentials is the credential service over st, its keys checked as told.
+func (c *config) credentials(ctx context.Context, st *store.Store, check keyCheck) (*auth.CredentialService, error) {
 	kr, err := auth.ParseKeyring(c.masterKey, c.oldKeys)
 	if err != nil {
 		return nil, err
 	}
-	return auth.NewCredentialService(st, kr), nil
+	if check == keysUnchecked {
+		return c.credentialService(st, kr), nil
+	}
+	if err := auth.CheckKeys(ctx, st, kr, check == keysRecord); err != nil {
+		if origin := c.settings.Origin("BLINDEXEC_MASTER_KEY"); origin != "" {
+			err = fmt.Errorf("%w (BLINDEXEC_MASTER_KEY from %s)", err, origin)
+		}
+		return nil, err
+	}
+	return c.credentialService(st, kr), nil
+}
+
+func (c *config) credentialService(st *store.Store, kr *auth.Keyring) *auth.CredentialService {
+	return auth.NewCredentialService(st, kr)
 }
 
 // engineParts are the runtime pieces shared by serve and exec.
@@ -137,35 +206,41 @@ type engineParts struct {
 	catalog *catalog.Catalog
 }
 
-func (c *config) engine(ctx context.Context, migrate bool, log *slog.Logger) (*engineParts, error) {
-	if c.toolSearchErr != nil {
-		return nil, c.toolSearchErr
-	}
+func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
 	client, err := c.egressClient()
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.openStore(ctx, migrate)
+	st, err := c.openStore(ctx, sch)
 	if err != nil {
 		return nil, err
 	}
-	creds, err := c.credentials(st)
+	// serve records its key; the other commands only check. A database
+	// serve was told not to migrate may lack the key check table.
+	check := keysVerify
+	switch {
+	case sch == schemaAsIs && st.CheckMigrated(ctx) != nil:
+		log.Warn("the database schema is not up to date: the master key is not checked against it (run `blindexec migrate`)")
+		check = keysUnchecked
+	case sch != schemaRequire:
+		check = keysRecord
+	}
+	creds, err := c.credentials(ctx, st, check)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	changes := store.NewWatcher(st, c.changePoll, log)
-	if _, err := changes.Poll(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
+	// Unreadable counters (an unmigrated database under serve
+	// --no-migrate) are logged; the poll loop reads them once they are.
+	changes.Poll(ctx)
 	creds.Changes = changes
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes = log, changes
-	ex.Register(plugins.TypeMCP, enginemcp.Invoker{Manager: m})
+	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m,
 		changes: changes, catalog: catalog.New(st, changes, log)}, nil
 }
@@ -193,4 +268,16 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 		oc.HTTPClient = c.llmHTTP
 	}
 	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
+}
+
+// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED.
+func toolSearchSettings(src *settings.Source) toolset.Config {
+	threshold := src.Check(toolset.EnvThreshold, strconv.Itoa(toolset.DefaultThreshold),
+		fmt.Sprintf("a number of tools from 1 to %d", toolset.MaxThreshold), func(v string) bool {
+			n, err := strconv.Atoi(v)
+			return err == nil && n >= 1 && n <= toolset.MaxThreshold
+		})
+	n, _ := strconv.Atoi(threshold)
+	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
+	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, ""))}
 }

@@ -41,7 +41,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if src == "-" {
 				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
 			} else {
-				client, cerr := cfg.egressClient()
+				client, cerr := cfg.egressClient(src) // the operator's own URL
 				if cerr != nil {
 					return cerr
 				}
@@ -57,13 +57,17 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
 				opts.SourceURL = src
 			}
-			st, err := cfg.openStore(ctx, true)
+			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			fmt.Fprintf(progress, "converting and writing %q (OpenAPI %s)…\n", doc.Title, doc.Version)
-			res, err := openapi.Sync(ctx, st, src, doc, opts, dryRun)
+			location := src
+			if src == "-" {
+				location = "" // stdin: known by --source, else by the document's title
+			}
+			res, err := openapi.Sync(ctx, st, location, doc, opts, dryRun)
 			if err != nil {
 				return err
 			}
@@ -89,12 +93,15 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 	f.StringArrayVar(&opts.OperationIDs, "operation-id", nil, "import this operation (repeatable)")
 	f.BoolVar(&dryRun, "dry-run", false, "print what would change and write nothing")
 	f.BoolVar(&opts.Strict, "strict", false, "show the LLM OpenAI strict-mode schemas (function.strict)")
+	f.StringVar(&opts.Source, "source", "", "name the import source (default: SOURCE, or for stdin the document's title)")
+	f.BoolVar(&opts.Force, "force", false, "re-import even when the document and options are unchanged")
+	f.BoolVar(&opts.Rename, "rename", false, "give already imported plugins the names the importer now derives")
 	return cmd
 }
 
 func printSync(w io.Writer, res *openapi.SyncResult, docWarnings []string, dryRun bool) {
 	if res.UpToDate {
-		fmt.Fprintln(w, "up to date: the document has not changed since the last import")
+		fmt.Fprintln(w, "up to date: neither the document nor the options changed since the last import (--force re-imports)")
 		return
 	}
 	verb := ""
@@ -104,6 +111,9 @@ func printSync(w io.Writer, res *openapi.SyncResult, docWarnings []string, dryRu
 	fmt.Fprintf(w, "added %d, changed %d, removed %d, unchanged %d, failed %d%s\n",
 		len(res.Added), len(res.Changed), len(res.Removed), len(res.Unchanged), len(res.Failed), verb)
 	printMarked(w, marked{"+", res.Added}, marked{"~", res.Changed}, marked{"-", res.Removed})
+	for _, r := range res.Renamed {
+		fmt.Fprintf(w, "  > %s -> %s\n", r.From, r.To)
+	}
 	for _, f := range res.Failed {
 		fmt.Fprintf(w, "  ! %s: %s\n", f.Key, f.Reason)
 	}

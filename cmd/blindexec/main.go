@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // Exit codes of every command: 0 success, 1 failure (for exec: a tool
@@ -40,11 +43,18 @@ func main() {
 	os.Exit(run(&config{}, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run executes one command line and returns the exit code.
+// run executes one command line and returns the exit code. The settings
+// are read first, from the environment and the env file: a bad one stops
+// every command (exit 2), naming the variable and what it accepts.
 func run(cfg *config, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(cfg, stdin, stdout, stderr)
+	src, err := settings.Load(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "blindexec: "+oneLine(err.Error()))
+		return exitUsage
+	}
+	root := newRoot(cfg, src, stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err = root.Execute()
 	if err == nil {
 		return 0
 	}
@@ -84,19 +94,31 @@ func argsExactly(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+func newRoot(cfg *config, src *settings.Source, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "blindexec",
-		Short:         "blindexec: a plugin execution engine (a blind executor for LLM tool calls)",
+		Use:   "blindexec",
+		Short: "blindexec executes LLM tool calls blind: the model sees a tool's name, description and parameters, never its URL or credentials",
+		Long: `blindexec executes LLM tool calls blind. Plugins (tool definitions) live in its
+database; the model sees only their names, descriptions and parameters, and the
+engine makes the real HTTP or MCP call with credentials from the request or from
+its encrypted store.
+
+Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFile + `), then
+` + "`blindexec migrate`" + ` and ` + "`blindexec serve`" + `.`,
+		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("blindexec {{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	cfg.bind(root)
+	cfg.bind(root, src)
+	// A bad setting stops every command but --help and --version.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return settingsError(src.Errs()) }
 	root.AddCommand(
+		initCmd(cfg),
 		serveCmd(cfg),
 		migrateCmd(cfg),
 		pluginCmd(cfg),
@@ -110,5 +132,55 @@ func newRoot(cfg *config, stdin io.Reader, stdout, stderr io.Writer) *cobra.Comm
 		openapiCmd(cfg),
 		searchCmd(cfg),
 	)
+	// Added now rather than by Execute, so that they are covered too.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	requireSubcommands(root)
 	return root
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// settingsError is the bad settings as one usage error, or nil.
+func settingsError(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return usageError{errors.New(strings.Join(msgs, "; "))}
+}
+
+// requireSubcommands makes every command that only groups others refuse
+// an unknown subcommand (exit 2, with the nearest names) instead of
+// printing its help and exiting 0; without arguments it prints its help.
+func requireSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommands(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(quoted(s), " or ") + "?"
+		} else {
+			msg += fmt.Sprintf("; see `%s --help`", cmd.CommandPath())
+		}
+		return usageError{errors.New(msg)}
+	}
 }

@@ -32,7 +32,11 @@ func newCLI(t *testing.T) *cli {
 	t.Setenv("BLINDEXEC_MASTER_KEY", base64.StdEncoding.EncodeToString(key))
 	t.Setenv("BLINDEXEC_EGRESS_ALLOW", "127.0.0.0/8")
 	t.Setenv("BLINDEXEC_LOG_LEVEL", "error")
-	return &cli{t: t, db: "sqlite:" + filepath.Join(t.TempDir(), "cli.db")}
+	c := &cli{t: t, db: "sqlite:" + filepath.Join(t.TempDir(), "cli.db")}
+	if code, _, errs := c.run("", "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errs)
+	}
+	return c
 }
 
 func (c *cli) run(stdin string, args ...string) (code int, stdout, stderr string) {
@@ -90,7 +94,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["ok"] != true {
 		t.Fatalf("exec: %d %q %q", code, out, errs)
 	}
-	if got.Header.Get("Token") != "sk-cli-0123456789abcd" || got.URL.RawQuery != "keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8&page_index=1" {
+	if got.Header.Get("Token") != "sk-cli-0123456789abcd" || got.URL.RawQuery != "keyword=%E5%AD%97%E8%8A%82%E8%B7%B3%E5%8A%A8" {
 		t.Fatalf("upstream got %q %v", got.URL.RawQuery, got.Header)
 	}
 	// 1 for a tool error (a non-2xx answer), the envelope still printed.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -110,10 +108,14 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := st.DeleteMCPServer(ctx, row.ID); err != nil {
+				disabled, err := st.DeleteMCPServer(ctx, row.ID, "cli")
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", row.Name)
+				for _, name := range disabled {
+					fmt.Fprintf(cmd.OutOrStdout(), "  disabled plugin %s (it calls the removed server)\n", name)
+				}
 				return nil
 			})
 		},
@@ -136,7 +138,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			parts, err := cfg.engine(ctx, true, cfg.logger())
+			parts, err := cfg.engine(ctx, schemaRequire, cfg.logger())
 			if err != nil {
 				return err
 			}
@@ -205,17 +207,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			if !stdio {
 				return usagef("mcp serve: only --stdio is offered here; `blindexec serve` serves /mcp over HTTP")
 			}
-			var user int64
-			if v := os.Getenv(mcpserver.EnvUser); v != "" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 0 {
-					return usagef("%s: %q is not a user id", mcpserver.EnvUser, v)
-				}
-				user = n
-			}
 			// stdout carries the protocol: logs go to stderr only.
 			log := cfg.logger()
-			parts, err := cfg.engine(cmd.Context(), true, log)
+			parts, err := cfg.engine(cmd.Context(), schemaRequire, log)
 			if err != nil {
 				return err
 			}
@@ -224,7 +218,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			defer cancel()
 			go parts.changes.Run(ctx)
 			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
-			return svc.ServeStdio(ctx, user)
+			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

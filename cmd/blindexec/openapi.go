@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -15,18 +16,18 @@ import (
 	"github.com/blindexec/blindexec/plugins/openapiquery"
 )
 
-// openapiFlags locate the document of the query commands (seed 000 §9).
+// openapiFlags locate the document of the query commands.
 type openapiFlags struct {
 	baseURL, spec, out string
 	cacheTTL           time.Duration
 }
 
-func (o *openapiFlags) bind(cmd *cobra.Command) {
+func (o *openapiFlags) bind(cmd *cobra.Command, cfg *config) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.baseURL, "base-url", "", "the service whose {base-url}/openapi.json to read")
 	f.StringVar(&o.spec, "spec", "", "a document's URL or file path instead")
 	f.StringVar(&o.out, "out", "", "write the JSON result to this file instead of stdout")
-	f.DurationVar(&o.cacheTTL, "cache-ttl", envDuration("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0), "skip fetching a document again within this time of its last fetch (BLINDEXEC_OPENAPI_CACHE_TTL_MS; off by default: every fetch is hashed and an unchanged hash reuses the index)")
+	f.DurationVar(&o.cacheTTL, "cache-ttl", cfg.openapiCacheTTL, "skip fetching a document again within this time of its last fetch (BLINDEXEC_OPENAPI_CACHE_TTL_MS; off by default: every fetch is hashed and an unchanged hash reuses the index)")
 }
 
 // location is where the document is; required unless optional.
@@ -44,8 +45,8 @@ func (o *openapiFlags) location(optional bool) (string, error) {
 	return loc, nil
 }
 
-func (o *openapiFlags) cache(cfg *config) (*openapiquery.Cache, error) {
-	client, err := cfg.egressClient()
+func (o *openapiFlags) cache(cfg *config, loc string) (*openapiquery.Cache, error) {
+	client, err := cfg.egressClient(loc)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +55,8 @@ func (o *openapiFlags) cache(cfg *config) (*openapiquery.Cache, error) {
 
 func openapiCmd(cfg *config) *cobra.Command {
 	o := &openapiFlags{}
-	cmd := &cobra.Command{Use: "openapi", Short: "Query an OpenAPI document: fetch, index, search, schema request|response (seed 000 §9)"}
-	o.bind(cmd)
+	cmd := &cobra.Command{Use: "openapi", Short: "Find an endpoint in an OpenAPI document: fetch, index, search, schema request|response"}
+	o.bind(cmd, cfg)
 	// run loads the index and prints what query returns, or the error
 	// object (exit 1).
 	run := func(query func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error)) func(*cobra.Command, []string) error {
@@ -64,7 +65,7 @@ func openapiCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := o.cache(cfg)
+			c, err := o.cache(cfg, loc)
 			if err != nil {
 				return err
 			}
@@ -149,7 +150,7 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 	var stdio bool
 	cmd := &cobra.Command{
 		Use:   "openapi --stdio [--base-url URL | --spec URL|PATH]",
-		Short: "Serve the OpenAPI query tools (seeds 000 and 003) as an MCP server over stdio",
+		Short: "Serve the OpenAPI query tools (search operations, request and response schemas, call plans) as an MCP server over stdio",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !stdio {
@@ -159,7 +160,7 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := cfg.egressClient()
+			client, err := cfg.egressClient(loc)
 			if err != nil {
 				return err
 			}
@@ -167,29 +168,42 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 				DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, AllowFiles: true, Logger: cfg.logger()})
 		},
 	}
-	o.bind(cmd)
+	o.bind(cmd, cfg)
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")
 	return cmd
 }
 
-// egressClient is the egress-guarded client of the configured policy.
-func (c *config) egressClient() (*http.Client, error) {
-	policy, err := egress.ParsePolicy(c.egressAllow)
+// egressClient is the egress-guarded client of the configured policy,
+// opened besides to the hosts of the trusted URLs: those the operator gave
+// on the command line or in the settings (an OpenAPI document's location),
+// trusted as the LLM endpoint is. A file path or "" trusts nothing.
+func (c *config) egressClient(trusted ...string) (*http.Client, error) {
+	allow := c.egressAllow
+	for _, raw := range trusted {
+		if u, err := url.Parse(raw); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" {
+			allow += "," + u.Hostname()
+		}
+	}
+	policy, err := egress.ParsePolicy(allow)
 	if err != nil {
-		return nil, fmt.Errorf("BLINDEXEC_EGRESS_ALLOW: %w", err)
+		return nil, err
 	}
 	return egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial}), nil
 }
 
 // openapiTools is the handler of /mcp/openapi under serve: files only as
 // the configured default document, never from a call (a client could
-// otherwise probe the server's files).
-func (c *config) openapiTools(client *http.Client, log *slog.Logger) (http.Handler, error) {
-	o := &openapiFlags{baseURL: os.Getenv("BLINDEXEC_OPENAPI_BASE_URL"), spec: os.Getenv("BLINDEXEC_OPENAPI_SPEC"),
-		cacheTTL: envDuration("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)}
+// otherwise probe the server's files). The configured document's host is
+// trusted; this client serves nothing else, so plugins' calls gain nothing.
+func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
+	o := &openapiFlags{baseURL: c.openapiBaseURL, spec: c.openapiSpec, cacheTTL: c.openapiCacheTTL}
 	loc, err := o.location(true)
 	if err != nil {
 		return nil, fmt.Errorf("BLINDEXEC_OPENAPI_BASE_URL / BLINDEXEC_OPENAPI_SPEC: %w", err)
+	}
+	client, err := c.egressClient(loc)
+	if err != nil {
+		return nil, err
 	}
 	return openapiquery.Handler(openapiquery.ServerOptions{DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, Logger: log}), nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -92,9 +94,8 @@ func TestOpenAPIToolsWithTypeScriptClient(t *testing.T) {
 		node(t, "stdio", os.Args[0], "mcp", "openapi", "--stdio", "--spec", doc)
 	})
 	t.Run("streamable HTTP", func(t *testing.T) {
-		t.Setenv("BLINDEXEC_OPENAPI_SPEC", doc)
-		cfg := &config{}
-		h, err := cfg.openapiTools(egresstest.Client(t), nil)
+		cfg := &config{openapiSpec: doc, dial: egresstest.LoopbackOnly((&net.Dialer{}).DialContext)}
+		h, err := cfg.openapiTools(slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,12 @@ var deniedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
 	netip.MustParsePrefix("100::/64"),       // discard-only
 	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	// Tunnels that carry IPv4 inside IPv6: a 6to4 address embeds an IPv4
+	// address (2002:7f00:1::/48 is 127.0.0.1's) and a Teredo address an
+	// obfuscated one, either reaching what the IPv4 check would refuse
+	// through a relay. Denied outright; the allowlist can reopen them.
+	netip.MustParsePrefix("2002::/16"), // 6to4
+	netip.MustParsePrefix("2001::/32"), // Teredo
 }
 
 // nat64 is the well-known NAT64 prefix: its addresses reach the IPv4

@@ -18,10 +18,12 @@ func TestDefaultPolicy(t *testing.T) {
 		"::1", "::", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "ff02::1", "fec0::1",
 		"::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "::ffff:100.64.0.1", "::ffff:0.0.0.1", "::127.0.0.1",
 		"64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe",
+		"2002:7f00:1::1", "2002:a9fe:a9fe::", "2002:cb00:7105::1", // 6to4, whatever the IPv4 inside
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1", // Teredo
 	}
 	allowed := []string{
 		"203.0.113.5", "198.51.100.7", "8.8.8.8", "172.32.0.1", "100.128.0.1", "11.0.0.1",
-		"2001:db8::1", "2606:4700::1111", "::ffff:203.0.113.5", "64:ff9b::203.0.113.5",
+		"2001:db8::1", "2001:1::1", "2003::1", "2606:4700::1111", "::ffff:203.0.113.5", "64:ff9b::203.0.113.5",
 	}
 	var p *egress.Policy // nil is the default policy
 	for _, s := range denied {
@@ -85,6 +87,19 @@ func TestParsePolicyAllowlist(t *testing.T) {
 		err := p.Check(tt.host, netip.MustParseAddr(tt.ip))
 		if (err == nil) != tt.ok {
 			t.Errorf("Check(%q, %s) = %v, want allowed=%v", tt.host, tt.ip, err, tt.ok)
+		}
+	}
+}
+
+// Issue 13, point 4: the allowlist reopens the 6to4 and Teredo ranges.
+func TestAllowlistReopensTunnels(t *testing.T) {
+	p, err := egress.ParsePolicy("2002::/16,2001::/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"2002:cb00:7105::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"} {
+		if err := p.Check("h", netip.MustParseAddr(s)); err != nil {
+			t.Errorf("Check(%s) = %v with the range allowed", s, err)
 		}
 	}
 }

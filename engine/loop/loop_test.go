@@ -184,7 +184,7 @@ func TestToolBindingHidesEngineConfig(t *testing.T) {
 				t.Fatal("the upstream received nothing")
 			}
 			q := got.URL.Query()
-			for k, want := range map[string]string{"keyword": "字节跳动", "region_code": "region-fixed-value-66", "tenant": "exec-query-value-88", "qcc_sig": "secret-sig-22", "page_index": "1"} {
+			for k, want := range map[string]string{"keyword": "字节跳动", "region_code": "region-fixed-value-66", "tenant": "exec-query-value-88", "qcc_sig": "secret-sig-22", "page_index": ""} {
 				if q.Get(k) != want {
 					t.Errorf("upstream query %s = %q, want %q", k, q.Get(k), want)
 				}
@@ -266,17 +266,18 @@ func TestParallelToolCalls(t *testing.T) {
 		}},
 		openaitest.Turn{Content: "done"},
 	)
-	// The first call finishes last.
+	// The first call finishes last: it returns only once the run has
+	// emitted the second one's tool.completed. (Waiting for the second
+	// call's executor to return was not enough: both goroutines then
+	// raced to report.)
 	r := newRunner(t, llm)
-	secondDone := make(chan struct{})
+	secondReported := make(chan struct{})
 	inner := r.Executor
 	r.Executor = executorFunc(func(ctx context.Context, c engine.Call) (*engine.Result, error) {
 		res, err := inner.Execute(ctx, c)
-		if strings.Contains(string(c.Arguments), "second") {
-			close(secondDone)
-		} else {
+		if !strings.Contains(string(c.Arguments), "second") {
 			select {
-			case <-secondDone:
+			case <-secondReported:
 			case <-time.After(5 * time.Second): // run sequentially: fail, not hang
 			}
 		}
@@ -286,7 +287,12 @@ func TestParallelToolCalls(t *testing.T) {
 	reply := r.Run(t.Context(), loop.Request{
 		Messages: user("look both up"),
 		Plugins:  []*plugins.Plugin{echoPlugin(t, "lookup", up.URL)},
-	}, ev.emit)
+	}, func(e loop.Event) {
+		ev.emit(e)
+		if st, ok := e.Data.(loop.Step); ok && e.Name == loop.EventToolCompleted && st.ToolCallID == "call_b" {
+			close(secondReported)
+		}
+	})
 	wantStatus(t, reply, loop.StatusCompleted)
 	if calls.peak != 2 {
 		t.Error("the two tool calls did not run concurrently")
@@ -843,5 +849,22 @@ func TestExecutorPanic(t *testing.T) {
 	wantStatus(t, reply, loop.StatusCompleted)
 	if _, contents := toolContents(reply); reply.Steps[0].Status != loop.StepError || !strings.Contains(contents[0], loop.CodeInternal) {
 		t.Errorf("step %+v, content %v", reply.Steps[0], contents)
+	}
+}
+
+// TestTextStaysText (issue 17, point 6): a text/plain or CSV answer reaches
+// the model's tool message as the text, not as a JSON string literal.
+func TestTextStaysText(t *testing.T) {
+	const csv = "key,total\n\"a\",1\n"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/csv")
+		io.WriteString(w, csv)
+	})
+	llm := openaitest.New(t)
+	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{call("c1", "report", `{"q":"x"}`)}}, openaitest.Turn{Content: "done"})
+	reply := newRunner(t, llm).Run(t.Context(), loop.Request{Messages: user("x"), Plugins: []*plugins.Plugin{echoPlugin(t, "report", up.URL)}}, nil)
+	wantStatus(t, reply, loop.StatusCompleted)
+	if _, contents := toolContents(reply); len(contents) != 1 || contents[0] != csv {
+		t.Errorf("tool message = %q, want the CSV text %q", contents, csv)
 	}
 }

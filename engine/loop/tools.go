@@ -131,11 +131,7 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 	st.ExecutionID = res.ExecutionID
 	if res.OK {
 		st.Status = StepOK
-		out := string(res.Output)
-		if out == "" {
-			out = "null"
-		}
-		return outcome{step: st, content: out}
+		return outcome{step: st, content: res.Text()}
 	}
 	status := StepError
 	if _, ok := errors.AsType[*engine.RefusedError](err); ok {

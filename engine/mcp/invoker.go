@@ -99,7 +99,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		return &engine.Response{Attempts: 1}, &engine.ToolError{Code: engine.CodeResponseTooLarge,
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}
 	}
-	if out.IsError {
+	if out.IsError && p.Plugin.Execution.Type != TypeProxy {
 		msg := out.Text()
 		if len(msg) > 500 {
 			msg = msg[:500] + "…"

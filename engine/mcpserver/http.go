@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -35,12 +36,12 @@ type serverSlot struct{ srv *sdk.Server }
 type slotKey struct{}
 
 // Handler serves the catalog over streamable HTTP (mount it at /mcp), in
-// sessions: initialize opens one, bound to the identity authn gives
-// (false answers 401); the Mcp-Session-Id it returns is refused (403) to
+// sessions: initialize opens one, bound to the identity authn gives (an
+// error answers 401 with its message); the Mcp-Session-Id it returns is refused (403) to
 // any other identity, another token or the same token naming another
 // user. Sessions live in this process: behind a load balancer, route a
 // session's requests to one replica by that header (sticky sessions).
-func (s *Service) Handler(authn func(*http.Request) (Identity, bool)) http.Handler {
+func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Handler {
 	// Requests of an existing session need a server only for the SDK's
 	// protocol version check.
 	probe := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, nil)
@@ -61,12 +62,13 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, bool)) http.Handl
 		return &auth.TokenInfo{UserID: r.Context().Value(identityKey{}).(Identity).key()}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := authn(r)
-		if !ok {
+		id, err := authn(r)
+		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusUnauthorized)
-			w.Write([]byte(`{"error":{"code":"unauthorized","message":"a per-user bearer token is required"}}` + "\n"))
+			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+			w.Write(append(body, '\n'))
 			return
 		}
 		ctx := context.WithValue(r.Context(), identityKey{}, id)

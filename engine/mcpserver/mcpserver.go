@@ -152,18 +152,9 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 		b, _ := json.Marshal(map[string]any{"error": res.Error, "http_status": res.HTTPStatus, "execution_id": res.ExecutionID})
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
 	}
-	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text(res.Output)}}}
+	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}}
 	if len(res.Output) > 0 && res.Output[0] == '{' {
 		out.StructuredContent = res.Output
 	}
 	return out
-}
-
-// text is a JSON string output unquoted, any other output as JSON.
-func text(out json.RawMessage) string {
-	var s string
-	if len(out) > 0 && out[0] == '"' && json.Unmarshal(out, &s) == nil {
-		return s
-	}
-	return string(out)
 }

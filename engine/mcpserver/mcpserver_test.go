@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,8 +100,11 @@ func fixture(t *testing.T) (catalog, *engine.Executor, *mcptest.Server, *[]http.
 // TestCatalogOverStreamableHTTP drives /mcp with the go-sdk client.
 func TestCatalogOverStreamableHTTP(t *testing.T) {
 	cat, ex, up, seen := fixture(t)
-	authn := func(r *http.Request) (mcpserver.Identity, bool) {
-		return mcpserver.Identity{User: 7, Principal: "t7"}, r.Header.Get("Authorization") == "Bearer user-7-token"
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
+		if r.Header.Get("Authorization") != "Bearer user-7-token" {
+			return mcpserver.Identity{}, errors.New("token needed")
+		}
+		return mcpserver.Identity{User: 7, Principal: "t7"}, nil
 	}
 	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
 	defer srv.Close()

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -224,17 +225,17 @@ func TestSessionsAreBound(t *testing.T) {
 	cat, ex, _, _ := fixture(t)
 	// "Bearer <token>" with X-User-Id: the service token may act for any
 	// user, a user token only for its own.
-	authn := func(r *http.Request) (mcpserver.Identity, bool) {
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var user int64
 		fmt.Sscan(r.Header.Get("X-User-Id"), &user)
 		switch tok {
 		case "service":
-			return mcpserver.Identity{User: user, Principal: tok}, true
+			return mcpserver.Identity{User: user, Principal: tok}, nil
 		case "user-7", "other-7":
-			return mcpserver.Identity{User: 7, Principal: tok}, true
+			return mcpserver.Identity{User: 7, Principal: tok}, nil
 		}
-		return mcpserver.Identity{}, false
+		return mcpserver.Identity{}, errors.New("unknown token")
 	}
 	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
 	t.Cleanup(srv.Close) // after the sessions' cleanups: Close waits for their streams
@@ -332,8 +333,8 @@ func TestSharedToolSet(t *testing.T) {
 func TestCloseEndsStreams(t *testing.T) {
 	cat, ex, _, _ := fixture(t)
 	svc := mcpserver.NewService(cat, ex, mcpserver.Options{})
-	h := svc.Handler(func(*http.Request) (mcpserver.Identity, bool) {
-		return mcpserver.Identity{User: 7, Principal: "t"}, true
+	h := svc.Handler(func(*http.Request) (mcpserver.Identity, error) {
+		return mcpserver.Identity{User: 7, Principal: "t"}, nil
 	})
 	var streams atomic.Int32 // GET requests in flight
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

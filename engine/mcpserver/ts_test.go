@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -48,8 +49,11 @@ func TestGitHubCatalogWithTypeScriptClient(t *testing.T) {
 	t.Cleanup(up.Close)
 	cat := catalog(githubcatalog.Plugins(t, up.URL))
 	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{})
-	authn := func(r *http.Request) (mcpserver.Identity, bool) {
-		return mcpserver.Identity{User: 7, Principal: "ts"}, r.Header.Get("Authorization") == "Bearer ts-token"
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
+		if r.Header.Get("Authorization") != "Bearer ts-token" {
+			return mcpserver.Identity{}, errors.New("token needed")
+		}
+		return mcpserver.Identity{User: 7, Principal: "ts"}, nil
 	}
 	srv := httptest.NewServer(svc.Handler(authn))
 	t.Cleanup(srv.Close)

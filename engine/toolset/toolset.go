@@ -27,6 +27,7 @@ import (
 // Settings of the operator.
 const (
 	// EnvMode is the default mode: auto, always or off (default auto).
+	// cmd/blindexec reads these settings.
 	EnvMode = "BLINDEXEC_TOOL_SEARCH"
 	// EnvThreshold is the number of tools past which auto switches search
 	// on, and the most tools shown at once (default DefaultThreshold).
@@ -71,27 +72,15 @@ type Config struct {
 	Pinned []string
 }
 
-// ConfigFromEnv reads EnvMode, EnvThreshold and EnvPinned through getenv
-// (os.Getenv).
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	var c Config
-	var err error
-	if c.Mode, err = ParseMode(getenv(EnvMode)); err != nil {
-		return c, fmt.Errorf("%s: %w", EnvMode, err)
-	}
-	if v := strings.TrimSpace(getenv(EnvThreshold)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxThreshold {
-			return c, fmt.Errorf("%s: %q is not a number of tools between 1 and %d", EnvThreshold, v, MaxThreshold)
-		}
-		c.Threshold = n
-	}
-	for _, name := range strings.Split(getenv(EnvPinned), ",") {
+// Names splits a comma-separated list of tool names (EnvPinned).
+func Names(list string) []string {
+	var out []string
+	for _, name := range strings.Split(list, ",") {
 		if name = strings.TrimSpace(name); name != "" {
-			c.Pinned = append(c.Pinned, name)
+			out = append(out, name)
 		}
 	}
-	return c, nil
+	return out
 }
 
 // Limit is the threshold in force.

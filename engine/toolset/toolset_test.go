@@ -12,43 +12,34 @@ import (
 
 func TestConfig(t *testing.T) {
 	tests := []struct {
-		env     map[string]string
-		mode    Mode // of the run; "" for the default
-		n       int
-		search  bool
-		wantErr string
+		cfg    Config
+		mode   string // of the run; "" for the default
+		n      int
+		search bool
 	}{
-		{env: nil, n: 40, search: false},
-		{env: nil, n: 41, search: true},
-		{env: map[string]string{EnvThreshold: "3"}, n: 4, search: true},
-		{env: map[string]string{EnvThreshold: "3"}, mode: ModeOff, n: 1000, search: false},
-		{env: map[string]string{EnvMode: "always"}, n: 1, search: true},
-		{env: map[string]string{EnvMode: "OFF"}, n: 1000, search: false},
-		{env: map[string]string{EnvMode: "off"}, mode: ModeAuto, n: 41, search: true},
-		{env: map[string]string{EnvMode: "sometimes"}, wantErr: EnvMode},
-		{env: map[string]string{EnvThreshold: "0"}, wantErr: EnvThreshold},
-		{env: map[string]string{EnvThreshold: "121"}, wantErr: EnvThreshold},
-		{env: map[string]string{EnvThreshold: "many"}, wantErr: EnvThreshold},
+		{n: 40, search: false},
+		{n: 41, search: true},
+		{cfg: Config{Threshold: 3}, n: 4, search: true},
+		{cfg: Config{Threshold: 3}, mode: "off", n: 1000, search: false},
+		{cfg: Config{Mode: ModeAlways}, n: 1, search: true},
+		{cfg: Config{Mode: ModeOff}, n: 1000, search: false},
+		{cfg: Config{Mode: ModeOff}, mode: "AUTO", n: 41, search: true},
+		{cfg: Config{Threshold: 500}, n: 121, search: true}, // within what a request may carry
 	}
 	for _, tt := range tests {
-		c, err := ConfigFromEnv(func(k string) string { return tt.env[k] })
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
-			}
-			continue
-		}
+		mode, err := ParseMode(tt.mode)
 		if err != nil {
-			t.Errorf("%v: %v", tt.env, err)
-			continue
+			t.Fatal(err)
 		}
-		if got := c.Search(tt.mode, tt.n); got != tt.search {
-			t.Errorf("%v, mode %q, %d tools: search %v, want %v", tt.env, tt.mode, tt.n, got, tt.search)
+		if got := tt.cfg.Search(mode, tt.n); got != tt.search {
+			t.Errorf("%+v, mode %q, %d tools: search %v, want %v", tt.cfg, tt.mode, tt.n, got, tt.search)
 		}
 	}
-	c, _ := ConfigFromEnv(func(k string) string { return map[string]string{EnvPinned: " a, ,b "}[k] })
-	if !slices.Equal(c.Pinned, []string{"a", "b"}) {
-		t.Errorf("pinned = %q", c.Pinned)
+	if _, err := ParseMode("sometimes"); err == nil {
+		t.Error("ParseMode accepted sometimes")
+	}
+	if got := Names(" a, ,b "); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Names = %q", got)
 	}
 }
 

@@ -60,6 +60,19 @@ func DSN(t testing.TB, kind string) string {
 // Open returns a migrated store on a database from DSN.
 func Open(t testing.TB, kind string) *store.Store {
 	t.Helper()
+	s := Unmigrated(t, kind)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return s
+}
+
+// Unmigrated is Open without the migrations: an empty database, for tests
+// of what happens before `blindexec migrate`.
+func Unmigrated(t testing.TB, kind string) *store.Store {
+	t.Helper()
 	dsn := DSN(t, kind)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -68,9 +81,6 @@ func Open(t testing.TB, kind string) *store.Store {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("testdb: %v", err)
-	}
 	return s
 }
 

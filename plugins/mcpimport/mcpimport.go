@@ -117,17 +117,24 @@ func Convert(srv *store.MCPServer, t *sdk.Tool, name string, maxDepth int) (*plu
 // Parameters converts an MCP inputSchema (as the SDK decodes it, or any
 // value that marshals to a JSON object) into OpenAI function parameters.
 func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error) {
+	// Measured as JSON, against plugins.DefaultSchemaLimits, before the
+	// resolver expands anything: a server's schema is outside input.
+	b, err := json.Marshal(inputSchema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("inputSchema: %w", err)
+	}
 	in, ok := inputSchema.(map[string]any)
-	if !ok {
-		b, err := json.Marshal(inputSchema)
-		if err != nil {
-			return nil, nil, fmt.Errorf("inputSchema: %w", err)
-		}
+	if ok {
+		err = plugins.CheckSchemaCostValue(len(b), in)
+	} else if err = plugins.CheckSchemaCost(b); err == nil {
 		if err := json.Unmarshal(b, &in); err != nil || in == nil {
 			return nil, nil, fmt.Errorf("inputSchema is not a JSON object")
 		}
 	}
-	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	res, err := schema.Resolve(in, nil, schema.Options{MaxDepth: cmp.Or(maxDepth, DefaultMaxDepth), Parameters: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}

@@ -3,6 +3,7 @@ package mcpimport_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,22 @@ func TestParametersSchema(t *testing.T) {
 	// keeps its type and loses its properties.
 	if strings.Contains(string(params), `"$ref":`) || strings.Count(string(params), `"label"`) > 3 {
 		t.Errorf("tree parameters = %s, want the cycle pruned within depth 3", params)
+	}
+}
+
+// TestParametersEmptyAndWrapped: an MCP tool's empty inputSchema becomes an
+// object, the only place where a type is forced; nested schemas keep theirs.
+func TestParametersEmptyAndWrapped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`: `{"type":"object"}`,
+		`{"type":"object","properties":{"sort":{"allOf":[{"$ref":"#/$defs/Sort"}],"default":"name"}},"$defs":{"Sort":{"enum":["name","date"],"type":"string"}}}`: `{"properties":{"sort":{"default":"name","enum":["name","date"],"type":"string"}},"type":"object"}`,
+	} {
+		var v any
+		json.Unmarshal([]byte(in), &v)
+		got, _, err := mcpimport.Parameters(v, 0)
+		if err != nil || string(got) != want {
+			t.Errorf("Parameters(%s) = %s, %v; want %s", in, got, err, want)
+		}
 	}
 }
 
@@ -225,6 +242,31 @@ func TestReservedNamesRenamed(t *testing.T) {
 	}
 	if !slices.Equal(rep.Added, []string{"gh_call_tool", "gh_search_tools"}) {
 		t.Errorf("added %v, want the reserved names prefixed", rep.Added)
+	}
+}
+
+// Issue 13, point 2: a tool whose inputSchema is over a cost limit fails
+// alone, with the limit named; the others import.
+func TestImportSchemaCost(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	srv := &store.MCPServer{ID: "s-cost", Name: "srv", Transport: store.TransportStdio, Command: store.JSON(`["true"]`)}
+	props := map[string]any{}
+	for i := range plugins.DefaultSchemaLimits.Properties + 1 {
+		props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+	}
+	tools := []*sdk.Tool{
+		{Name: "huge", InputSchema: map[string]any{"type": "object", "properties": props}},
+		{Name: "small", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}},
+	}
+	rep, err := mcpimport.Import(context.Background(), st, srv, tools, mcpimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Added) != 1 || rep.Added[0] != "small" {
+		t.Errorf("added %v, want small", rep.Added)
+	}
+	if len(rep.Failed) != 1 || rep.Failed[0].Tool != "huge" || !strings.Contains(rep.Failed[0].Error, "limit of 2000 properties") {
+		t.Errorf("failed %+v, want huge over the properties limit", rep.Failed)
 	}
 }
 

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,16 @@ type Options struct {
 	// SourceURL is where the document came from: relative server and
 	// token URLs are resolved against it.
 	SourceURL string
+
+	// Sync only (see Sync). Source names the import source explicitly
+	// (--source): its identity, instead of the location. Force re-imports
+	// a document that is unchanged. Rename gives plugins of operations
+	// already imported the names this conversion derives (new imports
+	// name machine-made operationIds by method and path); without it they
+	// keep theirs.
+	Source string `json:"-"`
+	Force  bool   `json:"-"`
+	Rename bool   `json:"-"`
 }
 
 // Operation is one converted operation.
@@ -271,6 +282,9 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 	if p.Description == "" {
 		p.Description = o.key
 	}
+	if o.op["deprecated"] == true {
+		p.Description = "Deprecated: the API may remove this operation; prefer another if one fits.\n\n" + p.Description
+	}
 	props := make(map[string]any, len(b.args))
 	required := []string{}
 	place := make(map[string]plugins.ArgPlacement, len(b.args))
@@ -397,12 +411,37 @@ func (b *opBuilder) paramSchema(prm map[string]any) map[string]any {
 			}
 		}
 	}
-	s := b.resolve(raw, "parameter "+str(prm["name"]))
-	if d := strings.TrimSpace(str(prm["description"])); d != "" {
-		s = maps.Clone(s)
+	s := maps.Clone(b.resolve(raw, "parameter "+str(prm["name"])))
+	d := strings.TrimSpace(str(prm["description"]))
+	if prm["deprecated"] == true {
+		d = strings.TrimSpace("Deprecated. " + d)
+	}
+	if d != "" {
 		s["description"] = d
 	}
+	if ex := parameterExamples(prm); len(ex) > 0 {
+		s["examples"] = ex
+	}
 	return s
+}
+
+// parameterExamples are the example values a parameter object gives
+// (OpenAPI's example, or the values of its examples map), which the
+// schema's examples would otherwise lack.
+func parameterExamples(prm map[string]any) []any {
+	if v, ok := prm["example"]; ok {
+		return []any{v}
+	}
+	m, _ := prm["examples"].(map[string]any)
+	var out []any
+	for _, k := range sortedKeys(m) {
+		if ex, ok := m[k].(map[string]any); ok {
+			if v, ok := ex["value"]; ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // resolve expands a schema for the request side, degrading (with a
@@ -470,10 +509,18 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		if n := argName(name); b.taken[n] || slices.Contains(b.templates, n) {
 			a.name = "body_" + name
 		}
+		if mediaKind(ct) == "multipart" {
+			a.schema = fileArgument(ps)
+			// OpenAPI 3.1 says a file's type in the schema.
+			items, _ := ps["items"].(map[string]any)
+			a.place.ContentType = cmp.Or(str(ps["contentMediaType"]), str(items["contentMediaType"]))
+		}
 		if enc, ok := encoding[name].(map[string]any); ok {
 			switch mediaKind(ct) {
 			case "multipart":
-				a.place.ContentType, _ = enc["contentType"].(string)
+				if t, ok := enc["contentType"].(string); ok {
+					a.place.ContentType = t
+				}
 			case "form":
 				a.place.Style, _ = enc["style"].(string)
 				if ex, ok := enc["explode"].(bool); ok {
@@ -489,6 +536,98 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		b.add(a)
 	}
 	return ct, nil
+}
+
+// fileArgument rewrites the schema of a multipart field that is a file
+// (format: binary, or OpenAPI 3.1's contentMediaType; base64 content:
+// format byte or contentEncoding base64), a list of files, or either made
+// nullable (pydantic 2's Optional[UploadFile]), so that the LLM learns how
+// to give one: its content as a string (text, or base64 where the
+// document says so), or an object with the content and a filename. The
+// engine sends each as a file part. Other fields are returned as they are.
+func fileArgument(s map[string]any) map[string]any {
+	f, _ := asFile(s)
+	return f
+}
+
+// asFile is fileArgument's work; ok reports a file (or a list of them).
+func asFile(s map[string]any) (_ map[string]any, ok bool) {
+	if alts, isAlts := s["anyOf"].([]any); isAlts {
+		var file map[string]any
+		for _, a := range alts {
+			am, _ := a.(map[string]any)
+			switch {
+			case hasType(am, "null"):
+			case file == nil:
+				file = am
+			default:
+				return s, false // a real choice, not a nullable file
+			}
+		}
+		f, ok := asFile(file)
+		if !ok {
+			return s, false
+		}
+		// Null is what omitting the argument sends anyway.
+		f = maps.Clone(f)
+		for _, k := range []string{"title", "description"} {
+			if v, has := s[k]; has {
+				f[k] = v
+			}
+		}
+		return f, true
+	}
+	if items, isList := s["items"].(map[string]any); isList && hasType(s, "array") {
+		f, ok := fileSchema(items)
+		if !ok {
+			return s, false
+		}
+		out := maps.Clone(s)
+		out["items"] = f
+		return out, true
+	}
+	if f, ok := fileSchema(s); ok {
+		return f, true
+	}
+	return s, false
+}
+
+// fileSchema is the argument schema of one file, if s describes one. The
+// format keeps telling the engine that it is a file and whether its
+// content is base64.
+func fileSchema(s map[string]any) (map[string]any, bool) {
+	format := str(s["format"])
+	base64 := format == "byte" || s["contentEncoding"] == "base64"
+	if format != "binary" && !base64 && s["contentMediaType"] == nil {
+		return nil, false
+	}
+	content := "The file's content as text."
+	format = "binary"
+	if base64 {
+		content = "The file's content, base64-encoded."
+		format = "byte"
+	}
+	desc := "A file: " + strings.ToLower(content[:1]) + content[1:len(content)-1] +
+		", or an object with its content and a filename (which also gives the file's type)."
+	if d := strings.TrimSpace(str(s["description"])); d != "" {
+		desc = d + "\n\n" + desc
+	}
+	out := map[string]any{
+		"description": desc,
+		"format":      format,
+		"anyOf": []any{
+			map[string]any{"type": "string", "description": content},
+			map[string]any{"type": "object", "required": []any{"content"}, "properties": map[string]any{
+				"content":      map[string]any{"type": "string", "description": content},
+				"filename":     map[string]any{"type": "string", "description": "The file's name, e.g. report.csv."},
+				"content_type": map[string]any{"type": "string", "description": "The file's media type, when its name does not tell it."},
+			}},
+		},
+	}
+	if t, ok := s["title"]; ok {
+		out["title"] = t
+	}
+	return out, true
 }
 
 // PickMediaType chooses among a content map as seed 000 §4.1.3 says:

@@ -3,6 +3,7 @@ package openapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,8 +13,9 @@ import (
 // maxName is the longest plugin name (OpenAI's function-name rule).
 const maxName = 64
 
-// assignNames names every plugin: the sanitized operationId, else method
-// and path; with the prefix; within 64 characters. A name cut to fit, or
+// assignNames names every plugin: the sanitized operationId, else (or
+// when the operationId is machine-made, see readableID) method and path;
+// with the prefix; within 64 characters. A name cut to fit, or
 // taken by an earlier operation, ends in "_" and six hex digits of the
 // hash of the operation's key, so names do not depend on the order of
 // later operations. A reserved name (search_tools, call_tool) is renamed
@@ -26,7 +28,7 @@ func assignNames(ops []Operation, ids []string, prefix string) {
 	taken := make(map[string]bool, len(ops))
 	for i := range ops {
 		op := &ops[i]
-		base := sanitize(ids[i], "")
+		base := sanitize(readableID(ids[i], op.Key), "")
 		if base == "" {
 			base = methodPath(op.Key)
 		}
@@ -44,6 +46,31 @@ func assignNames(ops []Operation, ids []string, prefix string) {
 		taken[name] = true
 		op.Plugin.Name = name
 	}
+}
+
+// Machine-made operationIds: springdoc numbers a repeated method name
+// (list_5, add_3); NestJS joins controller and method (AppController_findAll).
+var (
+	numberedID   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*_[0-9]+$`)
+	controllerID = regexp.MustCompile(`^[A-Za-z0-9]+Controller_[A-Za-z0-9]+$`)
+	nonWord      = regexp.MustCompile(`[^A-Za-z0-9_]`)
+)
+
+// readableID is the operationId to name an operation by: "" (method and
+// path) for a machine-made one that says nothing an LLM can tell apart,
+// the function name of FastAPI's generated ids (list_items_items_get is
+// list_items + the path + the method), else the operationId itself.
+func readableID(id, key string) string {
+	if numberedID.MatchString(id) || controllerID.MatchString(id) {
+		return ""
+	}
+	method, p, _ := strings.Cut(key, " ")
+	// FastAPI: re.sub(r"\W", "_", name + path) + "_" + method.
+	suffix := nonWord.ReplaceAllString(p, "_") + "_" + strings.ToLower(method)
+	if fn, ok := strings.CutSuffix(id, suffix); ok && sanitize(fn, "") != "" {
+		return fn
+	}
+	return id
 }
 
 // withHash cuts name so that "_" and six hex digits of key's (salted) hash

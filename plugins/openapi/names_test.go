@@ -14,6 +14,10 @@ func TestNames(t *testing.T) {
 		"/a": {"get": {"operationId": %[1]q}, "post": {"operationId": %[1]q}},
 		"/b": {"get": {"operationId": "dup"}, "put": {"operationId": "dup"}, "post": {"operationId": "dup_bd0e04"}},
 		"/c/{id}.json": {"get": {}, "delete": {"operationId": "  remove  item! "}},
+		"/springdoc/items": {"get": {"operationId": "list_5"}, "post": {"operationId": "add_3"}},
+		"/nest": {"get": {"operationId": "AppController_findAll"}},
+		"/fast/{item_id}": {"get": {"operationId": "read_item_fast__item_id__get"}, "put": {"operationId": "fast__item_id__put"}},
+		"/v2": {"get": {"operationId": "getV2"}},
 		"/d": {"get": {"operationId": "search_tools"}, "post": {"operationId": "call_tool"}}
 	}}`, long)
 	names := func(prefix string) map[string]string {
@@ -47,6 +51,14 @@ func TestNames(t *testing.T) {
 		"GET /b":              "dup",
 		"DELETE /c/{id}.json": "remove_item",
 		"GET /c/{id}.json":    "get_c_id_json",
+		// Issue 17, point 7: machine-made operationIds give way to method
+		// and path; FastAPI's generated ones to the function's name.
+		"GET /springdoc/items":  "get_springdoc_items",
+		"POST /springdoc/items": "post_springdoc_items",
+		"GET /nest":             "get_nest",
+		"GET /fast/{item_id}":   "read_item",
+		"PUT /fast/{item_id}":   "fast__item_id__put",
+		"GET /v2":               "getV2",
 	}
 	for key, name := range want {
 		if got[key] != name {

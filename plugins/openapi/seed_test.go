@@ -66,7 +66,8 @@ func TestSeed002(t *testing.T) {
 		t.Fatalf("Execute: %v %+v", err, res.Error)
 	}
 	got := up.last(t)
-	const want = `{"id":"2","jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"question":"How do I restart the payment service?","topK":5,"useLLM":true},"name":"rb.answer"}}`
+	// The defaults (topK 5, useLLM true) are the server's: not sent.
+	const want = `{"id":"2","jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"question":"How do I restart the payment service?"},"name":"rb.answer"}}`
 	if got.RequestURI != "/mcp/tools/call" || got.Header.Get("Content-Type") != "application/json" || string(got.Body) != want {
 		t.Errorf("upstream got %s %s (%s)\n%s\nwant POST /mcp/tools/call (application/json)\n%s",
 			got.Method, got.RequestURI, got.Header.Get("Content-Type"), got.Body, want)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/store"
@@ -22,11 +23,19 @@ type SyncResult struct {
 	Changed  []string `json:"changed"`
 	// Removed are plugins of operations no longer in the document: they
 	// are disabled, not deleted.
-	Removed   []string  `json:"removed"`
-	Unchanged []string  `json:"unchanged"`
-	Failed    []Failure `json:"failed"`
+	Removed   []string `json:"removed"`
+	Unchanged []string `json:"unchanged"`
+	// Renamed are plugins that take a new name (Options.Rename).
+	Renamed []Rename  `json:"renamed,omitempty"`
+	Failed  []Failure `json:"failed"`
 	// Operations are the converted operations, with their warnings.
 	Operations []Operation `json:"-"`
+}
+
+// Rename is a plugin's name change.
+type Rename struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // Warnings lists each operation's warnings as "name: warning".
@@ -44,25 +53,35 @@ func (r *SyncResult) Warnings() []string {
 const syncBy = "openapi-import"
 
 // Sync converts doc and writes the result to st as a sync against the
-// document's earlier imports from location: the operations a plugin of
-// this source already has (matched by "METHOD /path") are updated when
-// their plugin changed, new ones are added, and plugins of operations the
-// document no longer has are disabled. A document with the sha256 of the
-// last sync changes nothing. With dryRun, nothing is written.
+// source's earlier imports: the operations a plugin of this source
+// already has (matched by "METHOD /path") are updated when their plugin
+// changed, new ones are added, and plugins of operations the document no
+// longer has are disabled. The source is identified by Options.Source,
+// else by location (a URL or file), else, for a document given inline
+// (location ""), by its title. A document with the sha256 and the options
+// of the last sync changes nothing, unless Options.Force. With dryRun,
+// nothing is written.
 //
 // Plugins keep their status across syncs (an administrator may have
 // disabled one) unless the conversion disables them or they come back
-// after a removal. The store has no transactions to offer: an error
-// midway leaves the earlier writes, and the source's sha256 is written
-// last, so that the next sync redoes the work.
+// after a removal, and their names unless Options.Rename. A new plugin
+// whose name another source's plugin has is named after its document
+// too ("<title>_<name>"). The store has no transactions to offer: an
+// error midway leaves the earlier writes, and the source's sha256 is
+// written last, so that the next sync redoes the work.
 func Sync(ctx context.Context, st *store.Store, location string, doc *Document, opts Options, dryRun bool) (*SyncResult, error) {
+	location = SourceName(location, doc, opts)
+	fingerprint, err := opts.fingerprint()
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, location)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		src = nil
 	case err != nil:
 		return nil, fmt.Errorf("sync %s: %w", location, err)
-	case src.SHA256 == doc.SHA256 && src.Prefix == opts.Prefix:
+	case src.SHA256 == doc.SHA256 && src.Options == fingerprint && !opts.Force:
 		return &SyncResult{SourceID: src.ID, UpToDate: true}, nil
 	}
 	c, err := newConverter(doc, opts)
@@ -94,8 +113,16 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		}
 		res.SourceID = src.ID
 	}
+	if err := settleNames(ctx, st, ops, existing, res, doc, opts); err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
 
 	for _, op := range ops {
+		// What the API and the CLI refuse, an import does not write either.
+		if err := op.Plugin.Validate(); err != nil {
+			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			continue
+		}
 		row, err := store.RowFromPlugin(op.Plugin)
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
@@ -166,7 +193,7 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		return res, nil
 	}
 	now := time.Now()
-	src.SHA256, src.Prefix, src.ImportedTime, src.UpdateBy = doc.SHA256, opts.Prefix, &now, syncBy
+	src.SHA256, src.Prefix, src.Options, src.ImportedTime, src.UpdateBy = doc.SHA256, opts.Prefix, fingerprint, &now, syncBy
 	src.OperationCount = len(ops) + len(failures)
 	src.ImportedCount = len(res.Added) + len(res.Changed) + len(res.Unchanged)
 	src.FailedCount = len(res.Failed)
@@ -174,6 +201,72 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	return res, nil
+}
+
+// SourceName is the identity of an import source: Options.Source, else
+// the location, else (a document given inline or on stdin) "inline:" and
+// the document's title, or its sha256 when it has none; so that two
+// inline documents are two sources, and a new version of one is the same.
+func SourceName(location string, doc *Document, opts Options) string {
+	if opts.Source != "" {
+		return opts.Source
+	}
+	if location != "" && location != "-" {
+		return location
+	}
+	if t := strings.TrimSpace(doc.Title); t != "" {
+		return "inline:" + t
+	}
+	return "inline:sha256:" + doc.SHA256
+}
+
+// fingerprint is the JSON of the options that shape a conversion, stored
+// with the source.
+func (o Options) fingerprint() (string, error) {
+	b, err := marshal(o)
+	return string(b), err
+}
+
+// settleNames fixes the names of the converted plugins against the store:
+// a plugin of an operation this source has already imported keeps its
+// name unless opts.Rename (then the change is listed in res.Renamed); a
+// new one whose name another source's plugin holds takes the document's
+// title before it.
+func settleNames(ctx context.Context, st *store.Store, ops []Operation, existing map[string]*store.Plugin, res *SyncResult, doc *Document, opts Options) error {
+	var fresh []string
+	for _, op := range ops {
+		old := existing[op.Key]
+		switch {
+		case old == nil:
+			fresh = append(fresh, op.Plugin.Name)
+		case old.Name == op.Plugin.Name:
+		case opts.Rename:
+			res.Renamed = append(res.Renamed, Rename{From: old.Name, To: op.Plugin.Name})
+		default:
+			op.Plugin.Name = old.Name
+		}
+	}
+	taken, err := st.GetPluginsByName(ctx, fresh)
+	if err != nil || len(taken) == 0 {
+		return err
+	}
+	other := map[string]bool{}
+	for _, p := range taken {
+		if p.SourceID == nil || res.SourceID == 0 || *p.SourceID != res.SourceID {
+			other[p.Name] = true
+		}
+	}
+	qualifier := sanitize(strings.ToLower(doc.Title), "")
+	for _, op := range ops {
+		if existing[op.Key] == nil && other[op.Plugin.Name] && qualifier != "" {
+			name := qualifier + "_" + op.Plugin.Name
+			if len(name) > maxName {
+				name = withHash(name, op.Key, "")
+			}
+			op.Plugin.Name = name
+		}
+	}
+	return nil
 }
 
 // contentHash is the hex sha256 of the plugin's JSON and its source key.

@@ -151,3 +151,91 @@ func wantList(t *testing.T, what string, got []string, want ...string) {
 		t.Errorf("%s = %q, want %q", what, got, want)
 	}
 }
+
+// TestSyncSourceIdentity (issue 17, point 8): a source is its location or
+// an explicit name, inline documents are told apart by their titles, and
+// the same bytes with other options, or --force, are re-imported.
+func TestSyncSourceIdentity(t *testing.T) {
+	doc := func(t *testing.T, title, opID string) *Document {
+		d, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"`+title+`","version":"1"},"servers":[{"url":"https://x.example"}],
+			"paths":{"/run":{"post":{"operationId":"`+opID+`","responses":{"200":{"description":"ok"}}}},
+			"/items":{"get":{"operationId":"list_5","responses":{"200":{"description":"ok"}}}}}}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		sync := func(t *testing.T, location string, d *Document, opts Options) *SyncResult {
+			t.Helper()
+			res, err := Sync(ctx, st, location, d, opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		// Two inline documents are two sources: the second disables
+		// nothing of the first, and a name both want is told apart.
+		a := sync(t, "", doc(t, "Alpha", "run"), Options{})
+		wantList(t, "alpha added", a.Added, "get_items", "run")
+		b := sync(t, "", doc(t, "Beta API", "run"), Options{})
+		wantList(t, "beta added", b.Added, "beta_api_get_items", "beta_api_run")
+		if a.SourceID == b.SourceID || len(b.Removed) != 0 {
+			t.Fatalf("the second inline document took the first's source: %+v", b)
+		}
+		for _, r := range listAll(t, st) {
+			if r.Status != store.StatusEnabled {
+				t.Errorf("%s disabled", r.Name)
+			}
+		}
+
+		// The same bytes: a no-op; with other options, or forced, not.
+		if res := sync(t, "", doc(t, "Alpha", "run"), Options{}); !res.UpToDate {
+			t.Errorf("same bytes, same options: %+v", res)
+		}
+		res := sync(t, "", doc(t, "Alpha", "run"), Options{BaseURL: "https://other.example"})
+		wantList(t, "new base URL changed", res.Changed, "get_items", "run")
+		if r, _ := st.GetPlugin(ctx, "run"); r == nil || !strings.Contains(string(r.ExecutionConfig), "other.example") {
+			t.Errorf("the new base URL was not applied: %+v", r)
+		}
+		for _, opts := range []Options{{BaseURL: "https://other.example", Strict: true}, {BaseURL: "https://other.example", Tags: []string{"x"}}} {
+			if res := sync(t, "", doc(t, "Alpha", "run"), opts); res.UpToDate {
+				t.Errorf("options %+v: a no-op", opts)
+			}
+		}
+		if res := sync(t, "", doc(t, "Alpha", "run"), Options{BaseURL: "https://other.example", Tags: []string{"x"}, Force: true}); res.UpToDate {
+			t.Error("--force: a no-op")
+		}
+
+		// An explicit name is the identity, wherever the bytes come from.
+		s1 := sync(t, "https://a.example/openapi.json", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g"})
+		s2 := sync(t, "/tmp/gamma.json", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g"})
+		if s1.SourceID != s2.SourceID || !s2.UpToDate {
+			t.Errorf("--source gamma from two places: %+v then %+v", s1, s2)
+		}
+
+		// Point 7: a plugin imported under an older name keeps it unless
+		// the administrator opts in; the diff shows the rename.
+		old, err := st.GetPlugin(ctx, "g_get_items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Name = "g_list_5"
+		if err := st.UpdatePlugin(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		res = sync(t, "x", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g", Force: true})
+		wantList(t, "kept names", append(res.Changed, res.Unchanged...), "g_go", "g_list_5")
+		if len(res.Renamed) != 0 {
+			t.Errorf("renamed without opting in: %+v", res.Renamed)
+		}
+		res = sync(t, "x", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g", Force: true, Rename: true})
+		if len(res.Renamed) != 1 || res.Renamed[0] != (Rename{From: "g_list_5", To: "g_get_items"}) {
+			t.Errorf("renamed = %+v", res.Renamed)
+		}
+		if _, err := st.GetPlugin(ctx, "g_get_items"); err != nil {
+			t.Errorf("the rename was not written: %v", err)
+		}
+	})
+}

@@ -162,8 +162,10 @@ func TestResponseSchemaFastAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameJSON(t, got.Responses["204"], `{"selectedContentType": null, "schema": {}}`)
-	// No application/json: the first type by the ranking (text, then by name).
-	sameJSON(t, got.Responses["default"], `{"selectedContentType": "text/html", "schema": {}}`)
+	// No application/json: the first type by the ranking (text, then by
+	// name); the others are listed with their schemas (issue 17, point 9).
+	sameJSON(t, got.Responses["default"], `{"selectedContentType": "text/html", "schema": {},
+		"otherContentTypes": {"text/plain": {"type": "string"}}}`)
 	if len(got.Responses) != 3 {
 		t.Errorf("responses %v, want 204, 422 and default", got.Responses)
 	}
@@ -327,7 +329,7 @@ func TestCallPlan(t *testing.T) {
 	for _, fe := range asJSON(t, e.Details["errors"]).([]any) {
 		fields = append(fields, fe.(map[string]any)["field"].(string))
 	}
-	for _, want := range []string{"headers", "query", "query.pageSize", "query.status"} {
+	for _, want := range []string{"headers.X-User-Id", "query.foo", "query.pageSize", "query.status"} {
 		if !slices.Contains(fields, want) {
 			t.Errorf("errors on %v, want one on %s (%v)", fields, want, e.Details["errors"])
 		}
@@ -352,5 +354,17 @@ func TestCallPlan(t *testing.T) {
 	_, err = y.CallPlan(PlanInput{OperationID: "createNode", Body: map[string]any{"value": "a", "children": []any{map[string]any{"value": "b"}}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallPlanOneOf (issue 17, point 2): build_call_plan keeps oneOf, so a
+// value that matches several alternatives, or none, is rejected.
+func TestCallPlanOneOf(t *testing.T) {
+	x := loadIndex(t, "testdata/oneof.yaml")
+	if _, err := x.CallPlan(PlanInput{OperationID: "adopt", Body: map[string]any{"pet": map[string]any{"name": "Tom"}}}); err == nil {
+		t.Error("a pet matching both alternatives was accepted")
+	}
+	if _, err := x.CallPlan(PlanInput{OperationID: "adopt", Body: map[string]any{"pet": map[string]any{"lives": 9.0}}}); err == nil {
+		t.Error("a pet matching no alternative was accepted")
 	}
 }

@@ -53,6 +53,9 @@ type Response struct {
 	// is then empty.
 	SelectedContentType *string        `json:"selectedContentType"`
 	Schema              map[string]any `json:"schema"`
+	// OtherContentTypes maps each other media type the response offers
+	// (a CSV beside the JSON) to its schema; absent when there is none.
+	OtherContentTypes map[string]any `json:"otherContentTypes,omitempty"`
 }
 
 // ResponseSchema is the output of get_response_schema (seed 000 §4.4.2).
@@ -259,14 +262,28 @@ func (x *Index) ResponseSchema(id string) (*ResponseSchema, error) {
 		ct := openapi.PickMediaType(content)
 		out.Responses[code] = Response{SelectedContentType: &ct}
 		props[code] = mediaSchema(content, ct)
+		for other := range content {
+			if other != ct {
+				// Status codes hold no space: the key splits back.
+				props[code+" "+other] = mediaSchema(content, other)
+			}
+		}
 	}
 	resolved, comps, err := x.resolveKeepingRefs(props)
 	if err != nil {
 		return nil, err
 	}
-	for code, s := range resolved {
+	for key, s := range resolved {
+		code, other, isOther := strings.Cut(key, " ")
 		r := out.Responses[code]
-		r.Schema, _ = s.(map[string]any)
+		if isOther {
+			if r.OtherContentTypes == nil {
+				r.OtherContentTypes = map[string]any{}
+			}
+			r.OtherContentTypes[other] = s
+		} else {
+			r.Schema, _ = s.(map[string]any)
+		}
 		out.Responses[code] = r
 	}
 	out.Components = comps

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net/http"
@@ -148,7 +149,16 @@ func seed003(name, desc, schema string, run call) toolDef {
 				case errors.As(err, &se) && se.Parse:
 					msg = "Failed to parse OpenAPI document"
 				case errors.As(err, &se):
+					// Seed 003's text stays the prefix; the reason follows.
 					msg = "Could not load spec from " + se.Source
+					if se.Err != nil {
+						reason := se.Err
+						var pe *fs.PathError // the path is said already
+						if errors.As(reason, &pe) {
+							reason = pe.Err
+						}
+						msg += ": " + reason.Error()
+					}
 				}
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Error: " + msg}}, IsError: true}, nil
 			}

@@ -169,7 +169,7 @@ func TestServerSeed003Errors(t *testing.T) {
 	}{
 		{"get_api_info", nil, "spec_path is required"},
 		{"list_endpoints", map[string]any{"spec_path": ""}, "spec_path is required"},
-		{"get_api_info", map[string]any{"spec_path": "testdata/missing.json"}, "Could not load spec from testdata/missing.json"},
+		{"get_api_info", map[string]any{"spec_path": "testdata/missing.json"}, "Could not load spec from testdata/missing.json: no such file or directory"},
 		{"get_api_info", map[string]any{"spec_path": bad}, "Failed to parse OpenAPI document"},
 		{"list_endpoints", map[string]any{"spec_path": fastapi, "method": "FETCH"}, "Invalid HTTP method: FETCH"},
 		{"list_endpoints", map[string]any{"spec_path": fastapi, "limit": 0}, "limit must be a positive integer"},
@@ -205,7 +205,7 @@ func TestServerSeed003Errors(t *testing.T) {
 func TestServerNoFilesOverHTTP(t *testing.T) {
 	cs := connect(t, true, ServerOptions{Client: egresstest.Client(t)})
 	text, _, isErr := callTool(t, cs, "get_api_info", map[string]any{"spec_path": "/etc/passwd"})
-	if !isErr || text != "Error: Could not load spec from /etc/passwd" {
+	if !isErr || text != "Error: Could not load spec from /etc/passwd: local files are not served here; give an http(s) URL" {
 		t.Errorf("file over HTTP: %q", text)
 	}
 	text, _, isErr = callTool(t, cs, "search_operations", map[string]any{"spec_path": "/etc/passwd"})

@@ -19,9 +19,11 @@ func (r *resolver) merge(dst, src map[string]any) {
 			}
 		}
 	}
-	if _, ok := src["anyOf"]; ok {
-		if _, ok := dst["anyOf"]; ok {
-			r.warn("two anyOf lists to merge; kept the first")
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if _, ok := src[k]; ok {
+			if _, ok := dst[k]; ok {
+				r.warn("two %s lists to merge; kept the first", k)
+			}
 		}
 	}
 	if sp, ok := src["properties"].(map[string]any); ok {
@@ -128,7 +130,7 @@ func hasType(s map[string]any, t string) bool {
 
 // untyped reports whether s accepts any value as far as the LLM can tell.
 func untyped(s map[string]any) bool {
-	for _, k := range []string{"type", "anyOf", "$ref", "enum", "const"} {
+	for _, k := range []string{"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"} {
 		if _, ok := s[k]; ok {
 			return false
 		}
@@ -148,10 +150,12 @@ func (r *resolver) normalize(s map[string]any) map[string]any {
 			}
 		}
 	}
-	if alts, ok := s["anyOf"].([]any); ok && len(alts) <= 1 {
-		delete(s, "anyOf")
-		if len(alts) == 1 {
-			r.merge(s, alts[0].(map[string]any))
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[k].([]any); ok && len(alts) <= 1 {
+			delete(s, k)
+			if len(alts) == 1 {
+				r.merge(s, alts[0].(map[string]any))
+			}
 		}
 	}
 	if _, ok := s["type"]; !ok {
@@ -211,6 +215,16 @@ func (r *resolver) strict(s map[string]any) map[string]any {
 	delete(s, "minLength")
 	delete(s, "maxLength")
 	delete(s, "default")
+	delete(s, "examples")
+	delete(s, "contentEncoding")
+	delete(s, "contentMediaType")
+	if alts, ok := s["oneOf"]; ok {
+		// Strict mode knows anyOf only.
+		delete(s, "oneOf")
+		if _, ok := s["anyOf"]; !ok {
+			s["anyOf"] = alts
+		}
+	}
 	if f, ok := s["format"].(string); ok && !strictFormats[f] {
 		delete(s, "format")
 	}
@@ -269,12 +283,16 @@ func makeNullable(s map[string]any) map[string]any {
 			}
 			return withNullEnum(s, append(slices.Clip(t), "null"))
 		}
-		if alts, ok := s["anyOf"].([]any); ok {
+		for _, k := range []string{"anyOf", "oneOf"} {
+			alts, ok := s[k].([]any)
+			if !ok {
+				continue
+			}
 			if slices.ContainsFunc(alts, func(v any) bool { return hasType(v.(map[string]any), "null") }) {
 				return s
 			}
 			c := maps.Clone(s)
-			c["anyOf"] = append(slices.Clip(alts), maps.Clone(nullSchema))
+			c[k] = append(slices.Clip(alts), maps.Clone(nullSchema))
 			return c
 		}
 		if untyped(s) {

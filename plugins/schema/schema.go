@@ -12,10 +12,12 @@
 //
 // Unless [Options.Raw] is set, the output keeps only these keywords:
 //
-//	type, properties, required, additionalProperties, items, anyOf,
-//	enum, const, description, title, default, format,
+//	type, properties, required, additionalProperties, items, anyOf, oneOf,
+//	enum, const, description, title, default, examples, format,
 //	pattern, minLength, maxLength, minimum, maximum,
-//	exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems
+//	exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems,
+//	contentEncoding, contentMediaType (they say a string is a file, or
+//	its base64)
 //
 // and rewrites these:
 //
@@ -23,11 +25,17 @@
 //     (["string", "null"]) and to an enum, or {"type": "null"} to an anyOf;
 //     anything else is wrapped in anyOf [schema, {"type": "null"}].
 //     3.1 type arrays are kept as they are.
-//   - oneOf becomes anyOf (the LLM only needs the alternatives).
+//   - oneOf stays oneOf, so that validating against the result still
+//     rejects a value matching several alternatives; [ForLLM] shows it to
+//     the LLM as anyOf. With a discriminator, every alternative requires
+//     the discriminating property with its value as a const (from the
+//     discriminator's mapping, else the alternative's own single value,
+//     else the referenced component's name).
+//   - example becomes examples: [example] (dropped in strict mode).
 //   - allOf, the target of a $ref and its siblings are merged into one
 //     schema: properties and required are united, types intersected, the
 //     first value of any other keyword wins; conflicts are warned about.
-//   - an anyOf with one alternative is merged into its parent.
+//   - an anyOf or oneOf with one alternative is merged into its parent.
 //   - boolean exclusiveMinimum/exclusiveMaximum (3.0) become numbers.
 //   - a tuple "items" list becomes items: {anyOf: [...]}.
 //   - a schema with properties (items) and no type gets type object (array).
@@ -35,13 +43,14 @@
 //   - readOnly and writeOnly decide which properties [Options.Direction]
 //     leaves out (also from required), then are dropped.
 //
-// Everything else is dropped: discriminator, xml, externalDocs, example,
-// examples, deprecated, x-* extensions, $schema, $id, $comment, $defs,
+// Everything else is dropped: discriminator (once applied), xml,
+// externalDocs, deprecated, x-* extensions, $schema, $id, $comment, $defs,
 // definitions, not, if/then/else, patternProperties, propertyNames,
 // prefixItems, contains, uniqueItems, minProperties, maxProperties,
-// dependent*, unevaluated*, content* and any unknown keyword.
+// dependent*, unevaluated*, contentSchema and any unknown keyword.
 //
-// [Options.Strict] additionally drops minLength, maxLength, default and
+// [Options.Strict] additionally drops minLength, maxLength, default,
+// examples, contentEncoding, contentMediaType and
 // formats outside date-time, time, date, duration, email, hostname, ipv4,
 // ipv6 and uuid, which OpenAI's strict mode rejects; gives every object
 // additionalProperties: false and lists all its properties in required,
@@ -98,6 +107,12 @@ type Options struct {
 	Raw bool
 	// Strict emits OpenAI strict-mode schemas. It is ignored when Raw is set.
 	Strict bool
+	// Parameters says the schema is a tool's parameters, which function
+	// calling requires to be an object: a resolved root without a type
+	// gets type object (e.g. an MCP tool's "{}"). It is the only place
+	// where a type is forced: nested and wrapped schemas ({"allOf":
+	// [{"$ref": ...}], "default": ...}) keep the type they resolve to.
+	Parameters bool
 }
 
 // Result is a resolved schema.
@@ -144,11 +159,6 @@ func Resolve(schema any, lookup Lookup, opts Options) (Result, error) {
 		opts.MaxNodes = DefaultMaxNodes
 	}
 	opts.Strict = opts.Strict && !opts.Raw
-	if !opts.Raw && untyped(root) {
-		// Function parameters must be an object schema, e.g. for "{}".
-		root = maps.Clone(root)
-		root["type"] = "object"
-	}
 
 	r := &resolver{
 		lookup: lookup,
@@ -159,6 +169,12 @@ func Resolve(schema any, lookup Lookup, opts Options) (Result, error) {
 	}
 	out, _ := r.schema(root)
 	res := Result{Schema: maps.Clone(out)}
+	if opts.Parameters && !opts.Raw && untyped(res.Schema) {
+		res.Schema["type"] = "object"
+		if opts.Strict {
+			res.Schema = r.strict(res.Schema)
+		}
+	}
 	if opts.KeepRefs {
 		res.Components = make(map[string]any)
 		// Expanding a component may keep further references: r.kept grows.
@@ -297,10 +313,10 @@ var normalizedSubschemas = []string{"properties", "additionalProperties", "items
 
 // kept in normalized output besides the subschemas (nullable is consumed).
 var normalizedKeywords = set(
-	"type", "enum", "const", "description", "title", "default", "required", "nullable",
+	"type", "enum", "const", "description", "title", "default", "examples", "required", "nullable",
 	"format", "pattern", "minLength", "maxLength",
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-	"minItems", "maxItems",
+	"minItems", "maxItems", "contentEncoding", "contentMediaType",
 )
 
 func (r *resolver) object(m map[string]any) (map[string]any, flags) {
@@ -322,6 +338,8 @@ func (r *resolver) object(m map[string]any) (map[string]any, flags) {
 		case k == "$ref" || k == "$defs" || k == "definitions" || isSubschemaKeyword[k]:
 		case r.opts.Raw || normalizedKeywords[k]:
 			out[k] = v
+		case k == "example" && m["examples"] == nil:
+			out["examples"] = []any{v}
 		}
 	}
 	walk := normalizedSubschemas
@@ -351,11 +369,12 @@ func (r *resolver) object(m map[string]any) (map[string]any, flags) {
 			for _, s := range list {
 				members = append(members, s.(map[string]any))
 			}
-		case k == "oneOf" && m["anyOf"] != nil:
-			r.warn("oneOf next to anyOf dropped")
 		case k == "anyOf" || k == "oneOf":
 			if list, ok := r.schemaList(v); ok {
-				out["anyOf"] = list
+				if d, ok := m["discriminator"].(map[string]any); ok {
+					list = r.discriminate(list, v.([]any), d)
+				}
+				out[k] = list
 			}
 		case k == "items" && isList(v):
 			list, ok := r.schemaList(v)

@@ -123,9 +123,48 @@ func TestResolve(t *testing.T) {
 		warnings []string
 	}{
 		{
-			name: "empty root becomes an object",
+			name: "empty tool parameters become an object",
+			opts: Options{Parameters: true},
 			in:   `{}`,
 			want: `{"type":"object"}`,
+		},
+		{
+			name: "an empty schema that is not a tool's parameters stays any value",
+			in:   `{}`,
+			want: `{}`,
+		},
+		{
+			// FastAPI's enum query parameter with a default.
+			name: "a wrapped reference keeps its type, enum and siblings",
+			in:   `{"allOf":[{"$ref":"#/$defs/Sort"}],"default":"name","$defs":{"Sort":{"title":"Sort","enum":["name","date"],"type":"string","description":"An enumeration."}}}`,
+			want: `{"default":"name","enum":["name","date"],"type":"string","title":"Sort","description":"An enumeration."}`,
+		},
+		{
+			name: "a wrapped reference as tool parameters is not forced to an object",
+			opts: Options{Parameters: true},
+			in:   `{"allOf":[{"$ref":"#/$defs/O"}],"$defs":{"O":{"type":"object","properties":{"a":{"type":"string"}}}}}`,
+			want: `{"type":"object","properties":{"a":{"type":"string"}}}`,
+		},
+		{
+			name: "oneOf with a discriminator requires the discriminator's const in each alternative",
+			in: `{"type":"object","properties":{"pet":{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"kind","mapping":{"c":"#/$defs/Cat","dog":"#/$defs/Dog"}}}},
+				"$defs":{"Cat":{"type":"object","properties":{"kind":{"type":"string","enum":["c"]},"lives":{"type":"integer"}}},
+				         "Dog":{"type":"object","properties":{"kind":{"type":"string"},"bark":{"type":"boolean"}},"required":["bark"]}}}`,
+			want: `{"type":"object","properties":{"pet":{"oneOf":[
+				{"type":"object","properties":{"kind":{"type":"string","const":"c"},"lives":{"type":"integer"}},"required":["kind"]},
+				{"type":"object","properties":{"kind":{"type":"string","const":"dog"},"bark":{"type":"boolean"}},"required":["bark","kind"]}]}}}`,
+		},
+		{
+			name: "a discriminator without mapping takes the alternative's single value, else its name",
+			in: `{"oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}],"discriminator":{"propertyName":"kind"},
+				"$defs":{"Cat":{"type":"object","properties":{"kind":{"const":"cat"}}},"Dog":{"type":"object","properties":{"a":{"type":"string"}}}}}`,
+			want: `{"oneOf":[{"type":"object","properties":{"kind":{"const":"cat"}},"required":["kind"]},
+				{"type":"object","properties":{"kind":{"type":"string","const":"Dog"},"a":{"type":"string"}},"required":["kind"]}]}`,
+		},
+		{
+			name: "example becomes examples",
+			in:   `{"type":"string","example":"x"}`,
+			want: `{"type":"string","examples":["x"]}`,
 		},
 		{
 			name: "raw keeps keywords and structure",
@@ -317,4 +356,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// ForLLM shows oneOf as anyOf everywhere, leaves the input alone and
+// shares what it does not change.
+func TestForLLM(t *testing.T) {
+	in := decode(t, `{"type":"object","properties":{
+		"pet":{"oneOf":[{"type":"string"},{"type":"object","properties":{"x":{"oneOf":[{"type":"integer"}]}}}]},
+		"both":{"anyOf":[{"type":"string"}],"oneOf":[{"type":"integer"}]},
+		"plain":{"type":"string"}}}`)
+	before := encode(t, in)
+	got := ForLLM(in).(map[string]any)
+	want := `{"type":"object","properties":{
+		"pet":{"anyOf":[{"type":"string"},{"type":"object","properties":{"x":{"anyOf":[{"type":"integer"}]}}}]},
+		"both":{"anyOf":[{"type":"string"}]},
+		"plain":{"type":"string"}}}`
+	if g, w := encode(t, got), encode(t, decode(t, want)); g != w {
+		t.Errorf("ForLLM\n got %s\nwant %s", g, w)
+	}
+	if encode(t, in) != before {
+		t.Error("ForLLM modified its input")
+	}
+	plain := in["properties"].(map[string]any)["plain"].(map[string]any)
+	plain["marker"] = true
+	if got["properties"].(map[string]any)["plain"].(map[string]any)["marker"] != true {
+		t.Error("an unchanged part was copied, not shared")
+	}
 }

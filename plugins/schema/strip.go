@@ -56,6 +56,9 @@ func objectSchema(s map[string]any) map[string]any {
 		return s
 	}
 	alts, _ := s["anyOf"].([]any)
+	if alts == nil {
+		alts, _ = s["oneOf"].([]any)
+	}
 	for _, alt := range alts {
 		if alt, ok := alt.(map[string]any); ok {
 			if _, ok := alt["properties"]; ok {

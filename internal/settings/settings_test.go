@@ -1,0 +1,159 @@
+package settings
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestStrictValues(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		read    func(*Source) any
+		want    any
+		wantErr string // part of the error; "" for none
+	}{
+		{"false", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, false, ""},
+		{"TRUE", func(s *Source) any { return s.Bool("BLINDEXEC_X", false) }, true, ""},
+		{"0", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, false, ""},
+		{"yes", func(s *Source) any { return s.Bool("BLINDEXEC_X", false) }, false, `BLINDEXEC_X="yes" (from the environment): want true or false`},
+		{"", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, true, ""}, // empty is unset
+		{"1500", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, 1500 * time.Millisecond, ""},
+		{"0", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Duration(0), ""},
+		{"5s", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
+		{"-1", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
+		{"99999999999999999", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
+		{"7", func(s *Source) any { return s.Int("BLINDEXEC_X", 0, 1) }, int64(7), ""},
+		{"0", func(s *Source) any { return s.Int("BLINDEXEC_X", 3, 1) }, int64(3), "an integer of at least 1"},
+		{"WARN", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "warn", ""},
+		{"loud", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "info", "one of debug, info, warn"},
+		{"anything", func(s *Source) any { return s.String("BLINDEXEC_X", "d") }, "anything", ""},
+		{"0.0.0.0:8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "0.0.0.0:8080", ""},
+		{":9000", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, ":9000", ""},
+		{"8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
+		{"localhost:http", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
+		{"https://llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "https://llm.example/v1", ""},
+		{"llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "", "an absolute http:// or https:// URL"},
+	} {
+		s := FromEnv(env(map[string]string{"BLINDEXEC_X": tc.value}))
+		got := tc.read(s)
+		if got != tc.want {
+			t.Errorf("%q: got %v, want %v", tc.value, got, tc.want)
+		}
+		err := s.Err()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%q: unexpected error %v", tc.value, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%q: error %v, want one containing %q", tc.value, err, tc.wantErr)
+		}
+		var se *Error
+		if tc.wantErr != "" && !errors.As(err, &se) {
+			t.Errorf("%q: error %T is not a *settings.Error", tc.value, err)
+		}
+	}
+}
+
+func TestEnvFileLookupAndPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// No file anywhere: fine, nothing read.
+	s, err := Load(env(nil))
+	if err != nil || s.EnvFile() != "" {
+		t.Fatalf("no file: %v %q", err, s.EnvFile())
+	}
+	// ./blindexec.env is read; the environment wins over it.
+	os.WriteFile(DefaultEnvFile, []byte("# comment\n\nBLINDEXEC_A=from-file\nexport BLINDEXEC_B = file-b\nBLINDEXEC_C=bad\n"), 0o600)
+	s, err = Load(env(map[string]string{"BLINDEXEC_A": "from-env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.String("BLINDEXEC_A", ""); got != "from-env" {
+		t.Errorf("BLINDEXEC_A = %q: the environment must win", got)
+	}
+	if got := s.String("BLINDEXEC_B", ""); got != "file-b" || s.Origin("BLINDEXEC_B") != "blindexec.env:4" {
+		t.Errorf("BLINDEXEC_B = %q from %q", got, s.Origin("BLINDEXEC_B"))
+	}
+	s.Bool("BLINDEXEC_C", false)
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "(from blindexec.env:5)") {
+		t.Errorf("a bad value from the file must say where: %v", err)
+	}
+	// BLINDEXEC_ENV_FILE wins over ./blindexec.env, and must exist.
+	other := filepath.Join(dir, "other.env")
+	os.WriteFile(other, []byte("BLINDEXEC_A=other\n"), 0o600)
+	s, err = Load(env(map[string]string{EnvFileVar: other}))
+	if err != nil || s.String("BLINDEXEC_A", "") != "other" || s.EnvFile() != other {
+		t.Fatalf("BLINDEXEC_ENV_FILE: %v %q", err, s.EnvFile())
+	}
+	s, err = Load(env(map[string]string{EnvFileVar: filepath.Join(dir, "missing.env")}))
+	if err != nil || s.Err() == nil || !strings.Contains(s.Err().Error(), EnvFileVar) {
+		t.Fatalf("a missing named file must be a bad setting naming %s: %v %v", EnvFileVar, err, s.Err())
+	}
+	// One that exists but does not parse stops at once.
+	os.WriteFile(other, []byte("nonsense\n"), 0o600)
+	if _, err := Load(env(map[string]string{EnvFileVar: other})); err == nil || !strings.Contains(err.Error(), "other.env:1") {
+		t.Fatalf("a broken file: %v", err)
+	}
+}
+
+func TestEnvFileErrors(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{"JUST_TEXT\n", "f.env:1: want NAME=VALUE"},
+		{"\nPATH=/bin\n", `f.env:2: "PATH" is not a BLINDEXEC_ setting`},
+		{"BLINDEXEC_A=1\nBLINDEXEC_A=2\n", "f.env:2: BLINDEXEC_A is already set on line 1"},
+		{"BLINDEXEC_ENV_FILE=x\n", "cannot be set in the env file"},
+	} {
+		if _, err := parseEnvFile("f.env", []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.data, err, tc.want)
+		}
+	}
+}
+
+func TestWriteEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "blindexec.env")
+	pairs := [][2]string{{"BLINDEXEC_MASTER_KEY", "a2V5"}, {"BLINDEXEC_ADMIN_TOKEN", "tok"}}
+	if err := WriteEnvFile(path, "written by a test\nsecond line", pairs); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v: want 0600", fi.Mode().Perm(), err)
+	}
+	data, _ := os.ReadFile(path)
+	f, err := parseEnvFile(path, data)
+	if err != nil || f.vars["BLINDEXEC_MASTER_KEY"].value != "a2V5" || f.vars["BLINDEXEC_ADMIN_TOKEN"].value != "tok" {
+		t.Fatalf("round trip: %v %+v\n%s", err, f, data)
+	}
+	if err := WriteEnvFile(path, "", pairs); !errors.Is(err, ErrEnvFileExists) {
+		t.Fatalf("overwrite: %v, want ErrEnvFileExists", err)
+	}
+	if err := WriteEnvFile(filepath.Join(t.TempDir(), "x.env"), "", [][2]string{{"BLINDEXEC_A", "two\nlines"}}); err == nil {
+		t.Fatal("a value with a newline must be refused")
+	}
+}
+
+func FuzzParseEnvFile(f *testing.F) {
+	f.Add([]byte("BLINDEXEC_A=1\n# c\nexport BLINDEXEC_B=x=y\r\n"))
+	f.Add([]byte("=\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ef, err := parseEnvFile("f", data)
+		if err != nil {
+			return
+		}
+		for name, e := range ef.vars {
+			if !envName.MatchString(name) || e.line < 1 || strings.ContainsAny(e.value, "\n") {
+				t.Fatalf("accepted %q=%q at line %d", name, e.value, e.line)
+			}
+		}
+	})
+}

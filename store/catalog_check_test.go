@@ -1,0 +1,51 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+func TestCheckPlugin(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		srv := &store.MCPServer{Name: "med", Transport: store.TransportStreamableHTTP, URL: "https://mcp.example/mcp",
+			AuthConfig: store.JSON(`{"type":"bearer","token":"med_token"}`)}
+		if err := s.CreateMCPServer(ctx, srv); err != nil {
+			t.Fatal(err)
+		}
+		mcpPlugin := func(ref string, creds ...string) *plugins.Plugin {
+			return &plugins.Plugin{Name: "p", Description: "d", Parameters: json.RawMessage(`{"type":"object"}`),
+				Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: ref, ToolName: "t"}, RequiredCredentials: creds}
+		}
+		for _, tc := range []struct {
+			name      string
+			p         *plugins.Plugin
+			field, in string // "" when accepted
+		}{
+			{"by id, its key", mcpPlugin(srv.ID, "med_token"), "", ""},
+			{"by name, no keys", mcpPlugin("med"), "", ""},
+			{"a key the server does not read", mcpPlugin("med", "med_token", "other"), "required_credentials[1]", `"other" is read by nothing: the auth config of MCP server "med" reads only med_token`},
+			{"an unregistered server", mcpPlugin("nope"), "execution.mcp_id", `no MCP server "nope" is registered`},
+			{"an HTTP plugin: nothing to look up", &plugins.Plugin{Name: "h"}, "", ""},
+		} {
+			err := s.CheckPlugin(ctx, tc.p)
+			if tc.field == "" {
+				if err != nil {
+					t.Errorf("%s: %v", tc.name, err)
+				}
+				continue
+			}
+			var ve *plugins.ValidationError
+			if !errors.As(err, &ve) || ve.Fields[0].Field != tc.field || !strings.Contains(ve.Fields[0].Message, tc.in) {
+				t.Errorf("%s: %v, want %s: …%s…", tc.name, err, tc.field, tc.in)
+			}
+		}
+	})
+}
