@@ -261,7 +261,7 @@ type Runner struct {
 	// (DefaultLLMBackoff when 0). A Retry-After header replaces it.
 	LLMBackoff time.Duration
 	// ToolSearch is the operator's tool search setting: the default mode
-	// and the threshold (toolset.ConfigFromEnv).
+	// and the threshold (BLINDEXEC_TOOL_SEARCH, _THRESHOLD).
 	ToolSearch toolset.Config
 	// NewIndex builds the search index over a run's tools when tool
 	// search is on (nil: toolsearch.New).

@@ -368,3 +368,38 @@ func TestCloseEndsStreams(t *testing.T) {
 		t.Fatal("the server still waits for the session's stream")
 	}
 }
+
+// TestListPages: with search off, a catalog longer than a page is listed
+// in pages.
+func TestListPages(t *testing.T) {
+	names := make([]string, 1500)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%04d", i)
+	}
+	cat := &liveCatalog{ps: echoTools("http://127.0.0.1:9", names...), version: 1}
+	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}})
+	ct, st := sdk.NewInMemoryTransports()
+	go svc.NewServer(7).Run(t.Context(), st)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	first, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(first.Tools) != 1000 || first.NextCursor == "" {
+		t.Fatalf("first page: %d tools, cursor %q, %v", len(first.Tools), first.NextCursor, err)
+	}
+	var all []string
+	for tl, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, tl.Name)
+	}
+	if !slices.Equal(all, names) {
+		t.Errorf("all pages: %d tools", len(all))
+	}
+	if _, err := cs.ListTools(t.Context(), &sdk.ListToolsParams{Cursor: "nope"}); err == nil {
+		t.Error("an invalid cursor was accepted")
+	}
+}

@@ -50,6 +50,9 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			return ss.list(set, cursor)
 		case *sdk.CallToolRequest:
+			if r.Params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+			}
 			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments)
 		}
 		return next(ctx, method, req)
