@@ -15,7 +15,8 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -o /blindexec ./cmd/blindexec
 
 FROM alpine:3.22.1
-RUN adduser -D -u 10001 blindexec && mkdir /data && chown blindexec /data
+RUN adduser -D -u 10001 blindexec && mkdir /data && chown blindexec /data && \
+    install -d -o blindexec -m 700 /home/blindexec/spool
 COPY --from=build /blindexec /usr/local/bin/blindexec
 USER blindexec
 WORKDIR /data

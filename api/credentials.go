@@ -113,9 +113,12 @@ func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, auth.ErrNoMasterKey) {
+	switch {
+	case errors.Is(err, auth.ErrNoMasterKey):
 		writeError(w, http.StatusServiceUnavailable, "no_master_key", err.Error(), nil)
-	} else {
+	case errors.Is(err, auth.ErrSecretTooShort):
+		writeError(w, http.StatusUnprocessableEntity, "secret_too_short", err.Error(), nil)
+	default:
 		s.internal(w, r, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
@@ -41,5 +42,34 @@ func TestDynamicToolsRanked(t *testing.T) {
 	}
 	if code, _ := e.do("GET", "/v1/tools?format=dynamic&q=weather&limit=-1", e.userTok, nil); code != 400 {
 		t.Fatalf("a negative limit: %d, want 400", code)
+	}
+}
+
+// TestToolIndexRebuiltOnChange: when the plugins' counter moves, the
+// index is rebuilt before any search asks for it.
+func TestToolIndexRebuiltOnChange(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	changes := store.NewWatcher(st, time.Hour, nil)
+	s := &Server{Store: st, Changes: changes}
+	s.Handler()
+	changes.Poll(ctx)
+	row, _ := store.RowFromPlugin(&plugins.Plugin{Name: "weather_now", Description: "Weather now.",
+		Parameters: json.RawMessage(`{"type":"object"}`), Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"}})
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	v, err := changes.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; s.tools.live.Version() != v.Plugins; i++ {
+		if i == 500 {
+			t.Fatalf("index at version %d, counter at %d: not rebuilt", s.tools.live.Version(), v.Plugins)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rs := s.tools.live.Current().Search("weather", 5); len(rs) != 1 {
+		t.Fatalf("the rebuilt index finds %v", rs)
 	}
 }

@@ -54,6 +54,7 @@ func newUpstream(t *testing.T, h http.HandlerFunc) *upstream {
 		u.mu.Lock()
 		u.reqs = append(u.reqs, recorded{r.Method, r.RequestURI, r.Header.Clone(), body})
 		u.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h(w, r)
 	}))
 	t.Cleanup(u.Close)
@@ -72,8 +73,12 @@ type env struct {
 	st    *store.Store
 	url   string
 	creds *auth.CredentialService
+	keys  *auth.Keyring
 	rec   *engine.Recorder
 	logs  *api.SyncBuffer
+	// changes is the server's watcher, polled only by the API's own writes
+	// and by tests.
+	changes *store.Watcher
 }
 
 func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
@@ -87,21 +92,28 @@ func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	// Wired as serve wires it, the watcher polled by hand (writes through
+	// the API poll it themselves).
+	changes := store.NewWatcher(st, time.Hour, log)
+	changes.Poll(context.Background())
+	creds.Changes = changes
+	origins := auth.NewCatalog(st, changes)
+	creds.Identifiers = origins
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Recorder, ex.Logger = creds, rec, log
+	ex.Credentials, ex.Recorder, ex.Logger, ex.Origins = creds, rec, log, origins
 	reg := prometheus.NewRegistry()
 	var err2 error
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
 		t.Fatal(err2)
 	}
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
-		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t)}
+		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t), Changes: changes}
 	for _, o := range opts {
 		o(srv)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, creds: creds, rec: rec, logs: logs}
+	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes}
 }
 
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {
@@ -417,11 +429,9 @@ func TestImportOpenAPIRoute(t *testing.T) {
 func TestCachesFollowTheCounter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand below
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
-		e := newEnv(t, st, func(s *api.Server) { s.Changes = changes })
-		e.creds.Changes = changes
-		changes.Poll(ctx)
+		e := newEnv(t, st)
+		changes := e.changes
 		if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
 			t.Fatal(code)
 		}

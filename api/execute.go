@@ -37,11 +37,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Executor.Execute(r.Context(), engine.Call{
-		Plugin:      p,
-		Arguments:   rawArgs(req.Arguments),
-		UserID:      user,
-		Credentials: req.Credentials,
-		FixedParams: req.FixedParams,
+		Plugin:         p,
+		Arguments:      rawArgs(req.Arguments),
+		UserID:         user,
+		Credentials:    req.Credentials,
+		FixedParams:    req.FixedParams,
+		BoundToCatalog: isInline(req.Plugin) && principalFrom(r.Context()).role != roleAdmin,
 	})
 	writeResult(w, res, err)
 }
@@ -57,8 +58,11 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 		tooMany(w, refused.Message, time.Duration(secs*float64(time.Second)), mergeDetails(refused.Details, res.ExecutionID))
 	case errors.As(err, &refused):
 		status := http.StatusUnprocessableEntity
-		if refused.Code == engine.CodePluginDisabled {
+		switch refused.Code {
+		case engine.CodePluginDisabled:
 			status = http.StatusConflict
+		case engine.CodeRecordsUnavailable:
+			status = http.StatusServiceUnavailable
 		}
 		writeError(w, status, refused.Code, refused.Message, mergeDetails(refused.Details, res.ExecutionID))
 	case err != nil:
@@ -83,10 +87,15 @@ func mergeDetails(d any, executionID string) any {
 	return out
 }
 
+// isInline reports whether a runtime request defines its plugin itself.
+// Stored credentials follow such a plugin only where the catalog sends
+// them (engine.Call.BoundToCatalog), unless the administrator asks.
+func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
 // resolvePlugin finds the plugin of a runtime request: inline, or by name
 // from the catalog.
 func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name string, inline json.RawMessage) (*plugins.Plugin, bool) {
-	if len(inline) > 0 && string(inline) != "null" {
+	if isInline(inline) {
 		p, err := plugins.ParseJSON(inline)
 		var ve *plugins.ValidationError
 		switch {

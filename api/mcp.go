@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,7 +251,7 @@ func (m *mcpAPI) serverTools(w http.ResponseWriter, r *http.Request) {
 	refresh := r.URL.Query().Get("refresh")
 	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, refresh == "1" || refresh == "true")
 	if err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"mcp_id": srv.ID, "name": srv.Name, "tools": tools})
@@ -300,7 +299,7 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, true)
 	if err != nil {
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return
 	}
 	rep, err := mcpimport.Import(r.Context(), m.Store, srv, tools, mcpimport.Options{By: principalFrom(r.Context()).role.String()})
@@ -379,7 +378,7 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, codeSchemaConvert, conv.Error(), limitDetails(err))
 		return
 	case err != nil:
-		m.mcpFailure(w, r, err, creds)
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
 		return
 	}
 	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user, Credentials: creds})
@@ -482,8 +481,8 @@ func objectBody(w http.ResponseWriter, r *http.Request) (json.RawMessage, bool) 
 
 // mcpFailure answers an error of the MCP client as seed 004 §7 says, its
 // message masked.
-func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, creds map[string]string) {
-	msg := auth.NewMasker(slices.Collect(maps.Values(creds))...).String(err.Error())
+func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, mask *auth.Masker) {
+	msg := mask.String(err.Error())
 	var nf *enginemcp.ToolNotFoundError
 	var up *enginemcp.UpstreamError
 	var missing *auth.MissingCredentialsError
@@ -494,6 +493,8 @@ func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, c
 		writeError(w, http.StatusNotFound, codeMCPToolNotFound, msg, map[string]any{"tool_name": nf.Tool})
 	case errors.Is(err, enginemcp.ErrServerDisabled):
 		writeError(w, http.StatusConflict, engine.CodePluginDisabled, msg, nil)
+	case errors.Is(err, auth.ErrSecretTooShort):
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeAuthError, msg, nil)
 	case errors.As(err, &missing):
 		writeError(w, http.StatusUnprocessableEntity, engine.CodeMissingCredentials, msg+" (store them for the user)", map[string]any{"missing": missing.Keys})
 	case errors.As(err, &up), errors.Is(err, context.DeadlineExceeded):

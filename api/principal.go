@@ -59,8 +59,15 @@ func principalFrom(ctx context.Context) principal {
 	return p
 }
 
-// with guards a handler: a bearer token of at least the given role.
+// with guards a handler: a bearer token of at least the given role, and
+// the outage grace (failClosed).
 func (s *Server) with(min role, h http.HandlerFunc) http.HandlerFunc {
+	return s.failClosed(s.authorized(min, h))
+}
+
+// authorized is with for a route that uses nothing the database holds
+// beyond the token (metrics), and so serves past the outage grace.
+func (s *Server) authorized(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {

@@ -111,6 +111,7 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 	var fields []plugins.FieldError
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
 		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options}
+	bound := principalFrom(ctx).role != roleAdmin
 	for i, raw := range req.Plugins {
 		p, err := plugins.ParseJSON(raw)
 		var ve *plugins.ValidationError
@@ -124,6 +125,12 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:
 			out.Plugins = append(out.Plugins, p)
+			if bound {
+				if out.BoundToCatalog == nil {
+					out.BoundToCatalog = map[*plugins.Plugin]bool{}
+				}
+				out.BoundToCatalog[p] = true
+			}
 		}
 	}
 	// From the parsed catalog: no query, and the catalog's own plugins, so

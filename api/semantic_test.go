@@ -109,7 +109,13 @@ func TestSemanticSearch(t *testing.T) {
 			return rs
 		}
 		search("issue") // loads the catalog: the vectors are computed in the background
-		waitFor(t, sem.Ready)
+		// Each write moved the catalog, so the vectors may be computed
+		// twice (one plugin, then two): wait for both.
+		waitFor(t, func() bool {
+			var n int
+			st.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM sys_ai_plugin_embedding WHERE model = 'test-embed'").Scan(&n)
+			return sem.Ready() && n == 2
+		})
 		rs := search("lease an automobile")
 		if len(rs) == 0 || rs[0].(map[string]any)["name"] != "car_hire" {
 			t.Fatalf("lease an automobile: %v, want car_hire first (no word in common: semantic)", rs)

@@ -64,12 +64,19 @@ type Server struct {
 	// knows which payload fields it accepts.
 	Version string
 
+	// OutageGrace is how long the runtime serves what it read last while
+	// the change counters cannot be read (the database is unreachable);
+	// past it, the routes answer 503. 0: without limit (tests,
+	// single-process tools).
+	OutageGrace time.Duration
+
 	tokens     tokenCache
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
 	// migrated is set once /readyz has seen the schema up to date: a
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
+	closed   atomic.Bool // failing closed (logged once each way)
 }
 
 // Handler returns the routes.
@@ -101,7 +108,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Registry != nil {
-		mux.Handle("GET /metrics", s.with(roleAdmin, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
+		mux.Handle("GET /metrics", s.authorized(roleAdmin, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}
 
 	mux.HandleFunc("GET /v1/plugins", s.with(roleService, s.listPlugins))
@@ -148,29 +155,6 @@ func (s *Server) changed(ctx context.Context) {
 	if _, err := s.Changes.Poll(context.WithoutCancel(ctx)); err != nil {
 		s.Logger.WarnContext(ctx, "change counters not read after a write; it takes effect at the next poll", "err", err)
 	}
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.Store.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
-		return
-	}
-	if !s.migrated.Load() {
-		if err := s.Store.CheckMigrated(ctx); err != nil {
-			msg := "database schema check failed"
-			if errors.Is(err, store.ErrNotMigrated) {
-				msg = err.Error() + ": run `blindexec migrate`"
-			}
-			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
-			return
-		}
-		s.migrated.Store(true)
-	}
-	// The counters this replica's caches follow: replicas that agree on
-	// them serve the same catalog, tokens and credentials.
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
 }
 
 // Error is the body of every answer that is not a result.

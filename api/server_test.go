@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/blindexec/blindexec/engine"
 )
 
 // TestMalformedBodyNamesTheField: a body that does not decode answers 400
@@ -35,5 +37,17 @@ func TestMalformedBodyNamesTheField(t *testing.T) {
 		if !decodeBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(ok)), &req) || (ok != `{"user_id":null}` && req.UserID != 7) {
 			t.Errorf("%s: user_id %d", ok, req.UserID)
 		}
+	}
+}
+
+// Issue 15, point 2: a call refused because it could not be recorded (the
+// record spool is full) answers 503, not a client error.
+func TestRecordsUnavailableAnswers503(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeResult(w, &engine.Result{ExecutionID: "e1"}, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeRecordsUnavailable, Message: "spool full"}})
+	var got map[string]Error
+	json.Unmarshal(w.Body.Bytes(), &got)
+	if w.Code != 503 || got["error"].Code != engine.CodeRecordsUnavailable {
+		t.Fatalf("%d %s, want 503 records_unavailable", w.Code, w.Body)
 	}
 }

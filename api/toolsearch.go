@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
 
@@ -29,9 +30,22 @@ type catalogState struct {
 	version int64
 }
 
-// followCatalog hooks the index to the catalog's reloads; Handler calls it
+// followCatalog hooks the index to the catalog's reloads, and has the
+// catalog reload as soon as the plugins' counter moves, so that the index
+// is rebuilt before the next search rather than by it. Handler calls it
 // once the catalog is set.
 func (s *Server) followCatalog() {
+	if s.Changes != nil {
+		s.Changes.OnChange(func(old, new store.Versions) {
+			if new.Plugins != old.Plugins {
+				go func() {
+					if _, err := s.Catalog.EnabledPlugins(context.Background()); err != nil {
+						s.Logger.Warn("catalog not reloaded for tool search", "err", err)
+					}
+				}()
+			}
+		})
+	}
 	s.Catalog.OnReload(func(enabled []*plugins.Plugin, version int64) {
 		st := &catalogState{enabled, version}
 		s.tools.latest.Store(st)
@@ -66,6 +80,9 @@ func (s *Server) updateVectors(st *catalogState) {
 // ToolIndex returns the search index of the current catalog (the LLM loop
 // and the MCP server search it too).
 func (s *Server) ToolIndex(ctx context.Context) (*toolsearch.Index, error) {
+	if s.Catalog == nil {
+		return nil, errors.New("tool search: the server has no catalog")
+	}
 	enabled, err := s.Catalog.EnabledPlugins(ctx) // reloads, and so notifies, when the counter moved
 	if err != nil {
 		return nil, err

@@ -18,9 +18,11 @@ import (
 
 // Applied tells the executor what Apply injected.
 type Applied struct {
-	// Secrets are the credential values used and their derived forms (the
-	// basic "user:pass" and its base64, the oauth2 access token): what a
-	// Masker must hide.
+	// Secrets are the secret credential values used and the values
+	// derived from them (the basic "user:pass" pair, the oauth2 client
+	// pair and form, the access token): what a Masker must hide besides
+	// the credentials (see MaskerFor). Identifiers are not among them on
+	// their own, only inside a pair.
 	Secrets []string
 	// Headers are the request header names carrying credentials, to drop
 	// on a cross-origin redirect (egress.WithSensitiveHeaders).
@@ -88,7 +90,8 @@ func NewAuthenticator(client *http.Client) *Authenticator {
 //
 // Credentials absent or empty yield a *MissingCredentialsError before req
 // is touched; a value holding CR, LF or NUL an error wrapping
-// ErrCredentialValue; a cookie value RFC 6265 forbids, ErrCookieValue.
+// ErrCredentialValue; a secret shorter than MinMaskLen, ErrSecretTooShort;
+// a cookie value RFC 6265 forbids, ErrCookieValue.
 // On error req is unchanged. Errors name credential keys, never values.
 func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds map[string]string, req *http.Request) (Applied, error) {
 	var out Applied
@@ -120,9 +123,8 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 			return out, fmt.Errorf("credential %s: a basic-auth user name must not contain ':'", cfg.Username)
 		}
 		userPass := user + ":" + pass
-		encoded := base64.StdEncoding.EncodeToString([]byte(userPass))
-		authorization = "Basic " + encoded
-		out.Secrets = append(out.Secrets, user, pass, userPass, encoded)
+		authorization = "Basic " + base64.StdEncoding.EncodeToString([]byte(userPass))
+		out.Secrets = append(out.Secrets, pass, userPass) // a Masker derives the base64
 	case plugins.AuthOAuth2:
 		o := cfg.OAuth2
 		if o == nil {
@@ -134,12 +136,13 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 			token = creds[o.AccessToken]
 		case plugins.GrantClientCredentials:
 			id, secret := creds[o.ClientID], creds[o.ClientSecret]
+			sent := clientCredentialsSecrets(id, secret)
 			var err error
 			if token, err = a.clientCredentialsToken(ctx, o, id, secret); err != nil {
 				// A token endpoint may echo what it was sent.
-				return Applied{}, NewMasker(id, secret).Error(err)
+				return Applied{}, NewMasker(sent...).Error(err)
 			}
-			out.Secrets = append(out.Secrets, id, secret)
+			out.Secrets = append(out.Secrets, sent...)
 		default:
 			return out, fmt.Errorf("auth_config.oauth2: unknown grant %q", grant)
 		}
@@ -150,7 +153,9 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 	}
 	for _, m := range mapping {
 		v := creds[m.Source]
-		out.Secrets = append(out.Secrets, v)
+		if m.IsSecret() {
+			out.Secrets = append(out.Secrets, v)
+		}
 		applyMapping(req, m, m.Prefix+v, &out)
 	}
 	if authorization != "" {
@@ -160,8 +165,18 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 	return out, nil
 }
 
+// clientCredentialsSecrets is what a token request carries of the client
+// secret, with the client id where the two travel together:
+// golang.org/x/oauth2 sends Basic base64(escape(id):escape(secret)), or
+// the form client_id=…&client_secret=… (url.Values sorts the keys).
+func clientCredentialsSecrets(id, secret string) []string {
+	qid, qsecret := url.QueryEscape(id), url.QueryEscape(secret)
+	return []string{secret, id + ":" + secret, qid + ":" + qsecret, "client_id=" + qid + "&client_secret=" + qsecret}
+}
+
 // checkCredentials fails on keys cfg reads that creds lacks, then on
-// values that could break out of a header or query string.
+// values that could break out of a header or query string, then on
+// secrets too short to mask.
 func checkCredentials(cfg plugins.AuthConfig, creds map[string]string) error {
 	keys := cfg.CredentialKeys()
 	var missing []string
@@ -178,7 +193,7 @@ func checkCredentials(cfg plugins.AuthConfig, creds map[string]string) error {
 			return fmt.Errorf("credential %s: %w", k, ErrCredentialValue)
 		}
 	}
-	return nil
+	return CheckSecretLengths(cfg, creds)
 }
 
 // checkMapping validates entries before any is applied, so that a bad one

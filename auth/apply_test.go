@@ -40,6 +40,8 @@ func TestApply(t *testing.T) {
 		header  map[string]string
 		headers []string // Applied.Headers
 		secrets []string // must be among Applied.Secrets
+		// notSecrets must not be: identifiers are ordinary data on their own
+		notSecrets []string
 	}{{
 		name: "api_key header (seed 001)",
 		cfg: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{
@@ -95,7 +97,18 @@ func TestApply(t *testing.T) {
 		cfg:     plugins.AuthConfig{Type: plugins.AuthBasic, Username: "USER", Password: "PASS"},
 		header:  map[string]string{"Authorization": basic},
 		headers: []string{"Authorization"},
-		secrets: []string{"alice", "pa:ss word", "alice:pa:ss word", strings.TrimPrefix(basic, "Basic ")},
+		secrets: []string{"pa:ss word", "alice:pa:ss word"},
+		// The username is an identifier: only the pair carries it.
+		notSecrets: []string{"alice"},
+	}, {
+		name: "a mapping entry marked not secret",
+		cfg: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{
+			{Source: "QCC_KEY", Target: "Token"}, {Source: "USER", Target: "X-Tenant", Secret: new(false)},
+		}},
+		header:     map[string]string{"Token": "qcc-key-1", "X-Tenant": "alice"},
+		headers:    []string{"Token", "X-Tenant"},
+		secrets:    []string{"qcc-key-1"},
+		notSecrets: []string{"alice"},
 	}, {
 		name:    "oauth2 access_token",
 		cfg:     plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{AccessToken: "AT"}},
@@ -132,6 +145,11 @@ func TestApply(t *testing.T) {
 			for _, s := range tt.secrets {
 				if !slices.Contains(got.Secrets, s) {
 					t.Errorf("Applied.Secrets = %q, lacks %q", got.Secrets, s)
+				}
+			}
+			for _, s := range tt.notSecrets {
+				if slices.Contains(got.Secrets, s) {
+					t.Errorf("Applied.Secrets = %q, holds the identifier %q", got.Secrets, s)
 				}
 			}
 			// Whatever was injected, the Masker built from Secrets hides it.

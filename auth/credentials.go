@@ -37,6 +37,12 @@ type CredentialService struct {
 	// RuoYi writing sys_user_credential) after the next poll. nil: no
 	// cache. Set it before use.
 	Changes Versions
+	// Identifiers tells Set which keys are identifiers (*Catalog does): a
+	// value shorter than MinMaskLen is stored only for a key the catalog
+	// reads only as an identifier. nil: every key is a secret.
+	Identifiers interface {
+		IsIdentifier(ctx context.Context, key string) (bool, error)
+	}
 
 	mu           sync.Mutex
 	cacheVersion int64
@@ -93,6 +99,9 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 	if value == "" {
 		return fmt.Errorf("set credential %q of user %d: empty value", key, userID)
 	}
+	if err := cs.checkLength(ctx, key, value); err != nil {
+		return err
+	}
 	stored, kid, err := cs.keys.Encrypt(userID, key, value)
 	if err != nil {
 		return fmt.Errorf("set credential %q of user %d: %w", key, userID, err)
@@ -101,6 +110,23 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 		Audit: store.Audit{CreateBy: by, UpdateBy: by}}
 	defer cs.forget(userID, key)
 	return cs.store.PutCredential(ctx, c)
+}
+
+// checkLength refuses a value too short to mask, unless the catalog reads
+// key only as an identifier.
+func (cs *CredentialService) checkLength(ctx context.Context, key, value string) error {
+	err := CheckSecretLength(key, value)
+	if err == nil || cs.Identifiers == nil {
+		return err
+	}
+	id, cerr := cs.Identifiers.IsIdentifier(ctx, key)
+	if cerr != nil {
+		return fmt.Errorf("set credential %q: %w", key, cerr)
+	}
+	if id {
+		return nil
+	}
+	return err
 }
 
 // Resolve returns the decrypted values of those of keys the user has.

@@ -188,10 +188,10 @@ func TestCredentialServiceNoMasterKey(t *testing.T) {
 		if got, err := svc.Resolve(ctx, 1, []string{"k"}); err != nil || len(got) != 0 {
 			t.Errorf("Resolve of nothing without a key = %v, %v", got, err)
 		}
-		if err := svc.Set(ctx, 1, "k", "v", ""); !errors.Is(err, auth.ErrNoMasterKey) {
+		if err := svc.Set(ctx, 1, "k", "value", ""); !errors.Is(err, auth.ErrNoMasterKey) {
 			t.Errorf("Set without a key: %v, want ErrNoMasterKey", err)
 		}
-		if err := auth.NewCredentialService(s, mustKeyring(t, newKeyB64(t), "")).Set(ctx, 1, "k", "v", ""); err != nil {
+		if err := auth.NewCredentialService(s, mustKeyring(t, newKeyB64(t), "")).Set(ctx, 1, "k", "value", ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.Resolve(ctx, 1, []string{"k"}); !errors.Is(err, auth.ErrNoMasterKey) {

@@ -51,7 +51,7 @@ func TestCheckKeys(t *testing.T) {
 		// quickstart's blocks each generating a key.
 		mismatch(auth.CheckKeys(ctx, s, ring(keyB, ""), true), "the database was set up with key id "+a.MasterKeyID())
 		// A credential under A; B with A kept as old passes, and is recorded.
-		if err := auth.NewCredentialService(s, a).Set(ctx, 7, "K", "v", "test"); err != nil {
+		if err := auth.NewCredentialService(s, a).Set(ctx, 7, "K", "value-1234", "test"); err != nil {
 			t.Fatal(err)
 		}
 		if err := auth.CheckKeys(ctx, s, ring(keyB, keyA), true); err != nil {

@@ -3,40 +3,56 @@ package auth
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// MinMaskLen is the shortest secret a Masker masks: a shorter one (a PIN,
-// a "1") would redact random fragments of every response while hiding
-// next to nothing.
+// MinMaskLen is the shortest secret a Masker can protect: a shorter one (a
+// PIN, a "1") would redact random fragments of every response while hiding
+// next to nothing. The engine refuses to store, accept or send a secret
+// shorter than this (see CheckSecretLengths); identifiers are exempt.
 const MinMaskLen = 4
 
 // Redacted replaces every masked secret.
 const Redacted = "[REDACTED]"
 
+// maxUnescapeLevels is how many layers of escaping a Masker sees through:
+// an upstream's JSON inside an MCP result's JSON is two; a third covers a
+// URL-escaped value in either.
+const maxUnescapeLevels = 3
+
 // Masker replaces secrets in text that the LLM, logs, errors or execution
-// records will see. It masks each secret as given and in the forms it
-// takes on the wire or in echoes: query-escaped, path-escaped, base64
-// (standard and URL alphabets, padded or not) and JSON-escaped. A nil
-// *Masker masks nothing. It is safe for concurrent use.
+// records will see. It masks what the text means, not only its bytes:
+//
+//   - each secret as given, query-escaped (space as '+'), and in base64
+//     (standard and URL alphabets, padded or not), including the part of a
+//     longer base64 text that encodes the secret at any of the three byte
+//     alignments (a password inside base64("user:password"));
+//   - the same in text read through up to maxUnescapeLevels layers of
+//     escaping, each layer undoing JSON string escapes (\/ \" \\ \n …,
+//     \uXXXX in either case, surrogate pairs) and URL percent-escapes
+//     (%XX in either case): `sk\/live`, `\u0073\u006B…`, `sk%2flive`
+//     and `sk\\/live` (JSON inside JSON) are all caught.
+//
+// The whole span of text that encodes a secret is replaced, escapes
+// included. A nil *Masker masks nothing. It is safe for concurrent use.
 type Masker struct {
 	needles []string // every form, longest first
-	// scan is needles without those containing another (padded base64
-	// contains unpadded): text holding none of scan holds no needle.
+	// scan is needles without those containing another: text holding none
+	// of scan holds no needle.
 	scan []string
-
-	once     sync.Once
-	replacer *strings.Replacer // built on the first text that needs it
+	// wanted marks the bytes of needles, and the escape characters: an
+	// unescaped layer can hold a needle its parent lacks only if one of
+	// its escapes stands for one of those.
+	wanted [256]bool
 }
 
 // NewMasker returns a Masker for secrets; those shorter than MinMaskLen
-// are ignored. Building one is cheap: scanning text that holds no secret
-// allocates nothing.
+// are ignored. Scanning text that holds no secret and no escape allocates
+// nothing.
 func NewMasker(secrets ...string) *Masker {
 	m := &Masker{}
 	add := func(s string) {
@@ -48,26 +64,30 @@ func NewMasker(secrets ...string) *Masker {
 		if len(s) < MinMaskLen {
 			continue
 		}
-		add(s)
-		add(url.QueryEscape(s)) // both return s, unallocated, when nothing needs escaping
-		add(url.PathEscape(s))
-		// Unpadded forms are substrings of padded ones; the URL alphabet
-		// differs only where the standard one has '+' or '/'.
-		std := base64.StdEncoding.EncodeToString([]byte(s))
-		add(std)
-		add(strings.TrimRight(std, "="))
-		if strings.ContainsAny(std, "+/") {
-			u := base64.URLEncoding.EncodeToString([]byte(s))
-			add(u)
-			add(strings.TrimRight(u, "="))
-		}
-		if strings.ContainsFunc(s, needsJSONEscape) {
-			add(jsonEscape(s, true))
-			add(jsonEscape(s, false))
+		// Three values: as given; query-escaped, a needle of its own since
+		// the unescaped layers leave a '+' alone (it may be a literal '+')
+		// and its base64 is what an oauth2 client sends (Basic
+		// base64(escape(id):escape(secret))); and with '+' for each space,
+		// what a layer makes of a query escape in lower-case hex.
+		for _, v := range []string{s, url.QueryEscape(s), strings.ReplaceAll(s, " ", "+")} {
+			add(v)
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+				padded := enc.EncodeToString([]byte(v))
+				add(padded)
+				add(strings.TrimRight(padded, "="))
+				for _, core := range base64Cores(enc, v) {
+					add(core)
+				}
+			}
 		}
 	}
-	// Longest first: the replacer tries candidates in order, so a form
-	// containing another (the padded base64 of the raw one) must win.
+	for _, n := range m.needles {
+		for i := 0; i < len(n); i++ {
+			m.wanted[n[i]] = true
+		}
+	}
+	m.wanted['\\'], m.wanted['%'] = true, true
+	// Longest first, so that scan keeps the shortest of nested forms.
 	slices.SortStableFunc(m.needles, func(a, b string) int { return len(b) - len(a) })
 	for i, n := range m.needles {
 		if !slices.ContainsFunc(m.needles[i+1:], func(shorter string) bool { return strings.Contains(n, shorter) }) {
@@ -77,60 +97,399 @@ func NewMasker(secrets ...string) *Masker {
 	return m
 }
 
-// needsJSONEscape reports whether encoding/json may write r otherwise than
-// as itself inside a string.
-func needsJSONEscape(r rune) bool {
-	return r < 0x20 || r == '"' || r == '\\' || r == '<' || r == '>' || r == '&' ||
-		r == '\u2028' || r == '\u2029' || r == utf8.RuneError
-}
-
-// jsonEscape is s as it appears inside a JSON string, with or without
-// encoding/json's HTML escaping of <, > and &.
-func jsonEscape(s string, html bool) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(html)
-	_ = enc.Encode(s) // a string always encodes
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	return string(b[1 : len(b)-1])
-}
-
-func (m *Masker) replace(s string) string {
-	m.once.Do(func() {
-		pairs := make([]string, 0, 2*len(m.needles))
-		for _, n := range m.needles {
-			pairs = append(pairs, n, Redacted)
+// base64Cores returns, for each of the three alignments v may have inside
+// a longer text, the characters of that text's base64 that depend on v's
+// bytes alone: they appear whatever comes before and after v.
+func base64Cores(enc *base64.Encoding, v string) []string {
+	raw := enc.WithPadding(base64.NoPadding)
+	cores := make([]string, 0, 3)
+	for k, drop := range []int{0, 2, 3} { // characters mixing the k bytes before v
+		b := make([]byte, k+len(v))
+		copy(b[k:], v)
+		e := raw.EncodeToString(b)
+		end := len(e)
+		if (k+len(v))%3 != 0 {
+			end-- // the last character mixes v with what follows
 		}
-		m.replacer = strings.NewReplacer(pairs...)
-	})
-	return m.replacer.Replace(s)
+		if end-drop >= MinMaskLen {
+			cores = append(cores, e[drop:end])
+		}
+	}
+	return cores
 }
 
 // String returns s with every secret replaced by Redacted.
 func (m *Masker) String(s string) string {
-	if m == nil {
+	if m == nil || !m.suspect(s) {
 		return s
 	}
-	for _, n := range m.scan {
-		if strings.Contains(s, n) {
-			return m.replace(s)
-		}
+	out, _ := m.mask(s, false)
+	return out
+}
+
+// Cut is String for text cut short (a body read up to a limit): a
+// secret the cut split in two leaves its start at the end of the text,
+// which String would not recognize. Cut also replaces the longest end of
+// s (read through the same escapes) that begins a form of a secret.
+func (m *Masker) Cut(s string) string {
+	if m == nil || len(m.needles) == 0 {
+		return s
 	}
-	return s
+	out, _ := m.mask(s, true)
+	return out
 }
 
 // Bytes returns b with every secret replaced by Redacted: b itself when it
 // holds none, a new slice otherwise.
 func (m *Masker) Bytes(b []byte) []byte {
-	if m == nil {
+	if m == nil || !m.suspectBytes(b) {
 		return b
+	}
+	out, changed := m.mask(string(b), false)
+	if !changed {
+		return b
+	}
+	return []byte(out)
+}
+
+// suspect reports whether s may hold a secret: a needle as is, or an
+// escape that could stand for part of one.
+func (m *Masker) suspect(s string) bool {
+	if len(m.needles) == 0 {
+		return false
+	}
+	for _, n := range m.scan {
+		if strings.Contains(s, n) {
+			return true
+		}
+	}
+	return worthUnescaping(&m.wanted, s, '\\') || worthUnescaping(&m.wanted, s, '%')
+}
+
+func (m *Masker) suspectBytes(b []byte) bool {
+	if len(m.needles) == 0 {
+		return false
 	}
 	for _, n := range m.scan {
 		if bytes.Contains(b, []byte(n)) {
-			return []byte(m.replace(string(b)))
+			return true
 		}
 	}
-	return b
+	return worthUnescaping(&m.wanted, b, '\\') || worthUnescaping(&m.wanted, b, '%')
+}
+
+// span is a range [from, to) of the original text.
+type span struct{ from, to int }
+
+// layer is the original text with some escapes undone. Where each of
+// its bytes comes from is worked out only for a layer holding a needle.
+type layer struct {
+	text   string
+	parent *layer // nil: the original
+	escape byte   // what was undone from parent
+	// from[i] is where the escape (or byte) that gave text[i] starts in
+	// the original; built on demand. Layers cover the original whole and
+	// in order, so the bytes of one escape end where the next one's start.
+	from []int32
+}
+
+// span returns the original span of text[i:j].
+func (l *layer) span(i, j int) span {
+	if l.parent == nil {
+		return span{i, j}
+	}
+	if l.from == nil {
+		l.from = l.positions()
+	}
+	root := l
+	for root.parent != nil {
+		root = root.parent
+	}
+	to := len(root.text)
+	for k := j; k < len(l.from); k++ {
+		if l.from[k] != l.from[j-1] {
+			to = int(l.from[k])
+			break
+		}
+	}
+	return span{int(l.from[i]), to}
+}
+
+// positions builds from by undoing the parent's escapes again.
+func (l *layer) positions() []int32 {
+	p := l.parent
+	if p.parent != nil && p.from == nil {
+		p.from = p.positions()
+	}
+	from := make([]int32, 0, len(l.text))
+	walkEscapes(p.text, l.escape, func(i, n int, b string) {
+		switch {
+		case n == len(b) && p.from == nil: // plain bytes
+			for k := range n {
+				from = append(from, int32(i+k))
+			}
+		case n == len(b):
+			from = append(from, p.from[i:i+n]...)
+		default: // every byte of an escape's value comes from its start
+			f := int32(i)
+			if p.from != nil {
+				f = p.from[i]
+			}
+			for range len(b) {
+				from = append(from, f)
+			}
+		}
+	})
+	return from
+}
+
+// mask finds every needle in s and in each unescaped layer of s, and
+// replaces the original text of each (merged) match.
+func (m *Masker) mask(s string, cut bool) (string, bool) {
+	var spans []span
+	top := &layer{text: s}
+	m.find(top, cut, &spans)
+	m.findUnescaped(top, maxUnescapeLevels, cut, &spans)
+	if len(spans) == 0 {
+		return s, false
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	var out strings.Builder
+	out.Grow(len(s))
+	at := 0
+	for i := 0; i < len(spans); {
+		cur := spans[i]
+		for i++; i < len(spans) && spans[i].from < cur.to; i++ {
+			cur.to = max(cur.to, spans[i].to)
+		}
+		out.WriteString(s[at:cur.from])
+		out.WriteString(Redacted)
+		at = cur.to
+	}
+	out.WriteString(s[at:])
+	return out.String(), true
+}
+
+// find appends the original spans of every needle occurrence in l, and
+// with cut, of the longest end of l that begins a needle.
+func (m *Masker) find(l *layer, cut bool, spans *[]span) {
+	if cut {
+		// The cut may also have split an escape, which stays as it is.
+		text := l.text[:len(l.text)-splitEscape(l.text)]
+		longest := 0
+		for _, n := range m.needles {
+			for k := min(len(n)-1, len(text)); k > longest; k-- {
+				if strings.HasSuffix(text, n[:k]) {
+					longest = k
+					break
+				}
+			}
+		}
+		if longest > 0 {
+			*spans = append(*spans, l.span(len(text)-longest, len(l.text)))
+		}
+	}
+	if !slices.ContainsFunc(m.scan, func(n string) bool { return strings.Contains(l.text, n) }) {
+		return
+	}
+	for _, n := range m.needles {
+		for off := 0; ; {
+			i := strings.Index(l.text[off:], n)
+			if i < 0 {
+				break
+			}
+			*spans = append(*spans, l.span(off+i, off+i+len(n)))
+			off += i + 1
+		}
+	}
+}
+
+// splitEscape is the length of the escape s ends with when it is cut
+// short (`\`, `\u00`, `%`, `%4`), else 0.
+func splitEscape(s string) int {
+	for n := 1; n <= 5 && n <= len(s); n++ {
+		tail := s[len(s)-n:]
+		switch {
+		case tail[0] == '%' && n <= 2 && isHex(tail[1:]),
+			tail[0] == '\\' && (n == 1 || tail[1] == 'u' && isHex(tail[2:])):
+			return n
+		}
+	}
+	return 0
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if _, ok := unhex(s[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// findUnescaped finds needles in each layer below l: JSON-unescaped and
+// percent-unescaped, each in turn, down to levels deep. The two are
+// undone separately: in `\\u0041%41` (JSON for the text \u0041%41) a
+// layer undoing both at once would also read %41 as 'A'.
+func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
+	if levels == 0 {
+		return
+	}
+	for _, escape := range []byte{'\\', '%'} {
+		if !worthUnescaping(&m.wanted, l.text, escape) {
+			continue
+		}
+		if next := unescape(l, escape); next != nil {
+			m.find(next, cut, spans)
+			m.findUnescaped(next, levels-1, cut, spans)
+		}
+	}
+}
+
+// worthUnescaping reports whether undoing the escapes of the kind escape
+// in s could reveal a needle s does not hold: whether one of them stands
+// for a byte of a needle or an escape character (which may begin an
+// escape of the next layer). Most escaped text (JSON's \n and \") needs
+// no layer built at all.
+func worthUnescaping[T string | []byte](wanted *[256]bool, s T, escape byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != escape {
+			continue
+		}
+		var b [utf8.UTFMax]byte
+		n := 0
+		switch {
+		case escape == '\\' && i+1 < len(s):
+			if r, k := jsonEscape(string(s[i:min(i+12, len(s))])); k > 0 {
+				n = utf8.EncodeRune(b[:], r)
+			}
+		case escape == '%' && i+2 < len(s):
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				b[0], n = hi<<4|lo, 1
+			}
+		}
+		for _, c := range b[:n] {
+			if wanted[c] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unescape undoes one layer of escapes in l: JSON string escapes when
+// escape is '\\', URL percent-escapes when it is '%'. Malformed escapes
+// are kept as they are. It returns nil when there was nothing to undo.
+func unescape(l *layer, escape byte) *layer {
+	out := make([]byte, 0, len(l.text))
+	changed := false
+	walkEscapes(l.text, escape, func(_, n int, b string) {
+		out = append(out, b...)
+		changed = changed || n > len(b)
+	})
+	if !changed {
+		return nil
+	}
+	return &layer{text: string(out), parent: l, escape: escape}
+}
+
+// walkEscapes calls emit for each run of plain bytes of s (n == len(b))
+// and each escape of the kind escape (n bytes of s giving b), in order.
+func walkEscapes(s string, escape byte, emit func(i, n int, b string)) {
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], escape)
+		if j != 0 {
+			if j < 0 {
+				j = len(s) - i
+			}
+			emit(i, j, s[i:i+j])
+			i += j
+			continue
+		}
+		b, n := buf[:1], 1 // a malformed escape stands for itself
+		buf[0] = escape
+		switch {
+		case escape == '\\' && i+1 < len(s):
+			if r, k := jsonEscape(s[i:]); k > 0 {
+				b, n = buf[:utf8.EncodeRune(buf[:], r)], k
+			}
+		case escape == '%' && i+2 < len(s):
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				buf[0], n = hi<<4|lo, 3
+			}
+		}
+		emit(i, n, string(b)) // one byte, or a rune from \\u: rarely an allocation
+		i += n
+	}
+}
+
+// jsonEscape decodes the JSON string escape at the start of s (which
+// begins with a backslash): the rune and the escape's length, or n == 0
+// when s does not start with one.
+func jsonEscape(s string) (r rune, n int) {
+	switch s[1] {
+	case '"', '\\', '/':
+		return rune(s[1]), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r, ok := hex4(s[2:])
+		if !ok {
+			return 0, 0
+		}
+		if utf16.IsSurrogate(r) {
+			if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+				if lo, ok := hex4(s[8:]); ok {
+					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+						return pair, 12
+					}
+				}
+			}
+			return utf8.RuneError, 6
+		}
+		return r, 6
+	}
+	return 0, 0
+}
+
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for i := range 4 {
+		d, ok := unhex(s[i])
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // Error returns err, or when its message holds a secret (a *url.Error

@@ -4,55 +4,224 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/auth"
 )
 
-func TestMaskerForms(t *testing.T) {
-	const secret = `s3cr+t=/&x y"<z>`
-	jsonForm, _ := json.Marshal(map[string]string{"echo": secret})
-	m := auth.NewMasker(secret, "user:pa55")
-	tests := []struct {
-		name, in string
-	}{
-		{"plain", "key is " + secret + "."},
-		{"query-escaped", "GET /v1?key=" + url.QueryEscape(secret) + "&a=1"},
-		{"path-escaped", "/v1/keys/" + url.PathEscape(secret) + "/info"},
-		{"base64", "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("user:pa55"))},
-		{"base64 url raw", "token=" + base64.RawURLEncoding.EncodeToString([]byte(secret))},
-		{"json", string(jsonForm)},
-		{"json no html escape", `{"echo":"` + strings.ReplaceAll(secret, `"`, `\"`) + `"}`},
-		{"twice", secret + secret},
+// secretForms are the ways an upstream may echo a secret: as it is, in
+// each JSON escape style real encoders use (encoding/json, PHP's slashes
+// and \u-escaped non-ASCII, Java's and Gson's \u for =, ', <, >, all-\u in
+// either case), URL-escaped, in base64 and in combinations of those.
+var secretForms = []struct {
+	name string
+	enc  func(string) string
+}{
+	{"plain", func(s string) string { return s }},
+	{"json encoding/json", jsonGo},
+	{"json no html escape", func(s string) string { return jsonWith(s, false, false, false) }},
+	{"json php slashes", func(s string) string { return jsonWith(s, true, false, false) }},
+	{"json php unicode", func(s string) string { return jsonWith(s, true, true, false) }},
+	{"json all \\u lower", func(s string) string { return allU(s, "%04x") }},
+	{"json all \\u upper", func(s string) string { return allU(s, "%04X") }},
+	{"json all \\u mixed case", func(s string) string { return mixedCase(allU(s, "%04x")) }},
+	{"json gson", func(s string) string { return jsonWith(s, false, true, true) }},
+	{"json in json", func(s string) string { return jsonGo(jsonWith(s, true, false, false)) }},
+	{"json in json in json", func(s string) string { return jsonGo(jsonGo(jsonWith(s, true, true, false))) }},
+	{"query escape", url.QueryEscape},
+	{"path escape", url.PathEscape},
+	{"percent lower", percentLower},
+	{"percent every byte", func(s string) string { return percentAll(s, "%%%02X") }},
+	{"query escape in json", func(s string) string { return jsonWith(url.QueryEscape(s), true, false, false) }},
+	{"json in query escape", func(s string) string { return url.QueryEscape(jsonWith(s, true, true, false)) }},
+	{"base64 std", b64(base64.StdEncoding)},
+	{"base64 std raw", b64(base64.RawStdEncoding)},
+	{"base64 url", b64(base64.URLEncoding)},
+	{"base64 url raw", b64(base64.RawURLEncoding)},
+	{"base64 std in php json", func(s string) string { return jsonWith(b64(base64.StdEncoding)(s), true, false, false) }},
+	{"base64 std all \\u", func(s string) string { return allU(b64(base64.StdEncoding)(s), "%04X") }},
+	{"base64 query-escaped", func(s string) string { return url.QueryEscape(b64(base64.StdEncoding)(s)) }},
+}
+
+// pairForms put the secret inside the basic-auth pair "user:secret", as
+// net/http (raw) and golang.org/x/oauth2 (each part query-escaped) encode
+// it. Only the secret's own characters must go: the user name is an
+// identifier, and a character or two mixing both may stay.
+var pairForms = []struct {
+	name string
+	enc  func(user, secret string) string
+}{
+	{"basic std", func(u, s string) string { return b64(base64.StdEncoding)(u + ":" + s) }},
+	{"basic url raw", func(u, s string) string { return b64(base64.RawURLEncoding)(u + ":" + s) }},
+	{"oauth2 basic", func(u, s string) string {
+		return b64(base64.StdEncoding)(url.QueryEscape(u) + ":" + url.QueryEscape(s))
+	}},
+	{"oauth2 basic in php json", func(u, s string) string {
+		return jsonWith(b64(base64.StdEncoding)(url.QueryEscape(u)+":"+url.QueryEscape(s)), true, false, false)
+	}},
+}
+
+func jsonGo(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// jsonWith escapes s as a JSON string body: slashes as \/, non-ASCII as
+// \u (surrogate pairs beyond the BMP), and Gson's extra \u003d \u0027.
+func jsonWith(s string, slashes, unicode, gson bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteString(`\` + string(r))
+		case r == '/' && slashes:
+			b.WriteString(`\/`)
+		case r < 0x20, gson && strings.ContainsRune(`='<>&`, r), unicode && r > 0x7e:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := m.String(tt.in)
-			if !strings.Contains(got, auth.Redacted) {
-				t.Errorf("String(%q) = %q: nothing redacted", tt.in, got)
+	return b.String()
+}
+
+func allU(s, verb string) string {
+	var b strings.Builder
+	for _, u := range utf16.Encode([]rune(s)) {
+		b.WriteString(`\u` + fmt.Sprintf(verb, u))
+	}
+	return b.String()
+}
+
+// mixedCase upper-cases every other hex letter of \u escapes.
+func mixedCase(s string) string {
+	out := []byte(s)
+	for i := range out {
+		if i%2 == 0 && out[i] >= 'a' && out[i] <= 'f' && i > 0 && out[i-1] != '\\' {
+			out[i] -= 'a' - 'A'
+		}
+	}
+	return string(out)
+}
+
+// percentLower is url.QueryEscape with lower-case hex digits.
+func percentLower(s string) string {
+	b := []byte(url.QueryEscape(s))
+	for i := range b {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
+
+func percentAll(s, verb string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, verb, s[i])
+	}
+	return b.String()
+}
+
+func b64(enc *base64.Encoding) func(string) string {
+	return func(s string) string { return enc.EncodeToString([]byte(s)) }
+}
+
+// checkMasked fails when masking a form of secret, framed by '[' and ']'
+// (which no needle holds), leaves anything but the redaction.
+func checkMasked(t *testing.T, m *auth.Masker, secret string) {
+	t.Helper()
+	for _, f := range secretForms {
+		in := "[" + f.enc(secret) + "]"
+		if got := m.String(in); got != "["+auth.Redacted+"]" {
+			t.Errorf("%s of %q: String(%q) = %q", f.name, secret, in, got)
+		}
+		if got := string(m.Bytes([]byte(in))); got != "["+auth.Redacted+"]" {
+			t.Errorf("%s of %q: Bytes(%q) = %q", f.name, secret, in, got)
+		}
+	}
+	for _, user := range []string{"u", "us", "approver"} {
+		for _, f := range pairForms {
+			in := f.enc(user, secret)
+			got := m.String(in)
+			rest := strings.ReplaceAll(got, auth.Redacted, "")
+			// What may remain: the user's part, a character mixing the user
+			// with the secret, another mixing the secret with the padding,
+			// the padding and the PHP escapes of those.
+			limit := len(b64(base64.StdEncoding)(url.QueryEscape(user)+":")) + 8
+			if got == in || len(rest) > limit {
+				t.Errorf("%s of %q with user %q: String(%q) = %q", f.name, secret, user, in, got)
 			}
-			for _, leak := range []string{secret, "s3cr", "pa55", "dXNlcjpwYTU1"} {
-				if strings.Contains(got, leak) {
-					t.Errorf("String(%q) = %q: %q left", tt.in, got, leak)
-				}
-			}
-			if b := string(m.Bytes([]byte(tt.in))); b != got {
-				t.Errorf("Bytes = %q, String = %q", b, got)
-			}
-		})
+		}
 	}
 }
 
-func TestMaskerLongestFirst(t *testing.T) {
-	// The padded base64 form contains the raw one; the longest must win,
-	// leaving no stray "=".
-	m := auth.NewMasker("abcde")
-	in := base64.StdEncoding.EncodeToString([]byte("abcde"))
-	if got := m.String(in); got != auth.Redacted {
-		t.Errorf("String(%q) = %q, want %q", in, got, auth.Redacted)
+func TestMaskerForms(t *testing.T) {
+	secrets := []string{
+		"sk/live/0123456789abcdef",  // the reproduced PHP echo
+		`s3cr+t=/&x y"<z>`,          // every character JSON and URLs escape
+		"pässwörd/中文/😀",             // \u-escaped non-ASCII, a surrogate pair
+		"abcd",                      // the shortest secret masked
+		"100%25real\\path",          // escapes inside the secret itself
+		"AbCdEf0123/+=",             // hex letters and base64 specials
+		"ok'=;<script>&amp;\t\x01.", // Gson's and control escapes
+	}
+	for _, s := range secrets {
+		t.Run(s, func(t *testing.T) { checkMasked(t, auth.NewMasker(s), s) })
+	}
+}
+
+// FuzzMasker generates secrets of at least MinMaskLen bytes and checks
+// that no form of secretForms or pairForms survives masking. The seed
+// corpus runs as a normal test.
+func FuzzMasker(f *testing.F) {
+	for _, s := range []string{"sk/live/0123", "pa55word", "a b+c/d=e", "é/中😀x", `\u0041%41`, "abcd", "????", "~~~~>>>>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, secret string) {
+		if len(secret) < auth.MinMaskLen || !utf8.ValidString(secret) || strings.ContainsAny(secret, "[]") {
+			t.Skip() // invalid UTF-8 is not a credential; brackets frame the test's input
+		}
+		checkMasked(t, auth.NewMasker(secret), secret)
+	})
+}
+
+func TestMaskerContext(t *testing.T) {
+	const secret = "sk/live/0123456789"
+	m := auth.NewMasker(secret, "user:pa55")
+	tests := []struct{ name, in, want string }{
+		{"twice", secret + " and " + secret, auth.Redacted + " and " + auth.Redacted},
+		{"in a php body", `{"key":"sk\/live\/0123456789","n":1}`, `{"key":"` + auth.Redacted + `","n":1}`},
+		{"query parameter", "GET /v1?key=" + url.QueryEscape(secret) + "&a=1", "GET /v1?key=" + auth.Redacted + "&a=1"},
+		{"basic header", "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("user:pa55")), "Authorization: Basic " + auth.Redacted},
+		{"escapes without a secret", `{"path":"a\/b","pct":"50%","u":"\u00e9"}`, `{"path":"a\/b","pct":"50%","u":"\u00e9"}`},
+		{"padded base64 whole", base64.StdEncoding.EncodeToString([]byte("abcde")), base64.StdEncoding.EncodeToString([]byte("abcde"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.String(tt.in); got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	// The padded form contains the unpadded one: the whole of it goes.
+	if got := auth.NewMasker("abcde").String("x" + base64.StdEncoding.EncodeToString([]byte("abcde")) + "x"); got != "x"+auth.Redacted+"x" {
+		t.Errorf("padded base64: %q", got)
 	}
 }
 
@@ -65,7 +234,8 @@ func TestMaskerCleanAndNil(t *testing.T) {
 	if got := m.String("abc abc"); got != "abc abc" {
 		t.Errorf("short secret masked: %q", got)
 	}
-	cleanString := strings.Repeat("nothing to hide here ", 100)
+	// Escapes that stand for no byte of a secret need no unescaping.
+	cleanString := strings.Repeat(`nothing to hide here, \"quoted\"\n 50% `, 100)
 	clean := []byte(cleanString)
 	if allocs := testing.AllocsPerRun(100, func() {
 		m.String(cleanString)
@@ -75,6 +245,10 @@ func TestMaskerCleanAndNil(t *testing.T) {
 	}
 	if got := m.Bytes(clean); &got[0] != &clean[0] {
 		t.Error("Bytes copied clean input")
+	}
+	escaped := []byte(`{"a":"line\nnext 50%"}`)
+	if got := m.Bytes(escaped); &got[0] != &escaped[0] {
+		t.Error("Bytes copied escaped input holding no secret")
 	}
 }
 
@@ -105,5 +279,42 @@ func BenchmarkMaskerClean(b *testing.B) {
 	for b.Loop() {
 		m := auth.NewMasker("sk-live-0123456789abcdef", "client-secret-xyz")
 		m.Bytes(body)
+	}
+}
+
+// BenchmarkMaskerEscaped is the slow path: a body with escapes, which
+// must be read through, holding no secret.
+func BenchmarkMaskerEscaped(b *testing.B) {
+	body := []byte(strings.Repeat(`{"name":"Acme\/Co","note":"50%\n","id":12345},`, 2000))
+	m := auth.NewMasker("sk-live-0123456789abcdef", "client-secret-xyz")
+	for b.Loop() {
+		m.Bytes(body)
+	}
+}
+
+// TestMaskerCut: text cut at a read limit may end inside a secret; Cut
+// masks that start too, String (for whole text) does not.
+func TestMaskerCut(t *testing.T) {
+	const secret = "sk/live/0123456789"
+	m := auth.NewMasker(secret)
+	tests := []struct{ name, in, want string }{
+		{"plain start", "id 7, key sk/live/01", "id 7, key " + auth.Redacted},
+		{"php start", `{"key":"sk\/li`, `{"key":"` + auth.Redacted},
+		{"all \\u start", `{"key":"\u0073\u006B\u002f`, `{"key":"` + auth.Redacted},
+		{"base64 start", "token " + base64.StdEncoding.EncodeToString([]byte(secret))[:9], "token " + auth.Redacted},
+		{"whole secrets as String masks them", "a " + secret + " b", "a " + auth.Redacted + " b"},
+		{"no secret's start at the end", "nothing here", "nothing here"},
+		{"an escape split too", `{"key":"sk\/li\u00`, `{"key":"` + auth.Redacted},
+		{"a percent-escape split too", "key=sk%2Fli%2", "key=" + auth.Redacted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := m.Cut(tt.in); got != tt.want {
+				t.Errorf("Cut(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	if got := m.String("key sk/live/01"); got != "key sk/live/01" {
+		t.Errorf("String masked a part of a secret in whole text: %q", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -100,9 +101,14 @@ func withTB(run func(tb *benchTB) error) (err error) {
 	return run(tb)
 }
 
+// directRecords writes execution records straight to the store, without
+// the spool (-direct-records: the spool's cost, by difference).
+var directRecords bool
+
 // env is the engine as the exec, loop and mcp groups run it: an SQLite
 // store in a temporary directory, the credential vault with user 7's
-// credentials, execution records written to the store, and an executor
+// credentials, execution records written to the store through a record
+// spool, and an executor
 // whose HTTP client can reach loopback only.
 type env struct {
 	st      *store.Store
@@ -146,8 +152,22 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 	if e.policy, err = egress.ParsePolicy("127.0.0.0/8"); err != nil {
 		return nil, err
 	}
-	rec := engine.NewRecorder(api.StoreSink{Store: e.st}, engine.RecorderOptions{})
-	e.closers = append(e.closers, func() { rec.Close(context.Background()) })
+	var rec *engine.Recorder
+	if directRecords {
+		rec = engine.NewRecorder(api.StoreSink{Store: e.st}, engine.RecorderOptions{})
+		e.closers = append(e.closers, func() { rec.Close(context.Background()) })
+	} else {
+		// Records go through the spool, as under serve (its default window).
+		sp, err := recordspool.Open(filepath.Join(dir, "spool"), api.StoreSink{Store: e.st}, recordspool.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rec = engine.NewRecorder(sp, engine.RecorderOptions{FlushInterval: 20 * time.Millisecond})
+		e.closers = append(e.closers, func() {
+			rec.Close(context.Background())
+			sp.Close(context.Background())
+		})
+	}
 	client := e.client()
 	if wrap != nil {
 		client.Transport = wrap(client.Transport)

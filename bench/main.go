@@ -25,6 +25,10 @@
 //	        and arguments, costly schemas, dot segments, callers over their
 //	        limit) beside an ordinary call; /metrics after 20,000 inline
 //	        plugin names; slow bodies against the body deadline
+//	fault   the fault and load runner: serve as a child process on SQLite
+//	        and MariaDB through a soak, upstream faults, a database outage,
+//	        SIGTERM and kill -9 (docs/reliability.md); not in the default
+//	        run. Quick: -only fault -fault-soak 12s -fault-outage 6s
 //
 // Every upstream runs on loopback in this process, behind an egress policy
 // that allows loopback only (server-everything, when tests/mcp-ts is
@@ -35,6 +39,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -61,6 +66,12 @@ type benchOpts struct {
 	dirWorkers     int
 	schemaIters    int
 	profileDir     string // a CPU profile per subject and phase
+
+	faultSoak   time.Duration // fault: load time of each scenario
+	faultOutage time.Duration // fault: database outage inside the outage scenario
+	faultDBs    string        // fault: sqlite,mysql
+	faultMySQL  string        // fault: MariaDB DSN (the runner creates its databases)
+	faultOnly   string        // fault: scenarios to run (empty: all)
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -71,12 +82,13 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"mcp":        benchMCP,
 	"query":      benchQuery,
 	"hostile":    benchHostile,
+	"fault":      benchFault,
 	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, hostile, import, loop, mcp, query, toolsearch)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -92,8 +104,15 @@ func main() {
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
+		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
+		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
+		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
+		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
+		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9; default all)")
+		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
+	directRecords = *direct
 	if !*verbose {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
@@ -103,13 +122,13 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if *only == "" || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "fault") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, hostile, import, loop, mcp, query, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}
@@ -121,7 +140,8 @@ func main() {
 	}
 	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN, rounds: *rounds,
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
-		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10)}
+		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
+		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}

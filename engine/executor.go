@@ -33,7 +33,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,6 +58,9 @@ const (
 	CodeMissingCredentials = "missing_credentials"
 	CodePluginDisabled     = "plugin_disabled"
 	CodeInvalidPlugin      = "invalid_plugin" // a plugin the engine cannot execute (unknown type, contradictory placement)
+	// CodeCredentialNotBound: an inline plugin would send a stored
+	// credential to an origin no enabled catalog plugin sends it to.
+	CodeCredentialNotBound = "credential_not_bound"
 
 	CodeHTTPError        = "http_error" // the upstream answered non-2xx
 	CodeTimeout          = "timeout"
@@ -66,12 +68,23 @@ const (
 	CodeEgressDenied     = "egress_denied"   // the destination is a forbidden address
 	CodeResponseTooLarge = "response_too_large"
 	CodeAuthError        = "auth_error" // credentials could not be applied (token endpoint, credential store)
+
+	// CodeRecordsUnavailable refuses a call that could not be recorded
+	// (the record spool is full): nothing was sent, nothing recorded.
+	CodeRecordsUnavailable = "records_unavailable"
 )
 
 // CredentialResolver is the credential store: it returns the plaintext
 // values it holds for a user among keys (absent keys are left out).
 type CredentialResolver interface {
 	Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error)
+}
+
+// OriginChecker applies the origin rule to a call of a plugin using
+// stored credential keys (*auth.Catalog implements it): an error wrapping
+// auth.ErrCredentialNotBound refuses the call.
+type OriginChecker interface {
+	CheckOrigins(ctx context.Context, p *plugins.Plugin, storedKeys []string) error
 }
 
 // Call is one tool call.
@@ -86,6 +99,11 @@ type Call struct {
 	// FixedParams from the runtime payload; they override the plugin's.
 	FixedParams map[string]any
 	RunID       string
+	// BoundToCatalog holds the credentials taken from the store to the
+	// origin rule (auth.Catalog): set it for an inline plugin (one the
+	// caller defined) of every caller but the administrator, who defines
+	// the catalog. Payload credentials are the caller's own: never bound.
+	BoundToCatalog bool
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -136,6 +154,7 @@ type Prepared struct {
 
 	schema  *schemaInfo
 	secrets []string
+	auth    plugins.AuthConfig // what reads the credentials (see AuthConfigurer)
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -150,6 +169,17 @@ type Response struct {
 	ContentType string
 	Body        []byte
 	Attempts    int
+	// Truncated reports a Body cut at a read limit: it may end inside an
+	// echoed secret, which masking then treats as one (auth.Masker.Cut).
+	Truncated bool
+}
+
+// AuthConfigurer is implemented by an Invoker whose calls take their
+// credentials through another auth config than the plugin's (an MCP
+// server's): it tells the executor's masker and checks which credentials
+// are secrets and which identifiers.
+type AuthConfigurer interface {
+	AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool)
 }
 
 // Invoker performs one execution type. Invoke returns the upstream's
@@ -165,9 +195,12 @@ type Invoker interface {
 // the first call and do not change them afterwards.
 type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
-	Recorder    *Recorder          // nil: no execution records
-	Metrics     *Metrics           // nil: no metrics
-	Logger      *slog.Logger       // nil: slog.Default()
+	// Origins checks calls with Call.BoundToCatalog; nil refuses them
+	// whenever they would use a stored credential.
+	Origins  OriginChecker
+	Recorder *Recorder    // nil: no execution records
+	Metrics  *Metrics     // nil: no metrics
+	Logger   *slog.Logger // nil: slog.Default()
 	// MaxTimeout is the ceiling on any call's timeout (DefaultMaxTimeout
 	// when zero).
 	MaxTimeout time.Duration
@@ -207,6 +240,14 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	}
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
+	if e.Recorder != nil {
+		if err := e.Recorder.Admit(); err != nil {
+			refused := refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
+			res.Error = &refused.ToolError
+			e.Metrics.observe(call.Plugin, CodeRecordsUnavailable, time.Since(start))
+			return res, refused
+		}
+	}
 
 	var prep *Prepared
 	release, refused := e.admit(call)
@@ -220,6 +261,12 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 		cancel()
 		if !errors.As(err, &refused) {
 			e.complete(res, prep, resp, err)
+		}
+		if cause := context.Cause(ctx); res.Error != nil && res.Error.Code == CodeTransportError && cause != nil &&
+			!errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			// Canceled with a reason (the engine shutting down): the
+			// record says which.
+			res.Error.Message = "the call was canceled: " + cause.Error()
 		}
 	}
 	if refused != nil {
@@ -290,9 +337,14 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		return nil, invalidArguments(errs)
 	}
 	required, keys := credentialKeys(p)
-	creds, err := e.resolveCredentials(ctx, call, keys)
+	creds, stored, err := e.resolveCredentials(ctx, call, keys)
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
+	}
+	if call.BoundToCatalog && len(stored) > 0 {
+		if refused := e.checkOrigins(ctx, p, stored); refused != nil {
+			return nil, refused
+		}
 	}
 	prep := &Prepared{
 		Plugin:           p,
@@ -302,6 +354,12 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		RunID:            call.RunID,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
+		auth:             p.AuthConfig,
+	}
+	if ac, ok := e.invokers[p.ExecType()].(AuthConfigurer); ok {
+		if cfg, ok := ac.AuthConfig(ctx, p); ok {
+			prep.auth = cfg
+		}
 	}
 	if missing := MissingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
@@ -309,6 +367,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
 			Details: map[string]any{"missing": missing},
 		}}
+	}
+	if err := auth.CheckSecretLengths(prep.auth, creds); err != nil {
+		return prep, refuse(CodeAuthError, "a credential cannot be sent: %v", err)
 	}
 	return prep, nil
 }
@@ -368,9 +429,9 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 }
 
 // resolveCredentials takes keys from the payload, then asks the store for
-// the user for those still missing.
-func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (map[string]string, error) {
-	creds := make(map[string]string, len(keys))
+// the user for those still missing; fromStore lists the keys it gave.
+func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (creds map[string]string, fromStore []string, err error) {
+	creds = make(map[string]string, len(keys))
 	var missing []string
 	for _, k := range keys {
 		if v := call.Credentials[k]; v != "" {
@@ -380,18 +441,37 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 		}
 	}
 	if len(missing) == 0 || e.Credentials == nil || call.UserID == 0 {
-		return creds, nil
+		return creds, nil, nil
 	}
 	stored, err := e.Credentials.Resolve(ctx, call.UserID, missing)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, k := range missing {
 		if v := stored[k]; v != "" {
 			creds[k] = v
+			fromStore = append(fromStore, k)
 		}
 	}
-	return creds, nil
+	return creds, fromStore, nil
+}
+
+// checkOrigins refuses a call whose stored credentials would go where no
+// enabled catalog plugin sends them (see auth.Catalog).
+func (e *Executor) checkOrigins(ctx context.Context, p *plugins.Plugin, stored []string) *RefusedError {
+	if e.Origins == nil {
+		return refuse(CodeCredentialNotBound, "the tool %s is not in the catalog, and no catalog is configured to check where stored credentials may go: pass the credentials in the payload", p.Name)
+	}
+	err := e.Origins.CheckOrigins(ctx, p, stored)
+	var unbound *auth.UnboundCredentialError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unbound):
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(),
+			Details: map[string]any{"key": unbound.Key, "origin": unbound.Origin}}}
+	}
+	return refuse(CodeAuthError, "the catalog could not be read to check where stored credentials may go: %v", err)
 }
 
 // credentialKeys returns the keys the plugin requires (Plugin.Credentials)
@@ -431,47 +511,15 @@ func (e *Executor) timeout(p *plugins.Plugin) time.Duration {
 	return min(d, cmp.Or(e.MaxTimeout, DefaultMaxTimeout))
 }
 
-// masker masks every credential value of the call and every secret derived
-// from them.
+// masker masks every secret credential value of the call and every
+// secret derived from them: the one masker (auth.MaskerFor) of the call's
+// output, error, record and log line.
 func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	secrets := make([]string, 0, len(prep.Credentials)+len(prep.secrets))
-	for _, v := range prep.Credentials {
-		secrets = append(secrets, v)
-	}
-	secrets = append(secrets, prep.secrets...)
-	secrets = slices.DeleteFunc(secrets, func(s string) bool { return len(s) < auth.MinMaskLen })
-	if len(secrets) == 0 {
-		return nil
-	}
-	slices.Sort(secrets)
-	secrets = slices.Compact(secrets)
-	key := strings.Join(secrets, "\x00")
-	maskers.Lock()
-	defer maskers.Unlock()
-	m := maskers.m[key]
-	if m == nil {
-		if maskers.m == nil || len(maskers.m) >= maskersMax {
-			maskers.m = make(map[string]*auth.Masker)
-		}
-		m = auth.NewMasker(secrets...)
-		maskers.m[key] = m
-	}
-	return m
+	return auth.MaskerFor(prep.auth, prep.Credentials, prep.secrets...)
 }
-
-// maskers caches Maskers by their secrets: building one derives nine
-// encodings of each secret, and the same credentials come back call after
-// call. It keeps no secret the engine would not hold anyway (the oauth2
-// token cache does likewise) and is cleared when full.
-var maskers struct {
-	sync.Mutex
-	m map[string]*auth.Masker
-}
-
-const maskersMax = 1024
 
 // complete fills res from what the invoker returned.
 func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err error) {
@@ -488,11 +536,13 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 		}
 		res.Error = maskError(te, m)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		res.Error = &ToolError{
+		// Masked like every message, though the engine wrote it: a secret
+		// such as "00 B" would otherwise show in "HTTP 400 Bad Request".
+		res.Error = maskError(&ToolError{
 			Code:    CodeHTTPError,
 			Message: fmt.Sprintf("the API answered HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)),
 			Details: excerpt(resp, m),
-		}
+		}, m)
 	default:
 		res.OK = true
 		out := prep.Plugin.Execution.Response

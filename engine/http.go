@@ -107,7 +107,7 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*ht
 		if errors.As(err, &missing) {
 			return nil, refuse(CodeMissingCredentials, "missing credentials: %s (store them for the user or pass them in the payload)", strings.Join(missing.Keys, ", "))
 		}
-		if errors.Is(err, auth.ErrCredentialValue) || errors.Is(err, auth.ErrCookieValue) {
+		if errors.Is(err, auth.ErrCredentialValue) || errors.Is(err, auth.ErrCookieValue) || errors.Is(err, auth.ErrSecretTooShort) {
 			return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "a credential cannot be sent: " + err.Error()}}
 		}
 		return nil, authError{err}
@@ -234,7 +234,7 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 		return r, fmt.Errorf("reading the response: %w", err)
 	}
 	if int64(len(r.Body)) > limit {
-		r.Body = r.Body[:limit]
+		r.Body, r.Truncated = r.Body[:limit], true
 		if ok {
 			return r, &ToolError{
 				Code:    CodeResponseTooLarge,

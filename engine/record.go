@@ -39,6 +39,14 @@ type RecordSink interface {
 	WriteRecords(ctx context.Context, recs []Record) error
 }
 
+// AdmittingSink is a RecordSink that can run out of room (the record
+// spool). While Admit returns an error, the executor refuses calls rather
+// than make calls it could not record.
+type AdmittingSink interface {
+	RecordSink
+	Admit() error
+}
+
 // RecorderOptions tune a Recorder; zero values take the defaults.
 type RecorderOptions struct {
 	BatchSize     int           // records per write (256)
@@ -111,6 +119,14 @@ func (r *Recorder) Record(rec Record) {
 	if full {
 		r.wake()
 	}
+}
+
+// Admit is the sink's Admit when it is an AdmittingSink, else nil.
+func (r *Recorder) Admit() error {
+	if a, ok := r.sink.(AdmittingSink); ok {
+		return a.Admit()
+	}
+	return nil
 }
 
 func (r *Recorder) wake() {

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -169,4 +171,52 @@ func TestRecorderFlushesOnInterval(t *testing.T) {
 			t.Fatal("a lone record was not flushed at the 200ms interval")
 		}
 	})
+}
+
+// fullSink is a sink out of room, as the record spool is when the
+// database has been away too long.
+type fullSink struct{ memSink }
+
+func (*fullSink) Admit() error { return fmt.Errorf("spool full") }
+
+// Issue 15, point 2: a call that could not be recorded is not made.
+func TestNoCallWithoutRoomForItsRecord(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"lookup","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"%s/r"}}`, up.URL)
+	h := newHarness(t)
+	sink := &fullSink{}
+	h.Recorder = NewRecorder(sink, RecorderOptions{Logger: h.Logger})
+	res, err := h.Execute(context.Background(), Call{Plugin: p, Arguments: json.RawMessage(`{}`)})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.Code != CodeRecordsUnavailable || res.Error == nil || res.Error.Code != CodeRecordsUnavailable {
+		t.Fatalf("Execute = %+v, %v; want a records_unavailable refusal", res, err)
+	}
+	if err := h.Recorder.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.Hits()) != 0 || len(sink.records()) != 0 {
+		t.Errorf("%d requests sent and %d records written, want none", len(up.Hits()), len(sink.records()))
+	}
+}
+
+// Issue 15, point 3: a call canceled at shutdown is recorded, saying why.
+func TestCanceledCallRecordsTheCause(t *testing.T) {
+	started := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done()
+	})
+	p := mustPlugin(t, `{"name":"slow","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"%s/r"}}`, up.URL)
+	h := newHarness(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-started
+		cancel(errors.New("the engine is shutting down"))
+	}()
+	res, _ := h.Execute(ctx, Call{Plugin: p, Arguments: json.RawMessage(`{}`)})
+	recs := h.flush(t)
+	if len(recs) != 1 || recs[0].ID != res.ExecutionID || recs[0].Status != StatusError ||
+		recs[0].ErrorMessage != "the call was canceled: the engine is shutting down" {
+		t.Fatalf("records %+v, want the canceled call with its cause", recs)
+	}
 }

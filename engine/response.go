@@ -202,7 +202,12 @@ func excerpt(resp *Response, m *auth.Masker) map[string]any {
 		d["body_size"] = len(resp.Body)
 		return d
 	}
-	s := m.String(string(body))
+	s := string(body)
+	if resp.Truncated {
+		s = m.Cut(s)
+	} else {
+		s = m.String(s)
+	}
 	if len(s) > ErrorExcerptBytes {
 		s = truncateUTF8(s, ErrorExcerptBytes) + "…[truncated]"
 	}
@@ -210,14 +215,21 @@ func excerpt(resp *Response, m *auth.Masker) map[string]any {
 	return d
 }
 
+// maxErrorMessage bounds a ToolError's message, cut after masking (a cut
+// before could split a secret into a part the masker cannot recognize).
+const maxErrorMessage = 1000
+
 // maskError returns a copy of te with every secret masked, in the message
-// and in the details.
+// and in the details, and the message cut to maxErrorMessage bytes.
 func maskError(te *ToolError, m *auth.Masker) *ToolError {
 	out := *te
+	out.Message = m.String(te.Message)
+	if len(out.Message) > maxErrorMessage {
+		out.Message = truncateUTF8(out.Message, maxErrorMessage) + "…"
+	}
 	if m == nil {
 		return &out
 	}
-	out.Message = m.String(te.Message)
 	if te.Details != nil {
 		if b, err := json.Marshal(te.Details); err == nil {
 			if masked := m.Bytes(b); !bytes.Equal(masked, b) {

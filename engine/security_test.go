@@ -9,12 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // The secrets of these tests hold characters that escaping changes, so
@@ -312,4 +315,106 @@ type storeFunc func(ctx context.Context, user int64, keys []string) (map[string]
 
 func (f storeFunc) Resolve(ctx context.Context, user int64, keys []string) (map[string]string, error) {
 	return f(ctx, user, keys)
+}
+
+// originsFunc is an OriginChecker answering with a function.
+type originsFunc func(p *plugins.Plugin, keys []string) error
+
+func (f originsFunc) CheckOrigins(_ context.Context, p *plugins.Plugin, keys []string) error {
+	return f(p, keys)
+}
+
+// TestStoredCredentialsBound: a call bound to the catalog passes only its
+// stored keys to the origin check; payload keys are not bound; without a
+// checker a bound call using stored credentials is refused (fail closed);
+// a secret too short to mask is refused, an identifier is not.
+func TestStoredCredentialsBound(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	  "execution":{"method":"GET","base_url":"%s/c"},
+	  "auth_config":{"type":"basic","username":"U","password":"P","mapping":[{"source":"T","target":"X-Tenant","secret":false}]}}`, up.URL)
+	stored := storeFunc(func(context.Context, int64, []string) (map[string]string, error) {
+		return map[string]string{"U": "bob", "P": "stored-password", "T": "t1"}, nil
+	})
+	unbound := originsFunc(func(_ *plugins.Plugin, keys []string) error {
+		return &auth.UnboundCredentialError{Key: keys[0], Origin: "http://elsewhere:80"}
+	})
+	tests := []struct {
+		name    string
+		origins OriginChecker
+		bound   bool
+		payload map[string]string
+		code    string // "" for a call that is sent
+		checked []string
+	}{
+		{"not bound: no check", unbound, false, nil, "", nil},
+		{"bound, stored keys checked", originsFunc(func(*plugins.Plugin, []string) error { return nil }), true, map[string]string{"P": "payload-password"}, "", []string{"T", "U"}},
+		{"bound, refused", unbound, true, nil, CodeCredentialNotBound, []string{"P", "T", "U"}},
+		{"bound, no checker: fail closed", nil, true, nil, CodeCredentialNotBound, nil},
+		{"bound, payload only: nothing to check", nil, true, map[string]string{"U": "bob", "P": "payload-password", "T": "t1"}, "", nil},
+		{"short secret", nil, false, map[string]string{"P": "abc"}, CodeAuthError, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.Credentials = stored
+			var checked []string
+			if f, ok := tt.origins.(originsFunc); ok {
+				h.Origins = originsFunc(func(p *plugins.Plugin, keys []string) error {
+					checked = slices.Sorted(slices.Values(keys))
+					return f(p, keys)
+				})
+			}
+			before := len(up.Hits())
+			res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{}`), UserID: 7, Credentials: tt.payload, BoundToCatalog: tt.bound})
+			if tt.code == "" {
+				if err != nil || !res.OK || len(up.Hits()) != before+1 {
+					t.Fatalf("%v %s", err, resultJSON(t, res))
+				}
+			} else {
+				var refused *RefusedError
+				if !errors.As(err, &refused) || res.Error.Code != tt.code || len(up.Hits()) != before {
+					t.Fatalf("want %s, nothing sent: %v %s", tt.code, err, resultJSON(t, res))
+				}
+				if strings.Contains(res.Error.Message, "stored-password") || strings.Contains(res.Error.Message, "abc") {
+					t.Errorf("the refusal quotes a value: %s", res.Error.Message)
+				}
+			}
+			if !slices.Equal(checked, tt.checked) {
+				t.Errorf("checked keys %v, want %v", checked, tt.checked)
+			}
+		})
+	}
+}
+
+// An error body is read up to a limit: an echo the limit cuts in two must
+// not show its start in the excerpt, even when masking the echoes before
+// it shrank the text enough for the cut to fall inside the excerpt.
+func TestCutEchoMasked(t *testing.T) {
+	const secret = "sk/live/0123456789abcdef"
+	var allU strings.Builder
+	for _, r := range secret {
+		fmt.Fprintf(&allU, `\u%04x`, r)
+	}
+	var body strings.Builder
+	body.WriteString(`{"echo":["`)
+	for body.Len() < 2*ErrorExcerptBytes-200 {
+		body.WriteString(allU.String() + `","`)
+	}
+	body.WriteString(strings.Repeat("x", 2*ErrorExcerptBytes-8-body.Len()) + secret + `"]}`) // cut after "sk/live/"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, body.String())
+	})
+	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+	  "execution":{"method":"GET","base_url":"%s/e"},"auth_config":{"type":"api_key","mapping":[{"source":"K","target":"X-K"}]}}`, up.URL)
+	res, _ := newHarness(t).call(t, p, `{}`, map[string]string{"K": secret})
+	out := resultJSON(t, res)
+	if res.HTTPStatus != http.StatusBadRequest || !strings.Contains(out, "xxx") {
+		t.Fatalf("the excerpt does not reach the cut: %s", out)
+	}
+	if strings.Contains(out, "sk/live") || strings.Contains(out, `sk\/live`) {
+		t.Fatalf("the cut secret's start shows: %s", out)
+	}
 }

@@ -7,6 +7,7 @@ package plugins
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -192,7 +193,14 @@ type AuthMapping struct {
 	Target   string `json:"target"`
 	Location string `json:"location,omitempty"` // default header
 	Prefix   string `json:"prefix,omitempty"`
+	// Secret false marks the value an identifier (a tenant id, an account
+	// name): masked only inside encodings that carry a secret with it.
+	// Absent or true: a secret, masked wherever it appears.
+	Secret *bool `json:"secret,omitempty"`
 }
+
+// IsSecret reports whether the entry's value is a secret (the default).
+func (m AuthMapping) IsSecret() bool { return m.Secret == nil || *m.Secret }
 
 // OAuth2 grants.
 const (
@@ -240,33 +248,62 @@ func (a AuthConfig) BearerKey() string {
 // and without duplicates.
 func (a AuthConfig) CredentialKeys() []string {
 	set := map[string]bool{}
-	add := func(k string) {
+	a.reads(func(k string, _ bool) { set[k] = true })
+	return sortedKeys(set)
+}
+
+// IdentifierKeys lists, sorted, the credential keys the auth config reads
+// only as identifiers: a basic-auth username, an oauth2 client id, a
+// mapping entry marked "secret": false. Every other key it reads is a
+// secret; a key read both ways is a secret.
+func (a AuthConfig) IdentifierKeys() []string {
+	if a.Type != AuthBasic && a.Type != AuthOAuth2 && !slices.ContainsFunc(a.Mapping, func(m AuthMapping) bool { return !m.IsSecret() }) {
+		return nil // every key a secret: the common case, on every call's path
+	}
+	secret := map[string]bool{}
+	a.reads(func(k string, s bool) { secret[k] = secret[k] || s })
+	ids := map[string]bool{}
+	for k, s := range secret {
+		if !s {
+			ids[k] = true
+		}
+	}
+	return sortedKeys(ids)
+}
+
+// reads calls f with each credential key the auth config reads and
+// whether it reads it as a secret.
+func (a AuthConfig) reads(f func(key string, secret bool)) {
+	add := func(k string, secret bool) {
 		if k != "" {
-			set[k] = true
+			f(k, secret)
 		}
 	}
 	bearerFromMapping := a.Type == AuthBearer && a.Token == ""
 	if !bearerFromMapping {
 		for _, m := range a.Mapping {
-			add(m.Source)
+			add(m.Source, m.IsSecret())
 		}
 	}
 	switch a.Type {
 	case AuthBearer:
-		add(a.BearerKey())
+		add(a.BearerKey(), true)
 	case AuthBasic:
-		add(a.Username)
-		add(a.Password)
+		add(a.Username, false)
+		add(a.Password, true)
 	case AuthOAuth2:
 		if o := a.OAuth2; o != nil {
 			if o.EffectiveGrant() == GrantAccessToken {
-				add(o.AccessToken)
+				add(o.AccessToken, true)
 			} else {
-				add(o.ClientID)
-				add(o.ClientSecret)
+				add(o.ClientID, false)
+				add(o.ClientSecret, true)
 			}
 		}
 	}
+}
+
+func sortedKeys(set map[string]bool) []string {
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)

@@ -142,7 +142,12 @@ func (w *Watcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			w.Poll(ctx)
+			// Bounded: a database that stops answering without closing
+			// the connection would otherwise hold the poll, and with it
+			// LastRead, for as long as the operating system waits.
+			pctx, cancel := context.WithTimeout(ctx, max(w.every, 5*time.Second))
+			w.Poll(pctx)
+			cancel()
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
 )
 
 // Limits of ListExecutions.
@@ -85,6 +86,7 @@ func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err
 			q = e.CreateTime.UTC().AppendFormat(q, sqliteTimeLayout)
 			q = append(q, "')"...)
 		}
+		q = append(q, " ON CONFLICT(execution_id) DO NOTHING"...)
 		if _, err = tx.ExecContext(ctx, string(q)); err != nil {
 			return fmt.Errorf("insert %d executions: %w", len(batch), classify(err))
 		}
@@ -138,7 +140,10 @@ type ExecutionFilter struct {
 
 // InsertExecutions appends es to the execution log in one batch. Missing
 // IDs get a random UUID and missing times the current time; es is updated
-// in place.
+// in place. A row whose id is already stored is skipped, the stored one
+// kept: the record spool may hand the same record over twice (a replay
+// after a crash, a write whose answer was lost), and the second is the
+// same record.
 func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 	if len(es) == 0 {
 		return nil
@@ -160,8 +165,10 @@ func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 	if s.dialect == DialectSQLite {
 		return s.insertExecutionsSQLite(ctx, es)
 	}
-	// CreateInBatches writes the batches in one transaction.
-	if err := s.db.WithContext(ctx).CreateInBatches(es, insertBatch).Error; err != nil {
+	// CreateInBatches writes the batches in one transaction. DoNothing is
+	// ON DUPLICATE KEY UPDATE execution_id = execution_id on MySQL: unlike
+	// INSERT IGNORE it turns no other error into a warning.
+	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(es, insertBatch).Error; err != nil {
 		return fmt.Errorf("insert %d executions: %w", len(es), classify(err))
 	}
 	return nil

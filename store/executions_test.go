@@ -31,24 +31,33 @@ func TestExecutions(t *testing.T) {
 		if err := s.InsertExecutions(ctx, es); err != nil {
 			t.Fatalf("InsertExecutions: %v", err)
 		}
-		wantErrIs(t, "InsertExecutions duplicate id", s.InsertExecutions(ctx, es[:1]), store.ErrDuplicate)
+		// A repeat (a spool replay) is skipped, the stored row kept, and
+		// the new rows of the same batch written.
+		again := []store.Execution{
+			{ID: "e1", PluginName: "other", Status: store.ExecError, CreateTime: at(9000)},
+			{ID: "e5", PluginName: "weather", Status: store.ExecOK, CreateTime: at(-1000)},
+		}
+		if err := s.InsertExecutions(ctx, again); err != nil {
+			t.Fatalf("InsertExecutions with a repeated id: %v", err)
+		}
 
 		tests := []struct {
 			name   string
 			filter store.ExecutionFilter
 			want   []string
 		}{
-			{"all, newest first", store.ExecutionFilter{}, []string{"e4", "e3", "e2", "e1"}},
-			{"plugin", store.ExecutionFilter{PluginName: "weather"}, []string{"e2", "e1"}},
+			{"all, newest first", store.ExecutionFilter{}, []string{"e4", "e3", "e2", "e1", "e5"}},
+			{"plugin", store.ExecutionFilter{PluginName: "weather"}, []string{"e2", "e1", "e5"}},
 			{"user", store.ExecutionFilter{UserID: &user1}, []string{"e3", "e1"}},
 			{"run", store.ExecutionFilter{RunID: run}, []string{"e4", "e3"}},
 			{"since is inclusive", store.ExecutionFilter{Since: at(500)}, []string{"e4", "e3", "e2"}},
-			{"until is exclusive", store.ExecutionFilter{Until: at(1500)}, []string{"e2", "e1"}},
+			{"until is exclusive", store.ExecutionFilter{Until: at(1500)}, []string{"e2", "e1", "e5"}},
 			{"window in another zone", store.ExecutionFilter{
 				Since: at(1).In(time.FixedZone("X", -5*3600)), Until: at(1501).In(time.FixedZone("Y", 9*3600))},
 				[]string{"e3", "e2"}},
 			{"limit", store.ExecutionFilter{Limit: 2}, []string{"e4", "e3"}},
 			{"no match", store.ExecutionFilter{PluginName: "nope"}, nil},
+			{"a repeat changed nothing", store.ExecutionFilter{PluginName: "other"}, nil},
 		}
 		for _, tt := range tests {
 			got, err := s.ListExecutions(ctx, tt.filter)

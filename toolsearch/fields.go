@@ -124,15 +124,24 @@ func methodWords(t *toolText) []string {
 	return nil
 }
 
-// parameterNames are the names of the top-level parameters: what a tool
-// acts on ("private", "has_wiki"), less those of paging and sorting, which
-// any listing has.
+// parameterNames are the names of the top-level parameters and the
+// values they take (enum): what a tool acts on and how ("private",
+// "has_wiki", state "open"), less the parameters of paging and sorting,
+// which any listing has.
 func parameterNames(t *toolText) []string {
 	props := t.properties()
 	out := make([]string, 0, len(props))
-	for name := range props {
-		if !pagingParameters[strings.ToLower(name)] {
-			out = append(out, name)
+	for name, prop := range props {
+		if pagingParameters[strings.ToLower(name)] {
+			continue
+		}
+		out = append(out, name)
+		for _, values := range [][]any{prop.Enum, prop.Items.Enum} {
+			for _, v := range values {
+				if s, ok := v.(string); ok {
+					out = append(out, s)
+				}
+			}
 		}
 	}
 	return out
@@ -155,6 +164,10 @@ func parameterDescriptions(t *toolText) []string {
 type property struct {
 	Description string `json:"description"`
 	Title       string `json:"title"`
+	Enum        []any  `json:"enum"`
+	Items       struct {
+		Enum []any `json:"enum"`
+	} `json:"items"`
 }
 
 // toolText is a tool while its fields are read, its parameters parsed

@@ -180,6 +180,19 @@ func (ix *Index) Search(query string, limit int) []Result {
 	acc, best := sp.acc, sp.best
 	touched, seen := sp.touched[:0], sp.seen[:0]
 	for _, c := range concepts {
+		if len(c) == 1 {
+			// One term: its score is the concept's, no best to keep.
+			if id, ok := ix.terms[c[0].term]; ok {
+				w := c[0].weight * ix.idf[id]
+				for _, p := range ix.postings[id] {
+					if acc[p.doc] == 0 {
+						touched = append(touched, p.doc)
+					}
+					acc[p.doc] += w * float64(p.sat)
+				}
+			}
+			continue
+		}
 		seen = seen[:0]
 		for _, qt := range c {
 			id, ok := ix.terms[qt.term]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,8 +43,28 @@ func serveCmd(cfg *config) *cobra.Command {
 			if noMigrate {
 				sch = schemaAsIs
 			}
-			parts, err := cfg.engine(ctx, sch, log)
+			cfg.spool = cfg.serveSpool
+			// Listen at once: until the database is read, the gate answers
+			// /readyz (and everything else) with 503 saying why.
+			ln, err := net.Listen("tcp", cfg.addr)
 			if err != nil {
+				return err
+			}
+			// Requests derive from calls, which the shutdown cancels once
+			// its grace is over.
+			calls, cancelCalls := context.WithCancelCause(context.Background())
+			defer cancelCalls(nil)
+			gate := &startGate{}
+			hs := cfg.limits.httpServer(cfg.addr, gate)
+			hs.BaseContext = func(net.Listener) context.Context { return calls }
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			parts, err := cfg.engineWhenReachable(ctx, sch, log, gate)
+			if err != nil {
+				hs.Close()
+				if ctx.Err() != nil {
+					return nil // stopped before the database was reached
+				}
 				return err
 			}
 			defer parts.close()
@@ -52,36 +73,38 @@ func serveCmd(cfg *config) *cobra.Command {
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err
 			}
+			if parts.spool != nil {
+				if err := parts.spool.Register(reg); err != nil {
+					return err
+				}
+			}
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
 					ToolSearch: cfg.toolSearch},
-				Runner:    cfg.runner(parts.executor, log),
-				Changes:   parts.changes,
-				Catalog:   parts.catalog,
-				Deadlines: cfg.limits.deadlines,
-				Version:   versionLine(),
+				Runner:      cfg.runner(parts.executor, log),
+				Changes:     parts.changes,
+				Catalog:     parts.catalog,
+				Deadlines:   cfg.limits.deadlines,
+				Version:     versionLine(),
+				OutageGrace: cfg.outageGrace,
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
-			hs := cfg.limits.httpServer(cfg.addr, srv.Handler())
-			hs.RegisterOnShutdown(srv.CloseStreams)
-			errc := make(chan error, 1)
-			go func() { errc <- hs.ListenAndServe() }()
+			hs.RegisterOnShutdown(srv.CloseStreams) // the /mcp sessions' streams would hold Shutdown
+			gate.open(srv.Handler())
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {
 			case err := <-errc:
 				return err
 			case <-ctx.Done():
 			}
-			shut, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			return hs.Shutdown(shut)
+			return shutdown(hs, cancelCalls, cfg.shutdownGrace, log)
 		},
 	}
 	cmd.Flags().BoolVar(&noMigrate, "no-migrate", cfg.noMigrate, "do not migrate the database at start; /readyz answers 503 until it is (BLINDEXEC_NO_MIGRATE: true or false)")

@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
@@ -63,6 +64,13 @@ type config struct {
 	// dial, when set, is what the egress dialer dials with after its
 	// policy check (tests put a loopback-only guard here).
 	dial egress.DialFunc
+	// spool is set by serve (to serveSpool): execution records go through
+	// a local spool; the one-shot commands write them straight.
+	spool, serveSpool spoolSettings
+	// outageGrace and shutdownGrace are serve's: how long it answers from
+	// what it read during a database outage, how long calls may finish
+	// after SIGTERM.
+	outageGrace, shutdownGrace time.Duration
 }
 
 // bind reads every setting from src and declares the global flags; a bad
@@ -96,6 +104,9 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
 	c.toolSearch = toolSearchSettings(src)
+	c.serveSpool = loadSpoolSettings(src)
+	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
+	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
 }
 
 func (c *config) logger() *slog.Logger {
@@ -197,13 +208,15 @@ type engineParts struct {
 	creds    *auth.CredentialService
 	executor *engine.Executor
 	recorder *engine.Recorder
-	client   *http.Client // egress-guarded
+	spool    *recordspool.Spool // nil: records go straight to the database
+	client   *http.Client       // egress-guarded
 	mcp      *enginemcp.Manager
 	// changes follows the change counters; catalog and the credential and
 	// MCP server caches are fresh while it stands still. Long-running
 	// commands run its poll loop.
 	changes *store.Watcher
 	catalog *catalog.Catalog
+	origins *auth.Catalog // the credential rules' view of the catalog
 }
 
 func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
@@ -235,23 +248,27 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	// --no-migrate) are logged; the poll loop reads them once they are.
 	changes.Poll(ctx)
 	creds.Changes = changes
-	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	rec, sp, err := c.recorder(st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	origins := auth.NewCatalog(st, changes)
+	creds.Identifiers = origins
 	ex := engine.NewExecutor(client)
-	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger = creds, rec, c.maxTimeout, log
+	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Origins = creds, rec, c.maxTimeout, log, origins
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes = log, changes
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
-	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, client: client, mcp: m,
-		changes: changes, catalog: catalog.New(st, changes, log)}, nil
+	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
+		changes: changes, catalog: catalog.New(st, changes, log), origins: origins}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes
 // the database.
 func (p *engineParts) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	p.mcp.Close()
-	p.recorder.Close(ctx)
+	closeRecords(p.recorder, p.spool)
 	p.store.Close()
 }
 

@@ -155,7 +155,7 @@ func TestCLITokensAndRotate(t *testing.T) {
 	if code, _, _ := c.run("", "token", "revoke", "1"); code != 0 {
 		t.Fatal("revoke")
 	}
-	if code, _, _ := c.run("v", "cred", "set", "7", "K"); code != 0 {
+	if code, _, _ := c.run("value", "cred", "set", "7", "K"); code != 0 {
 		t.Fatal("cred set")
 	}
 	// Rotate to a new master key with the old one kept for reading.
@@ -173,7 +173,7 @@ func TestCLITokensAndRotate(t *testing.T) {
 	}
 	// Without a master key, a credential command fails clearly.
 	t.Setenv("BLINDEXEC_MASTER_KEY", "")
-	if code, _, errs := c.run("v", "cred", "set", "7", "K"); code != 1 || !strings.Contains(errs, "BLINDEXEC_MASTER_KEY") {
+	if code, _, errs := c.run("value", "cred", "set", "7", "K"); code != 1 || !strings.Contains(errs, "BLINDEXEC_MASTER_KEY") {
 		t.Fatalf("no master key: %d %q", code, errs)
 	}
 }

@@ -48,7 +48,8 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 		addr := freeAddr(t)
 		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}}
 		cmd := exec.Command(os.Args[0], "serve")
-		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr}, env...)...)
+		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
+			"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -60,6 +60,10 @@ type Request struct {
 	Model   string  `json:"model,omitempty"`
 	Options Options `json:"options"`
 	RunID   string  `json:"run_id,omitempty"` // generated when empty
+	// BoundToCatalog marks the plugins whose calls hold stored credentials
+	// to the catalog's origins (engine.Call.BoundToCatalog): those the
+	// caller defined inline, unless the caller is the administrator.
+	BoundToCatalog map[*plugins.Plugin]bool `json:"-"`
 }
 
 // Options tune the loop.

@@ -115,12 +115,13 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 		}, 0)
 	}
 	res, err := s.r.Executor.Execute(ctx, engine.Call{
-		Plugin:      p,
-		Arguments:   json.RawMessage(args),
-		UserID:      s.req.UserID,
-		Credentials: s.req.Credentials,
-		FixedParams: s.req.FixedParams[p.Name],
-		RunID:       s.reply.RunID,
+		Plugin:         p,
+		Arguments:      json.RawMessage(args),
+		UserID:         s.req.UserID,
+		Credentials:    s.req.Credentials,
+		FixedParams:    s.req.FixedParams[p.Name],
+		RunID:          s.reply.RunID,
+		BoundToCatalog: s.req.BoundToCatalog[p],
 	})
 	if res == nil { // only an executor that breaks its contract
 		return failed(st, StepError, &engine.ToolError{Code: CodeInternal, Message: fmt.Sprint("the tool could not be executed: ", err)}, 0)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // Error codes the Invoker adds to the executor's.
@@ -75,6 +76,16 @@ const codeRejected = -32005
 // keys a plugin declares, and a missing one refuses the call.
 type Invoker struct{ Manager *Manager }
 
+// AuthConfig implements engine.AuthConfigurer: the server's auth config
+// reads the plugin's credentials.
+func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool) {
+	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
+	if err != nil {
+		return plugins.AuthConfig{}, false
+	}
+	return c.auth, true
+}
+
 // Invoke implements engine.Invoker.
 func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
 	e := &p.Plugin.Execution
@@ -100,11 +111,9 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}
 	}
 	if out.IsError && p.Plugin.Execution.Type != TypeProxy {
-		msg := out.Text()
-		if len(msg) > 500 {
-			msg = msg[:500] + "…"
-		}
-		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+msg, "")}
+		// Whole: the executor cuts it after masking, so that no cut splits
+		// an echoed secret into a part the masker cannot recognize.
+		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+out.Text(), "")}
 	}
 	return resp, nil
 }
@@ -128,6 +137,8 @@ func toolError(p *engine.Prepared, err error) error {
 		return refuse(engine.CodeMissingCredentials,
 			"missing credentials: "+strings.Join(missing.Keys, ", ")+" (the MCP server's auth config needs them; declare them in the plugin's required_credentials and store them for the user)",
 			map[string]any{"missing": missing.Keys})
+	case errors.Is(err, auth.ErrSecretTooShort):
+		return refuse(engine.CodeAuthError, "a credential cannot be sent: "+err.Error(), nil)
 	case errors.As(err, &rpc) && rpc.Code != codeRejected:
 		return &engine.ToolError{Code: CodeMCPError, Message: "the MCP server refused the call: " + rpc.Message,
 			Details: map[string]any{"rpc_code": rpc.Code}}

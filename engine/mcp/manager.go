@@ -222,6 +222,17 @@ func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err 
 	return c.id, c.name, nil
 }
 
+// Masker returns the masker of a call to server ref made with creds (see
+// auth.MaskerFor): the server's auth config tells secrets from
+// identifiers.
+func (m *Manager) Masker(ctx context.Context, ref string, creds map[string]string, derived ...string) *auth.Masker {
+	c, err := m.config(ctx, ref)
+	if err != nil {
+		return auth.MaskerFor(plugins.AuthConfig{}, creds, derived...) // every credential a secret
+	}
+	return auth.MaskerFor(c.auth, creds, derived...)
+}
+
 // CredentialKeys lists the credential keys the server's auth config reads.
 func (m *Manager) CredentialKeys(ctx context.Context, ref string) ([]string, error) {
 	c, err := m.config(ctx, ref)
@@ -390,7 +401,7 @@ func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool stri
 	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
 		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
 	}
-	msg := auth.NewMasker(slices.Collect(maps.Values(creds))...).String(err.Error())
+	msg := auth.MaskerFor(srv.auth, creds).String(err.Error())
 	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
 		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", msg))
 	return err
@@ -408,6 +419,9 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 	keys := srv.auth.CredentialKeys()
 	if missing := engine.MissingCredentials(keys, creds); len(missing) > 0 {
 		return &auth.MissingCredentialsError{Keys: missing}
+	}
+	if err := auth.CheckSecretLengths(srv.auth, creds); err != nil {
+		return err
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
 	for attempt := 1; ; attempt++ {

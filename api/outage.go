@@ -1,0 +1,105 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/blindexec/blindexec/store"
+)
+
+// DefaultOutageGrace is how long serve answers from what it read last
+// while the database is unreachable.
+const DefaultOutageGrace = 5 * time.Minute
+
+// staleError is the answer past the outage grace: what the engine holds
+// (catalog, tokens, credentials) may have been changed or revoked since it
+// was read, and cannot be checked.
+type staleError struct {
+	lastRead time.Time
+	grace    time.Duration
+}
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("the database has not been reachable since %s, longer than the %s grace: the catalog, tokens and credentials held cannot be revalidated, so nothing is served until it is back",
+		e.lastRead.UTC().Format(time.RFC3339), e.grace)
+}
+
+// stale is a *staleError when the change counters were last read longer
+// than OutageGrace ago, else nil. While they are read, every cache is
+// revalidated each poll; while they cannot be, the caches are served as
+// they are for OutageGrace.
+func (s *Server) stale() error {
+	if s.OutageGrace <= 0 || s.Changes == nil {
+		return nil
+	}
+	last := s.Changes.LastRead()
+	if time.Since(last) <= s.OutageGrace {
+		if s.closed.CompareAndSwap(true, false) {
+			s.Logger.Info("the change counters are read again: serving")
+		}
+		return nil
+	}
+	err := &staleError{lastRead: last, grace: s.OutageGrace}
+	if s.closed.CompareAndSwap(false, true) {
+		s.Logger.Error("failing closed: "+err.Error(), "last_read", last)
+	}
+	return err
+}
+
+// failClosed wraps the routes that use what the database holds: past the
+// outage grace they answer 503 database_unavailable, saying why.
+func (s *Server) failClosed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.stale(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "database_unavailable", err.Error(), nil)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// readyz answers 200 while the database answers, and during an outage
+// while the engine serves its last snapshot (status "degraded": every
+// replica shares the database, so taking them all out of rotation would
+// turn the outage into a total one); 503 past the grace.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	err := s.Store.Ping(ctx)
+	if err == nil && !s.migrated.Load() {
+		if err := s.Store.CheckMigrated(ctx); err != nil {
+			msg := "database schema check failed"
+			if errors.Is(err, store.ErrNotMigrated) {
+				msg = err.Error() + ": run `blindexec migrate`"
+			}
+			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
+			return
+		}
+		s.migrated.Store(true)
+	}
+	if err == nil {
+		// The counters this replica's caches follow: replicas that agree on
+		// them serve the same catalog, tokens and credentials.
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
+		return
+	}
+	if s.OutageGrace <= 0 {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
+		return
+	}
+	if stale := s.stale(); stale != nil {
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", stale.Error(), nil)
+		return
+	}
+	last := s.Changes.LastRead()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status":   "degraded",
+		"database": "unreachable: " + err.Error(),
+		"serving":  "the catalog, tokens and credentials read at " + last.UTC().Format(time.RFC3339),
+		"until":    last.Add(s.OutageGrace).UTC().Format(time.RFC3339),
+		"changes":  s.Changes.Current(),
+	})
+}

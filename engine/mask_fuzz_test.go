@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/auth"
+)
+
+// echoedForms are what the fuzzed upstream writes of each value it got,
+// inside JSON strings: as encoding/json does, as PHP does (\/ and \u for
+// non-ASCII), all \u in upper case, URL-escaped, in base64.
+func echoedForms(v string) []string {
+	goJSON, _ := json.Marshal(v)
+	var php, allU strings.Builder
+	for _, r := range v {
+		switch {
+		case r == '/':
+			php.WriteString(`\/`)
+		case r == '"' || r == '\\':
+			php.WriteString(`\` + string(r))
+		case r < 0x20 || r > 0x7e:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&php, `\u%04x`, u)
+			}
+		default:
+			php.WriteRune(r)
+		}
+	}
+	for _, u := range utf16.Encode([]rune(v)) {
+		fmt.Fprintf(&allU, `\u%04X`, u)
+	}
+	return []string{string(goJSON[1 : len(goJSON)-1]), php.String(), allU.String(), url.QueryEscape(v),
+		base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v))}
+}
+
+// FuzzEchoedSecret runs calls against a loopback upstream that echoes the
+// fuzzed secrets it receives (an API key header, a basic-auth password and
+// the whole Authorization header) in every form of echoedForms, in a
+// success and in an error, and finds no form of them in what the LLM gets
+// (the output, the error), in the execution records or in the logs. The
+// basic-auth username, an identifier, stays readable.
+func FuzzEchoedSecret(f *testing.F) {
+	for _, s := range []string{"sk/live/0123456789", "pässwörd/中文😀", `a"b\c<d>&e`, "abcd", "x+y=z/w%41", "\u2028line sep"} {
+		f.Add(s)
+	}
+	up := newUpstream(f, func(w http.ResponseWriter, r *http.Request) {
+		_, pass, _ := r.BasicAuth()
+		var forms []string
+		for _, v := range []string{r.Header.Get("X-Key"), pass, r.Header.Get("Authorization")} {
+			for _, form := range echoedForms(v) {
+				forms = append(forms, `"`+form+`"`)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("fail") != "" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		fmt.Fprintf(w, `{"approved_by":"approver","echo":[%s]}`, strings.Join(forms, ","))
+	})
+	p := mustPlugin(f, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"fail":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/echo","retry":{"max_attempts":1}},
+	  "auth_config":{"type":"basic","username":"U","password":"P","mapping":[{"source":"KEY","target":"X-Key"}]}}`, up.URL)
+	f.Fuzz(func(t *testing.T, secret string) {
+		if len(secret) < 4 || !utf8.ValidString(secret) || strings.ContainsFunc(secret, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Skip() // not a credential that can go in a header
+		}
+		pass := secret + "-pw"
+		h := newHarness(t)
+		logs := &syncBuffer{}
+		h.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		creds := map[string]string{"U": "approver", "P": pass, "KEY": secret}
+		var seen []string // every string the LLM, a caller, a record or a log gets
+		for _, args := range []string{`{}`, `{"fail":"1"}`} {
+			res, err := h.call(t, p, args, creds)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			seen = append(seen, string(res.Output))
+			// Unless a form of a secret happens to match text around it
+			// (a secret of quotes, a base64 form inside "approver").
+			if args == `{}` && !bytes.Contains(res.Output, []byte("approver")) && !masksContext(secret, pass) {
+				t.Errorf("the username is masked: %s", res.Output)
+			}
+			if res.Error != nil {
+				seen = append(seen, res.Error.Message)
+				seen = appendStrings(seen, res.Error.Details)
+			}
+		}
+		for _, rec := range h.flush(t) {
+			seen = append(seen, rec.ErrorMessage)
+		}
+		for line := range strings.Lines(logs.String()) {
+			var v map[string]any
+			json.Unmarshal([]byte(line), &v)
+			delete(v, "time") // the clock's and the engine's own ids: "0000" may be a secret
+			delete(v, "execution_id")
+			seen = appendStrings(seen, v)
+		}
+		for _, v := range []string{secret, pass} {
+			for _, form := range append(echoedForms(v), v) {
+				for _, s := range seen {
+					if strings.Contains(s, form) {
+						t.Fatalf("%q got through as %q in %q", v, form, s)
+					}
+				}
+			}
+		}
+	})
+}
+
+// masksContext reports whether the secrets' own forms match the text
+// around the username.
+func masksContext(secrets ...string) bool {
+	const context = `{"approved_by":"approver","echo":["`
+	return auth.NewMasker(secrets...).String(context) != context
+}
+
+// appendStrings appends every string inside v, a JSON-like value, as
+// decoded text.
+func appendStrings(out []string, v any) []string {
+	if b, err := json.Marshal(v); err == nil {
+		var decoded any
+		if json.Unmarshal(b, &decoded) == nil {
+			v = decoded
+		}
+	}
+	switch t := v.(type) {
+	case string:
+		out = append(out, t)
+	case []any:
+		for _, e := range t {
+			out = appendStrings(out, e)
+		}
+	case map[string]any:
+		for _, e := range t {
+			out = appendStrings(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,442 @@
+// Package recordspool keeps execution records on local disk until the
+// database has them. The Recorder hands it a batch per group-commit window;
+// the batch is appended to a segment file and synced once, then a
+// background drainer writes the records to the database in batches,
+// backing off while it is unreachable. A record leaves the spool only once
+// the database took it, so a database outage, a restart or a crash loses
+// nothing the spool had synced: the next Open finds the segments and the
+// drainer writes them. The database skips ids it holds already, which
+// makes a replay harmless.
+//
+// The spool is bounded: past MaxBytes of records not yet in the database,
+// Admit fails and the executor refuses new calls with 503 rather than make
+// calls it could not record. Records of calls already made are always
+// appended, so the bound is exceeded at most by the calls in flight.
+package recordspool
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/engine"
+)
+
+// ErrFull is Admit's answer while the spool holds MaxBytes of records the
+// database has not taken.
+var ErrFull = errors.New("the execution record spool is full (the database has not taken its records)")
+
+// ErrClosed is WriteRecords' answer after Close.
+var ErrClosed = errors.New("the execution record spool is closed")
+
+// Options tune a Spool; zero values take the defaults.
+type Options struct {
+	// MaxBytes of records not yet in the database past which Admit fails
+	// (256 MiB: some 800,000 records, 15 minutes of outage at 1,000 calls/s).
+	MaxBytes int64
+	// SegmentBytes is the size past which the next append starts a new
+	// segment file (4 MiB). Drained segments are deleted whole.
+	SegmentBytes int64
+	BatchSize    int           // records per database write (500)
+	WriteTimeout time.Duration // bound on one database write (10 s)
+	MinBackoff   time.Duration // first wait after a failed write (100 ms)
+	MaxBackoff   time.Duration // longest wait between tries (5 s)
+	Logger       *slog.Logger  // nil: slog.Default()
+}
+
+// Stats are a spool's counters.
+type Stats struct {
+	PendingRecords int64 // synced, not yet in the database
+	PendingBytes   int64
+	Appended       int64 // records appended since Open
+	Drained        int64 // records the database took since Open (replays included)
+	Recovered      int64 // records found on disk at Open
+	DatabaseDown   bool  // the last write to the database failed
+}
+
+// Spool is a directory of segment files. WriteRecords (called by one
+// Recorder) appends; one goroutine drains.
+type Spool struct {
+	dir  string
+	sink engine.RecordSink
+	opts Options
+	log  *slog.Logger
+	lock *os.File // flock held on dir/LOCK
+
+	// wmu serializes appends; the write and fsync happen under it alone,
+	// so that Admit, Stats and the drainer never wait for a disk.
+	wmu sync.Mutex
+	buf []byte // encoding buffer of WriteRecords
+
+	mu       sync.Mutex
+	segs     []segment // oldest first; the last one takes appends once active is set
+	active   *os.File  // append handle of the last segment; nil until the first append
+	drainOff int64     // bytes of segs[0] the database has taken
+	stats    Stats
+	closed   bool
+	full     atomic.Bool // PendingBytes >= MaxBytes, for Admit on every call
+
+	wake        chan struct{}
+	stopDrain   context.CancelFunc
+	drainCtx    context.Context
+	drainerDone chan struct{}
+}
+
+type segment struct {
+	seq  uint64
+	size int64 // bytes synced
+}
+
+const (
+	segPrefix = "seg-"
+	segSuffix = ".spool"
+	frameHead = 8 // uint32 length, uint32 CRC-32C of the payload
+	// maxFrame bounds a frame's payload: a record is at most a few KB, so
+	// a larger length can only be a torn or corrupt header.
+	maxFrame = 1 << 20
+	// rotateCaughtUp is the size past which a segment the drainer has
+	// fully written is replaced at the next append, so that a crash
+	// replays little when the database keeps up.
+	rotateCaughtUp = 64 << 10
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func segName(seq uint64) string { return fmt.Sprintf("%s%016d%s", segPrefix, seq, segSuffix) }
+
+// Open takes the spool in dir (created if missing), recovers the segments
+// an earlier process left (cutting a torn last frame) and starts draining
+// them to sink. Only one process may hold a directory.
+func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 256 << 20
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = 4 << 20
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 500
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("record spool: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("record spool: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("record spool: %s is in use by another process: %w", dir, err)
+	}
+	s := &Spool{
+		dir: dir, sink: sink, opts: opts, lock: lock,
+		log:         cmp.Or(opts.Logger, slog.Default()),
+		wake:        make(chan struct{}, 1),
+		drainerDone: make(chan struct{}),
+	}
+	if err := s.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if s.stats.Recovered > 0 {
+		s.log.Info("execution records from an earlier run found in the spool: writing them to the database",
+			"records", s.stats.Recovered, "bytes", s.stats.PendingBytes, "dir", dir)
+	}
+	s.drainCtx, s.stopDrain = context.WithCancel(context.Background())
+	go s.drain()
+	return s, nil
+}
+
+// recover lists the segments, validates every frame and truncates a
+// segment at its first bad one (the tail a crash tore).
+func (s *Spool) recover() error {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("record spool: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, segPrefix) || !strings.HasSuffix(name, segSuffix) {
+			continue
+		}
+		seq, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, segPrefix), segSuffix), 10, 64)
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(s.dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("record spool: %w", err)
+		}
+		var n int64
+		good := 0
+		for {
+			_, next, ok := parseFrame(data[good:])
+			if !ok {
+				break
+			}
+			n++
+			good += next
+		}
+		if good < len(data) {
+			s.log.Warn("record spool: cut a torn or corrupt tail (records of the calls answered in the last group-commit window before a crash)",
+				"file", name, "bytes_cut", len(data)-good)
+			if err := os.Truncate(path, int64(good)); err != nil {
+				return fmt.Errorf("record spool: %w", err)
+			}
+		}
+		if good == 0 {
+			os.Remove(path)
+			continue
+		}
+		s.segs = append(s.segs, segment{seq: seq, size: int64(good)})
+		s.stats.Recovered += n
+		s.pending(int64(good), n)
+	}
+	slices.SortFunc(s.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
+	return nil
+}
+
+// parseFrame reads the frame at the start of b: its payload and length,
+// or ok false when b holds no whole, intact frame.
+func parseFrame(b []byte) (payload []byte, n int, ok bool) {
+	if len(b) < frameHead {
+		return nil, 0, false
+	}
+	size := binary.LittleEndian.Uint32(b)
+	if size > maxFrame || int(size) > len(b)-frameHead {
+		return nil, 0, false
+	}
+	payload = b[frameHead : frameHead+int(size)]
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, 0, false
+	}
+	return payload, frameHead + int(size), true
+}
+
+// Admit reports whether a call may start: ErrFull while the records the
+// database has not taken fill MaxBytes.
+func (s *Spool) Admit() error {
+	if s.full.Load() {
+		return ErrFull
+	}
+	return nil
+}
+
+// pending adds to the pending counts. Called with mu held.
+func (s *Spool) pending(bytes, records int64) {
+	s.stats.PendingBytes += bytes
+	s.stats.PendingRecords += records
+	s.full.Store(s.stats.PendingBytes >= s.opts.MaxBytes)
+}
+
+// Stats returns the counters.
+func (s *Spool) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// WriteRecords appends recs and syncs them: one write and one fsync per
+// call, which is the group commit (the Recorder calls it once a window).
+// It implements engine.RecordSink.
+func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	buf := s.buf[:0]
+	for i := range recs {
+		start := len(buf)
+		buf = append(buf, make([]byte, frameHead)...)
+		var err error
+		if buf, err = appendJSON(buf, &recs[i]); err != nil {
+			return fmt.Errorf("record spool: encode record %s: %w", recs[i].ID, err)
+		}
+		payload := buf[start+frameHead:]
+		binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
+		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
+	}
+	s.buf = buf
+	f, size, err := s.appendTarget()
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(buf); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		// Cut what part of the batch got in, so the segment stays a
+		// sequence of whole frames.
+		f.Truncate(size)
+		f.Seek(size, io.SeekStart)
+		return fmt.Errorf("record spool: append %d records: %w", len(recs), err)
+	}
+	s.mu.Lock()
+	s.segs[len(s.segs)-1].size += int64(len(buf))
+	s.pending(int64(len(buf)), int64(len(recs)))
+	s.stats.Appended += int64(len(recs))
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// appendTarget is the file appends go to and its synced size, after
+// opening a new segment when one is due. Called with wmu held.
+func (s *Spool) appendTarget() (*os.File, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	if err := s.rotateIfDue(); err != nil {
+		return nil, 0, err
+	}
+	return s.active, s.segs[len(s.segs)-1].size, nil
+}
+
+func appendJSON(b []byte, r *engine.Record) ([]byte, error) {
+	j, err := json.Marshal(r)
+	return append(b, j...), err
+}
+
+// rotateIfDue opens a new segment for appending when there is none yet,
+// when the last one reached SegmentBytes, or when the drainer has written
+// all of a last one past rotateCaughtUp. Called with mu held.
+func (s *Spool) rotateIfDue() error {
+	if s.active != nil {
+		last := s.segs[len(s.segs)-1]
+		caughtUp := len(s.segs) == 1 && s.drainOff == last.size
+		if last.size < s.opts.SegmentBytes && !(caughtUp && last.size >= rotateCaughtUp) {
+			return nil
+		}
+	}
+	var seq uint64 = 1
+	if len(s.segs) > 0 {
+		seq = s.segs[len(s.segs)-1].seq + 1
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, segName(seq)), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("record spool: new segment: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return err
+	}
+	if s.active != nil {
+		s.active.Close()
+	}
+	s.active = f
+	s.segs = append(s.segs, segment{seq: seq})
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("record spool: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("record spool: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Close stops appends and drains what it can until ctx ends; what is left
+// stays on disk for the next Open.
+func (s *Spool) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	var err error
+	select {
+	case <-s.drainerDone:
+	case <-ctx.Done():
+		s.stopDrain()
+		<-s.drainerDone
+		err = ctx.Err()
+	}
+	s.stopDrain()
+	s.wmu.Lock() // an append in progress ends first
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if s.active != nil {
+		s.active.Close()
+	}
+	st := s.stats
+	s.mu.Unlock()
+	if st.PendingRecords > 0 {
+		s.log.Warn("execution records left in the spool for the next start on it", "records", st.PendingRecords, "dir", s.dir)
+	}
+	s.lock.Close()
+	return err
+}
+
+// Register adds the spool's gauges to reg:
+// blindexec_record_spool_pending_records, _pending_bytes and
+// blindexec_record_spool_database_down (1 while writes fail). Calls
+// refused for a full spool are counted by blindexec_tool_calls_total with
+// outcome records_unavailable.
+func (s *Spool) Register(reg prometheus.Registerer) error {
+	gauge := func(name, help string, v func(Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(s.Stats()) })
+	}
+	for _, c := range []prometheus.Collector{
+		gauge("blindexec_record_spool_pending_records", "Execution records in the spool the database has not taken.",
+			func(st Stats) float64 { return float64(st.PendingRecords) }),
+		gauge("blindexec_record_spool_pending_bytes", "Bytes of execution records in the spool the database has not taken.",
+			func(st Stats) float64 { return float64(st.PendingBytes) }),
+		gauge("blindexec_record_spool_database_down", "1 while the database is not taking execution records.",
+			func(st Stats) float64 {
+				if st.DatabaseDown {
+					return 1
+				}
+				return 0
+			}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

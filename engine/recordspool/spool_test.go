@@ -1,0 +1,264 @@
+package recordspool_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/recordspool"
+)
+
+// database is a RecordSink standing in for the store: it fails while
+// down, and keeps the first copy of each id, as the store does.
+type database struct {
+	mu     sync.Mutex
+	down   bool
+	rows   map[string]engine.Record
+	order  []string
+	writes int
+}
+
+func newDatabase() *database { return &database{rows: map[string]engine.Record{}} }
+
+func (d *database) WriteRecords(_ context.Context, recs []engine.Record) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.writes++
+	if d.down {
+		return errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
+	}
+	for _, r := range recs {
+		if _, ok := d.rows[r.ID]; !ok {
+			d.rows[r.ID] = r
+			d.order = append(d.order, r.ID)
+		}
+	}
+	return nil
+}
+
+func (d *database) setDown(down bool) {
+	d.mu.Lock()
+	d.down = down
+	d.mu.Unlock()
+}
+
+func (d *database) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.rows)
+}
+
+// logBuffer is a logger whose lines the test reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+func records(from, n int) []engine.Record {
+	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	recs := make([]engine.Record, n)
+	for i := range recs {
+		recs[i] = engine.Record{
+			ID: fmt.Sprintf("rec-%06d", from+i), PluginName: "weather", UserID: 7, Status: engine.StatusOK,
+			HTTPStatus: 200, LatencyMS: int64(i), Attempts: 1, CreatedAt: base.Add(time.Duration(from+i) * time.Second),
+		}
+	}
+	return recs
+}
+
+func open(t *testing.T, dir string, db engine.RecordSink, opts recordspool.Options) *recordspool.Spool {
+	t.Helper()
+	opts.MinBackoff, opts.MaxBackoff = time.Millisecond, 5*time.Millisecond
+	s, err := recordspool.Open(dir, db, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// waitFor polls cond until it holds; the bound only keeps a broken
+// spool from hanging the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func closeNow(t *testing.T, s *recordspool.Spool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Close(ctx)
+}
+
+func TestRecordsReachTheDatabaseWithTheirTimes(t *testing.T) {
+	db := newDatabase()
+	s := open(t, t.TempDir(), db, recordspool.Options{BatchSize: 7})
+	want := records(0, 50)
+	for i := 0; i < len(want); i += 10 {
+		if err := s.WriteRecords(context.Background(), want[i:i+10]); err != nil {
+			t.Fatalf("WriteRecords: %v", err)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if db.count() != len(want) {
+		t.Fatalf("database holds %d records, want %d", db.count(), len(want))
+	}
+	for i, r := range want {
+		if got := db.rows[r.ID]; got != r {
+			t.Errorf("record %d read back as %+v, want %+v", i, got, r)
+		}
+		if db.order[i] != r.ID {
+			t.Errorf("record %d written as %s, want the order of appends", i, db.order[i])
+		}
+	}
+	if st := s.Stats(); st.PendingRecords != 0 || st.PendingBytes != 0 || st.Appended != 50 || st.Drained != 50 {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestOutage(t *testing.T) {
+	db := newDatabase()
+	var logs logBuffer
+	dir := t.TempDir()
+	s := open(t, dir, db, recordspool.Options{BatchSize: 16, SegmentBytes: 1024,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer closeNow(t, s)
+
+	db.setDown(true)
+	for i := range 20 {
+		if err := s.WriteRecords(context.Background(), records(i*10, 10)); err != nil {
+			t.Fatalf("WriteRecords while the database is down: %v", err)
+		}
+	}
+	waitFor(t, "several failed writes", func() bool { db.mu.Lock(); defer db.mu.Unlock(); return db.writes > 3 })
+	if st := s.Stats(); st.PendingRecords != 200 || !st.DatabaseDown {
+		t.Fatalf("Stats during the outage = %+v, want 200 pending and the database down", st)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(dir, "seg-*")); len(segs) < 2 {
+		t.Errorf("%d segment files, want several (SegmentBytes 1024)", len(segs))
+	}
+
+	db.setDown(false)
+	waitFor(t, "the backlog written", func() bool { return db.count() == 200 })
+	waitFor(t, "the stats caught up", func() bool { return s.Stats().PendingRecords == 0 })
+	if n := logs.count("not taking them"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs.buf.String())
+	}
+	if n := logs.count("taking them again"); n != 1 || logs.count("pending=200") != 1 {
+		t.Errorf("the recovery was logged %d times (want once, with pending=200):\n%s", n, logs.buf.String())
+	}
+	// Drained segments are deleted, all but the one appends go to.
+	if segs, _ := filepath.Glob(filepath.Join(dir, "seg-*")); len(segs) != 1 {
+		t.Errorf("segment files after draining: %v, want one", segs)
+	}
+}
+
+func TestFullSpoolRefusesAdmission(t *testing.T) {
+	db := newDatabase()
+	db.setDown(true)
+	s := open(t, t.TempDir(), db, recordspool.Options{MaxBytes: 2000})
+	defer closeNow(t, s)
+	for s.Admit() == nil {
+		if err := s.WriteRecords(context.Background(), records(int(s.Stats().Appended), 1)); err != nil {
+			t.Fatalf("WriteRecords: %v", err)
+		}
+	}
+	if err := s.Admit(); !errors.Is(err, recordspool.ErrFull) {
+		t.Fatalf("Admit = %v, want ErrFull", err)
+	}
+	// A call already made still records past the bound.
+	if err := s.WriteRecords(context.Background(), records(1000, 1)); err != nil {
+		t.Fatalf("WriteRecords past the bound: %v", err)
+	}
+	db.setDown(false)
+	waitFor(t, "room again", func() bool { return s.Admit() == nil })
+}
+
+func TestRestartWritesWhatTheSpoolHeld(t *testing.T) {
+	dir := t.TempDir()
+	db := newDatabase()
+	db.setDown(true)
+	s := open(t, dir, db, recordspool.Options{})
+	for i := range 5 {
+		if err := s.WriteRecords(context.Background(), records(i*3, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeNow(t, s) // the database is down: the records stay on disk
+
+	// A crash in the middle of an append leaves a torn last frame.
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*"))
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, '{', '"'})
+	f.Close()
+
+	db.setDown(false)
+	var logs logBuffer
+	s = open(t, dir, db, recordspool.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if got := s.Stats().Recovered; got != 15 {
+		t.Errorf("Recovered = %d, want 15", got)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if db.count() != 15 {
+		t.Fatalf("database holds %d records after the restart, want 15", db.count())
+	}
+	if logs.count("torn or corrupt tail") != 1 {
+		t.Errorf("the torn tail was not logged:\n%s", logs.buf.String())
+	}
+	// What went in is gone from disk; a third start finds nothing.
+	s = open(t, dir, db, recordspool.Options{})
+	defer closeNow(t, s)
+	if got := s.Stats().Recovered; got != 0 {
+		t.Errorf("third start recovered %d records, want 0", got)
+	}
+}
+
+func TestOneProcessPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, newDatabase(), recordspool.Options{})
+	defer closeNow(t, s)
+	if _, err := recordspool.Open(dir, newDatabase(), recordspool.Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a second Open on the directory = %v, want it refused", err)
+	}
+}
+
+func TestWriteAfterClose(t *testing.T) {
+	s := open(t, t.TempDir(), newDatabase(), recordspool.Options{})
+	closeNow(t, s)
+	if err := s.WriteRecords(context.Background(), records(0, 1)); !errors.Is(err, recordspool.ErrClosed) {
+		t.Fatalf("WriteRecords after Close = %v, want ErrClosed", err)
+	}
+}
