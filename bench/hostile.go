@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -178,15 +179,8 @@ func hostileRequests(t hostileTarget) []hostileRequest {
 		return fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":%s}`, t.tool, t.user, a)
 	}
 	manyProps := func(n int) string {
-		var b strings.Builder
-		b.WriteString(`{"type":"object","properties":{`)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, `"p%d":{"type":"string"}`, i)
-		}
-		return b.String() + `}}`
+		b, _ := json.Marshal(stringProps(n))
+		return string(b)
 	}
 	inline := func(params string) string {
 		return `{"plugin":{"name":"big","description":"d","parameters":` + params +
@@ -213,18 +207,24 @@ type hostileSchema struct {
 	schema map[string]any
 }
 
-func hostileSchemas() []hostileSchema {
-	wide := map[string]any{}
-	for i := range plugins.DefaultSchemaLimits.Properties + 1 {
-		wide[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+// stringProps is an object schema of n string properties.
+func stringProps(n int) map[string]any {
+	props := make(map[string]any, n)
+	for i := range n {
+		props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
 	}
+	return map[string]any{"type": "object", "properties": props}
+}
+
+func hostileSchemas() []hostileSchema {
+	wide := plugins.DefaultSchemaLimits.Properties + 1
 	defs := map[string]any{"d0": map[string]any{"type": "string"}}
 	for i := 1; i <= 30; i++ {
 		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i-1)}
 		defs[fmt.Sprintf("d%d", i)] = map[string]any{"anyOf": []any{ref, ref}}
 	}
 	return []hostileSchema{
-		{fmt.Sprintf("%d properties", len(wide)), map[string]any{"type": "object", "properties": wide}},
+		{fmt.Sprintf("%d properties", wide), stringProps(wide)},
 		{"$refs doubling 30 times", map[string]any{"type": "object", "$defs": defs,
 			"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d30"}}}},
 	}
