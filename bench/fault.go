@@ -907,7 +907,9 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 	// The limit per user at the concurrency, so that the workers of user
 	// 7 are not refused; user 9's calls are held at it.
 	limit := r.o.conc
-	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit)); err != nil {
+	const bodyDeadline = 2 * time.Second // shortened, so that slow bodies are cut within the burst
+	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit),
+		"BLINDEXEC_BODY_TIMEOUT_MS="+strconv.Itoa(int(bodyDeadline.Milliseconds()))); err != nil {
 		return nil, err
 	}
 	// A tool taking a string argument, as seed 001's search does.
@@ -927,9 +929,10 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 	defer mcpUp.Close()
 
 	type attack struct {
-		name string
-		n    int
-		send func(context.Context) error
+		name    string
+		n       int
+		send    func(context.Context) error
+		workers int // 0: -c
 	}
 	var attacks []attack
 	reqs := append(hostileRequests(hostileTarget{tool: "fault_search", user: 7, heldUser: 9, limit: limit, upstream: r.up}), hostileRequest{
@@ -938,10 +941,24 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 		  "execution":{"method":"GET","base_url":"` + r.up + `/users/{id}"}},"arguments":{"id":"%2e%2e"}}`,
 	})
 	for _, h := range reqs {
-		attacks = append(attacks, attack{h.name, 4 * h.n, func(ctx context.Context) error {
+		attacks = append(attacks, attack{name: h.name, n: 4 * h.n, send: func(ctx context.Context) error {
 			return h.send(ctx, r.eng.client, r.eng.base, faultServiceToken)
 		}})
 	}
+	const slow = 500
+	attacks = append(attacks, attack{name: fmt.Sprintf("%d connections, a body byte every 100 ms (cut at the %s body deadline)", slow, bodyDeadline),
+		n: slow, workers: slow, send: func(context.Context) error {
+			c, err := net.Dial("tcp", strings.TrimPrefix(r.eng.base, "http://"))
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			slowBody(c, faultServiceToken)
+			if d := time.Since(t0); d > 2*bodyDeadline {
+				return fmt.Errorf("a slow body held its connection %s", d.Round(time.Millisecond))
+			}
+			return nil
+		}})
 	mcpNames := []string{"reference: MCP re-import, one ordinary tool (200)"}
 	for _, sc := range hostileSchemas() {
 		mcpNames = append(mcpNames, "MCP re-import, inputSchema "+sc.name+" (tool refused)")
@@ -954,7 +971,7 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 		}
 		reimport := fmt.Sprintf(`{"server":"hostile_%d"}`, i)
 		wantFailed := i > 0
-		attacks = append(attacks, attack{name, 200, func(ctx context.Context) error {
+		attacks = append(attacks, attack{name: name, n: 200, send: func(ctx context.Context) error {
 			status, body, err := r.eng.post(ctx, "/v1/plugins/import/mcp", faultAdminToken, reimport)
 			if err != nil {
 				return err
@@ -983,7 +1000,7 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 		var next atomic.Int64
 		var failed atomic.Pointer[error]
 		var wg sync.WaitGroup
-		for range min(r.o.conc, a.n) {
+		for range min(cmp.Or(a.workers, r.o.conc), a.n) {
 			wg.Go(func() {
 				for next.Add(1) <= int64(a.n) {
 					if err := a.send(ctx); err != nil {

@@ -303,18 +303,7 @@ func benchSlowBodies(url string, conns int, deadline time.Duration) error {
 			return err
 		}
 		go func() {
-			defer c.Close()
-			fmt.Fprintf(c, "POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bench-service\r\nContent-Length: 1000\r\n\r\n")
-			go func() {
-				for range 1000 {
-					if _, err := c.Write([]byte(" ")); err != nil {
-						return
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}()
-			c.SetReadDeadline(time.Now().Add(time.Minute))
-			io.Copy(io.Discard, c) // until the server closes
+			slowBody(c, "bench-service")
 			done <- time.Since(t0)
 		}()
 	}
@@ -327,4 +316,22 @@ func benchSlowBodies(url string, conns int, deadline time.Duration) error {
 	fmt.Printf("   all cut %s after the first byte (a 1,000-byte body would take 100 s); goroutines %d before, %d after\n\n",
 		last.Round(10*time.Millisecond), g0, runtime.NumGoroutine())
 	return nil
+}
+
+// slowBody sends on c a POST /v1/execute whose 1,000-byte body comes a
+// byte every 100 ms, and returns once the server closed c (at most a
+// minute), then closes it.
+func slowBody(c net.Conn, token string) {
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n", token)
+	go func() {
+		for range 1000 {
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	io.Copy(io.Discard, c) // until the server closes
 }
