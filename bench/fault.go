@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	_ "github.com/glebarez/go-sqlite" // the "sqlite" driver, for counting records
@@ -64,7 +66,9 @@ func benchFault(ctx context.Context, o benchOpts) error {
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", db, sc.name, err)
 			}
-			res.print(db, sc.name)
+			if res != nil { // hostile prints its own table
+				res.print(db, sc.name)
+			}
 		}
 	}
 	return nil
@@ -79,6 +83,7 @@ var faultScenarios = []struct {
 	{"db-outage", (*faultRun).outage},
 	{"sigterm", (*faultRun).sigterm},
 	{"kill-9", (*faultRun).kill9},
+	{"hostile", (*faultRun).hostile},
 }
 
 // faultUpstream answers each fault the runner exercises, on loopback.
@@ -659,19 +664,7 @@ func (e *engineProc) kill() {
 }
 
 // rss is the engine's resident set in kB.
-func (e *engineProc) rss() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func (e *engineProc) rss() int64 { return procMemKB(e.cmd.Process.Pid, "VmRSS:") }
 
 // waitDrained polls /metrics until the spool holds no record.
 func (e *engineProc) waitDrained(ctx context.Context, limit time.Duration) bool {
@@ -903,3 +896,220 @@ func (p *dbProxy) restore() {
 }
 
 func (p *dbProxy) close() { p.refuse() }
+
+// hostile: issue 13's attacks on serve, a burst of each from -c workers:
+// the CPU the engine spent per request (utime+stime of the process) and
+// its resident memory before, at its peak during the burst and after,
+// beside an ordinary call. The MCP inputSchemas are met by re-importing a
+// loopback MCP server that lists one such tool, beside one listing an
+// ordinary tool.
+func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
+	// The limit per user at the concurrency, so that the workers of user
+	// 7 are not refused; user 9's calls are held at it.
+	limit := r.o.conc
+	const bodyDeadline = 2 * time.Second // shortened, so that slow bodies are cut within the burst
+	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit),
+		"BLINDEXEC_BODY_TIMEOUT_MS="+strconv.Itoa(int(bodyDeadline.Milliseconds()))); err != nil {
+		return nil, err
+	}
+	// A tool taking a string argument, as seed 001's search does.
+	doc := `{"name":"fault_search","description":"search","parameters":{"type":"object","properties":{"keyword":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"` + r.up + `/ok","param_placement":"query"}}`
+	if status, body, err := r.eng.post(ctx, "/v1/plugins", faultAdminToken, doc); err != nil || status != http.StatusCreated {
+		return nil, fmt.Errorf("create fault_search: HTTP %d %s %v", status, body, err)
+	}
+	// User 9's calls in flight at the limit: the 429 attack.
+	holdCtx, release := context.WithCancel(ctx)
+	defer release()
+	holder := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: limit}}
+	for range limit {
+		go execOnce(holdCtx, holder, r.eng.base, `{"name":"fault_hang","user_id":9,"arguments":{}}`)
+	}
+	mcpUp := hostileMCPUpstream()
+	defer mcpUp.Close()
+
+	type attack struct {
+		name    string
+		n       int
+		send    func(context.Context) error
+		workers int // 0: -c
+	}
+	var attacks []attack
+	reqs := append(hostileRequests(hostileTarget{tool: "fault_search", user: 7, heldUser: 9, limit: limit, upstream: r.up}), hostileRequest{
+		name: "/v1/execute, inline plugin, path value %2e%2e (422)", n: 300, path: "/v1/execute", status: http.StatusUnprocessableEntity,
+		body: `{"plugin":{"name":"repo","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
+		  "execution":{"method":"GET","base_url":"` + r.up + `/users/{id}"}},"arguments":{"id":"%2e%2e"}}`,
+	})
+	for _, h := range reqs {
+		attacks = append(attacks, attack{name: h.name, n: 4 * h.n, send: func(ctx context.Context) error {
+			return h.send(ctx, r.eng.client, r.eng.base, faultServiceToken)
+		}})
+	}
+	const slow = 500
+	attacks = append(attacks, attack{name: fmt.Sprintf("%d connections, a body byte every 100 ms (cut at the %s body deadline)", slow, bodyDeadline),
+		n: slow, workers: slow, send: func(context.Context) error {
+			c, err := net.Dial("tcp", strings.TrimPrefix(r.eng.base, "http://"))
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			slowBody(c, faultServiceToken)
+			if d := time.Since(t0); d > 2*bodyDeadline {
+				return fmt.Errorf("a slow body held its connection %s", d.Round(time.Millisecond))
+			}
+			return nil
+		}})
+	mcpNames := []string{"reference: MCP re-import, one ordinary tool (200)"}
+	for _, sc := range hostileSchemas() {
+		mcpNames = append(mcpNames, "MCP re-import, inputSchema "+sc.name+" (tool refused)")
+	}
+	for i, name := range mcpNames {
+		url := fmt.Sprintf("%s/mcp/%d", mcpUp.URL, i)
+		status, body, err := r.eng.post(ctx, "/v1/plugins/import/mcp", faultAdminToken, fmt.Sprintf(`{"url":%q,"name":"hostile_%d"}`, url, i))
+		if err != nil || status != http.StatusOK {
+			return nil, fmt.Errorf("register the MCP server %s: HTTP %d %s %v", url, status, body, err)
+		}
+		reimport := fmt.Sprintf(`{"server":"hostile_%d"}`, i)
+		wantFailed := i > 0
+		attacks = append(attacks, attack{name: name, n: 200, send: func(ctx context.Context) error {
+			status, body, err := r.eng.post(ctx, "/v1/plugins/import/mcp", faultAdminToken, reimport)
+			if err != nil {
+				return err
+			}
+			var rep struct{ Failed []struct{} }
+			json.Unmarshal(body, &rep)
+			if status != http.StatusOK || (len(rep.Failed) > 0) != wantFailed {
+				return fmt.Errorf("HTTP %d, %d tools refused: %.300s", status, len(rep.Failed), body)
+			}
+			return nil
+		}})
+	}
+
+	pid := r.eng.cmd.Process.Pid
+	fmt.Printf("%s: hostile input against serve (pid %d), %d workers; CPU of the engine process per request, its RSS before, at its peak during the burst, after\n",
+		r.dbKind, pid, r.o.conc)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "attack\tn\tCPU per request\tRSS before\tpeak\tafter\t\n")
+	for _, a := range attacks {
+		if err := retryUntil(ctx, 10*time.Second, a.send); err != nil { // warm-up, and the answer checked
+			return nil, fmt.Errorf("%s: %w", a.name, err)
+		}
+		os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) // reset the peak (VmHWM)
+		before := procMemKB(pid, "VmRSS:")
+		cpu0 := procCPU(pid)
+		var next atomic.Int64
+		var failed atomic.Pointer[error]
+		var wg sync.WaitGroup
+		for range min(cmp.Or(a.workers, r.o.conc), a.n) {
+			wg.Go(func() {
+				for next.Add(1) <= int64(a.n) {
+					if err := a.send(ctx); err != nil {
+						failed.CompareAndSwap(nil, &err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := failed.Load(); err != nil {
+			return nil, fmt.Errorf("%s: %w", a.name, *err)
+		}
+		cpu := (procCPU(pid) - cpu0) / time.Duration(a.n)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", a.name, a.n, round(cpu),
+			kbMB(before), kbMB(procMemKB(pid, "VmHWM:")), kbMB(procMemKB(pid, "VmRSS:")))
+	}
+	tw.Flush()
+	release()
+	return nil, r.eng.stop(syscall.SIGTERM, time.Minute)
+}
+
+// retryUntil calls f until it succeeds or d passes (the held calls of the
+// 429 attack take a moment to start); the last error is returned.
+func retryUntil(ctx context.Context, d time.Duration, f func(context.Context) error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := f(ctx)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procCPU is the user and system CPU time of process pid so far, from
+// /proc/<pid>/stat (in clock ticks of 10 ms: USER_HZ is 100 on Linux).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// procMemKB is a kB field of /proc/<pid>/status (VmRSS:, VmHWM:).
+func procMemKB(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// hostileMCPUpstream is an MCP server over streamable HTTP (JSON answers)
+// at /mcp/0, listing one ordinary tool, and at /mcp/1, /mcp/2…, listing
+// one tool with each of hostileSchemas' inputSchemas.
+func hostileMCPUpstream() *httptest.Server {
+	schemas := []map[string]any{{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}}
+	for _, sc := range hostileSchemas() {
+		schemas = append(schemas, sc.schema)
+	}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/mcp/"))
+		if err != nil || i < 0 || i >= len(schemas) {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.ID == nil { // a notification
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result any = map[string]any{}
+		switch req.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": req.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"}}
+		case "tools/list":
+			result = map[string]any{"tools": []any{map[string]any{"name": "tool", "description": "d", "inputSchema": schemas[i]}}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	}))
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -76,51 +77,6 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	post := func(path, body string, want int) func(context.Context) error {
-		return func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer bench-service")
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != want {
-				return fmt.Errorf("HTTP %d, want %d: %.200s", resp.StatusCode, want, b)
-			}
-			return nil
-		}
-	}
-	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
-	args := func(a string) string { return `{"name":"search_company_basic","user_id":7,"arguments":` + a + `}` }
-	manyProps := func(n int) string {
-		var b strings.Builder
-		b.WriteString(`{"type":"object","properties":{`)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, `"p%d":{"type":"string"}`, i)
-		}
-		return b.String() + `}}`
-	}
-	inline := func(params string) string {
-		return `{"plugin":{"name":"big","description":"d","parameters":` + params +
-			`,"execution":{"method":"GET","base_url":"` + up.URL + `/x"}},"arguments":{}}`
-	}
-	laughs := map[string]any{"type": "object"}
-	defs := map[string]any{"d0": map[string]any{"type": "string"}}
-	for i := 1; i <= 30; i++ {
-		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i-1)}
-		defs[fmt.Sprintf("d%d", i)] = map[string]any{"anyOf": []any{ref, ref}}
-	}
-	laughs["$defs"], laughs["properties"] = defs, map[string]any{"x": map[string]any{"$ref": "#/$defs/d30"}}
-	wideProps := map[string]any{}
-	for i := range plugins.DefaultSchemaLimits.Properties + 1 {
-		wideProps[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
-	}
-	wideSchema := map[string]any{"type": "object", "properties": wideProps}
 	mcpRefused := func(schema any) func(context.Context) error {
 		return func(context.Context) error {
 			if _, _, err := mcpimport.Parameters(schema, 0); err == nil {
@@ -143,18 +99,14 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 	dotPath := mustParse(`{"name":"repo","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
 		"execution":{"method":"GET","base_url":"` + up.URL + `/users/{id}"}}`)
 
-	probes := []probe{
-		{"reference: /v1/execute, an ordinary call (200)", 300, post("/v1/execute", args(`{"keyword":"字节跳动"}`), 200)},
-		{"/v1/execute, arguments 100,000 deep, 200 KB (400, body scan)", 100, post("/v1/execute", args(`{"keyword":`+nest(100_000)+`}`), 400)},
-		{"/v1/execute, arguments 65 deep (422, executor)", 300, post("/v1/execute", args(`{"keyword":`+nest(64)+`}`), 422)},
-		{"/v1/execute, arguments of 100,001 elements, 200 KB (422, executor)", 100, post("/v1/execute", args(`{"keyword":[`+strings.Repeat("0,", 100_000)+`0]}`), 422)},
-		{"/v1/tools/{name}/call, 10,000 deep, 20 KB (400, body scan)", 300, post("/v1/tools/search_company_basic/call", `{"keyword":`+nest(10_000)+`}`, 400)},
-		{"/v1/execute, body of 9 MiB (413)", 20, post("/v1/execute", `{"arguments":{"s":"`+strings.Repeat("x", 9<<20)+`"}}`, 413)},
-		{"/v1/execute, inline plugin, 40,000 parameters, 1.1 MB (400, bytes)", 20, post("/v1/execute", inline(manyProps(40_000)), 400)},
-		{"/v1/execute, inline plugin, 2,001 parameters (400, properties)", 100, post("/v1/execute", inline(manyProps(2_001)), 400)},
-		{"MCP inputSchema, 2,001 properties (tool refused)", 100, mcpRefused(wideSchema)},
-		{"MCP inputSchema, $refs doubling 30 times (tool refused)", 100, mcpRefused(laughs)},
-		{"/v1/execute, user over 16 calls in flight (429)", 300, post("/v1/execute", `{"name":"search_company_basic","user_id":9,"arguments":{"keyword":"x"}}`, 429)},
+	var probes []probe
+	for _, r := range hostileRequests(hostileTarget{tool: "search_company_basic", user: 7, heldUser: 9, limit: 16, upstream: up.URL}) {
+		probes = append(probes, probe{r.name, r.n, func(ctx context.Context) error { return r.send(ctx, client, srv.URL, "bench-service") }})
+	}
+	for _, sc := range hostileSchemas() {
+		probes = append(probes, probe{"MCP inputSchema, " + sc.name + " (tool refused)", 100, mcpRefused(sc.schema)})
+	}
+	probes = append(probes, []probe{
 		{"executor, path value %2e%2e (refused)", 300, func(ctx context.Context) error {
 			_, err := e.ex.Execute(ctx, engine.Call{Plugin: dotPath, Arguments: []byte(`{"id":"%2e%2e"}`)})
 			if err == nil {
@@ -162,7 +114,7 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 			}
 			return nil
 		}},
-	}
+	}...)
 	fmt.Println("== hostile input: what a refusal costs (loopback, client and server in this process)")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "request\tn\tp50\tp99\tCPU per request\t\n")
@@ -198,6 +150,103 @@ func mustParse(doc string) *plugins.Plugin {
 		panic(err)
 	}
 	return p
+}
+
+// hostileTarget is what issue 13's HTTP attacks are aimed at: a catalog
+// tool taking string arguments that user may call, a user whose calls in
+// flight are at the limit per user, and an upstream for inline plugins.
+type hostileTarget struct {
+	tool           string
+	user, heldUser int64
+	limit          int
+	upstream       string
+}
+
+// hostileRequest is one of issue 13's attacks over HTTP and the status of
+// its refusal; the first of hostileRequests is an ordinary call, for scale.
+type hostileRequest struct {
+	name       string
+	n          int // requests measured
+	path, body string
+	status     int
+}
+
+// hostileRequests are issue 13's attacks that arrive over HTTP; the bench
+// sends them to an in-process server, the fault runner to serve.
+func hostileRequests(t hostileTarget) []hostileRequest {
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	args := func(a string) string {
+		return fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":%s}`, t.tool, t.user, a)
+	}
+	manyProps := func(n int) string {
+		b, _ := json.Marshal(stringProps(n))
+		return string(b)
+	}
+	inline := func(params string) string {
+		return `{"plugin":{"name":"big","description":"d","parameters":` + params +
+			`,"execution":{"method":"GET","base_url":"` + t.upstream + `/x"}},"arguments":{}}`
+	}
+	return []hostileRequest{
+		{"reference: /v1/execute, an ordinary call (200)", 300, "/v1/execute", args(`{"keyword":"字节跳动"}`), 200},
+		{"/v1/execute, arguments 100,000 deep, 200 KB (400, body scan)", 100, "/v1/execute", args(`{"keyword":` + nest(100_000) + `}`), 400},
+		{"/v1/execute, arguments 65 deep (422, executor)", 300, "/v1/execute", args(`{"keyword":` + nest(64) + `}`), 422},
+		{"/v1/execute, arguments of 100,001 elements, 200 KB (422, executor)", 100, "/v1/execute", args(`{"keyword":[` + strings.Repeat("0,", 100_000) + `0]}`), 422},
+		{"/v1/tools/{name}/call, 10,000 deep, 20 KB (400, body scan)", 300, "/v1/tools/" + t.tool + "/call", `{"keyword":` + nest(10_000) + `}`, 400},
+		{"/v1/execute, body of 9 MiB (413)", 20, "/v1/execute", `{"arguments":{"s":"` + strings.Repeat("x", 9<<20) + `"}}`, 413},
+		{"/v1/execute, inline plugin, 40,000 parameters, 1.1 MB (400, bytes)", 20, "/v1/execute", inline(manyProps(40_000)), 400},
+		{"/v1/execute, inline plugin, 2,001 parameters (400, properties)", 100, "/v1/execute", inline(manyProps(2_001)), 400},
+		{fmt.Sprintf("/v1/execute, user over %d calls in flight (429)", t.limit), 300, "/v1/execute",
+			fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":{"keyword":"x"}}`, t.tool, t.heldUser), 429},
+	}
+}
+
+// hostileSchema is an MCP tool's inputSchema of issue 13 that costs too
+// much to compile: the tool is refused at import or tools/list.
+type hostileSchema struct {
+	name   string
+	schema map[string]any
+}
+
+// stringProps is an object schema of n string properties.
+func stringProps(n int) map[string]any {
+	props := make(map[string]any, n)
+	for i := range n {
+		props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "object", "properties": props}
+}
+
+func hostileSchemas() []hostileSchema {
+	wide := plugins.DefaultSchemaLimits.Properties + 1
+	defs := map[string]any{"d0": map[string]any{"type": "string"}}
+	for i := 1; i <= 30; i++ {
+		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i-1)}
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{"anyOf": []any{ref, ref}}
+	}
+	return []hostileSchema{
+		{fmt.Sprintf("%d properties", wide), stringProps(wide)},
+		{"$refs doubling 30 times", map[string]any{"type": "object", "$defs": defs,
+			"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d30"}}}},
+	}
+}
+
+// send posts the request to base with the bearer token and checks the status.
+func (r hostileRequest) send(ctx context.Context, client *http.Client, base, token string) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+r.path, strings.NewReader(r.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != r.status {
+		return fmt.Errorf("HTTP %d, want %d: %.200s", resp.StatusCode, r.status, b)
+	}
+	return nil
 }
 
 // cpuTime is the process's user and system CPU time so far.
@@ -254,18 +303,7 @@ func benchSlowBodies(url string, conns int, deadline time.Duration) error {
 			return err
 		}
 		go func() {
-			defer c.Close()
-			fmt.Fprintf(c, "POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bench-service\r\nContent-Length: 1000\r\n\r\n")
-			go func() {
-				for range 1000 {
-					if _, err := c.Write([]byte(" ")); err != nil {
-						return
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}()
-			c.SetReadDeadline(time.Now().Add(time.Minute))
-			io.Copy(io.Discard, c) // until the server closes
+			slowBody(c, "bench-service")
 			done <- time.Since(t0)
 		}()
 	}
@@ -278,4 +316,22 @@ func benchSlowBodies(url string, conns int, deadline time.Duration) error {
 	fmt.Printf("   all cut %s after the first byte (a 1,000-byte body would take 100 s); goroutines %d before, %d after\n\n",
 		last.Round(10*time.Millisecond), g0, runtime.NumGoroutine())
 	return nil
+}
+
+// slowBody sends on c a POST /v1/execute whose 1,000-byte body comes a
+// byte every 100 ms, and returns once the server closed c (at most a
+// minute), then closes it.
+func slowBody(c net.Conn, token string) {
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n", token)
+	go func() {
+		for range 1000 {
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	io.Copy(io.Discard, c) // until the server closes
 }

@@ -53,12 +53,18 @@ type RecorderOptions struct {
 	FlushInterval time.Duration // longest a record waits for a write (200 ms)
 	Buffer        int           // records queued before Record blocks (4096, at least BatchSize)
 	WriteTimeout  time.Duration // bound on one WriteRecords (10 s)
-	Logger        *slog.Logger  // nil: slog.Default()
+	// InFlight is how many WriteRecords may run at once (1). A sink that
+	// shares work between overlapping writes takes more: the spool appends
+	// a window's batch while the previous one's fsync runs, and syncs both
+	// with one fsync, so no batch waits for two.
+	InFlight int
+	Logger   *slog.Logger // nil: slog.Default()
 }
 
 // Recorder writes records off the request path, in batches. Record
-// appends to a queue; a background goroutine writes a batch when one is
-// full or at the flush interval, so a call costs no goroutine wake-up;
+// appends to a queue; a background goroutine hands the sink a batch when
+// one is full or at the flush interval (without waiting for the previous
+// write, up to InFlight at once), so a call costs no goroutine wake-up;
 // Close writes what is left. A full queue makes Record wait rather than
 // drop; a failed write is logged and retried once.
 type Recorder struct {
@@ -89,6 +95,7 @@ func NewRecorder(sink RecordSink, opts RecorderOptions) *Recorder {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	opts.InFlight = max(opts.InFlight, 1)
 	r := &Recorder{
 		sink: sink,
 		opts: opts,
@@ -156,6 +163,9 @@ func (r *Recorder) run() {
 	defer close(r.done)
 	tick := time.NewTicker(r.opts.FlushInterval)
 	defer tick.Stop()
+	var writes sync.WaitGroup
+	defer writes.Wait()
+	slots := make(chan struct{}, r.opts.InFlight) // a token per write running
 	for {
 		select {
 		case <-tick.C:
@@ -167,7 +177,11 @@ func (r *Recorder) run() {
 		r.drained.Broadcast()
 		r.mu.Unlock()
 		for batch := range slices.Chunk(queued, r.opts.BatchSize) {
-			r.write(batch)
+			slots <- struct{}{}
+			writes.Go(func() {
+				defer func() { <-slots }()
+				r.write(batch)
+			})
 		}
 		if closed {
 			return

@@ -173,6 +173,55 @@ func TestRecorderFlushesOnInterval(t *testing.T) {
 	})
 }
 
+// heldSink holds its first write until release is closed, and says which
+// records reached it.
+type heldSink struct {
+	memSink
+	release chan struct{}
+	first   sync.Once
+}
+
+func (s *heldSink) WriteRecords(ctx context.Context, recs []Record) error {
+	hold := false
+	s.first.Do(func() { hold = true })
+	s.memSink.WriteRecords(ctx, recs)
+	if hold {
+		<-s.release
+	}
+	return nil
+}
+
+// Issue 15: with InFlight 2, a batch reaches the sink while the previous
+// write still runs (the spool appends it during the previous fsync); with
+// 1, it waits for it.
+func TestRecorderInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		inFlight int
+		want     int // records in the sink while the first write is held
+	}{{1, 1}, {2, 2}} {
+		t.Run(fmt.Sprint(tc.inFlight), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sink := &heldSink{release: make(chan struct{})}
+				r := NewRecorder(sink, RecorderOptions{BatchSize: 1, InFlight: tc.inFlight, Logger: discardLogger()})
+				r.Record(Record{ID: "a"})
+				synctest.Wait() // a's write is held
+				r.Record(Record{ID: "b"})
+				synctest.Wait()
+				if got := len(sink.records()); got != tc.want {
+					t.Fatalf("%d records in the sink while the first write runs, want %d", got, tc.want)
+				}
+				close(sink.release)
+				if err := r.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(sink.records()); got != 2 {
+					t.Fatalf("%d records written, want 2", got)
+				}
+			})
+		})
+	}
+}
+
 // fullSink is a sink out of room, as the record spool is when the
 // database has been away too long.
 type fullSink struct{ memSink }

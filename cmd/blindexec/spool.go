@@ -46,8 +46,10 @@ func (c *config) recorder(st *store.Store, log *slog.Logger) (*engine.Recorder, 
 		return nil, nil, err
 	}
 	// The Recorder's flush interval is the group-commit window: one append
-	// and one fsync for the calls of each window.
-	return engine.NewRecorder(sp, engine.RecorderOptions{FlushInterval: c.spool.commit, Logger: log}), sp, nil
+	// for the calls of each window, made at once even while earlier
+	// windows' fsync runs (InFlight), and one fsync for all the windows
+	// appended meanwhile.
+	return engine.NewRecorder(sp, engine.RecorderOptions{FlushInterval: c.spool.commit, InFlight: 4, Logger: log}), sp, nil
 }
 
 // closeRecords flushes the recorder into the spool, then gives the spool a

@@ -115,10 +115,11 @@ func (s *Spool) deliver(recs []engine.Record, out *outage) bool {
 	return true
 }
 
-// dropDrained deletes the segments the database has taken whole, except
-// the one appends go to. Called with mu held.
+// dropDrained deletes the segments the database has taken whole (synced
+// and drained to their last byte), except the one appends go to. Called
+// with mu held.
 func (s *Spool) dropDrained(r *reader) {
-	for len(s.segs) > 0 && s.drainOff == s.segs[0].size && !(s.active != nil && len(s.segs) == 1) {
+	for len(s.segs) > 0 && s.drainOff == s.segs[0].written && !(s.active != nil && len(s.segs) == 1) {
 		seq := s.segs[0].seq
 		if r.f != nil && r.seq == seq {
 			r.close()

@@ -1,7 +1,10 @@
 // Package recordspool keeps execution records on local disk until the
 // database has them. The Recorder hands it a batch per group-commit window;
-// the batch is appended to a segment file and synced once, then a
-// background drainer writes the records to the database in batches,
+// the batch is appended to a segment file at once, even while the previous
+// batch's fsync runs, and one fsync then covers every batch appended so far
+// (so a kill -9 loses at most the window the Recorder had not handed over,
+// and no batch waits for two fsyncs). A background drainer writes the
+// synced records to the database in batches,
 // backing off while it is unreachable. A record leaves the spool only once
 // the database took it, so a database outage, a restart or a crash loses
 // nothing the spool had synced: the next Open finds the segments and the
@@ -22,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -80,15 +82,19 @@ type Spool struct {
 	log  *slog.Logger
 	lock *os.File // flock held on dir/LOCK
 
-	// wmu serializes appends; the write and fsync happen under it alone,
-	// so that Admit, Stats and the drainer never wait for a disk.
-	wmu sync.Mutex
-	buf []byte // encoding buffer of WriteRecords
+	// Lock order: smu, wmu, mu. smu serializes fsyncs and wmu appends;
+	// the disk is touched under them alone, so that Admit, Stats and the
+	// drainer never wait for a disk, and an append never waits for an
+	// fsync.
+	smu  sync.Mutex
+	wmu  sync.Mutex
+	sync func(*os.File) error // (*os.File).Sync; tests stand in for the disk
 
 	mu       sync.Mutex
 	segs     []segment // oldest first; the last one takes appends once active is set
 	active   *os.File  // append handle of the last segment; nil until the first append
 	drainOff int64     // bytes of segs[0] the database has taken
+	group    *commit   // the appends the next fsync will cover
 	stats    Stats
 	closed   bool
 	full     atomic.Bool // PendingBytes >= MaxBytes, for Admit on every call
@@ -100,9 +106,21 @@ type Spool struct {
 }
 
 type segment struct {
-	seq  uint64
-	size int64 // bytes synced
+	seq     uint64
+	size    int64    // bytes synced: what the drainer may read
+	written int64    // bytes appended (size, plus what awaits an fsync)
+	frames  int64    // records appended, not yet synced
+	f       *os.File // a segment no longer active with bytes to sync: its append handle until then
 }
+
+// commit is one group commit: the appends one fsync covers. done is closed
+// once it ran; err is its outcome.
+type commit struct {
+	done chan struct{}
+	err  error
+}
+
+func newCommit() *commit { return &commit{done: make(chan struct{})} }
 
 const (
 	segPrefix = "seg-"
@@ -160,6 +178,8 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 		log:         cmp.Or(opts.Logger, slog.Default()),
 		wake:        make(chan struct{}, 1),
 		drainerDone: make(chan struct{}),
+		sync:        (*os.File).Sync,
+		group:       newCommit(),
 	}
 	if err := s.recover(); err != nil {
 		lock.Close()
@@ -216,7 +236,7 @@ func (s *Spool) recover() error {
 			os.Remove(path)
 			continue
 		}
-		s.segs = append(s.segs, segment{seq: seq, size: int64(good)})
+		s.segs = append(s.segs, segment{seq: seq, size: int64(good), written: int64(good)})
 		s.stats.Recovered += n
 		s.pending(int64(good), n)
 	}
@@ -264,16 +284,15 @@ func (s *Spool) Stats() Stats {
 	return s.stats
 }
 
-// WriteRecords appends recs and syncs them: one write and one fsync per
-// call, which is the group commit (the Recorder calls it once a window).
-// It implements engine.RecordSink.
+// WriteRecords appends recs and returns once they are synced. Calls may
+// overlap (the Recorder keeps a few in flight): each appends at once, even
+// while an fsync runs, and one fsync covers all the appends made before
+// it began; that is the group commit. It implements engine.RecordSink.
 func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	buf := s.buf[:0]
+	buf := make([]byte, 0, 256*len(recs))
 	for i := range recs {
 		start := len(buf)
 		buf = append(buf, make([]byte, frameHead)...)
@@ -285,35 +304,130 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 		binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
 		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
 	}
-	s.buf = buf
-	f, size, err := s.appendTarget()
+	g, err := s.append(buf, int64(len(recs)))
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(buf); err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		// Cut what part of the batch got in, so the segment stays a
-		// sequence of whole frames.
-		f.Truncate(size)
-		f.Seek(size, io.SeekStart)
-		return fmt.Errorf("record spool: append %d records: %w", len(recs), err)
-	}
-	s.mu.Lock()
-	s.segs[len(s.segs)-1].size += int64(len(buf))
-	s.pending(int64(len(buf)), int64(len(recs)))
-	s.stats.Appended += int64(len(recs))
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-	return nil
+	return s.commit(g)
 }
 
-// appendTarget is the file appends go to and its synced size, after
-// opening a new segment when one is due. Called with wmu held.
+// append writes buf (n records) at the end of the active segment and
+// returns the group commit that will sync it.
+func (s *Spool) append(buf []byte, n int64) (*commit, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	f, end, err := s.appendTarget()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(buf); err != nil {
+		// Cut what part of the batch got in, so the segment stays a
+		// sequence of whole frames (O_APPEND: the next write goes to
+		// the new end).
+		f.Truncate(end)
+		return nil, fmt.Errorf("record spool: append %d records: %w", n, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := &s.segs[len(s.segs)-1]
+	last.written += int64(len(buf))
+	last.frames += n
+	return s.group, nil
+}
+
+// commit waits until g ran: the first waiter to take smu runs the fsync
+// for every append made so far, those of later groups included; the others
+// find it done.
+func (s *Spool) commit(g *commit) error {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	select {
+	case <-g.done:
+		return g.err
+	default: // g is the open group: run it
+	}
+	type tail struct {
+		seq           uint64
+		f             *os.File
+		written, recs int64
+	}
+	s.mu.Lock()
+	s.group = newCommit()
+	var tails []tail
+	for _, seg := range s.segs {
+		if seg.written > seg.size {
+			f := seg.f
+			if f == nil {
+				f = s.active // only the last segment has no handle of its own
+			}
+			tails = append(tails, tail{seg.seq, f, seg.written, seg.frames})
+		}
+	}
+	s.mu.Unlock()
+	var err error
+	for _, t := range tails {
+		if err = s.sync(t.f); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("record spool: sync: %w", err)
+		s.cutUnsynced(err)
+	} else {
+		s.mu.Lock()
+		for _, t := range tails {
+			// The drainer may have dropped older segments meanwhile, not
+			// these: it drops a segment only once it is synced whole.
+			i := slices.IndexFunc(s.segs, func(seg segment) bool { return seg.seq == t.seq })
+			seg := &s.segs[i]
+			s.pending(t.written-seg.size, t.recs)
+			s.stats.Appended += t.recs
+			seg.size, seg.frames = t.written, seg.frames-t.recs
+			if seg.f != nil && seg.written == seg.size {
+				seg.f.Close()
+				seg.f = nil
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	g.err = err
+	close(g.done)
+	return err
+}
+
+// cutUnsynced truncates every segment to what was synced, after a failed
+// fsync: what the disk holds past it is unknown. The appends made since
+// the failed fsync began are cut too, so their group fails with err as
+// well. Called with smu held.
+func (s *Spool) cutUnsynced(err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.segs {
+		seg := &s.segs[i]
+		if seg.written == seg.size {
+			continue
+		}
+		f := cmp.Or(seg.f, s.active)
+		f.Truncate(seg.size)
+		seg.written, seg.frames = seg.size, 0
+		if seg.f != nil {
+			seg.f.Close()
+			seg.f = nil
+		}
+	}
+	s.group.err = err
+	close(s.group.done)
+	s.group = newCommit()
+}
+
+// appendTarget is the file appends go to and its end, after opening a new
+// segment when one is due. Called with wmu held.
 func (s *Spool) appendTarget() (*os.File, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -323,7 +437,7 @@ func (s *Spool) appendTarget() (*os.File, int64, error) {
 	if err := s.rotateIfDue(); err != nil {
 		return nil, 0, err
 	}
-	return s.active, s.segs[len(s.segs)-1].size, nil
+	return s.active, s.segs[len(s.segs)-1].written, nil
 }
 
 func appendJSON(b []byte, r *engine.Record) ([]byte, error) {
@@ -338,7 +452,7 @@ func (s *Spool) rotateIfDue() error {
 	if s.active != nil {
 		last := s.segs[len(s.segs)-1]
 		caughtUp := len(s.segs) == 1 && s.drainOff == last.size
-		if last.size < s.opts.SegmentBytes && !(caughtUp && last.size >= rotateCaughtUp) {
+		if last.written < s.opts.SegmentBytes && !(caughtUp && last.size >= rotateCaughtUp) {
 			return nil
 		}
 	}
@@ -355,7 +469,12 @@ func (s *Spool) rotateIfDue() error {
 		return err
 	}
 	if s.active != nil {
-		s.active.Close()
+		// Bytes still to sync keep the handle until the fsync that covers them.
+		if last := &s.segs[len(s.segs)-1]; last.written > last.size {
+			last.f = s.active
+		} else {
+			s.active.Close()
+		}
 	}
 	s.active = f
 	s.segs = append(s.segs, segment{seq: seq})
@@ -397,11 +516,18 @@ func (s *Spool) Close(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.stopDrain()
-	s.wmu.Lock() // an append in progress ends first
+	s.smu.Lock() // an append or fsync in progress ends first
+	defer s.smu.Unlock()
+	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	if s.active != nil {
 		s.active.Close()
+	}
+	for _, seg := range s.segs {
+		if seg.f != nil {
+			seg.f.Close()
+		}
 	}
 	st := s.stats
 	s.mu.Unlock()

@@ -262,3 +262,137 @@ func TestWriteAfterClose(t *testing.T) {
 		t.Fatalf("WriteRecords after Close = %v, want ErrClosed", err)
 	}
 }
+
+// heldSync stands in for fsync: the first call waits for release and then
+// syncs, or fails with fail when set; it counts the calls.
+type heldSync struct {
+	entered, release chan struct{}
+	fail             error
+	mu               sync.Mutex
+	calls            int
+}
+
+func newHeldSync(fail error) *heldSync {
+	return &heldSync{entered: make(chan struct{}), release: make(chan struct{}), fail: fail}
+}
+
+func (h *heldSync) sync(f *os.File) error {
+	h.mu.Lock()
+	h.calls++
+	first := h.calls == 1
+	h.mu.Unlock()
+	if first {
+		close(h.entered)
+		<-h.release
+		if h.fail != nil {
+			return h.fail
+		}
+	}
+	return f.Sync()
+}
+
+func (h *heldSync) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls
+}
+
+// afterKill is what a start on the spool would find if its process were
+// killed now: the records its segment files hold, as the OS has them.
+func afterKill(t *testing.T, dir string) int64 {
+	t.Helper()
+	copyDir := t.TempDir()
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg-*"))
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(copyDir, filepath.Base(seg)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := newDatabase()
+	db.setDown(true)
+	s := open(t, copyDir, db, recordspool.Options{Logger: slog.New(slog.DiscardHandler)})
+	defer closeNow(t, s)
+	return s.Stats().Recovered
+}
+
+// writeAsync runs WriteRecords in a goroutine; the channel gets its error.
+func writeAsync(s *recordspool.Spool, recs []engine.Record) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- s.WriteRecords(context.Background(), recs) }()
+	return done
+}
+
+// Issue 15, point 3: a batch handed over while the previous batch's fsync
+// runs is in the file at once (a kill -9 keeps it), and one fsync then
+// covers every batch appended meanwhile: no batch waits for two.
+func TestAppendWhileAnFsyncRuns(t *testing.T) {
+	dir := t.TempDir()
+	db := newDatabase()
+	db.setDown(true) // the records stay in the spool's files
+	s := open(t, dir, db, recordspool.Options{})
+	defer closeNow(t, s)
+	h := newHeldSync(nil)
+	recordspool.SetSync(s, h.sync)
+
+	a := writeAsync(s, records(0, 3))
+	<-h.entered // a's fsync runs
+	b, c := writeAsync(s, records(3, 3)), writeAsync(s, records(6, 3))
+	waitFor(t, "b and c appended", func() bool { return recordspool.Unsynced(s) == 9 })
+	if got := afterKill(t, dir); got != 9 {
+		t.Errorf("a kill -9 during the first fsync would keep %d records, want 9 (the batches appended during it too)", got)
+	}
+	select {
+	case err := <-b:
+		t.Fatalf("WriteRecords returned (%v) before an fsync covered its batch", err)
+	default:
+	}
+	close(h.release)
+	for name, done := range map[string]<-chan error{"a": a, "b": b, "c": c} {
+		if err := <-done; err != nil {
+			t.Errorf("WriteRecords %s: %v", name, err)
+		}
+	}
+	if n := h.count(); n != 2 {
+		t.Errorf("%d fsyncs for three batches, two of them appended during the first fsync: want 2", n)
+	}
+	if st := s.Stats(); st.PendingRecords != 9 || st.Appended != 9 {
+		t.Errorf("Stats = %+v, want 9 pending and appended", st)
+	}
+}
+
+// A failed fsync fails its batch and those appended while it ran, and
+// cuts them from the file (what the disk holds of them is unknown; the
+// Recorder retries them); the spool goes on.
+func TestFailedFsyncCutsWhatItCovered(t *testing.T) {
+	dir := t.TempDir()
+	db := newDatabase()
+	db.setDown(true)
+	s := open(t, dir, db, recordspool.Options{})
+	defer closeNow(t, s)
+	h := newHeldSync(errors.New("input/output error"))
+	recordspool.SetSync(s, h.sync)
+
+	a := writeAsync(s, records(0, 3))
+	<-h.entered
+	b := writeAsync(s, records(3, 3))
+	waitFor(t, "b appended", func() bool { return recordspool.Unsynced(s) == 6 })
+	close(h.release)
+	for name, done := range map[string]<-chan error{"a": a, "b": b} {
+		if err := <-done; err == nil || !strings.Contains(err.Error(), "input/output error") {
+			t.Errorf("WriteRecords %s = %v, want the fsync's error", name, err)
+		}
+	}
+	if got := afterKill(t, dir); got != 0 {
+		t.Errorf("the spool's files hold %d records after the failed fsync, want them cut", got)
+	}
+	if err := s.WriteRecords(context.Background(), records(6, 3)); err != nil {
+		t.Fatalf("WriteRecords after the failed fsync: %v", err)
+	}
+	if got, st := afterKill(t, dir), s.Stats(); got != 3 || st.PendingRecords != 3 {
+		t.Errorf("after a good write: %d records in the files, Stats %+v; want 3 and 3 pending", got, st)
+	}
+}
