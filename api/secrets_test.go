@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -216,7 +217,7 @@ func percentUnescape(s string) string {
 // (the basic-auth username, the oauth2 client id) stay readable data.
 func TestEchoingUpstreamLeaksNothing(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
-		var sent int
+		var sent atomic.Int64 // the handler runs on the server's goroutines
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			w.Header().Set("Content-Type", "application/json")
@@ -227,7 +228,7 @@ func TestEchoingUpstreamLeaksNothing(t *testing.T) {
 			}
 			w.WriteHeader(status)
 			w.Write(echoBody(echoed(r, body)...))
-			sent++
+			sent.Add(1)
 		})
 		llm := openaitest.New(t)
 		e := newEnv(t, st, withModel(llm))
@@ -306,7 +307,7 @@ func TestEchoingUpstreamLeaksNothing(t *testing.T) {
 		}
 		sinks = append(sinks, string(mustJSON(t, recs)), e.logs.String())
 
-		if sent != 2*len(tools) { // an oauth call reaches the token endpoint only
+		if sent := int(sent.Load()); sent != 2*len(tools) { // an oauth call reaches the token endpoint only
 			t.Fatalf("the upstream echoed %d times", sent)
 		}
 		// The check can fail: the upstream's own answers hold the secrets.

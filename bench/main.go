@@ -27,7 +27,8 @@
 //	        plugin names; slow bodies against the body deadline
 //	fault   the fault and load runner: serve as a child process on SQLite
 //	        and MariaDB through a soak, upstream faults, a database outage,
-//	        SIGTERM and kill -9 (docs/reliability.md); not in the default
+//	        SIGTERM, kill -9, and the CPU and memory serve spends refusing
+//	        each hostile-input attack (docs/reliability.md); not in the default
 //	        run. Quick: -only fault -fault-soak 12s -fault-outage 6s
 //
 // Every upstream runs on loopback in this process, behind an egress policy
@@ -108,7 +109,7 @@ func main() {
 		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
 		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
 		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
-		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9; default all)")
+		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
