@@ -69,6 +69,10 @@ type Server struct {
 	// single-process tools).
 	OutageGrace time.Duration
 
+	// Sessions, when set, accepts the console's session cookie in place
+	// of the bearer token.
+	Sessions Sessions
+
 	tokens tokenCache
 	tools  toolIndex
 	// migrated is set once /readyz has seen the schema up to date: a
