@@ -45,7 +45,7 @@ const sessionTTL = 8 * time.Hour
 // handler, no plugins, no framing; violations are reported to reportPath.
 const (
 	reportPath = "/console/csp-report"
-	policy     = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	policy     = "default-src 'none'; script-src 'self' 'report-sample'; style-src 'self'; img-src 'self' data:; " +
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; report-uri " + reportPath
 )
 
@@ -117,7 +117,7 @@ func (c *Console) page(h http.HandlerFunc) http.Handler {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", policy)
 		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the forms' Origin "null"
 		hd.Set("Cache-Control", "no-cache")
 		h(w, r)
 	})
