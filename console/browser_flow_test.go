@@ -121,7 +121,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	tb.do(chromedp.SendKeys(chromedp.CSS("#cred-key"), key), chromedp.SendKeys(chromedp.CSS("#cred-value"), secretValue),
 		chromedp.Click(chromedp.CSS("#cred-form button")))
 
-
 	tb.wait("#page table")
 	if s := tb.text("#page table"); !strings.Contains(s, key) {
 		t.Errorf("credentials page: %q lacks %s", s, key)
@@ -210,4 +209,54 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 
+}
+
+// TestConsoleUserSessionInBrowser: a per-user session sees its own data
+// only, as the browser gets it: another user's credentials and the
+// catalog are refused, in the page and by the API.
+func TestConsoleUserSessionInBrowser(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	admin := e.client()
+	e.signIn(admin, adminToken)
+	_, csrf := sessionOf(t, e, admin)
+	if code, _ := do(t, admin, "PUT", e.url+"/v1/credentials/7/OTHER_USERS_KEY", csrf, `{"value":"`+secretValue+`"}`); code/100 != 2 {
+		t.Fatalf("set user 7's credential: %d", code)
+	}
+	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 8, "name": "browser"}`)
+
+	tb := newTab(t)
+	tb.signIn(e.url, tok["token"].(string))
+	tb.waitPage("tools")
+	if s := tb.text("#page .empty"); s == "" {
+		t.Error("no empty state on the user's tools page")
+	}
+	tb.open(e.url, "credentials/7", "credentials")
+	if s := tb.text("#page"); strings.Contains(s, "OTHER_USERS_KEY") || !strings.Contains(tb.text("#page .error"), "user_id") {
+		t.Errorf("user 8's session on user 7's credentials shows %q", s)
+	}
+	tb.open(e.url, "catalog", "catalog")
+	if s := tb.text("#page .error"); s == "" {
+		t.Error("the catalog page opened for a per-user session")
+	}
+	for path, want := range map[string]float64{"/v1/credentials/7": 403, "/v1/plugins": 403, "/v1/executions?user_id=7": 403, "/v1/credentials/8": 200} {
+		if got := eval[float64](tb, `fetch(`+strconvQuote(path)+`).then(r => r.status)`); got != want {
+			t.Errorf("fetch %s from the user's session: %v, want %v", path, got, want)
+		}
+	}
+	tb.screenshot("user")
+
+	// The language follows the browser and switches in place.
+	tb.open(e.url, "credentials", "credentials")
+	tb.do(chromedp.SetValue(chromedp.CSS("#lang"), "zh-CN"))
+	eval[bool](tb, `document.getElementById('lang').dispatchEvent(new Event('change')) || true`)
+	tb.wait(`html[lang="zh-CN"] #page[data-ready="true"]`)
+	if h := tb.text("#page h1"); h != "凭据" {
+		t.Errorf("zh-CN heading %q, want 凭据", h)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

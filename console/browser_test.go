@@ -96,8 +96,8 @@ func startBrowser() (context.Context, func(), error) {
 // loopbackProxy forwards the browser's requests to loopback addresses only,
 // records every other target it refused, and keeps what it passed back.
 type loopbackProxy struct {
-	srv     *httptest.Server
-	url     string
+	srv      *httptest.Server
+	url      string
 	mu       sync.Mutex
 	refused  []string
 	received []received
@@ -225,7 +225,7 @@ func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 // eval returns the value of a JavaScript expression in the page.
 func eval[T any](tb *tab, expr string) T {
 	tb.t.Helper()
-	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAsValue))
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
 	if err != nil {
 		tb.t.Fatalf("%s: %v", expr, err)
 	}

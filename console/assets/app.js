@@ -529,7 +529,10 @@ async function route() {
   const page = el('div', { attrs: { id: 'page', 'data-page': name } });
   document.getElementById('page').replaceWith(page);
   const admin = { catalog: true, plugin: true, import: true, mcp: true };
-  if (admin[name] && !isAdmin()) return page.append(el('p', { class: 'error', text: t('forbidden') }));
+  if (admin[name] && !isAdmin()) {
+    page.append(el('p', { class: 'error', text: t('forbidden') }));
+    return page.setAttribute('data-ready', 'true');
+  }
   const pages = {
     catalog: () => pageCatalog(page, parts[1]), tools: () => pageTools(page), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
