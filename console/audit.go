@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/blindexec/blindexec/store"
@@ -53,15 +52,11 @@ func (c *Console) audited(next http.Handler) http.Handler {
 		if err != nil {
 			return // not authenticated: the route refused it
 		}
-		actor := who.Role
-		if who.Role == "user" {
-			actor = "user " + strconv.FormatInt(who.UserID, 10)
-		}
 		via := "api"
 		if r.Header.Get("Authorization") == "" {
 			via = "console"
 		}
-		c.record(r.Context(), &store.AdminEvent{Actor: actor, Via: via, Action: r.Method, Kind: kind,
+		c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: via, Action: r.Method, Kind: kind,
 			Target: r.URL.Path, HTTPStatus: rec.status})
 	})
 }

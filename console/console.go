@@ -59,7 +59,15 @@ type Console struct {
 
 	mu      sync.Mutex
 	reports []json.RawMessage // the latest CSP violation reports
+
+	endMu   sync.Mutex
+	endRead time.Time       // when ended was read from the database
+	ended   map[string]bool // ids of the sessions signed out
 }
+
+// endedRefresh is how often a replica rereads the signed-out sessions: a
+// session signed out on another replica ends here within it.
+const endedRefresh = time.Second
 
 // maxReports bounds the violation reports kept in memory.
 const maxReports = 100
@@ -162,7 +170,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		MaxAge: int(sessionTTL / time.Second),
 	})
-	c.log.InfoContext(r.Context(), "console sign-in", "role", who.Role, "user_id", who.UserID)
+	c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
+		Kind: store.AdminKindSession, Target: hex.EncodeToString(sid), HTTPStatus: http.StatusSeeOther})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
@@ -170,6 +179,19 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		http.Error(w, "sign-out refused: the form was not posted from this console", http.StatusForbidden)
 		return
+	}
+	// The session ends for every copy of its cookie, on every replica:
+	// its id joins the signed-out ones.
+	if s, err := c.parse(r); err == nil {
+		actor := "unknown"
+		if who, err := c.api.WhoIs(r); err == nil {
+			actor = actorOf(who)
+		}
+		c.record(r.Context(), &store.AdminEvent{Actor: actor, Via: "console", Action: store.AdminSignOut,
+			Kind: store.AdminKindSession, Target: s.sid, HTTPStatus: http.StatusSeeOther})
+		c.endMu.Lock()
+		c.endRead = time.Time{} // reread, with this one
+		c.endMu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
@@ -272,7 +294,38 @@ func (c *Console) parse(r *http.Request) (sessionData, error) {
 	if err != nil || time.Now().Unix() >= exp {
 		return sessionData{}, errBadSession
 	}
+	if c.signedOut(r.Context(), parts[2]) {
+		return sessionData{}, errBadSession
+	}
 	return sessionData{hash: parts[1], sid: parts[2], expires: time.Unix(exp, 0)}, nil
+}
+
+// signedOut reports whether the session was signed out, rereading the
+// signed-out sessions at most once per endedRefresh. When they cannot be
+// read (the database is down), the last ones read stand.
+func (c *Console) signedOut(ctx context.Context, sid string) bool {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if time.Since(c.endRead) >= endedRefresh {
+		ids, err := c.store.EndedSessions(ctx, time.Now().Add(-sessionTTL))
+		if err != nil {
+			c.log.WarnContext(ctx, "signed-out console sessions not reread", "err", err)
+		} else {
+			c.ended = make(map[string]bool, len(ids))
+			for _, id := range ids {
+				c.ended[id] = true
+			}
+		}
+		c.endRead = time.Now()
+	}
+	return c.ended[sid]
+}
+
+func actorOf(who api.Who) string {
+	if who.Role == "user" {
+		return "user " + strconv.FormatInt(who.UserID, 10)
+	}
+	return who.Role
 }
 
 func (c *Console) csrfToken(sid string) string {

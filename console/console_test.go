@@ -115,6 +115,7 @@ func TestSignInSession(t *testing.T) {
 			t.Fatalf("tampered cookie: %d", code)
 		}
 
+		stolen := c.Jar.Cookies(req.URL)[0].Value
 		req, _ = http.NewRequest("POST", e.url+"/console/logout", nil)
 		req.Header.Set("Origin", e.url)
 		if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusSeeOther {
@@ -122,6 +123,14 @@ func TestSignInSession(t *testing.T) {
 		}
 		if code, _ := do(t, c, "GET", e.url+"/v1/plugins", "", ""); code != http.StatusUnauthorized {
 			t.Fatalf("after sign-out: %d", code)
+		}
+		// A copy of the cookie kept from before ends too, here and on a
+		// replica that reads the signed-out sessions.
+		if code := cross(e.url, stolen); code != http.StatusUnauthorized {
+			t.Fatalf("a copy of the signed-out cookie: %d", code)
+		}
+		if code := cross(newEnv(t, st, e.master).url, stolen); code != http.StatusUnauthorized {
+			t.Fatalf("a copy of the signed-out cookie on another replica: %d", code)
 		}
 	})
 }
@@ -167,9 +176,17 @@ func TestSessionEndsWithItsToken(t *testing.T) {
 			t.Fatalf("audit: %d", code)
 		}
 		var got []string
+		signIns := 0
 		for _, ev := range log["events"].([]any) {
 			m := ev.(map[string]any)
+			if m["kind"] == "session" {
+				signIns++
+				continue
+			}
 			got = append(got, m["actor"].(string)+" "+m["via"].(string)+" "+m["action"].(string)+" "+m["kind"].(string)+" "+m["target"].(string))
+		}
+		if signIns != 2 {
+			t.Errorf("%d sign-ins in the log, want 2", signIns)
 		}
 		want := []string{"admin console DELETE token /v1/tokens/" + id, "admin console POST token /v1/tokens"}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -57,3 +57,24 @@ func (s *Store) ListAdminEvents(ctx context.Context, f AdminEventFilter) ([]Admi
 	}
 	return es, nil
 }
+
+// Console session events (kind AdminKindSession): the target is the
+// session's id.
+const (
+	AdminKindSession = "session"
+	AdminSignIn      = "SIGNIN"
+	AdminSignOut     = "SIGNOUT"
+)
+
+// EndedSessions returns the ids of the console sessions signed out since
+// then.
+func (s *Store) EndedSessions(ctx context.Context, since time.Time) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Model(&AdminEvent{}).
+		Where("kind = ? AND action = ? AND create_time >= ?", AdminKindSession, AdminSignOut, dbTime(since)).
+		Pluck("target", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("list ended console sessions: %w", classify(err))
+	}
+	return ids, nil
+}

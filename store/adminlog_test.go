@@ -31,6 +31,19 @@ func TestAdminLog(t *testing.T) {
 		if err != nil || len(creds) != 1 || creds[0].Actor != "admin" {
 			t.Fatalf("ListAdminEvents(kind plugin) = %+v, %v", creds, err)
 		}
+		out := &store.AdminEvent{Actor: "admin", Via: "console", Action: store.AdminSignOut, Kind: store.AdminKindSession, Target: "sid-1", HTTPStatus: 303}
+		in := &store.AdminEvent{Actor: "admin", Via: "console", Action: store.AdminSignIn, Kind: store.AdminKindSession, Target: "sid-2", HTTPStatus: 303}
+		for _, e := range []*store.AdminEvent{out, in} {
+			if err := s.InsertAdminEvent(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ids, err := s.EndedSessions(ctx, time.Now().Add(-time.Hour)); err != nil || len(ids) != 1 || ids[0] != "sid-1" {
+			t.Fatalf("EndedSessions = %v, %v; want [sid-1]", ids, err)
+		}
+		if ids, err := s.EndedSessions(ctx, time.Now().Add(time.Hour)); err != nil || len(ids) != 0 {
+			t.Fatalf("EndedSessions(since the future) = %v, %v", ids, err)
+		}
 		later, err := s.ListAdminEvents(ctx, store.AdminEventFilter{Since: time.Now().Add(time.Hour)})
 		if err != nil || len(later) != 0 {
 			t.Fatalf("ListAdminEvents(since the future) = %+v, %v", later, err)
