@@ -23,29 +23,30 @@ import (
 
 var update = flag.Bool("update", false, "write the console's screenshots into docs/console/")
 
-// The one browser of this test binary, started by TestMain when Debian's
-// chromium is installed; browserErr says why not.
+// The one browser of this test binary, started by the first test that
+// needs it when Debian's chromium is installed; browserErr says why not.
 var (
-	browserCtx context.Context
-	browserErr error
-	proxy      *loopbackProxy
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel func()
+	browserErr    error
+	proxy         *loopbackProxy
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	var cancel func()
-	browserCtx, cancel, browserErr = startBrowser()
 	code := m.Run()
-	if cancel != nil {
-		cancel()
+	if browserCancel != nil {
+		browserCancel()
 	}
 	os.Exit(code)
 }
 
-// needBrowser skips a test without chromium, or fails it under CI, where
-// .ci/run installs it.
+// needBrowser starts the browser, or skips a test without chromium (fails
+// it under CI, where .ci/run installs it).
 func needBrowser(t *testing.T) {
 	t.Helper()
+	browserOnce.Do(func() { browserCtx, browserCancel, browserErr = startBrowser() })
 	if browserErr == nil {
 		return
 	}
