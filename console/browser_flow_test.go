@@ -254,6 +254,7 @@ func TestConsoleUserSessionInBrowser(t *testing.T) {
 	if h := tb.text("#page h1"); h != "凭据" {
 		t.Errorf("zh-CN heading %q, want 凭据", h)
 	}
+	tb.screenshot("user-zh")
 }
 
 func strconvQuote(s string) string {
