@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/testdb"
 )
 
@@ -155,7 +156,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("activity lacks the call or the audit log: %q", s)
 	}
 	tb.screenshot("activity")
+	// MCP servers: register one (a loopback server), list its tools.
+	med := mcptest.New(t)
 	tb.open(e.url, "mcp", "mcp")
+	if s := tb.text("#page .empty"); s == "" {
+		t.Error("no empty state on the MCP page")
+	}
+	tb.do(chromedp.SendKeys(chromedp.CSS("#mcp-name"), "med"), chromedp.SendKeys(chromedp.CSS("#mcp-url"), med.Endpoint),
+		chromedp.Click(chromedp.CSS("#mcp-form button")))
+	tb.wait("#mcp-servers .tools")
+	tb.do(chromedp.Click(chromedp.CSS("#mcp-servers .tools")))
+	tb.wait("#mcp-detail table tbody tr") // at least one of its tools
+	if s := tb.text("#mcp-detail"); !strings.Contains(s, "med") {
+		t.Errorf("the MCP server's tools: %q", s)
+	}
 	tb.screenshot("mcp")
 
 	// Nothing ran: the sentinel is unset, the page holds no element the

@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -57,8 +58,11 @@ func newEnv(t *testing.T, st *store.Store, master string) *env {
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Credentials, ex.Logger, ex.Origins = creds, log, origins
 	ex.Recorder = engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	mcp := enginemcp.NewManager(st, egresstest.Client(t))
+	t.Cleanup(func() { mcp.Close() })
+	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
-		HTTPClient: egresstest.Client(t), Changes: changes}
+		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}}
 	con, err := console.New(srv, st, master, log)
 	if err != nil {
 		t.Fatal(err)

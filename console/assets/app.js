@@ -355,11 +355,11 @@ async function pageMCP(page) {
   const r = await call('GET', '/v1/mcp/servers');
   if (r.status === 404) return page.append(el('p', { class: 'empty', text: t('mcp_off') }));
   if (!r.ok) return page.append(errorBox(r));
-  const name = el('input', { attrs: { required: true } });
-  const url = el('input', { attrs: { type: 'url', required: true } });
-  const transport = el('select', null, ['streamable', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v })));
+  const name = el('input', { attrs: { id: 'mcp-name', required: true } });
+  const url = el('input', { attrs: { id: 'mcp-url', type: 'url', required: true } });
+  const transport = el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v })));
   const msg = el('div');
-  page.append(el('form', { class: 'row', on: { submit: async (e) => {
+  page.append(el('form', { class: 'row', attrs: { id: 'mcp-form' }, on: { submit: async (e) => {
     e.preventDefault();
     const s = await call('POST', '/v1/mcp/servers', { name: name.value, url: url.value, transport: transport.value });
     if (s.ok) route(); else msg.replaceChildren(errorBox(s));
@@ -367,8 +367,8 @@ async function pageMCP(page) {
   el('button', { text: t('register') })), msg);
   const servers = r.data.servers || [];
   if (!servers.length) return page.append(el('p', { class: 'empty', text: t('empty_mcp') }));
-  const detail = el('div');
-  page.append(table([t('name'), 'URL', t('actions')], servers.map((s) => {
+  const detail = el('div', { attrs: { id: 'mcp-detail' } });
+  page.append(el('div', { attrs: { id: 'mcp-servers' } }, table([t('name'), 'URL', t('actions')], servers.map((s) => {
     const id = encodeURIComponent(s.mcp_id || s.id || s.name);
     const tools = (refresh) => async () => {
       const x = await call('GET', '/v1/mcp/servers/' + id + '/tools' + (refresh ? '?refresh=1' : ''));
@@ -376,7 +376,7 @@ async function pageMCP(page) {
         (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: tl.description })])) : errorBox(x));
     };
     return [el('span', { text: s.name }), el('code', { text: s.url }), el('span', null,
-      el('button', { class: 'secondary', text: t('list_tools'), on: { click: tools(false) } }), ' ',
+      el('button', { class: 'secondary tools', text: t('list_tools'), on: { click: tools(false) } }), ' ',
       el('button', { class: 'secondary', text: t('refresh'), on: { click: tools(true) } }), ' ',
       el('button', { text: t('import_tools'), on: { click: async () => {
         const x = await call('POST', '/v1/plugins/import/mcp', { server: s.mcp_id || s.id || s.name });
@@ -386,7 +386,7 @@ async function pageMCP(page) {
         const x = await call('DELETE', '/v1/mcp/servers/' + id);
         if (x.ok) route(); else detail.replaceChildren(errorBox(x));
       } } }))];
-  })), detail);
+  }))), detail);
 }
 
 async function pageCredentials(page, uid) {
