@@ -116,6 +116,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the plugin page does not show the description and parameter texts as text: %q", s)
 	}
 	tb.screenshot("plugin")
+	// Edit: the API's field-named validation, shown by field.
+	tb.do(chromedp.SetValue(chromedp.CSS("#plugin-doc"), `{"schema_version": "v1", "name": "`+name+`", "description": "d", "parameters": {"type": "object"}, "execution": {"method": "FETCH", "base_url": "`+up.URL+`"}, "auth_config": {"type": "none"}}`),
+		chromedp.Click(chromedp.CSS("#plugin-save")))
+	tb.wait("#page .error li")
+	if s := tb.text("#page .error li"); !strings.HasPrefix(s, "execution.method") {
+		t.Errorf("the edit's error does not name the field: %q", s)
+	}
 
 	// Credentials: set for user 7, shown as set, never as a value.
 	tb.open(e.url, "credentials/7", "credentials")
@@ -156,6 +163,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("activity lacks the call or the audit log: %q", s)
 	}
 	tb.screenshot("activity")
+	tb.open(e.url, "activity/outcome=error", "activity")
+	if s := tb.text("#page .empty"); s == "" {
+		t.Error("filtering on failed calls shows calls")
+	}
+	tb.open(e.url, "activity/plugin="+name+"&outcome=ok", "activity")
+	if n := eval[int](tb, `document.querySelectorAll('#page table')[0].tBodies[0].rows.length`); n != 1 {
+		t.Errorf("the filtered activity shows %d calls, want 1", n)
+	}
 	// MCP servers: register one (a loopback server), list its tools.
 	med := mcptest.New(t)
 	tb.open(e.url, "mcp", "mcp")

@@ -229,7 +229,7 @@ async function pagePlugin(page, name) {
   const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
   area.value = JSON.stringify(doc, null, 2);
   const out = el('div');
-  page.append(el('h2', { text: t('edit') }), area, el('p', null, el('button', { text: t('save'), on: { click: async () => {
+  page.append(el('h2', { text: t('edit') }), area, el('p', null, el('button', { attrs: { id: 'plugin-save' }, text: t('save'), on: { click: async () => {
     out.replaceChildren();
     let body;
     try { body = JSON.parse(area.value); } catch (e) { return out.append(el('p', { class: 'error', text: 'JSON: ' + e.message })); }
