@@ -85,22 +85,56 @@ func (s *Server) authorized(min role, h http.HandlerFunc) http.HandlerFunc {
 
 var errNoToken = errors.New("a bearer token is required (Authorization: Bearer <token>)")
 
+// Sessions lets a browser session stand in for the bearer token: the one
+// exception to "every route needs a bearer token" (the console, SPEC §10).
+type Sessions interface {
+	// TokenHash returns the hash (auth.HashToken) of the token the
+	// request's session signed in with; ErrNoSession when it carries
+	// none, another error when its session or CSRF token is not valid.
+	TokenHash(r *http.Request) (string, error)
+}
+
+// ErrNoSession is what Sessions.TokenHash returns for a request without a
+// session: the bearer token is then required.
+var ErrNoSession = errors.New("no session")
+
 func (s *Server) authenticate(r *http.Request) (principal, error) {
 	h := r.Header.Get("Authorization")
+	if h == "" && s.Sessions != nil {
+		hash, err := s.Sessions.TokenHash(r)
+		switch {
+		case err == nil:
+			return s.principalFor(r.Context(), hash)
+		case !errors.Is(err, ErrNoSession):
+			return principal{}, err
+		}
+	}
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || tok == "" {
 		return principal{}, errNoToken
 	}
-	if s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.AdminToken)) == 1 {
-		return principal{role: roleAdmin}, nil
-	}
-	if s.ServiceToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.ServiceToken)) == 1 {
-		return principal{role: roleService}, nil
-	}
-	if !strings.HasPrefix(tok, auth.TokenPrefix) {
+	if !s.isOperatorToken(tok) && !strings.HasPrefix(tok, auth.TokenPrefix) {
 		return principal{}, errors.New("invalid token")
 	}
-	t, err := s.lookupToken(r.Context(), auth.HashToken(tok))
+	return s.principalFor(r.Context(), auth.HashToken(tok))
+}
+
+func (s *Server) isOperatorToken(tok string) bool {
+	return (s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.AdminToken)) == 1) ||
+		(s.ServiceToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.ServiceToken)) == 1)
+}
+
+// principalFor is who the token of that hash stands for: a session holds
+// the hash, not the token, and is checked the same way on every request,
+// so it ends when its token is revoked (after one poll of the counters).
+func (s *Server) principalFor(ctx context.Context, hash string) (principal, error) {
+	if s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(auth.HashToken(s.AdminToken))) == 1 {
+		return principal{role: roleAdmin}, nil
+	}
+	if s.ServiceToken != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(auth.HashToken(s.ServiceToken))) == 1 {
+		return principal{role: roleService}, nil
+	}
+	t, err := s.lookupToken(ctx, hash)
 	if err != nil {
 		return principal{}, err
 	}
@@ -111,6 +145,31 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		return principal{}, errors.New("token expired")
 	}
 	return principal{role: roleUser, userID: t.userID}, nil
+}
+
+// Who is whom a token or session stands for, for the console.
+type Who struct {
+	Role   string `json:"role"` // admin, service or user
+	UserID int64  `json:"user_id,omitempty"`
+}
+
+// WhoIs authenticates r as the routes do (bearer token or session).
+func (s *Server) WhoIs(r *http.Request) (Who, error) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		return Who{}, err
+	}
+	return Who{Role: p.role.String(), UserID: p.userID}, nil
+}
+
+// WhoIsToken checks a token given at the console's sign-in.
+func (s *Server) WhoIsToken(ctx context.Context, tok string) (Who, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	if err != nil {
+		return Who{}, err
+	}
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return s.WhoIs(r)
 }
 
 // tokenCache keeps per-user token lookups, by hash, while the tokens'

@@ -70,6 +70,10 @@ type Server struct {
 	// single-process tools).
 	OutageGrace time.Duration
 
+	// Sessions, when set, accepts the console's session cookie in place
+	// of the bearer token.
+	Sessions Sessions
+
 	tokens     tokenCache
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on

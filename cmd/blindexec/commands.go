@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -97,7 +98,11 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			hs.RegisterOnShutdown(srv.CloseStreams) // the /mcp sessions' streams would hold Shutdown
-			gate.open(srv.Handler())
+			con, err := console.New(srv, parts.store, cfg.masterKey, log)
+			if err != nil {
+				return err
+			}
+			gate.open(con.Handler(srv.Handler()))
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {
 			case err := <-errc:

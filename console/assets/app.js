@@ -1,0 +1,574 @@
+// The blindexec console: plain DOM, no build step. Every text that comes
+// from the engine (names, descriptions, responses: written by whoever wrote
+// an imported spec or answers as an upstream) goes in through textContent
+// or a text node, never as markup.
+'use strict';
+
+const I18N = {
+  en: {
+    sign_in: 'Sign in', sign_out: 'Sign out', token: 'Token', signin_title: 'Sign in',
+    signin_purpose: 'Paste the admin token or a per-user token (bx_…). It is checked once; the browser then keeps a session cookie, never the token.',
+    token_required: 'token: paste a token to sign in.', token_invalid: 'token: this token is not valid (revoked, expired or mistyped).',
+    catalog: 'Catalog', catalog_purpose: 'Every plugin the engine can execute: find one with tool search, enable or disable it in place.',
+    tools: 'Tools', tools_purpose: 'The tools as the LLM sees them for you: name, description and parameters.',
+    plugin_purpose: 'What the LLM sees, how the engine calls it and which credentials it reads; edit and save with the same checks as the API.',
+    try: 'Try it', try_purpose: 'Fill in the arguments and run the plugin blind as a user: the engine adds the stored credentials.',
+    import: 'Import', import_purpose: 'Import an OpenAPI document: a dry run shows what would change before anything is written.',
+    mcp: 'MCP servers', mcp_purpose: 'Register MCP servers, list their tools and import them as plugins.',
+    credentials: 'Credentials', credentials_purpose: 'Set, replace or delete a user\'s credentials. Values are write-only: the console only ever shows that a key is set, and when.',
+    activity: 'Activity', activity_purpose: 'The execution log with filters, calls and latency per plugin, and the administrative changes.',
+    run: 'Run', run_purpose: 'A stored run of the LLM loop, with its trace.',
+    search: 'Search', search_ph: 'What should the tool do?', name: 'Name', description: 'Description', source: 'Source', status: 'Status',
+    last_call: 'Last call', actions: 'Actions', enabled: 'enabled', disabled: 'disabled', enable: 'Enable', disable: 'Disable',
+    never: 'never', open: 'Open', empty_catalog: 'No plugins yet. Import an OpenAPI document or register an MCP server to add some.',
+    empty_search: 'No enabled tool matches. Try other words, or clear the search to see every plugin.',
+    empty_tools: 'No tools are enabled yet. Ask your administrator to enable some.',
+    parameters: 'Parameters', as_json: 'As JSON', execution: 'Execution', auth: 'Authentication (credential names)', edit: 'Edit',
+    save: 'Save', saved: 'Saved.', no_params: 'This tool takes no parameters.', required: 'required',
+    user_id: 'User id', run_as: 'Run as user', run_btn: 'Run', request_sent: 'Request sent to the engine', envelope: 'Envelope',
+    response: 'Response', add_item: 'Add item', remove: 'Remove', choose: '(choose)',
+    paste: 'Paste the document (JSON or YAML)', upload: 'Or upload a file', url: 'Or fetch from a URL', prefix: 'Name prefix', base_url: 'Base URL',
+    dry_run: 'Dry run', apply: 'Apply', applying: 'Importing… large documents take a while.', added: 'Added', changed: 'Changed', removed: 'Removed (to be disabled)',
+    failed: 'Failed', unchanged: 'Unchanged', warnings: 'Warnings', up_to_date: 'Nothing changed since the last import of this document.',
+    import_first: 'Run a dry run first: Apply writes exactly what it showed.', applied: 'Applied.', none: 'none',
+    register: 'Register', transport: 'Transport', list_tools: 'Tools', refresh: 'Refresh', import_tools: 'Import tools', delete: 'Delete',
+    empty_mcp: 'No MCP server registered. Register one with its URL above.', mcp_off: 'MCP is not enabled on this engine.',
+    key: 'Key', value: 'Value', set: 'set', updated: 'Updated', set_btn: 'Set', replace: 'Replace', load: 'Show',
+    empty_creds: 'This user has no stored credentials. Set one above: the key a plugin\'s auth config names, and its value.',
+    plugin: 'Plugin', run_id: 'Run id', outcome: 'Outcome', since: 'Since', until: 'Until', filter: 'Filter', any: 'any',
+    time: 'Time', latency: 'Latency (ms)', http_status: 'HTTP', error: 'Error', calls_chart: 'Calls and average latency per plugin over time',
+    empty_activity: 'No executions match. Run a plugin from its Try it page, or widen the filters.',
+    audit: 'Administrative changes', who: 'Who', via: 'Via', what: 'What', empty_audit: 'No administrative change recorded yet.',
+    loading: 'Loading…', forbidden: 'This page is the administrator\'s.', calls: 'calls', avg: 'avg',
+  },
+  'zh-CN': {
+    sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
+    signin_purpose: '粘贴管理员令牌或用户令牌（bx_…）。令牌只校验一次，浏览器随后只保存会话 Cookie，不保存令牌。',
+    token_required: 'token：请粘贴令牌后登录。', token_invalid: 'token：令牌无效（已吊销、已过期或输入有误）。',
+    catalog: '插件目录', catalog_purpose: '引擎可执行的全部插件：用工具搜索查找，直接启用或停用。',
+    tools: '工具', tools_purpose: 'LLM 为你看到的工具：名称、描述和参数。',
+    plugin_purpose: 'LLM 看到的内容、引擎的调用方式和读取的凭据名称；编辑并保存，校验与 API 相同。',
+    try: '试运行', try_purpose: '填写参数，以某个用户的身份盲执行插件：引擎自动填入已存储的凭据。',
+    import: '导入', import_purpose: '导入 OpenAPI 文档：先试运行查看差异，确认后才写入。',
+    mcp: 'MCP 服务', mcp_purpose: '注册 MCP 服务，查看其工具并导入为插件。',
+    credentials: '凭据', credentials_purpose: '设置、替换或删除用户的凭据。凭据值只写不读：控制台只显示某个键已设置及设置时间。',
+    activity: '活动', activity_purpose: '执行日志（可筛选）、各插件调用量与延迟，以及管理变更记录。',
+    run: '运行', run_purpose: 'LLM 循环的一次已存储运行及其轨迹。',
+    search: '搜索', search_ph: '需要工具做什么？', name: '名称', description: '描述', source: '来源', status: '状态',
+    last_call: '最近调用', actions: '操作', enabled: '已启用', disabled: '已停用', enable: '启用', disable: '停用',
+    never: '从未', open: '打开', empty_catalog: '还没有插件。导入 OpenAPI 文档或注册 MCP 服务来添加。',
+    empty_search: '没有匹配的已启用工具。换个说法，或清空搜索查看全部插件。',
+    empty_tools: '还没有启用的工具。请联系管理员启用。',
+    parameters: '参数', as_json: 'JSON 形式', execution: '执行配置', auth: '认证（凭据名称）', edit: '编辑',
+    save: '保存', saved: '已保存。', no_params: '该工具没有参数。', required: '必填',
+    user_id: '用户 ID', run_as: '以用户身份运行', run_btn: '运行', request_sent: '发送给引擎的请求', envelope: '结果信封',
+    response: '响应', add_item: '添加一项', remove: '移除', choose: '（请选择）',
+    paste: '粘贴文档（JSON 或 YAML）', upload: '或上传文件', url: '或从 URL 获取', prefix: '名称前缀', base_url: '基础 URL',
+    dry_run: '试运行', apply: '应用', applying: '正在导入……大文档需要一些时间。', added: '新增', changed: '变更', removed: '移除（将停用）',
+    failed: '失败', unchanged: '未变', warnings: '警告', up_to_date: '该文档自上次导入以来没有变化。',
+    import_first: '请先试运行：应用时写入的正是试运行显示的内容。', applied: '已应用。', none: '无',
+    register: '注册', transport: '传输方式', list_tools: '工具', refresh: '刷新', import_tools: '导入工具', delete: '删除',
+    empty_mcp: '还没有注册 MCP 服务。在上方填写 URL 注册。', mcp_off: '此引擎未启用 MCP。',
+    key: '键', value: '值', set: '已设置', updated: '更新时间', set_btn: '设置', replace: '替换', load: '查看',
+    empty_creds: '该用户没有存储的凭据。在上方设置：插件认证配置中的键名及其值。',
+    plugin: '插件', run_id: '运行 ID', outcome: '结果', since: '起始', until: '截止', filter: '筛选', any: '全部',
+    time: '时间', latency: '延迟（毫秒）', http_status: 'HTTP', error: '错误', calls_chart: '各插件随时间的调用量与平均延迟',
+    empty_activity: '没有匹配的执行记录。可在插件的试运行页执行，或放宽筛选条件。',
+    audit: '管理变更', who: '操作者', via: '途径', what: '内容', empty_audit: '还没有管理变更记录。',
+    loading: '加载中……', forbidden: '此页面仅限管理员。', calls: '次调用', avg: '平均',
+  },
+};
+
+let lang = localStorage.getItem('blindexec.lang') ||
+  ((navigator.languages || [navigator.language]).some((l) => /^zh/i.test(l)) ? 'zh-CN' : 'en');
+const t = (k) => (I18N[lang] && I18N[lang][k]) || I18N.en[k] || k;
+
+let session = null; // {role, user_id, csrf}
+
+// el builds an element: props.class, props.text, props.attrs (plain
+// attributes), props.on (listeners); children are nodes or strings (text).
+function el(tag, props, ...kids) {
+  const n = document.createElement(tag);
+  const p = props || {};
+  if (p.class) n.className = p.class;
+  if (p.text !== undefined && p.text !== null) n.textContent = String(p.text);
+  for (const [k, v] of Object.entries(p.attrs || {})) {
+    if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const [k, v] of Object.entries(p.on || {})) n.addEventListener(k, v);
+  for (const c of kids.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return n;
+}
+
+// link is an in-console link: the href is built here, never taken from data.
+const link = (route, text) => el('a', { attrs: { href: '#/' + route.map(encodeURIComponent).join('/') }, text });
+
+async function call(method, path, body) {
+  const opts = { method, credentials: 'same-origin', headers: {} };
+  if (method !== 'GET') opts.headers['X-CSRF-Token'] = session && session.csrf;
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  let data = null;
+  const text = await r.text();
+  try { data = text ? JSON.parse(text) : null; } catch { data = { error: { message: text } }; }
+  if (r.status === 401 && path !== '/console/api/session') { location.reload(); }
+  return { status: r.status, ok: r.ok, data };
+}
+
+// errorBox names what went wrong, field by field when the API says which.
+function errorBox(res) {
+  const e = (res.data && res.data.error) || { message: 'HTTP ' + res.status };
+  const box = el('div', { class: 'error', attrs: { role: 'alert' } }, e.message || e.code);
+  const fields = e.details && e.details.fields;
+  if (Array.isArray(fields)) {
+    box.append(el('ul', null, fields.map((f) => el('li', null, el('strong', { text: f.field + ': ' }), f.message))));
+  }
+  return box;
+}
+
+const json = (v) => el('pre', { text: JSON.stringify(v, null, 2) });
+const fmtTime = (s) => (s ? new Date(s).toLocaleString(lang) : t('never'));
+const isAdmin = () => session && session.role === 'admin';
+
+function heading(page, title, purpose) {
+  page.append(el('h1', { text: title }), el('p', { class: 'purpose', text: purpose }));
+}
+
+function table(headers, rows) {
+  return el('div', { class: 'table-wrap' },
+    el('table', null, el('thead', null, el('tr', null, headers.map((h) => el('th', { text: h })))),
+      el('tbody', null, rows.map((r) => el('tr', null, r.map((c) => el('td', null, c)))))));
+}
+
+// --- pages ---
+
+async function pageCatalog(page, q) {
+  heading(page, t('catalog'), t('catalog_purpose'));
+  const input = el('input', { attrs: { type: 'search', id: 'search', value: q || '', placeholder: t('search_ph'), 'aria-label': t('search') } });
+  page.append(el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/catalog/' + encodeURIComponent(input.value); } } },
+    input, el('button', { text: t('search') })));
+  const [pl, ex] = await Promise.all([call('GET', '/v1/plugins'), call('GET', '/v1/executions?limit=1000')]);
+  if (!pl.ok) return page.append(errorBox(pl));
+  const last = {};
+  for (const e of (ex.ok && ex.data.executions) || []) {
+    if (!last[e.plugin_name] || e.create_time > last[e.plugin_name]) last[e.plugin_name] = e.create_time;
+  }
+  let list = pl.data.plugins || [];
+  if (q) {
+    const sr = await call('GET', '/v1/tools/search?limit=50&q=' + encodeURIComponent(q));
+    if (!sr.ok) return page.append(errorBox(sr));
+    const byName = Object.fromEntries(list.map((p) => [p.name, p]));
+    list = (sr.data.results || []).map((r) => byName[r.name]).filter(Boolean);
+    if (!list.length) return page.append(el('p', { class: 'empty', text: t('empty_search') }));
+  }
+  if (!list.length) {
+    return page.append(el('p', { class: 'empty' }, t('empty_catalog') + ' ', link(['import'], t('import')), ' · ', link(['mcp'], t('mcp'))));
+  }
+  page.append(table([t('name'), t('description'), t('source'), t('status'), t('last_call'), t('actions')], list.map((p) => {
+    const on = p.status !== '1';
+    const toggle = el('button', { class: 'secondary', text: on ? t('disable') : t('enable'), on: { click: async () => {
+      const r = await call('PATCH', '/v1/plugins/' + encodeURIComponent(p.name), { status: on ? '1' : '0' });
+      if (r.ok) route(); else toggle.after(errorBox(r));
+    } } });
+    const ex2 = p.execution || {};
+    return [link(['plugin', p.name], p.name), el('span', { text: p.title || p.description }),
+      el('span', { text: (ex2.type || 'http') + (p.create_by ? ' · ' + p.create_by : '') }),
+      el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
+      el('span', { text: fmtTime(last[p.name]) }), el('span', null, toggle, ' ', link(['try', p.name], t('try')))];
+  })));
+}
+
+async function pageTools(page) {
+  heading(page, t('tools'), t('tools_purpose'));
+  const r = await call('GET', '/v1/tools');
+  if (!r.ok) return page.append(errorBox(r));
+  const tools = r.data.tools || [];
+  if (!tools.length) return page.append(el('p', { class: 'empty', text: t('empty_tools') }));
+  for (const tool of tools) {
+    const f = tool.function || tool;
+    page.append(el('h2', null, link(['try', f.name], f.name)), el('p', { text: f.description }), paramTree(f.parameters));
+  }
+}
+
+// paramTree shows a JSON schema as nested lists: name, type, required, description.
+function paramTree(schema, required) {
+  const props = (schema && schema.properties) || {};
+  const req = new Set((schema && schema.required) || required || []);
+  const names = Object.keys(props);
+  if (!names.length) return el('p', { class: 'empty', text: t('no_params') });
+  return el('div', { class: 'tree' }, el('ul', null, names.map((n) => {
+    const s = props[n] || {};
+    const kids = [];
+    if (s.type === 'object') kids.push(paramTree(s));
+    if (s.type === 'array' && s.items && s.items.type === 'object') kids.push(paramTree(s.items));
+    return el('li', null, el('code', { text: n }), ' ', el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') }),
+      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', s.description ? ' — ' + s.description : '', kids);
+  })));
+}
+
+async function pagePlugin(page, name) {
+  heading(page, name, t('plugin_purpose'));
+  const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
+  if (!r.ok) return page.append(errorBox(r));
+  const p = r.data;
+  page.append(el('p', null, link(['try', name], t('try'))), el('p', { text: p.description }),
+    el('div', { class: 'grid2' },
+      el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
+      el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
+    el('div', { class: 'grid2' },
+      el('div', null, el('h2', { text: t('execution') }), json(p.execution)),
+      el('div', null, el('h2', { text: t('auth') }), json(p.auth_config))));
+  const doc = Object.assign({}, p);
+  for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time']) delete doc[k];
+  const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
+  area.value = JSON.stringify(doc, null, 2);
+  const out = el('div');
+  page.append(el('h2', { text: t('edit') }), area, el('p', null, el('button', { attrs: { id: 'plugin-save' }, text: t('save'), on: { click: async () => {
+    out.replaceChildren();
+    let body;
+    try { body = JSON.parse(area.value); } catch (e) { return out.append(el('p', { class: 'error', text: 'JSON: ' + e.message })); }
+    const s = await call('PUT', '/v1/plugins/' + encodeURIComponent(name), body);
+    out.append(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
+  } } })), out);
+}
+
+// field builds the input of one schema node; get() returns its value, or
+// undefined when left empty.
+function field(name, schema, required) {
+  const s = schema || {};
+  const label = (input) => el('label', null, el('span', null, name, required ? ' *' : '', s.description ? el('span', { class: 'hint', text: ' ' + s.description }) : null), input);
+  if (s.enum) {
+    const sel = el('select', { attrs: { name, required } }, el('option', { attrs: { value: '' }, text: t('choose') }),
+      s.enum.map((v, i) => el('option', { attrs: { value: String(i) }, text: String(v) })));
+    return { node: label(sel), get: () => (sel.value === '' ? undefined : s.enum[Number(sel.value)]) };
+  }
+  if (s.type === 'object') {
+    const req = new Set(s.required || []);
+    const kids = Object.entries(s.properties || {}).map(([k, v]) => [k, field(k, v, req.has(k))]);
+    return { node: el('fieldset', null, el('legend', { text: name + (required ? ' *' : '') }), kids.map(([, f]) => f.node)),
+      get: () => {
+        const o = {};
+        for (const [k, f] of kids) { const v = f.get(); if (v !== undefined) o[k] = v; }
+        return Object.keys(o).length || required ? o : undefined;
+      } };
+  }
+  if (s.type === 'array') {
+    const items = [];
+    const box = el('div');
+    const add = el('button', { class: 'secondary', attrs: { type: 'button' }, text: t('add_item'), on: { click: () => {
+      const f = field(name + '[' + items.length + ']', s.items || { type: 'string' }, false);
+      const rm = el('button', { class: 'secondary', attrs: { type: 'button' }, text: t('remove') });
+      const wrap = el('div', null, f.node, rm);
+      rm.addEventListener('click', () => { items.splice(items.indexOf(f), 1); wrap.remove(); });
+      items.push(f); box.append(wrap);
+    } } });
+    return { node: el('fieldset', null, el('legend', { text: name + (required ? ' *' : '') }), box, add),
+      get: () => { const v = items.map((f) => f.get()).filter((x) => x !== undefined); return v.length || required ? v : undefined; } };
+  }
+  if (s.type === 'boolean') {
+    const sel = el('select', { attrs: { name } }, ['', 'true', 'false'].map((v) => el('option', { attrs: { value: v }, text: v || t('choose') })));
+    return { node: label(sel), get: () => (sel.value === '' ? undefined : sel.value === 'true') };
+  }
+  const num = s.type === 'integer' || s.type === 'number';
+  const input = el('input', { attrs: { name, type: num ? 'number' : 'text', required, step: s.type === 'number' ? 'any' : null } });
+  return { node: label(input), get: () => (input.value === '' ? undefined : num ? Number(input.value) : input.value) };
+}
+
+async function pageTry(page, name) {
+  heading(page, t('try') + ': ' + name, t('try_purpose'));
+  let params;
+  if (isAdmin()) {
+    const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
+    if (!r.ok) return page.append(errorBox(r));
+    params = r.data.parameters;
+  } else {
+    const r = await call('GET', '/v1/tools?names=' + encodeURIComponent(name));
+    if (!r.ok) return page.append(errorBox(r));
+    const tool = (r.data.tools || [])[0];
+    params = tool && (tool.function || tool).parameters;
+  }
+  const root = field('arguments', Object.assign({ type: 'object' }, params || {}), true);
+  const user = el('input', { attrs: { type: 'number', id: 'run-user', value: session.user_id || '' } });
+  if (!isAdmin()) user.disabled = true;
+  const out = el('div', { attrs: { id: 'try-result' } });
+  page.append(el('form', { class: 'stack', attrs: { id: 'try-form' }, on: { submit: async (e) => {
+    e.preventDefault();
+    out.replaceChildren();
+    const body = { name, arguments: root.get() || {} };
+    if (user.value) body.user_id = Number(user.value);
+    out.append(el('h2', { text: t('request_sent') }), el('p', null, el('code', { text: 'POST /v1/execute' })), json(body));
+    const r = await call('POST', '/v1/execute', body);
+    if (r.data && r.data.execution_id !== undefined && r.data.ok !== undefined) {
+      out.append(el('h2', { text: t('response') }), json(r.data.output), el('h2', { text: t('envelope') }), json(r.data));
+    } else out.append(errorBox(r));
+  } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') })), out);
+}
+
+async function pageImport(page) {
+  heading(page, t('import'), t('import_purpose'));
+  const doc = el('textarea', { attrs: { id: 'import-doc' } });
+  const file = el('input', { attrs: { type: 'file', accept: '.json,.yaml,.yml' }, on: { change: async () => {
+    if (file.files[0]) doc.value = await file.files[0].text();
+  } } });
+  const url = el('input', { attrs: { type: 'url', id: 'import-url' } });
+  const prefix = el('input', { attrs: { id: 'import-prefix' } });
+  const base = el('input', { attrs: { type: 'url', id: 'import-base' } });
+  const out = el('div', { attrs: { id: 'import-result' } });
+  const apply = el('button', { attrs: { id: 'import-apply', disabled: true }, text: t('apply') });
+  const body = (dry) => {
+    const b = { prefix: prefix.value || undefined, base_url: base.value || undefined, dry_run: dry };
+    if (url.value) b.url = url.value; else b.document = doc.value;
+    return b;
+  };
+  const send = async (dry) => {
+    out.replaceChildren(el('p', { text: dry ? t('loading') : t('applying') }));
+    const r = await call('POST', '/v1/plugins/import/openapi', body(dry));
+    out.replaceChildren();
+    if (!r.ok && !(r.data && r.data.added)) { apply.disabled = true; return out.append(errorBox(r)); }
+    const d = r.data;
+    if (!dry) out.append(el('p', { class: 'ok', text: t('applied') }));
+    if (d.up_to_date) out.append(el('p', { class: 'empty', text: t('up_to_date') }));
+    const list = (cls, title, items) => el('div', { class: cls }, el('h2', { text: title + ' (' + items.length + ')' }),
+      items.length ? el('ul', null, items.map((x) => el('li', null, x))) : el('p', { class: 'purpose', text: t('none') }));
+    out.append(list('diff-added', t('added'), d.added || []), list('diff-changed', t('changed'), d.changed || []),
+      list('diff-removed', t('removed'), d.removed || []),
+      list('diff-failed', t('failed'), (d.failed || []).map((f) => f.key + ': ' + f.reason)),
+      list('diff-unchanged', t('unchanged'), d.unchanged || []), list('diff-warnings', t('warnings'), d.warnings || []));
+    apply.disabled = !dry;
+  };
+  apply.addEventListener('click', () => send(false));
+  for (const n of [doc, url, prefix, base]) n.addEventListener('input', () => { apply.disabled = true; });
+  page.append(el('div', { class: 'stack' }, el('label', null, t('paste'), doc), el('label', null, t('upload'), file),
+    el('label', null, t('url'), url), el('label', null, t('prefix'), prefix), el('label', null, t('base_url'), base),
+    el('p', { class: 'purpose', text: t('import_first') }),
+    el('div', { class: 'row' }, el('button', { attrs: { id: 'import-dry' }, text: t('dry_run'), on: { click: () => send(true) } }), apply)), out);
+}
+
+async function pageMCP(page) {
+  heading(page, t('mcp'), t('mcp_purpose'));
+  const r = await call('GET', '/v1/mcp/servers');
+  if (r.status === 404) return page.append(el('p', { class: 'empty', text: t('mcp_off') }));
+  if (!r.ok) return page.append(errorBox(r));
+  const name = el('input', { attrs: { id: 'mcp-name', required: true } });
+  const url = el('input', { attrs: { id: 'mcp-url', type: 'url', required: true } });
+  const transport = el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v })));
+  const msg = el('div');
+  page.append(el('form', { class: 'row', attrs: { id: 'mcp-form' }, on: { submit: async (e) => {
+    e.preventDefault();
+    const s = await call('POST', '/v1/mcp/servers', { name: name.value, url: url.value, transport: transport.value });
+    if (s.ok) route(); else msg.replaceChildren(errorBox(s));
+  } } }, el('label', null, t('name'), name), el('label', null, 'URL', url), el('label', null, t('transport'), transport),
+  el('button', { text: t('register') })), msg);
+  const servers = r.data.servers || [];
+  if (!servers.length) return page.append(el('p', { class: 'empty', text: t('empty_mcp') }));
+  const detail = el('div', { attrs: { id: 'mcp-detail' } });
+  page.append(el('div', { attrs: { id: 'mcp-servers' } }, table([t('name'), 'URL', t('actions')], servers.map((s) => {
+    const id = encodeURIComponent(s.mcp_id || s.id || s.name);
+    const tools = (refresh) => async () => {
+      const x = await call('GET', '/v1/mcp/servers/' + id + '/tools' + (refresh ? '?refresh=1' : ''));
+      detail.replaceChildren(el('h2', { text: s.name }), x.ok ? table([t('name'), t('description')],
+        (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: tl.description })])) : errorBox(x));
+    };
+    return [el('span', { text: s.name }), el('code', { text: s.url }), el('span', null,
+      el('button', { class: 'secondary tools', text: t('list_tools'), on: { click: tools(false) } }), ' ',
+      el('button', { class: 'secondary', text: t('refresh'), on: { click: tools(true) } }), ' ',
+      el('button', { text: t('import_tools'), on: { click: async () => {
+        const x = await call('POST', '/v1/plugins/import/mcp', { server: s.mcp_id || s.id || s.name });
+        detail.replaceChildren(x.ok ? json(x.data) : errorBox(x));
+      } } }), ' ',
+      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+        const x = await call('DELETE', '/v1/mcp/servers/' + id);
+        if (x.ok) route(); else detail.replaceChildren(errorBox(x));
+      } } }))];
+  }))), detail);
+}
+
+async function pageCredentials(page, uid) {
+  heading(page, t('credentials'), t('credentials_purpose'));
+  const user = uid || (isAdmin() ? '' : String(session.user_id));
+  const who = el('input', { attrs: { type: 'number', id: 'cred-user', value: user, required: true } });
+  if (!isAdmin()) who.disabled = true;
+  page.append(el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/credentials/' + encodeURIComponent(who.value); } } },
+    el('label', null, t('user_id'), who), el('button', { text: t('load') })));
+  if (!user) return;
+  const key = el('input', { attrs: { id: 'cred-key', required: true, autocomplete: 'off' } });
+  const value = el('input', { attrs: { id: 'cred-value', type: 'password', required: true, autocomplete: 'new-password' } });
+  const msg = el('div');
+  const put = async (k, v) => {
+    const r = await call('PUT', '/v1/credentials/' + encodeURIComponent(user) + '/' + encodeURIComponent(k), { value: v });
+    if (r.ok) route(); else msg.replaceChildren(errorBox(r));
+  };
+  page.append(el('form', { class: 'row', attrs: { id: 'cred-form' }, on: { submit: (e) => { e.preventDefault(); const v = value.value; value.value = ''; put(key.value, v); } } },
+    el('label', null, t('key'), key), el('label', null, t('value'), value), el('button', { text: t('set_btn') })), msg);
+  const r = await call('GET', '/v1/credentials/' + encodeURIComponent(user));
+  if (!r.ok) return page.append(errorBox(r));
+  const creds = r.data.credentials || [];
+  if (!creds.length) return page.append(el('p', { class: 'empty', text: t('empty_creds') }));
+  page.append(table([t('key'), t('status'), t('updated'), t('actions')], creds.map((c) => {
+    const nv = el('input', { attrs: { type: 'password', autocomplete: 'new-password', 'aria-label': t('value') } });
+    return [el('code', { text: c.key }), el('span', { class: 'badge on', text: t('set') }), el('span', { text: fmtTime(c.update_time) }),
+      el('span', null, nv, el('button', { class: 'secondary', text: t('replace'), on: { click: () => { const v = nv.value; nv.value = ''; if (v) put(c.key, v); } } }), ' ',
+        el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+          const x = await call('DELETE', '/v1/credentials/' + encodeURIComponent(user) + '/' + encodeURIComponent(c.key));
+          if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+        } } }))];
+  })));
+}
+
+// chart draws, per plugin, the calls in each time bucket as bars with the
+// bucket's average latency in the bar's title.
+function chart(execs) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const svgEl = (tag, attrs) => { const n = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v)); return n; };
+  const times = execs.map((e) => Date.parse(e.create_time));
+  const lo = Math.min(...times), hi = Math.max(...times) + 1;
+  const buckets = 24, W = 600, rowH = 40;
+  const byPlugin = {};
+  for (const e of execs) {
+    const b = Math.min(buckets - 1, Math.floor(((Date.parse(e.create_time) - lo) / (hi - lo)) * buckets));
+    const row = byPlugin[e.plugin_name] || (byPlugin[e.plugin_name] = Array.from({ length: buckets }, () => ({ n: 0, ms: 0 })));
+    row[b].n++; row[b].ms += e.latency_ms;
+  }
+  const names = Object.keys(byPlugin).slice(0, 12);
+  const max = Math.max(1, ...names.flatMap((n) => byPlugin[n].map((c) => c.n)));
+  const svg = svgEl('svg', { viewBox: `0 0 ${W + 200} ${names.length * rowH + 10}`, role: 'img', 'aria-label': t('calls_chart') });
+  names.forEach((n, i) => {
+    const y = i * rowH + 5;
+    const total = byPlugin[n].reduce((a, c) => a + c.n, 0);
+    const ms = byPlugin[n].reduce((a, c) => a + c.ms, 0);
+    const label = svgEl('text', { x: W + 8, y: y + 20, 'font-size': 12 });
+    label.textContent = `${n}: ${total} ${t('calls')}, ${t('avg')} ${Math.round(ms / total)} ms`;
+    svg.append(label);
+    byPlugin[n].forEach((c, b) => {
+      if (!c.n) return;
+      const h = (c.n / max) * (rowH - 10);
+      const bar = svgEl('rect', { x: b * (W / buckets) + 1, y: y + rowH - 10 - h, width: W / buckets - 2, height: h, fill: '#1f6feb' });
+      const title = svgEl('title', {});
+      title.textContent = `${c.n} ${t('calls')}, ${t('avg')} ${Math.round(c.ms / c.n)} ms`;
+      bar.append(title);
+      svg.append(bar);
+    });
+  });
+  return el('div', { class: 'chart' }, svg);
+}
+
+async function pageActivity(page, query) {
+  heading(page, t('activity'), t('activity_purpose'));
+  const q = new URLSearchParams(query || '');
+  const inp = (id, type) => el('input', { attrs: { id: 'f-' + id, type: type || 'text', value: q.get(id) || '' } });
+  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), since: inp('since', 'datetime-local'), until: inp('until', 'datetime-local') };
+  if (!isAdmin()) { f.user_id.value = session.user_id; f.user_id.disabled = true; }
+  const outcome = el('select', { attrs: { id: 'f-outcome' } }, ['', 'ok', 'error', 'refused'].map((v) => el('option', { attrs: { value: v, selected: q.get('outcome') === v }, text: v || t('any') })));
+  page.append(el('form', { class: 'row', on: { submit: (e) => {
+    e.preventDefault();
+    const n = new URLSearchParams();
+    for (const [k, i] of Object.entries(f)) if (i.value && !i.disabled) n.set(k, i.value);
+    if (outcome.value) n.set('outcome', outcome.value);
+    location.hash = '#/activity/' + n.toString();
+  } } }, el('label', null, t('plugin'), f.plugin), el('label', null, t('user_id'), f.user_id), el('label', null, t('run_id'), f.run_id),
+  el('label', null, t('outcome'), outcome), el('label', null, t('since'), f.since), el('label', null, t('until'), f.until), el('button', { text: t('filter') })));
+  const api = new URLSearchParams({ limit: '500' });
+  for (const k of ['plugin', 'user_id', 'run_id']) if (q.get(k)) api.set(k, q.get(k));
+  for (const k of ['since', 'until']) if (q.get(k)) api.set(k, new Date(q.get(k)).toISOString());
+  const r = await call('GET', '/v1/executions?' + api.toString());
+  if (!r.ok) page.append(errorBox(r));
+  else {
+    const execs = (r.data.executions || []).filter((e) => !q.get('outcome') || e.status === q.get('outcome'));
+    if (!execs.length) page.append(el('p', { class: 'empty', text: t('empty_activity') }));
+    else {
+      page.append(el('h2', { text: t('calls_chart') }), chart(execs));
+      page.append(table([t('time'), t('plugin'), t('user_id'), t('outcome'), t('http_status'), t('latency'), t('run_id'), t('error')], execs.map((e) => [
+        el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.plugin_name }), el('span', { text: e.user_id ?? '' }),
+        el('span', { class: 'badge ' + (e.status === 'ok' ? 'on' : 'off'), text: e.status }), el('span', { text: e.http_status || '' }),
+        el('span', { text: e.latency_ms }), e.run_id ? link(['run', e.run_id], e.run_id) : '', el('span', { text: e.error_message || e.error_class || '' })])));
+    }
+  }
+  if (!isAdmin()) return;
+  page.append(el('h2', { text: t('audit') }));
+  const a = await call('GET', '/console/api/audit?limit=200');
+  if (!a.ok) return page.append(errorBox(a));
+  const events = a.data.events || [];
+  if (!events.length) return page.append(el('p', { class: 'empty', text: t('empty_audit') }));
+  page.append(el('div', { attrs: { id: 'audit' } }, table([t('time'), t('who'), t('via'), t('what'), t('status')], events.map((e) => [
+    el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.actor }), el('span', { text: e.via }),
+    el('code', { text: e.action + ' ' + e.target }), el('span', { text: e.http_status })]))));
+}
+
+async function pageRun(page, id) {
+  heading(page, t('run') + ' ' + id, t('run_purpose'));
+  const r = await call('GET', '/v1/runs/' + encodeURIComponent(id));
+  page.append(r.ok ? json(r.data) : errorBox(r));
+}
+
+// --- shell ---
+
+const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['activity', 'activity']];
+const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['activity', 'activity']];
+
+function applyLang() {
+  document.documentElement.lang = lang;
+  document.getElementById('lang').value = lang;
+  for (const n of document.querySelectorAll('[data-i18n]')) n.textContent = t(n.dataset.i18n);
+}
+
+async function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map((s) => { try { return decodeURIComponent(s); } catch { return s; } });
+  const name = parts[0] || (isAdmin() ? 'catalog' : 'tools');
+  const nav = document.getElementById('nav');
+  nav.replaceChildren(...(isAdmin() ? ADMIN_NAV : USER_NAV).map(([r, k]) => {
+    const a = link([r], t(k));
+    if (r === name) a.className = 'active';
+    return a;
+  }));
+  const page = el('div', { attrs: { id: 'page', 'data-page': name } });
+  document.getElementById('page').replaceWith(page);
+  const admin = { catalog: true, plugin: true, import: true, mcp: true };
+  if (admin[name] && !isAdmin()) {
+    page.append(el('p', { class: 'error', text: t('forbidden') }));
+    return page.setAttribute('data-ready', 'true');
+  }
+  const pages = {
+    catalog: () => pageCatalog(page, parts[1]), tools: () => pageTools(page), plugin: () => pagePlugin(page, parts[1]),
+    try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
+    credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
+    run: () => pageRun(page, parts[1]),
+  };
+  await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
+  page.setAttribute('data-ready', 'true');
+}
+
+async function start() {
+  applyLang();
+  document.getElementById('lang').addEventListener('change', (e) => {
+    lang = e.target.value;
+    localStorage.setItem('blindexec.lang', lang);
+    applyLang();
+    if (session) route();
+  });
+  const r = await call('GET', '/console/api/session');
+  if (!r.ok) {
+    document.getElementById('signin').hidden = false;
+    const err = new URLSearchParams(location.search).get('error');
+    if (err === 'token_required' || err === 'token_invalid') {
+      const box = document.getElementById('signin-error');
+      box.textContent = t(err);
+      box.hidden = false;
+    }
+    document.body.setAttribute('data-ready', 'signin');
+    return;
+  }
+  session = r.data;
+  document.getElementById('nav').hidden = false;
+  document.getElementById('logout').hidden = false;
+  window.addEventListener('hashchange', route);
+  await route();
+  document.body.setAttribute('data-ready', 'app');
+}
+
+start();

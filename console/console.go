@@ -1,0 +1,370 @@
+// Package console serves the administrator's console in the browser at
+// /console/: a sign-in that turns a token into a session cookie, and a
+// single page (embedded, no build step) that calls the JSON API with that
+// cookie in place of the bearer token.
+package console
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/store"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// CookieName is the session cookie's name.
+const CookieName = "blindexec_session"
+
+// sessionTTL bounds a session even while its token stays valid.
+const sessionTTL = 8 * time.Hour
+
+// policy is the Content-Security-Policy of every console page: scripts,
+// styles and connections of this origin only, no inline script or
+// handler, no plugins, no framing; violations are reported to reportPath.
+const (
+	reportPath = "/console/csp-report"
+	policy     = "default-src 'none'; script-src 'self' 'report-sample'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; report-uri " + reportPath
+)
+
+// Console is the console's handler and the API's session checker.
+type Console struct {
+	api    *api.Server
+	store  *store.Store
+	log    *slog.Logger
+	macKey []byte // signs session cookies
+	csrf   []byte // derives each session's CSRF token
+
+	mu      sync.Mutex
+	reports []json.RawMessage // the latest CSP violation reports
+
+	endMu   sync.Mutex
+	endRead time.Time       // when ended was read from the database
+	ended   map[string]bool // ids of the sessions signed out
+}
+
+// endedRefresh is how often a replica rereads the signed-out sessions: a
+// session signed out on another replica ends here within it.
+const endedRefresh = time.Second
+
+// maxReports bounds the violation reports kept in memory.
+const maxReports = 100
+
+// New builds the console over the API server and sets it as the server's
+// session checker. The keys are derived from the master key, so every
+// replica accepts the sessions any of them signed.
+func New(srv *api.Server, st *store.Store, masterKey string, log *slog.Logger) (*Console, error) {
+	if masterKey == "" {
+		return nil, errors.New("console: the master key is required to sign sessions")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Console{api: srv, store: st, log: log}
+	var err error
+	if c.macKey, err = hkdf.Key(sha256.New, []byte(masterKey), nil, "blindexec console session v1", 32); err != nil {
+		return nil, fmt.Errorf("console: derive the session key: %w", err)
+	}
+	if c.csrf, err = hkdf.Key(sha256.New, []byte(masterKey), nil, "blindexec console csrf v1", 32); err != nil {
+		return nil, fmt.Errorf("console: derive the CSRF key: %w", err)
+	}
+	srv.Sessions = c
+	return c, nil
+}
+
+// Handler serves the console under /console/ and everything else with
+// apiHandler, recording the administrative changes made through it.
+func (c *Console) Handler(apiHandler http.Handler) http.Handler {
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	mux := http.NewServeMux()
+	mux.Handle("GET /console/{$}", c.page(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/"
+		files.ServeHTTP(w, r2)
+	}))
+	mux.Handle("GET /console/assets/", c.page(http.StripPrefix("/console/assets", files).ServeHTTP))
+	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("POST /console/login", c.login)
+	mux.HandleFunc("POST /console/logout", c.logout)
+	mux.HandleFunc("GET /console/api/session", c.session)
+	mux.HandleFunc("GET /console/api/audit", c.audit)
+	mux.HandleFunc("POST "+reportPath, c.report)
+	mux.Handle("/console/", http.NotFoundHandler())
+	mux.Handle("/", c.audited(apiHandler))
+	return mux
+}
+
+// page sets the headers of every console page and asset.
+func (c *Console) page(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", policy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the forms' Origin "null"
+		hd.Set("Cache-Control", "no-cache")
+		h(w, r)
+	})
+}
+
+// sameOrigin reports whether a form post comes from the console itself:
+// the sign-in has no session yet to carry a CSRF token, so it is guarded
+// by the Origin (or Referer) the browser sends.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		o = r.Header.Get("Referer")
+	}
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "sign-in refused: the form was not posted from this console", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	if tok == "" {
+		http.Redirect(w, r, "/console/?error=token_required", http.StatusSeeOther)
+		return
+	}
+	who, err := c.api.WhoIsToken(r.Context(), tok)
+	if err != nil {
+		c.log.InfoContext(r.Context(), "console sign-in refused", "err", err)
+		http.Redirect(w, r, "/console/?error=token_invalid", http.StatusSeeOther)
+		return
+	}
+	sid := make([]byte, 16)
+	rand.Read(sid)
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
+		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		MaxAge: int(sessionTTL / time.Second),
+	})
+	c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
+		Kind: store.AdminKindSession, Target: hex.EncodeToString(sid), HTTPStatus: http.StatusSeeOther})
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "sign-out refused: the form was not posted from this console", http.StatusForbidden)
+		return
+	}
+	// The session ends for every copy of its cookie, on every replica:
+	// its id joins the signed-out ones.
+	if s, err := c.parse(r); err == nil {
+		actor := "unknown"
+		if who, err := c.api.WhoIs(r); err == nil {
+			actor = actorOf(who)
+		}
+		c.record(r.Context(), &store.AdminEvent{Actor: actor, Via: "console", Action: store.AdminSignOut,
+			Kind: store.AdminKindSession, Target: s.sid, HTTPStatus: http.StatusSeeOther})
+		c.endMu.Lock()
+		c.endRead = time.Time{} // reread, with this one
+		c.endMu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// session tells the page who is signed in and the CSRF token its
+// state-changing requests carry.
+func (c *Console) session(w http.ResponseWriter, r *http.Request) {
+	who, err := c.api.WhoIs(r)
+	if err != nil {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+		return
+	}
+	out := map[string]any{"role": who.Role, "user_id": who.UserID}
+	if s, err := c.parse(r); err == nil {
+		out["csrf"] = c.csrfToken(s.sid)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// audit lists the administrative changes to the administrator.
+func (c *Console) audit(w http.ResponseWriter, r *http.Request) {
+	who, err := c.api.WhoIs(r)
+	if err != nil || who.Role != "admin" {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "forbidden", "message": "the administrative log is the administrator's"}})
+		return
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	events, err := c.store.ListAdminEvents(r.Context(), store.AdminEventFilter{Kind: r.URL.Query().Get("kind"), Limit: limit})
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "list admin events", "err", err)
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "internal", "message": "the administrative log could not be read"}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+}
+
+// report receives the browser's CSP violation reports: logged, and kept
+// (the latest maxReports) for Reports.
+func (c *Console) report(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
+	if err != nil || !json.Valid(b) {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	c.log.WarnContext(r.Context(), "console content security policy violation", "report", json.RawMessage(b))
+	c.mu.Lock()
+	c.reports = append(c.reports, b)
+	if len(c.reports) > maxReports {
+		c.reports = c.reports[len(c.reports)-maxReports:]
+	}
+	c.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Reports returns the latest CSP violation reports received.
+func (c *Console) Reports() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]json.RawMessage(nil), c.reports...)
+}
+
+// sessionData is what a cookie carries: the hash of the token signed in
+// with (never the token), the session's id and its end.
+type sessionData struct {
+	hash, sid string
+	expires   time.Time
+}
+
+// sign returns the cookie value "v1.hash.sid.expiry.mac".
+func (c *Console) sign(hash, sid string, exp time.Time) string {
+	payload := strings.Join([]string{"v1", hash, sid, strconv.FormatInt(exp.Unix(), 10)}, ".")
+	return payload + "." + c.mac(payload)
+}
+
+func (c *Console) mac(payload string) string {
+	m := hmac.New(sha256.New, c.macKey)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+var errBadSession = errors.New("the console session is not valid or has ended: sign in again")
+
+// parse checks the request's session cookie.
+func (c *Console) parse(r *http.Request) (sessionData, error) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return sessionData{}, api.ErrNoSession
+	}
+	i := strings.LastIndexByte(ck.Value, '.')
+	if i < 0 || !hmac.Equal([]byte(ck.Value[i+1:]), []byte(c.mac(ck.Value[:i]))) {
+		return sessionData{}, errBadSession
+	}
+	parts := strings.Split(ck.Value[:i], ".")
+	if len(parts) != 4 || parts[0] != "v1" {
+		return sessionData{}, errBadSession
+	}
+	exp, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil || time.Now().Unix() >= exp {
+		return sessionData{}, errBadSession
+	}
+	if c.signedOut(r.Context(), parts[2]) {
+		return sessionData{}, errBadSession
+	}
+	return sessionData{hash: parts[1], sid: parts[2], expires: time.Unix(exp, 0)}, nil
+}
+
+// signedOut reports whether the session was signed out, rereading the
+// signed-out sessions at most once per endedRefresh. When they cannot be
+// read (the database is down), the last ones read stand.
+func (c *Console) signedOut(ctx context.Context, sid string) bool {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if time.Since(c.endRead) >= endedRefresh {
+		ids, err := c.store.EndedSessions(ctx, time.Now().Add(-sessionTTL))
+		if err != nil {
+			c.log.WarnContext(ctx, "signed-out console sessions not reread", "err", err)
+		} else {
+			c.ended = make(map[string]bool, len(ids))
+			for _, id := range ids {
+				c.ended[id] = true
+			}
+		}
+		c.endRead = time.Now()
+	}
+	return c.ended[sid]
+}
+
+func actorOf(who api.Who) string {
+	if who.Role == "user" {
+		return "user " + strconv.FormatInt(who.UserID, 10)
+	}
+	return who.Role
+}
+
+func (c *Console) csrfToken(sid string) string {
+	m := hmac.New(sha256.New, c.csrf)
+	m.Write([]byte(sid))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CSRFHeader carries a session's CSRF token on state-changing requests.
+const CSRFHeader = "X-CSRF-Token"
+
+// TokenHash implements api.Sessions: a valid, unexpired session, and on
+// a state-changing request its CSRF token in CSRFHeader.
+func (c *Console) TokenHash(r *http.Request) (string, error) {
+	s, err := c.parse(r)
+	if err != nil {
+		return "", err
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if !hmac.Equal([]byte(r.Header.Get(CSRFHeader)), []byte(c.csrfToken(s.sid))) {
+			return "", fmt.Errorf("a console request that changes something needs the session's %s header", CSRFHeader)
+		}
+	}
+	return s.hash, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// record stores an administrative change; a failure is logged, not the
+// caller's: the change itself was made.
+func (c *Console) record(ctx context.Context, e *store.AdminEvent) {
+	if err := c.store.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
+		c.log.WarnContext(ctx, "administrative change not recorded", "err", err, "action", e.Action, "target", e.Target)
+	}
+}

@@ -1,0 +1,219 @@
+package console_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/console"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// do sends a request with c's cookies (and the CSRF token when given).
+func do(t *testing.T, c *http.Client, method, u, csrf, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if csrf != "" {
+		req.Header.Set(console.CSRFHeader, csrf)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+func sessionOf(t *testing.T, e *env, c *http.Client) (role, csrf string) {
+	t.Helper()
+	code, s := do(t, c, "GET", e.url+"/console/api/session", "", "")
+	if code != 200 {
+		t.Fatalf("session: %d %v", code, s)
+	}
+	return s["role"].(string), s["csrf"].(string)
+}
+
+// TestSignInSession: the sign-in form turns a token into an HttpOnly,
+// SameSite=Strict cookie that the JSON API accepts in place of the bearer
+// token; changes need the CSRF token; a forged or foreign cookie, another
+// origin's form and a wrong token are refused; sign-out ends it.
+func TestSignInSession(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, newMasterKey())
+		c := e.client()
+
+		resp := e.signIn(c, "wrong-token")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/console/?error=token_invalid" {
+			t.Fatalf("wrong token: %d -> %q", resp.StatusCode, loc)
+		}
+		// A form posted from another origin is refused (login CSRF).
+		req, _ := http.NewRequest("POST", e.url+"/console/login", strings.NewReader("token="+adminToken))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://evil.example")
+		if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin sign-in: %v %v", r, err)
+		}
+
+		resp = e.signIn(c, adminToken)
+		ck := resp.Cookies()
+		if len(ck) != 1 || ck[0].Name != console.CookieName || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+			t.Fatalf("sign-in cookie = %+v", ck)
+		}
+		if strings.Contains(ck[0].Value, adminToken) {
+			t.Fatal("the cookie carries the token")
+		}
+		role, csrf := sessionOf(t, e, c)
+		if role != "admin" {
+			t.Fatalf("role %q", role)
+		}
+		if code, body := do(t, c, "GET", e.url+"/v1/plugins", "", ""); code != 200 {
+			t.Fatalf("GET /v1/plugins with the session: %d %v", code, body)
+		}
+		const put = `{"value":"a-long-credential-value"}`
+		if code, _ := do(t, c, "PUT", e.url+"/v1/credentials/7/API_KEY", "", put); code != http.StatusUnauthorized {
+			t.Fatalf("PUT without the CSRF token: %d, want 401", code)
+		}
+		if code, _ := do(t, c, "PUT", e.url+"/v1/credentials/7/API_KEY", "forged", put); code != http.StatusUnauthorized {
+			t.Fatalf("PUT with a forged CSRF token: %d, want 401", code)
+		}
+		if code, body := do(t, c, "PUT", e.url+"/v1/credentials/7/API_KEY", csrf, put); code/100 != 2 {
+			t.Fatalf("PUT with the CSRF token: %d %v", code, body)
+		}
+
+		// Another replica (same master key) accepts the cookie; an engine
+		// with another master key does not; nor does a tampered cookie.
+		other := newEnv(t, st, e.master)
+		cross := func(base string, value string) int {
+			req, _ := http.NewRequest("GET", base+"/v1/plugins", nil)
+			req.AddCookie(&http.Cookie{Name: console.CookieName, Value: value})
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			return r.StatusCode
+		}
+		if code := cross(other.url, ck[0].Value); code != 200 {
+			t.Fatalf("another replica: %d", code)
+		}
+		if code := cross(newEnv(t, st, newMasterKey()).url, ck[0].Value); code != http.StatusUnauthorized {
+			t.Fatalf("another master key: %d", code)
+		}
+		tampered := strings.Replace(ck[0].Value, "v1.", "v1.0", 1)
+		if code := cross(e.url, tampered); code != http.StatusUnauthorized {
+			t.Fatalf("tampered cookie: %d", code)
+		}
+
+		stolen := c.Jar.Cookies(req.URL)[0].Value
+		req, _ = http.NewRequest("POST", e.url+"/console/logout", nil)
+		req.Header.Set("Origin", e.url)
+		if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-out: %v %v", r, err)
+		}
+		if code, _ := do(t, c, "GET", e.url+"/v1/plugins", "", ""); code != http.StatusUnauthorized {
+			t.Fatalf("after sign-out: %d", code)
+		}
+		// A copy of the cookie kept from before ends too, here and on a
+		// replica that reads the signed-out sessions.
+		if code := cross(e.url, stolen); code != http.StatusUnauthorized {
+			t.Fatalf("a copy of the signed-out cookie: %d", code)
+		}
+		if code := cross(newEnv(t, st, e.master).url, stolen); code != http.StatusUnauthorized {
+			t.Fatalf("a copy of the signed-out cookie on another replica: %d", code)
+		}
+	})
+}
+
+// TestSessionEndsWithItsToken: a per-user session ends when its token is
+// revoked, sees only its own user's data, and the revocation, like every
+// administrative change, is in the administrators' log.
+func TestSessionEndsWithItsToken(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, newMasterKey())
+		admin := e.client()
+		e.signIn(admin, adminToken)
+		_, csrf := sessionOf(t, e, admin)
+		code, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "console"}`)
+		if code != 201 && code != 200 {
+			t.Fatalf("create token: %d %v", code, tok)
+		}
+		user := e.client()
+		e.signIn(user, tok["token"].(string))
+		role, ucsrf := sessionOf(t, e, user)
+		if role != "user" {
+			t.Fatalf("role %q", role)
+		}
+		for path, want := range map[string]int{"/v1/credentials/7": 200, "/v1/credentials/8": 403, "/v1/plugins": 403, "/v1/tools": 200, "/console/api/audit": 403} {
+			if code, body := do(t, user, "GET", e.url+path, "", ""); code != want {
+				t.Errorf("user session GET %s: %d %v, want %d", path, code, body, want)
+			}
+		}
+		if code, _ := do(t, user, "PUT", e.url+"/v1/credentials/8/K", ucsrf, `{"value":"another-users-value"}`); code != 403 {
+			t.Errorf("user session PUT another user's credential: %d, want 403", code)
+		}
+
+		id := strconv.FormatFloat(tok["token_id"].(float64), 'f', 0, 64)
+		if code, body := do(t, admin, "DELETE", e.url+"/v1/tokens/"+id, csrf, ""); code/100 != 2 {
+			t.Fatalf("revoke: %d %v", code, body)
+		}
+		if code, _ := do(t, user, "GET", e.url+"/v1/credentials/7", "", ""); code != http.StatusUnauthorized {
+			t.Fatalf("session of a revoked token: %d, want 401", code)
+		}
+
+		code, log := do(t, admin, "GET", e.url+"/console/api/audit", "", "")
+		if code != 200 {
+			t.Fatalf("audit: %d", code)
+		}
+		var got []string
+		signIns := 0
+		for _, ev := range log["events"].([]any) {
+			m := ev.(map[string]any)
+			if m["kind"] == "session" {
+				signIns++
+				continue
+			}
+			got = append(got, m["actor"].(string)+" "+m["via"].(string)+" "+m["action"].(string)+" "+m["kind"].(string)+" "+m["target"].(string))
+		}
+		if signIns != 2 {
+			t.Errorf("%d sign-ins in the log, want 2", signIns)
+		}
+		want := []string{"admin console DELETE token /v1/tokens/" + id, "admin console POST token /v1/tokens"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}
+
+var inlineHandler = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
+
+// TestPagesCarryThePolicy: every console page and asset is served with the
+// CSP, and the page itself holds no inline script.
+func TestPagesCarryThePolicy(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	for _, p := range []string{"/console/", "/console/assets/app.js", "/console/assets/app.css"} {
+		resp, err := http.Get(e.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "report-uri /console/csp-report") {
+			t.Errorf("%s: %d, CSP %q", p, resp.StatusCode, csp)
+		}
+		if p == "/console/" && (strings.Contains(string(body), "<script>") || inlineHandler.Match(body)) {
+			t.Errorf("the page holds inline script or handlers")
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package console_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/console"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/store"
+)
+
+const adminToken = "admin-console-token"
+
+// env is one engine with its console, served over HTTP as serve does.
+type env struct {
+	t       *testing.T
+	st      *store.Store
+	url     string
+	console *console.Console
+	master  string
+}
+
+func newMasterKey() string {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return base64.StdEncoding.EncodeToString(key)
+}
+
+// newEnv serves an engine over st; master is the master key (several
+// replicas share one).
+func newEnv(t *testing.T, st *store.Store, master string) *env {
+	t.Helper()
+	kr, err := auth.ParseKeyring(master, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	creds := auth.NewCredentialService(st, kr)
+	changes := store.NewWatcher(st, time.Hour, log)
+	changes.Poll(context.Background())
+	creds.Changes = changes
+	origins := auth.NewCatalog(st, changes)
+	creds.Identifiers = origins
+	ex := engine.NewExecutor(egresstest.Client(t))
+	ex.Credentials, ex.Logger, ex.Origins = creds, log, origins
+	ex.Recorder = engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	mcp := enginemcp.NewManager(st, egresstest.Client(t))
+	t.Cleanup(func() { mcp.Close() })
+	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
+	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
+		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}}
+	con, err := console.New(srv, st, master, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(con.Handler(srv.Handler()))
+	t.Cleanup(hs.Close)
+	return &env{t: t, st: st, url: hs.URL, console: con, master: master}
+}
+
+// client is a browser stand-in: a cookie jar, no redirects followed.
+func (e *env) client() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// signIn posts tok to the sign-in form as the console page does.
+func (e *env) signIn(c *http.Client, tok string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.url+"/console/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.url)
+	resp, err := c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
