@@ -98,18 +98,20 @@ func (spec gatewaySpec) dial(ctx context.Context) (call func(context.Context) er
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect %s: %w", spec.Kind, err)
 	}
-	args := map[string]any{"keyword": gatewayKeyword}
-	return func(ctx context.Context) error {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: gatewayTool, Arguments: args})
-		if err != nil {
-			return err
-		}
-		if res.IsError || len(res.Content) == 0 {
-			b, _ := json.Marshal(res.Content)
-			return fmt.Errorf("tool error: %s", b)
-		}
-		return nil
-	}, func() { cs.Close() }, nil
+	return func(ctx context.Context) error { return callTool(ctx, cs) }, func() { cs.Close() }, nil
+}
+
+// callTool makes the gateway's call on cs.
+func callTool(ctx context.Context, cs *sdk.ClientSession) error {
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: gatewayTool, Arguments: map[string]any{"keyword": gatewayKeyword}})
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) == 0 {
+		b, _ := json.Marshal(res.Content)
+		return fmt.Errorf("tool error: %s", b)
+	}
+	return nil
 }
 
 // gatewaySubject is a subject with its transport's floor (an index into
@@ -415,7 +417,7 @@ type remoteClient struct {
 }
 
 type remoteOp struct {
-	Op   string        `json:"op"` // warmup, latency, throughput
+	Op   string        `json:"op"` // warmup, latency, throughput, sessions, spread
 	N    int           `json:"n,omitempty"`
 	Conc int           `json:"conc,omitempty"`
 	Dur  time.Duration `json:"dur,omitempty"`
@@ -487,6 +489,8 @@ func childGatewayClient(args []string) error {
 	}
 	defer closeFn()
 	s := subject{name: spec.Kind, call: call}
+	var sessions []*sdk.ClientSession
+	sessionTransport := &http.Transport{MaxIdleConnsPerHost: 64}
 	in := bufio.NewScanner(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
 	for in.Scan() {
@@ -507,6 +511,30 @@ func childGatewayClient(args []string) error {
 			a.Latencies, err = latency(ctx, s, op.N)
 		case "throughput":
 			a.Calls, a.Took, err = throughput(ctx, s, op.Conc, op.Dur)
+		case "sessions": // op.N more sessions kept open (mcp-http)
+			for range op.N {
+				t := &sdk.StreamableClientTransport{Endpoint: spec.URL, DisableStandaloneSSE: true,
+					HTTPClient: &http.Client{Transport: bearer{sessionTransport, spec.Token}}}
+				var cs *sdk.ClientSession
+				if cs, err = sdk.NewClient(&sdk.Implementation{Name: "bench-scale", Version: "1"}, nil).Connect(ctx, t, nil); err != nil {
+					break
+				}
+				defer cs.Close()
+				sessions = append(sessions, cs)
+			}
+		case "spread": // op.N calls one after another, each on the next session
+			if len(sessions) == 0 {
+				err = errors.New("spread: no sessions open")
+				break
+			}
+			a.Latencies = make([]time.Duration, op.N)
+			for i := range op.N {
+				t0 := time.Now()
+				if err = callTool(ctx, sessions[i%len(sessions)]); err != nil {
+					break
+				}
+				a.Latencies[i] = time.Since(t0)
+			}
 		default:
 			err = fmt.Errorf("unknown op %q", op.Op)
 		}
