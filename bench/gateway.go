@@ -245,29 +245,52 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 			fmt.Sprintf("BLINDEXEC_MCP_USER=%d", gatewayUser), "BLINDEXEC_SPOOL_DIR=" + filepath.Join(e.dir, "spool-stdio"),
 			"BLINDEXEC_LOG_LEVEL=warn"},
 		Stderr: filepath.Join(e.dir, "stdio.log")}
+	// Each subject names its floor, and its target (issue 19's point 2).
+	direct := gatewaySpec{Kind: "get", URL: directURL}
 	specs := []struct {
-		name string
-		spec gatewaySpec
+		name, floor      string
+		spec             gatewaySpec
+		inProcess        bool    // even with -gateway-outside
+		maxP50, minShare float64 // the target; 0: none
 	}{
-		{"direct net/http (the floor)", gatewaySpec{Kind: "get", URL: directURL}},
-		{"bare HTTP relay (net/http, no engine)", gatewaySpec{Kind: "post", URL: relay.URL, Body: execBody}},
-		{"POST /v1/execute (per-user token)", gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: userToken}},
-		{"bare MCP relay, streamable HTTP (go-sdk)", gatewaySpec{Kind: "mcp-http", URL: mcpRelay.URL}},
-		{"blindexec /mcp, streamable HTTP", gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
-		{"bare MCP relay, stdio (go-sdk)", gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "mcp-relay", up.URL}}},
-		{"blindexec mcp serve --stdio", ourStdio},
+		{name: "direct net/http (the floor)", spec: direct},
+		{name: "bare HTTP relay (net/http, no engine)", floor: "direct net/http (the floor)",
+			spec: gatewaySpec{Kind: "post", URL: relay.URL, Body: execBody}},
+		{name: "direct net/http, in process", spec: direct, inProcess: true},
+		{name: "executor, in process", floor: "direct net/http, in process", inProcess: true},
+		{name: "POST /v1/execute (per-user token)", floor: "bare HTTP relay (net/http, no engine)", maxP50: 1.25, minShare: 0.8,
+			spec: gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: userToken}},
+		{name: "bare MCP relay, streamable HTTP (go-sdk)", spec: gatewaySpec{Kind: "mcp-http", URL: mcpRelay.URL}},
+		{name: "blindexec /mcp, streamable HTTP", floor: "bare MCP relay, streamable HTTP (go-sdk)", maxP50: 1.2, minShare: 0.8,
+			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
+		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "mcp-relay", up.URL}}},
+		{name: "blindexec mcp serve --stdio", floor: "bare MCP relay, stdio (go-sdk)", maxP50: 1.2, minShare: 0.8, spec: ourStdio},
+	}
+	executor := func(ctx context.Context) error {
+		res, err := e.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: []byte(`{"keyword":"` + gatewayKeyword + `"}`), UserID: gatewayUser})
+		if err == nil && !res.OK {
+			err = fmt.Errorf("call failed: %s", res.Error.Message)
+		}
+		return err
 	}
 	var subjects []gatewaySubject
-	for i, s := range specs {
-		gs := gatewaySubject{subject: subject{name: s.name}, floor: i}
-		if o.gatewayOutside && s.spec.Kind != "get" {
+	index := map[string]int{}
+	for _, s := range specs {
+		if s.inProcess && s.spec.Kind != "" && !o.gatewayOutside {
+			continue // the same as the floor above when the clients are in process
+		}
+		gs := gatewaySubject{subject: subject{name: s.name}, maxP50: s.maxP50, minShare: s.minShare}
+		switch {
+		case s.spec.Kind == "":
+			gs.call = executor
+		case o.gatewayOutside && !s.inProcess:
 			rc, err := startRemoteClient(ctx, self, s.spec)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			defer rc.close()
 			gs.remote = rc
-		} else {
+		default:
 			call, closeFn, err := s.spec.dial(ctx)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
@@ -275,23 +298,18 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 			defer closeFn()
 			gs.call = call
 		}
+		floor := s.floor
+		if _, ok := index[floor]; !ok && floor == "direct net/http, in process" {
+			floor = specs[0].name
+		}
+		if f, ok := index[floor]; ok {
+			gs.floor = f
+		} else {
+			gs.floor = len(subjects)
+		}
+		index[s.name] = len(subjects)
 		subjects = append(subjects, gs)
 	}
-	// The in-process executor after the relay, floored by the direct call.
-	executor := gatewaySubject{subject: subject{name: "executor, in process", call: func(ctx context.Context) error {
-		res, err := e.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: []byte(`{"keyword":"` + gatewayKeyword + `"}`), UserID: gatewayUser})
-		if err == nil && !res.OK {
-			err = fmt.Errorf("call failed: %s", res.Error.Message)
-		}
-		return err
-	}}}
-	subjects = append(subjects[:2], append([]gatewaySubject{executor}, subjects[2:]...)...)
-	// Floors and targets (issue 19's point 2), by position above.
-	subjects[1].floor, subjects[2].floor = 0, 0
-	subjects[3].floor, subjects[3].maxP50, subjects[3].minShare = 1, 1.25, 0.8
-	subjects[5].floor, subjects[5].maxP50, subjects[5].minShare = 4, 1.2, 0.8
-	subjects[7].floor, subjects[7].maxP50, subjects[7].minShare = 6, 1.2, 0.8
-	subjects[4].floor, subjects[6].floor = 4, 6
 
 	plain := make([]subject, len(subjects))
 	for i := range subjects {
@@ -596,7 +614,7 @@ func gatewayToolsList(ctx context.Context, o benchOpts, e *env, base, token stri
 	}
 	subjects := []subject{{name: "tools/list over /mcp, 1,300 tools, tool search off", call: list}}
 	lo := o
-	lo.n, lo.warmup, lo.conc = max(o.n/20, 20), 5, 2
+	lo.n, lo.warmup, lo.conc, lo.rounds = max(o.n/20, 20), 5, 2, 1
 	f, err := measure(ctx, subjects, lo)
 	if err != nil {
 		return err
