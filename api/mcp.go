@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -38,6 +39,8 @@ type MCPConfig struct {
 	// stdio server is a command run on the engine's host, so registering
 	// one is for the CLI (BLINDEXEC_MCP_ALLOW_STDIO).
 	AllowStdio bool
+	// ToolSearch is the tool search setting of /mcp (BLINDEXEC_TOOL_SEARCH*).
+	ToolSearch toolset.Config
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -72,7 +75,8 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	catalog := mcpserver.Handler(s.Catalog, s.Executor, s.mcpUser, s.Logger)
+	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
+	catalog := s.mcpService.Handler(s.mcpIdentity)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
@@ -81,6 +85,15 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 		}
 		scanJSON(catalog)(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// CloseStreams ends the long-lived streams of /mcp sessions, which would
+// otherwise hold http.Server.Shutdown until its deadline: register it
+// with RegisterOnShutdown.
+func (s *Server) CloseStreams() {
+	if s.mcpService != nil {
+		s.mcpService.Close()
+	}
 }
 
 type mcpAPI struct {
@@ -113,6 +126,17 @@ func (s *Server) mcpUser(r *http.Request) (int64, error) {
 		return 0, fmt.Errorf("the %s token must name the user: X-User-Id is missing; %s", p.role, errMCPToken)
 	}
 	return user, nil
+}
+
+// mcpIdentity is who a request to /mcp is (mcpUser): a session is bound to
+// the token (its hash) and the user it acts for.
+func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
+	user, err := s.mcpUser(r)
+	if err != nil {
+		return mcpserver.Identity{}, err
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok)}, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user

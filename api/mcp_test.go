@@ -341,6 +341,40 @@ func TestCatalogRoute(t *testing.T) {
 			t.Errorf("/mcp with token %q and no user: %d %s", tok, resp.StatusCode, body)
 		}
 	}
+
+	// The session is bound to the per-user token that opened it: the
+	// service token, even acting for the same user, and another token of
+	// that user are refused it.
+	other, hash := auth.NewToken()
+	if err := e.st.CreateToken(context.Background(), &store.Token{UserID: 7, Hash: hash}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tok, user string
+		want      int
+	}{
+		{e.userTok, "", http.StatusOK},
+		{other, "", http.StatusForbidden},
+		{mcpService, "7", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Authorization", "Bearer "+tc.tok)
+		if tc.user != "" {
+			req.Header.Set("X-User-Id", tc.user)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("session of the user token presented with %q (user %q): %d, want %d", tc.tok[:8], tc.user, resp.StatusCode, tc.want)
+		}
+	}
+
 	// The service token naming the user: the user's stored credential applies.
 	hc = &http.Client{Transport: headersRT{"Authorization": "Bearer " + mcpService, "X-User-Id": "7"}}
 	cs2, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).

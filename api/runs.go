@@ -133,32 +133,23 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 			}
 		}
 	}
-	if len(req.PluginNames) > 0 {
-		rows, err := s.Store.GetPluginsByName(ctx, req.PluginNames)
-		if err != nil {
+	// From the parsed catalog: no query, and the catalog's own plugins, so
+	// that a run bound to all of them searches the catalog's index.
+	for i, name := range req.PluginNames {
+		field := fmt.Sprintf("plugin_names[%d]", i)
+		p, err := s.Catalog.Plugin(ctx, name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("no plugin named %q", name)})
+			continue
+		case err != nil:
 			return nil, nil, err
 		}
-		byName := make(map[string]*store.Plugin, len(rows))
-		for i := range rows {
-			byName[rows[i].Name] = &rows[i]
+		if !p.Enabled() {
+			fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("plugin %q is disabled", name)})
+			continue
 		}
-		for i, name := range req.PluginNames {
-			row := byName[name]
-			field := fmt.Sprintf("plugin_names[%d]", i)
-			if row == nil {
-				fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("no plugin named %q", name)})
-				continue
-			}
-			p, err := row.ToPlugin()
-			if err != nil {
-				return nil, nil, err
-			}
-			if !p.Enabled() {
-				fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("plugin %q is disabled", name)})
-				continue
-			}
-			out.Plugins = append(out.Plugins, p)
-		}
+		out.Plugins = append(out.Plugins, p)
 	}
 	return out, fields, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
@@ -69,8 +70,9 @@ type Server struct {
 	// single-process tools).
 	OutageGrace time.Duration
 
-	tokens tokenCache
-	tools  toolIndex
+	tokens     tokenCache
+	tools      toolIndex
+	mcpService *mcpserver.Service // /mcp, when MCP is on
 	// migrated is set once /readyz has seen the schema up to date: a
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
@@ -91,6 +93,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Catalog != nil {
 		s.followCatalog()
+	}
+	if s.Runner != nil && s.Runner.NewIndex == nil {
+		s.Runner.NewIndex = s.runIndex
 	}
 	if s.Registry != nil && s.tools.live.Metrics == nil {
 		if m, err := toolsearch.NewMetrics(s.Registry); err == nil {

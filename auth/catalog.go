@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -260,15 +260,5 @@ func Origin(rawURL string) string {
 	if err != nil || u.Host == "" {
 		return rawURL[:end]
 	}
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return egress.OriginOf(u)
 }

@@ -229,6 +229,18 @@ func isIndex(s string) bool {
 	return true
 }
 
+// Names the engine gives its meta-tools over large catalogs (tool search):
+// no plugin may take them.
+const (
+	SearchToolsName = "search_tools"
+	CallToolName    = "call_tool"
+)
+
+// Reserved reports whether name is one of the meta-tools' names.
+func Reserved(name string) bool {
+	return name == SearchToolsName || name == CallToolName
+}
+
 var (
 	namePattern     = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	httpMethods     = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
@@ -247,6 +259,8 @@ func (p *Plugin) Validate() error {
 	}
 	if !namePattern.MatchString(p.Name) {
 		add("name", "%q must match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, _ and -, at most 64)", p.Name)
+	} else if Reserved(p.Name) {
+		add("name", "%q is reserved: the engine offers a meta-tool of that name to LLM clients when a catalog is too large to list", p.Name)
 	}
 	if p.SchemaVersion != "" && p.SchemaVersion != "v1" && p.SchemaVersion != "1" && p.SchemaVersion != "1.0" {
 		add("schema_version", "%q is not supported (expected \"v1\")", p.SchemaVersion)

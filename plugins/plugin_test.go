@@ -41,6 +41,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"method", func(m map[string]any) { exec(m)["method"] = "FETCH" }, `execution.method: "FETCH" is not an HTTP method`},
 		{"name", func(m map[string]any) { m["name"] = strings.Repeat("a", 65) }, `name: `},
 		{"name chars", func(m map[string]any) { m["name"] = "rb.answer" }, `name: `},
+		{"reserved search_tools", func(m map[string]any) { m["name"] = "search_tools" }, `name: "search_tools" is reserved`},
+		{"reserved call_tool", func(m map[string]any) { m["name"] = "call_tool" }, `name: "call_tool" is reserved`},
 		{"relative url", func(m map[string]any) { exec(m)["base_url"] = "/x" }, `execution.base_url: "/x" must be an absolute http or https URL`},
 		{"host template", func(m map[string]any) { exec(m)["base_url"] = "https://{host}/x" }, `execution.base_url: "https://{host}/x": templates are allowed in the path only`},
 		{"placement", func(m map[string]any) { exec(m)["param_placement"] = "url" }, `execution.param_placement`},

@@ -82,7 +82,8 @@ func serveCmd(cfg *config) *cobra.Command {
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
-				MCP:         &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio},
+				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
+					ToolSearch: cfg.toolSearch},
 				Runner:      cfg.runner(parts.executor, log),
 				Changes:     parts.changes,
 				Catalog:     parts.catalog,
@@ -95,6 +96,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
+			hs.RegisterOnShutdown(srv.CloseStreams) // the /mcp sessions' streams would hold Shutdown
 			gate.open(srv.Handler())
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {

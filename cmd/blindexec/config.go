@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/recordspool"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
 )
@@ -50,6 +52,9 @@ type config struct {
 	openapiBaseURL  string
 	openapiSpec     string
 	openapiCacheTTL time.Duration
+	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
+	// catalogs, in the LLM loop and the MCP server.
+	toolSearch toolset.Config
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// settings is where the values came from, for messages that name it.
@@ -98,6 +103,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
+	c.toolSearch = toolSearchSettings(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
 	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
@@ -278,5 +284,17 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmHTTP != nil {
 		oc.HTTPClient = c.llmHTTP
 	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, Logger: log}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
+}
+
+// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED.
+func toolSearchSettings(src *settings.Source) toolset.Config {
+	threshold := src.Check(toolset.EnvThreshold, strconv.Itoa(toolset.DefaultThreshold),
+		fmt.Sprintf("a number of tools from 1 to %d", toolset.MaxThreshold), func(v string) bool {
+			n, err := strconv.Atoi(v)
+			return err == nil && n >= 1 && n <= toolset.MaxThreshold
+		})
+	n, _ := strconv.Atoi(threshold)
+	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
+	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, ""))}
 }

@@ -217,7 +217,8 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			go parts.changes.Run(ctx)
-			return mcpserver.ServeStdio(ctx, parts.catalog, parts.executor, cfg.mcpUser, log)
+			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
+			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -53,10 +54,10 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) == 0 {
 		return nil
 	}
-	origin := originOf(via[0].URL)
-	crossed := originOf(req.URL) != origin
+	origin := OriginOf(via[0].URL)
+	crossed := OriginOf(req.URL) != origin
 	for _, r := range via[1:] {
-		crossed = crossed || originOf(r.URL) != origin
+		crossed = crossed || OriginOf(r.URL) != origin
 	}
 	if !crossed {
 		return nil
@@ -70,9 +71,9 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// originOf is scheme://host:port with the scheme's default port made
+// OriginOf is scheme://host:port with the scheme's default port made
 // explicit and the host lower-cased, so equal origins compare equal.
-func originOf(u *url.URL) string {
+func OriginOf(u *url.URL) string {
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
 	if port == "" {
@@ -83,5 +84,5 @@ func originOf(u *url.URL) string {
 			port = "443"
 		}
 	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

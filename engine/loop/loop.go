@@ -4,6 +4,11 @@
 // executor, feeds the results back and repeats until the model answers
 // without tool calls or the step limit is reached.
 //
+// When the tools outnumber the tool search threshold (engine/toolset), the
+// model is shown the meta-tool search_tools and the pinned tools instead,
+// and the tools its searches find join the following model calls, never
+// more than the threshold at once (deferred loading).
+//
 // What reaches the model: the caller's messages, the tool definitions and
 // the tool outputs (which the executor has masked). Execution config, auth
 // config, credentials and fixed-param values never do.
@@ -23,6 +28,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -75,6 +81,14 @@ type Options struct {
 	// Stream calls the model in streaming mode and emits message.delta
 	// events as the content arrives.
 	Stream bool `json:"stream,omitempty"`
+	// ToolSearch is "auto", "always" or "off": whether the model gets
+	// the meta-tool search_tools and the tools its searches find instead
+	// of every tool (auto: when the enabled tools outnumber the
+	// threshold). Empty: the Runner's setting (BLINDEXEC_TOOL_SEARCH).
+	ToolSearch string `json:"tool_search,omitempty"`
+	// PinnedTools are shown to the model beside search_tools whenever
+	// tool search is on.
+	PinnedTools []string `json:"pinned_tools,omitempty"`
 }
 
 // Run statuses.
@@ -109,6 +123,8 @@ type Step struct {
 	Attempts    int             `json:"attempts,omitempty"`
 	ExecutionID string          `json:"execution_id,omitempty"`
 	Error       string          `json:"error,omitempty"` // "code: message", masked
+	// Found are the tools a search_tools step found, best first.
+	Found []string `json:"found,omitempty"`
 }
 
 // Error codes of a RunError.
@@ -165,6 +181,7 @@ const (
 	EventMessageDelta  = "message.delta"  // Data: MessageDelta
 	EventToolStarted   = "tool.started"   // Data: ToolStarted
 	EventToolCompleted = "tool.completed" // Data: Step
+	EventToolSearch    = "tool.search"    // Data: ToolSearch (a search_tools call, in place of tool.started and tool.completed)
 	EventRunCompleted  = "run.completed"  // Data: *Reply (completed, max_steps)
 	EventRunFailed     = "run.failed"     // Data: *Reply (failed, cancelled)
 )
@@ -177,9 +194,39 @@ type Event struct {
 
 // RunStarted is the data of run.started.
 type RunStarted struct {
-	RunID string   `json:"run_id"`
-	Model string   `json:"model"`
+	RunID string `json:"run_id"`
+	Model string `json:"model"`
+	// Tools are those the model is first shown: with tool search on,
+	// search_tools and the pinned tools.
 	Tools []string `json:"tools"`
+	// Searchable is the number of tools behind search_tools; 0 when tool
+	// search is off.
+	Searchable int `json:"searchable,omitempty"`
+}
+
+// ToolSearch is the data of tool.search: one search_tools call.
+type ToolSearch struct {
+	Index      int    `json:"index"`
+	Turn       int    `json:"turn"`
+	ToolCallID string `json:"tool_call_id"`
+	Query      string `json:"query"`
+	Limit      int    `json:"limit"`
+	// Results are the tools found, best first.
+	Results []SearchResult `json:"results"`
+	// Loaded are the tools added to the model's tools from the next
+	// model call on; Dropped, those taken out to stay within the
+	// threshold (the least recently used).
+	Loaded    []string `json:"loaded"`
+	Dropped   []string `json:"dropped"`
+	LatencyMS float64  `json:"latency_ms"`
+	Error     string   `json:"error,omitempty"` // invalid arguments
+}
+
+// SearchResult is one tool a search found.
+type SearchResult struct {
+	Name  string  `json:"name"`
+	Title string  `json:"title,omitempty"`
+	Score float64 `json:"score"`
 }
 
 // MessageDelta is the data of message.delta: content text as it streams.
@@ -217,7 +264,13 @@ type Runner struct {
 	// LLMBackoff is the first wait before a retry; it doubles each time
 	// (DefaultLLMBackoff when 0). A Retry-After header replaces it.
 	LLMBackoff time.Duration
-	Logger     *slog.Logger // nil: slog.Default()
+	// ToolSearch is the operator's tool search setting: the default mode
+	// and the threshold (BLINDEXEC_TOOL_SEARCH, _THRESHOLD).
+	ToolSearch toolset.Config
+	// NewIndex builds the search index over a run's tools when tool
+	// search is on (nil: toolsearch.New).
+	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
+	Logger   *slog.Logger // nil: slog.Default()
 }
 
 // Run runs req to its end and returns the reply, whatever happened: a
@@ -265,6 +318,9 @@ type state struct {
 	log   *slog.Logger
 	reply *Reply
 	tools map[string]*plugins.Plugin // bound (enabled) plugins by name
+	all   []openai.Tool              // every bound tool, when tool search is off
+	// search is the deferred loading state; nil when tool search is off.
+	search *deferred
 }
 
 func (s *state) run(ctx context.Context) *Reply {
@@ -272,13 +328,20 @@ func (s *state) run(ctx context.Context) *Reply {
 	if model == "" {
 		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: "model: required (no default model is configured)"})
 	}
-	tools := s.bind()
+	if err := s.bind(); err != nil {
+		return s.end(StatusFailed, err)
+	}
+	tools := s.visible()
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Function.Name
 	}
-	s.emit(Event{EventRunStarted, RunStarted{RunID: s.reply.RunID, Model: model, Tools: names}})
-	s.log.Info("run started", "model", model, "tools", len(tools), "stream", s.req.Options.Stream)
+	started := RunStarted{RunID: s.reply.RunID, Model: model, Tools: names}
+	if s.search != nil {
+		started.Searchable = len(s.tools)
+	}
+	s.emit(Event{EventRunStarted, started})
+	s.log.Info("run started", "model", model, "tools", len(s.tools), "tool_search", s.search != nil, "stream", s.req.Options.Stream)
 
 	msgs := append([]openai.ChatCompletionMessage(nil), s.req.Messages...)
 	maxSteps := cmp.Or(s.req.Options.MaxSteps, DefaultMaxSteps)
@@ -286,7 +349,7 @@ func (s *state) run(ctx context.Context) *Reply {
 		if turn > maxSteps {
 			return s.end(StatusMaxSteps, nil)
 		}
-		creq := s.chatRequest(model, msgs, tools, turn)
+		creq := s.chatRequest(model, msgs, s.visible(), turn)
 		msg, err := s.complete(ctx, creq, turn)
 		if err != nil {
 			return s.end(s.failure(ctx, err))
@@ -337,25 +400,38 @@ func (s *state) chatRequest(model string, msgs []openai.ChatCompletionMessage, t
 	return creq
 }
 
-// bind converts the enabled plugins into tools: name, description and the
-// parameters without those the fixed params bind.
-func (s *state) bind() []openai.Tool {
+// bind takes the enabled plugins as the run's tools, and sets tool search
+// up when they are too many to show.
+func (s *state) bind() *RunError {
 	s.tools = make(map[string]*plugins.Plugin, len(s.req.Plugins))
-	tools := make([]openai.Tool, 0, len(s.req.Plugins))
+	var enabled []*plugins.Plugin
 	for _, p := range s.req.Plugins {
-		if !p.Enabled() {
-			continue
+		if p.Enabled() {
+			s.tools[p.Name] = p
+			enabled = append(enabled, p)
 		}
-		s.tools[p.Name] = p
-		t := p.Tool(s.req.FixedParams[p.Name])
-		tools = append(tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name:        t.Function.Name,
-			Description: t.Function.Description,
-			Parameters:  t.Function.Parameters,
-			Strict:      t.Function.Strict,
-		}})
 	}
-	return tools
+	mode, _ := toolset.ParseMode(s.req.Options.ToolSearch) // Validate checked it
+	if !s.r.ToolSearch.Search(mode, len(enabled)) {
+		s.all = make([]openai.Tool, len(enabled))
+		for i, p := range enabled {
+			s.all[i] = s.tool(p)
+		}
+		return nil
+	}
+	return s.deferLoading(enabled)
+}
+
+// tool is p as the model sees it: name, description and the parameters
+// without those the fixed params bind.
+func (s *state) tool(p *plugins.Plugin) openai.Tool {
+	t := p.Tool(s.req.FixedParams[p.Name])
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name:        t.Function.Name,
+		Description: t.Function.Description,
+		Parameters:  t.Function.Parameters,
+		Strict:      t.Function.Strict,
+	}}
 }
 
 // end finishes the reply with status and err and emits the last event.

@@ -812,6 +812,9 @@ func TestValidate(t *testing.T) {
 		{"options.max_steps: must be between 1 and 50", func(r *loop.Request) { r.Options.MaxSteps = 51 }},
 		{"options.temperature", func(r *loop.Request) { r.Options.Temperature = &three }},
 		{"options.tool_choice: \"always\" is not", func(r *loop.Request) { r.Options.ToolChoice = "always" }},
+		{"options.tool_search: \"sometimes\" is not", func(r *loop.Request) { r.Options.ToolSearch = "sometimes" }},
+		{"options.pinned_tools[0]: \"zzz\" is not an enabled plugin", func(r *loop.Request) { r.Options.PinnedTools = []string{"zzz"} }},
+		{"options.pinned_tools[1]: duplicate", func(r *loop.Request) { r.Options.PinnedTools = []string{"a", "a"} }},
 		{"options.tool_choice: names \"zzz\"", func(r *loop.Request) {
 			r.Options.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": "zzz"}}
 		}},

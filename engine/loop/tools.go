@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // outcome is what one tool call produced: its step and the tool message
@@ -20,6 +21,7 @@ import (
 type outcome struct {
 	step    Step
 	content string
+	search  *ToolSearch // a search_tools call's event
 }
 
 // execute runs the tool calls of one turn, at most MaxConcurrency at once,
@@ -42,6 +44,16 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 				ToolCallID: tc.ID,
 				Arguments:  rawArguments(tc.Function.Arguments),
 			}
+			if s.isSearch(st.Tool) {
+				// No I/O, and it changes the tools shown: run it here,
+				// in the order the model asked.
+				outs[i] = s.searchCall(st, tc.Function.Arguments)
+				done <- i
+				started++
+				running++
+				continue
+			}
+			s.used(st.Tool)
 			s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
 			go func() {
 				defer func() {
@@ -61,6 +73,10 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 		}
 		i := <-done
 		running--
+		if ev := outs[i].search; ev != nil {
+			s.emit(Event{EventToolSearch, *ev})
+			continue
+		}
 		st := outs[i].step
 		s.log.Debug("tool call", "tool", st.Tool, "status", st.Status, "http_status", st.HTTPStatus, "latency_ms", st.LatencyMS)
 		s.emit(Event{EventToolCompleted, st})
@@ -82,11 +98,11 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 func (s *state) call(ctx context.Context, st Step, args string) outcome {
 	p := s.tools[st.Tool]
 	if p == nil {
-		names := slices.Sorted(maps.Keys(s.tools))
-		return failed(st, StepUnknownTool, &engine.ToolError{
-			Code:    StepUnknownTool,
-			Message: fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(names, ", ")),
-		}, 0)
+		msg := fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", st.Tool, plugins.SearchToolsName)
+		if s.search == nil {
+			msg = fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(slices.Sorted(maps.Keys(s.tools)), ", "))
+		}
+		return failed(st, StepUnknownTool, &engine.ToolError{Code: StepUnknownTool, Message: msg}, 0)
 	}
 	if strings.TrimSpace(args) == "" {
 		args = "{}" // a call without arguments, as some models send it

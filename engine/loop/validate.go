@@ -3,10 +3,12 @@ package loop
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -70,6 +72,18 @@ func (req Request) Validate() error {
 	}
 	if msg := validateToolChoice(o.ToolChoice, names); msg != "" {
 		add("options.tool_choice", "%s", msg)
+	}
+	if _, err := toolset.ParseMode(o.ToolSearch); err != nil {
+		add("options.tool_search", "%v", err)
+	}
+	for i, name := range o.PinnedTools {
+		field := fmt.Sprintf("options.pinned_tools[%d]", i)
+		switch {
+		case !names[name]:
+			add(field, "%q is not an enabled plugin of the request", name)
+		case slices.Index(o.PinnedTools, name) < i:
+			add(field, "duplicate: %q appears twice", name)
+		}
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Fields: errs}

@@ -7,8 +7,13 @@
 // without the fixed ones). Execution, auth config, fixed params and
 // credentials never reach the client.
 //
-// The tool list follows the catalog: a server re-registers its tools when
-// the catalog's version moved since it last did, and at no other time.
+// The catalog's tool set is built once per catalog version (the change
+// counter of the plugins) and shared by every session. When it holds more
+// tools than the tool search threshold (engine/toolset), tools/list
+// answers the meta-tools search_tools and call_tool, the pinned tools and
+// the tools this session's searches found; after a search that found new
+// tools the server sends notifications/tools/list_changed. Any catalog
+// tool may be called by name, listed or not.
 //
 // A call's result is the engine's output as text content, plus
 // structuredContent when the output is a JSON object; a call that is not
@@ -22,13 +27,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // EnvUser names the setting of the user `blindexec mcp serve --stdio`
@@ -40,7 +46,8 @@ type Catalog interface {
 	// EnabledPlugins lists the enabled plugins, bringing the catalog up
 	// to date.
 	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
-	// Version moves whenever the catalog changes.
+	// Version moves whenever the catalog changes: the shared tool set is
+	// rebuilt when it does.
 	Version() int64
 }
 
@@ -49,93 +56,90 @@ type Executor interface {
 	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
 }
 
-// NewServer returns an MCP server offering cat's enabled plugins, executed
-// by ex for userID.
-func NewServer(cat Catalog, ex Executor, userID int64, logger *slog.Logger) *sdk.Server {
-	logger = cmp.Or(logger, slog.Default())
-	s := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
-		Logger:       logger,
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
-	t := &tools{server: s, cat: cat, ex: ex, user: userID, log: logger, added: map[string]bool{}, synced: -1}
-	s.AddReceivingMiddleware(t.middleware)
-	return s
+// Options configure a Service.
+type Options struct {
+	// Search is the tool search setting (BLINDEXEC_TOOL_SEARCH*): the
+	// mode, the threshold and the pinned tools.
+	Search toolset.Config
+	// NewIndex builds the search index over the catalog (nil:
+	// toolsearch.New).
+	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
+	Logger   *slog.Logger // nil: slog.Default()
 }
 
-// tools keeps the server's tool set in step with the catalog.
-type tools struct {
-	server *sdk.Server
-	cat    Catalog
-	ex     Executor
-	user   int64
-	log    *slog.Logger
+// Service serves one catalog to any number of sessions, each its own
+// *sdk.Server acting for one user.
+type Service struct {
+	cat  Catalog
+	ex   Executor
+	opts Options
+	log  *slog.Logger
 
-	mu     sync.Mutex
-	added  map[string]bool
-	synced int64 // the catalog version the tools were registered at
+	mu  sync.Mutex // serializes builds
+	set *toolSet   // the last built
+
+	// closing ends the sessions' notification streams (Close).
+	closing context.Context
+	close   context.CancelFunc
 }
 
-func (t *tools) middleware(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		var err error
-		if method == "tools/list" || method == "tools/call" {
-			err = t.sync(ctx)
-		}
-		if err != nil {
-			t.log.ErrorContext(ctx, "MCP catalog unavailable", "method", method, "err", err)
-			return nil, errors.New("the catalog is unavailable; see the engine's log")
-		}
-		return next(ctx, method, req)
+// NewService returns the service of cat's enabled plugins, executed by ex.
+func NewService(cat Catalog, ex Executor, opts Options) *Service {
+	if opts.NewIndex == nil {
+		opts.NewIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
 	}
+	closing, close := context.WithCancel(context.Background())
+	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close}
 }
 
-// sync registers the enabled plugins as tools, and removes the others, if
-// the catalog changed since it last did: a disabled or deleted plugin is
-// then an unknown tool to the SDK.
-func (t *tools) sync(ctx context.Context) error {
-	ps, err := t.cat.EnabledPlugins(ctx)
+// Close ends the HTTP sessions' long-lived GET streams, which would
+// otherwise hold http.Server.Shutdown until its deadline: register it with
+// RegisterOnShutdown. Requests in flight finish; clients reconnect
+// elsewhere.
+func (s *Service) Close() { s.close() }
+
+// errCatalog is what a client reads when the catalog cannot be read.
+var errCatalog = errors.New("the catalog is unavailable; see the engine's log")
+
+// current is the shared tool set of the catalog's version, built when the
+// version moved since the last build.
+func (s *Service) current(ctx context.Context) (*toolSet, error) {
+	// The version is read first, so the plugins are at least as new as
+	// it: a set tagged older than its plugins is only rebuilt once more.
+	v := s.cat.Version()
+	ps, err := s.cat.EnabledPlugins(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	version := t.cat.Version()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if version == t.synced {
-		return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set != nil && s.set.version == v {
+		return s.set, nil
 	}
-	keep := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		if t.add(p) {
-			keep[p.Name] = true
-		}
+	set, err := s.build(v, ps)
+	if err != nil {
+		return nil, err
 	}
-	var gone []string
-	for name := range t.added {
-		if !keep[name] {
-			gone = append(gone, name)
-		}
-	}
-	t.server.RemoveTools(gone...)
-	t.added, t.synced = keep, version
-	return nil
+	s.set = set
+	return set, nil
 }
 
-// add adds or replaces p's tool; false when its parameters cannot be an
-// MCP inputSchema (the plugin is then left out).
-func (t *tools) add(p *plugins.Plugin) bool {
-	params := p.LLMParameters(nil)
-	var root map[string]any
-	if json.Unmarshal(params, &root) != nil || root["type"] != "object" {
-		t.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
-		return false
-	}
-	tool := p.Tool(nil).Function
-	t.server.AddTool(&sdk.Tool{Name: tool.Name, Title: p.Title, Description: tool.Description, InputSchema: params},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			res, err := t.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: req.Params.Arguments, UserID: t.user})
-			return result(res, err), nil
-		})
-	return true
+// NewServer returns the server of one session acting for userID.
+func (s *Service) NewServer(userID int64) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
+		Logger:       s.log,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+	})
+	ss := &session{svc: s, server: srv, user: userID}
+	srv.AddReceivingMiddleware(ss.middleware)
+	return srv
+}
+
+// ServeStdio serves the catalog over stdin/stdout for userID until ctx ends
+// or the client disconnects (`blindexec mcp serve --stdio`, the user from
+// BLINDEXEC_MCP_USER).
+func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
+	return s.NewServer(userID).Run(ctx, &sdk.StdioTransport{})
 }
 
 // result turns the engine's answer into an MCP result.
@@ -153,36 +157,4 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 		out.StructuredContent = res.Output
 	}
 	return out
-}
-
-// Handler serves the catalog over streamable HTTP (mount it at /mcp). It is
-// stateless: every request is authenticated by authn, which returns the
-// user the request acts for (false answers 401), and gets a server for that
-// user, so no session can be carried over to another user.
-func Handler(cat Catalog, ex Executor, authn func(*http.Request) (userID int64, err error), logger *slog.Logger) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		user, _ := r.Context().Value(userKey{}).(int64)
-		return NewServer(cat, ex, user, logger)
-	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: logger})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, err := authn(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			w.WriteHeader(http.StatusUnauthorized)
-			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
-			w.Write(append(body, '\n'))
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
-	})
-}
-
-type userKey struct{}
-
-// ServeStdio serves the catalog over stdin/stdout for userID until ctx ends
-// or the client disconnects (`blindexec mcp serve --stdio`, the user from
-// BLINDEXEC_MCP_USER).
-func ServeStdio(ctx context.Context, cat Catalog, ex Executor, userID int64, logger *slog.Logger) error {
-	return NewServer(cat, ex, userID, logger).Run(ctx, &sdk.StdioTransport{})
 }

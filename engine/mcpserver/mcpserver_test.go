@@ -23,7 +23,7 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
-// catalog is an in-memory Catalog.
+// catalog is an in-memory Catalog that never changes.
 type catalog []*plugins.Plugin
 
 func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
@@ -36,7 +36,6 @@ func (c catalog) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) {
 	return out, nil
 }
 
-// Version is constant: the catalog never changes.
 func (c catalog) Version() int64 { return 1 }
 
 // creds is the credential store: user 7 has both secrets.
@@ -101,13 +100,13 @@ func fixture(t *testing.T) (catalog, *engine.Executor, *mcptest.Server, *[]http.
 // TestCatalogOverStreamableHTTP drives /mcp with the go-sdk client.
 func TestCatalogOverStreamableHTTP(t *testing.T) {
 	cat, ex, up, seen := fixture(t)
-	authn := func(r *http.Request) (int64, error) {
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
 		if r.Header.Get("Authorization") != "Bearer user-7-token" {
-			return 0, errors.New("token needed")
+			return mcpserver.Identity{}, errors.New("token needed")
 		}
-		return 7, nil
+		return mcpserver.Identity{User: 7, Principal: "t7"}, nil
 	}
-	srv := httptest.NewServer(mcpserver.Handler(cat, ex, authn, nil))
+	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
 	defer srv.Close()
 
 	// Without the token: 401.
@@ -137,7 +136,7 @@ func TestCatalogInMemory(t *testing.T) {
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go mcpserver.NewServer(cat, ex, 7, nil).Run(ctx, st)
+	go mcpserver.NewService(cat, ex, mcpserver.Options{}).NewServer(7).Run(ctx, st)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)

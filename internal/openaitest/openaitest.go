@@ -1,6 +1,7 @@
 // Package openaitest is a scripted OpenAI-compatible chat completions
 // server for tests: each request takes the next scripted Turn and answers it
-// in the wire format of the real API, streaming or not.
+// in the wire format of the real API, streaming or not. Like the real API,
+// it refuses a request with more than MaxTools tools.
 //
 // Streaming follows what OpenAI and OneAPI send: a role-only first chunk,
 // content deltas, tool calls whose first delta for an index carries id,
@@ -142,6 +143,10 @@ func (s *Server) Requests() [][]byte {
 	return out
 }
 
+// MaxTools is the most tools OpenAI accepts in one request; beyond it the
+// server answers 400 as OpenAI does, without taking a scripted turn.
+const MaxTools = 128
+
 // request is the part of a chat completion request the server reads.
 type request struct {
 	Model         string `json:"model"`
@@ -149,6 +154,7 @@ type request struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Tools []json.RawMessage `json:"tools"`
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -156,20 +162,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := body.ReadFrom(r.Body); err != nil {
 		return // the client went away
 	}
+	var req request
+	jsonErr := json.Unmarshal(body.Bytes(), &req)
+	refused := jsonErr == nil && len(req.Tools) > MaxTools
 	s.mu.Lock()
 	s.requests = append(s.requests, body.Bytes())
 	n := len(s.requests)
 	var turn Turn
 	ok := len(s.turns) > 0
-	if ok {
+	if ok && jsonErr == nil && !refused {
 		turn, s.turns = s.turns[0], s.turns[1:]
 	}
 	s.mu.Unlock()
 
-	var req request
-	if err := json.Unmarshal(body.Bytes(), &req); err != nil {
-		s.t.Errorf("openaitest: request %d is not JSON: %v", n, err)
+	if jsonErr != nil {
+		s.t.Errorf("openaitest: request %d is not JSON: %v", n, jsonErr)
 		writeError(w, http.StatusBadRequest, "", "invalid JSON body")
+		return
+	}
+	if refused {
+		// OpenAI's answer, word for word.
+		writeAPIError(w, http.StatusBadRequest, apiError{
+			Message: fmt.Sprintf("Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", MaxTools, len(req.Tools)),
+			Type:    "invalid_request_error", Param: "tools", Code: "array_above_max_length",
+		})
 		return
 	}
 	if !ok {
@@ -236,17 +252,32 @@ func writeSSE(w http.ResponseWriter, events [][]byte, size int) {
 }
 
 func writeError(w http.ResponseWriter, status int, retryAfter, msg string) {
-	typ, code := "server_error", any(nil)
+	e := apiError{Message: msg, Type: "server_error"}
 	if status == http.StatusTooManyRequests {
-		typ, code = "requests", "rate_limit_exceeded"
+		e.Type, e.Code = "requests", "rate_limit_exceeded"
 	}
 	if retryAfter != "" {
 		w.Header().Set("Retry-After", retryAfter)
 	}
+	writeAPIError(w, status, e)
+}
+
+// apiError is OpenAI's error object; param and code are null when empty.
+type apiError struct {
+	Message, Type, Param, Code string
+}
+
+func writeAPIError(w http.ResponseWriter, status int, e apiError) {
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
-		"message": msg, "type": typ, "param": nil, "code": code,
+		"message": e.Message, "type": e.Type, "param": orNull(e.Param), "code": orNull(e.Code),
 	}})
 }
 

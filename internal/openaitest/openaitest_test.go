@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -130,6 +131,35 @@ func TestFaults(t *testing.T) {
 	}
 	if got := s.Requests(); len(got) != 2 || string(got[0]) != `{"model":"m"}` {
 		t.Errorf("requests = %q", got)
+	}
+}
+
+// TestTooManyTools: like OpenAI, more than 128 tools are refused with 400
+// and the scripted turn is left for the next request.
+func TestTooManyTools(t *testing.T) {
+	tools := func(n int) string {
+		ts := make([]string, n)
+		for i := range ts {
+			ts[i] = fmt.Sprintf(`{"type":"function","function":{"name":"f%d","parameters":{"type":"object"}}}`, i)
+		}
+		return `{"model":"m","tools":[` + strings.Join(ts, ",") + `]}`
+	}
+	s := New(t)
+	s.Script(Turn{Content: "hi"})
+	resp, body := post(t, s, tools(129))
+	var e struct {
+		Error struct{ Message, Type, Param, Code string }
+	}
+	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != http.StatusBadRequest ||
+		e.Error.Code != "array_above_max_length" || e.Error.Param != "tools" || e.Error.Type != "invalid_request_error" ||
+		!strings.Contains(e.Error.Message, "maximum length 128, but got an array with length 129") {
+		t.Errorf("129 tools: %d %s", resp.StatusCode, body)
+	}
+	if s.Pending() != 1 {
+		t.Errorf("the refused request took the scripted turn")
+	}
+	if resp, body = post(t, s, tools(128)); resp.StatusCode != http.StatusOK {
+		t.Errorf("128 tools: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -293,7 +293,8 @@ func write(ctx context.Context, st *store.Store, sourceID int64, tool string, p 
 }
 
 // freeName picks the plugin name of a new tool: its sanitized name, else
-// prefixed with the server's name, else made unique by a hash suffix.
+// prefixed with the server's name, else made unique by a hash suffix. A
+// reserved name (search_tools, call_tool) is never free.
 func freeName(ctx context.Context, st *store.Store, srv *store.MCPServer, tool string, assigned map[string]bool) (string, error) {
 	key := srv.ID + "\x00" + tool
 	candidates := []string{
@@ -302,7 +303,7 @@ func freeName(ctx context.Context, st *store.Store, srv *store.MCPServer, tool s
 		fit(SanitizeName(srv.Name+"_"+tool), key, true),
 	}
 	for _, name := range candidates {
-		if assigned[name] {
+		if assigned[name] || plugins.Reserved(name) {
 			continue
 		}
 		_, err := st.GetPlugin(ctx, name)

@@ -227,6 +227,24 @@ func TestLongNamesAreDeterministic(t *testing.T) {
 	}
 }
 
+// TestReservedNamesRenamed: a server's tools named like the engine's
+// meta-tools are imported under the server's prefix.
+func TestReservedNamesRenamed(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	srv := &store.MCPServer{ID: "s-res", Name: "gh", Transport: store.TransportStdio, Command: store.JSON(`["true"]`)}
+	tools := []*sdk.Tool{
+		{Name: "search_tools", InputSchema: map[string]any{"type": "object"}},
+		{Name: "call_tool", InputSchema: map[string]any{"type": "object"}},
+	}
+	rep, err := mcpimport.Import(context.Background(), st, srv, tools, mcpimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Added, []string{"gh_call_tool", "gh_search_tools"}) {
+		t.Errorf("added %v, want the reserved names prefixed", rep.Added)
+	}
+}
+
 // Issue 13, point 2: a tool whose inputSchema is over a cost limit fails
 // alone, with the limit named; the others import.
 func TestImportSchemaCost(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // maxName is the longest plugin name (OpenAI's function-name rule).
@@ -16,7 +18,8 @@ const maxName = 64
 // with the prefix; within 64 characters. A name cut to fit, or
 // taken by an earlier operation, ends in "_" and six hex digits of the
 // hash of the operation's key, so names do not depend on the order of
-// later operations.
+// later operations. A reserved name (search_tools, call_tool) is renamed
+// the same way.
 func assignNames(ops []Operation, ids []string, prefix string) {
 	prefix = sanitize(prefix, "")
 	if prefix != "" && !strings.HasSuffix(prefix, "_") && !strings.HasSuffix(prefix, "-") {
@@ -33,7 +36,7 @@ func assignNames(ops []Operation, ids []string, prefix string) {
 		if len(name) > maxName {
 			name = withHash(name, op.Key, "")
 		}
-		for n := 0; taken[name]; n++ {
+		for n := 0; taken[name] || plugins.Reserved(name); n++ {
 			salt := ""
 			if n > 0 {
 				salt = strconv.Itoa(n)

@@ -17,7 +17,8 @@ func TestNames(t *testing.T) {
 		"/springdoc/items": {"get": {"operationId": "list_5"}, "post": {"operationId": "add_3"}},
 		"/nest": {"get": {"operationId": "AppController_findAll"}},
 		"/fast/{item_id}": {"get": {"operationId": "read_item_fast__item_id__get"}, "put": {"operationId": "fast__item_id__put"}},
-		"/v2": {"get": {"operationId": "getV2"}}
+		"/v2": {"get": {"operationId": "getV2"}},
+		"/d": {"get": {"operationId": "search_tools"}, "post": {"operationId": "call_tool"}}
 	}}`, long)
 	names := func(prefix string) map[string]string {
 		d, err := Load([]byte(doc), "names.json")
@@ -62,6 +63,11 @@ func TestNames(t *testing.T) {
 	for key, name := range want {
 		if got[key] != name {
 			t.Errorf("%s: name %q, want %q", key, got[key], name)
+		}
+	}
+	for _, key := range []string{"GET /d", "POST /d"} { // the meta-tools' reserved names
+		if n := got[key]; n == "search_tools" || n == "call_tool" || !regexp.MustCompile(`^(search_tools|call_tool)_[0-9a-f]{6}$`).MatchString(n) {
+			t.Errorf("%s: %q, want the reserved name with a hash suffix", key, n)
 		}
 	}
 	for _, key := range []string{"GET /a", "POST /a"} {

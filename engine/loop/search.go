@@ -1,0 +1,175 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
+)
+
+// deferred is a run's tool search (deferred loading): the model is shown
+// search_tools, the pinned tools and the tools its searches found, at most
+// the threshold of them besides search_tools.
+type deferred struct {
+	index   toolset.Searcher
+	pinned  []string
+	working *toolset.Working
+	shown   map[string]openai.Tool // converted tools, by name
+}
+
+// searchTool is the meta-tool the model searches with.
+var searchTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+	Name:        plugins.SearchToolsName,
+	Description: toolset.SearchDescription,
+	Parameters:  toolset.SearchParameters,
+}}
+
+// deferLoading sets tool search up over the enabled plugins: the index,
+// and the pinned tools (those of options.pinned_tools, and the function
+// options.tool_choice forces, which the first model call must show).
+func (s *state) deferLoading(enabled []*plugins.Plugin) *RunError {
+	pinned := slices.Clone(s.req.Options.PinnedTools)
+	if name := forcedTool(s.req.Options.ToolChoice); name != "" && !slices.Contains(pinned, name) {
+		pinned = append(pinned, name)
+	}
+	limit := s.r.ToolSearch.Limit()
+	if len(pinned) >= limit {
+		return &RunError{Code: CodeInvalidRequest, Message: fmt.Sprintf(
+			"options.pinned_tools: %d tools pinned; tool search shows at most %d tools, so pin fewer", len(pinned), limit-1)}
+	}
+	newIndex := s.r.NewIndex
+	if newIndex == nil {
+		newIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
+	}
+	start := time.Now()
+	index, err := newIndex(enabled)
+	if err != nil {
+		return &RunError{Code: CodeInternal, Message: "the tool search index could not be built: " + err.Error()}
+	}
+	s.log.Debug("tool search index built", "tools", len(enabled), "took", time.Since(start))
+	s.search = &deferred{
+		index:   index,
+		pinned:  pinned,
+		working: toolset.NewWorking(limit - len(pinned)),
+		shown:   map[string]openai.Tool{},
+	}
+	return nil
+}
+
+// visible are the tools of the next model call.
+func (s *state) visible() []openai.Tool {
+	d := s.search
+	if d == nil {
+		return s.all
+	}
+	tools := []openai.Tool{searchTool}
+	for _, names := range [][]string{d.pinned, d.working.Names()} {
+		for _, name := range names {
+			t, ok := d.shown[name]
+			if !ok {
+				t = s.tool(s.tools[name])
+				d.shown[name] = t
+			}
+			tools = append(tools, t)
+		}
+	}
+	return tools
+}
+
+// isSearch reports whether a tool call is a search_tools call.
+func (s *state) isSearch(name string) bool {
+	return s.search != nil && name == plugins.SearchToolsName
+}
+
+// used loads a tool the model called without it being shown (one dropped
+// earlier, or named from memory), so that later calls show it.
+func (s *state) used(name string) {
+	d := s.search
+	if d == nil || s.tools[name] == nil || slices.Contains(d.pinned, name) {
+		return
+	}
+	d.working.Use(name)
+}
+
+// searchOutcome is the content of a search_tools result.
+type searchOutcome struct {
+	Tools []toolset.Match `json:"tools"`
+	Note  string          `json:"note"`
+}
+
+// searchCall runs a search_tools call: the matches are its result, and
+// those not pinned join the model's tools from the next call on.
+func (s *state) searchCall(st Step, args string) outcome {
+	d := s.search
+	start := time.Now()
+	ev := &ToolSearch{Index: st.Index, Turn: st.Turn, ToolCallID: st.ToolCallID, Results: []SearchResult{}, Loaded: []string{}, Dropped: []string{}}
+	a, err := toolset.ParseSearchArgs([]byte(args))
+	if err != nil {
+		status := StepRefused
+		if !json.Valid([]byte(args)) {
+			status = StepInvalidJSON
+		}
+		ev.Error = err.Error()
+		out := failed(st, status, &engine.ToolError{Code: engine.CodeInvalidArguments, Message: err.Error()}, 0)
+		out.search = ev
+		return out
+	}
+	ev.Query, ev.Limit = a.Query, a.Limit
+	res := d.index.Search(a.Query, min(a.Limit, d.working.Cap()))
+	body := searchOutcome{Tools: []toolset.Match{}}
+	var load []string
+	for _, r := range res {
+		p := s.tools[r.Name]
+		if p == nil { // an index that knows more than the run's tools
+			continue
+		}
+		ev.Results = append(ev.Results, SearchResult{Name: r.Name, Title: r.Title, Score: r.Score})
+		body.Tools = append(body.Tools, toolset.Describe(p, s.req.FixedParams[p.Name]))
+		st.Found = append(st.Found, r.Name)
+		if !slices.Contains(d.pinned, r.Name) {
+			load = append(load, r.Name)
+		}
+	}
+	loaded, dropped := d.working.Use(load...)
+	ev.Loaded = append(ev.Loaded, loaded...)
+	ev.Dropped = append(ev.Dropped, dropped...)
+	if len(body.Tools) == 0 {
+		body.Note = "No tool matches. Search again with other words (the action and the object: \"create issue\", \"list members of a team\")."
+	} else {
+		body.Note = "These tools are now available: call the one that fits with its parameters."
+	}
+	content, err := json.Marshal(body)
+	if err != nil { // strings and string slices always marshal
+		panic(err)
+	}
+	elapsed := time.Since(start)
+	st.Status = StepOK
+	st.LatencyMS = elapsed.Milliseconds()
+	ev.LatencyMS = float64(elapsed.Microseconds()) / 1000
+	s.log.Debug("tool search", "query", a.Query, "found", len(ev.Results), "loaded", len(loaded), "dropped", len(dropped))
+	return outcome{step: st, content: string(content), search: ev}
+}
+
+// forcedTool is the function a tool_choice forces, or "".
+func forcedTool(choice any) string {
+	switch c := choice.(type) {
+	case openai.ToolChoice:
+		return c.Function.Name
+	case *openai.ToolChoice:
+		if c != nil {
+			return c.Function.Name
+		}
+	case map[string]any:
+		fn, _ := c["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		return name
+	}
+	return ""
+}

@@ -1,0 +1,84 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SessionIdle closes an HTTP session that has had no request this long.
+const SessionIdle = 30 * time.Minute
+
+// Identity is who makes a request to /mcp: the user its calls act for,
+// and the credential that authenticated it (the token's hash, say). A
+// session answers only the identity that opened it.
+type Identity struct {
+	User      int64
+	Principal string
+}
+
+// key names the identity for the SDK's session check.
+func (id Identity) key() string {
+	return id.Principal + "\x00" + strconv.FormatInt(id.User, 10)
+}
+
+type identityKey struct{}
+
+// serverSlot lets the SDK's two getServer calls of one request (the
+// protocol check, then the new session) share one server.
+type serverSlot struct{ srv *sdk.Server }
+
+type slotKey struct{}
+
+// Handler serves the catalog over streamable HTTP (mount it at /mcp), in
+// sessions: initialize opens one, bound to the identity authn gives (an
+// error answers 401 with its message); the Mcp-Session-Id it returns is refused (403) to
+// any other identity, another token or the same token naming another
+// user. Sessions live in this process: behind a load balancer, route a
+// session's requests to one replica by that header (sticky sessions).
+func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Handler {
+	// Requests of an existing session need a server only for the SDK's
+	// protocol version check.
+	probe := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, nil)
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			return probe
+		}
+		slot := r.Context().Value(slotKey{}).(*serverSlot)
+		if slot.srv == nil {
+			slot.srv = s.NewServer(r.Context().Value(identityKey{}).(Identity).User)
+		}
+		return slot.srv
+	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle})
+	// The SDK binds a session to the TokenInfo.UserID of the request that
+	// opened it and refuses it to others; authn has already checked the
+	// token, so the verifier only names the identity.
+	bound := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: r.Context().Value(identityKey{}).(Identity).key()}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := authn(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+			w.Write(append(body, '\n'))
+			return
+		}
+		ctx := context.WithValue(r.Context(), identityKey{}, id)
+		ctx = context.WithValue(ctx, slotKey{}, &serverSlot{})
+		if r.Method == http.MethodGet { // a session's stream: it ends with Close
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(s.closing, cancel)()
+		}
+		bound.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

@@ -1,0 +1,199 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// pageSize is the most tools one tools/list answer holds.
+const pageSize = 1000
+
+// session is one client's session: the user it acts for and the tools its
+// searches found. It answers tools/list and tools/call itself from the
+// shared tool set; its server's own tool registry mirrors the found tools
+// only so that the SDK sends notifications/tools/list_changed when they
+// change.
+type session struct {
+	svc    *Service
+	server *sdk.Server
+	user   int64
+
+	mu    sync.Mutex
+	found *toolset.Working // nil until the first search
+}
+
+func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method != "tools/list" && method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		set, err := ss.svc.current(ctx)
+		if err != nil {
+			ss.svc.log.ErrorContext(ctx, "MCP catalog unavailable", "method", method, "err", err)
+			return nil, errCatalog
+		}
+		switch r := req.(type) {
+		case *sdk.ListToolsRequest:
+			cursor := ""
+			if r.Params != nil {
+				cursor = r.Params.Cursor
+			}
+			return ss.list(set, cursor)
+		case *sdk.CallToolRequest:
+			if r.Params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
+			}
+			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// list answers tools/list: every tool, or when searching the meta-tools,
+// the pinned tools and this session's finds still in the catalog.
+func (ss *session) list(set *toolSet, cursor string) (*sdk.ListToolsResult, error) {
+	if !set.search {
+		from := 0
+		if cursor != "" {
+			n, err := strconv.Atoi(cursor)
+			if err != nil || n < 0 || n > len(set.all) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", cursor)}
+			}
+			from = n
+		}
+		to := min(from+pageSize, len(set.all))
+		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, set.all[from:to]...)}
+		if to < len(set.all) {
+			res.NextCursor = strconv.Itoa(to)
+		}
+		return res, nil
+	}
+	tools := append([]*sdk.Tool{searchTool, callTool}, set.pinned...)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.found != nil {
+		for _, name := range ss.found.Names() {
+			if e := set.byName[name]; e != nil && !pinned(set, name) {
+				tools = append(tools, e.tool)
+			}
+		}
+	}
+	return &sdk.ListToolsResult{Tools: tools}, nil
+}
+
+func pinned(set *toolSet, name string) bool {
+	for _, t := range set.pinned {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// call answers tools/call: a meta-tool, or any catalog tool by name.
+func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	if set.search {
+		switch name {
+		case plugins.SearchToolsName:
+			return ss.search(set, args), nil
+		case plugins.CallToolName:
+			a, err := toolset.ParseCallArgs(args)
+			if err != nil {
+				return errorResult(err.Error()), nil
+			}
+			e := set.byName[a.Name]
+			if e == nil {
+				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
+			}
+			return ss.execute(ctx, e, a.Arguments), nil
+		}
+	}
+	e := set.byName[name]
+	if e == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	return ss.execute(ctx, e, args), nil
+}
+
+// execute runs a catalog tool blind for the session's user; a found tool
+// it calls becomes the most recently used.
+func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage) *sdk.CallToolResult {
+	ss.mu.Lock()
+	if ss.found != nil && ss.found.Has(e.plugin.Name) {
+		ss.found.Use(e.plugin.Name)
+	}
+	ss.mu.Unlock()
+	res, err := ss.svc.ex.Execute(ctx, engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user})
+	return result(res, err)
+}
+
+// searchAnswer is the content of a search_tools result.
+type searchAnswer struct {
+	Tools []toolset.Match `json:"tools"`
+	Note  string          `json:"note"`
+}
+
+// search answers search_tools: the matches, of which those not pinned
+// join this session's tools (the least recently used dropped beyond the
+// capacity); when that changes the list, the client is notified.
+func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResult {
+	a, err := toolset.ParseSearchArgs(args)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	ans := searchAnswer{Tools: []toolset.Match{}}
+	var load []string
+	for _, r := range set.index.Search(a.Query, a.Limit) {
+		e := set.byName[r.Name]
+		if e == nil {
+			continue
+		}
+		ans.Tools = append(ans.Tools, toolset.Describe(e.plugin, nil))
+		if !pinned(set, r.Name) {
+			load = append(load, r.Name)
+		}
+	}
+	ss.mu.Lock()
+	if ss.found == nil {
+		ss.found = toolset.NewWorking(set.capacity)
+	}
+	loaded, dropped := ss.found.Use(load...)
+	ss.mu.Unlock()
+	ss.svc.log.Debug("MCP tool search", "query", a.Query, "found", len(ans.Tools), "loaded", len(loaded), "dropped", len(dropped))
+
+	// The registry mirrors the finds: changing it makes the SDK send
+	// notifications/tools/list_changed to this session.
+	ss.server.RemoveTools(dropped...)
+	for _, name := range loaded {
+		e := set.byName[name]
+		ss.server.AddTool(e.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return ss.execute(ctx, e, req.Params.Arguments), nil
+		})
+	}
+
+	switch {
+	case len(ans.Tools) == 0:
+		ans.Note = "No tool matches. Search again with other words (the action and the object: \"create issue\", \"list members of a team\")."
+	default:
+		ans.Note = "These tools are in your tool list now (the server sent notifications/tools/list_changed): call one by name, or through call_tool."
+	}
+	b, err := json.Marshal(ans)
+	if err != nil { // strings and string slices always marshal
+		panic(err)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}

@@ -1,0 +1,81 @@
+package mcpserver
+
+import (
+	"fmt"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// toolSet is the catalog's tools at one version, shared by every session.
+type toolSet struct {
+	version int64
+	byName  map[string]*entry
+	all     []*sdk.Tool // every tool, in catalog order: the list when not searching
+	// search is set when the tools outnumber the threshold: tools/list
+	// then answers the meta-tools, the pinned tools and a session's finds.
+	search   bool
+	index    toolset.Searcher
+	pinned   []*sdk.Tool
+	capacity int // of a session's found tools
+}
+
+// entry is one catalog tool.
+type entry struct {
+	plugin *plugins.Plugin
+	tool   *sdk.Tool
+}
+
+// The meta-tools.
+var (
+	searchTool = &sdk.Tool{Name: plugins.SearchToolsName, Title: "Search tools", Description: toolset.SearchDescription, InputSchema: toolset.SearchParameters}
+	callTool   = &sdk.Tool{Name: plugins.CallToolName, Title: "Call a tool", Description: toolset.CallDescription, InputSchema: toolset.CallParameters}
+)
+
+// build converts the enabled plugins into the shared tool set of version.
+func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
+	start := time.Now()
+	set := &toolSet{version: version, byName: make(map[string]*entry, len(ps))}
+	var indexed []*plugins.Plugin
+	for _, p := range ps {
+		if !p.Enabled() {
+			continue
+		}
+		if plugins.Reserved(p.Name) { // written around the API, by SQL
+			s.log.Warn("plugin left out of the MCP catalog: its name is reserved for a meta-tool", "plugin", p.Name)
+			continue
+		}
+		params := p.LLMParameters(nil)
+		if gjson.GetBytes(params, "type").String() != "object" {
+			s.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
+			continue
+		}
+		t := &sdk.Tool{Name: p.Name, Title: p.Title, Description: p.Tool(nil).Function.Description, InputSchema: params}
+		set.byName[p.Name] = &entry{plugin: p, tool: t}
+		set.all = append(set.all, t)
+		indexed = append(indexed, p)
+	}
+	cfg := s.opts.Search
+	set.search = cfg.Search("", len(set.all))
+	if set.search {
+		for _, name := range cfg.Pinned {
+			if e := set.byName[name]; e != nil {
+				set.pinned = append(set.pinned, e.tool)
+			} else {
+				s.log.Warn("pinned tool not in the MCP catalog", "tool", name)
+			}
+		}
+		set.capacity = max(cfg.Limit()-len(set.pinned), 0)
+		ix, err := s.opts.NewIndex(indexed)
+		if err != nil {
+			return nil, fmt.Errorf("build the tool search index: %w", err)
+		}
+		set.index = ix
+	}
+	s.log.Info("MCP tool set built", "version", version, "tools", len(set.all), "tool_search", set.search, "took", time.Since(start))
+	return set, nil
+}

@@ -1,0 +1,145 @@
+package toolset
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		cfg    Config
+		mode   string // of the run; "" for the default
+		n      int
+		search bool
+	}{
+		{n: 40, search: false},
+		{n: 41, search: true},
+		{cfg: Config{Threshold: 3}, n: 4, search: true},
+		{cfg: Config{Threshold: 3}, mode: "off", n: 1000, search: false},
+		{cfg: Config{Mode: ModeAlways}, n: 1, search: true},
+		{cfg: Config{Mode: ModeOff}, n: 1000, search: false},
+		{cfg: Config{Mode: ModeOff}, mode: "AUTO", n: 41, search: true},
+		{cfg: Config{Threshold: 500}, n: 121, search: true}, // within what a request may carry
+	}
+	for _, tt := range tests {
+		mode, err := ParseMode(tt.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tt.cfg.Search(mode, tt.n); got != tt.search {
+			t.Errorf("%+v, mode %q, %d tools: search %v, want %v", tt.cfg, tt.mode, tt.n, got, tt.search)
+		}
+	}
+	if _, err := ParseMode("sometimes"); err == nil {
+		t.Error("ParseMode accepted sometimes")
+	}
+	if got := Names(" a, ,b "); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Names = %q", got)
+	}
+}
+
+func TestParseSearchArgs(t *testing.T) {
+	tests := []struct {
+		raw     string
+		want    SearchArgs
+		wantErr bool
+	}{
+		{`{"query":" open pull requests "}`, SearchArgs{Query: "open pull requests", Limit: DefaultLimit}, false},
+		{`{"query":"x","limit":3}`, SearchArgs{Query: "x", Limit: 3}, false},
+		{`{"query":"x","limit":500}`, SearchArgs{Query: "x", Limit: MaxLimit}, false},
+		{`{"query":""}`, SearchArgs{}, true},
+		{``, SearchArgs{}, true},
+		{`{"query":`, SearchArgs{}, true},
+		{`{"query":3}`, SearchArgs{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSearchArgs([]byte(tt.raw))
+		if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrArguments)) {
+			t.Errorf("%s: error %v", tt.raw, err)
+			continue
+		}
+		if err == nil && got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.raw, got, tt.want)
+		}
+	}
+}
+
+func TestParseCallArgs(t *testing.T) {
+	tests := []struct {
+		raw, name, args string
+		wantErr         bool
+	}{
+		{`{"name":"f","arguments":{"a":1}}`, "f", `{"a":1}`, false},
+		{`{"name":"f"}`, "f", `{}`, false},
+		{`{"name":"f","arguments":null}`, "f", `{}`, false},
+		{`{"name":"f","arguments":[1]}`, "", "", true},
+		{`{"arguments":{}}`, "", "", true},
+		{`nope`, "", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCallArgs([]byte(tt.raw))
+		if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrArguments)) {
+			t.Errorf("%s: error %v", tt.raw, err)
+			continue
+		}
+		if err == nil && (got.Name != tt.name || string(got.Arguments) != tt.args) {
+			t.Errorf("%s: %+v", tt.raw, got)
+		}
+	}
+}
+
+func TestMetaToolParametersAreSchemas(t *testing.T) {
+	for _, raw := range []json.RawMessage{SearchParameters, CallParameters} {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil || m["type"] != "object" {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	p := &plugins.Plugin{Name: "pulls_list", Description: "List pull requests\n\nLists the pull requests of a repository, with filters.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"owner":{"type":"string"},"repo":{"type":"string"},"state":{"type":"string"},"per_page":{"type":"integer"}}}`),
+		FixedParams: map[string]any{"per_page": 100}}
+	got := Describe(p, map[string]any{"owner": "acme"})
+	if got.Name != "pulls_list" || got.Description != "List pull requests" || !slices.Equal(got.Parameters, []string{"repo", "state"}) {
+		t.Errorf("Describe = %+v", got)
+	}
+	p.Title = "List the pull requests"
+	if got := Describe(p, nil); got.Description != p.Title || !slices.Equal(got.Parameters, []string{"owner", "repo", "state"}) {
+		t.Errorf("with a title: %+v", got)
+	}
+	p.Title = strings.Repeat("长", 200)
+	if got := Describe(p, nil); len([]rune(got.Description)) != maxLine || !strings.HasSuffix(got.Description, "…") {
+		t.Errorf("a long title is not cut to %d characters: %d", maxLine, len([]rune(got.Description)))
+	}
+}
+
+func TestWorking(t *testing.T) {
+	w := NewWorking(3)
+	step := func(names []string, loaded, dropped, now []string) {
+		t.Helper()
+		l, d := w.Use(names...)
+		if !slices.Equal(l, loaded) || !slices.Equal(d, dropped) || !slices.Equal(w.Names(), now) {
+			t.Errorf("Use(%v) = %v, %v; names %v; want %v, %v; %v", names, l, d, w.Names(), loaded, dropped, now)
+		}
+	}
+	step([]string{"a", "b"}, []string{"a", "b"}, nil, []string{"a", "b"})
+	step([]string{"c"}, []string{"c"}, nil, []string{"a", "b", "c"})
+	step([]string{"a"}, nil, nil, []string{"a", "b", "c"}) // a used again: b is now the oldest
+	step([]string{"d"}, []string{"d"}, []string{"b"}, []string{"a", "c", "d"})
+	// Of two new names, the best (first) outlives the second.
+	step([]string{"e", "f"}, []string{"e", "f"}, []string{"c", "a"}, []string{"d", "e", "f"})
+	step([]string{"g", "h", "i", "j"}, []string{"g", "h", "i"}, []string{"d", "f", "e"}, []string{"g", "h", "i"})
+	if !w.Has("g") || w.Has("j") {
+		t.Errorf("Has: %v", w.Names())
+	}
+	if l, d := NewWorking(0).Use("a"); l != nil || d != nil {
+		t.Errorf("capacity 0 loaded %v", l)
+	}
+}
