@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -40,7 +42,7 @@ func BenchmarkCallTool(b *testing.B) {
 
 	relay := func() *sdk.Server {
 		client := egresstest.Client(b)
-		s := sdk.NewServer(&sdk.Implementation{Name: "relay", Version: "1"}, nil)
+		s := sdk.NewServer(&sdk.Implementation{Name: "relay", Version: "1"}, &sdk.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 		s.AddTool(&sdk.Tool{Name: "company_search", InputSchema: schema},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				var args struct {
@@ -61,8 +63,9 @@ func BenchmarkCallTool(b *testing.B) {
 			})
 		return s
 	}
-	catalogServer := func() *sdk.Server { return mcpserver.NewServer(cat, ex, 7, nil) }
-	authn := func(*http.Request) (int64, error) { return 7, nil }
+	svc := mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
+	catalogServer := func() *sdk.Server { return svc.NewServer(7) }
+	authn := func(*http.Request) (mcpserver.Identity, error) { return mcpserver.Identity{User: 7, Principal: "bench"}, nil }
 
 	for _, c := range []struct {
 		name   string
@@ -72,7 +75,7 @@ func BenchmarkCallTool(b *testing.B) {
 		{"bare-relay/in-memory", relay, nil},
 		{"catalog/in-memory", catalogServer, nil},
 		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relay() }, nil)},
-		{"catalog/streamable-http", catalogServer, mcpserver.Handler(cat, ex, authn, nil)},
+		{"catalog/streamable-http", catalogServer, svc.Handler(authn)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -81,7 +84,8 @@ func BenchmarkCallTool(b *testing.B) {
 			if c.http != nil {
 				srv := httptest.NewServer(c.http)
 				defer srv.Close()
-				t = &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
+				t = &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true,
+					HTTPClient: &http.Client{Transport: bearer{"bench"}}}
 			} else {
 				ct, st := sdk.NewInMemoryTransports()
 				go c.server().Run(ctx, st)
