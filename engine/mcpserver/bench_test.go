@@ -65,7 +65,9 @@ func BenchmarkCallTool(b *testing.B) {
 	}
 	svc := mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
 	catalogServer := func() *sdk.Server { return svc.NewServer(7) }
-	authn := func(*http.Request) (mcpserver.Identity, error) { return mcpserver.Identity{User: 7, Principal: "bench"}, nil }
+	authn := func(*http.Request) (mcpserver.Identity, error) {
+		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
+	}
 
 	for _, c := range []struct {
 		name   string
