@@ -248,8 +248,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	execBody := `{"name":"` + gatewayTool + `","arguments":{"keyword":"` + gatewayKeyword + `"}}`
 	ourStdio := gatewaySpec{Kind: "mcp-stdio", Command: []string{bin, "mcp", "serve", "--stdio"},
 		Env: []string{"BLINDEXEC_DB=" + e.dsn, "BLINDEXEC_MASTER_KEY=" + e.key, "BLINDEXEC_EGRESS_ALLOW=127.0.0.0/8",
-			fmt.Sprintf("BLINDEXEC_MCP_USER=%d", gatewayUser), "BLINDEXEC_SPOOL_DIR=" + filepath.Join(e.dir, "spool-stdio"),
-			"BLINDEXEC_LOG_LEVEL=warn"},
+			fmt.Sprintf("BLINDEXEC_MCP_USER=%d", gatewayUser), "BLINDEXEC_LOG_LEVEL=warn"},
 		Stderr: filepath.Join(e.dir, "stdio.log")}
 	// Each subject names its floor, and its target (issue 19's point 2).
 	direct := gatewaySpec{Kind: "get", URL: directURL}
@@ -336,7 +335,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	if o.gatewayOutside {
 		where = "clients in a child process each (the executor in process); allocations are this process's: servers and upstream"
 	}
-	fmt.Printf("== gateway on %s, records through the spool: %s\n", db, where)
+	fmt.Printf("== gateway on %s, records through the spool (`mcp serve --stdio`: straight to the database, as it writes them): %s\n", db, where)
 	fmt.Printf("   subjects take turns in %d rounds: %d calls each one after another, %s each at concurrency %d\n",
 		max(o.rounds, 1), o.n/max(o.rounds, 1)*max(o.rounds, 1), o.dur, oc.conc)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
