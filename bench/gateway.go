@@ -27,7 +27,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -270,6 +272,11 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
 		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "mcp-relay", up.URL}}},
 		{name: "blindexec mcp serve --stdio", floor: "bare MCP relay, stdio (go-sdk)", maxP50: 1.2, minShare: 0.8, spec: ourStdio},
+		// Both MCP servers again in this process, over the SDK's in-memory
+		// transports (stdio's framing without the pipes): the server side
+		// shows in -profile-dir and in the allocations.
+		{name: "bare MCP relay, in-memory", spec: gatewaySpec{Kind: "mcp-memory"}, inProcess: true},
+		{name: "catalog MCP server, in-memory", floor: "bare MCP relay, in-memory", spec: gatewaySpec{Kind: "mcp-memory"}, inProcess: true},
 	}
 	executor := func(ctx context.Context) error {
 		res, err := e.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: []byte(`{"keyword":"` + gatewayKeyword + `"}`), UserID: gatewayUser})
@@ -278,16 +285,30 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 		}
 		return err
 	}
+	catalogService := mcpserver.NewService(catalog.New(e.st, e.changes, nil), e.ex, mcpserver.Options{})
+	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": newMCPRelay(up.URL),
+		"catalog MCP server, in-memory": catalogService.NewServer(gatewayUser)}
 	var subjects []gatewaySubject
 	index := map[string]int{}
 	for _, s := range specs {
-		if s.inProcess && s.spec.Kind != "" && !o.gatewayOutside {
+		if s.inProcess && s.spec.Kind == "get" && !o.gatewayOutside {
 			continue // the same as the floor above when the clients are in process
 		}
 		gs := gatewaySubject{subject: subject{name: s.name}, maxP50: s.maxP50, minShare: s.minShare}
 		switch {
 		case s.spec.Kind == "":
 			gs.call = executor
+		case s.spec.Kind == "mcp-memory":
+			ct, st := sdk.NewInMemoryTransports()
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go inMemory[s.name].Run(sctx, st)
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-gateway", Version: "1"}, nil).Connect(ctx, ct, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			defer cs.Close()
+			gs.call = func(ctx context.Context) error { return callTool(ctx, cs) }
 		case o.gatewayOutside && !s.inProcess:
 			rc, err := startRemoteClient(ctx, self, s.spec)
 			if err != nil {
