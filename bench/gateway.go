@@ -244,7 +244,8 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	directURL := up.URL + "/ECIV4/Search?keyword=" + url.QueryEscape(gatewayKeyword)
 	relay := httptest.NewServer(httpRelay(up.URL))
 	defer relay.Close()
-	mcpRelay := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return newMCPRelay(up.URL) }, nil))
+	relayServer := newMCPRelay(up.URL) // one server for every session, as the go-sdk's examples serve
+	mcpRelay := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayServer }, nil))
 	defer mcpRelay.Close()
 
 	execBody := `{"name":"` + gatewayTool + `","arguments":{"keyword":"` + gatewayKeyword + `"}}`

@@ -68,6 +68,7 @@ func BenchmarkCallTool(b *testing.B) {
 	authn := func(*http.Request) (mcpserver.Identity, error) {
 		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
 	}
+	relayHTTP := relay() // one server for every session, as the go-sdk's examples serve
 
 	for _, c := range []struct {
 		name   string
@@ -76,7 +77,7 @@ func BenchmarkCallTool(b *testing.B) {
 	}{
 		{"bare-relay/in-memory", relay, nil},
 		{"catalog/in-memory", catalogServer, nil},
-		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relay() }, nil)},
+		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayHTTP }, nil)},
 		{"catalog/streamable-http", catalogServer, svc.Handler(authn)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
