@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -54,8 +55,23 @@ type jsonField struct {
 	typ  reflect.Type
 }
 
-// jsonFields are the JSON names of t's exported fields, in order.
+// fieldsByType caches jsonFields: every runtime request checks its body's
+// keys, and reading the struct tags again each time cost 7 allocations a
+// request.
+var fieldsByType sync.Map // reflect.Type → []jsonField
+
+// jsonFields are the JSON names of t's exported fields, in order. The
+// slice is shared: callers must not modify it.
 func jsonFields(t reflect.Type) []jsonField {
+	if f, ok := fieldsByType.Load(t); ok {
+		return f.([]jsonField)
+	}
+	out := structFields(t)
+	fieldsByType.Store(t, out)
+	return out
+}
+
+func structFields(t reflect.Type) []jsonField {
 	var out []jsonField
 	for f := range t.Fields() {
 		if !f.IsExported() {
@@ -66,7 +82,7 @@ func jsonFields(t reflect.Type) []jsonField {
 			continue
 		}
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, jsonFields(f.Type)...) // promoted, as encoding/json does
+			out = append(out, structFields(f.Type)...) // promoted, as encoding/json does
 			continue
 		}
 		if name == "" {

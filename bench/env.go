@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
@@ -111,6 +114,9 @@ var directRecords bool
 // spool, and an executor
 // whose HTTP client can reach loopback only.
 type env struct {
+	dsn     string // the store's, as BLINDEXEC_DB takes it
+	key     string // the master key, base64, as BLINDEXEC_MASTER_KEY takes it
+	dir     string // a temporary directory removed by close
 	st      *store.Store
 	creds   *auth.CredentialService
 	changes *store.Watcher // polled only by hand: the bench writes through the store
@@ -119,9 +125,16 @@ type env struct {
 	closers []func()
 }
 
-// newEnv builds an env; wrap, when not nil, wraps the executor's HTTP
-// transport (to time the upstream calls).
+// newEnv builds an env on SQLite; wrap, when not nil, wraps the executor's
+// HTTP transport (to time the upstream calls).
 func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper) (_ *env, err error) {
+	return newEnvOn(ctx, "", wrap)
+}
+
+// newEnvOn builds an env on the database dsn (as BLINDEXEC_DB takes it; a
+// MariaDB database the caller created), or on SQLite in the env's
+// temporary directory when dsn is empty.
+func newEnvOn(ctx context.Context, dsn string, wrap func(http.RoundTripper) http.RoundTripper) (_ *env, err error) {
 	e := &env{}
 	defer func() {
 		if err != nil {
@@ -132,8 +145,10 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 	if err != nil {
 		return nil, err
 	}
+	e.dir = dir
 	e.closers = append(e.closers, func() { os.RemoveAll(dir) })
-	if e.st, err = store.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db")); err != nil {
+	e.dsn = cmp.Or(dsn, "sqlite:"+filepath.Join(dir, "bench.db"))
+	if e.st, err = store.Open(ctx, e.dsn); err != nil {
 		return nil, err
 	}
 	e.closers = append(e.closers, func() { e.st.Close() })
@@ -142,7 +157,8 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
+	e.key = base64.StdEncoding.EncodeToString(key)
+	kr, err := auth.ParseKeyring(e.key, "")
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +190,12 @@ func newEnv(ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper)
 	}
 	e.ex = engine.NewExecutor(client)
 	e.ex.Credentials, e.ex.Recorder = e.creds, rec
+	// As serve: the credential rules' view of the catalog, and metrics.
+	origins := auth.NewCatalog(e.st, e.changes)
+	e.ex.Origins, e.creds.Identifiers = origins, origins
+	if e.ex.Metrics, err = engine.NewMetrics(prometheus.NewRegistry()); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

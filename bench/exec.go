@@ -116,23 +116,23 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	defer relay.Close()
 
 	subjects := []subject{
-		{"direct net/http", func(ctx context.Context) error {
+		{name: "direct net/http", call: func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, "GET", directURL, nil)
 			req.Header.Set("Token", "sk-bench-0123456789")
 			return drain(direct.Do(req))
 		}},
-		{"executor, payload credentials", func(ctx context.Context) error {
+		{name: "executor, payload credentials", call: func(ctx context.Context) error {
 			return execute(ctx, engine.Call{Plugin: p, Arguments: args, Credentials: payload})
 		}},
-		{"executor, stored credentials", func(ctx context.Context) error {
+		{name: "executor, stored credentials", call: func(ctx context.Context) error {
 			return execute(ctx, engine.Call{Plugin: p, Arguments: args, UserID: 7})
 		}},
-		{"bare relay: a handler making the direct call", func(ctx context.Context) error {
+		{name: "bare relay: a handler making the direct call", call: func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, "POST", relay.URL, strings.NewReader(execStored))
 			return drain(client.Do(req))
 		}},
-		{"/v1/execute, inline plugin+credentials", func(ctx context.Context) error { return post(ctx, execInline) }},
-		{"/v1/execute, catalog+stored credentials", func(ctx context.Context) error { return post(ctx, execStored) }},
+		{name: "/v1/execute, inline plugin+credentials", call: func(ctx context.Context) error { return post(ctx, execInline) }},
+		{name: "/v1/execute, catalog+stored credentials", call: func(ctx context.Context) error { return post(ctx, execStored) }},
 	}
 	f, err := measure(ctx, subjects, o)
 	if err != nil {

@@ -30,7 +30,16 @@ type timedTransport struct {
 
 func (t *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t0 := time.Now()
-	resp, err := t.next.RoundTrip(r)
+	resp, err := readThrough(t.next, r)
+	t.ns.Add(int64(time.Since(t0)))
+	t.calls.Add(1)
+	return resp, err
+}
+
+// readThrough makes the round trip and reads the body to its end, handing
+// it on from memory.
+func readThrough(next http.RoundTripper, r *http.Request) (*http.Response, error) {
+	resp, err := next.RoundTrip(r)
 	if err == nil {
 		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -39,8 +48,6 @@ func (t *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			resp, err = nil, rerr
 		}
 	}
-	t.ns.Add(int64(time.Since(t0)))
-	t.calls.Add(1)
 	return resp, err
 }
 

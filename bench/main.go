@@ -25,6 +25,19 @@
 //	        and arguments, costly schemas, dot segments, callers over their
 //	        limit) beside an ordinary call; /metrics after 20,000 inline
 //	        plugin names; slow bodies against the body deadline
+//	gateway every way a client reaches one call beside the floor of its
+//	        transport: direct call, bare net/http relay, executor,
+//	        POST /v1/execute, bare go-sdk MCP relay and /mcp over streamable
+//	        HTTP, bare relay and `blindexec mcp serve --stdio` over stdio;
+//	        p50/p99 at concurrency 1, calls/s at -gateway-c, allocations per
+//	        call; SQLite, and MariaDB with BLINDEXEC_TEST_MYSQL_DSN; then
+//	        tools/list on a 1,300-tool catalog. -gateway-outside runs each
+//	        client in a child process
+//	scale   one engine at scale: -scale-sessions MCP sessions open on /mcp
+//	        (memory per session, p99 of a call with all open),
+//	        -scale-runs streaming LLM runs at once (engine time per step,
+//	        memory), records sustained on MariaDB at full rate (with
+//	        BLINDEXEC_TEST_MYSQL_DSN); not in the default run
 //	fault   the fault and load runner: serve as a child process on SQLite
 //	        and MariaDB through a soak, upstream faults, a database outage,
 //	        SIGTERM, kill -9, and the CPU and memory serve spends refusing
@@ -73,6 +86,14 @@ type benchOpts struct {
 	faultDBs    string        // fault: sqlite,mysql
 	faultMySQL  string        // fault: MariaDB DSN (the runner creates its databases)
 	faultOnly   string        // fault: scenarios to run (empty: all)
+
+	gatewayConc    int  // gateway: concurrency of the throughput phase
+	gatewayOutside bool // gateway: clients in child processes
+
+	scaleSessions   int           // scale: MCP sessions open at once
+	scaleRuns       int           // scale: streaming runs at once
+	scaleWaves      int           // scale: waves of runs measured
+	scaleRecordsFor time.Duration // scale: load time of the MariaDB records run
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -84,12 +105,14 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"query":      benchQuery,
 	"hostile":    benchHostile,
 	"fault":      benchFault,
+	"gateway":    benchGateway,
+	"scale":      benchScale,
 	"toolsearch": benchToolSearch,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -110,6 +133,12 @@ func main() {
 		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
 		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
 		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
+		gwConc   = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
+		gwOut    = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
+		scSess   = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
+		scRuns   = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
+		scWaves  = flag.Int("scale-waves", 5, "scale: waves of runs measured (after one warm-up wave)")
+		scRecFor = flag.Duration("scale-records", 10*time.Second, "scale: load time of the records run on MariaDB")
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
@@ -123,13 +152,13 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if (*only == "" && name != "fault") || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "fault" && name != "scale") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, hostile, import, loop, mcp, query, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}
@@ -142,7 +171,9 @@ func main() {
 	opts := benchOpts{n: *n, dur: *dur, conc: *conc, warmup: *warmupN, rounds: *rounds,
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
-		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly}
+		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
+		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut,
+		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
@@ -219,6 +250,10 @@ func runChild(name string, args []string) int {
 		err = childGitHub(args)
 	case "sweep":
 		err = childSweep()
+	case "mcp-relay":
+		err = childMCPRelay(args)
+	case "gateway-client":
+		err = childGatewayClient(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}

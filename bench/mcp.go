@@ -299,24 +299,24 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 		return drain(client.Do(req))
 	}
 	subjects := []subject{
-		{"direct go-sdk CallTool", func(ctx context.Context) error {
+		{name: "direct go-sdk CallTool", call: func(ctx context.Context) error {
 			res, err := direct.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: args})
 			if err == nil && res.IsError {
 				err = errors.New("isError")
 			}
 			return err
 		}},
-		{"executor, mcp plugin, stored credentials", func(ctx context.Context) error {
+		{name: "executor, mcp plugin, stored credentials", call: func(ctx context.Context) error {
 			res, err := e.ex.Execute(ctx, engine.Call{Plugin: p, Arguments: argsJSON, UserID: 7})
 			if err == nil && !res.OK {
 				err = fmt.Errorf("call failed: %s", res.Error.Message)
 			}
 			return err
 		}},
-		{"POST /v1/mcp/proxy/{mcp_id}/tools/echo/call", func(ctx context.Context) error {
+		{name: "POST /v1/mcp/proxy/{mcp_id}/tools/echo/call", call: func(ctx context.Context) error {
 			return post(ctx, "/v1/mcp/proxy/bench-mcp/tools/echo/call", string(argsJSON))
 		}},
-		{"POST /v1/execute, catalog mcp plugin", func(ctx context.Context) error {
+		{name: "POST /v1/execute, catalog mcp plugin", call: func(ctx context.Context) error {
 			return post(ctx, "/v1/execute", `{"name":"bench_echo","arguments":`+string(argsJSON)+`,"user_id":7}`)
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -20,11 +21,62 @@ import (
 type subject struct {
 	name string
 	call func(ctx context.Context) error
+	// remote, when set, makes the calls from a client process of its own
+	// (call is then unused).
+	remote *remoteClient
+}
+
+// once makes one call.
+func (s subject) once(ctx context.Context) error {
+	if s.remote != nil {
+		_, err := s.remote.do(remoteOp{Op: "warmup", N: 1})
+		return err
+	}
+	return s.call(ctx)
+}
+
+// warmup makes n calls.
+func (s subject) warmup(ctx context.Context, n int) error {
+	if s.remote != nil {
+		_, err := s.remote.do(remoteOp{Op: "warmup", N: n})
+		return err
+	}
+	for range n {
+		if err := s.call(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s subject) latency(ctx context.Context, n int) ([]time.Duration, error) {
+	if s.remote != nil {
+		a, err := s.remote.do(remoteOp{Op: "latency", N: n})
+		if err != nil {
+			return nil, err
+		}
+		return a.Latencies, nil
+	}
+	return latency(ctx, s, n)
+}
+
+func (s subject) throughput(ctx context.Context, conc int, dur time.Duration) (int64, time.Duration, error) {
+	if s.remote != nil {
+		a, err := s.remote.do(remoteOp{Op: "throughput", Conc: conc, Dur: dur})
+		if err != nil {
+			return 0, 0, err
+		}
+		return a.Calls, a.Took, nil
+	}
+	return throughput(ctx, s, conc, dur)
 }
 
 type figures struct {
 	p50, p99 time.Duration
 	rps      float64
+	// allocs and bytes per call in this process during the latency
+	// phase: client, server and upstream alike when they run in it.
+	allocs, bytes float64
 }
 
 // latency runs call n times one after another and returns each duration.
@@ -82,21 +134,26 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	lat := make([][]time.Duration, len(subjects))
 	calls := make([]int64, len(subjects))
 	spent := make([]time.Duration, len(subjects))
+	mallocs := make([]uint64, len(subjects))
+	allocated := make([]uint64, len(subjects))
 	for _, s := range subjects {
-		for range o.warmup {
-			if err := s.call(ctx); err != nil {
-				return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
-			}
+		if err := s.warmup(ctx, o.warmup); err != nil {
+			return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
 		}
 	}
+	var before, after runtime.MemStats
 	for range rounds {
 		for i, s := range subjects {
 			stop, err := profile(o.profileDir, s.name+" latency")
 			if err != nil {
 				return nil, err
 			}
-			d, err := latency(ctx, s, max(o.n/rounds, 1))
+			runtime.ReadMemStats(&before)
+			d, err := s.latency(ctx, max(o.n/rounds, 1))
+			runtime.ReadMemStats(&after)
 			stop()
+			mallocs[i] += after.Mallocs - before.Mallocs
+			allocated[i] += after.TotalAlloc - before.TotalAlloc
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
@@ -107,7 +164,7 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 			if err != nil {
 				return nil, err
 			}
-			n, took, err := throughput(ctx, s, o.conc, o.dur/time.Duration(rounds))
+			n, took, err := s.throughput(ctx, o.conc, o.dur/time.Duration(rounds))
 			stop()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -119,7 +176,9 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	out := make([]figures, len(subjects))
 	for i := range subjects {
 		sortDurations(lat[i])
-		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds()}
+		n := float64(max(len(lat[i]), 1))
+		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds(),
+			float64(mallocs[i]) / n, float64(allocated[i]) / n}
 	}
 	return out, nil
 }

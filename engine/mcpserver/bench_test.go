@@ -1,0 +1,116 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// The benchmarks put a tools/call of the catalog's server beside the bare
+// relay: a go-sdk server whose one tool makes the same GET with net/http
+// and no engine, over the same transport (issue 19: the MCP path under
+// twice the relay's allocations). Speed itself is the runner's
+// (`go run ./bench -only gateway`); these give allocations and profiles:
+//
+//	go test -run '^$' -bench CallTool -benchmem ./engine/mcpserver/
+func BenchmarkCallTool(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("q")+`"}`)
+	}))
+	b.Cleanup(up.Close)
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	cat := catalog{{Name: "company_search", Description: "Searches companies.", Parameters: schema,
+		Execution:  plugins.Execution{Method: "GET", BaseURL: up.URL + "/search"},
+		AuthConfig: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "api_key", Target: "X-Api-Key"}}}}}
+	ex := engine.NewExecutor(egresstest.Client(b))
+	ex.Credentials = creds{7: {"api_key": httpSecret}}
+	ex.Recorder = engine.NewRecorder(discard{}, engine.RecorderOptions{})
+	b.Cleanup(func() { ex.Recorder.Close(context.Background()) })
+
+	relay := func() *sdk.Server {
+		client := egresstest.Client(b)
+		s := sdk.NewServer(&sdk.Implementation{Name: "relay", Version: "1"}, &sdk.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+		s.AddTool(&sdk.Tool{Name: "company_search", InputSchema: schema},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				var args struct {
+					Q string `json:"q"`
+				}
+				if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+					return nil, err
+				}
+				hr, _ := http.NewRequestWithContext(ctx, "GET", up.URL+"/search?q="+args.Q, nil)
+				hr.Header.Set("X-Api-Key", httpSecret)
+				resp, err := client.Do(hr)
+				if err != nil {
+					return nil, err
+				}
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}, err
+			})
+		return s
+	}
+	svc := mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
+	catalogServer := func() *sdk.Server { return svc.NewServer(7) }
+	authn := func(*http.Request) (mcpserver.Identity, error) {
+		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
+	}
+	relayHTTP := relay() // one server for every session, as the go-sdk's examples serve
+
+	for _, c := range []struct {
+		name   string
+		server func() *sdk.Server
+		http   http.Handler // nil: in-memory transports (stdio's framing, no pipe)
+	}{
+		{"bare-relay/in-memory", relay, nil},
+		{"catalog/in-memory", catalogServer, nil},
+		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayHTTP }, nil)},
+		{"catalog/streamable-http", catalogServer, svc.Handler(authn)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var t sdk.Transport
+			if c.http != nil {
+				srv := httptest.NewServer(c.http)
+				defer srv.Close()
+				t = &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true,
+					HTTPClient: &http.Client{Transport: bearer{"bench"}}}
+			} else {
+				ct, st := sdk.NewInMemoryTransports()
+				go c.server().Run(ctx, st)
+				t = ct
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, t, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			params := &sdk.CallToolParams{Name: "company_search", Arguments: map[string]any{"q": "acme"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) WriteRecords(context.Context, []engine.Record) error { return nil }
