@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/recordspool"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -236,3 +238,44 @@ func procStatus(fields ...string) map[string]int64 {
 
 // mb formats bytes as MB.
 func mb(b uint64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
+
+// addPlugin stores the plugin document doc and polls the change counters,
+// so that the API serves it at once.
+func (e *env) addPlugin(ctx context.Context, doc string) (*plugins.Plugin, error) {
+	p, err := plugins.Parse([]byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	row, err := store.RowFromPlugin(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.st.CreatePlugin(ctx, row); err != nil {
+		return nil, err
+	}
+	if _, err := e.changes.Poll(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// addCompanyPlugin stores seed 001's plugin aimed at url, and user's
+// QCC_KEY to call it with.
+func (e *env) addCompanyPlugin(ctx context.Context, url string, user int64, key string) (*plugins.Plugin, error) {
+	if err := e.creds.Set(ctx, user, "QCC_KEY", key, "bench"); err != nil {
+		return nil, err
+	}
+	return e.addPlugin(ctx, companyPlugin(url))
+}
+
+// buildBinary builds cmd/blindexec into dir, for the groups that run it as
+// a child process.
+func buildBinary(ctx context.Context, o benchOpts, dir string) (string, error) {
+	bin := filepath.Join(dir, "blindexec")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/blindexec")
+	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build blindexec: %w", err)
+	}
+	return bin, nil
+}

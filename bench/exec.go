@@ -10,8 +10,6 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 )
 
 // companyBody is what the loopback upstream of seed 001's
@@ -51,23 +49,9 @@ func benchExec(ctx context.Context, o benchOpts) error {
 	}
 	defer e.close()
 	st, creds, ex := e.st, e.creds, e.ex
-	if err := creds.Set(ctx, 7, "QCC_KEY", "sk-bench-0123456789", "bench"); err != nil {
-		return err
-	}
-
 	doc := companyPlugin(up.URL)
-	p, err := plugins.Parse([]byte(doc))
+	p, err := e.addCompanyPlugin(ctx, up.URL, 7, "sk-bench-0123456789")
 	if err != nil {
-		return err
-	}
-	row, err := store.RowFromPlugin(p)
-	if err != nil {
-		return err
-	}
-	if err := st.CreatePlugin(ctx, row); err != nil {
-		return err
-	}
-	if _, err := e.changes.Poll(ctx); err != nil {
 		return err
 	}
 	srv := httptest.NewServer((&api.Server{Store: st, Creds: creds, Executor: ex, ServiceToken: "bench-service",

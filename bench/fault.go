@@ -42,11 +42,9 @@ func benchFault(ctx context.Context, o benchOpts) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "blindexec")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/blindexec")
-	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build blindexec: %w", err)
+	bin, err := buildBinary(ctx, o, dir)
+	if err != nil {
+		return err
 	}
 	up := faultUpstream()
 	defer up.Close()

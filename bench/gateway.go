@@ -145,11 +145,9 @@ func benchGateway(ctx context.Context, o benchOpts) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "blindexec")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/blindexec")
-	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build blindexec: %w", err)
+	bin, err := buildBinary(ctx, o, dir)
+	if err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -213,21 +211,8 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 		return err
 	}
 	defer e.close()
-	if err := e.creds.Set(ctx, gatewayUser, "QCC_KEY", gatewayAPIKey, "bench"); err != nil {
-		return err
-	}
-	p, err := plugins.Parse([]byte(companyPlugin(up.URL)))
+	p, err := e.addCompanyPlugin(ctx, up.URL, gatewayUser, gatewayAPIKey)
 	if err != nil {
-		return err
-	}
-	row, err := store.RowFromPlugin(p)
-	if err != nil {
-		return err
-	}
-	if err := e.st.CreatePlugin(ctx, row); err != nil {
-		return err
-	}
-	if _, err := e.changes.Poll(ctx); err != nil {
 		return err
 	}
 	userToken, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-gateway", 0)

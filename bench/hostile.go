@@ -23,7 +23,6 @@ import (
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
-	"github.com/blindexec/blindexec/store"
 )
 
 // probe is one hostile request and the answer it must get.
@@ -46,19 +45,8 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 		return err
 	}
 	defer e.close()
-	if err := e.creds.Set(ctx, 7, "QCC_KEY", "sk-bench-0123456789", "bench"); err != nil {
-		return err
-	}
-	doc := companyPlugin(up.URL)
-	p, err := plugins.Parse([]byte(doc))
+	_, err = e.addCompanyPlugin(ctx, up.URL, 7, "sk-bench-0123456789")
 	if err != nil {
-		return err
-	}
-	row, err := store.RowFromPlugin(p)
-	if err != nil {
-		return err
-	}
-	if err := e.st.CreatePlugin(ctx, row); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
