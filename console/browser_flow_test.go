@@ -107,6 +107,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("applied %v, the dry run showed %q", plugins, added)
 	}
 	name := added
+	// A dry run with another base URL says what would change: the execution.
+	tb.do(chromedp.SetValue(chromedp.CSS("#import-base"), up.URL+"/v2"), chromedp.Click(chromedp.CSS("#import-dry")))
+	tb.wait("#import-result .diff-changed li")
+	if s := tb.text("#import-result .diff-changed li"); s != name+": execution" {
+		t.Errorf("the dry run's changed plugin reads %q, want %q", s, name+": execution")
+	}
 	key := plugins[0].(map[string]any)["auth_config"].(map[string]any)["mapping"].([]any)[0].(map[string]any)["source"].(string)
 
 	// The catalog with tool search, and the plugin page, texts shown as text.
