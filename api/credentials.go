@@ -37,6 +37,10 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 		s.credentialError(w, r, err)
 		return
 	}
+	if principalFrom(r.Context()).browser {
+		writeJSON(w, http.StatusOK, map[string]any{"user_id": id, "credentials": keysOnly(list)})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"user_id": id, "credentials": list})
 }
 

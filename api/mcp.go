@@ -163,6 +163,11 @@ func (m *mcpAPI) listServers(w http.ResponseWriter, r *http.Request) {
 		m.internal(w, r, err)
 		return
 	}
+	if principalFrom(r.Context()).browser {
+		for i := range rows {
+			rows[i].Headers = headerNamesOnly(rows[i].Headers)
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"servers": rows})
 }
 
@@ -173,6 +178,9 @@ func (m *mcpAPI) createServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if row, ok := m.register(w, r, spec); ok {
+		if principalFrom(r.Context()).browser {
+			row.Headers = headerNamesOnly(row.Headers)
+		}
 		writeJSON(w, http.StatusCreated, row)
 	}
 }

@@ -33,6 +33,9 @@ func (r role) String() string {
 type principal struct {
 	role   role
 	userID int64 // for roleUser
+	// browser marks a console session: what it receives is shown in a
+	// browser, so no credential value, not even masked, goes to it.
+	browser bool
 }
 
 // actsFor reports whether p may act for user id.
@@ -104,7 +107,9 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		hash, err := s.Sessions.TokenHash(r)
 		switch {
 		case err == nil:
-			return s.principalFor(r.Context(), hash)
+			p, err := s.principalFor(r.Context(), hash)
+			p.browser = true
+			return p, err
 		case !errors.Is(err, ErrNoSession):
 			return principal{}, err
 		}

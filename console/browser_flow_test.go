@@ -28,6 +28,9 @@ var payloads = []string{
 
 const secretValue = "sk-console-secret-0123456789abcdef"
 
+// mcpHeaderSecret is the value of an MCP server's static header.
+const mcpHeaderSecret = "mcp-header-secret-9f8e7d6c"
+
 // hostileSpec is an OpenAPI document aimed at upstream whose texts hold
 // the payloads.
 func hostileSpec(upstream string) string {
@@ -104,6 +107,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("applied %v, the dry run showed %q", plugins, added)
 	}
 	name := added
+	// A dry run with another base URL says what would change: the execution.
+	tb.do(chromedp.SetValue(chromedp.CSS("#import-base"), up.URL+"/v2"), chromedp.Click(chromedp.CSS("#import-dry")))
+	tb.wait("#import-result .diff-changed li")
+	if s := tb.text("#import-result .diff-changed li"); s != name+": execution" {
+		t.Errorf("the dry run's changed plugin reads %q, want %q", s, name+": execution")
+	}
 	key := plugins[0].(map[string]any)["auth_config"].(map[string]any)["mapping"].([]any)[0].(map[string]any)["source"].(string)
 
 	// The catalog with tool search, and the plugin page, texts shown as text.
@@ -187,6 +196,23 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the MCP server's tools: %q", s)
 	}
 	tb.screenshot("mcp")
+	// A server whose static header carries a secret (registered by the
+	// test over the API): the browser lists it, the header's value never.
+	req, _ := http.NewRequest("POST", e.url+"/v1/mcp/servers", strings.NewReader(
+		`{"name": "keyed", "url": "`+med.Endpoint+`", "headers": {"X-Upstream-Key": "`+mcpHeaderSecret+`"}}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register the keyed MCP server: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	tb.open(e.url, "catalog", "catalog") // (the same hash again would not reload the list)
+	tb.open(e.url, "mcp", "mcp")
+	tb.wait("#mcp-servers .tools")
+	if s := tb.text("#mcp-servers"); !strings.Contains(s, "keyed") {
+		t.Errorf("the MCP servers' list lacks the keyed server: %q", s)
+	}
 
 	// Nothing ran: the sentinel is unset, the page holds no element the
 	// payloads would have made, and no request left for another host.
@@ -212,9 +238,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(answers) < 20 {
 		t.Fatalf("the proxy passed only %d answers from the console", len(answers))
 	}
+	// Not even masked: no last characters of the value either.
+	tail := secretValue[len(secretValue)-6:]
 	for _, a := range answers {
-		if strings.Contains(a.body, secretValue) {
-			t.Errorf("the credential's value is in the answer to %s: %.200s", a.what, a.body)
+		if strings.Contains(a.body, secretValue) || strings.Contains(a.body, tail) || strings.Contains(a.body, "****") {
+			t.Errorf("the credential's value, or its masked form, is in the answer to %s: %.200s", a.what, a.body)
+		}
+		if strings.Contains(a.body, mcpHeaderSecret) {
+			t.Errorf("an MCP server's header value is in the answer to %s: %.200s", a.what, a.body)
 		}
 	}
 

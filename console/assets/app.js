@@ -336,7 +336,8 @@ async function pageImport(page) {
     if (d.up_to_date) out.append(el('p', { class: 'empty', text: t('up_to_date') }));
     const list = (cls, title, items) => el('div', { class: cls }, el('h2', { text: title + ' (' + items.length + ')' }),
       items.length ? el('ul', null, items.map((x) => el('li', null, x))) : el('p', { class: 'purpose', text: t('none') }));
-    out.append(list('diff-added', t('added'), d.added || []), list('diff-changed', t('changed'), d.changed || []),
+    out.append(list('diff-added', t('added'), d.added || []), list('diff-changed', t('changed'),
+      (d.changed || []).map((n) => (d.changed_fields && d.changed_fields[n] ? n + ': ' + d.changed_fields[n].join(', ') : n))),
       list('diff-removed', t('removed'), d.removed || []),
       list('diff-failed', t('failed'), (d.failed || []).map((f) => f.key + ': ' + f.reason)),
       list('diff-unchanged', t('unchanged'), d.unchanged || []), list('diff-warnings', t('warnings'), d.warnings || []));

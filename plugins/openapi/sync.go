@@ -1,11 +1,14 @@
 package openapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -21,6 +24,10 @@ type SyncResult struct {
 	UpToDate bool     `json:"up_to_date"`
 	Added    []string `json:"added"`
 	Changed  []string `json:"changed"`
+	// ChangedFields says, by plugin name, what changed in each of Changed:
+	// title, description, icon_url, parameters, and the execution
+	// config's parts (execution, auth_config, fixed_params, tags, keywords).
+	ChangedFields map[string][]string `json:"changed_fields,omitempty"`
 	// Removed are plugins of operations no longer in the document: they
 	// are disabled, not deleted.
 	Removed   []string `json:"removed"`
@@ -155,6 +162,12 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 				row.Status = old.Status
 			}
 			row.ID, row.CreateBy, row.UpdateBy = old.ID, old.CreateBy, syncBy
+			if list == &res.Changed {
+				if res.ChangedFields == nil {
+					res.ChangedFields = map[string][]string{}
+				}
+				res.ChangedFields[row.Name] = changedFields(old, row)
+			}
 			if !dryRun {
 				err = st.UpdatePlugin(ctx, row)
 			}
@@ -277,4 +290,38 @@ func contentHash(op Operation) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// changedFields names what differs between a plugin's stored row and its
+// new one, comparing JSON by meaning (a database may reorder its keys).
+func changedFields(old, cur *store.Plugin) []string {
+	var out []string
+	for _, f := range []struct {
+		name     string
+		old, cur string
+	}{{"title", old.Title, cur.Title}, {"description", old.Description, cur.Description}, {"icon_url", old.IconURL, cur.IconURL}} {
+		if f.old != f.cur {
+			out = append(out, f.name)
+		}
+	}
+	if !sameJSON(old.ParameterSchema, cur.ParameterSchema) {
+		out = append(out, "parameters")
+	}
+	var oc, cc map[string]json.RawMessage
+	_ = json.Unmarshal(old.ExecutionConfig, &oc) // unreadable: every part differs
+	_ = json.Unmarshal(cur.ExecutionConfig, &cc)
+	for _, k := range []string{"execution", "auth_config", "fixed_params", "tags", "keywords"} {
+		if !sameJSON(oc[k], cc[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -85,6 +85,9 @@ func TestSync(t *testing.T) {
 		beforeV2 := listAll(t, st)
 		wantList(t, "dry run v2 added", res.Added, "rb_get_ping")
 		wantList(t, "dry run v2 changed", res.Changed, "rb_post_tools_call")
+		if f := res.ChangedFields["rb_post_tools_call"]; len(f) == 0 || len(res.ChangedFields) != 1 {
+			t.Errorf("dry run v2: what changed: %v", res.ChangedFields)
+		}
 		wantList(t, "dry run v2 removed", res.Removed, "rb_post_initialize")
 		wantList(t, "dry run v2 unchanged", res.Unchanged, "rb_post_tools_list")
 		if !sameRows(beforeV2, listAll(t, st)) {
@@ -196,6 +199,9 @@ func TestSyncSourceIdentity(t *testing.T) {
 		}
 		res := sync(t, "", doc(t, "Alpha", "run"), Options{BaseURL: "https://other.example"})
 		wantList(t, "new base URL changed", res.Changed, "get_items", "run")
+		for _, name := range []string{"get_items", "run"} {
+			wantList(t, "new base URL: what changed in "+name, res.ChangedFields[name], "execution")
+		}
 		if r, _ := st.GetPlugin(ctx, "run"); r == nil || !strings.Contains(string(r.ExecutionConfig), "other.example") {
 			t.Errorf("the new base URL was not applied: %+v", r)
 		}
