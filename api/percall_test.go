@@ -4,13 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -29,14 +29,7 @@ func (b bearerToken) RoundTrip(r *http.Request) (*http.Response, error) {
 // /v1/execute still answers for it, from what the caches hold.
 func TestNoDatabaseReadPerCall(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := testdb.Open(t, store.DialectSQLite) // closed mid-test: the outage
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"company":"`+r.URL.Query().Get("q")+`","key_seen":`+map[bool]string{true: "true", false: "false"}[r.Header.Get("X-Api-Key") == "sk-percall-0123456789"]+`}`)
