@@ -104,6 +104,9 @@ type Call struct {
 	// caller defined) of every caller but the administrator, who defines
 	// the catalog. Payload credentials are the caller's own: never bound.
 	BoundToCatalog bool
+	// Trace asks for the request sent (Result.Request), masked: the
+	// administrator's "Try it". Without it nothing is captured.
+	Trace bool
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -117,6 +120,9 @@ type Result struct {
 	ExecutionID string          `json:"execution_id"`
 	LatencyMS   int64           `json:"latency_ms"`
 	Attempts    int             `json:"attempts"`
+	// Request is the request sent (its last attempt), masked; only with
+	// Call.Trace, never for a refused call, never recorded.
+	Request *SentRequest `json:"request,omitempty"`
 }
 
 // ToolError is a failed call, phrased for the LLM. It is masked: it never
@@ -152,15 +158,23 @@ type Prepared struct {
 	// MaxResponseBytes caps the bytes an invoker reads from the upstream.
 	MaxResponseBytes int64
 
+	// Trace asks the invoker to report what it sends (Sent).
+	Trace bool
+
 	schema  *schemaInfo
 	secrets []string
 	auth    plugins.AuthConfig // what reads the credentials (see AuthConfigurer)
+	sent    *SentRequest
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
 // access token, a basic-auth header) so that they are masked like the
 // credentials themselves.
 func (p *Prepared) AddSecrets(s ...string) { p.secrets = append(p.secrets, s...) }
+
+// Sent reports, when Trace is set, the request an attempt sent, in
+// plaintext: the executor masks it (the last one reported wins).
+func (p *Prepared) Sent(r *SentRequest) { p.sent = r }
 
 // Response is what an upstream answered: the body decoded (gzip, deflate)
 // and at most Prepared.MaxResponseBytes long.
@@ -352,6 +366,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		Credentials:      creds,
 		UserID:           call.UserID,
 		RunID:            call.RunID,
+		Trace:            call.Trace,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		auth:             p.AuthConfig,
@@ -527,6 +542,9 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 	if resp != nil {
 		res.HTTPStatus = resp.StatusCode
 		res.Attempts = resp.Attempts
+	}
+	if prep.sent != nil {
+		res.Request = prep.sent.masked(m)
 	}
 	switch {
 	case err != nil:

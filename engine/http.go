@@ -113,6 +113,9 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*ht
 		return nil, authError{err}
 	}
 	p.AddSecrets(applied.Secrets...)
+	if p.Trace {
+		p.Sent(httpSent(req, applied.Headers, out.body))
+	}
 	if len(applied.Headers) > 0 {
 		req = req.WithContext(egress.WithSensitiveHeaders(ctx, applied.Headers))
 	}
