@@ -21,6 +21,10 @@ type ExecuteRequest struct {
 	UserID      UserID            `json:"user_id,omitempty"`
 	Credentials map[string]string `json:"credentials,omitempty"`
 	FixedParams map[string]any    `json:"fixed_params,omitempty"`
+	// Trace asks for the request sent, masked, in the result's request:
+	// the administrator's only (the console's "Try it"); any other token
+	// asking is refused with 403.
+	Trace bool `json:"trace,omitempty"`
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
@@ -32,11 +36,18 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.Trace && principalFrom(r.Context()).role != roleAdmin {
+		// The request sent shows the execution config and the upstream's
+		// URL, which only the administrator sees.
+		writeError(w, http.StatusForbidden, "forbidden", "trace: only the administrator sees the request sent", nil)
+		return
+	}
 	p, ok := s.resolvePlugin(w, r, req.Name, req.Plugin)
 	if !ok {
 		return
 	}
 	res, err := s.Executor.Execute(r.Context(), engine.Call{
+		Trace:          req.Trace,
 		Plugin:         p,
 		Arguments:      rawArgs(req.Arguments),
 		UserID:         user,
