@@ -37,14 +37,68 @@ type importOpenAPIRequest struct {
 }
 
 type importResponse struct {
+	// DryRun comes first: the console's audit reads it from the answer's
+	// start, which a streamed answer's last line is.
+	DryRun bool `json:"dry_run"`
 	*openapi.SyncResult
-	DryRun   bool     `json:"dry_run"`
 	Partial  bool     `json:"partial"`
 	Warnings []string `json:"warnings"`
 }
 
+// ndjson is the media type of a streamed import's answer.
+const ndjson = "application/x-ndjson"
+
+// progressStream answers an import asking for progress (Accept:
+// application/x-ndjson, or ?progress=true): from the first progress line
+// on, the answer is 200 and NDJSON, one openapi.Progress a line, and
+// its last line is the object the route would answer without progress
+// (the result, or the error). Before the first line (a malformed request,
+// a failed fetch) the answer is the usual one.
+type progressStream struct {
+	http.ResponseWriter
+	started bool
+}
+
+func wantsProgress(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), ndjson) || r.URL.Query().Get("progress") == "true"
+}
+
+// send writes one progress line and flushes it.
+func (p *progressStream) send(pr openapi.Progress) {
+	if !p.started {
+		p.started = true
+		h := p.Header()
+		h.Set("Content-Type", ndjson+"; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no") // a proxy passes each line on
+		p.ResponseWriter.WriteHeader(http.StatusOK)
+	}
+	json.NewEncoder(p.ResponseWriter).Encode(pr)
+	http.NewResponseController(p.ResponseWriter).Flush()
+}
+
+// WriteHeader is a no-op once streaming: the status was 200.
+func (p *progressStream) WriteHeader(code int) {
+	if !p.started {
+		p.ResponseWriter.WriteHeader(code)
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (p *progressStream) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
 func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	defer s.changed(r.Context())
+	var progress func(openapi.Progress)
+	if wantsProgress(r) {
+		ps := &progressStream{ResponseWriter: w}
+		w, progress = ps, ps.send
+	}
+	report := func(phase string, n int) {
+		if progress != nil {
+			progress(openapi.Progress{Phase: phase, Done: n, Total: n})
+		}
+	}
 	var req importOpenAPIRequest
 	var data []byte
 	location := "" // inline: the source is known by the document's title
@@ -93,13 +147,16 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			location = name
 		}
 	}
+	report(openapi.PhaseFetched, len(data))
 	doc, err := openapi.Load(data, cmp.Or(location, "upload"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_document", err.Error(), nil)
 		return
 	}
+	report(openapi.PhaseParsed, len(data))
 	opts := openapi.Options{Prefix: req.Prefix, BaseURL: req.BaseURL, Tags: req.Tags, Methods: req.Methods,
-		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict, Source: req.Source, Force: req.Force, Rename: req.Rename}
+		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict, Source: req.Source, Force: req.Force, Rename: req.Rename,
+		Progress: progress}
 	if req.URL != "" {
 		opts.SourceURL = req.URL
 	}

@@ -45,7 +45,7 @@ func (c *Console) audited(next http.Handler) http.Handler {
 		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK, keep: kind == "import"}
 		next.ServeHTTP(rec, r)
-		if rec.status/100 != 2 || rec.dryRun() {
+		if rec.status/100 != 2 || rec.keep && !rec.changed() {
 			return
 		}
 		who, err := c.api.WhoIs(r)
@@ -61,18 +61,22 @@ func (c *Console) audited(next http.Handler) http.Handler {
 	})
 }
 
-// recorder keeps an answer's status and, for imports, its start (where
-// dry_run is).
+// recorder keeps an answer's status and, for imports, the start of its
+// last line: the answer itself, or a streamed import's result (or error)
+// after its progress lines.
 type recorder struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
 	keep        bool
-	body        bytes.Buffer
+	line        []byte // the start of the current line
+	ended       bool   // the current line ended: the next byte starts another
+	last        []byte // the start of the last line ended
 }
 
-// keepMax bounds the answer kept to find out whether it was a dry run.
-const keepMax = 1 << 20
+// keepMax bounds the start of a line kept: enough for its first member,
+// dry_run or error.
+const keepMax = 256
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wroteHeader {
@@ -83,19 +87,55 @@ func (r *recorder) WriteHeader(code int) {
 
 func (r *recorder) Write(p []byte) (int, error) {
 	r.wroteHeader = true
-	if r.keep && r.body.Len() < keepMax {
-		r.body.Write(p[:min(len(p), keepMax-r.body.Len())])
+	if r.keep {
+		r.keepLines(p)
 	}
 	return r.ResponseWriter.Write(p)
 }
 
+func (r *recorder) keepLines(p []byte) {
+	for len(p) > 0 {
+		if r.ended {
+			r.line, r.ended = r.line[:0], false
+		}
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if n := keepMax - len(r.line); n > 0 {
+			r.line = append(r.line, chunk[:min(len(chunk), n)]...)
+		}
+		if i < 0 {
+			return
+		}
+		r.last, r.ended = append(r.last[:0], r.line...), true
+		p = p[i+1:]
+	}
+}
+
 // Unwrap lets http.ResponseController reach the connection (the API's
-// deadlines).
+// deadlines, a streamed import's flushes).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func (r *recorder) dryRun() bool {
-	var v struct {
-		DryRun bool `json:"dry_run"`
+// changed reports whether an import's answer may have changed something:
+// all but a dry run and an error (a streamed import's status is 200
+// whatever its end). What it cannot read counts as a change.
+func (r *recorder) changed() bool {
+	last := r.last
+	if !r.ended {
+		last = r.line // an answer without a final newline
 	}
-	return r.keep && json.Unmarshal(r.body.Bytes(), &v) == nil && v.DryRun
+	dec := json.NewDecoder(bytes.NewReader(last))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return true
+	}
+	switch key, _ := dec.Token(); key {
+	case "error":
+		return false
+	case "dry_run":
+		v, _ := dec.Token()
+		return v != true
+	}
+	return true
 }

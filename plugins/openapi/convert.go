@@ -47,6 +47,9 @@ type Options struct {
 	Source string `json:"-"`
 	Force  bool   `json:"-"`
 	Rename bool   `json:"-"`
+	// Progress, if set, is told how far the conversion and the writes
+	// have come (see reporter for how often).
+	Progress func(Progress) `json:"-"`
 }
 
 // Operation is one converted operation.
@@ -91,7 +94,11 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		failures []Failure
 		noServer int
 	)
-	for _, o := range c.operations() {
+	all := c.operations()
+	rep := reporter{f: c.opts.Progress}
+	rep.start(PhaseConverting, len(all))
+	for i, o := range all {
+		rep.step(i)
 		if !c.selected(o) {
 			continue
 		}
@@ -106,6 +113,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings})
 		ids = append(ids, str(o.op["operationId"]))
 	}
+	rep.step(len(all))
 	if len(ops) == 0 && noServer > 0 && noServer == len(failures) {
 		return nil, nil, ErrNoServer
 	}

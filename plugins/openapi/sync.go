@@ -124,7 +124,10 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 
-	for _, op := range ops {
+	rep := reporter{f: opts.Progress}
+	rep.start(PhaseWriting, len(ops))
+	for i, op := range ops {
+		rep.step(i)
 		// What the API and the CLI refuse, an import does not write either.
 		if err := op.Plugin.Validate(); err != nil {
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
@@ -182,6 +185,7 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		}
 		*list = append(*list, row.Name)
 	}
+	rep.step(len(ops))
 
 	inDoc := map[string]bool{}
 	for _, o := range c.operations() {
