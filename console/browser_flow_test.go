@@ -99,9 +99,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if n := len(apiGet(t, e.url, "/v1/plugins")["plugins"].([]any)); n != 0 {
 		t.Fatalf("the dry run wrote %d plugins", n)
 	}
+	// The import streamed its progress: the bar reached the total.
+	progressDone := func(want string) {
+		t.Helper()
+		if s := tb.text("#import-progress"); s != want || !eval[bool](tb, `(() => { const p = document.querySelector('#import-progress progress'); return p.value === p.max })()`) {
+			t.Errorf("the import's progress reads %q, want %q at the end of the bar", s, want)
+		}
+	}
+	progressDone("1 of 1 compared")
 	tb.screenshot("import")
 	tb.do(chromedp.Click(chromedp.CSS("#import-apply")))
 	tb.wait("#import-result .ok")
+	progressDone("1 of 1 written")
 	plugins := apiGet(t, e.url, "/v1/plugins")["plugins"].([]any)
 	if len(plugins) != 1 || plugins[0].(map[string]any)["name"] != added {
 		t.Fatalf("applied %v, the dry run showed %q", plugins, added)
@@ -159,6 +168,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	mu.Unlock()
 	if s := tb.text("#try-result"); !strings.Contains(s, payloads[0]) {
 		t.Errorf("the upstream's answer is not shown as text: %q", s)
+	}
+	// The request the engine sent, its credential header masked.
+	if s := tb.text("#try-sent .sent-line"); !strings.HasPrefix(s, "GET "+up.URL+"/search?keyword=") {
+		t.Errorf("the request sent reads %q", s)
+	}
+	if s := tb.text("#try-sent table"); !strings.Contains(s, "X-Api-Key[REDACTED] credential") || !strings.Contains(s, "User-Agent") {
+		t.Errorf("the headers sent read %q", s)
 	}
 	tb.screenshot("try")
 
@@ -320,6 +336,11 @@ func TestConsoleUserSessionInBrowser(t *testing.T) {
 		if got := eval[float64](tb, `fetch(`+strconvQuote(path)+`).then(r => r.status)`); got != want {
 			t.Errorf("fetch %s from the user's session: %v, want %v", path, got, want)
 		}
+	}
+	// The request sent upstream is the administrator's to see.
+	if got := eval[float64](tb, `fetch('/console/api/session').then(r => r.json()).then(s => fetch('/v1/execute', {method: 'POST',
+		headers: {'Content-Type': 'application/json', 'X-CSRF-Token': s.csrf}, body: JSON.stringify({name: 'any', arguments: {}, trace: true})})).then(r => r.status)`); got != 403 {
+		t.Errorf("a per-user session asking for the request sent: %v, want 403", got)
 	}
 	tb.screenshot("user")
 

@@ -26,8 +26,12 @@ const I18N = {
     parameters: 'Parameters', as_json: 'As JSON', execution: 'Execution', auth: 'Authentication (credential names)', edit: 'Edit',
     save: 'Save', saved: 'Saved.', no_params: 'This tool takes no parameters.', required: 'required',
     user_id: 'User id', run_as: 'Run as user', run_btn: 'Run', request_sent: 'Request sent to the engine', envelope: 'Envelope',
+    sent_upstream: 'Request sent to the API (credentials masked)', headers: 'Headers', body: 'Body', credential: 'credential',
+    body_cut: '…cut: only the first 16 KiB is shown.', no_body: 'No body.',
     response: 'Response', add_item: 'Add item', remove: 'Remove', choose: '(choose)',
     paste: 'Paste the document (JSON or YAML)', upload: 'Or upload a file', url: 'Or fetch from a URL', prefix: 'Name prefix', base_url: 'Base URL',
+    p_fetched: 'Document read: {total} bytes.', p_parsed: 'Document parsed.', p_converting: 'Converting operations: {done} of {total}',
+    p_writing: '{done} of {total} written', p_comparing: '{done} of {total} compared',
     dry_run: 'Dry run', apply: 'Apply', applying: 'Importing… large documents take a while.', added: 'Added', changed: 'Changed', removed: 'Removed (to be disabled)',
     failed: 'Failed', unchanged: 'Unchanged', warnings: 'Warnings', up_to_date: 'Nothing changed since the last import of this document.',
     import_first: 'Run a dry run first: Apply writes exactly what it showed.', applied: 'Applied.', none: 'none',
@@ -62,8 +66,12 @@ const I18N = {
     parameters: '参数', as_json: 'JSON 形式', execution: '执行配置', auth: '认证（凭据名称）', edit: '编辑',
     save: '保存', saved: '已保存。', no_params: '该工具没有参数。', required: '必填',
     user_id: '用户 ID', run_as: '以用户身份运行', run_btn: '运行', request_sent: '发送给引擎的请求', envelope: '结果信封',
+    sent_upstream: '发送给 API 的请求（凭据已遮蔽）', headers: '请求头', body: '请求体', credential: '凭据',
+    body_cut: '……已截断：只显示前 16 KiB。', no_body: '无请求体。',
     response: '响应', add_item: '添加一项', remove: '移除', choose: '（请选择）',
     paste: '粘贴文档（JSON 或 YAML）', upload: '或上传文件', url: '或从 URL 获取', prefix: '名称前缀', base_url: '基础 URL',
+    p_fetched: '已读取文档：{total} 字节。', p_parsed: '已解析文档。', p_converting: '正在转换操作：{done} / {total}',
+    p_writing: '已写入 {done} / {total}', p_comparing: '已比较 {done} / {total}',
     dry_run: '试运行', apply: '应用', applying: '正在导入……大文档需要一些时间。', added: '新增', changed: '变更', removed: '移除（将停用）',
     failed: '失败', unchanged: '未变', warnings: '警告', up_to_date: '该文档自上次导入以来没有变化。',
     import_first: '请先试运行：应用时写入的正是试运行显示的内容。', applied: '已应用。', none: '无',
@@ -106,19 +114,59 @@ function el(tag, props, ...kids) {
 // link is an in-console link: the href is built here, never taken from data.
 const link = (route, text) => el('a', { attrs: { href: '#/' + route.map(encodeURIComponent).join('/') }, text });
 
-async function call(method, path, body) {
+function fetchOptions(method, body) {
   const opts = { method, credentials: 'same-origin', headers: {} };
   if (method !== 'GET') opts.headers['X-CSRF-Token'] = session && session.csrf;
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
   }
-  const r = await fetch(path, opts);
+  return opts;
+}
+
+async function answer(r, path) {
   let data = null;
   const text = await r.text();
   try { data = text ? JSON.parse(text) : null; } catch { data = { error: { message: text } }; }
   if (r.status === 401 && path !== '/console/api/session') { location.reload(); }
   return { status: r.status, ok: r.ok, data };
+}
+
+async function call(method, path, body) {
+  return answer(await fetch(path, fetchOptions(method, body)), path);
+}
+
+// callStream is call for a route that streams its progress as NDJSON
+// (an import): onProgress gets each progress line ({phase, done, total});
+// the answer is the last line, the object the route answers without
+// streaming. A route that answers before streaming (a malformed request)
+// answers as call.
+async function callStream(method, path, body, onProgress) {
+  const opts = fetchOptions(method, body);
+  opts.headers.Accept = 'application/x-ndjson';
+  const r = await fetch(path, opts);
+  if (!/^application\/x-ndjson/.test(r.headers.get('Content-Type') || '')) return answer(r, path);
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let last = null;
+  const line = (l) => {
+    if (!l.trim()) return;
+    const v = JSON.parse(l);
+    if (v && v.phase !== undefined) onProgress(v); else last = v;
+  };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      for (let i; (i = buf.indexOf('\n')) >= 0; buf = buf.slice(i + 1)) line(buf.slice(0, i));
+    }
+    line(buf);
+  } catch (e) {
+    last = { error: { message: String(e) } };
+  }
+  if (!last) last = { error: { message: 'HTTP ' + r.status } };
+  return { status: r.status, ok: r.ok && !last.error, data: last };
 }
 
 // errorBox names what went wrong, field by field when the API says which.
@@ -280,6 +328,19 @@ function field(name, schema, required) {
   return { node: label(input), get: () => (input.value === '' ? undefined : num ? Number(input.value) : input.value) };
 }
 
+// sentRequest shows the request the engine sent upstream, as the engine
+// masked it: method and URL, the headers (those carrying credentials
+// marked), the body.
+function sentRequest(req) {
+  const headers = (req.headers || []).map((h) => [el('code', { text: h.name }),
+    el('span', null, el('code', { text: h.value }), h.credential ? ' ' : null, h.credential ? el('span', { class: 'badge off', text: t('credential') }) : null)]);
+  return el('div', { attrs: { id: 'try-sent' } }, el('h2', { text: t('sent_upstream') }),
+    el('p', null, el('code', { class: 'sent-line', text: req.method + ' ' + req.url })),
+    el('h3', { text: t('headers') }), table([t('name'), t('value')], headers),
+    el('h3', { text: t('body') }), req.body ? el('pre', { class: 'sent-body', text: req.body }) : el('p', { class: 'purpose', text: t('no_body') }),
+    req.body_truncated ? el('p', { class: 'purpose', text: t('body_cut') }) : null);
+}
+
 async function pageTry(page, name) {
   heading(page, t('try') + ': ' + name, t('try_purpose'));
   let params;
@@ -302,10 +363,16 @@ async function pageTry(page, name) {
     out.replaceChildren();
     const body = { name, arguments: root.get() || {} };
     if (user.value) body.user_id = Number(user.value);
+    // The administrator sees what the engine sent upstream (a per-user
+    // session is refused it: the execution config is not its to see).
+    if (isAdmin()) body.trace = true;
     out.append(el('h2', { text: t('request_sent') }), el('p', null, el('code', { text: 'POST /v1/execute' })), json(body));
     const r = await call('POST', '/v1/execute', body);
     if (r.data && r.data.execution_id !== undefined && r.data.ok !== undefined) {
-      out.append(el('h2', { text: t('response') }), json(r.data.output), el('h2', { text: t('envelope') }), json(r.data));
+      const envelope = Object.assign({}, r.data);
+      delete envelope.request;
+      if (r.data.request) out.append(sentRequest(r.data.request));
+      out.append(el('h2', { text: t('response') }), json(r.data.output), el('h2', { text: t('envelope') }), json(envelope));
     } else out.append(errorBox(r));
   } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') })), out);
 }
@@ -326,9 +393,19 @@ async function pageImport(page) {
     if (url.value) b.url = url.value; else b.document = doc.value;
     return b;
   };
+  const bar = el('progress', { attrs: { max: 1, value: 0 } });
+  const barText = el('span', { attrs: { 'aria-live': 'polite' } });
+  const progress = el('div', { class: 'progress', attrs: { id: 'import-progress', hidden: true } }, bar, barText);
   const send = async (dry) => {
     out.replaceChildren(el('p', { text: dry ? t('loading') : t('applying') }));
-    const r = await call('POST', '/v1/plugins/import/openapi', body(dry));
+    bar.max = 1; bar.value = 0; barText.textContent = '';
+    progress.hidden = false;
+    const r = await callStream('POST', '/v1/plugins/import/openapi', body(dry), (p) => {
+      const key = p.phase === 'writing' && dry ? 'p_comparing' : 'p_' + p.phase;
+      bar.max = Math.max(p.total, 1); bar.value = p.total ? p.done : 1;
+      progress.dataset.phase = p.phase;
+      barText.textContent = t(key).replace('{done}', p.done).replace('{total}', p.total);
+    });
     out.replaceChildren();
     if (!r.ok && !(r.data && r.data.added)) { apply.disabled = true; return out.append(errorBox(r)); }
     const d = r.data;
@@ -348,7 +425,7 @@ async function pageImport(page) {
   page.append(el('div', { class: 'stack' }, el('label', null, t('paste'), doc), el('label', null, t('upload'), file),
     el('label', null, t('url'), url), el('label', null, t('prefix'), prefix), el('label', null, t('base_url'), base),
     el('p', { class: 'purpose', text: t('import_first') }),
-    el('div', { class: 'row' }, el('button', { attrs: { id: 'import-dry' }, text: t('dry_run'), on: { click: () => send(true) } }), apply)), out);
+    el('div', { class: 'row' }, el('button', { attrs: { id: 'import-dry' }, text: t('dry_run'), on: { click: () => send(true) } }), apply)), progress, out);
 }
 
 async function pageMCP(page) {
