@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -14,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
 )
 
 // Error codes the Invoker adds to the executor's.
@@ -89,6 +91,9 @@ func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.A
 // Invoke implements engine.Invoker.
 func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
 	e := &p.Plugin.Execution
+	if p.Trace {
+		p.Sent(inv.sent(ctx, p))
+	}
 	res, err := inv.Manager.CallTool(ctx, Call{
 		Server:      e.MCPID,
 		Tool:        e.ToolName,
@@ -116,6 +121,33 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+out.Text(), "")}
 	}
 	return resp, nil
+}
+
+// sent is the trace of a tools/call (engine.Call.Trace): the method, the
+// server's URL (without userinfo; a stdio server: "stdio:" and its name)
+// and the params, tool name and arguments. The HTTP requests of the
+// session (headers, the auth applied) are the session's, shared between
+// calls: they are not shown.
+func (inv Invoker) sent(ctx context.Context, p *engine.Prepared) *engine.SentRequest {
+	e := &p.Plugin.Execution
+	c, err := inv.Manager.config(ctx, e.MCPID)
+	if err != nil {
+		return nil // refused: nothing is sent
+	}
+	target := "stdio:" + c.name
+	if c.transport != store.TransportStdio {
+		target = c.url
+		if u, err := url.Parse(c.url); err == nil {
+			u.User = nil
+			target = u.String()
+		}
+	}
+	args := p.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	body, _ := json.Marshal(map[string]any{"name": e.ToolName, "arguments": args})
+	return &engine.SentRequest{Method: "tools/call", URL: target, Body: string(body)}
 }
 
 // toolError classifies a failure of CallTool for the executor: refusals

@@ -343,3 +343,22 @@ func TestSSE(t *testing.T) {
 		}
 	}
 }
+
+// TestTrace: a traced MCP call reports the tools/call it sent, to the
+// server's URL, the arguments masked like the output.
+func TestTrace(t *testing.T) {
+	up := mcptest.New(t)
+	ex, _ := setup(t, httpServer(up))
+	p := mcpPlugin("echo", nil)
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: p, Arguments: json.RawMessage(`{"text":"my token is ` + tokenA["mcp_token"] + `"}`),
+		Credentials: tokenA, Trace: true})
+	if err != nil || !res.OK || res.Request == nil {
+		t.Fatalf("Execute = %+v, %v", res, err)
+	}
+	if r := res.Request; r.Method != "tools/call" || r.URL != up.Endpoint || r.Body != `{"arguments":{"text":"my token is [REDACTED]"},"name":"echo"}` {
+		t.Errorf("request sent: %+v", r)
+	}
+	if res, _ := ex.Execute(context.Background(), engine.Call{Plugin: p, Arguments: json.RawMessage(`{"text":"hi"}`), Credentials: tokenA}); res.Request != nil {
+		t.Errorf("a call without trace reports %+v", res.Request)
+	}
+}
