@@ -176,6 +176,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := tb.text("#try-sent table"); !strings.Contains(s, "X-Api-Key[REDACTED] credential") || !strings.Contains(s, "User-Agent") {
 		t.Errorf("the headers sent read %q", s)
 	}
+	eval[bool](tb, `(document.getElementById('try-sent').scrollIntoView(), true)`)
 	tb.screenshot("try")
 
 	// The execution record is written in the background.
