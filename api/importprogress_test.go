@@ -108,21 +108,21 @@ func TestImportProgress(t *testing.T) {
 
 		// A failure once streaming: the last line is the error.
 		code, _, streamed = post("progress=true&base_url=ftp://nowhere")
-		if final, _ = lastLine(t, streamed); code != http.StatusOK || final["error"] == nil {
+		if final = lastLine(t, streamed); code != http.StatusOK || final["error"] == nil {
 			t.Errorf("a failed streamed import: %d, ends with %v", code, final)
 		}
 	})
 }
 
 // lastLine decodes the last line of an NDJSON answer.
-func lastLine(t *testing.T, body []byte) (map[string]any, int) {
+func lastLine(t *testing.T, body []byte) map[string]any {
 	t.Helper()
 	all := strings.Split(strings.TrimSpace(string(body)), "\n")
 	var out map[string]any
 	if err := json.Unmarshal([]byte(all[len(all)-1]), &out); err != nil {
 		t.Fatalf("last line %q: %v", all[len(all)-1], err)
 	}
-	return out, len(all)
+	return out
 }
 
 func (e *env) list(t *testing.T) any {
