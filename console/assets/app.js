@@ -499,41 +499,57 @@ async function pageCredentials(page, uid) {
   })));
 }
 
-// chart draws, per plugin, the calls in each time bucket as bars with the
-// bucket's average latency in the bar's title.
+// chart draws, per plugin, the calls in each time bucket as bars and the
+// bucket's average latency as a line (its own scale, the maximum written
+// beside it), over a time axis marked at both ends; each bar's title gives
+// its figures.
 function chart(execs) {
   const NS = 'http://www.w3.org/2000/svg';
-  const svgEl = (tag, attrs) => { const n = document.createElementNS(NS, tag); for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v)); return n; };
+  const svgEl = (tag, attrs, text) => {
+    const n = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
   const times = execs.map((e) => Date.parse(e.create_time));
   const lo = Math.min(...times), hi = Math.max(...times) + 1;
-  const buckets = 24, W = 600, rowH = 40;
+  const buckets = 24, W = 720, head = 18, plotH = 44, rowH = head + plotH + 14, axisH = 20;
   const byPlugin = {};
   for (const e of execs) {
     const b = Math.min(buckets - 1, Math.floor(((Date.parse(e.create_time) - lo) / (hi - lo)) * buckets));
     const row = byPlugin[e.plugin_name] || (byPlugin[e.plugin_name] = Array.from({ length: buckets }, () => ({ n: 0, ms: 0 })));
     row[b].n++; row[b].ms += e.latency_ms;
   }
-  const names = Object.keys(byPlugin).slice(0, 12);
-  const max = Math.max(1, ...names.flatMap((n) => byPlugin[n].map((c) => c.n)));
-  const svg = svgEl('svg', { viewBox: `0 0 ${W + 200} ${names.length * rowH + 10}`, role: 'img', 'aria-label': t('calls_chart') });
+  const names = Object.keys(byPlugin).sort((a, b) => byPlugin[b].reduce((s, c) => s + c.n, 0) - byPlugin[a].reduce((s, c) => s + c.n, 0)).slice(0, 12);
+  const svg = svgEl('svg', { viewBox: `0 0 ${W} ${names.length * rowH + axisH}`, role: 'img', 'aria-label': t('calls_chart') });
+  const bw = W / buckets;
   names.forEach((n, i) => {
-    const y = i * rowH + 5;
-    const total = byPlugin[n].reduce((a, c) => a + c.n, 0);
-    const ms = byPlugin[n].reduce((a, c) => a + c.ms, 0);
-    const label = svgEl('text', { x: W + 8, y: y + 20, 'font-size': 12 });
-    label.textContent = `${n}: ${total} ${t('calls')}, ${t('avg')} ${Math.round(ms / total)} ms`;
-    svg.append(label);
-    byPlugin[n].forEach((c, b) => {
+    const rows = byPlugin[n], y0 = i * rowH, base = y0 + head + plotH;
+    const total = rows.reduce((a, c) => a + c.n, 0), ms = rows.reduce((a, c) => a + c.ms, 0);
+    const maxN = Math.max(1, ...rows.map((c) => c.n));
+    const peakMs = Math.max(...rows.map((c) => (c.n ? c.ms / c.n : 0)));
+    const maxMs = Math.max(1, peakMs); // the line's scale
+    svg.append(svgEl('text', { x: 0, y: y0 + 13, 'font-size': 12, 'font-weight': 600 }, n));
+    svg.append(svgEl('text', { x: W, y: y0 + 13, 'font-size': 11, 'text-anchor': 'end', fill: '#57606a' },
+      `${total} ${t('calls')} · ${t('avg')} ${Math.round(ms / total)} ms · max ${Math.round(peakMs)} ms`));
+    svg.append(svgEl('line', { x1: 0, y1: base, x2: W, y2: base, stroke: '#d0d7de' }));
+    const line = [];
+    rows.forEach((c, b) => {
       if (!c.n) return;
-      const h = (c.n / max) * (rowH - 10);
-      const bar = svgEl('rect', { x: b * (W / buckets) + 1, y: y + rowH - 10 - h, width: W / buckets - 2, height: h, fill: '#1f6feb' });
-      const title = svgEl('title', {});
-      title.textContent = `${c.n} ${t('calls')}, ${t('avg')} ${Math.round(c.ms / c.n)} ms`;
-      bar.append(title);
+      const h = Math.max(2, (c.n / maxN) * (plotH - 4));
+      const bar = svgEl('rect', { x: b * bw + 1, y: base - h, width: bw - 2, height: h, fill: '#1f6feb', opacity: 0.8 });
+      bar.append(svgEl('title', {}, `${c.n} ${t('calls')}, ${t('avg')} ${Math.round(c.ms / c.n)} ms`));
       svg.append(bar);
+      line.push(`${b * bw + bw / 2},${base - ((c.ms / c.n) / maxMs) * (plotH - 4)}`);
     });
+    if (line.length > 1) svg.append(svgEl('polyline', { points: line.join(' '), fill: 'none', stroke: '#d4700b', 'stroke-width': 2 }));
+    else svg.append(svgEl('circle', { cx: line[0].split(',')[0], cy: line[0].split(',')[1], r: 3, fill: '#d4700b' }));
   });
-  return el('div', { class: 'chart' }, svg);
+  const yAxis = names.length * rowH + 14;
+  svg.append(svgEl('text', { x: 0, y: yAxis, 'font-size': 11, fill: '#57606a' }, fmtTime(new Date(lo).toISOString())));
+  svg.append(svgEl('text', { x: W, y: yAxis, 'font-size': 11, fill: '#57606a', 'text-anchor': 'end' }, fmtTime(new Date(hi).toISOString())));
+  return el('div', { class: 'chart' }, svg,
+    el('p', { class: 'legend' }, el('span', { class: 'key calls' }), t('calls'), ' ', el('span', { class: 'key latency' }), t('latency')));
 }
 
 async function pageActivity(page, query) {
