@@ -47,7 +47,7 @@ type recorded struct {
 	body        []byte
 }
 
-func newUpstream(t *testing.T, h http.HandlerFunc) *upstream {
+func newUpstream(t testing.TB, h http.HandlerFunc) *upstream {
 	u := &upstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -69,7 +69,7 @@ func (u *upstream) received() []recorded {
 
 // env is one engine on one database, served over HTTP.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.Store
 	url   string
 	creds *auth.CredentialService
@@ -81,7 +81,7 @@ type env struct {
 	changes *store.Watcher
 }
 
-func newEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) *env {
+func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	key := make([]byte, 32)
 	rand.Read(key)
 	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")

@@ -133,10 +133,11 @@ func (s *Server) isOperatorToken(tok string) bool {
 // the hash, not the token, and is checked the same way on every request,
 // so it ends when its token is revoked (after one poll of the counters).
 func (s *Server) principalFor(ctx context.Context, hash string) (principal, error) {
-	if s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(auth.HashToken(s.AdminToken))) == 1 {
+	admin, service := s.operators.get(s)
+	if admin != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(admin)) == 1 {
 		return principal{role: roleAdmin}, nil
 	}
-	if s.ServiceToken != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(auth.HashToken(s.ServiceToken))) == 1 {
+	if service != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(service)) == 1 {
 		return principal{role: roleService}, nil
 	}
 	t, err := s.lookupToken(ctx, hash)
@@ -150,6 +151,26 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 		return principal{}, errors.New("token expired")
 	}
 	return principal{role: roleUser, userID: t.userID}, nil
+}
+
+// operatorHashes are the hashes of the operator's tokens, taken once: the
+// tokens are settings, fixed before the first request, and every request
+// compares against them.
+type operatorHashes struct {
+	once           sync.Once
+	admin, service string
+}
+
+func (o *operatorHashes) get(s *Server) (admin, service string) {
+	o.once.Do(func() {
+		if s.AdminToken != "" {
+			o.admin = auth.HashToken(s.AdminToken)
+		}
+		if s.ServiceToken != "" {
+			o.service = auth.HashToken(s.ServiceToken)
+		}
+	})
+	return o.admin, o.service
 }
 
 // Who is whom a token or session stands for, for the console.

@@ -75,6 +75,7 @@ type Server struct {
 	Sessions Sessions
 
 	tokens     tokenCache
+	operators  operatorHashes
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
 	// migrated is set once /readyz has seen the schema up to date: a
