@@ -21,6 +21,9 @@ func TestAnalyzer(t *testing.T) {
 		{"HTTPServer v2", []string{"http", "server", "v2"}},
 		{"Deleting the repositories of 42 organizations", []string{"delet", "repo", "org"}},
 		{"pull request", []string{"pull", "pr", "request"}},
+		// an acronym's plural, an agent noun in -ee
+		{"open PRs, listURLsFor", []string{"open", "pr", "list", "url"}},
+		{"assignees of invitees", []string{"assign", "invit"}},
 		// CJK: each character, each pair; 用户 is "user" in any language
 		{"删除用户", []string{"删", "除", "删除", "用", "除用", "户", "user"}},
 		{"导出 user 列表", []string{"导", "出", "导出", "user", "列", "表", "列表"}},

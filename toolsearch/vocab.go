@@ -39,7 +39,7 @@ var vocabulary = []vocabGroup{
 	// into the group's first (canonical)
 	{same, []string{"repo", "repository"}},
 	{same, []string{"org", "organization", "organisation"}},
-	{same, []string{"pr", "pull request"}},
+	{same, []string{"pr", "prs", "pull request", "pull requests"}},
 	{synonym, []string{"config", "configuration", "settings", "setting", "配置", "设置"}},
 	{same, []string{"info", "information", "details", "detail", "信息", "详细", "详情"}},
 	{same, []string{"env", "environment"}},
