@@ -8,6 +8,9 @@
 // weighted and length-normalized per field, summed, then saturated once,
 // so a word in the title counts more than the same word deep in a
 // parameter's description, and repeating it does not add without bound.
+// A tool that does what the request asks (its title's verb or its HTTP
+// method in the group of the request's verb) then scores half as much
+// again.
 package toolsearch
 
 import (
@@ -44,6 +47,7 @@ const k1 = 1.2
 type Index struct {
 	an       analyzer
 	docs     []*plugins.Plugin
+	actions  []actions        // of each doc
 	terms    map[string]int32 // term → its postings
 	postings [][]posting
 	idf      []float64
@@ -149,6 +153,12 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w * (k1 + 1) / (k1 + w))})
 		}
 	}
+	ix.actions = make([]actions, len(ix.docs))
+	if !an.plain {
+		for d, p := range ix.docs {
+			ix.actions[d] = toolActions(p)
+		}
+	}
 	n := float64(len(ix.docs))
 	ix.idf = make([]float64, len(ix.postings))
 	for id, ps := range ix.postings {
@@ -216,9 +226,17 @@ func (ix *Index) Search(query string, limit int) []Result {
 			best[d] = 0
 		}
 	}
+	var qa actions
+	if !ix.an.plain {
+		qa = queryActions(query)
+	}
 	top := make(resultHeap, 0, limit+1)
 	for _, d := range touched {
-		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: acc[d], Plugin: ix.docs[d]}
+		score := acc[d]
+		if ix.actions[d]&qa != 0 {
+			score *= 1 + actionBoost
+		}
+		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
 		acc[d] = 0
 		if len(top) < limit {
 			heap.Push(&top, r)

@@ -172,3 +172,62 @@ func TestFuse(t *testing.T) {
 		t.Fatalf("Fuse with one list = %v", names(got))
 	}
 }
+
+func TestActions(t *testing.T) {
+	method := func(m, path string) func(*plugins.Plugin) {
+		return func(p *plugins.Plugin) { p.Execution.Method, p.Execution.BaseURL = m, "https://api.example.com"+path }
+	}
+	a := func(verbs ...string) actions {
+		var out actions
+		for _, v := range verbs {
+			out |= actionIndex[v]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		p    *plugins.Plugin
+		want actions
+	}{
+		{plugin("repos_delete", "Delete a repository", "", method("DELETE", "/repos/{owner}/{repo}")), a("delete")},
+		{plugin("issues_list-for-repo", "List repository issues", "", method("GET", "/repos/{owner}/{repo}/issues")), a("list")},
+		{plugin("repos_get", "Get a repository", "", method("GET", "/repos/{owner}/{repo}")), a("get")},
+		// the title's first word: "Test" is no action; the method says create
+		{plugin("repos_test-push-webhook", "Test the push repository webhook", "", method("POST", "/repos/{owner}/{repo}/hooks/{id}/tests")), a("create")},
+		// no verb in the title: the name's
+		{plugin("removeUser", "User", "", method("POST", "/users/remove")), a("delete", "create")},
+		{plugin("list_3", "获取部门列表", "", method("GET", "/system/dept/list")), a("get", "list")},
+		{plugin("changeStatus", "状态修改", "", method("PUT", "/system/user/changeStatus")), a("update")},
+	} {
+		if got := toolActions(tc.p); got != tc.want {
+			t.Errorf("toolActions(%s) = %b, want %b", tc.p.Name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		q    string
+		want actions
+	}{
+		{"Removing the label", a("delete")},
+		{"show them", a("get", "list")},
+		{"turn off the wiki", a("disable")},
+		{"帮我删掉这个部门", a("delete")},
+		{"the wiki", 0},
+	} {
+		if got := queryActions(tc.q); got != tc.want {
+			t.Errorf("queryActions(%q) = %b, want %b", tc.q, got, tc.want)
+		}
+	}
+	// A rare word of the request that a tool of another action shares
+	// does not outweigh the action.
+	ix, _ := New([]*plugins.Plugin{
+		plugin("repos_delete", "Delete a repository", "Deleting a repository requires admin access.", method("DELETE", "/repos/{owner}/{repo}")),
+		plugin("repos_test-push-webhook", "Test the push repository webhook", "Triggers a push event.", method("POST", "/repos/{owner}/{repo}/hooks/{id}/tests")),
+		plugin("issues_create", "Create an issue", "Opens a new issue in a repository.", method("POST", "/repos/{owner}/{repo}/issues")),
+		plugin("issues_list", "List issues", "Lists the issues of a repository.", method("GET", "/repos/{owner}/{repo}/issues")),
+		plugin("issues_delete-label", "Delete a label", "Deletes a label.", method("DELETE", "/repos/{owner}/{repo}/labels/{name}")),
+		plugin("repos_get", "Get a repository", "Returns a repository.", method("GET", "/repos/{owner}/{repo}")),
+		plugin("issues_get-label", "Get a label", "Returns a label.", method("GET", "/repos/{owner}/{repo}/labels/{name}")),
+	})
+	if rs := ix.Search("delete the old test repository", 2); len(rs) == 0 || rs[0].Name != "repos_delete" {
+		t.Errorf("delete the old test repository: %v", names(rs))
+	}
+}

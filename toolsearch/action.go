@@ -1,0 +1,105 @@
+package toolsearch
+
+import (
+	"strings"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// actions is a set of the vocabulary's verb groups (create, delete,
+// update, read, list, …), one bit each.
+type actions uint32
+
+// actionVerbs name the vocabulary groups that are actions, by their first
+// word.
+var actionVerbs = setOf(`create delete update get list search enable disable cancel download upload`)
+
+// actionIndex maps a key of the vocabulary (a lowercased word and its
+// term, a phrase, a CJK word) to the actions of its groups.
+var actionIndex = func() map[string]actions {
+	m := map[string]actions{}
+	bit := actions(1)
+	for _, g := range vocabulary {
+		if !actionVerbs[g.words[0]] {
+			continue
+		}
+		for _, w := range g.words {
+			m[w] |= bit
+			if t := rawTerm(w); t != "" {
+				m[t] |= bit
+			}
+		}
+		bit <<= 1
+	}
+	return m
+}()
+
+// actionBoost multiplies the score of a tool that does what the request
+// asks (a DELETE for "remove", a listing for "show all"): a rare word of
+// the request the tool happens to share ("test" in "delete the old test
+// repository") should not outweigh the action.
+const actionBoost = 0.5
+
+// queryActions are the actions a request asks for, by its words.
+func queryActions(q string) actions {
+	var a actions
+	for _, k := range vocabKeys(q) {
+		a |= lookupAction(k.text)
+	}
+	return a
+}
+
+func lookupAction(w string) actions {
+	if a, ok := actionIndex[w]; ok {
+		return a
+	}
+	if r := []rune(w); len(r) > 0 && isCJK(r[0]) {
+		return 0
+	}
+	return actionIndex[stem(w)]
+}
+
+// toolActions are what a tool does: the verb its title starts with (or,
+// in Chinese, any verb of its title), else a verb of its name, and what
+// its HTTP method does — a GET of a collection (a path ending in a literal
+// segment) lists, of one item reads.
+func toolActions(p *plugins.Plugin) actions {
+	var a actions
+	first := true
+	scan(p.Title, func(w string) {
+		if first {
+			a |= lookupAction(strings.ToLower(w))
+		}
+		first = false
+	}, func(run string) {
+		rs := []rune(run)
+		for i := 0; i+1 < len(rs); i++ {
+			a |= lookupAction(string(rs[i : i+2]))
+		}
+	})
+	if a == 0 {
+		scan(p.Name, func(w string) {
+			for _, part := range splitCamel(w) {
+				a |= lookupAction(strings.ToLower(part))
+			}
+		}, func(string) {})
+	}
+	return a | methodActions(p)
+}
+
+func methodActions(p *plugins.Plugin) actions {
+	switch strings.ToUpper(p.Execution.Method) {
+	case "GET":
+		if !strings.HasSuffix(strings.TrimRight(p.Execution.BaseURL, "/"), "}") {
+			return actionIndex["list"]
+		}
+		return actionIndex["get"]
+	case "POST":
+		return actionIndex["create"]
+	case "PUT", "PATCH":
+		return actionIndex["update"]
+	case "DELETE":
+		return actionIndex["delete"]
+	}
+	return 0
+}
