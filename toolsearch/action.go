@@ -43,6 +43,7 @@ const actionBoost = 0.5
 // queryActions are the actions a request asks for, by its words.
 func queryActions(q string) actions {
 	var a actions
+	q, _ = splitPayload(q)
 	for _, k := range vocabKeys(q) {
 		a |= lookupAction(k.text)
 	}

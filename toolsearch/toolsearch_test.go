@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -48,6 +49,24 @@ func TestQueryConcepts(t *testing.T) {
 	got = fmt.Sprint(analyzer{}.analyzeQuery("delete repos"))
 	if want := "[[{delet 1} {remov 0.5} {drop 0.5} {destroy 0.5} {eras 0.5} {purg 0.5} {discard 0.5} {删除 0.5} {删掉 0.5} {移除 0.5} {去掉 0.5} {撤销 0.5} {清除 0.5}] [{repo 1}]]"; got != want {
 		t.Errorf("concepts = %s\nwant       %s", got, want)
+	}
+}
+
+func TestSplitPayload(t *testing.T) {
+	for _, tc := range []struct{ q, ask, payload string }{
+		{"create a private repo called notes", "create a private repo", "notes"},
+		{"open an issue saying the login page is broken, and assign it to me", "open an issue , and assign it to me", "the login page is broken"},
+		{`add a label "good first issue" to #3`, "add a label to #3", "good first issue"},
+		{"rename the branch to v2.1 titled Beta. Then list it", "rename the branch to v2.1 . Then list it", "Beta"},
+	} {
+		ask, payload := splitPayload(tc.q)
+		if strings.Join(strings.Fields(ask), " ") != tc.ask || strings.Join(strings.Fields(payload), " ") != tc.payload {
+			t.Errorf("splitPayload(%q) = %q, %q", tc.q, ask, payload)
+		}
+	}
+	got := fmt.Sprint(analyzer{}.analyzeQuery("a repo called notes"))
+	if want := "[[{repo 1}] [{note 0.2}]]"; got != want {
+		t.Errorf("concepts = %s, want %s", got, want)
 	}
 }
 

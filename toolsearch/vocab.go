@@ -166,20 +166,31 @@ type concept []qterm
 // or "my", a phrase such as "turn off") brings a concept of its group's
 // words instead; a phrase's own words then drop out ("logged in" says
 // "authenticated", not "log").
+//
+// The words that name the thing a request makes or says ("called notes",
+// "saying the login page is broken", quoted text) are values, not what the
+// tool does: they count at payloadWeight and bring no vocabulary.
 func (a analyzer) analyzeQuery(q string) []concept {
 	var concepts []concept
 	own := map[string]int{} // own term → its concept
-	a.each(q, func(t string, kind int) {
-		if i, ok := own[t]; ok {
-			concepts[i][0].weight = max(concepts[i][0].weight, kindWeight[kind])
-			return
+	add := func(factor float64) func(string, int) {
+		return func(t string, kind int) {
+			w := factor * kindWeight[kind]
+			if i, ok := own[t]; ok {
+				concepts[i][0].weight = max(concepts[i][0].weight, w)
+				return
+			}
+			own[t] = len(concepts)
+			concepts = append(concepts, concept{{t, w}})
 		}
-		own[t] = len(concepts)
-		concepts = append(concepts, concept{{t, kindWeight[kind]}})
-	})
+	}
 	if a.plain {
+		a.each(q, add(1))
 		return concepts
 	}
+	q, payload := splitPayload(q)
+	a.each(q, add(1))
+	a.each(payload, add(payloadWeight))
 	dropped := map[int]bool{}
 	for _, key := range vocabKeys(q) {
 		adds, ok := vocabIndex[key.text]
@@ -260,4 +271,52 @@ func vocabKeys(q string) []vocabKey {
 		}
 	})
 	return keys
+}
+
+// payloadWeight is the weight of a request's words that are values.
+const payloadWeight = 0.2
+
+// payloadMarkers introduce a value: the name or text of what a request
+// makes ("a repo called notes", "an issue saying …").
+var payloadMarkers = setOf(`called named titled entitled saying says`)
+
+// splitPayload cuts q into what it asks and the values it gives: quoted
+// text, and the words after a payload marker up to the end of the clause.
+func splitPayload(q string) (ask, payload string) {
+	var a, p strings.Builder
+	inQuote, inValue := false, false
+	word := strings.Builder{}
+	flush := func() {
+		w := word.String()
+		word.Reset()
+		switch {
+		case inQuote || inValue:
+			p.WriteString(w)
+		case payloadMarkers[strings.ToLower(w)]:
+			inValue = true
+		default:
+			a.WriteString(w)
+		}
+	}
+	rs := []rune(q)
+	for i, r := range rs {
+		switch {
+		case r == '"' || r == '“' || r == '”' || r == '「' || r == '」':
+			flush()
+			inQuote = !inQuote
+			a.WriteByte(' ')
+			p.WriteByte(' ')
+		case isWordRune(r):
+			word.WriteRune(r)
+		default:
+			flush()
+			if strings.ContainsRune(",;!?。，；！？", r) || (r == '.' && (i+1 == len(rs) || rs[i+1] == ' ')) {
+				inValue = false
+			}
+			a.WriteRune(r)
+			p.WriteRune(' ')
+		}
+	}
+	flush()
+	return a.String(), p.String()
 }
