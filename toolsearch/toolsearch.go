@@ -10,12 +10,14 @@
 // parameter's description, and repeating it does not add without bound.
 // A tool that does what the request asks (its title's verb or its HTTP
 // method in the group of the request's verb) then scores half as much
-// again.
+// again, and a tool whose title the request says in full twice as much
+// (in part, in proportion).
 package toolsearch
 
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -42,12 +44,22 @@ const MaxLimit = 50
 // are the textbook ones, not fitted.
 const k1 = 1.2
 
+// titleBoost multiplies the score of a tool by one plus this share of its
+// title's words the request names (its own words or their synonyms): the
+// title says what the tool does in a few words, and a request that says
+// them ("create a repo" of "Create a repository") is about that tool more
+// surely than about one sharing a rarer word of the request ("private").
+// A BM25 sum cannot see it: "repository" is in most of GitHub's tools,
+// and weighs almost nothing there.
+const titleBoost = 1.0
+
 // Index is an immutable search index over one catalog snapshot; Search is
 // safe for concurrent use and does no I/O.
 type Index struct {
 	an       analyzer
 	docs     []*plugins.Plugin
 	actions  []actions        // of each doc
+	title    [][]int32        // of each doc: its title's terms
 	terms    map[string]int32 // term → its postings
 	postings [][]posting
 	idf      []float64
@@ -154,9 +166,15 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		}
 	}
 	ix.actions = make([]actions, len(ix.docs))
+	ix.title = make([][]int32, len(ix.docs))
 	if !an.plain {
 		for d, p := range ix.docs {
 			ix.actions[d] = toolActions(p)
+			builder.each(p.Title, func(t string, kind int) {
+				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
+					ix.title[d] = append(ix.title[d], id)
+				}
+			})
 		}
 	}
 	n := float64(len(ix.docs))
@@ -227,14 +245,31 @@ func (ix *Index) Search(query string, limit int) []Result {
 		}
 	}
 	var qa actions
+	var named []int32 // the terms of the request's own words and their synonyms
 	if !ix.an.plain {
 		qa = queryActions(query)
+		for _, c := range concepts {
+			for _, qt := range c {
+				if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(named, id) {
+					named = append(named, id)
+				}
+			}
+		}
 	}
 	top := make(resultHeap, 0, limit+1)
 	for _, d := range touched {
 		score := acc[d]
 		if ix.actions[d]&qa != 0 {
 			score *= 1 + actionBoost
+		}
+		if title := ix.title[d]; len(title) > 0 {
+			n := 0
+			for _, id := range title {
+				if slices.Contains(named, id) {
+					n++
+				}
+			}
+			score *= 1 + titleBoost*float64(n)/float64(len(title))
 		}
 		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
 		acc[d] = 0

@@ -192,10 +192,12 @@ func TestFuse(t *testing.T) {
 	}
 }
 
+// method sets a test plugin's method and path.
+func method(m, path string) func(*plugins.Plugin) {
+	return func(p *plugins.Plugin) { p.Execution.Method, p.Execution.BaseURL = m, "https://api.example.com"+path }
+}
+
 func TestActions(t *testing.T) {
-	method := func(m, path string) func(*plugins.Plugin) {
-		return func(p *plugins.Plugin) { p.Execution.Method, p.Execution.BaseURL = m, "https://api.example.com"+path }
-	}
 	a := func(verbs ...string) actions {
 		var out actions
 		for _, v := range verbs {
@@ -248,5 +250,22 @@ func TestActions(t *testing.T) {
 	})
 	if rs := ix.Search("delete the old test repository", 2); len(rs) == 0 || rs[0].Name != "repos_delete" {
 		t.Errorf("delete the old test repository: %v", names(rs))
+	}
+}
+
+// TestTitleCoverage: a request that says a tool's title in full finds it
+// before a tool sharing a rarer word, though "repository" is everywhere.
+func TestTitleCoverage(t *testing.T) {
+	post := func(path string) func(*plugins.Plugin) { return method("POST", path) }
+	ix, _ := New([]*plugins.Plugin{
+		plugin("repos_create", "Create a repository", "Creates a new repository; it may be private.", post("/user/repos")),
+		plugin("private-registries_create", "Create a private registry for an organization", "Creates a private registry configuration with an encrypted value.", post("/orgs/{org}/private-registries")),
+		plugin("repos_create-fork", "Create a fork", "Creates a fork of a repository.", post("/repos/{owner}/{repo}/forks")),
+		plugin("repos_create-webhook", "Create a repository webhook", "Creates a webhook of a repository.", post("/repos/{owner}/{repo}/hooks")),
+		plugin("issues_create", "Create an issue", "Creates an issue in a repository.", post("/repos/{owner}/{repo}/issues")),
+		plugin("repos_get", "Get a repository", "Returns a repository.", method("GET", "/repos/{owner}/{repo}")),
+	})
+	if rs := ix.Search("create a private repo", 2); len(rs) == 0 || rs[0].Name != "repos_create" {
+		t.Errorf("create a private repo: %v", names(rs))
 	}
 }
