@@ -19,6 +19,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/blindexec/blindexec/plugins"
@@ -53,17 +54,33 @@ const k1 = 1.2
 // and weighs almost nothing there.
 const titleBoost = 1.0
 
+// deprecatedFactor multiplies the score of a deprecated tool: when a
+// deprecated operation and its replacement fit a request alike ("Add team
+// member (Legacy)" and "Add or update team membership for a user"), the
+// replacement should come first.
+const deprecatedFactor = 0.5
+
+// isDeprecated: the OpenAPI importer starts a deprecated operation's
+// description with "Deprecated:"; APIs also mark a title "(Legacy)" or
+// "(Deprecated)".
+func isDeprecated(p *plugins.Plugin) bool {
+	t := strings.ToLower(p.Title)
+	return strings.HasPrefix(strings.ToLower(p.Description), "deprecated") ||
+		strings.Contains(t, "(deprecated)") || strings.Contains(t, "(legacy)")
+}
+
 // Index is an immutable search index over one catalog snapshot; Search is
 // safe for concurrent use and does no I/O.
 type Index struct {
-	an       analyzer
-	docs     []*plugins.Plugin
-	actions  []actions        // of each doc
-	title    [][]int32        // of each doc: its title's terms
-	terms    map[string]int32 // term → its postings
-	postings [][]posting
-	idf      []float64
-	scratch  sync.Pool // *scratch
+	an         analyzer
+	docs       []*plugins.Plugin
+	actions    []actions        // of each doc
+	deprecated []bool           // of each doc
+	title      [][]int32        // of each doc: its title's terms
+	terms      map[string]int32 // term → its postings
+	postings   [][]posting
+	idf        []float64
+	scratch    sync.Pool // *scratch
 }
 
 // scratch are a search's accumulators, one per document, all zero
@@ -167,9 +184,11 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	ix.actions = make([]actions, len(ix.docs))
 	ix.title = make([][]int32, len(ix.docs))
+	ix.deprecated = make([]bool, len(ix.docs))
 	if !an.plain {
 		for d, p := range ix.docs {
 			ix.actions[d] = toolActions(p)
+			ix.deprecated[d] = isDeprecated(p)
 			builder.each(p.Title, func(t string, kind int) {
 				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
 					ix.title[d] = append(ix.title[d], id)
@@ -261,6 +280,9 @@ func (ix *Index) Search(query string, limit int) []Result {
 		score := acc[d]
 		if ix.actions[d]&qa != 0 {
 			score *= 1 + actionBoost
+		}
+		if ix.deprecated[d] {
+			score *= deprecatedFactor
 		}
 		if title := ix.title[d]; len(title) > 0 {
 			n := 0

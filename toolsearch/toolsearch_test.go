@@ -269,3 +269,14 @@ func TestTitleCoverage(t *testing.T) {
 		t.Errorf("create a private repo: %v", names(rs))
 	}
 }
+
+func TestDeprecatedLast(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		plugin("a_add-member-legacy", "Add team member (Legacy)", "Adds a member to a team.", method("PUT", "/teams/{id}/members/{username}")),
+		plugin("b_add-membership", "Add team membership", "Adds a member to a team.", method("PUT", "/orgs/{org}/teams/{slug}/memberships/{username}")),
+		plugin("c_add-member-old", "Add team member", "Deprecated: the API may remove this operation.\n\nAdds a member to a team.", method("PUT", "/teams/{id}/members/{username}")),
+	})
+	if rs := ix.Search("add a member to the team", 3); len(rs) != 3 || rs[0].Name != "b_add-membership" {
+		t.Errorf("add a member to the team: %v", names(rs))
+	}
+}
