@@ -14,7 +14,7 @@ import (
 // particular API.
 var vocabulary = []vocabGroup{
 	// create
-	{synonym, []string{"create", "add", "new", "make", "insert", "register", "新增", "新建", "添加", "创建", "增加", "新加"}},
+	{synonym, []string{"create", "add", "new", "make", "insert", "register", "give", "grant", "新增", "新建", "添加", "创建", "增加", "新加"}},
 	// delete
 	{synonym, []string{"delete", "remove", "drop", "destroy", "erase", "purge", "discard", "删除", "删掉", "移除", "去掉", "撤销", "清除"}},
 	// change
@@ -35,6 +35,8 @@ var vocabulary = []vocabGroup{
 	{synonym, []string{"me", "my", "mine", "myself", "i", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
 	// "who" asks for people
 	{synonym, []string{"who", "people", "person", "member", "user", "谁", "人员", "成员"}},
+	// who may do what
+	{synonym, []string{"permission", "access", "privilege", "权限"}},
 	// abbreviations and spellings: the same word; the analyzer turns each
 	// into the group's first (canonical)
 	{same, []string{"repo", "repository"}},
