@@ -70,6 +70,22 @@ func TestSplitPayload(t *testing.T) {
 	}
 }
 
+func TestValueKinds(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want string
+	}{
+		{"commit a new version of docs/setup.md", "[[file path]]"},
+		{"publish v3.1.0, then mail ann@example.com", "[[version tag release] [email]]"},
+		{"open (https://example.com/x) and README.md", "[[url link] [file path]]"},
+		{"octocat/hello-world on 3 May", "[]"},
+	} {
+		if got := fmt.Sprint(valueKinds(tc.q)); got != tc.want {
+			t.Errorf("valueKinds(%q) = %s, want %s", tc.q, got, tc.want)
+		}
+	}
+}
+
 func plugin(name, title, desc string, mutate ...func(*plugins.Plugin)) *plugins.Plugin {
 	p := &plugins.Plugin{Name: name, Title: title, Description: desc,
 		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -171,7 +172,9 @@ type concept []qterm
 //
 // The words that name the thing a request makes or says ("called notes",
 // "saying the login page is broken", quoted text) are values, not what the
-// tool does: they count at payloadWeight and bring no vocabulary.
+// tool does: they count at payloadWeight and bring no vocabulary. A
+// value's shape says what it is, though: "docs/setup.md" brings the idea
+// of a file, "v3.1.0" of a version (valueKinds).
 func (a analyzer) analyzeQuery(q string) []concept {
 	var concepts []concept
 	own := map[string]int{} // own term → its concept
@@ -189,6 +192,13 @@ func (a analyzer) analyzeQuery(q string) []concept {
 	if a.plain {
 		a.each(q, add(1))
 		return concepts
+	}
+	for _, words := range valueKinds(q) {
+		var c concept
+		for _, w := range words {
+			c = c.with(qterm{normalizeWord(w), synonym})
+		}
+		concepts = append(concepts, c)
 	}
 	q, payload := splitPayload(q)
 	a.each(q, add(1))
@@ -321,4 +331,32 @@ func splitPayload(q string) (ask, payload string) {
 	}
 	flush()
 	return a.String(), p.String()
+}
+
+// valueShapes name what a value of a request is by its shape: a file's
+// path ("docs/setup.md"), a version ("v3.1.0"), an e-mail address, a link.
+var valueShapes = []struct {
+	re    *regexp.Regexp
+	words []string
+}{
+	{regexp.MustCompile(`^https?://\S+$`), []string{"url", "link"}},
+	{regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-zA-Z]{2,}$`), []string{"email"}},
+	{regexp.MustCompile(`^v?\d+(\.\d+){1,3}([-+][\w.]+)?$`), []string{"version", "tag", "release"}},
+	{regexp.MustCompile(`^[\w.-]*(/[\w.-]+)*\.[a-zA-Z][a-zA-Z0-9]{0,4}$`), []string{"file", "path"}},
+}
+
+// valueKinds are the words of the values of q, by their shape.
+func valueKinds(q string) [][]string {
+	var out [][]string
+	for _, tok := range strings.Fields(q) {
+		tok = strings.TrimRight(tok, ",;:!?)\"'")
+		tok = strings.TrimLeft(tok, "(\"'")
+		for _, s := range valueShapes {
+			if s.re.MatchString(tok) {
+				out = append(out, s.words)
+				break
+			}
+		}
+	}
+	return out
 }
