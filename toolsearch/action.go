@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -40,14 +41,39 @@ var actionIndex = func() map[string]actions {
 // repository") should not outweigh the action.
 const actionBoost = 0.5
 
-// queryActions are the actions a request asks for, by its words.
+// queryActions are the actions a request asks for, by its words; a
+// request starting with a verb the vocabulary does not know asks to make
+// or change something (imperative).
 func queryActions(q string) actions {
 	var a actions
 	q, _ = splitPayload(q)
-	for _, k := range vocabKeys(q) {
+	keys := vocabKeys(q)
+	for _, k := range keys {
 		a |= lookupAction(k.text)
 	}
+	if a == 0 && imperative(keys) {
+		a = actionIndex["create"] | actionIndex["update"]
+	}
 	return a
+}
+
+// imperative: a request that names no action and starts with a word that
+// is neither a function word (a question starts with one: "who", "what",
+// "is") nor any word of the vocabulary, followed by a function word,
+// starts with a verb of its own ("comment on issue 10", "star the repo",
+// "mark the commit as passing"; not "accounting documents"): it asks to
+// make or change something, not to read.
+func imperative(keys []vocabKey) bool {
+	if len(keys) < 2 || !stopWords[keys[1].text] {
+		return false
+	}
+	first := keys[0].text
+	if r, _ := utf8.DecodeRuneInString(first); isCJK(r) || stopWords[first] || isNumber(first) {
+		return false
+	}
+	_, inVocab := vocabIndex[first]
+	_, stemInVocab := vocabIndex[stem(first)]
+	return !inVocab && !stemInVocab
 }
 
 func lookupAction(w string) actions {

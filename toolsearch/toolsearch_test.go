@@ -248,6 +248,12 @@ func TestActions(t *testing.T) {
 		{"turn off the wiki", a("disable")},
 		{"帮我删掉这个部门", a("delete")},
 		{"the wiki", 0},
+		// a verb the vocabulary does not know makes or changes something
+		{"comment on issue 10", a("create", "update")},
+		{"star the repo", a("create", "update")},
+		{"who starred the repo", a("list")},
+		{"accounting documents", 0}, // no function word after: a noun
+		{"wiki", 0},
 	} {
 		if got := queryActions(tc.q); got != tc.want {
 			t.Errorf("queryActions(%q) = %b, want %b", tc.q, got, tc.want)
