@@ -10,8 +10,8 @@
 // parameter's description, and repeating it does not add without bound.
 // A tool that does what the request asks (its title's verb or its HTTP
 // method in the group of the request's verb) then scores half as much
-// again, and a tool whose title the request says in full twice as much
-// (in part, in proportion).
+// again, a tool whose title the request says in full twice as much (in
+// part, in proportion), and a deprecated tool half.
 package toolsearch
 
 import (
