@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -78,6 +79,7 @@ type Index struct {
 	deprecated []bool           // of each doc
 	title      [][]int32        // of each doc: its title's terms
 	terms      map[string]int32 // term → its postings
+	sorted     []string         // the terms in order, for prefixes (widen)
 	postings   [][]posting
 	idf        []float64
 	scratch    sync.Pool // *scratch
@@ -196,6 +198,13 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 			})
 		}
 	}
+	if !an.plain {
+		ix.sorted = make([]string, 0, len(ix.terms))
+		for t := range ix.terms {
+			ix.sorted = append(ix.sorted, t)
+		}
+		sort.Strings(ix.sorted)
+	}
 	n := float64(len(ix.docs))
 	ix.idf = make([]float64, len(ix.postings))
 	for id, ps := range ix.postings {
@@ -206,6 +215,31 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs))}
 	}
 	return ix, nil
+}
+
+// Porter2 leaves derived words apart ("register" → regist,
+// "registration" → registr; "commit", "committer"): a request's own word of
+// prefixMin letters or more also matches, at synonym weight, the terms of
+// the catalog that extend it by prefixExtra letters at most.
+const (
+	prefixMin   = 5
+	prefixExtra = 2
+)
+
+// widen adds to each concept of a request's own English word the terms
+// of the catalog that extend it.
+func (ix *Index) widen(concepts []concept) {
+	for i, c := range concepts {
+		t := c[0].term
+		if r, _ := utf8.DecodeRuneInString(t); c[0].weight < 1 || len(t) < prefixMin || isCJK(r) {
+			continue
+		}
+		for j := sort.SearchStrings(ix.sorted, t); j < len(ix.sorted) && strings.HasPrefix(ix.sorted[j], t); j++ {
+			if u := ix.sorted[j]; u != t && len(u) <= len(t)+prefixExtra {
+				concepts[i] = concepts[i].with(qterm{u, synonym})
+			}
+		}
+	}
 }
 
 // Len is the number of indexed tools.
@@ -222,6 +256,9 @@ func (ix *Index) Search(query string, limit int) []Result {
 	concepts := ix.an.analyzeQuery(query)
 	if len(concepts) == 0 || len(ix.docs) == 0 {
 		return nil
+	}
+	if !ix.an.plain {
+		ix.widen(concepts)
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best

@@ -302,3 +302,17 @@ func TestDeprecatedLast(t *testing.T) {
 		t.Errorf("add a member to the team: %v", names(rs))
 	}
 }
+
+// TestWiden: a request's word also matches the catalog's words that
+// extend it by a letter or two, which Porter2 leaves apart.
+func TestWiden(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		plugin("a", "Create a registration token", "For a runner."),
+		plugin("b", "Get the committers", "Of a commit."),
+	})
+	concepts := ix.an.analyzeQuery("the commit")
+	ix.widen(concepts)
+	if got, want := fmt.Sprint(concepts), "[[{commit 1} {committ 0.5}]]"; got != want {
+		t.Errorf("widen = %s, want %s", got, want)
+	}
+}
