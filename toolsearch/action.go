@@ -130,3 +130,46 @@ func methodActions(p *plugins.Plugin) actions {
 	}
 	return 0
 }
+
+// addressedBoost multiplies the score of a tool that addresses one of
+// the things a request gives the number of ("the discussion on issue 10"
+// is under /issues/{issue_number}/, not /issues).
+const addressedBoost = 0.3
+
+// addressedTerms are the terms of the literal path segments of an HTTP
+// tool that a {parameter} follows: the things it addresses one of
+// (/repos/{owner}/{repo}/issues/{issue_number}/comments: repo, issue).
+func addressedTerms(an analyzer, p *plugins.Plugin) []string {
+	if p.ExecType() == plugins.TypeMCP {
+		return nil
+	}
+	segs := pathSegments(p)
+	var out []string
+	for i := 0; i+1 < len(segs); i++ {
+		if !strings.HasPrefix(segs[i], "{") && strings.HasPrefix(segs[i+1], "{") {
+			an.each(segs[i], func(t string, kind int) {
+				if kind == kindWord {
+					out = append(out, t)
+				}
+			})
+		}
+	}
+	return out
+}
+
+// numberedTerms are the terms of the words of q a number follows ("issue
+// 10", "PR #9"): the request addresses one of those things.
+func numberedTerms(an analyzer, q string) []string {
+	fields := strings.Fields(q)
+	var out []string
+	for i := 1; i < len(fields); i++ {
+		if n := strings.TrimLeft(strings.TrimRight(fields[i], ",.;:!?)"), "#"); n != "" && isNumber(n) {
+			an.each(fields[i-1], func(t string, kind int) {
+				if kind == kindWord {
+					out = append(out, t)
+				}
+			})
+		}
+	}
+	return out
+}

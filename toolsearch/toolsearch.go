@@ -78,6 +78,7 @@ type Index struct {
 	actions    []actions        // of each doc
 	deprecated []bool           // of each doc
 	title      [][]int32        // of each doc: its title's terms
+	addressed  [][]int32        // of each doc: the terms of what it addresses one of (addressedTerms)
 	terms      map[string]int32 // term → its postings
 	sorted     []string         // the terms in order, for prefixes (widen)
 	postings   [][]posting
@@ -186,11 +187,17 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	ix.actions = make([]actions, len(ix.docs))
 	ix.title = make([][]int32, len(ix.docs))
+	ix.addressed = make([][]int32, len(ix.docs))
 	ix.deprecated = make([]bool, len(ix.docs))
 	if !an.plain {
 		for d, p := range ix.docs {
 			ix.actions[d] = toolActions(p)
 			ix.deprecated[d] = isDeprecated(p)
+			for _, t := range addressedTerms(builder, p) {
+				if id, ok := ix.terms[t]; ok && !slices.Contains(ix.addressed[d], id) {
+					ix.addressed[d] = append(ix.addressed[d], id)
+				}
+			}
 			builder.each(p.Title, func(t string, kind int) {
 				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
 					ix.title[d] = append(ix.title[d], id)
@@ -301,9 +308,15 @@ func (ix *Index) Search(query string, limit int) []Result {
 		}
 	}
 	var qa actions
-	var named []int32 // the terms of the request's own words and their synonyms
+	var named []int32    // the terms of the request's own words and their synonyms
+	var numbered []int32 // the terms of what the request gives a number of
 	if !ix.an.plain {
 		qa = queryActions(query)
+		for _, t := range numberedTerms(ix.an, query) {
+			if id, ok := ix.terms[t]; ok {
+				numbered = append(numbered, id)
+			}
+		}
 		for _, c := range concepts {
 			for _, qt := range c {
 				if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(named, id) {
@@ -317,6 +330,12 @@ func (ix *Index) Search(query string, limit int) []Result {
 		score := acc[d]
 		if ix.actions[d]&qa != 0 {
 			score *= 1 + actionBoost
+		}
+		for _, id := range numbered {
+			if slices.Contains(ix.addressed[d], id) {
+				score *= 1 + addressedBoost
+				break
+			}
 		}
 		if ix.deprecated[d] {
 			score *= deprecatedFactor

@@ -316,3 +316,13 @@ func TestWiden(t *testing.T) {
 		t.Errorf("widen = %s, want %s", got, want)
 	}
 }
+
+func TestAddressed(t *testing.T) {
+	p := plugin("issues_list-comments", "List issue comments", "", method("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"))
+	if got := fmt.Sprint(addressedTerms(analyzer{}, p)); got != "[repo issu]" {
+		t.Errorf("addressedTerms = %s", got)
+	}
+	if got := fmt.Sprint(numberedTerms(analyzer{}, "the discussion on issue 10, and PR #9 of 2 repos")); got != "[issu pr]" {
+		t.Errorf("numberedTerms = %s", got)
+	}
+}
