@@ -8,10 +8,13 @@
 // weighted and length-normalized per field, summed, then saturated once,
 // so a word in the title counts more than the same word deep in a
 // parameter's description, and repeating it does not add without bound.
-// A tool that does what the request asks (its title's verb or its HTTP
-// method in the group of the request's verb) then scores half as much
-// again, a tool whose title the request says in full twice as much (in
-// part, in proportion), and a deprecated tool half.
+// A request's own words also match the catalog's words that extend them
+// by a letter or two (widen). The sum is then multiplied by how well the
+// tool fits what the request asks (fit): a tool that does what it asks
+// (its title's verb or its HTTP method in the group of the request's
+// verb) scores half as much again, one whose title the request says in
+// full twice as much (in part, in proportion), one that addresses a thing
+// the request numbers ("issue 10") 30% more, a deprecated one half.
 package toolsearch
 
 import (
@@ -204,8 +207,6 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 				}
 			})
 		}
-	}
-	if !an.plain {
 		ix.sorted = make([]string, 0, len(ix.terms))
 		for t := range ix.terms {
 			ix.sorted = append(ix.sorted, t)
@@ -307,47 +308,15 @@ func (ix *Index) Search(query string, limit int) []Result {
 			best[d] = 0
 		}
 	}
-	var qa actions
-	var named []int32    // the terms of the request's own words and their synonyms
-	var numbered []int32 // the terms of what the request gives a number of
+	var rq request
 	if !ix.an.plain {
-		qa = queryActions(query)
-		for _, t := range numberedTerms(ix.an, query) {
-			if id, ok := ix.terms[t]; ok {
-				numbered = append(numbered, id)
-			}
-		}
-		for _, c := range concepts {
-			for _, qt := range c {
-				if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(named, id) {
-					named = append(named, id)
-				}
-			}
-		}
+		rq = ix.request(query, concepts)
 	}
 	top := make(resultHeap, 0, limit+1)
 	for _, d := range touched {
 		score := acc[d]
-		if ix.actions[d]&qa != 0 {
-			score *= 1 + actionBoost
-		}
-		for _, id := range numbered {
-			if slices.Contains(ix.addressed[d], id) {
-				score *= 1 + addressedBoost
-				break
-			}
-		}
-		if ix.deprecated[d] {
-			score *= deprecatedFactor
-		}
-		if title := ix.title[d]; len(title) > 0 {
-			n := 0
-			for _, id := range title {
-				if slices.Contains(named, id) {
-					n++
-				}
-			}
-			score *= 1 + titleBoost*float64(n)/float64(len(title))
+		if !ix.an.plain {
+			score *= ix.fit(d, &rq)
 		}
 		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
 		acc[d] = 0
@@ -362,6 +331,58 @@ func (ix *Index) Search(query string, limit int) []Result {
 	ix.scratch.Put(sp)
 	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
 	return top
+}
+
+// request is what a search knows of a request beyond its concepts.
+type request struct {
+	actions  actions
+	named    []int32 // the terms of the request's own words and their synonyms
+	numbered []int32 // the terms of what the request gives a number of
+}
+
+func (ix *Index) request(query string, concepts []concept) request {
+	rq := request{actions: queryActions(query)}
+	for _, t := range numberedTerms(ix.an, query) {
+		if id, ok := ix.terms[t]; ok {
+			rq.numbered = append(rq.numbered, id)
+		}
+	}
+	for _, c := range concepts {
+		for _, qt := range c {
+			if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(rq.named, id) {
+				rq.named = append(rq.named, id)
+			}
+		}
+	}
+	return rq
+}
+
+// fit is the factor of document d's score for what rq asks: its action,
+// the thing it numbers, the share of d's title it names; deprecation.
+func (ix *Index) fit(d int32, rq *request) float64 {
+	f := 1.0
+	if ix.actions[d]&rq.actions != 0 {
+		f *= 1 + actionBoost
+	}
+	for _, id := range rq.numbered {
+		if slices.Contains(ix.addressed[d], id) {
+			f *= 1 + addressedBoost
+			break
+		}
+	}
+	if ix.deprecated[d] {
+		f *= deprecatedFactor
+	}
+	if title := ix.title[d]; len(title) > 0 {
+		n := 0
+		for _, id := range title {
+			if slices.Contains(rq.named, id) {
+				n++
+			}
+		}
+		f *= 1 + titleBoost*float64(n)/float64(len(title))
+	}
+	return f
 }
 
 // worse orders results: lower score, then later name.
