@@ -104,11 +104,14 @@ func pathWords(t *toolText) []string {
 	return out
 }
 
+// braceEscaper lets url.Parse read a path with {templates}.
+var braceEscaper = strings.NewReplacer("{", "%7B", "}", "%7D")
+
 // pathSegments are the non-empty segments of an HTTP tool's path, its
 // {templates} included.
 func pathSegments(p *plugins.Plugin) []string {
 	path := p.Execution.BaseURL
-	if u, err := url.Parse(strings.NewReplacer("{", "%7B", "}", "%7D").Replace(path)); err == nil && u.Host != "" {
+	if u, err := url.Parse(braceEscaper.Replace(path)); err == nil && u.Host != "" {
 		path = u.Path
 	}
 	var out []string
