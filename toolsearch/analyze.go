@@ -105,7 +105,13 @@ func (a analyzer) normalize(w string) string {
 	return s
 }
 
+// stem is Porter2's stem of w, except that an agent noun in -ee is its
+// verb's ("assignees" → assign, "invitee" → invit), which Porter2 leaves
+// apart.
 func stem(w string) string {
+	if base, ok := strings.CutSuffix(strings.TrimSuffix(w, "s"), "ee"); ok && len(base) >= 4 {
+		w = base
+	}
 	env := snowballstem.NewEnv(w)
 	english.Stem(env)
 	return env.Current()
@@ -126,20 +132,44 @@ func (a analyzer) cjk(run string, emit func(string, int)) {
 }
 
 // splitCamel cuts an identifier part at case changes: "userIds" → user,
-// Ids; "HTTPServer" → HTTP, Server; "v2" stays whole.
+// Ids; "HTTPServer" → HTTP, Server; "v2" stays whole. An acronym's plural
+// is the acronym: "PRs" → PR, "URLsFor" → URL, For.
 func splitCamel(w string) []string {
 	rs := []rune(w)
 	var parts []string
 	start := 0
 	for i := 1; i < len(rs); i++ {
+		if pluralAcronym(rs, start, i) {
+			parts = append(parts, string(rs[start:i]))
+			start = i + 1
+			continue
+		}
 		lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
 		acronymEnd := unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
-		if lowerToUpper || acronymEnd {
+		// "PRs": no cut before the R, the s is a plural.
+		if i > start && (lowerToUpper || acronymEnd) && !pluralAcronym(rs, start, i+1) {
 			parts = append(parts, string(rs[start:i]))
 			start = i
 		}
 	}
-	return append(parts, string(rs[start:]))
+	if start < len(rs) {
+		parts = append(parts, string(rs[start:]))
+	}
+	return parts
+}
+
+// pluralAcronym: rs[start:i] is capitals and rs[i] the "s" of their plural.
+func pluralAcronym(rs []rune, start, i int) bool {
+	return i < len(rs) && i-start >= 2 && rs[i] == 's' && allUpper(rs[start:i]) && (i+1 == len(rs) || unicode.IsUpper(rs[i+1]))
+}
+
+func allUpper(rs []rune) bool {
+	for _, r := range rs {
+		if !unicode.IsUpper(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func isCJK(r rune) bool {

@@ -95,13 +95,28 @@ func pathWords(t *toolText) []string {
 	if p.ExecType() == plugins.TypeMCP {
 		return []string{p.Execution.ToolName}
 	}
+	var out []string
+	for _, seg := range pathSegments(p) {
+		if !strings.HasPrefix(seg, "{") {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// braceEscaper lets url.Parse read a path with {templates}.
+var braceEscaper = strings.NewReplacer("{", "%7B", "}", "%7D")
+
+// pathSegments are the non-empty segments of an HTTP tool's path, its
+// {templates} included.
+func pathSegments(p *plugins.Plugin) []string {
 	path := p.Execution.BaseURL
-	if u, err := url.Parse(strings.NewReplacer("{", "%7B", "}", "%7D").Replace(path)); err == nil && u.Host != "" {
+	if u, err := url.Parse(braceEscaper.Replace(path)); err == nil && u.Host != "" {
 		path = u.Path
 	}
 	var out []string
 	for _, seg := range strings.Split(path, "/") {
-		if seg != "" && !strings.HasPrefix(seg, "{") {
+		if seg != "" {
 			out = append(out, seg)
 		}
 	}

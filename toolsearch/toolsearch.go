@@ -8,13 +8,23 @@
 // weighted and length-normalized per field, summed, then saturated once,
 // so a word in the title counts more than the same word deep in a
 // parameter's description, and repeating it does not add without bound.
+// A request's own words also match the catalog's words that extend them
+// by a letter or two (widen). The sum is then multiplied by how well the
+// tool fits what the request asks (fit): a tool that does what it asks
+// (its title's verb or its HTTP method in the group of the request's
+// verb) scores half as much again, one whose title the request says in
+// full twice as much (in part, in proportion), one that addresses a thing
+// the request numbers ("issue 10") 30% more, a deprecated one half.
 package toolsearch
 
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -39,15 +49,44 @@ const MaxLimit = 50
 // are the textbook ones, not fitted.
 const k1 = 1.2
 
+// titleBoost multiplies the score of a tool by one plus this share of its
+// title's words the request names (its own words or their synonyms): the
+// title says what the tool does in a few words, and a request that says
+// them ("create a repo" of "Create a repository") is about that tool more
+// surely than about one sharing a rarer word of the request ("private").
+// A BM25 sum cannot see it: "repository" is in most of GitHub's tools,
+// and weighs almost nothing there.
+const titleBoost = 1.0
+
+// deprecatedFactor multiplies the score of a deprecated tool: when a
+// deprecated operation and its replacement fit a request alike ("Add team
+// member (Legacy)" and "Add or update team membership for a user"), the
+// replacement should come first.
+const deprecatedFactor = 0.5
+
+// isDeprecated: the OpenAPI importer starts a deprecated operation's
+// description with "Deprecated:"; APIs also mark a title "(Legacy)" or
+// "(Deprecated)".
+func isDeprecated(p *plugins.Plugin) bool {
+	t := strings.ToLower(p.Title)
+	return strings.HasPrefix(strings.ToLower(p.Description), "deprecated") ||
+		strings.Contains(t, "(deprecated)") || strings.Contains(t, "(legacy)")
+}
+
 // Index is an immutable search index over one catalog snapshot; Search is
 // safe for concurrent use and does no I/O.
 type Index struct {
-	an       analyzer
-	docs     []*plugins.Plugin
-	terms    map[string]int32 // term → its postings
-	postings [][]posting
-	idf      []float64
-	scratch  sync.Pool // *scratch
+	an         analyzer
+	docs       []*plugins.Plugin
+	actions    []actions        // of each doc
+	deprecated []bool           // of each doc
+	title      [][]int32        // of each doc: its title's terms
+	addressed  [][]int32        // of each doc: the terms of what it addresses one of (addressedTerms)
+	terms      map[string]int32 // term → its postings
+	sorted     []string         // the terms in order, for prefixes (widen)
+	postings   [][]posting
+	idf        []float64
+	scratch    sync.Pool // *scratch
 }
 
 // scratch are a search's accumulators, one per document, all zero
@@ -149,6 +188,31 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w * (k1 + 1) / (k1 + w))})
 		}
 	}
+	ix.actions = make([]actions, len(ix.docs))
+	ix.title = make([][]int32, len(ix.docs))
+	ix.addressed = make([][]int32, len(ix.docs))
+	ix.deprecated = make([]bool, len(ix.docs))
+	if !an.plain {
+		for d, p := range ix.docs {
+			ix.actions[d] = toolActions(p)
+			ix.deprecated[d] = isDeprecated(p)
+			for _, t := range addressedTerms(builder, p) {
+				if id, ok := ix.terms[t]; ok && !slices.Contains(ix.addressed[d], id) {
+					ix.addressed[d] = append(ix.addressed[d], id)
+				}
+			}
+			builder.each(p.Title, func(t string, kind int) {
+				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
+					ix.title[d] = append(ix.title[d], id)
+				}
+			})
+		}
+		ix.sorted = make([]string, 0, len(ix.terms))
+		for t := range ix.terms {
+			ix.sorted = append(ix.sorted, t)
+		}
+		sort.Strings(ix.sorted)
+	}
 	n := float64(len(ix.docs))
 	ix.idf = make([]float64, len(ix.postings))
 	for id, ps := range ix.postings {
@@ -159,6 +223,31 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs))}
 	}
 	return ix, nil
+}
+
+// Porter2 leaves derived words apart ("register" → regist,
+// "registration" → registr; "commit", "committer"): a request's own word of
+// prefixMin letters or more also matches, at synonym weight, the terms of
+// the catalog that extend it by prefixExtra letters at most.
+const (
+	prefixMin   = 5
+	prefixExtra = 2
+)
+
+// widen adds to each concept of a request's own English word the terms
+// of the catalog that extend it.
+func (ix *Index) widen(concepts []concept) {
+	for i, c := range concepts {
+		t := c[0].term
+		if r, _ := utf8.DecodeRuneInString(t); c[0].weight < 1 || len(t) < prefixMin || isCJK(r) {
+			continue
+		}
+		for j := sort.SearchStrings(ix.sorted, t); j < len(ix.sorted) && strings.HasPrefix(ix.sorted[j], t); j++ {
+			if u := ix.sorted[j]; u != t && len(u) <= len(t)+prefixExtra {
+				concepts[i] = concepts[i].with(qterm{u, synonym})
+			}
+		}
+	}
 }
 
 // Len is the number of indexed tools.
@@ -175,6 +264,9 @@ func (ix *Index) Search(query string, limit int) []Result {
 	concepts := ix.an.analyzeQuery(query)
 	if len(concepts) == 0 || len(ix.docs) == 0 {
 		return nil
+	}
+	if !ix.an.plain {
+		ix.widen(concepts)
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best
@@ -216,9 +308,17 @@ func (ix *Index) Search(query string, limit int) []Result {
 			best[d] = 0
 		}
 	}
+	var rq request
+	if !ix.an.plain {
+		rq = ix.request(query, concepts)
+	}
 	top := make(resultHeap, 0, limit+1)
 	for _, d := range touched {
-		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: acc[d], Plugin: ix.docs[d]}
+		score := acc[d]
+		if !ix.an.plain {
+			score *= ix.fit(d, &rq)
+		}
+		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
 		acc[d] = 0
 		if len(top) < limit {
 			heap.Push(&top, r)
@@ -231,6 +331,58 @@ func (ix *Index) Search(query string, limit int) []Result {
 	ix.scratch.Put(sp)
 	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
 	return top
+}
+
+// request is what a search knows of a request beyond its concepts.
+type request struct {
+	actions  actions
+	named    []int32 // the terms of the request's own words and their synonyms
+	numbered []int32 // the terms of what the request gives a number of
+}
+
+func (ix *Index) request(query string, concepts []concept) request {
+	rq := request{actions: queryActions(query)}
+	for _, t := range numberedTerms(ix.an, query) {
+		if id, ok := ix.terms[t]; ok {
+			rq.numbered = append(rq.numbered, id)
+		}
+	}
+	for _, c := range concepts {
+		for _, qt := range c {
+			if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(rq.named, id) {
+				rq.named = append(rq.named, id)
+			}
+		}
+	}
+	return rq
+}
+
+// fit is the factor of document d's score for what rq asks: its action,
+// the thing it numbers, the share of d's title it names; deprecation.
+func (ix *Index) fit(d int32, rq *request) float64 {
+	f := 1.0
+	if ix.actions[d]&rq.actions != 0 {
+		f *= 1 + actionBoost
+	}
+	for _, id := range rq.numbered {
+		if slices.Contains(ix.addressed[d], id) {
+			f *= 1 + addressedBoost
+			break
+		}
+	}
+	if ix.deprecated[d] {
+		f *= deprecatedFactor
+	}
+	if title := ix.title[d]; len(title) > 0 {
+		n := 0
+		for _, id := range title {
+			if slices.Contains(rq.named, id) {
+				n++
+			}
+		}
+		f *= 1 + titleBoost*float64(n)/float64(len(title))
+	}
+	return f
 }
 
 // worse orders results: lower score, then later name.

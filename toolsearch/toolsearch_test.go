@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,6 +22,9 @@ func TestAnalyzer(t *testing.T) {
 		{"HTTPServer v2", []string{"http", "server", "v2"}},
 		{"Deleting the repositories of 42 organizations", []string{"delet", "repo", "org"}},
 		{"pull request", []string{"pull", "pr", "request"}},
+		// an acronym's plural, an agent noun in -ee
+		{"open PRs, listURLsFor", []string{"open", "pr", "list", "url"}},
+		{"assignees of invitees", []string{"assign", "invit"}},
 		// CJK: each character, each pair; 用户 is "user" in any language
 		{"删除用户", []string{"删", "除", "删除", "用", "除用", "户", "user"}},
 		{"导出 user 列表", []string{"导", "出", "导出", "user", "列", "表", "列表"}},
@@ -45,6 +49,40 @@ func TestQueryConcepts(t *testing.T) {
 	got = fmt.Sprint(analyzer{}.analyzeQuery("delete repos"))
 	if want := "[[{delet 1} {remov 0.5} {drop 0.5} {destroy 0.5} {eras 0.5} {purg 0.5} {discard 0.5} {删除 0.5} {删掉 0.5} {移除 0.5} {去掉 0.5} {撤销 0.5} {清除 0.5}] [{repo 1}]]"; got != want {
 		t.Errorf("concepts = %s\nwant       %s", got, want)
+	}
+}
+
+func TestSplitPayload(t *testing.T) {
+	for _, tc := range []struct{ q, ask, payload string }{
+		{"create a private repo called notes", "create a private repo", "notes"},
+		{"open an issue saying the login page is broken, and assign it to me", "open an issue , and assign it to me", "the login page is broken"},
+		{`add a label "good first issue" to #3`, "add a label to #3", "good first issue"},
+		{"rename the branch to v2.1 titled Beta. Then list it", "rename the branch to v2.1 . Then list it", "Beta"},
+	} {
+		ask, payload := splitPayload(tc.q)
+		if strings.Join(strings.Fields(ask), " ") != tc.ask || strings.Join(strings.Fields(payload), " ") != tc.payload {
+			t.Errorf("splitPayload(%q) = %q, %q", tc.q, ask, payload)
+		}
+	}
+	got := fmt.Sprint(analyzer{}.analyzeQuery("a repo called notes"))
+	if want := "[[{repo 1}] [{note 0.2}]]"; got != want {
+		t.Errorf("concepts = %s, want %s", got, want)
+	}
+}
+
+func TestValueKinds(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want string
+	}{
+		{"commit a new version of docs/setup.md", "[[file path]]"},
+		{"publish v3.1.0, then mail ann@example.com", "[[version tag release] [email]]"},
+		{"open (https://example.com/x) and README.md", "[[url link] [file path]]"},
+		{"octocat/hello-world on 3 May", "[]"},
+	} {
+		if got := fmt.Sprint(valueKinds(tc.q)); got != tc.want {
+			t.Errorf("valueKinds(%q) = %s, want %s", tc.q, got, tc.want)
+		}
 	}
 }
 
@@ -167,5 +205,124 @@ func TestFuse(t *testing.T) {
 	}
 	if got := Fuse(5, nil, sem); len(got) != 3 || got[0].Name != "c" {
 		t.Fatalf("Fuse with one list = %v", names(got))
+	}
+}
+
+// method sets a test plugin's method and path.
+func method(m, path string) func(*plugins.Plugin) {
+	return func(p *plugins.Plugin) { p.Execution.Method, p.Execution.BaseURL = m, "https://api.example.com"+path }
+}
+
+func TestActions(t *testing.T) {
+	a := func(verbs ...string) actions {
+		var out actions
+		for _, v := range verbs {
+			out |= actionIndex[v]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		p    *plugins.Plugin
+		want actions
+	}{
+		{plugin("repos_delete", "Delete a repository", "", method("DELETE", "/repos/{owner}/{repo}")), a("delete")},
+		{plugin("issues_list-for-repo", "List repository issues", "", method("GET", "/repos/{owner}/{repo}/issues")), a("list")},
+		{plugin("repos_get", "Get a repository", "", method("GET", "/repos/{owner}/{repo}")), a("get")},
+		// the title's first word: "Test" is no action; the method says create
+		{plugin("repos_test-push-webhook", "Test the push repository webhook", "", method("POST", "/repos/{owner}/{repo}/hooks/{id}/tests")), a("create")},
+		// no verb in the title: the name's
+		{plugin("removeUser", "User", "", method("POST", "/users/remove")), a("delete", "create")},
+		{plugin("list_3", "获取部门列表", "", method("GET", "/system/dept/list")), a("get", "list")},
+		{plugin("changeStatus", "状态修改", "", method("PUT", "/system/user/changeStatus")), a("update")},
+	} {
+		if got := toolActions(tc.p); got != tc.want {
+			t.Errorf("toolActions(%s) = %b, want %b", tc.p.Name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		q    string
+		want actions
+	}{
+		{"Removing the label", a("delete")},
+		{"show them", a("get", "list")},
+		{"turn off the wiki", a("disable")},
+		{"帮我删掉这个部门", a("delete")},
+		{"the wiki", 0},
+		// a verb the vocabulary does not know makes or changes something
+		{"comment on issue 10", a("create", "update")},
+		{"star the repo", a("create", "update")},
+		{"who starred the repo", a("list")},
+		{"accounting documents", 0}, // no function word after: a noun
+		{"wiki", 0},
+	} {
+		if got := queryActions(tc.q); got != tc.want {
+			t.Errorf("queryActions(%q) = %b, want %b", tc.q, got, tc.want)
+		}
+	}
+	// A rare word of the request that a tool of another action shares
+	// does not outweigh the action.
+	ix, _ := New([]*plugins.Plugin{
+		plugin("repos_delete", "Delete a repository", "Deleting a repository requires admin access.", method("DELETE", "/repos/{owner}/{repo}")),
+		plugin("repos_test-push-webhook", "Test the push repository webhook", "Triggers a push event.", method("POST", "/repos/{owner}/{repo}/hooks/{id}/tests")),
+		plugin("issues_create", "Create an issue", "Opens a new issue in a repository.", method("POST", "/repos/{owner}/{repo}/issues")),
+		plugin("issues_list", "List issues", "Lists the issues of a repository.", method("GET", "/repos/{owner}/{repo}/issues")),
+		plugin("issues_delete-label", "Delete a label", "Deletes a label.", method("DELETE", "/repos/{owner}/{repo}/labels/{name}")),
+		plugin("repos_get", "Get a repository", "Returns a repository.", method("GET", "/repos/{owner}/{repo}")),
+		plugin("issues_get-label", "Get a label", "Returns a label.", method("GET", "/repos/{owner}/{repo}/labels/{name}")),
+	})
+	if rs := ix.Search("delete the old test repository", 2); len(rs) == 0 || rs[0].Name != "repos_delete" {
+		t.Errorf("delete the old test repository: %v", names(rs))
+	}
+}
+
+// TestTitleCoverage: a request that says a tool's title in full finds it
+// before a tool sharing a rarer word, though "repository" is everywhere.
+func TestTitleCoverage(t *testing.T) {
+	post := func(path string) func(*plugins.Plugin) { return method("POST", path) }
+	ix, _ := New([]*plugins.Plugin{
+		plugin("repos_create", "Create a repository", "Creates a new repository; it may be private.", post("/user/repos")),
+		plugin("private-registries_create", "Create a private registry for an organization", "Creates a private registry configuration with an encrypted value.", post("/orgs/{org}/private-registries")),
+		plugin("repos_create-fork", "Create a fork", "Creates a fork of a repository.", post("/repos/{owner}/{repo}/forks")),
+		plugin("repos_create-webhook", "Create a repository webhook", "Creates a webhook of a repository.", post("/repos/{owner}/{repo}/hooks")),
+		plugin("issues_create", "Create an issue", "Creates an issue in a repository.", post("/repos/{owner}/{repo}/issues")),
+		plugin("repos_get", "Get a repository", "Returns a repository.", method("GET", "/repos/{owner}/{repo}")),
+	})
+	if rs := ix.Search("create a private repo", 2); len(rs) == 0 || rs[0].Name != "repos_create" {
+		t.Errorf("create a private repo: %v", names(rs))
+	}
+}
+
+func TestDeprecatedLast(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		plugin("a_add-member-legacy", "Add team member (Legacy)", "Adds a member to a team.", method("PUT", "/teams/{id}/members/{username}")),
+		plugin("b_add-membership", "Add team membership", "Adds a member to a team.", method("PUT", "/orgs/{org}/teams/{slug}/memberships/{username}")),
+		plugin("c_add-member-old", "Add team member", "Deprecated: the API may remove this operation.\n\nAdds a member to a team.", method("PUT", "/teams/{id}/members/{username}")),
+	})
+	if rs := ix.Search("add a member to the team", 3); len(rs) != 3 || rs[0].Name != "b_add-membership" {
+		t.Errorf("add a member to the team: %v", names(rs))
+	}
+}
+
+// TestWiden: a request's word also matches the catalog's words that
+// extend it by a letter or two, which Porter2 leaves apart.
+func TestWiden(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		plugin("a", "Create a registration token", "For a runner."),
+		plugin("b", "Get the committers", "Of a commit."),
+	})
+	concepts := ix.an.analyzeQuery("the commit")
+	ix.widen(concepts)
+	if got, want := fmt.Sprint(concepts), "[[{commit 1} {committ 0.5}]]"; got != want {
+		t.Errorf("widen = %s, want %s", got, want)
+	}
+}
+
+func TestAddressed(t *testing.T) {
+	p := plugin("issues_list-comments", "List issue comments", "", method("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"))
+	if got := fmt.Sprint(addressedTerms(analyzer{}, p)); got != "[repo issu]" {
+		t.Errorf("addressedTerms = %s", got)
+	}
+	if got := fmt.Sprint(numberedTerms(analyzer{}, "the discussion on issue 10, and PR #9 of 2 repos")); got != "[issu pr]" {
+		t.Errorf("numberedTerms = %s", got)
 	}
 }

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,7 +15,7 @@ import (
 // particular API.
 var vocabulary = []vocabGroup{
 	// create
-	{synonym, []string{"create", "add", "new", "make", "insert", "register", "新增", "新建", "添加", "创建", "增加", "新加"}},
+	{synonym, []string{"create", "add", "new", "make", "insert", "register", "give", "grant", "新增", "新建", "添加", "创建", "增加", "新加"}},
 	// delete
 	{synonym, []string{"delete", "remove", "drop", "destroy", "erase", "purge", "discard", "删除", "删掉", "移除", "去掉", "撤销", "清除"}},
 	// change
@@ -35,11 +36,13 @@ var vocabulary = []vocabGroup{
 	{synonym, []string{"me", "my", "mine", "myself", "i", "logged in", "signed in", "authenticated", "current", "我的", "当前"}},
 	// "who" asks for people
 	{synonym, []string{"who", "people", "person", "member", "user", "谁", "人员", "成员"}},
+	// who may do what
+	{synonym, []string{"permission", "access", "privilege", "权限"}},
 	// abbreviations and spellings: the same word; the analyzer turns each
 	// into the group's first (canonical)
 	{same, []string{"repo", "repository"}},
 	{same, []string{"org", "organization", "organisation"}},
-	{same, []string{"pr", "pull request"}},
+	{same, []string{"pr", "prs", "pull request", "pull requests"}},
 	{synonym, []string{"config", "configuration", "settings", "setting", "配置", "设置"}},
 	{same, []string{"info", "information", "details", "detail", "信息", "详细", "详情"}},
 	{same, []string{"env", "environment"}},
@@ -166,20 +169,40 @@ type concept []qterm
 // or "my", a phrase such as "turn off") brings a concept of its group's
 // words instead; a phrase's own words then drop out ("logged in" says
 // "authenticated", not "log").
+//
+// The words that name the thing a request makes or says ("called notes",
+// "saying the login page is broken", quoted text) are values, not what the
+// tool does: they count at payloadWeight and bring no vocabulary. A
+// value's shape says what it is, though: "docs/setup.md" brings the idea
+// of a file, "v3.1.0" of a version (valueKinds).
 func (a analyzer) analyzeQuery(q string) []concept {
 	var concepts []concept
 	own := map[string]int{} // own term → its concept
-	a.each(q, func(t string, kind int) {
-		if i, ok := own[t]; ok {
-			concepts[i][0].weight = max(concepts[i][0].weight, kindWeight[kind])
-			return
+	add := func(factor float64) func(string, int) {
+		return func(t string, kind int) {
+			w := factor * kindWeight[kind]
+			if i, ok := own[t]; ok {
+				concepts[i][0].weight = max(concepts[i][0].weight, w)
+				return
+			}
+			own[t] = len(concepts)
+			concepts = append(concepts, concept{{t, w}})
 		}
-		own[t] = len(concepts)
-		concepts = append(concepts, concept{{t, kindWeight[kind]}})
-	})
+	}
 	if a.plain {
+		a.each(q, add(1))
 		return concepts
 	}
+	for _, words := range valueKinds(q) {
+		var c concept
+		for _, w := range words {
+			c = c.with(qterm{normalizeWord(w), synonym})
+		}
+		concepts = append(concepts, c)
+	}
+	q, payload := splitPayload(q)
+	a.each(q, add(1))
+	a.each(payload, add(payloadWeight))
 	dropped := map[int]bool{}
 	for _, key := range vocabKeys(q) {
 		adds, ok := vocabIndex[key.text]
@@ -260,4 +283,80 @@ func vocabKeys(q string) []vocabKey {
 		}
 	})
 	return keys
+}
+
+// payloadWeight is the weight of a request's words that are values.
+const payloadWeight = 0.2
+
+// payloadMarkers introduce a value: the name or text of what a request
+// makes ("a repo called notes", "an issue saying …").
+var payloadMarkers = setOf(`called named titled entitled saying says`)
+
+// splitPayload cuts q into what it asks and the values it gives: quoted
+// text, and the words after a payload marker up to the end of the clause.
+func splitPayload(q string) (ask, payload string) {
+	var a, p strings.Builder
+	inQuote, inValue := false, false
+	word := strings.Builder{}
+	flush := func() {
+		w := word.String()
+		word.Reset()
+		switch {
+		case inQuote || inValue:
+			p.WriteString(w)
+		case payloadMarkers[strings.ToLower(w)]:
+			inValue = true
+		default:
+			a.WriteString(w)
+		}
+	}
+	rs := []rune(q)
+	for i, r := range rs {
+		switch {
+		case r == '"' || r == '“' || r == '”' || r == '「' || r == '」':
+			flush()
+			inQuote = !inQuote
+			a.WriteByte(' ')
+			p.WriteByte(' ')
+		case isWordRune(r):
+			word.WriteRune(r)
+		default:
+			flush()
+			if strings.ContainsRune(",;!?。，；！？", r) || (r == '.' && (i+1 == len(rs) || rs[i+1] == ' ')) {
+				inValue = false
+			}
+			a.WriteRune(r)
+			p.WriteRune(' ')
+		}
+	}
+	flush()
+	return a.String(), p.String()
+}
+
+// valueShapes name what a value of a request is by its shape: a file's
+// path ("docs/setup.md"), a version ("v3.1.0"), an e-mail address, a link.
+var valueShapes = []struct {
+	re    *regexp.Regexp
+	words []string
+}{
+	{regexp.MustCompile(`^https?://\S+$`), []string{"url", "link"}},
+	{regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-zA-Z]{2,}$`), []string{"email"}},
+	{regexp.MustCompile(`^v?\d+(\.\d+){1,3}([-+][\w.]+)?$`), []string{"version", "tag", "release"}},
+	{regexp.MustCompile(`^[\w.-]*(/[\w.-]+)*\.[a-zA-Z][a-zA-Z0-9]{0,4}$`), []string{"file", "path"}},
+}
+
+// valueKinds are the words of the values of q, by their shape.
+func valueKinds(q string) [][]string {
+	var out [][]string
+	for _, tok := range strings.Fields(q) {
+		tok = strings.TrimRight(tok, ",;:!?)\"'")
+		tok = strings.TrimLeft(tok, "(\"'")
+		for _, s := range valueShapes {
+			if s.re.MatchString(tok) {
+				out = append(out, s.words)
+				break
+			}
+		}
+	}
+	return out
 }

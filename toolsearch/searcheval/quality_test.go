@@ -62,12 +62,13 @@ func TestChineseQuality(t *testing.T) {
 	}
 }
 
-// TestEnglishQuality: on GitHub's catalog the engine falls short of the
-// 0.85 goal (README); it must keep beating plain BM25, and the figures
-// must not fall below those recorded in the README.
+// TestEnglishQuality: on GitHub's catalog the engine meets the 0.85 goal
+// on the requests it was tuned on, not on the held-out ones (README); it
+// must keep beating plain BM25, and the figures must not fall more than a
+// request or two below those recorded in the README (0.882 and 0.800).
 func TestEnglishQuality(t *testing.T) {
 	spec := githubSpec(t)
-	for cases, floor := range map[string]float64{"github-queries.json": 0.74, "github-heldout.json": 0.62} {
+	for cases, floor := range map[string]float64{"github-queries.json": 0.86, "github-heldout.json": 0.77} {
 		f := measure(t, spec, cases)
 		if f.engine.Recall5 <= f.plain.Recall5 || f.engine.MRR <= f.plain.MRR {
 			t.Errorf("%s: the engine (%s) does not beat plain BM25 (%s)", cases, f.engine, f.plain)
