@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,9 +275,18 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	catalogService := mcpserver.NewService(catalog.New(e.st, e.changes, nil), e.ex, mcpserver.Options{})
 	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": newMCPRelay(up.URL),
 		"catalog MCP server, in-memory": catalogService.NewServer(gatewayUser)}
+	keep := map[string]bool{specs[0].name: true} // the direct call, every chain's last floor
+	for _, s := range specs {
+		if len(o.gatewayOnly) == 0 || slices.ContainsFunc(o.gatewayOnly, func(w string) bool { return strings.Contains(s.name, w) }) {
+			keep[s.name], keep[s.floor] = true, true
+		}
+	}
 	var subjects []gatewaySubject
 	index := map[string]int{}
 	for _, s := range specs {
+		if !keep[s.name] {
+			continue
+		}
 		if s.inProcess && s.spec.Kind == "get" && !o.gatewayOutside {
 			continue // the same as the floor above when the clients are in process
 		}

@@ -87,8 +87,9 @@ type benchOpts struct {
 	faultMySQL  string        // fault: MariaDB DSN (the runner creates its databases)
 	faultOnly   string        // fault: scenarios to run (empty: all)
 
-	gatewayConc    int  // gateway: concurrency of the throughput phase
-	gatewayOutside bool // gateway: clients in child processes
+	gatewayConc    int      // gateway: concurrency of the throughput phase
+	gatewayOutside bool     // gateway: clients in child processes
+	gatewayOnly    []string // gateway: the subjects whose names hold one of these (and their floors); nil: all
 
 	scaleSessions   int           // scale: MCP sessions open at once
 	scaleRuns       int           // scale: streaming runs at once
@@ -135,6 +136,7 @@ func main() {
 		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
 		gwConc   = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
 		gwOut    = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
+		gwOnly   = flag.String("gateway-only", "", "gateway: only the subjects whose names hold one of these comma-separated words, with their floors (\"stdio\", say)")
 		scSess   = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
 		scRuns   = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
 		scWaves  = flag.Int("scale-waves", 5, "scale: waves of runs measured (after one warm-up wave)")
@@ -172,7 +174,7 @@ func main() {
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
 		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
-		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut,
+		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
 		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,6 +87,39 @@ func TestCLIMCP(t *testing.T) {
 	if calls := up.Calls(); calls[len(calls)-1].Arguments["text"] != "over stdio" {
 		t.Fatalf("the MCP server got %v", calls[len(calls)-1])
 	}
+
+	// And with the official TypeScript SDK's client over the same stdio.
+	t.Run("TypeScript client", func(t *testing.T) {
+		const tsDir = "../../tests/mcp-ts"
+		if _, err := os.Stat(filepath.Join(tsDir, "node_modules/@modelcontextprotocol/sdk")); err != nil {
+			t.Skipf("TypeScript SDK not installed (npm ci --prefix tests/mcp-ts): %v", err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", tsDir+"/client.mjs", "stdio", "echo", `{"text":"from TypeScript"}`,
+			os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
+		cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("client.mjs: %v\n%s", err, stderr.String())
+		}
+		var got struct {
+			Tools  []struct{ Name string }
+			Result struct {
+				IsError bool
+				Content []struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(out, &got); err != nil || got.Result.IsError || len(got.Result.Content) == 0 ||
+			!strings.Contains(got.Result.Content[0].Text, "from TypeScript") {
+			t.Fatalf("client.mjs printed %s: %v", out, err)
+		}
+		if calls := up.Calls(); calls[len(calls)-1].Arguments["text"] != "from TypeScript" {
+			t.Fatalf("the MCP server got %v", calls[len(calls)-1])
+		}
+	})
 
 	if code, _, _ := c.run("", "mcp", "server", "rm", "med"); code != 0 {
 		t.Fatal("mcp server rm")

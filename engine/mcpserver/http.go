@@ -54,7 +54,13 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			slot.srv = s.NewServer(r.Context().Value(identityKey{}).(Identity).User)
 		}
 		return slot.srv
-	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle})
+	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle,
+		// A POST is answered with one JSON body rather than an event
+		// stream: no tool of ours sends messages while it runs, and the
+		// stream's machinery cost /mcp a tenth of its calls' time
+		// (docs/benchmarks.md). Notifications (tools/list_changed) go on
+		// the session's GET stream either way.
+		JSONResponse: true})
 	// The SDK binds a session to the TokenInfo.UserID of the request that
 	// opened it and refuses it to others; authn has already checked the
 	// token, so the verifier only names the identity.

@@ -26,7 +26,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,7 +141,12 @@ func (s *Service) NewServer(userID int64) *sdk.Server {
 // or the client disconnects (`blindexec mcp serve --stdio`, the user from
 // BLINDEXEC_MCP_USER).
 func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
-	return s.NewServer(userID).Run(ctx, &sdk.StdioTransport{})
+	return s.serveLines(ctx, userID, os.Stdin, os.Stdout)
+}
+
+// serveLines serves one session over newline-delimited JSON-RPC.
+func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
+	return s.NewServer(userID).Run(ctx, &lineTransport{r: r, w: w})
 }
 
 // result turns the engine's answer into an MCP result.

@@ -1,0 +1,179 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+func TestDecodeLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		code       int64 // the error's; 0: taken
+	}{
+		{"call, numeric id", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2]}}}`, 0},
+		{"call, string id", `{"method":"tools/list","id":"a-1","jsonrpc":"2.0"}`, 0},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0},
+		{"null id is a notification", `{"jsonrpc":"2.0","id":null,"method":"notifications/cancelled","params":{"requestId":3}}`, 0},
+		{"escaped key and value", `{"jsonrpc":"2.0","id":1,"meth\u006fd":"tools/\u006cist"}`, 0},
+		{"repeated key: the last wins", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`, 0},
+		{"unknown keys ignored", `{"jsonrpc":"2.0","id":1,"method":"ping","extra":{"x":[]}}`, 0},
+		{"a response takes the SDK's decoder", `{"jsonrpc":"2.0","id":4,"result":{}}`, 0},
+		{"an error response", `{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"no"}}`, 0},
+		{"not JSON", `{"jsonrpc":"2.0",`, jsonrpc.CodeParseError},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, jsonrpc.CodeInvalidRequest},
+		{"not an object", `"ping"`, jsonrpc.CodeInvalidRequest},
+		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, jsonrpc.CodeInvalidRequest},
+		{"no version", `{"id":1,"method":"ping"}`, jsonrpc.CodeInvalidRequest},
+		{"method not a string", `{"jsonrpc":"2.0","id":1,"method":5}`, jsonrpc.CodeInvalidRequest},
+		{"id an object", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, jsonrpc.CodeInvalidRequest},
+		{"response without id", `{"jsonrpc":"2.0","result":{}}`, jsonrpc.CodeInvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := decodeLine([]byte(tc.line))
+			if tc.code != 0 {
+				var de *decodeError
+				if !errors.As(err, &de) || de.code != tc.code {
+					t.Fatalf("decodeLine = %v, %v; want error code %d", got, err, tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := jsonrpc.DecodeMessage([]byte(tc.line))
+			if err != nil {
+				t.Fatalf("the SDK's decoder refuses it: %v", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decodeLine = %#v\nthe SDK's = %#v", got, want)
+			}
+		})
+	}
+}
+
+// FuzzDecodeLine: whatever decodeLine takes as a request, the SDK's own
+// decoder reads the same way.
+func FuzzDecodeLine(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2]}}}`,
+		`{"jsonrpc":"2.0","id":"7","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
+		`{"jsonrpc":"2.0","id":1e3,"method":"a\"b"}`,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`,
+		`[1]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, err := decodeLine(line)
+		req, ok := got.(*jsonrpc.Request)
+		if err != nil || !ok {
+			return
+		}
+		want, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			t.Fatalf("decodeLine took %q as %#v; the SDK's decoder refuses it: %v", line, req, err)
+		}
+		w, ok := want.(*jsonrpc.Request)
+		if !ok || w.ID != req.ID || w.Method != req.Method || !bytes.Equal(w.Params, req.Params) {
+			t.Fatalf("decodeLine(%q) = %#v, the SDK's %#v", line, req, want)
+		}
+	})
+}
+
+// echoExecutor answers every call with its arguments.
+type echoExecutor struct{}
+
+func (echoExecutor) Execute(_ context.Context, call engine.Call) (*engine.Result, error) {
+	return &engine.Result{OK: true, Output: call.Arguments}, nil
+}
+
+type oneTool []*plugins.Plugin
+
+func (c oneTool) EnabledPlugins(context.Context) ([]*plugins.Plugin, error) { return c, nil }
+func (oneTool) Version() int64                                              { return 1 }
+
+// TestLineTransport drives a session over pipes, as `mcp serve --stdio`
+// is driven: a go-sdk client through it, then lines a client should not
+// send, each answered while the session goes on, then the end.
+func TestLineTransport(t *testing.T) {
+	p := &plugins.Plugin{Name: "echo", Title: "Echo", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	svc := NewService(oneTool{p}, echoExecutor{}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// The go-sdk client, over the SDK's own newline-delimited transport.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() { served <- svc.serveLines(sctx, 7, inR, outW) }()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "über\nline"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	if got := res.Content[0].(*sdk.TextContent).Text; got != `{"text":"über\nline"}` {
+		t.Fatalf("text = %s", got)
+	}
+	cs.Close()
+	stop()
+	if err := <-served; err == nil {
+		t.Fatal("the session did not end with its context")
+	}
+
+	// Raw lines: each bad one is answered, and the session goes on.
+	inR, inW = io.Pipe()
+	outR, outW = io.Pipe()
+	sctx, stop = context.WithCancel(ctx)
+	defer stop()
+	go func() { served <- svc.serveLines(sctx, 7, inR, outW) }()
+	out := bufio.NewScanner(outR)
+	for _, step := range []struct{ send, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, `"id":1,"result":{`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\r\n\n   ", ""},
+		{`{"jsonrpc":"2.0","id":2,`, `{"error":{"code":-32700,"message":"parse error: the line is not valid JSON"},"id":null,"jsonrpc":"2.0"}`},
+		{`[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, `"code":-32600,"message":"JSON-RPC batches are not supported`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}`, `"id":4,"result":{"content":[{"type":"text","text":"{\"text\":\"still here\"}"}]`},
+	} {
+		if _, err := io.WriteString(inW, step.send+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if step.want == "" {
+			continue
+		}
+		if !out.Scan() {
+			t.Fatalf("no answer to %s: %v", step.send, out.Err())
+		}
+		if !strings.Contains(out.Text(), step.want) {
+			t.Fatalf("sent %s\ngot  %s\nwant %s", step.send, out.Text(), step.want)
+		}
+	}
+	// A client closing stdin ends the session.
+	inW.Close()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Logf("session ended: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the session did not end when its input closed")
+	}
+}
