@@ -70,15 +70,26 @@ func BenchmarkCallTool(b *testing.B) {
 	}
 	relayHTTP := relay() // one server for every session, as the go-sdk's examples serve
 
+	// Over pipes, as over stdio: the relay with the SDK's transport, the
+	// catalog with the one `mcp serve --stdio` uses.
+	relayPipes := func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) {
+		relay().Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	}
+	catalogPipes := func(ctx context.Context, r io.ReadCloser, w io.WriteCloser) { mcpserver.ServeLines(svc, ctx, 7, r, w) }
+
 	for _, c := range []struct {
 		name   string
 		server func() *sdk.Server
-		http   http.Handler // nil: in-memory transports (stdio's framing, no pipe)
+		http   http.Handler                                         // streamable HTTP
+		pipes  func(context.Context, io.ReadCloser, io.WriteCloser) // else stdio's framing over pipes
+		// neither: the SDK's in-memory transports (stdio's framing, no pipe)
 	}{
-		{"bare-relay/in-memory", relay, nil},
-		{"catalog/in-memory", catalogServer, nil},
-		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayHTTP }, nil)},
-		{"catalog/streamable-http", catalogServer, svc.Handler(authn)},
+		{"bare-relay/in-memory", relay, nil, nil},
+		{"catalog/in-memory", catalogServer, nil, nil},
+		{"bare-relay/pipes", nil, nil, relayPipes},
+		{"catalog/pipes", nil, nil, catalogPipes},
+		{"bare-relay/streamable-http", relay, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayHTTP }, nil), nil},
+		{"catalog/streamable-http", catalogServer, svc.Handler(authn), nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -89,6 +100,11 @@ func BenchmarkCallTool(b *testing.B) {
 				defer srv.Close()
 				t = &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true,
 					HTTPClient: &http.Client{Transport: bearer{"bench"}}}
+			} else if c.pipes != nil {
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				go c.pipes(ctx, inR, outW)
+				t = &sdk.IOTransport{Reader: outR, Writer: inW}
 			} else {
 				ct, st := sdk.NewInMemoryTransports()
 				go c.server().Run(ctx, st)
