@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -73,7 +74,7 @@ func TestMCPProxyThroughExecutor(t *testing.T) {
 func TestBodyLimits(t *testing.T) {
 	e := newMCPEnv(t, testdb.Open(t, store.DialectSQLite))
 	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
-	wide := "[" + strings.Repeat("0,", bodyLimits.Elements) + "0]"
+	wide := "[" + strings.Repeat("0,", jsonlimit.Messages.Elements) + "0]"
 	huge := `{"name":"x","arguments":{"s":"` + strings.Repeat("x", maxBody) + `"}}`
 	var props strings.Builder
 	for i := range plugins.DefaultSchemaLimits.Properties + 1 {

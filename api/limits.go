@@ -19,13 +19,6 @@ import (
 // maxBody bounds every JSON request body the API reads: past it, 413.
 const maxBody = 8 << 20
 
-// bodyLimits bound the JSON of every request body, scanned before it is
-// decoded: past them, 400 naming the limit. They sit a little above
-// engine.ArgumentLimits, which bound the arguments inside (a body wraps
-// them in a level or two), so that arguments over those are refused by
-// the executor with its own message.
-var bodyLimits = jsonlimit.Limits{Depth: 72, Elements: 1_000_000}
-
 // Error codes of refused bodies.
 const (
 	codeBodyTooLarge   = "body_too_large" // 413
@@ -62,13 +55,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 }
 
 // readJSON reads a JSON body (at most maxBody bytes) and scans it against
-// bodyLimits before anything decodes it.
+// jsonlimit.Messages before anything decodes it.
 func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, ok := readBody(w, r, maxBody)
 	if !ok {
 		return nil, false
 	}
-	if err := jsonlimit.Check(body, bodyLimits); err != nil {
+	if err := jsonlimit.Check(body, jsonlimit.Messages); err != nil {
 		var le *jsonlimit.Error
 		errors.As(err, &le)
 		writeError(w, http.StatusBadRequest, codeBodyTooComplex, "body: "+err.Error(), map[string]any{"limit": le.Limit, "max": le.Max})

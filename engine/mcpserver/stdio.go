@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 )
 
 // maxLine bounds one incoming message, as the SDK's stdio transport does
@@ -60,15 +62,15 @@ func (c *lineConn) readLoop() {
 	var long []byte // a line longer than br's buffer, gathered
 	for {
 		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if full := errors.Is(err, bufio.ErrBufferFull); full || long != nil {
 			if long = append(long, line...); len(long) > maxLine {
 				c.err = fmt.Errorf("an incoming message is longer than %d bytes", maxLine)
 				return
 			}
-			continue
-		}
-		if long != nil {
-			line, long = append(long, line...), nil
+			if full {
+				continue
+			}
+			line, long = long, nil
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			msg, derr := decodeLine(line)
@@ -106,6 +108,11 @@ func (e *decodeError) Error() string { return e.msg }
 // common case, is read with gjson and its params copied once; a response
 // (to a request the server sent) takes the SDK's decoder.
 func decodeLine(line []byte) (jsonrpc.Message, error) {
+	// Measured before anything parses it: gjson, like every decoder,
+	// recurses per level, and a line may be 16 MiB of brackets.
+	if err := jsonlimit.Check(line, jsonlimit.Messages); err != nil {
+		return nil, &decodeError{jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()}
+	}
 	if !gjson.ValidBytes(line) {
 		return nil, &decodeError{jsonrpc.CodeParseError, "parse error: the line is not valid JSON"}
 	}

@@ -41,6 +41,8 @@ func TestDecodeLine(t *testing.T) {
 		{"method not a string", `{"jsonrpc":"2.0","id":1,"method":5}`, jsonrpc.CodeInvalidRequest},
 		{"id an object", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, jsonrpc.CodeInvalidRequest},
 		{"response without id", `{"jsonrpc":"2.0","result":{}}`, jsonrpc.CodeInvalidRequest},
+		{"nested past the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`, jsonrpc.CodeInvalidRequest},
+		{"more elements than the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":[` + strings.Repeat("0,", 1_000_000) + `0]}`, jsonrpc.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := decodeLine([]byte(tc.line))
@@ -176,4 +178,20 @@ func TestLineTransport(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the session did not end when its input closed")
 	}
+
+	// A line past the length limit ends the session, saying so.
+	inR, inW = io.Pipe()
+	go func() { served <- svc.serveLines(ctx, 7, inR, io.Discard) }()
+	go func() {
+		io.WriteString(inW, strings.Repeat(" ", maxLine)+"{}\n")
+	}()
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "longer than") {
+			t.Fatalf("a line past the limit: the session ended with %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("a line past the limit did not end the session")
+	}
+	inR.Close()
 }

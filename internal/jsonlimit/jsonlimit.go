@@ -21,6 +21,13 @@ type Limits struct {
 	Elements int
 }
 
+// Messages bound every JSON message taken from outside — an API request
+// body, a line of `mcp serve --stdio` — scanned before it is decoded. They
+// sit a little above engine.ArgumentLimits, which bound the arguments
+// inside (a message wraps them in a level or two), so that arguments over
+// those are refused by the executor with its own message.
+var Messages = Limits{Depth: 72, Elements: 1_000_000}
+
 // Error is a document over a limit.
 type Error struct {
 	Limit string // "depth" or "elements"
