@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -114,7 +115,9 @@ func (oneTool) Version() int64                                              { re
 // send, each answered while the session goes on, then the end.
 func TestLineTransport(t *testing.T) {
 	p := &plugins.Plugin{Name: "echo", Title: "Echo", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
-	svc := NewService(oneTool{p}, echoExecutor{}, Options{})
+	// Tool search on, so that a search makes the server send a message
+	// of its own (notifications/tools/list_changed) over the transport.
+	svc := NewService(oneTool{p}, echoExecutor{}, Options{Search: toolset.Config{Mode: toolset.ModeAlways}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -124,9 +127,20 @@ func TestLineTransport(t *testing.T) {
 	served := make(chan error, 1)
 	sctx, stop := context.WithCancel(ctx)
 	go func() { served <- svc.serveLines(sctx, 7, inR, outW) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	changed := make(chan struct{}, 1)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: plugins.SearchToolsName, Arguments: map[string]any{"query": "echo"}}); err != nil || res.IsError {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after the search")
 	}
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "über\nline"}})
 	if err != nil || res.IsError {
