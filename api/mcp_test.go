@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -410,24 +408,14 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // official TypeScript SDK, pinned in tests/mcp-ts) lists and calls the
 // catalog at /mcp with a per-user token.
 func TestCatalogWithTypeScriptClient(t *testing.T) {
-	if _, err := os.Stat("../tests/mcp-ts/node_modules/@modelcontextprotocol/sdk"); err != nil {
-		t.Skip("tests/mcp-ts/node_modules is absent: run npm ci --prefix tests/mcp-ts")
-	}
+	mcpts.Require(t)
 	e := newMCPEnv(t, testdb.Open(t, store.DialectSQLite))
 	e.register()
 	if code, out := e.do("POST", "/v1/plugins/import/mcp", mcpAdmin, map[string]any{"server": "med", "user_id": 7}); code != 200 {
 		t.Fatalf("import: %d %v", code, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "../tests/mcp-ts/client.mjs", e.url+"/mcp", e.userTok, "generate_disease_treatment_plan",
+	stdout := mcpts.Run(t, 30*time.Second, nil, "client.mjs", e.url+"/mcp", e.userTok, "generate_disease_treatment_plan",
 		`{"disease_id":"disease_000001","patient_age":45}`)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		Tools []struct {
 			Name        string

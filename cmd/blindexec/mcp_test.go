@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/mcpts"
 )
 
 // TestMain lets the test binary stand in for the blindexec binary, so a
@@ -90,21 +90,9 @@ func TestCLIMCP(t *testing.T) {
 
 	// And with the official TypeScript SDK's client over the same stdio.
 	t.Run("TypeScript client", func(t *testing.T) {
-		const tsDir = "../../tests/mcp-ts"
-		if _, err := os.Stat(filepath.Join(tsDir, "node_modules/@modelcontextprotocol/sdk")); err != nil {
-			t.Skipf("TypeScript SDK not installed (npm ci --prefix tests/mcp-ts): %v", err)
-		}
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "node", tsDir+"/client.mjs", "stdio", "echo", `{"text":"from TypeScript"}`,
-			os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
-		cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("client.mjs: %v\n%s", err, stderr.String())
-		}
+		mcpts.Require(t)
+		out := mcpts.Run(t, time.Minute, []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error"},
+			"client.mjs", "stdio", "echo", `{"text":"from TypeScript"}`, os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
 		var got struct {
 			Tools  []struct{ Name string }
 			Result struct {

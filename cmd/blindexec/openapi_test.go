@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/internal/mcpts"
 )
 
 func fastapiDoc(t *testing.T) string {
@@ -75,20 +74,10 @@ func TestCLIOpenAPIQuery(t *testing.T) {
 // (this test binary in the CLI's role) and over streamable HTTP at
 // /mcp/openapi of the API, behind its bearer token.
 func TestOpenAPIToolsWithTypeScriptClient(t *testing.T) {
-	const tsDir = "../../tests/mcp-ts"
-	if _, err := os.Stat(filepath.Join(tsDir, "node_modules/@modelcontextprotocol/sdk")); err != nil {
-		t.Skipf("TypeScript SDK not installed (npm ci --prefix tests/mcp-ts): %v", err)
-	}
-	script, _ := filepath.Abs(filepath.Join(tsDir, "openapi_client.mjs"))
+	mcpts.Require(t)
 	doc := fastapiDoc(t)
 	node := func(t *testing.T, args ...string) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
-		cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_LOG_LEVEL=error")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("openapi_client.mjs %v: %v\n%s", args[0], err, out)
-		}
+		mcpts.Run(t, time.Minute, []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_LOG_LEVEL=error"}, "openapi_client.mjs", args...)
 	}
 	t.Run("stdio", func(t *testing.T) {
 		node(t, "stdio", os.Args[0], "mcp", "openapi", "--stdio", "--spec", doc)

@@ -1,15 +1,11 @@
 package mcpserver_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -21,10 +17,8 @@ import (
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/githubcatalog"
+	"github.com/blindexec/blindexec/internal/mcpts"
 )
-
-// tsDir holds the pinned TypeScript MCP SDK (npm ci --prefix tests/mcp-ts).
-const tsDir = "../../tests/mcp-ts"
 
 // TestGitHubCatalogWithTypeScriptClient: the official TypeScript SDK's
 // client on GitHub's whole REST API (1,100+ tools) sees the meta-tools,
@@ -32,9 +26,7 @@ const tsDir = "../../tests/mcp-ts"
 // the tool it found directly and through call_tool, against a loopback
 // upstream.
 func TestGitHubCatalogWithTypeScriptClient(t *testing.T) {
-	if _, err := os.Stat(tsDir + "/node_modules/@modelcontextprotocol/sdk"); err != nil {
-		t.Skip("tests/mcp-ts/node_modules is absent: run npm ci --prefix tests/mcp-ts")
-	}
+	mcpts.Require(t)
 	var (
 		mu  sync.Mutex
 		got []string
@@ -58,17 +50,8 @@ func TestGitHubCatalogWithTypeScriptClient(t *testing.T) {
 	srv := httptest.NewServer(svc.Handler(authn))
 	t.Cleanup(srv.Close)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", tsDir+"/search_client.mjs", srv.URL, "ts-token",
+	stdout := mcpts.Run(t, 60*time.Second, nil, "search_client.mjs", srv.URL, "ts-token",
 		"get the README of a repository", "repos_get-readme", `{"owner":"octocat","repo":"hello-world"}`)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-
-	if err != nil {
-		t.Fatalf("search_client.mjs: %v\n%s", err, stderr.String())
-	}
 	type result struct {
 		Content []struct{ Type, Text string }
 		IsError bool
