@@ -79,8 +79,54 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "internal", err.Error(), nil)
 	default:
+		if b, ok := appendEnvelope(make([]byte, 0, 128+len(res.Output)), res); ok {
+			w.Header()["Content-Type"] = jsonContentType
+			w.WriteHeader(http.StatusOK)
+			w.Write(b)
+			return
+		}
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+// appendEnvelope writes the envelope of a successful call as writeJSON
+// would, byte for byte (TestAppendEnvelope), without encoding/json: its
+// reflection over Result and its second compaction of Output (the engine
+// hands Output over valid and compact) were 2–3% of a call's CPU at full
+// load. A Result with an error or a trace is not taken (false).
+func appendEnvelope(b []byte, res *engine.Result) ([]byte, bool) {
+	if res.Error != nil || res.Request != nil || !plainASCII(res.ExecutionID) {
+		return b, false
+	}
+	b = append(b, `{"ok":`...)
+	b = strconv.AppendBool(b, res.OK)
+	b = append(b, `,"http_status":`...)
+	b = strconv.AppendInt(b, int64(res.HTTPStatus), 10)
+	b = append(b, `,"output":`...)
+	if len(res.Output) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, res.Output...)
+	}
+	b = append(b, `,"error":null,"execution_id":"`...)
+	b = append(b, res.ExecutionID...)
+	b = append(b, `","latency_ms":`...)
+	b = strconv.AppendInt(b, res.LatencyMS, 10)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(res.Attempts), 10)
+	return append(b, "}\n"...), true
+}
+
+// plainASCII reports whether s needs no escaping in a JSON string.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeDetails adds the execution id to a refusal's details.
