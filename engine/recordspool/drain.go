@@ -43,9 +43,13 @@ func (s *Spool) drain() {
 			continue
 		}
 		seg, off := s.segs[0], s.drainOff
+		recs, used, frames := s.takeRecent(seg, off)
 		s.mu.Unlock()
 
-		recs, used, frames, err := r.next(s.dir, seg, off, s.opts.BatchSize)
+		var err error
+		if recs == nil {
+			recs, used, frames, err = r.next(s.dir, seg, off, s.opts.BatchSize)
+		}
 		if err != nil {
 			// The segment cannot be read (a disk fault): its records are
 			// lost; say how many bytes, and go on with the next one.
@@ -62,6 +66,38 @@ func (s *Spool) drain() {
 		s.stats.Drained += int64(len(recs))
 		s.mu.Unlock()
 	}
+}
+
+// takeRecent returns the records held in memory from off in seg on, as
+// far as they are synced and up to BatchSize (at least one append's):
+// the records, the bytes and frames they took; nil when memory holds no
+// append starting at off. Appends the drainer is past are dropped. Called
+// with mu held.
+func (s *Spool) takeRecent(seg segment, off int64) (recs []engine.Record, used, frames int64) {
+	for len(s.recent) > 0 && (s.recent[0].seq < seg.seq || s.recent[0].seq == seg.seq && s.recent[0].off < off) {
+		s.dropRecent()
+	}
+	for len(s.recent) > 0 {
+		b := s.recent[0]
+		if b.seq != seg.seq || b.off != off+used || b.off+b.size > seg.size ||
+			recs != nil && len(recs)+len(b.recs) > s.opts.BatchSize {
+			break
+		}
+		if recs == nil {
+			recs = b.recs
+		} else {
+			recs = append(recs[:len(recs):len(recs)], b.recs...) // never into the Recorder's array
+		}
+		used += b.size
+		s.dropRecent()
+	}
+	return recs, used, int64(len(recs))
+}
+
+func (s *Spool) dropRecent() {
+	s.recentBytes -= s.recent[0].size
+	s.recent[0] = recentBatch{}
+	s.recent = s.recent[1:]
 }
 
 // outage is the drainer's memory of a database outage, for its two log lines.
