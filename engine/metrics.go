@@ -22,6 +22,14 @@ type Metrics struct {
 
 	mu     sync.RWMutex
 	labels map[string]bool // catalog names labelled so far
+	// series are the children of both vectors by (plugin label, outcome),
+	// so that a call does not hash its label values into each vector.
+	series map[[2]string]series
+}
+
+type series struct {
+	calls    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // Plugin label values besides catalog names.
@@ -60,9 +68,21 @@ func (m *Metrics) observe(p *plugins.Plugin, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	plugin := m.label(p)
-	m.calls.WithLabelValues(plugin, outcome).Inc()
-	m.duration.WithLabelValues(plugin, outcome).Observe(d.Seconds())
+	key := [2]string{m.label(p), outcome}
+	m.mu.RLock()
+	s, ok := m.series[key]
+	m.mu.RUnlock()
+	if !ok {
+		s = series{m.calls.WithLabelValues(key[0], key[1]), m.duration.WithLabelValues(key[0], key[1])}
+		m.mu.Lock()
+		if m.series == nil {
+			m.series = make(map[[2]string]series)
+		}
+		m.series[key] = s
+		m.mu.Unlock()
+	}
+	s.calls.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // label is p's plugin label value.
