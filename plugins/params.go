@@ -21,7 +21,7 @@ import (
 // string(bytes) key does not allocate and hashes far faster than sha256.
 var compiled struct {
 	sync.RWMutex
-	m map[string]*jsonschema.Schema
+	m map[string]map[string]*jsonschema.Schema // by variant, then the schema's bytes
 }
 
 const compiledCacheMax = 4096
@@ -38,9 +38,8 @@ func compileParameters(variant string, params json.RawMessage, edit func(root ma
 	if len(params) == 0 {
 		return nil, errors.New("required: a JSON Schema object with type \"object\"")
 	}
-	key := variant + string(params)
 	compiled.RLock()
-	s := compiled.m[key]
+	s := compiled.m[variant][string(params)] // no key built: this runs on every call
 	compiled.RUnlock()
 	if s != nil {
 		return s, nil
@@ -67,10 +66,13 @@ func compileParameters(variant string, params json.RawMessage, edit func(root ma
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
 	compiled.Lock()
-	if compiled.m == nil || len(compiled.m) >= compiledCacheMax {
-		compiled.m = make(map[string]*jsonschema.Schema)
+	if compiled.m == nil {
+		compiled.m = make(map[string]map[string]*jsonschema.Schema)
 	}
-	compiled.m[key] = s
+	if compiled.m[variant] == nil || len(compiled.m[variant]) >= compiledCacheMax {
+		compiled.m[variant] = make(map[string]*jsonschema.Schema)
+	}
+	compiled.m[variant][string(params)] = s
 	compiled.Unlock()
 	return s, nil
 }
