@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -37,7 +38,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		err = &http.MaxBytesError{Limit: limit}
 		w.Header().Set("Connection", "close")
 	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, err = httpbody.ReadAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	}
 	var tooLarge *http.MaxBytesError
 	switch {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -232,7 +233,11 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 	if err != nil {
 		return r, &ToolError{Code: CodeTransportError, Message: "the API's response could not be decoded: " + err.Error()}
 	}
-	r.Body, err = io.ReadAll(io.LimitReader(body, limit+1))
+	declared := int64(-1) // the length of what is read, when the transport's body is
+	if body == io.Reader(resp.Body) && resp.ContentLength <= limit {
+		declared = resp.ContentLength
+	}
+	r.Body, err = httpbody.ReadAll(io.LimitReader(body, limit+1), declared)
 	if err != nil {
 		return r, fmt.Errorf("reading the response: %w", err)
 	}
