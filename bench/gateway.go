@@ -356,7 +356,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	fmt.Printf("   subjects take turns in %d rounds: %d calls each one after another, %s each at concurrency %d\n",
 		max(o.rounds, 1), o.n/max(o.rounds, 1)*max(o.rounds, 1), o.dur, oc.conc)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "subject\tp50\tp99\tp50 ×floor\tcalls/s @%d\t%% of floor\tallocs/call\tkB/call\ttarget\t\n", oc.conc)
+	fmt.Fprintf(tw, "subject\tp50\tp99\tp50 ×floor\tcalls/s @%d\t%% of floor\tCPU/call\t×floor\tallocs/call\tkB/call\ttarget\t\n", oc.conc)
 	for i, s := range subjects {
 		fl := f[s.floor]
 		verdictText := ""
@@ -364,13 +364,15 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 			ok := float64(f[i].p50) <= s.maxP50*float64(fl.p50) && f[i].rps >= s.minShare*fl.rps
 			verdictText = fmt.Sprintf("p50 ≤%.2f×, ≥%.0f%%: %s", s.maxP50, 100*s.minShare, verdict(ok))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.0f\t%.0f%%\t%.0f\t%.1f\t%s\t\n", s.name, round(f[i].p50), round(f[i].p99),
-			float64(f[i].p50)/float64(fl.p50), f[i].rps, 100*f[i].rps/fl.rps, f[i].allocs, f[i].bytes/1024, verdictText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%.0f\t%.0f%%\t%s\t%.2f\t%.0f\t%.1f\t%s\t\n", s.name, round(f[i].p50), round(f[i].p99),
+			float64(f[i].p50)/float64(fl.p50), f[i].rps, 100*f[i].rps/fl.rps, round(f[i].cpu), float64(f[i].cpu)/float64(fl.cpu),
+			f[i].allocs, f[i].bytes/1024, verdictText)
 	}
 	tw.Flush()
 	fmt.Println("   floors: the executor and the bare HTTP relay against the direct call, /v1/execute against the bare HTTP relay,")
-	fmt.Println("   each MCP surface against the bare go-sdk relay of its transport; allocations count this whole process")
-	fmt.Println("   (client, server and upstream when in it; a stdio server is another process).")
+	fmt.Println("   each MCP surface against the bare go-sdk relay of its transport; allocations (latency phase) and CPU/call")
+	fmt.Println("   (this process's CPU time per call at concurrency) count this whole process: client, server and upstream")
+	fmt.Println("   when in it; a stdio server, and a client run outside, is another process.")
 	fmt.Println()
 	return gatewayToolsList(ctx, o, e, userToken)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -77,6 +78,10 @@ type figures struct {
 	// allocs and bytes per call in this process during the latency
 	// phase: client, server and upstream alike when they run in it.
 	allocs, bytes float64
+	// cpu is this process's CPU time (user and system) per call during
+	// the throughput phase: steadier than calls/s on a shared machine,
+	// since time another tenant takes is not in it.
+	cpu time.Duration
 }
 
 // latency runs call n times one after another and returns each duration.
@@ -136,6 +141,7 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	spent := make([]time.Duration, len(subjects))
 	mallocs := make([]uint64, len(subjects))
 	allocated := make([]uint64, len(subjects))
+	cpu := make([]time.Duration, len(subjects))
 	for _, s := range subjects {
 		if err := s.warmup(ctx, o.warmup); err != nil {
 			return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
@@ -164,7 +170,9 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 			if err != nil {
 				return nil, err
 			}
+			cpu0 := processCPU()
 			n, took, err := s.throughput(ctx, o.conc, o.dur/time.Duration(rounds))
+			cpu[i] += processCPU() - cpu0
 			stop()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -178,9 +186,18 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 		sortDurations(lat[i])
 		n := float64(max(len(lat[i]), 1))
 		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds(),
-			float64(mallocs[i]) / n, float64(allocated[i]) / n}
+			float64(mallocs[i]) / n, float64(allocated[i]) / n, cpu[i] / time.Duration(max(calls[i], 1))}
 	}
 	return out, nil
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // profile starts a CPU profile into dir/<name>.prof (name made a file name) when dir is set; the
