@@ -57,6 +57,9 @@ func checkFastDecode(t *testing.T, body string) bool {
 		}
 		return false
 	}
+	if field, _ := unknownField([]byte(body), reflect.TypeOf(fast), ""); field != "" {
+		t.Errorf("%q: the fast path took a body with the unknown field %s", body, field)
+	}
 	var slow ExecuteRequest
 	if err := json.Unmarshal([]byte(body), &slow); err != nil {
 		t.Errorf("%q: fast path decoded %+v; encoding/json: %v", body, fast, err)

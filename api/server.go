@@ -196,19 +196,28 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	if !ok {
 		return false
 	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return true // it takes known fields only
+	}
 	if field, accepted := unknownField(body, reflect.TypeOf(v).Elem(), ""); field != "" {
 		writeError(w, http.StatusBadRequest, "unknown_field",
 			fmt.Sprintf("%s: unknown field (this engine accepts %s)", field, strings.Join(accepted, ", ")),
 			map[string]any{"field": field, "accepted": accepted})
 		return false
 	}
-	return decodeBytes(w, body, v)
+	return decodeJSON(w, body, v)
 }
 
 func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return true
 	}
+	return decodeJSON(w, body, v)
+}
+
+// decodeJSON decodes body into v with encoding/json; an error answers 400
+// naming the field.
+func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
 	if err := json.Unmarshal(body, v); err != nil {
 		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err), nil)
 		return false
