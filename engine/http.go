@@ -233,7 +233,9 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 	if err != nil {
 		return r, &ToolError{Code: CodeTransportError, Message: "the API's response could not be decoded: " + err.Error()}
 	}
-	declared := int64(-1) // the length of what is read, when the transport's body is
+	// The declared length sizes the read only when the body read is the
+	// one it describes (no content coding undone) and within the limit.
+	declared := int64(-1)
 	if body == io.Reader(resp.Body) && resp.ContentLength <= limit {
 		declared = resp.ContentLength
 	}
