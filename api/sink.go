@@ -13,7 +13,8 @@ type StoreSink struct{ Store *store.Store }
 // WriteRecords implements engine.RecordSink.
 func (s StoreSink) WriteRecords(ctx context.Context, recs []engine.Record) error {
 	rows := make([]store.Execution, len(recs))
-	for i, r := range recs {
+	for i := range recs {
+		r := &recs[i] // pointers into recs: a copy of r would escape, a record each
 		row := store.Execution{
 			ID: r.ID, PluginName: r.PluginName, Status: r.Status, HTTPStatus: r.HTTPStatus,
 			LatencyMS: r.LatencyMS, Attempts: r.Attempts, ErrorClass: r.ErrorClass,

@@ -144,15 +144,14 @@ func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []s
 		}
 		cs.remember(version, userID, missing, stored)
 	}
-	values := make(map[string]string, len(stored))
 	for k, v := range stored {
 		plain, err := cs.keys.Decrypt(userID, k, v)
 		if err != nil {
 			return nil, fmt.Errorf("resolve credential %q of user %d: %w", k, userID, err)
 		}
-		values[k] = plain
+		stored[k] = plain // in place: a map of its own for the plain values would cost one a call
 	}
-	return values, nil
+	return stored, nil
 }
 
 // cached fills stored from the cache and returns the counter it checked

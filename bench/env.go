@@ -180,7 +180,7 @@ func newEnvOn(ctx context.Context, dsn string, wrap func(http.RoundTripper) http
 		if err != nil {
 			return nil, err
 		}
-		rec = engine.NewRecorder(sp, engine.RecorderOptions{FlushInterval: 20 * time.Millisecond})
+		rec = engine.NewRecorder(sp, engine.RecorderOptions{FlushInterval: 20 * time.Millisecond, InFlight: 4})
 		e.closers = append(e.closers, func() {
 			rec.Close(context.Background())
 			sp.Close(context.Background())

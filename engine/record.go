@@ -173,7 +173,9 @@ func (r *Recorder) run() {
 		}
 		r.mu.Lock()
 		queued, closed := r.queue, r.closed
-		r.queue = nil // the sink may keep what it is given
+		// The sink may keep what it is given: a new queue, of the size
+		// the last window took, so that filling it rarely regrows it.
+		r.queue = make([]Record, 0, len(queued))
 		r.drained.Broadcast()
 		r.mu.Unlock()
 		for batch := range slices.Chunk(queued, r.opts.BatchSize) {

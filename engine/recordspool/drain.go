@@ -26,22 +26,32 @@ func (s *Spool) drain() {
 	var r reader
 	defer r.close()
 	var out outage
+	var w window
+	defer w.reset()
 	for {
 		s.mu.Lock()
 		s.dropDrained(&r)
-		if len(s.segs) == 0 || s.drainOff == s.segs[0].size {
+		empty := len(s.segs) == 0 || s.drainOff == s.segs[0].size
+		if empty || s.gathering(&w) {
 			closed := s.closed
 			s.mu.Unlock()
-			if closed {
+			if empty && closed {
 				return
+			}
+			var due <-chan time.Time
+			if w.t != nil {
+				due = w.t.C
 			}
 			select {
 			case <-s.wake:
+			case <-due:
+				w.spent = true
 			case <-s.drainCtx.Done():
 				return
 			}
 			continue
 		}
+		w.reset()
 		seg, off := s.segs[0], s.drainOff
 		recs, used, frames := s.takeRecent(seg, off)
 		s.mu.Unlock()
@@ -66,6 +76,33 @@ func (s *Spool) drain() {
 		s.stats.Drained += int64(len(recs))
 		s.mu.Unlock()
 	}
+}
+
+// window is the drainer's wait for a batch to gather.
+type window struct {
+	t     *time.Timer // started when the window opened
+	spent bool        // t fired: write what gathered
+}
+
+func (w *window) reset() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+	*w = window{}
+}
+
+// gathering reports whether the drainer should wait for more records
+// before writing: fewer than a batch are pending, the window (Gather
+// long, opened here) has not passed, and the spool is open. Called with
+// mu held.
+func (s *Spool) gathering(w *window) bool {
+	if s.opts.Gather < 0 || s.closed || w.spent || s.stats.PendingRecords >= int64(s.opts.BatchSize) {
+		return false
+	}
+	if w.t == nil {
+		w.t = time.NewTimer(s.opts.Gather)
+	}
+	return true
 }
 
 // takeRecent returns the records held in memory from off in seg on, as

@@ -21,7 +21,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -56,7 +55,13 @@ type Options struct {
 	// SegmentBytes is the size past which the next append starts a new
 	// segment file (4 MiB). Drained segments are deleted whole.
 	SegmentBytes int64
-	BatchSize    int           // records per database write (500)
+	BatchSize    int // records per database write (500)
+	// Gather is how long the drainer lets synced records wait for a full
+	// batch (100 ms; negative: not at all). Fewer, fuller writes cost the
+	// database less per record: on SQLite, in the engine's process, a
+	// third less CPU a record at 7,000 records a second
+	// (BenchmarkRecordPath).
+	Gather       time.Duration
 	WriteTimeout time.Duration // bound on one database write (10 s)
 	MinBackoff   time.Duration // first wait after a failed write (100 ms)
 	MaxBackoff   time.Duration // longest wait between tries (5 s)
@@ -150,8 +155,10 @@ const (
 	maxFrame = 1 << 20
 	// rotateCaughtUp is the size past which a segment the drainer has
 	// fully written is replaced at the next append, so that a crash
-	// replays little when the database keeps up.
-	rotateCaughtUp = 64 << 10
+	// replays little when the database keeps up (at most about 4,000
+	// records, which the database then skips as present). A rotation
+	// costs an fsync of the directory; at 64 KiB it came every batch.
+	rotateCaughtUp = 1 << 20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -170,6 +177,9 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 500
+	}
+	if opts.Gather == 0 {
+		opts.Gather = 100 * time.Millisecond
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
@@ -316,7 +326,7 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 		start := len(buf)
 		buf = append(buf, make([]byte, frameHead)...)
 		var err error
-		if buf, err = appendJSON(buf, &recs[i]); err != nil {
+		if buf, err = appendRecord(buf, &recs[i]); err != nil {
 			return fmt.Errorf("record spool: encode record %s: %w", recs[i].ID, err)
 		}
 		payload := buf[start+frameHead:]
@@ -472,11 +482,6 @@ func (s *Spool) appendTarget() (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	return s.active, s.segs[len(s.segs)-1].written, nil
-}
-
-func appendJSON(b []byte, r *engine.Record) ([]byte, error) {
-	j, err := json.Marshal(r)
-	return append(b, j...), err
 }
 
 // rotateIfDue opens a new segment for appending when there is none yet,

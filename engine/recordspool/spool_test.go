@@ -153,6 +153,55 @@ func TestRecordsReachTheDatabaseWithTheirTimes(t *testing.T) {
 	}
 }
 
+// The drainer lets records gather into a batch for Gather, writes a full
+// batch at once, and writes what is gathering when the spool closes.
+func TestDrainGathersBatches(t *testing.T) {
+	writes := func(db *database) int {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.writes
+	}
+	t.Run("a window", func(t *testing.T) {
+		db := newDatabase()
+		s := open(t, t.TempDir(), db, recordspool.Options{BatchSize: 100, Gather: 300 * time.Millisecond})
+		defer closeNow(t, s)
+		want := records(0, 3)
+		for i := range want { // three appends, each synced before the next
+			if err := s.WriteRecords(context.Background(), want[i:i+1]); err != nil {
+				t.Fatalf("WriteRecords: %v", err)
+			}
+		}
+		waitFor(t, "the records in the database", func() bool { return db.count() == 3 })
+		if n := writes(db); n != 1 {
+			t.Errorf("three appends reached the database in %d writes, want one", n)
+		}
+	})
+	t.Run("a full batch", func(t *testing.T) {
+		db := newDatabase()
+		s := open(t, t.TempDir(), db, recordspool.Options{BatchSize: 4, Gather: time.Hour})
+		defer closeNow(t, s)
+		want := records(0, 4)
+		for i := range want {
+			if err := s.WriteRecords(context.Background(), want[i:i+1]); err != nil {
+				t.Fatalf("WriteRecords: %v", err)
+			}
+		}
+		waitFor(t, "a full batch written before its window ends", func() bool { return db.count() == 4 })
+	})
+	t.Run("close", func(t *testing.T) {
+		db := newDatabase()
+		s := open(t, t.TempDir(), db, recordspool.Options{Gather: time.Hour})
+		want := records(0, 2)
+		if err := s.WriteRecords(context.Background(), want); err != nil {
+			t.Fatalf("WriteRecords: %v", err)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		db.check(t, want)
+	})
+}
+
 func TestOutage(t *testing.T) {
 	db := newDatabase()
 	var logs logBuffer
