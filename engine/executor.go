@@ -444,12 +444,15 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 }
 
 // resolveCredentials takes keys from the payload, then asks the store for
-// the user for those still missing; fromStore lists the keys it gave.
+// the user for those still missing; fromStore lists the keys it gave. The
+// map may be nil (no credentials) and is only read.
 func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (creds map[string]string, fromStore []string, err error) {
-	creds = make(map[string]string, len(keys))
 	var missing []string
 	for _, k := range keys {
 		if v := call.Credentials[k]; v != "" {
+			if creds == nil {
+				creds = make(map[string]string, len(keys))
+			}
 			creds[k] = v
 		} else {
 			missing = append(missing, k)
@@ -462,11 +465,22 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 	if err != nil {
 		return nil, nil, err
 	}
+	fromPayload := creds != nil
+	if !fromPayload {
+		// All from the store (the usual call): its map, of the keys asked
+		// for, is the call's; no copy.
+		creds = stored
+	}
 	for _, k := range missing {
-		if v := stored[k]; v != "" {
-			creds[k] = v
-			fromStore = append(fromStore, k)
+		v := stored[k]
+		if v == "" {
+			delete(creds, k) // an empty value is no credential
+			continue
 		}
+		if fromPayload {
+			creds[k] = v
+		}
+		fromStore = append(fromStore, k)
 	}
 	return creds, fromStore, nil
 }
