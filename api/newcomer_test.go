@@ -85,7 +85,7 @@ func TestEmptyCredentialIsBadRequest(t *testing.T) {
 // TestReadyzNeedsMigratedDatabase: /readyz is 503 until the schema is up
 // to date, then 200.
 func TestReadyzNeedsMigratedDatabase(t *testing.T) {
-	for _, kind := range []string{store.DialectSQLite, store.DialectMySQL} {
+	for _, kind := range testdb.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			st := testdb.Unmigrated(t, kind)
 			e := newEnv(t, st)

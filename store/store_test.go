@@ -136,7 +136,7 @@ func wantErrIs(t *testing.T, op string, err, target error) {
 
 func TestCheckMigrated(t *testing.T) {
 	ctx := context.Background()
-	for _, kind := range []string{store.DialectSQLite, store.DialectMySQL} {
+	for _, kind := range testdb.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			st := testdb.Unmigrated(t, kind)
 			if err := st.CheckMigrated(ctx); !errors.Is(err, store.ErrNotMigrated) || !strings.Contains(err.Error(), "pending") {

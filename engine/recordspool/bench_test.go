@@ -26,19 +26,13 @@ import (
 //
 //	go test -run '^$' -bench RecordPath -benchtime 30000x ./engine/recordspool/
 func BenchmarkRecordPath(b *testing.B) {
-	for _, kind := range []string{store.DialectSQLite, store.DialectMySQL} {
-		for _, gather := range []time.Duration{0, -1} {
-			name := kind + "/gather=default"
-			if gather < 0 {
-				name = kind + "/gather=off"
-			}
-			b.Run(name, func(b *testing.B) { benchRecordPath(b, kind, gather) })
-		}
-	}
+	testdb.EachB(b, func(b *testing.B, st *store.Store) {
+		b.Run("gather=default", func(b *testing.B) { benchRecordPath(b, st, 0) })
+		b.Run("gather=off", func(b *testing.B) { benchRecordPath(b, st, -1) })
+	})
 }
 
-func benchRecordPath(b *testing.B, kind string, gather time.Duration) {
-	st := testdb.Open(b, kind)
+func benchRecordPath(b *testing.B, st *store.Store, gather time.Duration) {
 	sink := &countingSink{RecordSink: api.StoreSink{Store: st}}
 	sp, err := recordspool.Open(b.TempDir(), sink, recordspool.Options{Gather: gather})
 	if err != nil {

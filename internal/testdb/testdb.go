@@ -22,8 +22,9 @@ import (
 // mysql tests use, e.g. root@tcp(127.0.0.1:3306)/test.
 const EnvMySQLDSN = "BLINDEXEC_TEST_MYSQL_DSN"
 
-// kinds are the database kinds Open accepts, in the order Each runs them.
-var kinds = []string{store.DialectSQLite, store.DialectMySQL}
+// Kinds are the database kinds Open accepts, in the order Each runs them
+// (for benchmarks and tests that run their own subtests).
+var Kinds = []string{store.DialectSQLite, store.DialectMySQL}
 
 // Each runs fn as the subtests "sqlite" and "mysql", each on a fresh store.
 func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
@@ -35,8 +36,17 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 // open their databases themselves (with DSN).
 func EachKind(t *testing.T, fn func(t *testing.T, kind string)) {
 	t.Helper()
-	for _, kind := range kinds {
+	for _, kind := range Kinds {
 		t.Run(kind, func(t *testing.T) { fn(t, kind) })
+	}
+}
+
+// EachB runs fn as the sub-benchmarks "sqlite" and "mysql", each on a
+// fresh store.
+func EachB(b *testing.B, fn func(b *testing.B, s *store.Store)) {
+	b.Helper()
+	for _, kind := range Kinds {
+		b.Run(kind, func(b *testing.B) { fn(b, Open(b, kind)) })
 	}
 }
 
