@@ -24,14 +24,20 @@ type spoolSettings struct {
 	dir      string        // BLINDEXEC_SPOOL_DIR; empty: records go straight to the database
 	maxBytes int64         // BLINDEXEC_SPOOL_MAX_MB
 	commit   time.Duration // BLINDEXEC_SPOOL_COMMIT_MS: the group-commit window
+	gather   time.Duration // BLINDEXEC_SPOOL_GATHER_MS: the drainer's wait for a full batch (recordspool.Options.Gather: negative for none)
 }
 
 func loadSpoolSettings(src *settings.Source) spoolSettings {
-	return spoolSettings{
+	s := spoolSettings{
 		dir:      src.String("BLINDEXEC_SPOOL_DIR", "blindexec-spool"),
 		commit:   src.Millis("BLINDEXEC_SPOOL_COMMIT_MS", 20*time.Millisecond),
+		gather:   src.Millis("BLINDEXEC_SPOOL_GATHER_MS", 100*time.Millisecond),
 		maxBytes: src.Int("BLINDEXEC_SPOOL_MAX_MB", 256, 1) << 20,
 	}
+	if s.gather == 0 {
+		s.gather = -1 // the spool's "not at all"; its zero is the default
+	}
+	return s
 }
 
 // recorder is the execution recorder: through the spool when serve set
@@ -41,7 +47,7 @@ func (c *config) recorder(st *store.Store, log *slog.Logger) (*engine.Recorder, 
 	if c.spool.dir == "" {
 		return engine.NewRecorder(sink, engine.RecorderOptions{Logger: log}), nil, nil
 	}
-	sp, err := recordspool.Open(c.spool.dir, sink, recordspool.Options{MaxBytes: c.spool.maxBytes, Logger: log})
+	sp, err := recordspool.Open(c.spool.dir, sink, recordspool.Options{MaxBytes: c.spool.maxBytes, Gather: c.spool.gather, Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -150,5 +151,36 @@ func TestServeStartsBeforeTheDatabase(t *testing.T) {
 	awaitStatus("/readyz", http.StatusOK)
 	if code, body := get("/v1/plugins"); code != http.StatusOK {
 		t.Errorf("/v1/plugins once the database is there: %d %s", code, body)
+	}
+}
+
+func TestSpoolSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		commit  time.Duration
+		gather  time.Duration
+		wantErr string
+	}{
+		{env: nil, commit: 20 * time.Millisecond, gather: 100 * time.Millisecond},
+		{env: map[string]string{"BLINDEXEC_SPOOL_COMMIT_MS": "5", "BLINDEXEC_SPOOL_GATHER_MS": "250"},
+			commit: 5 * time.Millisecond, gather: 250 * time.Millisecond},
+		// 0 turns the gathering off, which the spool spells negative (its
+		// zero is its default).
+		{env: map[string]string{"BLINDEXEC_SPOOL_GATHER_MS": "0"}, commit: 20 * time.Millisecond, gather: -1},
+		{env: map[string]string{"BLINDEXEC_SPOOL_GATHER_MS": "-5"}, wantErr: "BLINDEXEC_SPOOL_GATHER_MS"},
+		{env: map[string]string{"BLINDEXEC_SPOOL_GATHER_MS": "1s"}, wantErr: "BLINDEXEC_SPOOL_GATHER_MS"},
+	} {
+		src := settings.FromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		got := loadSpoolSettings(src)
+		err := src.Err()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got.commit != tc.commit || got.gather != tc.gather {
+			t.Errorf("%v: commit %v, gather %v, %v; want %v, %v", tc.env, got.commit, got.gather, err, tc.commit, tc.gather)
+		}
 	}
 }
