@@ -21,7 +21,6 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress/egresstest"
-	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -170,13 +169,8 @@ func TestSpoolSettings(t *testing.T) {
 		{env: map[string]string{"BLINDEXEC_SPOOL_GATHER_MS": "-5"}, wantErr: "BLINDEXEC_SPOOL_GATHER_MS"},
 		{env: map[string]string{"BLINDEXEC_SPOOL_GATHER_MS": "1s"}, wantErr: "BLINDEXEC_SPOOL_GATHER_MS"},
 	} {
-		src := settings.FromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
-		got := loadSpoolSettings(src)
-		err := src.Err()
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.wantErr)
-			}
+		got, err := fromEnv(tc.env, loadSpoolSettings)
+		if expectErr(t, tc.env, err, tc.wantErr) {
 			continue
 		}
 		if err != nil || got.commit != tc.commit || got.gather != tc.gather {

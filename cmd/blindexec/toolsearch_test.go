@@ -2,11 +2,9 @@ package main
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/engine/toolset"
-	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // The tool search settings: defaults, values, and values that stop the
@@ -25,13 +23,8 @@ func TestToolSearchSettings(t *testing.T) {
 		{env: map[string]string{toolset.EnvThreshold: "121"}, wantErr: toolset.EnvThreshold},
 		{env: map[string]string{toolset.EnvThreshold: "many"}, wantErr: toolset.EnvThreshold},
 	} {
-		src := settings.FromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
-		got := toolSearchSettings(src)
-		err := src.Err()
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.wantErr)
-			}
+		got, err := fromEnv(tc.env, toolSearchSettings)
+		if expectErr(t, tc.env, err, tc.wantErr) {
 			continue
 		}
 		if err != nil || got.Mode != tc.want.Mode || got.Threshold != tc.want.Threshold || !slices.Equal(got.Pinned, tc.want.Pinned) {
