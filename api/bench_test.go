@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,7 +29,11 @@ func BenchmarkCall(b *testing.B) {
 	st := testdb.Open(b, store.DialectSQLite)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("q")+`"}`)
+		if q := r.URL.Query().Get("q"); q == "big" {
+			w.Write(bigAnswer)
+		} else {
+			io.WriteString(w, `{"company":"ACME","q":"`+q+`"}`)
+		}
 	}))
 	b.Cleanup(up.Close)
 	e := newEnv(b, st, func(s *api.Server) { s.MCP = &api.MCPConfig{} })
@@ -73,8 +78,7 @@ func BenchmarkCall(b *testing.B) {
 	}))
 	b.Cleanup(relay.Close)
 
-	body := []byte(`{"name":"lookup","arguments":{"q":"acme"}}`)
-	post := func(b *testing.B, url string) {
+	post := func(b *testing.B, url string, body []byte) {
 		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
@@ -85,18 +89,23 @@ func BenchmarkCall(b *testing.B) {
 			b.Fatalf("%d %s", resp.StatusCode, out)
 		}
 	}
-	b.Run("bare-relay", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			post(b, relay.URL)
-		}
-	})
-	b.Run("execute", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			post(b, e.url+"/v1/execute")
-		}
-	})
+	// A small answer, and one of the size APIs answer lists with (16 kB,
+	// indented): what a call copies grows with the second.
+	for _, a := range []struct{ suffix, q string }{{"", "acme"}, {"-16kB", "big"}} {
+		body := []byte(`{"name":"lookup","arguments":{"q":"` + a.q + `"}}`)
+		b.Run("bare-relay"+a.suffix, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				post(b, relay.URL, body)
+			}
+		})
+		b.Run("execute"+a.suffix, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				post(b, e.url+"/v1/execute", body)
+			}
+		})
+	}
 	b.Run("mcp", func(b *testing.B) {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx,
 			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: client, DisableStandaloneSSE: true}, nil)
@@ -114,3 +123,22 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 }
+
+// bigAnswer is a 16 kB list answer, indented as many APIs send it.
+var bigAnswer = func() []byte {
+	type item struct {
+		ID      int    `json:"id"`
+		Company string `json:"company"`
+		Address string `json:"address"`
+		Status  string `json:"status"`
+	}
+	var items []item
+	for i := 0; len(items) < 120; i++ {
+		items = append(items, item{ID: i, Company: "ACME 字节跳动 " + strconv.Itoa(i), Address: "1 Example Road, Haidian, Beijing", Status: "active"})
+	}
+	b, err := json.MarshalIndent(map[string]any{"items": items, "total": len(items)}, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()

@@ -36,7 +36,7 @@ func TestAppendEnvelope(t *testing.T) {
 		{OK: true, ExecutionID: "a\"b"},
 		{OK: true, ExecutionID: "é"},
 	} {
-		if _, ok := appendEnvelope(nil, res); ok {
+		if _, ok := appendEnvelopeHead(nil, res); ok {
 			t.Errorf("%+v: took the fast path", res)
 		}
 	}
@@ -57,18 +57,21 @@ func FuzzAppendEnvelope(f *testing.F) {
 	})
 }
 
+// checkEnvelope compares what writeResult writes for res with writeJSON's
+// bytes, and checks that a plain execution id takes the fast path.
 func checkEnvelope(t *testing.T, res *engine.Result) {
 	t.Helper()
-	fast, ok := appendEnvelope(nil, res)
-	if !ok {
-		if plainASCII(res.ExecutionID) {
-			t.Fatalf("%+v: not taken", res)
-		}
-		return
+	if _, ok := appendEnvelopeHead(nil, res); !ok && plainASCII(res.ExecutionID) {
+		t.Fatalf("%+v: not taken", res)
 	}
+	fast := httptest.NewRecorder()
+	writeResult(fast, res, nil)
 	rec := httptest.NewRecorder()
 	writeJSON(rec, 200, res)
-	if want := rec.Body.String(); string(fast) != want {
-		t.Errorf("output %q:\n fast %q\n want %q", res.Output, fast, want)
+	if got, want := fast.Body.String(), rec.Body.String(); got != want {
+		t.Errorf("output %q:\n fast %q\n want %q", res.Output, got, want)
+	}
+	if got, want := fast.Header().Get("Content-Type"), rec.Header().Get("Content-Type"); got != want {
+		t.Errorf("Content-Type %q, want %q", got, want)
 	}
 }

@@ -177,7 +177,8 @@ func (p *Prepared) AddSecrets(s ...string) { p.secrets = append(p.secrets, s...)
 func (p *Prepared) Sent(r *SentRequest) { p.sent = r }
 
 // Response is what an upstream answered: the body decoded (gzip, deflate)
-// and at most Prepared.MaxResponseBytes long.
+// and at most Prepared.MaxResponseBytes long. The executor owns it once
+// returned: shaping may rewrite Body in place.
 type Response struct {
 	StatusCode  int
 	ContentType string
@@ -276,11 +277,13 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 		if !errors.As(err, &refused) {
 			e.complete(res, prep, resp, err)
 		}
-		if cause := context.Cause(ctx); res.Error != nil && res.Error.Code == CodeTransportError && cause != nil &&
-			!errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		if res.Error != nil && res.Error.Code == CodeTransportError {
 			// Canceled with a reason (the engine shutting down): the
-			// record says which.
-			res.Error.Message = "the call was canceled: " + cause.Error()
+			// record says which. Asked only then: Cause locks its way up
+			// the context chain.
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				res.Error.Message = "the call was canceled: " + cause.Error()
+			}
 		}
 	}
 	if refused != nil {

@@ -56,7 +56,11 @@ func shape(resp *Response, sel string, budget int, m *auth.Masker) json.RawMessa
 		if !gjson.ValidBytes(b) {
 			return fitText(b, budget) // not JSON after all, or masking broke a token: show it as text
 		}
-		b = pretty.Ugly(b) // compact: indentation costs the LLM tokens and budget
+		// Compact (indentation costs the LLM tokens and budget), in place:
+		// b is this call's own (the body read, or masking's copy of it),
+		// read no more once shaped. A copy would be one more answer-sized
+		// allocation a call.
+		b = pretty.UglyInPlace(b)
 		if sel != "" {
 			r := gjson.GetBytes(b, sel)
 			if !r.Exists() {
