@@ -353,9 +353,13 @@ func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
 // no layer built at all.
 func worthUnescaping[T string | []byte](wanted *[256]bool, s T, escape byte) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] != escape {
-			continue
+		// Jump to the next escape character: an answer's bytes are
+		// mostly not, and IndexByte skips them many at a time.
+		k := indexByte(s[i:], escape)
+		if k < 0 {
+			return false
 		}
+		i += k
 		var b [utf8.UTFMax]byte
 		n := 0
 		switch {
@@ -377,6 +381,14 @@ func worthUnescaping[T string | []byte](wanted *[256]bool, s T, escape byte) boo
 		}
 	}
 	return false
+}
+
+// indexByte is bytes.IndexByte or strings.IndexByte, as s is.
+func indexByte[T string | []byte](s T, c byte) int {
+	if b, ok := any(s).([]byte); ok {
+		return bytes.IndexByte(b, c)
+	}
+	return strings.IndexByte(string(s), c)
 }
 
 // unescape undoes one layer of escapes in l: JSON string escapes when

@@ -28,8 +28,14 @@ var ErrSecretTooShort = fmt.Errorf("a secret shorter than %d bytes cannot be mas
 // credential cfg reads as a secret is non-empty and shorter than
 // MinMaskLen. Identifiers may be of any length.
 func CheckSecretLengths(cfg plugins.AuthConfig, creds map[string]string) error {
+	return checkSecretLengths(cfg, cfg.CredentialKeys(), creds)
+}
+
+// checkSecretLengths is CheckSecretLengths with cfg.CredentialKeys()
+// already listed.
+func checkSecretLengths(cfg plugins.AuthConfig, keys []string, creds map[string]string) error {
 	ids := cfg.IdentifierKeys()
-	for _, k := range cfg.CredentialKeys() {
+	for _, k := range keys {
 		if v := creds[k]; v != "" && len(v) < MinMaskLen && !slices.Contains(ids, k) {
 			return fmt.Errorf("credential %s: %w", k, ErrSecretTooShort)
 		}
