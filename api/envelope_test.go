@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/pretty"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/jsontext"
 )
 
 var envelopeOutputs = []string{
@@ -61,7 +62,7 @@ func FuzzAppendEnvelope(f *testing.F) {
 // bytes, and checks that a plain execution id takes the fast path.
 func checkEnvelope(t *testing.T, res *engine.Result) {
 	t.Helper()
-	if _, ok := appendEnvelopeHead(nil, res); !ok && plainASCII(res.ExecutionID) {
+	if _, ok := appendEnvelopeHead(nil, res); !ok && jsontext.Plain(res.ExecutionID) {
 		t.Fatalf("%+v: not taken", res)
 	}
 	fast := httptest.NewRecorder()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/jsontext"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -109,7 +110,7 @@ var (
 // and compact) were 2–3% of a call's CPU at full load. A Result with an
 // error or a trace is not taken (false).
 func appendEnvelopeHead(b []byte, res *engine.Result) ([]byte, bool) {
-	if res.Error != nil || res.Request != nil || !plainASCII(res.ExecutionID) {
+	if res.Error != nil || res.Request != nil || !jsontext.Plain(res.ExecutionID) {
 		return b, false
 	}
 	b = append(b, `{"ok":`...)
@@ -127,16 +128,6 @@ func appendEnvelopeTail(b []byte, res *engine.Result) []byte {
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(res.Attempts), 10)
 	return append(b, "}\n"...)
-}
-
-// plainASCII reports whether s needs no escaping in a JSON string.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // mergeDetails adds the execution id to a refusal's details.

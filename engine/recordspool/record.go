@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/jsontext"
 )
 
 // appendRecord appends r as encoding/json marshals it, byte for byte (the
@@ -49,11 +50,9 @@ func appendRecord(b []byte, r *engine.Record) ([]byte, error) {
 
 // appendString appends s as a JSON string, as encoding/json writes it.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always marshals
-			return append(b, j...)
-		}
+	if !jsontext.PlainHTML(s) {
+		j, _ := json.Marshal(s) // a string always marshals
+		return append(b, j...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)
