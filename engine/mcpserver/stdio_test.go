@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,11 +150,14 @@ func TestLineTransport(t *testing.T) {
 	if got := res.Content[0].(*sdk.TextContent).Text; got != `{"text":"über\nline"}` {
 		t.Fatalf("text = %s", got)
 	}
-	cs.Close()
+	// The context first: a client closing first would end the session
+	// cleanly (end of input), which is not what this checks.
 	stop()
 	if err := <-served; err == nil {
 		t.Fatal("the session did not end with its context")
 	}
+	outW.Close() // the server's end of its output, as its exit closes stdout
+	cs.Close()
 
 	// Raw lines: each bad one is answered, and the session goes on.
 	inR, inW = io.Pipe()
@@ -208,4 +212,127 @@ func TestLineTransport(t *testing.T) {
 		t.Fatal("a line past the limit did not end the session")
 	}
 	inR.Close()
+}
+
+// TestAppendResponse: a successful response is written as
+// jsonrpc.EncodeMessage writes it; anything else is left to it.
+func TestAppendResponse(t *testing.T) {
+	id := func(v any) jsonrpc.ID {
+		i, err := jsonrpc.MakeID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	result := json.RawMessage(`{"content":[{"type":"text","text":"{\"a\":\"<&>\"}"}],"structuredContent":{"a":"<&> 字节跳动 \u2028"}}`)
+	for _, r := range []*jsonrpc.Response{
+		{ID: id(7.0), Result: result},
+		{ID: id(-1.0), Result: json.RawMessage(`{}`)},
+		{ID: id("a-1"), Result: result},
+		{ID: id(""), Result: json.RawMessage(`null`)},
+	} {
+		checkResponse(t, r, true)
+	}
+	for _, msg := range []jsonrpc.Message{
+		&jsonrpc.Response{ID: id(7.0), Error: errors.New("boom")},
+		&jsonrpc.Response{ID: id(7.0)},                                                     // no result: omitted
+		&jsonrpc.Response{ID: id(`a"b`), Result: result},                                   // the id needs escaping
+		&jsonrpc.Response{ID: id("é"), Result: result},                                     // past ASCII
+		&jsonrpc.Response{ID: id(7.0), Result: json.RawMessage("{\n\"a\":1}")},             // a newline would end the line
+		&jsonrpc.Request{ID: id(7.0), Method: "tools/call", Params: json.RawMessage(`{}`)}, // not a response
+	} {
+		if b, ok := appendResponse(nil, msg); ok {
+			t.Errorf("%+v: taken, wrote %s", msg, b)
+		}
+	}
+}
+
+// FuzzAppendResponse: whatever result the SDK encoded (valid, compact
+// JSON) under whatever id, the fast path writes EncodeMessage's bytes.
+func FuzzAppendResponse(f *testing.F) {
+	f.Add(int64(7), "", []byte(`{"content":[{"type":"text","text":"x"}]}`))
+	f.Add(int64(0), "req-1", []byte(`{"a":"<&> \u2028 字"}`))
+	f.Fuzz(func(t *testing.T, n int64, s string, raw []byte) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, raw) != nil || compact.Len() == 0 {
+			return
+		}
+		var v any = float64(n) // as decoded from JSON
+		if s != "" {
+			v = s
+		}
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return
+		}
+		checkResponse(t, &jsonrpc.Response{ID: id, Result: compact.Bytes()}, false)
+	})
+}
+
+// checkResponse compares appendResponse with jsonrpc.EncodeMessage for r;
+// taken says the fast path must take it.
+func checkResponse(t *testing.T, r *jsonrpc.Response, taken bool) {
+	t.Helper()
+	fast, ok := appendResponse(nil, r)
+	if !ok {
+		if taken {
+			t.Errorf("%+v: not taken", r)
+		}
+		return
+	}
+	want, err := jsonrpc.EncodeMessage(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fast, want) {
+		t.Errorf("fast %s\nwant %s", fast, want)
+	}
+}
+
+// BenchmarkWriteResponse writes a tools/call answer of 16 kB (an indented
+// list the engine compacted; as text and as structuredContent, as the
+// catalog answers) the SDK's way (EncodeMessage) and lineConn's.
+func BenchmarkWriteResponse(b *testing.B) {
+	type item struct {
+		ID      int    `json:"id"`
+		Company string `json:"company"`
+		Address string `json:"address"`
+	}
+	var items []item
+	for i := range 150 {
+		items = append(items, item{ID: i, Company: "ACME 字节跳动 " + strconv.Itoa(i), Address: "1 Example Road, Haidian, Beijing"})
+	}
+	output, err := json.Marshal(map[string]any{"items": items})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var result bytes.Buffer // as the SDK encodes a result: no HTML escaping, compact
+	enc := json.NewEncoder(&result)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(output)}}, StructuredContent: json.RawMessage(output)}); err != nil {
+		b.Fatal(err)
+	}
+	id, _ := jsonrpc.MakeID(7.0)
+	msg := &jsonrpc.Response{ID: id, Result: bytes.TrimSuffix(result.Bytes(), []byte("\n"))}
+	b.Run("sdk", func(b *testing.B) {
+		b.SetBytes(int64(len(msg.Result)))
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := jsonrpc.EncodeMessage(msg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Discard.Write(append(out, '\n'))
+		}
+	})
+	b.Run("line", func(b *testing.B) {
+		c := &lineConn{w: io.Discard}
+		b.SetBytes(int64(len(msg.Result)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.Write(context.Background(), msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
