@@ -226,18 +226,17 @@ func appendResponse(b []byte, msg jsonrpc.Message) ([]byte, bool) {
 	if !ok || r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
 		return b, false
 	}
+	n, isInt := r.ID.Raw().(int64)
+	s, isString := r.ID.Raw().(string)
+	if !isInt && !(isString && jsontext.Plain(s)) {
+		return b, false
+	}
 	b = slices.Grow(b, 64+len(r.Result)) // the line's newline too
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	switch id := r.ID.Raw().(type) {
-	case int64:
-		b = strconv.AppendInt(b, id, 10)
-	case string:
-		if !jsontext.Plain(id) {
-			return b, false
-		}
-		b = append(append(append(b, '"'), id...), '"')
-	default:
-		return b, false
+	if isInt {
+		b = strconv.AppendInt(b, n, 10)
+	} else {
+		b = append(append(append(b, '"'), s...), '"')
 	}
 	b = append(b, `,"result":`...)
 	b = append(b, r.Result...)
