@@ -20,8 +20,8 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/openaitest"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/api"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins"
 )
 

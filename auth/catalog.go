@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )

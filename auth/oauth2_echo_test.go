@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/plugins"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/plugins"
 )
 

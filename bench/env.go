@@ -22,8 +22,8 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"

@@ -17,8 +17,8 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/console"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/store"
 )

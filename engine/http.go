@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )

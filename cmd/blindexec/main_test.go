@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/openaitest"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins/openapiquery"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/api"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/mcpts"
 )
 

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )

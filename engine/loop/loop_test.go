@@ -16,8 +16,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/plugins"

@@ -13,9 +13,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/plugins"

@@ -14,8 +14,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/engine/mcpserver"

@@ -17,8 +17,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/githubcatalog"

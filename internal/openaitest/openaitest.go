@@ -37,7 +37,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	openai "github.com/sashabaranov/go-openai"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 // post sends a chat completion request and returns the response body.

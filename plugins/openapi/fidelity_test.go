@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 )
 
 // hit is a request as the upstream received it: the raw request URI and

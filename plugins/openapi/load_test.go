@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 func TestLoadErrors(t *testing.T) {

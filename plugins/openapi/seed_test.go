@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
 )
 
 // TestSeed002 imports the seed's JSON-RPC document (re-indented by hand)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 // docServer serves the document in *doc at /openapi.json, or fails with

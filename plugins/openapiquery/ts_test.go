@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/mcpts"
 )
 

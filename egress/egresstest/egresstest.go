@@ -12,7 +12,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 )
 
 // LoopbackOnly wraps next (nil: a plain net.Dialer) so that it refuses any

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 var credHeaders = map[string]string{

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress"
+	"github.com/blindexec/blindexec/egress"
 )
 
 func TestDefaultPolicy(t *testing.T) {

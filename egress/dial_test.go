@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/engine/egress"
-	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 // errNotDialed is what recordDial answers: it stands for any upstream
