@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -23,7 +24,7 @@ type pluginView struct {
 }
 
 func viewOf(row *store.Plugin) (*pluginView, error) {
-	p, err := row.ToPlugin()
+	p, err := catalog.PluginFromRow(row)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (s *Server) readPlugin(w http.ResponseWriter, r *http.Request) (*plugins.Pl
 	}
 	p, err := plugins.Parse(body)
 	if err == nil {
-		err = s.Store.CheckPlugin(r.Context(), p)
+		err = catalog.CheckPlugin(r.Context(), s.Store, p)
 	}
 	var ve *plugins.ValidationError
 	switch {
@@ -99,7 +100,7 @@ func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	row, err := store.RowFromPlugin(p)
+	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -137,7 +138,7 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_plugin", fmt.Sprintf("name: %q does not match the path's %q", p.Name, name), nil)
 		return
 	}
-	row, err := store.RowFromPlugin(p)
+	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		s.internal(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -23,7 +24,7 @@ func TestDynamicToolsRanked(t *testing.T) {
 	} {
 		p.Parameters = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)
 		p.Execution = plugins.Execution{Method: "GET", BaseURL: "https://api.example.com/" + p.Name}
-		row, _ := store.RowFromPlugin(p)
+		row, _ := catalog.RowFromPlugin(p)
 		if err := e.st.CreatePlugin(ctx, row); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestToolIndexRebuiltOnChange(t *testing.T) {
 	s := &Server{Store: st, Changes: changes}
 	s.Handler()
 	changes.Poll(ctx)
-	row, _ := store.RowFromPlugin(&plugins.Plugin{Name: "weather_now", Description: "Weather now.",
+	row, _ := catalog.RowFromPlugin(&plugins.Plugin{Name: "weather_now", Description: "Weather now.",
 		Parameters: json.RawMessage(`{"type":"object"}`), Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"}})
 	if err := st.CreatePlugin(ctx, row); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
@@ -243,7 +244,7 @@ func TestDynamicTools(t *testing.T) {
 		{Name: "weather", Description: "Weather.", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`),
 			Execution: plugins.Execution{Method: "GET", BaseURL: api.URL}},
 	} {
-		row, _ := store.RowFromPlugin(p)
+		row, _ := catalog.RowFromPlugin(p)
 		if err := e.st.CreatePlugin(ctx, row); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -111,7 +112,7 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 	}
 	idx := &catalogIndex{origins: map[string][]string{}, secret: map[string]bool{}, servers: map[string]mcpServer{}}
 	for _, s := range servers {
-		cfg, err := s.Auth()
+		cfg, err := catalog.MCPServerAuth(&s)
 		if err != nil || s.Status != store.StatusEnabled {
 			continue // a server the engine cannot or may not call binds nothing
 		}
@@ -126,7 +127,7 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
 	for i := range rows {
-		p, err := rows[i].ToPlugin()
+		p, err := catalog.PluginFromRow(&rows[i])
 		if err != nil {
 			continue // a row the engine cannot run binds nothing
 		}

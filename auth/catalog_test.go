@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -60,7 +61,7 @@ func TestCatalogRules(t *testing.T) {
 		ctx := t.Context()
 		add := func(p *plugins.Plugin) {
 			t.Helper()
-			row, err := store.RowFromPlugin(p)
+			row, err := catalog.RowFromPlugin(p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/recordspool"
@@ -246,7 +247,7 @@ func (e *env) addPlugin(ctx context.Context, doc string) (*plugins.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	row, err := store.RowFromPlugin(p)
+	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		return nil, err
 	}

@@ -606,7 +606,7 @@ func gatewayToolsList(ctx context.Context, o benchOpts, e *env, token string) er
 		if err != nil {
 			return err
 		}
-		row, err := store.RowFromPlugin(p)
+		row, err := catalog.RowFromPlugin(p)
 		if err != nil {
 			return err
 		}

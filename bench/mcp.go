@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
@@ -267,7 +268,7 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 	if err != nil {
 		return err
 	}
-	prow, err := store.RowFromPlugin(p)
+	prow, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		return err
 	}

@@ -17,10 +17,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 )
 
 // benchScale is issue 19's point 4, in one process of the engine:
@@ -85,7 +85,7 @@ func newGatewayFixture(ctx context.Context, dsn string) (_ *gatewayFixture, err 
 	if f.p, err = plugins.Parse([]byte(companyPlugin(f.up.URL))); err != nil {
 		return nil, err
 	}
-	row, err := store.RowFromPlugin(f.p)
+	row, err := catalog.RowFromPlugin(f.p)
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	}
 	s := &snapshot{version: version, byName: make(map[string]*plugins.Plugin, len(rows))}
 	for i := range rows {
-		p, err := rows[i].ToPlugin()
+		p, err := PluginFromRow(&rows[i])
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
 			// others; calling it reports the error.

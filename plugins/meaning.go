@@ -15,7 +15,7 @@ import (
 // parameter schema, and every required credential of an HTTP plugin is
 // read by its auth config. (Those of an MCP plugin are read by the
 // registered server's auth config: the store checks them, see
-// store.CheckPlugin.) Each of these passes a shape check and then fails
+// catalog.CheckPlugin.) Each of these passes a shape check and then fails
 // every call, far from the write that caused it.
 func (p *Plugin) validateMeaning(add func(field, format string, args ...any)) {
 	var root struct {

@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-
-	"github.com/blindexec/blindexec/plugins"
 )
 
 // MCP server transports.
@@ -56,15 +54,6 @@ func (r *MCPServer) HeaderMap() (map[string]string, error) {
 		return nil, fmt.Errorf("MCP server %q: headers: %w", r.Name, err)
 	}
 	return h, nil
-}
-
-// Auth decodes AuthConfig; an empty column is auth type none.
-func (r *MCPServer) Auth() (plugins.AuthConfig, error) {
-	var a plugins.AuthConfig
-	if err := decodeColumn(r.AuthConfig, &a); err != nil {
-		return a, fmt.Errorf("MCP server %q: auth_config: %w", r.Name, err)
-	}
-	return a, nil
 }
 
 func decodeColumn(j JSON, v any) error {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/internal/testdb"
-	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -46,10 +45,6 @@ func TestMCPServers(t *testing.T) {
 		if err != nil || h["X-Tenant"] != "acme" {
 			t.Errorf("HeaderMap = %v, %v", h, err)
 		}
-		a, err := got.Auth()
-		if err != nil || a.Type != plugins.AuthBearer || a.Token != "rb_token" {
-			t.Errorf("Auth = %+v, %v", a, err)
-		}
 		got, _ = s.GetMCPServer(ctx, "runbook-2")
 		if argv, err := got.Argv(); err != nil || len(argv) != 2 || argv[1] != "server.js" {
 			t.Errorf("Argv = %v, %v", argv, err)
@@ -77,12 +72,9 @@ func TestMCPServers(t *testing.T) {
 		// Plugins calling it, by id or by name, are disabled; others stay.
 		mcpPlugin := func(name, ref string) {
 			t.Helper()
-			row, err := store.RowFromPlugin(&plugins.Plugin{SchemaVersion: "v1", Name: name, Description: "d",
-				Parameters: json.RawMessage(`{"type":"object"}`),
-				Execution:  plugins.Execution{Type: plugins.TypeMCP, MCPID: ref, ToolName: "t"}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			row := &store.Plugin{Name: name, Description: "d", ParameterSchema: store.JSON(`{"type":"object"}`),
+				ExecutionConfig: store.JSON(fmt.Sprintf(`{"execution":{"type":"mcp","mcp_id":%q,"tool_name":"t"},"auth_config":{"type":""}}`, ref)),
+				Status:          store.StatusEnabled, RequiredCredentials: store.JSON(`[]`)}
 			if err := s.CreatePlugin(ctx, row); err != nil {
 				t.Fatal(err)
 			}

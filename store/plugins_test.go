@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/internal/testdb"
-	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -187,23 +186,4 @@ func pluginNames(ps []store.Plugin) []string {
 		names = append(names, p.Name)
 	}
 	return names
-}
-
-// TestTagsAndKeywordsRoundTrip: tags and keywords (tool search) survive the
-// row without a column of their own.
-func TestTagsAndKeywordsRoundTrip(t *testing.T) {
-	p := &plugins.Plugin{Name: "x", Description: "x", Parameters: []byte(`{"type":"object"}`),
-		Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"},
-		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}}
-	row, err := store.RowFromPlugin(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := row.ToPlugin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) {
-		t.Fatalf("tags %q keywords %q after the round trip", back.Tags, back.Keywords)
-	}
 }

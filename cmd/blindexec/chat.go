@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -71,7 +72,7 @@ func catalogPlugins(ctx context.Context, st *store.Store, names []string) ([]*pl
 	found := map[string]bool{}
 	var out []*plugins.Plugin
 	for i := range rows {
-		p, err := rows[i].ToPlugin()
+		p, err := catalog.PluginFromRow(&rows[i])
 		if err != nil {
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
@@ -150,10 +151,10 @@ func pluginCmd(cfg *config) *cobra.Command {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-				if err := st.CheckPlugin(ctx, p); err != nil {
+				if err := catalog.CheckPlugin(ctx, st, p); err != nil {
 					return fmt.Errorf("%s: %w", args[0], err)
 				}
-				row, err := store.RowFromPlugin(p)
+				row, err := catalog.RowFromPlugin(p)
 				if err != nil {
 					return err
 				}
@@ -190,7 +191,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tSTATUS\tTYPE\tTITLE")
 				for i := range rows {
-					p, err := rows[i].ToPlugin()
+					p, err := catalog.PluginFromRow(&rows[i])
 					if err != nil {
 						return err
 					}
@@ -212,7 +213,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				p, err := row.ToPlugin()
+				p, err := catalog.PluginFromRow(row)
 				if err != nil {
 					return err
 				}
@@ -417,7 +418,7 @@ func toolsCmd(cfg *config) *cobra.Command {
 				}
 				tools := make([]plugins.Tool, 0, len(rows))
 				for i := range rows {
-					p, err := rows[i].ToPlugin()
+					p, err := catalog.PluginFromRow(&rows[i])
 					if err != nil {
 						return err
 					}
@@ -473,7 +474,7 @@ func execCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if p, err = row.ToPlugin(); err != nil {
+				if p, err = catalog.PluginFromRow(row); err != nil {
 					return err
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
@@ -41,7 +42,7 @@ func searchCmd(cfg *config) *cobra.Command {
 				}
 				ps := make([]*plugins.Plugin, 0, len(rows))
 				for i := range rows {
-					p, err := rows[i].ToPlugin()
+					p, err := catalog.PluginFromRow(&rows[i])
 					if err != nil {
 						return err
 					}

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"log/slog"
 	"maps"
@@ -286,7 +287,7 @@ func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	if c.headers, err = row.HeaderMap(); err != nil {
 		return nil, err
 	}
-	if c.auth, err = row.Auth(); err != nil {
+	if c.auth, err = catalog.MCPServerAuth(row); err != nil {
 		return nil, err
 	}
 	return c, nil

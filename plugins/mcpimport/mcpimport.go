@@ -43,6 +43,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -94,7 +95,7 @@ func Convert(srv *store.MCPServer, t *sdk.Tool, name string, maxDepth int) (*plu
 	if err != nil {
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
-	ac, err := srv.Auth()
+	ac, err := catalog.MCPServerAuth(srv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -266,7 +267,7 @@ func write(ctx context.Context, st *store.Store, sourceID int64, tool string, p 
 		rep.Unchanged = append(rep.Unchanged, p.Name)
 		return nil
 	}
-	row, err := store.RowFromPlugin(p)
+	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
@@ -111,7 +112,7 @@ func TestImportSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A hand-written plugin owns "echo": the import must not take it.
-		hand, _ := store.RowFromPlugin(&plugins.Plugin{Name: "echo", Description: "mine", Parameters: json.RawMessage(`{"type":"object"}`),
+		hand, _ := catalog.RowFromPlugin(&plugins.Plugin{Name: "echo", Description: "mine", Parameters: json.RawMessage(`{"type":"object"}`),
 			Execution: plugins.Execution{Method: "GET", BaseURL: "https://example.com"}})
 		if err := st.CreatePlugin(ctx, hand); err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func TestImportSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _ := row.ToPlugin()
+		p, _ := catalog.PluginFromRow(row)
 		if p.Execution.Type != plugins.TypeMCP || p.Execution.MCPID != srv.ID || p.Execution.ToolName != "rb.answer" ||
 			!slices.Equal(p.RequiredCredentials, []string{"rb_key"}) || p.AuthConfig.Type != plugins.AuthAPIKey {
 			t.Errorf("rb_answer = %+v", p)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -133,7 +134,7 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
 			continue
 		}
-		row, err := store.RowFromPlugin(op.Plugin)
+		row, err := catalog.RowFromPlugin(op.Plugin)
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
 			continue

@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
 )
 
 // executionConfig is the execution_config column: everything about a
@@ -26,7 +27,7 @@ type executionConfig struct {
 // RowFromPlugin maps a protocol document onto a sys_ai_plugin row.
 // required_credentials holds the effective list (declared or derived), so
 // RuoYi can check a user's credentials from the row alone.
-func RowFromPlugin(p *plugins.Plugin) (*Plugin, error) {
+func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
 		Tags: p.Tags, Keywords: p.Keywords})
 	if err != nil {
@@ -42,23 +43,23 @@ func RowFromPlugin(p *plugins.Plugin) (*Plugin, error) {
 	}
 	status := p.Status
 	if status == "" {
-		status = StatusEnabled
+		status = store.StatusEnabled
 	}
-	return &Plugin{
+	return &store.Plugin{
 		Name:                p.Name,
 		Title:               p.Title,
 		Description:         p.Description,
 		IconURL:             p.IconURL,
-		ParameterSchema:     JSON(p.Parameters),
+		ParameterSchema:     store.JSON(p.Parameters),
 		ExecutionConfig:     cfg,
 		Status:              status,
 		RequiredCredentials: rc,
-		Audit:               Audit{Remark: p.Remark},
+		Audit:               store.Audit{Remark: p.Remark},
 	}, nil
 }
 
-// ToPlugin maps a row back onto the protocol document.
-func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
+// PluginFromRow maps a row back onto the protocol document.
+func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 	var cfg executionConfig
 	if len(r.ExecutionConfig) > 0 {
 		if err := json.Unmarshal(r.ExecutionConfig, &cfg); err != nil {
@@ -89,24 +90,42 @@ func (r *Plugin) ToPlugin() (*plugins.Plugin, error) {
 	return p, nil
 }
 
+// MCPServerAuth decodes the server's auth_config column; an empty column
+// is auth type none.
+func MCPServerAuth(r *store.MCPServer) (plugins.AuthConfig, error) {
+	var a plugins.AuthConfig
+	if len(r.AuthConfig) == 0 {
+		return a, nil
+	}
+	if err := json.Unmarshal(r.AuthConfig, &a); err != nil {
+		return a, fmt.Errorf("MCP server %q: auth_config: %w", r.Name, err)
+	}
+	return a, nil
+}
+
+// MCPServers looks MCP servers up; *store.Store implements it.
+type MCPServers interface {
+	GetMCPServer(ctx context.Context, ref string) (*store.MCPServer, error)
+}
+
 // CheckPlugin checks what a plugin document cannot show alone, before it
 // is written by the API or the CLI: the MCP server an mcp plugin calls is
 // registered, and each of its required_credentials is read by that
 // server's auth config. Problems are a *plugins.ValidationError naming
 // the field.
-func (s *Store) CheckPlugin(ctx context.Context, p *plugins.Plugin) error {
+func CheckPlugin(ctx context.Context, servers MCPServers, p *plugins.Plugin) error {
 	if p.ExecType() != plugins.TypeMCP {
 		return nil
 	}
-	srv, err := s.GetMCPServer(ctx, p.Execution.MCPID)
-	if errors.Is(err, ErrNotFound) {
+	srv, err := servers.GetMCPServer(ctx, p.Execution.MCPID)
+	if errors.Is(err, store.ErrNotFound) {
 		return &plugins.ValidationError{Fields: []plugins.FieldError{{Field: "execution.mcp_id",
 			Message: fmt.Sprintf("no MCP server %q is registered (register it first: `blindexec mcp server add` or POST /v1/mcp/servers)", p.Execution.MCPID)}}}
 	}
 	if err != nil {
 		return err
 	}
-	auth, err := srv.Auth()
+	auth, err := MCPServerAuth(srv)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,14 @@
-package store_test
+package catalog_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -35,7 +37,7 @@ func TestCheckPlugin(t *testing.T) {
 			{"an unregistered server", mcpPlugin("nope"), "execution.mcp_id", `no MCP server "nope" is registered`},
 			{"an HTTP plugin: nothing to look up", &plugins.Plugin{Name: "h"}, "", ""},
 		} {
-			err := s.CheckPlugin(ctx, tc.p)
+			err := catalog.CheckPlugin(ctx, s, tc.p)
 			if tc.field == "" {
 				if err != nil {
 					t.Errorf("%s: %v", tc.name, err)
@@ -48,4 +50,43 @@ func TestCheckPlugin(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTagsAndKeywordsRoundTrip: tags and keywords (tool search) survive the
+// row without a column of their own.
+func TestTagsAndKeywordsRoundTrip(t *testing.T) {
+	p := &plugins.Plugin{Name: "x", Description: "x", Parameters: []byte(`{"type":"object"}`),
+		Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"},
+		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}}
+	row, err := catalog.RowFromPlugin(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := catalog.PluginFromRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) {
+		t.Fatalf("tags %q keywords %q after the round trip", back.Tags, back.Keywords)
+	}
+}
+
+func TestMCPServerAuth(t *testing.T) {
+	for _, tc := range []struct {
+		column   string
+		wantType string
+		wantErr  bool
+	}{
+		{`{"type":"bearer","token":"rb_token"}`, plugins.AuthBearer, false},
+		{``, "", false}, // an empty column is auth type none
+		{`{"type":`, "", true},
+	} {
+		a, err := catalog.MCPServerAuth(&store.MCPServer{Name: "runbook", AuthConfig: store.JSON(tc.column)})
+		if (err != nil) != tc.wantErr || a.Type != tc.wantType || (tc.wantType == plugins.AuthBearer && a.Token != "rb_token") {
+			t.Errorf("MCPServerAuth(%s) = %+v, %v", tc.column, a, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), `MCP server "runbook": auth_config`) {
+			t.Errorf("error %q does not name the server and column", err)
+		}
+	}
 }
