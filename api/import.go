@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -40,7 +41,7 @@ type importResponse struct {
 	// DryRun comes first: the console's audit reads it from the answer's
 	// start, which a streamed answer's last line is.
 	DryRun bool `json:"dry_run"`
-	*openapi.SyncResult
+	*importer.SyncResult
 	Partial  bool     `json:"partial"`
 	Warnings []string `json:"warnings"`
 }
@@ -160,7 +161,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	if req.URL != "" {
 		opts.SourceURL = req.URL
 	}
-	res, err := openapi.Sync(r.Context(), s.Store, location, doc, opts, req.DryRun)
+	res, err := importer.OpenAPI(r.Context(), s.Store, location, doc, opts, req.DryRun)
 	if errors.Is(err, openapi.ErrNoServer) {
 		writeError(w, http.StatusBadRequest, "no_server", err.Error()+" (base_url)", nil)
 		return

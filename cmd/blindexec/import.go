@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -67,7 +68,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if src == "-" {
 				location = "" // stdin: known by --source, else by the document's title
 			}
-			res, err := openapi.Sync(ctx, st, location, doc, opts, dryRun)
+			res, err := importer.OpenAPI(ctx, st, location, doc, opts, dryRun)
 			if err != nil {
 				return err
 			}
@@ -99,7 +100,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 	return cmd
 }
 
-func printSync(w io.Writer, res *openapi.SyncResult, docWarnings []string, dryRun bool) {
+func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryRun bool) {
 	if res.UpToDate {
 		fmt.Fprintln(w, "up to date: neither the document nor the options changed since the last import (--force re-imports)")
 		return

@@ -48,7 +48,7 @@ type Options struct {
 	Force  bool   `json:"-"`
 	Rename bool   `json:"-"`
 	// Progress, if set, is told how far the conversion and the writes
-	// have come (see reporter for how often).
+	// have come (see Reporter for how often).
 	Progress func(Progress) `json:"-"`
 }
 
@@ -95,10 +95,10 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		noServer int
 	)
 	all := c.operations()
-	rep := reporter{f: c.opts.Progress}
-	rep.start(PhaseConverting, len(all))
+	rep := Reporter{F: c.opts.Progress}
+	rep.Start(PhaseConverting, len(all))
 	for i, o := range all {
-		rep.step(i)
+		rep.Step(i)
 		if !c.selected(o) {
 			continue
 		}
@@ -113,7 +113,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings})
 		ids = append(ids, str(o.op["operationId"]))
 	}
-	rep.step(len(all))
+	rep.Step(len(all))
 	if len(ops) == 0 && noServer > 0 && noServer == len(failures) {
 		return nil, nil, ErrNoServer
 	}

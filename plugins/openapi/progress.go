@@ -23,27 +23,30 @@ const (
 // that reporting costs nothing next to the work.
 const progressEvery = 100 * time.Millisecond
 
-// reporter calls Options.Progress: at a phase's start and end, and at
-// most every progressEvery in between. A nil func costs a nil check.
-type reporter struct {
-	f     func(Progress)
+// Reporter calls F (Options.Progress): at a phase's start and end, and at
+// most every progressEvery in between. A nil F costs a nil check. The
+// converter reports its phase with one; an importer writing the result
+// reports PhaseWriting with another.
+type Reporter struct {
+	F     func(Progress)
 	phase string
 	total int
 	last  time.Time
 }
 
-func (r *reporter) start(phase string, total int) {
-	if r.f == nil {
+// Start reports the start of phase, of total steps.
+func (r *Reporter) Start(phase string, total int) {
+	if r.F == nil {
 		return
 	}
 	r.phase, r.total, r.last = phase, total, time.Now()
-	r.f(Progress{Phase: phase, Total: total})
+	r.F(Progress{Phase: phase, Total: total})
 }
 
-// step reports done of the phase's total, unless it reported less than
+// Step reports done of the phase's total, unless it reported less than
 // progressEvery ago and the phase is not over.
-func (r *reporter) step(done int) {
-	if r.f == nil {
+func (r *Reporter) Step(done int) {
+	if r.F == nil {
 		return
 	}
 	if done < r.total {
@@ -53,5 +56,5 @@ func (r *reporter) step(done int) {
 		}
 		r.last = now
 	}
-	r.f(Progress{Phase: r.phase, Done: done, Total: r.total})
+	r.F(Progress{Phase: r.phase, Done: done, Total: r.total})
 }

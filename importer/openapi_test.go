@@ -1,4 +1,4 @@
-package openapi
+package importer_test
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
 
 func TestSync(t *testing.T) {
-	v1, err := os.ReadFile("testdata/seed002.yaml")
+	v1, err := os.ReadFile("../plugins/openapi/testdata/seed002.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,9 +23,9 @@ func TestSync(t *testing.T) {
 		"  /ping:\n    get:\n      responses: {'200': {description: ok}}\n  /initialize:\n    x-removed:\n", 1)
 	v2 = strings.Replace(v2, "summary: 調用工具", "summary: 調用工具 (v2)", 1)
 	const loc = "https://runbook.example.com/openapi.yaml"
-	opts := Options{BaseURL: "https://runbook.example.com/mcp", Prefix: "rb"}
-	load := func(t *testing.T, data []byte) *Document {
-		doc, err := Load(data, loc)
+	opts := openapi.Options{BaseURL: "https://runbook.example.com/mcp", Prefix: "rb"}
+	load := func(t *testing.T, data []byte) *openapi.Document {
+		doc, err := openapi.Load(data, loc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +35,7 @@ func TestSync(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		// A dry run of a new source writes nothing.
-		res, err := Sync(ctx, st, loc, load(t, v1), opts, true)
+		res, err := importer.OpenAPI(ctx, st, loc, load(t, v1), opts, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestSync(t *testing.T) {
 			t.Fatal("dry run wrote the source")
 		}
 
-		res, err = Sync(ctx, st, loc, load(t, v1), opts, false)
+		res, err = importer.OpenAPI(ctx, st, loc, load(t, v1), opts, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +67,7 @@ func TestSync(t *testing.T) {
 		}
 
 		// The same bytes: nothing converted, nothing written.
-		res, err = Sync(ctx, st, loc, load(t, v1), opts, false)
+		res, err = importer.OpenAPI(ctx, st, loc, load(t, v1), opts, false)
 		if err != nil || !res.UpToDate || len(res.Added)+len(res.Changed)+len(res.Removed) > 0 {
 			t.Fatalf("same bytes: %+v, %v", res, err)
 		}
@@ -78,7 +80,7 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The modified document, first as a dry run.
-		res, err = Sync(ctx, st, loc, load(t, []byte(v2)), opts, true)
+		res, err = importer.OpenAPI(ctx, st, loc, load(t, []byte(v2)), opts, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +96,7 @@ func TestSync(t *testing.T) {
 			t.Error("dry run v2 wrote rows")
 		}
 
-		res, err = Sync(ctx, st, loc, load(t, []byte(v2)), opts, false)
+		res, err = importer.OpenAPI(ctx, st, loc, load(t, []byte(v2)), opts, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +121,7 @@ func TestSync(t *testing.T) {
 		}
 
 		// Back to v1: the removed operation returns, enabled.
-		res, err = Sync(ctx, st, loc, load(t, v1), opts, false)
+		res, err = importer.OpenAPI(ctx, st, loc, load(t, v1), opts, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,8 +161,8 @@ func wantList(t *testing.T, what string, got []string, want ...string) {
 // an explicit name, inline documents are told apart by their titles, and
 // the same bytes with other options, or --force, are re-imported.
 func TestSyncSourceIdentity(t *testing.T) {
-	doc := func(t *testing.T, title, opID string) *Document {
-		d, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"`+title+`","version":"1"},"servers":[{"url":"https://x.example"}],
+	doc := func(t *testing.T, title, opID string) *openapi.Document {
+		d, err := openapi.Load([]byte(`{"openapi":"3.0.3","info":{"title":"`+title+`","version":"1"},"servers":[{"url":"https://x.example"}],
 			"paths":{"/run":{"post":{"operationId":"`+opID+`","responses":{"200":{"description":"ok"}}}},
 			"/items":{"get":{"operationId":"list_5","responses":{"200":{"description":"ok"}}}}}}`), "")
 		if err != nil {
@@ -170,9 +172,9 @@ func TestSyncSourceIdentity(t *testing.T) {
 	}
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		sync := func(t *testing.T, location string, d *Document, opts Options) *SyncResult {
+		sync := func(t *testing.T, location string, d *openapi.Document, opts openapi.Options) *importer.SyncResult {
 			t.Helper()
-			res, err := Sync(ctx, st, location, d, opts, false)
+			res, err := importer.OpenAPI(ctx, st, location, d, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,9 +182,9 @@ func TestSyncSourceIdentity(t *testing.T) {
 		}
 		// Two inline documents are two sources: the second disables
 		// nothing of the first, and a name both want is told apart.
-		a := sync(t, "", doc(t, "Alpha", "run"), Options{})
+		a := sync(t, "", doc(t, "Alpha", "run"), openapi.Options{})
 		wantList(t, "alpha added", a.Added, "get_items", "run")
-		b := sync(t, "", doc(t, "Beta API", "run"), Options{})
+		b := sync(t, "", doc(t, "Beta API", "run"), openapi.Options{})
 		wantList(t, "beta added", b.Added, "beta_api_get_items", "beta_api_run")
 		if a.SourceID == b.SourceID || len(b.Removed) != 0 {
 			t.Fatalf("the second inline document took the first's source: %+v", b)
@@ -194,10 +196,10 @@ func TestSyncSourceIdentity(t *testing.T) {
 		}
 
 		// The same bytes: a no-op; with other options, or forced, not.
-		if res := sync(t, "", doc(t, "Alpha", "run"), Options{}); !res.UpToDate {
+		if res := sync(t, "", doc(t, "Alpha", "run"), openapi.Options{}); !res.UpToDate {
 			t.Errorf("same bytes, same options: %+v", res)
 		}
-		res := sync(t, "", doc(t, "Alpha", "run"), Options{BaseURL: "https://other.example"})
+		res := sync(t, "", doc(t, "Alpha", "run"), openapi.Options{BaseURL: "https://other.example"})
 		wantList(t, "new base URL changed", res.Changed, "get_items", "run")
 		for _, name := range []string{"get_items", "run"} {
 			wantList(t, "new base URL: what changed in "+name, res.ChangedFields[name], "execution")
@@ -205,18 +207,18 @@ func TestSyncSourceIdentity(t *testing.T) {
 		if r, _ := st.GetPlugin(ctx, "run"); r == nil || !strings.Contains(string(r.ExecutionConfig), "other.example") {
 			t.Errorf("the new base URL was not applied: %+v", r)
 		}
-		for _, opts := range []Options{{BaseURL: "https://other.example", Strict: true}, {BaseURL: "https://other.example", Tags: []string{"x"}}} {
+		for _, opts := range []openapi.Options{{BaseURL: "https://other.example", Strict: true}, {BaseURL: "https://other.example", Tags: []string{"x"}}} {
 			if res := sync(t, "", doc(t, "Alpha", "run"), opts); res.UpToDate {
 				t.Errorf("options %+v: a no-op", opts)
 			}
 		}
-		if res := sync(t, "", doc(t, "Alpha", "run"), Options{BaseURL: "https://other.example", Tags: []string{"x"}, Force: true}); res.UpToDate {
+		if res := sync(t, "", doc(t, "Alpha", "run"), openapi.Options{BaseURL: "https://other.example", Tags: []string{"x"}, Force: true}); res.UpToDate {
 			t.Error("--force: a no-op")
 		}
 
 		// An explicit name is the identity, wherever the bytes come from.
-		s1 := sync(t, "https://a.example/openapi.json", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g"})
-		s2 := sync(t, "/tmp/gamma.json", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g"})
+		s1 := sync(t, "https://a.example/openapi.json", doc(t, "Gamma", "go"), openapi.Options{Source: "gamma", Prefix: "g"})
+		s2 := sync(t, "/tmp/gamma.json", doc(t, "Gamma", "go"), openapi.Options{Source: "gamma", Prefix: "g"})
 		if s1.SourceID != s2.SourceID || !s2.UpToDate {
 			t.Errorf("--source gamma from two places: %+v then %+v", s1, s2)
 		}
@@ -231,13 +233,13 @@ func TestSyncSourceIdentity(t *testing.T) {
 		if err := st.UpdatePlugin(ctx, old); err != nil {
 			t.Fatal(err)
 		}
-		res = sync(t, "x", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g", Force: true})
+		res = sync(t, "x", doc(t, "Gamma", "go"), openapi.Options{Source: "gamma", Prefix: "g", Force: true})
 		wantList(t, "kept names", append(res.Changed, res.Unchanged...), "g_go", "g_list_5")
 		if len(res.Renamed) != 0 {
 			t.Errorf("renamed without opting in: %+v", res.Renamed)
 		}
-		res = sync(t, "x", doc(t, "Gamma", "go"), Options{Source: "gamma", Prefix: "g", Force: true, Rename: true})
-		if len(res.Renamed) != 1 || res.Renamed[0] != (Rename{From: "g_list_5", To: "g_get_items"}) {
+		res = sync(t, "x", doc(t, "Gamma", "go"), openapi.Options{Source: "gamma", Prefix: "g", Force: true, Rename: true})
+		if len(res.Renamed) != 1 || res.Renamed[0] != (importer.Rename{From: "g_list_5", To: "g_get_items"}) {
 			t.Errorf("renamed = %+v", res.Renamed)
 		}
 		if _, err := st.GetPlugin(ctx, "g_get_items"); err != nil {

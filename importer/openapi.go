@@ -1,18 +1,23 @@
-package openapi
+// Package importer syncs imported sources into the catalog: an OpenAPI
+// document converted by plugins/openapi, an MCP server's tools converted by
+// plugins/mcpimport (listed through the engine's MCP client). Conversion
+// stays with the formats; writing rows, and dialing a server to list its
+// tools, live here, above the engine and the store.
+package importer
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -34,10 +39,10 @@ type SyncResult struct {
 	Removed   []string `json:"removed"`
 	Unchanged []string `json:"unchanged"`
 	// Renamed are plugins that take a new name (Options.Rename).
-	Renamed []Rename  `json:"renamed,omitempty"`
-	Failed  []Failure `json:"failed"`
+	Renamed []Rename          `json:"renamed,omitempty"`
+	Failed  []openapi.Failure `json:"failed"`
 	// Operations are the converted operations, with their warnings.
-	Operations []Operation `json:"-"`
+	Operations []openapi.Operation `json:"-"`
 }
 
 // Rename is a plugin's name change.
@@ -60,7 +65,7 @@ func (r *SyncResult) Warnings() []string {
 // syncBy is the audit name of rows the importer writes.
 const syncBy = "openapi-import"
 
-// Sync converts doc and writes the result to st as a sync against the
+// OpenAPI converts doc and writes the result to st as a sync against the
 // source's earlier imports: the operations a plugin of this source
 // already has (matched by "METHOD /path") are updated when their plugin
 // changed, new ones are added, and plugins of operations the document no
@@ -77,9 +82,9 @@ const syncBy = "openapi-import"
 // too ("<title>_<name>"). The store has no transactions to offer: an
 // error midway leaves the earlier writes, and the source's sha256 is
 // written last, so that the next sync redoes the work.
-func Sync(ctx context.Context, st *store.Store, location string, doc *Document, opts Options, dryRun bool) (*SyncResult, error) {
-	location = SourceName(location, doc, opts)
-	fingerprint, err := opts.fingerprint()
+func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi.Document, opts openapi.Options, dryRun bool) (*SyncResult, error) {
+	location = openapi.SourceName(location, doc, opts)
+	fingerprint, err := opts.Fingerprint()
 	if err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
@@ -92,11 +97,7 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 	case src.SHA256 == doc.SHA256 && src.Options == fingerprint && !opts.Force:
 		return &SyncResult{SourceID: src.ID, UpToDate: true}, nil
 	}
-	c, err := newConverter(doc, opts)
-	if err != nil {
-		return nil, fmt.Errorf("sync %s: %w", location, err)
-	}
-	ops, failures, err := c.run()
+	ops, failures, err := openapi.Convert(doc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
@@ -125,23 +126,23 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 
-	rep := reporter{f: opts.Progress}
-	rep.start(PhaseWriting, len(ops))
+	rep := openapi.Reporter{F: opts.Progress}
+	rep.Start(openapi.PhaseWriting, len(ops))
 	for i, op := range ops {
-		rep.step(i)
+		rep.Step(i)
 		// What the API and the CLI refuse, an import does not write either.
 		if err := op.Plugin.Validate(); err != nil {
-			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
 		}
 		row, err := catalog.RowFromPlugin(op.Plugin)
 		if err != nil {
-			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
 		}
-		hash, err := contentHash(op)
+		hash, err := openapi.ContentHash(op)
 		if err != nil {
-			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
+			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
 		}
 		key := op.Key
@@ -181,18 +182,18 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 			if errors.Is(err, store.ErrDuplicate) {
 				reason = fmt.Sprintf("the name %s is taken by another plugin (give a --prefix)", row.Name)
 			}
-			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: reason})
+			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: reason})
 			continue
 		}
 		*list = append(*list, row.Name)
 	}
-	rep.step(len(ops))
+	rep.Step(len(ops))
 
 	inDoc := map[string]bool{}
-	for _, o := range c.operations() {
-		inDoc[o.key] = true
+	for _, key := range openapi.OperationKeys(doc) {
+		inDoc[key] = true
 	}
-	for _, key := range sortedKeys(existing) {
+	for _, key := range slices.Sorted(maps.Keys(existing)) {
 		row := existing[key]
 		if inDoc[key] || row.ContentHash == nil {
 			continue // still there (perhaps not selected), or removed before
@@ -221,36 +222,12 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 	return res, nil
 }
 
-// SourceName is the identity of an import source: Options.Source, else
-// the location, else (a document given inline or on stdin) "inline:" and
-// the document's title, or its sha256 when it has none; so that two
-// inline documents are two sources, and a new version of one is the same.
-func SourceName(location string, doc *Document, opts Options) string {
-	if opts.Source != "" {
-		return opts.Source
-	}
-	if location != "" && location != "-" {
-		return location
-	}
-	if t := strings.TrimSpace(doc.Title); t != "" {
-		return "inline:" + t
-	}
-	return "inline:sha256:" + doc.SHA256
-}
-
-// fingerprint is the JSON of the options that shape a conversion, stored
-// with the source.
-func (o Options) fingerprint() (string, error) {
-	b, err := marshal(o)
-	return string(b), err
-}
-
 // settleNames fixes the names of the converted plugins against the store:
 // a plugin of an operation this source has already imported keeps its
 // name unless opts.Rename (then the change is listed in res.Renamed); a
 // new one whose name another source's plugin holds takes the document's
 // title before it.
-func settleNames(ctx context.Context, st *store.Store, ops []Operation, existing map[string]*store.Plugin, res *SyncResult, doc *Document, opts Options) error {
+func settleNames(ctx context.Context, st *store.Store, ops []openapi.Operation, existing map[string]*store.Plugin, res *SyncResult, doc *openapi.Document, opts openapi.Options) error {
 	var fresh []string
 	for _, op := range ops {
 		old := existing[op.Key]
@@ -274,27 +251,14 @@ func settleNames(ctx context.Context, st *store.Store, ops []Operation, existing
 			other[p.Name] = true
 		}
 	}
-	qualifier := sanitize(strings.ToLower(doc.Title), "")
 	for _, op := range ops {
-		if existing[op.Key] == nil && other[op.Plugin.Name] && qualifier != "" {
-			name := qualifier + "_" + op.Plugin.Name
-			if len(name) > maxName {
-				name = withHash(name, op.Key, "")
+		if existing[op.Key] == nil && other[op.Plugin.Name] {
+			if name := openapi.QualifiedName(doc, op.Plugin.Name, op.Key); name != "" {
+				op.Plugin.Name = name
 			}
-			op.Plugin.Name = name
 		}
 	}
 	return nil
-}
-
-// contentHash is the hex sha256 of the plugin's JSON and its source key.
-func contentHash(op Operation) (string, error) {
-	b, err := marshal(op.Plugin)
-	if err != nil {
-		return "", fmt.Errorf("encode plugin: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // changedFields names what differs between a plugin's stored row and its

@@ -1,0 +1,76 @@
+package openapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/blindexec/blindexec/plugins/schema"
+)
+
+// What an importer needs of a document to sync its plugins with the
+// catalog: the source's identity, the fingerprint of the options, each
+// plugin's content hash, every operation key, and the qualified name of
+// a plugin whose name another source holds.
+
+// SourceName is the identity of an import source: Options.Source, else
+// the location, else (a document given inline or on stdin) "inline:" and
+// the document's title, or its sha256 when it has none; so that two
+// inline documents are two sources, and a new version of one is the same.
+func SourceName(location string, doc *Document, opts Options) string {
+	if opts.Source != "" {
+		return opts.Source
+	}
+	if location != "" && location != "-" {
+		return location
+	}
+	if t := strings.TrimSpace(doc.Title); t != "" {
+		return "inline:" + t
+	}
+	return "inline:sha256:" + doc.SHA256
+}
+
+// Fingerprint is the JSON of the options that shape a conversion, stored
+// with the source.
+func (o Options) Fingerprint() (string, error) {
+	b, err := marshal(o)
+	return string(b), err
+}
+
+// ContentHash is the hex sha256 of the plugin's JSON and its source key.
+func ContentHash(op Operation) (string, error) {
+	b, err := marshal(op.Plugin)
+	if err != nil {
+		return "", fmt.Errorf("encode plugin: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// OperationKeys lists the key ("METHOD /path") of every operation of the
+// document, selected or not.
+func OperationKeys(doc *Document) []string {
+	c := &converter{doc: doc, lookup: schema.OpenAPILookup(doc.Raw)}
+	ops := c.operations()
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		keys[i] = o.key
+	}
+	return keys
+}
+
+// QualifiedName is the name of a new plugin whose name another source's
+// plugin holds: the document's title before it, cut with a hash of key
+// to the name limit; "" when the title gives no qualifier.
+func QualifiedName(doc *Document, name, key string) string {
+	qualifier := sanitize(strings.ToLower(doc.Title), "")
+	if qualifier == "" {
+		return ""
+	}
+	name = qualifier + "_" + name
+	if len(name) > maxName {
+		name = withHash(name, key, "")
+	}
+	return name
+}
