@@ -23,6 +23,7 @@ import (
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -310,7 +311,7 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return
 	}
-	rep, err := mcpimport.Import(r.Context(), m.Store, srv, tools, mcpimport.Options{By: principalFrom(r.Context()).role.String()})
+	rep, err := importer.MCPTools(r.Context(), m.Store, srv, tools, importer.MCPOptions{By: principalFrom(r.Context()).role.String()})
 	if err != nil {
 		m.internal(w, r, err)
 		return

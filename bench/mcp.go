@@ -24,7 +24,6 @@ import (
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
-	"github.com/blindexec/blindexec/store"
 )
 
 // benchMCP is the mcp group (issue 7.8): schema conversion per tool, and
@@ -149,7 +148,7 @@ func benchSchemas(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 		everythingNote = fmt.Sprintf("server-everything: %d tools listed over stdio", len(listed))
 	}
 
-	srv := &store.MCPServer{ID: "bench-mcp", Name: "bench"}
+	srv := mcpimport.Server{ID: "bench-mcp", Name: "bench"}
 	var all, allConvert []time.Duration
 	fmt.Printf("== MCP: inputSchema → OpenAI parameters per tool (mcpimport.Parameters, depth limit %d), %d conversions each\n", mcpimport.DefaultMaxDepth, o.schemaIters)
 	fmt.Printf("   %d tools: bench/testdata/mcp-tool-schemas.json, a generated wide one, mcptest's; %s\n", len(set), everythingNote)
@@ -264,7 +263,11 @@ func benchProxy(ctx context.Context, o benchOpts, up *mcptest.Server) error {
 	if echo == nil {
 		return errors.New("mcptest has no echo tool")
 	}
-	p, _, err := mcpimport.Convert(row, echo, "bench_echo", 0)
+	auth, err := catalog.MCPServerAuth(row)
+	if err != nil {
+		return err
+	}
+	p, _, err := mcpimport.Convert(mcpimport.Server{ID: row.ID, Name: row.Name, Auth: auth}, echo, "bench_echo", 0)
 	if err != nil {
 		return err
 	}

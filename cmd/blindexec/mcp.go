@@ -12,6 +12,7 @@ import (
 
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -168,7 +169,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 			for k, v := range given {
 				all[k] = v
 			}
-			rep, err := mcpimport.ImportServer(ctx, parts.store, parts.mcp, ref, all, mcpimport.Options{By: "cli"})
+			rep, err := importer.MCPServer(ctx, parts.store, parts.mcp, ref, all, importer.MCPOptions{By: "cli"})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,215 @@
+package importer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
+	"github.com/blindexec/blindexec/store"
+)
+
+// An MCP server's import is a sync against its earlier import (the
+// sys_ai_import_source row of kind "mcp" whose location is the server id):
+// new tools are added, changed ones updated, unchanged ones (same content
+// hash) not written, and plugins whose tool is gone are disabled. A tool
+// that comes back is enabled again; a plugin an administrator disabled
+// stays disabled.
+
+// MCPOptions tune MCPTools.
+type MCPOptions struct {
+	By       string // create_by / update_by of the rows written
+	MaxDepth int    // DefaultMaxDepth when zero
+}
+
+// MCPReport says what an MCP import did, by plugin name.
+type MCPReport struct {
+	SourceID  int64        `json:"source_id"`
+	Server    string       `json:"server"`
+	Added     []string     `json:"added"`
+	Updated   []string     `json:"updated"`
+	Unchanged []string     `json:"unchanged"`
+	Disabled  []string     `json:"disabled"`
+	Failed    []MCPFailure `json:"failed"`
+	// Warnings name degraded or pruned subschemas, per tool.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MCPFailure is a tool that could not be imported.
+type MCPFailure struct {
+	Tool  string `json:"tool"`
+	Error string `json:"error"`
+}
+
+// MCPTools writes tools, the server's tools/list answer, to st as plugins,
+// as a sync against the server's earlier import. Tools that fail to convert
+// are reported, not fatal; the error is the store's.
+func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools []*sdk.Tool, opts MCPOptions) (*MCPReport, error) {
+	src, err := st.FindImportSource(ctx, store.SourceMCP, srv.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		src = &store.ImportSource{Kind: store.SourceMCP, Location: srv.ID, Audit: store.Audit{CreateBy: opts.By, UpdateBy: opts.By}}
+		err = st.CreateImportSource(ctx, src)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+	}
+	rows, err := st.ListPlugins(ctx, store.PluginFilter{SourceID: &src.ID})
+	if err != nil {
+		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+	}
+	existing := make(map[string]*store.Plugin, len(rows)) // by tool name
+	for i := range rows {
+		if k := rows[i].SourceKey; k != nil {
+			existing[*k] = &rows[i]
+		}
+	}
+
+	rep := &MCPReport{SourceID: src.ID, Server: srv.Name, Added: []string{}, Updated: []string{}, Unchanged: []string{}, Disabled: []string{}, Failed: []MCPFailure{}}
+	auth, authErr := catalog.MCPServerAuth(srv)
+	conv := mcpimport.Server{ID: srv.ID, Name: srv.Name, Auth: auth}
+	tools = slices.Clone(tools)
+	slices.SortFunc(tools, func(a, b *sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
+	seen := make(map[string]bool, len(tools))
+	assigned := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if seen[t.Name] {
+			continue // a server listing a tool twice
+		}
+		seen[t.Name] = true
+		old := existing[t.Name]
+		name := ""
+		if old != nil {
+			name = old.Name
+		} else if name, err = freeName(ctx, st, srv, t.Name, assigned); err != nil {
+			return nil, err
+		}
+		assigned[name] = true
+		if authErr != nil {
+			rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: authErr.Error()})
+			continue
+		}
+		p, warnings, err := mcpimport.Convert(conv, t, name, opts.MaxDepth)
+		if err != nil {
+			rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: err.Error()})
+			continue
+		}
+		for _, w := range warnings {
+			rep.Warnings = append(rep.Warnings, t.Name+": "+w)
+		}
+		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
+			return nil, err
+		}
+	}
+	for key, row := range existing {
+		if seen[key] || row.ContentHash == nil {
+			continue // present, or already disabled as removed
+		}
+		row.Status = store.StatusDisabled
+		row.ContentHash = nil // marks "removed by the sync": a comeback re-enables it
+		row.UpdateBy = opts.By
+		if err := st.UpdatePlugin(ctx, row); err != nil {
+			return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+		}
+		rep.Disabled = append(rep.Disabled, row.Name)
+	}
+	for _, names := range [][]string{rep.Added, rep.Updated, rep.Unchanged, rep.Disabled} {
+		slices.Sort(names)
+	}
+
+	now := time.Now()
+	src.ImportedTime = &now
+	src.OperationCount = len(seen)
+	src.ImportedCount = len(seen) - len(rep.Failed)
+	src.FailedCount = len(rep.Failed)
+	src.Prefix = srv.Name
+	src.UpdateBy = opts.By
+	if err := st.UpdateImportSource(ctx, src); err != nil {
+		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+	}
+	return rep, nil
+}
+
+// writeTool creates or updates the plugin of one tool, or leaves it alone when
+// its content is unchanged.
+func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string, p *plugins.Plugin, old *store.Plugin, by string, rep *MCPReport) error {
+	doc, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode plugin %q: %w", p.Name, err)
+	}
+	sum := sha256.Sum256(doc)
+	hash := hex.EncodeToString(sum[:])
+	if old != nil && old.ContentHash != nil && *old.ContentHash == hash {
+		rep.Unchanged = append(rep.Unchanged, p.Name)
+		return nil
+	}
+	row, err := catalog.RowFromPlugin(p)
+	if err != nil {
+		return err
+	}
+	row.SourceID, row.SourceKey, row.ContentHash = &sourceID, &tool, &hash
+	row.UpdateBy = by
+	if old == nil {
+		row.CreateBy = by
+		if err := st.CreatePlugin(ctx, row); err != nil {
+			return fmt.Errorf("import tool %q: %w", tool, err)
+		}
+		rep.Added = append(rep.Added, p.Name)
+		return nil
+	}
+	row.ID = old.ID
+	row.Remark = old.Remark
+	if old.ContentHash != nil {
+		row.Status = old.Status // an administrator's choice stands
+	}
+	if err := st.UpdatePlugin(ctx, row); err != nil {
+		return fmt.Errorf("import tool %q: %w", tool, err)
+	}
+	rep.Updated = append(rep.Updated, p.Name)
+	return nil
+}
+
+// freeName picks the plugin name of a new tool: the first of
+// mcpimport.Names that no plugin has. A reserved name (search_tools,
+// call_tool) is never free.
+func freeName(ctx context.Context, st *store.Store, srv *store.MCPServer, tool string, assigned map[string]bool) (string, error) {
+	candidates := mcpimport.Names(srv.ID, srv.Name, tool)
+	for _, name := range candidates {
+		if assigned[name] || plugins.Reserved(name) {
+			continue
+		}
+		_, err := st.GetPlugin(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return name, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("import tool %q: no free plugin name (tried %s)", tool, strings.Join(candidates, ", "))
+}
+
+// MCPServer lists the tools of the registered server ref (id or name)
+// afresh through m, with creds filling its auth config, and imports them
+// (`blindexec import mcp SERVER`).
+func MCPServer(ctx context.Context, st *store.Store, m *mcp.Manager, ref string, creds map[string]string, opts MCPOptions) (*MCPReport, error) {
+	srv, err := st.GetMCPServer(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := m.Tools(ctx, srv.ID, creds, true)
+	if err != nil {
+		return nil, err
+	}
+	return MCPTools(ctx, st, srv, tools, opts)
+}
