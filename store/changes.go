@@ -104,9 +104,10 @@ func readVersions(ctx context.Context, q querier) (Versions, error) {
 }
 
 // RecreateCounters puts back the counter rows of scopes, each at a new
-// generation: a random value from 2^62 up, which no replica holds (counters
-// start at 0 and move by one a write, and two generations meet with odds
-// of about 2^-62), so every replica's caches of that scope reload. A row
+// generation: a random value in [2^52, 2^53), which no replica holds
+// (counters start at 0 and move by one a write, and two generations meet
+// with odds of about 2^-52), so every replica's caches of that scope
+// reload. Below 2^53 a counter stays exact as a JSON number (/readyz). A row
 // another replica recreated first is left as it is. Every other counter is
 // bumped too: rows deleted by hand may come with other hand edits, so
 // everything is reloaded.
@@ -118,7 +119,7 @@ func (s *Store) RecreateCounters(ctx context.Context, scopes []string) error {
 	for _, scope := range scopes {
 		var b [8]byte
 		rand.Read(b[:])
-		gen := int64(binary.LittleEndian.Uint64(b[:])>>2 | 1<<62)
+		gen := int64(binary.LittleEndian.Uint64(b[:])>>12 | 1<<52)
 		if _, err := s.sqlDB.ExecContext(ctx, insert, scope, gen); err != nil {
 			return fmt.Errorf("recreate change counter %q: %w", scope, err)
 		}
@@ -425,14 +426,13 @@ func (w *Watcher) Poll(ctx context.Context) (Versions, error) {
 }
 
 func (w *Watcher) poll(ctx context.Context) (Versions, error) {
+	keeper, _ := w.src.(CounterKeeper)
 	v, err := w.src.Versions(ctx)
-	if missing, ok := errors.AsType[*MissingCountersError](err); ok {
-		if keeper, ok := w.src.(CounterKeeper); ok {
-			w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
-				"scopes", missing.Scopes)
-			if err = keeper.RecreateCounters(ctx, missing.Scopes); err == nil {
-				v, err = w.src.Versions(ctx)
-			}
+	if missing, ok := errors.AsType[*MissingCountersError](err); ok && keeper != nil {
+		w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
+			"scopes", missing.Scopes)
+		if err = keeper.RecreateCounters(ctx, missing.Scopes); err == nil {
+			v, err = w.src.Versions(ctx)
 		}
 	}
 	if err != nil {
@@ -447,6 +447,25 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 		w.logger.Info("change counters readable again")
 	}
 	w.lastRead.Store(time.Now().UnixNano())
+	if v == w.Current() {
+		return v, nil
+	}
+	// The counters moved: before caches read at the new values, the
+	// tables are fingerprinted at the same instant, so that a write after
+	// that which moves no counter is told from the writes that did.
+	if keeper != nil && w.AuditEvery > 0 {
+		a, err := w.snapshot(ctx, keeper)
+		if err == nil {
+			w.adopt(a)
+			return a.Versions, nil
+		}
+		w.lastAudit = nil // no reference until the next audit
+	}
+	w.publish(v)
+	return v, nil
+}
+
+func (w *Watcher) publish(v Versions) {
 	old := w.Current()
 	if v != old {
 		w.cur.Store(&v)
@@ -454,14 +473,32 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 			fn(old, v)
 		}
 	}
-	return v, nil
+}
+
+// snapshot reads the counters, the fingerprints and the triggers, and
+// reports the triggers found missing.
+func (w *Watcher) snapshot(ctx context.Context, keeper CounterKeeper) (ChangeAudit, error) {
+	a, err := keeper.AuditChanges(ctx)
+	if err != nil {
+		return ChangeAudit{}, err
+	}
+	w.reportTriggers(a.MissingTriggers)
+	return a, nil
+}
+
+// adopt makes a the reference of the next audit and publishes its
+// counters.
+func (w *Watcher) adopt(a ChangeAudit) {
+	w.lastAudit = &a
+	w.publish(a.Versions)
 }
 
 // Audit checks that the counter triggers exist (what is missing is logged
 // and reported by Problem) and compares each followed table's fingerprint
-// with the previous audit's: a table that changed while its counter did
-// not was written behind the triggers' back, and its counter is bumped so
-// that every replica reloads it. A source that cannot audit is not audited.
+// with the one taken when its counter last moved: a table that changed
+// while its counter did not was written behind the triggers' back, and its
+// counter is bumped so that every replica reloads it. A source that cannot
+// audit is not audited.
 func (w *Watcher) Audit(ctx context.Context) error {
 	keeper, ok := w.src.(CounterKeeper)
 	if !ok {
@@ -469,11 +506,10 @@ func (w *Watcher) Audit(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	a, err := keeper.AuditChanges(ctx)
+	a, err := w.snapshot(ctx, keeper)
 	if err != nil {
 		return err
 	}
-	w.reportTriggers(a.MissingTriggers)
 	var unseen []string
 	if prev := w.lastAudit; prev != nil {
 		for _, c := range changeScopes {
@@ -482,8 +518,8 @@ func (w *Watcher) Audit(ctx context.Context) error {
 			}
 		}
 	}
-	w.lastAudit = &a
 	if unseen == nil {
+		w.adopt(a)
 		return nil
 	}
 	w.logger.Warn("tables changed without moving their change counter (TRUNCATE TABLE, or a counter trigger missing): bumped, every replica reloads them",
@@ -491,8 +527,7 @@ func (w *Watcher) Audit(ctx context.Context) error {
 	if err := keeper.BumpCounters(ctx, unseen...); err != nil {
 		return err
 	}
-	v, err := w.poll(ctx)
-	w.lastAudit.Versions = v // the bump is not a write the next audit must explain
+	_, err = w.poll(ctx)
 	return err
 }
 

@@ -102,8 +102,8 @@ func TestCounterRowsDeleted(t *testing.T) {
 			if errs[i] != nil {
 				t.Fatalf("replica %d: poll after the delete: %v", i, errs[i])
 			}
-			if got[i].Tokens < 1<<62 || got[i].Plugins < 1<<62 || got[i].Credentials < 1<<62 || got[i].MCPServers < 1<<62 {
-				t.Errorf("replica %d: counters %+v, want each at a new generation (from 2^62)", i, got[i])
+			if got[i].Tokens < 1<<52 || got[i].Plugins < 1<<52 || got[i].Credentials < 1<<52 || got[i].MCPServers < 1<<52 {
+				t.Errorf("replica %d: counters %+v, want each at a new generation (from 2^52)", i, got[i])
 			}
 			if got[i].Tokens == held[i].Tokens {
 				t.Errorf("replica %d: tokens counter %d unchanged: its caches would not reload", i, got[i].Tokens)
