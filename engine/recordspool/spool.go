@@ -20,10 +20,8 @@ package recordspool
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -147,10 +145,9 @@ func newCommit() *commit { return &commit{done: make(chan struct{})} }
 const (
 	segPrefix = "seg-"
 	segSuffix = ".spool"
-	frameHead = 8 // uint32 length, uint32 CRC-32C of the payload
-	// maxFrame bounds a frame's payload: a record is at most a few KB, so
-	// a larger length can only be a torn or corrupt header.
-	maxFrame = 1 << 20
+	// damagedSuffix marks a segment kept aside for inspection: a copy of
+	// one recovery found damaged, as it was on disk.
+	damagedSuffix = ".damaged"
 	// rotateCaughtUp is the size past which a segment the drainer has
 	// fully written is replaced at the next append, so that a crash
 	// replays little when the database keeps up (at most about 4,000
@@ -158,8 +155,6 @@ const (
 	// costs an fsync of the directory; at 64 KiB it came every batch.
 	rotateCaughtUp = 1 << 20
 )
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func segName(seq uint64) string { return fmt.Sprintf("%s%016d%s", segPrefix, seq, segSuffix) }
 
@@ -221,8 +216,13 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 	return s, nil
 }
 
-// recover lists the segments, validates every frame and truncates a
-// segment at its first bad one (the tail a crash tore).
+// recover lists the segments and validates every frame. A segment with
+// frames that are not intact loses only those: its intact frames are
+// rewritten to a clean segment, and the segment as found is kept aside
+// (seg-N.spool.damaged) for inspection, the loss logged record by record.
+// A torn last frame of the newest segment, an append a crash cut short
+// before its fsync, is only cut. Segments of the first format are
+// rewritten in this one.
 func (s *Spool) recover() error {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -237,55 +237,101 @@ func (s *Spool) recover() error {
 		if err != nil {
 			continue
 		}
-		path := filepath.Join(s.dir, name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("record spool: %w", err)
-		}
-		var n int64
-		good := 0
-		for {
-			_, next, ok := parseFrame(data[good:])
-			if !ok {
-				break
-			}
-			n++
-			good += next
-		}
-		if good < len(data) {
-			s.log.Warn("record spool: cut a torn or corrupt tail (records of the calls answered in the last group-commit window before a crash)",
-				"file", name, "bytes_cut", len(data)-good)
-			if err := os.Truncate(path, int64(good)); err != nil {
-				return fmt.Errorf("record spool: %w", err)
-			}
-		}
-		if good == 0 {
-			os.Remove(path)
-			continue
-		}
-		s.segs = append(s.segs, segment{seq: seq, size: int64(good), written: int64(good)})
-		s.stats.Recovered += n
-		s.pending(int64(good), n)
+		s.segs = append(s.segs, segment{seq: seq})
 	}
 	slices.SortFunc(s.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
+	kept := s.segs[:0]
+	for i, seg := range s.segs {
+		size, n, err := s.recoverSegment(segName(seg.seq), i == len(s.segs)-1)
+		if err != nil {
+			return err
+		}
+		if size == 0 {
+			continue
+		}
+		seg.size, seg.written = size, size
+		kept = append(kept, seg)
+		s.stats.Recovered += n
+		s.pending(size, n)
+	}
+	s.segs = kept
 	return nil
 }
 
-// parseFrame reads the frame at the start of b: its payload and length,
-// or ok false when b holds no whole, intact frame.
-func parseFrame(b []byte) (payload []byte, n int, ok bool) {
-	if len(b) < frameHead {
-		return nil, 0, false
+// recoverSegment validates the segment name and repairs it as recover
+// says: its size and records afterwards (0: removed).
+func (s *Spool) recoverSegment(name string, newest bool) (size, records int64, err error) {
+	path := filepath.Join(s.dir, name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("record spool: %w", err)
 	}
-	size := binary.LittleEndian.Uint32(b)
-	if size > maxFrame || int(size) > len(b)-frameHead {
-		return nil, 0, false
+	payloads, dmg, v1 := scanSegment(data)
+	aside := false
+	for _, d := range dmg {
+		if d.torn && newest && d.off+d.size == int64(len(data)) {
+			s.log.Warn("record spool: cut a torn last frame (an append a crash cut short before its fsync: the records of the calls answered in the last group-commit window)",
+				"file", name, "offset", d.off, "bytes_cut", d.size)
+			continue
+		}
+		aside = true
+		s.log.Error("record spool: a damaged part of a segment was skipped; its records are lost, the records around it are kept",
+			"file", name, "offset", d.off, "bytes", d.size, "records_lost", d.records, "ids_lost", d.ids,
+			"kept_aside", name+damagedSuffix)
 	}
-	payload = b[frameHead : frameHead+int(size)]
-	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, false
+	if aside {
+		// A hard link: the damaged bytes stay on disk as they were found,
+		// whatever becomes of the segment.
+		os.Remove(path + damagedSuffix)
+		if err := os.Link(path, path+damagedSuffix); err != nil {
+			return 0, 0, fmt.Errorf("record spool: keep %s aside: %w", name, err)
+		}
 	}
-	return payload, frameHead + int(size), true
+	if len(payloads) == 0 {
+		if err := os.Remove(path); err != nil {
+			return 0, 0, fmt.Errorf("record spool: %w", err)
+		}
+		return 0, 0, nil
+	}
+	if len(dmg) == 0 && !v1 {
+		return int64(len(data)), int64(len(payloads)), nil
+	}
+	var clean []byte
+	for _, p := range payloads {
+		clean = appendFrame(clean, p)
+	}
+	if err := replaceFile(path, clean); err != nil {
+		return 0, 0, fmt.Errorf("record spool: rewrite %s: %w", name, err)
+	}
+	if v1 {
+		s.log.Info("record spool: a segment of the first format rewritten in the current one", "file", name, "records", len(payloads))
+	}
+	return int64(len(clean)), int64(len(payloads)), nil
+}
+
+// replaceFile puts data at path through a synced temporary file, so that
+// a crash leaves either the old file or the new one.
+func replaceFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 // Admit reports whether a call may start: ErrFull while the records the
@@ -327,9 +373,7 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 		if buf, err = appendRecord(buf, &recs[i]); err != nil {
 			return fmt.Errorf("record spool: encode record %s: %w", recs[i].ID, err)
 		}
-		payload := buf[start+frameHead:]
-		binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
-		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
+		putFrameHead(buf[start:])
 	}
 	g, err := s.append(buf, recs)
 	if err != nil {
