@@ -184,16 +184,9 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("record spool: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := lockDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("record spool: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("record spool: %s is in use by another process: %w", dir, err)
+		return nil, err
 	}
 	s := &Spool{
 		dir: dir, sink: sink, opts: opts, lock: lock,
@@ -214,6 +207,71 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 	s.drainCtx, s.stopDrain = context.WithCancel(context.Background())
 	go s.drain()
 	return s, nil
+}
+
+// DirError is a spool directory that cannot be used: not a directory,
+// not writable, or held by another process. No retry mends it: it is a
+// setting to change.
+type DirError struct {
+	Dir string
+	// Pid is the process holding the directory, when it is held and its
+	// holder is known (0 otherwise).
+	Pid int
+	Err error
+}
+
+func (e *DirError) Error() string {
+	if e.Pid > 0 {
+		return fmt.Sprintf("record spool: %s is in use by another process (pid %d): %v", e.Dir, e.Pid, e.Err)
+	}
+	return fmt.Sprintf("record spool: %s: %v", e.Dir, e.Err)
+}
+
+func (e *DirError) Unwrap() error { return e.Err }
+
+// ErrInUse is the Err of a DirError for a directory another process holds.
+var ErrInUse = errors.New("in use by another process")
+
+// lockDir creates dir if missing and takes its lock: an exclusive flock on
+// dir/LOCK, which records the holder's pid for the message of the next
+// process that tries.
+func lockDir(dir string) (*os.File, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, &DirError{Dir: dir, Err: errors.New("not a directory")}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer lock.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &DirError{Dir: dir, Err: err}
+		}
+		b := make([]byte, 32)
+		n, _ := lock.ReadAt(b, 0)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		return nil, &DirError{Dir: dir, Pid: pid, Err: ErrInUse}
+	}
+	if err := lock.Truncate(0); err == nil {
+		lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return lock, nil
+}
+
+// Probe checks that dir can be a spool now: a directory (created if
+// missing) that no other process holds. It takes the lock and lets it go,
+// so that a start can refuse a spool setting before it waits for the
+// database; Open checks again.
+func Probe(dir string) error {
+	lock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	return lock.Close()
 }
 
 // recover lists the segments and validates every frame. A segment with

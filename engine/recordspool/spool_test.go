@@ -309,8 +309,21 @@ func TestOneProcessPerDirectory(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, newDatabase(), recordspool.Options{})
 	defer closeNow(t, s)
-	if _, err := recordspool.Open(dir, newDatabase(), recordspool.Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("a second Open on the directory = %v, want it refused", err)
+	_, err := recordspool.Open(dir, newDatabase(), recordspool.Options{})
+	var de *recordspool.DirError
+	if !errors.As(err, &de) || !errors.Is(err, recordspool.ErrInUse) || de.Pid != os.Getpid() || de.Dir != dir {
+		t.Fatalf("a second Open on the directory = %v, want a DirError naming the directory and the holder's pid %d", err, os.Getpid())
+	}
+	if err := recordspool.Probe(dir); !errors.Is(err, recordspool.ErrInUse) {
+		t.Errorf("Probe of a held directory = %v, want ErrInUse", err)
+	}
+	// A path that is a file is no spool either.
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, p := range []string{file, filepath.Join(file, "spool")} {
+		if err := recordspool.Probe(p); !errors.As(err, &de) || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Probe(%s) = %v, want a DirError saying not a directory", p, err)
+		}
 	}
 }
 
