@@ -12,13 +12,24 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
+// logs are the watchers' logs, one buffer each.
+type watcherLogs []*bytes.Buffer
+
+func (l watcherLogs) String() string {
+	var all strings.Builder
+	for _, b := range l {
+		all.WriteString(b.String())
+	}
+	return all.String()
+}
+
 // replicas opens n stores (connection pools of their own) on one migrated
-// database, each with a watcher that logs into the returned buffer.
-func replicas(t *testing.T, kind string, n int) ([]*store.Store, []*store.Watcher, *syncBuffer) {
+// database, each with a watcher logging into its buffer of the logs.
+func replicas(t *testing.T, kind string, n int) ([]*store.Store, []*store.Watcher, watcherLogs) {
 	t.Helper()
 	dsn := testdb.DSN(t, kind)
-	logs := &syncBuffer{}
 	var (
+		logs     watcherLogs
 		stores   []*store.Store
 		watchers []*store.Watcher
 	)
@@ -33,30 +44,14 @@ func replicas(t *testing.T, kind string, n int) ([]*store.Store, []*store.Watche
 				t.Fatal(err)
 			}
 		}
-		w := store.NewWatcher(st, time.Hour, slog.New(slog.NewTextHandler(logs, nil)))
+		logs = append(logs, &bytes.Buffer{})
+		w := store.NewWatcher(st, time.Hour, slog.New(slog.NewTextHandler(logs[i], nil)))
 		if _, err := w.Poll(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		stores, watchers = append(stores, st), append(watchers, w)
 	}
 	return stores, watchers, logs
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func execSQL(t *testing.T, st *store.Store, q string, args ...any) {

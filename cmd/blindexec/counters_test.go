@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -31,17 +30,7 @@ func TestReplicasCounterSwitchedOff(t *testing.T) {
 			"BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100", "BLINDEXEC_CHANGE_AUDIT_POLLS=5"}
 		rs := startReplicas(t, 2, dsn, env...)
 		a, b := rs[0], rs[1]
-		st, err := store.Open(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		sql := func(q string) {
-			t.Helper()
-			if _, err := st.DB().Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		st, sql := openSQL(t, dsn)
 		// issue creates a token through A and has B cache it.
 		issue := func(name string) (tok string, id int64) {
 			t.Helper()
