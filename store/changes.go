@@ -267,12 +267,21 @@ type trigger struct{ name, create string }
 
 // changeTriggers returns the CREATE TRIGGER statements of the Up section
 // of changeTriggersMigration, split as goose splits them: at a line ending
-// in ";", or a -- +goose StatementBegin/End block as one.
+// in ";", or a -- +goose StatementBegin/End block as one. Read once per
+// dialect.
 func (s *Store) changeTriggers() ([]trigger, error) {
-	fsys, dir := migrations.SQLite, "sqlite"
 	if s.dialect == DialectMySQL {
-		fsys, dir = migrations.MySQL, "mysql"
+		return mysqlTriggers()
 	}
+	return sqliteTriggers()
+}
+
+var (
+	mysqlTriggers  = sync.OnceValues(func() ([]trigger, error) { return readTriggers(migrations.MySQL, "mysql") })
+	sqliteTriggers = sync.OnceValues(func() ([]trigger, error) { return readTriggers(migrations.SQLite, "sqlite") })
+)
+
+func readTriggers(fsys fs.FS, dir string) ([]trigger, error) {
 	f, err := fsys.Open(dir + "/" + changeTriggersMigration)
 	if err != nil {
 		return nil, fmt.Errorf("read the counter triggers: %w", err)
