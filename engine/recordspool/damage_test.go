@@ -65,8 +65,8 @@ func TestDamagedFrameLosesOnlyItself(t *testing.T) {
 			db := newDatabase()
 			var logs logBuffer
 			s := open(t, dir, db, recordspool.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if got := s.Stats().Recovered; got != 39 {
-				t.Errorf("Recovered = %d, want 39", got)
+			if st := s.Stats(); st.Recovered != 39 || st.Lost != 1 {
+				t.Errorf("Recovered = %d, Lost = %d; want 39 and 1", st.Recovered, st.Lost)
 			}
 			if err := s.Close(context.Background()); err != nil {
 				t.Fatal(err)
@@ -108,6 +108,10 @@ func TestDrainSkipsADamagedFrame(t *testing.T) {
 	f.WriteAt([]byte{data[spans[7][0]+30] ^ 1}, int64(spans[7][0]+30))
 	f.Close()
 	db.setDown(false)
+	waitFor(t, "the drain", func() bool { return s.Stats().PendingRecords == 0 })
+	if lost := s.Stats().Lost; lost != 1 {
+		t.Errorf("Lost = %d, want 1", lost)
+	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

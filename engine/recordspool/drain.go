@@ -85,6 +85,9 @@ func (s *Spool) drain() {
 			return // closed while the database was failing
 		}
 		s.mu.Lock()
+		if dmg != nil {
+			s.stats.Lost += dmg.records
+		}
 		s.drainOff += used
 		s.pending(-used, -frames)
 		s.stats.Drained += int64(len(recs))

@@ -71,6 +71,7 @@ type Stats struct {
 	Appended       int64 // records appended since Open
 	Drained        int64 // records the database took since Open (replays included)
 	Recovered      int64 // records found on disk at Open
+	Lost           int64 // records in damaged frames, skipped (at Open or while draining)
 	DatabaseDown   bool  // the last write to the database failed
 }
 
@@ -300,10 +301,11 @@ func (s *Spool) recover() error {
 	slices.SortFunc(s.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
 	kept := s.segs[:0]
 	for i, seg := range s.segs {
-		size, n, err := s.recoverSegment(segName(seg.seq), i == len(s.segs)-1)
+		size, n, lost, err := s.recoverSegment(segName(seg.seq), i == len(s.segs)-1)
 		if err != nil {
 			return err
 		}
+		s.stats.Lost += lost
 		if size == 0 {
 			continue
 		}
@@ -317,12 +319,13 @@ func (s *Spool) recover() error {
 }
 
 // recoverSegment validates the segment name and repairs it as recover
-// says: its size and records afterwards (0: removed).
-func (s *Spool) recoverSegment(name string, newest bool) (size, records int64, err error) {
+// says: its size and records afterwards (0: removed), and the records lost
+// to damage.
+func (s *Spool) recoverSegment(name string, newest bool) (size, records, lost int64, err error) {
 	path := filepath.Join(s.dir, name)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("record spool: %w", err)
+		return 0, 0, 0, fmt.Errorf("record spool: %w", err)
 	}
 	payloads, dmg, v1 := scanSegment(data)
 	aside := false
@@ -333,6 +336,7 @@ func (s *Spool) recoverSegment(name string, newest bool) (size, records int64, e
 			continue
 		}
 		aside = true
+		lost += d.records
 		s.log.Error("record spool: a damaged part of a segment was skipped; its records are lost, the records around it are kept",
 			"file", name, "offset", d.off, "bytes", d.size, "records_lost", d.records, "ids_lost", d.ids,
 			"kept_aside", name+damagedSuffix)
@@ -342,29 +346,29 @@ func (s *Spool) recoverSegment(name string, newest bool) (size, records int64, e
 		// whatever becomes of the segment.
 		os.Remove(path + damagedSuffix)
 		if err := os.Link(path, path+damagedSuffix); err != nil {
-			return 0, 0, fmt.Errorf("record spool: keep %s aside: %w", name, err)
+			return 0, 0, 0, fmt.Errorf("record spool: keep %s aside: %w", name, err)
 		}
 	}
 	if len(payloads) == 0 {
 		if err := os.Remove(path); err != nil {
-			return 0, 0, fmt.Errorf("record spool: %w", err)
+			return 0, 0, 0, fmt.Errorf("record spool: %w", err)
 		}
-		return 0, 0, nil
+		return 0, 0, lost, nil
 	}
 	if len(dmg) == 0 && !v1 {
-		return int64(len(data)), int64(len(payloads)), nil
+		return int64(len(data)), int64(len(payloads)), 0, nil
 	}
 	var clean []byte
 	for _, p := range payloads {
 		clean = appendFrame(clean, p)
 	}
 	if err := replaceFile(path, clean); err != nil {
-		return 0, 0, fmt.Errorf("record spool: rewrite %s: %w", name, err)
+		return 0, 0, 0, fmt.Errorf("record spool: rewrite %s: %w", name, err)
 	}
 	if v1 {
 		s.log.Info("record spool: a segment of the first format rewritten in the current one", "file", name, "records", len(payloads))
 	}
-	return int64(len(clean)), int64(len(payloads)), nil
+	return int64(len(clean)), int64(len(payloads)), lost, nil
 }
 
 // replaceFile puts data at path through a synced temporary file, so that
@@ -678,8 +682,9 @@ func (s *Spool) Close(ctx context.Context) error {
 }
 
 // Register adds the spool's gauges to reg:
-// blindexec_record_spool_pending_records, _pending_bytes and
-// blindexec_record_spool_database_down (1 while writes fail). Calls
+// blindexec_record_spool_pending_records, _pending_bytes,
+// blindexec_record_spool_database_down (1 while writes fail) and
+// blindexec_record_spool_lost_records_total. Calls
 // refused for a full spool are counted by blindexec_tool_calls_total with
 // outcome records_unavailable.
 func (s *Spool) Register(reg prometheus.Registerer) error {
@@ -691,6 +696,9 @@ func (s *Spool) Register(reg prometheus.Registerer) error {
 			func(st Stats) float64 { return float64(st.PendingRecords) }),
 		gauge("blindexec_record_spool_pending_bytes", "Bytes of execution records in the spool the database has not taken.",
 			func(st Stats) float64 { return float64(st.PendingBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "blindexec_record_spool_lost_records_total",
+			Help: "Execution records lost to damaged spool frames (each logged with its id where legible)."},
+			func() float64 { return float64(s.Stats().Lost) }),
 		gauge("blindexec_record_spool_database_down", "1 while the database is not taking execution records.",
 			func(st Stats) float64 {
 				if st.DatabaseDown {
