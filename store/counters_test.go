@@ -132,6 +132,7 @@ func TestCounterTriggersAudited(t *testing.T) {
 			t.Fatalf("audit of an intact database: err %v, problem %v", err, b.Problem())
 		}
 		execSQL(t, a, "DROP TRIGGER trg_sys_ai_token_delete")
+		execSQL(t, a, "DROP TRIGGER trg_sys_ai_token_update") // one written as a BEGIN … END block
 		before, _ := b.Poll(t.Context())
 		execSQL(t, a, "DELETE FROM sys_ai_token")
 		if v, _ := b.Poll(t.Context()); v != before {
@@ -167,11 +168,16 @@ func TestCounterTriggersAudited(t *testing.T) {
 		if after, _ := b.Poll(t.Context()); after.Tokens != before.Tokens+2 {
 			t.Errorf("insert and delete after migrate: counter %d -> %d, want two more", before.Tokens, after.Tokens)
 		}
-		// Bookkeeping writes move no fingerprint: no false alarm.
 		tok := &store.Token{UserID: 7, Name: "v", Hash: strings.Repeat("c", 64)}
 		if err := a.CreateToken(t.Context(), tok); err != nil {
 			t.Fatal(err)
 		}
+		before, _ = b.Poll(t.Context())
+		execSQL(t, a, "UPDATE sys_ai_token SET expire_time = '2031-01-01 00:00:00'")
+		if after, _ := b.Poll(t.Context()); after.Tokens != before.Tokens+1 {
+			t.Errorf("an update after migrate: counter %d -> %d, want one more", before.Tokens, after.Tokens)
+		}
+		// Bookkeeping writes move no fingerprint: no false alarm.
 		b.Poll(t.Context())
 		b.Audit(t.Context())
 		if err := a.TouchToken(t.Context(), tok.ID, time.Now().Add(time.Hour)); err != nil {
