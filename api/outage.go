@@ -81,6 +81,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.migrated.Store(true)
 	}
 	if err == nil {
+		if problem := s.Changes.Problem(); problem != nil {
+			// Serving on would hide changes made elsewhere: say so.
+			writeError(w, http.StatusServiceUnavailable, "not_ready", problem.Error(), nil)
+			return
+		}
 		// The counters this replica's caches follow: replicas that agree on
 		// them serve the same catalog, tokens and credentials.
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})

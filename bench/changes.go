@@ -22,7 +22,8 @@ import (
 
 // benchChanges measures what following the change counters costs a
 // replica and its database: one poll of the counters, the queries per
-// second an idle replica sends, and a catalog reload per 1,000 plugins.
+// second an idle replica sends (its audits included), a catalog reload per
+// 1,000 plugins, and one audit of the counters.
 // SQLite always; MariaDB/MySQL when BLINDEXEC_TEST_MYSQL_DSN names a server.
 func benchChanges(ctx context.Context, o benchOpts) error {
 	return withTB(func(tb *benchTB) error {
@@ -38,7 +39,7 @@ func benchChanges(ctx context.Context, o benchOpts) error {
 			fmt.Printf("changes: %s unset: MariaDB figures skipped\n", testdb.EnvMySQLDSN)
 		}
 		fmt.Println("changes: following the change counters (1 poll per BLINDEXEC_CHANGE_POLL_MS, default 1000)")
-		fmt.Printf("%-8s %12s %12s %18s %18s %16s\n", "database", "poll p50", "poll p99", "idle queries/s", "reload/1000", "heap/1000")
+		fmt.Printf("%-8s %12s %12s %18s %18s %16s %22s\n", "database", "poll p50", "poll p99", "idle queries/s", "reload/1000", "heap/1000", "audit p50/p99 (5000)")
 		for _, d := range dsns {
 			st, err := store.Open(ctx, d[1])
 			if err != nil {
@@ -69,7 +70,19 @@ func benchChanges(ctx context.Context, o benchOpts) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("%-8s %12s %12s %18s %18s %16s\n", d[0], round(quantile(lat, 0.5)), round(quantile(lat, 0.99)), qps, round(reload), fmt.Sprintf("%.2f MB", float64(heap)/(1<<20)))
+			// An audit (every BLINDEXEC_CHANGE_AUDIT_POLLS polls, and when
+			// a counter moves): the counters, a fingerprint scan of each
+			// followed table (5,000 plugins by now) and the trigger list.
+			audit, err := latency(ctx, subject{name: "audit", call: func(ctx context.Context) error {
+				_, err := st.AuditChanges(ctx)
+				return err
+			}}, min(o.n, 200))
+			if err != nil {
+				return err
+			}
+			sortDurations(audit)
+			fmt.Printf("%-8s %12s %12s %18s %18s %16s %22s\n", d[0], round(quantile(lat, 0.5)), round(quantile(lat, 0.99)), qps, round(reload),
+				fmt.Sprintf("%.2f MB", float64(heap)/(1<<20)), fmt.Sprintf("%v / %v", round(quantile(audit, 0.5)), round(quantile(audit, 0.99))))
 		}
 		fmt.Println()
 		return nil

@@ -37,12 +37,12 @@ func addrs(ss ...string) []netip.Addr {
 
 func TestDialerChecksResolvedAddresses(t *testing.T) {
 	resolver := egresstest.StubResolver{
-		"public.test":    addrs("203.0.113.5"),
-		"public6.test":   addrs("2001:db8::1"),
+		"public.test":    addrs("8.8.8.8"),
+		"public6.test":   addrs("2606:4700::1111"),
 		"rebind.test":    addrs("127.0.0.1"),
 		"metadata.test":  addrs("169.254.169.254"),
 		"mapped.test":    addrs("::ffff:127.0.0.1"),
-		"mixed.test":     addrs("10.0.0.1", "203.0.113.9", "::1"),
+		"mixed.test":     addrs("10.0.0.1", "8.8.4.4", "::1"),
 		"allinside.test": addrs("10.0.0.1", "fd00::1"),
 	}
 	tests := []struct {
@@ -50,10 +50,10 @@ func TestDialerChecksResolvedAddresses(t *testing.T) {
 		dialed []string // what reached the underlying dial
 		denied bool
 	}{
-		{"public.test:443", []string{"tcp 203.0.113.5:443"}, false}, // the IP, not the name
-		{"public6.test:80", []string{"tcp [2001:db8::1]:80"}, false},
-		{"203.0.113.5:80", []string{"tcp 203.0.113.5:80"}, false},
-		{"mixed.test:80", []string{"tcp 203.0.113.9:80"}, false}, // only the allowed candidate
+		{"public.test:443", []string{"tcp 8.8.8.8:443"}, false}, // the IP, not the name
+		{"public6.test:80", []string{"tcp [2606:4700::1111]:80"}, false},
+		{"8.8.8.8:80", []string{"tcp 8.8.8.8:80"}, false},
+		{"mixed.test:80", []string{"tcp 8.8.4.4:80"}, false}, // only the allowed candidate
 		{"rebind.test:80", nil, true},
 		{"metadata.test:80", nil, true},
 		{"mapped.test:80", nil, true},
@@ -88,7 +88,7 @@ func TestDialerRefusesOtherNetworksAndUnknownNames(t *testing.T) {
 	var got []string
 	d := &egress.Dialer{Resolver: egresstest.StubResolver{}, Dial: recordDial(&got)}
 	for _, network := range []string{"udp", "unix", "ip"} {
-		if _, err := d.DialContext(t.Context(), network, "203.0.113.5:53"); err == nil || !strings.Contains(err.Error(), "not allowed") {
+		if _, err := d.DialContext(t.Context(), network, "8.8.8.8:53"); err == nil || !strings.Contains(err.Error(), "not allowed") {
 			t.Errorf("network %s: err = %v", network, err)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package egress guards the engine's outbound connections: calls to
-// loopback, private, link-local (cloud metadata included) and other
-// internal addresses are refused unless an operator allowlist opens them.
+// loopback, private, link-local (cloud metadata included) and every other
+// special-purpose address that is not globally reachable are refused
+// unless an operator allowlist opens them.
 //
 // The guard sits in the dialer, after DNS resolution, and dials the very
 // address it checked, so a name that resolves to a public address for the
@@ -17,25 +18,15 @@ import (
 // EnvAllow names the environment variable holding the operator allowlist.
 const EnvAllow = "BLINDEXEC_EGRESS_ALLOW"
 
-// deniedPrefixes are the ranges refused by default beyond what the
-// netip.Addr predicates (loopback, private, link-local, multicast,
-// unspecified) cover.
-var deniedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // CGNAT, often internal in clouds
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, broadcast included
-	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated), :: and ::1 included
-	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	// Tunnels that carry IPv4 inside IPv6: a 6to4 address embeds an IPv4
-	// address (2002:7f00:1::/48 is 127.0.0.1's) and a Teredo address an
-	// obfuscated one, either reaching what the IPv4 check would refuse
-	// through a relay. Denied outright; the allowlist can reopen them.
-	netip.MustParsePrefix("2002::/16"), // 6to4
-	netip.MustParsePrefix("2001::/32"), // Teredo
+// extraDenied are the ranges refused beyond the IANA special-purpose
+// registries (registry.go) and multicast, which has registries of its own.
+// 6to4 (2002::/16) and Teredo (2001::/32) need no line here: the registry
+// marks them N/A. Each tunnels to an IPv4 address (2002:7f00:1::/48 is
+// 127.0.0.1's) through a relay; the allowlist can reopen them.
+var extraDenied = []netip.Prefix{
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated, RFC 4291)
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT, RFC 2765): reaches the IPv4 inside
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, RFC 3879)
 }
 
 // nat64 is the well-known NAT64 prefix: its addresses reach the IPv4
@@ -140,10 +131,12 @@ func (p *Policy) allows(host string, ip netip.Addr) bool {
 	return false
 }
 
-// denied reports whether the default policy refuses ip: loopback, private
-// (RFC 1918, ULA), link-local (cloud metadata), CGNAT, multicast,
-// unspecified, reserved and documentation ranges, and the IPv4-mapped or
-// NAT64 forms of any of those. An invalid address is denied.
+// denied reports whether the default policy refuses ip: every entry of
+// the IANA special-purpose registries that is not globally reachable
+// (loopback, private, link-local and cloud metadata, CGNAT, documentation,
+// benchmarking, reserved, ...), multicast, the ranges of extraDenied, and
+// the IPv4-mapped or NAT64 forms of any of those. An invalid address is
+// denied.
 func denied(ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return true
@@ -153,13 +146,14 @@ func denied(ip netip.Addr) bool {
 		b := ip.As16()
 		ip = netip.AddrFrom4([4]byte(b[12:]))
 	}
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsMulticast() || ip.IsUnspecified() {
+	if ip.IsMulticast() {
 		return true
 	}
-	for _, pfx := range deniedPrefixes {
-		if pfx.Contains(ip) {
-			return true
+	for _, ranges := range [][]netip.Prefix{specialDenied, extraDenied} {
+		for _, pfx := range ranges {
+			if pfx.Contains(ip) {
+				return true
+			}
 		}
 	}
 	return false
@@ -172,7 +166,7 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("egress denied: %s resolves to %s, a loopback/private/link-local address; allow it with %s",
+	return fmt.Sprintf("egress denied: %s resolves to %s, not a globally reachable address (loopback, private, link-local or another special-purpose range); allow it with %s",
 		e.Host, e.IP, EnvAllow)
 }
 

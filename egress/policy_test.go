@@ -22,8 +22,8 @@ func TestDefaultPolicy(t *testing.T) {
 		"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1", // Teredo
 	}
 	allowed := []string{
-		"203.0.113.5", "198.51.100.7", "8.8.8.8", "172.32.0.1", "100.128.0.1", "11.0.0.1",
-		"2001:db8::1", "2001:1::1", "2003::1", "2606:4700::1111", "::ffff:203.0.113.5", "64:ff9b::203.0.113.5",
+		"8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "11.0.0.1",
+		"2003::1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::1.1.1.1",
 	}
 	var p *egress.Policy // nil is the default policy
 	for _, s := range denied {
@@ -50,7 +50,7 @@ func TestDefaultPolicy(t *testing.T) {
 
 func TestDeniedErrorMessage(t *testing.T) {
 	err := (&egress.Policy{}).Check("metadata.internal", netip.MustParseAddr("169.254.169.254"))
-	want := "egress denied: metadata.internal resolves to 169.254.169.254, a loopback/private/link-local address; allow it with BLINDEXEC_EGRESS_ALLOW"
+	want := "egress denied: metadata.internal resolves to 169.254.169.254, not a globally reachable address (loopback, private, link-local or another special-purpose range); allow it with BLINDEXEC_EGRESS_ALLOW"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
@@ -133,7 +133,7 @@ func FuzzParsePolicy(f *testing.F) {
 	for _, s := range []string{"", "10.0.0.0/8", "::1,localhost", "*.example.com", "a,,b", "[::1]", "1.2.3.4/99", "fe80::1%eth0"} {
 		f.Add(s)
 	}
-	public := netip.MustParseAddr("203.0.113.5")
+	public := netip.MustParseAddr("8.8.8.8")
 	metadata := netip.MustParseAddr("169.254.169.254")
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := egress.ParsePolicy(s)

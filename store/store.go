@@ -199,6 +199,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
+	// Counter triggers or rows removed by hand since migration 00004 ran
+	// are put back: goose would not run it again.
+	if err := s.repairChanges(ctx); err != nil {
+		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+	}
 	return nil
 }
 

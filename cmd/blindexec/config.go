@@ -41,6 +41,7 @@ type config struct {
 	egressAllow     string
 	maxTimeout      time.Duration
 	changePoll      time.Duration
+	changeAudit     int64 // polls between two audits of the counters
 	logLevel        string
 	llmBaseURL      string
 	llmAPIKey       string
@@ -81,7 +82,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	f.StringVar(&c.db, "db", src.Check("BLINDEXEC_DB", store.DefaultDSN, "sqlite:PATH or mysql:DSN", func(v string) bool {
 		return strings.HasPrefix(v, store.DialectSQLite+":") || strings.HasPrefix(v, store.DialectMySQL+":")
 	}), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
-	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private and link-local addresses (BLINDEXEC_EGRESS_ALLOW)")
+	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private, link-local and other special-purpose addresses (BLINDEXEC_EGRESS_ALLOW)")
 	f.DurationVar(&c.maxTimeout, "max-timeout", src.Millis("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
 	f.DurationVar(&c.changePoll, "change-poll", src.Millis("BLINDEXEC_CHANGE_POLL_MS", time.Second), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect, e.g. 1s (BLINDEXEC_CHANGE_POLL_MS, in milliseconds)")
 	f.StringVar(&c.logLevel, "log-level", src.OneOf("BLINDEXEC_LOG_LEVEL", "info", "debug", "info", "warn", "error"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
@@ -105,6 +106,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.limits = loadServeLimits(src)
 	c.toolSearch = toolSearchSettings(src)
 	c.serveSpool = loadSpoolSettings(src)
+	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
 	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
 }
@@ -244,6 +246,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		return nil, err
 	}
 	changes := store.NewWatcher(st, c.changePoll, log)
+	changes.AuditEvery = int(c.changeAudit)
 	// Unreadable counters (an unmigrated database under serve
 	// --no-migrate) are logged; the poll loop reads them once they are.
 	changes.Poll(ctx)

@@ -130,6 +130,23 @@ func (r *replica) awaitPoll(t *testing.T, st *store.Store) {
 	t.Fatalf("replica %s did not poll the counters %+v", r.name, want)
 }
 
+// openSQL opens the replicas' database beside them, for plain SQL: the
+// store (closed with t) and a function that runs q or fails t.
+func openSQL(t *testing.T, dsn string) (*store.Store, func(q string)) {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, func(q string) {
+		t.Helper()
+		if _, err := st.DB().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestReplicasStayCoherent runs two engine processes on one database:
 // both start together on a fresh database (one migrates, the other waits),
 // and a change made through replica A's API, or with plain SQL, is seen by
@@ -149,17 +166,7 @@ func TestReplicasStayCoherent(t *testing.T) {
 			"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100")
 		a, b := rs[0], rs[1]
 
-		st, err := store.Open(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		sql := func(q string) {
-			t.Helper()
-			if _, err := st.DB().Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		st, sql := openSQL(t, dsn)
 
 		seed, err := os.ReadFile("../../plugins/testdata/seed001.jsonc")
 		if err != nil {

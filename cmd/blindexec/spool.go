@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -18,6 +19,8 @@ import (
 // grace ends are canceled with; their records say it.
 var errShuttingDown = errors.New("the engine is shutting down")
 
+const envSpoolDir = "BLINDEXEC_SPOOL_DIR"
+
 // spoolSettings are serve's record spool settings (README, "Durable
 // execution records").
 type spoolSettings struct {
@@ -29,7 +32,7 @@ type spoolSettings struct {
 
 func loadSpoolSettings(src *settings.Source) spoolSettings {
 	s := spoolSettings{
-		dir:      src.String("BLINDEXEC_SPOOL_DIR", "blindexec-spool"),
+		dir:      src.String(envSpoolDir, "blindexec-spool"),
 		commit:   src.Millis("BLINDEXEC_SPOOL_COMMIT_MS", 20*time.Millisecond),
 		gather:   src.Millis("BLINDEXEC_SPOOL_GATHER_MS", 100*time.Millisecond),
 		maxBytes: src.Int("BLINDEXEC_SPOOL_MAX_MB", 256, 1) << 20,
@@ -38,6 +41,28 @@ func loadSpoolSettings(src *settings.Source) spoolSettings {
 		s.gather = -1 // the spool's "not at all"; its zero is the default
 	}
 	return s
+}
+
+// spoolDirError turns a spool directory that cannot be used into a
+// settings error (exit 2), said like a value that does not parse: no
+// retry mends it.
+func (c *config) spoolDirError(err error) error {
+	var de *recordspool.DirError
+	if !errors.As(err, &de) {
+		return err
+	}
+	origin := c.settings.Origin(envSpoolDir)
+	if origin == "" {
+		origin = "the default"
+	}
+	why := de.Err.Error()
+	switch {
+	case errors.Is(de.Err, recordspool.ErrInUse) && de.Pid > 0:
+		why = fmt.Sprintf("in use by another process (pid %d): replicas on one host need a spool directory each", de.Pid)
+	case errors.Is(de.Err, recordspool.ErrInUse):
+		why += ": replicas on one host need a spool directory each"
+	}
+	return usagef("%s=%q (from %s): %s", envSpoolDir, de.Dir, origin, why)
 }
 
 // recorder is the execution recorder: through the spool when serve set

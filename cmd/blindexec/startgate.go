@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/engine/recordspool"
 )
 
 // startGate is serve's handler until the engine has read the database:
@@ -61,6 +62,11 @@ func (c *config) engineWhenReachable(ctx context.Context, sch schema, log *slog.
 	if !strings.HasPrefix(c.db, "sqlite:") && !strings.HasPrefix(c.db, "mysql:") {
 		return nil, fmt.Errorf("--db: want sqlite:PATH or mysql:DSN")
 	}
+	if c.spool.dir != "" {
+		if err := recordspool.Probe(c.spool.dir); err != nil {
+			return nil, c.spoolDirError(err)
+		}
+	}
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
 		// A blackholed database would hold an attempt forever.
@@ -76,9 +82,15 @@ func (c *config) engineWhenReachable(ctx context.Context, sch schema, log *slog.
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var mismatch *auth.KeyMismatchError
-		if errors.As(err, &mismatch) {
+		var (
+			mismatch *auth.KeyMismatchError
+			spoolDir *recordspool.DirError
+		)
+		switch {
+		case errors.As(err, &mismatch):
 			return nil, err // the wrong key stays wrong
+		case errors.As(err, &spoolDir):
+			return nil, c.spoolDirError(err) // taken since the probe
 		}
 		gate.failed(err)
 		if attempt == 1 {

@@ -3,6 +3,7 @@ package recordspool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -60,7 +61,20 @@ func (s *Spool) drain() {
 		if recs == nil {
 			recs, used, frames, err = r.next(s.dir, seg, off, s.opts.BatchSize)
 		}
-		if err != nil {
+		var dmg *damagedError
+		switch {
+		case errors.As(err, &dmg):
+			// Damaged since recovery checked it (a disk fault): the
+			// damaged frames are lost, the drain resumes at the next
+			// intact one.
+			name := segName(seg.seq)
+			os.Remove(filepath.Join(s.dir, name+damagedSuffix))
+			os.Link(filepath.Join(s.dir, name), filepath.Join(s.dir, name+damagedSuffix))
+			s.log.Error("record spool: a damaged part of a segment was skipped; its records are lost, the records around it are kept",
+				"file", name, "offset", dmg.off, "bytes", dmg.size, "records_lost", dmg.records, "ids_lost", dmg.ids,
+				"kept_aside", name+damagedSuffix)
+			used, frames = dmg.size, dmg.records
+		case err != nil:
 			// The segment cannot be read (a disk fault): its records are
 			// lost; say how many bytes, and go on with the next one.
 			s.log.Error("record spool: a segment could not be read; its remaining records are lost",
@@ -71,6 +85,9 @@ func (s *Spool) drain() {
 			return // closed while the database was failing
 		}
 		s.mu.Lock()
+		if dmg != nil {
+			s.stats.Lost += dmg.records
+		}
 		s.drainOff += used
 		s.pending(-used, -frames)
 		s.stats.Drained += int64(len(recs))
@@ -252,7 +269,26 @@ func (r *reader) next(dir string, seg segment, off int64, n int) (recs []engine.
 		recs = append(recs, rec)
 	}
 	if frames == 0 {
-		return nil, 0, 0, fmt.Errorf("bad frame at offset %d", off)
+		return nil, 0, 0, r.damage(seg, off)
 	}
 	return recs, used, frames, nil
+}
+
+// damagedError is a run of damaged bytes the drainer met.
+type damagedError struct{ damage }
+
+func (e *damagedError) Error() string {
+	return fmt.Sprintf("%d damaged bytes at offset %d", e.size, e.off)
+}
+
+// damage reads the rest of seg from off, where a frame is not intact, up
+// to the next intact frame: that run, as a *damagedError.
+func (r *reader) damage(seg segment, off int64) error {
+	rest := make([]byte, seg.size-off)
+	if _, err := r.f.ReadAt(rest, off); err != nil && err != io.EOF {
+		return err
+	}
+	d := describeDamage(rest, 0, resync(rest, 0), false)
+	d.off = off
+	return &damagedError{d}
 }

@@ -15,3 +15,17 @@ func Unsynced(s *Spool) int64 {
 	}
 	return n
 }
+
+// FrameSpans returns where each frame of an intact segment starts and ends.
+func FrameSpans(data []byte) [][2]int {
+	var spans [][2]int
+	for off := 0; off < len(data); {
+		_, n, ok := parseFrame(data[off:])
+		if !ok {
+			break
+		}
+		spans = append(spans, [2]int{off, off + n})
+		off += n
+	}
+	return spans
+}

@@ -20,10 +20,8 @@ package recordspool
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,6 +71,7 @@ type Stats struct {
 	Appended       int64 // records appended since Open
 	Drained        int64 // records the database took since Open (replays included)
 	Recovered      int64 // records found on disk at Open
+	Lost           int64 // records in damaged frames, skipped (at Open or while draining)
 	DatabaseDown   bool  // the last write to the database failed
 }
 
@@ -147,10 +146,9 @@ func newCommit() *commit { return &commit{done: make(chan struct{})} }
 const (
 	segPrefix = "seg-"
 	segSuffix = ".spool"
-	frameHead = 8 // uint32 length, uint32 CRC-32C of the payload
-	// maxFrame bounds a frame's payload: a record is at most a few KB, so
-	// a larger length can only be a torn or corrupt header.
-	maxFrame = 1 << 20
+	// damagedSuffix marks a segment kept aside for inspection: a copy of
+	// one recovery found damaged, as it was on disk.
+	damagedSuffix = ".damaged"
 	// rotateCaughtUp is the size past which a segment the drainer has
 	// fully written is replaced at the next append, so that a crash
 	// replays little when the database keeps up (at most about 4,000
@@ -158,8 +156,6 @@ const (
 	// costs an fsync of the directory; at 64 KiB it came every batch.
 	rotateCaughtUp = 1 << 20
 )
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func segName(seq uint64) string { return fmt.Sprintf("%s%016d%s", segPrefix, seq, segSuffix) }
 
@@ -189,16 +185,9 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("record spool: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := lockDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("record spool: %w", err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("record spool: %s is in use by another process: %w", dir, err)
+		return nil, err
 	}
 	s := &Spool{
 		dir: dir, sink: sink, opts: opts, lock: lock,
@@ -221,8 +210,78 @@ func Open(dir string, sink engine.RecordSink, opts Options) (*Spool, error) {
 	return s, nil
 }
 
-// recover lists the segments, validates every frame and truncates a
-// segment at its first bad one (the tail a crash tore).
+// DirError is a spool directory that cannot be used: not a directory,
+// not writable, or held by another process. No retry mends it: it is a
+// setting to change.
+type DirError struct {
+	Dir string
+	// Pid is the process holding the directory, when it is held and its
+	// holder is known (0 otherwise).
+	Pid int
+	Err error
+}
+
+func (e *DirError) Error() string {
+	if e.Pid > 0 {
+		return fmt.Sprintf("record spool: %s is in use by another process (pid %d): %v", e.Dir, e.Pid, e.Err)
+	}
+	return fmt.Sprintf("record spool: %s: %v", e.Dir, e.Err)
+}
+
+func (e *DirError) Unwrap() error { return e.Err }
+
+// ErrInUse is the Err of a DirError for a directory another process holds.
+var ErrInUse = errors.New("in use by another process")
+
+// lockDir creates dir if missing and takes its lock: an exclusive flock on
+// dir/LOCK, which records the holder's pid for the message of the next
+// process that tries.
+func lockDir(dir string) (*os.File, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, &DirError{Dir: dir, Err: errors.New("not a directory")}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, &DirError{Dir: dir, Err: err}
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer lock.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &DirError{Dir: dir, Err: err}
+		}
+		b := make([]byte, 32)
+		n, _ := lock.ReadAt(b, 0)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		return nil, &DirError{Dir: dir, Pid: pid, Err: ErrInUse}
+	}
+	if err := lock.Truncate(0); err == nil {
+		lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return lock, nil
+}
+
+// Probe checks that dir can be a spool now: a directory (created if
+// missing) that no other process holds. It takes the lock and lets it go,
+// so that a start can refuse a spool setting before it waits for the
+// database; Open checks again.
+func Probe(dir string) error {
+	lock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	return lock.Close()
+}
+
+// recover lists the segments and validates every frame. A segment with
+// frames that are not intact loses only those: its intact frames are
+// rewritten to a clean segment, and the segment as found is kept aside
+// (seg-N.spool.damaged) for inspection, the loss logged record by record.
+// A torn last frame of the newest segment, an append a crash cut short
+// before its fsync, is only cut. Segments of the first format are
+// rewritten in this one.
 func (s *Spool) recover() error {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -237,55 +296,104 @@ func (s *Spool) recover() error {
 		if err != nil {
 			continue
 		}
-		path := filepath.Join(s.dir, name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("record spool: %w", err)
-		}
-		var n int64
-		good := 0
-		for {
-			_, next, ok := parseFrame(data[good:])
-			if !ok {
-				break
-			}
-			n++
-			good += next
-		}
-		if good < len(data) {
-			s.log.Warn("record spool: cut a torn or corrupt tail (records of the calls answered in the last group-commit window before a crash)",
-				"file", name, "bytes_cut", len(data)-good)
-			if err := os.Truncate(path, int64(good)); err != nil {
-				return fmt.Errorf("record spool: %w", err)
-			}
-		}
-		if good == 0 {
-			os.Remove(path)
-			continue
-		}
-		s.segs = append(s.segs, segment{seq: seq, size: int64(good), written: int64(good)})
-		s.stats.Recovered += n
-		s.pending(int64(good), n)
+		s.segs = append(s.segs, segment{seq: seq})
 	}
 	slices.SortFunc(s.segs, func(a, b segment) int { return cmp.Compare(a.seq, b.seq) })
+	kept := s.segs[:0]
+	for i, seg := range s.segs {
+		size, n, lost, err := s.recoverSegment(segName(seg.seq), i == len(s.segs)-1)
+		if err != nil {
+			return err
+		}
+		s.stats.Lost += lost
+		if size == 0 {
+			continue
+		}
+		seg.size, seg.written = size, size
+		kept = append(kept, seg)
+		s.stats.Recovered += n
+		s.pending(size, n)
+	}
+	s.segs = kept
 	return nil
 }
 
-// parseFrame reads the frame at the start of b: its payload and length,
-// or ok false when b holds no whole, intact frame.
-func parseFrame(b []byte) (payload []byte, n int, ok bool) {
-	if len(b) < frameHead {
-		return nil, 0, false
+// recoverSegment validates the segment name and repairs it as recover
+// says: its size and records afterwards (0: removed), and the records lost
+// to damage.
+func (s *Spool) recoverSegment(name string, newest bool) (size, records, lost int64, err error) {
+	path := filepath.Join(s.dir, name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("record spool: %w", err)
 	}
-	size := binary.LittleEndian.Uint32(b)
-	if size > maxFrame || int(size) > len(b)-frameHead {
-		return nil, 0, false
+	payloads, dmg, v1 := scanSegment(data)
+	aside := false
+	for _, d := range dmg {
+		if d.torn && newest && d.off+d.size == int64(len(data)) {
+			s.log.Warn("record spool: cut a torn last frame (an append a crash cut short before its fsync: the records of the calls answered in the last group-commit window)",
+				"file", name, "offset", d.off, "bytes_cut", d.size)
+			continue
+		}
+		aside = true
+		lost += d.records
+		s.log.Error("record spool: a damaged part of a segment was skipped; its records are lost, the records around it are kept",
+			"file", name, "offset", d.off, "bytes", d.size, "records_lost", d.records, "ids_lost", d.ids,
+			"kept_aside", name+damagedSuffix)
 	}
-	payload = b[frameHead : frameHead+int(size)]
-	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, false
+	if aside {
+		// A hard link: the damaged bytes stay on disk as they were found,
+		// whatever becomes of the segment.
+		os.Remove(path + damagedSuffix)
+		if err := os.Link(path, path+damagedSuffix); err != nil {
+			return 0, 0, 0, fmt.Errorf("record spool: keep %s aside: %w", name, err)
+		}
 	}
-	return payload, frameHead + int(size), true
+	if len(payloads) == 0 {
+		if err := os.Remove(path); err != nil {
+			return 0, 0, 0, fmt.Errorf("record spool: %w", err)
+		}
+		return 0, 0, lost, nil
+	}
+	if len(dmg) == 0 && !v1 {
+		return int64(len(data)), int64(len(payloads)), 0, nil
+	}
+	var clean []byte
+	for _, p := range payloads {
+		clean = appendFrame(clean, p)
+	}
+	if err := replaceFile(path, clean); err != nil {
+		return 0, 0, 0, fmt.Errorf("record spool: rewrite %s: %w", name, err)
+	}
+	if v1 {
+		s.log.Info("record spool: a segment of the first format rewritten in the current one", "file", name, "records", len(payloads))
+	}
+	return int64(len(clean)), int64(len(payloads)), lost, nil
+}
+
+// replaceFile puts data at path through a synced temporary file, so that
+// a crash leaves either the old file or the new one.
+func replaceFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 // Admit reports whether a call may start: ErrFull while the records the
@@ -327,9 +435,7 @@ func (s *Spool) WriteRecords(_ context.Context, recs []engine.Record) error {
 		if buf, err = appendRecord(buf, &recs[i]); err != nil {
 			return fmt.Errorf("record spool: encode record %s: %w", recs[i].ID, err)
 		}
-		payload := buf[start+frameHead:]
-		binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
-		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
+		putFrameHead(buf[start:])
 	}
 	g, err := s.append(buf, recs)
 	if err != nil {
@@ -576,8 +682,9 @@ func (s *Spool) Close(ctx context.Context) error {
 }
 
 // Register adds the spool's gauges to reg:
-// blindexec_record_spool_pending_records, _pending_bytes and
-// blindexec_record_spool_database_down (1 while writes fail). Calls
+// blindexec_record_spool_pending_records, _pending_bytes,
+// blindexec_record_spool_database_down (1 while writes fail) and
+// blindexec_record_spool_lost_records_total. Calls
 // refused for a full spool are counted by blindexec_tool_calls_total with
 // outcome records_unavailable.
 func (s *Spool) Register(reg prometheus.Registerer) error {
@@ -589,6 +696,9 @@ func (s *Spool) Register(reg prometheus.Registerer) error {
 			func(st Stats) float64 { return float64(st.PendingRecords) }),
 		gauge("blindexec_record_spool_pending_bytes", "Bytes of execution records in the spool the database has not taken.",
 			func(st Stats) float64 { return float64(st.PendingBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "blindexec_record_spool_lost_records_total",
+			Help: "Execution records lost to damaged spool frames (each logged with its id where legible)."},
+			func() float64 { return float64(s.Stats().Lost) }),
 		gauge("blindexec_record_spool_database_down", "1 while the database is not taking execution records.",
 			func(st Stats) float64 {
 				if st.DatabaseDown {

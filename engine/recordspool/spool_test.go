@@ -281,7 +281,7 @@ func TestRestartWritesWhatTheSpoolHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, '{', '"'})
+	f.Write([]byte{0xFE, 0xFF, 'B', 'X', 200, 0, 0, 0, 1, 2, 3, 4, '{', '"'})
 	f.Close()
 
 	db.setDown(false)
@@ -294,7 +294,7 @@ func TestRestartWritesWhatTheSpoolHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.check(t, want) // read from the segments: nothing of them is in memory
-	if logs.count("torn or corrupt tail") != 1 {
+	if logs.count("cut a torn last frame") != 1 || logs.count("damaged") != 0 {
 		t.Errorf("the torn tail was not logged:\n%s", logs.buf.String())
 	}
 	// What went in is gone from disk; a third start finds nothing.
@@ -309,8 +309,21 @@ func TestOneProcessPerDirectory(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, newDatabase(), recordspool.Options{})
 	defer closeNow(t, s)
-	if _, err := recordspool.Open(dir, newDatabase(), recordspool.Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("a second Open on the directory = %v, want it refused", err)
+	_, err := recordspool.Open(dir, newDatabase(), recordspool.Options{})
+	var de *recordspool.DirError
+	if !errors.As(err, &de) || !errors.Is(err, recordspool.ErrInUse) || de.Pid != os.Getpid() || de.Dir != dir {
+		t.Fatalf("a second Open on the directory = %v, want a DirError naming the directory and the holder's pid %d", err, os.Getpid())
+	}
+	if err := recordspool.Probe(dir); !errors.Is(err, recordspool.ErrInUse) {
+		t.Errorf("Probe of a held directory = %v, want ErrInUse", err)
+	}
+	// A path that is a file is no spool either.
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, p := range []string{file, filepath.Join(file, "spool")} {
+		if err := recordspool.Probe(p); !errors.As(err, &de) || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Probe(%s) = %v, want a DirError saying not a directory", p, err)
+		}
 	}
 }
 

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveProcess starts `blindexec serve` with env and returns it with its
+// output and address.
+func serveProcess(t *testing.T, env ...string) (cmd *exec.Cmd, out *bytes.Buffer, addr string) {
+	t.Helper()
+	out, addr = &bytes.Buffer{}, freeAddr(t)
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	cmd = exec.Command(os.Args[0], "serve")
+	cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_ADDR=" + addr, "BLINDEXEC_LOG_LEVEL=warn",
+		"BLINDEXEC_MASTER_KEY=" + key, "BLINDEXEC_ADMIN_TOKEN=spool-admin"}, env...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out, addr
+}
+
+// exitOf waits up to 10 s for cmd to exit and returns its code (-1: it
+// was still running and was killed).
+func exitOf(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 0
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		return -1
+	}
+}
+
+// Issue 30, point 7: a spool directory serve cannot use is a settings
+// error: serve exits at once with 2, naming BLINDEXEC_SPOOL_DIR, the path
+// and the holder's pid, instead of answering 503 database_unavailable and
+// retrying forever. The database need not be reachable for that.
+func TestServeRefusesAnUnusableSpoolDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "spool-file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	unreachable := "BLINDEXEC_DB=mysql:root@tcp(127.0.0.1:1)/nothing"
+	for _, tc := range []struct {
+		name, spool string
+		want        []string
+	}{
+		{"a file", file, []string{`BLINDEXEC_SPOOL_DIR="` + file + `" (from the environment): not a directory`}},
+		{"under a file", filepath.Join(file, "spool"), []string{"BLINDEXEC_SPOOL_DIR=", "not a directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			cmd, out, _ := serveProcess(t, unreachable, "BLINDEXEC_SPOOL_DIR="+tc.spool)
+			if code := exitOf(t, cmd); code != exitUsage {
+				t.Fatalf("exit %d after %v, want %d at once:\n%s", code, time.Since(start), exitUsage, out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+
+	t.Run("held by another serve", func(t *testing.T) {
+		spool := filepath.Join(dir, "shared-spool")
+		db := "BLINDEXEC_DB=sqlite:" + filepath.Join(dir, "db")
+		first, firstOut, addr := serveProcess(t, db, "BLINDEXEC_SPOOL_DIR="+spool)
+		defer func() {
+			first.Process.Signal(os.Interrupt)
+			first.Wait()
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://"+addr+"/readyz", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the first serve never became ready:\n%s", firstOut)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		second, out, _ := serveProcess(t, db, "BLINDEXEC_SPOOL_DIR="+spool)
+		if code := exitOf(t, second); code != exitUsage {
+			t.Fatalf("second serve on the spool: exit %d, want %d:\n%s", code, exitUsage, out)
+		}
+		want := fmt.Sprintf(`BLINDEXEC_SPOOL_DIR=%q (from the environment): in use by another process (pid %d): replicas on one host need a spool directory each`,
+			spool, first.Process.Pid)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	})
+}
