@@ -228,9 +228,9 @@ func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err 
 func (m *Manager) Masker(ctx context.Context, ref string, creds map[string]string, derived ...string) *auth.Masker {
 	c, err := m.config(ctx, ref)
 	if err != nil {
-		return auth.MaskerFor(plugins.AuthConfig{}, creds, derived...) // every credential a secret
+		return auth.MaskerFor(nil, creds, derived...) // every credential a secret
 	}
-	return auth.MaskerFor(c.auth, creds, derived...)
+	return auth.MaskerFor(c.auth.IdentifierKeys(), creds, derived...)
 }
 
 // CredentialKeys lists the credential keys the server's auth config reads.
@@ -401,7 +401,7 @@ func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool stri
 	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
 		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
 	}
-	msg := auth.MaskerFor(srv.auth, creds).String(err.Error())
+	msg := auth.MaskerFor(srv.auth.IdentifierKeys(), creds).String(err.Error())
 	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
 		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", msg))
 	return err
@@ -420,7 +420,7 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 	if missing := engine.MissingCredentials(keys, creds); len(missing) > 0 {
 		return &auth.MissingCredentialsError{Keys: missing}
 	}
-	if err := auth.CheckSecretLengths(srv.auth, creds); err != nil {
+	if err := auth.CheckSecretLengths(srv.auth.IdentifierKeys(), creds); err != nil {
 		return err
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
