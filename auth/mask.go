@@ -276,28 +276,53 @@ func (w wideEncoding) encode(s string) string {
 }
 
 func (w wideEncoding) unitAt(s string, i int) rune {
-	var u uint32
-	for k := range w.unit {
-		if w.big {
-			u = u<<8 | uint32(s[i+k])
+	switch {
+	case w.unit == 2 && w.big:
+		return rune(s[i])<<8 | rune(s[i+1])
+	case w.unit == 2:
+		return rune(s[i+1])<<8 | rune(s[i])
+	case w.big:
+		return rune(s[i])<<24 | rune(s[i+1])<<16 | rune(s[i+2])<<8 | rune(s[i+3])
+	}
+	return rune(s[i+3])<<24 | rune(s[i+2])<<16 | rune(s[i+1])<<8 | rune(s[i])
+}
+
+// plausible reports whether s read in w from byte align on has a run of
+// MinMaskLen ASCII characters: every form of an ASCII secret (escaped,
+// base64, …) is one. UTF-16LE text read a byte late is UTF-16BE and is
+// read; read in UTF-32 it is not, and need not be decoded.
+func (w wideEncoding) plausible(s string, align int) bool {
+	run := 0
+	for i := align; i+w.unit <= len(s); i += w.unit {
+		if u := w.unitAt(s, i); u > 0 && u < utf8.RuneSelf {
+			if run++; run == MinMaskLen {
+				return true
+			}
 		} else {
-			u |= uint32(s[i+k]) << (8 * k)
+			run = 0
 		}
 	}
-	return rune(u)
+	return false
 }
 
 // decode returns l's text read in w from byte align on, as a layer of
-// UTF-8 text whose every byte maps to where its code unit (or surrogate
-// pair) starts in l, the original; nil when it is too short to hold a
-// secret. Units that are no character read as U+FFFD.
+// UTF-8 text; nil when it is too short to hold a secret. Units that are
+// no character read as U+FFFD.
 func (w wideEncoding) decode(l *layer, align int) *layer {
-	s := l.text
-	if (len(s)-align)/w.unit < MinMaskLen/utf8.UTFMax+1 {
+	if (len(l.text)-align)/w.unit < MinMaskLen {
 		return nil
 	}
-	text := make([]byte, 0, (len(s)-align)/w.unit)
-	from := make([]int32, 0, cap(text))
+	text, _ := w.read(l.text, align, false)
+	return &layer{text: text, parent: l, wide: &wideLayer{w, align}}
+}
+
+// read decodes s in w from byte align on; with positions, it also maps
+// each byte of the text to where its code unit (or surrogate pair)
+// starts in s.
+func (w wideEncoding) read(s string, align int, positions bool) (string, []int32) {
+	var text strings.Builder
+	text.Grow((len(s) - align) / w.unit)
+	var from []int32
 	var buf [utf8.UTFMax]byte
 	for i := align; i+w.unit <= len(s); i += w.unit {
 		start := i
@@ -309,12 +334,25 @@ func (w wideEncoding) decode(l *layer, align int) *layer {
 			}
 		}
 		n := utf8.EncodeRune(buf[:], r) // an invalid rune encodes as U+FFFD
-		text = append(text, buf[:n]...)
-		for range n {
+		text.Write(buf[:n])
+		for range n * bool2int(positions) {
 			from = append(from, int32(start))
 		}
 	}
-	return &layer{text: string(text), parent: l, from: from}
+	return text.String(), from
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// wideLayer says how a layer reads the original: in w from byte align on.
+type wideLayer struct {
+	w     wideEncoding
+	align int
 }
 
 // span is a range [from, to) of the original text.
@@ -326,6 +364,7 @@ type layer struct {
 	text   string
 	parent *layer // nil: the original
 	escape byte   // what was undone from parent
+	wide   *wideLayer // or, for a layer of the original: how it was read
 	// from[i] is where the escape (or byte) that gave text[i] starts in
 	// the original; built on demand. Layers cover the original whole and
 	// in order, so the bytes of one escape end where the next one's start.
@@ -354,9 +393,14 @@ func (l *layer) span(i, j int) span {
 	return span{int(l.from[i]), to}
 }
 
-// positions builds from by undoing the parent's escapes again.
+// positions builds from by undoing the parent's escapes again (or reading
+// the original again).
 func (l *layer) positions() []int32 {
 	p := l.parent
+	if l.wide != nil {
+		_, from := l.wide.w.read(p.text, l.wide.align, true)
+		return from
+	}
 	if p.parent != nil && p.from == nil {
 		p.from = p.positions()
 	}
@@ -392,6 +436,9 @@ func (m *Masker) mask(s string, cut bool) (string, bool) {
 	if wideIn(m, s) {
 		for _, w := range wideEncodings {
 			for align := range w.unit {
+				if len(m.wideScan) == 0 && !w.plausible(s, align) {
+					continue
+				}
 				if l := w.decode(top, align); l != nil {
 					m.find(l, cut, &spans)
 					m.findUnescaped(l, maxUnescapeLevels, cut, &spans)
