@@ -146,8 +146,8 @@ func mergeDetails(d any, executionID string) any {
 }
 
 // isInline reports whether a runtime request defines its plugin itself.
-// Stored credentials follow such a plugin only where the catalog sends
-// them (engine.Call.BoundToCatalog), unless the administrator asks.
+// Such a plugin using stored credentials must be the catalog's row of its
+// name (engine.Call.BoundToCatalog), unless the administrator asks.
 func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // resolvePlugin finds the plugin of a runtime request: inline, or by name
