@@ -362,8 +362,8 @@ type span struct{ from, to int }
 // its bytes comes from is worked out only for a layer holding a needle.
 type layer struct {
 	text   string
-	parent *layer // nil: the original
-	escape byte   // what was undone from parent
+	parent *layer     // nil: the original
+	escape byte       // what was undone from parent
 	wide   *wideLayer // or, for a layer of the original: how it was read
 	// from[i] is where the escape (or byte) that gave text[i] starts in
 	// the original; built on demand. Layers cover the original whole and
