@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/openaitest"
@@ -236,7 +237,7 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 			}
 		})
 		llm := openaitest.New(t)
-		e := newEnv(t, st, withModel(llm))
+		e := newEnv(t, st, withModel(llm), func(s *api.Server) { s.MCP = &api.MCPConfig{} })
 		plugin := func(name, base, authCfg string) string {
 			return fmt.Sprintf(`{"name": %q, "description": "d", "parameters": {"type": "object", "properties": {}},
 				"execution": {"method": "GET", "base_url": %q}, "auth_config": %s}`, name, base, authCfg)
@@ -284,6 +285,13 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 					masked(t, "output", body["output"])
 				})
 			}
+			t.Run("tools/{name}/call, "+tk.name, func(t *testing.T) {
+				code, body := api.DoJSON(t, e.url, "POST", "/v1/tools/slot_basic/call", tk.token, map[string]any{}, "X-User-Id", "7")
+				if code != http.StatusOK || body["ok"] != true {
+					t.Fatalf("%d %v", code, body)
+				}
+				masked(t, "output", body["output"])
+			})
 			t.Run("run and stored run, "+tk.name, func(t *testing.T) {
 				var calls []openaitest.ToolCall
 				var names []string
