@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,9 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -236,8 +242,37 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 				fmt.Fprintf(w, `{"echo":%q}`, storedKey)
 			}
 		})
+		// An MCP server whose tool reports an error quoting the value: the
+		// message is the execution record's.
+		mcpUp := mcptest.New(t)
+		mcpUp.AddTool("leak", "reports an error", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "bad tenant " + storedKey}}}
+		})
 		llm := openaitest.New(t)
-		e := newEnv(t, st, withModel(llm), func(s *api.Server) { s.MCP = &api.MCPConfig{} })
+		e := newEnv(t, st, withModel(llm), func(s *api.Server) {
+			m := enginemcp.NewManager(st, egresstest.Client(t))
+			t.Cleanup(func() { m.Close() })
+			enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
+			s.MCP = &api.MCPConfig{Manager: m}
+		})
+		// Two registrations of it, reading SECRET_KEY as identifiers.
+		mcpSlots := map[string]map[string]any{
+			"mcp_mapping": {"type": "api_key", "mapping": []map[string]any{{"source": "SECRET_KEY", "target": "X-Tenant", "secret": false}}},
+			"mcp_basic":   {"type": "basic", "username": "SECRET_KEY", "password": "PASS_KEY"},
+		}
+		for name, cfg := range mcpSlots {
+			if code, body := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": name, "name": name, "url": mcpUp.Endpoint, "auth_config": cfg}); code != http.StatusCreated {
+				t.Fatalf("register %s: %d %v", name, code, body)
+			}
+			doc := fmt.Sprintf(`{"name": "rec_%s", "description": "d", "parameters": {"type": "object"}, "required_credentials": ["SECRET_KEY"],
+				"execution": {"type": "mcp", "mcp_id": %q, "tool_name": "leak"}}`, name, name)
+			if name == "mcp_basic" {
+				doc = strings.Replace(doc, `["SECRET_KEY"]`, `["SECRET_KEY", "PASS_KEY"]`, 1)
+			}
+			if code, body := e.do("POST", "/v1/plugins", adminToken, doc); code != http.StatusCreated {
+				t.Fatalf("add plugin: %d %v", code, body)
+			}
+		}
 		plugin := func(name, base, authCfg string) string {
 			return fmt.Sprintf(`{"name": %q, "description": "d", "parameters": {"type": "object", "properties": {}},
 				"execution": {"method": "GET", "base_url": %q}, "auth_config": %s}`, name, base, authCfg)
@@ -345,11 +380,15 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 				t.Fatalf("a short secret: %d %v", code, body)
 			}
 		})
+		recorded := []string{"rec_oauth", "rec_mcp_mapping", "rec_mcp_basic"}
 		t.Run("execution records", func(t *testing.T) {
-			// The token endpoint's error, quoting the client id, is the
-			// record's message.
-			if code, body := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "rec_oauth", "user_id": 7}); code != http.StatusOK || body["ok"] != false {
-				t.Fatalf("%d %v", code, body)
+			// The token endpoint's error quoting the client id, and the MCP
+			// tools' quoting the tenant and the username, are the records'
+			// messages.
+			for _, name := range recorded {
+				if code, body := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": name, "user_id": 7}); code != http.StatusOK || body["ok"] != false {
+					t.Fatalf("%s: %d %v", name, code, body)
+				}
 			}
 			if err := e.rec.Close(t.Context()); err != nil { // flushed: the last subtest
 				t.Fatal(err)
@@ -359,7 +398,7 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 				if code != http.StatusOK {
 					t.Fatalf("executions: %d %v", code, body)
 				}
-				for _, name := range []string{"rec_oauth"} {
+				for _, name := range recorded {
 					found := false
 					for _, r := range body["executions"].([]any) {
 						if rec := r.(map[string]any); rec["plugin_name"] == name {
