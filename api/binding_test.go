@@ -350,6 +350,22 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 				masked(t, "the stored run", stored["messages"])
 			})
 		}
+		t.Run("the catalog over /mcp", func(t *testing.T) {
+			hc := &http.Client{Transport: bearer(tokens[1].token)}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for name := range slots {
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					t.Fatalf("%s over /mcp: %+v, %v", name, res, err)
+				}
+				masked(t, name+" over /mcp", res.Content)
+			}
+		})
 		t.Run("payload credentials keep the caller's classification", func(t *testing.T) {
 			code, body := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "slot_mapping", "credentials": map[string]string{"SECRET_KEY": storedKey}})
 			if code != http.StatusOK || !strings.Contains(string(mustJSON(t, body["output"])), storedKey) {
@@ -414,4 +430,13 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 		})
 
 	})
+}
+
+// bearer is a transport sending a bearer token.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
