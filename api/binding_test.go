@@ -251,10 +251,21 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 		llm := openaitest.New(t)
 		e := newEnv(t, st, withModel(llm), func(s *api.Server) {
 			m := enginemcp.NewManager(st, egresstest.Client(t))
+			m.Identifiers, m.Logger = s.Executor.Catalog.Identifiers, s.Logger
 			t.Cleanup(func() { m.Close() })
 			enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
 			s.MCP = &api.MCPConfig{Manager: m}
 		})
+		// A server refusing to open a session, quoting the tenant header.
+		broken := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"unknown tenant %s"}}`, r.Header.Get("X-Tenant"))
+		})
+		if code, body := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "broken", "name": "broken", "url": broken.URL + "/mcp",
+			"auth_config": map[string]any{"type": "api_key", "mapping": []map[string]any{{"source": "SECRET_KEY", "target": "X-Tenant", "secret": false}}}}); code != http.StatusCreated {
+			t.Fatalf("register broken: %d %v", code, body)
+		}
 		// Two registrations of it, reading SECRET_KEY as identifiers.
 		mcpSlots := map[string]map[string]any{
 			"mcp_mapping": {"type": "api_key", "mapping": []map[string]any{{"source": "SECRET_KEY", "target": "X-Tenant", "secret": false}}},
@@ -364,6 +375,16 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 					t.Fatalf("%s over /mcp: %+v, %v", name, res, err)
 				}
 				masked(t, name+" over /mcp", res.Content)
+			}
+		})
+		t.Run("the MCP proxy's error and log", func(t *testing.T) {
+			code, body := e.do("POST", "/v1/mcp/proxy/broken/tools/x/call", tokens[1].token, map[string]any{})
+			if code != http.StatusBadGateway || !strings.Contains(errMessage(body), "unknown tenant") {
+				t.Fatalf("%d %v", code, body)
+			}
+			masked(t, "the proxy's error", body)
+			if logs := e.logs.String(); strings.Contains(logs, storedKey) || !strings.Contains(logs, "unknown tenant "+auth.Redacted) {
+				t.Errorf("the log shows the value, or not the masked failure:\n%s", logs)
 			}
 		})
 		t.Run("payload credentials keep the caller's classification", func(t *testing.T) {

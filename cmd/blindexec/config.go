@@ -258,7 +258,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
 	m := enginemcp.NewManager(st, client)
-	m.Logger, m.Changes = log, changes
+	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
 		changes: changes, catalog: catalog.New(st, changes, log), rules: rules}, nil
