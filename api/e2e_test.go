@@ -97,10 +97,10 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
 	creds.Changes = changes
-	origins := auth.NewCatalog(st, changes)
-	creds.Identifiers = origins
+	catalog := auth.NewCatalog(st, changes)
+	creds.Identifiers = catalog
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Recorder, ex.Logger, ex.Origins = creds, rec, log, origins
+	ex.Credentials, ex.Recorder, ex.Logger, ex.Catalog = creds, rec, log, catalog
 	reg := prometheus.NewRegistry()
 	var err2 error
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {

@@ -34,7 +34,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
-	if !ok {
+	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) {
 		return
 	}
 	if req.Trace && principalFrom(r.Context()).role != roleAdmin {
@@ -146,8 +146,8 @@ func mergeDetails(d any, executionID string) any {
 }
 
 // isInline reports whether a runtime request defines its plugin itself.
-// Stored credentials follow such a plugin only where the catalog sends
-// them (engine.Call.BoundToCatalog), unless the administrator asks.
+// Such a plugin using stored credentials must be the catalog's row of its
+// name (engine.Call.BoundToCatalog), unless the administrator asks.
 func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // resolvePlugin finds the plugin of a runtime request: inline, or by name
@@ -233,6 +233,20 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"executions": recs})
+}
+
+// fixedParamsAllowed refuses a payload's fixed_params from a per-user
+// token (422): only the service token (RuoYi) and the administrator fill
+// the parameters a tool's own fixed_params leave open (the executor checks
+// which those are).
+func fixedParamsAllowed(w http.ResponseWriter, r *http.Request, given bool) bool {
+	if given && principalFrom(r.Context()).role == roleUser {
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeFixedParamsNotAllowed,
+			"fixed_params: not allowed: a per-user token may not send fixed params; only the service token fills the parameters a tool's own fixed_params leave open",
+			map[string]any{"field": "fixed_params"})
+		return false
+	}
+	return true
 }
 
 // actingUser is the user a runtime request acts for (see

@@ -390,7 +390,9 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
 		return
 	}
-	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user, Credentials: creds})
+	// The executor resolves the stored credentials again (cached), as
+	// stored: their masking classes are then the catalog's.
+	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
 	var refused *engine.RefusedError
 	switch {
 	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:

@@ -43,7 +43,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
-	if !ok {
+	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) {
 		return
 	}
 	if s.Runner == nil {

@@ -193,7 +193,7 @@ func checkCredentials(cfg plugins.AuthConfig, creds map[string]string) error {
 			return fmt.Errorf("credential %s: %w", k, ErrCredentialValue)
 		}
 	}
-	return checkSecretLengths(cfg, keys, creds)
+	return CheckSecretLengths(cfg.IdentifierKeys(), creds)
 }
 
 // checkMapping validates entries before any is applied, so that a bad one

@@ -4,39 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/blindexec/blindexec/catalog"
-	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
-// The origin rule: a stored credential key K may be sent to origin O
-// (scheme, host, port) only when an enabled catalog plugin with origin O
-// reads K: through its base_url, its oauth2 token_url, or the URL of its
-// MCP server. The catalog is the administrator's, so the rule holds
-// inline plugins (those a runtime payload defines) to what the
-// administrator allowed; an administrator's own inline plugins are exempt,
-// as are credentials given in the payload (the caller's own). The
-// executor enforces it (engine.Call.BoundToCatalog) through a Catalog.
+// The binding rule: for any caller but the administrator, an inline plugin
+// (one a request defines) whose call would take a credential from the
+// store is the enabled catalog plugin of the same name — equal to it in
+// execution, auth_config, fixed_params and required_credentials, its
+// parameters the row's but for descriptions and optional properties left
+// out (plugins.Difference) — and the call is then that row's: its fixed
+// params, its schema, its masking classes. Otherwise it is refused before
+// anything is sent. The catalog is the administrator's, so the rule holds
+// inline plugins to what the administrator decided; the administrator's
+// own inline plugins are exempt, as are inline plugins whose credentials
+// all come in the payload (the caller's own). The executor enforces it
+// (engine.Call.BoundToCatalog) through Catalog.Bind, the one place the
+// rule is decided.
 
-// ErrCredentialNotBound is wrapped by the error refusing a stored
-// credential to an origin no enabled catalog plugin sends it to.
-var ErrCredentialNotBound = errors.New("a stored credential goes only to an origin an enabled catalog plugin sends it to (its base_url, oauth2 token_url or MCP server URL)")
+// ErrCredentialNotBound is wrapped by the error refusing an inline plugin
+// the use of stored credentials.
+var ErrCredentialNotBound = errors.New("an inline plugin using stored credentials must be the enabled catalog plugin of the same name (equal in execution, auth_config, fixed_params and required_credentials; its parameters the row's but for descriptions and optional properties left out)")
 
-// UnboundCredentialError refuses to send the stored credential Key to
-// Origin. It names the key and the origin, never the value.
+// UnboundCredentialError refuses the inline plugin Plugin the stored
+// credential Key. Field is the first field in which it differs from the
+// catalog plugin of its name, "" when no enabled catalog plugin has the
+// name. It names keys and fields, never a value.
 type UnboundCredentialError struct {
-	Key, Origin string
+	Key, Plugin, Field string
 }
 
 func (e *UnboundCredentialError) Error() string {
-	return fmt.Sprintf("stored credential %s may not be sent to %s: %v", e.Key, e.Origin, ErrCredentialNotBound)
+	why := fmt.Sprintf("no enabled catalog plugin is named %q", e.Plugin)
+	if e.Field != "" {
+		why = fmt.Sprintf("it differs from the catalog plugin %s in %s", e.Plugin, e.Field)
+	}
+	return fmt.Sprintf("stored credential %s may not be used by the inline plugin %s: %s; %v", e.Key, e.Plugin, why, ErrCredentialNotBound)
 }
 
 func (e *UnboundCredentialError) Unwrap() error { return ErrCredentialNotBound }
@@ -49,8 +57,9 @@ type CatalogSource interface {
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
-// catalog: where each credential key may go (the origin rule), and whether
-// a key is only ever read as an identifier (so that a short value may be
+// catalog: which catalog plugin an inline plugin using stored credentials
+// stands for (the binding rule), and whether a key is only ever read as
+// an identifier (its masking class, and whether a short value may be
 // stored). It reads the catalog again when the plugins' or MCP servers'
 // change counter moved, and, at most once a second, before refusing: a
 // plugin just added elsewhere is honoured at once, one just disabled after
@@ -67,15 +76,17 @@ type Catalog struct {
 
 // catalogIndex is what the enabled catalog does with each credential key.
 type catalogIndex struct {
-	origins map[string][]string // key → the origins it is sent to
-	secret  map[string]bool     // key → read as a secret somewhere (false: only as an identifier)
-	servers map[string]mcpServer
+	plugins map[string]*plugins.Plugin // name → the enabled catalog plugin
+	secret  map[string]bool            // key → read as a secret somewhere (false: only as an identifier)
+
+	mu sync.Mutex
+	// diffs remembers Difference for the inline plugins seen (parsed
+	// payload plugins are shared by their bytes: RuoYi's copies come back
+	// call after call), while the index lasts; cleared when full.
+	diffs map[*plugins.Plugin]string
 }
 
-type mcpServer struct {
-	origin string // "" for a stdio server: nothing leaves the host
-	auth   plugins.AuthConfig
-}
+const diffsMax = 1024
 
 // catalogRetry is the least time between two reads of the catalog made to
 // check a refusal.
@@ -110,17 +121,17 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
-	idx := &catalogIndex{origins: map[string][]string{}, secret: map[string]bool{}, servers: map[string]mcpServer{}}
+	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}}
+	classify := func(cfg plugins.AuthConfig) {
+		ids := cfg.IdentifierKeys()
+		for _, k := range cfg.CredentialKeys() {
+			idx.secret[k] = idx.secret[k] || !slices.Contains(ids, k)
+		}
+	}
 	for _, s := range servers {
-		cfg, err := catalog.MCPServerAuth(&s)
-		if err != nil || s.Status != store.StatusEnabled {
-			continue // a server the engine cannot or may not call binds nothing
+		if cfg, err := catalog.MCPServerAuth(&s); err == nil && s.Status == store.StatusEnabled {
+			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
-		srv := mcpServer{auth: cfg}
-		if s.Transport != store.TransportStdio {
-			srv.origin = Origin(s.URL)
-		}
-		idx.servers[s.ID], idx.servers[s.Name] = srv, srv
 	}
 	rows, err := src.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
 	if err != nil {
@@ -131,107 +142,57 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 		if err != nil {
 			continue // a row the engine cannot run binds nothing
 		}
-		for key, origins := range idx.destinations(p) {
-			for _, o := range origins {
-				if !slices.Contains(idx.origins[key], o) {
-					idx.origins[key] = append(idx.origins[key], o)
-				}
-			}
-		}
-		cfg := idx.authOf(p)
-		ids := cfg.IdentifierKeys()
-		for _, k := range cfg.CredentialKeys() {
-			idx.secret[k] = idx.secret[k] || !slices.Contains(ids, k)
-		}
+		idx.plugins[p.Name] = p
+		classify(p.AuthConfig)
 	}
 	return idx, nil
 }
 
-// authOf is the auth config that reads p's credentials: its own, or its
-// MCP server's.
-func (idx *catalogIndex) authOf(p *plugins.Plugin) plugins.AuthConfig {
-	if p.ExecType() == plugins.TypeMCP {
-		return idx.servers[p.Execution.MCPID].auth
-	}
-	return p.AuthConfig
-}
-
-// destinations returns, for each credential key p sends, the origins it
-// goes to: an oauth2 client id and secret to the token_url's, the rest to
-// the base_url's, or to the MCP server's for a plugin of type mcp. A
-// plugin of type mcp whose server is unknown, disabled or stdio sends
-// nothing anywhere.
-func (idx *catalogIndex) destinations(p *plugins.Plugin) map[string][]string {
-	out := map[string][]string{}
-	if p.ExecType() == plugins.TypeMCP {
-		srv := idx.servers[p.Execution.MCPID]
-		if srv.origin != "" {
-			for _, k := range srv.auth.CredentialKeys() {
-				out[k] = []string{srv.origin}
-			}
-		}
-		return out
-	}
-	return Destinations(p.AuthConfig, Origin(p.Execution.BaseURL))
-}
-
-// Destinations returns, for each credential key cfg reads, the origins it
-// is sent to when the request goes to origin: every key to origin, and an
-// oauth2 client id and secret to the token_url's origin as well. The
-// token those fetch goes to origin: it is as good as the client secret
-// there, so a client secret bound to the token_url alone would let any
-// plugin reusing that token_url hand the token to a host of its choosing.
-func Destinations(cfg plugins.AuthConfig, origin string) map[string][]string {
-	out := map[string][]string{}
-	for _, k := range cfg.CredentialKeys() {
-		out[k] = []string{origin}
-	}
-	if o := cfg.OAuth2; cfg.Type == plugins.AuthOAuth2 && o != nil && o.EffectiveGrant() == plugins.GrantClientCredentials {
-		for _, k := range []string{o.ClientID, o.ClientSecret} {
-			if t := Origin(o.TokenURL); k != "" && !slices.Contains(out[k], t) {
-				out[k] = append(out[k], t)
-			}
-		}
-	}
-	return out
-}
-
-// CheckOrigins applies the origin rule to a call of p using the stored
-// credentials keys (those not given in the payload): an
-// *UnboundCredentialError for the first key, in order, that p would send
-// to an origin no enabled catalog plugin sends it to.
-func (c *Catalog) CheckOrigins(ctx context.Context, p *plugins.Plugin, keys []string) error {
-	if len(keys) == 0 {
-		return nil
-	}
+// Bind applies the binding rule to an inline plugin p whose call would
+// take the credentials storedKeys from the store: the enabled catalog
+// plugin p stands for, which the call then is, or an
+// *UnboundCredentialError naming the first stored key and the first field
+// that differs.
+func (c *Catalog) Bind(ctx context.Context, p *plugins.Plugin, storedKeys []string) (*plugins.Plugin, error) {
 	var refusal error
 	for _, recheck := range []bool{false, true} {
 		idx, err := c.index(ctx, recheck)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if refusal = idx.check(p, keys); refusal == nil {
-			return nil
-		}
-	}
-	return refusal
-}
-
-func (idx *catalogIndex) check(p *plugins.Plugin, keys []string) error {
-	dest := idx.destinations(p)
-	for _, k := range slices.Sorted(slices.Values(keys)) {
-		for _, o := range dest[k] {
-			if !slices.Contains(idx.origins[k], o) {
-				return &UnboundCredentialError{Key: k, Origin: o}
+		row := idx.plugins[p.Name]
+		field := ""
+		if row != nil {
+			if field = idx.difference(row, p); field == "" {
+				return row, nil
 			}
 		}
+		refusal = &UnboundCredentialError{Key: slices.Min(storedKeys), Plugin: p.Name, Field: field}
 	}
-	return nil
+	return nil, refusal
+}
+
+func (idx *catalogIndex) difference(row, p *plugins.Plugin) string {
+	idx.mu.Lock()
+	d, ok := idx.diffs[p]
+	idx.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = plugins.Difference(row, p)
+	idx.mu.Lock()
+	if idx.diffs == nil || len(idx.diffs) >= diffsMax {
+		idx.diffs = map[*plugins.Plugin]string{}
+	}
+	idx.diffs[p] = d
+	idx.mu.Unlock()
+	return d
 }
 
 // IsIdentifier reports whether the enabled catalog reads key, and only as
 // an identifier (a basic-auth username, an oauth2 client id, a mapping
-// entry marked "secret": false).
+// entry marked "secret": false), in a plugin's or an MCP server's auth
+// config.
 func (c *Catalog) IsIdentifier(ctx context.Context, key string) (bool, error) {
 	for _, recheck := range []bool{false, true} {
 		idx, err := c.index(ctx, recheck)
@@ -245,21 +206,19 @@ func (c *Catalog) IsIdentifier(ctx context.Context, key string) (bool, error) {
 	return false, nil
 }
 
-// Origin is the origin of an absolute URL: lower-case scheme and host and
-// an explicit port ("https://api.example:443"). Text that is not an
-// absolute URL is its own origin, so that it matches only itself.
-func Origin(rawURL string) string {
-	i := strings.Index(rawURL, "://")
-	if i < 0 {
-		return rawURL
+// Identifiers returns those of keys the enabled catalog reads only as
+// identifiers: the masking classes of stored credentials, which nothing a
+// caller sends can loosen. Every other key is a secret.
+func (c *Catalog) Identifiers(ctx context.Context, keys []string) ([]string, error) {
+	idx, err := c.index(ctx, false)
+	if err != nil {
+		return nil, err
 	}
-	end := len(rawURL)
-	if j := strings.IndexAny(rawURL[i+3:], "/?#"); j >= 0 {
-		end = i + 3 + j
+	var ids []string
+	for _, k := range keys {
+		if secret, read := idx.secret[k]; read && !secret {
+			ids = append(ids, k)
+		}
 	}
-	u, err := url.Parse(rawURL[:end])
-	if err != nil || u.Host == "" {
-		return rawURL[:end]
-	}
-	return egress.OriginOf(u)
+	return ids, nil
 }

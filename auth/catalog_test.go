@@ -2,7 +2,8 @@ package auth_test
 
 import (
 	"errors"
-	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,50 +14,29 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
-func TestOrigin(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"https://API.Example.com/v1/x?y#z", "https://api.example.com:443"},
-		{"http://api.example.com", "http://api.example.com:80"},
-		{"HTTP://api.example.com:8080/", "http://api.example.com:8080"},
-		{"https://user:pw@api.example.com/", "https://api.example.com:443"},
-		{"http://[::1]:9000/mcp", "http://[::1]:9000"},
-		{"not a url", "not a url"},
+// keyedDoc is a catalog row as an administrator writes it.
+const keyedDoc = `{"name": "keyed", "description": "a keyed API",
+	"parameters": {"type": "object", "properties": {
+		"q": {"type": "string", "description": "what to look for"},
+		"page": {"type": "integer"}}, "required": ["q"]},
+	"execution": {"method": "GET", "base_url": "https://api.example/v1/{tenant}/search", "param_placement": "query"},
+	"auth_config": {"type": "api_key", "mapping": [{"source": "K", "target": "X-Key"}, {"source": "TENANT", "target": "X-Tenant", "secret": false}]},
+	"fixed_params": {"tenant": "acme"}}`
+
+func mustParse(t *testing.T, doc string) *plugins.Plugin {
+	t.Helper()
+	p, err := plugins.ParseJSON([]byte(doc))
+	if err != nil {
+		t.Fatalf("parse %s: %v", doc, err)
 	}
-	for _, tt := range tests {
-		if got := auth.Origin(tt.in); got != tt.want {
-			t.Errorf("Origin(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
+	return p
 }
 
-func TestDestinations(t *testing.T) {
-	const api, idp = "https://api.example:443", "https://idp.example:443"
-	tests := []struct {
-		name string
-		cfg  plugins.AuthConfig
-		want map[string][]string
-	}{
-		{"mapping", plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "K", Target: "T"}}},
-			map[string][]string{"K": {api}}},
-		{"basic", plugins.AuthConfig{Type: plugins.AuthBasic, Username: "U", Password: "P"},
-			map[string][]string{"U": {api}, "P": {api}}},
-		// The client secret goes to the token endpoint, and the token it
-		// buys to the API: both origins bind it.
-		{"oauth2 client credentials", plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{TokenURL: "https://IDP.example/token", ClientID: "ID", ClientSecret: "CS"}},
-			map[string][]string{"ID": {api, idp}, "CS": {api, idp}}},
-		{"oauth2 access token", plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{AccessToken: "AT"}},
-			map[string][]string{"AT": {api}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := auth.Destinations(tt.cfg, api); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Destinations = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestCatalogRules(t *testing.T) {
+// TestCatalogBind: an inline plugin using stored credentials is the
+// enabled catalog plugin of its name, or it is refused naming the key and
+// the first field that differs. The origin rule's cases (another host,
+// scheme, port) are cases of it.
+func TestCatalogBind(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := t.Context()
 		add := func(p *plugins.Plugin) {
@@ -69,87 +49,145 @@ func TestCatalogRules(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		httpPlugin := func(name, base string, cfg plugins.AuthConfig) *plugins.Plugin {
-			return &plugins.Plugin{Name: name, Parameters: []byte(`{"type":"object"}`),
-				Execution: plugins.Execution{Method: "GET", BaseURL: base}, AuthConfig: cfg}
-		}
-		key := plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "K", Target: "X-Key"}, {Source: "TENANT", Target: "X-Tenant", Secret: new(false)}}}
-		oauth := plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{TokenURL: "https://idp.example/token", ClientID: "ID", ClientSecret: "CS"}}
-		add(httpPlugin("keyed", "https://api.example/v1", key))
-		add(httpPlugin("oauth", "https://oauth-api.example/v1", oauth))
-		mcpAuth := []byte(`{"type":"bearer","token":"MCP_TOKEN"}`)
-		if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "srv-1", Name: "tools", Transport: store.TransportStreamableHTTP, URL: "https://mcp.example/mcp", AuthConfig: mcpAuth}); err != nil {
+		add(mustParse(t, keyedDoc))
+		if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "srv-1", Name: "tools", Transport: store.TransportStreamableHTTP,
+			URL: "https://mcp.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"MCP_TOKEN"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		add(&plugins.Plugin{Name: "mcp_tool", Parameters: []byte(`{"type":"object"}`), RequiredCredentials: []string{"MCP_TOKEN"},
-			Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "tools", ToolName: "t"}})
-
+		const mcpDoc = `{"name": "mcp_tool", "description": "d", "parameters": {"type": "object"}, "required_credentials": ["MCP_TOKEN"],
+			"execution": {"type": "mcp", "mcp_id": "tools", "tool_name": "t"}}`
+		add(mustParse(t, mcpDoc))
 		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand below
 		changes.Poll(ctx)
 		c := auth.NewCatalog(st, changes)
+
+		// RuoYi's copy: the row's columns serialised again, keys in
+		// another order, defaults spelt out, another description.
+		ruoyi := `{"fixed_params":{"tenant":"acme"},"required_credentials":["TENANT","K"],"name":"keyed","description":"其他描述",
+			"auth_config":{"mapping":[{"target":"X-Key","source":"K","location":"header"},{"secret":false,"source":"TENANT","target":"X-Tenant"}],"type":"api_key"},
+			"execution":{"param_placement":"query","base_url":"https://api.example/v1/{tenant}/search","method":"get","type":"http"},
+			"parameters":{"required":["q"],"type":"object","properties":{"page":{"type":"integer","description":"page"},"q":{"type":"string"}}}}`
+		edit := func(old, new string) string {
+			t.Helper()
+			if !strings.Contains(keyedDoc, old) {
+				t.Fatalf("keyedDoc lacks %s", old)
+			}
+			return strings.Replace(keyedDoc, old, new, 1)
+		}
 		tests := []struct {
 			name  string
-			p     *plugins.Plugin
+			doc   string
 			keys  []string
-			bad   string // the key refused; "" for allowed
-			where string // the origin refused
+			field string // the field refused; "-" for bound
 		}{
-			{"the catalog plugin itself", httpPlugin("x", "https://api.example/v1/other", key), []string{"K", "TENANT"}, "", ""},
-			{"another path and port spelling of the origin", httpPlugin("x", "https://API.example:443/v2", key), []string{"K"}, "", ""},
-			{"another host", httpPlugin("x", "https://evil.example/v1", key), []string{"K"}, "K", "https://evil.example:443"},
-			{"another scheme", httpPlugin("x", "http://api.example/v1", key), []string{"K"}, "K", "http://api.example:80"},
-			{"another port", httpPlugin("x", "https://api.example:8443/v1", key), []string{"K"}, "K", "https://api.example:8443"},
-			{"identifiers are bound too", httpPlugin("x", "https://evil.example/v1", key), []string{"TENANT"}, "TENANT", "https://evil.example:443"},
-			{"payload keys are not checked", httpPlugin("x", "https://evil.example/v1", key), nil, "", ""},
-			{"a key read elsewhere by the catalog", httpPlugin("x", "https://api.example/v1", plugins.AuthConfig{Type: plugins.AuthBearer, Token: "MCP_TOKEN"}), []string{"MCP_TOKEN"}, "MCP_TOKEN", "https://api.example:443"},
-			{"the oauth2 copy", httpPlugin("x", "https://oauth-api.example/v2", oauth), []string{"ID", "CS"}, "", ""},
-			{"the catalog's token_url, the token sent elsewhere", httpPlugin("x", "https://evil.example/", oauth), []string{"ID", "CS"}, "CS", "https://evil.example:443"},
-			{"an http plugin at the MCP server's origin", httpPlugin("x", "https://mcp.example/other", plugins.AuthConfig{Type: plugins.AuthBearer, Token: "MCP_TOKEN"}), []string{"MCP_TOKEN"}, "", ""},
-			{"an inline MCP plugin on the registered server", &plugins.Plugin{Name: "x", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "srv-1"}}, []string{"MCP_TOKEN"}, "", ""},
+			{"the catalog row itself", keyedDoc, []string{"K", "TENANT"}, "-"},
+			{"RuoYi's re-serialised copy", ruoyi, []string{"K"}, "-"},
+			{"an optional property left out", edit(`,
+		"page": {"type": "integer"}`, ""), []string{"K"}, "-"},
+			{"another host", edit("https://api.example/", "https://evil.example/"), []string{"K"}, "execution.base_url"},
+			{"another scheme", edit("https://api.example/", "http://api.example/"), []string{"K"}, "execution.base_url"},
+			{"another port", edit("https://api.example/", "https://api.example:8443/"), []string{"K"}, "execution.base_url"},
+			{"another path on the same origin", edit("/v1/{tenant}/search", "/v1/{tenant}/admin"), []string{"K"}, "execution.base_url"},
+			{"identifiers are bound too", edit("https://api.example/", "https://evil.example/"), []string{"TENANT"}, "execution.base_url"},
+			{"a secret marked an identifier", edit(`{"source": "K", "target": "X-Key"}`, `{"source": "K", "target": "X-Key", "secret": false}`), []string{"K"}, "auth_config.mapping[0].secret"},
+			{"another fixed param", edit(`"tenant": "acme"`, `"tenant": "globex"`), []string{"K"}, "fixed_params.tenant"},
+			{"extra arguments admitted", edit(`"required": ["q"]`, `"required": ["q"], "additionalProperties": true`), []string{"K"}, "parameters.additionalProperties"},
+			{"an undeclared property", edit(`"page": {"type": "integer"}`, `"page": {"type": "integer"}, "admin": {"type": "integer"}`), []string{"K"}, "parameters.properties.admin"},
+			{"a required property left out", strings.Replace(edit(`"q": {"type": "string", "description": "what to look for"},`, ""), `"required": ["q"]`, `"required": []`, 1), []string{"K"}, "parameters.properties.q"},
+			{"a property's type changed", edit(`"page": {"type": "integer"}`, `"page": {"type": "string"}`), []string{"K"}, "parameters.properties.page.type"},
+			{"required credentials", edit(`"fixed_params"`, `"required_credentials": ["K"], "fixed_params"`), []string{"K"}, "required_credentials"},
+			{"no catalog plugin of the name", strings.Replace(keyedDoc, `"name": "keyed"`, `"name": "other"`, 1), []string{"K"}, ""},
+			{"the MCP row itself", mcpDoc, []string{"MCP_TOKEN"}, "-"},
+			{"another MCP server", strings.Replace(mcpDoc, `"tools"`, `"srv-1"`, 1), []string{"MCP_TOKEN"}, "execution.mcp_id"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				err := c.CheckOrigins(ctx, tt.p, tt.keys)
-				if tt.bad == "" {
-					if err != nil {
+				got, err := c.Bind(ctx, mustParse(t, tt.doc), tt.keys)
+				if tt.field == "-" {
+					if err != nil || got == nil || !got.Catalog {
 						t.Fatalf("refused: %v", err)
 					}
 					return
 				}
 				var ue *auth.UnboundCredentialError
-				if !errors.As(err, &ue) || !errors.Is(err, auth.ErrCredentialNotBound) || ue.Key != tt.bad || ue.Origin != tt.where {
-					t.Fatalf("err = %v, want %s refused for %s", err, tt.bad, tt.where)
+				if !errors.As(err, &ue) || !errors.Is(err, auth.ErrCredentialNotBound) || ue.Key != slices.Min(tt.keys) || ue.Field != tt.field {
+					t.Fatalf("err = %v (%+v), want %s refused for %q", err, ue, slices.Min(tt.keys), tt.field)
+				}
+				if !strings.Contains(err.Error(), "catalog") || strings.Contains(err.Error(), "globex") || strings.Contains(err.Error(), "evil") {
+					t.Errorf("the refusal names the rule, key and field, never a value: %q", err)
 				}
 			})
 		}
 
 		// A plugin added binds once the change counters are polled again
-		// (an API write polls them before it answers).
-		moved := httpPlugin("x", "https://new.example/v1", key)
-		if err := c.CheckOrigins(ctx, moved, []string{"K"}); err == nil {
-			t.Fatal("new.example allowed before any plugin names it")
+		// (an API write polls them before it answers); one disabled stops.
+		moved := strings.Replace(keyedDoc, `"name": "keyed"`, `"name": "new"`, 1)
+		if _, err := c.Bind(ctx, mustParse(t, moved), []string{"K"}); err == nil {
+			t.Fatal("bound before any plugin has the name")
 		}
-		add(httpPlugin("new", "https://new.example/v1", key))
+		add(mustParse(t, moved))
 		changes.Poll(ctx)
-		if err := c.CheckOrigins(ctx, moved, []string{"K"}); err != nil {
+		if _, err := c.Bind(ctx, mustParse(t, moved), []string{"K"}); err != nil {
 			t.Fatalf("after adding the plugin: %v", err)
 		}
-		// Disabled: binds nothing once the catalog is read again.
 		if err := st.SetPluginStatus(ctx, "new", store.StatusDisabled, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.CheckOrigins(ctx, moved, []string{"K"}); err != nil {
-			t.Fatalf("disabled but not yet polled: the catalog read is trusted: %v", err)
-		}
 		changes.Poll(ctx)
-		if err := c.CheckOrigins(ctx, moved, []string{"K"}); err == nil {
+		if _, err := c.Bind(ctx, mustParse(t, moved), []string{"K"}); err == nil {
 			t.Fatal("a disabled plugin still binds")
 		}
+	})
+}
 
-		for k, want := range map[string]bool{"TENANT": true, "ID": true, "K": false, "CS": false, "NOBODY": false} {
-			if got, err := c.IsIdentifier(ctx, k); err != nil || got != want {
-				t.Errorf("IsIdentifier(%s) = %v, %v; want %v", k, got, err, want)
+// TestCatalogIdentifiers: a key is an identifier only when the enabled
+// catalog reads it, and only as one, in a plugin's or an MCP server's auth.
+func TestCatalogIdentifiers(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := t.Context()
+		for _, doc := range []string{keyedDoc,
+			`{"name": "oauth", "description": "d", "parameters": {"type": "object"}, "execution": {"method": "GET", "base_url": "https://o.example/"},
+			  "auth_config": {"type": "oauth2", "oauth2": {"token_url": "https://idp.example/token", "client_id": "ID", "client_secret": "CS"}}}`,
+			`{"name": "basic", "description": "d", "parameters": {"type": "object"}, "execution": {"method": "GET", "base_url": "https://b.example/"},
+			  "auth_config": {"type": "basic", "username": "USER", "password": "PASS"}}`,
+			// Reads USER as a secret: one reading as a secret is enough.
+			`{"name": "user_as_key", "description": "d", "parameters": {"type": "object"}, "execution": {"method": "GET", "base_url": "https://u.example/"},
+			  "auth_config": {"type": "api_key", "mapping": [{"source": "USER", "target": "X-User"}]}}`,
+			`{"name": "off", "status": "1", "description": "d", "parameters": {"type": "object"}, "execution": {"method": "GET", "base_url": "https://off.example/"},
+			  "auth_config": {"type": "api_key", "mapping": [{"source": "TENANT", "target": "X-T"}]}}`,
+		} {
+			row, err := catalog.RowFromPlugin(mustParse(t, doc))
+			if err != nil {
+				t.Fatal(err)
 			}
+			if err := st.CreatePlugin(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "srv-2", Name: "m", Transport: store.TransportStreamableHTTP,
+			URL: "https://mcp.example/mcp", AuthConfig: []byte(`{"type":"basic","username":"MCP_USER","password":"MCP_PASS"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		changes := store.NewWatcher(st, time.Hour, nil)
+		changes.Poll(ctx)
+		c := auth.NewCatalog(st, changes)
+		want := map[string]bool{"TENANT": true, "ID": true, "MCP_USER": true,
+			"K": false, "CS": false, "USER": false, "PASS": false, "MCP_PASS": false, "NOBODY": false}
+		var keys, wantIDs []string
+		for k, id := range want {
+			if got, err := c.IsIdentifier(ctx, k); err != nil || got != id {
+				t.Errorf("IsIdentifier(%s) = %v, %v; want %v", k, got, err, id)
+			}
+			keys = append(keys, k)
+			if id {
+				wantIDs = append(wantIDs, k)
+			}
+		}
+		got, err := c.Identifiers(ctx, keys)
+		slices.Sort(got)
+		slices.Sort(wantIDs)
+		if err != nil || !slices.Equal(got, wantIDs) {
+			t.Errorf("Identifiers = %v, %v; want %v", got, err, wantIDs)
 		}
 	})
 }

@@ -33,9 +33,17 @@ const maxUnescapeLevels = 3
 //     alignments (a password inside base64("user:password"));
 //   - the same in text read through up to maxUnescapeLevels layers of
 //     escaping, each layer undoing JSON string escapes (\/ \" \\ \n …,
-//     \uXXXX in either case, surrogate pairs) and URL percent-escapes
-//     (%XX in either case): `sk\/live`, `\u0073\u006B…`, `sk%2flive`
-//     and `sk\\/live` (JSON inside JSON) are all caught.
+//     \uXXXX in either case, surrogate pairs), URL percent-escapes (%XX
+//     in either case) or HTML character references (&#115; &#x73; and
+//     &amp; &lt; &gt; &quot; &apos;): `sk\/live`, `\u0073\u006B…`,
+//     `sk%2flive`, `&#115;k` and `sk\\/live` (JSON inside JSON) are all
+//     caught;
+//   - all of these in the UTF-16 (LE, BE) and UTF-32 (LE, BE) byte forms
+//     of the text, at any alignment, whatever the text claims to be: an
+//     upstream chooses the encoding of its answer. They are looked for
+//     only in text holding a NUL byte (which every such form of an ASCII
+//     character has) or, for a secret with non-ASCII characters, a wide
+//     form of one: a clean answer pays one IndexByte.
 //
 // The whole span of text that encodes a secret is replaced, escapes
 // included. A nil *Masker masks nothing. It is safe for concurrent use.
@@ -48,6 +56,9 @@ type Masker struct {
 	// unescaped layer can hold a needle its parent lacks only if one of
 	// its escapes stands for one of those.
 	wanted [256]bool
+	// wideScan are the UTF-16 and UTF-32 byte forms of the scan needles
+	// holding non-ASCII characters (whose wide forms may hold no NUL).
+	wideScan []string
 }
 
 // NewMasker returns a Masker for secrets; those shorter than MinMaskLen
@@ -86,15 +97,35 @@ func NewMasker(secrets ...string) *Masker {
 			m.wanted[n[i]] = true
 		}
 	}
-	m.wanted['\\'], m.wanted['%'] = true, true
+	for _, e := range escapes {
+		m.wanted[e] = true
+	}
 	// Longest first, so that scan keeps the shortest of nested forms.
 	slices.SortStableFunc(m.needles, func(a, b string) int { return len(b) - len(a) })
 	for i, n := range m.needles {
 		if !slices.ContainsFunc(m.needles[i+1:], func(shorter string) bool { return strings.Contains(n, shorter) }) {
 			m.scan = append(m.scan, n)
+			if !isASCII(n) {
+				for _, w := range wideEncodings {
+					m.wideScan = append(m.wideScan, w.encode(n))
+				}
+			}
 		}
 	}
 	return m
+}
+
+// escapes are the escape characters whose escapes layers undo: JSON's,
+// URLs' and HTML's.
+var escapes = [...]byte{'\\', '%', '&'}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // base64Cores returns, for each of the three alignments v may have inside
@@ -163,7 +194,7 @@ func (m *Masker) suspect(s string) bool {
 			return true
 		}
 	}
-	return worthUnescaping(&m.wanted, s, '\\') || worthUnescaping(&m.wanted, s, '%')
+	return escapedIn(m, s) || wideIn(m, s)
 }
 
 func (m *Masker) suspectBytes(b []byte) bool {
@@ -175,7 +206,153 @@ func (m *Masker) suspectBytes(b []byte) bool {
 			return true
 		}
 	}
-	return worthUnescaping(&m.wanted, b, '\\') || worthUnescaping(&m.wanted, b, '%')
+	return escapedIn(m, b) || wideIn(m, b)
+}
+
+// escapedIn reports whether s holds an escape that could stand for part
+// of a needle.
+func escapedIn[T string | []byte](m *Masker, s T) bool {
+	for _, e := range escapes {
+		if worthUnescaping(&m.wanted, s, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// wideIn reports whether s may hold a needle in a UTF-16 or UTF-32 form:
+// it holds a NUL byte, or the wide form of a non-ASCII needle.
+func wideIn[T string | []byte](m *Masker, s T) bool {
+	if indexByte(s, 0) >= 0 {
+		return true
+	}
+	for _, w := range m.wideScan {
+		if contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// contains is bytes.Contains or strings.Contains, as s is.
+func contains[T string | []byte](s T, sub string) bool {
+	if b, ok := any(s).([]byte); ok {
+		return bytes.Contains(b, []byte(sub))
+	}
+	return strings.Contains(string(s), sub)
+}
+
+// wideEncoding is a byte form of Unicode text in code units wider than a
+// byte: UTF-16 or UTF-32, little- or big-endian.
+type wideEncoding struct {
+	unit int // bytes per code unit
+	big  bool
+}
+
+var wideEncodings = [...]wideEncoding{{2, false}, {2, true}, {4, false}, {4, true}}
+
+// encode returns s in w's byte form.
+func (w wideEncoding) encode(s string) string {
+	out := make([]byte, 0, w.unit*len(s))
+	put := func(u rune) {
+		for k := range w.unit {
+			shift := 8 * k
+			if w.big {
+				shift = 8 * (w.unit - 1 - k)
+			}
+			out = append(out, byte(u>>shift))
+		}
+	}
+	for _, r := range s {
+		if w.unit == 2 && r > 0xffff {
+			hi, lo := utf16.EncodeRune(r)
+			put(hi)
+			put(lo)
+		} else {
+			put(r)
+		}
+	}
+	return string(out)
+}
+
+func (w wideEncoding) unitAt(s string, i int) rune {
+	switch {
+	case w.unit == 2 && w.big:
+		return rune(s[i])<<8 | rune(s[i+1])
+	case w.unit == 2:
+		return rune(s[i+1])<<8 | rune(s[i])
+	case w.big:
+		return rune(s[i])<<24 | rune(s[i+1])<<16 | rune(s[i+2])<<8 | rune(s[i+3])
+	}
+	return rune(s[i+3])<<24 | rune(s[i+2])<<16 | rune(s[i+1])<<8 | rune(s[i])
+}
+
+// plausible reports whether s read in w from byte align on has a run of
+// MinMaskLen ASCII characters: every form of an ASCII secret (escaped,
+// base64, …) is one. UTF-16LE text read a byte late is UTF-16BE and is
+// read; read in UTF-32 it is not, and need not be decoded.
+func (w wideEncoding) plausible(s string, align int) bool {
+	run := 0
+	for i := align; i+w.unit <= len(s); i += w.unit {
+		if u := w.unitAt(s, i); u > 0 && u < utf8.RuneSelf {
+			if run++; run == MinMaskLen {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// decode returns l's text read in w from byte align on, as a layer of
+// UTF-8 text; nil when it is too short to hold a secret. Units that are
+// no character read as U+FFFD.
+func (w wideEncoding) decode(l *layer, align int) *layer {
+	if (len(l.text)-align)/w.unit < MinMaskLen {
+		return nil
+	}
+	text, _ := w.read(l.text, align, false)
+	return &layer{text: text, parent: l, wide: &wideLayer{w, align}}
+}
+
+// read decodes s in w from byte align on; with positions, it also maps
+// each byte of the text to where its code unit (or surrogate pair)
+// starts in s.
+func (w wideEncoding) read(s string, align int, positions bool) (string, []int32) {
+	var text strings.Builder
+	text.Grow((len(s) - align) / w.unit)
+	var from []int32
+	var buf [utf8.UTFMax]byte
+	for i := align; i+w.unit <= len(s); i += w.unit {
+		start := i
+		r := w.unitAt(s, i)
+		if w.unit == 2 && utf16.IsSurrogate(r) && i+2*w.unit <= len(s) {
+			if pair := utf16.DecodeRune(r, w.unitAt(s, i+w.unit)); pair != utf8.RuneError {
+				r = pair
+				i += w.unit
+			}
+		}
+		n := utf8.EncodeRune(buf[:], r) // an invalid rune encodes as U+FFFD
+		text.Write(buf[:n])
+		for range n * bool2int(positions) {
+			from = append(from, int32(start))
+		}
+	}
+	return text.String(), from
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// wideLayer says how a layer reads the original: in w from byte align on.
+type wideLayer struct {
+	w     wideEncoding
+	align int
 }
 
 // span is a range [from, to) of the original text.
@@ -185,8 +362,9 @@ type span struct{ from, to int }
 // its bytes comes from is worked out only for a layer holding a needle.
 type layer struct {
 	text   string
-	parent *layer // nil: the original
-	escape byte   // what was undone from parent
+	parent *layer     // nil: the original
+	escape byte       // what was undone from parent
+	wide   *wideLayer // or, for a layer of the original: how it was read
 	// from[i] is where the escape (or byte) that gave text[i] starts in
 	// the original; built on demand. Layers cover the original whole and
 	// in order, so the bytes of one escape end where the next one's start.
@@ -215,9 +393,14 @@ func (l *layer) span(i, j int) span {
 	return span{int(l.from[i]), to}
 }
 
-// positions builds from by undoing the parent's escapes again.
+// positions builds from by undoing the parent's escapes again (or reading
+// the original again).
 func (l *layer) positions() []int32 {
 	p := l.parent
+	if l.wide != nil {
+		_, from := l.wide.w.read(p.text, l.wide.align, true)
+		return from
+	}
 	if p.parent != nil && p.from == nil {
 		p.from = p.positions()
 	}
@@ -250,6 +433,19 @@ func (m *Masker) mask(s string, cut bool) (string, bool) {
 	top := &layer{text: s}
 	m.find(top, cut, &spans)
 	m.findUnescaped(top, maxUnescapeLevels, cut, &spans)
+	if wideIn(m, s) {
+		for _, w := range wideEncodings {
+			for align := range w.unit {
+				if len(m.wideScan) == 0 && !w.plausible(s, align) {
+					continue
+				}
+				if l := w.decode(top, align); l != nil {
+					m.find(l, cut, &spans)
+					m.findUnescaped(l, maxUnescapeLevels, cut, &spans)
+				}
+			}
+		}
+	}
 	if len(spans) == 0 {
 		return s, false
 	}
@@ -335,7 +531,7 @@ func (m *Masker) findUnescaped(l *layer, levels int, cut bool, spans *[]span) {
 	if levels == 0 {
 		return
 	}
-	for _, escape := range []byte{'\\', '%'} {
+	for _, escape := range escapes {
 		if !worthUnescaping(&m.wanted, l.text, escape) {
 			continue
 		}
@@ -372,6 +568,10 @@ func worthUnescaping[T string | []byte](wanted *[256]bool, s T, escape byte) boo
 			lo, ok2 := unhex(s[i+2])
 			if ok1 && ok2 {
 				b[0], n = hi<<4|lo, 1
+			}
+		case escape == '&':
+			if r, k := htmlEscape(string(s[i:min(i+12, len(s))])); k > 0 {
+				n = utf8.EncodeRune(b[:], r)
 			}
 		}
 		for _, c := range b[:n] {
@@ -434,6 +634,10 @@ func walkEscapes(s string, escape byte, emit func(i, n int, b string)) {
 			if ok1 && ok2 {
 				buf[0], n = hi<<4|lo, 3
 			}
+		case escape == '&':
+			if r, k := htmlEscape(s[i:]); k > 0 {
+				b, n = buf[:utf8.EncodeRune(buf[:], r)], k
+			}
 		}
 		emit(i, n, string(b)) // one byte, or a rune from \\u: rarely an allocation
 		i += n
@@ -475,6 +679,47 @@ func jsonEscape(s string) (r rune, n int) {
 		return r, 6
 	}
 	return 0, 0
+}
+
+// htmlEscape decodes the HTML character reference at the start of s
+// (which begins with '&'): numeric (&#115; &#x73;, the ';' optional, as
+// browsers read them) or one of the five XML names (&amp; &lt; &gt;
+// &quot; &apos;). It returns the rune and the reference's length, or
+// n == 0 when s does not start with one.
+func htmlEscape(s string) (r rune, n int) {
+	if len(s) < 3 {
+		return 0, 0
+	}
+	if s[1] != '#' {
+		for _, e := range [...]struct {
+			name string
+			r    rune
+		}{{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}} {
+			if strings.HasPrefix(s, e.name) {
+				return e.r, len(e.name)
+			}
+		}
+		return 0, 0
+	}
+	i, base, digits := 2, rune(10), 7
+	if s[2] == 'x' || s[2] == 'X' {
+		i, base, digits = 3, 16, 6
+	}
+	start := i
+	for ; i < len(s) && i-start < digits; i++ {
+		d, ok := unhex(s[i])
+		if !ok || base == 10 && d > 9 {
+			break
+		}
+		r = r*base + rune(d)
+	}
+	if i == start || !utf8.ValidRune(r) || r == 0 {
+		return 0, 0
+	}
+	if i < len(s) && s[i] == ';' {
+		i++
+	}
+	return r, i
 }
 
 func hex4(s string) (rune, bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,6 +48,53 @@ var secretForms = []struct {
 	{"base64 std in php json", func(s string) string { return jsonWith(b64(base64.StdEncoding)(s), true, false, false) }},
 	{"base64 std all \\u", func(s string) string { return allU(b64(base64.StdEncoding)(s), "%04X") }},
 	{"base64 query-escaped", func(s string) string { return url.QueryEscape(b64(base64.StdEncoding)(s)) }},
+	{"html decimal references", func(s string) string { return htmlRefs(s, "&#%d;") }},
+	{"html hex references", func(s string) string { return htmlRefs(s, "&#x%X;") }},
+	{"html references without ';'", func(s string) string { return htmlRefs(s, "&#x%x") }},
+	{"html escape", html.EscapeString},
+	{"html references in json", func(s string) string { return jsonGo(htmlRefs(s, "&#%d;")) }},
+	{"base64 in html references", func(s string) string { return htmlRefs(b64(base64.StdEncoding)(s), "&#%d;") }},
+}
+
+// wideForms are the byte forms of text in wider code units an upstream
+// may answer in, whatever charset it declares.
+var wideForms = []struct {
+	name      string
+	unit      int
+	bigEndian bool
+}{{"UTF-16LE", 2, false}, {"UTF-16BE", 2, true}, {"UTF-32LE", 4, false}, {"UTF-32BE", 4, true}}
+
+// wide encodes s in code units of unit bytes.
+func wide(s string, unit int, bigEndian bool) string {
+	var units []uint32
+	if unit == 2 {
+		for _, u := range utf16.Encode([]rune(s)) {
+			units = append(units, uint32(u))
+		}
+	} else {
+		for _, r := range s {
+			units = append(units, uint32(r))
+		}
+	}
+	var b []byte
+	for _, u := range units {
+		for k := range unit {
+			shift := 8 * k
+			if bigEndian {
+				shift = 8 * (unit - 1 - k)
+			}
+			b = append(b, byte(u>>shift))
+		}
+	}
+	return string(b)
+}
+
+func htmlRefs(s, verb string) string {
+	var b strings.Builder
+	for _, r := range s {
+		fmt.Fprintf(&b, verb, r)
+	}
+	return b.String()
 }
 
 // pairForms put the secret inside the basic-auth pair "user:secret", as
@@ -153,6 +201,20 @@ func checkMasked(t *testing.T, m *auth.Masker, secret string) {
 		}
 		if got := string(m.Bytes([]byte(in))); got != "["+auth.Redacted+"]" {
 			t.Errorf("%s of %q: Bytes(%q) = %q", f.name, secret, in, got)
+		}
+		// The same in each wide byte form, after a byte that shifts it
+		// off alignment or not: only the frame remains (UTF-16LE read a
+		// byte late is UTF-16BE, so a NUL of the frame may go too).
+		for _, w := range wideForms {
+			for _, before := range []string{"", "x"} {
+				in := before + wide(in, w.unit, w.bigEndian)
+				for fn, got := range map[string]string{"String": m.String(in), "Bytes": string(m.Bytes([]byte(in)))} {
+					rest := strings.Replace(got, auth.Redacted, "", 1)
+					if !strings.Contains(got, auth.Redacted) || len(rest) > len(before)+2*w.unit || !strings.HasPrefix(got, before) {
+						t.Errorf("%s of %q in %s after %q: %s(%q) = %q", f.name, secret, w.name, before, fn, in, got)
+					}
+				}
+			}
 		}
 	}
 	for _, user := range []string{"u", "us", "approver"} {
@@ -278,6 +340,30 @@ func BenchmarkMaskerClean(b *testing.B) {
 	body := []byte(strings.Repeat(`{"name":"Acme","id":12345,"tags":["a","b"]},`, 2000))
 	for b.Loop() {
 		m := auth.NewMasker("sk-live-0123456789abcdef", "client-secret-xyz")
+		m.Bytes(body)
+	}
+}
+
+// BenchmarkMaskerCleanAnswer is what masking costs a call's clean answer
+// (90 kB of JSON holding no secret and no escape), the masker built: the
+// path every answer takes.
+func BenchmarkMaskerCleanAnswer(b *testing.B) {
+	body := []byte(strings.Repeat(`{"name":"Acme","id":12345,"tags":["a","b"]},`, 2000))
+	m := auth.NewMasker("sk-live-0123456789abcdef", "client-secret-xyz")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		m.Bytes(body)
+	}
+}
+
+// BenchmarkMaskerWideAnswer is the same answer in UTF-16LE, as the raw
+// bytes of an answer no decoding read: NULs make the masker read it in
+// each wide form at each alignment.
+func BenchmarkMaskerWideAnswer(b *testing.B) {
+	body := []byte(wide(strings.Repeat(`{"name":"Acme","id":12345,"tags":["a","b"]},`, 1000), 2, false))
+	m := auth.NewMasker("sk-live-0123456789abcdef", "client-secret-xyz")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
 		m.Bytes(body)
 	}
 }

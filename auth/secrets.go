@@ -3,11 +3,10 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/blindexec/blindexec/plugins"
 )
 
 // Credential values are of two kinds. Secrets (passwords, tokens, API
@@ -25,18 +24,12 @@ import (
 var ErrSecretTooShort = fmt.Errorf("a secret shorter than %d bytes cannot be masked in answers, so it is refused (use a longer one; a mapping entry that is no secret can be marked \"secret\": false)", MinMaskLen)
 
 // CheckSecretLengths fails, naming the first key in order, when a
-// credential cfg reads as a secret is non-empty and shorter than
-// MinMaskLen. Identifiers may be of any length.
-func CheckSecretLengths(cfg plugins.AuthConfig, creds map[string]string) error {
-	return checkSecretLengths(cfg, cfg.CredentialKeys(), creds)
-}
-
-// checkSecretLengths is CheckSecretLengths with cfg.CredentialKeys()
-// already listed.
-func checkSecretLengths(cfg plugins.AuthConfig, keys []string, creds map[string]string) error {
-	ids := cfg.IdentifierKeys()
-	for _, k := range keys {
-		if v := creds[k]; v != "" && len(v) < MinMaskLen && !slices.Contains(ids, k) {
+// credential of creds not among identifiers (the keys read only as
+// identifiers) is non-empty and shorter than MinMaskLen. Identifiers may
+// be of any length.
+func CheckSecretLengths(identifiers []string, creds map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(creds)) {
+		if v := creds[k]; v != "" && len(v) < MinMaskLen && !slices.Contains(identifiers, k) {
 			return fmt.Errorf("credential %s: %w", k, ErrSecretTooShort)
 		}
 	}
@@ -55,17 +48,18 @@ func CheckSecretLength(key, value string) error {
 // IsSecretTooShort reports whether err refuses a secret for its length.
 func IsSecretTooShort(err error) bool { return errors.Is(err, ErrSecretTooShort) }
 
-// MaskerFor returns the Masker of a call made with cfg and creds: every
-// credential value but those cfg reads only as identifiers, and derived,
+// MaskerFor returns the Masker of a call made with creds: every credential
+// value but those of the keys identifiers (the keys read only as
+// identifiers: an auth config's IdentifierKeys, or for stored credentials
+// the catalog's, see Catalog.Identifiers), and derived,
 // the secrets Apply derived from them (Applied.Secrets). It is the one
 // masker of results, errors, records and logs. Maskers are cached by their
 // secrets: building one derives a dozen encodings of each, and the same
 // credentials come back call after call.
-func MaskerFor(cfg plugins.AuthConfig, creds map[string]string, derived ...string) *Masker {
-	ids := cfg.IdentifierKeys()
+func MaskerFor(identifiers []string, creds map[string]string, derived ...string) *Masker {
 	secrets := make([]string, 0, len(creds)+len(derived))
 	for k, v := range creds {
-		if len(v) >= MinMaskLen && !slices.Contains(ids, k) {
+		if len(v) >= MinMaskLen && !slices.Contains(identifiers, k) {
 			secrets = append(secrets, v)
 		}
 	}

@@ -37,12 +37,12 @@ func TestMaskerForClassifies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := auth.MaskerFor(tt.cfg, creds, tt.derived...).String(tt.in); got != tt.want {
+			if got := auth.MaskerFor(tt.cfg.IdentifierKeys(), creds, tt.derived...).String(tt.in); got != tt.want {
 				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
-	first, again := auth.MaskerFor(basic, creds), auth.MaskerFor(basic, creds)
+	first, again := auth.MaskerFor(basic.IdentifierKeys(), creds), auth.MaskerFor(basic.IdentifierKeys(), creds)
 	if first != again {
 		t.Error("MaskerFor built twice for the same secrets")
 	}
@@ -63,7 +63,7 @@ func TestCheckSecretLengths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := auth.CheckSecretLengths(cfg, tt.creds)
+			err := auth.CheckSecretLengths(cfg.IdentifierKeys(), tt.creds)
 			if tt.key == "" {
 				if err != nil {
 					t.Fatalf("err = %v", err)

@@ -194,8 +194,8 @@ func newEnvOn(ctx context.Context, dsn string, wrap func(http.RoundTripper) http
 	e.ex = engine.NewExecutor(client)
 	e.ex.Credentials, e.ex.Recorder = e.creds, rec
 	// As serve: the credential rules' view of the catalog, and metrics.
-	origins := auth.NewCatalog(e.st, e.changes)
-	e.ex.Origins, e.creds.Identifiers = origins, origins
+	catalog := auth.NewCatalog(e.st, e.changes)
+	e.ex.Catalog, e.creds.Identifiers = catalog, catalog
 	if e.ex.Metrics, err = engine.NewMetrics(prometheus.NewRegistry()); err != nil {
 		return nil, err
 	}

@@ -2,11 +2,14 @@ package console_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/blindexec/blindexec/console"
@@ -216,4 +219,59 @@ func TestPagesCarryThePolicy(t *testing.T) {
 			t.Errorf("the page holds inline script or handlers")
 		}
 	}
+}
+
+// TestConsoleAnswersMasked (issue 29): the console's "Try it" of a
+// per-user session calls /v1/execute with the session: a stored key that a
+// catalog plugin reads as a secret is masked in the answer even through a
+// plugin reading it as an identifier, and an inline plugin loosening the
+// row is refused (credential_not_bound), nothing sent.
+func TestConsoleAnswersMasked(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		const value = "stored-key-0123456789abcdef"
+		var hits atomic.Int32
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			fmt.Fprintf(w, `{"echo":%q}`, value)
+		}))
+		t.Cleanup(up.Close)
+		e := newEnv(t, st, newMasterKey())
+		admin := e.client()
+		e.signIn(admin, adminToken)
+		_, csrf := sessionOf(t, e, admin)
+		doc := func(name, mapping string) string {
+			return fmt.Sprintf(`{"name": %q, "description": "d", "parameters": {"type": "object", "properties": {}},
+				"execution": {"method": "GET", "base_url": %q}, "auth_config": {"type": "api_key", "mapping": [%s]}}`, name, up.URL+"/"+name, mapping)
+		}
+		tenant := doc("as_tenant", `{"source": "SECRET_KEY", "target": "X-Tenant", "secret": false}`)
+		for _, d := range []string{doc("keyed", `{"source": "SECRET_KEY", "target": "X-Key"}`), tenant} {
+			if code, body := do(t, admin, "POST", e.url+"/v1/plugins", csrf, d); code != http.StatusCreated {
+				t.Fatalf("add plugin: %d %v", code, body)
+			}
+		}
+		if code, body := do(t, admin, "PUT", e.url+"/v1/credentials/7/SECRET_KEY", csrf, `{"value": "`+value+`"}`); code != http.StatusNoContent {
+			t.Fatalf("store: %d %v", code, body)
+		}
+		code, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "console"}`)
+		if code != http.StatusCreated {
+			t.Fatalf("create token: %d %v", code, tok)
+		}
+		user := e.client()
+		e.signIn(user, tok["token"].(string))
+		_, ucsrf := sessionOf(t, e, user)
+
+		code, body := do(t, user, "POST", e.url+"/v1/execute", ucsrf, `{"name": "as_tenant", "arguments": {}}`)
+		out, _ := json.Marshal(body)
+		if code != http.StatusOK || body["ok"] != true || strings.Contains(string(out), value) || !strings.Contains(string(out), "[REDACTED]") {
+			t.Fatalf("Try it: %d %s", code, out)
+		}
+		inline := strings.Replace(strings.Replace(doc("keyed", `{"source": "SECRET_KEY", "target": "X-Key", "secret": false}`), "\n", " ", -1), "\t", " ", -1)
+		code, body = do(t, user, "POST", e.url+"/v1/execute", ucsrf, `{"plugin": `+inline+`, "arguments": {}}`)
+		if e, _ := body["error"].(map[string]any); code != http.StatusUnprocessableEntity || e["code"] != "credential_not_bound" {
+			t.Fatalf("inline plugin loosening the row: %d %v", code, body)
+		}
+		if n := hits.Load(); n != 1 {
+			t.Fatalf("the upstream got %d requests, want the one call", n)
+		}
+	})
 }

@@ -53,10 +53,10 @@ func newEnv(t *testing.T, st *store.Store, master string) *env {
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
 	creds.Changes = changes
-	origins := auth.NewCatalog(st, changes)
-	creds.Identifiers = origins
+	catalog := auth.NewCatalog(st, changes)
+	creds.Identifiers = catalog
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Logger, ex.Origins = creds, log, origins
+	ex.Credentials, ex.Logger, ex.Catalog = creds, log, catalog
 	ex.Recorder = engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	mcp := enginemcp.NewManager(st, egresstest.Client(t))
 	t.Cleanup(func() { mcp.Close() })

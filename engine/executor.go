@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -58,9 +59,13 @@ const (
 	CodeMissingCredentials = "missing_credentials"
 	CodePluginDisabled     = "plugin_disabled"
 	CodeInvalidPlugin      = "invalid_plugin" // a plugin the engine cannot execute (unknown type, contradictory placement)
-	// CodeCredentialNotBound: an inline plugin would send a stored
-	// credential to an origin no enabled catalog plugin sends it to.
+	// CodeCredentialNotBound: an inline plugin whose call would take a
+	// stored credential is not the enabled catalog plugin of its name
+	// (auth.Catalog.Bind).
 	CodeCredentialNotBound = "credential_not_bound"
+	// CodeFixedParamsNotAllowed: a payload's fixed_params would rewrite
+	// the catalog's or set a parameter the schema does not declare.
+	CodeFixedParamsNotAllowed = "fixed_params_not_allowed"
 
 	CodeHTTPError        = "http_error" // the upstream answered non-2xx
 	CodeTimeout          = "timeout"
@@ -80,11 +85,16 @@ type CredentialResolver interface {
 	Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error)
 }
 
-// OriginChecker applies the origin rule to a call of a plugin using
-// stored credential keys (*auth.Catalog implements it): an error wrapping
-// auth.ErrCredentialNotBound refuses the call.
-type OriginChecker interface {
-	CheckOrigins(ctx context.Context, p *plugins.Plugin, storedKeys []string) error
+// CatalogRules is what the catalog decides about stored credentials
+// (*auth.Catalog implements it).
+type CatalogRules interface {
+	// Bind returns the enabled catalog plugin the inline plugin p, whose
+	// call would take storedKeys from the store, stands for; an error
+	// wrapping auth.ErrCredentialNotBound refuses the call.
+	Bind(ctx context.Context, p *plugins.Plugin, storedKeys []string) (*plugins.Plugin, error)
+	// Identifiers returns those of keys the catalog reads only as
+	// identifiers: the masking classes of stored credentials.
+	Identifiers(ctx context.Context, keys []string) ([]string, error)
 }
 
 // Call is one tool call.
@@ -96,13 +106,18 @@ type Call struct {
 	// Credentials from the runtime payload, in plaintext; they win over
 	// the store.
 	Credentials map[string]string
-	// FixedParams from the runtime payload; they override the plugin's.
+	// FixedParams from the runtime payload: they may only fill parameters
+	// the plugin's schema declares and its own fixed_params leave open
+	// (the catalog's always win); anything else refuses the call
+	// (CodeFixedParamsNotAllowed).
 	FixedParams map[string]any
 	RunID       string
-	// BoundToCatalog holds the credentials taken from the store to the
-	// origin rule (auth.Catalog): set it for an inline plugin (one the
-	// caller defined) of every caller but the administrator, who defines
-	// the catalog. Payload credentials are the caller's own: never bound.
+	// BoundToCatalog holds an inline plugin (one the caller defined) whose
+	// call would take credentials from the store to the binding rule
+	// (auth.Catalog.Bind): the call is then the catalog plugin's. Set it
+	// for every caller but the administrator, who defines the catalog.
+	// Payload credentials are the caller's own: a call taking them all
+	// from the payload is not bound.
 	BoundToCatalog bool
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
@@ -163,7 +178,7 @@ type Prepared struct {
 
 	schema  *schemaInfo
 	secrets []string
-	auth    plugins.AuthConfig // what reads the credentials (see AuthConfigurer)
+	ids     []string // the credential keys read only as identifiers: masked as data
 	sent    *SentRequest
 }
 
@@ -210,9 +225,10 @@ type Invoker interface {
 // the first call and do not change them afterwards.
 type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
-	// Origins checks calls with Call.BoundToCatalog; nil refuses them
-	// whenever they would use a stored credential.
-	Origins  OriginChecker
+	// Catalog binds calls with Call.BoundToCatalog (nil refuses them
+	// whenever they would use a stored credential) and classifies stored
+	// credentials (nil: as the plugin's auth config reads them).
+	Catalog  CatalogRules
 	Recorder *Recorder    // nil: no execution records
 	Metrics  *Metrics     // nil: no metrics
 	Logger   *slog.Logger // nil: slog.Default()
@@ -272,7 +288,7 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	}
 	if refused == nil {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
-		resp, err := e.invokers[call.Plugin.ExecType()].Invoke(ctx, prep)
+		resp, err := e.invokers[prep.Plugin.ExecType()].Invoke(ctx, prep)
 		cancel()
 		if !errors.As(err, &refused) {
 			e.complete(res, prep, resp, err)
@@ -322,8 +338,19 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if !p.Enabled() {
 		return nil, refuse(CodePluginDisabled, "the tool %s is disabled", p.Name)
 	}
-	if e.invokers[p.ExecType()] == nil {
+	inv := e.invokers[p.ExecType()]
+	if inv == nil {
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has execution type %q, which this engine cannot run", p.Name, p.ExecType())
+	}
+	cfg := authOf(ctx, inv, p)
+	if call.BoundToCatalog {
+		if stored := e.storedKeys(call, cfg); len(stored) > 0 {
+			row, refused := e.bind(ctx, p, stored)
+			if refused != nil {
+				return nil, refused
+			}
+			p, cfg = row, authOf(ctx, inv, row)
+		}
 	}
 	schema, err := schemaOf(p)
 	if err != nil {
@@ -338,12 +365,17 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		}
 		return nil, refused
 	}
+	if refused := checkPayloadFixedParams(p, schema, call.FixedParams); refused != nil {
+		return nil, refused
+	}
 	p.StripOmitted(args)
 	// What the LLM did not give is not sent: a schema's default describes
-	// what the API does without the value (fixed_params force one).
-	maps.Copy(args, p.FixedParams)
+	// what the API does without the value (fixed_params force one). The
+	// payload's fixed params fill what the plugin's leave open; the
+	// plugin's (the catalog's) always win.
 	maps.Copy(args, call.FixedParams)
-	errs := unknownArguments(args, schema, p, call)
+	maps.Copy(args, p.FixedParams)
+	errs := unknownArguments(args, schema, p)
 	for _, fe := range p.ValidateArguments(args) {
 		// additionalProperties: false says it too; once, with the known ones, is enough.
 		if !slices.ContainsFunc(errs, func(u plugins.FieldError) bool { return u.Field == fe.Field }) {
@@ -358,11 +390,6 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
-	if call.BoundToCatalog && len(stored) > 0 {
-		if refused := e.checkOrigins(ctx, p, stored); refused != nil {
-			return nil, refused
-		}
-	}
 	prep := &Prepared{
 		Plugin:           p,
 		Arguments:        args,
@@ -372,12 +399,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		Trace:            call.Trace,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
-		auth:             p.AuthConfig,
-	}
-	if ac, ok := e.invokers[p.ExecType()].(AuthConfigurer); ok {
-		if cfg, ok := ac.AuthConfig(ctx, p); ok {
-			prep.auth = cfg
-		}
+		ids:              e.identifiers(ctx, cfg, stored),
 	}
 	if missing := MissingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
@@ -386,29 +408,59 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			Details: map[string]any{"missing": missing},
 		}}
 	}
-	if err := auth.CheckSecretLengths(prep.auth, creds); err != nil {
+	if err := auth.CheckSecretLengths(prep.ids, creds); err != nil {
 		return prep, refuse(CodeAuthError, "a credential cannot be sent: %v", err)
 	}
 	return prep, nil
 }
 
-func isFixed(name string, p *plugins.Plugin, call Call) bool {
-	_, a := p.FixedParams[name]
-	_, b := call.FixedParams[name]
-	return a || b
+// authOf is the auth config that reads the credentials of a call of p:
+// its own, or the one its invoker names (an MCP server's).
+func authOf(ctx context.Context, inv Invoker, p *plugins.Plugin) plugins.AuthConfig {
+	if ac, ok := inv.(AuthConfigurer); ok {
+		if cfg, ok := ac.AuthConfig(ctx, p); ok {
+			return cfg
+		}
+	}
+	return p.AuthConfig
+}
+
+// checkPayloadFixedParams refuses a payload's fixed params that would
+// rewrite the plugin's own (the catalog's: the administrator's decision)
+// or set a parameter its schema does not declare (which no argument
+// could reach).
+func checkPayloadFixedParams(p *plugins.Plugin, schema *schemaInfo, fixed map[string]any) *RefusedError {
+	for _, name := range slices.Sorted(maps.Keys(fixed)) {
+		reason := ""
+		if v, ok := p.FixedParams[name]; ok && !reflect.DeepEqual(v, fixed[name]) {
+			reason = "the tool's own fixed_params set it, and they always win"
+		} else if _, declared := schema.props[name]; !declared {
+			reason = "the tool's parameters do not declare it; a payload's fixed_params may only fill declared parameters"
+		}
+		if reason != "" {
+			return &RefusedError{ToolError{Code: CodeFixedParamsNotAllowed,
+				Message: fmt.Sprintf("fixed_params.%s: not allowed: %s", name, reason),
+				Details: map[string]any{"field": "fixed_params." + name}}}
+		}
+	}
+	return nil
 }
 
 // unknownArguments reports the arguments the schema does not declare
 // (nor the platform fixed), unless it admits extras (additionalProperties
 // other than false): an LLM cannot invent a header or query parameter, and
 // a misspelt argument is said, not dropped.
-func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin, call Call) []plugins.FieldError {
+func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin) []plugins.FieldError {
 	if schema.extras {
 		return nil
 	}
+	isFixed := func(name string) bool {
+		_, ok := p.FixedParams[name]
+		return ok
+	}
 	var unknown []string
 	for name := range args {
-		if _, declared := schema.props[name]; !declared && !isFixed(name, p, call) {
+		if _, declared := schema.props[name]; !declared && !isFixed(name) {
 			unknown = append(unknown, name)
 		}
 	}
@@ -418,7 +470,7 @@ func unknownArguments(args map[string]any, schema *schemaInfo, p *plugins.Plugin
 	slices.Sort(unknown)
 	var known []string
 	for name := range schema.props {
-		if !isFixed(name, p, call) {
+		if !isFixed(name) {
 			known = append(known, name)
 		}
 	}
@@ -488,22 +540,61 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 	return creds, fromStore, nil
 }
 
-// checkOrigins refuses a call whose stored credentials would go where no
-// enabled catalog plugin sends them (see auth.Catalog).
-func (e *Executor) checkOrigins(ctx context.Context, p *plugins.Plugin, stored []string) *RefusedError {
-	if e.Origins == nil {
-		return refuse(CodeCredentialNotBound, "the tool %s is not in the catalog, and no catalog is configured to check where stored credentials may go: pass the credentials in the payload", p.Name)
+// storedKeys lists the credential keys a call of a plugin reading cfg
+// would take from the store: those it reads (required_credentials, its
+// auth config's, an MCP server's) that the payload does not give, when
+// there is a store and a user to ask it for.
+func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
+	if e.Credentials == nil || call.UserID == 0 {
+		return nil
 	}
-	err := e.Origins.CheckOrigins(ctx, p, stored)
+	_, keys := credentialKeys(call.Plugin)
+	var stored []string
+	for _, k := range append(keys, cfg.CredentialKeys()...) {
+		if call.Credentials[k] == "" && !slices.Contains(stored, k) {
+			stored = append(stored, k)
+		}
+	}
+	return stored
+}
+
+// bind applies the binding rule (auth.Catalog.Bind) to an inline plugin
+// whose call would take the stored keys from the store: the catalog
+// plugin the call then is, or a refusal.
+func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string) (*plugins.Plugin, *RefusedError) {
+	if e.Catalog == nil {
+		return nil, refuse(CodeCredentialNotBound, "the tool %s is not in the catalog, and no catalog is configured to bind stored credentials to: pass the credentials in the payload", p.Name)
+	}
+	row, err := e.Catalog.Bind(ctx, p, stored)
 	var unbound *auth.UnboundCredentialError
 	switch {
 	case err == nil:
-		return nil
+		return row, nil
 	case errors.As(err, &unbound):
-		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(),
-			Details: map[string]any{"key": unbound.Key, "origin": unbound.Origin}}}
+		return nil, &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(),
+			Details: map[string]any{"key": unbound.Key, "field": unbound.Field}}}
 	}
-	return refuse(CodeAuthError, "the catalog could not be read to check where stored credentials may go: %v", err)
+	return nil, refuse(CodeAuthError, "the catalog could not be read to check the use of stored credentials: %v", err)
+}
+
+// identifiers returns the credential keys of a call of a plugin reading
+// cfg that are read only as identifiers: a payload credential as cfg reads
+// it (it is the caller's own), a stored one as the enabled catalog does
+// (auth.Catalog.Identifiers), so that nothing a caller sends makes the
+// masking of a stored credential looser.
+func (e *Executor) identifiers(ctx context.Context, cfg plugins.AuthConfig, stored []string) []string {
+	ids := cfg.IdentifierKeys()
+	if len(stored) == 0 || e.Catalog == nil {
+		return ids
+	}
+	ids = slices.DeleteFunc(ids, func(k string) bool { return slices.Contains(stored, k) })
+	fromCatalog, err := e.Catalog.Identifiers(ctx, stored)
+	if err != nil {
+		// Unread, every stored credential is a secret: masked the more.
+		e.logger().WarnContext(ctx, "masking classes: the catalog cannot be read; stored credentials are treated as secrets", "err", err)
+		return ids
+	}
+	return append(ids, fromCatalog...)
 }
 
 // credentialKeys returns the keys the plugin requires (Plugin.Credentials)
@@ -550,7 +641,7 @@ func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	return auth.MaskerFor(prep.auth, prep.Credentials, prep.secrets...)
+	return auth.MaskerFor(prep.ids, prep.Credentials, prep.secrets...)
 }
 
 // complete fills res from what the invoker returned.
@@ -591,6 +682,8 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 	}
 }
 
+func (e *Executor) logger() *slog.Logger { return cmp.Or(e.Logger, slog.Default()) }
+
 // finish records, counts and logs the call.
 func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused bool, d time.Duration) {
 	status, outcome := StatusOK, "ok"
@@ -617,10 +710,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 		})
 	}
 	e.Metrics.observe(call.Plugin, outcome, d)
-	log := e.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := e.logger()
 	level := slog.LevelDebug
 	if res.Error != nil {
 		level = slog.LevelInfo

@@ -172,10 +172,11 @@ func TestPlacement(t *testing.T) {
 			`{"files":["plain text",{"content":"{}","filename":"a.json"},{"content":"x","filename":"b.bin","content_type":"text/x-custom"}],
 			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"]}`, nil, checkMultipartList},
 
-		// fixed_params: merged, the call's over the plugin's.
+		// fixed_params: merged over the LLM's, the call's filling what the
+		// plugin's leave open.
 		{"fixed params", `{"name":"t","description":"d",
 		  "parameters":{"type":"object","properties":{"q":{"type":"string"},"tenant":{"type":"string"},"region":{"type":"string"}},"required":["tenant"]},
-		  "fixed_params":{"tenant":"plugin-tenant","region":"eu"},
+		  "fixed_params":{"region":"eu"},
 		  "execution":{"method":"GET","base_url":"%s/f"}}`,
 			`{"q":"x","tenant":"llm-tenant"}`, map[string]any{"tenant": "payload-tenant"}, uri("/f?q=x&region=eu&tenant=payload-tenant")},
 		// Issue 17, point 4: schema defaults describe what the API does

@@ -11,7 +11,10 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
+	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/encoding/unicode/utf32"
 
 	"github.com/blindexec/blindexec/auth"
 )
@@ -85,23 +88,27 @@ func describeBinary(ct string, size int) json.RawMessage {
 }
 
 // bodyOf tells JSON, text and binary apart, by the content type first and
-// the bytes second, and returns text as UTF-8 (decoding a declared
-// charset such as GBK).
+// the bytes second, and returns JSON and text as UTF-8 (toUTF8): masking
+// then reads what the answer says, in whatever encoding it came.
 func bodyOf(resp *Response) (bodyKind, []byte) {
 	body := resp.Body
 	mt := mediaType(resp.ContentType)
 	switch {
 	case mt == "application/json":
-		return kindJSON, body // shape validates it while compacting
+		return kindJSON, toUTF8(resp.ContentType, body) // shape validates it while compacting
 	case mt == "" || strings.HasPrefix(mt, "text/") || textual[mt] || strings.HasSuffix(mt, "+xml"):
 		// Many APIs label JSON text/plain or text/html, or not at all.
+		// Bytes of no declared type are not read as UTF-16 or UTF-32 by
+		// their first bytes: binary is only described, never shown.
+		if mt != "" {
+			body = toUTF8(resp.ContentType, body)
+		}
 		if t := bytes.TrimSpace(body); len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
 			return kindJSON, body
 		}
 	default:
 		return kindBinary, body
 	}
-	body = toUTF8(resp.ContentType, body)
 	if !utf8.Valid(body) || bytes.IndexByte(body, 0) >= 0 {
 		return kindBinary, body
 	}
@@ -120,23 +127,86 @@ var textual = map[string]bool{
 	"application/csv":                   true,
 }
 
-// toUTF8 decodes text in a declared charset other than UTF-8; unknown
-// charsets are left as they are.
+// toUTF8 returns text as UTF-8, decoded from the encoding its byte-order
+// mark says (which wins, as browsers read it), else its content type's
+// charset, else — the way RFC 4627 tells JSON's encodings apart — the
+// UTF-16 or UTF-32 its first four bytes show. Unknown charsets and text
+// that does not decode are left as they are (the masker looks for the
+// wide forms of secrets in raw bytes all the same).
 func toUTF8(ct string, b []byte) []byte {
-	_, params, err := mime.ParseMediaType(ct)
-	cs := strings.ToLower(params["charset"])
-	if err != nil || cs == "" || cs == "utf-8" || cs == "utf8" || cs == "us-ascii" {
-		return b
+	enc, bom := sniffEncoding(b)
+	if enc == nil && strings.Contains(strings.ToLower(ct), "charset") {
+		enc = declaredEncoding(ct)
 	}
-	enc, err := htmlindex.Get(cs)
-	if err != nil {
-		return b
+	if enc == nil {
+		return b[bom:]
 	}
-	out, err := enc.NewDecoder().Bytes(b)
+	out, err := enc.NewDecoder().Bytes(b[bom:])
 	if err != nil {
 		return b
 	}
 	return out
+}
+
+var (
+	utf16LE = unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM)
+	utf16BE = unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
+	utf32LE = utf32.UTF32(utf32.LittleEndian, utf32.IgnoreBOM)
+	utf32BE = utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM)
+)
+
+// sniffEncoding returns the encoding b's byte-order mark names and the
+// mark's length, or the UTF-16 or UTF-32 whose NULs its first four bytes
+// have (a text's first characters are ASCII: '{', '[', a letter), or nil
+// for UTF-8 and anything else.
+func sniffEncoding(b []byte) (encoding.Encoding, int) {
+	switch {
+	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
+		return nil, 3
+	case bytes.HasPrefix(b, []byte{0, 0, 0xFE, 0xFF}):
+		return utf32BE, 4
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE, 0, 0}):
+		return utf32LE, 4
+	case bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
+		return utf16BE, 2
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}):
+		return utf16LE, 2
+	case len(b) < 4 || b[0] != 0 && b[1] != 0:
+		return nil, 0
+	case b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] != 0:
+		return utf32BE, 0
+	case b[0] != 0 && b[1] == 0 && b[2] == 0 && b[3] == 0:
+		return utf32LE, 0
+	case b[0] == 0 && b[1] != 0 && b[2] == 0 && b[3] != 0:
+		return utf16BE, 0
+	case b[0] != 0 && b[1] == 0 && b[2] != 0 && b[3] == 0:
+		return utf16LE, 0
+	}
+	return nil, 0
+}
+
+// declaredEncoding is the encoding of the content type's charset other
+// than UTF-8, or nil.
+func declaredEncoding(ct string) encoding.Encoding {
+	_, params, err := mime.ParseMediaType(ct)
+	cs := strings.ToLower(params["charset"])
+	switch {
+	case err != nil || cs == "" || cs == "utf-8" || cs == "utf8" || cs == "us-ascii":
+		return nil
+	case cs == "utf-32" || cs == "utf-32le":
+		return utf32LE
+	case cs == "utf-32be":
+		return utf32BE
+	case cs == "utf-16be":
+		return utf16BE
+	case cs == "utf-16" || cs == "utf-16le":
+		return utf16LE
+	}
+	enc, err := htmlindex.Get(cs)
+	if err != nil {
+		return nil
+	}
+	return enc
 }
 
 // fitJSON returns b when it fits the budget; an array cut to the items

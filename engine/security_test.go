@@ -317,59 +317,84 @@ func (f storeFunc) Resolve(ctx context.Context, user int64, keys []string) (map[
 	return f(ctx, user, keys)
 }
 
-// originsFunc is an OriginChecker answering with a function.
-type originsFunc func(p *plugins.Plugin, keys []string) error
-
-func (f originsFunc) CheckOrigins(_ context.Context, p *plugins.Plugin, keys []string) error {
-	return f(p, keys)
+// catalogStub is a CatalogRules answering Bind with a function and
+// Identifiers from a list (auth.Catalog is tested in auth and api).
+type catalogStub struct {
+	bind func(p *plugins.Plugin, keys []string) (*plugins.Plugin, error)
+	ids  []string
 }
 
-// TestStoredCredentialsBound: a call bound to the catalog passes only its
-// stored keys to the origin check; payload keys are not bound; without a
-// checker a bound call using stored credentials is refused (fail closed);
-// a secret too short to mask is refused, an identifier is not.
+func (c catalogStub) Bind(_ context.Context, p *plugins.Plugin, keys []string) (*plugins.Plugin, error) {
+	return c.bind(p, keys)
+}
+
+func (c catalogStub) Identifiers(_ context.Context, keys []string) ([]string, error) {
+	var out []string
+	for _, k := range keys {
+		if slices.Contains(c.ids, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// TestStoredCredentialsBound: a call bound to the catalog passes the keys
+// it would take from the store to the binding rule and then is the
+// catalog's plugin (its base_url, its fixed params); payload keys are not
+// bound; without a catalog a bound call using stored credentials is
+// refused (fail closed); a secret too short to mask is refused, an
+// identifier is not.
 func TestStoredCredentialsBound(t *testing.T) {
 	up := newUpstream(t, nil)
-	p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
-	  "execution":{"method":"GET","base_url":"%s/c"},
-	  "auth_config":{"type":"basic","username":"U","password":"P","mapping":[{"source":"T","target":"X-Tenant","secret":false}]}}`, up.URL)
+	const doc = `{"name":"t","description":"d","parameters":{"type":"object","properties":{"tenant":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/PATH/{tenant}"}, FIXED
+	  "auth_config":{"type":"basic","username":"U","password":"P","mapping":[{"source":"T","target":"X-Tenant","secret":false}]}}`
+	p := mustPlugin(t, strings.NewReplacer("PATH", "inline", "FIXED", "").Replace(doc), up.URL)
+	row := mustPlugin(t, strings.NewReplacer("PATH", "row", "FIXED", `"fixed_params":{"tenant":"acme"},`).Replace(doc), up.URL)
 	stored := storeFunc(func(context.Context, int64, []string) (map[string]string, error) {
 		return map[string]string{"U": "bob", "P": "stored-password", "T": "t1"}, nil
 	})
-	unbound := originsFunc(func(_ *plugins.Plugin, keys []string) error {
-		return &auth.UnboundCredentialError{Key: keys[0], Origin: "http://elsewhere:80"}
-	})
+	bindTo := func(r *plugins.Plugin, err error) func(*plugins.Plugin, []string) (*plugins.Plugin, error) {
+		return func(*plugins.Plugin, []string) (*plugins.Plugin, error) { return r, err }
+	}
+	unbound := catalogStub{bind: func(_ *plugins.Plugin, keys []string) (*plugins.Plugin, error) {
+		return nil, &auth.UnboundCredentialError{Key: slices.Min(keys), Plugin: "t", Field: "execution.base_url"}
+	}}
 	tests := []struct {
 		name    string
-		origins OriginChecker
+		catalog CatalogRules
 		bound   bool
 		payload map[string]string
 		code    string // "" for a call that is sent
+		path    string // the path it is sent to
 		checked []string
 	}{
-		{"not bound: no check", unbound, false, nil, "", nil},
-		{"bound, stored keys checked", originsFunc(func(*plugins.Plugin, []string) error { return nil }), true, map[string]string{"P": "payload-password"}, "", []string{"T", "U"}},
-		{"bound, refused", unbound, true, nil, CodeCredentialNotBound, []string{"P", "T", "U"}},
-		{"bound, no checker: fail closed", nil, true, nil, CodeCredentialNotBound, nil},
-		{"bound, payload only: nothing to check", nil, true, map[string]string{"U": "bob", "P": "payload-password", "T": "t1"}, "", nil},
-		{"short secret", nil, false, map[string]string{"P": "abc"}, CodeAuthError, nil},
+		{"not bound: no check", unbound, false, nil, "", "/inline/x", nil},
+		{"bound: the stored keys checked, the call the row's", catalogStub{bind: bindTo(row, nil)}, true, map[string]string{"P": "payload-password"}, "", "/row/acme", []string{"T", "U"}},
+		{"bound, refused", unbound, true, nil, CodeCredentialNotBound, "", []string{"P", "T", "U"}},
+		{"bound, no catalog: fail closed", nil, true, nil, CodeCredentialNotBound, "", nil},
+		{"bound, payload only: nothing to check", unbound, true, map[string]string{"U": "bob", "P": "payload-password", "T": "t1"}, "", "/inline/x", nil},
+		{"short secret", nil, false, map[string]string{"P": "abc"}, CodeAuthError, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.Credentials = stored
 			var checked []string
-			if f, ok := tt.origins.(originsFunc); ok {
-				h.Origins = originsFunc(func(p *plugins.Plugin, keys []string) error {
+			if c, ok := tt.catalog.(catalogStub); ok {
+				h.Catalog = catalogStub{ids: []string{"U", "T"}, bind: func(p *plugins.Plugin, keys []string) (*plugins.Plugin, error) {
 					checked = slices.Sorted(slices.Values(keys))
-					return f(p, keys)
-				})
+					return c.bind(p, keys)
+				}}
 			}
 			before := len(up.Hits())
-			res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{}`), UserID: 7, Credentials: tt.payload, BoundToCatalog: tt.bound})
+			res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{"tenant":"x"}`), UserID: 7, Credentials: tt.payload, BoundToCatalog: tt.bound})
 			if tt.code == "" {
 				if err != nil || !res.OK || len(up.Hits()) != before+1 {
 					t.Fatalf("%v %s", err, resultJSON(t, res))
+				}
+				if got := up.Hits()[before].RequestURI; got != tt.path {
+					t.Errorf("sent to %s, want %s", got, tt.path)
 				}
 			} else {
 				var refused *RefusedError
@@ -382,6 +407,49 @@ func TestStoredCredentialsBound(t *testing.T) {
 			}
 			if !slices.Equal(checked, tt.checked) {
 				t.Errorf("checked keys %v, want %v", checked, tt.checked)
+			}
+		})
+	}
+}
+
+// TestPayloadFixedParams: the plugin's (the catalog's) fixed params
+// always win, over the LLM's arguments and the payload's fixed params; a
+// payload may fill only a declared parameter the plugin left open, and is
+// refused naming the rule otherwise, before anything is sent.
+func TestPayloadFixedParams(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"tenant":{"type":"string"},"q":{"type":"string"},"page":{"type":"integer"}}},
+	  "fixed_params":{"tenant":"acme"},
+	  "execution":{"method":"GET","base_url":"%s/{tenant}/search"}}`, up.URL)
+	tests := []struct {
+		name  string
+		args  string
+		fixed map[string]any
+		code  string // "" for sent
+		uri   string
+		field string
+	}{
+		{"the catalog's over the LLM's", `{"tenant":"globex","q":"x"}`, nil, "", "/acme/search?q=x", ""},
+		{"the payload fills an open parameter", `{"q":"x","page":1}`, map[string]any{"page": 2}, "", "/acme/search?page=2&q=x", ""},
+		{"the payload repeats the catalog's value", `{"q":"x"}`, map[string]any{"tenant": "acme"}, "", "/acme/search?q=x", ""},
+		{"the payload rewrites the catalog's", `{"q":"x"}`, map[string]any{"tenant": "globex"}, CodeFixedParamsNotAllowed, "", "fixed_params.tenant"},
+		{"the payload adds an undeclared parameter", `{"q":"x"}`, map[string]any{"admin": 1}, CodeFixedParamsNotAllowed, "", "fixed_params.admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(up.Hits())
+			res, err := newHarness(t).Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(tt.args), FixedParams: tt.fixed})
+			if tt.code == "" {
+				if err != nil || !res.OK || len(up.Hits()) != before+1 || up.Hits()[before].RequestURI != tt.uri {
+					t.Fatalf("%v %s %v", err, resultJSON(t, res), up.Hits()[before:])
+				}
+				return
+			}
+			var refused *RefusedError
+			if !errors.As(err, &refused) || res.Error.Code != tt.code || len(up.Hits()) != before ||
+				!strings.Contains(res.Error.Message, tt.field) || strings.Contains(res.Error.Message, "globex") {
+				t.Fatalf("want %s naming %s, nothing sent: %v %s", tt.code, tt.field, err, resultJSON(t, res))
 			}
 		})
 	}

@@ -218,7 +218,7 @@ type engineParts struct {
 	// commands run its poll loop.
 	changes *store.Watcher
 	catalog *catalog.Catalog
-	origins *auth.Catalog // the credential rules' view of the catalog
+	rules   *auth.Catalog // the credential rules' view of the catalog
 }
 
 func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
@@ -256,15 +256,15 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		st.Close()
 		return nil, err
 	}
-	origins := auth.NewCatalog(st, changes)
-	creds.Identifiers = origins
+	rules := auth.NewCatalog(st, changes)
+	creds.Identifiers = rules
 	ex := engine.NewExecutor(client)
-	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Origins = creds, rec, c.maxTimeout, log, origins
+	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
 	m := enginemcp.NewManager(st, client)
-	m.Logger, m.Changes = log, changes
+	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
-		changes: changes, catalog: catalog.New(st, changes, log), origins: origins}, nil
+		changes: changes, catalog: catalog.New(st, changes, log), rules: rules}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes

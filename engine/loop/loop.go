@@ -54,15 +54,16 @@ type Request struct {
 	Plugins     []*plugins.Plugin              `json:"plugins"`
 	Credentials map[string]string              `json:"credentials,omitempty"`
 	// FixedParams are argument values per plugin name, hidden from the
-	// model and merged into its arguments.
+	// model and merged into its arguments where the plugin's own leave a
+	// declared parameter open (engine.Call.FixedParams).
 	FixedParams map[string]map[string]any `json:"fixed_params,omitempty"`
 	// Model is a model name only: the endpoint and key are the operator's.
 	Model   string  `json:"model,omitempty"`
 	Options Options `json:"options"`
 	RunID   string  `json:"run_id,omitempty"` // generated when empty
-	// BoundToCatalog marks the plugins whose calls hold stored credentials
-	// to the catalog's origins (engine.Call.BoundToCatalog): those the
-	// caller defined inline, unless the caller is the administrator.
+	// BoundToCatalog marks the plugins whose calls using stored
+	// credentials are bound to the catalog's rows (engine.Call.BoundToCatalog):
+	// those the caller defined inline, unless the caller is the administrator.
 	BoundToCatalog map[*plugins.Plugin]bool `json:"-"`
 }
 

@@ -110,6 +110,13 @@ type Manager struct {
 	// server changed or disabled anywhere (another replica, SQL) is re-read
 	// after one poll, and its sessions and tool lists are dropped.
 	Changes interface{ Current() store.Versions }
+	// Identifiers, when set, is the catalog's word on which credential
+	// keys are identifiers (auth.Catalog.Identifiers): the masker of the
+	// manager's messages (errors, log lines) treats a key as one only when
+	// both its server's auth config and the catalog do, so that a server
+	// reading a stored key as an identifier cannot show a value the
+	// catalog reads as a secret.
+	Identifiers func(ctx context.Context, keys []string) ([]string, error)
 
 	servers Servers
 	client  *http.Client
@@ -229,9 +236,23 @@ func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err 
 func (m *Manager) Masker(ctx context.Context, ref string, creds map[string]string, derived ...string) *auth.Masker {
 	c, err := m.config(ctx, ref)
 	if err != nil {
-		return auth.MaskerFor(plugins.AuthConfig{}, creds, derived...) // every credential a secret
+		return auth.MaskerFor(nil, creds, derived...) // every credential a secret
 	}
-	return auth.MaskerFor(c.auth, creds, derived...)
+	return m.maskerFor(ctx, c, creds, derived...)
+}
+
+// maskerFor is the masker of messages about a call to srv with creds: an
+// identifier is a key the server's auth config and the catalog (when
+// Identifiers is set) both read as one.
+func (m *Manager) maskerFor(ctx context.Context, srv *serverConfig, creds map[string]string, derived ...string) *auth.Masker {
+	ids := srv.auth.IdentifierKeys()
+	if len(ids) > 0 && m.Identifiers != nil {
+		var err error
+		if ids, err = m.Identifiers(ctx, ids); err != nil {
+			ids = nil // unread, every credential is a secret
+		}
+	}
+	return auth.MaskerFor(ids, creds, derived...)
 }
 
 // CredentialKeys lists the credential keys the server's auth config reads.
@@ -402,7 +423,7 @@ func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool stri
 	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
 		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
 	}
-	msg := auth.MaskerFor(srv.auth, creds).String(err.Error())
+	msg := m.maskerFor(ctx, srv, creds).String(err.Error())
 	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
 		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", msg))
 	return err
@@ -421,7 +442,7 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 	if missing := engine.MissingCredentials(keys, creds); len(missing) > 0 {
 		return &auth.MissingCredentialsError{Keys: missing}
 	}
-	if err := auth.CheckSecretLengths(srv.auth, creds); err != nil {
+	if err := auth.CheckSecretLengths(srv.auth.IdentifierKeys(), creds); err != nil {
 		return err
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
