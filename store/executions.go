@@ -244,3 +244,26 @@ func truncateRunes(s string, n int) string {
 	}
 	return s
 }
+
+// LastCalls returns, by plugin name, when each of names was last executed;
+// a plugin never called is absent.
+func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, len(names))
+	if len(names) == 0 {
+		return out, nil
+	}
+	// The latest row of each name, not MAX(create_time): an aggregate
+	// loses the column's type on SQLite, and the (plugin_name,
+	// create_time) index answers the subquery.
+	var rows []Execution
+	err := s.db.WithContext(ctx).Select("plugin_name", "create_time").
+		Where("plugin_name IN ? AND create_time = (SELECT MAX(create_time) FROM sys_ai_execution m WHERE m.plugin_name = sys_ai_execution.plugin_name)", names).
+		Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("last calls of %d plugins: %w", len(names), classify(err))
+	}
+	for _, r := range rows {
+		out[r.PluginName] = r.CreateTime
+	}
+	return out, nil
+}

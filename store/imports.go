@@ -41,3 +41,22 @@ func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*I
 	}
 	return &src, nil
 }
+
+// SourceSummary is an import source with the number of plugins it wrote.
+type SourceSummary struct {
+	ImportSource
+	Plugins int `gorm:"column:plugin_count" json:"plugins"`
+}
+
+// ListImportSources returns every import source with its plugins' count,
+// ordered by kind and location.
+func (s *Store) ListImportSources(ctx context.Context) ([]SourceSummary, error) {
+	var out []SourceSummary
+	err := s.db.WithContext(ctx).Model(&ImportSource{}).
+		Select("sys_ai_import_source.*, (SELECT COUNT(*) FROM sys_ai_plugin p WHERE p.source_id = sys_ai_import_source.source_id) AS plugin_count").
+		Order("kind, location, source_id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list import sources: %w", classify(err))
+	}
+	return out, nil
+}
