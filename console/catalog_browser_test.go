@@ -316,3 +316,40 @@ func TestCatalogAtSizeInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestTextHelpersInBrowser: the page's plainText (a description as text)
+// and breakable (where a name may wrap), run in the browser.
+func TestTextHelpersInBrowser(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	for _, c := range []struct{ in, want string }{
+		{`<p>Retrieves the details of an account.</p>`, "Retrieves the details of an account."},
+		{`<p>Creates a <a href="/docs/connect">Connect</a> account.</p><p>Second.</p>`, "Creates a Connect account. Second."},
+		{`Use <code>expand[]</code> &amp; <strong>limit</strong>&nbsp;&lt;100&gt;`, "Use expand[] & limit <100>"},
+		{`Line<br>break<br/>here`, "Line break here"},
+		{`<script>window.__pwned = 1</script>Safe<style>p{}</style> text<!-- note -->`, "Safe text"},
+		{`Emoji &#x1F600; and &#233;t&eacute;`, "Emoji 😀 and ét&eacute;"},
+		{`a < b and c > d`, "a < b and c > d"},
+		{`unclosed <a href="x`, "unclosed"},
+		{"", ""},
+	} {
+		if got := eval[string](tb, `plainText(`+strconvQuote(c.in)+`)`); got != c.want {
+			t.Errorf("plainText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"repos_list-for-org":          "repos_|list-|for-|org",
+		"GetCustomersCustomerSources": "Get|Customers|Customer|Sources",
+		"internal_reportJob0042":      "internal_|report|Job0042",
+		"charges.retrieve":            "charges.|retrieve",
+		"issues/list":                 "issues/|list",
+		"APIKeys":                     "APIKeys",
+		"hx_searchThings":             "hx_|search|Things",
+	} {
+		if got := eval[string](tb, `breakable(`+strconvQuote(in)+`).map((n) => (typeof n === 'string' ? n : '|')).join('')`); got != want {
+			t.Errorf("breakable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
