@@ -366,7 +366,7 @@ function paramTree(schema, required) {
     if (s.type === 'object') kids.push(paramTree(s));
     if (s.type === 'array' && s.items && s.items.type === 'object') kids.push(paramTree(s.items));
     return el('li', null, el('code', { text: n }), ' ', el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') }),
-      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', s.description ? ' — ' + plainText(s.description) : '', kids);
+      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', plainText(s.description) ? ' — ' + plainText(s.description) : '', kids);
   })));
 }
 
@@ -401,7 +401,7 @@ async function pagePlugin(page, name) {
 // undefined when left empty.
 function field(name, schema, required) {
   const s = schema || {};
-  const label = (input) => el('label', null, el('span', null, name, required ? ' *' : '', s.description ? el('span', { class: 'hint', text: ' ' + plainText(s.description) }) : null), input);
+  const label = (input) => el('label', null, el('span', null, name, required ? ' *' : '', plainText(s.description) ? el('span', { class: 'hint', text: ' ' + plainText(s.description) }) : null), input);
   if (s.enum) {
     const sel = el('select', { attrs: { name, required } }, el('option', { attrs: { value: '' }, text: t('choose') }),
       s.enum.map((v, i) => el('option', { attrs: { value: String(i) }, text: String(v) })));
