@@ -17,8 +17,12 @@ import (
 func TestListPluginsFilteredAndPaged(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
+		srv := &store.MCPServer{Name: "medical", URL: "http://127.0.0.1:9/mcp", Transport: "streamable_http"}
+		if err := s.CreateMCPServer(ctx, srv); err != nil {
+			t.Fatal(err)
+		}
 		gh := &store.ImportSource{Kind: store.SourceOpenAPI, Location: "GitHub"}
-		med := &store.ImportSource{Kind: store.SourceMCP, Location: "med"}
+		med := &store.ImportSource{Kind: store.SourceMCP, Location: srv.ID}
 		for _, src := range []*store.ImportSource{gh, med} {
 			if err := s.CreateImportSource(ctx, src); err != nil {
 				t.Fatal(err)
@@ -94,9 +98,9 @@ func TestListPluginsFilteredAndPaged(t *testing.T) {
 		}
 		var counts []string
 		for _, src := range sources {
-			counts = append(counts, fmt.Sprintf("%s %s %d", src.Kind, src.Location, src.Plugins))
+			counts = append(counts, fmt.Sprintf("%s %q %d", src.Kind, src.ServerName, src.Plugins))
 		}
-		if want := []string{"mcp med 2", "openapi GitHub 5"}; !slices.Equal(counts, want) {
+		if want := []string{`mcp "medical" 2`, `openapi "" 5`}; !slices.Equal(counts, want) {
 			t.Errorf("ListImportSources = %v, want %v", counts, want)
 		}
 	})

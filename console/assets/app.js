@@ -255,9 +255,10 @@ function catalogQuery(raw) {
   return q;
 }
 
-// sourceLabel names an import source in a few words: a document's title,
-// or a URL's file name.
+// sourceLabel names an import source in a few words: an MCP server's
+// name, a document's title, or a URL's file name.
 function sourceLabel(s) {
+  if (s.server_name) return 'MCP ' + s.server_name;
   const loc = String(s.location || '').replace(/^inline:/, '');
   const url = /^https?:\/\/[^/]+\/(?:.*\/)?([^/?#]+)/.exec(loc);
   return url ? url[1] : loc;
