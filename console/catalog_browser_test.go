@@ -301,15 +301,8 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 	}
 	for _, lang := range []string{"en", "zh-CN"} {
 		eval[bool](tb, `(localStorage.setItem('blindexec.lang', '`+lang+`'), true)`)
-		for _, size := range []struct {
-			name   string
-			w, h   int64
-			mobile bool
-		}{{"1280 px", 1280, 800, false}, {"phone", 390, 844, true}} {
-			if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-				Width: size.w, Height: size.h, DeviceScaleFactor: 1, Mobile: size.mobile}); err != nil {
-				t.Fatal(err)
-			}
+		for _, size := range viewports {
+			tb.viewport(size.w, size.h, size.mobile)
 			for _, route := range []string{"catalog", fmt.Sprintf("catalog/source=%v", ids["stripe"]), "catalog/q=list+issues", "catalog/type=mcp"} {
 				reopen(route)
 				if got := eval[string](tb, `document.documentElement.lang`); got != lang {

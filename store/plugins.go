@@ -6,8 +6,6 @@ import (
 	"math"
 
 	"gorm.io/gorm"
-
-	"github.com/blindexec/blindexec/plugins"
 )
 
 // pluginUpdatable lists the columns UpdatePlugin writes: everything but the
@@ -26,8 +24,8 @@ type PluginFilter struct {
 	// NoSource selects the plugins no import wrote (created through the
 	// API or the CLI).
 	NoSource bool
-	// Type is an execution type, plugins.TypeHTTP (which a plugin without
-	// execution.type has) or plugins.TypeMCP.
+	// Type is an execution type: "http" (which a plugin without
+	// execution.type has) or another, such as "mcp".
 	Type string
 	// Names, when not nil, selects among these names only.
 	Names []string
@@ -52,7 +50,7 @@ func (s *Store) where(q *gorm.DB, f PluginFilter) *gorm.DB {
 	}
 	switch f.Type {
 	case "":
-	case plugins.TypeHTTP:
+	case "http":
 		q = q.Where(s.execType() + " IN ('', 'http')")
 	default:
 		q = q.Where(s.execType()+" = ?", f.Type)
