@@ -111,17 +111,22 @@ func TestLastCalls(t *testing.T) {
 		ctx := context.Background()
 		base := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 		var es []store.Execution
-		for i, name := range []string{"a", "b", "a", "c", "a"} {
+		for i, name := range []string{"a", "b", "a", "c", "a", "other_249"} {
 			es = append(es, store.Execution{PluginName: name, Status: store.ExecOK, CreateTime: base.Add(time.Duration(i) * time.Minute)})
 		}
 		if err := s.InsertExecutions(ctx, es); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.LastCalls(ctx, []string{"a", "b", "never"})
+		// More names than one query takes.
+		names := []string{"a", "b", "never"}
+		for i := range 250 {
+			names = append(names, fmt.Sprintf("other_%d", i))
+		}
+		got, err := s.LastCalls(ctx, names)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]time.Time{"a": base.Add(4 * time.Minute), "b": base.Add(time.Minute)}
+		want := map[string]time.Time{"a": base.Add(4 * time.Minute), "b": base.Add(time.Minute), "other_249": base.Add(5 * time.Minute)}
 		if len(got) != len(want) {
 			t.Fatalf("LastCalls = %v, want %v", got, want)
 		}

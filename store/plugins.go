@@ -124,7 +124,7 @@ func (s *Store) ListPlugins(ctx context.Context, f PluginFilter) ([]Plugin, erro
 	if f.Names != nil && len(f.Names) == 0 {
 		return nil, nil
 	}
-	q := s.where(s.db.WithContext(ctx).Order("name"), f)
+	q := s.where(s.db.WithContext(ctx).Order("name, plugin_id"), f)
 	if f.Limit > 0 {
 		q = q.Limit(f.Limit)
 	}
