@@ -244,6 +244,11 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 		t.Errorf("the page size was not remembered: %d rows", rows())
 	}
 	chooseSize("50")
+	tb.do(chromedp.Navigate("about:blank"), chromedp.Navigate(e.url+"/console/#/catalog/page=99"))
+	until(`document.querySelector('#page[data-ready="true"] .pager .range')?.textContent === '1,651–1,700 of 1,700'`)
+	if h := eval[string](tb, `location.hash`); h != "#/catalog/page=34&size=50" {
+		t.Errorf("past the last page the console went to %s, want the last page", h)
+	}
 
 	// Filters: source, type, status, and search results paged the same way.
 	for _, c := range []struct {

@@ -315,12 +315,13 @@ async function pageCatalog(page, raw) {
       text: sourceLabel(s) + ' (' + s.plugins.toLocaleString(lang) + ')' }));
   }
   const list = pl.data.plugins || [], total = pl.data.total || 0;
+  const nav = () => pager(total, pageNo, size, (n) => go({ page: String(n) }));
+  if (!list.length && total) return go({ page: String(Math.ceil(total / size)) }); // past the last page: to the last
   if (!list.length) {
     if (q.get('q')) return page.append(el('p', { class: 'empty', text: t('empty_search') }));
     if (q.get('source') || q.get('status') || q.get('type') || pageNo > 1) return page.append(el('p', { class: 'empty', text: t('empty_filter') }));
     return page.append(el('p', { class: 'empty' }, t('empty_catalog') + ' ', link(['import'], t('import')), ' · ', link(['mcp'], t('mcp'))));
   }
-  const nav = () => pager(total, pageNo, size, (n) => go({ page: String(n) }));
   page.append(nav(), table([[t('name'), 'name'], [t('description'), 'desc'], [t('source'), 'source'], [t('status'), 'status'],
     [t('last_call'), 'when'], [t('actions'), 'actions']], list.map((p) => {
     const on = p.status !== '1';
