@@ -331,9 +331,12 @@ async function pageCatalog(page, raw) {
     } } });
     const type = (p.execution && p.execution.type) || 'http';
     const from = p.source_id ? sources[p.source_id] : null;
-    const text = plainText(p.description);
+    // The description, less the title it often starts with (an
+    // operation's summary, then its description).
+    const title = plainText(p.title), full = plainText(p.description);
+    const text = title && full.startsWith(title) ? full.slice(title.length).trim() : full;
     return [link(['plugin', p.name], null, ...breakable(p.name)),
-      el('div', { class: 'clamp', attrs: { title: text } }, p.title ? el('strong', { text: plainText(p.title) }) : null, p.title && text ? ' — ' : null, text),
+      el('div', { class: 'clamp', attrs: { title: full } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
       el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
         el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null } })),
       el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
