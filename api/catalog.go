@@ -347,6 +347,7 @@ func notFoundPlugin(w http.ResponseWriter, name string) {
 
 // listTools answers the OpenAI tools JSON of the enabled plugins (or of
 // those named in ?names=a,b): name, description and parameters only.
+// Without q, limit and offset page them by name; total counts them all.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("format") == "dynamic" && s.MCP != nil {
 		s.dynamicTools(w, r, s.MCP)
@@ -357,11 +358,24 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.toolsError(w, r, err)
 		return
 	}
+	total := len(ps)
+	if q := r.URL.Query(); q.Get("q") == "" && (q.Has("limit") || q.Has("offset")) {
+		_, limit, err := searchParams(r) // the same limit, with q or without
+		var offset int
+		if err == nil {
+			offset, err = offsetParam(r)
+		}
+		if err != nil {
+			s.toolsError(w, r, err)
+			return
+		}
+		ps = ps[min(offset, total):min(offset+limit, total)]
+	}
 	tools := make([]plugins.Tool, 0, len(ps))
 	for _, p := range ps {
 		tools = append(tools, p.Tool(nil))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools, "total": total})
 }
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {

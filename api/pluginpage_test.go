@@ -191,4 +191,25 @@ func TestToolSearchPaged(t *testing.T) {
 	if code, out := e.do("GET", "/v1/tools/search?q=widgets&offset=x", adminToken, nil); code != http.StatusBadRequest {
 		t.Errorf("offset=x: %d %v", code, out)
 	}
+
+	// GET /v1/tools pages by name without q, whole as before without limit.
+	for query, want := range map[string][]string{
+		"":                     nil, // all 12
+		"?limit=5&offset=10":   {"widget_10", "widget_11"},
+		"?limit=2&offset=3":    {"widget_03", "widget_04"},
+		"?limit=500&offset=11": {"widget_11"},
+		"?offset=20":           {},
+	} {
+		code, out := e.do("GET", "/v1/tools"+query, adminToken, nil)
+		var names []string
+		for _, tl := range out["tools"].([]any) {
+			names = append(names, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
+		}
+		if code != http.StatusOK || out["total"] != 12.0 || (want == nil && len(names) != 12) || (want != nil && !slices.Equal(names, want) && len(want)+len(names) > 0) {
+			t.Errorf("GET /v1/tools%s: %d %v of %v, want %v", query, code, names, out["total"], want)
+		}
+	}
+	if code, out := e.do("GET", "/v1/tools?limit=2&offset=-1", adminToken, nil); code != http.StatusBadRequest {
+		t.Errorf("GET /v1/tools?offset=-1: %d %v", code, out)
+	}
 }

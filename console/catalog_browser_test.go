@@ -337,6 +337,48 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 			t.Errorf("the browser received %d plugins in one answer", n)
 		}
 	}
+
+	// A per-user session's tools, as the LLM sees them, page the same way.
+	admin := e.client()
+	e.signIn(admin, adminToken)
+	_, csrf := sessionOf(t, e, admin)
+	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 9, "name": "catalog"}`)
+	user := newTab(t)
+	user.signIn(e.url, tok["token"].(string))
+	enabled := int(apiGet(t, e.url, "/v1/plugins?limit=1&status=0")["total"].(float64))
+	found := int(apiGet(t, e.url, "/v1/tools/search?q=list+issues")["total"].(float64))
+	start := len(proxy.receivedFrom(host))
+	for _, c := range []struct{ route, rng string }{
+		{"tools", "1–50 of " + thousands(enabled)},
+		{"tools/page=2", "51–100 of " + thousands(enabled)},
+		{"tools/q=list+issues", "1–50 of " + thousands(found)},
+		{"tools/q=list+issues&page=3", "101–150 of " + thousands(found)},
+	} {
+		user.do(chromedp.Navigate("about:blank"))
+		user.open(e.url, c.route, "tools")
+		if s := user.text("#page .pager .range"); s != c.rng {
+			t.Errorf("#/%s: the pager reads %q, want %q", c.route, s, c.rng)
+		}
+		if n := eval[int](user, `document.querySelectorAll('#page h2.tool').length`); n != 50 {
+			t.Errorf("#/%s shows %d tools, want 50", c.route, n)
+		}
+		for _, p := range eval[[]string](user, layoutProblems) {
+			t.Errorf("#/%s: %s", c.route, p)
+		}
+	}
+	for _, a := range proxy.receivedFrom(host)[start:] {
+		if !strings.HasPrefix(a.what, "GET /v1/tools") {
+			continue
+		}
+		var m struct {
+			Tools   []any `json:"tools"`
+			Results []any `json:"results"`
+			Total   int   `json:"total"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &m); err != nil || len(m.Tools)+len(m.Results) != 50 || m.Total < 50 {
+			t.Errorf("%s: %d tools and %d results of %d, want a page of 50 (%v)", a.what, len(m.Tools), len(m.Results), m.Total, err)
+		}
+	}
 }
 
 // TestTextHelpersInBrowser: the page's plainText (a description as text)
@@ -374,4 +416,13 @@ func TestTextHelpersInBrowser(t *testing.T) {
 			t.Errorf("breakable(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// thousands writes n as English does, 1,700.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

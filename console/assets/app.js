@@ -347,16 +347,38 @@ async function pageCatalog(page, raw) {
   performance.mark('catalog-ready');
 }
 
-async function pageTools(page) {
+// TOOLS_PAGE is the tools of a page: the most a search answers at once.
+const TOOLS_PAGE = 50;
+
+// pageTools shows a page of the tools the LLM sees, by name, or with a
+// search the best first: never the whole catalog at once.
+async function pageTools(page, raw) {
   heading(page, t('tools'), t('tools_purpose'));
-  const r = await call('GET', '/v1/tools');
+  const q = new URLSearchParams(raw);
+  const pageNo = Math.max(1, Number.parseInt(q.get('page'), 10) || 1);
+  const go = (changes) => {
+    const n = new URLSearchParams(q);
+    for (const [k, v] of Object.entries(changes)) if (v) n.set(k, v); else n.delete(k);
+    if (!('page' in changes) || n.get('page') === '1') n.delete('page');
+    location.hash = '#/tools/' + n.toString();
+  };
+  const input = el('input', { attrs: { type: 'search', id: 'search', value: q.get('q') || '', placeholder: t('search_ph'), 'aria-label': t('search') } });
+  page.append(el('form', { class: 'row filters', on: { submit: (e) => { e.preventDefault(); go({ q: input.value.trim() }); } } },
+    el('span', { class: 'search' }, input, el('button', { text: t('search') }))));
+  const api = new URLSearchParams({ limit: String(TOOLS_PAGE), offset: String((pageNo - 1) * TOOLS_PAGE) });
+  if (q.get('q')) api.set('q', q.get('q'));
+  const r = await call('GET', (q.get('q') ? '/v1/tools/search?' : '/v1/tools?') + api.toString());
   if (!r.ok) return page.append(errorBox(r));
-  const tools = r.data.tools || [];
-  if (!tools.length) return page.append(el('p', { class: 'empty', text: t('empty_tools') }));
+  const tools = (r.data.results ? r.data.results.map((x) => x.tool) : r.data.tools) || [], total = r.data.total || 0;
+  if (!tools.length && total) return go({ page: String(Math.ceil(total / TOOLS_PAGE)) });
+  if (!tools.length) return page.append(el('p', { class: 'empty', text: t(q.get('q') ? 'empty_search' : 'empty_tools') }));
+  const nav = () => pager(total, pageNo, TOOLS_PAGE, (n) => go({ page: String(n) }));
+  page.append(nav());
   for (const tool of tools) {
     const f = tool.function || tool;
-    page.append(el('h2', null, link(['try', f.name], null, ...breakable(f.name))), el('p', { text: plainText(f.description) }), paramTree(f.parameters));
+    page.append(el('h2', { class: 'tool' }, link(['try', f.name], null, ...breakable(f.name))), el('p', { text: plainText(f.description) }), paramTree(f.parameters));
   }
+  page.append(nav());
 }
 
 // paramTree shows a JSON schema as nested lists: name, type, required, description.
@@ -737,6 +759,7 @@ async function route() {
     return a;
   }));
   const page = el('div', { attrs: { id: 'page', 'data-page': name } });
+  const rest = location.hash.replace(/^#\/?[^/]*\/?/, ''); // a route's query, undecoded
   document.getElementById('page').replaceWith(page);
   const admin = { catalog: true, plugin: true, import: true, mcp: true };
   if (admin[name] && !isAdmin()) {
@@ -744,7 +767,7 @@ async function route() {
     return page.setAttribute('data-ready', 'true');
   }
   const pages = {
-    catalog: () => pageCatalog(page, location.hash.replace(/^#\/?[^/]*\/?/, '')), tools: () => pageTools(page), plugin: () => pagePlugin(page, parts[1]),
+    catalog: () => pageCatalog(page, rest), tools: () => pageTools(page, rest), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
     run: () => pageRun(page, parts[1]),
