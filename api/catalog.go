@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
@@ -21,6 +24,10 @@ type pluginView struct {
 	CreateTime string `json:"create_time,omitempty"`
 	UpdateBy   string `json:"update_by,omitempty"`
 	UpdateTime string `json:"update_time,omitempty"`
+	// A page of the catalog (?limit=) adds the import source and the
+	// latest execution; the other answers keep the shape callers PUT back.
+	SourceID     *int64     `json:"source_id,omitempty"`
+	LastCallTime *time.Time `json:"last_call_time,omitempty"`
 }
 
 func viewOf(row *store.Plugin) (*pluginView, error) {
@@ -36,14 +43,73 @@ func viewOf(row *store.Plugin) (*pluginView, error) {
 	}, nil
 }
 
+// maxPluginPage bounds ?limit= of GET /v1/plugins.
+const maxPluginPage = 500
+
+// pluginQuery reads the filters and page of GET /v1/plugins; q is the tool
+// search to rank by, limit 0 the whole list.
+func pluginQuery(r *http.Request) (f store.PluginFilter, q string, err error) {
+	v := r.URL.Query()
+	switch f.Status = v.Get("status"); f.Status {
+	case "", store.StatusEnabled, store.StatusDisabled:
+	default:
+		return f, "", &paramError{fmt.Sprintf(`status: %q is neither "0" (enabled) nor "1" (disabled)`, f.Status)}
+	}
+	switch f.Type = v.Get("type"); f.Type {
+	case "", plugins.TypeHTTP, plugins.TypeMCP:
+	default:
+		return f, "", &paramError{fmt.Sprintf(`type: %q is neither "http" nor "mcp"`, f.Type)}
+	}
+	switch src := v.Get("source"); src {
+	case "":
+	case "none":
+		f.NoSource = true
+	default:
+		id, err := strconv.ParseInt(src, 10, 64)
+		if err != nil || id < 1 {
+			return f, "", &paramError{fmt.Sprintf(`source: %q is neither an import source's id (GET /v1/sources) nor "none"`, src)}
+		}
+		f.SourceID = &id
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxPluginPage {
+			return f, "", &paramError{fmt.Sprintf("limit: %q is not a number from 1 to %d", l, maxPluginPage)}
+		}
+		f.Limit = n
+	}
+	if f.Offset, err = offsetParam(r); err != nil {
+		return f, "", err
+	}
+	return f, strings.TrimSpace(v.Get("q")), nil
+}
+
+// listPlugins answers GET /v1/plugins: the catalog by name, or with q the
+// enabled plugins matching it, best first; filtered by status, source and
+// type, and paged by limit and offset (the whole list without limit).
 func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
-	f := store.PluginFilter{Status: r.URL.Query().Get("status")}
-	rows, err := s.Store.ListPlugins(r.Context(), f)
+	f, q, err := pluginQuery(r)
+	if err != nil {
+		s.toolsError(w, r, err)
+		return
+	}
+	var rows []store.Plugin
+	var total int
+	if q != "" {
+		rows, total, err = s.searchPlugins(r, q, f)
+	} else {
+		rows, err = s.Store.ListPlugins(r.Context(), f)
+		total = len(rows)
+		if err == nil && (f.Limit > 0 || f.Offset > 0) {
+			total, err = s.Store.CountPlugins(r.Context(), f)
+		}
+	}
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
 	out := make([]*pluginView, 0, len(rows))
+	names := make([]string, 0, len(rows))
 	for i := range rows {
 		v, err := viewOf(&rows[i])
 		if err != nil {
@@ -51,8 +117,77 @@ func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out = append(out, v)
+		names = append(names, v.Name)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"plugins": out})
+	answer := map[string]any{"plugins": out, "total": total}
+	if f.Limit > 0 {
+		last, err := s.Store.LastCalls(r.Context(), names)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		for i, v := range out {
+			v.SourceID = rows[i].SourceID
+			if t, ok := last[v.Name]; ok {
+				v.LastCallTime = &t
+			}
+		}
+		answer["limit"], answer["offset"] = f.Limit, f.Offset
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+// searchPlugins returns the page f selects of the enabled plugins matching
+// q and f, best first, and their number.
+func (s *Server) searchPlugins(r *http.Request, q string, f store.PluginFilter) ([]store.Plugin, int, error) {
+	rs, _, err := s.searchPage(r.Context(), q, 0, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	ranked := make([]string, len(rs))
+	for i, res := range rs {
+		ranked[i] = res.Name
+	}
+	page := f
+	page.Names, page.Limit, page.Offset = ranked, 0, 0
+	kept, err := s.Store.PluginNames(r.Context(), page)
+	if err != nil {
+		return nil, 0, err
+	}
+	keep := make(map[string]bool, len(kept))
+	for _, n := range kept {
+		keep[n] = true
+	}
+	ranked = slices.DeleteFunc(ranked, func(n string) bool { return !keep[n] })
+	end := len(ranked)
+	if f.Limit > 0 {
+		end = min(end, f.Offset+f.Limit)
+	}
+	page.Names = ranked[min(f.Offset, end):end]
+	rows, err := s.Store.ListPlugins(r.Context(), page)
+	if err != nil {
+		return nil, 0, err
+	}
+	rank := make(map[string]int, len(page.Names))
+	for i, n := range page.Names {
+		rank[n] = i
+	}
+	slices.SortFunc(rows, func(a, b store.Plugin) int { return rank[a.Name] - rank[b.Name] })
+	return rows, len(ranked), nil
+}
+
+// listSources answers GET /v1/sources: the OpenAPI documents and MCP
+// servers the catalog was imported from, each with its plugins' count.
+func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+	sources, err := s.Store.ListImportSources(r.Context())
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if sources == nil {
+		sources = []store.SourceSummary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sources": sources})
 }
 
 func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
@@ -213,6 +348,7 @@ func notFoundPlugin(w http.ResponseWriter, name string) {
 
 // listTools answers the OpenAI tools JSON of the enabled plugins (or of
 // those named in ?names=a,b): name, description and parameters only.
+// Without q, limit and offset page them by name; total counts them all.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("format") == "dynamic" && s.MCP != nil {
 		s.dynamicTools(w, r, s.MCP)
@@ -223,11 +359,24 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		s.toolsError(w, r, err)
 		return
 	}
+	total := len(ps)
+	if q := r.URL.Query(); q.Get("q") == "" && (q.Has("limit") || q.Has("offset")) {
+		_, limit, err := searchParams(r) // the same limit, with q or without
+		var offset int
+		if err == nil {
+			offset, err = offsetParam(r)
+		}
+		if err != nil {
+			s.toolsError(w, r, err)
+			return
+		}
+		ps = ps[min(offset, total):min(offset+limit, total)]
+	}
 	tools := make([]plugins.Tool, 0, len(ps))
 	for _, p := range ps {
 		tools = append(tools, p.Tool(nil))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools, "total": total})
 }
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {

@@ -106,11 +106,27 @@ const semanticTimeout = 3 * time.Second
 // computed, the keyword and semantic rankings are fused (reciprocal rank
 // fusion).
 func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]toolsearch.Result, error) {
+	rs, _, err := s.searchPage(ctx, query, 0, limit)
+	return rs, err
+}
+
+// searchPage returns the results offset to offset+limit (every one from
+// offset when limit is 0) of the search for query, and the number of
+// results in all. The ranking is the keyword ranking; with semantic
+// ranking on and the vectors computed, the fusion of the two rankings'
+// first toolsearch.MaxLimit each, followed by the keyword ranking's other
+// matches, so that every page is a slice of one ranking. A first page
+// counts in the metrics.
+func (s *Server) searchPage(ctx context.Context, query string, offset, limit int) ([]toolsearch.Result, int, error) {
 	ix, err := s.ToolIndex(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rs := ix.Search(query, limit)
+	depth := 0 // every match
+	if limit > 0 {
+		depth = offset + limit
+	}
+	rs, total := ix.Rank(query, depth)
 	if s.Semantic != nil && s.Semantic.Ready() {
 		sctx, cancel := context.WithTimeout(ctx, semanticTimeout)
 		sem, err := s.Semantic.Search(sctx, query, toolsearch.MaxLimit)
@@ -118,11 +134,34 @@ func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]to
 		if err != nil {
 			s.Logger.WarnContext(ctx, "semantic search failed; keyword results alone", "err", err)
 		} else {
-			rs = toolsearch.Fuse(limit, ix.Search(query, toolsearch.MaxLimit), sem)
+			rs, total = fused(ix, query, depth, sem)
 		}
 	}
-	s.tools.live.Metrics.Observe(len(rs))
-	return rs, nil
+	if offset == 0 {
+		s.tools.live.Metrics.Observe(len(rs))
+	}
+	return rs[min(offset, len(rs)):], total, nil
+}
+
+// fused ranks the fusion of the keyword and semantic rankings' first
+// toolsearch.MaxLimit, then the keyword ranking's other matches: its
+// first depth (every one when depth is 0), and how many in all.
+func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Result) ([]toolsearch.Result, int) {
+	kw, _ := ix.Rank(query, 0)
+	top := toolsearch.Fuse(2*toolsearch.MaxLimit, kw[:min(len(kw), toolsearch.MaxLimit)], sem)
+	in := make(map[string]bool, len(top))
+	for _, r := range top {
+		in[r.Name] = true
+	}
+	for _, r := range kw {
+		if !in[r.Name] {
+			top = append(top, r)
+		}
+	}
+	if depth > 0 && depth < len(top) {
+		return top[:depth], len(top)
+	}
+	return top, len(top)
 }
 
 // searchResult is one result of GET /v1/tools/search.
@@ -134,38 +173,59 @@ type searchResult struct {
 }
 
 // SearchResponse is the answer of GET /v1/tools/search (and of
-// `blindexec search --json`).
+// `blindexec search --json`): a page of the results and how many there are.
 type SearchResponse struct {
 	Results []searchResult `json:"results"`
+	Total   int            `json:"total"`
+	Offset  int            `json:"offset"`
 	TookMS  float64        `json:"took_ms"`
 }
 
-// NewSearchResponse shapes results as the API answers them.
-func NewSearchResponse(rs []toolsearch.Result, took time.Duration) SearchResponse {
-	out := SearchResponse{Results: make([]searchResult, 0, len(rs)), TookMS: float64(took.Microseconds()) / 1000}
+// NewSearchResponse shapes a page of results, of total from offset on, as
+// the API answers them.
+func NewSearchResponse(rs []toolsearch.Result, total, offset int, took time.Duration) SearchResponse {
+	out := SearchResponse{Results: make([]searchResult, 0, len(rs)), Total: total, Offset: offset,
+		TookMS: float64(took.Microseconds()) / 1000}
 	for _, r := range rs {
 		out.Results = append(out.Results, searchResult{Name: r.Name, Title: r.Title, Score: r.Score, Tool: r.Plugin.Tool(nil)})
 	}
 	return out
 }
 
-// searchTools answers GET /v1/tools/search?q=&limit=.
+// searchTools answers GET /v1/tools/search?q=&limit=&offset=.
 func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 	q, limit, err := searchParams(r)
 	if err == nil && q == "" {
 		err = &paramError{"q: give the request to search for, e.g. ?q=list+open+issues"}
+	}
+	var offset int
+	if err == nil {
+		offset, err = offsetParam(r)
 	}
 	if err != nil {
 		s.toolsError(w, r, err)
 		return
 	}
 	start := time.Now()
-	rs, err := s.SearchTools(r.Context(), q, limit)
+	rs, total, err := s.searchPage(r.Context(), q, offset, limit)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewSearchResponse(rs, time.Since(start)))
+	writeJSON(w, http.StatusOK, NewSearchResponse(rs, total, offset, time.Since(start)))
+}
+
+// offsetParam reads ?offset=, 0 when absent.
+func offsetParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("offset")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, &paramError{fmt.Sprintf("offset: %q is not a whole number (0 or more)", v)}
+	}
+	return n, nil
 }
 
 // searchParams reads q and limit (default toolsearch.DefaultLimit, at most

@@ -129,10 +129,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := tb.text("#page table"); !strings.Contains(s, name) {
 		t.Errorf("tool search in the catalog: %q lacks %s", s, name)
 	}
-	tb.screenshot("catalog")
 	tb.open(e.url, "plugin/"+name, "plugin")
-	if s := tb.text("#page"); !strings.Contains(s, payloads[1]) || !strings.Contains(s, payloads[2]) {
-		t.Errorf("the plugin page does not show the description and parameter texts as text: %q", s)
+	// Descriptions are shown as their text, tags removed; other texts
+	// (an enum's values, the documents as JSON) as they are, as text.
+	if s := tb.text("#page .description"); s != "Search docs" {
+		t.Errorf("the plugin page shows the description %q, want its text without tags", s)
+	}
+	if s := tb.text("#page .tree"); strings.Contains(s, "<svg") || !strings.Contains(s, payloads[0]) {
+		t.Errorf("the parameters read %q: a description with its tags, or an enum's value not as text", s)
+	}
+	if s := tb.text("#page"); !strings.Contains(s, strings.ReplaceAll(payloads[2], `"`, `\"`)) {
+		t.Errorf("the parameters' JSON does not show the description as stored: %q", s)
 	}
 	tb.screenshot("plugin")
 	// Edit: the API's field-named validation, shown by field.

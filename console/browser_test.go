@@ -277,6 +277,23 @@ func (tb *tab) text(sel string) string {
 	return s
 }
 
+// viewports are the sizes the console is drawn at: a desktop window and
+// a phone; suffix names a screenshot's file.
+var viewports = []struct {
+	name, suffix string
+	w, h         int64
+	mobile       bool
+}{{"1280 px", "", 1280, 800, false}, {"phone", "-phone", 390, 844, true}}
+
+// viewport sets the page's size, a phone's with mobile.
+func (tb *tab) viewport(w, h int64, mobile bool) {
+	tb.t.Helper()
+	if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: w, Height: h, DeviceScaleFactor: 1, Mobile: mobile}); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
 // screenshot writes the page at desktop and phone width into docs/console
 // (with -update only).
 func (tb *tab) screenshot(name string) {
@@ -284,15 +301,8 @@ func (tb *tab) screenshot(name string) {
 	if !*update {
 		return
 	}
-	for _, size := range []struct {
-		suffix string
-		w, h   int64
-		mobile bool
-	}{{"", 1280, 800, false}, {"-phone", 390, 844, true}} {
-		if _, err := chromedp.Call(tb.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: size.w, Height: size.h, DeviceScaleFactor: 1, Mobile: size.mobile}); err != nil {
-			tb.t.Fatal(err)
-		}
+	for _, size := range viewports {
+		tb.viewport(size.w, size.h, size.mobile)
 		tb.do(chromedp.Sleep(100 * time.Millisecond))
 		png, err := chromedp.Run(tb.ctx, chromedp.CaptureScreenshot())
 		if err != nil {

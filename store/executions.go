@@ -244,3 +244,32 @@ func truncateRunes(s string, n int) string {
 	}
 	return s
 }
+
+// LastCalls returns, by plugin name, when each of names was last executed;
+// a plugin never called is absent.
+func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, len(names))
+	for chunk := range slices.Chunk(names, lastCallsChunk) {
+		// One index lookup per name, the (plugin_name, create_time)
+		// index's last entry: neither an aggregate, which would read
+		// every execution of the names, nor one query per name.
+		parts := make([]string, len(chunk))
+		args := make([]any, len(chunk))
+		for i, name := range chunk {
+			parts[i] = "SELECT * FROM (SELECT plugin_name, create_time FROM sys_ai_execution WHERE plugin_name = ? ORDER BY create_time DESC LIMIT 1) l" + strconv.Itoa(i)
+			args[i] = name
+		}
+		var rows []Execution
+		if err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("last calls of %d plugins: %w", len(names), classify(err))
+		}
+		for _, r := range rows {
+			out[r.PluginName] = r.CreateTime
+		}
+	}
+	return out, nil
+}
+
+// lastCallsChunk bounds the names of one LastCalls query, well within
+// SQLite's 500 terms of a compound SELECT.
+const lastCallsChunk = 100

@@ -41,3 +41,26 @@ func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*I
 	}
 	return &src, nil
 }
+
+// SourceSummary is an import source with the number of plugins it wrote
+// and, for an MCP server's, the server's name.
+type SourceSummary struct {
+	ImportSource
+	Plugins    int    `gorm:"column:plugin_count" json:"plugins"`
+	ServerName string `gorm:"column:server_name" json:"server_name,omitempty"`
+}
+
+// ListImportSources returns every import source with its plugins' count,
+// ordered by kind and location.
+func (s *Store) ListImportSources(ctx context.Context) ([]SourceSummary, error) {
+	var out []SourceSummary
+	err := s.db.WithContext(ctx).Model(&ImportSource{}).
+		Select("sys_ai_import_source.*, " +
+			"(SELECT COUNT(*) FROM sys_ai_plugin p WHERE p.source_id = sys_ai_import_source.source_id) AS plugin_count, " +
+			"(SELECT m.name FROM sys_ai_mcp_server m WHERE sys_ai_import_source.kind = 'mcp' AND m.mcp_id = sys_ai_import_source.location) AS server_name").
+		Order("kind, location, source_id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list import sources: %w", classify(err))
+	}
+	return out, nil
+}

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
+
+	"gorm.io/gorm"
 )
 
 // pluginUpdatable lists the columns UpdatePlugin writes: everything but the
@@ -13,10 +16,54 @@ var pluginUpdatable = []string{
 	"update_by", "update_time", "remark",
 }
 
-// PluginFilter selects plugins in ListPlugins; zero fields do not filter.
+// PluginFilter selects plugins in ListPlugins and CountPlugins; zero
+// fields do not filter.
 type PluginFilter struct {
 	Status   string
 	SourceID *int64
+	// NoSource selects the plugins no import wrote (created through the
+	// API or the CLI).
+	NoSource bool
+	// Type is an execution type: "http" (which a plugin without
+	// execution.type has) or another, such as "mcp".
+	Type string
+	// Names, when not nil, selects among these names only.
+	Names []string
+	// Limit and Offset page ListPlugins (by name); a Limit of zero lists
+	// every plugin from Offset on.
+	Limit, Offset int
+}
+
+// where applies f's conditions, not its page, to q.
+func (s *Store) where(q *gorm.DB, f PluginFilter) *gorm.DB {
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.SourceID != nil {
+		q = q.Where("source_id = ?", *f.SourceID)
+	}
+	if f.NoSource {
+		q = q.Where("source_id IS NULL")
+	}
+	if f.Names != nil {
+		q = q.Where("name IN ?", f.Names)
+	}
+	switch f.Type {
+	case "":
+	case "http":
+		q = q.Where(s.execType() + " IN ('', 'http')")
+	default:
+		q = q.Where(s.execType()+" = ?", f.Type)
+	}
+	return q
+}
+
+// execType is the SQL of a plugin's execution.type, "" when unset.
+func (s *Store) execType() string {
+	if s.dialect == DialectMySQL {
+		return "COALESCE(JSON_UNQUOTE(JSON_EXTRACT(execution_config, '$.execution.type')), '')"
+	}
+	return "COALESCE(json_extract(execution_config, '$.execution.type'), '')"
 }
 
 // CreatePlugin inserts p and sets its ID and times. An empty Status means
@@ -71,20 +118,52 @@ func (s *Store) GetPluginsByName(ctx context.Context, names []string) ([]Plugin,
 	return ps, nil
 }
 
-// ListPlugins returns the plugins matching f, ordered by name.
+// ListPlugins returns the plugins matching f, ordered by name, the page
+// f.Limit and f.Offset select.
 func (s *Store) ListPlugins(ctx context.Context, f PluginFilter) ([]Plugin, error) {
-	q := s.db.WithContext(ctx).Order("name")
-	if f.Status != "" {
-		q = q.Where("status = ?", f.Status)
+	if f.Names != nil && len(f.Names) == 0 {
+		return nil, nil
 	}
-	if f.SourceID != nil {
-		q = q.Where("source_id = ?", *f.SourceID)
+	q := s.where(s.db.WithContext(ctx).Order("name, plugin_id"), f)
+	if f.Limit > 0 {
+		q = q.Limit(f.Limit)
+	}
+	if f.Offset > 0 {
+		if f.Limit <= 0 {
+			q = q.Limit(math.MaxInt32) // MySQL has no OFFSET without LIMIT
+		}
+		q = q.Offset(f.Offset)
 	}
 	var ps []Plugin
 	if err := q.Find(&ps).Error; err != nil {
 		return nil, fmt.Errorf("list plugins: %w", classify(err))
 	}
 	return ps, nil
+}
+
+// CountPlugins counts the plugins matching f, its page aside.
+func (s *Store) CountPlugins(ctx context.Context, f PluginFilter) (int, error) {
+	if f.Names != nil && len(f.Names) == 0 {
+		return 0, nil
+	}
+	var n int64
+	if err := s.where(s.db.WithContext(ctx).Model(&Plugin{}), f).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count plugins: %w", classify(err))
+	}
+	return int(n), nil
+}
+
+// PluginNames returns the names of the plugins matching f, its page
+// aside, in no order.
+func (s *Store) PluginNames(ctx context.Context, f PluginFilter) ([]string, error) {
+	if f.Names != nil && len(f.Names) == 0 {
+		return nil, nil
+	}
+	var names []string
+	if err := s.where(s.db.WithContext(ctx).Model(&Plugin{}), f).Pluck("name", &names).Error; err != nil {
+		return nil, fmt.Errorf("list plugin names: %w", classify(err))
+	}
+	return names, nil
 }
 
 // DeletePlugin removes the plugin called name, or returns ErrNotFound.

@@ -260,10 +260,21 @@ func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	limit = min(limit, MaxLimit)
+	rs, _ := ix.Rank(query, min(limit, MaxLimit))
+	return rs
+}
+
+// Rank returns the best n tools matching query, best first (ties by
+// name), and how many match in all: the pages of a search's results. An
+// n of zero or less ranks every match.
+func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	concepts := ix.an.analyzeQuery(query)
 	if len(concepts) == 0 || len(ix.docs) == 0 {
-		return nil
+		return nil, 0
+	}
+	limit := n
+	if limit <= 0 {
+		limit = len(ix.docs)
 	}
 	if !ix.an.plain {
 		ix.widen(concepts)
@@ -330,7 +341,7 @@ func (ix *Index) Search(query string, limit int) []Result {
 	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
 	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
-	return top
+	return top, len(touched)
 }
 
 // request is what a search knows of a request beyond its concepts.

@@ -153,6 +153,34 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// TestRank: the pages of a search are the prefix of one ranking, past
+// MaxLimit, with the number of matches.
+func TestRank(t *testing.T) {
+	var ps []*plugins.Plugin
+	for i := range 2*MaxLimit + 7 {
+		ps = append(ps, &plugins.Plugin{Name: fmt.Sprintf("widget_%03d", i), Description: "Lists widgets" + strings.Repeat(" widgets", i%5)})
+	}
+	ps = append(ps, &plugins.Plugin{Name: "gadget", Description: "A gadget"})
+	ix, err := New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, total := ix.Rank("widgets", 0)
+	if total != 2*MaxLimit+7 || len(all) != total {
+		t.Fatalf("Rank(widgets, 0) = %d results of %d, want %d", len(all), total, 2*MaxLimit+7)
+	}
+	first, n := ix.Rank("widgets", 60)
+	if n != total || !slices.Equal(names(first), names(all[:60])) {
+		t.Errorf("Rank(widgets, 60) is not the ranking's first 60 (total %d)", n)
+	}
+	if s := ix.Search("widgets", 1000); !slices.Equal(names(s), names(all[:MaxLimit])) {
+		t.Errorf("Search is not capped at MaxLimit of the same ranking: %d results", len(s))
+	}
+	if rs, n := ix.Rank("nothing matches", 10); len(rs) != 0 || n != 0 {
+		t.Errorf("Rank of an unknown word = %v, %d", names(rs), n)
+	}
+}
+
 func names(rs []Result) []string {
 	var out []string
 	for _, r := range rs {

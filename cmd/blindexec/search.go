@@ -53,10 +53,10 @@ func searchCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				start := time.Now()
-				rs := ix.Search(query, min(limit, toolsearch.MaxLimit))
+				rs, total := ix.Rank(query, min(limit, toolsearch.MaxLimit))
 				took := time.Since(start)
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), api.NewSearchResponse(rs, took))
+					return printJSON(cmd.OutOrStdout(), api.NewSearchResponse(rs, total, 0, took))
 				}
 				if len(rs) == 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "no tool of the %d enabled matches %q\n", ix.Len(), query)

@@ -44,6 +44,10 @@ const I18N = {
     empty_activity: 'No executions match. Run a plugin from its Try it page, or widen the filters.',
     audit: 'Administrative changes', who: 'Who', via: 'Via', what: 'What', empty_audit: 'No administrative change recorded yet.',
     loading: 'Loading…', forbidden: 'This page is the administrator\'s.', calls: 'calls', avg: 'avg',
+    type: 'Type', all_sources: 'All sources', by_hand: 'Added by hand', any_status: 'Any status', any_type: 'Any type',
+    per_page: 'Per page', range: '{from}–{to} of {total}', page_of: 'Page {page} of {pages}',
+    first: 'First', prev: 'Previous', next: 'Next', last: 'Last', pages: 'Pages',
+    empty_filter: 'No plugin matches these filters. Clear them to see the whole catalog.',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -84,6 +88,10 @@ const I18N = {
     empty_activity: '没有匹配的执行记录。可在插件的试运行页执行，或放宽筛选条件。',
     audit: '管理变更', who: '操作者', via: '途径', what: '内容', empty_audit: '还没有管理变更记录。',
     loading: '加载中……', forbidden: '此页面仅限管理员。', calls: '次调用', avg: '平均',
+    type: '类型', all_sources: '全部来源', by_hand: '手动添加', any_status: '全部状态', any_type: '全部类型',
+    per_page: '每页', range: '第 {from}–{to} 条，共 {total} 条', page_of: '第 {page} / {pages} 页',
+    first: '首页', prev: '上一页', next: '下一页', last: '末页', pages: '分页',
+    empty_filter: '没有符合筛选条件的插件。清除筛选可查看全部插件。',
   },
 };
 
@@ -112,7 +120,37 @@ function el(tag, props, ...kids) {
 }
 
 // link is an in-console link: the href is built here, never taken from data.
-const link = (route, text) => el('a', { attrs: { href: '#/' + route.map(encodeURIComponent).join('/') }, text });
+// kids (nodes or strings) stand for the text when given.
+const link = (route, text, ...kids) => el('a', { attrs: { href: '#/' + route.map(encodeURIComponent).join('/') }, text: kids.length ? null : text }, ...kids);
+
+// breakable is a name as text nodes with a <wbr> after each _ - . or / and
+// between a lower-case letter or digit and an upper-case one: a narrow
+// column wraps a name only there, never inside one of its words.
+const breakable = (name) => String(name).split(/(?<=[_\-./])|(?<=[a-z0-9])(?=[A-Z])/)
+  .flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
+
+// Entities a description may hold, beyond the numeric ones.
+const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', mdash: '—', ndash: '–', hellip: '…' };
+// Tags that end a block of text: they become a space, the others nothing.
+const BLOCK = /^\/?(p|br|div|li|ul|ol|h[1-6]|tr|td|th|table|pre|blockquote|hr|dt|dd)\b/i;
+
+// plainText is a description as text: imports store what the document
+// wrote, and Stripe's (among others) are HTML. Comments, scripts, styles
+// and tags are dropped, entities decoded, white space collapsed. A string
+// scan, never a parser of markup: the result goes in as text.
+function plainText(s) {
+  if (!s) return '';
+  return String(s)
+    .replace(/<!--[\s\S]*?(-->|$)/g, ' ')
+    .replace(/<(script|style)\b[\s\S]*?(<\/\1\s*>|$)/gi, ' ')
+    .replace(/<\/?[a-z][^>]*(>|$)/gi, (tag) => (BLOCK.test(tag.slice(1)) ? ' ' : ''))
+    .replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, e) => {
+      if (e[0] !== '#') return ENTITIES[e.toLowerCase()] ?? m;
+      const n = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : m;
+    })
+    .replace(/\s+/g, ' ').trim();
+}
 
 function fetchOptions(method, body) {
   const opts = { method, credentials: 'same-origin', headers: {} };
@@ -182,66 +220,165 @@ function errorBox(res) {
 
 const json = (v) => el('pre', { text: JSON.stringify(v, null, 2) });
 const fmtTime = (s) => (s ? new Date(s).toLocaleString(lang) : t('never'));
+const fmtShort = (s) => (s ? new Date(s).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'short' }) : t('never'));
+const fill = (key, vars) => Object.entries(vars).reduce((str, [k, v]) => str.replace('{' + k + '}', v), t(key));
 const isAdmin = () => session && session.role === 'admin';
 
 function heading(page, title, purpose) {
   page.append(el('h1', { text: title }), el('p', { class: 'purpose', text: purpose }));
 }
 
-function table(headers, rows) {
+// table builds a table; a header given as [text, class] sets its
+// column's class (on the th and every td), and each td carries its
+// header as data-label for the phone layout.
+function table(headers, rows, cls) {
+  const cols = headers.map((h) => (Array.isArray(h) ? h : [h, null]));
   return el('div', { class: 'table-wrap' },
-    el('table', null, el('thead', null, el('tr', null, headers.map((h) => el('th', { text: h })))),
-      el('tbody', null, rows.map((r) => el('tr', null, r.map((c) => el('td', null, c)))))));
+    el('table', { class: cls }, el('thead', null, el('tr', null, cols.map(([h, c]) => el('th', { class: c, text: h })))),
+      el('tbody', null, rows.map((r) => el('tr', null, r.map((v, i) => el('td', { class: cols[i][1], attrs: { 'data-label': cols[i][0] } }, v)))))));
 }
 
 // --- pages ---
 
-async function pageCatalog(page, q) {
+// PAGE_SIZES are the catalog's page sizes; the choice is remembered.
+const PAGE_SIZES = ['50', '100'];
+
+// catalogQuery reads the catalog's state from the route: q, source,
+// status, type, size and page (an older #/catalog/words is a search).
+function catalogQuery(raw) {
+  const q = new URLSearchParams(raw.includes('=') ? raw : raw ? 'q=' + raw : '');
+  let size = q.get('size') || localStorage.getItem('blindexec.pageSize');
+  if (!PAGE_SIZES.includes(size)) size = PAGE_SIZES[0];
+  q.set('size', size);
+  const page = Number(q.get('page'));
+  q.set('page', String(Number.isInteger(page) && page > 0 ? page : 1));
+  return q;
+}
+
+// sourceLabel names an import source in a few words: an MCP server's
+// name, a document's title, or a URL's file name.
+function sourceLabel(s) {
+  if (s.server_name) return 'MCP ' + s.server_name;
+  const loc = String(s.location || '').replace(/^inline:/, '');
+  const url = /^https?:\/\/[^/]+\/(?:.*\/)?([^/?#]+)/.exec(loc);
+  return url ? url[1] : loc;
+}
+
+// pager says which rows of how many the page shows and moves among the
+// pages; go(n) opens page n.
+function pager(total, page, size, go) {
+  const pages = Math.max(1, Math.ceil(total / size));
+  const from = total ? (page - 1) * size + 1 : 0, to = Math.min(total, page * size);
+  const num = (n) => n.toLocaleString(lang);
+  const btn = (key, n, label) => el('button', { class: 'secondary', text: label, attrs: { type: 'button', disabled: n < 1 || n > pages || n === page, 'aria-label': t(key), title: t(key) },
+    on: { click: () => go(n) } });
+  return el('nav', { class: 'pager', attrs: { 'aria-label': t('pages') } },
+    el('span', { class: 'range', text: fill('range', { from: num(from), to: num(to), total: num(total) }) }),
+    el('span', { class: 'moves' }, btn('first', 1, '«'), btn('prev', page - 1, '‹ ' + t('prev')),
+      el('span', { class: 'where', text: fill('page_of', { page: num(page), pages: num(pages) }) }),
+      btn('next', page + 1, t('next') + ' ›'), btn('last', pages, '»')));
+}
+
+async function pageCatalog(page, raw) {
   heading(page, t('catalog'), t('catalog_purpose'));
-  const input = el('input', { attrs: { type: 'search', id: 'search', value: q || '', placeholder: t('search_ph'), 'aria-label': t('search') } });
-  page.append(el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/catalog/' + encodeURIComponent(input.value); } } },
-    input, el('button', { text: t('search') })));
-  const [pl, ex] = await Promise.all([call('GET', '/v1/plugins'), call('GET', '/v1/executions?limit=1000')]);
+  const q = catalogQuery(raw);
+  const size = Number(q.get('size')), pageNo = Number(q.get('page'));
+  const go = (changes) => {
+    const n = new URLSearchParams(q);
+    for (const [k, v] of Object.entries(changes)) if (v) n.set(k, v); else n.delete(k);
+    if (!('page' in changes)) n.delete('page'); // a new filter starts at its first page
+    if (n.get('page') === '1') n.delete('page');
+    location.hash = '#/catalog/' + n.toString();
+  };
+  const input = el('input', { attrs: { type: 'search', id: 'search', value: q.get('q') || '', placeholder: t('search_ph'), 'aria-label': t('search') } });
+  const select = (id, key, options) => el('select', { attrs: { id, 'aria-label': t(key) }, on: { change: (e) => go({ [id.replace('f-', '')]: e.target.value }) } },
+    options.map(([v, text]) => el('option', { attrs: { value: v, selected: (q.get(id.replace('f-', '')) || '') === v }, text })));
+  const sourcesSel = select('f-source', 'source', [['', t('all_sources')], ['none', t('by_hand')]]);
+  const filters = el('form', { class: 'row filters', on: { submit: (e) => { e.preventDefault(); go({ q: input.value.trim() }); } } },
+    el('span', { class: 'search' }, input, el('button', { text: t('search') })),
+    sourcesSel,
+    select('f-status', 'status', [['', t('any_status')], ['0', t('enabled')], ['1', t('disabled')]]),
+    select('f-type', 'type', [['', t('any_type')], ['http', 'HTTP'], ['mcp', 'MCP']]),
+    el('label', { class: 'inline' }, t('per_page'), el('select', { attrs: { id: 'f-size' }, on: { change: (e) => {
+      localStorage.setItem('blindexec.pageSize', e.target.value);
+      go({ size: e.target.value });
+    } } }, PAGE_SIZES.map((v) => el('option', { attrs: { value: v, selected: String(size) === v }, text: v })))));
+  page.append(filters);
+  const api = new URLSearchParams({ limit: String(size), offset: String((pageNo - 1) * size) });
+  for (const k of ['q', 'source', 'status', 'type']) if (q.get(k)) api.set(k, q.get(k));
+  const [pl, src] = await Promise.all([call('GET', '/v1/plugins?' + api.toString()), call('GET', '/v1/sources')]);
   if (!pl.ok) return page.append(errorBox(pl));
-  const last = {};
-  for (const e of (ex.ok && ex.data.executions) || []) {
-    if (!last[e.plugin_name] || e.create_time > last[e.plugin_name]) last[e.plugin_name] = e.create_time;
+  const sources = {};
+  for (const s of (src.ok && src.data.sources) || []) {
+    sources[s.source_id] = s;
+    sourcesSel.append(el('option', { attrs: { value: String(s.source_id), selected: q.get('source') === String(s.source_id) },
+      text: sourceLabel(s) + ' (' + s.plugins.toLocaleString(lang) + ')' }));
   }
-  let list = pl.data.plugins || [];
-  if (q) {
-    const sr = await call('GET', '/v1/tools/search?limit=50&q=' + encodeURIComponent(q));
-    if (!sr.ok) return page.append(errorBox(sr));
-    const byName = Object.fromEntries(list.map((p) => [p.name, p]));
-    list = (sr.data.results || []).map((r) => byName[r.name]).filter(Boolean);
-    if (!list.length) return page.append(el('p', { class: 'empty', text: t('empty_search') }));
-  }
+  const list = pl.data.plugins || [], total = pl.data.total || 0;
+  const nav = () => pager(total, pageNo, size, (n) => go({ page: String(n) }));
+  if (!list.length && total) return go({ page: String(Math.ceil(total / size)) }); // past the last page: to the last
   if (!list.length) {
+    if (q.get('q')) return page.append(el('p', { class: 'empty', text: t('empty_search') }));
+    if (q.get('source') || q.get('status') || q.get('type') || pageNo > 1) return page.append(el('p', { class: 'empty', text: t('empty_filter') }));
     return page.append(el('p', { class: 'empty' }, t('empty_catalog') + ' ', link(['import'], t('import')), ' · ', link(['mcp'], t('mcp'))));
   }
-  page.append(table([t('name'), t('description'), t('source'), t('status'), t('last_call'), t('actions')], list.map((p) => {
+  page.append(nav(), table([[t('name'), 'name'], [t('description'), 'desc'], [t('source'), 'source'], [t('status'), 'status'],
+    [t('last_call'), 'when'], [t('actions'), 'actions']], list.map((p) => {
     const on = p.status !== '1';
     const toggle = el('button', { class: 'secondary', text: on ? t('disable') : t('enable'), on: { click: async () => {
       const r = await call('PATCH', '/v1/plugins/' + encodeURIComponent(p.name), { status: on ? '1' : '0' });
       if (r.ok) route(); else toggle.after(errorBox(r));
     } } });
-    const ex2 = p.execution || {};
-    return [link(['plugin', p.name], p.name), el('span', { text: p.title || p.description }),
-      el('span', { text: (ex2.type || 'http') + (p.create_by ? ' · ' + p.create_by : '') }),
+    const type = (p.execution && p.execution.type) || 'http';
+    const from = p.source_id ? sources[p.source_id] : null;
+    // The description, less the title it often starts with (an
+    // operation's summary, then its description).
+    const title = plainText(p.title), full = plainText(p.description);
+    const text = title && full.startsWith(title) ? full.slice(title.length).trim() : full;
+    return [link(['plugin', p.name], null, ...breakable(p.name)),
+      el('div', { class: 'clamp', attrs: { title: full } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
+      el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
+        el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null } })),
       el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
-      el('span', { text: fmtTime(last[p.name]) }), el('span', null, toggle, ' ', link(['try', p.name], t('try')))];
-  })));
+      el('span', { text: fmtShort(p.last_call_time), attrs: { title: p.last_call_time ? fmtTime(p.last_call_time) : null } }),
+      el('span', null, toggle, ' ', link(['try', p.name], t('try')))];
+  }), 'catalog'), nav());
+  // The first page is interactive: the browser test reads this mark.
+  performance.mark('catalog-ready');
 }
 
-async function pageTools(page) {
+// TOOLS_PAGE is the tools of a page: the most a search answers at once.
+const TOOLS_PAGE = 50;
+
+// pageTools shows a page of the tools the LLM sees, by name, or with a
+// search the best first: never the whole catalog at once.
+async function pageTools(page, raw) {
   heading(page, t('tools'), t('tools_purpose'));
-  const r = await call('GET', '/v1/tools');
+  const q = new URLSearchParams(raw);
+  const pageNo = Math.max(1, Number.parseInt(q.get('page'), 10) || 1);
+  const go = (changes) => {
+    const n = new URLSearchParams(q);
+    for (const [k, v] of Object.entries(changes)) if (v) n.set(k, v); else n.delete(k);
+    if (!('page' in changes) || n.get('page') === '1') n.delete('page');
+    location.hash = '#/tools/' + n.toString();
+  };
+  const input = el('input', { attrs: { type: 'search', id: 'search', value: q.get('q') || '', placeholder: t('search_ph'), 'aria-label': t('search') } });
+  page.append(el('form', { class: 'row filters', on: { submit: (e) => { e.preventDefault(); go({ q: input.value.trim() }); } } },
+    el('span', { class: 'search' }, input, el('button', { text: t('search') }))));
+  const api = new URLSearchParams({ limit: String(TOOLS_PAGE), offset: String((pageNo - 1) * TOOLS_PAGE) });
+  if (q.get('q')) api.set('q', q.get('q'));
+  const r = await call('GET', (q.get('q') ? '/v1/tools/search?' : '/v1/tools?') + api.toString());
   if (!r.ok) return page.append(errorBox(r));
-  const tools = r.data.tools || [];
-  if (!tools.length) return page.append(el('p', { class: 'empty', text: t('empty_tools') }));
+  const tools = (r.data.results ? r.data.results.map((x) => x.tool) : r.data.tools) || [], total = r.data.total || 0;
+  if (!tools.length && total) return go({ page: String(Math.ceil(total / TOOLS_PAGE)) });
+  if (!tools.length) return page.append(el('p', { class: 'empty', text: t(q.get('q') ? 'empty_search' : 'empty_tools') }));
+  const nav = () => pager(total, pageNo, TOOLS_PAGE, (n) => go({ page: String(n) }));
+  page.append(nav());
   for (const tool of tools) {
     const f = tool.function || tool;
-    page.append(el('h2', null, link(['try', f.name], f.name)), el('p', { text: f.description }), paramTree(f.parameters));
+    page.append(el('h2', { class: 'tool' }, link(['try', f.name], null, ...breakable(f.name))), el('p', { text: plainText(f.description) }), paramTree(f.parameters));
   }
+  page.append(nav());
 }
 
 // paramTree shows a JSON schema as nested lists: name, type, required, description.
@@ -256,16 +393,17 @@ function paramTree(schema, required) {
     if (s.type === 'object') kids.push(paramTree(s));
     if (s.type === 'array' && s.items && s.items.type === 'object') kids.push(paramTree(s.items));
     return el('li', null, el('code', { text: n }), ' ', el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') }),
-      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', s.description ? ' — ' + s.description : '', kids);
+      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', plainText(s.description) ? ' — ' + plainText(s.description) : '', kids);
   })));
 }
 
 async function pagePlugin(page, name) {
-  heading(page, name, t('plugin_purpose'));
+  heading(page, '', t('plugin_purpose'));
+  page.querySelector('h1').append(...breakable(name));
   const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
   if (!r.ok) return page.append(errorBox(r));
   const p = r.data;
-  page.append(el('p', null, link(['try', name], t('try'))), el('p', { text: p.description }),
+  page.append(el('p', null, link(['try', name], t('try'))), el('p', { class: 'description', text: plainText(p.description) }),
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
       el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
@@ -290,7 +428,7 @@ async function pagePlugin(page, name) {
 // undefined when left empty.
 function field(name, schema, required) {
   const s = schema || {};
-  const label = (input) => el('label', null, el('span', null, name, required ? ' *' : '', s.description ? el('span', { class: 'hint', text: ' ' + s.description }) : null), input);
+  const label = (input) => el('label', null, el('span', null, name, required ? ' *' : '', plainText(s.description) ? el('span', { class: 'hint', text: ' ' + plainText(s.description) }) : null), input);
   if (s.enum) {
     const sel = el('select', { attrs: { name, required } }, el('option', { attrs: { value: '' }, text: t('choose') }),
       s.enum.map((v, i) => el('option', { attrs: { value: String(i) }, text: String(v) })));
@@ -451,7 +589,7 @@ async function pageMCP(page) {
     const tools = (refresh) => async () => {
       const x = await call('GET', '/v1/mcp/servers/' + id + '/tools' + (refresh ? '?refresh=1' : ''));
       detail.replaceChildren(el('h2', { text: s.name }), x.ok ? table([t('name'), t('description')],
-        (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: tl.description })])) : errorBox(x));
+        (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: plainText(tl.description) })])) : errorBox(x));
     };
     return [el('span', { text: s.name }), el('code', { text: s.url }), el('span', null,
       el('button', { class: 'secondary tools', text: t('list_tools'), on: { click: tools(false) } }), ' ',
@@ -621,6 +759,7 @@ async function route() {
     return a;
   }));
   const page = el('div', { attrs: { id: 'page', 'data-page': name } });
+  const rest = location.hash.replace(/^#\/?[^/]*\/?/, ''); // a route's query, undecoded
   document.getElementById('page').replaceWith(page);
   const admin = { catalog: true, plugin: true, import: true, mcp: true };
   if (admin[name] && !isAdmin()) {
@@ -628,7 +767,7 @@ async function route() {
     return page.setAttribute('data-ready', 'true');
   }
   const pages = {
-    catalog: () => pageCatalog(page, parts[1]), tools: () => pageTools(page), plugin: () => pagePlugin(page, parts[1]),
+    catalog: () => pageCatalog(page, rest), tools: () => pageTools(page, rest), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
     run: () => pageRun(page, parts[1]),

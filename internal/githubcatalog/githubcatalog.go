@@ -45,8 +45,9 @@ var parsed struct {
 	err  error
 }
 
-// load parses the description once per test binary.
-func load(tb testing.TB) *openapi.Document {
+// Path returns the description's file, skipping the test when it is
+// missing (failing it when CI is set).
+func Path(tb testing.TB) string {
 	tb.Helper()
 	path := specPath()
 	if _, err := os.Stat(path); err != nil {
@@ -57,6 +58,13 @@ func load(tb testing.TB) *openapi.Document {
 		}
 		tb.Skip(msg)
 	}
+	return path
+}
+
+// load parses the description once per test binary.
+func load(tb testing.TB) *openapi.Document {
+	tb.Helper()
+	path := Path(tb)
 	parsed.once.Do(func() {
 		data, err := os.ReadFile(path)
 		if err != nil {
