@@ -254,7 +254,7 @@ func rawArgs(raw json.RawMessage) json.RawMessage {
 // given); else those named in ?names=a,b (unknown names are left out);
 // else all.
 func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
-	q, limit, err := searchParams(r)
+	q, limit, err := s.searchParams(r)
 	if err != nil {
 		return nil, err
 	}

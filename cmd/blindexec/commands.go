@@ -85,12 +85,13 @@ func serveCmd(cfg *config) *cobra.Command {
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
 					ToolSearch: cfg.toolSearch},
-				Runner:      cfg.runner(parts.executor, log),
-				Changes:     parts.changes,
-				Catalog:     parts.catalog,
-				Deadlines:   cfg.limits.deadlines,
-				Version:     versionLine(),
-				OutageGrace: cfg.outageGrace,
+				Runner:        cfg.runner(parts.executor, log),
+				Changes:       parts.changes,
+				Catalog:       parts.catalog,
+				Deadlines:     cfg.limits.deadlines,
+				Version:       versionLine(),
+				OutageGrace:   cfg.outageGrace,
+				MaxQueryChars: cfg.toolSearch.MaxQueryChars,
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)

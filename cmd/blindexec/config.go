@@ -287,7 +287,8 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
 }
 
-// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED.
+// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED,
+// and BLINDEXEC_MAX_QUERY_CHARS.
 func toolSearchSettings(src *settings.Source) toolset.Config {
 	threshold := src.Check(toolset.EnvThreshold, strconv.Itoa(toolset.DefaultThreshold),
 		fmt.Sprintf("a number of tools from 1 to %d", toolset.MaxThreshold), func(v string) bool {
@@ -296,5 +297,6 @@ func toolSearchSettings(src *settings.Source) toolset.Config {
 		})
 	n, _ := strconv.Atoi(threshold)
 	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
-	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, ""))}
+	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, "")),
+		MaxQueryChars: int(src.Int(toolset.EnvMaxQueryChars, toolset.DefaultMaxQueryChars, 1))}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // SessionIdle closes an HTTP session that has had no request this long.
@@ -54,7 +56,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			slot.srv = s.NewServer(r.Context().Value(identityKey{}).(Identity).User)
 		}
 		return slot.srv
-	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle,
+	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle, MaxRequestBodyBytes: httpbody.MaxJSON,
 		// A POST is answered with one JSON body rather than an event
 		// stream: no tool of ours sends messages while it runs, and the
 		// stream's machinery cost /mcp a tenth of its calls' time

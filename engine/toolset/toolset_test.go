@@ -56,9 +56,12 @@ func TestParseSearchArgs(t *testing.T) {
 		{``, SearchArgs{}, true},
 		{`{"query":`, SearchArgs{}, true},
 		{`{"query":3}`, SearchArgs{}, true},
+		// Issue 30: a query is bounded in characters, not bytes.
+		{`{"query":"` + strings.Repeat("é", 18) + `"}`, SearchArgs{Query: strings.Repeat("é", 18), Limit: DefaultLimit}, false},
+		{`{"query":"` + strings.Repeat("é", 19) + `"}`, SearchArgs{}, true},
 	}
 	for _, tt := range tests {
-		got, err := ParseSearchArgs([]byte(tt.raw))
+		got, err := ParseSearchArgs([]byte(tt.raw), 18)
 		if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrArguments)) {
 			t.Errorf("%s: error %v", tt.raw, err)
 			continue
@@ -66,6 +69,17 @@ func TestParseSearchArgs(t *testing.T) {
 		if err == nil && got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.raw, got, tt.want)
 		}
+	}
+}
+
+func TestCheckQuery(t *testing.T) {
+	err := CheckQuery(strings.Repeat("x", DefaultMaxQueryChars+1), 0)
+	var qe *QueryTooLongError
+	if !errors.As(err, &qe) || qe.Max != DefaultMaxQueryChars || !strings.Contains(err.Error(), "limit of 2000 characters (BLINDEXEC_MAX_QUERY_CHARS)") {
+		t.Errorf("a query over the default: %v", err)
+	}
+	if err := CheckQuery(strings.Repeat("x", DefaultMaxQueryChars), 0); err != nil {
+		t.Errorf("a query at the default: %v", err)
 	}
 }
 

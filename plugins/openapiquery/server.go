@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // ServerOptions configure the MCP server of the query tools.
@@ -63,7 +65,7 @@ func ServeStdio(ctx context.Context, opts ServerOptions) error {
 func Handler(opts ServerOptions) http.Handler {
 	srv := NewServer(opts)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, Logger: opts.Logger})
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: opts.Logger, MaxRequestBodyBytes: httpbody.MaxJSON})
 }
 
 type server struct {
