@@ -84,7 +84,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
-					ToolSearch: cfg.toolSearch},
+					ToolSearch: cfg.toolSearch, Sessions: cfg.mcpSessions},
 				Runner:        cfg.runner(parts.executor, log),
 				Changes:       parts.changes,
 				Catalog:       parts.catalog,

@@ -57,6 +57,8 @@ type config struct {
 	toolSearch toolset.Config
 	// limits are serve's protections against its callers.
 	limits *serveLimits
+	// mcpSessions bound serve's /mcp sessions.
+	mcpSessions mcpserver.SessionLimits
 	// settings is where the values came from, for messages that name it.
 	settings *settings.Source
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
@@ -103,6 +105,11 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
+	c.mcpSessions = mcpserver.SessionLimits{
+		PerUser: int(src.Int(mcpserver.EnvSessionsPerUser, mcpserver.DefaultSessionsPerUser, 1)),
+		Total:   int(src.Int(mcpserver.EnvSessions, mcpserver.DefaultSessions, 1)),
+		Idle:    src.Millis(mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle),
+	}
 	c.toolSearch = toolSearchSettings(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
