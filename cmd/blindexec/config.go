@@ -32,19 +32,22 @@ import (
 // BLINDEXEC_ variable (read strictly by internal/settings) as the default.
 // The README's configuration table lists them.
 type config struct {
-	db              string
-	masterKey       string
-	oldKeys         string
-	adminToken      string
-	serviceToken    string
-	addr            string
-	egressAllow     string
-	maxTimeout      time.Duration
-	changePoll      time.Duration
-	logLevel        string
-	llmBaseURL      string
-	llmAPIKey       string
-	llmModel        string
+	db           string
+	masterKey    string
+	oldKeys      string
+	adminToken   string
+	serviceToken string
+	addr         string
+	egressAllow  string
+	maxTimeout   time.Duration
+	changePoll   time.Duration
+	logLevel     string
+	llmBaseURL   string
+	llmAPIKey    string
+	llmModel     string
+	// llmMaxResponse and llmMaxToolCalls bound what the model answers.
+	llmMaxResponse  int64
+	llmMaxToolCalls int
 	noMigrate       bool
 	publicURL       string
 	mcpAllowStdio   bool
@@ -97,6 +100,8 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.llmBaseURL = src.URL("BLINDEXEC_LLM_BASE_URL", "")
 	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
 	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
+	c.llmMaxResponse = src.Int(loop.EnvMaxResponseBytes, loop.DefaultMaxResponseBytes, 1)
+	c.llmMaxToolCalls = int(src.Int(loop.EnvMaxToolCalls, loop.DefaultMaxToolCalls, 1))
 	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
 	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
 	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
@@ -291,7 +296,8 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmHTTP != nil {
 		oc.HTTPClient = c.llmHTTP
 	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
+		MaxResponseBytes: c.llmMaxResponse, MaxToolCalls: c.llmMaxToolCalls}
 }
 
 // toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED,
