@@ -66,23 +66,26 @@ func MarshalWithin(r *Reply, max int) ([]byte, error) {
 // cutMarker marks a cut text; its %d is the bytes cut.
 const cutMarker = "…[cut: %d more bytes]"
 
-// cutTexts cuts the longest texts to one length, so that together they
-// are at least over bytes shorter (markers counted). It reports false when
-// even cutting every text to nothing would not do.
+// cutTexts cuts the longest texts to one length, measured as JSON
+// encodes them, so that together they encode at least over bytes shorter
+// (markers counted). It reports false when even cutting every text to
+// nothing would not do.
 func cutTexts(texts []*string, over int) bool {
+	enc := make([]int, len(texts))
 	total, longest := 0, 0
-	for _, t := range texts {
+	for i, t := range texts {
+		enc[i] = encodedLen(*t)
 		total += len(*t)
-		longest = max(longest, len(*t))
+		longest = max(longest, enc[i])
 	}
 	markerLen := len(fmt.Sprintf(cutMarker, total)) // the longest a marker gets
 	// The largest length keep such that cutting every longer text to it
 	// (plus its marker) saves over bytes: saving falls as keep grows.
 	saved := func(keep int) int {
 		n := 0
-		for _, t := range texts {
-			if len(*t) > keep+markerLen {
-				n += len(*t) - keep - markerLen
+		for _, e := range enc {
+			if e > keep+markerLen {
+				n += e - keep - markerLen
 			}
 		}
 		return n
@@ -99,19 +102,49 @@ func cutTexts(texts []*string, over int) bool {
 			hi = mid - 1
 		}
 	}
-	for _, t := range texts {
-		if len(*t) > lo+markerLen {
-			*t = cut(*t, lo)
+	for i, t := range texts {
+		if enc[i] > lo+markerLen {
+			n := prefixWithin(*t, lo)
+			*t = (*t)[:n] + fmt.Sprintf(cutMarker, len(*t)-n)
 		}
 	}
 	return true
 }
 
-// cut keeps the first keep bytes of s (fewer, to end on a whole
-// character) and the marker.
-func cut(s string, keep int) string {
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
+// encodedLen is the length of s inside a JSON string as encoding/json
+// writes it (HTML characters escaped).
+func encodedLen(s string) int {
+	n, _ := encoded(s, -1)
+	return n
+}
+
+// prefixWithin is the longest prefix of s, ending on a whole character,
+// that JSON encodes in at most n bytes.
+func prefixWithin(s string, n int) int {
+	_, end := encoded(s, n)
+	for end > 0 && end < len(s) && !utf8.RuneStart(s[end]) {
+		end--
 	}
-	return s[:keep] + fmt.Sprintf(cutMarker, len(s)-keep)
+	return end
+}
+
+// encoded walks s while its JSON encoding stays within limit bytes (no
+// limit when negative): the encoding's length and the bytes walked.
+func encoded(s string, limit int) (cost, end int) {
+	for i := 0; i < len(s); i++ {
+		c := 1
+		switch b := s[i]; {
+		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f':
+			c = 2
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			c = 6
+		case b == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9):
+			c = 4 // U+2028 and U+2029 become \u2028: 6 bytes, with their next two
+		}
+		if limit >= 0 && cost+c > limit {
+			return cost, i
+		}
+		cost += c
+	}
+	return cost, len(s)
 }
