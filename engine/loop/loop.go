@@ -46,7 +46,7 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 	// DefaultMaxToolCalls bounds the tool calls executed per turn; the
 	// rest are answered to the model as not executed.
-	DefaultMaxToolCalls = 32
+	DefaultMaxToolCalls   = 32
 	DefaultMaxSteps       = 8
 	MaxMaxSteps           = 50
 	DefaultMaxConcurrency = 4
