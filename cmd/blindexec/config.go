@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/egress"
 	"github.com/blindexec/blindexec/engine/loop"
@@ -62,6 +64,9 @@ type config struct {
 	limits *serveLimits
 	// mcpSessions bound serve's /mcp sessions.
 	mcpSessions mcpserver.SessionLimits
+	// trustedProxies are the proxies whose X-Forwarded-For the console
+	// believes.
+	trustedProxies []netip.Prefix
 	// settings is where the values came from, for messages that name it.
 	settings *settings.Source
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
@@ -110,6 +115,10 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
+	c.trustedProxies, _ = console.ParseProxies(src.Check(console.EnvTrustedProxies, "", "comma-separated IP addresses and CIDRs, e.g. 10.0.0.5,192.168.0.0/16", func(v string) bool {
+		_, err := console.ParseProxies(v)
+		return err == nil
+	}))
 	c.mcpSessions = mcpserver.SessionLimits{
 		PerUser: int(src.Int(mcpserver.EnvSessionsPerUser, mcpserver.DefaultSessionsPerUser, 1)),
 		Total:   int(src.Int(mcpserver.EnvSessions, mcpserver.DefaultSessions, 1)),
