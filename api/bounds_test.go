@@ -2,10 +2,20 @@ package api
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/egress/egresstest"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -46,5 +56,37 @@ func TestUntrustedTextBounds(t *testing.T) {
 	code, out := e.do("POST", "/mcp", mcpService, init, "X-User-Id", "7", "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
 	if code != 200 || out["result"] == nil {
 		t.Errorf("a 5 MiB body to /mcp: %d %v", code, out)
+	}
+}
+
+// Issue 30, point 1: serve's /metrics shows the live /mcp sessions, held
+// to the per-user cap.
+func TestMCPSessionsOnMetrics(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	reg := prometheus.NewRegistry()
+	m := enginemcp.NewManager(st, egresstest.Client(t))
+	t.Cleanup(func() { m.Close() })
+	s := &Server{Store: st, Executor: engine.NewExecutor(egresstest.Client(t)), AdminToken: mcpAdmin, ServiceToken: mcpService,
+		Logger: slog.New(slog.DiscardHandler), Registry: reg, MCP: &MCPConfig{Manager: m, Sessions: mcpserver.SessionLimits{PerUser: 2}}}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for range 5 {
+		if code, out := DoJSON(t, hs.URL, "POST", "/mcp", mcpService, init, "X-User-Id", "7", "Content-Type", "application/json", "Accept", "application/json, text/event-stream"); code != 200 {
+			t.Fatalf("initialize: %d %v", code, out)
+		}
+	}
+	req, _ := http.NewRequest("GET", hs.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+mcpAdmin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"\nblindexec_mcp_sessions 2\n", `blindexec_mcp_sessions_ended_total{limit="per_user"} 3`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
