@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
@@ -173,7 +172,7 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 // (default toolsearch.DefaultLimit, at most toolsearch.MaxLimit).
 func (s *Server) searchParams(r *http.Request) (string, int, error) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	if err := toolset.CheckQuery(q, s.MaxQueryChars); err != nil {
+	if err := toolsearch.CheckQuery(q, s.MaxQueryChars); err != nil {
 		return "", 0, err
 	}
 	limit := toolsearch.DefaultLimit
@@ -230,7 +229,7 @@ func (s *Server) toolsError(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "malformed_request", pe.msg, nil)
 		return
 	}
-	if qe, ok := errors.AsType[*toolset.QueryTooLongError](err); ok {
+	if qe, ok := errors.AsType[*toolsearch.QueryTooLongError](err); ok {
 		writeError(w, http.StatusBadRequest, codeQueryTooLong, "q: "+strings.TrimPrefix(qe.Error(), "query: "),
 			map[string]any{"limit": "query characters", "max": qe.Max})
 		return

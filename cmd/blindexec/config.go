@@ -28,6 +28,7 @@ import (
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // config is every setting: a flag each where one makes sense, with its
@@ -320,5 +321,5 @@ func toolSearchSettings(src *settings.Source) toolset.Config {
 	n, _ := strconv.Atoi(threshold)
 	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
 	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, "")),
-		MaxQueryChars: int(src.Int(toolset.EnvMaxQueryChars, toolset.DefaultMaxQueryChars, 1))}
+		MaxQueryChars: int(src.Int(toolsearch.EnvMaxQueryChars, toolsearch.DefaultMaxQueryChars, 1))}
 }

@@ -35,10 +35,6 @@ const (
 	// EnvPinned lists, comma-separated, the tools the MCP server shows
 	// beside the meta-tools when search is on.
 	EnvPinned = "BLINDEXEC_TOOL_SEARCH_PINNED"
-	// EnvMaxQueryChars bounds a search query, wherever it enters
-	// (search_tools, GET /v1/tools/search, ?q= of GET /v1/tools, the
-	// console): a longer one is refused before any search is done.
-	EnvMaxQueryChars = "BLINDEXEC_MAX_QUERY_CHARS"
 
 	DefaultThreshold = 40
 	// MaxThreshold keeps the threshold plus the meta-tools within the
@@ -47,9 +43,6 @@ const (
 	// DefaultLimit and MaxLimit bound the matches of one search.
 	DefaultLimit = 5
 	MaxLimit     = 20
-	// DefaultMaxQueryChars is the default of EnvMaxQueryChars: a request
-	// in people's words is a sentence, not a document.
-	DefaultMaxQueryChars = 2000
 )
 
 // Mode says when search replaces the full list.
@@ -77,31 +70,9 @@ type Config struct {
 	Threshold int
 	// Pinned are the tools an MCP server shows beside the meta-tools.
 	Pinned []string
-	// MaxQueryChars bounds a search query (DefaultMaxQueryChars when 0).
+	// MaxQueryChars bounds a search query (toolsearch.DefaultMaxQueryChars
+	// when 0).
 	MaxQueryChars int
-}
-
-// QueryTooLongError refuses a search query over the limit before any
-// search is done on it.
-type QueryTooLongError struct {
-	Max int // characters
-}
-
-func (e *QueryTooLongError) Error() string {
-	return fmt.Sprintf("query: over the limit of %d characters (%s); say in a few words what the tool should do", e.Max, EnvMaxQueryChars)
-}
-
-// CheckQuery refuses a query of more than max characters (Unicode code
-// points; DefaultMaxQueryChars when max is 0).
-func CheckQuery(q string, max int) error {
-	if max <= 0 {
-		max = DefaultMaxQueryChars
-	}
-	// Bytes bound characters from above: most queries need no count.
-	if len(q) > max && utf8.RuneCountInString(q) > max {
-		return &QueryTooLongError{Max: max}
-	}
-	return nil
 }
 
 // Names splits a comma-separated list of tool names (EnvPinned).
@@ -155,7 +126,7 @@ var ErrArguments = errors.New("invalid arguments")
 
 // ParseSearchArgs reads search_tools' arguments; Limit defaults to
 // DefaultLimit and is cut to MaxLimit. A query of more than maxQuery
-// characters is refused (CheckQuery).
+// characters is refused (toolsearch.CheckQuery).
 func ParseSearchArgs(raw []byte, maxQuery int) (SearchArgs, error) {
 	var a SearchArgs
 	if len(strings.TrimSpace(string(raw))) == 0 {
@@ -168,7 +139,7 @@ func ParseSearchArgs(raw []byte, maxQuery int) (SearchArgs, error) {
 	if a.Query == "" {
 		return a, fmt.Errorf("%w: query is required: say in a few words what the tool should do", ErrArguments)
 	}
-	if err := CheckQuery(a.Query, maxQuery); err != nil {
+	if err := toolsearch.CheckQuery(a.Query, maxQuery); err != nil {
 		return a, fmt.Errorf("%w: %w", ErrArguments, err)
 	}
 	if a.Limit <= 0 {

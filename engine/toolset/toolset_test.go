@@ -72,17 +72,6 @@ func TestParseSearchArgs(t *testing.T) {
 	}
 }
 
-func TestCheckQuery(t *testing.T) {
-	err := CheckQuery(strings.Repeat("x", DefaultMaxQueryChars+1), 0)
-	var qe *QueryTooLongError
-	if !errors.As(err, &qe) || qe.Max != DefaultMaxQueryChars || !strings.Contains(err.Error(), "limit of 2000 characters (BLINDEXEC_MAX_QUERY_CHARS)") {
-		t.Errorf("a query over the default: %v", err)
-	}
-	if err := CheckQuery(strings.Repeat("x", DefaultMaxQueryChars), 0); err != nil {
-		t.Errorf("a query at the default: %v", err)
-	}
-}
-
 func TestParseCallArgs(t *testing.T) {
 	tests := []struct {
 		raw, name, args string
