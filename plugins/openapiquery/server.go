@@ -35,6 +35,11 @@ type ServerOptions struct {
 	// are then ignored).
 	Cache  *Cache
 	Logger *slog.Logger
+	// MaxQueryChars bounds the query of search_operations and
+	// searchEndpoints (toolsearch.DefaultMaxQueryChars when 0;
+	// BLINDEXEC_MAX_QUERY_CHARS): a longer one is refused before the
+	// document is read.
+	MaxQueryChars int
 }
 
 // NewServer returns an MCP server with the ten query tools.
