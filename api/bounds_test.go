@@ -44,6 +44,9 @@ func TestUntrustedTextBounds(t *testing.T) {
 	if code, out := e.do("POST", "/v1/mcp/servers", mcpAdmin, map[string]any{"name": "long", "url": longURL}); code != 400 || !strings.Contains(errMessage(out)+fmt.Sprint(out), "over the limit of 1024") {
 		t.Errorf("an MCP server URL of 1,118 bytes: %d %v", code, out)
 	}
+	if code, out := e.do("POST", "/v1/tokens", mcpAdmin, map[string]any{"user_id": 7, "name": strings.Repeat("n", 129)}); code != 400 || !strings.Contains(errMessage(out), "name: 129 characters, over the limit of 128") {
+		t.Errorf("a token name of 129 characters: %d %v", code, out)
+	}
 	if code, out := e.do("POST", "/v1/plugins", mcpAdmin, map[string]any{"name": "long", "description": strings.Repeat("d", 16_001),
 		"parameters": map[string]any{"type": "object"}, "execution": map[string]any{"method": "GET", "base_url": "https://x.example/"}}); code != 400 || !strings.Contains(fmt.Sprint(out), "description: maxLength: got 16,001, want 16,000") {
 		t.Errorf("a description of 16,001 characters: %d %v", code, out)
