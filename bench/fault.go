@@ -906,7 +906,8 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 	// 7 are not refused; user 9's calls are held at it.
 	limit := r.o.conc
 	const bodyDeadline = 2 * time.Second // shortened, so that slow bodies are cut within the burst
-	llm := hostileLLM() // issue 30: a model that answers too much
+	// Issue 30: a model that answers too much.
+	llm := hostileLLM()
 	defer llm.Close()
 	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit), "BLINDEXEC_MAX_RUNS_PER_USER="+strconv.Itoa(limit),
 		"BLINDEXEC_BODY_TIMEOUT_MS="+strconv.Itoa(int(bodyDeadline.Milliseconds())), "BLINDEXEC_LLM_BASE_URL="+llm.URL+"/v1"); err != nil {

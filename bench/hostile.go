@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	openai "github.com/sashabaranov/go-openai"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/console"
@@ -170,7 +170,7 @@ type hostileTarget struct {
 // ordinary call, for scale.
 type hostileRequest struct {
 	name       string
-	n          int // requests measured
+	n          int    // requests measured
 	method     string // "": POST
 	path, body string
 	status     int
@@ -218,7 +218,7 @@ func hostileRequests30(t hostileTarget) []hostileRequest {
 	return []hostileRequest{
 		{name: "/v1/tools/search, q of 30,000 characters (400)", n: 300, method: "GET", path: "/v1/tools/search?q=" + strings.Repeat("a", 30_000), status: 400},
 		{name: "/mcp initialize, one user past its 32 sessions (200: its oldest idle one ends)", n: 2000, path: "/mcp",
-			body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`,
+			body:   `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`,
 			status: 200, header: mcpHeader},
 		{name: "/console/csp-report, 16 KiB (413)", n: 300, path: "/console/csp-report", body: `{"x":"` + strings.Repeat("a", 16<<10) + `"}`, status: 413},
 		{name: "/console/csp-report, the same 1 KiB report again (204, counted, not logged)", n: 2000, path: "/console/csp-report", body: report, status: 204},
