@@ -361,7 +361,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	}
 	total := len(ps)
 	if q := r.URL.Query(); q.Get("q") == "" && (q.Has("limit") || q.Has("offset")) {
-		_, limit, err := searchParams(r) // the same limit, with q or without
+		_, limit, err := s.searchParams(r) // the same limit, with q or without
 		var offset int
 		if err == nil {
 			offset, err = offsetParam(r)
@@ -404,7 +404,7 @@ func rawArgs(raw json.RawMessage) json.RawMessage {
 // given); else those named in ?names=a,b (unknown names are left out);
 // else all.
 func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
-	q, limit, err := searchParams(r)
+	q, limit, err := s.searchParams(r)
 	if err != nil {
 		return nil, err
 	}

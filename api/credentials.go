@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/store"
@@ -129,6 +130,9 @@ func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err err
 
 // Tokens: per-user bearer tokens, stored hashed and shown once.
 
+// maxTokenName bounds a token's name: its column's size.
+const maxTokenName = 128
+
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	defer s.changed(r.Context())
 	var req struct {
@@ -141,6 +145,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.UserID <= 0 {
 		writeError(w, http.StatusBadRequest, "malformed_request", "user_id: required, a positive integer", nil)
+		return
+	}
+	if n := utf8.RuneCountInString(req.Name); n > maxTokenName {
+		writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("name: %d characters, over the limit of %d", n, maxTokenName),
+			map[string]any{"limit": "name characters", "max": maxTokenName})
 		return
 	}
 	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second)

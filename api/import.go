@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -111,6 +112,10 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case req.URL != "" && len(req.Document) > 0:
 			writeError(w, http.StatusBadRequest, "malformed_request", "url, document: give one, not both", nil)
+			return
+		case len(req.URL) > plugins.MaxURLBytes:
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %d bytes, over the limit of %d", len(req.URL), plugins.MaxURLBytes),
+				map[string]any{"limit": "url bytes", "max": plugins.MaxURLBytes})
 			return
 		case req.URL != "":
 			// Only http(s): a path would read the engine's own files.

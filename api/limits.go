@@ -18,7 +18,7 @@ import (
 )
 
 // maxBody bounds every JSON request body the API reads: past it, 413.
-const maxBody = 8 << 20
+const maxBody = httpbody.MaxJSON
 
 // Error codes of refused bodies.
 const (

@@ -42,6 +42,9 @@ type MCPConfig struct {
 	AllowStdio bool
 	// ToolSearch is the tool search setting of /mcp (BLINDEXEC_TOOL_SEARCH*).
 	ToolSearch toolset.Config
+	// Sessions bound the sessions of /mcp (BLINDEXEC_MCP_MAX_SESSIONS*,
+	// BLINDEXEC_MCP_SESSION_IDLE_MS).
+	Sessions mcpserver.SessionLimits
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -76,7 +79,14 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
+	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger,
+		Sessions: cfg.Sessions})
+	if s.Registry != nil {
+		// A second Handler on one registry keeps the first one's.
+		if err := s.mcpService.Register(s.Registry); err != nil {
+			s.Logger.Warn("MCP session metrics not registered", "err", err)
+		}
+	}
 	catalog := s.mcpService.Handler(s.mcpIdentity)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)

@@ -174,8 +174,10 @@ func (s *Server) streamRun(ctx context.Context, w http.ResponseWriter, req *loop
 	})
 }
 
+// saveReply stores the run's reply, its longest texts cut to fit the
+// database when they must.
 func (s *Server) saveReply(ctx context.Context, run *store.Run, reply *loop.Reply) {
-	body, err := json.Marshal(reply)
+	body, err := loop.MarshalWithin(reply, store.MaxRunReply)
 	if err == nil {
 		run.Reply = body
 	}

@@ -60,6 +60,10 @@ type Server struct {
 	Semantic *toolsearch.Semantic
 	// Deadlines bound reading bodies and writing answers, per route.
 	Deadlines Deadlines
+	// MaxQueryChars bounds the q of GET /v1/tools/search and GET
+	// /v1/tools (toolsearch.DefaultMaxQueryChars when 0;
+	// BLINDEXEC_MAX_QUERY_CHARS).
+	MaxQueryChars int
 	// Version is the engine's version, shown by /healthz so that a caller
 	// knows which payload fields it accepts.
 	Version string

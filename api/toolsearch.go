@@ -194,7 +194,7 @@ func NewSearchResponse(rs []toolsearch.Result, total, offset int, took time.Dura
 
 // searchTools answers GET /v1/tools/search?q=&limit=&offset=.
 func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
-	q, limit, err := searchParams(r)
+	q, limit, err := s.searchParams(r)
 	if err == nil && q == "" {
 		err = &paramError{"q: give the request to search for, e.g. ?q=list+open+issues"}
 	}
@@ -228,10 +228,13 @@ func offsetParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
-// searchParams reads q and limit (default toolsearch.DefaultLimit, at most
-// toolsearch.MaxLimit).
-func searchParams(r *http.Request) (string, int, error) {
+// searchParams reads q (at most MaxQueryChars characters) and limit
+// (default toolsearch.DefaultLimit, at most toolsearch.MaxLimit).
+func (s *Server) searchParams(r *http.Request) (string, int, error) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if err := toolsearch.CheckQuery(q, s.MaxQueryChars); err != nil {
+		return "", 0, err
+	}
 	limit := toolsearch.DefaultLimit
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -271,6 +274,9 @@ func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.P
 	return out, nil
 }
 
+// codeQueryTooLong refuses a search query over MaxQueryChars: 400.
+const codeQueryTooLong = "query_too_long"
+
 // paramError is a malformed query parameter: 400.
 type paramError struct{ msg string }
 
@@ -281,6 +287,11 @@ func (s *Server) toolsError(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *paramError
 	if errors.As(err, &pe) {
 		writeError(w, http.StatusBadRequest, "malformed_request", pe.msg, nil)
+		return
+	}
+	if qe, ok := errors.AsType[*toolsearch.QueryTooLongError](err); ok {
+		writeError(w, http.StatusBadRequest, codeQueryTooLong, "q: "+strings.TrimPrefix(qe.Error(), "query: "),
+			map[string]any{"limit": "query characters", "max": qe.Max})
 		return
 	}
 	s.internal(w, r, err)

@@ -895,7 +895,7 @@ func (p *dbProxy) restore() {
 
 func (p *dbProxy) close() { p.refuse() }
 
-// hostile: issue 13's attacks on serve, a burst of each from -c workers:
+// hostile: issue 13's and issue 30's attacks on serve, a burst of each from -c workers:
 // the CPU the engine spent per request (utime+stime of the process) and
 // its resident memory before, at its peak during the burst and after,
 // beside an ordinary call. The MCP inputSchemas are met by re-importing a
@@ -906,8 +906,11 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 	// 7 are not refused; user 9's calls are held at it.
 	limit := r.o.conc
 	const bodyDeadline = 2 * time.Second // shortened, so that slow bodies are cut within the burst
-	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit),
-		"BLINDEXEC_BODY_TIMEOUT_MS="+strconv.Itoa(int(bodyDeadline.Milliseconds()))); err != nil {
+	// Issue 30: a model that answers too much.
+	llm := hostileLLM()
+	defer llm.Close()
+	if err := r.start(ctx, "BLINDEXEC_MAX_CONCURRENT_PER_USER="+strconv.Itoa(limit), "BLINDEXEC_MAX_RUNS_PER_USER="+strconv.Itoa(limit),
+		"BLINDEXEC_BODY_TIMEOUT_MS="+strconv.Itoa(int(bodyDeadline.Milliseconds())), "BLINDEXEC_LLM_BASE_URL="+llm.URL+"/v1"); err != nil {
 		return nil, err
 	}
 	// A tool taking a string argument, as seed 001's search does.
@@ -933,14 +936,18 @@ func (r *faultRun) hostile(ctx context.Context) (*faultResult, error) {
 		workers int // 0: -c
 	}
 	var attacks []attack
-	reqs := append(hostileRequests(hostileTarget{tool: "fault_search", user: 7, heldUser: 9, limit: limit, upstream: r.up}), hostileRequest{
+	target := hostileTarget{tool: "fault_search", user: 7, heldUser: 9, limit: limit, upstream: r.up}
+	reqs := append(hostileRequests(target), hostileRequest{
 		name: "/v1/execute, inline plugin, path value %2e%2e (422)", n: 300, path: "/v1/execute", status: http.StatusUnprocessableEntity,
 		body: `{"plugin":{"name":"repo","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
 		  "execution":{"method":"GET","base_url":"` + r.up + `/users/{id}"}},"arguments":{"id":"%2e%2e"}}`,
 	})
+	reqs = append(reqs, hostileRequests30(target)...)
+	// The console's sign-in answers with a redirect: its status is the answer.
+	client := &http.Client{Transport: r.eng.client.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, h := range reqs {
 		attacks = append(attacks, attack{name: h.name, n: 4 * h.n, send: func(ctx context.Context) error {
-			return h.send(ctx, r.eng.client, r.eng.base, faultServiceToken)
+			return h.send(ctx, client, r.eng.base, faultServiceToken)
 		}})
 	}
 	const slow = 500

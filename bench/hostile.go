@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +19,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
@@ -62,9 +67,18 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 	m := enginemcp.NewManager(e.st, e.client())
 	defer m.Close()
 	s.MCP = &api.MCPConfig{Manager: m} // serves /v1/tools/{name}/call
-	srv := httptest.NewServer(s.Handler())
+	llm := hostileLLM()
+	defer llm.Close()
+	oc := openai.DefaultConfig("")
+	oc.BaseURL = llm.URL + "/v1"
+	s.Runner = &loop.Runner{Client: loop.NewClient(oc), Executor: e.ex, LLMRetries: -1}
+	con, err := console.New(s, e.st, e.key, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	srv := httptest.NewServer(con.Handler(s.Handler()))
 	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	mcpRefused := func(schema any) func(context.Context) error {
 		return func(context.Context) error {
 			if _, _, err := mcpimport.Parameters(schema, 0); err == nil {
@@ -88,7 +102,8 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 		"execution":{"method":"GET","base_url":"` + up.URL + `/users/{id}"}}`)
 
 	var probes []probe
-	for _, r := range hostileRequests(hostileTarget{tool: "search_company_basic", user: 7, heldUser: 9, limit: 16, upstream: up.URL}) {
+	target := hostileTarget{tool: "search_company_basic", user: 7, heldUser: 9, limit: 16, upstream: up.URL}
+	for _, r := range append(hostileRequests(target), hostileRequests30(target)...) {
 		probes = append(probes, probe{r.name, r.n, func(ctx context.Context) error { return r.send(ctx, client, srv.URL, "bench-service") }})
 	}
 	for _, sc := range hostileSchemas() {
@@ -150,13 +165,17 @@ type hostileTarget struct {
 	upstream       string
 }
 
-// hostileRequest is one of issue 13's attacks over HTTP and the status of
-// its refusal; the first of hostileRequests is an ordinary call, for scale.
+// hostileRequest is one of issue 13's and issue 30's attacks over HTTP
+// and the status of its refusal; the first of hostileRequests is an
+// ordinary call, for scale.
 type hostileRequest struct {
 	name       string
-	n          int // requests measured
+	n          int    // requests measured
+	method     string // "": POST
 	path, body string
 	status     int
+	also       int      // another status it may get (0: none)
+	header     []string // name, value pairs; a value "{base}" is the engine's URL
 }
 
 // hostileRequests are issue 13's attacks that arrive over HTTP; the bench
@@ -175,17 +194,86 @@ func hostileRequests(t hostileTarget) []hostileRequest {
 			`,"execution":{"method":"GET","base_url":"` + t.upstream + `/x"}},"arguments":{}}`
 	}
 	return []hostileRequest{
-		{"reference: /v1/execute, an ordinary call (200)", 300, "/v1/execute", args(`{"keyword":"字节跳动"}`), 200},
-		{"/v1/execute, arguments 100,000 deep, 200 KB (400, body scan)", 100, "/v1/execute", args(`{"keyword":` + nest(100_000) + `}`), 400},
-		{"/v1/execute, arguments 65 deep (422, executor)", 300, "/v1/execute", args(`{"keyword":` + nest(64) + `}`), 422},
-		{"/v1/execute, arguments of 100,001 elements, 200 KB (422, executor)", 100, "/v1/execute", args(`{"keyword":[` + strings.Repeat("0,", 100_000) + `0]}`), 422},
-		{"/v1/tools/{name}/call, 10,000 deep, 20 KB (400, body scan)", 300, "/v1/tools/" + t.tool + "/call", `{"keyword":` + nest(10_000) + `}`, 400},
-		{"/v1/execute, body of 9 MiB (413)", 20, "/v1/execute", `{"arguments":{"s":"` + strings.Repeat("x", 9<<20) + `"}}`, 413},
-		{"/v1/execute, inline plugin, 40,000 parameters, 1.1 MB (400, bytes)", 20, "/v1/execute", inline(manyProps(40_000)), 400},
-		{"/v1/execute, inline plugin, 2,001 parameters (400, properties)", 100, "/v1/execute", inline(manyProps(2_001)), 400},
-		{fmt.Sprintf("/v1/execute, user over %d calls in flight (429)", t.limit), 300, "/v1/execute",
-			fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":{"keyword":"x"}}`, t.tool, t.heldUser), 429},
+		{name: "reference: /v1/execute, an ordinary call (200)", n: 300, path: "/v1/execute", body: args(`{"keyword":"字节跳动"}`), status: 200},
+		{name: "/v1/execute, arguments 100,000 deep, 200 KB (400, body scan)", n: 100, path: "/v1/execute", body: args(`{"keyword":` + nest(100_000) + `}`), status: 400},
+		{name: "/v1/execute, arguments 65 deep (422, executor)", n: 300, path: "/v1/execute", body: args(`{"keyword":` + nest(64) + `}`), status: 422},
+		{name: "/v1/execute, arguments of 100,001 elements, 200 KB (422, executor)", n: 100, path: "/v1/execute", body: args(`{"keyword":[` + strings.Repeat("0,", 100_000) + `0]}`), status: 422},
+		{name: "/v1/tools/{name}/call, 10,000 deep, 20 KB (400, body scan)", n: 300, path: "/v1/tools/" + t.tool + "/call", body: `{"keyword":` + nest(10_000) + `}`, status: 400},
+		{name: "/v1/execute, body of 9 MiB (413)", n: 20, path: "/v1/execute", body: `{"arguments":{"s":"` + strings.Repeat("x", 9<<20) + `"}}`, status: 413},
+		{name: "/v1/execute, inline plugin, 40,000 parameters, 1.1 MB (400, bytes)", n: 20, path: "/v1/execute", body: inline(manyProps(40_000)), status: 400},
+		{name: "/v1/execute, inline plugin, 2,001 parameters (400, properties)", n: 100, path: "/v1/execute", body: inline(manyProps(2_001)), status: 400},
+		{name: fmt.Sprintf("/v1/execute, user over %d calls in flight (429)", t.limit), n: 300, path: "/v1/execute",
+			body: fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":{"keyword":"x"}}`, t.tool, t.heldUser), status: 429},
 	}
+}
+
+// hostileRequests30 are issue 30's attacks over HTTP: a model that
+// answers too much needs the engine's LLM endpoint to be hostileLLM.
+func hostileRequests30(t hostileTarget) []hostileRequest {
+	mcpHeader := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream", "X-User-Id", "7"}
+	report := `{"csp-report":{"document-uri":"http://x/console/","violated-directive":"script-src","blocked-uri":"inline","original-policy":"` + strings.Repeat("p", 800) + `"}}`
+	run := func(model string) string {
+		return fmt.Sprintf(`{"user_id":%d,"model":%q,"plugin_names":[%q],"messages":[{"role":"user","content":"look it up"}]}`, t.user, model, t.tool)
+	}
+	return []hostileRequest{
+		{name: "/v1/tools/search, q of 30,000 characters (400)", n: 300, method: "GET", path: "/v1/tools/search?q=" + strings.Repeat("a", 30_000), status: 400},
+		{name: "/mcp initialize, one user past its 32 sessions (200: its oldest idle one ends)", n: 2000, path: "/mcp",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`,
+			status: 200, header: mcpHeader},
+		{name: "/console/csp-report, 16 KiB (413)", n: 300, path: "/console/csp-report", body: `{"x":"` + strings.Repeat("a", 16<<10) + `"}`, status: 413},
+		{name: "/console/csp-report, the same 1 KiB report again (204, counted, not logged)", n: 2000, path: "/console/csp-report", body: report, status: 204},
+		{name: "/console/login, wrong tokens from one address (303, then 429 unchecked)", n: 2000, path: "/console/login", body: "token=wrong",
+			status: 429, also: 303, header: []string{"Content-Type", "application/x-www-form-urlencoded", "Origin", "{base}"}},
+		{name: "/v1/runs, the model answers 200 MB (502, cut at 4 MiB)", n: 20, path: "/v1/runs", body: run(hostileModelHuge), status: 502},
+		{name: "/v1/runs, the model asks 1,000 tool calls (200, 32 executed)", n: 20, path: "/v1/runs", body: run(hostileModelMany), status: 200},
+	}
+}
+
+// The models of hostileLLM.
+const (
+	hostileModelHuge = "hostile-huge" // a tool call of 200 MB of arguments
+	hostileModelMany = "hostile-many" // 1,000 tool calls, then an answer
+)
+
+// hostileLLM is an OpenAI-compatible endpoint (base URL: its URL + "/v1")
+// answering as its model says: hostileModelHuge streams 200 MB of tool
+// call arguments, hostileModelMany asks 1,000 tool calls of the tool
+// named in the request and answers once tool results come back.
+func hostileLLM() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string
+			Messages []struct{ Role string }
+			Tools    []struct{ Function struct{ Name string } }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		head := `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",`
+		tail := `},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+		switch {
+		case req.Model == hostileModelHuge:
+			io.WriteString(w, head+`"tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":"`)
+			chunk := strings.Repeat("x", 1<<20)
+			for range 200 {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return // the engine stopped reading
+				}
+			}
+			io.WriteString(w, `"}}]`+tail)
+		case req.Messages[len(req.Messages)-1].Role == "tool" || len(req.Tools) == 0:
+			io.WriteString(w, head+`"content":"done"},"finish_reason":"stop"}]}`)
+		default:
+			var b strings.Builder
+			b.WriteString(head + `"tool_calls":[`)
+			for i := range 1000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `{"id":"c%d","type":"function","function":{"name":%q,"arguments":"{\"keyword\":\"x\"}"}}`, i, req.Tools[0].Function.Name)
+			}
+			io.WriteString(w, b.String()+`]`+tail)
+		}
+	}))
 }
 
 // hostileSchema is an MCP tool's inputSchema of issue 13 that costs too
@@ -218,20 +306,24 @@ func hostileSchemas() []hostileSchema {
 	}
 }
 
-// send posts the request to base with the bearer token and checks the status.
+// send sends the request to base with the bearer token and checks the
+// status.
 func (r hostileRequest) send(ctx context.Context, client *http.Client, base, token string) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", base+r.path, strings.NewReader(r.body))
+	req, err := http.NewRequestWithContext(ctx, cmp.Or(r.method, "POST"), base+r.path, strings.NewReader(r.body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(r.header); i += 2 {
+		req.Header.Set(r.header[i], strings.ReplaceAll(r.header[i+1], "{base}", base))
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != r.status {
+	if resp.StatusCode != r.status && (r.also == 0 || resp.StatusCode != r.also) {
 		return fmt.Errorf("HTTP %d, want %d: %.200s", resp.StatusCode, r.status, b)
 	}
 	return nil

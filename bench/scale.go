@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -98,8 +99,10 @@ func newGatewayFixture(ctx context.Context, dsn string) (_ *gatewayFixture, err 
 	if _, err := f.e.changes.Poll(ctx); err != nil {
 		return nil, err
 	}
+	// The scale group opens all its sessions as one user: the caps
+	// (32 a user by default) would end all but the last ones.
 	f.srv = httptest.NewServer((&api.Server{Store: f.e.st, Creds: f.e.creds, Executor: f.e.ex, Changes: f.e.changes,
-		MCP: &api.MCPConfig{}}).Handler())
+		MCP: &api.MCPConfig{Sessions: mcpserver.SessionLimits{PerUser: 1 << 20, Total: 1 << 20}}}).Handler())
 	return f, nil
 }
 

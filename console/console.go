@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -57,8 +58,14 @@ type Console struct {
 	macKey []byte // signs session cookies
 	csrf   []byte // derives each session's CSRF token
 
-	mu      sync.Mutex
-	reports []json.RawMessage // the latest CSP violation reports
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client of a sign-in (BLINDEXEC_TRUSTED_PROXIES); set before serving.
+	TrustedProxies []netip.Prefix
+	reports        *reports
+	logins         *logins
+
+	mu   sync.Mutex
+	kept []json.RawMessage // the latest distinct CSP violation reports
 
 	endMu   sync.Mutex
 	endRead time.Time       // when ended was read from the database
@@ -82,7 +89,12 @@ func New(srv *api.Server, st *store.Store, masterKey string, log *slog.Logger) (
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Console{api: srv, store: st, log: log}
+	c := &Console{api: srv, store: st, log: log, reports: newReports(), logins: newLogins()}
+	if srv.Registry != nil {
+		if err := c.register(srv.Registry); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+	}
 	var err error
 	if c.macKey, err = hkdf.Key(sha256.New, []byte(masterKey), nil, "blindexec console session v1", 32); err != nil {
 		return nil, fmt.Errorf("console: derive the session key: %w", err)
@@ -151,6 +163,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in refused: the form was not posted from this console", http.StatusForbidden)
 		return
 	}
+	// Failures are limited per client address before the token is read:
+	// guessing tokens costs a minute per loginFailures guesses.
+	addr := clientAddr(r, c.TrustedProxies)
+	if wait := c.logins.blocked(addr, time.Now()); wait > 0 {
+		c.logins.logFailure(r.Context(), c.log, addr, loginRateLimited, nil)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
+		http.Error(w, fmt.Sprintf("sign-in refused: %d failed sign-ins from this address within %v; wait", loginFailures, loginWindow), http.StatusTooManyRequests)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	if tok == "" {
@@ -159,10 +180,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	who, err := c.api.WhoIsToken(r.Context(), tok)
 	if err != nil {
-		c.log.InfoContext(r.Context(), "console sign-in refused", "err", err)
+		c.logins.failed(addr, time.Now())
+		c.logins.logFailure(r.Context(), c.log, addr, loginRefused, err)
 		http.Redirect(w, r, "/console/?error=token_invalid", http.StatusSeeOther)
 		return
 	}
+	c.logins.succeeded(addr)
 	sid := make([]byte, 16)
 	rand.Read(sid)
 	http.SetCookie(w, &http.Cookie{
@@ -230,29 +253,43 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"events": events})
 }
 
-// report receives the browser's CSP violation reports: logged, and kept
-// (the latest maxReports) for Reports.
+// report receives the browser's CSP violation reports. It needs no
+// credentials, so what one costs is bounded: a small body; a report
+// identical to one received before is counted, not kept or logged again;
+// at most reportLogsPerMinute log lines a minute; the rest counted in
+// blindexec_console_csp_reports_total.
 func (c *Console) report(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReportBytes))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		c.reports.outcomes.WithLabelValues(reportTooLarge).Inc()
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err != nil || !json.Valid(b) {
+		c.reports.outcomes.WithLabelValues(reportMalformed).Inc()
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	c.log.WarnContext(r.Context(), "console content security policy violation", "report", json.RawMessage(b))
-	c.mu.Lock()
-	c.reports = append(c.reports, b)
-	if len(c.reports) > maxReports {
-		c.reports = c.reports[len(c.reports)-maxReports:]
+	isNew, log, suppressed := c.reports.add(b, time.Now())
+	if log {
+		c.log.WarnContext(r.Context(), "console content security policy violation", "report", json.RawMessage(b), "not_logged_since_last", suppressed)
 	}
-	c.mu.Unlock()
+	if isNew {
+		c.mu.Lock()
+		c.kept = append(c.kept, b)
+		if len(c.kept) > maxReports {
+			c.kept = c.kept[len(c.kept)-maxReports:]
+		}
+		c.mu.Unlock()
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// Reports returns the latest CSP violation reports received.
+// Reports returns the latest distinct CSP violation reports received.
 func (c *Console) Reports() []json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]json.RawMessage(nil), c.reports...)
+	return append([]json.RawMessage(nil), c.kept...)
 }
 
 // sessionData is what a cookie carries: the hash of the token signed in

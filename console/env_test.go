@@ -4,15 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
@@ -32,6 +34,26 @@ type env struct {
 	url     string
 	console *console.Console
 	master  string
+	logs    *syncBuffer
+	reg     *prometheus.Registry
+}
+
+// syncBuffer is a log's output, written by the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func newMasterKey() string {
@@ -41,14 +63,16 @@ func newMasterKey() string {
 }
 
 // newEnv serves an engine over st; master is the master key (several
-// replicas share one).
-func newEnv(t *testing.T, st *store.Store, master string) *env {
+// replicas share one); opts set the console up before it serves.
+func newEnv(t *testing.T, st *store.Store, master string, opts ...func(*console.Console)) *env {
 	t.Helper()
 	kr, err := auth.ParseKeyring(master, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	reg := prometheus.NewRegistry()
 	creds := auth.NewCredentialService(st, kr)
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
@@ -62,14 +86,17 @@ func newEnv(t *testing.T, st *store.Store, master string) *env {
 	t.Cleanup(func() { mcp.Close() })
 	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
-		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}}
+		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}, Registry: reg}
 	con, err := console.New(srv, st, master, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, o := range opts {
+		o(con)
+	}
 	hs := httptest.NewServer(con.Handler(srv.Handler()))
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, console: con, master: master}
+	return &env{t: t, st: st, url: hs.URL, console: con, master: master, logs: logs, reg: reg}
 }
 
 // client is a browser stand-in: a cookie jar, no redirects followed.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
@@ -239,6 +240,29 @@ const (
 // Reserved reports whether name is one of the meta-tools' names.
 func Reserved(name string) bool {
 	return name == SearchToolsName || name == CallToolName
+}
+
+// Limits on a plugin's free text, in characters (Unicode code points), as
+// protocol.schema.json states them: those of the catalog's columns, so
+// that what Parse accepts is stored whole on every database (MySQL's TEXT
+// holds 65,535 bytes: 16,000 characters of up to 4 bytes).
+const (
+	MaxTitleChars       = 255
+	MaxDescriptionChars = 16_000
+	// MaxURLBytes bounds, in bytes, an import's URL and an MCP server's
+	// URL (the location and url columns).
+	MaxURLBytes = 1024
+)
+
+// Cut cuts s to at most n characters, marking a cut with "…": outside
+// text (an imported description) is kept within a limit rather than
+// refused.
+func Cut(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 var (

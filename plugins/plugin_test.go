@@ -59,6 +59,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"parameters root", func(m map[string]any) { m["parameters"] = map[string]any{"type": "array"} }, `parameters`},
 		{"header injection", func(m map[string]any) { exec(m)["headers"] = map[string]any{"X-A": "a\r\nHost: evil"} }, `execution.headers.X-A: must not contain CR, LF or NUL`},
 		{"mcp fields", func(m map[string]any) { exec(m)["type"] = "mcp" }, `execution.mcp_id: required`},
+		// Issue 30: free text within the catalog's columns.
+		{"title", func(m map[string]any) { m["title"] = strings.Repeat("é", 256) }, `title: maxLength: got 256, want 255`},
+		{"description", func(m map[string]any) { m["description"] = strings.Repeat("d", 16_001) }, `description: maxLength: got 16,001, want 16,000`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +80,18 @@ func TestValidationNamesTheField(t *testing.T) {
 				t.Fatalf("error %q does not contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 3, "abc"}, {"abcd", 3, "ab…"}, {"ééé", 3, "ééé"}, {"éééé", 3, "éé…"}} {
+		if got := Cut(tt.s, tt.n); got != tt.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
 	}
 }
 

@@ -13,6 +13,11 @@ import (
 // Run status while the loop is going; the final ones are the loop's.
 const RunRunning = "running"
 
+// MaxRunReply bounds the reply of a run: with the row's other columns and
+// the statement around it, within MariaDB's and MySQL's default
+// max_allowed_packet of 16 MiB.
+const MaxRunReply = 16<<20 - 64<<10
+
 // Run is a row of sys_ai_run: one run of the LLM loop and its reply body.
 type Run struct {
 	ID         string    `gorm:"column:run_id;primaryKey" json:"run_id"`

@@ -85,13 +85,14 @@ func serveCmd(cfg *config) *cobra.Command {
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
-					ToolSearch: cfg.toolSearch},
-				Runner:      cfg.runner(parts.executor, log),
-				Changes:     parts.changes,
-				Catalog:     parts.catalog,
-				Deadlines:   cfg.limits.deadlines,
-				Version:     versionLine(),
-				OutageGrace: cfg.outageGrace,
+					ToolSearch: cfg.toolSearch, Sessions: cfg.mcpSessions},
+				Runner:        cfg.runner(parts.executor, log),
+				Changes:       parts.changes,
+				Catalog:       parts.catalog,
+				Deadlines:     cfg.limits.deadlines,
+				Version:       versionLine(),
+				OutageGrace:   cfg.outageGrace,
+				MaxQueryChars: cfg.toolSearch.MaxQueryChars,
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
@@ -103,6 +104,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			con.TrustedProxies = cfg.trustedProxies
 			gate.open(con.Handler(srv.Handler()))
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
@@ -26,26 +28,30 @@ import (
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // config is every setting: a flag each where one makes sense, with its
 // BLINDEXEC_ variable (read strictly by internal/settings) as the default.
 // The README's configuration table lists them.
 type config struct {
-	db              string
-	masterKey       string
-	oldKeys         string
-	adminToken      string
-	serviceToken    string
-	addr            string
-	egressAllow     string
-	maxTimeout      time.Duration
-	changePoll      time.Duration
-	changeAudit     int64 // polls between two audits of the counters
-	logLevel        string
-	llmBaseURL      string
-	llmAPIKey       string
-	llmModel        string
+	db           string
+	masterKey    string
+	oldKeys      string
+	adminToken   string
+	serviceToken string
+	addr         string
+	egressAllow  string
+	maxTimeout   time.Duration
+	changePoll   time.Duration
+	changeAudit  int64 // polls between two audits of the counters
+	logLevel     string
+	llmBaseURL   string
+	llmAPIKey    string
+	llmModel     string
+	// llmMaxResponse and llmMaxToolCalls bound what the model answers.
+	llmMaxResponse  int64
+	llmMaxToolCalls int
 	noMigrate       bool
 	publicURL       string
 	mcpAllowStdio   bool
@@ -58,6 +64,11 @@ type config struct {
 	toolSearch toolset.Config
 	// limits are serve's protections against its callers.
 	limits *serveLimits
+	// mcpSessions bound serve's /mcp sessions.
+	mcpSessions mcpserver.SessionLimits
+	// trustedProxies are the proxies whose X-Forwarded-For the console
+	// believes.
+	trustedProxies []netip.Prefix
 	// settings is where the values came from, for messages that name it.
 	settings *settings.Source
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
@@ -96,6 +107,8 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.llmBaseURL = src.URL("BLINDEXEC_LLM_BASE_URL", "")
 	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
 	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
+	c.llmMaxResponse = src.Int(loop.EnvMaxResponseBytes, loop.DefaultMaxResponseBytes, 1)
+	c.llmMaxToolCalls = int(src.Int(loop.EnvMaxToolCalls, loop.DefaultMaxToolCalls, 1))
 	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
 	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
 	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
@@ -104,6 +117,15 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
+	c.trustedProxies, _ = console.ParseProxies(src.Check(console.EnvTrustedProxies, "", "comma-separated IP addresses and CIDRs, e.g. 10.0.0.5,192.168.0.0/16", func(v string) bool {
+		_, err := console.ParseProxies(v)
+		return err == nil
+	}))
+	c.mcpSessions = mcpserver.SessionLimits{
+		PerUser: int(src.Int(mcpserver.EnvSessionsPerUser, mcpserver.DefaultSessionsPerUser, 1)),
+		Total:   int(src.Int(mcpserver.EnvSessions, mcpserver.DefaultSessions, 1)),
+		Idle:    src.Millis(mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle),
+	}
 	c.toolSearch = toolSearchSettings(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
@@ -287,10 +309,12 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmHTTP != nil {
 		oc.HTTPClient = c.llmHTTP
 	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
+		MaxResponseBytes: c.llmMaxResponse, MaxToolCalls: c.llmMaxToolCalls}
 }
 
-// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED.
+// toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED,
+// and BLINDEXEC_MAX_QUERY_CHARS.
 func toolSearchSettings(src *settings.Source) toolset.Config {
 	threshold := src.Check(toolset.EnvThreshold, strconv.Itoa(toolset.DefaultThreshold),
 		fmt.Sprintf("a number of tools from 1 to %d", toolset.MaxThreshold), func(v string) bool {
@@ -299,5 +323,6 @@ func toolSearchSettings(src *settings.Source) toolset.Config {
 		})
 	n, _ := strconv.Atoi(threshold)
 	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
-	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, ""))}
+	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, "")),
+		MaxQueryChars: int(src.Int(toolsearch.EnvMaxQueryChars, toolsearch.DefaultMaxQueryChars, 1))}
 }

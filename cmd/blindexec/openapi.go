@@ -165,7 +165,8 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 				return err
 			}
 			return openapiquery.ServeStdio(cmd.Context(), openapiquery.ServerOptions{
-				DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, AllowFiles: true, Logger: cfg.logger()})
+				DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, AllowFiles: true, Logger: cfg.logger(),
+				MaxQueryChars: cfg.toolSearch.MaxQueryChars})
 		},
 	}
 	o.bind(cmd, cfg)
@@ -205,5 +206,6 @@ func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openapiquery.Handler(openapiquery.ServerOptions{DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, Logger: log}), nil
+	return openapiquery.Handler(openapiquery.ServerOptions{DefaultSource: loc, Client: client, CacheTTL: o.cacheTTL, Logger: log,
+		MaxQueryChars: c.toolSearch.MaxQueryChars}), nil
 }

@@ -39,10 +39,15 @@ func NewClient(cfg openai.ClientConfig) *openai.Client {
 
 type retryHintKey struct{}
 
-// retryHint is where hintingDoer leaves the wait an answer asked for.
+// retryHint is where hintingDoer leaves the wait an answer asked for, and
+// learns the most bytes the answer may have.
 type retryHint struct {
 	after time.Duration
 	ok    bool
+	// maxBytes bounds the answer's body (a stream's included); over it,
+	// the read fails and tooLarge is set.
+	maxBytes int64
+	tooLarge bool
 }
 
 type hintingDoer struct{ next openai.HTTPDoer }
@@ -51,8 +56,44 @@ func (d hintingDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.next.Do(req)
 	if h, _ := req.Context().Value(retryHintKey{}).(*retryHint); h != nil && resp != nil {
 		h.after, h.ok = retryAfter(resp.Header, time.Now())
+		if h.maxBytes > 0 {
+			resp.Body = &cappedBody{ReadCloser: resp.Body, left: h.maxBytes, hint: h}
+		}
 	}
 	return resp, err
+}
+
+// cappedBody fails a read past the model answer's limit: a 200 MB tool
+// call argument is refused as it arrives instead of decoded.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	hint *retryHint
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the limit: one byte more is one too many.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		b.hint.tooLarge = true
+		return 0, &ResponseTooLargeError{Max: b.hint.maxBytes}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// ResponseTooLargeError is a model answer over Runner.MaxResponseBytes.
+type ResponseTooLargeError struct{ Max int64 }
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("the model's answer is over the limit of %d bytes (%s)", e.Max, EnvMaxResponseBytes)
 }
 
 // retryAfter reads the wait an answer asks for: OpenAI's retry-after-ms,
@@ -104,10 +145,13 @@ func retryable(err error) (status int, ok bool) {
 func (s *state) complete(ctx context.Context, creq openai.ChatCompletionRequest, turn int) (openai.ChatCompletionMessage, error) {
 	retries := cmp.Or(s.r.LLMRetries, DefaultLLMRetries)
 	for attempt := 0; ; attempt++ {
-		hint := new(retryHint)
+		hint := &retryHint{maxBytes: cmp.Or(s.r.MaxResponseBytes, DefaultMaxResponseBytes)}
 		msg, err := s.attempt(context.WithValue(ctx, retryHintKey{}, hint), creq, turn)
 		if err == nil {
 			return msg, nil
+		}
+		if hint.tooLarge { // whatever the decoder made of the cut
+			return msg, &ResponseTooLargeError{Max: hint.maxBytes}
 		}
 		status, ok := retryable(err)
 		if !ok || attempt >= retries || ctx.Err() != nil {

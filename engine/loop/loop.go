@@ -32,8 +32,21 @@ import (
 	"github.com/blindexec/blindexec/plugins"
 )
 
+// Settings of the Runner's bounds on what the model answers
+// (cmd/blindexec reads them).
+const (
+	EnvMaxResponseBytes = "BLINDEXEC_LLM_MAX_RESPONSE_BYTES"
+	EnvMaxToolCalls     = "BLINDEXEC_LLM_MAX_TOOL_CALLS"
+)
+
 // Defaults of Options and Runner.
 const (
+	// DefaultMaxResponseBytes bounds one model answer (a stream's whole
+	// body): past it the run fails rather than decode it.
+	DefaultMaxResponseBytes = 4 << 20
+	// DefaultMaxToolCalls bounds the tool calls executed per turn; the
+	// rest are answered to the model as not executed.
+	DefaultMaxToolCalls   = 32
 	DefaultMaxSteps       = 8
 	MaxMaxSteps           = 50
 	DefaultMaxConcurrency = 4
@@ -107,6 +120,8 @@ const (
 	StepRefused     = "refused" // nothing sent: invalid arguments, missing credentials...
 	StepUnknownTool = "unknown_tool"
 	StepInvalidJSON = "invalid_json"
+	// StepNotExecuted is a tool call past MaxToolCalls of its turn.
+	StepNotExecuted = "not_executed"
 )
 
 // Step is one tool call of the run.
@@ -174,6 +189,9 @@ type Reply struct {
 	Steps    []Step                         `json:"steps"`
 	Usage    openai.Usage                   `json:"usage"` // summed over model calls
 	Error    *RunError                      `json:"error,omitempty"`
+	// Cut is set on a stored reply whose longest texts were cut to fit
+	// the database (MarshalWithin).
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Event names, in the order a run emits them.
@@ -265,6 +283,14 @@ type Runner struct {
 	// LLMBackoff is the first wait before a retry; it doubles each time
 	// (DefaultLLMBackoff when 0). A Retry-After header replaces it.
 	LLMBackoff time.Duration
+	// MaxResponseBytes bounds one model answer's body, read through a
+	// client built by NewClient (DefaultMaxResponseBytes when 0;
+	// BLINDEXEC_LLM_MAX_RESPONSE_BYTES).
+	MaxResponseBytes int64
+	// MaxToolCalls bounds the tool calls executed per turn; the rest are
+	// answered as not executed (DefaultMaxToolCalls when 0;
+	// BLINDEXEC_LLM_MAX_TOOL_CALLS).
+	MaxToolCalls int
 	// ToolSearch is the operator's tool search setting: the default mode
 	// and the threshold (BLINDEXEC_TOOL_SEARCH, _THRESHOLD).
 	ToolSearch toolset.Config

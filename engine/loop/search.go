@@ -110,7 +110,7 @@ func (s *state) searchCall(st Step, args string) outcome {
 	d := s.search
 	start := time.Now()
 	ev := &ToolSearch{Index: st.Index, Turn: st.Turn, ToolCallID: st.ToolCallID, Results: []SearchResult{}, Loaded: []string{}, Dropped: []string{}}
-	a, err := toolset.ParseSearchArgs([]byte(args))
+	a, err := toolset.ParseSearchArgs([]byte(args), s.r.ToolSearch.MaxQueryChars)
 	if err != nil {
 		status := StepRefused
 		if !json.Valid([]byte(args)) {

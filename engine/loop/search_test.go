@@ -198,6 +198,7 @@ func TestToolSearchRefusals(t *testing.T) {
 			call("a", "search_tools", `{"limit":2}`),
 			call("b", "search_tools", `{"query":`),
 			call("c", "nope", `{}`),
+			call("d", "search_tools", `{"query":"`+strings.Repeat("t", 2001)+`"}`),
 		}},
 		openaitest.Turn{Content: "sorry"},
 	)
@@ -211,14 +212,16 @@ func TestToolSearchRefusals(t *testing.T) {
 	for _, st := range reply.Steps {
 		statuses = append(statuses, st.Status)
 	}
-	if !slices.Equal(statuses, []string{loop.StepRefused, loop.StepInvalidJSON, loop.StepUnknownTool}) {
+	if !slices.Equal(statuses, []string{loop.StepRefused, loop.StepInvalidJSON, loop.StepUnknownTool, loop.StepRefused}) {
 		t.Errorf("statuses = %v", statuses)
 	}
 	_, contents := toolContents(reply)
-	if !strings.Contains(contents[0], "query is required") || !strings.Contains(contents[2], "call search_tools to find") || strings.Contains(contents[2], "t4") {
+	// Issue 30: the default query limit, named, before any search.
+	if !strings.Contains(contents[0], "query is required") || !strings.Contains(contents[2], "call search_tools to find") || strings.Contains(contents[2], "t4") ||
+		!strings.Contains(contents[3], "limit of 2000 characters (BLINDEXEC_MAX_QUERY_CHARS)") {
 		t.Errorf("contents = %q", contents)
 	}
-	if n := strings.Count(strings.Join(ev.names(), " "), loop.EventToolSearch); n != 2 {
+	if n := strings.Count(strings.Join(ev.names(), " "), loop.EventToolSearch); n != 3 {
 		t.Errorf("events = %v", ev.names())
 	}
 

@@ -24,12 +24,15 @@ type outcome struct {
 	search  *ToolSearch // a search_tools call's event
 }
 
-// execute runs the tool calls of one turn, at most MaxConcurrency at once,
-// and returns their tool messages in the order the model asked. Once ctx
-// is done no further call starts; those never started have no result.
+// execute runs the tool calls of one turn, at most MaxConcurrency at once
+// and MaxToolCalls in all, and returns their tool messages in the order
+// the model asked; those past MaxToolCalls are answered as not executed.
+// Once ctx is done no further call starts; those never started have no
+// result.
 func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) []openai.ChatCompletionMessage {
-	n := len(calls)
-	outs := make([]outcome, n)
+	maxCalls := cmp.Or(s.r.MaxToolCalls, DefaultMaxToolCalls)
+	n := min(len(calls), maxCalls)
+	outs := make([]outcome, len(calls))
 	done := make(chan int, n)
 	limit := cmp.Or(s.r.MaxConcurrency, DefaultMaxConcurrency)
 	base := len(s.reply.Steps)
@@ -80,6 +83,16 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 		st := outs[i].step
 		s.log.Debug("tool call", "tool", st.Tool, "status", st.Status, "http_status", st.HTTPStatus, "latency_ms", st.LatencyMS)
 		s.emit(Event{EventToolCompleted, st})
+	}
+	if started == n {
+		for i := n; i < len(calls); i++ {
+			tc := calls[i]
+			st := Step{Index: base + i + 1, Turn: turn, Tool: tc.Function.Name, ToolCallID: tc.ID, Arguments: rawArguments(tc.Function.Arguments)}
+			outs[i] = failed(st, StepNotExecuted, &engine.ToolError{Code: StepNotExecuted, Message: fmt.Sprintf(
+				"not executed: at most %d tool calls are executed per turn (%s); call it again in the next turn if it is still needed", maxCalls, EnvMaxToolCalls)}, 0)
+			s.emit(Event{EventToolCompleted, outs[i].step})
+		}
+		started = len(calls)
 	}
 	msgs := make([]openai.ChatCompletionMessage, started)
 	for i := range started {

@@ -53,7 +53,9 @@ func (spec ServerSpec) Row(by string) (*store.MCPServer, error) {
 	switch spec.Transport {
 	case store.TransportStreamableHTTP, store.TransportSSE:
 		u, err := url.Parse(spec.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if len(spec.URL) > plugins.MaxURLBytes {
+			add("url: %d bytes, over the limit of %d", len(spec.URL), plugins.MaxURLBytes)
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("url: %q must be an absolute http or https URL", spec.URL)
 		} else if u.User != nil {
 			add("url: must not carry credentials; use auth_config")

@@ -3,16 +3,16 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-)
+	"github.com/tidwall/gjson"
 
-// SessionIdle closes an HTTP session that has had no request this long.
-const SessionIdle = 30 * time.Minute
+	"github.com/blindexec/blindexec/internal/httpbody"
+)
 
 // Identity is who makes a request to /mcp: the user its calls act for,
 // and the credential that authenticated it (the token's hash, say). A
@@ -41,6 +41,10 @@ type slotKey struct{}
 // any other identity, another token or the same token naming another
 // user. Sessions live in this process: behind a load balancer, route a
 // session's requests to one replica by that header (sticky sessions).
+// They are bounded by Options.Sessions: past a cap, initialize ends the
+// least recently used idle session under it, or is refused (429, a
+// JSON-RPC error naming the limit) when every one has a request in
+// flight.
 func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Handler {
 	// Requests of an existing session need a server only for the SDK's
 	// protocol version check.
@@ -54,7 +58,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			slot.srv = s.NewServer(r.Context().Value(identityKey{}).(Identity).User)
 		}
 		return slot.srv
-	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: SessionIdle,
+	}, &sdk.StreamableHTTPOptions{Logger: s.log, SessionTimeout: s.opts.Sessions.idle(), MaxRequestBodyBytes: httpbody.MaxJSON,
 		// A POST is answered with one JSON body rather than an event
 		// stream: no tool of ours sends messages while it runs, and the
 		// stream's machinery cost /mcp a tenth of its calls' time
@@ -79,12 +83,59 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 		}
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
 		ctx = context.WithValue(ctx, slotKey{}, &serverSlot{})
-		if r.Method == http.MethodGet { // a session's stream: it ends with Close
+		sid := r.Header.Get("Mcp-Session-Id")
+		switch {
+		case r.Method == http.MethodGet: // a session's stream: it ends with Close
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(s.closing, cancel)()
+		case sid != "":
+			defer s.sessions.use(sid, id.User)()
+		case r.Method == http.MethodPost: // a new session
+			s.openSession(w, r.WithContext(ctx), id.User, bound)
+			return
 		}
 		bound.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// openSession serves a request that opens a session of user, within the
+// session limits.
+func (s *Service) openSession(w http.ResponseWriter, r *http.Request, user int64, next http.Handler) {
+	if err := s.sessions.reserve(user); err != nil {
+		s.log.WarnContext(r.Context(), "MCP session refused", "user", user, "err", err)
+		refuse(w, r, err.(*SessionLimitError))
+		return
+	}
+	next.ServeHTTP(w, r)
+	if srv := r.Context().Value(slotKey{}).(*serverSlot).srv; srv != nil {
+		for ss := range srv.Sessions() {
+			if ss.InitializeParams() != nil { // else the SDK has closed it
+				s.sessions.add(user, ss)
+				return
+			}
+		}
+	}
+	s.sessions.cancel(user)
+}
+
+// refuse answers an initialize over a session limit: 429 and a JSON-RPC
+// error naming the limit, with the request's id.
+func refuse(w http.ResponseWriter, r *http.Request, e *SessionLimitError) {
+	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON))
+	id := json.RawMessage("null")
+	if v := gjson.GetBytes(body, "id"); v.Type == gjson.Number || v.Type == gjson.String {
+		id = json.RawMessage(v.Raw)
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": codeSessionLimit, "message": e.Error(), "data": map[string]any{"limit": e.Limit, "max": e.Max}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(append(out, '\n'))
+}
+
+// codeSessionLimit is the JSON-RPC error code of a session refused over a
+// limit (the implementation-defined server error range).
+const codeSessionLimit = -32001

@@ -67,6 +67,8 @@ type Options struct {
 	// toolsearch.New).
 	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
 	Logger   *slog.Logger // nil: slog.Default()
+	// Sessions bound the HTTP sessions of Handler.
+	Sessions SessionLimits
 }
 
 // Service serves one catalog to any number of sessions, each its own
@@ -80,6 +82,8 @@ type Service struct {
 	mu  sync.Mutex // serializes builds
 	set *toolSet   // the last built
 
+	sessions *registry // of Handler
+
 	// closing ends the sessions' notification streams (Close).
 	closing context.Context
 	close   context.CancelFunc
@@ -91,7 +95,8 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 		opts.NewIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
 	}
 	closing, close := context.WithCancel(context.Background())
-	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close}
+	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close,
+		sessions: newRegistry(opts.Sessions)}
 }
 
 // Close ends the HTTP sessions' long-lived GET streams, which would

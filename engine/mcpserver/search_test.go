@@ -136,7 +136,7 @@ func TestToolSearchOverMCP(t *testing.T) {
 	ex := engine.NewExecutor(egresstest.Client(t))
 	var b builds
 	svc := mcpserver.NewService(cat, ex, mcpserver.Options{
-		Search:   toolset.Config{Threshold: 3, Pinned: []string{"pin", "gone"}},
+		Search:   toolset.Config{Threshold: 3, Pinned: []string{"pin", "gone"}, MaxQueryChars: 50},
 		NewIndex: b.index,
 	})
 	ct, st := sdk.NewInMemoryTransports()
@@ -199,6 +199,10 @@ func TestToolSearchOverMCP(t *testing.T) {
 	}
 	if txt, isErr = callText(t, cs, "search_tools", map[string]any{"limit": 2}); !isErr || !strings.Contains(txt, "query is required") {
 		t.Errorf("search without a query = %s", txt)
+	}
+	// Issue 30: a query over the limit is refused, the limit named.
+	if txt, isErr = callText(t, cs, "search_tools", map[string]any{"query": strings.Repeat("repo ", 11)}); !isErr || !strings.Contains(txt, "limit of 50 characters (BLINDEXEC_MAX_QUERY_CHARS)") {
+		t.Errorf("search over the query limit = %s", txt)
 	}
 
 	// A catalog change: repo_a disabled, a tool added. The set is rebuilt

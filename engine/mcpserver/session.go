@@ -147,7 +147,7 @@ type searchAnswer struct {
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
 func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResult {
-	a, err := toolset.ParseSearchArgs(args)
+	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
 	if err != nil {
 		return errorResult(err.Error())
 	}

@@ -70,6 +70,9 @@ type Config struct {
 	Threshold int
 	// Pinned are the tools an MCP server shows beside the meta-tools.
 	Pinned []string
+	// MaxQueryChars bounds a search query (toolsearch.DefaultMaxQueryChars
+	// when 0).
+	MaxQueryChars int
 }
 
 // Names splits a comma-separated list of tool names (EnvPinned).
@@ -122,8 +125,9 @@ type SearchArgs struct {
 var ErrArguments = errors.New("invalid arguments")
 
 // ParseSearchArgs reads search_tools' arguments; Limit defaults to
-// DefaultLimit and is cut to MaxLimit.
-func ParseSearchArgs(raw []byte) (SearchArgs, error) {
+// DefaultLimit and is cut to MaxLimit. A query of more than maxQuery
+// characters is refused (toolsearch.CheckQuery).
+func ParseSearchArgs(raw []byte, maxQuery int) (SearchArgs, error) {
 	var a SearchArgs
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		raw = []byte("{}")
@@ -134,6 +138,9 @@ func ParseSearchArgs(raw []byte) (SearchArgs, error) {
 	a.Query = strings.TrimSpace(a.Query)
 	if a.Query == "" {
 		return a, fmt.Errorf("%w: query is required: say in a few words what the tool should do", ErrArguments)
+	}
+	if err := toolsearch.CheckQuery(a.Query, maxQuery); err != nil {
+		return a, fmt.Errorf("%w: %w", ErrArguments, err)
 	}
 	if a.Limit <= 0 {
 		a.Limit = DefaultLimit

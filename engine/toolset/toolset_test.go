@@ -56,9 +56,12 @@ func TestParseSearchArgs(t *testing.T) {
 		{``, SearchArgs{}, true},
 		{`{"query":`, SearchArgs{}, true},
 		{`{"query":3}`, SearchArgs{}, true},
+		// Issue 30: a query is bounded in characters, not bytes.
+		{`{"query":"` + strings.Repeat("é", 18) + `"}`, SearchArgs{Query: strings.Repeat("é", 18), Limit: DefaultLimit}, false},
+		{`{"query":"` + strings.Repeat("é", 19) + `"}`, SearchArgs{}, true},
 	}
 	for _, tt := range tests {
-		got, err := ParseSearchArgs([]byte(tt.raw))
+		got, err := ParseSearchArgs([]byte(tt.raw), 18)
 		if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrArguments)) {
 			t.Errorf("%s: error %v", tt.raw, err)
 			continue

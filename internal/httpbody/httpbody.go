@@ -3,6 +3,11 @@ package httpbody
 
 import "io"
 
+// MaxJSON bounds every JSON request body serve reads, /mcp and
+// /mcp/openapi included: the API refuses a longer one (413) and the MCP
+// SDK's handlers are told the same limit (their own default is 4 MiB).
+const MaxJSON = 8 << 20
+
 // maxPresize bounds the buffer allocated up front from a declared length:
 // past it the buffer grows as the bytes arrive, so that a length the
 // sender declared but did not send costs nothing.

@@ -72,8 +72,8 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
 		Name:                name,
-		Title:               t.Title,
-		Description:         cmp.Or(strings.TrimSpace(t.Description), t.Title, t.Name),
+		Title:               plugins.Cut(t.Title, plugins.MaxTitleChars),
+		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(t.Description), t.Title, t.Name), plugins.MaxDescriptionChars),
 		Parameters:          params,
 		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
 		AuthConfig:          ac,

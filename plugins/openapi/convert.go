@@ -11,7 +11,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -276,7 +275,7 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 	p := &plugins.Plugin{
 		SchemaVersion: "v1",
 		Title:         title(str(o.op["summary"])),
-		Description:   description(o.op),
+		Description:   plugins.Cut(description(o.op), plugins.MaxDescriptionChars-100), // room for the deprecation note
 		Execution: plugins.Execution{
 			Method:      method,
 			BaseURL:     base + o.path,
@@ -764,16 +763,7 @@ func (c *converter) serverURL(v any) string {
 // title is the first line of the summary, within the title column.
 func title(summary string) string {
 	s, _, _ := strings.Cut(strings.TrimSpace(summary), "\n")
-	return truncate(strings.TrimSpace(s), 120)
-}
-
-// truncate cuts s to at most n runes, marking the cut with "…".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return plugins.Cut(strings.TrimSpace(s), 120)
 }
 
 func description(op map[string]any) string {

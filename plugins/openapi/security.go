@@ -53,7 +53,7 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) error 
 	msg := "security: no supported scheme (" + strings.Join(reasons, "; ") + "); imported disabled"
 	b.warn("%s", msg)
 	p.Status = plugins.StatusDisabled
-	p.Remark = truncate(msg, 500) // the remark column's size
+	p.Remark = plugins.Cut(msg, 500) // the remark column's size
 	if fallback != nil {
 		p.AuthConfig = *fallback
 		p.RequiredCredentials = fallback.CredentialKeys()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // ServerOptions configure the MCP server of the query tools.
@@ -33,6 +35,11 @@ type ServerOptions struct {
 	// are then ignored).
 	Cache  *Cache
 	Logger *slog.Logger
+	// MaxQueryChars bounds the query of search_operations and
+	// searchEndpoints (toolsearch.DefaultMaxQueryChars when 0;
+	// BLINDEXEC_MAX_QUERY_CHARS): a longer one is refused before the
+	// document is read.
+	MaxQueryChars int
 }
 
 // NewServer returns an MCP server with the ten query tools.
@@ -63,7 +70,7 @@ func ServeStdio(ctx context.Context, opts ServerOptions) error {
 func Handler(opts ServerOptions) http.Handler {
 	srv := NewServer(opts)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, Logger: opts.Logger})
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: opts.Logger, MaxRequestBodyBytes: httpbody.MaxJSON})
 }
 
 type server struct {

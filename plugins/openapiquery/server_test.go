@@ -134,6 +134,7 @@ func TestServer(t *testing.T) {
 			}{
 				{"search_operations", map[string]any{"method": "FETCH"}, CodeInvalidArguments},
 				{"search_operations", map[string]any{"limit": 0}, CodeInvalidArguments},
+				{"search_operations", map[string]any{"query": strings.Repeat("a", 2001)}, CodeInvalidArguments}, // issue 30
 				{"get_request_schema", map[string]any{"operationId": "nope"}, CodeOperationNotFound},
 				{"get_response_schema", map[string]any{}, CodeInvalidArguments},
 				{"build_call_plan", map[string]any{"operationId": "read_item_items__item_id__get", "params": map[string]any{"path": map[string]any{"item_id": "x"}}}, CodeInvalidParams},
@@ -177,6 +178,7 @@ func TestServerSeed003Errors(t *testing.T) {
 		{"list_schemas", map[string]any{"spec_path": fastapi, "offset": -1}, "offset must be a non-negative integer"},
 		{"search_endpoints", map[string]any{"spec_path": fastapi, "query": "x", "searchIn": "body"}, "Invalid searchIn value: body"},
 		{"search_endpoints", map[string]any{"spec_path": fastapi}, "query is required"},
+		{"search_endpoints", map[string]any{"spec_path": fastapi, "query": strings.Repeat("a", 2001)}, "query over the limit of 2000 characters (BLINDEXEC_MAX_QUERY_CHARS); say in a few words what the tool should do"},
 		{"get_endpoint_details", map[string]any{"spec_path": fastapi, "method": "GET"}, "path is required"},
 		{"get_endpoint_details", map[string]any{"spec_path": fastapi, "path": "/nope"}, "method is required"},
 		{"get_endpoint_details", map[string]any{"spec_path": fastapi, "path": "/nope", "method": "GET"}, "No endpoint found at /nope GET"},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // ToolNames are the server's tools: seed 000's three and build_call_plan,
@@ -74,6 +77,15 @@ const operationIDSchema = `{"type": "object", "required": ["operationId"], "prop
 	"operationId": {"type": "string", "description": "as search_operations gives it"},
 	` + specPathProp + `}}`
 
+// queryTooLong says why a query over the limit is refused, naming the
+// limit; "" for a query within it.
+func (s *server) queryTooLong(q string) string {
+	if err := toolsearch.CheckQuery(q, s.opts.MaxQueryChars); err != nil {
+		return strings.TrimPrefix(err.Error(), "query: ")
+	}
+	return ""
+}
+
 func (s *server) searchOperations(ctx context.Context, a args) (any, error) {
 	loc, err := s.location(a)
 	if err != nil {
@@ -82,6 +94,9 @@ func (s *server) searchOperations(ctx context.Context, a args) (any, error) {
 	q := Query{Match: AllFields}
 	if q.Text, err = a.str("query"); err != nil {
 		return nil, invalidArgument("query", "must be a string", a["query"])
+	}
+	if msg := s.queryTooLong(q.Text); msg != "" {
+		return nil, invalidArgument("query", msg, len(q.Text))
 	}
 	match, ok := a.object("match")
 	if !ok {
@@ -272,6 +287,9 @@ func (s *server) searchEndpoints(ctx context.Context, a args) (any, error) {
 	query, ok := a["query"].(string)
 	if !ok {
 		return nil, fmt.Errorf("query is required")
+	}
+	if msg := s.queryTooLong(query); msg != "" {
+		return nil, fmt.Errorf("query %s", msg)
 	}
 	in := AllFields
 	if v, ok := a["searchIn"]; ok && v != nil {
