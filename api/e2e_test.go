@@ -79,6 +79,8 @@ type env struct {
 	// changes is the server's watcher, polled only by the API's own writes
 	// and by tests.
 	changes *store.Watcher
+	// handler is what url serves, for tests that call it in-process.
+	handler http.Handler
 }
 
 func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
@@ -111,9 +113,10 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	for _, o := range opts {
 		o(srv)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes}
+	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes, handler: h}
 }
 
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {
