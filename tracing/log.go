@@ -21,8 +21,10 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler { return logHandler{h.Handler.WithAttrs(as)} }
-func (h logHandler) WithGroup(name string) slog.Handler    { return logHandler{h.Handler.WithGroup(name)} }
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(as)}
+}
+func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }
 
 // TraceID is the trace id of ctx's span, "" when it has none.
 func TraceID(ctx context.Context) string {
