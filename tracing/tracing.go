@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -32,22 +33,6 @@ import (
 
 // Scope is the instrumentation scope of every span the engine makes.
 const Scope = "github.com/blindexec/blindexec"
-
-// The variables Load reads: the standard ones of the OpenTelemetry SDK
-// (the exception to the BLINDEXEC_ naming rule). The others the exporters
-// know (OTEL_EXPORTER_OTLP_HEADERS, _CERTIFICATE, _TIMEOUT, _COMPRESSION,
-// OTEL_RESOURCE_ATTRIBUTES...) are read by the SDK itself from the
-// process environment.
-var Variables = []string{
-	"OTEL_SDK_DISABLED",
-	"OTEL_EXPORTER_OTLP_ENDPOINT",
-	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-	"OTEL_EXPORTER_OTLP_PROTOCOL",
-	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-	"OTEL_SERVICE_NAME",
-	"OTEL_TRACES_SAMPLER",
-	"OTEL_TRACES_SAMPLER_ARG",
-}
 
 // Protocols of OTEL_EXPORTER_OTLP_PROTOCOL.
 const (
@@ -70,6 +55,16 @@ type Config struct {
 	ParentBased bool
 }
 
+// Host is the collector's host and port, for logs: the endpoint may hold
+// credentials (userinfo, a query).
+func (c Config) Host() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
 // On reports whether c exports anything.
 func (c Config) On() bool { return c.Endpoint != "" }
 
@@ -83,8 +78,11 @@ func (e *ConfigError) Error() string {
 }
 
 // Load reads the OTEL_* variables through lookup (the process
-// environment, then blindexec.env). No endpoint, or OTEL_SDK_DISABLED=true:
-// the zero Config, off.
+// environment, then blindexec.env: settings.OTELVariables lists them). The
+// SDK's others (OTEL_EXPORTER_OTLP_HEADERS, _CERTIFICATE, _TIMEOUT,
+// OTEL_RESOURCE_ATTRIBUTES...) it reads itself, from the process
+// environment. No endpoint, or OTEL_SDK_DISABLED=true: the zero Config,
+// off. A bad value is a *ConfigError (several are joined).
 func Load(lookup func(string) (string, bool)) (Config, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)

@@ -16,7 +16,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
-		"internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/mcpts", "internal/settings",
+		"internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/mcpts", "internal/settings", "tracing",
 		"engine/mcp/mcptest", "tests/image"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
