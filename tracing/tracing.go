@@ -212,6 +212,14 @@ func NewWithProcessor(c Config, version string, sp sdktrace.SpanProcessor) *Trac
 	return &Tracing{Tracer: tp.Tracer(Scope, trace.WithInstrumentationVersion(version)), provider: tp}
 }
 
+// ForceFlush exports the spans ended so far.
+func (t *Tracing) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
 // Shutdown exports what is left and stops.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if t == nil {
