@@ -349,3 +349,186 @@ func names(spans []*tracepb.Span) []string {
 	}
 	return out
 }
+
+// tracedEnv is an engine tracing to its own receiver with the sampler
+// given, a plugin "lookup" on a recording upstream (propagate_trace as
+// given, nil: absent) and a per-user token of user 7.
+func tracedEnv(t *testing.T, st *store.Store, sampler string, propagate *bool, opts ...func(*api.Server)) (e *env, tr *tracing.Tracing, rc *otlpReceiver, up *upstream, userToken string) {
+	rc = newReceiver(t)
+	tr = startTracing(t, rc, map[string]string{"OTEL_TRACES_SAMPLER": sampler})
+	up = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME"}`)
+	})
+	var logs bytes.Buffer
+	e = newEnv(t, st, append(opts, withTracing(tr, &logs, new(sync.Mutex)))...)
+	execution := map[string]any{"method": "GET", "base_url": up.URL + "/companies", "param_placement": "query"}
+	if propagate != nil {
+		execution["propagate_trace"] = *propagate
+	}
+	plugin := map[string]any{"name": "lookup", "description": "d", "execution": execution, "auth_config": map[string]any{"type": "none"},
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}}
+	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+		t.Fatalf("add plugin: %d %v", code, body)
+	}
+	userToken, _, err := api.IssueToken(context.Background(), st, 7, "trace", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.changes.Poll(context.Background())
+	return e, tr, rc, up, userToken
+}
+
+func traceparent(trace, parent string, sampled bool) string {
+	flags := "00"
+	if sampled {
+		flags = "01"
+	}
+	return "00-" + trace + "-" + parent + "-" + flags
+}
+
+// inTrace lists the spans exported in trace id.
+func inTrace(rc *otlpReceiver, trace string) []*tracepb.Span {
+	spans, _ := rc.received()
+	var out []*tracepb.Span
+	for _, s := range spans {
+		if hex.EncodeToString(s.TraceId) == trace {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestTraceparentTrust: the caller's sampled flag counts from the service
+// and administrator tokens only; from a per-user token the trace id and
+// parent are kept but the engine's sampler decides.
+func TestTraceparentTrust(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	// The root sampler never samples: only a trusted parent's flag can.
+	e, tr, rc, up, userToken := tracedEnv(t, st, "parentbased_always_off", nil)
+	const (
+		trusted   = "11111111111111111111111111111111"
+		untrusted = "22222222222222222222222222222222"
+	)
+	body := `{"name":"lookup","arguments":{"q":"acme"}}`
+	for _, c := range []struct{ token, trace string }{{serviceToken, trusted}, {userToken, untrusted}} {
+		if code, res := api.DoJSON(t, e.url, "POST", "/v1/execute", c.token, body, "traceparent", traceparent(c.trace, callerParent, true)); code != 200 || res["ok"] != true {
+			t.Fatalf("execute: %d %v", code, res)
+		}
+	}
+	waitSpans(t, tr, rc, "POST /v1/execute")
+	if n := len(inTrace(rc, trusted)); n != 3 {
+		t.Errorf("the service token's sampled trace: %d spans exported, want 3 (request, execute_tool, GET)", n)
+	}
+	if spans := inTrace(rc, untrusted); len(spans) != 0 {
+		t.Errorf("a per-user token's sampled flag was honoured: %v", names(spans))
+	}
+	got := up.received()
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d requests", len(got))
+	}
+	// Not sampled, still the caller's trace: the upstream can join it.
+	if tp := got[1].header.Get("traceparent"); !strings.HasPrefix(tp, "00-"+untrusted+"-") || !strings.HasSuffix(tp, "-00") {
+		t.Errorf("upstream's traceparent for the per-user call: %q, want the caller's trace, not sampled", tp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.rec.Close(ctx)
+	if _, list := e.do("GET", "/v1/executions?trace_id="+untrusted, adminToken, nil); len(list["executions"].([]any)) != 1 {
+		t.Errorf("the unsampled call's record does not carry its trace id: %v", list)
+	}
+
+	// The other way: a per-user token's unsampled parent does not stop a
+	// sampler that samples everything.
+	st2 := testdb.Open(t, store.DialectSQLite)
+	e2, tr2, rc2, _, userToken2 := tracedEnv(t, st2, "parentbased_always_on", nil)
+	const local = "33333333333333333333333333333333"
+	if code, res := api.DoJSON(t, e2.url, "POST", "/v1/execute", userToken2, body, "traceparent", traceparent(local, callerParent, false)); code != 200 {
+		t.Fatalf("execute: %d %v", code, res)
+	}
+	waitSpans(t, tr2, rc2, "POST /v1/execute")
+	spans := inTrace(rc2, local)
+	if len(spans) != 3 {
+		t.Fatalf("a per-user call with an unsampled parent: %d spans, want 3 sampled here", len(spans))
+	}
+	for _, s := range spans {
+		if s.Name == "POST /v1/execute" && hex.EncodeToString(s.ParentSpanId) != callerParent {
+			t.Errorf("request span's parent %x, want the caller's %s", s.ParentSpanId, callerParent)
+		}
+	}
+}
+
+// TestPropagateTraceOff: execution.propagate_trace false keeps traceparent
+// off the plugin's requests; the call is traced all the same.
+func TestPropagateTraceOff(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	off := false
+	e, tr, rc, up, _ := tracedEnv(t, st, "", &off)
+	if code, res := api.DoJSON(t, e.url, "POST", "/v1/execute", serviceToken, `{"name":"lookup","arguments":{"q":"acme"}}`,
+		"traceparent", traceparent(callerTrace, callerParent, true)); code != 200 || res["ok"] != true {
+		t.Fatalf("execute: %d %v", code, res)
+	}
+	waitSpans(t, tr, rc, "POST /v1/execute")
+	if n := len(inTrace(rc, callerTrace)); n != 3 {
+		t.Errorf("%d spans, want 3", n)
+	}
+	if got := up.received(); len(got) != 1 || got[0].header.Get("traceparent") != "" {
+		t.Errorf("upstream received traceparent %q with propagate_trace false", got[0].header.Get("traceparent"))
+	}
+}
+
+// TestTraceOfMCPCall: a tools/call on /mcp is a span under the POST's, the
+// caller's traceparent its parent, and the upstream receives the
+// attempt's.
+func TestTraceOfMCPCall(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e, tr, rc, up, userToken := tracedEnv(t, st, "", nil, func(s *api.Server) { s.MCP = &api.MCPConfig{} })
+	h := http.Header{"Authorization": {"Bearer " + userToken}, "Content-Type": {"application/json"},
+		"Accept": {"application/json, text/event-stream"}, "Traceparent": {traceparent(callerTrace, callerParent, true)}}
+	post := func(body string) *http.Response {
+		req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(body))
+		req.Header = h.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	h.Set("Mcp-Session-Id", resp.Header.Get("Mcp-Session-Id"))
+	h.Set("Mcp-Protocol-Version", "2025-06-18")
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if resp := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"}}}`); resp.StatusCode != 200 {
+		t.Fatalf("tools/call: %d", resp.StatusCode)
+	}
+	spans := waitSpans(t, tr, rc, "tools/call lookup")
+	byName := map[string]*tracepb.Span{}
+	var posts []*tracepb.Span
+	for _, s := range spans {
+		if s.Name == "POST /mcp" {
+			posts = append(posts, s)
+		}
+		byName[s.Name] = s
+	}
+	call, tool, attempt := byName["tools/call lookup"], byName["execute_tool lookup"], byName["GET"]
+	if call == nil || tool == nil || attempt == nil {
+		t.Fatalf("spans: %v", names(spans))
+	}
+	var parent *tracepb.Span
+	for _, p := range posts {
+		if bytes.Equal(p.SpanId, call.ParentSpanId) {
+			parent = p
+		}
+	}
+	if parent == nil || hex.EncodeToString(parent.ParentSpanId) != callerParent || hex.EncodeToString(call.TraceId) != callerTrace {
+		t.Fatalf("tools/call's parent is not its POST /mcp under the caller's span: %v", names(spans))
+	}
+	if !bytes.Equal(tool.ParentSpanId, call.SpanId) || !bytes.Equal(attempt.ParentSpanId, tool.SpanId) {
+		t.Errorf("execute_tool under tools/call, GET under execute_tool: %v", names(spans))
+	}
+	if got := up.received(); len(got) != 1 || got[0].header.Get("traceparent") != traceparent(callerTrace, hex.EncodeToString(attempt.SpanId), true) {
+		t.Errorf("upstream's traceparent: %v", got)
+	}
+}
