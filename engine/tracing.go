@@ -57,9 +57,21 @@ func (e *Executor) endToolSpan(span trace.Span, res *Result, prep *Prepared, ref
 	if res.Error == nil {
 		return
 	}
-	m := e.masker(prep)
-	span.SetAttributes(semconv.ErrorTypeKey.String(m.String(res.Error.Code)), attribute.Bool("blindexec.refused", refused))
-	span.SetStatus(codes.Error, m.String(res.Error.Message))
+	span.SetAttributes(semconv.ErrorTypeKey.String(res.Error.Code), attribute.Bool("blindexec.refused", refused))
+	span.SetStatus(codes.Error, spanMessage(res.Error, e.masker(prep)))
+}
+
+// spanMessage is what a span says of a failure: the masked message when
+// the engine wrote it without quoting the upstream or the arguments (a
+// status, a timeout, a connection failure), else the code alone. An
+// invalid argument's message may quote its value, a tool's error is a
+// tool result: neither goes into a trace.
+func spanMessage(te *ToolError, m *auth.Masker) string {
+	switch te.Code {
+	case CodeHTTPError, CodeTimeout, CodeTransportError, CodeEgressDenied, CodeResponseTooLarge:
+		return m.String(te.Message)
+	}
+	return te.Code
 }
 
 // startAttempt starts the client span of one HTTP attempt (HTTP semantic
@@ -108,9 +120,8 @@ func endAttempt(span trace.Span, p *Prepared, resp *http.Response, err error) {
 	defer span.End()
 	if err != nil {
 		te := classify(err)
-		m := auth.MaskerFor(p.auth, p.Credentials, p.secrets...)
 		span.SetAttributes(semconv.ErrorTypeKey.String(te.Code))
-		span.SetStatus(codes.Error, m.String(te.Message))
+		span.SetStatus(codes.Error, spanMessage(te, auth.MaskerFor(p.auth, p.Credentials, p.secrets...)))
 		return
 	}
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
