@@ -85,8 +85,10 @@ func (e *ConfigError) Error() string {
 // off. A bad value is a *ConfigError (several are joined).
 func Load(lookup func(string) (string, bool)) (Config, error) {
 	get := func(name string) string {
-		v, _ := lookup(name)
-		return strings.TrimSpace(v)
+		if v, ok := lookup(name); ok {
+			return strings.TrimSpace(v)
+		}
+		return ""
 	}
 	var errs []error
 	if v := get("OTEL_SDK_DISABLED"); v != "" {
