@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +29,6 @@ func TestTracingOffAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures allocations")
 	}
-	ctx := context.Background()
 	st := testdb.Open(t, store.DialectSQLite)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -41,22 +39,7 @@ func TestTracingOffAllocs(t *testing.T) {
 		s.MCP = &api.MCPConfig{}
 		s.Executor.Recorder = nil // records are written in the background: their allocations would blur the count
 	})
-	plugin := `{"name":"lookup","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]},
-	"execution":{"method":"GET","base_url":"` + up.URL + `","param_placement":"query"},
-	"auth_config":{"type":"api_key","mapping":[{"source":"API_KEY","target":"X-Api-Key","location":"header"}]}}`
-	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
-		t.Fatalf("add plugin: %d %v", code, body)
-	}
-	if err := e.creds.Set(ctx, 7, "API_KEY", "sk-allocs-0123456789", "test"); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := api.IssueToken(ctx, st, 7, "allocs", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.changes.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	token := e.addLookup(up.URL, "sk-allocs-0123456789")
 	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
 		req.Header = header.Clone()

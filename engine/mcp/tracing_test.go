@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
-	"github.com/blindexec/blindexec/tracing"
+	"github.com/blindexec/blindexec/tracing/tracingtest"
 )
 
 // metaEchoArg makes the test binary an MCP server over stdio whose tool
@@ -40,16 +39,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// traced returns a context in a sampled trace and the spans exported.
-func traced(t *testing.T) (context.Context, *tracetest.InMemoryExporter) {
-	exp := tracetest.NewInMemoryExporter()
-	tr := tracing.NewWithProcessor(tracing.Config{}, "test", sdktrace.NewSimpleSpanProcessor(exp))
-	t.Cleanup(func() { tr.Shutdown(context.Background()) })
-	ctx, span := tr.Tracer.Start(context.Background(), "test")
-	t.Cleanup(func() { span.End() })
-	return ctx, exp
-}
-
 // callSpan is the traceparent the tools/call span of the call has.
 func callSpan(t *testing.T, exp *tracetest.InMemoryExporter, tool string) string {
 	t.Helper()
@@ -70,7 +59,7 @@ func TestTraceparentToMCP(t *testing.T) {
 		argv, _ := json.Marshal([]string{os.Args[0], "-test.run=^$", metaEchoArg})
 		ex, _ := setup(t, store.MCPServer{ID: "srv-1", Name: "echo", Transport: store.TransportStdio, Command: argv})
 		for _, propagate := range []bool{true, false} {
-			ctx, exp := traced(t)
+			ctx, exp := tracingtest.Start(t)
 			p := &plugins.Plugin{Name: "meta", Description: "x", Parameters: json.RawMessage(`{"type":"object"}`),
 				Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "srv-1", ToolName: "meta", PropagateTrace: &propagate}}
 			res, err := ex.Execute(ctx, engine.Call{Plugin: p, Arguments: json.RawMessage(`{}`)})
@@ -87,7 +76,7 @@ func TestTraceparentToMCP(t *testing.T) {
 		up := mcptest.New(t)
 		ex, _ := setup(t, httpServer(up))
 		creds := map[string]string{"mcp_token": "tok-0123456789"}
-		ctx, exp := traced(t)
+		ctx, exp := tracingtest.Start(t)
 		res, err := ex.Execute(ctx, engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{"text":"hi"}`), Credentials: creds})
 		if err != nil || !res.OK {
 			t.Fatalf("call: %+v %v", res, err)
@@ -110,7 +99,7 @@ func TestMCPSpansHoldNoToolResult(t *testing.T) {
 	up := mcptest.New(t)
 	ex, _ := setup(t, httpServer(up))
 	const token, reason = "tok-0123456789abcdef", "patient-name-zhang"
-	ctx, exp := traced(t)
+	ctx, exp := tracingtest.Start(t)
 	res, _ := ex.Execute(ctx, engine.Call{Plugin: mcpPlugin("fail", nil), Arguments: json.RawMessage(`{"reason":"` + reason + " " + token + `"}`),
 		Credentials: map[string]string{"mcp_token": token}})
 	if res.OK || res.Error.Code != "tool_error" {
