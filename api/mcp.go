@@ -86,7 +86,7 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		if s.Tracer != nil {
+		if s.Tracer != nil && r.Method == http.MethodPost { // not a session's stream (GET), which lasts as long as it
 			s.serveTraced(w, r, p, func(w http.ResponseWriter, r *http.Request) {
 				// The SDK runs a tool call apart from its HTTP request's
 				// context; the header, rewritten with this request's span

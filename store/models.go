@@ -155,7 +155,7 @@ type Execution struct {
 	CreateTime   time.Time `gorm:"column:create_time" json:"create_time"`
 	// TraceID is the OpenTelemetry trace the call ran in (32 hex
 	// digits), empty when the engine did not trace it.
-	TraceID string `gorm:"column:trace_id" json:"trace_id,omitempty"`
+	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
 }
 
 // TableName maps Execution onto its table.

@@ -23,7 +23,7 @@ type Run struct {
 	ErrorCode string `gorm:"column:error_code" json:"error_code,omitempty"`
 	// TraceID is the OpenTelemetry trace of the request that ran it,
 	// empty when the engine did not trace it.
-	TraceID    string    `gorm:"column:trace_id" json:"trace_id,omitempty"`
+	TraceID    string    `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
 	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
 	UpdateTime time.Time `gorm:"column:update_time" json:"update_time"`
 }
