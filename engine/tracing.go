@@ -74,6 +74,13 @@ func spanMessage(te *ToolError, m *auth.Masker) string {
 	return te.Code
 }
 
+// callMasker is the masker of the call p prepares, built as the executor
+// builds it (Executor.masker reads only p): the invoker has no executor.
+func callMasker(p *Prepared) *auth.Masker {
+	var e *Executor
+	return e.masker(p)
+}
+
 // startAttempt starts the client span of one HTTP attempt (HTTP semantic
 // conventions: method, host, port, the path template of base_url,
 // http.request.resend_count from the second attempt on) and sets the
@@ -88,7 +95,7 @@ func startAttempt(ctx context.Context, p *Prepared, req *http.Request, attempt i
 		}
 		return parent
 	}
-	m := auth.MaskerFor(p.auth, p.Credentials, p.secrets...)
+	m := callMasker(p)
 	attrs := []attribute.KeyValue{
 		semconv.HTTPRequestMethodKey.String(req.Method),
 		semconv.ServerAddress(m.String(req.URL.Hostname())),
@@ -121,7 +128,7 @@ func endAttempt(span trace.Span, p *Prepared, resp *http.Response, err error) {
 	if err != nil {
 		te := classify(err)
 		span.SetAttributes(semconv.ErrorTypeKey.String(te.Code))
-		span.SetStatus(codes.Error, spanMessage(te, auth.MaskerFor(p.auth, p.Credentials, p.secrets...)))
+		span.SetStatus(codes.Error, spanMessage(te, callMasker(p)))
 		return
 	}
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
