@@ -37,22 +37,7 @@ func BenchmarkCall(b *testing.B) {
 	}))
 	b.Cleanup(up.Close)
 	e := newEnv(b, st, func(s *api.Server) { s.MCP = &api.MCPConfig{} })
-	plugin := `{"name":"lookup","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]},
-	"execution":{"method":"GET","base_url":"` + up.URL + `","param_placement":"query"},
-	"auth_config":{"type":"api_key","mapping":[{"source":"API_KEY","target":"X-Api-Key","location":"header"}]}}`
-	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
-		b.Fatalf("add plugin: %d %v", code, body)
-	}
-	if err := e.creds.Set(ctx, 7, "API_KEY", "sk-bench-0123456789", "bench"); err != nil {
-		b.Fatal(err)
-	}
-	token, _, err := api.IssueToken(ctx, st, 7, "bench", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.changes.Poll(ctx); err != nil {
-		b.Fatal(err)
-	}
+	token := e.addLookup(up.URL, "sk-bench-0123456789")
 	client := &http.Client{Transport: bearerToken(token)}
 
 	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

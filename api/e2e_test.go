@@ -79,6 +79,8 @@ type env struct {
 	// changes is the server's watcher, polled only by the API's own writes
 	// and by tests.
 	changes *store.Watcher
+	// handler is what url serves, for tests that call it in-process.
+	handler http.Handler
 }
 
 func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
@@ -111,9 +113,35 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	for _, o := range opts {
 		o(srv)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	h := srv.Handler()
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes}
+	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes, handler: h}
+}
+
+// addLookup adds the catalog plugin "lookup" (GET url?q=, the credential
+// API_KEY sent as X-Api-Key), stores key as user 7's API_KEY and returns
+// a per-user token of user 7, the change counters polled.
+func (e *env) addLookup(url, key string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	plugin := `{"name":"lookup","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]},
+	"execution":{"method":"GET","base_url":"` + url + `","param_placement":"query"},
+	"auth_config":{"type":"api_key","mapping":[{"source":"API_KEY","target":"X-Api-Key","location":"header"}]}}`
+	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+		e.t.Fatalf("add plugin: %d %v", code, body)
+	}
+	if err := e.creds.Set(ctx, 7, "API_KEY", key, "test"); err != nil {
+		e.t.Fatal(err)
+	}
+	token, _, err := api.IssueToken(ctx, e.st, 7, "lookup", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.changes.Poll(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	return token
 }
 
 func (e *env) do(method, path, token string, body any) (int, map[string]any) {

@@ -187,10 +187,10 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 	return p, true
 }
 
-// listExecutions answers GET /v1/executions?plugin=&user_id=&run_id=&since=&until=&limit=.
+// listExecutions answers GET /v1/executions?plugin=&user_id=&run_id=&trace_id=&since=&until=&limit=.
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.ExecutionFilter{PluginName: q.Get("plugin"), RunID: q.Get("run_id")}
+	f := store.ExecutionFilter{PluginName: q.Get("plugin"), RunID: q.Get("run_id"), TraceID: q.Get("trace_id")}
 	if v := q.Get("user_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // MCPConfig is what the MCP routes need beside the Server's own fields.
@@ -80,7 +81,7 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
 	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger,
-		Sessions: cfg.Sessions})
+		Sessions: cfg.Sessions, Tracer: s.Tracer})
 	if s.Registry != nil {
 		// A second Handler on one registry keeps the first one's.
 		if err := s.mcpService.Register(s.Registry); err != nil {
@@ -94,7 +95,20 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 			catalog.ServeHTTP(w, r) // answers 401 without reading the body
 			return
 		}
-		scanJSON(catalog)(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		if s.Tracer != nil && r.Method == http.MethodPost { // not a session's stream (GET), which lasts as long as it
+			s.serveTraced(w, r, p, func(w http.ResponseWriter, r *http.Request) {
+				// The SDK runs a tool call apart from its HTTP request's
+				// context; the header, rewritten with this request's span
+				// (the caller's value replaced once trusted or not), is what
+				// reaches the call (mcpserver.Options.Tracer).
+				r.Header.Del(tracing.TraceparentHeader)
+				tracing.Inject(r.Context(), r.Header)
+				scanJSON(catalog)(w, r)
+			})
+			return
+		}
+		scanJSON(catalog)(w, r)
 	})
 }
 

@@ -82,7 +82,12 @@ func (s *Server) authorized(min role, h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this route needs the %s token; a %s token was given", min, p.role), nil)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		if s.Tracer != nil {
+			s.serveTraced(w, r, p, h)
+			return
+		}
+		h(w, r)
 	}
 }
 

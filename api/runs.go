@@ -16,6 +16,7 @@ import (
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // RunRequest is the runtime payload RuoYi POSTs to /v1/runs (seed 001
@@ -80,7 +81,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if user != 0 {
 		uid = &user
 	}
-	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model}
+	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model, TraceID: tracing.TraceID(r.Context())}
 	if err := s.Store.SaveRun(r.Context(), run); err != nil {
 		s.internal(w, r, err)
 		return

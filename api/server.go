@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
@@ -77,6 +78,10 @@ type Server struct {
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.
 	Sessions Sessions
+
+	// Tracer starts the span of each authenticated request (tracing.New);
+	// nil: tracing off, and nothing of it on the request path.
+	Tracer trace.Tracer
 
 	tokens     tokenCache
 	operators  operatorHashes

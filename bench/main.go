@@ -38,6 +38,9 @@
 //	        -scale-runs streaming LLM runs at once (engine time per step,
 //	        memory), records sustained on MariaDB at full rate (with
 //	        BLINDEXEC_TEST_MYSQL_DSN); not in the default run
+//	tracing POST /v1/execute and /mcp with tracing off and on (every request
+//	        sampled and exported over OTLP/HTTP to loopback), alternated;
+//	        not in the default run
 //	fault   the fault and load runner: serve as a child process on SQLite
 //	        and MariaDB through a soak, upstream faults, a database outage,
 //	        SIGTERM, kill -9, and the CPU and memory serve spends refusing
@@ -109,11 +112,12 @@ var groups = map[string]func(context.Context, benchOpts) error{
 	"gateway":    benchGateway,
 	"scale":      benchScale,
 	"toolsearch": benchToolSearch,
+	"tracing":    benchTracing,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch, tracing)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -154,7 +158,7 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if (*only == "" && name != "fault" && name != "scale") || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "fault" && name != "scale" && name != "tracing") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}

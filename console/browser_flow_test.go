@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
 )
 
 // payloads are what a hostile spec or upstream writes where the console
@@ -204,6 +206,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	tb.open(e.url, "activity/plugin="+name+"&outcome=ok", "activity")
 	if n := eval[int](tb, `document.querySelectorAll('#page table')[0].tBodies[0].rows.length`); n != 1 {
 		t.Errorf("the filtered activity shows %d calls, want 1", n)
+	}
+	// A traced call shows its trace id, which lists the calls of the
+	// trace.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if err := e.st.InsertExecutions(context.Background(), []store.Execution{{PluginName: name, Status: "ok", HTTPStatus: 200, TraceID: traceID}}); err != nil {
+		t.Fatal(err)
+	}
+	tb.open(e.url, "activity", "activity")
+	if href := eval[string](tb, `document.querySelector('#page a.trace-id').getAttribute('href')`); href != "#/activity/trace_id="+traceID {
+		t.Errorf("the trace id links to %q", href)
+	}
+	tb.open(e.url, "activity/trace_id="+traceID, "activity")
+	if v := eval[string](tb, `document.getElementById('f-trace_id').value`); v != traceID {
+		t.Errorf("following a trace id filters on %q", v)
+	}
+	if n := eval[int](tb, `document.querySelectorAll('#page table')[0].tBodies[0].rows.length`); n != 1 || !strings.Contains(tb.text("#page table"), traceID) {
+		t.Errorf("the trace's calls: %d rows, %q", n, tb.text("#page table"))
 	}
 	// MCP servers: register one (a loopback server), list its tools.
 	med := mcptest.New(t)

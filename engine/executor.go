@@ -41,6 +41,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // Defaults of the Executor and of plugins that leave a setting out.
@@ -122,6 +123,9 @@ type Call struct {
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool
+	// ToolCallID is the model's id of the call, in a run: its span's
+	// gen_ai.tool.call.id.
+	ToolCallID string
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -271,6 +275,8 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	}
 	start := time.Now()
 	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
+	ctx, span := startToolSpan(ctx, call)
+	defer span.End()
 	if e.Recorder != nil {
 		if err := e.Recorder.Admit(); err != nil {
 			refused := refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
@@ -310,6 +316,7 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	}
 	d := time.Since(start)
 	res.LatencyMS = d.Milliseconds()
+	e.endToolSpan(span, res, prep, refused != nil)
 	e.finish(ctx, call, res, refused != nil, d)
 	if refused != nil {
 		return res, refused
@@ -707,6 +714,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			ErrorClass:   code,
 			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
 			CreatedAt:    time.Now().UTC(),
+			TraceID:      tracing.TraceID(ctx),
 		})
 	}
 	e.Metrics.observe(call.Plugin, outcome, d)

@@ -62,7 +62,7 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 				return &Response{Attempts: attempt - 1}, err
 			}
 		}
-		resp, err := h.send(ctx, p, out)
+		resp, err := h.send(ctx, p, out, attempt)
 		if err != nil {
 			if attempt == 1 && isRefused(err) {
 				return nil, err
@@ -97,7 +97,7 @@ func isRefused(err error) bool {
 }
 
 // send makes one attempt: the request from out, credentials applied.
-func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*http.Response, error) {
+func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, attempt int) (*http.Response, error) {
 	req, err := out.newRequest(ctx)
 	if err != nil {
 		return nil, err
@@ -114,13 +114,16 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound) (*ht
 		return nil, authError{err}
 	}
 	p.AddSecrets(applied.Secrets...)
+	span := startAttempt(ctx, p, req, attempt)
 	if p.Trace {
 		p.Sent(httpSent(req, applied.Headers, out.body))
 	}
 	if len(applied.Headers) > 0 {
 		req = req.WithContext(egress.WithSensitiveHeaders(ctx, applied.Headers))
 	}
-	return h.Client.Do(req)
+	resp, err := h.Client.Do(req)
+	endAttempt(span, p, resp, err)
+	return resp, err
 }
 
 // authError marks a failure to obtain credentials (the oauth2 token

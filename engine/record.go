@@ -32,6 +32,8 @@ type Record struct {
 	ErrorClass   string    `json:"error_class,omitempty"` // the ToolError code
 	ErrorMessage string    `json:"error_message,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
+	// TraceID is the trace the call ran in (tracing on), else empty.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // RecordSink stores records (the store's execution log).

@@ -69,11 +69,20 @@ type Execution struct {
 	TimeoutMS      int               `json:"timeout_ms,omitempty"`
 	Retry          *Retry            `json:"retry,omitempty"`
 	Response       *Response         `json:"response,omitempty"`
+	// PropagateTrace false keeps the W3C traceparent header (the
+	// caller's trace, when the engine traces) off this plugin's
+	// requests, for APIs that reject headers they do not know. nil:
+	// true.
+	PropagateTrace *bool `json:"propagate_trace,omitempty"`
 	// MCP execution (type mcp): the registered server and the tool's
 	// original name on it.
 	MCPID    string `json:"mcp_id,omitempty"`
 	ToolName string `json:"tool_name,omitempty"`
 }
+
+// PropagatesTrace reports whether the plugin's requests carry the
+// traceparent header onward (execution.propagate_trace, true when absent).
+func (e *Execution) PropagatesTrace() bool { return e.PropagateTrace == nil || *e.PropagateTrace }
 
 // Retry bounds the retries of idempotent calls.
 type Retry struct {

@@ -24,6 +24,7 @@ const (
 const (
 	maxErrorClass   = 64
 	maxErrorMessage = 1000
+	maxTraceID      = 32
 )
 
 // insertBatch bounds the rows of one INSERT, well within MySQL's packet
@@ -83,7 +84,7 @@ const (
 // literals.
 func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 	q = append(q, `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
-		status, http_status, latency_ms, attempts, error_class, error_message, create_time) VALUES `...)
+		status, http_status, latency_ms, attempts, error_class, error_message, create_time, trace_id) VALUES `...)
 	for i, e := range batch {
 		if i > 0 {
 			q = append(q, ',')
@@ -116,7 +117,13 @@ func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 		q = appendSQLiteText(q, e.ErrorMessage)
 		q = append(q, ",'"...)
 		q = e.CreateTime.UTC().AppendFormat(q, sqliteTimeLayout)
-		q = append(q, "')"...)
+		q = append(q, "',"...)
+		if e.TraceID != "" {
+			q = appendSQLiteText(q, e.TraceID)
+		} else {
+			q = append(q, "NULL"...)
+		}
+		q = append(q, ')')
 	}
 	return append(q, " ON CONFLICT(execution_id) DO NOTHING"...)
 }
@@ -157,6 +164,7 @@ type ExecutionFilter struct {
 	PluginName string
 	UserID     *int64
 	RunID      string
+	TraceID    string
 	Since      time.Time
 	Until      time.Time
 	Limit      int
@@ -185,6 +193,9 @@ func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 		e.CreateTime = e.CreateTime.UTC().Truncate(time.Millisecond)
 		e.ErrorClass = truncateRunes(e.ErrorClass, maxErrorClass)
 		e.ErrorMessage = truncateRunes(e.ErrorMessage, maxErrorMessage)
+		if len(e.TraceID) > maxTraceID {
+			e.TraceID = "" // not a trace id: never cut one into another
+		}
 	}
 	if s.dialect == DialectSQLite {
 		return s.insertExecutionsSQLite(ctx, es)
@@ -209,6 +220,9 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	}
 	if f.RunID != "" {
 		q = q.Where("run_id = ?", f.RunID)
+	}
+	if f.TraceID != "" {
+		q = q.Where("trace_id = ?", f.TraceID)
 	}
 	// SQLite compares the UTC text the driver writes; its fraction has no
 	// trailing zeros, which keeps text order equal to time order.

@@ -180,3 +180,26 @@ func FuzzExecutionText(f *testing.F) {
 		}
 	})
 }
+
+// TestExecutionTraceID: a traced call's record holds its trace id, which
+// lists it; an untraced one's is NULL, on every database.
+func TestExecutionTraceID(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		if err := s.InsertExecutions(ctx, []store.Execution{
+			{PluginName: "p", Status: store.ExecOK, TraceID: trace},
+			{PluginName: "p", Status: store.ExecOK},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ListExecutions(ctx, store.ExecutionFilter{TraceID: trace})
+		if err != nil || len(got) != 1 || got[0].TraceID != trace {
+			t.Fatalf("the trace's executions: %+v, %v", got, err)
+		}
+		var nulls int
+		if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM sys_ai_execution WHERE trace_id IS NULL").Scan(&nulls); err != nil || nulls != 1 {
+			t.Errorf("untraced records with a NULL trace_id: %d (%v), want 1", nulls, err)
+		}
+	})
+}

@@ -153,6 +153,9 @@ type Execution struct {
 	ErrorClass   string    `gorm:"column:error_class" json:"error_class,omitempty"`
 	ErrorMessage string    `gorm:"column:error_message" json:"error_message,omitempty"`
 	CreateTime   time.Time `gorm:"column:create_time" json:"create_time"`
+	// TraceID is the OpenTelemetry trace the call ran in (32 hex
+	// digits), empty when the engine did not trace it.
+	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
 }
 
 // TableName maps Execution onto its table.

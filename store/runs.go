@@ -20,12 +20,15 @@ const MaxRunReply = 16<<20 - 64<<10
 
 // Run is a row of sys_ai_run: one run of the LLM loop and its reply body.
 type Run struct {
-	ID         string    `gorm:"column:run_id;primaryKey" json:"run_id"`
-	UserID     *int64    `gorm:"column:user_id" json:"user_id,omitempty"`
-	Status     string    `gorm:"column:status" json:"status"`
-	Model      string    `gorm:"column:model" json:"model,omitempty"`
-	Reply      JSON      `gorm:"column:reply" json:"reply,omitempty"`
-	ErrorCode  string    `gorm:"column:error_code" json:"error_code,omitempty"`
+	ID        string `gorm:"column:run_id;primaryKey" json:"run_id"`
+	UserID    *int64 `gorm:"column:user_id" json:"user_id,omitempty"`
+	Status    string `gorm:"column:status" json:"status"`
+	Model     string `gorm:"column:model" json:"model,omitempty"`
+	Reply     JSON   `gorm:"column:reply" json:"reply,omitempty"`
+	ErrorCode string `gorm:"column:error_code" json:"error_code,omitempty"`
+	// TraceID is the OpenTelemetry trace of the request that ran it,
+	// empty when the engine did not trace it.
+	TraceID    string    `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
 	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
 	UpdateTime time.Time `gorm:"column:update_time" json:"update_time"`
 }
@@ -35,6 +38,8 @@ func (Run) TableName() string { return "sys_ai_run" }
 
 // SaveRun inserts or updates a run by its id; create_time is kept.
 func (s *Store) SaveRun(ctx context.Context, r *Run) error {
+	ctx, span := s.writeSpan(ctx, "sys_ai_run")
+	defer span.End()
 	t := time.Now().UTC().Truncate(time.Millisecond)
 	if r.CreateTime.IsZero() {
 		r.CreateTime = t
@@ -45,7 +50,9 @@ func (s *Store) SaveRun(ctx context.Context, r *Run) error {
 		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "update_time"}),
 	}).Create(r).Error
 	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, classify(err))
+		err = fmt.Errorf("save run %s: %w", r.ID, classify(err))
+		failSpan(span, err)
+		return err
 	}
 	return nil
 }

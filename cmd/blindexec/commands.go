@@ -26,6 +26,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 func serveCmd(cfg *config) *cobra.Command {
@@ -80,6 +81,19 @@ func serveCmd(cfg *config) *cobra.Command {
 					return err
 				}
 			}
+			tr, err := tracing.New(ctx, cfg.tracing, versionLine())
+			if err != nil {
+				return err
+			}
+			defer func() {
+				// What is left goes out, within a bound: a collector
+				// that is down does not hold the exit.
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := tr.Shutdown(sctx); err != nil {
+					log.Warn("tracing: spans not exported at exit", "err", err)
+				}
+			}()
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
@@ -93,6 +107,10 @@ func serveCmd(cfg *config) *cobra.Command {
 				Version:       versionLine(),
 				OutageGrace:   cfg.outageGrace,
 				MaxQueryChars: cfg.toolSearch.MaxQueryChars,
+			}
+			if tr != nil {
+				srv.Tracer = tr.Tracer
+				log.Info("tracing on", "collector", cfg.tracing.Host(), "protocol", cfg.tracing.Protocol)
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)

@@ -29,6 +29,7 @@ import (
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // config is every setting: a flag each where one makes sense, with its
@@ -83,6 +84,9 @@ type config struct {
 	// what it read during a database outage, how long calls may finish
 	// after SIGTERM.
 	outageGrace, shutdownGrace time.Duration
+	// tracing is serve's OpenTelemetry tracing (OTEL_*): off without an
+	// endpoint.
+	tracing tracing.Config
 }
 
 // bind reads every setting from src and declares the global flags; a bad
@@ -131,6 +135,31 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
 	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
+	c.tracing = loadTracing(src)
+}
+
+// loadTracing reads the OTEL_* variables of serve's tracing; bad values
+// are left in src.Err() like the others.
+func loadTracing(src *settings.Source) tracing.Config {
+	c, err := tracing.Load(src.Lookup)
+	for _, e := range unjoin(err) {
+		if ce, ok := e.(*tracing.ConfigError); ok {
+			src.Invalid(ce.Name, ce.Want)
+		}
+	}
+	return c
+}
+
+// unjoin lists the errors errors.Join joined (err itself when it is not
+// a join, none for nil).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 func (c *config) logger() *slog.Logger {
@@ -138,7 +167,11 @@ func (c *config) logger() *slog.Logger {
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	h := slog.Handler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if c.tracing.On() {
+		h = tracing.LogHandler(h) // lines of a traced request name its trace and span
+	}
+	return slog.New(h)
 }
 
 // schema says what opening the database does about its schema.

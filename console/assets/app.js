@@ -39,7 +39,7 @@ const I18N = {
     empty_mcp: 'No MCP server registered. Register one with its URL above.', mcp_off: 'MCP is not enabled on this engine.',
     key: 'Key', value: 'Value', set: 'set', updated: 'Updated', set_btn: 'Set', replace: 'Replace', load: 'Show',
     empty_creds: 'This user has no stored credentials. Set one above: the key a plugin\'s auth config names, and its value.',
-    plugin: 'Plugin', run_id: 'Run id', outcome: 'Outcome', since: 'Since', until: 'Until', filter: 'Filter', any: 'any',
+    plugin: 'Plugin', run_id: 'Run id', trace_id: 'Trace id', outcome: 'Outcome', since: 'Since', until: 'Until', filter: 'Filter', any: 'any',
     time: 'Time', latency: 'Latency (ms)', http_status: 'HTTP', error: 'Error', calls_chart: 'Calls and average latency per plugin over time',
     empty_activity: 'No executions match. Run a plugin from its Try it page, or widen the filters.',
     audit: 'Administrative changes', who: 'Who', via: 'Via', what: 'What', empty_audit: 'No administrative change recorded yet.',
@@ -83,7 +83,7 @@ const I18N = {
     empty_mcp: '还没有注册 MCP 服务。在上方填写 URL 注册。', mcp_off: '此引擎未启用 MCP。',
     key: '键', value: '值', set: '已设置', updated: '更新时间', set_btn: '设置', replace: '替换', load: '查看',
     empty_creds: '该用户没有存储的凭据。在上方设置：插件认证配置中的键名及其值。',
-    plugin: '插件', run_id: '运行 ID', outcome: '结果', since: '起始', until: '截止', filter: '筛选', any: '全部',
+    plugin: '插件', run_id: '运行 ID', trace_id: '追踪 ID', outcome: '结果', since: '起始', until: '截止', filter: '筛选', any: '全部',
     time: '时间', latency: '延迟（毫秒）', http_status: 'HTTP', error: '错误', calls_chart: '各插件随时间的调用量与平均延迟',
     empty_activity: '没有匹配的执行记录。可在插件的试运行页执行，或放宽筛选条件。',
     audit: '管理变更', who: '操作者', via: '途径', what: '内容', empty_audit: '还没有管理变更记录。',
@@ -694,7 +694,7 @@ async function pageActivity(page, query) {
   heading(page, t('activity'), t('activity_purpose'));
   const q = new URLSearchParams(query || '');
   const inp = (id, type) => el('input', { attrs: { id: 'f-' + id, type: type || 'text', value: q.get(id) || '' } });
-  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), since: inp('since', 'datetime-local'), until: inp('until', 'datetime-local') };
+  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), trace_id: inp('trace_id'), since: inp('since', 'datetime-local'), until: inp('until', 'datetime-local') };
   if (!isAdmin()) { f.user_id.value = session.user_id; f.user_id.disabled = true; }
   const outcome = el('select', { attrs: { id: 'f-outcome' } }, ['', 'ok', 'error', 'refused'].map((v) => el('option', { attrs: { value: v, selected: q.get('outcome') === v }, text: v || t('any') })));
   page.append(el('form', { class: 'row', on: { submit: (e) => {
@@ -704,9 +704,9 @@ async function pageActivity(page, query) {
     if (outcome.value) n.set('outcome', outcome.value);
     location.hash = '#/activity/' + n.toString();
   } } }, el('label', null, t('plugin'), f.plugin), el('label', null, t('user_id'), f.user_id), el('label', null, t('run_id'), f.run_id),
-  el('label', null, t('outcome'), outcome), el('label', null, t('since'), f.since), el('label', null, t('until'), f.until), el('button', { text: t('filter') })));
+  el('label', null, t('trace_id'), f.trace_id), el('label', null, t('outcome'), outcome), el('label', null, t('since'), f.since), el('label', null, t('until'), f.until), el('button', { text: t('filter') })));
   const api = new URLSearchParams({ limit: '500' });
-  for (const k of ['plugin', 'user_id', 'run_id']) if (q.get(k)) api.set(k, q.get(k));
+  for (const k of ['plugin', 'user_id', 'run_id', 'trace_id']) if (q.get(k)) api.set(k, q.get(k));
   for (const k of ['since', 'until']) if (q.get(k)) api.set(k, new Date(q.get(k)).toISOString());
   const r = await call('GET', '/v1/executions?' + api.toString());
   if (!r.ok) page.append(errorBox(r));
@@ -715,10 +715,15 @@ async function pageActivity(page, query) {
     if (!execs.length) page.append(el('p', { class: 'empty', text: t('empty_activity') }));
     else {
       page.append(el('h2', { text: t('calls_chart') }), chart(execs));
-      page.append(table([t('time'), t('plugin'), t('user_id'), t('outcome'), t('http_status'), t('latency'), t('run_id'), t('error')], execs.map((e) => [
+      // The trace id (OpenTelemetry, when the engine traces) links to
+      // the calls of that trace; the trace itself is in the operator's
+      // tracing backend (Jaeger, SkyWalking...).
+      page.append(table([t('time'), t('plugin'), t('user_id'), t('outcome'), t('http_status'), t('latency'), t('run_id'), t('trace_id'), t('error')], execs.map((e) => [
         el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.plugin_name }), el('span', { text: e.user_id ?? '' }),
         el('span', { class: 'badge ' + (e.status === 'ok' ? 'on' : 'off'), text: e.status }), el('span', { text: e.http_status || '' }),
-        el('span', { text: e.latency_ms }), e.run_id ? link(['run', e.run_id], e.run_id) : '', el('span', { text: e.error_message || e.error_class || '' })])));
+        el('span', { text: e.latency_ms }), e.run_id ? link(['run', e.run_id], e.run_id) : '',
+        e.trace_id ? el('a', { class: 'trace-id', attrs: { href: '#/activity/trace_id=' + encodeURIComponent(e.trace_id) }, text: e.trace_id }) : '',
+        el('span', { text: e.error_message || e.error_class || '' })])));
     }
   }
   if (!isAdmin()) return;

@@ -176,6 +176,8 @@ func (s *state) attempt(ctx context.Context, creq openai.ChatCompletionRequest, 
 	defer cancel()
 	var msg openai.ChatCompletionMessage
 	var err error
+	cctx, span := startChat(cctx, &creq, turn)
+	defer func(before openai.Usage) { s.endChat(ctx, span, before, err) }(s.reply.Usage)
 	if creq.StreamOptions != nil {
 		msg, err = s.stream(cctx, creq, turn)
 	} else {

@@ -319,6 +319,8 @@ func (r *Runner) Run(ctx context.Context, req Request, emit func(Event)) (reply 
 		},
 	}
 	s.log = s.log.With("run", s.reply.RunID)
+	ctx, span := s.startRun(ctx)
+	defer func() { endRun(span, reply) }() // after the recovery below
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("run panicked", "panic", p)

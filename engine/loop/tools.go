@@ -50,7 +50,7 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 			if s.isSearch(st.Tool) {
 				// No I/O, and it changes the tools shown: run it here,
 				// in the order the model asked.
-				outs[i] = s.searchCall(st, tc.Function.Arguments)
+				outs[i] = s.searchSpan(ctx, st, func() outcome { return s.searchCall(st, tc.Function.Arguments) })
 				done <- i
 				started++
 				running++
@@ -135,6 +135,7 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 		FixedParams:    s.req.FixedParams[p.Name],
 		RunID:          s.reply.RunID,
 		BoundToCatalog: s.req.BoundToCatalog[p],
+		ToolCallID:     st.ToolCallID,
 	})
 	if res == nil { // only an executor that breaks its contract
 		return failed(st, StepError, &engine.ToolError{Code: CodeInternal, Message: fmt.Sprint("the tool could not be executed: ", err)}, 0)

@@ -16,6 +16,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // Error codes the Invoker adds to the executor's.
@@ -94,6 +95,12 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if p.Trace {
 		p.Sent(inv.sent(ctx, p))
 	}
+	ctx, span := startCall(ctx, e)
+	defer span.End()
+	var traceparent string
+	if e.PropagatesTrace() {
+		traceparent = tracing.Traceparent(ctx)
+	}
 	res, err := inv.Manager.CallTool(ctx, Call{
 		Server:      e.MCPID,
 		Tool:        e.ToolName,
@@ -101,9 +108,12 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		Credentials: p.Credentials,
 		Headers:     e.Headers,
 		OnSecrets:   p.AddSecrets,
+		Traceparent: traceparent,
 	})
 	if err != nil {
-		return nil, toolError(p, err)
+		err = toolError(p, err)
+		endCall(span, err)
+		return nil, err
 	}
 	out := ResultOf(res)
 	body, err := json.Marshal(out)

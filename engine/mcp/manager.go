@@ -329,6 +329,10 @@ type Call struct {
 	// (an oauth2 access token, a basic-auth header) that went on the wire,
 	// so that the caller can mask them like the credentials themselves.
 	OnSecrets func(...string)
+	// Traceparent, when set, goes with the call: in params._meta (the
+	// MCP convention, the only way over stdio) and, over HTTP, as the
+	// traceparent header of its requests.
+	Traceparent string
 }
 
 // CallTool performs call. A tool-level failure is a result with IsError
@@ -346,7 +350,17 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 	var res *sdk.CallToolResult
 	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
-		res, err = cs.CallTool(withCallHeaders(ctx, call.Headers), &sdk.CallToolParams{Name: call.Tool, Arguments: args})
+		params := &sdk.CallToolParams{Name: call.Tool, Arguments: args}
+		headers := call.Headers
+		if call.Traceparent != "" {
+			params.Meta = sdk.Meta{"traceparent": call.Traceparent}
+			headers = maps.Clone(headers)
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			headers["traceparent"] = call.Traceparent
+		}
+		res, err = cs.CallTool(withCallHeaders(ctx, headers), params)
 		return err
 	})
 	if err != nil {

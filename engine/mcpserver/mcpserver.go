@@ -32,6 +32,7 @@ import (
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
@@ -69,6 +70,10 @@ type Options struct {
 	Logger   *slog.Logger // nil: slog.Default()
 	// Sessions bound the HTTP sessions of Handler.
 	Sessions SessionLimits
+	// Tracer, when set, starts a server span for each tools/call, child
+	// of the traceparent header of its HTTP request, which the API has
+	// rewritten with its own span; nil: tracing off.
+	Tracer trace.Tracer
 }
 
 // Service serves one catalog to any number of sessions, each its own

@@ -53,6 +53,8 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 			}
+			ctx, span := ss.svc.startCall(ctx, r)
+			defer span.End()
 			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments)
 		}
 		return next(ctx, method, req)

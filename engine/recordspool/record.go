@@ -45,7 +45,12 @@ func appendRecord(b []byte, r *engine.Record) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	return append(b, `"}`...), nil
+	b = append(b, '"')
+	if r.TraceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = appendString(b, r.TraceID)
+	}
+	return append(b, '}'), nil
 }
 
 // appendString appends s as a JSON string, as encoding/json writes it.

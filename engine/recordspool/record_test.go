@@ -14,7 +14,8 @@ func TestAppendRecord(t *testing.T) {
 	for _, r := range []engine.Record{
 		{ID: "0192-a", PluginName: "p", UserID: 7, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1, CreatedAt: at},
 		{ID: "x", RunID: "run-1", PluginName: "github_repos_get", Status: "error", HTTPStatus: 502, Attempts: 3,
-			ErrorClass: "upstream_error", ErrorMessage: `upstream said "no" <b>&</b>` + "\n\x00\u2028 中文 \xff", CreatedAt: at.UTC()},
+			ErrorClass: "upstream_error", ErrorMessage: `upstream said "no" <b>&</b>` + "\n\x00\u2028 中文 \xff", CreatedAt: at.UTC(),
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{},
 	} {
 		want, err := json.Marshal(&r)
@@ -34,13 +35,13 @@ func TestAppendRecord(t *testing.T) {
 // FuzzAppendRecord: for any fields, appendRecord writes what json.Marshal
 // writes, and fails where it fails.
 func FuzzAppendRecord(f *testing.F) {
-	f.Add("0192-a", "", "p", int64(7), "ok", 200, int64(3), 1, "", "", int64(1764000000123456789), 0)
-	f.Add("id\"", "r\\", "<p>", int64(-1), "\x00", -5, int64(1)<<62, 9, "c&", "m\u2028\xff", int64(-1)<<62, -13*3600)
+	f.Add("0192-a", "", "p", int64(7), "ok", 200, int64(3), 1, "", "", int64(1764000000123456789), 0, "")
+	f.Add("id\"", "r\\", "<p>", int64(-1), "\x00", -5, int64(1)<<62, 9, "c&", "m\u2028\xff", int64(-1)<<62, -13*3600, "4bf92f3577b34da6a3ce929d0e0e4736")
 	f.Fuzz(func(t *testing.T, id, run, plugin string, user int64, status string, code int, latency int64,
-		attempts int, class, msg string, nanos int64, offset int) {
+		attempts int, class, msg string, nanos int64, offset int, trace string) {
 		r := engine.Record{ID: id, RunID: run, PluginName: plugin, UserID: user, Status: status, HTTPStatus: code,
 			LatencyMS: latency, Attempts: attempts, ErrorClass: class, ErrorMessage: msg,
-			CreatedAt: time.Unix(0, nanos).In(time.FixedZone("", offset%(48*3600)))}
+			CreatedAt: time.Unix(0, nanos).In(time.FixedZone("", offset%(48*3600))), TraceID: trace}
 		want, wantErr := json.Marshal(&r)
 		got, err := appendRecord(nil, &r)
 		if (err != nil) != (wantErr != nil) {

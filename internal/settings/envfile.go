@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // The env file holds NAME=VALUE lines, as `blindexec init` writes them and
 // as docker compose's env_file reads them: blank lines and lines starting
 // with # are skipped, the value is the rest of the line (no quoting, no
-// expansion), and only BLINDEXEC_* names are allowed, so that a stray line
-// is reported rather than ignored.
+// expansion), and only BLINDEXEC_* names and the OpenTelemetry variables
+// the engine reads (OTELVariables) are allowed, so that a stray line is
+// reported rather than ignored.
 type envFile struct {
 	path string
 	vars map[string]envEntry
@@ -24,6 +26,26 @@ type envEntry struct {
 }
 
 var envName = regexp.MustCompile(`^BLINDEXEC_[A-Z0-9_]+$`)
+
+// OTELVariables are the OpenTelemetry SDK's standard variables that
+// configure the engine's tracing (package tracing reads them): the
+// exception to the BLINDEXEC_ naming rule, accepted in the env file too.
+// The SDK's other variables (OTEL_EXPORTER_OTLP_HEADERS...) are read
+// from the process environment only.
+var OTELVariables = []string{
+	"OTEL_SDK_DISABLED",
+	"OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+	"OTEL_SERVICE_NAME",
+	"OTEL_TRACES_SAMPLER",
+	"OTEL_TRACES_SAMPLER_ARG",
+}
+
+func isSettingName(name string) bool {
+	return envName.MatchString(name) || slices.Contains(OTELVariables, name)
+}
 
 func parseEnvFile(path string, data []byte) (*envFile, error) {
 	f := &envFile{path: path, vars: map[string]envEntry{}}
@@ -37,8 +59,8 @@ func parseEnvFile(path string, data []byte) (*envFile, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%s:%d: want NAME=VALUE", path, i+1)
-		case !envName.MatchString(name):
-			return nil, fmt.Errorf("%s:%d: %q is not a BLINDEXEC_ setting", path, i+1, name)
+		case !isSettingName(name):
+			return nil, fmt.Errorf("%s:%d: %q is not a BLINDEXEC_ setting (nor one of %s)", path, i+1, name, strings.Join(OTELVariables, ", "))
 		case name == EnvFileVar:
 			return nil, fmt.Errorf("%s:%d: %s cannot be set in the env file itself", path, i+1, name)
 		}

@@ -115,6 +115,20 @@ func (s *Source) raw(name string) (value, origin string, ok bool) {
 	return "", "", false
 }
 
+// Lookup is name's value from the environment, else the env file; an
+// empty value counts as unset. For readers with rules of their own (the
+// OTEL_* variables, package tracing), who report bad values with Invalid.
+func (s *Source) Lookup(name string) (string, bool) {
+	v, _, ok := s.raw(name)
+	return v, ok
+}
+
+// Invalid reports name's value as bad: want says what it accepts.
+func (s *Source) Invalid(name, want string) {
+	v, origin, _ := s.raw(name)
+	s.fail(name, v, origin, want)
+}
+
 // Origin says where name was set: "the environment", "FILE:LINE", or ""
 // when it is not set (or s is nil).
 func (s *Source) Origin(name string) string {

@@ -112,10 +112,32 @@ func TestEnvFileErrors(t *testing.T) {
 		{"\nPATH=/bin\n", `f.env:2: "PATH" is not a BLINDEXEC_ setting`},
 		{"BLINDEXEC_A=1\nBLINDEXEC_A=2\n", "f.env:2: BLINDEXEC_A is already set on line 1"},
 		{"BLINDEXEC_ENV_FILE=x\n", "cannot be set in the env file"},
+		{"OTEL_EXPORTER_OTLP_HEADERS=x\n", `"OTEL_EXPORTER_OTLP_HEADERS" is not a BLINDEXEC_ setting (nor one of OTEL_SDK_DISABLED, `},
 	} {
 		if _, err := parseEnvFile("f.env", []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.data, err, tc.want)
 		}
+	}
+}
+
+// TestEnvFileOTEL: the OpenTelemetry variables tracing reads may be set
+// in the env file, the environment winning as for the others; Invalid
+// reports a bad one with where it was set.
+func TestEnvFileOTEL(t *testing.T) {
+	f, err := parseEnvFile("f.env", []byte("OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318\nOTEL_TRACES_SAMPLER=sometimes\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{lookup: env(map[string]string{"OTEL_SERVICE_NAME": "ruoyi-ai"}), file: f}
+	if v, ok := s.Lookup("OTEL_EXPORTER_OTLP_ENDPOINT"); !ok || v != "http://collector:4318" {
+		t.Errorf("from the file: %q %v", v, ok)
+	}
+	if v, _ := s.Lookup("OTEL_SERVICE_NAME"); v != "ruoyi-ai" {
+		t.Errorf("from the environment: %q", v)
+	}
+	s.Invalid("OTEL_TRACES_SAMPLER", "always_on, ...")
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), `OTEL_TRACES_SAMPLER="sometimes" (from f.env:2)`) {
+		t.Errorf("Invalid: %v", err)
 	}
 }
 

@@ -23,7 +23,8 @@ import (
 type Call struct {
 	Tool      string
 	Arguments map[string]any
-	Header    http.Header // of the HTTP request that carried it
+	Header    http.Header    // of the HTTP request that carried it
+	Meta      map[string]any // params._meta
 }
 
 // Server is a running test MCP server.
@@ -112,7 +113,7 @@ func (s *Server) AddTool(name, description, schema string, handle func(ctx conte
 				h = req.Extra.Header
 			}
 			s.mu.Lock()
-			s.calls = append(s.calls, Call{Tool: name, Arguments: args, Header: h})
+			s.calls = append(s.calls, Call{Tool: name, Arguments: args, Header: h, Meta: req.Params.Meta})
 			s.mu.Unlock()
 			return handle(ctx, args), nil
 		})

@@ -1,0 +1,84 @@
+package api_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Allocations of one call with tracing off, measured on the code before
+// tracing existed (main at 5371c9f, just before tracing was merged, this
+// test's setup, go1.26): tracing off must cost the call path nothing, not
+// one allocation. Work that changes the call path re-measures them.
+const (
+	allocsExecuteBefore = 183
+	allocsMCPBefore     = 274
+)
+
+// TestTracingOffAllocs holds the allocations of POST /v1/execute and of a
+// tools/call on /mcp, served in-process with the upstream on loopback, to
+// those measured before tracing was added: off (no endpoint), tracing
+// adds none.
+func TestTracingOffAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (which the race detector changes)")
+	}
+	st := testdb.Open(t, store.DialectSQLite)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME"}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnv(t, st, func(s *api.Server) {
+		s.MCP = &api.MCPConfig{}
+		s.Executor.Recorder = nil // records are written in the background: their allocations would blur the count
+	})
+	token := e.addLookup(up.URL, "sk-allocs-0123456789")
+	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header = header.Clone()
+		w := httptest.NewRecorder()
+		e.handler.ServeHTTP(w, req)
+		return w
+	}
+	h := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"},
+		"Accept": {"application/json, text/event-stream"}}
+
+	execute := []byte(`{"name":"lookup","arguments":{"q":"acme"}}`)
+	if w := serve("/v1/execute", execute, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
+		t.Fatalf("execute: %d %s", w.Code, w.Body)
+	}
+	got := testing.AllocsPerRun(200, func() { serve("/v1/execute", execute, h) })
+	t.Logf("/v1/execute: %.0f allocations a call", got)
+	if got > allocsExecuteBefore {
+		t.Errorf("/v1/execute makes %.0f allocations with tracing off; before tracing: %d", got, allocsExecuteBefore)
+	}
+
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	w := serve("/mcp", init, h)
+	sid := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", w.Code, w.Body)
+	}
+	h.Set("Mcp-Session-Id", sid)
+	h.Set("Mcp-Protocol-Version", "2025-06-18")
+	if w := serve("/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), h); w.Code/100 != 2 {
+		t.Fatalf("initialized: %d %s", w.Code, w.Body)
+	}
+	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"}}}`)
+	if w := serve("/mcp", call, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
+		t.Fatalf("tools/call: %d %s", w.Code, w.Body)
+	}
+	got = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
+	t.Logf("/mcp tools/call: %.0f allocations a call", got)
+	if got > allocsMCPBefore {
+		t.Errorf("/mcp tools/call makes %.0f allocations with tracing off; before tracing: %d", got, allocsMCPBefore)
+	}
+}
