@@ -11,9 +11,16 @@ import (
 	"testing"
 )
 
-// Dir is the corpus directory, found beside the module root; "" when the
-// checkout has none.
+// EnvDir names the corpus directory when it is not beside the module root
+// (a git worktree elsewhere).
+const EnvDir = "BLINDEXEC_CORPUS"
+
+// Dir is the corpus directory: $BLINDEXEC_CORPUS, else found beside the
+// module root; "" when the checkout has none.
 func Dir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return ""
@@ -40,7 +47,7 @@ func Read(tb testing.TB, name string) []byte {
 	tb.Helper()
 	dir := Dir()
 	if dir == "" {
-		tb.Skip("corpus not available: ../shared/corpus beside the repository")
+		tb.Skip("corpus not available: ../shared/corpus beside the repository, or $" + EnvDir)
 	}
 	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
