@@ -101,8 +101,8 @@ func Convert(srv *store.MCPServer, t *sdk.Tool, name string, maxDepth int) (*plu
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
 		Name:                name,
-		Title:               t.Title,
-		Description:         cmp.Or(strings.TrimSpace(t.Description), t.Title, t.Name),
+		Title:               title(t),
+		Description:         cmp.Or(strings.TrimSpace(plugins.PlainText(t.Description)), t.Title, t.Name),
 		Parameters:          params,
 		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
 		AuthConfig:          ac,
@@ -112,6 +112,19 @@ func Convert(srv *store.MCPServer, t *sdk.Tool, name string, maxDepth int) (*plu
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
 	return p, warnings, nil
+}
+
+// title is a tool's title, else its annotations', else its description's
+// first sentence, else its name's words: search weighs a title, and a
+// model reads it first.
+func title(t *sdk.Tool) string {
+	if t.Title != "" {
+		return t.Title
+	}
+	if t.Annotations != nil && t.Annotations.Title != "" {
+		return t.Annotations.Title
+	}
+	return cmp.Or(plugins.TitleFrom(plugins.PlainText(t.Description)), plugins.TitleFromName(t.Name))
 }
 
 // Parameters converts an MCP inputSchema (as the SDK decodes it, or any

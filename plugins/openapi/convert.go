@@ -275,8 +275,8 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 
 	p := &plugins.Plugin{
 		SchemaVersion: "v1",
-		Title:         title(str(o.op["summary"])),
-		Description:   description(o.op),
+		Title:         title(plugins.PlainText(str(o.op["summary"]))),
+		Description:   plugins.PlainText(description(o.op)),
 		Execution: plugins.Execution{
 			Method:      method,
 			BaseURL:     base + o.path,
@@ -290,6 +290,7 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 	if p.Description == "" {
 		p.Description = o.key
 	}
+	titled(p, o.key)
 	if o.op["deprecated"] == true {
 		p.Description = "Deprecated: the API may remove this operation; prefer another if one fits.\n\n" + p.Description
 	}

@@ -240,9 +240,18 @@ func SourceName(location string, doc *Document, opts Options) string {
 // fingerprint is the JSON of the options that shape a conversion, stored
 // with the source.
 func (o Options) fingerprint() (string, error) {
-	b, err := marshal(o)
+	b, err := marshal(struct {
+		Options
+		Revision int `json:"conversion_revision"`
+	}{o, conversionRevision})
 	return string(b), err
 }
+
+// conversionRevision counts the changes to what the same document converts
+// to; a source synced by an earlier one is converted again, its changed
+// plugins reported (2: descriptions in plain text, a title for every
+// operation, issue 35).
+const conversionRevision = 2
 
 // settleNames fixes the names of the converted plugins against the store:
 // a plugin of an operation this source has already imported keeps its
