@@ -23,7 +23,7 @@ var htmlTag = regexp.MustCompile(`(?i)</?(p|br|a|code|pre|ul|ol|li|strong|b|em|i
 // their text; entities are decoded. Text without HTML tags is returned as
 // it is (Markdown stays Markdown, "a < b" stays).
 func PlainText(s string) string {
-	if !htmlTag.MatchString(s) {
+	if !strings.Contains(s, "<") || !htmlTag.MatchString(s) {
 		return s
 	}
 	var b strings.Builder
