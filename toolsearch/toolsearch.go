@@ -78,12 +78,13 @@ func isDeprecated(p *plugins.Plugin) bool {
 type Index struct {
 	an         analyzer
 	docs       []*plugins.Plugin
-	actions    []actions        // of each doc
-	deprecated []bool           // of each doc
-	title      [][]int32        // of each doc: its title's terms
-	addressed  [][]int32        // of each doc: the terms of what it addresses one of (addressedTerms)
-	terms      map[string]int32 // term → its postings
-	sorted     []string         // the terms in order, for prefixes (widen)
+	actions    []actions         // of each doc
+	deprecated []bool            // of each doc
+	title      [][]int32         // of each doc: its title's terms
+	addressed  [][]int32         // of each doc: the terms of what it addresses one of (addressedTerms)
+	terms      map[string]int32  // term → its postings
+	words      map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
+	sorted     []string          // the terms in order, for prefixes (widen)
 	postings   [][]posting
 	idf        []float64
 	scratch    sync.Pool // *scratch
@@ -134,7 +135,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	tools := make([]toolText, len(ix.docs))
 	for d, p := range ix.docs {
-		tools[d].p = p
+		tools[d] = newToolText(p)
 	}
 	// Building stems each distinct word once.
 	builder := an
@@ -194,18 +195,26 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	ix.deprecated = make([]bool, len(ix.docs))
 	if !an.plain {
 		for d, p := range ix.docs {
-			ix.actions[d] = toolActions(p)
+			ix.actions[d] = toolActions(p, tools[d].title)
 			ix.deprecated[d] = isDeprecated(p)
 			for _, t := range addressedTerms(builder, p) {
 				if id, ok := ix.terms[t]; ok && !slices.Contains(ix.addressed[d], id) {
 					ix.addressed[d] = append(ix.addressed[d], id)
 				}
 			}
-			builder.each(p.Title, func(t string, kind int) {
+			builder.each(tools[d].title, func(t string, kind int) {
 				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
 					ix.title[d] = append(ix.title[d], id)
 				}
 			})
+		}
+		ix.words = map[string]string{}
+		for w, st := range builder.stems {
+			if t := canonical(st); len(w) >= typoMin-1 && isASCIILetters(w) {
+				if _, ok := ix.terms[t]; ok {
+					ix.words[w] = t
+				}
+			}
 		}
 		ix.sorted = make([]string, 0, len(ix.terms))
 		for t := range ix.terms {
@@ -267,6 +276,7 @@ func (ix *Index) Search(query string, limit int) []Result {
 	}
 	if !ix.an.plain {
 		ix.widen(concepts)
+		ix.correct(query, concepts)
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best

@@ -235,7 +235,7 @@ func TestActions(t *testing.T) {
 		{plugin("list_3", "获取部门列表", "", method("GET", "/system/dept/list")), a("get", "list")},
 		{plugin("changeStatus", "状态修改", "", method("PUT", "/system/user/changeStatus")), a("update")},
 	} {
-		if got := toolActions(tc.p); got != tc.want {
+		if got := toolActions(tc.p, tc.p.Title); got != tc.want {
 			t.Errorf("toolActions(%s) = %b, want %b", tc.p.Name, got, tc.want)
 		}
 	}
@@ -324,5 +324,39 @@ func TestAddressed(t *testing.T) {
 	}
 	if got := fmt.Sprint(numberedTerms(analyzer{}, "the discussion on issue 10, and PR #9 of 2 repos")); got != "[issu pr]" {
 		t.Errorf("numberedTerms = %s", got)
+	}
+}
+
+// TestTypos: a word of five letters or more one edit from a catalog word
+// finds its tools, below the word itself; shorter words do not.
+func TestTypos(t *testing.T) {
+	ps := []*plugins.Plugin{
+		{Name: "create_refund", Title: "Create a refund", Description: "Refunds a charge.", Status: plugins.StatusEnabled},
+		{Name: "cancel_subscription", Title: "Cancel a subscription", Description: "Cancels it.", Status: plugins.StatusEnabled},
+		{Name: "get_customer", Title: "Retrieve a customer", Description: "A customer.", Status: plugins.StatusEnabled},
+		{Name: "add_tag", Title: "Add a tag", Description: "Tags an item.", Status: plugins.StatusEnabled},
+	}
+	ix, err := New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"refnud the charge":     "create_refund", // swapped
+		"cancle my subscripton": "cancel_subscription",
+		"look up the custmer":   "get_customer",  // dropped
+		"retrieve a customerr":  "get_customer",  // added
+		"refumd":                "create_refund", // changed
+	} {
+		rs := ix.Search(q, 5)
+		if len(rs) == 0 || rs[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", q, rs, want)
+		}
+	}
+	if rs := ix.Search("tap", 5); len(rs) != 0 {
+		t.Errorf("a three-letter word matched by one edit: %v", rs)
+	}
+	exact := ix.Search("refund", 1)[0].Score
+	if typo := ix.Search("refnud", 1)[0].Score; typo >= exact {
+		t.Errorf("a mistyped word scores %v, the word itself %v: want lower", typo, exact)
 	}
 }
