@@ -86,6 +86,7 @@ type Index struct {
 	words      map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
 	sorted     []string          // the terms in order, for prefixes (widen)
 	postings   [][]posting
+	scripts    []script // of the tools' texts, most used first (Languages)
 	idf        []float64
 	scratch    sync.Pool // *scratch
 }
@@ -208,6 +209,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 				}
 			})
 		}
+		ix.scripts = catalogScripts(tools)
 		ix.words = map[string]string{}
 		for w, st := range builder.stems {
 			if t := canonical(st); len(w) >= typoMin-1 && isASCIILetters(w) {
@@ -263,7 +265,8 @@ func (ix *Index) widen(concepts []concept) {
 func (ix *Index) Len() int { return len(ix.docs) }
 
 // Search returns at most limit tools matching query, best first; ties go
-// by name. A limit of zero or less means DefaultLimit; above MaxLimit,
+// by name. A request none of whose words (nor their synonyms in its own
+// script) any tool has finds nothing (speaks). A limit of zero or less means DefaultLimit; above MaxLimit,
 // MaxLimit.
 func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
@@ -277,6 +280,9 @@ func (ix *Index) Search(query string, limit int) []Result {
 	if !ix.an.plain {
 		ix.widen(concepts)
 		ix.correct(query, concepts)
+		if !ix.speaks(scriptOf(query), concepts) {
+			return nil
+		}
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best

@@ -360,3 +360,39 @@ func TestTypos(t *testing.T) {
 		t.Errorf("a mistyped word scores %v, the word itself %v: want lower", typo, exact)
 	}
 }
+
+// TestLanguages: the index names the languages of its tools' text, and a
+// request in a language none of them is written in finds nothing (not the
+// tools its verbs' English synonyms match).
+func TestLanguages(t *testing.T) {
+	en := []*plugins.Plugin{
+		{Name: "delete_user", Title: "Delete a user", Description: "Deletes the user.", Status: plugins.StatusEnabled},
+		{Name: "list_users", Title: "List users", Description: "Lists every user.", Status: plugins.StatusEnabled},
+	}
+	zh := []*plugins.Plugin{
+		{Name: "del_kehu", Title: "删除客户", Description: "删除一个客户", Status: plugins.StatusEnabled},
+		{Name: "list_kehu", Title: "获得客户分页", Description: "分页查询客户", Status: plugins.StatusEnabled},
+	}
+	for _, tc := range []struct {
+		ps    []*plugins.Plugin
+		langs []string
+		found map[string]bool // request: finds something
+	}{
+		{en, []string{"English"}, map[string]bool{"删除用户": false, "delete the user": true, "frobnicate": false}},
+		{zh, []string{"Chinese"}, map[string]bool{"删除客户": true, "delete the user": false}},
+		{append(append([]*plugins.Plugin{}, en...), zh...), []string{"English", "Chinese"}, map[string]bool{"删除客户": true, "remove a user": true}},
+	} {
+		ix, err := New(tc.ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ix.Languages(); !slices.Equal(got, tc.langs) {
+			t.Errorf("Languages() = %v, want %v", got, tc.langs)
+		}
+		for q, want := range tc.found {
+			if rs := ix.Search(q, 5); (len(rs) > 0) != want {
+				t.Errorf("%v: %q found %v, want something: %v", tc.langs, q, rs, want)
+			}
+		}
+	}
+}
