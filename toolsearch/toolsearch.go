@@ -328,14 +328,40 @@ func (ix *Index) Search(query string, limit int) []Result {
 	if !ix.an.plain {
 		rq = ix.request(query, concepts)
 	}
+	// The title share multiplies a score by at most 1+titleBoost, and
+	// costs the most of fit: a tool whose score could not reach the
+	// limit-th best lower bound (every factor but the title share) even
+	// with the whole share is passed over without it.
+	floor := 0.0
+	if !ix.an.plain {
+		lower := make(floatHeap, 0, limit+1)
+		for _, d := range touched {
+			acc[d] *= ix.fitExceptTitle(d, &rq)
+			if len(lower) < limit {
+				heap.Push(&lower, acc[d])
+			} else if acc[d] > lower[0] {
+				lower[0] = acc[d]
+				heap.Fix(&lower, 0)
+			}
+		}
+		if len(lower) == limit {
+			floor = lower[0]
+		}
+	}
 	top := make(resultHeap, 0, limit+1)
 	for _, d := range touched {
 		score := acc[d]
+		acc[d] = 0
 		if !ix.an.plain {
-			score *= ix.fit(d, &rq)
+			if score*(1+titleBoost) < floor {
+				continue
+			}
+			score *= ix.titleShare(d, &rq)
+		}
+		if len(top) == limit && score < top[0].Score {
+			continue
 		}
 		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
-		acc[d] = 0
 		if len(top) < limit {
 			heap.Push(&top, r)
 		} else if worse(top[0], r) {
@@ -373,9 +399,10 @@ func (ix *Index) request(query string, concepts []concept) request {
 	return rq
 }
 
-// fit is the factor of document d's score for what rq asks: its action,
-// the thing it numbers, the share of d's title it names; deprecation.
-func (ix *Index) fit(d int32, rq *request) float64 {
+// fitExceptTitle is the factor of document d's score for what rq asks,
+// but the title share (titleShare): its action, the thing it numbers;
+// deprecation.
+func (ix *Index) fitExceptTitle(d int32, rq *request) float64 {
 	f := 1.0
 	if ix.actions[d]&rq.actions != 0 {
 		f *= 1 + actionBoost
@@ -389,16 +416,23 @@ func (ix *Index) fit(d int32, rq *request) float64 {
 	if ix.deprecated[d] {
 		f *= deprecatedFactor
 	}
-	if title := ix.title[d]; len(title) > 0 {
-		n := 0
-		for _, id := range title {
-			if slices.Contains(rq.named, id) {
-				n++
-			}
-		}
-		f *= 1 + titleBoost*float64(n)/float64(len(title))
-	}
 	return f
+}
+
+// titleShare is the factor of document d's score for the share of its
+// title rq names, from 1 to 1+titleBoost.
+func (ix *Index) titleShare(d int32, rq *request) float64 {
+	title := ix.title[d]
+	if len(title) == 0 {
+		return 1
+	}
+	n := 0
+	for _, id := range title {
+		if slices.Contains(rq.named, id) {
+			n++
+		}
+	}
+	return 1 + titleBoost*float64(n)/float64(len(title))
 }
 
 // worse orders results: lower score, then later name.
@@ -407,6 +441,20 @@ func worse(a, b Result) bool {
 		return a.Score < b.Score
 	}
 	return a.Name > b.Name
+}
+
+// floatHeap keeps the largest scores seen, the smallest on top.
+type floatHeap []float64
+
+func (h floatHeap) Len() int           { return len(h) }
+func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *floatHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // resultHeap keeps the best results seen, the worst on top.
