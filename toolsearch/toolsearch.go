@@ -334,21 +334,16 @@ func (ix *Index) Search(query string, limit int) []Result {
 	// with the whole share is passed over without it.
 	floor := 0.0
 	if !ix.an.plain {
-		lower := make(floatHeap, 0, limit+1)
+		lower := topK[float64]{items: make([]float64, 0, limit+1), worse: func(a, b float64) bool { return a < b }}
 		for _, d := range touched {
 			acc[d] *= ix.fitExceptTitle(d, &rq)
-			if len(lower) < limit {
-				heap.Push(&lower, acc[d])
-			} else if acc[d] > lower[0] {
-				lower[0] = acc[d]
-				heap.Fix(&lower, 0)
-			}
+			lower.keep(acc[d], limit)
 		}
-		if len(lower) == limit {
-			floor = lower[0]
+		if len(lower.items) == limit {
+			floor = lower.items[0]
 		}
 	}
-	top := make(resultHeap, 0, limit+1)
+	top := topK[Result]{items: make([]Result, 0, limit+1), worse: worse}
 	for _, d := range touched {
 		score := acc[d]
 		acc[d] = 0
@@ -358,21 +353,15 @@ func (ix *Index) Search(query string, limit int) []Result {
 			}
 			score *= ix.titleShare(d, &rq)
 		}
-		if len(top) == limit && score < top[0].Score {
+		if len(top.items) == limit && score < top.items[0].Score {
 			continue
 		}
-		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
-		if len(top) < limit {
-			heap.Push(&top, r)
-		} else if worse(top[0], r) {
-			top[0] = r
-			heap.Fix(&top, 0)
-		}
+		top.keep(Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}, limit)
 	}
 	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
-	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
-	return top
+	sort.Slice(top.items, func(i, j int) bool { return worse(top.items[j], top.items[i]) })
+	return top.items
 }
 
 // request is what a search knows of a request beyond its concepts.
@@ -443,30 +432,29 @@ func worse(a, b Result) bool {
 	return a.Name > b.Name
 }
 
-// floatHeap keeps the largest scores seen, the smallest on top.
-type floatHeap []float64
-
-func (h floatHeap) Len() int           { return len(h) }
-func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *floatHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// topK keeps the best items seen, at most a limit of them, the worst
+// on top.
+type topK[T any] struct {
+	items []T
+	worse func(a, b T) bool
 }
 
-// resultHeap keeps the best results seen, the worst on top.
-type resultHeap []Result
+// keep adds x if there is room or it beats the worst kept.
+func (h *topK[T]) keep(x T, limit int) {
+	if len(h.items) < limit {
+		heap.Push(h, x)
+	} else if h.worse(h.items[0], x) {
+		h.items[0] = x
+		heap.Fix(h, 0)
+	}
+}
 
-func (h resultHeap) Len() int           { return len(h) }
-func (h resultHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
-func (h resultHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *resultHeap) Push(x any)        { *h = append(*h, x.(Result)) }
-func (h *resultHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
+func (h *topK[T]) Len() int           { return len(h.items) }
+func (h *topK[T]) Less(i, j int) bool { return h.worse(h.items[i], h.items[j]) }
+func (h *topK[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *topK[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *topK[T]) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
