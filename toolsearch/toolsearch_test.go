@@ -396,3 +396,18 @@ func TestLanguages(t *testing.T) {
 		}
 	}
 }
+
+func TestOneEdit(t *testing.T) {
+	seen := map[string]bool{}
+	oneEdit("abc", func(b []byte) { seen[string(b)] = true })
+	for _, w := range []string{"bc", "ac", "ab", "bac", "acb", "xbc", "abz", "zabc", "abcz", "azbc"} {
+		if !seen[w] {
+			t.Errorf("%q is one edit from abc, not generated", w)
+		}
+	}
+	for _, w := range []string{"abc", "cba", "a", "abcde"} {
+		if seen[w] {
+			t.Errorf("%q generated", w)
+		}
+	}
+}

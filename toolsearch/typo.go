@@ -36,8 +36,8 @@ func (ix *Index) correct(query string, concepts []concept) {
 			if i < 0 {
 				continue
 			}
-			oneEdit(part, func(v string) {
-				if t, ok := ix.words[v]; ok {
+			oneEdit(part, func(v []byte) {
+				if t, ok := ix.words[string(v)]; ok { // no allocation: a map index
 					concepts[i] = concepts[i].with(qterm{t, typoWeight})
 				}
 			})
@@ -46,27 +46,29 @@ func (ix *Index) correct(query string, concepts []concept) {
 }
 
 // oneEdit calls f with every lowercase ASCII word one edit from w
-// (repeats included).
-func oneEdit(w string, f func(string)) {
+// (repeats included), in a buffer f must not keep.
+func oneEdit(w string, f func([]byte)) {
 	b := make([]byte, 0, len(w)+1)
 	for i := range len(w) {
-		f(string(append(append(b[:0], w[:i]...), w[i+1:]...))) // dropped
+		f(append(append(b[:0], w[:i]...), w[i+1:]...)) // dropped
 		if i+1 < len(w) {
 			b = append(b[:0], w...)
 			b[i], b[i+1] = b[i+1], b[i]
-			f(string(b)) // swapped
+			f(b) // swapped
 		}
+		b = append(b[:0], w...)
 		for c := byte('a'); c <= 'z'; c++ {
 			if c != w[i] {
-				b = append(b[:0], w...)
 				b[i] = c
-				f(string(b)) // changed
+				f(b) // changed
 			}
 		}
 	}
 	for i := 0; i <= len(w); i++ {
+		b = append(append(append(b[:0], w[:i]...), 'a'), w[i:]...)
 		for c := byte('a'); c <= 'z'; c++ {
-			f(string(append(append(append(b[:0], w[:i]...), c), w[i:]...))) // added
+			b[i] = c
+			f(b) // added
 		}
 	}
 }
