@@ -22,6 +22,15 @@ func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
 	return rs
 }
 
+// Languages are those of the catalog's tools (toolset.Languages).
+func (c catalogSearcher) Languages() []string {
+	ix, err := c.s.ToolIndex(context.Background())
+	if err != nil {
+		return nil
+	}
+	return ix.Languages()
+}
+
 // mcpIndex is /mcp's index: its tools are the enabled catalog.
 func (s *Server) mcpIndex([]*plugins.Plugin) (toolset.Searcher, error) {
 	return catalogSearcher{s}, nil

@@ -43,6 +43,9 @@ func benchToolSearch(ctx context.Context, o benchOpts) error {
 	}{
 		{fmt.Sprintf("GitHub's REST API (%s)", octokitOpenAPI), spec, []string{"github-queries.json", "github-heldout.json"}},
 		{"RuoYi admin API in Chinese (toolsearch/testdata/ruoyi-openapi.json)", filepath.Join(td, "ruoyi-openapi.json"), []string{"ruoyi-queries.json", "ruoyi-heldout.json"}},
+		{"Slack Web API, no summaries (toolsearch/testdata/slack-openapi.json)", filepath.Join(td, "slack-openapi.json"), []string{"slack-queries.json", "slack-heldout.json"}},
+		{"Spotify Web API (toolsearch/testdata/spotify-openapi.json)", filepath.Join(td, "spotify-openapi.json"), []string{"spotify-queries.json", "spotify-heldout.json"}},
+		{"yudao CRM admin API in Chinese (toolsearch/testdata/yudao-crm-openapi.json)", filepath.Join(td, "yudao-crm-openapi.json"), []string{"crm-queries.json", "crm-heldout.json"}},
 	}
 	if *searchCatalog != "" {
 		if *searchCases == "" {

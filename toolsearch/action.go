@@ -86,14 +86,14 @@ func lookupAction(w string) actions {
 	return actionIndex[stem(w)]
 }
 
-// toolActions are what a tool does: the verb its title starts with (or,
+// toolActions are what a tool does: the verb its title (titleOf) starts with (or,
 // in Chinese, any verb of its title), else a verb of its name, and what
 // its HTTP method does — a GET of a collection (a path ending in a literal
 // segment) lists, of one item reads.
-func toolActions(p *plugins.Plugin) actions {
+func toolActions(p *plugins.Plugin, title string) actions {
 	var a actions
 	first := true
-	scan(p.Title, func(w string) {
+	scan(title, func(w string) {
 		if first {
 			a |= lookupAction(strings.ToLower(w))
 		}

@@ -27,10 +27,10 @@ type field struct {
 // parameters and path say what it acts on.
 var engineFields = []field{
 	{"name", 2, 0.5, func(t *toolText) []string { return []string{t.p.Name} }, false},
-	{"title", 3, 0.5, func(t *toolText) []string { return []string{t.p.Title} }, false},
+	{"title", 3, 0.5, func(t *toolText) []string { return []string{t.title} }, false},
 	{"tags", 1.5, 0.3, func(t *toolText) []string { return t.p.Tags }, false},
 	{"keywords", 3, 0.3, func(t *toolText) []string { return t.p.Keywords }, false},
-	{"description", 1, 0.75, func(t *toolText) []string { return sentences(stripURLs(t.p.Description)) }, true},
+	{"description", 1, 0.75, func(t *toolText) []string { return sentences(stripURLs(t.description)) }, true},
 	{"path", 1, 0.5, pathWords, false},
 	{"method", 0.5, 0, methodWords, false},
 	{"parameter names", 1, 0.5, parameterNames, false},
@@ -188,9 +188,26 @@ type property struct {
 // toolText is a tool while its fields are read, its parameters parsed
 // once for the fields that need them.
 type toolText struct {
-	p      *plugins.Plugin
-	props  map[string]property
-	parsed bool
+	p                  *plugins.Plugin
+	title, description string
+	props              map[string]property
+	parsed             bool
+}
+
+func newToolText(p *plugins.Plugin) toolText {
+	desc := plugins.PlainText(p.Description)
+	return toolText{p: p, title: titleOf(p.Title, desc), description: desc}
+}
+
+// titleOf is a tool's title, else its description's first sentence: a
+// tool stored without a title (hand-written, or imported before titles
+// were made) ranks as one with, and a source that fills titles does not
+// win over one that does not.
+func titleOf(title, desc string) string {
+	if title != "" {
+		return title
+	}
+	return plugins.TitleFrom(desc)
 }
 
 func (t *toolText) properties() map[string]property {

@@ -78,13 +78,15 @@ func isDeprecated(p *plugins.Plugin) bool {
 type Index struct {
 	an         analyzer
 	docs       []*plugins.Plugin
-	actions    []actions        // of each doc
-	deprecated []bool           // of each doc
-	title      [][]int32        // of each doc: its title's terms
-	addressed  [][]int32        // of each doc: the terms of what it addresses one of (addressedTerms)
-	terms      map[string]int32 // term → its postings
-	sorted     []string         // the terms in order, for prefixes (widen)
+	actions    []actions         // of each doc
+	deprecated []bool            // of each doc
+	title      [][]int32         // of each doc: its title's terms
+	addressed  [][]int32         // of each doc: the terms of what it addresses one of (addressedTerms)
+	terms      map[string]int32  // term → its postings
+	words      map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
+	sorted     []string          // the terms in order, for prefixes (widen)
 	postings   [][]posting
+	scripts    []script // of the tools' texts, most used first (Languages)
 	idf        []float64
 	scratch    sync.Pool // *scratch
 }
@@ -134,7 +136,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	tools := make([]toolText, len(ix.docs))
 	for d, p := range ix.docs {
-		tools[d].p = p
+		tools[d] = newToolText(p)
 	}
 	// Building stems each distinct word once.
 	builder := an
@@ -194,18 +196,27 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	ix.deprecated = make([]bool, len(ix.docs))
 	if !an.plain {
 		for d, p := range ix.docs {
-			ix.actions[d] = toolActions(p)
+			ix.actions[d] = toolActions(p, tools[d].title)
 			ix.deprecated[d] = isDeprecated(p)
 			for _, t := range addressedTerms(builder, p) {
 				if id, ok := ix.terms[t]; ok && !slices.Contains(ix.addressed[d], id) {
 					ix.addressed[d] = append(ix.addressed[d], id)
 				}
 			}
-			builder.each(p.Title, func(t string, kind int) {
+			builder.each(tools[d].title, func(t string, kind int) {
 				if id, ok := ix.terms[t]; ok && kind != kindCJKChar && !slices.Contains(ix.title[d], id) {
 					ix.title[d] = append(ix.title[d], id)
 				}
 			})
+		}
+		ix.scripts = catalogScripts(tools)
+		ix.words = map[string]string{}
+		for w, st := range builder.stems {
+			if t := canonical(st); len(w) >= typoMin-1 && isASCIILetters(w) {
+				if _, ok := ix.terms[t]; ok {
+					ix.words[w] = t
+				}
+			}
 		}
 		ix.sorted = make([]string, 0, len(ix.terms))
 		for t := range ix.terms {
@@ -254,8 +265,9 @@ func (ix *Index) widen(concepts []concept) {
 func (ix *Index) Len() int { return len(ix.docs) }
 
 // Search returns at most limit tools matching query, best first; ties go
-// by name. A limit of zero or less means DefaultLimit; above MaxLimit,
-// MaxLimit.
+// by name. A request none of whose words (nor their synonyms in its own
+// script) any tool has finds nothing (speaks). A limit of zero or less
+// means DefaultLimit; above MaxLimit, MaxLimit.
 func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -278,6 +290,10 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	}
 	if !ix.an.plain {
 		ix.widen(concepts)
+		ix.correct(query, concepts)
+		if !ix.speaks(scriptOf(query), concepts) {
+			return nil, 0
+		}
 	}
 	sp := ix.scratch.Get().(*scratch)
 	acc, best := sp.acc, sp.best
@@ -323,25 +339,40 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	if !ix.an.plain {
 		rq = ix.request(query, concepts)
 	}
-	top := make(resultHeap, 0, limit+1)
+	// The title share multiplies a score by at most 1+titleBoost, and
+	// costs the most of fit: a tool whose score could not reach the
+	// limit-th best lower bound (every factor but the title share) even
+	// with the whole share is passed over without it.
+	floor := 0.0
+	if !ix.an.plain {
+		lower := topK[float64]{items: make([]float64, 0, limit+1), worse: func(a, b float64) bool { return a < b }}
+		for _, d := range touched {
+			acc[d] *= ix.fitExceptTitle(d, &rq)
+			lower.keep(acc[d], limit)
+		}
+		if len(lower.items) == limit {
+			floor = lower.items[0]
+		}
+	}
+	top := topK[Result]{items: make([]Result, 0, limit+1), worse: worse}
 	for _, d := range touched {
 		score := acc[d]
-		if !ix.an.plain {
-			score *= ix.fit(d, &rq)
-		}
-		r := Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}
 		acc[d] = 0
-		if len(top) < limit {
-			heap.Push(&top, r)
-		} else if worse(top[0], r) {
-			top[0] = r
-			heap.Fix(&top, 0)
+		if !ix.an.plain {
+			if score*(1+titleBoost) < floor {
+				continue
+			}
+			score *= ix.titleShare(d, &rq)
 		}
+		if len(top.items) == limit && score < top.items[0].Score {
+			continue
+		}
+		top.keep(Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}, limit)
 	}
 	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
-	sort.Slice(top, func(i, j int) bool { return worse(top[j], top[i]) })
-	return top, len(touched)
+	sort.Slice(top.items, func(i, j int) bool { return worse(top.items[j], top.items[i]) })
+	return top.items, len(touched)
 }
 
 // request is what a search knows of a request beyond its concepts.
@@ -368,9 +399,10 @@ func (ix *Index) request(query string, concepts []concept) request {
 	return rq
 }
 
-// fit is the factor of document d's score for what rq asks: its action,
-// the thing it numbers, the share of d's title it names; deprecation.
-func (ix *Index) fit(d int32, rq *request) float64 {
+// fitExceptTitle is the factor of document d's score for what rq asks,
+// but the title share (titleShare): its action, the thing it numbers;
+// deprecation.
+func (ix *Index) fitExceptTitle(d int32, rq *request) float64 {
 	f := 1.0
 	if ix.actions[d]&rq.actions != 0 {
 		f *= 1 + actionBoost
@@ -384,16 +416,23 @@ func (ix *Index) fit(d int32, rq *request) float64 {
 	if ix.deprecated[d] {
 		f *= deprecatedFactor
 	}
-	if title := ix.title[d]; len(title) > 0 {
-		n := 0
-		for _, id := range title {
-			if slices.Contains(rq.named, id) {
-				n++
-			}
-		}
-		f *= 1 + titleBoost*float64(n)/float64(len(title))
-	}
 	return f
+}
+
+// titleShare is the factor of document d's score for the share of its
+// title rq names, from 1 to 1+titleBoost.
+func (ix *Index) titleShare(d int32, rq *request) float64 {
+	title := ix.title[d]
+	if len(title) == 0 {
+		return 1
+	}
+	n := 0
+	for _, id := range title {
+		if slices.Contains(rq.named, id) {
+			n++
+		}
+	}
+	return 1 + titleBoost*float64(n)/float64(len(title))
 }
 
 // worse orders results: lower score, then later name.
@@ -404,16 +443,29 @@ func worse(a, b Result) bool {
 	return a.Name > b.Name
 }
 
-// resultHeap keeps the best results seen, the worst on top.
-type resultHeap []Result
+// topK keeps the best items seen, at most a limit of them, the worst
+// on top.
+type topK[T any] struct {
+	items []T
+	worse func(a, b T) bool
+}
 
-func (h resultHeap) Len() int           { return len(h) }
-func (h resultHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
-func (h resultHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *resultHeap) Push(x any)        { *h = append(*h, x.(Result)) }
-func (h *resultHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
+// keep adds x if there is room or it beats the worst kept.
+func (h *topK[T]) keep(x T, limit int) {
+	if len(h.items) < limit {
+		heap.Push(h, x)
+	} else if h.worse(h.items[0], x) {
+		h.items[0] = x
+		heap.Fix(h, 0)
+	}
+}
+
+func (h *topK[T]) Len() int           { return len(h.items) }
+func (h *topK[T]) Less(i, j int) bool { return h.worse(h.items[i], h.items[j]) }
+func (h *topK[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *topK[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *topK[T]) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }

@@ -263,7 +263,7 @@ func TestActions(t *testing.T) {
 		{plugin("list_3", "获取部门列表", "", method("GET", "/system/dept/list")), a("get", "list")},
 		{plugin("changeStatus", "状态修改", "", method("PUT", "/system/user/changeStatus")), a("update")},
 	} {
-		if got := toolActions(tc.p); got != tc.want {
+		if got := toolActions(tc.p, tc.p.Title); got != tc.want {
 			t.Errorf("toolActions(%s) = %b, want %b", tc.p.Name, got, tc.want)
 		}
 	}
@@ -352,5 +352,90 @@ func TestAddressed(t *testing.T) {
 	}
 	if got := fmt.Sprint(numberedTerms(analyzer{}, "the discussion on issue 10, and PR #9 of 2 repos")); got != "[issu pr]" {
 		t.Errorf("numberedTerms = %s", got)
+	}
+}
+
+// TestTypos: a word of five letters or more one edit from a catalog word
+// finds its tools, below the word itself; shorter words do not.
+func TestTypos(t *testing.T) {
+	ps := []*plugins.Plugin{
+		{Name: "create_refund", Title: "Create a refund", Description: "Refunds a charge.", Status: plugins.StatusEnabled},
+		{Name: "cancel_subscription", Title: "Cancel a subscription", Description: "Cancels it.", Status: plugins.StatusEnabled},
+		{Name: "get_customer", Title: "Retrieve a customer", Description: "A customer.", Status: plugins.StatusEnabled},
+		{Name: "add_tag", Title: "Add a tag", Description: "Tags an item.", Status: plugins.StatusEnabled},
+	}
+	ix, err := New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"refnud the charge":     "create_refund", // swapped
+		"cancle my subscripton": "cancel_subscription",
+		"look up the custmer":   "get_customer",  // dropped
+		"retrieve a customerr":  "get_customer",  // added
+		"refumd":                "create_refund", // changed
+	} {
+		rs := ix.Search(q, 5)
+		if len(rs) == 0 || rs[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", q, rs, want)
+		}
+	}
+	if rs := ix.Search("tap", 5); len(rs) != 0 {
+		t.Errorf("a three-letter word matched by one edit: %v", rs)
+	}
+	exact := ix.Search("refund", 1)[0].Score
+	if typo := ix.Search("refnud", 1)[0].Score; typo >= exact {
+		t.Errorf("a mistyped word scores %v, the word itself %v: want lower", typo, exact)
+	}
+}
+
+// TestLanguages: the index names the languages of its tools' text, and a
+// request in a language none of them is written in finds nothing (not the
+// tools its verbs' English synonyms match).
+func TestLanguages(t *testing.T) {
+	en := []*plugins.Plugin{
+		{Name: "delete_user", Title: "Delete a user", Description: "Deletes the user.", Status: plugins.StatusEnabled},
+		{Name: "list_users", Title: "List users", Description: "Lists every user.", Status: plugins.StatusEnabled},
+	}
+	zh := []*plugins.Plugin{
+		{Name: "del_kehu", Title: "删除客户", Description: "删除一个客户", Status: plugins.StatusEnabled},
+		{Name: "list_kehu", Title: "获得客户分页", Description: "分页查询客户", Status: plugins.StatusEnabled},
+	}
+	for _, tc := range []struct {
+		ps    []*plugins.Plugin
+		langs []string
+		found map[string]bool // request: finds something
+	}{
+		{en, []string{"English"}, map[string]bool{"删除用户": false, "delete the user": true, "frobnicate": false}},
+		{zh, []string{"Chinese"}, map[string]bool{"删除客户": true, "delete the user": false}},
+		{append(append([]*plugins.Plugin{}, en...), zh...), []string{"English", "Chinese"}, map[string]bool{"删除客户": true, "remove a user": true}},
+	} {
+		ix, err := New(tc.ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ix.Languages(); !slices.Equal(got, tc.langs) {
+			t.Errorf("Languages() = %v, want %v", got, tc.langs)
+		}
+		for q, want := range tc.found {
+			if rs := ix.Search(q, 5); (len(rs) > 0) != want {
+				t.Errorf("%v: %q found %v, want something: %v", tc.langs, q, rs, want)
+			}
+		}
+	}
+}
+
+func TestOneEdit(t *testing.T) {
+	seen := map[string]bool{}
+	oneEdit("abc", func(b []byte) { seen[string(b)] = true })
+	for _, w := range []string{"bc", "ac", "ab", "bac", "acb", "xbc", "abz", "zabc", "abcz", "azbc"} {
+		if !seen[w] {
+			t.Errorf("%q is one edit from abc, not generated", w)
+		}
+	}
+	for _, w := range []string{"abc", "cba", "a", "abcde"} {
+		if seen[w] {
+			t.Errorf("%q generated", w)
+		}
 	}
 }

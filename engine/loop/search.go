@@ -19,17 +19,22 @@ import (
 // the threshold of them besides search_tools.
 type deferred struct {
 	index   toolset.Searcher
+	langs   []string    // the index's tools are written in
+	tool    openai.Tool // search_tools
 	pinned  []string
 	working *toolset.Working
 	shown   map[string]openai.Tool // converted tools, by name
 }
 
-// searchTool is the meta-tool the model searches with.
-var searchTool = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-	Name:        plugins.SearchToolsName,
-	Description: toolset.SearchDescription,
-	Parameters:  toolset.SearchParameters,
-}}
+// searchTool is the meta-tool the model searches with, naming the
+// languages the tools are written in.
+func searchTool(langs []string) openai.Tool {
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name:        plugins.SearchToolsName,
+		Description: toolset.SearchDescriptionFor(langs),
+		Parameters:  toolset.SearchParameters,
+	}}
+}
 
 // deferLoading sets tool search up over the enabled plugins: the index,
 // and the pinned tools (those of options.pinned_tools, and the function
@@ -54,8 +59,11 @@ func (s *state) deferLoading(enabled []*plugins.Plugin) *RunError {
 		return &RunError{Code: CodeInternal, Message: "the tool search index could not be built: " + err.Error()}
 	}
 	s.log.Debug("tool search index built", "tools", len(enabled), "took", time.Since(start))
+	langs := toolset.Languages(index)
 	s.search = &deferred{
 		index:   index,
+		langs:   langs,
+		tool:    searchTool(langs),
 		pinned:  pinned,
 		working: toolset.NewWorking(limit - len(pinned)),
 		shown:   map[string]openai.Tool{},
@@ -69,7 +77,7 @@ func (s *state) visible() []openai.Tool {
 	if d == nil {
 		return s.all
 	}
-	tools := []openai.Tool{searchTool}
+	tools := []openai.Tool{d.tool}
 	for _, names := range [][]string{d.pinned, d.working.Names()} {
 		for _, name := range names {
 			t, ok := d.shown[name]
@@ -141,7 +149,7 @@ func (s *state) searchCall(st Step, args string) outcome {
 	ev.Loaded = append(ev.Loaded, loaded...)
 	ev.Dropped = append(ev.Dropped, dropped...)
 	if len(body.Tools) == 0 {
-		body.Note = "No tool matches. Search again with other words (the action and the object: \"create issue\", \"list members of a team\")."
+		body.Note = toolset.NoMatchNote(d.langs)
 	} else {
 		body.Note = "These tools are now available: call the one that fits with its parameters."
 	}

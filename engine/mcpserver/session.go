@@ -80,7 +80,7 @@ func (ss *session) list(set *toolSet, cursor string) (*sdk.ListToolsResult, erro
 		}
 		return res, nil
 	}
-	tools := append([]*sdk.Tool{searchTool, callTool}, set.pinned...)
+	tools := append([]*sdk.Tool{set.searchTool, callTool}, set.pinned...)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.found != nil {
@@ -185,7 +185,7 @@ func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResul
 
 	switch {
 	case len(ans.Tools) == 0:
-		ans.Note = "No tool matches. Search again with other words (the action and the object: \"create issue\", \"list members of a team\")."
+		ans.Note = toolset.NoMatchNote(set.langs)
 	default:
 		ans.Note = "These tools are in your tool list now (the server sent notifications/tools/list_changed): call one by name, or through call_tool."
 	}

@@ -18,10 +18,13 @@ type toolSet struct {
 	all     []*sdk.Tool // every tool, in catalog order: the list when not searching
 	// search is set when the tools outnumber the threshold: tools/list
 	// then answers the meta-tools, the pinned tools and a session's finds.
-	search   bool
-	index    toolset.Searcher
-	pinned   []*sdk.Tool
-	capacity int // of a session's found tools
+	search bool
+	index  toolset.Searcher
+	langs  []string // the index's tools are written in
+	// searchTool is search_tools, its description naming those languages.
+	searchTool *sdk.Tool
+	pinned     []*sdk.Tool
+	capacity   int // of a session's found tools
 }
 
 // entry is one catalog tool.
@@ -30,11 +33,14 @@ type entry struct {
 	tool   *sdk.Tool
 }
 
-// The meta-tools.
+// call_tool; search_tools is each tool set's (searchTool).
 var (
-	searchTool = &sdk.Tool{Name: plugins.SearchToolsName, Title: "Search tools", Description: toolset.SearchDescription, InputSchema: toolset.SearchParameters}
-	callTool   = &sdk.Tool{Name: plugins.CallToolName, Title: "Call a tool", Description: toolset.CallDescription, InputSchema: toolset.CallParameters}
+	callTool = &sdk.Tool{Name: plugins.CallToolName, Title: "Call a tool", Description: toolset.CallDescription, InputSchema: toolset.CallParameters}
 )
+
+func searchTool(langs []string) *sdk.Tool {
+	return &sdk.Tool{Name: plugins.SearchToolsName, Title: "Search tools", Description: toolset.SearchDescriptionFor(langs), InputSchema: toolset.SearchParameters}
+}
 
 // build converts the enabled plugins into the shared tool set of version.
 func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
@@ -75,6 +81,8 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 			return nil, fmt.Errorf("build the tool search index: %w", err)
 		}
 		set.index = ix
+		set.langs = toolset.Languages(ix)
+		set.searchTool = searchTool(set.langs)
 	}
 	s.log.Info("MCP tool set built", "version", version, "tools", len(set.all), "tool_search", set.search, "took", time.Since(start))
 	return set, nil

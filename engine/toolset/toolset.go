@@ -182,6 +182,52 @@ const (
 		"with its arguments as a JSON object."
 )
 
+// Languages are those the tools of s are written in, when s knows them
+// (*toolsearch.Index does), most used first.
+func Languages(s Searcher) []string {
+	if l, ok := s.(interface{ Languages() []string }); ok {
+		return l.Languages()
+	}
+	return nil
+}
+
+// SearchDescriptionFor is SearchDescription naming the languages the
+// catalog's tools are written in: a keyword search matches words, so a
+// model asked in Chinese must search an English catalog in English.
+func SearchDescriptionFor(langs []string) string {
+	if len(langs) == 0 {
+		return SearchDescription
+	}
+	return SearchDescription + " The tools are described in " + list(langs) + ": write the query in " + pronoun(langs) +
+		", translating the task if it is in another language."
+}
+
+// NoMatchNote is the note of a search that found nothing: what to try.
+func NoMatchNote(langs []string) string {
+	note := "No tool matches: no tool's text has these words."
+	if len(langs) > 0 {
+		note += " The tools are described in " + list(langs) + "; search again in " + pronoun(langs) + ","
+	} else {
+		note += " Search again"
+	}
+	return note + " with other words (the action and the object: \"create issue\", \"list members of a team\")."
+}
+
+// list joins languages: "English", "English and Chinese", "English, Chinese and Korean".
+func list(langs []string) string {
+	if len(langs) == 1 {
+		return langs[0]
+	}
+	return strings.Join(langs[:len(langs)-1], ", ") + " and " + langs[len(langs)-1]
+}
+
+func pronoun(langs []string) string {
+	if len(langs) == 1 {
+		return langs[0]
+	}
+	return "one of those languages"
+}
+
 // Parameters of the meta-tools, JSON Schema.
 var (
 	SearchParameters = json.RawMessage(`{"type":"object","properties":{` +

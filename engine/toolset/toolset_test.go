@@ -146,3 +146,24 @@ func TestWorking(t *testing.T) {
 		t.Errorf("capacity 0 loaded %v", l)
 	}
 }
+
+func TestLanguageHints(t *testing.T) {
+	if got := SearchDescriptionFor(nil); got != SearchDescription {
+		t.Errorf("no languages: %q", got)
+	}
+	for _, tc := range []struct {
+		langs             []string
+		description, note string
+	}{
+		{[]string{"English"}, "The tools are described in English: write the query in English, translating", "described in English; search again in English,"},
+		{[]string{"English", "Chinese"}, "The tools are described in English and Chinese: write the query in one of those languages", "described in English and Chinese; search again in one of those languages"},
+		{[]string{"English", "Chinese", "Korean"}, "described in English, Chinese and Korean:", "English, Chinese and Korean;"},
+	} {
+		if got := SearchDescriptionFor(tc.langs); !strings.HasPrefix(got, SearchDescription) || !strings.Contains(got, tc.description) {
+			t.Errorf("%v: description %q", tc.langs, got)
+		}
+		if got := NoMatchNote(tc.langs); !strings.Contains(got, tc.note) {
+			t.Errorf("%v: note %q", tc.langs, got)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func Read(tb testing.TB, name string) []byte {
 	tb.Helper()
 	dir := Dir()
 	if dir == "" {
-		tb.Skip("corpus not available: ../shared/corpus beside the repository")
+		tb.Skip("corpus not available: ../shared/corpus beside the repository, or $" + EnvDir)
 	}
 	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {

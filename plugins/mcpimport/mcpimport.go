@@ -72,8 +72,8 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
 		Name:                name,
-		Title:               plugins.Cut(t.Title, plugins.MaxTitleChars),
-		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(t.Description), t.Title, t.Name), plugins.MaxDescriptionChars),
+		Title:               plugins.Cut(title(t), plugins.MaxTitleChars),
+		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(plugins.PlainText(t.Description)), t.Title, t.Name), plugins.MaxDescriptionChars),
 		Parameters:          params,
 		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
 		AuthConfig:          ac,
@@ -83,6 +83,19 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
 	return p, warnings, nil
+}
+
+// title is a tool's title, else its annotations', else its description's
+// first sentence, else its name's words: search weighs a title, and a
+// model reads it first.
+func title(t *sdk.Tool) string {
+	if t.Title != "" {
+		return t.Title
+	}
+	if t.Annotations != nil && t.Annotations.Title != "" {
+		return t.Annotations.Title
+	}
+	return cmp.Or(plugins.TitleFrom(plugins.PlainText(t.Description)), plugins.TitleFromName(t.Name))
 }
 
 // Parameters converts an MCP inputSchema (as the SDK decodes it, or any

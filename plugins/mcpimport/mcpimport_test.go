@@ -109,3 +109,25 @@ func BenchmarkParameters(b *testing.B) {
 		}
 	}
 }
+
+func TestTitles(t *testing.T) {
+	srv := mcpimport.Server{ID: "s1", Name: "s"}
+	for _, tc := range []struct {
+		tool             sdk.Tool
+		title, described string
+	}{
+		{sdk.Tool{Name: "a", Title: "Given", Description: "Does a."}, "Given", "Does a."},
+		{sdk.Tool{Name: "b", Annotations: &sdk.ToolAnnotations{Title: "Annotated"}, Description: "Does b."}, "Annotated", "Does b."},
+		{sdk.Tool{Name: "c", Description: "<p>Creates a <b>ticket</b>. Needs a queue.</p>"}, "Creates a ticket", "Creates a ticket. Needs a queue."},
+		{sdk.Tool{Name: "list_open_tickets"}, "List open tickets", "list_open_tickets"},
+	} {
+		tc.tool.InputSchema = map[string]any{"type": "object"}
+		p, _, err := mcpimport.Convert(srv, &tc.tool, tc.tool.Name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Title != tc.title || p.Description != tc.described {
+			t.Errorf("%s: title %q, description %q; want %q, %q", tc.tool.Name, p.Title, p.Description, tc.title, tc.described)
+		}
+	}
+}

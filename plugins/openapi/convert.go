@@ -274,8 +274,8 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 
 	p := &plugins.Plugin{
 		SchemaVersion: "v1",
-		Title:         title(str(o.op["summary"])),
-		Description:   plugins.Cut(description(o.op), plugins.MaxDescriptionChars-100), // room for the deprecation note
+		Title:         title(plugins.PlainText(str(o.op["summary"]))),
+		Description:   plugins.Cut(plugins.PlainText(description(o.op)), plugins.MaxDescriptionChars-100), // room for the deprecation note
 		Execution: plugins.Execution{
 			Method:      method,
 			BaseURL:     base + o.path,
@@ -289,6 +289,7 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 	if p.Description == "" {
 		p.Description = o.key
 	}
+	titled(p, o.key)
 	if o.op["deprecated"] == true {
 		p.Description = "Deprecated: the API may remove this operation; prefer another if one fits.\n\n" + p.Description
 	}

@@ -31,12 +31,21 @@ func SourceName(location string, doc *Document, opts Options) string {
 	return "inline:sha256:" + doc.SHA256
 }
 
-// Fingerprint is the JSON of the options that shape a conversion, stored
-// with the source.
+// Fingerprint is the JSON of the options that shape a conversion, and of
+// the converter's revision, stored with the source.
 func (o Options) Fingerprint() (string, error) {
-	b, err := marshal(o)
+	b, err := marshal(struct {
+		Options
+		Revision int `json:"conversion_revision"`
+	}{o, conversionRevision})
 	return string(b), err
 }
+
+// conversionRevision counts the changes to what the same document converts
+// to; a source synced by an earlier one is converted again, its changed
+// plugins reported (2: descriptions in plain text, a title for every
+// operation, issue 35).
+const conversionRevision = 2
 
 // ContentHash is the hex sha256 of the plugin's JSON and its source key.
 func ContentHash(op Operation) (string, error) {

@@ -5,12 +5,15 @@
 package searcheval
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/plugins"
@@ -29,32 +32,77 @@ type Case struct {
 // its operations by key.
 type Catalog struct {
 	Plugins []*plugins.Plugin
+	prefix  string
 	byKey   map[string]string
 	names   map[string]bool
 }
 
-// LoadCatalog converts the OpenAPI document at path (JSON or YAML) as an
-// import would, with default options.
-func LoadCatalog(path string) (*Catalog, error) {
-	data, err := os.ReadFile(path)
+// LoadCatalog converts the OpenAPI document at path (JSON or YAML,
+// gzip-compressed if its name ends in .gz) as an import would, with
+// default options, every tool enabled.
+func LoadCatalog(path string) (*Catalog, error) { return LoadPrefixed(path, "") }
+
+// LoadPrefixed is LoadCatalog with the tools' names prefixed (the import's
+// --prefix), as when sources sharing names are imported side by side;
+// labels of cases may still name the tools without it.
+func LoadPrefixed(path, prefix string) (*Catalog, error) {
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := openapi.Load(data, filepath.Base(path))
+	doc, err := openapi.Load(data, strings.TrimSuffix(filepath.Base(path), ".gz"))
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	ops, _, err := openapi.Convert(doc, openapi.Options{})
+	ops, _, err := openapi.Convert(doc, openapi.Options{Prefix: prefix})
 	if err != nil {
 		return nil, fmt.Errorf("convert %s: %w", path, err)
 	}
-	c := &Catalog{byKey: map[string]string{}, names: map[string]bool{}}
+	c := &Catalog{prefix: prefix, byKey: map[string]string{}, names: map[string]bool{}}
 	for _, op := range ops {
+		// An operation whose security scheme the engine cannot apply
+		// (Slack's and Spotify's OAuth2 authorization code) is imported
+		// disabled until the operator configures a credential; it is
+		// searched once they have.
+		op.Plugin.Status = plugins.StatusEnabled
 		c.Plugins = append(c.Plugins, op.Plugin)
 		c.byKey[op.Key] = op.Plugin.Name
 		c.names[op.Plugin.Name] = true
 	}
 	return c, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
+	}
+	return io.ReadAll(r)
+}
+
+// Combine is one catalog of the tools of cs, as if their sources were
+// imported side by side; a name two of them share is an error.
+func Combine(cs ...*Catalog) (*Catalog, error) {
+	all := &Catalog{byKey: map[string]string{}, names: map[string]bool{}}
+	for _, c := range cs {
+		for _, p := range c.Plugins {
+			if all.names[p.Name] {
+				return nil, fmt.Errorf("two catalogs have a tool %q", p.Name)
+			}
+			all.names[p.Name] = true
+			all.Plugins = append(all.Plugins, p)
+		}
+	}
+	return all, nil
 }
 
 // LoadCases reads labelled requests (a JSON array of Case) and resolves
@@ -73,6 +121,8 @@ func (c *Catalog) LoadCases(path string) ([]Case, error) {
 		for j, w := range cs.Want {
 			switch {
 			case c.names[w]:
+			case c.prefix != "" && c.names[c.prefix+"_"+w]:
+				cases[i].Want[j] = c.prefix + "_" + w
 			case c.byKey[w] != "":
 				cases[i].Want[j] = c.byKey[w]
 			default:

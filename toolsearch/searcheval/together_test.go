@@ -1,0 +1,196 @@
+package searcheval
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/blindexec/blindexec/internal/corpus"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
+)
+
+// source is an API of the evaluation: its catalog and labelled sets.
+type source struct {
+	name, catalog string
+	sets          []string
+}
+
+// sources are every catalog the evaluation has, with their requests:
+// GitHub's (when present), Stripe's (from the shared corpus, when present;
+// no requests, it only crowds the others) and those of testdata.
+func sources(t *testing.T) []source {
+	ss := []source{
+		{"github", githubSpec(t), []string{"github-queries.json", "github-heldout.json"}},
+		{"slack", "../testdata/slack-openapi.json", []string{"slack-queries.json", "slack-heldout.json"}},
+		{"spotify", "../testdata/spotify-openapi.json", []string{"spotify-queries.json", "spotify-heldout.json"}},
+		{"ruoyi", "../testdata/ruoyi-openapi.json", []string{"ruoyi-queries.json", "ruoyi-heldout.json"}},
+		{"crm", "../testdata/yudao-crm-openapi.json", []string{"crm-queries.json", "crm-heldout.json"}},
+	}
+	if dir := corpus.Dir(); dir != "" {
+		ss = append(ss, source{"stripe", filepath.Join(dir, "stripe/spec3.2022-04-12.e0123a38.json.gz"), nil})
+	} else if testingCI() {
+		t.Fatal("the shared corpus is missing: Stripe's catalog cannot crowd the others")
+	}
+	return ss
+}
+
+// evaluation is every source's catalog and cases, loaded once.
+type evaluation struct {
+	catalogs map[string]*Catalog
+	cases    map[string][]Case // by set file
+	all      *Catalog
+	together *toolsearch.Index
+}
+
+var (
+	evalOnce sync.Once
+	evalData *evaluation
+	evalErr  error
+)
+
+func loadEvaluation(t *testing.T) *evaluation {
+	t.Helper()
+	ss := sources(t)
+	evalOnce.Do(func() {
+		e := &evaluation{catalogs: map[string]*Catalog{}, cases: map[string][]Case{}}
+		var cs []*Catalog
+		for _, s := range ss {
+			c, err := LoadPrefixed(s.catalog, s.name)
+			if err != nil {
+				evalErr = err
+				return
+			}
+			e.catalogs[s.name] = c
+			cs = append(cs, c)
+			for _, set := range s.sets {
+				if e.cases[set], err = c.LoadCases(filepath.Join("../testdata", set)); err != nil {
+					evalErr = err
+					return
+				}
+			}
+		}
+		if e.all, evalErr = Combine(cs...); evalErr != nil {
+			return
+		}
+		e.together, evalErr = toolsearch.New(e.all.Plugins)
+		evalData = e
+	})
+	if evalErr != nil {
+		t.Fatal(evalErr)
+	}
+	return evalData
+}
+
+// Goals of issue 35, recall@5 on the held-out sets with every catalog
+// imported together, and the figures of the sets that existed before it,
+// each alone, which must not fall (README).
+const (
+	englishHeldOutGoal = 0.75
+	chineseHeldOutGoal = 0.90
+	maxCrowdingLoss    = 0.05
+)
+
+var before = map[string]float64{
+	"github-queries.json": 105.0 / 119, "github-heldout.json": 32.0 / 40,
+	"ruoyi-queries.json": 1, "ruoyi-heldout.json": 1,
+}
+
+// TestAloneAndTogether measures each source's requests on its own
+// catalog and on every catalog imported together: the others may cost a
+// source at most maxCrowdingLoss of recall@5; the held-out sets meet the
+// goals together.
+func TestAloneAndTogether(t *testing.T) {
+	e := loadEvaluation(t)
+	t.Logf("together: %d tools", e.together.Len())
+	var english, englishN float64
+	for _, s := range sources(t) {
+		alone, err := toolsearch.New(e.catalogs[s.name].Plugins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range s.sets {
+			a := Evaluate(alone.Search, e.cases[set])
+			g := Evaluate(e.together.Search, e.cases[set])
+			t.Logf("%-20s alone %s | together %s", set, a, g)
+			if g.Recall5 < a.Recall5-maxCrowdingLoss-1e-9 {
+				t.Errorf("%s: recall@5 %.3f alone, %.3f with the other catalogs: more than %.2f lost", set, a.Recall5, g.Recall5, maxCrowdingLoss)
+			}
+			if floor, ok := before[set]; ok && a.Recall5 < floor-1e-9 {
+				t.Errorf("%s: recall@5 %.3f alone, %.3f before issue 35", set, a.Recall5, floor)
+			}
+			switch set {
+			case "slack-heldout.json", "spotify-heldout.json":
+				english += g.Recall5 * float64(g.N)
+				englishN += float64(g.N)
+			case "crm-heldout.json":
+				if g.Recall5 < chineseHeldOutGoal {
+					t.Errorf("%s together: recall@5 %.3f, goal %.2f", set, g.Recall5, chineseHeldOutGoal)
+				}
+			}
+			if strings.Contains(set, "heldout") {
+				continue // never tuned on: their misses stay unlisted
+			}
+			for _, m := range g.Misses {
+				t.Logf("   miss %q want %v rank %d got %v", m.Query, m.Want, m.Rank, m.Got)
+			}
+		}
+	}
+	if r := english / englishN; r < englishHeldOutGoal {
+		t.Errorf("English held-out requests together: recall@5 %.3f, goal %.2f", r, englishHeldOutGoal)
+	} else {
+		t.Logf("English held-out requests together: recall@5 %.3f (n=%.0f)", r, englishN)
+	}
+}
+
+// TestTitlesDoNotMatter: a source whose tools come without titles ranks
+// as if it had them, made from their descriptions (Slack's operations
+// have no summary): the same results for every request.
+func TestTitlesDoNotMatter(t *testing.T) {
+	c, err := LoadCatalog("../testdata/slack-openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bare []*plugins.Plugin
+	for _, p := range c.Plugins {
+		if p.Title == "" {
+			t.Fatalf("%s: imported without a title", p.Name)
+		}
+		q := *p
+		q.Title = ""
+		bare = append(bare, &q)
+	}
+	titled, err := toolsearch.New(c.Plugins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untitled, err := toolsearch.New(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"slack-queries.json", "slack-heldout.json"} {
+		cases, err := c.LoadCases(filepath.Join("../testdata", set))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range cases {
+			a, b := names(titled.Search(cs.Query, 5)), names(untitled.Search(cs.Query, 5))
+			if !slices.Equal(a, b) {
+				t.Errorf("%q: %v with titles, %v without", cs.Query, a, b)
+			}
+		}
+	}
+}
+
+func names(rs []toolsearch.Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}
+
+func testingCI() bool { return os.Getenv("CI") != "" }
