@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -128,6 +129,9 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 	rep.start(PhaseWriting, len(ops))
 	for i, op := range ops {
 		rep.step(i)
+		if i%plugins.PrecompileBatch == 0 {
+			precompile(ops[i:min(i+plugins.PrecompileBatch, len(ops))])
+		}
 		// What the API and the CLI refuse, an import does not write either.
 		if err := op.Plugin.Validate(); err != nil {
 			res.Failed = append(res.Failed, Failure{Key: op.Key, Reason: err.Error()})
@@ -218,6 +222,17 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	return res, nil
+}
+
+// precompile compiles the parameter schemas of ops together, for
+// Validate: their common parts (the document's components) are compiled
+// once, not once in each plugin.
+func precompile(ops []Operation) {
+	ps := make([]*plugins.Plugin, len(ops))
+	for i, op := range ops {
+		ps[i] = op.Plugin
+	}
+	plugins.Precompile(ps)
 }
 
 // SourceName is the identity of an import source: Options.Source, else

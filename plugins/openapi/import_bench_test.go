@@ -1,0 +1,85 @@
+package openapi
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// benchImport imports data as `blindexec import openapi --dry-run
+// --base-url ...` does (Load, then Sync against a migrated SQLite store),
+// and reports allocations per operation imported. Each iteration compiles
+// the schemas anew, as a new process would.
+func benchImport(data []byte) func(b *testing.B) {
+	return func(b *testing.B) {
+		st := testdb.Open(b, "sqlite")
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		ops := 0
+		for b.Loop() {
+			plugins.DropCompiled()
+			doc := loadDoc(b, data)
+			res, err := Sync(context.Background(), st, "bench", doc, Options{BaseURL: baseURLIfNone(doc)}, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Failed) > 0 {
+				b.Fatalf("%d operations failed, the first: %v", len(res.Failed), res.Failed[0])
+			}
+			ops = len(res.Operations)
+		}
+		b.ReportMetric(float64(ops), "operations")
+	}
+}
+
+func BenchmarkImportStripe(b *testing.B) { benchImport(readCorpus(b, stripeSpec))(b) }
+
+// BenchmarkImportGitHubSync is BenchmarkImportGitHub's document through
+// the whole import, Validate included.
+func BenchmarkImportGitHubSync(b *testing.B) { benchImport(readGitHub(b))(b) }
+
+// importBudgets are the allocations per operation each document's import
+// may make: about 1.2× what it made when set (Stripe 2,300, GitHub 2,200;
+// before issue 32, 3,400 and 2,900).
+var importBudgets = []struct {
+	name   string
+	read   func(testing.TB) []byte
+	budget float64
+}{
+	{"Stripe", func(tb testing.TB) []byte { return readCorpus(tb, stripeSpec) }, 2_800},
+	{"GitHub", readGitHub, 2_700},
+}
+
+// TestImportAllocBudget holds BenchmarkImportStripe and
+// BenchmarkImportGitHubSync to their budgets of allocations per operation:
+// a deterministic count, where time depends on the machine.
+func TestImportAllocBudget(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocations are counted on a normal build")
+	}
+	for _, d := range importBudgets {
+		t.Run(d.name, func(t *testing.T) {
+			data := d.read(t)
+			var failed string
+			r := testing.Benchmark(func(b *testing.B) {
+				benchImport(data)(b)
+				if b.Failed() {
+					failed = "the benchmark failed"
+				}
+			})
+			if failed != "" || r.N == 0 {
+				t.Fatalf("%s (%d runs)", failed, r.N)
+			}
+			ops := r.Extra["operations"]
+			per := float64(r.AllocsPerOp()) / ops
+			t.Logf("%s: %.0f operations, %d allocations per import, %.0f per operation (budget %.0f), %v per import",
+				d.name, ops, r.AllocsPerOp(), per, d.budget, r.T/time.Duration(r.N))
+			if per > d.budget {
+				t.Errorf("%.0f allocations per operation, over the budget of %.0f", per, d.budget)
+			}
+		})
+	}
+}

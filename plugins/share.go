@@ -1,0 +1,331 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The compiler's work grows with the square of the subschemas one
+// compilation holds (it looks each one up in a list), and so does its
+// check of a deep schema against the draft's metaschema. An imported
+// schema is an expansion of its document's components, repeated wherever
+// they are used: Microsoft Graph's largest holds 17,000 subschemas, of
+// which 2,400 differ, and took seconds to compile as it is. So parameter
+// schemas are compiled shared: every subschema that occurs more than once
+// (in one schema, or in any of those compiled together, see Precompile)
+// is compiled once, as a resource of its own that each place refers to.
+// That accepts the same values and leaves the same errors (argumentErrors
+// reads no schema locations).
+
+// PrecompileBatch is the most schemas to give Precompile at once: the
+// cache keeps twice as many.
+const PrecompileBatch = compiledCacheMax / 2
+
+// Precompile compiles the parameter schemas of ps together, sharing the
+// parts they have in common, into the cache that Validate and
+// ValidateArguments read: an import checks thousands of plugins made from
+// one document. A schema that does not compile here is left to those,
+// which compile it alone and say why. Beyond PrecompileBatch schemas, the
+// first may be gone from the cache before they are read.
+func Precompile(ps []*Plugin) {
+	b := newSharedBatch()
+	var params []json.RawMessage
+	var roots []map[string]any
+	compiled.RLock()
+	for _, p := range ps {
+		if compiled.m[""][string(p.Parameters)] == nil {
+			params = append(params, p.Parameters)
+		}
+	}
+	compiled.RUnlock()
+	for _, p := range params {
+		roots = append(roots, b.add(p))
+	}
+	for i, root := range roots {
+		if root == nil {
+			continue
+		}
+		if s, err := b.compile(root); err == nil {
+			cache("", params[i], s)
+		}
+	}
+}
+
+// decodeParameters decodes a parameter schema as the compiler reads it:
+// an object of type object, OpenAPI 3.0's nullable made a type, after
+// edit (if not nil) has changed its root.
+func decodeParameters(params json.RawMessage, edit func(root map[string]any)) (map[string]any, error) {
+	if len(params) == 0 {
+		return nil, fmt.Errorf("required: a JSON Schema object with type \"object\"")
+	}
+	var doc any
+	if err := json.Unmarshal(params, &doc); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok || root["type"] != "object" {
+		return nil, fmt.Errorf("the root must be a JSON Schema object with \"type\": \"object\"")
+	}
+	if edit != nil {
+		edit(root)
+	}
+	return nullableToType(root).(map[string]any), nil
+}
+
+// sharedBatch compiles schemas with their repeated subschemas shared.
+type sharedBatch struct {
+	ids   map[string]int  // canonical JSON, subschemas by number → number
+	byMap map[uintptr]int // each subschema object → its number
+	count []int           // by number: how often it occurs
+	leaf  []bool          // by number: it has no subschemas
+	// Schemas that may refer to their own parts ($ref, $id, ...) are
+	// compiled as they are: moving a part could change what a reference
+	// resolves to.
+	plain map[uintptr]bool
+
+	c     *jsonschema.Compiler
+	built []map[string]any // by number: the subschema as compiled
+	added []bool           // by number: a resource of its own, compiled
+	roots int
+	// number's scratch, by depth.
+	depth int
+	bufs  [][]byte
+	keys  [][]string
+}
+
+func newSharedBatch() *sharedBatch {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	return &sharedBatch{ids: map[string]int{}, byMap: map[uintptr]int{}, plain: map[uintptr]bool{}, c: c}
+}
+
+// add decodes params and numbers its subschemas; nil if it does not
+// decode (Validate says why).
+func (b *sharedBatch) add(params json.RawMessage) map[string]any {
+	root, err := decodeParameters(params, nil)
+	if err != nil {
+		return nil
+	}
+	b.addRoot(params, root)
+	return root
+}
+
+func (b *sharedBatch) addRoot(params []byte, root map[string]any) {
+	for _, kw := range referenceKeywords {
+		if bytes.Contains(params, kw) {
+			b.plain[reflect.ValueOf(root).Pointer()] = true
+			return
+		}
+	}
+	b.number(root)
+}
+
+// referenceKeywords are the keywords by which a schema names its own parts
+// (or changes the draft that reads them), as they appear in JSON.
+var referenceKeywords = [][]byte{
+	[]byte(`"$ref"`), []byte(`"$id"`), []byte(`"$anchor"`), []byte(`"$dynamic`), []byte(`"$recursive`),
+	[]byte(`"$defs"`), []byte(`"definitions"`), []byte(`"$schema"`),
+}
+
+// Keywords whose values are subschemas, by the shape of the value. Others
+// (if, contains, ...) are compared and kept as plain values.
+var (
+	schemaMapKeywords  = map[string]bool{"properties": true, "patternProperties": true}
+	schemaKeywords     = map[string]bool{"items": true, "additionalProperties": true, "not": true}
+	schemaListKeywords = map[string]bool{"anyOf": true, "oneOf": true, "allOf": true, "prefixItems": true, "items": true}
+)
+
+// number numbers m and its subschemas, bottom up (a subschema's number
+// is below its parents'): m is identified by its keywords and values with
+// each subschema written as that subschema's number, so that every part
+// of the schema is written once.
+func (b *sharedBatch) number(m map[string]any) int {
+	leaf := true
+	kids := map[string]any{} // keyword → its value with subschemas by number
+	for k, v := range m {
+		if w := eachSubschema(k, v, func(sub map[string]any) any {
+			leaf = false
+			return subschemaNumber(b.number(sub))
+		}); !leaf {
+			kids[k] = w
+		}
+	}
+	b.depth++
+	defer func() { b.depth-- }()
+	if len(b.bufs) < b.depth {
+		b.bufs = append(b.bufs, nil)
+		b.keys = append(b.keys, nil)
+	}
+	keys := b.keys[b.depth-1][:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf := b.bufs[b.depth-1][:0]
+	for _, k := range keys {
+		buf = strconv.AppendQuote(buf, k)
+		buf = append(buf, ':')
+		if w, ok := kids[k]; ok {
+			buf = appendValue(buf, w)
+		} else {
+			buf = appendValue(buf, m[k])
+		}
+		buf = append(buf, ',')
+	}
+	b.bufs[b.depth-1], b.keys[b.depth-1] = buf, keys
+	id, ok := b.ids[string(buf)]
+	if !ok {
+		id = len(b.count)
+		b.ids[string(buf)] = id
+		b.count = append(b.count, 0)
+		b.leaf = append(b.leaf, leaf)
+	}
+	b.count[id]++
+	b.byMap[reflect.ValueOf(m).Pointer()] = id
+	return id
+}
+
+// subschemaNumber stands for a numbered subschema in a key: no value
+// json.Unmarshal makes is of this type.
+type subschemaNumber int
+
+// appendValue writes v (a JSON value, or a subschemaNumber) to buf, one
+// way for each value: map keys in order.
+func appendValue(buf []byte, v any) []byte {
+	switch t := v.(type) {
+	case nil:
+		return append(buf, "null"...)
+	case bool:
+		return strconv.AppendBool(buf, t)
+	case float64:
+		return strconv.AppendFloat(buf, t, 'g', -1, 64)
+	case string:
+		return strconv.AppendQuote(buf, t)
+	case subschemaNumber:
+		buf = append(buf, '#')
+		return strconv.AppendInt(buf, int64(t), 10)
+	case []any:
+		buf = append(buf, '[')
+		for _, x := range t {
+			buf = append(appendValue(buf, x), ',')
+		}
+		return append(buf, ']')
+	case map[string]any:
+		buf = append(buf, '{')
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			buf = append(strconv.AppendQuote(buf, k), ':')
+			buf = append(appendValue(buf, t[k]), ',')
+		}
+		return append(buf, '}')
+	}
+	return fmt.Appendf(buf, "%T:%v", v, v) // json.Unmarshal makes none of these
+}
+
+// compilePlain compiles root as it is, nothing shared: its errors are
+// those of the schema as written.
+func compilePlain(root map[string]any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("parameters.json", root); err != nil {
+		return nil, err
+	}
+	return c.Compile("parameters.json")
+}
+
+// compile compiles a schema given to add, with every repeated subschema
+// that has subschemas of its own compiled first as a resource.
+func (b *sharedBatch) compile(root map[string]any) (*jsonschema.Schema, error) {
+	doc := root
+	if !b.plain[reflect.ValueOf(root).Pointer()] {
+		for len(b.added) < len(b.count) {
+			b.added = append(b.added, false)
+			b.built = append(b.built, nil)
+		}
+		var err error
+		if doc, err = b.rebuild(root); err != nil {
+			return nil, err
+		}
+	}
+	b.roots++
+	loc := fmt.Sprintf("urn:blindexec:parameters:%d", b.roots)
+	if err := b.c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return b.c.Compile(loc)
+}
+
+// rebuild copies m with each repeated subschema replaced by a reference
+// to its resource, compiling the resources it needs first.
+func (b *sharedBatch) rebuild(m map[string]any) (map[string]any, error) {
+	out := maps.Clone(m)
+	var err error
+	for k, v := range m {
+		out[k] = eachSubschema(k, v, func(sub map[string]any) any {
+			id := b.byMap[reflect.ValueOf(sub).Pointer()]
+			if b.built[id] == nil && err == nil {
+				b.built[id], err = b.rebuild(sub)
+			}
+			if b.count[id] < 2 || b.leaf[id] {
+				return b.built[id]
+			}
+			loc := fmt.Sprintf("urn:blindexec:shared:%d", id)
+			if !b.added[id] && err == nil {
+				b.added[id] = true
+				if err = b.c.AddResource(loc, b.built[id]); err == nil {
+					_, err = b.c.Compile(loc)
+				}
+			}
+			return map[string]any{"$ref": loc}
+		})
+	}
+	return out, err
+}
+
+// eachSubschema returns the value v of keyword k with each of its
+// subschemas (the objects at a subschema's place) replaced by f's result;
+// a value without subschemas is returned as it is.
+func eachSubschema(k string, v any, f func(map[string]any) any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		switch {
+		case schemaKeywords[k]:
+			return f(t)
+		case schemaMapKeywords[k]:
+			out := make(map[string]any, len(t))
+			for name, sub := range t {
+				out[name] = sub
+				if sm, ok := sub.(map[string]any); ok {
+					out[name] = f(sm)
+				}
+			}
+			return out
+		}
+	case []any:
+		if schemaListKeywords[k] {
+			out := make([]any, len(t))
+			for i, sub := range t {
+				out[i] = sub
+				if sm, ok := sub.(map[string]any); ok {
+					out[i] = f(sm)
+				}
+			}
+			return out
+		}
+	}
+	return v
+}
+
+// DropCompiled empties the cache of compiled schemas: for benchmarks of
+// a first compilation, as a new process or a new import makes.
+func DropCompiled() {
+	compiled.Lock()
+	compiled.m = nil
+	compiled.Unlock()
+}
