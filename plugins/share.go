@@ -3,6 +3,7 @@ package plugins
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -13,20 +14,23 @@ import (
 )
 
 // The compiler's work grows with the square of the subschemas one
-// compilation holds (it looks each one up in a list), and so does its
-// check of a deep schema against the draft's metaschema. An imported
-// schema is an expansion of its document's components, repeated wherever
-// they are used: Microsoft Graph's largest holds 17,000 subschemas, of
-// which 2,400 differ, and took seconds to compile as it is. So parameter
-// schemas are compiled shared: every subschema that occurs more than once
-// (in one schema, or in any of those compiled together, see Precompile)
-// is compiled once, as a resource of its own that each place refers to.
-// That accepts the same values and leaves the same errors (argumentErrors
-// reads no schema locations).
+// compilation holds (it looks each one up in a list), and its check of a
+// schema against the draft's metaschema with the schema's depth. An
+// imported schema is an expansion of its document's components, repeated
+// wherever they are used: Microsoft Graph's largest holds 17,000
+// subschemas, of which 2,400 differ, and took seconds to compile as it
+// is. So parameter schemas are compiled shared: every subschema (with
+// subschemas of its own) that occurs more than once, in one schema or in
+// any of those compiled together (see Precompile), is written once under
+// the $defs of the resource they are compiled in, and each place refers
+// to it. That accepts the same values and leaves the same errors
+// (argumentErrors reads no schema locations).
 
-// PrecompileBatch is the most schemas to give Precompile at once: the
-// cache keeps twice as many.
-const PrecompileBatch = compiledCacheMax / 2
+// PrecompileBatch is how many schemas to give Precompile at once: enough
+// to share a document's components, few enough that their decoded forms
+// stay a small part of an import's memory (and far below what the cache
+// keeps).
+const PrecompileBatch = 256
 
 // Precompile compiles the parameter schemas of ps together, sharing the
 // parts they have in common, into the cache that Validate and
@@ -48,11 +52,8 @@ func Precompile(ps []*Plugin) {
 	for _, p := range params {
 		roots = append(roots, b.add(p))
 	}
-	for i, root := range roots {
-		if root == nil {
-			continue
-		}
-		if s, err := b.compile(root); err == nil {
+	for i, s := range b.compileAll(roots) {
+		if s != nil {
 			cache("", params[i], s)
 		}
 	}
@@ -90,10 +91,8 @@ type sharedBatch struct {
 	// resolves to.
 	plain map[uintptr]bool
 
-	c     *jsonschema.Compiler
 	built []map[string]any // by number: the subschema as compiled
-	added []bool           // by number: a resource of its own, compiled
-	roots int
+	defs  map[string]any   // the batch resource's $defs
 	// number's scratch, by depth.
 	depth int
 	bufs  [][]byte
@@ -101,9 +100,7 @@ type sharedBatch struct {
 }
 
 func newSharedBatch() *sharedBatch {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	return &sharedBatch{ids: map[string]int{}, byMap: map[uintptr]int{}, plain: map[uintptr]bool{}, c: c}
+	return &sharedBatch{ids: map[string]int{}, byMap: map[uintptr]int{}, plain: map[uintptr]bool{}}
 }
 
 // add decodes params and numbers its subschemas; nil if it does not
@@ -239,53 +236,81 @@ func compilePlain(root map[string]any) (*jsonschema.Schema, error) {
 	return c.Compile("parameters.json")
 }
 
-// compile compiles a schema given to add, with every repeated subschema
-// that has subschemas of its own compiled first as a resource.
+// batchURL is the resource a batch's schemas are compiled in.
+const batchURL = "urn:blindexec:parameters"
+
+// compile compiles one schema given to add.
 func (b *sharedBatch) compile(root map[string]any) (*jsonschema.Schema, error) {
-	doc := root
-	if !b.plain[reflect.ValueOf(root).Pointer()] {
-		for len(b.added) < len(b.count) {
-			b.added = append(b.added, false)
-			b.built = append(b.built, nil)
-		}
-		var err error
-		if doc, err = b.rebuild(root); err != nil {
-			return nil, err
-		}
+	s := b.compileAll([]map[string]any{root})[0]
+	if s == nil {
+		return nil, errors.New("not compiled")
 	}
-	b.roots++
-	loc := fmt.Sprintf("urn:blindexec:parameters:%d", b.roots)
-	if err := b.c.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	return b.c.Compile(loc)
+	return s, nil
 }
 
-// rebuild copies m with each repeated subschema replaced by a reference
-// to its resource, compiling the resources it needs first.
-func (b *sharedBatch) rebuild(m map[string]any) (map[string]any, error) {
+// compileAll compiles the schemas given to add (nil where one did not
+// decode: its result is nil too). They and every repeated subschema
+// that has subschemas of its own go under the $defs of one resource, each
+// place of a repeated one refers to it: the compiler checks the resource
+// against the metaschema once, and compiles each subschema once. One
+// schema the metaschema refuses fails them all (nil): Validate then
+// compiles each alone.
+func (b *sharedBatch) compileAll(roots []map[string]any) []*jsonschema.Schema {
+	out := make([]*jsonschema.Schema, len(roots))
+	b.built = make([]map[string]any, len(b.count))
+	b.defs = map[string]any{}
+	names := make([]string, len(roots))
+	for i, root := range roots {
+		switch {
+		case root == nil:
+		case b.plain[reflect.ValueOf(root).Pointer()]:
+			// Its references resolve within it.
+			out[i], _ = compilePlain(root)
+		default:
+			names[i] = "p" + strconv.Itoa(i)
+			b.defs[names[i]] = b.rebuild(root)
+		}
+	}
+	if len(b.defs) == 0 {
+		return out
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(batchURL, map[string]any{"$defs": b.defs}); err != nil {
+		return out
+	}
+	for i, name := range names {
+		if name == "" {
+			continue
+		}
+		var err error
+		out[i], err = c.Compile(batchURL + "#/$defs/" + name)
+		if _, refused := err.(*jsonschema.SchemaValidationError); refused {
+			return out // and each Compile would check the whole resource again
+		}
+	}
+	return out
+}
+
+// rebuild copies m with each repeated subschema that has subschemas
+// replaced by a reference to its entry in b.defs, which it fills.
+func (b *sharedBatch) rebuild(m map[string]any) map[string]any {
 	out := maps.Clone(m)
-	var err error
 	for k, v := range m {
 		out[k] = eachSubschema(k, v, func(sub map[string]any) any {
 			id := b.byMap[reflect.ValueOf(sub).Pointer()]
-			if b.built[id] == nil && err == nil {
-				b.built[id], err = b.rebuild(sub)
+			if b.built[id] == nil {
+				b.built[id] = b.rebuild(sub)
 			}
 			if b.count[id] < 2 || b.leaf[id] {
 				return b.built[id]
 			}
-			loc := fmt.Sprintf("urn:blindexec:shared:%d", id)
-			if !b.added[id] && err == nil {
-				b.added[id] = true
-				if err = b.c.AddResource(loc, b.built[id]); err == nil {
-					_, err = b.c.Compile(loc)
-				}
-			}
-			return map[string]any{"$ref": loc}
+			name := "s" + strconv.Itoa(id)
+			b.defs[name] = b.built[id]
+			return map[string]any{"$ref": "#/$defs/" + name}
 		})
 	}
-	return out, err
+	return out
 }
 
 // eachSubschema returns the value v of keyword k with each of its
