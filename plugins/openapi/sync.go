@@ -229,10 +229,11 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 // once, not once in each plugin.
 func precompile(ops []Operation) {
 	ps := make([]*plugins.Plugin, len(ops))
+	params := make([]map[string]any, len(ops))
 	for i, op := range ops {
-		ps[i] = op.Plugin
+		ps[i], params[i] = op.Plugin, op.params
 	}
-	plugins.Precompile(ps)
+	plugins.Precompile(ps, params)
 }
 
 // SourceName is the identity of an import source: Options.Source, else
