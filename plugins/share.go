@@ -35,35 +35,22 @@ const PrecompileBatch = 256
 // Precompile compiles the parameter schemas of ps together, sharing the
 // parts they have in common, into the cache that Validate and
 // ValidateArguments read: an import checks thousands of plugins made from
-// one document. decoded, if not nil, holds each plugin's parameter schema
-// as it was before it was encoded into Parameters (or nil), which spares
-// decoding it. A schema that does not compile here is left to Validate
-// and ValidateArguments, which compile it alone and say why. Beyond
-// PrecompileBatch schemas, the first may be gone from the cache before
-// they are read.
-func Precompile(ps []*Plugin, decoded []map[string]any) {
+// one document. A schema that does not compile here is left to those,
+// which compile it alone and say why. Beyond PrecompileBatch schemas, the
+// first may be gone from the cache before they are read.
+func Precompile(ps []*Plugin) {
 	b := newSharedBatch()
 	var params []json.RawMessage
 	var roots []map[string]any
 	compiled.RLock()
-	for i, p := range ps {
-		if compiled.m[""][string(p.Parameters)] != nil {
-			continue
+	for _, p := range ps {
+		if compiled.m[""][string(p.Parameters)] == nil {
+			params = append(params, p.Parameters)
 		}
-		params = append(params, p.Parameters)
-		var root map[string]any
-		if i < len(decoded) && decoded[i]["type"] == "object" && !bytes.Contains(p.Parameters, []byte(`"nullable"`)) {
-			root = decoded[i] // what decodeParameters would give
-		}
-		roots = append(roots, root)
 	}
 	compiled.RUnlock()
-	for i, root := range roots {
-		if root == nil {
-			roots[i] = b.add(params[i])
-		} else {
-			b.addRoot(params[i], root)
-		}
+	for _, p := range params {
+		roots = append(roots, b.add(p))
 	}
 	for i, s := range b.compileAll(roots) {
 		if s != nil {
@@ -235,7 +222,7 @@ func appendValue(buf []byte, v any) []byte {
 		}
 		return append(buf, '}')
 	}
-	// Built in memory ([]string, int, ...): as JSON, marked apart.
+	// json.Unmarshal makes none of these: as JSON, marked apart.
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Appendf(buf, "%T:%#v", v, v)
@@ -315,10 +302,6 @@ func (b *sharedBatch) compileAll(roots []map[string]any) []*jsonschema.Schema {
 func (b *sharedBatch) rebuild(m map[string]any) map[string]any {
 	out := maps.Clone(m)
 	for k, v := range m {
-		if !hasSubschemas(k, v) {
-			out[k] = plainJSON(v)
-			continue
-		}
 		out[k] = eachSubschema(k, v, func(sub map[string]any) any {
 			id := b.byMap[reflect.ValueOf(sub).Pointer()]
 			if b.built[id] == nil {
@@ -333,58 +316,6 @@ func (b *sharedBatch) rebuild(m map[string]any) map[string]any {
 		})
 	}
 	return out
-}
-
-// plainJSON is v as json.Unmarshal would give it (the compiler reads
-// nothing else): v itself when it already is, else v encoded and decoded
-// ([]string, int, ... in a schema built in memory).
-func plainJSON(v any) any {
-	if isJSONValue(v) {
-		return v
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return v // the compiler refuses it, and Validate says why
-	}
-	var out any
-	if json.Unmarshal(data, &out) != nil {
-		return v
-	}
-	return out
-}
-
-func isJSONValue(v any) bool {
-	switch t := v.(type) {
-	case nil, bool, float64, string:
-		return true
-	case []any:
-		for _, x := range t {
-			if !isJSONValue(x) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		for _, x := range t {
-			if !isJSONValue(x) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// hasSubschemas reports whether eachSubschema finds subschemas in the
-// value v of keyword k.
-func hasSubschemas(k string, v any) bool {
-	switch v.(type) {
-	case map[string]any:
-		return schemaKeywords[k] || schemaMapKeywords[k]
-	case []any:
-		return schemaListKeywords[k]
-	}
-	return false
 }
 
 // eachSubschema returns the value v of keyword k with each of its

@@ -78,8 +78,8 @@ func messages(err error) []string {
 func TestPrecompile(t *testing.T) {
 	bad := strings.Replace(sharedTwo, `"minimum":1`, `"minimum":"one"`, 1)
 	ps := []*Plugin{{Parameters: json.RawMessage(sharedOne)}, {Parameters: json.RawMessage(sharedTwo)}, {Parameters: json.RawMessage(bad)}}
-	Precompile(ps[:2], nil)
-	Precompile(ps[2:], nil)
+	Precompile(ps[:2])
+	Precompile(ps[2:])
 	for i, p := range ps[:2] {
 		compiled.RLock()
 		s := compiled.m[""][string(p.Parameters)]

@@ -59,9 +59,6 @@ type Operation struct {
 	Key      string          `json:"key"`
 	Plugin   *plugins.Plugin `json:"plugin"`
 	Warnings []string        `json:"warnings,omitempty"`
-	// params is Plugin.Parameters before encoding: Precompile reads it
-	// instead of decoding them again.
-	params map[string]any
 }
 
 // Failure is an operation that could not be converted.
@@ -105,7 +102,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		if !c.selected(o) {
 			continue
 		}
-		p, warnings, params, err := c.convert(o)
+		p, warnings, err := c.convert(o)
 		if err != nil {
 			if errors.Is(err, ErrNoServer) {
 				noServer++
@@ -113,7 +110,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 			failures = append(failures, Failure{Key: o.key, Reason: err.Error()})
 			continue
 		}
-		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings, params: params})
+		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings})
 		ids = append(ids, str(o.op["operationId"]))
 	}
 	rep.step(len(all))
@@ -255,26 +252,25 @@ func (b *opBuilder) add(a arg) {
 	b.args = append(b.args, a)
 }
 
-// convert builds the plugin of one operation (its Name is set later) and
-// returns its warnings and its parameter schema before encoding.
-func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, map[string]any, error) {
+// convert builds the plugin of one operation; its Name is set later.
+func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 	method := strings.ToUpper(o.method)
 	if method == "TRACE" {
-		return nil, nil, nil, errors.New("method TRACE is not supported by the engine")
+		return nil, nil, errors.New("method TRACE is not supported by the engine")
 	}
 	base, err := c.server(o)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	b := &opBuilder{c: c, taken: map[string]bool{}, templates: plugins.TemplateNames(o.path)}
 	params, err := c.parameters(o)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	b.addParameters(params, o.path)
 	ct, err := b.addBody(o.op["requestBody"])
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 
 	p := &plugins.Plugin{
@@ -321,12 +317,12 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, map[stri
 		root["required"] = required
 	}
 	if p.Parameters, err = marshal(root); err != nil {
-		return nil, nil, nil, fmt.Errorf("encode parameters: %w", err)
+		return nil, nil, fmt.Errorf("encode parameters: %w", err)
 	}
 	if err := c.auth(o, p, b); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return p, b.warnings, root, nil
+	return p, b.warnings, nil
 }
 
 // parameters merges the path item's parameters with the operation's (the

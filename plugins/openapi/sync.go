@@ -229,11 +229,10 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 // once, not once in each plugin.
 func precompile(ops []Operation) {
 	ps := make([]*plugins.Plugin, len(ops))
-	params := make([]map[string]any, len(ops))
 	for i, op := range ops {
-		ps[i], params[i] = op.Plugin, op.params
+		ps[i] = op.Plugin
 	}
-	plugins.Precompile(ps, params)
+	plugins.Precompile(ps)
 }
 
 // SourceName is the identity of an import source: Options.Source, else
