@@ -175,3 +175,34 @@ func argumentErrorsOf(err error) []FieldError {
 	}
 	return argumentErrors(ve)
 }
+
+// FuzzSharedCompilation: a parameter schema compiles shared exactly when
+// it compiles as written, and both say the same of a value.
+func FuzzSharedCompilation(f *testing.F) {
+	f.Add(sharedOne, `{"home":{"city":"Oslo","zip":"x"},"past":[{"city":1}]}`)
+	f.Add(sharedTwo, `{"ship_to":{},"count":0}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"enum":[1,"1",null]}}},"c":{"type":"object","properties":{"b":{"enum":[1,"1",null]}}}}}`, `{"a":{"b":2},"c":{"b":"1"}}`)
+	f.Add(`{"type":"object","properties":{"x":{"type":"array","items":{"type":"object","properties":{"y":{"type":"string","nullable":true}}}},"z":{"type":"array","items":{"type":"object","properties":{"y":{"type":"string","nullable":true}}}}}}`, `{"x":[{"y":null}],"z":[{"y":3}]}`)
+	f.Fuzz(func(t *testing.T, params, value string) {
+		root, err := decodeParameters(json.RawMessage(params), nil)
+		if err != nil {
+			return
+		}
+		var v any
+		if json.Unmarshal([]byte(value), &v) != nil {
+			return
+		}
+		plain, perr := compilePlain(root)
+		DropCompiled()
+		shared, serr := compileParameters("", json.RawMessage(params), nil)
+		if (perr == nil) != (serr == nil) {
+			t.Fatalf("as written: %v; shared: %v", perr, serr)
+		}
+		if perr != nil {
+			return
+		}
+		if got, want := messages(shared.Validate(v)), messages(plain.Validate(v)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shared %q, as written %q", got, want)
+		}
+	})
+}
