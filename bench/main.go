@@ -268,6 +268,8 @@ func runChild(name string, args []string) int {
 		err = childMCPRelay(args)
 	case "gateway-client":
 		err = childGatewayClient(args)
+	case "graph-sample":
+		err = childGraphSample(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}

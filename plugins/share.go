@@ -37,26 +37,29 @@ const PrecompileBatch = 256
 // ValidateArguments read: an import checks thousands of plugins made from
 // one document. A schema that does not compile here is left to those,
 // which compile it alone and say why. Beyond PrecompileBatch schemas, the
-// first may be gone from the cache before they are read.
-func Precompile(ps []*Plugin) {
+// first may be gone from the cache before they are read. It returns the
+// plugins whose schemas it added to the cache.
+func Precompile(ps []*Plugin) (cached []*Plugin) {
 	b := newSharedBatch()
-	var params []json.RawMessage
+	var todo []*Plugin
 	var roots []map[string]any
 	compiled.RLock()
 	for _, p := range ps {
 		if compiled.m[""][string(p.Parameters)] == nil {
-			params = append(params, p.Parameters)
+			todo = append(todo, p)
 		}
 	}
 	compiled.RUnlock()
-	for _, p := range params {
-		roots = append(roots, b.add(p))
+	for _, p := range todo {
+		roots = append(roots, b.add(p.Parameters))
 	}
 	for i, s := range b.compileAll(roots) {
 		if s != nil {
-			cache("", params[i], s)
+			cache("", todo[i].Parameters, s)
+			cached = append(cached, todo[i])
 		}
 	}
+	return cached
 }
 
 // decodeParameters decodes a parameter schema as the compiler reads it:
@@ -350,6 +353,21 @@ func eachSubschema(k string, v any, f func(map[string]any) any) any {
 		}
 	}
 	return v
+}
+
+// ForgetCompiled drops the compiled parameter schemas of ps from the
+// cache: an import compiles thousands to validate them, which would push
+// out those of the plugins being called, and hold their memory. They are
+// compiled again on their first call.
+func ForgetCompiled(ps []*Plugin) {
+	if len(ps) == 0 {
+		return
+	}
+	compiled.Lock()
+	defer compiled.Unlock()
+	for _, p := range ps {
+		delete(compiled.m[""], string(p.Parameters))
+	}
 }
 
 // DropCompiled empties the cache of compiled schemas: for benchmarks of

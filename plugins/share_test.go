@@ -78,8 +78,12 @@ func messages(err error) []string {
 func TestPrecompile(t *testing.T) {
 	bad := strings.Replace(sharedTwo, `"minimum":1`, `"minimum":"one"`, 1)
 	ps := []*Plugin{{Parameters: json.RawMessage(sharedOne)}, {Parameters: json.RawMessage(sharedTwo)}, {Parameters: json.RawMessage(bad)}}
-	Precompile(ps[:2])
-	Precompile(ps[2:])
+	if cached := Precompile(ps[:2]); len(cached) != 2 {
+		t.Fatalf("cached %d schemas, want 2", len(cached))
+	}
+	if cached := Precompile(ps); len(cached) != 0 {
+		t.Errorf("cached %d schemas: the two were cached already and the third does not compile", len(cached))
+	}
 	for i, p := range ps[:2] {
 		compiled.RLock()
 		s := compiled.m[""][string(p.Parameters)]
@@ -96,6 +100,13 @@ func TestPrecompile(t *testing.T) {
 	compiled.RUnlock()
 	if s != nil {
 		t.Error("a schema the metaschema refuses was compiled")
+	}
+	ForgetCompiled(ps[:1])
+	compiled.RLock()
+	gone, kept := compiled.m[""][sharedOne] == nil, compiled.m[""][sharedTwo] != nil
+	compiled.RUnlock()
+	if !gone || !kept {
+		t.Errorf("after ForgetCompiled of the first: first gone %v, second kept %v", gone, kept)
 	}
 	_, err := ps[2].parameterSchema()
 	if err == nil || !strings.Contains(err.Error(), "minimum") || !strings.Contains(err.Error(), "parameters.json") {

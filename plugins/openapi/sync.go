@@ -127,10 +127,12 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 
 	rep := reporter{f: opts.Progress}
 	rep.start(PhaseWriting, len(ops))
+	var batch []*plugins.Plugin // compiled here for Validate, then forgotten
 	for i, op := range ops {
 		rep.step(i)
 		if i%plugins.PrecompileBatch == 0 {
-			precompile(ops[i:min(i+plugins.PrecompileBatch, len(ops))])
+			plugins.ForgetCompiled(batch)
+			batch = precompile(ops[i:min(i+plugins.PrecompileBatch, len(ops))])
 		}
 		// What the API and the CLI refuse, an import does not write either.
 		if err := op.Plugin.Validate(); err != nil {
@@ -190,6 +192,7 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 		*list = append(*list, row.Name)
 	}
 	rep.step(len(ops))
+	plugins.ForgetCompiled(batch)
 
 	inDoc := map[string]bool{}
 	for _, o := range c.operations() {
@@ -226,13 +229,13 @@ func Sync(ctx context.Context, st *store.Store, location string, doc *Document, 
 
 // precompile compiles the parameter schemas of ops together, for
 // Validate: their common parts (the document's components) are compiled
-// once, not once in each plugin.
-func precompile(ops []Operation) {
+// once, not once in each plugin. It returns the plugins it compiled.
+func precompile(ops []Operation) []*plugins.Plugin {
 	ps := make([]*plugins.Plugin, len(ops))
 	for i, op := range ops {
 		ps[i] = op.Plugin
 	}
-	plugins.Precompile(ps)
+	return plugins.Precompile(ps)
 }
 
 // SourceName is the identity of an import source: Options.Source, else
