@@ -57,10 +57,11 @@ var importBudgets = []struct {
 
 // TestImportAllocBudget holds BenchmarkImportStripe and
 // BenchmarkImportGitHubSync to their budgets of allocations per operation:
-// a deterministic count, where time depends on the machine.
+// a deterministic count, where time depends on the machine (a race build
+// counts about 3% more).
 func TestImportAllocBudget(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("allocations are counted on a normal build")
+	if testing.Short() {
+		t.Skip("imports Stripe and GitHub whole")
 	}
 	for _, d := range importBudgets {
 		t.Run(d.name, func(t *testing.T) {
