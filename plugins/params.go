@@ -35,37 +35,33 @@ func (p *Plugin) parameterSchema() (*jsonschema.Schema, error) {
 // compileParameters compiles a parameter schema, after edit (when not nil)
 // has changed its root; the result is cached under variant and the bytes.
 func compileParameters(variant string, params json.RawMessage, edit func(root map[string]any)) (*jsonschema.Schema, error) {
-	if len(params) == 0 {
-		return nil, errors.New("required: a JSON Schema object with type \"object\"")
-	}
 	compiled.RLock()
 	s := compiled.m[variant][string(params)] // no key built: this runs on every call
 	compiled.RUnlock()
 	if s != nil {
 		return s, nil
 	}
-	var doc any
-	if err := json.Unmarshal(params, &doc); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	root, ok := doc.(map[string]any)
-	if !ok || root["type"] != "object" {
-		return nil, errors.New("the root must be a JSON Schema object with \"type\": \"object\"")
-	}
-	if edit != nil {
-		edit(root)
-	}
-	doc = nullableToType(doc)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("parameters.json", doc); err != nil {
-		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
-	}
-	s, err := c.Compile("parameters.json")
+	root, err := decodeParameters(params, edit)
 	if err != nil {
+		return nil, err
+	}
+	b := newSharedBatch()
+	b.addRoot(params, root)
+	if s, err = b.compile(root); err != nil {
+		// Said of the schema as written, not of its shared form.
+		if _, err = compilePlain(root); err == nil {
+			err = errors.New("its repeated parts could not be compiled apart") // a bug
+		}
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
+	cache(variant, params, s)
+	return s, nil
+}
+
+// cache keeps s as the compiled schema of params under variant.
+func cache(variant string, params json.RawMessage, s *jsonschema.Schema) {
 	compiled.Lock()
+	defer compiled.Unlock()
 	if compiled.m == nil {
 		compiled.m = make(map[string]map[string]*jsonschema.Schema)
 	}
@@ -73,8 +69,6 @@ func compileParameters(variant string, params json.RawMessage, edit func(root ma
 		compiled.m[variant] = make(map[string]*jsonschema.Schema)
 	}
 	compiled.m[variant][string(params)] = s
-	compiled.Unlock()
-	return s, nil
 }
 
 // nullableToType rewrites OpenAPI 3.0's `nullable: true` into a draft
