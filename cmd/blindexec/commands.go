@@ -94,6 +94,11 @@ func serveCmd(cfg *config) *cobra.Command {
 				OutageGrace: cfg.outageGrace,
 			}
 			go parts.changes.Run(ctx)
+			srv.Quota = parts.quotas
+			if err := parts.quotas.Register(reg); err != nil {
+				return err
+			}
+			go parts.quotas.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err

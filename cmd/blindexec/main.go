@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	_ "time/tzdata" // BLINDEXEC_QUOTA_TZ without the system's zone files (a distroless image)
 
 	"github.com/spf13/cobra"
 

@@ -1,0 +1,431 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Store is where rules and leases live; *store.Store implements it.
+type Store interface {
+	ListQuotaRules(ctx context.Context) ([]store.QuotaRule, error)
+	LeaseQuota(ctx context.Context, k store.QuotaKey, limit, want int64) (granted, used int64, err error)
+	ReturnQuota(ctx context.Context, k store.QuotaKey, n int64) error
+	QuotaUsed(ctx context.Context, k store.QuotaKey) (int64, error)
+	PruneQuotaUse(ctx context.Context, cutoff int64) error
+}
+
+// Versions tells the rules' change counter; *store.Watcher implements it.
+type Versions interface {
+	Current() store.Versions
+}
+
+// Catalog finds the catalog plugin of a name; *catalog.Catalog implements
+// it. An inline plugin counts as the catalog plugin of its name.
+type Catalog interface {
+	Plugin(ctx context.Context, name string) (*plugins.Plugin, error)
+}
+
+// Settings of a Keeper.
+const (
+	// IdleReturn is how long a lease may sit unspent before it is given
+	// back for other replicas to lease.
+	IdleReturn = 2 * time.Second
+	// Recheck is how long a replica that found a window spent waits
+	// before it asks the database again (another replica may have given
+	// some back).
+	Recheck = time.Second
+)
+
+// Keeper applies the rules on one replica. It is safe for concurrent use.
+type Keeper struct {
+	src     Store
+	changes Versions
+	catalog Catalog // nil: inline plugins count as their own name
+	loc     *time.Location
+	logger  *slog.Logger
+	// Now is the clock (time.Now when nil); tests set it.
+	Now func() time.Time
+
+	refusals *prometheus.CounterVec
+
+	mu      sync.Mutex // serializes reloads
+	rules   atomic.Pointer[ruleSet]
+	bmu     sync.RWMutex
+	buckets map[store.QuotaKey]*bucket
+}
+
+type ruleSet struct {
+	version int64
+	calls   []*Rule
+	runs    []*Rule
+}
+
+// bucket is what this replica holds of one user's window of one rule.
+type bucket struct {
+	mu        sync.Mutex
+	held      int64     // leased, not spent
+	lastUse   time.Time // of the last unit spent or given back
+	spentSeen time.Time // when the database last had none left
+}
+
+// New returns a keeper of src's rules, fresh while changes' QuotaRules
+// counter stays where it was when they were read. Windows are aligned in
+// loc (nil: UTC).
+func New(src Store, changes Versions, catalog Catalog, loc *time.Location, logger *slog.Logger) *Keeper {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Keeper{src: src, changes: changes, catalog: catalog, loc: loc, logger: logger, buckets: map[store.QuotaKey]*bucket{}}
+}
+
+// Register counts refusals in reg as blindexec_quota_refusals_total by
+// rule: the operator's rule names, a bounded set (a deleted rule's series
+// goes with it).
+func (k *Keeper) Register(reg prometheus.Registerer) error {
+	k.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "blindexec_quota_refusals_total",
+		Help: "Calls refused by a quota rule, by rule.",
+	}, []string{"rule"})
+	return reg.Register(k.refusals)
+}
+
+// Location is the time zone windows are aligned in.
+func (k *Keeper) Location() *time.Location { return k.loc }
+
+func (k *Keeper) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// ruleSet returns rules at least as new as the counter. When a reload
+// fails, the rules held are kept; with none ever read, the error.
+func (k *Keeper) ruleSet(ctx context.Context) (*ruleSet, error) {
+	want := k.changes.Current().QuotaRules
+	if rs := k.rules.Load(); rs != nil && rs.version == want {
+		return rs, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	held := k.rules.Load()
+	if held != nil && held.version == want {
+		return held, nil
+	}
+	rows, err := k.src.ListQuotaRules(ctx)
+	if err != nil {
+		if held != nil {
+			k.logger.WarnContext(ctx, "quota rules reload failed; applying the last ones read", "err", err)
+			return held, nil
+		}
+		return nil, fmt.Errorf("read quota rules: %w", err)
+	}
+	rs := &ruleSet{version: want}
+	for i := range rows {
+		r, err := FromRow(&rows[i])
+		if err != nil {
+			k.logger.WarnContext(ctx, "quota rule row left out", "rule", rows[i].Name, "err", err)
+			continue
+		}
+		if r.RunTokensPerDay > 0 {
+			rs.runs = append(rs.runs, r)
+		} else {
+			rs.calls = append(rs.calls, r)
+		}
+	}
+	if held != nil && k.refusals != nil {
+		for _, r := range append(held.calls, held.runs...) {
+			if !rs.has(r.Name) {
+				k.refusals.DeleteLabelValues(r.Name)
+			}
+		}
+	}
+	k.rules.Store(rs)
+	return rs, nil
+}
+
+func (rs *ruleSet) has(name string) bool {
+	for _, r := range append(rs.calls, rs.runs...) {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Rules returns the rules in force.
+func (k *Keeper) Rules(ctx context.Context) ([]*Rule, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]*Rule(nil), rs.calls...), rs.runs...), nil
+}
+
+// targetOf is what a call of p counts as: a catalog plugin as it is; an
+// inline plugin as the catalog plugin of its name (plugin and tag rules
+// apply), or, under a name the catalog lacks, as no named tool (every-tool
+// and consequential rules only).
+func (k *Keeper) targetOf(ctx context.Context, p *plugins.Plugin) *target {
+	t := &target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.Catalog}
+	if p.Catalog || k.catalog == nil {
+		return t
+	}
+	if row, err := k.catalog.Plugin(ctx, p.Name); err == nil {
+		t.tags, t.inCatalog = row.Tags, true
+		t.consequential = t.consequential || Consequential(row)
+	}
+	return t
+}
+
+// Take counts one call of p by user against every call rule that applies,
+// before it is sent: all admit it, or none counts it and the error is an
+// *ExceededError (or an *UnavailableError). undo gives the call back when
+// nothing was sent after all.
+func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo func(), err error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, &UnavailableError{Rule: "(rules)", Err: err}
+	}
+	if len(rs.calls) == 0 {
+		return func() {}, nil
+	}
+	var (
+		t     *target
+		taken []*bucket
+		now   = k.now()
+	)
+	giveBack := func() {
+		for _, b := range taken {
+			b.mu.Lock()
+			b.held++
+			b.mu.Unlock()
+		}
+	}
+	for _, r := range rs.calls {
+		if !r.forUser(user) {
+			continue
+		}
+		if t == nil {
+			t = k.targetOf(ctx, p)
+		}
+		if !r.matches(t) {
+			continue
+		}
+		start, end := WindowOf(now, r.Window, k.loc)
+		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+		b := k.bucket(key)
+		if err := k.spend(ctx, b, key, r, now); err != nil {
+			giveBack()
+			if errors.Is(err, errSpent) {
+				err = &ExceededError{Rule: r.Name, Calls: r.Calls, Window: r.Window, What: r.what(t), ResetsAt: end}
+			}
+			if k.refusals != nil {
+				k.refusals.WithLabelValues(r.Name).Inc()
+			}
+			return nil, err
+		}
+		taken = append(taken, b)
+	}
+	return giveBack, nil
+}
+
+var errSpent = errors.New("spent")
+
+func (k *Keeper) bucket(key store.QuotaKey) *bucket {
+	k.bmu.RLock()
+	b := k.buckets[key]
+	k.bmu.RUnlock()
+	if b != nil {
+		return b
+	}
+	k.bmu.Lock()
+	defer k.bmu.Unlock()
+	if b = k.buckets[key]; b == nil {
+		b = &bucket{}
+		k.buckets[key] = b
+	}
+	return b
+}
+
+// LeaseSize is how much of a limit a replica leases at a time: 1% of it,
+// at least one call.
+func LeaseSize(limit int64) int64 { return max(1, limit/100) }
+
+// spend takes one unit of b, leasing more when it holds none.
+func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, now time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastUse = now
+	if b.held > 0 {
+		b.held--
+		return nil
+	}
+	if !b.spentSeen.IsZero() && now.Sub(b.spentSeen) < Recheck {
+		return errSpent
+	}
+	granted, _, err := k.src.LeaseQuota(ctx, key, r.Calls, LeaseSize(r.Calls))
+	if err != nil {
+		if errors.Is(err, store.ErrDuplicate) {
+			// Another replica inserted the window's row first: lease again.
+			granted, _, err = k.src.LeaseQuota(ctx, key, r.Calls, LeaseSize(r.Calls))
+		}
+		if err != nil {
+			k.logger.WarnContext(ctx, "quota lease failed; refusing what this replica holds no allowance for", "rule", r.Name, "err", err)
+			return &UnavailableError{Rule: r.Name, Err: err}
+		}
+	}
+	if granted == 0 {
+		b.spentSeen = now
+		return errSpent
+	}
+	b.spentSeen = time.Time{}
+	b.held = granted - 1
+	return nil
+}
+
+// Tidy gives back the leases left unspent for IdleReturn (all of them
+// with all set: shutdown) and forgets the windows that are over and the
+// rules that are gone.
+func (k *Keeper) Tidy(ctx context.Context, all bool) {
+	now := k.now()
+	rs := k.rules.Load()
+	k.bmu.Lock()
+	keys := make([]store.QuotaKey, 0, len(k.buckets))
+	for key := range k.buckets {
+		keys = append(keys, key)
+	}
+	k.bmu.Unlock()
+	for _, key := range keys {
+		k.bmu.RLock()
+		b := k.buckets[key]
+		k.bmu.RUnlock()
+		r := rs.byID(key.Rule)
+		current := false
+		if r != nil {
+			start, _ := WindowOf(now, r.Window, k.loc)
+			current = start.Unix() == key.WindowStart
+		}
+		b.mu.Lock()
+		if current && b.held > 0 && (all || now.Sub(b.lastUse) >= IdleReturn) {
+			if err := k.src.ReturnQuota(ctx, key, b.held); err != nil {
+				k.logger.WarnContext(ctx, "quota lease not given back; it is kept for now", "rule", r.Name, "err", err)
+			} else {
+				b.held, b.lastUse = 0, now
+			}
+		}
+		forget := !current || (b.held == 0 && now.Sub(b.lastUse) >= time.Minute)
+		b.mu.Unlock()
+		if forget {
+			k.bmu.Lock()
+			delete(k.buckets, key)
+			k.bmu.Unlock()
+		}
+	}
+}
+
+func (rs *ruleSet) byID(id int64) *Rule {
+	if rs == nil {
+		return nil
+	}
+	for _, r := range rs.calls {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// Run gives back idle leases every second and prunes the use of windows
+// over for two days every hour, until ctx ends; then it gives back every
+// lease it holds, so that a restart loses none.
+func (k *Keeper) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			k.Tidy(sctx, true)
+			cancel()
+			return
+		case <-t.C:
+			k.Tidy(ctx, false)
+			if now := k.now(); now.Sub(pruned) > time.Hour {
+				if err := k.src.PruneQuotaUse(ctx, now.Add(-48*time.Hour).Unix()); err != nil {
+					k.logger.WarnContext(ctx, "quota use not pruned", "err", err)
+				}
+				pruned = now
+			}
+		}
+	}
+}
+
+// Use is one rule's use by one user in the current window.
+type Use struct {
+	Rule     string    `json:"rule"`
+	What     string    `json:"applies_to"`
+	Limit    int64     `json:"limit"`
+	Unit     string    `json:"unit"` // calls or run tokens
+	Window   string    `json:"window"`
+	Used     int64     `json:"used"`
+	ResetsAt time.Time `json:"resets_at"`
+}
+
+// UseOf returns the use of every rule that applies to user. Used counts
+// the allowance leased, less what this replica holds unspent: another
+// replica may hold up to one lease of it unspent.
+func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := k.now()
+	out := []Use{}
+	for _, r := range rs.calls {
+		if !r.forUser(user) {
+			continue
+		}
+		start, end := WindowOf(now, r.Window, k.loc)
+		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+		used, err := k.src.QuotaUsed(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		k.bmu.RLock()
+		b := k.buckets[key]
+		k.bmu.RUnlock()
+		if b != nil {
+			b.mu.Lock()
+			used -= b.held
+			b.mu.Unlock()
+		}
+		out = append(out, Use{Rule: r.Name, What: describe(r), Limit: r.Calls, Unit: "calls", Window: r.Window, Used: max(0, used), ResetsAt: end})
+	}
+	return out, nil
+}
+
+// describe says what a rule applies to, for listings.
+func describe(r *Rule) string {
+	switch {
+	case len(r.Plugins) > 0:
+		return fmt.Sprintf("plugins %v", r.Plugins)
+	case r.RunTokensPerDay > 0:
+		return "runs"
+	}
+	return r.what(&target{})
+}
