@@ -414,18 +414,7 @@ func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
 			used -= b.held
 			b.mu.Unlock()
 		}
-		out = append(out, Use{Rule: r.Name, What: describe(r), Limit: r.Calls, Unit: "calls", Window: r.Window, Used: max(0, used), ResetsAt: end})
+		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.Calls, Unit: "calls", Window: r.Window, Used: max(0, used), ResetsAt: end})
 	}
 	return out, nil
-}
-
-// describe says what a rule applies to, for listings.
-func describe(r *Rule) string {
-	switch {
-	case len(r.Plugins) > 0:
-		return fmt.Sprintf("plugins %v", r.Plugins)
-	case r.RunTokensPerDay > 0:
-		return "runs"
-	}
-	return r.what(&target{})
 }

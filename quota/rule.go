@@ -219,6 +219,33 @@ func (r *Rule) what(t *target) string {
 	return "all tools"
 }
 
+// AppliesTo says what r applies to, for listings.
+func (r *Rule) AppliesTo() string {
+	switch {
+	case r.RunTokensPerDay > 0:
+		return "runs"
+	case len(r.Plugins) > 0:
+		return strings.Join(r.Plugins, ", ")
+	}
+	return r.what(&target{})
+}
+
+// Limit says r's limit: "20 calls a day", "200000 run tokens a day".
+func (r *Rule) Limit() string {
+	if r.RunTokensPerDay > 0 {
+		return fmt.Sprintf("%d run tokens a day", r.RunTokensPerDay)
+	}
+	return fmt.Sprintf("%d calls %s", r.Calls, Per(r.Window))
+}
+
+// Per says a window as a rate: "a day", "an hour".
+func Per(window string) string {
+	if window == Hour {
+		return "an hour"
+	}
+	return "a " + window
+}
+
 // WindowOf returns the window of kind w holding t, aligned in loc: its
 // start and its end (the reset).
 func WindowOf(t time.Time, w string, loc *time.Location) (start, end time.Time) {
@@ -245,11 +272,7 @@ type ExceededError struct {
 }
 
 func (e *ExceededError) Error() string {
-	per := "a " + e.Window
-	if e.Window == Hour {
-		per = "an hour"
-	}
-	return fmt.Sprintf("limit reached: %d calls %s for %s, resets at %s", e.Calls, per, e.What, e.ResetsAt.Format(time.RFC3339))
+	return fmt.Sprintf("limit reached: %d calls %s for %s, resets at %s", e.Calls, Per(e.Window), e.What, e.ResetsAt.Format(time.RFC3339))
 }
 
 // UnavailableError refuses a call when the database holding the quotas

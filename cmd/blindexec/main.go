@@ -125,6 +125,7 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		pluginCmd(cfg),
 		credCmd(cfg),
 		tokenCmd(cfg),
+		quotaCmd(cfg),
 		toolsCmd(cfg),
 		execCmd(cfg),
 		importCmd(cfg),
