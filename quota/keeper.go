@@ -76,6 +76,8 @@ type bucket struct {
 	held      int64     // leased, not spent
 	lastUse   time.Time // of the last unit spent or given back
 	spentSeen time.Time // when the database last had none left
+	failed    *UnavailableError
+	failedAt  time.Time // when the database last failed to lease
 }
 
 // New returns a keeper of src's rules, fresh while changes' QuotaRules
@@ -277,17 +279,18 @@ func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	if !b.spentSeen.IsZero() && now.Sub(b.spentSeen) < Recheck {
 		return errSpent
 	}
+	if b.failed != nil && now.Sub(b.failedAt) < Recheck {
+		return b.failed // the database failed a moment ago: not asked again per call
+	}
 	granted, _, err := k.src.LeaseQuota(ctx, key, r.Calls, LeaseSize(r.Calls))
 	if err != nil {
-		if errors.Is(err, store.ErrDuplicate) {
-			// Another replica inserted the window's row first: lease again.
-			granted, _, err = k.src.LeaseQuota(ctx, key, r.Calls, LeaseSize(r.Calls))
-		}
-		if err != nil {
+		if b.failed == nil {
 			k.logger.WarnContext(ctx, "quota lease failed; refusing what this replica holds no allowance for", "rule", r.Name, "err", err)
-			return &UnavailableError{Rule: r.Name, Err: err}
 		}
+		b.failed, b.failedAt = &UnavailableError{Rule: r.Name, Err: err}, now
+		return b.failed
 	}
+	b.failed = nil
 	if granted == 0 {
 		b.spentSeen = now
 		return errSpent

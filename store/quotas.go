@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 )
 
 // QuotaRule is a row of sys_ai_quota_rule: a limit on the calls (or the
@@ -70,13 +72,41 @@ type QuotaKey struct {
 
 // LeaseQuota takes up to want of the allowance left under limit in k's
 // window and returns how much it took (0: none left) and the allowance
-// leased in the window afterwards. One transaction: the row is locked
+// leased in the window afterwards. One transaction locks the window's row
 // while it is read and written, so replicas never lease more than limit
-// together.
+// together. The row is created first, outside it, when missing: a locking
+// read of a missing row would lock the gap, and two replicas inserting
+// into it would deadlock.
 func (s *Store) LeaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (granted, used int64, err error) {
+	for attempt := 0; ; attempt++ {
+		var missing bool
+		granted, used, missing, err = s.leaseQuota(ctx, k, limit, want)
+		switch {
+		case missing && attempt == 0:
+			insert := "INSERT OR IGNORE"
+			if s.dialect == DialectMySQL {
+				insert = "INSERT IGNORE"
+			}
+			if _, err := s.sqlDB.ExecContext(ctx, insert+" INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, 0, ?)",
+				k.Rule, k.User, k.WindowStart, now()); err != nil {
+				return 0, 0, fmt.Errorf("lease quota: %w", err)
+			}
+		case missing:
+			return 0, 0, errors.New("lease quota: the window's row vanished while it was leased")
+		case err != nil && isDeadlock(err) && attempt < 3:
+			// InnoDB chose this transaction as a deadlock's victim: retry.
+		case err != nil:
+			return 0, 0, fmt.Errorf("lease quota: %w", err)
+		default:
+			return granted, used, nil
+		}
+	}
+}
+
+func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (granted, used int64, missing bool, err error) {
 	tx, err := s.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, 0, fmt.Errorf("lease quota: %w", err)
+		return 0, 0, false, err
 	}
 	defer tx.Rollback()
 	lock := ""
@@ -85,31 +115,28 @@ func (s *Store) LeaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (
 	}
 	err = tx.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?"+lock,
 		k.Rule, k.User, k.WindowStart).Scan(&used)
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, fmt.Errorf("lease quota: %w", err)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, true, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
 	}
 	granted = max(0, min(want, limit-used))
 	if granted == 0 {
-		return 0, used, nil // nothing written: a refusal costs one read
+		return 0, used, false, nil // nothing written: a refusal costs one read
 	}
 	used += granted
-	if exists {
-		_, err = tx.ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = ?, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
-			used, now(), k.Rule, k.User, k.WindowStart)
-	} else {
-		_, err = tx.ExecContext(ctx, "INSERT INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, ?, ?)",
-			k.Rule, k.User, k.WindowStart, used, now())
+	if _, err = tx.ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = ?, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
+		used, now(), k.Rule, k.User, k.WindowStart); err != nil {
+		return 0, 0, false, err
 	}
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
-		// Two replicas inserting the first row of a window at once: one
-		// fails on the key, and leases nothing this time.
-		return 0, 0, fmt.Errorf("lease quota: %w", classify(err))
-	}
-	return granted, used, nil
+	return granted, used, false, tx.Commit()
+}
+
+// isDeadlock reports MySQL's deadlock and lock wait timeout errors.
+func isDeadlock(err error) bool {
+	var myErr *mysqldrv.MySQLError
+	return errors.As(err, &myErr) && (myErr.Number == 1213 || myErr.Number == 1205)
 }
 
 // ReturnQuota gives back n units of k's window a replica leased and did
