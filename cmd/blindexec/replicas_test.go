@@ -26,7 +26,26 @@ import (
 type replica struct {
 	name string
 	url  string
-	logs *bytes.Buffer
+	logs *syncBuffer
+	cmd  *exec.Cmd
+}
+
+// syncBuffer is a process's output, read while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -46,8 +65,8 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 	rs := make([]*replica, n)
 	for i := range rs {
 		addr := freeAddr(t)
-		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}}
 		cmd := exec.Command(os.Args[0], "serve")
+		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &syncBuffer{}, cmd: cmd}
 		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
 			"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
@@ -122,7 +141,7 @@ func (r *replica) awaitPoll(t *testing.T, st *store.Store) {
 		b, _ := json.Marshal(body["changes"])
 		var got store.Versions
 		if json.Unmarshal(b, &got) == nil && got.Plugins >= want.Plugins && got.Credentials >= want.Credentials &&
-			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers {
+			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers && got.QuotaRules >= want.QuotaRules {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
