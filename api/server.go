@@ -111,6 +111,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Quota != nil && s.Executor != nil && s.Executor.Quota == nil {
 		s.Executor.Quota = s.Quota // the rules served are the rules applied
 	}
+	if s.Quota != nil && s.Runner != nil && s.Runner.Budget == nil {
+		s.Runner.Budget = s.Quota
+	}
 	if s.Runner != nil && s.Runner.NewIndex == nil {
 		s.Runner.NewIndex = s.runIndex
 	}

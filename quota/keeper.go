@@ -76,6 +76,7 @@ type bucket struct {
 	held      int64     // leased, not spent
 	lastUse   time.Time // of the last unit spent or given back
 	spentSeen time.Time // when the database last had none left
+	left      int64     // the window's allowance no replica had leased, at the last lease
 	failed    *UnavailableError
 	failedAt  time.Time // when the database last failed to lease
 }
@@ -282,7 +283,7 @@ func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	if b.failed != nil && now.Sub(b.failedAt) < Recheck {
 		return b.failed // the database failed a moment ago: not asked again per call
 	}
-	granted, _, err := k.src.LeaseQuota(ctx, key, r.Calls, LeaseSize(r.Calls))
+	granted, err := k.lease(ctx, b, key, r, LeaseSize(r.Calls))
 	if err != nil {
 		if b.failed == nil {
 			k.logger.WarnContext(ctx, "quota lease failed; refusing what this replica holds no allowance for", "rule", r.Name, "err", err)
@@ -298,6 +299,101 @@ func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	b.spentSeen = time.Time{}
 	b.held = granted - 1
 	return nil
+}
+
+// lease takes up to want more of r's window for b; b is locked.
+func (k *Keeper) lease(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, want int64) (int64, error) {
+	granted, used, err := k.src.LeaseQuota(ctx, key, r.amount(), want)
+	if err != nil {
+		return 0, err
+	}
+	b.held += granted
+	b.left = r.amount() - used
+	return granted, nil
+}
+
+// RunBudget is what a user's runs may still spend today under the run
+// rules that apply (the tightest of them).
+type RunBudget struct {
+	Limited  bool // false: no run rule applies
+	Left     int64
+	Rule     string
+	Limit    int64
+	ResetsAt time.Time
+}
+
+// Exhausted says a budget spent, for the run that stops on it.
+func (b RunBudget) Exhausted() string {
+	return fmt.Sprintf("run token budget reached: %d model tokens a day for runs (rule %s), resets at %s", b.Limit, b.Rule, b.ResetsAt.Format(time.RFC3339))
+}
+
+// RunTokensLeft returns what user's runs may still spend today: what this
+// replica holds of the run rules' leases plus what no replica has leased
+// yet (as of the last lease). It leases when it holds none, so a
+// database outage leaves a replica what it holds, then an error.
+func (k *Keeper) RunTokensLeft(ctx context.Context, user int64) (RunBudget, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return RunBudget{}, &UnavailableError{Rule: "(rules)", Err: err}
+	}
+	var out RunBudget
+	now := k.now()
+	for _, r := range rs.runs {
+		if !r.forUser(user) {
+			continue
+		}
+		_, end := WindowOf(now, Day, k.loc)
+		key, b := k.runBucket(r, user, now)
+		b.mu.Lock()
+		if b.held <= 0 && (b.spentSeen.IsZero() || now.Sub(b.spentSeen) >= Recheck) {
+			if _, err := k.lease(ctx, b, key, r, LeaseSize(r.RunTokensPerDay)); err != nil {
+				b.mu.Unlock()
+				return RunBudget{}, &UnavailableError{Rule: r.Name, Err: err}
+			}
+			if b.held <= 0 {
+				b.spentSeen = now
+			}
+		}
+		left := max(0, b.held) + max(0, b.left)
+		b.mu.Unlock()
+		if !out.Limited || left < out.Left {
+			out = RunBudget{Limited: true, Left: left, Rule: r.Name, Limit: r.RunTokensPerDay, ResetsAt: end}
+		}
+	}
+	return out, nil
+}
+
+// SpendRunTokens counts n model tokens spent by a run of user: from what
+// this replica holds, leasing the rest. What cannot be leased (the day is
+// spent) is the overshoot of the one model call that made it.
+func (k *Keeper) SpendRunTokens(ctx context.Context, user, n int64) {
+	rs := k.rules.Load()
+	if rs == nil || n <= 0 {
+		return
+	}
+	now := k.now()
+	for _, r := range rs.runs {
+		if !r.forUser(user) {
+			continue
+		}
+		key, b := k.runBucket(r, user, now)
+		b.mu.Lock()
+		b.lastUse = now
+		b.held -= n
+		if b.held < 0 {
+			if _, err := k.lease(ctx, b, key, r, max(-b.held, LeaseSize(r.RunTokensPerDay))); err != nil {
+				k.logger.WarnContext(ctx, "run tokens not counted: the database is unreachable", "rule", r.Name, "tokens", -b.held, "err", err)
+			}
+			b.held = max(0, b.held)
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (k *Keeper) runBucket(r *Rule, user int64, now time.Time) (store.QuotaKey, *bucket) {
+	start, _ := WindowOf(now, Day, k.loc)
+	key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+	return key, k.bucket(key)
 }
 
 // Tidy gives back the leases left unspent for IdleReturn (all of them
@@ -319,7 +415,7 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 		r := rs.byID(key.Rule)
 		current := false
 		if r != nil {
-			start, _ := WindowOf(now, r.Window, k.loc)
+			start, _ := WindowOf(now, r.window(), k.loc)
 			current = start.Unix() == key.WindowStart
 		}
 		b.mu.Lock()
@@ -344,7 +440,7 @@ func (rs *ruleSet) byID(id int64) *Rule {
 	if rs == nil {
 		return nil
 	}
-	for _, r := range rs.calls {
+	for _, r := range append(rs.calls, rs.runs...) {
 		if r.ID == id {
 			return r
 		}
@@ -399,11 +495,11 @@ func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
 	}
 	now := k.now()
 	out := []Use{}
-	for _, r := range rs.calls {
+	for _, r := range append(rs.calls, rs.runs...) {
 		if !r.forUser(user) {
 			continue
 		}
-		start, end := WindowOf(now, r.Window, k.loc)
+		start, end := WindowOf(now, r.window(), k.loc)
 		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
 		used, err := k.src.QuotaUsed(ctx, key)
 		if err != nil {
@@ -417,7 +513,11 @@ func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
 			used -= b.held
 			b.mu.Unlock()
 		}
-		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.Calls, Unit: "calls", Window: r.Window, Used: max(0, used), ResetsAt: end})
+		unit := "calls"
+		if r.RunTokensPerDay > 0 {
+			unit = "run tokens"
+		}
+		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.amount(), Unit: unit, Window: r.window(), Used: max(0, used), ResetsAt: end})
 	}
 	return out, nil
 }

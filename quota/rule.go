@@ -180,6 +180,17 @@ func Consequential(p *plugins.Plugin) bool {
 	return true
 }
 
+// amount is r's limit in its unit: calls, or run tokens.
+func (r *Rule) amount() int64 { return max(r.Calls, r.RunTokensPerDay) }
+
+// window is r's window: a run rule's is the day.
+func (r *Rule) window() string {
+	if r.RunTokensPerDay > 0 {
+		return Day
+	}
+	return r.Window
+}
+
 // forUser reports whether r applies to user's calls.
 func (r *Rule) forUser(user int64) bool { return r.UserID == nil || *r.UserID == user }
 
