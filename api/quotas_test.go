@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -193,4 +195,49 @@ func metricsText(t *testing.T, base string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestQuotaOverMCP: /mcp counts a user's calls like /v1/execute, and a
+// call over its limit is a tool error saying the limit and the reset.
+func TestQuotaOverMCP(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	e := newEnv(t, st, func(s *api.Server) { s.MCP = &api.MCPConfig{} })
+	if code, body := e.do("POST", "/v1/plugins", adminToken, quotaPlugin("refund", "POST", up.URL)); code != http.StatusCreated {
+		t.Fatalf("add plugin: %d %v", code, body)
+	}
+	if code, body := e.do("POST", "/v1/quotas/rules", adminToken, map[string]any{"name": "writes", "consequential": true, "calls": 2, "window": "hour"}); code != http.StatusCreated {
+		t.Fatalf("add rule: %d %v", code, body)
+	}
+	token, _, err := api.IssueToken(t.Context(), st, 7, "mcp", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.changes.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearerToken(token)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// One call through /v1/execute, one through /mcp: the third is over.
+	if code, body := e.do("POST", "/v1/execute", token, map[string]any{"name": "refund", "arguments": map[string]any{}}); code != http.StatusOK {
+		t.Fatalf("execute: %d %v", code, body)
+	}
+	for i, wantErr := range []bool{false, true} {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "refund", Arguments: map[string]any{}})
+		if err != nil || res.IsError != wantErr {
+			t.Fatalf("call %d over /mcp: %v %+v", i+1, err, res)
+		}
+		if wantErr {
+			if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "limit reached: 2 calls an hour for consequential tools, resets at ") {
+				t.Fatalf("the tool error: %s", text)
+			}
+		}
+	}
+	if n := len(up.received()); n != 2 {
+		t.Fatalf("the upstream received %d calls, want 2", n)
+	}
 }
