@@ -57,6 +57,7 @@ type Keeper struct {
 	Now func() time.Time
 
 	refusals *prometheus.CounterVec
+	writes   atomic.Int64 // leases and give-backs written
 
 	mu      sync.Mutex // serializes reloads
 	rules   atomic.Pointer[ruleSet]
@@ -67,6 +68,7 @@ type Keeper struct {
 type ruleSet struct {
 	version int64
 	calls   []*Rule
+	wins    []atomic.Pointer[window] // the current window of each of calls
 	runs    []*Rule
 }
 
@@ -79,6 +81,14 @@ type bucket struct {
 	left      int64     // the window's allowance no replica had leased, at the last lease
 	failed    *UnavailableError
 	failedAt  time.Time // when the database last failed to lease
+	undo      func()    // giveBack, made once
+}
+
+// giveBack returns a unit spent for a call that was not sent after all.
+func (b *bucket) giveBack() {
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
 }
 
 // New returns a keeper of src's rules, fresh while changes' QuotaRules
@@ -104,6 +114,10 @@ func (k *Keeper) Register(reg prometheus.Registerer) error {
 	}, []string{"rule"})
 	return reg.Register(k.refusals)
 }
+
+// Writes is the number of database writes the leases took: leases
+// granted and leases given back.
+func (k *Keeper) Writes() int64 { return k.writes.Load() }
 
 // Location is the time zone windows are aligned in.
 func (k *Keeper) Location() *time.Location { return k.loc }
@@ -156,6 +170,7 @@ func (k *Keeper) ruleSet(ctx context.Context) (*ruleSet, error) {
 			}
 		}
 	}
+	rs.wins = make([]atomic.Pointer[window], len(rs.calls))
 	k.rules.Store(rs)
 	return rs, nil
 }
@@ -182,8 +197,8 @@ func (k *Keeper) Rules(ctx context.Context) ([]*Rule, error) {
 // inline plugin as the catalog plugin of its name (plugin and tag rules
 // apply), or, under a name the catalog lacks, as no named tool (every-tool
 // and consequential rules only).
-func (k *Keeper) targetOf(ctx context.Context, p *plugins.Plugin) *target {
-	t := &target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.Catalog}
+func (k *Keeper) targetOf(ctx context.Context, p *plugins.Plugin) target {
+	t := target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.Catalog}
 	if p.Catalog || k.catalog == nil {
 		return t
 	}
@@ -204,37 +219,33 @@ func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo 
 		return nil, &UnavailableError{Rule: "(rules)", Err: err}
 	}
 	if len(rs.calls) == 0 {
-		return func() {}, nil
+		return noop, nil
 	}
 	var (
-		t     *target
-		taken []*bucket
-		now   = k.now()
+		t      target
+		looked bool
+		taken  []*bucket
+		now    = k.now()
 	)
-	giveBack := func() {
-		for _, b := range taken {
-			b.mu.Lock()
-			b.held++
-			b.mu.Unlock()
-		}
-	}
-	for _, r := range rs.calls {
+	for i, r := range rs.calls {
 		if !r.forUser(user) {
 			continue
 		}
-		if t == nil {
-			t = k.targetOf(ctx, p)
+		if !looked {
+			t, looked = k.targetOf(ctx, p), true
 		}
-		if !r.matches(t) {
+		if !r.matches(&t) {
 			continue
 		}
-		start, end := WindowOf(now, r.Window, k.loc)
-		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+		w := rs.window(i, now, k.loc)
+		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: w.start}
 		b := k.bucket(key)
 		if err := k.spend(ctx, b, key, r, now); err != nil {
-			giveBack()
+			for _, b := range taken {
+				b.giveBack()
+			}
 			if errors.Is(err, errSpent) {
-				err = &ExceededError{Rule: r.Name, Calls: r.Calls, Window: r.Window, What: r.what(t), ResetsAt: end}
+				err = &ExceededError{Rule: r.Name, Calls: r.Calls, Window: r.Window, What: r.what(&t), ResetsAt: w.end}
 			}
 			if k.refusals != nil {
 				k.refusals.WithLabelValues(r.Name).Inc()
@@ -243,7 +254,37 @@ func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo 
 		}
 		taken = append(taken, b)
 	}
-	return giveBack, nil
+	switch len(taken) {
+	case 0:
+		return noop, nil
+	case 1:
+		return taken[0].undo, nil // made with the bucket: no allocation a call
+	}
+	return func() {
+		for _, b := range taken {
+			b.giveBack()
+		}
+	}, nil
+}
+
+func noop() {}
+
+// window is a rule's current window, cached until it ends: aligning a
+// time in a zone costs more than the rest of a call's counting.
+type window struct {
+	start int64 // unix seconds
+	end   time.Time
+}
+
+// window returns the window of rs.calls[i] holding now.
+func (rs *ruleSet) window(i int, now time.Time, loc *time.Location) *window {
+	if w := rs.wins[i].Load(); w != nil && now.Before(w.end) && now.Unix() >= w.start {
+		return w
+	}
+	start, end := WindowOf(now, rs.calls[i].Window, loc)
+	w := &window{start: start.Unix(), end: end}
+	rs.wins[i].Store(w)
+	return w
 }
 
 var errSpent = errors.New("spent")
@@ -259,6 +300,7 @@ func (k *Keeper) bucket(key store.QuotaKey) *bucket {
 	defer k.bmu.Unlock()
 	if b = k.buckets[key]; b == nil {
 		b = &bucket{}
+		b.undo = b.giveBack
 		k.buckets[key] = b
 	}
 	return b
@@ -306,6 +348,9 @@ func (k *Keeper) lease(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	granted, used, err := k.src.LeaseQuota(ctx, key, r.amount(), want)
 	if err != nil {
 		return 0, err
+	}
+	if granted > 0 {
+		k.writes.Add(1)
 	}
 	b.held += granted
 	b.left = r.amount() - used
@@ -424,6 +469,7 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 				k.logger.WarnContext(ctx, "quota lease not given back; it is kept for now", "rule", r.Name, "err", err)
 			} else {
 				b.held, b.lastUse = 0, now
+				k.writes.Add(1)
 			}
 		}
 		forget := !current || (b.held == 0 && now.Sub(b.lastUse) >= time.Minute)
