@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,7 +225,8 @@ func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo 
 	var (
 		t      target
 		looked bool
-		taken  []*bucket
+		buf    [4]*bucket
+		taken  = buf[:0] // on the stack: the common case takes one
 		now    = k.now()
 	)
 	for i, r := range rs.calls {
@@ -260,8 +262,9 @@ func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo 
 	case 1:
 		return taken[0].undo, nil // made with the bucket: no allocation a call
 	}
+	all := slices.Clone(taken)
 	return func() {
-		for _, b := range taken {
+		for _, b := range all {
 			b.giveBack()
 		}
 	}, nil

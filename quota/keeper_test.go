@@ -137,3 +137,18 @@ func TestUndoAndNoUser(t *testing.T) {
 		t.Fatalf("next window: %v", err)
 	}
 }
+
+// TestTakeAllocates: counting a call under a rule holding a lease
+// allocates nothing.
+func TestTakeAllocates(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	addRule(t, st, quota.Rule{Name: "big", Calls: 1_000_000, Window: quota.Day})
+	k := keeperOn(t, st)
+	ctx := context.Background()
+	if _, err := k.Take(ctx, 7, refund); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { k.Take(ctx, 7, refund) }); n != 0 {
+		t.Errorf("Take allocates %.1f times a call", n)
+	}
+}
