@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -29,22 +28,12 @@ func quotaPlugin(name, method, url string, tags ...string) map[string]any {
 	return p
 }
 
-// executeRaw posts a call and returns the status, the Retry-After header
-// and the decoded body.
+// executeRaw posts a call with the service token and returns the status,
+// the Retry-After header and the decoded body.
 func executeRaw(t *testing.T, base string, body any) (int, string, map[string]any) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", base+"/v1/execute", strings.NewReader(string(b)))
-	req.Header.Set("Authorization", "Bearer "+serviceToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return resp.StatusCode, resp.Header.Get("Retry-After"), out
+	code, h, out := api.DoJSONHeader(t, base, "POST", "/v1/execute", serviceToken, body)
+	return code, h.Get("Retry-After"), out
 }
 
 // TestQuotaRules: rules stored over HTTP apply to /v1/execute, per user,
@@ -184,6 +173,7 @@ func TestQuotaRules(t *testing.T) {
 	})
 }
 
+// metricsText is /metrics as the administrator reads it.
 func metricsText(t *testing.T, base string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+"/metrics", nil)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,13 +31,8 @@ func TestQuotaAcrossReplicas(t *testing.T) {
 			io.WriteString(w, `{}`)
 		}))
 		defer up.Close()
-		key := make([]byte, 32)
-		rand.Read(key)
 		const admin = "quota-admin-token"
-		rs := startReplicas(t, 3, dsn, "BLINDEXEC_ADMIN_TOKEN="+admin,
-			"BLINDEXEC_MASTER_KEY="+base64.StdEncoding.EncodeToString(key),
-			"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100",
-			"BLINDEXEC_MAX_CONCURRENT_PER_USER=64")
+		rs := startEngines(t, 3, dsn, admin, "BLINDEXEC_MAX_CONCURRENT_PER_USER=64")
 		a, b, c := rs[0], rs[1], rs[2]
 		st, _ := openSQL(t, dsn)
 		if code, body := a.do(t, "POST", "/v1/plugins", admin, map[string]any{"name": "refund", "description": "refund an order",

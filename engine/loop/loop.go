@@ -373,6 +373,9 @@ func (s *state) run(ctx context.Context) *Reply {
 		if budget.Limited {
 			// The answer may not outspend what is left; the prompt may
 			// (the overshoot of one model call per concurrent run).
+			// max_tokens, not max_completion_tokens: the OpenAI-compatible
+			// endpoints RuoYi sites use (Qwen, vLLM, DeepSeek) read it.
+			//lint:ignore SA1019 see above
 			creq.MaxTokens = int(min(budget.Left, math.MaxInt32))
 		}
 		spent := s.reply.Usage.TotalTokens
