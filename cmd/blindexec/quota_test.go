@@ -5,12 +5,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestCLIQuota: rules added and listed with the CLI apply to exec (a
+// TestCLIQuota: rules added and listed with the CLI apply to exec and
+// mcp serve --stdio (a
 // one-shot command counts like a replica, and gives back what it did not
 // spend when it exits), refusals say the limit, use shows it, rm lifts it.
 func TestCLIQuota(t *testing.T) {
@@ -45,6 +49,18 @@ func TestCLIQuota(t *testing.T) {
 	if code, _, errs := c.run("", "exec", "refund", "--user", "7"); code != 1 || !strings.Contains(errs, "limit reached: 2 calls a day for refund, resets at ") {
 		t.Fatalf("third exec: %d %q, want the limit", code, errs)
 	}
+	// Over stdio too: a tool error saying the limit.
+	cmd := exec.Command(os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
+	cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7")
+	sess, err := sdk.NewClient(&sdk.Implementation{Name: "quota-test", Version: "1"}, nil).Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.CallTool(t.Context(), &sdk.CallToolParams{Name: "refund", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "limit reached: 2 calls a day for refund") {
+		t.Fatalf("over stdio: %v %+v", err, res)
+	}
+	sess.Close()
 	if code, out, _ := c.run("", "quota", "use", "--user", "7"); code != 0 || !strings.Contains(out, "refunds") || !strings.Contains(out, "  2  ") {
 		t.Fatalf("quota use: %d %q", code, out)
 	}
