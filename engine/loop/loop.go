@@ -368,6 +368,9 @@ func (s *state) run(ctx context.Context) *Reply {
 		creq := s.chatRequest(model, msgs, s.visible(), turn)
 		budget, stop := s.budget(ctx)
 		if stop != nil {
+			if ctx.Err() != nil { // the budget went unread because the run ended
+				return s.end(s.failure(ctx, ctx.Err()))
+			}
 			return s.end(StatusBudgetExhausted, stop)
 		}
 		if budget.Limited {
