@@ -152,3 +152,23 @@ func TestTakeAllocates(t *testing.T) {
 		t.Errorf("Take allocates %.1f times a call", n)
 	}
 }
+
+// BenchmarkTake is the cost of counting one call under one rule, from 1
+// to GOMAXPROCS goroutines on one user's bucket.
+func BenchmarkTake(b *testing.B) {
+	st := testdb.Open(b, "sqlite")
+	if err := st.CreateQuotaRule(b.Context(), (&quota.Rule{Name: "big", Calls: 1 << 50, Window: quota.Day}).Row()); err != nil {
+		b.Fatal(err)
+	}
+	w := store.NewWatcher(st, time.Hour, nil)
+	w.Poll(b.Context())
+	k := quota.New(st, w, nil, time.UTC, nil)
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := k.Take(ctx, 7, refund); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
