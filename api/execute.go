@@ -64,11 +64,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 	var refused *engine.RefusedError
 	switch {
-	case errors.As(err, &refused) && refused.Code == engine.CodeRateLimited:
-		d, _ := refused.Details.(map[string]any)
-		secs, _ := d["retry_after_s"].(float64)
-		tooMany(w, refused.Message, time.Duration(secs*float64(time.Second)), mergeDetails(refused.Details, res.ExecutionID))
 	case errors.As(err, &refused):
+		if status, retryAfter, ok := refusedStatus(refused); ok {
+			retryLater(w, status, refused.Code, refused.Message, retryAfter, mergeDetails(refused.Details, res.ExecutionID))
+			return
+		}
 		status := http.StatusUnprocessableEntity
 		switch refused.Code {
 		case engine.CodePluginDisabled:

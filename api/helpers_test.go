@@ -33,6 +33,13 @@ func (s *SyncBuffer) String() string {
 // decodes the JSON answer.
 func DoJSON(t testing.TB, base, method, path, token string, body any, header ...string) (int, map[string]any) {
 	t.Helper()
+	code, _, out := DoJSONHeader(t, base, method, path, token, body, header...)
+	return code, out
+}
+
+// DoJSONHeader is DoJSON that also returns the answer's header.
+func DoJSONHeader(t testing.TB, base, method, path, token string, body any, header ...string) (int, http.Header, map[string]any) {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -59,5 +66,5 @@ func DoJSON(t testing.TB, base, method, path, token string, body any, header ...
 	if len(raw) > 0 && json.Unmarshal(raw, &out) != nil {
 		t.Fatalf("%s %s: %d, body is not JSON: %s", method, path, resp.StatusCode, raw)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, resp.Header, out
 }

@@ -99,6 +99,11 @@ func scanJSON(next http.Handler) http.HandlerFunc {
 // tooMany answers a call or run over its user's concurrency limit: 429
 // with Retry-After (whole seconds, at least 1).
 func tooMany(w http.ResponseWriter, msg string, retryAfter time.Duration, details any) {
+	retryLater(w, http.StatusTooManyRequests, engine.CodeRateLimited, msg, retryAfter, details)
+}
+
+// retryLater answers status with Retry-After (whole seconds, at least 1).
+func retryLater(w http.ResponseWriter, status int, code, msg string, retryAfter time.Duration, details any) {
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retryAfter.Seconds())))))
-	writeError(w, http.StatusTooManyRequests, engine.CodeRateLimited, msg, details)
+	writeError(w, status, code, msg, details)
 }

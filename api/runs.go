@@ -99,7 +99,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	s.saveReply(context.WithoutCancel(r.Context()), run, reply)
 	if !stream {
 		status := http.StatusOK
-		if reply.Error != nil && reply.Status != loop.StatusMaxSteps {
+		if reply.Error != nil && reply.Status != loop.StatusMaxSteps && reply.Status != loop.StatusBudgetExhausted {
 			status = reply.Error.HTTPStatus()
 		}
 		writeJSON(w, status, reply)

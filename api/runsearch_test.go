@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,15 +37,7 @@ func addTools(t *testing.T, e *env, up string, names ...string) {
 // something.
 func searches(t *testing.T, e *env) string {
 	t.Helper()
-	req, _ := http.NewRequest("GET", e.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(metricsText(t, e.url), "\n") {
 		if v, ok := strings.CutPrefix(l, `blindexec_tool_searches_total{result="found"} `); ok {
 			return v
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
@@ -75,6 +76,11 @@ type Server struct {
 	// single-process tools).
 	OutageGrace time.Duration
 
+	// Quota keeps the quota rules and serves their routes; nil: one over
+	// Store following Changes, windows in UTC (set the Executor's Quota to
+	// it for calls to count).
+	Quota *quota.Keeper
+
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.
 	Sessions Sessions
@@ -107,6 +113,15 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Catalog != nil {
 		s.followCatalog()
+	}
+	if s.Quota == nil && s.Store != nil {
+		s.Quota = s.newQuota()
+	}
+	if s.Quota != nil && s.Executor != nil && s.Executor.Quota == nil {
+		s.Executor.Quota = s.Quota // the rules served are the rules applied
+	}
+	if s.Quota != nil && s.Runner != nil && s.Runner.Budget == nil {
+		s.Runner.Budget = s.Quota
 	}
 	if s.Runner != nil && s.Runner.NewIndex == nil {
 		s.Runner.NewIndex = s.runIndex
@@ -149,6 +164,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tokens", s.with(roleAdmin, s.listTokens))
 	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
+
+	if s.Quota != nil {
+		s.quotaRoutes(mux)
+	}
 
 	if s.MCP != nil {
 		s.mcpRoutes(mux, s.MCP)

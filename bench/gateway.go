@@ -33,6 +33,7 @@ import (
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -46,6 +47,10 @@ const (
 	gatewayKeyword = "字节跳动"
 	gatewayUser    = 7
 	gatewayAPIKey  = "sk-bench-0123456789"
+	// gatewayQuotaUser's calls fall under a quota rule of
+	// gatewayQuotaCalls a day (leases of 1%); gatewayUser's under none.
+	gatewayQuotaUser  = gatewayUser + 1
+	gatewayQuotaCalls = 1_000_000
 )
 
 // gatewaySpec says how a client reaches a subject; a child process of the
@@ -220,11 +225,16 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	if err != nil {
 		return err
 	}
+	quotaToken, ruleID, err := gatewayQuotaRule(ctx, e)
+	if err != nil {
+		return err
+	}
 	if _, err := e.changes.Poll(ctx); err != nil {
 		return err
 	}
+	keeper := quota.New(e.st, e.changes, nil, time.UTC, nil)
 	srv := httptest.NewServer((&api.Server{Store: e.st, Creds: e.creds, Executor: e.ex, ServiceToken: "bench-service",
-		Changes: e.changes, MCP: &api.MCPConfig{}}).Handler())
+		Changes: e.changes, MCP: &api.MCPConfig{}, Quota: keeper}).Handler())
 	defer srv.Close()
 
 	directURL := up.URL + "/ECIV4/Search?keyword=" + url.QueryEscape(gatewayKeyword)
@@ -254,9 +264,16 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 		{name: "executor, in process", floor: "direct net/http, in process", inProcess: true},
 		{name: "POST /v1/execute (per-user token)", floor: "bare HTTP relay (net/http, no engine)", maxP50: 1.25, minShare: 0.8,
 			spec: gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: userToken}},
+		// The same with a quota rule on the caller (issue 37), each right
+		// after its twin without: the cost of counting. (A subject pays for
+		// the garbage of the one before it: /mcp leaves much.)
+		{name: "POST /v1/execute, a quota rule on", floor: "POST /v1/execute (per-user token)", maxP50: 1.05, minShare: 0.95,
+			spec: gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: quotaToken}},
 		{name: "bare MCP relay, streamable HTTP (go-sdk)", spec: gatewaySpec{Kind: "mcp-http", URL: mcpRelay.URL}},
 		{name: "blindexec /mcp, streamable HTTP", floor: "bare MCP relay, streamable HTTP (go-sdk)", maxP50: 1.2, minShare: 0.8,
 			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
+		{name: "blindexec /mcp, a quota rule on", floor: "blindexec /mcp, streamable HTTP", maxP50: 1.05, minShare: 0.95,
+			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: quotaToken}},
 		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "mcp-relay", up.URL}}},
 		{name: "blindexec mcp serve --stdio", floor: "bare MCP relay, stdio (go-sdk)", maxP50: 1.2, minShare: 0.8, spec: ourStdio},
 		// Both MCP servers again in this process, over the SDK's in-memory
@@ -373,8 +390,39 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	fmt.Println("   each MCP surface against the bare go-sdk relay of its transport; allocations (latency phase) and CPU/call")
 	fmt.Println("   (this process's CPU time per call at concurrency) count this whole process: client, server and upstream")
 	fmt.Println("   when in it; a stdio server, and a client run outside, is another process.")
+	if keeper.Writes() > 0 || keep["POST /v1/execute, a quota rule on"] {
+		used, err := e.st.QuotaUsed(ctx, store.QuotaKey{Rule: ruleID, User: gatewayQuotaUser, WindowStart: todayUTC()})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("   quota rule on (%d calls a day, leases of %d): %d database writes for the allowance leased (%d); at 2,000 calls/s\n",
+			gatewayQuotaCalls, quota.LeaseSize(gatewayQuotaCalls), keeper.Writes(), used)
+		fmt.Printf("   that is %.1f writes/s (2,000 / lease size), and 2,000×100/limit for any limit while its window has allowance\n",
+			2000/float64(quota.LeaseSize(gatewayQuotaCalls)))
+	}
 	fmt.Println()
 	return gatewayToolsList(ctx, o, e, userToken)
+}
+
+// gatewayQuotaRule gives gatewayQuotaUser the plugin's credential and a
+// quota rule, and returns the user's token and the rule's id.
+func gatewayQuotaRule(ctx context.Context, e *env) (string, int64, error) {
+	if err := e.creds.Set(ctx, gatewayQuotaUser, "QCC_KEY", gatewayAPIKey, "bench"); err != nil {
+		return "", 0, err
+	}
+	user := int64(gatewayQuotaUser)
+	rule := quota.Rule{Name: "bench", UserID: &user, Calls: gatewayQuotaCalls, Window: quota.Day}
+	row := rule.Row()
+	if err := e.st.CreateQuotaRule(ctx, row); err != nil {
+		return "", 0, err
+	}
+	tok, _, err := api.IssueToken(ctx, e.st, gatewayQuotaUser, "bench-gateway-quota", 0)
+	return tok, row.ID, err
+}
+
+func todayUTC() int64 {
+	start, _ := quota.WindowOf(time.Now(), quota.Day, time.UTC)
+	return start.Unix()
 }
 
 // httpRelay is the least any engine over HTTP can cost: a handler that

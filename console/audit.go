@@ -17,6 +17,7 @@ var auditedRoutes = []struct{ prefix, kind string }{
 	{"/v1/credentials", "credential"},
 	{"/v1/tokens", "token"},
 	{"/v1/mcp/servers", "mcp_server"},
+	{"/v1/quotas", "quota_rule"},
 }
 
 func auditKind(r *http.Request) string {

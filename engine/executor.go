@@ -41,6 +41,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/tracing"
 )
 
@@ -74,6 +75,13 @@ const (
 	CodeEgressDenied     = "egress_denied"   // the destination is a forbidden address
 	CodeResponseTooLarge = "response_too_large"
 	CodeAuthError        = "auth_error" // credentials could not be applied (token endpoint, credential store)
+
+	// CodeQuotaExceeded refuses a call over a quota rule (the HTTP API
+	// answers 429 with Retry-After); CodeQuotaUnavailable one whose quota
+	// cannot be checked (the database is unreachable and the replica holds
+	// no allowance).
+	CodeQuotaExceeded    = "quota_exceeded"
+	CodeQuotaUnavailable = "quota_unavailable"
 
 	// CodeRecordsUnavailable refuses a call that could not be recorded
 	// (the record spool is full): nothing was sent, nothing recorded.
@@ -225,6 +233,15 @@ type Invoker interface {
 	Invoke(ctx context.Context, p *Prepared) (*Response, error)
 }
 
+// Quota counts calls against the operator's quota rules; *quota.Keeper
+// implements it.
+type Quota interface {
+	// Take counts one call of p by user, or refuses it with a
+	// *quota.ExceededError or *quota.UnavailableError; undo gives the call
+	// back when nothing was sent after all.
+	Take(ctx context.Context, user int64, p *plugins.Plugin) (undo func(), err error)
+}
+
 // Executor executes tool calls. Its fields are settings: set them before
 // the first call and do not change them afterwards.
 type Executor struct {
@@ -245,6 +262,9 @@ type Executor struct {
 	// Limiter bounds the calls each user has in flight (nil: no limit).
 	// Calls of a run (Call.RunID set) are not counted: the run is.
 	Limiter *UserLimiter
+	// Quota counts each call once, when it is about to be sent, against
+	// the operator's quota rules (nil: none).
+	Quota Quota
 
 	invokers map[string]Invoker
 }
@@ -292,12 +312,20 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	if refused == nil {
 		prep, refused = e.prepare(ctx, call)
 	}
+	undo := func() {}
+	if refused == nil && e.Quota != nil {
+		// Here, validated and about to be sent, and nowhere else: a call
+		// counts once, its retries with it.
+		undo, refused = e.takeQuota(ctx, call.UserID, prep.Plugin)
+	}
 	if refused == nil {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
 		resp, err := e.invokers[prep.Plugin.ExecType()].Invoke(ctx, prep)
 		cancel()
 		if !errors.As(err, &refused) {
 			e.complete(res, prep, resp, err)
+		} else {
+			undo() // the invoker refused: nothing was sent
 		}
 		if res.Error != nil && res.Error.Code == CodeTransportError {
 			// Canceled with a reason (the engine shutting down): the
@@ -336,6 +364,24 @@ func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
 		return func() {}, rateLimited(le)
 	}
 	return release, nil
+}
+
+// takeQuota counts the call against the quota rules; a refusal says the
+// rule, its limit and when it resets.
+func (e *Executor) takeQuota(ctx context.Context, user int64, p *plugins.Plugin) (undo func(), refused *RefusedError) {
+	undo, err := e.Quota.Take(ctx, user, p)
+	if err == nil {
+		return undo, nil
+	}
+	if ex, ok := errors.AsType[*quota.ExceededError](err); ok {
+		return nil, &RefusedError{ToolError{Code: CodeQuotaExceeded, Message: ex.Error(), Details: map[string]any{
+			"rule": ex.Rule, "limit": ex.Calls, "window": ex.Window,
+			"resets_at":     ex.ResetsAt.Format(time.RFC3339),
+			"retry_after_s": max(1, time.Until(ex.ResetsAt).Seconds()),
+		}}}
+	}
+	return nil, &RefusedError{ToolError{Code: CodeQuotaUnavailable, Message: err.Error(),
+		Details: map[string]any{"retry_after_s": DefaultRetryAfter.Seconds()}}}
 }
 
 // prepare runs the steps common to every execution type, up to the point

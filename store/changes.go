@@ -20,13 +20,14 @@ import (
 )
 
 // Versions are the change counters of the sources replicas keep in memory.
-// Triggers (migration 00004) bump them on every insert, update and delete,
+// Triggers (migrations 00004 and 00011) bump them on every insert, update and delete,
 // whoever writes: the engine, the CLI, or RuoYi with plain SQL.
 type Versions struct {
 	Plugins     int64 `json:"plugins"`
 	Credentials int64 `json:"credentials"`
 	Tokens      int64 `json:"tokens"`
 	MCPServers  int64 `json:"mcp_servers"`
+	QuotaRules  int64 `json:"quota_rules"`
 }
 
 // changeScope is one counter row and the table its triggers follow.
@@ -40,6 +41,7 @@ var changeScopes = []changeScope{
 	{"credential", "sys_user_credential", "credential_id", func(v *Versions) *int64 { return &v.Credentials }},
 	{"token", "sys_ai_token", "token_id", func(v *Versions) *int64 { return &v.Tokens }},
 	{"mcp_server", "sys_ai_mcp_server", "mcp_id", func(v *Versions) *int64 { return &v.MCPServers }},
+	{"quota_rule", "sys_ai_quota_rule", "rule_id", func(v *Versions) *int64 { return &v.QuotaRules }},
 }
 
 // MissingCountersError says that counter rows are missing from
@@ -258,15 +260,15 @@ func (s *Store) repairChanges(ctx context.Context) error {
 	return err
 }
 
-// changeTriggersMigration creates the counter triggers: the ones a replica
-// expects, and recreates, are read from it. A migration that changes them
-// must be named here instead.
-const changeTriggersMigration = "00004_changes.sql"
+// changeTriggersMigrations create the counter triggers: the ones a
+// replica expects, and recreates, are read from them. A migration that
+// adds or changes them must be named here.
+var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql"}
 
 type trigger struct{ name, create string }
 
-// changeTriggers returns the CREATE TRIGGER statements of the Up section
-// of changeTriggersMigration, split as goose splits them: at a line ending
+// changeTriggers returns the CREATE TRIGGER statements of the Up sections
+// of changeTriggersMigrations, split as goose splits them: at a line ending
 // in ";", or a -- +goose StatementBegin/End block as one. Read once per
 // dialect.
 func (s *Store) changeTriggers() ([]trigger, error) {
@@ -282,12 +284,28 @@ var (
 )
 
 func readTriggers(fsys fs.FS, dir string) ([]trigger, error) {
-	f, err := fsys.Open(dir + "/" + changeTriggersMigration)
+	var all []trigger
+	for _, name := range changeTriggersMigrations {
+		ts, err := readTriggersOf(fsys, dir+"/"+name)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ts...)
+	}
+	return all, nil
+}
+
+func readTriggersOf(fsys fs.FS, path string) ([]trigger, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the counter triggers: %w", err)
 	}
 	defer f.Close()
-	return parseTriggers(f)
+	ts, err := parseTriggers(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, nil
 }
 
 func parseTriggers(f fs.File) ([]trigger, error) {
@@ -335,7 +353,7 @@ func parseTriggers(f fs.File) ([]trigger, error) {
 		return nil, fmt.Errorf("read the counter triggers: %w", err)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("read the counter triggers: none found in " + changeTriggersMigration)
+		return nil, errors.New("read the counter triggers: none found")
 	}
 	return out, nil
 }

@@ -88,6 +88,24 @@ func TestChangeCounters(t *testing.T) {
 			}, nil},
 			{"SQL disables the MCP server", func() { exec("UPDATE sys_ai_mcp_server SET status = '1' WHERE mcp_id = ?", srv.ID) },
 				func(v *store.Versions) *int64 { return &v.MCPServers }},
+			{"engine adds a quota rule", func() {
+				calls := int64(5)
+				if err := s.CreateQuotaRule(ctx, &store.QuotaRule{Name: "r1", Consequential: "0", Calls: &calls, Window: "day"}); err != nil {
+					t.Fatal(err)
+				}
+			}, func(v *store.Versions) *int64 { return &v.QuotaRules }},
+			{"a quota lease is taken", func() {
+				if _, _, err := s.LeaseQuota(ctx, store.QuotaKey{Rule: 1, User: 7, WindowStart: 1}, 5, 2); err != nil {
+					t.Fatal(err)
+				}
+			}, nil},
+			{"SQL changes a quota rule", func() { exec("UPDATE sys_ai_quota_rule SET calls = 6 WHERE rule_name = 'r1'") },
+				func(v *store.Versions) *int64 { return &v.QuotaRules }},
+			{"engine deletes a quota rule", func() {
+				if err := s.DeleteQuotaRule(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+			}, func(v *store.Versions) *int64 { return &v.QuotaRules }},
 			{"an execution is recorded", func() {
 				if err := s.InsertExecutions(ctx, []store.Execution{{ID: "00000000-0000-0000-0000-000000000001", PluginName: "p1", Status: "ok", CreateTime: time.Now()}}); err != nil {
 					t.Fatal(err)
@@ -233,6 +251,38 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 		if applied != distinct || applied < 4 {
 			t.Errorf("goose_db_version holds %d applications of %d migrations; want each once, at least 4", applied, distinct)
+		}
+	})
+}
+
+// TestLeaseQuota: leases never pass the limit, the last one is partial,
+// and what is given back can be leased again.
+func TestLeaseQuota(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		k := store.QuotaKey{Rule: 3, User: 7, WindowStart: 1000}
+		for _, step := range []struct {
+			want, granted, used int64
+		}{{4, 4, 4}, {4, 4, 8}, {4, 2, 10}, {4, 0, 10}} {
+			g, u, err := s.LeaseQuota(ctx, k, 10, step.want)
+			if err != nil || g != step.granted || u != step.used {
+				t.Fatalf("lease %d: granted %d, used %d, %v; want %d, %d", step.want, g, u, err, step.granted, step.used)
+			}
+		}
+		if err := s.ReturnQuota(ctx, k, 3); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := s.QuotaUsed(ctx, k); err != nil || u != 7 {
+			t.Fatalf("used after giving 3 back = %d, %v; want 7", u, err)
+		}
+		if g, _, err := s.LeaseQuota(ctx, k, 10, 5); err != nil || g != 3 {
+			t.Fatalf("lease after give-back: %d, %v; want 3", g, err)
+		}
+		if err := s.PruneQuotaUse(ctx, 1001); err != nil {
+			t.Fatal(err)
+		}
+		if u, _ := s.QuotaUsed(ctx, k); u != 0 {
+			t.Fatalf("used after pruning = %d", u)
 		}
 	})
 }

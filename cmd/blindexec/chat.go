@@ -48,7 +48,9 @@ func chatCmd(cfg *config) *cobra.Command {
 				Options: loop.Options{MaxSteps: maxSteps, Stream: true},
 			}
 			out := cmd.OutOrStdout()
-			reply := cfg.runner(parts.executor, log).Run(ctx, req, printEvent(out))
+			runner := cfg.runner(parts.executor, log)
+			runner.Budget = parts.quotas
+			reply := runner.Run(ctx, req, printEvent(out))
 			if reply.Error != nil && reply.Status != loop.StatusMaxSteps {
 				return exitError{code: exitFailure, msg: reply.Error.Error()}
 			}

@@ -113,6 +113,11 @@ func serveCmd(cfg *config) *cobra.Command {
 				log.Info("tracing on", "collector", cfg.tracing.Host(), "protocol", cfg.tracing.Protocol)
 			}
 			go parts.changes.Run(ctx)
+			srv.Quota = parts.quotas
+			if err := parts.quotas.Register(reg); err != nil {
+				return err
+			}
+			go parts.quotas.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err

@@ -27,6 +27,7 @@ import (
 	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 	"github.com/blindexec/blindexec/tracing"
@@ -87,6 +88,8 @@ type config struct {
 	// tracing is serve's OpenTelemetry tracing (OTEL_*): off without an
 	// endpoint.
 	tracing tracing.Config
+	// quotaTZ is the time zone quota windows are aligned in.
+	quotaTZ *time.Location
 }
 
 // bind reads every setting from src and declares the global flags; a bad
@@ -135,6 +138,10 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
 	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
+	c.quotaTZ, _ = time.LoadLocation(src.Check("BLINDEXEC_QUOTA_TZ", "UTC", "an IANA time zone such as Asia/Shanghai", func(v string) bool {
+		_, err := time.LoadLocation(v)
+		return err == nil
+	}))
 	c.tracing = loadTracing(src)
 }
 
@@ -274,6 +281,7 @@ type engineParts struct {
 	changes *store.Watcher
 	catalog *catalog.Catalog
 	rules   *auth.Catalog // the credential rules' view of the catalog
+	quotas  *quota.Keeper
 }
 
 func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
@@ -318,14 +326,21 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
+	cat := catalog.New(st, changes, log)
+	quotas := quota.New(st, changes, cat, c.quotaTZ, log)
+	ex.Quota = quotas
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
-		changes: changes, catalog: catalog.New(st, changes, log), rules: rules}, nil
+		changes: changes, catalog: cat, rules: rules, quotas: quotas}, nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes
 // the database.
 func (p *engineParts) close() {
 	p.mcp.Close()
+	// Unspent leases go back, for other replicas (or the next start).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p.quotas.Tidy(ctx, true)
+	cancel()
 	closeRecords(p.recorder, p.spool)
 	p.store.Close()
 }

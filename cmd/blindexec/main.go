@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	_ "time/tzdata" // BLINDEXEC_QUOTA_TZ without the system's zone files (a distroless image)
 
 	"github.com/spf13/cobra"
 
@@ -124,6 +125,7 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		pluginCmd(cfg),
 		credCmd(cfg),
 		tokenCmd(cfg),
+		quotaCmd(cfg),
 		toolsCmd(cfg),
 		execCmd(cfg),
 		importCmd(cfg),

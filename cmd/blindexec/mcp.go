@@ -218,6 +218,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			go parts.changes.Run(ctx)
+			go parts.quotas.Run(ctx) // leases left idle go back, as under serve
 			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},

@@ -27,6 +27,7 @@ type replica struct {
 	name string
 	url  string
 	logs *bytes.Buffer
+	cmd  *exec.Cmd
 }
 
 func freeAddr(t *testing.T) string {
@@ -46,8 +47,8 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 	rs := make([]*replica, n)
 	for i := range rs {
 		addr := freeAddr(t)
-		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}}
 		cmd := exec.Command(os.Args[0], "serve")
+		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}, cmd: cmd}
 		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
 			"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
@@ -88,6 +89,18 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 	return rs
 }
 
+// startEngines starts n replicas on dsn as an operator runs them: one
+// master key, the admin token, loopback upstreams allowed, the change
+// counters polled every 100 ms; env adds settings.
+func startEngines(t *testing.T, n int, dsn, admin string, env ...string) []*replica {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	return startReplicas(t, n, dsn, append([]string{"BLINDEXEC_ADMIN_TOKEN=" + admin,
+		"BLINDEXEC_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key),
+		"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100"}, env...)...)
+}
+
 func (r *replica) do(t *testing.T, method, path, token string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
@@ -122,7 +135,7 @@ func (r *replica) awaitPoll(t *testing.T, st *store.Store) {
 		b, _ := json.Marshal(body["changes"])
 		var got store.Versions
 		if json.Unmarshal(b, &got) == nil && got.Plugins >= want.Plugins && got.Credentials >= want.Credentials &&
-			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers {
+			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers && got.QuotaRules >= want.QuotaRules {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -158,12 +171,8 @@ func TestReplicasStayCoherent(t *testing.T) {
 			io.WriteString(w, `{"Status":"200"}`)
 		}))
 		defer up.Close()
-		key := make([]byte, 32)
-		rand.Read(key)
 		const admin = "replica-admin-token"
-		rs := startReplicas(t, 2, dsn, "BLINDEXEC_ADMIN_TOKEN="+admin,
-			"BLINDEXEC_MASTER_KEY="+base64.StdEncoding.EncodeToString(key),
-			"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100")
+		rs := startEngines(t, 2, dsn, admin)
 		a, b := rs[0], rs[1]
 
 		st, sql := openSQL(t, dsn)

@@ -43,6 +43,10 @@ const I18N = {
     time: 'Time', latency: 'Latency (ms)', http_status: 'HTTP', error: 'Error', calls_chart: 'Calls and average latency per plugin over time',
     empty_activity: 'No executions match. Run a plugin from its Try it page, or widen the filters.',
     audit: 'Administrative changes', who: 'Who', via: 'Via', what: 'What', empty_audit: 'No administrative change recorded yet.',
+    quotas: 'Quotas', quotas_purpose: 'Limits on calls per user and tool, and on the model tokens of runs; a user\'s use of each, and when it resets.',
+    rule_name: 'Rule', applies_to: 'Applies to', limit: 'Limit', used: 'Used', resets_at: 'Resets at', every_user: 'each user',
+    all_tools: 'all tools', plugins_sel: 'tools (names)', tags_sel: 'tagged', consequential_sel: 'consequential tools', runs_sel: 'run tokens a day',
+    window: 'Window', add_rule: 'Add rule', empty_rules: 'No quota rule: calls are limited only by what is in flight.', show_use: 'Show use', empty_use: 'No rule applies to this user.',
     loading: 'Loading…', forbidden: 'This page is the administrator\'s.', calls: 'calls', avg: 'avg',
     type: 'Type', all_sources: 'All sources', by_hand: 'Added by hand', any_status: 'Any status', any_type: 'Any type',
     per_page: 'Per page', range: '{from}–{to} of {total}', page_of: 'Page {page} of {pages}',
@@ -87,6 +91,10 @@ const I18N = {
     time: '时间', latency: '延迟（毫秒）', http_status: 'HTTP', error: '错误', calls_chart: '各插件随时间的调用量与平均延迟',
     empty_activity: '没有匹配的执行记录。可在插件的试运行页执行，或放宽筛选条件。',
     audit: '管理变更', who: '操作者', via: '途径', what: '内容', empty_audit: '还没有管理变更记录。',
+    quotas: '配额', quotas_purpose: '按用户和工具限制调用次数，限制运行消耗的模型令牌；查看某个用户的用量及重置时间。',
+    rule_name: '规则', applies_to: '适用于', limit: '上限', used: '已用', resets_at: '重置时间', every_user: '每个用户',
+    all_tools: '所有工具', plugins_sel: '工具（名称）', tags_sel: '标签', consequential_sel: '有后果的工具', runs_sel: '每天运行令牌',
+    window: '窗口', add_rule: '添加规则', empty_rules: '没有配额规则：调用只受并发数限制。', show_use: '查看用量', empty_use: '没有适用于该用户的规则。',
     loading: '加载中……', forbidden: '此页面仅限管理员。', calls: '次调用', avg: '平均',
     type: '类型', all_sources: '全部来源', by_hand: '手动添加', any_status: '全部状态', any_type: '全部类型',
     per_page: '每页', range: '第 {from}–{to} 条，共 {total} 条', page_of: '第 {page} / {pages} 页',
@@ -737,6 +745,61 @@ async function pageActivity(page, query) {
     el('code', { text: e.action + ' ' + e.target }), el('span', { text: e.http_status })]))));
 }
 
+async function pageQuotas(page, uid) {
+  heading(page, t('quotas'), t('quotas_purpose'));
+  const msg = el('div');
+  if (isAdmin()) {
+    const r = await call('GET', '/v1/quotas/rules');
+    if (!r.ok) return page.append(errorBox(r));
+    const inp = (id, type) => el('input', { attrs: { id: 'q-' + id, type: type || 'text' } });
+    const f = { name: inp('name'), user_id: inp('user', 'number'), value: inp('value'), calls: inp('calls', 'number') };
+    f.name.required = true;
+    const kind = el('select', { attrs: { id: 'q-kind' } }, ['all_tools', 'plugins_sel', 'tags_sel', 'consequential_sel', 'runs_sel'].map((k) => el('option', { attrs: { value: k }, text: t(k) })));
+    const win = el('select', { attrs: { id: 'q-window' } }, ['minute', 'hour', 'day'].map((v) => el('option', { attrs: { value: v, selected: v === 'day' }, text: v })));
+    page.append(el('form', { class: 'row', attrs: { id: 'quota-form' }, on: { submit: async (e) => {
+      e.preventDefault();
+      const rule = { name: f.name.value };
+      if (f.user_id.value !== '') rule.user_id = Number(f.user_id.value);
+      const list = f.value.value.split(',').map((x) => x.trim()).filter(Boolean);
+      const n = Number(f.calls.value);
+      if (kind.value === 'runs_sel') rule.run_tokens_per_day = n;
+      else {
+        rule.calls = n; rule.window = win.value;
+        if (kind.value === 'plugins_sel') rule.plugins = list;
+        if (kind.value === 'tags_sel') rule.tags = list;
+        if (kind.value === 'consequential_sel') rule.consequential = true;
+      }
+      const x = await call('POST', '/v1/quotas/rules', rule);
+      if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+    } } }, el('label', null, t('rule_name'), f.name), el('label', null, t('user_id'), f.user_id), el('label', null, t('applies_to'), kind),
+    el('label', null, t('plugins_sel') + ' / ' + t('tags_sel'), f.value), el('label', null, t('limit'), f.calls), el('label', null, t('window'), win),
+    el('button', { text: t('add_rule') })), msg);
+    const rules = r.data.rules || [];
+    if (!rules.length) page.append(el('p', { class: 'empty', text: t('empty_rules') }));
+    else page.append(el('div', { attrs: { id: 'quota-rules' } }, table([t('rule_name'), t('user_id'), t('applies_to'), t('limit'), t('actions')], rules.map((q) => [
+      el('code', { text: q.name }), el('span', { text: q.user_id ?? t('every_user') }),
+      el('span', { text: q.run_tokens_per_day ? t('runs_sel') : q.plugins ? q.plugins.join(', ') : q.tags ? t('tags_sel') + ' ' + q.tags.join(', ') : q.consequential ? t('consequential_sel') : t('all_tools') }),
+      el('span', { text: q.run_tokens_per_day ? String(q.run_tokens_per_day) : q.calls + ' / ' + q.window }),
+      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+        const x = await call('DELETE', '/v1/quotas/rules/' + encodeURIComponent(q.name));
+        if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+      } } })]))));
+  }
+  const user = uid || (isAdmin() ? '' : String(session.user_id));
+  const who = el('input', { attrs: { type: 'number', id: 'quota-user', value: user, required: true } });
+  if (!isAdmin()) who.disabled = true;
+  page.append(el('h2', { text: t('used') }), el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/quotas/' + encodeURIComponent(who.value); } } },
+    el('label', null, t('user_id'), who), el('button', { text: t('show_use') })));
+  if (user === '') return;
+  const u = await call('GET', '/v1/quotas?user_id=' + encodeURIComponent(user));
+  if (!u.ok) return page.append(errorBox(u));
+  const uses = u.data.quotas || [];
+  if (!uses.length) return page.append(el('p', { class: 'empty', text: t('empty_use') }));
+  page.append(el('div', { attrs: { id: 'quota-use' } }, table([t('rule_name'), t('applies_to'), t('used'), t('limit'), t('resets_at')], uses.map((q) => [
+    el('code', { text: q.rule }), el('span', { text: q.applies_to }), el('span', { class: 'badge ' + (q.used >= q.limit ? 'off' : 'on'), text: String(q.used) }),
+    el('span', { text: q.limit + ' ' + q.unit + ' / ' + q.window }), el('span', { text: q.resets_at })]))));
+}
+
 async function pageRun(page, id) {
   heading(page, t('run') + ' ' + id, t('run_purpose'));
   const r = await call('GET', '/v1/runs/' + encodeURIComponent(id));
@@ -745,8 +808,8 @@ async function pageRun(page, id) {
 
 // --- shell ---
 
-const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['activity', 'activity']];
-const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['activity', 'activity']];
+const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['activity', 'activity']];
+const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['activity', 'activity']];
 
 function applyLang() {
   document.documentElement.lang = lang;
@@ -775,7 +838,7 @@ async function route() {
     catalog: () => pageCatalog(page, rest), tools: () => pageTools(page, rest), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
-    run: () => pageRun(page, parts[1]),
+    run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]),
   };
   await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
   page.setAttribute('data-ready', 'true');

@@ -30,6 +30,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/quota"
 )
 
 // Settings of the Runner's bounds on what the model answers
@@ -111,6 +112,10 @@ const (
 	StatusMaxSteps  = "max_steps"
 	StatusFailed    = "failed"
 	StatusCancelled = "cancelled"
+	// StatusBudgetExhausted: the user's run token budget (a quota rule)
+	// is spent; the run stops before its next model call, its messages
+	// kept.
+	StatusBudgetExhausted = "budget_exhausted"
 )
 
 // Step statuses.
@@ -150,6 +155,7 @@ const (
 	CodeLLMTimeout     = "llm_timeout"
 	CodeCancelled      = "cancelled"
 	CodeInternal       = "internal_error"
+	CodeBudget         = "budget_exhausted"
 )
 
 // RunError is why a run failed or was cancelled.
@@ -298,6 +304,15 @@ type Runner struct {
 	// search is on (nil: toolsearch.New).
 	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
 	Logger   *slog.Logger // nil: slog.Default()
+	// Budget holds the users' run token budgets (*quota.Keeper); nil:
+	// none.
+	Budget Budget
+}
+
+// Budget is the users' run token budgets.
+type Budget interface {
+	RunTokensLeft(ctx context.Context, user int64) (quota.RunBudget, error)
+	SpendRunTokens(ctx context.Context, user, n int64)
 }
 
 // Run runs req to its end and returns the reply, whatever happened: a
@@ -379,7 +394,30 @@ func (s *state) run(ctx context.Context) *Reply {
 			return s.end(StatusMaxSteps, nil)
 		}
 		creq := s.chatRequest(model, msgs, s.visible(), turn)
+		budget, stop := s.budget(ctx)
+		if stop != nil {
+			if ctx.Err() != nil { // the budget went unread because the run ended
+				return s.end(s.failure(ctx, ctx.Err()))
+			}
+			return s.end(StatusBudgetExhausted, stop)
+		}
+		if budget.Limited {
+			// The answer may not outspend what is left; the prompt may
+			// (the overshoot of one model call per concurrent run).
+			// max_tokens, not max_completion_tokens: the OpenAI-compatible
+			// endpoints RuoYi sites use (Qwen, vLLM, DeepSeek) read it.
+			//lint:ignore SA1019 see above
+			creq.MaxTokens = int(min(budget.Left, math.MaxInt32))
+		}
+		spent := s.reply.Usage.TotalTokens
 		msg, err := s.complete(ctx, creq, turn)
+		if budget.Limited && err == nil {
+			n := int64(s.reply.Usage.TotalTokens - spent)
+			if n == 0 {
+				n = estimateTokens(creq, msg) // the endpoint reported no usage
+			}
+			s.r.Budget.SpendRunTokens(context.WithoutCancel(ctx), s.req.UserID, n)
+		}
 		if err != nil {
 			return s.end(s.failure(ctx, err))
 		}
@@ -402,6 +440,32 @@ func (s *state) run(ctx context.Context) *Reply {
 			return s.end(s.failure(ctx, ctx.Err()))
 		}
 	}
+}
+
+// budget returns the user's run token budget before a model call, and
+// the error that stops the run when it is spent or cannot be read.
+func (s *state) budget(ctx context.Context) (quota.RunBudget, *RunError) {
+	if s.r.Budget == nil {
+		return quota.RunBudget{}, nil
+	}
+	b, err := s.r.Budget.RunTokensLeft(ctx, s.req.UserID)
+	switch {
+	case err != nil:
+		return b, &RunError{Code: CodeBudget, Message: err.Error()}
+	case b.Limited && b.Left <= 0:
+		return b, &RunError{Code: CodeBudget, Message: b.Exhausted()}
+	}
+	return b, nil
+}
+
+// estimateTokens is what a model call spent when its endpoint reports no
+// usage: about 4 bytes of JSON a token, the request's messages and tools
+// and the answer.
+func estimateTokens(creq openai.ChatCompletionRequest, msg openai.ChatCompletionMessage) int64 {
+	in, _ := json.Marshal(creq.Messages)
+	tools, _ := json.Marshal(creq.Tools)
+	out, _ := json.Marshal(msg)
+	return int64(len(in)+len(tools)+len(out))/4 + 1
 }
 
 // chatRequest is the model call of turn: the messages, the tools and the

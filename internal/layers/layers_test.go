@@ -24,7 +24,7 @@ var layers = []struct {
 		"internal/openaitest"}},
 	{"the catalog and what reads formats", []string{"catalog", "plugins/openapiquery", "engine/toolset",
 		"internal/githubcatalog", "toolsearch/searcheval"}},
-	{"credentials", []string{"auth"}},
+	{"credentials and quotas", []string{"auth", "quota"}},
 	{"the executor", []string{"engine"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},

@@ -1,0 +1,572 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// Store is where rules and leases live; *store.Store implements it.
+type Store interface {
+	ListQuotaRules(ctx context.Context) ([]store.QuotaRule, error)
+	LeaseQuota(ctx context.Context, k store.QuotaKey, limit, want int64) (granted, used int64, err error)
+	ReturnQuota(ctx context.Context, k store.QuotaKey, n int64) error
+	QuotaUsed(ctx context.Context, k store.QuotaKey) (int64, error)
+	PruneQuotaUse(ctx context.Context, cutoff int64) error
+}
+
+// Versions tells the rules' change counter; *store.Watcher implements it.
+type Versions interface {
+	Current() store.Versions
+}
+
+// Catalog finds the catalog plugin of a name; *catalog.Catalog implements
+// it. An inline plugin counts as the catalog plugin of its name.
+type Catalog interface {
+	Plugin(ctx context.Context, name string) (*plugins.Plugin, error)
+}
+
+// Settings of a Keeper.
+const (
+	// IdleReturn is how long a lease may sit unspent before it is given
+	// back for other replicas to lease.
+	IdleReturn = 2 * time.Second
+	// Recheck is how long a replica that found a window spent waits
+	// before it asks the database again (another replica may have given
+	// some back).
+	Recheck = time.Second
+)
+
+// Keeper applies the rules on one replica. It is safe for concurrent use.
+type Keeper struct {
+	src     Store
+	changes Versions
+	catalog Catalog // nil: inline plugins count as their own name
+	loc     *time.Location
+	logger  *slog.Logger
+	// Now is the clock (time.Now when nil); tests set it.
+	Now func() time.Time
+
+	refusals *prometheus.CounterVec
+	writes   atomic.Int64 // leases and give-backs written
+
+	mu      sync.Mutex // serializes reloads
+	rules   atomic.Pointer[ruleSet]
+	bmu     sync.RWMutex
+	buckets map[store.QuotaKey]*bucket
+}
+
+type ruleSet struct {
+	version int64
+	calls   []*Rule
+	wins    []atomic.Pointer[window] // the current window of each of calls
+	runs    []*Rule
+}
+
+// bucket is what this replica holds of one user's window of one rule.
+type bucket struct {
+	mu        sync.Mutex
+	held      int64     // leased, not spent
+	lastUse   time.Time // of the last unit spent or given back
+	spentSeen time.Time // when the database last had none left
+	left      int64     // the window's allowance no replica had leased, at the last lease
+	failed    *UnavailableError
+	failedAt  time.Time // when the database last failed to lease
+	undo      func()    // giveBack, made once
+}
+
+// giveBack returns a unit spent for a call that was not sent after all.
+func (b *bucket) giveBack() {
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
+}
+
+// New returns a keeper of src's rules, fresh while changes' QuotaRules
+// counter stays where it was when they were read. Windows are aligned in
+// loc (nil: UTC).
+func New(src Store, changes Versions, catalog Catalog, loc *time.Location, logger *slog.Logger) *Keeper {
+	if loc == nil {
+		loc = time.UTC
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Keeper{src: src, changes: changes, catalog: catalog, loc: loc, logger: logger, buckets: map[store.QuotaKey]*bucket{}}
+}
+
+// Register counts refusals in reg as blindexec_quota_refusals_total by
+// rule: the operator's rule names, a bounded set (a deleted rule's series
+// goes with it).
+func (k *Keeper) Register(reg prometheus.Registerer) error {
+	k.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "blindexec_quota_refusals_total",
+		Help: "Calls refused by a quota rule, by rule.",
+	}, []string{"rule"})
+	return reg.Register(k.refusals)
+}
+
+// Writes is the number of database writes the leases took: leases
+// granted and leases given back.
+func (k *Keeper) Writes() int64 { return k.writes.Load() }
+
+// Location is the time zone windows are aligned in.
+func (k *Keeper) Location() *time.Location { return k.loc }
+
+func (k *Keeper) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// ruleSet returns rules at least as new as the counter. When a reload
+// fails, the rules held are kept; with none ever read, the error.
+func (k *Keeper) ruleSet(ctx context.Context) (*ruleSet, error) {
+	want := k.changes.Current().QuotaRules
+	if rs := k.rules.Load(); rs != nil && rs.version == want {
+		return rs, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	held := k.rules.Load()
+	if held != nil && held.version == want {
+		return held, nil
+	}
+	rows, err := k.src.ListQuotaRules(ctx)
+	if err != nil {
+		if held != nil {
+			k.logger.WarnContext(ctx, "quota rules reload failed; applying the last ones read", "err", err)
+			return held, nil
+		}
+		return nil, fmt.Errorf("read quota rules: %w", err)
+	}
+	rs := &ruleSet{version: want}
+	for i := range rows {
+		r, err := FromRow(&rows[i])
+		if err != nil {
+			k.logger.WarnContext(ctx, "quota rule row left out", "rule", rows[i].Name, "err", err)
+			continue
+		}
+		if r.RunTokensPerDay > 0 {
+			rs.runs = append(rs.runs, r)
+		} else {
+			rs.calls = append(rs.calls, r)
+		}
+	}
+	if held != nil && k.refusals != nil {
+		for _, r := range append(held.calls, held.runs...) {
+			if !rs.has(r.Name) {
+				k.refusals.DeleteLabelValues(r.Name)
+			}
+		}
+	}
+	rs.wins = make([]atomic.Pointer[window], len(rs.calls))
+	k.rules.Store(rs)
+	return rs, nil
+}
+
+func (rs *ruleSet) has(name string) bool {
+	for _, r := range append(rs.calls, rs.runs...) {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Rules returns the rules in force.
+func (k *Keeper) Rules(ctx context.Context) ([]*Rule, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]*Rule(nil), rs.calls...), rs.runs...), nil
+}
+
+// targetOf is what a call of p counts as: a catalog plugin as it is; an
+// inline plugin as the catalog plugin of its name (plugin and tag rules
+// apply), or, under a name the catalog lacks, as no named tool (every-tool
+// and consequential rules only).
+func (k *Keeper) targetOf(ctx context.Context, p *plugins.Plugin) target {
+	t := target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.Catalog}
+	if p.Catalog || k.catalog == nil {
+		return t
+	}
+	if row, err := k.catalog.Plugin(ctx, p.Name); err == nil {
+		t.tags, t.inCatalog = row.Tags, true
+		t.consequential = t.consequential || Consequential(row)
+	}
+	return t
+}
+
+// Take counts one call of p by user against every call rule that applies,
+// before it is sent: all admit it, or none counts it and the error is an
+// *ExceededError (or an *UnavailableError). undo gives the call back when
+// nothing was sent after all.
+func (k *Keeper) Take(ctx context.Context, user int64, p *plugins.Plugin) (undo func(), err error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, &UnavailableError{Rule: "(rules)", Err: err}
+	}
+	if len(rs.calls) == 0 {
+		return noop, nil
+	}
+	var (
+		t      target
+		looked bool
+		buf    [4]*bucket
+		taken  = buf[:0] // on the stack: the common case takes one
+		now    = k.now()
+	)
+	for i, r := range rs.calls {
+		if !r.forUser(user) {
+			continue
+		}
+		if !looked {
+			t, looked = k.targetOf(ctx, p), true
+		}
+		if !r.matches(&t) {
+			continue
+		}
+		w := rs.window(i, now, k.loc)
+		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: w.start}
+		b := k.bucket(key)
+		if err := k.spend(ctx, b, key, r, now); err != nil {
+			for _, b := range taken {
+				b.giveBack()
+			}
+			if errors.Is(err, errSpent) {
+				err = &ExceededError{Rule: r.Name, Calls: r.Calls, Window: r.Window, What: r.what(&t), ResetsAt: w.end}
+			}
+			if k.refusals != nil {
+				k.refusals.WithLabelValues(r.Name).Inc()
+			}
+			return nil, err
+		}
+		taken = append(taken, b)
+	}
+	switch len(taken) {
+	case 0:
+		return noop, nil
+	case 1:
+		return taken[0].undo, nil // made with the bucket: no allocation a call
+	}
+	all := slices.Clone(taken)
+	return func() {
+		for _, b := range all {
+			b.giveBack()
+		}
+	}, nil
+}
+
+func noop() {}
+
+// window is a rule's current window, cached until it ends: aligning a
+// time in a zone costs more than the rest of a call's counting.
+type window struct {
+	start int64 // unix seconds
+	end   time.Time
+}
+
+// window returns the window of rs.calls[i] holding now.
+func (rs *ruleSet) window(i int, now time.Time, loc *time.Location) *window {
+	if w := rs.wins[i].Load(); w != nil && now.Before(w.end) && now.Unix() >= w.start {
+		return w
+	}
+	start, end := WindowOf(now, rs.calls[i].Window, loc)
+	w := &window{start: start.Unix(), end: end}
+	rs.wins[i].Store(w)
+	return w
+}
+
+var errSpent = errors.New("spent")
+
+func (k *Keeper) bucket(key store.QuotaKey) *bucket {
+	k.bmu.RLock()
+	b := k.buckets[key]
+	k.bmu.RUnlock()
+	if b != nil {
+		return b
+	}
+	k.bmu.Lock()
+	defer k.bmu.Unlock()
+	if b = k.buckets[key]; b == nil {
+		b = &bucket{}
+		b.undo = b.giveBack
+		k.buckets[key] = b
+	}
+	return b
+}
+
+// LeaseSize is how much of a limit a replica leases at a time: 1% of it,
+// at least one call.
+func LeaseSize(limit int64) int64 { return max(1, limit/100) }
+
+// spend takes one unit of b, leasing more when it holds none.
+func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, now time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastUse = now
+	if b.held > 0 {
+		b.held--
+		return nil
+	}
+	if !b.spentSeen.IsZero() && now.Sub(b.spentSeen) < Recheck {
+		return errSpent
+	}
+	if b.failed != nil && now.Sub(b.failedAt) < Recheck {
+		return b.failed // the database failed a moment ago: not asked again per call
+	}
+	granted, err := k.lease(ctx, b, key, r, LeaseSize(r.Calls))
+	if err != nil {
+		if b.failed == nil {
+			k.logger.WarnContext(ctx, "quota lease failed; refusing what this replica holds no allowance for", "rule", r.Name, "err", err)
+		}
+		b.failed, b.failedAt = &UnavailableError{Rule: r.Name, Err: err}, now
+		return b.failed
+	}
+	b.failed = nil
+	if granted == 0 {
+		b.spentSeen = now
+		return errSpent
+	}
+	b.spentSeen = time.Time{}
+	b.held = granted - 1
+	return nil
+}
+
+// lease takes up to want more of r's window for b; b is locked.
+func (k *Keeper) lease(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, want int64) (int64, error) {
+	granted, used, err := k.src.LeaseQuota(ctx, key, r.amount(), want)
+	if err != nil {
+		return 0, err
+	}
+	if granted > 0 {
+		k.writes.Add(1)
+	}
+	b.held += granted
+	b.left = r.amount() - used
+	return granted, nil
+}
+
+// RunBudget is what a user's runs may still spend today under the run
+// rules that apply (the tightest of them).
+type RunBudget struct {
+	Limited  bool // false: no run rule applies
+	Left     int64
+	Rule     string
+	Limit    int64
+	ResetsAt time.Time
+}
+
+// Exhausted says a budget spent, for the run that stops on it.
+func (b RunBudget) Exhausted() string {
+	return fmt.Sprintf("run token budget reached: %d model tokens a day for runs (rule %s), resets at %s", b.Limit, b.Rule, b.ResetsAt.Format(time.RFC3339))
+}
+
+// RunTokensLeft returns what user's runs may still spend today: what this
+// replica holds of the run rules' leases plus what no replica has leased
+// yet (as of the last lease). It leases when it holds none, so a
+// database outage leaves a replica what it holds, then an error.
+func (k *Keeper) RunTokensLeft(ctx context.Context, user int64) (RunBudget, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return RunBudget{}, &UnavailableError{Rule: "(rules)", Err: err}
+	}
+	var out RunBudget
+	now := k.now()
+	for _, r := range rs.runs {
+		if !r.forUser(user) {
+			continue
+		}
+		_, end := WindowOf(now, Day, k.loc)
+		key, b := k.runBucket(r, user, now)
+		b.mu.Lock()
+		if b.held <= 0 && (b.spentSeen.IsZero() || now.Sub(b.spentSeen) >= Recheck) {
+			if _, err := k.lease(ctx, b, key, r, LeaseSize(r.RunTokensPerDay)); err != nil {
+				b.mu.Unlock()
+				return RunBudget{}, &UnavailableError{Rule: r.Name, Err: err}
+			}
+			if b.held <= 0 {
+				b.spentSeen = now
+			}
+		}
+		left := max(0, b.held) + max(0, b.left)
+		b.mu.Unlock()
+		if !out.Limited || left < out.Left {
+			out = RunBudget{Limited: true, Left: left, Rule: r.Name, Limit: r.RunTokensPerDay, ResetsAt: end}
+		}
+	}
+	return out, nil
+}
+
+// SpendRunTokens counts n model tokens spent by a run of user: from what
+// this replica holds, leasing the rest. What cannot be leased (the day is
+// spent) is the overshoot of the one model call that made it.
+func (k *Keeper) SpendRunTokens(ctx context.Context, user, n int64) {
+	rs := k.rules.Load()
+	if rs == nil || n <= 0 {
+		return
+	}
+	now := k.now()
+	for _, r := range rs.runs {
+		if !r.forUser(user) {
+			continue
+		}
+		key, b := k.runBucket(r, user, now)
+		b.mu.Lock()
+		b.lastUse = now
+		b.held -= n
+		if b.held < 0 {
+			if _, err := k.lease(ctx, b, key, r, max(-b.held, LeaseSize(r.RunTokensPerDay))); err != nil {
+				k.logger.WarnContext(ctx, "run tokens not counted: the database is unreachable", "rule", r.Name, "tokens", -b.held, "err", err)
+			}
+			b.held = max(0, b.held)
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (k *Keeper) runBucket(r *Rule, user int64, now time.Time) (store.QuotaKey, *bucket) {
+	start, _ := WindowOf(now, Day, k.loc)
+	key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+	return key, k.bucket(key)
+}
+
+// Tidy gives back the leases left unspent for IdleReturn (all of them
+// with all set: shutdown) and forgets the windows that are over and the
+// rules that are gone.
+func (k *Keeper) Tidy(ctx context.Context, all bool) {
+	now := k.now()
+	rs := k.rules.Load()
+	k.bmu.Lock()
+	keys := make([]store.QuotaKey, 0, len(k.buckets))
+	for key := range k.buckets {
+		keys = append(keys, key)
+	}
+	k.bmu.Unlock()
+	for _, key := range keys {
+		k.bmu.RLock()
+		b := k.buckets[key]
+		k.bmu.RUnlock()
+		r := rs.byID(key.Rule)
+		current := false
+		if r != nil {
+			start, _ := WindowOf(now, r.window(), k.loc)
+			current = start.Unix() == key.WindowStart
+		}
+		b.mu.Lock()
+		if current && b.held > 0 && (all || now.Sub(b.lastUse) >= IdleReturn) {
+			if err := k.src.ReturnQuota(ctx, key, b.held); err != nil {
+				k.logger.WarnContext(ctx, "quota lease not given back; it is kept for now", "rule", r.Name, "err", err)
+			} else {
+				b.held, b.lastUse = 0, now
+				k.writes.Add(1)
+			}
+		}
+		forget := !current || (b.held == 0 && now.Sub(b.lastUse) >= time.Minute)
+		b.mu.Unlock()
+		if forget {
+			k.bmu.Lock()
+			delete(k.buckets, key)
+			k.bmu.Unlock()
+		}
+	}
+}
+
+func (rs *ruleSet) byID(id int64) *Rule {
+	if rs == nil {
+		return nil
+	}
+	for _, r := range append(rs.calls, rs.runs...) {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// Run gives back idle leases every second and prunes the use of windows
+// over for two days every hour, until ctx ends; then it gives back every
+// lease it holds, so that a restart loses none.
+func (k *Keeper) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			k.Tidy(sctx, true)
+			cancel()
+			return
+		case <-t.C:
+			k.Tidy(ctx, false)
+			if now := k.now(); now.Sub(pruned) > time.Hour {
+				if err := k.src.PruneQuotaUse(ctx, now.Add(-48*time.Hour).Unix()); err != nil {
+					k.logger.WarnContext(ctx, "quota use not pruned", "err", err)
+				}
+				pruned = now
+			}
+		}
+	}
+}
+
+// Use is one rule's use by one user in the current window.
+type Use struct {
+	Rule     string    `json:"rule"`
+	What     string    `json:"applies_to"`
+	Limit    int64     `json:"limit"`
+	Unit     string    `json:"unit"` // calls or run tokens
+	Window   string    `json:"window"`
+	Used     int64     `json:"used"`
+	ResetsAt time.Time `json:"resets_at"`
+}
+
+// UseOf returns the use of every rule that applies to user. Used counts
+// the allowance leased, less what this replica holds unspent: another
+// replica may hold up to one lease of it unspent.
+func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
+	rs, err := k.ruleSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := k.now()
+	out := []Use{}
+	for _, r := range append(rs.calls, rs.runs...) {
+		if !r.forUser(user) {
+			continue
+		}
+		start, end := WindowOf(now, r.window(), k.loc)
+		key := store.QuotaKey{Rule: r.ID, User: user, WindowStart: start.Unix()}
+		used, err := k.src.QuotaUsed(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		k.bmu.RLock()
+		b := k.buckets[key]
+		k.bmu.RUnlock()
+		if b != nil {
+			b.mu.Lock()
+			used -= b.held
+			b.mu.Unlock()
+		}
+		unit := "calls"
+		if r.RunTokensPerDay > 0 {
+			unit = "run tokens"
+		}
+		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.amount(), Unit: unit, Window: r.window(), Used: max(0, used), ResetsAt: end})
+	}
+	return out, nil
+}
