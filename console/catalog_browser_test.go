@@ -74,7 +74,9 @@ func bigCatalog(t *testing.T, e *env) map[string]float64 {
 		t.Fatalf("the imports alone make %d plugins, over %d", have, catalogSize)
 	}
 	for i := have; i < catalogSize; i++ {
-		doc := fmt.Sprintf(`{"name": "internal_reportJob%04d", "title": "Internal report %d", "description": "Runs the internal report job number %d for the finance team.",
+		// Described in HTML, as imports stored Stripe's descriptions before
+		// they stored text: the console shows whatever is stored as text.
+		doc := fmt.Sprintf(`{"name": "internal_reportJob%04d", "title": "Internal report %d", "description": "<p>Runs the internal report job number %d for the <a href=\"/docs/finance\">finance team</a>; see <code>period</code>.</p>",
 			"parameters": {"type": "object"}, "execution": {"method": "POST", "base_url": "http://127.0.0.1:9/reports"}}`, i, i, i)
 		if code, res := do(t, admin, "POST", e.url+"/v1/plugins", csrf, doc); code != http.StatusCreated {
 			t.Fatalf("create a plugin by hand: %d %v", code, res)
@@ -275,10 +277,11 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 		t.Errorf("the catalog's search for %q shows %s first, tool search %s", "create a repository", s, best)
 	}
 
-	// Text, not markup: Stripe's descriptions arrive as HTML and are shown
-	// as their text.
+	// Text, not markup: descriptions stored as HTML (the plugins added by
+	// hand; imports now store text) arrive as HTML and are shown as their
+	// text.
 	before := len(proxy.receivedFrom(host))
-	reopen(fmt.Sprintf("catalog/source=%v", ids["stripe"]))
+	reopen("catalog/source=none&type=http")
 	html := 0
 	for _, m := range received(before) {
 		for _, p := range m["plugins"].([]any) {
@@ -288,12 +291,12 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 		}
 	}
 	if html == 0 {
-		t.Fatal("no description of Stripe's page holds HTML: the test shows nothing")
+		t.Fatal("no description of the page holds HTML: the test shows nothing")
 	}
 	if n := eval[int](tb, `[...document.querySelectorAll('#page td.desc')].filter((d) => /<\/?[a-z]/i.test(d.textContent) || d.querySelector(':not(div):not(strong)')).length`); n != 0 {
 		t.Errorf("%d descriptions (of the %d sent with HTML) show tags or elements", n, html)
 	}
-	t.Logf("Stripe's first page: %d descriptions sent with HTML, shown as text", html)
+	t.Logf("the first page of plugins added by hand: %d descriptions sent with HTML, shown as text", html)
 
 	// Readable: measured at 1280 px and at phone width, in both languages,
 	// on the whole catalog, Stripe's documents and a search. Chinese is
