@@ -258,6 +258,8 @@ func runChild(name string, args []string) int {
 		err = childSweep()
 	case "mcp-relay":
 		err = childMCPRelay(args)
+	case "raw-relay":
+		err = childRawRelay(args)
 	case "gateway-client":
 		err = childGatewayClient(args)
 	default:
