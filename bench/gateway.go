@@ -244,8 +244,8 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	// Each subject names its floor, and its target (issue 19's point 2).
 	direct := gatewaySpec{Kind: "get", URL: directURL}
 	specs := []struct {
-		name, floor      string
-		spec             gatewaySpec
+		name, floor              string
+		spec                     gatewaySpec
 		inProcess                bool    // even with -gateway-outside
 		maxP50, maxP99, minShare float64 // the target; 0: none
 	}{
