@@ -280,3 +280,15 @@ func buildBinary(ctx context.Context, o benchOpts, dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// buildRelay builds the bare MCP relays' stdio program (bench/mcprelay):
+// a binary of its own, so that its memory is a relay's, not the runner's.
+func buildRelay(ctx context.Context, o benchOpts, dir string) (string, error) {
+	bin := filepath.Join(dir, "mcprelay")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/mcprelay/cmd/mcprelay")
+	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build mcprelay: %w", err)
+	}
+	return bin, nil
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/bench/mcprelay"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -42,10 +43,10 @@ import (
 // (GET, a query argument, an API key header from user 7's stored
 // credentials) against a loopback upstream.
 const (
-	gatewayTool    = "search_company_basic"
+	gatewayTool    = mcprelay.Tool
 	gatewayKeyword = "字节跳动"
 	gatewayUser    = 7
-	gatewayAPIKey  = "sk-bench-0123456789"
+	gatewayAPIKey  = mcprelay.APIKey
 )
 
 // gatewaySpec says how a client reaches a subject; a child process of the
@@ -150,6 +151,10 @@ func benchGateway(ctx context.Context, o benchOpts) error {
 	if err != nil {
 		return err
 	}
+	relayBin, err := buildRelay(ctx, o, dir)
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -159,7 +164,7 @@ func benchGateway(ctx context.Context, o benchOpts) error {
 		dbs = append(dbs, "mysql")
 	}
 	for _, db := range dbs {
-		if err := gatewayOn(ctx, o, db, bin, self); err != nil {
+		if err := gatewayOn(ctx, o, db, bin, relayBin, self); err != nil {
 			return fmt.Errorf("%s: %w", db, err)
 		}
 	}
@@ -195,7 +200,7 @@ func gatewayDatabase(ctx context.Context, name string) (string, func(), error) {
 	return "mysql:" + cfg.FormatDSN(), drop, nil
 }
 
-func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
+func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string) error {
 	up := companyUpstream()
 	defer up.Close()
 	var dsn string
@@ -230,10 +235,10 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	directURL := up.URL + "/ECIV4/Search?keyword=" + url.QueryEscape(gatewayKeyword)
 	relay := httptest.NewServer(httpRelay(up.URL))
 	defer relay.Close()
-	relayServer := newMCPRelay(up.URL) // one server for every session, as the go-sdk's examples serve
+	relayServer := mcprelay.NewSDK(up.URL) // one server for every session, as the go-sdk's examples serve
 	mcpRelay := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return relayServer }, nil))
 	defer mcpRelay.Close()
-	rawRelay := httptest.NewServer(newRawRelay(up.URL))
+	rawRelay := httptest.NewServer(mcprelay.NewRaw(up.URL))
 	defer rawRelay.Close()
 
 	execBody := `{"name":"` + gatewayTool + `","arguments":{"keyword":"` + gatewayKeyword + `"}}`
@@ -264,9 +269,9 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 			spec: gatewaySpec{Kind: "mcp-http", URL: rawRelay.URL}},
 		{name: "blindexec /mcp, streamable HTTP", floor: "hand-written MCP relay, streamable HTTP (no SDK)", maxP50: 1.1, maxP99: 1.1, minShare: 0.9,
 			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
-		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "mcp-relay", up.URL}}},
+		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{relayBin, "sdk", up.URL}}},
 		{name: "hand-written MCP relay, stdio (no SDK)", floor: "bare MCP relay, stdio (go-sdk)", maxP50: 0.9, minShare: 1.1,
-			spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{self, "-child", "raw-relay", up.URL}}},
+			spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{relayBin, "raw", up.URL}}},
 		{name: "blindexec mcp serve --stdio", floor: "hand-written MCP relay, stdio (no SDK)", maxP50: 1.1, maxP99: 1.1, minShare: 0.9, spec: ourStdio},
 		// Both MCP servers again in this process, over the SDK's in-memory
 		// transports (stdio's framing without the pipes): the server side
@@ -282,7 +287,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 		return err
 	}
 	catalogService := mcpserver.NewService(catalog.New(e.st, e.changes, nil), e.ex, mcpserver.Options{})
-	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": newMCPRelay(up.URL),
+	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": mcprelay.NewSDK(up.URL),
 		"catalog MCP server, in-memory": catalogService.NewServer(gatewayUser)}
 	keep := map[string]bool{specs[0].name: true} // the direct call, every chain's last floor
 	for _, s := range specs {
@@ -387,6 +392,21 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	fmt.Println("   (this process's CPU time per call at concurrency) count this whole process: client, server and upstream")
 	fmt.Println("   when in it; a stdio server, and a client run outside, is another process.")
 	fmt.Println()
+	var stdio []struct {
+		name string
+		spec gatewaySpec
+	}
+	for _, s := range specs {
+		if keep[s.name] && s.spec.Kind == "mcp-stdio" {
+			stdio = append(stdio, struct {
+				name string
+				spec gatewaySpec
+			}{s.name, s.spec})
+		}
+	}
+	if err := gatewayMemory(ctx, e.dir, oc.conc, stdio); err != nil {
+		return err
+	}
 	return gatewayToolsList(ctx, o, e, userToken)
 }
 
@@ -404,7 +424,7 @@ func httpRelay(upstream string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		body, err := relayCall(r.Context(), client, upstream, in.Arguments.Keyword)
+		body, err := mcprelay.Call(r.Context(), client, upstream, in.Arguments.Keyword)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -412,54 +432,6 @@ func httpRelay(upstream string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	})
-}
-
-// relayCall is the direct call of a relay.
-func relayCall(ctx context.Context, client *http.Client, upstream, keyword string) ([]byte, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", upstream+"/ECIV4/Search?keyword="+url.QueryEscape(keyword), nil)
-	req.Header.Set("Token", gatewayAPIKey)
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("upstream: HTTP %d", resp.StatusCode)
-	}
-	return body, err
-}
-
-// newMCPRelay is the least an MCP server over the go-sdk can cost: one
-// tool, with the plugin's schema, making the direct call.
-func newMCPRelay(upstream string) *sdk.Server {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	s := sdk.NewServer(&sdk.Implementation{Name: "bare-relay", Version: "1"}, nil)
-	schema := json.RawMessage(`{"type":"object","required":["keyword"],"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}}`)
-	s.AddTool(&sdk.Tool{Name: gatewayTool, Description: "search", InputSchema: schema},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var args struct {
-				Keyword string `json:"keyword"`
-			}
-			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
-				return nil, err
-			}
-			body, err := relayCall(ctx, client, upstream, args.Keyword)
-			if err != nil {
-				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}, nil
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}, nil
-		})
-	return s
-}
-
-// childMCPRelay serves the bare relay over stdin/stdout (-child mcp-relay
-// UPSTREAM).
-func childMCPRelay(args []string) error {
-	if len(args) != 1 {
-		return errors.New("mcp-relay: want the upstream's URL")
-	}
-	return newMCPRelay(args[0]).Run(context.Background(), &sdk.StdioTransport{})
 }
 
 // remoteClient drives a subject from a child process (-child

@@ -256,10 +256,6 @@ func runChild(name string, args []string) int {
 		err = childGitHub(args)
 	case "sweep":
 		err = childSweep()
-	case "mcp-relay":
-		err = childMCPRelay(args)
-	case "raw-relay":
-		err = childRawRelay(args)
 	case "gateway-client":
 		err = childGatewayClient(args)
 	default:

@@ -1,4 +1,4 @@
-package main
+package mcprelay
 
 import (
 	"bufio"
@@ -9,26 +9,26 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 )
 
-// rawRelay is the MCP floor without an SDK (issue 38): the JSON-RPC of
+// Raw is the MCP floor without an SDK (issue 38): the JSON-RPC of
 // initialize, ping, tools/list and tools/call written by hand, as a peer
 // with its own small server code does, over stdio and streamable HTTP,
-// making the gateway's direct call. Nothing per call but decoding the
+// making the direct call. Nothing per call but decoding the
 // request, the call and encoding its answer: no logging, no metrics, no
 // locks (stdio's answers go through one writer goroutine; HTTP sessions
 // are a sync.Map, read without locking once written).
-type rawRelay struct {
+type Raw struct {
 	client   *http.Client
 	upstream string
 	sessions sync.Map // streamable HTTP: Mcp-Session-Id → struct{}
 }
 
-func newRawRelay(upstream string) *rawRelay {
-	return &rawRelay{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, upstream: upstream}
+// NewRaw returns the hand-written relay to upstream.
+func NewRaw(upstream string) *Raw {
+	return &Raw{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, upstream: upstream}
 }
 
 // rawMessage is an incoming JSON-RPC message: a request when it has an
@@ -41,10 +41,10 @@ type rawMessage struct {
 }
 
 // rawTools is tools/list's result: the plugin's tool and schema.
-const rawTools = `{"tools":[{"name":"` + gatewayTool + `","description":"search","inputSchema":{"type":"object","required":["keyword"],"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}}}]}`
+const rawTools = `{"tools":[{"name":"` + Tool + `","description":"search","inputSchema":{"type":"object","required":["keyword"],"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}}}]}`
 
 // answer returns the response to m, or nil for a notification.
-func (r *rawRelay) answer(ctx context.Context, m *rawMessage) []byte {
+func (r *Raw) answer(ctx context.Context, m *rawMessage) []byte {
 	if len(m.ID) == 0 || m.Method == "" {
 		return nil
 	}
@@ -72,13 +72,13 @@ func (r *rawRelay) answer(ctx context.Context, m *rawMessage) []byte {
 		if err := json.Unmarshal(m.Params, &p); err != nil {
 			return rawError(m.ID, -32602, "tools/call: "+err.Error())
 		}
-		if p.Name != gatewayTool {
+		if p.Name != Tool {
 			return rawError(m.ID, -32602, "tools/call: unknown tool "+strconv.Quote(p.Name))
 		}
 		if p.Arguments.Keyword == nil {
 			return rawError(m.ID, -32602, "tools/call: arguments.keyword: required string")
 		}
-		body, err := relayCall(ctx, r.client, r.upstream, *p.Arguments.Keyword)
+		body, err := Call(ctx, r.client, r.upstream, *p.Arguments.Keyword)
 		isError := "false"
 		if err != nil {
 			body, isError = []byte(err.Error()), "true"
@@ -98,10 +98,10 @@ func rawError(id json.RawMessage, code int, msg string) []byte {
 	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(msg) + `}}`)
 }
 
-// serveStdio serves one session on in and out: a line each way. Calls run
+// ServeStdio serves one session on in and out: a line each way. Calls run
 // concurrently, as a client at concurrency 16 sends them; one goroutine
 // writes the answers and flushes when none is waiting.
-func (r *rawRelay) serveStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	answers := make(chan []byte, 64)
 	written := make(chan error, 1)
 	go func() {
@@ -147,7 +147,7 @@ func (r *rawRelay) serveStdio(ctx context.Context, in io.Reader, out io.Writer) 
 // ServeHTTP is MCP's streamable HTTP: POST one message, answered with one
 // application/json body (202 for a notification); initialize opens a
 // session, DELETE closes it; no standalone event stream (GET: 405).
-func (r *rawRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Raw) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	sid := req.Header.Get("Mcp-Session-Id")
 	switch req.Method {
 	case http.MethodPost:
@@ -189,13 +189,4 @@ func (r *rawRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
-}
-
-// childRawRelay serves the hand-written relay over stdin/stdout (-child
-// raw-relay UPSTREAM).
-func childRawRelay(args []string) error {
-	if len(args) != 1 {
-		return errors.New("raw-relay: want the upstream's URL")
-	}
-	return newRawRelay(args[0]).serveStdio(context.Background(), os.Stdin, os.Stdout)
 }
