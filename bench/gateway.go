@@ -290,7 +290,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": mcprelay.NewSDK(up.URL),
 		"catalog MCP server, in-memory": catalogService.NewServer(gatewayUser)}
 	keep := map[string]bool{specs[0].name: true} // the direct call, every chain's last floor
-	for _, s := range slices.Backward(specs) { // a floor comes before its subjects: keep floors of floors
+	for _, s := range slices.Backward(specs) {   // a floor comes before its subjects: keep floors of floors
 		if keep[s.name] || len(o.gatewayOnly) == 0 || slices.ContainsFunc(o.gatewayOnly, func(w string) bool { return strings.Contains(s.name, w) }) {
 			keep[s.name], keep[s.floor] = true, true
 		}
