@@ -190,23 +190,25 @@ func main() {
 		os.Exit(2)
 	}
 	opts.profileDir = *profDir
-	if *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
+	// A CPU profile and an execution trace of the whole run, each when
+	// asked for: start(file) begins writing to file, stop ends it.
+	for _, out := range []struct {
+		file  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*cpuprof, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceOut, trace.Start, trace.Stop}} {
+		if out.file == "" {
+			continue
+		}
+		f, err := os.Create(out.file)
+		if err == nil {
+			err = out.start(f)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
-	if *traceOut != "" {
-		f, err := os.Create(*traceOut)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(2)
-		}
-		trace.Start(f)
-		defer trace.Stop()
+		defer out.stop()
 	}
 	fmt.Printf("blindexec bench: %s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 	failed := 0
