@@ -27,12 +27,14 @@
 //	        plugin names; slow bodies against the body deadline
 //	gateway every way a client reaches one call beside the floor of its
 //	        transport: direct call, bare net/http relay, executor,
-//	        POST /v1/execute, bare go-sdk MCP relay and /mcp over streamable
-//	        HTTP, bare relay and `blindexec mcp serve --stdio` over stdio;
-//	        p50/p99 at concurrency 1, calls/s at -gateway-c, allocations per
-//	        call; SQLite, and MariaDB with BLINDEXEC_TEST_MYSQL_DSN; then
-//	        tools/list on a 1,300-tool catalog. -gateway-outside runs each
-//	        client in a child process
+//	        POST /v1/execute, the go-sdk and the hand-written (no SDK) MCP
+//	        relays and /mcp over streamable HTTP, both relays and
+//	        `blindexec mcp serve --stdio` over stdio; p50/p99 at concurrency
+//	        1, calls/s at -gateway-c, allocations per call, the tail (GC,
+//	        the Go scheduler); each stdio server's resident memory at rest
+//	        and after 10,000 calls; SQLite, and MariaDB with
+//	        BLINDEXEC_TEST_MYSQL_DSN; then tools/list on a 1,300-tool
+//	        catalog. -gateway-outside runs each client in a child process
 //	scale   one engine at scale: -scale-sessions MCP sessions open on /mcp
 //	        (memory per session, p99 of a call with all open),
 //	        -scale-runs streaming LLM runs at once (engine time per step,
