@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -272,11 +273,23 @@ func (e *env) addCompanyPlugin(ctx context.Context, url string, user int64, key 
 // buildBinary builds cmd/blindexec into dir, for the groups that run it as
 // a child process.
 func buildBinary(ctx context.Context, o benchOpts, dir string) (string, error) {
-	bin := filepath.Join(dir, "blindexec")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/blindexec")
+	return goBuild(ctx, o, dir, "./cmd/blindexec")
+}
+
+// buildRelay builds the bare MCP relays' stdio program (bench/mcprelay):
+// a binary of its own, so that its memory is a relay's, not the runner's.
+func buildRelay(ctx context.Context, o benchOpts, dir string) (string, error) {
+	return goBuild(ctx, o, dir, "./bench/mcprelay/cmd/mcprelay")
+}
+
+// goBuild builds the program pkg into dir under its last path element.
+func goBuild(ctx context.Context, o benchOpts, dir, pkg string) (string, error) {
+	name := path.Base(pkg)
+	bin := filepath.Join(dir, name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir, build.Stdout, build.Stderr = o.root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("build blindexec: %w", err)
+		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	return bin, nil
 }

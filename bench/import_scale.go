@@ -53,7 +53,7 @@ func benchImportScale(ctx context.Context, o benchOpts) error {
 	}
 	defer os.RemoveAll(tmp)
 	head := filepath.Join(tmp, "blindexec-head")
-	if err := goBuild(ctx, o.root, head); err != nil {
+	if err := buildCLI(ctx, o.root, head); err != nil {
 		return err
 	}
 	base := filepath.Join(tmp, "blindexec-base")
@@ -247,8 +247,9 @@ func medianRun(runs []importRun) importRun {
 	}
 }
 
-// goBuild builds ./cmd/blindexec of the module at root into out.
-func goBuild(ctx context.Context, root, out string) error {
+// buildCLI builds ./cmd/blindexec of the module at root into out (a
+// commit's tree, where buildBinary builds this one's).
+func buildCLI(ctx context.Context, root, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/blindexec")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -272,5 +273,5 @@ func buildCommit(ctx context.Context, root, commit, src, out string) error {
 		return err
 	}
 	defer git("worktree", "remove", "--force", src)
-	return goBuild(ctx, src, out)
+	return buildCLI(ctx, src, out)
 }

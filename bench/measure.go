@@ -82,6 +82,8 @@ type figures struct {
 	// the throughput phase: steadier than calls/s on a shared machine,
 	// since time another tenant takes is not in it.
 	cpu time.Duration
+	// tail is this process's runtime during the latency phase.
+	tail tail
 }
 
 // latency runs call n times one after another and returns each duration.
@@ -142,6 +144,7 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	mallocs := make([]uint64, len(subjects))
 	allocated := make([]uint64, len(subjects))
 	cpu := make([]time.Duration, len(subjects))
+	tails := make([]tail, len(subjects))
 	for _, s := range subjects {
 		if err := s.warmup(ctx, o.warmup); err != nil {
 			return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
@@ -155,7 +158,9 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 				return nil, err
 			}
 			runtime.ReadMemStats(&before)
+			t0 := readTail()
 			d, err := s.latency(ctx, max(o.n/rounds, 1))
+			tails[i].add(t0, readTail())
 			runtime.ReadMemStats(&after)
 			stop()
 			mallocs[i] += after.Mallocs - before.Mallocs
@@ -185,8 +190,9 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	for i := range subjects {
 		sortDurations(lat[i])
 		n := float64(max(len(lat[i]), 1))
+		tails[i].finish()
 		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds(),
-			float64(mallocs[i]) / n, float64(allocated[i]) / n, cpu[i] / time.Duration(max(calls[i], 1))}
+			float64(mallocs[i]) / n, float64(allocated[i]) / n, cpu[i] / time.Duration(max(calls[i], 1)), tails[i]}
 	}
 	return out, nil
 }

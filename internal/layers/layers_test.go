@@ -17,7 +17,7 @@ var layers = []struct {
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
 		"internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/mcpts", "internal/settings", "tracing",
-		"engine/mcp/mcptest", "tests/image", "toolsearch/searcheval/internal/springdoc"}},
+		"engine/mcp/mcptest", "tests/image", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",
@@ -30,7 +30,7 @@ var layers = []struct {
 	{"imports into the catalog", []string{"importer"}},
 	{"the HTTP API", []string{"api"}},
 	{"the console", []string{"console"}},
-	{"programs", []string{"cmd/blindexec", "bench"}},
+	{"programs", []string{"cmd/blindexec", "bench", "bench/mcprelay/cmd/mcprelay"}},
 }
 
 // apart are trees that never import each other, whatever their layers:

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// memoryCalls is how many calls a stdio server answers before its
+// resident memory is read again (issue 38's point 4).
+const memoryCalls = 10_000
+
+// procMemory is a process's resident memory in kB, from
+// /proc/PID/smaps: anonymous pages (the Go heap, goroutine stacks, the
+// runtime's metadata, and what C-like code maps beside the Go heap:
+// modernc's SQLite) and file pages (the binary's code and data as far as
+// it has touched them); peak is VmHWM.
+type procMemory struct{ rss, anon, file, peak int64 }
+
+func readProcMemory(pid int) (procMemory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return procMemory{}, err
+	}
+	var m procMemory
+	var region *int64
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			switch {
+			case len(f) == 5 || strings.HasPrefix(f[5], "["):
+				region = &m.anon
+			default:
+				region = &m.file
+			}
+			continue
+		}
+		if len(f) == 3 && f[0] == "Rss:" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			*region += n
+			m.rss += n
+		}
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMemory{}, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			m.peak, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return m, nil
+}
+
+// gcLine is the runtime's GODEBUG=gctrace=1 line: the heap at the start
+// of a cycle, at its end, and live after it, then the next cycle's goal.
+var gcLine = regexp.MustCompile(`(\d+)->(\d+)->(\d+) MB, (\d+) MB goal`)
+
+// lastGC returns the live heap and goal of the last collection in a
+// gctrace log, or "" when none ran.
+func lastGC(log string) string {
+	b, _ := os.ReadFile(log)
+	var last []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if m := gcLine.FindStringSubmatch(sc.Text()); m != nil {
+			last = m
+		}
+	}
+	if last == nil {
+		return "no GC"
+	}
+	return fmt.Sprintf("%s MB live, goal %s MB", last[3], last[4])
+}
+
+// gatewayMemory starts each stdio server with an SDK client in this
+// process and reads its resident memory after initialize and one call
+// (at rest), and after memoryCalls more at concurrency conc.
+func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
+	name string
+	spec gatewaySpec
+}) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	fmt.Printf("== a stdio server's resident memory at rest (initialize and one call) and after %d calls at concurrency %d\n", memoryCalls, conc)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "server\tRSS at rest\tanon\tfiles\tRSS after\tanon\tfiles\tpeak\tGo heap after (last GC)\t\n")
+	for i, s := range servers {
+		log := filepath.Join(dir, fmt.Sprintf("memory-%d.log", i))
+		f, err := os.Create(log)
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(s.spec.Command[0], s.spec.Command[1:]...)
+		cmd.Env = append(append(os.Environ(), s.spec.Env...), "GODEBUG=gctrace=1")
+		cmd.Stderr = f
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-memory", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		rest, after, err := memoryOf(ctx, cs, cmd.Process.Pid, conc)
+		cs.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		mb := func(kb int64) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.name, mb(rest.rss), mb(rest.anon), mb(rest.file),
+			mb(after.rss), mb(after.anon), mb(after.file), mb(after.peak), lastGC(log))
+	}
+	tw.Flush()
+	fmt.Println("   anon: the Go heap, goroutine stacks, the runtime's metadata and memory mapped beside the Go heap")
+	fmt.Println("   (modernc's SQLite); files: the pages of the binary it has touched; peak: VmHWM; the Go heap from the")
+	fmt.Println("   server's GODEBUG=gctrace=1")
+	fmt.Println()
+	return nil
+}
+
+func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int) (rest, after procMemory, err error) {
+	if err := callTool(ctx, cs); err != nil {
+		return rest, after, err
+	}
+	if rest, err = readProcMemory(pid); err != nil {
+		return rest, after, err
+	}
+	var left atomic.Int64
+	left.Store(memoryCalls)
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	for w := range conc {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if errs[w] = callTool(ctx, cs); errs[w] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return rest, after, err
+		}
+	}
+	after, err = readProcMemory(pid)
+	return rest, after, err
+}
