@@ -169,6 +169,7 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 			writeError(w, http.StatusBadRequest, "malformed_request", "plugin: "+err.Error(), nil)
 			return nil, false
 		}
+		classifyInline(r.Context(), p)
 		return p, true
 	}
 	if name == "" {

@@ -123,6 +123,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PATCH /v1/plugins/{name}", s.with(roleAdmin, s.patchPlugin))
 	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
 	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
+	mux.HandleFunc("POST /v1/plugins/consequential", s.with(roleAdmin, s.setConsequential))
 	mux.HandleFunc("GET /v1/sources", s.with(roleService, s.listSources))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))

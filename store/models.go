@@ -96,6 +96,9 @@ type Plugin struct {
 	SourceID            *int64  `gorm:"column:source_id" json:"source_id,omitempty"`
 	SourceKey           *string `gorm:"column:source_key" json:"source_key,omitempty"`
 	ContentHash         *string `gorm:"column:content_hash" json:"content_hash,omitempty"`
+	// Consequential is the administrator's classification: "1", "0", or
+	// nil (derived). Syncs keep it (issue 33).
+	Consequential *string `gorm:"column:consequential" json:"consequential,omitempty"`
 	Audit
 }
 
