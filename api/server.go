@@ -20,6 +20,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -78,6 +79,8 @@ type Server struct {
 	operators  operatorHashes
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
+	// confirmMetrics counts decisions about pending items (nil: none).
+	confirmMetrics *confirm.Metrics
 	// migrated is set once /readyz has seen the schema up to date: a
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
@@ -107,6 +110,11 @@ func (s *Server) Handler() http.Handler {
 			s.tools.live.Metrics = m
 		}
 	}
+	if s.Registry != nil && s.Runner != nil && s.confirmMetrics == nil { // decisions are about runs
+		if m, err := confirm.NewMetrics(s.Registry); err == nil {
+			s.confirmMetrics = m
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
@@ -132,6 +140,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/executions", s.with(roleUser, s.listExecutions))
 	mux.HandleFunc("POST /v1/runs", s.with(roleUser, s.createRun))
 	mux.HandleFunc("GET /v1/runs/{run_id}", s.with(roleUser, s.getRun))
+	mux.HandleFunc("GET /v1/runs", s.with(roleUser, s.listRuns))
+	mux.HandleFunc("POST /v1/runs/{run_id}/resume", s.with(roleUser, s.resumeRun))
 
 	mux.HandleFunc("GET /v1/credentials/{user_id}", s.with(roleUser, s.listCredentials))
 	mux.HandleFunc("PUT /v1/credentials/{user_id}/{key}", s.with(roleUser, s.putCredential))

@@ -122,6 +122,11 @@ type Call struct {
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool
+	// Confirmed marks a call a person approved (issue 33): it is sent
+	// once and never retried once it may have reached the upstream,
+	// idempotent or not — the one resend with a fresh token after an
+	// OAuth2 401 aside.
+	Confirmed bool
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -175,6 +180,8 @@ type Prepared struct {
 
 	// Trace asks the invoker to report what it sends (Sent).
 	Trace bool
+	// Once forbids retries (Call.Confirmed).
+	Once bool
 
 	schema  *schemaInfo
 	secrets []string
@@ -397,6 +404,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		UserID:           call.UserID,
 		RunID:            call.RunID,
 		Trace:            call.Trace,
+		Once:             call.Confirmed,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),

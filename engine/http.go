@@ -50,6 +50,9 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 	}
 	e := &p.Plugin.Execution
 	policy := retryOf(e.Retry)
+	if p.Once {
+		policy.attempts = 1
+	}
 	idempotent := plugins.IdempotentMethod(out.method)
 	reauth := p.Plugin.AuthConfig.Type == plugins.AuthOAuth2 && p.Plugin.AuthConfig.OAuth2 != nil &&
 		p.Plugin.AuthConfig.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials

@@ -15,14 +15,19 @@ const RunRunning = "running"
 
 // Run is a row of sys_ai_run: one run of the LLM loop and its reply body.
 type Run struct {
-	ID         string    `gorm:"column:run_id;primaryKey" json:"run_id"`
-	UserID     *int64    `gorm:"column:user_id" json:"user_id,omitempty"`
-	Status     string    `gorm:"column:status" json:"status"`
-	Model      string    `gorm:"column:model" json:"model,omitempty"`
-	Reply      JSON      `gorm:"column:reply" json:"reply,omitempty"`
-	ErrorCode  string    `gorm:"column:error_code" json:"error_code,omitempty"`
-	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
-	UpdateTime time.Time `gorm:"column:update_time" json:"update_time"`
+	ID        string `gorm:"column:run_id;primaryKey" json:"run_id"`
+	UserID    *int64 `gorm:"column:user_id" json:"user_id,omitempty"`
+	Status    string `gorm:"column:status" json:"status"`
+	Model     string `gorm:"column:model" json:"model,omitempty"`
+	Reply     JSON   `gorm:"column:reply" json:"reply,omitempty"`
+	ErrorCode string `gorm:"column:error_code" json:"error_code,omitempty"`
+	// State is what resuming a paused run needs (never a credential);
+	// ExpireTime, when the paused run closes as expired. Both are nil
+	// once the run is no longer paused.
+	State      JSON       `gorm:"column:state" json:"-"`
+	ExpireTime *time.Time `gorm:"column:expire_time" json:"expire_time,omitempty"`
+	CreateTime time.Time  `gorm:"column:create_time" json:"create_time"`
+	UpdateTime time.Time  `gorm:"column:update_time" json:"update_time"`
 }
 
 // TableName maps Run onto its table.
@@ -37,7 +42,7 @@ func (s *Store) SaveRun(ctx context.Context, r *Run) error {
 	r.UpdateTime = t
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "run_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "update_time"}),
+		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "state", "expire_time", "update_time"}),
 	}).Create(r).Error
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, classify(err))

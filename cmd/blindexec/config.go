@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress"
@@ -56,6 +57,10 @@ type config struct {
 	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
 	// catalogs, in the LLM loop and the MCP server.
 	toolSearch toolset.Config
+	// confirm and confirmTTL are BLINDEXEC_CONFIRM and _TTL_MS: which
+	// calls of a run wait for a person, and for how long (issue 33).
+	confirm    confirm.Policy
+	confirmTTL time.Duration
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// settings is where the values came from, for messages that name it.
@@ -105,6 +110,8 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
 	c.limits = loadServeLimits(src)
 	c.toolSearch = toolSearchSettings(src)
+	c.confirm = confirm.Policy(src.OneOf("BLINDEXEC_CONFIRM", string(confirm.Consequential), string(confirm.Consequential), string(confirm.Never), string(confirm.Always)))
+	c.confirmTTL = src.Millis("BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
@@ -287,7 +294,8 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmHTTP != nil {
 		oc.HTTPClient = c.llmHTTP
 	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log}
+	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
+		Confirm: c.confirm, ConfirmTTL: c.confirmTTL}
 }
 
 // toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED.
