@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
-	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
