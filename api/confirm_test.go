@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bufio"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
@@ -227,4 +230,154 @@ func noSecretInDB(t *testing.T, st *store.Store, secret string) {
 		}
 		rows.Close()
 	}
+}
+
+// sse posts body to path and returns the event names (consecutive
+// repeats once) and the last event's data.
+func sse(t *testing.T, url, token string, body any) ([]string, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var names []string
+	var last map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok && (len(names) == 0 || names[len(names)-1] != n) {
+			names = append(names, n)
+		}
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			last = nil
+			json.Unmarshal([]byte(d), &last)
+		}
+	}
+	return names, last
+}
+
+// TestPauseResumeReplicas: over server-sent events, the calls of a turn
+// that need no decision run first and the stream ends with run.paused; a
+// partial answer leaves the run paused; two replicas receiving the last
+// decision at once send the request once; a catalog plugin changed
+// while its call waited is stale (nothing sent); a run past its expiry
+// is closed by whichever replica reads it.
+func TestPauseResumeReplicas(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+		sent := func(method string) int {
+			n := 0
+			for _, r := range up.received() {
+				if r.method == method {
+					n++
+				}
+			}
+			return n
+		}
+		llm := openaitest.New(t)
+		a := newEnv(t, st, withConfirmingModel(llm))
+		b := newEnv(t, st, withConfirmingModel(llm))
+		p := hijackPayload(up.URL)
+		p["options"] = map[string]any{"stream": true}
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{
+			{Name: "delete_repo", Arguments: `{"repo":"one"}`}, {Name: "get_issue", Arguments: `{}`}, {Name: "delete_repo", Arguments: `{"repo":"two"}`}}},
+			openaitest.Turn{Content: "Both gone."})
+		names, paused := sse(t, a.url+"/v1/runs", serviceToken, p)
+		if strings.Join(names, ",") != "run.started,tool.started,tool.completed,run.paused" || paused["status"] != "paused" {
+			t.Fatalf("events %v, last %v", names, paused)
+		}
+		if sent("GET") != 1 || sent("DELETE") != 0 {
+			t.Fatalf("sent %d GET, %d DELETE; want the GET only", sent("GET"), sent("DELETE"))
+		}
+		pending := paused["pending"].([]any)
+		if len(pending) != 2 {
+			t.Fatalf("pending %v", pending)
+		}
+		runID := paused["run_id"].(string)
+		id := func(i int) string { return pending[i].(map[string]any)["id"].(string) }
+		creds := map[string]string{"GH_TOKEN": ghToken}
+		code, partial := a.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{
+			"decisions": []map[string]string{{"id": id(0), "decision": "approve"}}, "credentials": creds})
+		if code != 200 || partial["status"] != "paused" || len(partial["pending"].([]any)) != 1 || sent("DELETE") != 0 {
+			t.Fatalf("partial answer: %d %v, %d DELETEs", code, partial, sent("DELETE"))
+		}
+
+		// Both replicas get the last decision at once.
+		last := map[string]any{"decisions": []map[string]string{{"id": id(1), "decision": "approve"}}, "credentials": creds}
+		codes := make(chan int, 2)
+		for _, e := range []*env{a, b} {
+			go func() {
+				code, _ := api.DoJSON(t, e.url, "POST", "/v1/runs/"+runID+"/resume", serviceToken, last)
+				codes <- code
+			}()
+		}
+		c1, c2 := <-codes, <-codes
+		if c1+c2 != http.StatusOK+http.StatusConflict || sent("DELETE") != 2 {
+			t.Fatalf("two replicas resumed: %d and %d, %d DELETEs; want 200 and 409, each request sent once", c1, c2, sent("DELETE"))
+		}
+
+		// A catalog plugin changed while its call waited: stale.
+		plugin := map[string]any{"name": "wipe", "description": "wipe", "parameters": map[string]any{"type": "object"},
+			"execution": map[string]any{"method": "POST", "base_url": up.URL + "/wipe"}}
+		if code, body := a.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "wipe", Arguments: `{}`}}}, openaitest.Turn{Content: "Could not."})
+		_, reply := a.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": "7", "plugin_names": []string{"wipe"},
+			"messages": []map[string]string{{"role": "user", "content": "wipe"}}})
+		if reply["status"] != "paused" {
+			t.Fatalf("wipe run: %v", reply)
+		}
+		plugin["execution"] = map[string]any{"method": "POST", "base_url": up.URL + "/wipe-everything"}
+		if code, body := a.do("PUT", "/v1/plugins/wipe", adminToken, plugin); code != http.StatusOK {
+			t.Fatalf("put: %d %v", code, body)
+		}
+		wid := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		code, done := b.do("POST", "/v1/runs/"+reply["run_id"].(string)+"/resume", serviceToken, map[string]any{
+			"decisions": []map[string]string{{"id": wid, "decision": "approve"}}})
+		steps := done["steps"].([]any)
+		step := steps[len(steps)-1].(map[string]any)
+		if code != 200 || sent("POST") != 0 || step["decision"].(map[string]any)["outcome"] != "stale" {
+			t.Fatalf("stale approval: %d %v, %d POSTs", code, done, sent("POST"))
+		}
+		reqs := llm.Requests()
+		if !strings.Contains(string(reqs[len(reqs)-1]), "the confirmation no longer applies") {
+			t.Error("the model was not told the call went stale")
+		}
+	})
+}
+
+// TestPausedRunExpires: a run nobody decides in time is closed as
+// expired by the next replica that reads paused runs; a late approval
+// sends nothing.
+func TestPausedRunExpires(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+		llm := openaitest.New(t)
+		a := newEnv(t, st, func(s *api.Server) { withConfirmingModel(llm)(s); s.Runner.ConfirmTTL = time.Millisecond })
+		b := newEnv(t, st, withConfirmingModel(llm))
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}}})
+		_, reply := a.do("POST", "/v1/runs", serviceToken, hijackPayload(up.URL))
+		if reply["status"] != "paused" {
+			t.Fatalf("run: %v", reply)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if code, list := b.do("GET", "/v1/runs?status=paused", serviceToken, nil); code != 200 || len(list["runs"].([]any)) != 0 {
+			t.Fatalf("paused runs after expiry: %d %v", code, list)
+		}
+		id := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		code, body := a.do("POST", "/v1/runs/"+reply["run_id"].(string)+"/resume", serviceToken, map[string]any{
+			"decisions": []map[string]string{{"id": id, "decision": "approve"}}, "credentials": map[string]string{"GH_TOKEN": ghToken}})
+		if code != http.StatusConflict || len(up.received()) != 0 {
+			t.Fatalf("late approval: %d %v, %d sent", code, body, len(up.received()))
+		}
+		if run, err := st.GetRun(context.Background(), reply["run_id"].(string)); err != nil || run.Status != store.RunExpired {
+			t.Fatalf("run after expiry: %+v %v", run, err)
+		}
+	})
 }

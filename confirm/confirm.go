@@ -103,7 +103,7 @@ func NewID() string {
 }
 
 // Declined is the tool output the model reads for an item a person
-// denied, or that expired or went stale: nothing was sent.
+// denied, or whose request went stale: nothing was sent.
 func Declined(outcome, reason string) string {
 	var msg string
 	switch outcome {
@@ -112,8 +112,6 @@ func Declined(outcome, reason string) string {
 		if reason != "" {
 			msg = "the user declined this call: " + reason + "; nothing was sent"
 		}
-	case Expired:
-		msg = "nobody confirmed this call in time; nothing was sent"
 	default:
 		msg = "the tool or the user's credentials changed after the call was prepared, so the confirmation no longer applies; nothing was sent"
 	}
