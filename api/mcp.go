@@ -532,7 +532,11 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	if !s.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+		return
+	}
+	res, err := s.Executor.Execute(r.Context(), call)
 	writeResult(w, res, err)
 }
 

@@ -71,6 +71,14 @@ type Server struct {
 	// single-process tools).
 	OutageGrace time.Duration
 
+	// Confirm is the confirmation policy of direct calls
+	// (BLINDEXEC_CONFIRM; runs use their Runner's): a per-user token's
+	// call that needs confirmation takes two steps. Empty: never.
+	Confirm confirm.Policy
+	// ConfirmTTL is how long a prepared call waits (confirm.DefaultTTL
+	// when 0).
+	ConfirmTTL time.Duration
+
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.
 	Sessions Sessions
@@ -110,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 			s.tools.live.Metrics = m
 		}
 	}
-	if s.Registry != nil && s.Runner != nil && s.confirmMetrics == nil { // decisions are about runs
+	if s.Registry != nil && (s.Runner != nil || s.Confirm != "") && s.confirmMetrics == nil { // decisions are about runs and direct calls
 		if m, err := confirm.NewMetrics(s.Registry); err == nil {
 			s.confirmMetrics = m
 		}

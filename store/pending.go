@@ -23,8 +23,11 @@ const PendingWaiting = "pending"
 // PendingItem is a row of sys_ai_run_pending: one call of a paused run
 // waiting for a person, bound to its user, run and request digest.
 type PendingItem struct {
-	ID          string     `gorm:"column:pending_id;primaryKey" json:"id"`
-	RunID       string     `gorm:"column:run_id" json:"run_id"`
+	ID    string `gorm:"column:pending_id;primaryKey" json:"id"`
+	RunID string `gorm:"column:run_id" json:"run_id"` // "" for a direct call
+	// Principal, for a direct call (POST /v1/execute), is who prepared
+	// it: the only one who may send it.
+	Principal   string     `gorm:"column:principal" json:"-"`
 	UserID      *int64     `gorm:"column:user_id" json:"user_id,omitempty"`
 	Kind        string     `gorm:"column:kind" json:"kind"`
 	Tool        string     `gorm:"column:tool" json:"tool"`
@@ -154,4 +157,22 @@ func (s *Store) MarkItemStale(ctx context.Context, id string) error {
 		return fmt.Errorf("mark pending item stale: %w", classify(err))
 	}
 	return nil
+}
+
+// CreatePendingItem stores the pending item of a direct call.
+func (s *Store) CreatePendingItem(ctx context.Context, it *PendingItem) error {
+	it.Status, it.CreateTime = PendingWaiting, msNow()
+	if err := s.db.WithContext(ctx).Create(it).Error; err != nil {
+		return fmt.Errorf("create pending item: %w", classify(err))
+	}
+	return nil
+}
+
+// GetPendingItem returns a pending item by id.
+func (s *Store) GetPendingItem(ctx context.Context, id string) (*PendingItem, error) {
+	var it PendingItem
+	if err := s.db.WithContext(ctx).Where("pending_id = ?", id).Take(&it).Error; err != nil {
+		return nil, fmt.Errorf("get pending item: %w", classify(err))
+	}
+	return &it, nil
 }

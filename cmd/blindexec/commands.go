@@ -92,6 +92,8 @@ func serveCmd(cfg *config) *cobra.Command {
 				Deadlines:   cfg.limits.deadlines,
 				Version:     versionLine(),
 				OutageGrace: cfg.outageGrace,
+				Confirm:     cfg.confirm,
+				ConfirmTTL:  cfg.confirmTTL,
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)

@@ -25,7 +25,8 @@ ALTER TABLE sys_ai_run
 
 CREATE TABLE sys_ai_run_pending (
   pending_id   VARCHAR(32)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT '128 random bits, hex',
-  run_id       VARCHAR(36)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  run_id       VARCHAR(36)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT 'empty for a direct call (POST /v1/execute)',
+  principal    VARCHAR(64)  NULL COMMENT 'a direct call: the token kind and user that prepared it, the only one that may send it',
   user_id      BIGINT       NULL,
   kind         VARCHAR(16)  NOT NULL COMMENT 'confirmation',
   tool         VARCHAR(64)  NOT NULL,

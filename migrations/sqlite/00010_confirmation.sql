@@ -8,6 +8,7 @@ ALTER TABLE sys_ai_run ADD COLUMN expire_time DATETIME NULL;
 CREATE TABLE sys_ai_run_pending (
   pending_id   VARCHAR(32)  NOT NULL PRIMARY KEY,
   run_id       VARCHAR(36)  NOT NULL,
+  principal    VARCHAR(64)  NULL,
   user_id      BIGINT       NULL,
   kind         VARCHAR(16)  NOT NULL,
   tool         VARCHAR(64)  NOT NULL,
