@@ -27,6 +27,7 @@ type replica struct {
 	name string
 	url  string
 	logs *bytes.Buffer
+	cmd  *exec.Cmd
 }
 
 func freeAddr(t *testing.T) string {
@@ -46,8 +47,8 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 	rs := make([]*replica, n)
 	for i := range rs {
 		addr := freeAddr(t)
-		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}}
 		cmd := exec.Command(os.Args[0], "serve")
+		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}, cmd: cmd}
 		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
 			"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
