@@ -381,3 +381,25 @@ func TestPausedRunExpires(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchCannotBypassConfirmation: a consequential tool found through
+// search_tools is held like any other; the meta-tool decides nothing.
+func TestSearchCannotBypassConfirmation(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	llm := openaitest.New(t)
+	e := newEnv(t, st, withConfirmingModel(llm))
+	p := hijackPayload(up.URL)
+	p["options"] = map[string]any{"tool_search": "always"}
+	llm.Script(
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "search_tools", Arguments: `{"query":"delete_repo"}`}}},
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}}},
+	)
+	code, body := e.do("POST", "/v1/runs", serviceToken, p)
+	if code != http.StatusOK || body["status"] != "paused" || len(up.received()) != 0 {
+		t.Fatalf("a tool found by search: %d %v, %d sent; want paused, nothing sent", code, body, len(up.received()))
+	}
+	if steps := body["steps"].([]any); len(steps) != 1 || steps[0].(map[string]any)["tool"] != "search_tools" {
+		t.Errorf("steps %v", steps)
+	}
+}
