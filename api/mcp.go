@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -76,7 +77,13 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger})
+	mux.HandleFunc("GET /v1/pending", s.with(roleUser, s.listPending))
+	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
+	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger}
+	if s.Confirm != "" && s.Confirm != confirm.Never {
+		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, Logger: s.Logger}
+	}
+	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, opts)
 	catalog := s.mcpService.Handler(s.mcpIdentity)
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)

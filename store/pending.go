@@ -176,3 +176,43 @@ func (s *Store) GetPendingItem(ctx context.Context, id string) (*PendingItem, er
 	}
 	return &it, nil
 }
+
+// Statuses of a direct call's item after approval: sent once claimed by
+// the call that sends it.
+const PendingSent = "sent"
+
+// FindItem returns the newest item of principal with digest in status,
+// or ErrNotFound.
+func (s *Store) FindItem(ctx context.Context, principal, digest, status string) (*PendingItem, error) {
+	var it PendingItem
+	err := s.db.WithContext(ctx).Where("principal = ? AND digest = ? AND status = ? AND run_id = ?", principal, digest, status, "").
+		Order("create_time DESC").Take(&it).Error
+	if err != nil {
+		return nil, fmt.Errorf("find pending item: %w", classify(err))
+	}
+	return &it, nil
+}
+
+// ClaimApproved moves an approved item to sent, conditionally: it
+// reports whether this call claimed it, so that one approval sends once.
+func (s *Store) ClaimApproved(ctx context.Context, id string) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&PendingItem{}).Where("pending_id = ? AND status = ?", id, "approved").Update("status", PendingSent)
+	if res.Error != nil {
+		return false, fmt.Errorf("claim approved item: %w", classify(res.Error))
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// WaitingItems lists the waiting items of direct calls whose principal
+// starts with prefix, of user when not nil, oldest first.
+func (s *Store) WaitingItems(ctx context.Context, prefix string, user *int64) ([]PendingItem, error) {
+	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND principal LIKE ? AND expire_time > ?", "", PendingWaiting, prefix+"%", msNow())
+	if user != nil {
+		q = q.Where("user_id = ?", *user)
+	}
+	var out []PendingItem
+	if err := q.Order("create_time").Limit(500).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("waiting items: %w", classify(err))
+	}
+	return out, nil
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
@@ -218,7 +220,12 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			go parts.changes.Run(ctx)
-			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
+			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log}
+			if cfg.confirm != confirm.Never {
+				// Decisions come through the database: POST /v1/pending/{id} on any replica.
+				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL, Logger: log}
+			}
+			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},
 	}

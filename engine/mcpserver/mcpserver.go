@@ -67,6 +67,18 @@ type Options struct {
 	// toolsearch.New).
 	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
 	Logger   *slog.Logger // nil: slog.Default()
+	// Gate holds the calls that wait for a person (issue 33); nil: none
+	// waits.
+	Gate Gate
+}
+
+// Gate decides, before a call is executed, whether it waits for a
+// person. Admit returns the call to execute — Confirmed set when a
+// person approved exactly this request — or, when it waits, the text of
+// the tool error the client reads (what to approve, and that nothing
+// was sent). Nothing a client sends decides it.
+type Gate interface {
+	Admit(ctx context.Context, call engine.Call) (engine.Call, string)
 }
 
 // Service serves one catalog to any number of sessions, each its own

@@ -133,7 +133,14 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage) 
 		ss.found.Use(e.plugin.Name)
 	}
 	ss.mu.Unlock()
-	res, err := ss.svc.ex.Execute(ctx, engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user})
+	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user}
+	if g := ss.svc.opts.Gate; g != nil {
+		var waits string
+		if call, waits = g.Admit(ctx, call); waits != "" {
+			return errorResult(waits)
+		}
+	}
+	res, err := ss.svc.ex.Execute(ctx, call)
 	return result(res, err)
 }
 

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/store"
+)
+
+// mcpPrincipal prefixes the principal of an MCP client's pending items:
+// the user its session acts for.
+const mcpPrincipal = "mcp:user:"
+
+// MCPGate holds the consequential calls of MCP clients (/mcp, `mcp serve
+// --stdio`) for a person (issue 33). Such a call is prepared, stored as
+// a pending item, and answered at once with a tool error naming it —
+// never held open waiting for a person. Once the user approves the item
+// (POST /v1/pending/{id}), the same call with the same arguments sends
+// exactly the approved request, once. The items live in the database, so
+// a stdio server sees decisions made anywhere.
+type MCPGate struct {
+	Store    *store.Store
+	Executor *engine.Executor
+	Policy   confirm.Policy
+	TTL      time.Duration // confirm.DefaultTTL when 0
+	Logger   *slog.Logger
+}
+
+// Admit implements mcpserver.Gate.
+func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, string) {
+	if g.Policy == "" || g.Policy == confirm.Never {
+		return call, ""
+	}
+	prev, refused := g.Executor.Preview(ctx, call)
+	if refused != nil || !g.Policy.Needs(prev.Plugin) {
+		return call, "" // a refusal is the executor's to answer and record
+	}
+	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
+	approved, err := g.Store.FindItem(ctx, principal, prev.Digest, confirm.Approved)
+	if err == nil && time.Now().Before(approved.ExpireTime) {
+		won, err := g.Store.ClaimApproved(ctx, approved.ID)
+		if err == nil && won {
+			call.Confirmed = true
+			return call, ""
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return call, g.failed(ctx, err)
+	}
+	it, err := g.Store.FindItem(ctx, principal, prev.Digest, store.PendingWaiting)
+	var pending loop.Pending
+	switch {
+	case err == nil && time.Now().Before(it.ExpireTime):
+		if err := json.Unmarshal(it.Item, &pending); err != nil {
+			return call, g.failed(ctx, err)
+		}
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		pending = loop.Pending{ID: confirm.NewID(), Kind: confirm.KindConfirmation, Tool: prev.Plugin.Name, Arguments: call.Arguments,
+			Request: prev.Request, ExpiresAt: time.Now().Add(cmp.Or(g.TTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond)}
+		item, err := json.Marshal(pending)
+		if err != nil {
+			return call, g.failed(ctx, err)
+		}
+		var uid *int64
+		if call.UserID != 0 {
+			uid = &call.UserID
+		}
+		if err := g.Store.CreatePendingItem(ctx, &store.PendingItem{ID: pending.ID, UserID: uid, Principal: principal, Kind: pending.Kind,
+			Tool: pending.Tool, Digest: prev.Digest, Item: item, ExpireTime: pending.ExpiresAt}); err != nil {
+			return call, g.failed(ctx, err)
+		}
+	default:
+		return call, g.failed(ctx, err)
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": "confirmation_required",
+		"message": fmt.Sprintf("%s changes something on the user's behalf and waits for the user's approval; nothing was sent. "+
+			"Tell the user what it will do; once the user has approved it, call the tool again with the same arguments.", pending.Tool),
+		"pending": pending,
+	}})
+	return call, string(b)
+}
+
+func (g *MCPGate) failed(ctx context.Context, err error) string {
+	cmp.Or(g.Logger, slog.Default()).ErrorContext(ctx, "confirmation: pending items unavailable", "err", err)
+	return `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`
+}
+
+// decidePending is POST /v1/pending/{id}: the user's decision about a
+// pending call of an MCP client, {"decision": "approve"|"deny",
+// "reason"}; the user's own token, or the service or admin token.
+func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Decision string `json:"decision"`
+		Reason   string `json:"reason,omitempty"`
+	}
+	if !decodeStrict(w, r, &req) {
+		return
+	}
+	outcome := map[string]string{confirm.Approve: confirm.Approved, confirm.Deny: confirm.Denied}[req.Decision]
+	if outcome == "" || len(req.Reason) > 500 {
+		writeError(w, http.StatusBadRequest, "invalid_payload", `decision: expected "approve" or "deny" (reason: at most 500 bytes)`, map[string]string{"field": "decision"})
+		return
+	}
+	p := principalFrom(r.Context())
+	it, err := s.Store.GetPendingItem(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!strings.HasPrefix(it.Principal, mcpPrincipal) ||
+		p.role == roleUser && (it.UserID == nil || *it.UserID != p.userID)) {
+		writeError(w, http.StatusNotFound, "pending_not_found", "no pending call of yours has this id", nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if it.Status != store.PendingWaiting || time.Now().After(it.ExpireTime) {
+		writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		return
+	}
+	won, err := s.Store.DecideItem(r.Context(), it.ID, outcome, decider(p), req.Reason)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if !won {
+		writeError(w, http.StatusConflict, "pending_closed", "this call was decided by another request", nil)
+		return
+	}
+	s.confirmMetrics.Count(outcome, 1)
+	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
+}
+
+// listPending is GET /v1/pending[?user_id=]: the MCP clients' calls
+// waiting for a user; a per-user token sees its own.
+func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
+	var named int64
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
+			return
+		}
+		named = n
+	}
+	user, ok := actingUser(w, r, UserID(named))
+	if !ok {
+		return
+	}
+	var filter *int64
+	if user != 0 {
+		filter = &user
+	}
+	items, err := s.Store.WaitingItems(r.Context(), mcpPrincipal, filter)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	out := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		out[i] = json.RawMessage(it.Item)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": out})
+}

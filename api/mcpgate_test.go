@@ -1,0 +1,96 @@
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// TestMCPCallWaitsForTheUser: over /mcp a consequential call is answered
+// at once with a tool error naming the pending call (never held open),
+// nothing sent; the user approves it through the API (another user
+// cannot); the same call then sends exactly the approved request, once.
+func TestMCPCallWaitsForTheUser(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+		deletes := func() int {
+			n := 0
+			for _, r := range up.received() {
+				if r.method == http.MethodDelete {
+					n++
+				}
+			}
+			return n
+		}
+		e := newEnv(t, st, func(s *api.Server) { s.Confirm = confirm.Consequential; s.MCP = &api.MCPConfig{} })
+		plugin := map[string]any{"name": "delete_repo", "description": "Delete a repository",
+			"parameters":  map[string]any{"type": "object", "properties": map[string]any{"repo": map[string]any{"type": "string"}}},
+			"execution":   map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"},
+			"auth_config": map[string]any{"type": "api_key", "mapping": []map[string]string{{"source": "GH_TOKEN", "target": "X-Token"}}}}
+		if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		e.do("PUT", "/v1/credentials/7/GH_TOKEN", serviceToken, map[string]string{"value": ghToken})
+		token := func(user int) string {
+			_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": user, "name": "t"})
+			return tok["token"].(string)
+		}
+		seven, eight := token(7), token(8)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		call := func() (*sdk.CallToolResult, map[string]any) {
+			t.Helper()
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "delete_repo", Arguments: map[string]any{"repo": "blindexec"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out map[string]any
+			json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &out)
+			return res, out
+		}
+		res, out := call()
+		if !res.IsError || deletes() != 0 {
+			t.Fatalf("first call: %+v, %d sent; want a tool error, nothing sent", out, deletes())
+		}
+		pending := out["error"].(map[string]any)["pending"].(map[string]any)
+		id := pending["id"].(string)
+		if req := pending["request"].(map[string]any); req["method"] != "DELETE" || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "waits for the user's approval") {
+			t.Errorf("the tool error: %v", out)
+		}
+		if _, again := call(); again["error"].(map[string]any)["pending"].(map[string]any)["id"] != id || deletes() != 0 {
+			t.Errorf("the same call again: %v, want the same pending id, nothing sent", again)
+		}
+		if code, list := e.do("GET", "/v1/pending", seven, nil); code != 200 || len(list["pending"].([]any)) != 1 {
+			t.Errorf("user 7's pending calls: %d %v", code, list)
+		}
+		if code, _ := e.do("POST", "/v1/pending/"+id, eight, map[string]string{"decision": "approve"}); code != http.StatusNotFound {
+			t.Errorf("user 8 approves user 7's call: %d, want 404", code)
+		}
+		if code, body := e.do("POST", "/v1/pending/"+id, seven, map[string]string{"decision": "approve"}); code != http.StatusOK {
+			t.Fatalf("approve: %d %v", code, body)
+		}
+		if res, out := call(); res.IsError || deletes() != 1 {
+			t.Fatalf("after approval: %v, %d sent", out, deletes())
+		}
+		if last := up.received()[len(up.received())-1]; last.uri != "/repo?repo=blindexec" || last.header.Get("X-Token") != ghToken {
+			t.Errorf("sent %s", last.uri)
+		}
+		// One approval, one call.
+		if res, _ := call(); !res.IsError || deletes() != 1 {
+			t.Errorf("a second call after one approval was sent")
+		}
+	})
+}
