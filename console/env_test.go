@@ -42,7 +42,7 @@ func newMasterKey() string {
 
 // newEnv serves an engine over st; master is the master key (several
 // replicas share one).
-func newEnv(t *testing.T, st *store.Store, master string) *env {
+func newEnv(t *testing.T, st *store.Store, master string, opts ...func(*api.Server)) *env {
 	t.Helper()
 	kr, err := auth.ParseKeyring(master, "")
 	if err != nil {
@@ -63,6 +63,9 @@ func newEnv(t *testing.T, st *store.Store, master string) *env {
 	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
 		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}}
+	for _, o := range opts {
+		o(srv)
+	}
 	con, err := console.New(srv, st, master, log)
 	if err != nil {
 		t.Fatal(err)
