@@ -46,7 +46,7 @@ func BenchmarkCall(b *testing.B) {
 	if err := e.creds.Set(ctx, 7, "API_KEY", "sk-bench-0123456789", "bench"); err != nil {
 		b.Fatal(err)
 	}
-	token, _, err := api.IssueToken(ctx, st, 7, "bench", 0)
+	token, _, err := api.IssueToken(ctx, st, 7, "bench", 0, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -106,8 +106,13 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 		writeError(w, http.StatusConflict, code, msg, map[string]string{"confirmation": id})
 		return false
 	}
-	if it.Status != store.PendingWaiting {
+	viaConsole := s.ConfirmVia == "console" && principalFrom(r.Context()).role == roleUser
+	switch {
+	case it.Status == confirm.Approved: // approved in the console (or by the user through /v1/pending)
+	case it.Status != store.PendingWaiting:
 		return conflict("confirmation_used", "this confirmation was used or closed ("+it.Status+"); prepare the call again")
+	case viaConsole:
+		return conflict("confirmation_not_approved", "BLINDEXEC_CONFIRM_VIA=console: the user approves this call in the console first (Approvals); nothing was sent")
 	}
 	if time.Now().After(it.ExpireTime) {
 		if won, _ := s.Store.DecideItem(r.Context(), id, confirm.Expired, "", ""); won {
@@ -126,7 +131,12 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 		}
 		return conflict("confirmation_stale", "the call differs from the one prepared (its plugin, arguments or credentials changed); nothing was sent: prepare it again")
 	}
-	won, err := s.Store.DecideItem(r.Context(), id, confirm.Approved, by, "")
+	var won bool
+	if it.Status == confirm.Approved {
+		won, err = s.Store.ClaimApproved(r.Context(), id)
+	} else if won, err = s.Store.DecideItem(r.Context(), id, confirm.Approved, by, ""); won {
+		s.confirmMetrics.Count(confirm.Approved, 1)
+	}
 	if err != nil {
 		s.internal(w, r, err)
 		return false
@@ -134,7 +144,6 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 	if !won {
 		return conflict("confirmation_used", "this confirmation was used by another request")
 	}
-	s.confirmMetrics.Count(confirm.Approved, 1)
 	call.Confirmed = true
 	return true
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/confirm"
@@ -97,9 +96,23 @@ func (g *MCPGate) failed(ctx context.Context, err error) string {
 	return `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`
 }
 
+// mayDecide answers 403 and reports false when p's decisions do not
+// count: under BLINDEXEC_CONFIRM_VIA=console, only a console session
+// opened with a console-only token decides a user's calls (the service
+// token still decides runs: RuoYi is its own user interface).
+func (s *Server) mayDecide(w http.ResponseWriter, p principal) bool {
+	if s.ConfirmVia != "console" || p.browser && p.consoleOnly {
+		return true
+	}
+	writeError(w, http.StatusForbidden, "approval_via_console",
+		"BLINDEXEC_CONFIRM_VIA=console: approve in the console, signed in with a console-only token", nil)
+	return false
+}
+
 // decidePending is POST /v1/pending/{id}: the user's decision about a
-// pending call of an MCP client, {"decision": "approve"|"deny",
-// "reason"}; the user's own token, or the service or admin token.
+// pending direct call (an MCP client's, or one /v1/execute prepared),
+// {"decision": "approve"|"deny", "reason"}; the user's own token, or the
+// service or admin token (mayDecide).
 func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Decision string `json:"decision"`
@@ -114,8 +127,11 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalFrom(r.Context())
+	if !s.mayDecide(w, p) {
+		return
+	}
 	it, err := s.Store.GetPendingItem(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) || err == nil && (!strings.HasPrefix(it.Principal, mcpPrincipal) ||
+	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" ||
 		p.role == roleUser && (it.UserID == nil || *it.UserID != p.userID)) {
 		writeError(w, http.StatusNotFound, "pending_not_found", "no pending call of yours has this id", nil)
 		return
@@ -141,8 +157,9 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
 }
 
-// listPending is GET /v1/pending[?user_id=]: the MCP clients' calls
-// waiting for a user; a per-user token sees its own.
+// listPending is GET /v1/pending[?user_id=]: the direct calls (MCP
+// clients', prepared ones) waiting for a user; a per-user token sees
+// its own.
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 	var named int64
 	if v := r.URL.Query().Get("user_id"); v != "" {
@@ -161,7 +178,7 @@ func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 	if user != 0 {
 		filter = &user
 	}
-	items, err := s.Store.WaitingItems(r.Context(), mcpPrincipal, filter)
+	items, err := s.Store.WaitingItems(r.Context(), filter)
 	if err != nil {
 		s.internal(w, r, err)
 		return

@@ -140,7 +140,11 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	for i := range items {
 		byID[items[i].ID] = &items[i]
 	}
-	by := decider(principalFrom(r.Context()))
+	p := principalFrom(r.Context())
+	if p.role == roleUser && !s.mayDecide(w, p) {
+		return
+	}
+	by := decider(p)
 	for i, d := range req.Decisions {
 		field := fmt.Sprintf("decisions[%d]", i)
 		item := byID[d.ID]

@@ -78,6 +78,12 @@ type Server struct {
 	// ConfirmTTL is how long a prepared call waits (confirm.DefaultTTL
 	// when 0).
 	ConfirmTTL time.Duration
+	// ConfirmVia is BLINDEXEC_CONFIRM_VIA: "console" counts a per-user
+	// principal's decisions only from console sessions opened with a
+	// console-only token, so that an agent holding the user's API token
+	// cannot approve its own calls; "" or "api" counts them from any of
+	// the user's tokens.
+	ConfirmVia string
 
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.

@@ -216,7 +216,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, self string) error {
 	if err != nil {
 		return err
 	}
-	userToken, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-gateway", 0)
+	userToken, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-gateway", 0, "")
 	if err != nil {
 		return err
 	}

@@ -129,8 +129,15 @@ type Token struct {
 	Prefix       string     `gorm:"column:token_prefix" json:"token_prefix,omitempty"`
 	ExpireTime   *time.Time `gorm:"column:expire_time" json:"expire_time,omitempty"`
 	LastUsedTime *time.Time `gorm:"column:last_used_time" json:"last_used_time,omitempty"`
+	// Scope TokenScopeConsole signs in to the console only (issue 33).
+	Scope string `gorm:"column:scope" json:"scope,omitempty"`
 	Audit
 }
+
+// TokenScopeConsole is the scope of a token refused on /v1 and /mcp: it
+// signs in to the console, whose sessions alone may approve calls under
+// BLINDEXEC_CONFIRM_VIA=console.
+const TokenScopeConsole = "console"
 
 // TableName maps Token onto its table.
 func (Token) TableName() string { return "sys_ai_token" }

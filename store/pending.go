@@ -203,10 +203,10 @@ func (s *Store) ClaimApproved(ctx context.Context, id string) (bool, error) {
 	return res.RowsAffected == 1, nil
 }
 
-// WaitingItems lists the waiting items of direct calls whose principal
-// starts with prefix, of user when not nil, oldest first.
-func (s *Store) WaitingItems(ctx context.Context, prefix string, user *int64) ([]PendingItem, error) {
-	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND principal LIKE ? AND expire_time > ?", "", PendingWaiting, prefix+"%", msNow())
+// WaitingItems lists the waiting items of direct calls, of user when
+// not nil, oldest first.
+func (s *Store) WaitingItems(ctx context.Context, user *int64) ([]PendingItem, error) {
+	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND expire_time > ?", "", PendingWaiting, msNow())
 	if user != nil {
 		q = q.Where("user_id = ?", *user)
 	}

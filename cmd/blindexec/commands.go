@@ -94,6 +94,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				OutageGrace: cfg.outageGrace,
 				Confirm:     cfg.confirm,
 				ConfirmTTL:  cfg.confirmTTL,
+				ConfirmVia:  cfg.confirmVia,
 			}
 			go parts.changes.Run(ctx)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
@@ -370,7 +371,7 @@ func tokenCmd(cfg *config) *cobra.Command {
 				return usagef("token create: --user is required (a positive user id)")
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-				tok, row, err := api.IssueToken(ctx, st, user, name, ttl)
+				tok, row, err := api.IssueToken(ctx, st, user, name, ttl, "")
 				if err != nil {
 					return err
 				}

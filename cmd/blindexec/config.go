@@ -61,6 +61,7 @@ type config struct {
 	// calls of a run wait for a person, and for how long (issue 33).
 	confirm    confirm.Policy
 	confirmTTL time.Duration
+	confirmVia string // BLINDEXEC_CONFIRM_VIA: api or console
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// settings is where the values came from, for messages that name it.
@@ -112,6 +113,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.toolSearch = toolSearchSettings(src)
 	c.confirm = confirm.Policy(src.OneOf("BLINDEXEC_CONFIRM", string(confirm.Consequential), string(confirm.Consequential), string(confirm.Never), string(confirm.Always)))
 	c.confirmTTL = src.Millis("BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL)
+	c.confirmVia = src.OneOf("BLINDEXEC_CONFIRM_VIA", "api", "api", "console")
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)

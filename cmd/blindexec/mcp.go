@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
+	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"

@@ -19,6 +19,9 @@
 ALTER TABLE sys_ai_plugin
   ADD COLUMN consequential CHAR(1) NULL COMMENT '1 consequential, 0 not, NULL derived (issue 33)';
 
+ALTER TABLE sys_ai_token
+  ADD COLUMN scope VARCHAR(16) NULL COMMENT 'console: signs in to the console only (sessions that may approve under BLINDEXEC_CONFIRM_VIA=console)';
+
 ALTER TABLE sys_ai_run
   ADD COLUMN state JSON NULL COMMENT 'a paused run: what resuming needs; never a credential',
   ADD COLUMN expire_time DATETIME(3) NULL COMMENT 'a paused run: when it closes as expired';
@@ -47,4 +50,5 @@ CREATE TABLE sys_ai_run_pending (
 -- +goose Down
 DROP TABLE IF EXISTS sys_ai_run_pending;
 ALTER TABLE sys_ai_run DROP COLUMN state, DROP COLUMN expire_time;
+ALTER TABLE sys_ai_token DROP COLUMN scope;
 ALTER TABLE sys_ai_plugin DROP COLUMN consequential;
