@@ -131,11 +131,17 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 		}
 		return conflict("confirmation_stale", "the call differs from the one prepared (its plugin, arguments or credentials changed); nothing was sent: prepare it again")
 	}
+	// Approved (by this request when it was waiting), then claimed
+	// (approved → sent): of two requests with one confirmation, one
+	// sends.
 	var won bool
-	if it.Status == confirm.Approved {
+	if it.Status == store.PendingWaiting {
+		if won, err = s.Store.DecideItem(r.Context(), id, confirm.Approved, by, ""); won {
+			s.confirmMetrics.Count(confirm.Approved, 1)
+		}
+	}
+	if err == nil && (won || it.Status == confirm.Approved) {
 		won, err = s.Store.ClaimApproved(r.Context(), id)
-	} else if won, err = s.Store.DecideItem(r.Context(), id, confirm.Approved, by, ""); won {
-		s.confirmMetrics.Count(confirm.Approved, 1)
 	}
 	if err != nil {
 		s.internal(w, r, err)
