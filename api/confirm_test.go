@@ -62,15 +62,7 @@ func TestModelCannotConfirm(t *testing.T) {
 			}
 			w.WriteHeader(http.StatusNoContent)
 		})
-		deletes := func() int {
-			n := 0
-			for _, r := range up.received() {
-				if r.method == http.MethodDelete {
-					n++
-				}
-			}
-			return n
-		}
+		deletes := func() int { return up.count(http.MethodDelete) }
 		llm := openaitest.New(t)
 		e := newEnv(t, st, withConfirmingModel(llm))
 		obey := func(final string) {
@@ -204,6 +196,17 @@ func TestConfirmPolicy(t *testing.T) {
 	}
 }
 
+// count is the number of requests of method the upstream received.
+func (u *upstream) count(method string) int {
+	n := 0
+	for _, r := range u.received() {
+		if r.method == method {
+			n++
+		}
+	}
+	return n
+}
+
 // noSecretInDB fails when any text column of any table holds secret.
 func noSecretInDB(t *testing.T, st *store.Store, secret string) {
 	t.Helper()
@@ -270,15 +273,7 @@ func sse(t *testing.T, url, token string, body any) ([]string, map[string]any) {
 func TestPauseResumeReplicas(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-		sent := func(method string) int {
-			n := 0
-			for _, r := range up.received() {
-				if r.method == method {
-					n++
-				}
-			}
-			return n
-		}
+		sent := up.count
 		llm := openaitest.New(t)
 		a := newEnv(t, st, withConfirmingModel(llm))
 		b := newEnv(t, st, withConfirmingModel(llm))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,20 +63,8 @@ func (s *Server) prepareDirect(w http.ResponseWriter, r *http.Request, call *eng
 			return
 		}
 	}
-	pending := loop.Pending{ID: confirm.NewID(), Kind: confirm.KindConfirmation, Tool: prev.Plugin.Name, Arguments: call.Arguments,
-		Request: prev.Request, ExpiresAt: time.Now().Add(cmp.Or(s.ConfirmTTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond)}
-	item, err := json.Marshal(pending)
+	pending, err := storeDirectItem(r.Context(), s.Store, call, prev, decider(principalFrom(r.Context())), s.ConfirmTTL)
 	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	var uid *int64
-	if call.UserID != 0 {
-		uid = &call.UserID
-	}
-	row := &store.PendingItem{ID: pending.ID, UserID: uid, Principal: decider(principalFrom(r.Context())), Kind: pending.Kind,
-		Tool: pending.Tool, Digest: prev.Digest, Item: item, ExpireTime: pending.ExpiresAt}
-	if err := s.Store.CreatePendingItem(r.Context(), row); err != nil {
 		s.internal(w, r, err)
 		return
 	}
@@ -86,6 +75,24 @@ func (s *Server) prepareDirect(w http.ResponseWriter, r *http.Request, call *eng
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "prepared", "pending": pending})
+}
+
+// storeDirectItem stores the pending item of a direct call prepared as
+// prev, for principal alone to send, waiting ttl (confirm.DefaultTTL
+// when 0).
+func storeDirectItem(ctx context.Context, st *store.Store, call *engine.Call, prev *engine.Preview, principal string, ttl time.Duration) (loop.Pending, error) {
+	pending := loop.Pending{ID: confirm.NewID(), Kind: confirm.KindConfirmation, Tool: prev.Plugin.Name, Arguments: call.Arguments,
+		Request: prev.Request, ExpiresAt: time.Now().Add(cmp.Or(ttl, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond)}
+	item, err := json.Marshal(pending)
+	if err != nil {
+		return pending, fmt.Errorf("encode pending item: %w", err)
+	}
+	var uid *int64
+	if call.UserID != 0 {
+		uid = &call.UserID
+	}
+	return pending, st.CreatePendingItem(ctx, &store.PendingItem{ID: pending.ID, UserID: uid, Principal: principal, Kind: pending.Kind,
+		Tool: pending.Tool, Digest: prev.Digest, Item: item, ExpireTime: pending.ExpiresAt})
 }
 
 // confirmDirect checks and claims the pending item id for call: the

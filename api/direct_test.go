@@ -23,15 +23,7 @@ import (
 func TestDirectCallsTakeTwoSteps(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-		deletes := func() int {
-			n := 0
-			for _, r := range up.received() {
-				if r.method == http.MethodDelete {
-					n++
-				}
-			}
-			return n
-		}
+		deletes := func() int { return up.count(http.MethodDelete) }
 		e := newEnv(t, st, func(s *api.Server) { s.Confirm = confirm.Consequential; s.MCP = &api.MCPConfig{} })
 		plugin := func(name, method, path string) map[string]any {
 			return map[string]any{"name": name, "description": name,

@@ -65,18 +65,7 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, str
 			return call, g.failed(ctx, err)
 		}
 	case err == nil || errors.Is(err, store.ErrNotFound):
-		pending = loop.Pending{ID: confirm.NewID(), Kind: confirm.KindConfirmation, Tool: prev.Plugin.Name, Arguments: call.Arguments,
-			Request: prev.Request, ExpiresAt: time.Now().Add(cmp.Or(g.TTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond)}
-		item, err := json.Marshal(pending)
-		if err != nil {
-			return call, g.failed(ctx, err)
-		}
-		var uid *int64
-		if call.UserID != 0 {
-			uid = &call.UserID
-		}
-		if err := g.Store.CreatePendingItem(ctx, &store.PendingItem{ID: pending.ID, UserID: uid, Principal: principal, Kind: pending.Kind,
-			Tool: pending.Tool, Digest: prev.Digest, Item: item, ExpireTime: pending.ExpiresAt}); err != nil {
+		if pending, err = storeDirectItem(ctx, g.Store, &call, prev, principal, g.TTL); err != nil {
 			return call, g.failed(ctx, err)
 		}
 	default:
@@ -161,22 +150,9 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 // clients', prepared ones) waiting for a user; a per-user token sees
 // its own.
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
-	var named int64
-	if v := r.URL.Query().Get("user_id"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
-			return
-		}
-		named = n
-	}
-	user, ok := actingUser(w, r, UserID(named))
+	filter, ok := inboxUser(w, r)
 	if !ok {
 		return
-	}
-	var filter *int64
-	if user != 0 {
-		filter = &user
 	}
 	items, err := s.Store.WaitingItems(r.Context(), filter)
 	if err != nil {

@@ -328,25 +328,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "paused" (only paused runs are listed)`, nil)
 		return
 	}
-	var named int64
-	if v := q.Get("user_id"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
-			return
-		}
-		named = n
-	}
-	user, ok := actingUser(w, r, UserID(named))
-	if !ok {
+	filter, ok := inboxUser(w, r)
+	if !ok || !s.expireRuns(w, r) {
 		return
-	}
-	if !s.expireRuns(w, r) {
-		return
-	}
-	var filter *int64
-	if user != 0 {
-		filter = &user
 	}
 	runs, err := s.Store.PausedRuns(r.Context(), filter)
 	if err != nil {
@@ -364,6 +348,26 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			"expire_time": runs[i].ExpireTime, "create_time": runs[i].CreateTime, "pending": reply["pending"]})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// inboxUser is the user an inbox (?user_id=) lists the items of: the
+// named one, a per-user token's own, or nil (every user) for the
+// service and admin tokens naming none.
+func inboxUser(w http.ResponseWriter, r *http.Request) (*int64, bool) {
+	var named int64
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
+			return nil, false
+		}
+		named = n
+	}
+	user, ok := actingUser(w, r, UserID(named))
+	if !ok || user == 0 {
+		return nil, ok
+	}
+	return &user, true
 }
 
 // runStatus is the HTTP status a run's reply is answered with.
