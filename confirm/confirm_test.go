@@ -55,7 +55,9 @@ func TestIDsAndDeclined(t *testing.T) {
 	if len(a) != 32 || a == b {
 		t.Errorf("ids %q %q: want 32 hex digits (128 bits), distinct", a, b)
 	}
-	var out struct{ Error struct{ Code, Message, Outcome string } }
+	var out struct {
+		Error struct{ Code, Message, Outcome string }
+	}
 	if err := json.Unmarshal([]byte(Declined(Denied, `not "this" one`)), &out); err != nil ||
 		out.Error.Code != "not_confirmed" || !strings.Contains(out.Error.Message, `the user declined this call: not "this" one`) {
 		t.Errorf("Declined: %+v %v", out, err)
