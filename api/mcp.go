@@ -397,9 +397,19 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
 		return
 	}
+	if row := m.catalogRow(r.Context(), id, tool); row != nil {
+		// A proxied tool counts as its catalog row (issue 33).
+		c := *p
+		v := row.IsConsequential()
+		c.Consequential, p = &v, &c
+	}
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
-	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	if !m.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+		return
+	}
+	res, err := m.Executor.Execute(r.Context(), call)
 	var refused *engine.RefusedError
 	switch {
 	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:
@@ -417,6 +427,21 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		w.Write(res.Output)
 	}
+}
+
+// catalogRow is the enabled catalog plugin calling tool on MCP server
+// id, or nil.
+func (m *mcpAPI) catalogRow(ctx context.Context, id, tool string) *plugins.Plugin {
+	ps, err := m.Catalog.EnabledPlugins(ctx)
+	if err != nil {
+		return nil // unread: the proxied tool's own classification stands
+	}
+	for _, p := range ps {
+		if p.ExecType() == plugins.TypeMCP && p.Execution.MCPID == id && p.Execution.ToolName == tool {
+			return p
+		}
+	}
+	return nil
 }
 
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
@@ -448,6 +473,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
+		// Consequential unless its server marks it read-only (a catalog
+		// row of the tool, when there is one, decides: proxyCall).
+		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations),
 	}
 	m.proxies.put(key, p)
 	return p, nil
