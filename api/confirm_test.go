@@ -92,6 +92,7 @@ func TestModelCannotConfirm(t *testing.T) {
 			t.Errorf("headers shown: %s", h)
 		}
 		runID, id := reply["run_id"].(string), item["id"].(string)
+		approvedID := id
 
 		// The pause stored no payload credential, anywhere.
 		noSecretInDB(t, st, ghToken)
@@ -153,6 +154,21 @@ func TestModelCannotConfirm(t *testing.T) {
 		reqs := llm.Requests()
 		if last := string(reqs[len(reqs)-1]); !strings.Contains(last, "the user declined this call: that is my repository") {
 			t.Errorf("the model was not told of the denial: %s", last)
+		}
+
+		// The execution record of the approved call keeps the decision.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		e.rec.Close(ctx)
+		_, list = e.do("GET", "/v1/executions?run_id="+runID, adminToken, nil)
+		confirmed := ""
+		for _, x := range list["executions"].([]any) {
+			if x := x.(map[string]any); x["plugin_name"] == "delete_repo" {
+				confirmed, _ = x["confirmation"].(string)
+			}
+		}
+		if confirmed != "approved by service, pending "+approvedID {
+			t.Errorf("the DELETE's execution record: confirmation %q", confirmed)
 		}
 
 		mreq, _ := http.NewRequest("GET", e.url+"/metrics", nil)

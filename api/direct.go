@@ -27,7 +27,7 @@ const HeaderConfirmation = "X-Blindexec-Confirmation"
 // and admin tokens go on (the caller is its own loop), while a per-user
 // token's call that needs confirmation under the policy is answered 409
 // confirmation_required with the prepared request and its id. It reports
-// whether the caller should execute call (then with call.Confirmed set
+// whether the caller should execute call (then with call.Confirmation set
 // when confirmed); otherwise it has answered.
 func (s *Server) directGate(w http.ResponseWriter, r *http.Request, call *engine.Call, prepare bool, confirmation string) bool {
 	p := principalFrom(r.Context())
@@ -157,6 +157,6 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 	if !won {
 		return conflict("confirmation_used", "this confirmation was used by another request")
 	}
-	call.Confirmed = true
+	call.Confirmation = "approved by " + cmp.Or(it.DecidedBy, by) + ", pending " + id
 	return true
 }

@@ -50,7 +50,7 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, str
 	if err == nil && time.Now().Before(approved.ExpireTime) {
 		won, err := g.Store.ClaimApproved(ctx, approved.ID)
 		if err == nil && won {
-			call.Confirmed = true
+			call.Confirmation = "approved by " + approved.DecidedBy + ", pending " + approved.ID
 			return call, ""
 		}
 	}

@@ -122,11 +122,12 @@ type Call struct {
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool
-	// Confirmed marks a call a person approved (issue 33): it is sent
-	// once and never retried once it may have reached the upstream,
-	// idempotent or not — the one resend with a fresh token after an
-	// OAuth2 401 aside.
-	Confirmed bool
+	// Confirmation marks a call a person approved (issue 33), saying
+	// which decision ("approved by user:7, pending <id>"), for the
+	// execution record: it is sent once and never retried once it may
+	// have reached the upstream, idempotent or not — the one resend with
+	// a fresh token after an OAuth2 401 aside.
+	Confirmation string
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -180,7 +181,7 @@ type Prepared struct {
 
 	// Trace asks the invoker to report what it sends (Sent).
 	Trace bool
-	// Once forbids retries (Call.Confirmed).
+	// Once forbids retries (Call.Confirmation).
 	Once bool
 
 	schema  *schemaInfo
@@ -404,7 +405,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		UserID:           call.UserID,
 		RunID:            call.RunID,
 		Trace:            call.Trace,
-		Once:             call.Confirmed,
+		Once:             call.Confirmation != "",
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
@@ -714,6 +715,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			Attempts:     res.Attempts,
 			ErrorClass:   code,
 			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
+			Confirmation: call.Confirmation,
 			CreatedAt:    time.Now().UTC(),
 		})
 	}

@@ -83,7 +83,7 @@ const (
 // literals.
 func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 	q = append(q, `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
-		status, http_status, latency_ms, attempts, error_class, error_message, create_time) VALUES `...)
+		status, http_status, latency_ms, attempts, error_class, error_message, confirmation, create_time) VALUES `...)
 	for i, e := range batch {
 		if i > 0 {
 			q = append(q, ',')
@@ -114,6 +114,12 @@ func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 		q = appendSQLiteText(q, e.ErrorClass)
 		q = append(q, ',')
 		q = appendSQLiteText(q, e.ErrorMessage)
+		q = append(q, ',')
+		if e.Confirmation != "" {
+			q = appendSQLiteText(q, e.Confirmation)
+		} else {
+			q = append(q, "NULL"...)
+		}
 		q = append(q, ",'"...)
 		q = e.CreateTime.UTC().AppendFormat(q, sqliteTimeLayout)
 		q = append(q, "')"...)

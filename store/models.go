@@ -152,16 +152,19 @@ const (
 // Execution is a row of sys_ai_execution, the execution log. It must never
 // hold a secret: no arguments, no credentials, no response bodies.
 type Execution struct {
-	ID           string    `gorm:"column:execution_id;primaryKey" json:"execution_id"`
-	RunID        *string   `gorm:"column:run_id" json:"run_id,omitempty"`
-	PluginName   string    `gorm:"column:plugin_name" json:"plugin_name"`
-	UserID       *int64    `gorm:"column:user_id" json:"user_id,omitempty"`
-	Status       string    `gorm:"column:status" json:"status"`
-	HTTPStatus   int       `gorm:"column:http_status" json:"http_status"`
-	LatencyMS    int64     `gorm:"column:latency_ms" json:"latency_ms"`
-	Attempts     int       `gorm:"column:attempts" json:"attempts"`
-	ErrorClass   string    `gorm:"column:error_class" json:"error_class,omitempty"`
-	ErrorMessage string    `gorm:"column:error_message" json:"error_message,omitempty"`
+	ID           string  `gorm:"column:execution_id;primaryKey" json:"execution_id"`
+	RunID        *string `gorm:"column:run_id" json:"run_id,omitempty"`
+	PluginName   string  `gorm:"column:plugin_name" json:"plugin_name"`
+	UserID       *int64  `gorm:"column:user_id" json:"user_id,omitempty"`
+	Status       string  `gorm:"column:status" json:"status"`
+	HTTPStatus   int     `gorm:"column:http_status" json:"http_status"`
+	LatencyMS    int64   `gorm:"column:latency_ms" json:"latency_ms"`
+	Attempts     int     `gorm:"column:attempts" json:"attempts"`
+	ErrorClass   string  `gorm:"column:error_class" json:"error_class,omitempty"`
+	ErrorMessage string  `gorm:"column:error_message" json:"error_message,omitempty"`
+	// Confirmation is the decision a confirmed call was sent on: the
+	// outcome, who, and the pending item (sys_ai_run_pending keeps when).
+	Confirmation string    `gorm:"column:confirmation" json:"confirmation,omitempty"`
 	CreateTime   time.Time `gorm:"column:create_time" json:"create_time"`
 }
 

@@ -66,6 +66,11 @@ type StepDecision struct {
 	At        time.Time `json:"at"`
 }
 
+// confirmation is a confirmed call's engine.Call.Confirmation.
+func confirmation(by, id string) string {
+	return "approved by " + cmp.Or(by, "?") + ", pending " + id
+}
+
 // setPolicy sets the run's policy: the operator's, or more when the
 // payload asks (options.confirm), never less.
 func (s *state) setPolicy() *RunError {
@@ -180,7 +185,7 @@ func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
 		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
 	}
-	call.Confirmed = true
+	call.Confirmation = confirmation(d.By, d.ID)
 	s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
 	res, err := s.r.Executor.Execute(ctx, call)
 	return s.executed(st, res, err)

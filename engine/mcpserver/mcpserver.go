@@ -73,7 +73,7 @@ type Options struct {
 }
 
 // Gate decides, before a call is executed, whether it waits for a
-// person. Admit returns the call to execute — Confirmed set when a
+// person. Admit returns the call to execute — Confirmation set when a
 // person approved exactly this request — or, when it waits, the text of
 // the tool error the client reads (what to approve, and that nothing
 // was sent). Nothing a client sends decides it.

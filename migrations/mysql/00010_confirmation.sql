@@ -19,6 +19,9 @@
 ALTER TABLE sys_ai_plugin
   ADD COLUMN consequential CHAR(1) NULL COMMENT '1 consequential, 0 not, NULL derived (issue 33)';
 
+ALTER TABLE sys_ai_execution
+  ADD COLUMN confirmation VARCHAR(160) NULL COMMENT 'a confirmed call: the decision it was sent on (who, the pending item)';
+
 ALTER TABLE sys_ai_token
   ADD COLUMN scope VARCHAR(16) NULL COMMENT 'console: signs in to the console only (sessions that may approve under BLINDEXEC_CONFIRM_VIA=console)';
 
@@ -51,4 +54,5 @@ CREATE TABLE sys_ai_run_pending (
 DROP TABLE IF EXISTS sys_ai_run_pending;
 ALTER TABLE sys_ai_run DROP COLUMN state, DROP COLUMN expire_time;
 ALTER TABLE sys_ai_token DROP COLUMN scope;
+ALTER TABLE sys_ai_execution DROP COLUMN confirmation;
 ALTER TABLE sys_ai_plugin DROP COLUMN consequential;

@@ -2,6 +2,7 @@
 
 -- +goose Up
 ALTER TABLE sys_ai_plugin ADD COLUMN consequential CHAR(1) NULL;
+ALTER TABLE sys_ai_execution ADD COLUMN confirmation VARCHAR(160) NULL;
 ALTER TABLE sys_ai_token ADD COLUMN scope VARCHAR(16) NULL;
 ALTER TABLE sys_ai_run ADD COLUMN state TEXT NULL;
 ALTER TABLE sys_ai_run ADD COLUMN expire_time DATETIME NULL;
@@ -31,4 +32,5 @@ DROP TABLE IF EXISTS sys_ai_run_pending;
 ALTER TABLE sys_ai_run DROP COLUMN expire_time;
 ALTER TABLE sys_ai_run DROP COLUMN state;
 ALTER TABLE sys_ai_token DROP COLUMN scope;
+ALTER TABLE sys_ai_execution DROP COLUMN confirmation;
 ALTER TABLE sys_ai_plugin DROP COLUMN consequential;
