@@ -112,4 +112,18 @@ func TestApprovalInBrowser(t *testing.T) {
 	if err != nil || len(events) != 1 || events[0].Target != "/v1/pending/"+id || events[0].Actor == "" {
 		t.Errorf("the audit log: %+v %v", events, err)
 	}
+
+	// The administrator classifies the tool as not consequential on its
+	// page: the next call runs at once.
+	at := newTab(t)
+	at.signIn(e.url, adminToken)
+	at.open(e.url, "plugin/delete_repo", "plugin")
+	at.do(chromedp.SetValue(chromedp.CSS(`#plugin-consequential`), "false"), chromedp.Click(chromedp.CSS(`#plugin-consequential-save`)))
+	at.wait(`#page .ok`)
+	if row, err := st.GetPlugin(context.Background(), "delete_repo"); err != nil || row.Consequential == nil || *row.Consequential != "0" {
+		t.Fatalf("after the console's classification: %+v %v", row, err)
+	}
+	if res := callTool(); res.IsError || len(sent) != 2 {
+		t.Errorf("a call of a tool classified not consequential: %+v, sent %v", res, sent)
+	}
 }

@@ -51,6 +51,8 @@ const I18N = {
     approvals: 'Approvals', approvals_purpose: 'Calls that change something on a user\'s behalf wait here for that user: read exactly what will be sent, then approve or deny it. Nothing is sent before.',
     empty_approvals: 'Nothing waits for a decision.', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
     expires: 'Expires', arguments: 'Arguments', from_run: 'Run', from_mcp: 'MCP client', decided: 'Decided: {outcome}.',
+    consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
+    cons_derived: 'Derived (from the method or the import)', cons_yes: 'Yes: waits for approval', cons_no: 'No: runs at once',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -98,6 +100,8 @@ const I18N = {
     approvals: '待审批', approvals_purpose: '代表用户进行更改的调用在此等待该用户决定：先查看将要发送的完整请求，再批准或拒绝。决定之前不会发送任何内容。',
     empty_approvals: '没有等待决定的调用。', approve: '批准', deny: '拒绝', reason: '理由（可选）',
     expires: '过期时间', arguments: '参数', from_run: '运行', from_mcp: 'MCP 客户端', decided: '已决定：{outcome}。',
+    consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
+    cons_derived: '自动判断（按方法或导入信息）', cons_yes: '是：等待批准', cons_no: '否：直接执行',
   },
 };
 
@@ -416,6 +420,16 @@ async function pagePlugin(page, name) {
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('execution') }), json(p.execution)),
       el('div', null, el('h2', { text: t('auth') }), json(p.auth_config))));
+  // The administrator's classification, kept in its own column.
+  const setting = p.consequential === undefined ? '' : String(p.consequential);
+  const cons = el('select', { attrs: { id: 'plugin-consequential', 'aria-label': t('consequential') } },
+    [['', 'cons_derived'], ['true', 'cons_yes'], ['false', 'cons_no']].map(([v, k]) => el('option', { attrs: { value: v, selected: v === setting }, text: t(k) })));
+  const consOut = el('div');
+  page.append(el('h2', { text: t('consequential') }), el('p', { class: 'purpose', text: t('consequential_purpose') }),
+    el('div', { class: 'row' }, cons, el('button', { attrs: { id: 'plugin-consequential-save' }, text: t('save'), on: { click: async () => {
+      const s = await call('POST', '/v1/plugins/consequential', { names: [name], consequential: cons.value === '' ? null : cons.value === 'true' });
+      consOut.replaceChildren(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
+    } } })), consOut);
   const doc = Object.assign({}, p);
   for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time']) delete doc[k];
   const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
