@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -67,4 +69,22 @@ func TestToolsShowConsequential(t *testing.T) {
 			t.Errorf("the service token classified plugins: %d, want 403", code)
 		}
 	})
+}
+
+// TestImportClassifies: an import may carry the administrator's
+// classification of every plugin it writes; a later sync keeps it.
+func TestImportClassifies(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	e := newEnv(t, st)
+	doc := `{"openapi": "3.0.3", "info": {"title": "Shop", "version": "1"}, "servers": [{"url": "https://shop.example.com"}],
+		"paths": {"/items/{id}": {"delete": {"operationId": "deleteItem", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+		"responses": {"204": {"description": "gone"}}}}}}`
+	code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": json.RawMessage(doc), "consequential": false})
+	if code != http.StatusOK || res["consequential"].(map[string]any)["deleteItem"] != false {
+		t.Fatalf("import with consequential false: %d %v", code, res)
+	}
+	code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": json.RawMessage(strings.Replace(doc, `"gone"`, `"deleted"`, 1))})
+	if code != http.StatusOK || res["consequential"].(map[string]any)["deleteItem"] != false {
+		t.Errorf("a later sync: %d %v, want the import's classification kept", code, res)
+	}
 }
