@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,10 +75,21 @@ func TestPausedRunResumesOnAnotherProcess(t *testing.T) {
 
 		b := startReplicas(t, 1, dsn, env...)[0]
 		id := paused["pending"].([]any)[0].(map[string]any)["id"].(string)
-		code, done := b.do(t, "POST", "/v1/runs/"+paused["run_id"].(string)+"/resume", service, map[string]any{
-			"decisions": []map[string]string{{"id": id, "decision": "approve"}}, "credentials": map[string]string{"GH_TOKEN": token}})
-		if code != http.StatusOK || done["status"] != "completed" {
-			t.Fatalf("resume on B: %d %v", code, done)
+		// Resumed over server-sent events: the approved call, then the
+		// model's answer.
+		body, _ := json.Marshal(map[string]any{"decisions": []map[string]string{{"id": id, "decision": "approve"}},
+			"credentials": map[string]string{"GH_TOKEN": token}, "stream": true})
+		req, _ := http.NewRequest("POST", b.url+"/v1/runs/"+paused["run_id"].(string)+"/resume", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+service)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" ||
+			!strings.Contains(string(stream), "event: tool.completed") || !strings.Contains(string(stream), "event: run.completed") {
+			t.Fatalf("resume on B: %s\n%s", ct, stream)
 		}
 		if got := sent(); len(got) != 1 || got[0] != "/repo?repo=blindexec "+token {
 			t.Fatalf("sent %v, want the approved DELETE once", got)
