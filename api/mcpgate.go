@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -33,17 +35,20 @@ type MCPGate struct {
 	Executor *engine.Executor
 	Policy   confirm.Policy
 	TTL      time.Duration // confirm.DefaultTTL when 0
-	Logger   *slog.Logger
+	// PublicURL is the engine's public URL (BLINDEXEC_PUBLIC_URL): the
+	// console's Approvals page is named in what the client is told.
+	PublicURL string
+	Logger    *slog.Logger
 }
 
 // Admit implements mcpserver.Gate.
-func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, string) {
+func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
 	if g.Policy == "" || g.Policy == confirm.Never {
-		return call, ""
+		return call, nil
 	}
 	prev, refused := g.Executor.Preview(ctx, call)
 	if refused != nil || !g.Policy.Needs(prev.Plugin) {
-		return call, "" // a refusal is the executor's to answer and record
+		return call, nil // a refusal is the executor's to answer and record
 	}
 	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
 	approved, err := g.Store.FindItem(ctx, principal, prev.Digest, confirm.Approved)
@@ -51,7 +56,7 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, str
 		won, err := g.Store.ClaimApproved(ctx, approved.ID)
 		if err == nil && won {
 			call.Confirmation = "approved by " + approved.DecidedBy + ", pending " + approved.ID
-			return call, ""
+			return call, nil
 		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -71,18 +76,28 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, str
 	default:
 		return call, g.failed(ctx, err)
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+	w := &mcpserver.Waiting{ID: pending.ID,
+		Message: fmt.Sprintf("Approve or deny %s: the request the engine prepared waits for you; nothing was sent.", pending.Tool)}
+	if g.PublicURL != "" {
+		w.URL = strings.TrimSuffix(g.PublicURL, "/") + "/console/#/approvals"
+	}
+	body := map[string]any{
 		"code": "confirmation_required",
 		"message": fmt.Sprintf("%s changes something on the user's behalf and waits for the user's approval; nothing was sent. "+
 			"Tell the user what it will do; once the user has approved it, call the tool again with the same arguments.", pending.Tool),
 		"pending": pending,
-	}})
-	return call, string(b)
+	}
+	if w.URL != "" {
+		body["approve_at"] = w.URL
+	}
+	b, _ := json.Marshal(map[string]any{"error": body})
+	w.Text = string(b)
+	return call, w
 }
 
-func (g *MCPGate) failed(ctx context.Context, err error) string {
+func (g *MCPGate) failed(ctx context.Context, err error) *mcpserver.Waiting {
 	cmp.Or(g.Logger, slog.Default()).ErrorContext(ctx, "confirmation: pending items unavailable", "err", err)
-	return `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`
+	return &mcpserver.Waiting{Text: `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`}
 }
 
 // mayDecide answers 403 and reports false when p's decisions do not

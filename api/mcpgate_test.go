@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
@@ -23,7 +25,10 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
 		deletes := func() int { return up.count(http.MethodDelete) }
-		e := newEnv(t, st, func(s *api.Server) { s.Confirm = confirm.Consequential; s.MCP = &api.MCPConfig{} })
+		e := newEnv(t, st, func(s *api.Server) {
+			s.Confirm = confirm.Consequential
+			s.MCP = &api.MCPConfig{PublicURL: "https://engine.example"}
+		})
 		plugin := map[string]any{"name": "delete_repo", "description": "Delete a repository",
 			"parameters":  map[string]any{"type": "object", "properties": map[string]any{"repo": map[string]any{"type": "string"}}},
 			"execution":   map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"},
@@ -61,6 +66,24 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 		id := pending["id"].(string)
 		if req := pending["request"].(map[string]any); req["method"] != "DELETE" || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "waits for the user's approval") {
 			t.Errorf("the tool error: %v", out)
+		}
+		if at := out["error"].(map[string]any)["approve_at"]; at != "https://engine.example/console/#/approvals" {
+			t.Errorf("the tool error names the approval page %v", at)
+		}
+		// A client that declared URL elicitation gets the specification's
+		// URL-elicitation-required error, at once.
+		uc, err := sdk.NewClient(&sdk.Implementation{Name: "u", Version: "1"}, &sdk.ClientOptions{
+			Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}}}).
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uc.Close()
+		_, err = uc.CallTool(t.Context(), &sdk.CallToolParams{Name: "delete_repo", Arguments: map[string]any{"repo": "blindexec"}})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeURLElicitationRequired ||
+			!strings.Contains(string(rpcErr.Data), `"url":"https://engine.example/console/#/approvals"`) || !strings.Contains(string(rpcErr.Data), id) || deletes() != 0 {
+			t.Errorf("a URL-elicitation client: %v (%+v), %d sent", err, rpcErr, deletes())
 		}
 		if _, again := call(); again["error"].(map[string]any)["pending"].(map[string]any)["id"] != id || deletes() != 0 {
 			t.Errorf("the same call again: %v, want the same pending id, nothing sent", again)

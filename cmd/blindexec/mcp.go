@@ -223,7 +223,8 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log}
 			if cfg.confirm != confirm.Never {
 				// Decisions come through the database: POST /v1/pending/{id} on any replica.
-				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL, Logger: log}
+				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL,
+					PublicURL: cfg.publicURL, Logger: log}
 			}
 			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)

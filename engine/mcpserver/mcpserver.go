@@ -74,11 +74,21 @@ type Options struct {
 
 // Gate decides, before a call is executed, whether it waits for a
 // person. Admit returns the call to execute — Confirmation set when a
-// person approved exactly this request — or, when it waits, the text of
-// the tool error the client reads (what to approve, and that nothing
-// was sent). Nothing a client sends decides it.
+// person approved exactly this request — or, when it waits, what the
+// client is told. Nothing a client sends decides it.
 type Gate interface {
-	Admit(ctx context.Context, call engine.Call) (engine.Call, string)
+	Admit(ctx context.Context, call engine.Call) (engine.Call, *Waiting)
+}
+
+// Waiting is a call waiting for a person: the tool error's text (what to
+// approve, and that nothing was sent), and where a person approves it. A
+// client that declared URL elicitation gets the specification's
+// URL-elicitation-required error pointing there instead.
+type Waiting struct {
+	Text    string
+	ID      string // the pending item
+	Message string // one sentence for the person
+	URL     string // the approval page; "" when none is served
 }
 
 // Service serves one catalog to any number of sessions, each its own

@@ -53,7 +53,7 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 			}
-			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments)
+			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments, urlElicitation(r.Session))
 		}
 		return next(ctx, method, req)
 	}
@@ -101,7 +101,7 @@ func pinned(set *toolSet, name string) bool {
 }
 
 // call answers tools/call: a meta-tool, or any catalog tool by name.
-func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
+func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, urlMode bool) (*sdk.CallToolResult, error) {
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
@@ -115,19 +115,29 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 			if e == nil {
 				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
 			}
-			return ss.execute(ctx, e, a.Arguments), nil
+			return ss.execute(ctx, e, a.Arguments, urlMode)
 		}
 	}
 	e := set.byName[name]
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	return ss.execute(ctx, e, args), nil
+	return ss.execute(ctx, e, args, urlMode)
+}
+
+// urlElicitation reports whether the client declared URL-mode
+// elicitation.
+func urlElicitation(s *sdk.ServerSession) bool {
+	if s == nil {
+		return false
+	}
+	p := s.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.Capabilities.Elicitation.URL != nil
 }
 
 // execute runs a catalog tool blind for the session's user; a found tool
 // it calls becomes the most recently used.
-func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage) *sdk.CallToolResult {
+func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, urlMode bool) (*sdk.CallToolResult, error) {
 	ss.mu.Lock()
 	if ss.found != nil && ss.found.Has(e.plugin.Name) {
 		ss.found.Use(e.plugin.Name)
@@ -135,13 +145,18 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage) 
 	ss.mu.Unlock()
 	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user}
 	if g := ss.svc.opts.Gate; g != nil {
-		var waits string
-		if call, waits = g.Admit(ctx, call); waits != "" {
-			return errorResult(waits)
+		var w *Waiting
+		if call, w = g.Admit(ctx, call); w != nil {
+			if urlMode && w.URL != "" {
+				// Answered at once: the person approves at the URL, and
+				// the client calls again.
+				return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: w.Message, URL: w.URL, ElicitationID: w.ID}})
+			}
+			return errorResult(w.Text), nil
 		}
 	}
 	res, err := ss.svc.ex.Execute(ctx, call)
-	return result(res, err)
+	return result(res, err), nil
 }
 
 // searchAnswer is the content of a search_tools result.
@@ -184,7 +199,7 @@ func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResul
 	for _, name := range loaded {
 		e := set.byName[name]
 		ss.server.AddTool(e.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return ss.execute(ctx, e, req.Params.Arguments), nil
+			return ss.execute(ctx, e, req.Params.Arguments, urlElicitation(req.Session))
 		})
 	}
 
