@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -88,6 +90,29 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 		if _, again := call(); again["error"].(map[string]any)["pending"].(map[string]any)["id"] != id || deletes() != 0 {
 			t.Errorf("the same call again: %v, want the same pending id, nothing sent", again)
 		}
+		// The official TypeScript SDK's client: the tool's annotations, and
+		// the tool error naming the approval page.
+		t.Run("TypeScript client", func(t *testing.T) {
+			mcpts.Require(t)
+			out := mcpts.Run(t, time.Minute, nil, "client.mjs", e.url+"/mcp", seven, "delete_repo", `{"repo":"blindexec"}`)
+			var got struct {
+				Tools []struct {
+					Name        string
+					Annotations struct{ ReadOnlyHint, DestructiveHint, IdempotentHint, OpenWorldHint bool }
+				}
+				Result struct {
+					IsError bool
+					Content []struct{ Text string }
+				}
+			}
+			if err := json.Unmarshal(out, &got); err != nil || len(got.Tools) != 1 || !got.Tools[0].Annotations.DestructiveHint ||
+				got.Tools[0].Annotations.ReadOnlyHint || !got.Tools[0].Annotations.IdempotentHint || !got.Tools[0].Annotations.OpenWorldHint {
+				t.Fatalf("client.mjs printed %s: %v", out, err)
+			}
+			if !got.Result.IsError || !strings.Contains(got.Result.Content[0].Text, `"approve_at":"https://engine.example/console/#/approvals"`) || deletes() != 0 {
+				t.Errorf("the TypeScript client's call: %+v, %d sent", got.Result, deletes())
+			}
+		})
 		if code, list := e.do("GET", "/v1/pending", seven, nil); code != 200 || len(list["pending"].([]any)) != 1 {
 			t.Errorf("user 7's pending calls: %d %v", code, list)
 		}
