@@ -81,7 +81,8 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
 	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger}
 	if s.Confirm != "" && s.Confirm != confirm.Never {
-		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL, Logger: s.Logger}
+		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
+			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
 	}
 	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, opts)
 	catalog := s.mcpService.Handler(s.mcpIdentity)

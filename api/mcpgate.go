@@ -38,7 +38,11 @@ type MCPGate struct {
 	// PublicURL is the engine's public URL (BLINDEXEC_PUBLIC_URL): the
 	// console's Approvals page is named in what the client is told.
 	PublicURL string
-	Logger    *slog.Logger
+	// ViaConsole (BLINDEXEC_CONFIRM_VIA=console): approvals come from the
+	// console only, never through the client's elicitation.
+	ViaConsole bool
+	Metrics    *confirm.Metrics // counts elicitation answers
+	Logger     *slog.Logger
 }
 
 // Admit implements mcpserver.Gate.
@@ -76,8 +80,11 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mc
 	default:
 		return call, g.failed(ctx, err)
 	}
-	w := &mcpserver.Waiting{ID: pending.ID,
-		Message: fmt.Sprintf("Approve or deny %s: the request the engine prepared waits for you; nothing was sent.", pending.Tool)}
+	w := &mcpserver.Waiting{ID: pending.ID, Elicit: !g.ViaConsole,
+		Message: fmt.Sprintf("%s waits for your approval; nothing was sent. It will send: %s %s", pending.Tool, pending.Request.Method, pending.Request.URL)}
+	if pending.Request.Body != "" {
+		w.Message += " with the body " + pending.Request.Body
+	}
 	if g.PublicURL != "" {
 		w.URL = strings.TrimSuffix(g.PublicURL, "/") + "/console/#/approvals"
 	}
@@ -93,6 +100,28 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mc
 	b, _ := json.Marshal(map[string]any{"error": body})
 	w.Text = string(b)
 	return call, w
+}
+
+// Decide implements mcpserver.Gate: the person's answer to an
+// elicitation, recorded and claimed like any other decision.
+func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool) {
+	by := "elicitation:" + mcpPrincipal + strconv.FormatInt(call.UserID, 10)
+	outcome := confirm.Denied
+	if approve {
+		outcome = confirm.Approved
+	}
+	won, err := g.Store.DecideItem(ctx, id, outcome, by, "")
+	if won {
+		g.Metrics.Count(outcome, 1)
+	}
+	if err != nil || !won || !approve {
+		return call, false
+	}
+	if won, err = g.Store.ClaimApproved(ctx, id); err != nil || !won {
+		return call, false
+	}
+	call.Confirmation = "approved by " + by + ", pending " + id
+	return call, true
 }
 
 func (g *MCPGate) failed(ctx context.Context, err error) *mcpserver.Waiting {

@@ -134,3 +134,44 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPElicitation: the pinned TypeScript SDK client declares form
+// elicitation and holds its GET stream; a consequential call asks it,
+// with the prepared request in the message; accept sends the request
+// once, decline sends nothing and says so.
+func TestMCPElicitation(t *testing.T) {
+	mcpts.Require(t)
+	st := testdb.Open(t, "sqlite")
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	e := newEnv(t, st, func(s *api.Server) { s.Confirm = confirm.Consequential; s.MCP = &api.MCPConfig{} })
+	plugin := map[string]any{"name": "delete_repo", "description": "Delete a repository",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"repo": map[string]any{"type": "string"}}},
+		"execution":  map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"}}
+	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
+	seven := tok["token"].(string)
+	run := func(repo, action string) (asked []string, isError bool, text string) {
+		out := mcpts.Run(t, time.Minute, nil, "elicit_client.mjs", e.url+"/mcp", seven, "delete_repo", `{"repo":"`+repo+`"}`, action)
+		var got struct {
+			Asked  []string
+			Result struct {
+				IsError bool
+				Content []struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(out, &got); err != nil || len(got.Result.Content) == 0 {
+			t.Fatalf("elicit_client.mjs printed %s: %v", out, err)
+		}
+		return got.Asked, got.Result.IsError, got.Result.Content[0].Text
+	}
+	asked, isError, text := run("declined", "decline")
+	if len(asked) != 1 || !strings.Contains(asked[0], "DELETE "+up.URL+"/repo?repo=declined") || !isError || up.count(http.MethodDelete) != 0 {
+		t.Fatalf("decline: asked %v, error %v %s, %d sent", asked, isError, text, up.count(http.MethodDelete))
+	}
+	asked, isError, text = run("accepted", "accept")
+	if len(asked) != 1 || isError || up.count(http.MethodDelete) != 1 || up.received()[0].uri != "/repo?repo=accepted" {
+		t.Fatalf("accept: asked %v, error %v %s, sent %v", asked, isError, text, up.received())
+	}
+}

@@ -224,7 +224,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			if cfg.confirm != confirm.Never {
 				// Decisions come through the database: POST /v1/pending/{id} on any replica.
 				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL,
-					PublicURL: cfg.publicURL, Logger: log}
+					PublicURL: cfg.publicURL, ViaConsole: cfg.confirmVia == "console", Logger: log}
 			}
 			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -84,6 +85,15 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(s.closing, cancel)()
+			if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+				n, _ := s.streams.LoadOrStore(sid, new(atomic.Int32))
+				n.(*atomic.Int32).Add(1)
+				defer func() {
+					if n.(*atomic.Int32).Add(-1) == 0 {
+						s.streams.CompareAndDelete(sid, n)
+					}
+				}()
+			}
 		}
 		bound.ServeHTTP(w, r.WithContext(ctx))
 	})

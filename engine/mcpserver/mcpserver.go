@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -78,6 +79,10 @@ type Options struct {
 // client is told. Nothing a client sends decides it.
 type Gate interface {
 	Admit(ctx context.Context, call engine.Call) (engine.Call, *Waiting)
+	// Decide records the answer a person gave through elicitation to
+	// the waiting call id and returns the call to execute when approved
+	// (Confirmation set), ok false otherwise.
+	Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool)
 }
 
 // Waiting is a call waiting for a person: the tool error's text (what to
@@ -89,6 +94,10 @@ type Waiting struct {
 	ID      string // the pending item
 	Message string // one sentence for the person
 	URL     string // the approval page; "" when none is served
+	// Elicit allows asking the person through the client (form
+	// elicitation) when it holds a stream to ask on; false when
+	// approvals must come from the console.
+	Elicit bool
 }
 
 // Service serves one catalog to any number of sessions, each its own
@@ -105,6 +114,17 @@ type Service struct {
 	// closing ends the sessions' notification streams (Close).
 	closing context.Context
 	close   context.CancelFunc
+
+	// streams counts each HTTP session's open GET streams: a
+	// server-to-client request (elicitation) reaches the client only on
+	// one.
+	streams sync.Map // session id → *atomic.Int32
+}
+
+// holdsStream reports whether the session id has a GET stream open.
+func (s *Service) holdsStream(id string) bool {
+	n, ok := s.streams.Load(id)
+	return ok && n.(*atomic.Int32).Load() > 0
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.
