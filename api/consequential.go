@@ -59,9 +59,13 @@ func (s *Server) setConsequential(w http.ResponseWriter, r *http.Request) {
 // only when the service or admin token sent it; from a per-user token it
 // is derived from the method, so a caller cannot declare its own
 // DELETE harmless. A plugin bound to a catalog row (auth.Catalog.Bind)
-// is the row, with the row's setting.
-func classifyInline(ctx context.Context, p *plugins.Plugin) {
-	if principalFrom(ctx).role < roleService {
-		p.Consequential, p.ConsequentialHint = nil, nil
+// is the row, with the row's setting. p is shared (plugins.ParseJSON
+// caches documents): a changed plugin is a copy.
+func classifyInline(ctx context.Context, p *plugins.Plugin) *plugins.Plugin {
+	if principalFrom(ctx).role >= roleService || p.Consequential == nil && p.ConsequentialHint == nil {
+		return p
 	}
+	c := *p
+	c.Consequential, c.ConsequentialHint = nil, nil
+	return &c
 }

@@ -178,8 +178,7 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 			writeError(w, http.StatusBadRequest, "malformed_request", "plugin: "+err.Error(), nil)
 			return nil, false
 		}
-		classifyInline(r.Context(), p)
-		return p, true
+		return classifyInline(r.Context(), p), true
 	}
 	if name == "" {
 		writeError(w, http.StatusBadRequest, "malformed_request", "name: required (a catalog plugin), or give plugin (an inline definition)", nil)

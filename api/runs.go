@@ -125,7 +125,7 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 		case err != nil:
 			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:
-			classifyInline(ctx, p)
+			p = classifyInline(ctx, p)
 			out.Plugins = append(out.Plugins, p)
 			if bound {
 				if out.BoundToCatalog == nil {
