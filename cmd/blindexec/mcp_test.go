@@ -109,6 +109,27 @@ func TestCLIMCP(t *testing.T) {
 		t.Fatalf("the MCP server got %v", calls[len(calls)-1])
 	}
 
+	// The TypeScript SDK's client declaring elicitation is asked over
+	// stdio (the connection carries the server's request): accept sends,
+	// decline does not.
+	t.Run("TypeScript elicitation", func(t *testing.T) {
+		mcpts.Require(t)
+		for _, action := range []string{"decline", "accept"} {
+			before := len(up.Calls())
+			out := mcpts.Run(t, time.Minute, []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error"},
+				"elicit_client.mjs", "stdio", "echo", `{"text":"`+action+`"}`, action, os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
+			var got struct {
+				Asked  []string
+				Result struct{ IsError bool }
+			}
+			sent := len(up.Calls()) - before
+			if err := json.Unmarshal(out, &got); err != nil || len(got.Asked) != 1 || got.Result.IsError != (action == "decline") ||
+				sent != map[string]int{"accept": 1, "decline": 0}[action] {
+				t.Fatalf("%s over stdio: %s, %d sent (%v)", action, out, sent, err)
+			}
+		}
+	})
+
 	// And with the official TypeScript SDK's client over the same stdio,
 	// echo classified as not consequential by the administrator.
 	if code, _, errs := c.run("", "plugin", "consequential", "false", "echo"); code != 0 {

@@ -169,12 +169,17 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 }
 
 // NewServer returns the server of one session acting for userID.
-func (s *Service) NewServer(userID int64) *sdk.Server {
+func (s *Service) NewServer(userID int64) *sdk.Server { return s.newServer(userID, false) }
+
+// newServer is NewServer; direct marks a connection that carries the
+// server's requests to the client itself (stdio), where an HTTP session
+// needs its GET stream for them.
+func (s *Service) newServer(userID int64, direct bool) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
-	ss := &session{svc: s, server: srv, user: userID}
+	ss := &session{svc: s, server: srv, user: userID, direct: direct}
 	srv.AddReceivingMiddleware(ss.middleware)
 	return srv
 }
@@ -188,7 +193,7 @@ func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
-	return s.NewServer(userID).Run(ctx, &lineTransport{r: r, w: w})
+	return s.newServer(userID, true).Run(ctx, &lineTransport{r: r, w: w})
 }
 
 // result turns the engine's answer into an MCP result.

@@ -28,6 +28,7 @@ type session struct {
 	svc    *Service
 	server *sdk.Server
 	user   int64
+	direct bool // the connection carries requests to the client (stdio)
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -172,7 +173,7 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		var w *Waiting
 		if call, w = g.Admit(ctx, call); w != nil {
 			form, urlMode := elicitation(client)
-			if w.Elicit && form && client != nil && ss.svc.holdsStream(client.ID()) {
+			if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
 				if approve, ok := ss.ask(ctx, client, w); ok {
 					if call, ok = g.Decide(ctx, call, w.ID, approve); !ok {
 						return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
