@@ -174,6 +174,11 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 			item.Status, item.DecidedBy, item.Reason = outcome, by, d.Reason
 		}
 	}
+	// Read again: another request may have decided the others meanwhile.
+	if items, err = s.Store.PendingItems(r.Context(), run.ID); err != nil {
+		s.internal(w, r, err)
+		return
+	}
 	if slices.ContainsFunc(items, func(it store.PendingItem) bool { return it.Status == store.PendingWaiting }) {
 		s.answerPaused(w, r, run.ID) // a partial answer: still paused
 		return
@@ -287,6 +292,10 @@ func (s *Server) answerPaused(w http.ResponseWriter, r *http.Request, id string)
 	run, err := s.Store.GetRun(r.Context(), id)
 	if err != nil {
 		s.internal(w, r, err)
+		return
+	}
+	if run.Status != store.RunPaused {
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is %s, not paused", run.ID, run.Status), map[string]string{"status": run.Status})
 		return
 	}
 	reply, err := s.pausedReply(r.Context(), run)
