@@ -372,11 +372,20 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 		}
 		ps = ps[min(offset, total):min(offset+limit, total)]
 	}
-	tools := make([]plugins.Tool, 0, len(ps))
+	tools := make([]listedTool, 0, len(ps))
 	for _, p := range ps {
-		tools = append(tools, p.Tool(nil))
+		tools = append(tools, listedTool{Tool: p.Tool(nil), Consequential: p.IsConsequential()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": tools, "total": total})
+}
+
+// listedTool is a tool of GET /v1/tools: the OpenAI tool object, with
+// the engine's classification beside function, not in it — callers
+// forward the function object to models, which must not read it as an
+// instruction.
+type listedTool struct {
+	plugins.Tool
+	Consequential bool `json:"consequential"`
 }
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {

@@ -139,6 +139,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		UserID    UserID `json:"user_id"`
 		Name      string `json:"name"`
 		ExpiresIn int64  `json:"expires_in_seconds"`
+		// ConsoleOnly issues a token that signs in to the console only.
+		ConsoleOnly bool `json:"console_only"`
 	}
 	if !decodeBody(w, r, &req) {
 		return
@@ -152,7 +154,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"limit": "name characters", "max": maxTokenName})
 		return
 	}
-	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second)
+	scope := ""
+	if req.ConsoleOnly {
+		scope = store.TokenScopeConsole
+	}
+	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second, scope)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -160,10 +166,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_id": row.ID, "user_id": row.UserID, "name": row.Name})
 }
 
-// IssueToken creates a per-user token; the plaintext is returned once.
-func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration) (string, *store.Token, error) {
+// IssueToken creates a per-user token of scope ("" or
+// store.TokenScopeConsole); the plaintext is returned once.
+func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration, scope string) (string, *store.Token, error) {
 	tok, hash := auth.NewToken()
-	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Audit: store.Audit{CreateBy: "admin"}}
+	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Scope: scope, Audit: store.Audit{CreateBy: "admin"}}
 	if ttl > 0 {
 		exp := time.Now().Add(ttl).UTC()
 		row.ExpireTime = &exp

@@ -134,7 +134,7 @@ func (e *env) addLookup(url, key string) string {
 	if err := e.creds.Set(ctx, 7, "API_KEY", key, "test"); err != nil {
 		e.t.Fatal(err)
 	}
-	token, _, err := api.IssueToken(ctx, e.st, 7, "lookup", 0)
+	token, _, err := api.IssueToken(ctx, e.st, 7, "lookup", 0, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

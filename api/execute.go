@@ -26,6 +26,11 @@ type ExecuteRequest struct {
 	// the administrator's only (the console's "Try it"); any other token
 	// asking is refused with 403.
 	Trace bool `json:"trace,omitempty"`
+	// Prepare answers the prepared request and a pending id without
+	// sending; Confirmation sends the request prepared under that id
+	// (issue 33).
+	Prepare      bool   `json:"prepare,omitempty"`
+	Confirmation string `json:"confirmation,omitempty"`
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +52,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.Executor.Execute(r.Context(), engine.Call{
+	call := engine.Call{
 		Trace:          req.Trace,
 		Plugin:         p,
 		Arguments:      rawArgs(req.Arguments),
@@ -55,7 +60,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Credentials:    req.Credentials,
 		FixedParams:    req.FixedParams,
 		BoundToCatalog: isInline(req.Plugin) && principalFrom(r.Context()).role != roleAdmin,
-	})
+	}
+	if !s.directGate(w, r, &call, req.Prepare, req.Confirmation) {
+		return
+	}
+	res, err := s.Executor.Execute(r.Context(), call)
 	writeResult(w, res, err)
 }
 
@@ -169,7 +178,7 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 			writeError(w, http.StatusBadRequest, "malformed_request", "plugin: "+err.Error(), nil)
 			return nil, false
 		}
-		return p, true
+		return classifyInline(r.Context(), p), true
 	}
 	if name == "" {
 		writeError(w, http.StatusBadRequest, "malformed_request", "name: required (a catalog plugin), or give plugin (an inline definition)", nil)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
@@ -29,6 +31,10 @@ type importOpenAPIRequest struct {
 	OperationIDs []string        `json:"operation_ids,omitempty"`
 	DryRun       bool            `json:"dry_run,omitempty"`
 	Strict       bool            `json:"strict,omitempty"`
+	// Consequential, when given, is the administrator's classification
+	// of every plugin the import writes or keeps (issue 33): kept like
+	// any other setting of theirs across later syncs.
+	Consequential *bool `json:"consequential,omitempty"`
 	// Source names the import source (its identity) instead of the URL;
 	// an inline document without one is known by its title.
 	Source string `json:"source,omitempty"`
@@ -174,6 +180,19 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.internal(w, r, err)
 		return
+	}
+	if req.Consequential != nil && !req.DryRun {
+		names := slices.Concat(res.Added, res.Changed, res.Unchanged)
+		if _, err := s.Store.SetPluginsConsequential(r.Context(), names, catalog.ConsequentialColumn(req.Consequential), "admin"); err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if res.Consequential == nil {
+			res.Consequential = map[string]bool{}
+		}
+		for _, n := range names {
+			res.Consequential[n] = *req.Consequential
+		}
 	}
 	imported := len(res.Added) + len(res.Changed) + len(res.Unchanged)
 	out := importResponse{SyncResult: res, DryRun: req.DryRun, Partial: len(res.Failed) > 0 && imported > 0,

@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -80,8 +81,14 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/plugins/import/mcp", s.with(roleAdmin, m.importMCP))
 	mux.HandleFunc("POST /v1/mcp/proxy/{mcp_id}/tools/{tool_name}/call", s.with(roleUser, m.proxyCall))
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
-	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger,
-		Sessions: cfg.Sessions, Tracer: s.Tracer})
+	mux.HandleFunc("GET /v1/pending", s.with(roleUser, s.listPending))
+	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
+	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer}
+	if s.Confirm != "" && s.Confirm != confirm.Never {
+		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
+			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
+	}
+	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, opts)
 	if s.Registry != nil {
 		// A second Handler on one registry keeps the first one's.
 		if err := s.mcpService.Register(s.Registry); err != nil {
@@ -414,9 +421,19 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
 		return
 	}
+	if row := m.catalogRow(r.Context(), id, tool); row != nil {
+		// A proxied tool counts as its catalog row (issue 33).
+		c := *p
+		v := row.IsConsequential()
+		c.Consequential, p = &v, &c
+	}
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
-	res, err := m.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	if !m.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+		return
+	}
+	res, err := m.Executor.Execute(r.Context(), call)
 	var refused *engine.RefusedError
 	switch {
 	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:
@@ -434,6 +451,21 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		w.Write(res.Output)
 	}
+}
+
+// catalogRow is the enabled catalog plugin calling tool on MCP server
+// id, or nil.
+func (m *mcpAPI) catalogRow(ctx context.Context, id, tool string) *plugins.Plugin {
+	ps, err := m.Catalog.EnabledPlugins(ctx)
+	if err != nil {
+		return nil // unread: the proxied tool's own classification stands
+	}
+	for _, p := range ps {
+		if p.ExecType() == plugins.TypeMCP && p.Execution.MCPID == id && p.Execution.ToolName == tool {
+			return p
+		}
+	}
+	return nil
 }
 
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
@@ -465,6 +497,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
+		// Consequential unless its server marks it read-only (a catalog
+		// row of the tool, when there is one, decides: proxyCall).
+		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations),
 	}
 	m.proxies.put(key, p)
 	return p, nil
@@ -556,7 +591,11 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.Executor.Execute(r.Context(), engine.Call{Plugin: p, Arguments: args, UserID: user})
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	if !s.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+		return
+	}
+	res, err := s.Executor.Execute(r.Context(), call)
 	writeResult(w, res, err)
 }
 

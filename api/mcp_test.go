@@ -50,7 +50,7 @@ type mcpEnv struct {
 // newMCPEnv serves the MCP routes (and GET /v1/tools?format=dynamic, as
 // listTools dispatches it) on st, with user 7 holding the med server's
 // token.
-func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
+func newMCPEnv(t *testing.T, st *store.Store, opts ...func(*Server)) *mcpEnv {
 	key := make([]byte, 32)
 	rand.Read(key)
 	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(key), "")
@@ -68,6 +68,9 @@ func newMCPEnv(t *testing.T, st *store.Store) *mcpEnv {
 	ex.Credentials, ex.Logger = creds, log
 	cfg := &MCPConfig{Manager: m}
 	s := &Server{Store: st, Creds: creds, Executor: ex, AdminToken: mcpAdmin, ServiceToken: mcpService, Logger: log, MCP: cfg}
+	for _, o := range opts {
+		o(s)
+	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	cfg.PublicURL = hs.URL

@@ -44,11 +44,11 @@ func TestNoDatabaseReadPerCall(t *testing.T) {
 	if err := e.creds.Set(ctx, 7, "API_KEY", "sk-percall-0123456789", "test"); err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := api.IssueToken(ctx, st, 7, "percall", 0)
+	token, _, err := api.IssueToken(ctx, st, 7, "percall", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, _, err := api.IssueToken(ctx, st, 7, "never used before the outage", 0)
+	unused, _, err := api.IssueToken(ctx, st, 7, "never used before the outage", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}

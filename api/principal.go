@@ -36,6 +36,10 @@ type principal struct {
 	// browser marks a console session: what it receives is shown in a
 	// browser, so no credential value, not even masked, goes to it.
 	browser bool
+	// consoleOnly marks a per-user token that signs in to the console
+	// only: refused as a bearer token; its sessions may approve calls
+	// under BLINDEXEC_CONFIRM_VIA=console.
+	consoleOnly bool
 }
 
 // actsFor reports whether p may act for user id.
@@ -126,8 +130,19 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if !s.isOperatorToken(tok) && !strings.HasPrefix(tok, auth.TokenPrefix) {
 		return principal{}, errors.New("invalid token")
 	}
-	return s.principalFor(r.Context(), auth.HashToken(tok))
+	p, err := s.principalFor(r.Context(), auth.HashToken(tok))
+	if err == nil && p.consoleOnly && r.Context().Value(signInKey{}) == nil {
+		return principal{}, errConsoleOnly
+	}
+	return p, err
 }
+
+// errConsoleOnly refuses a console-only token given as a bearer token.
+var errConsoleOnly = errors.New("this token signs in to the console only (/console/); it is refused on /v1 and /mcp")
+
+// signInKey marks the console's sign-in check, where a console-only
+// token is accepted.
+type signInKey struct{}
 
 func (s *Server) isOperatorToken(tok string) bool {
 	return (s.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.AdminToken)) == 1) ||
@@ -155,7 +170,7 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 	if t.expires != nil && time.Now().After(*t.expires) {
 		return principal{}, errors.New("token expired")
 	}
-	return principal{role: roleUser, userID: t.userID}, nil
+	return principal{role: roleUser, userID: t.userID, consoleOnly: t.consoleOnly}, nil
 }
 
 // operatorHashes are the hashes of the operator's tokens, taken once: the
@@ -195,7 +210,7 @@ func (s *Server) WhoIs(r *http.Request) (Who, error) {
 
 // WhoIsToken checks a token given at the console's sign-in.
 func (s *Server) WhoIsToken(ctx context.Context, tok string) (Who, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	r, err := http.NewRequestWithContext(context.WithValue(ctx, signInKey{}, true), http.MethodGet, "/", nil)
 	if err != nil {
 		return Who{}, err
 	}
@@ -217,6 +232,8 @@ type cachedToken struct {
 	found   bool
 	userID  int64
 	expires *time.Time
+	// consoleOnly: the token's scope is store.TokenScopeConsole.
+	consoleOnly bool
 }
 
 // tokenCacheMax bounds the cache (unknown tokens are cached too); past it,
@@ -241,7 +258,7 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, err
 	case err != nil:
 		return cachedToken{}, fmt.Errorf("check token: %w", err)
 	default:
-		t = cachedToken{found: true, userID: row.UserID, expires: row.ExpireTime}
+		t = cachedToken{found: true, userID: row.UserID, expires: row.ExpireTime, consoleOnly: row.Scope == store.TokenScopeConsole}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -201,7 +201,7 @@ func TestQuotaOverMCP(t *testing.T) {
 	if code, body := e.do("POST", "/v1/quotas/rules", adminToken, map[string]any{"name": "writes", "consequential": true, "calls": 2, "window": "hour"}); code != http.StatusCreated {
 		t.Fatalf("add rule: %d %v", code, body)
 	}
-	token, _, err := api.IssueToken(t.Context(), st, 7, "mcp", 0)
+	token, _, err := api.IssueToken(t.Context(), st, 7, "mcp", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/plugins"
@@ -69,6 +71,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 			fields = ve.Fields
 		}
 	}
+	if _, err := cmp.Or(s.Runner.Confirm, confirm.Never).Stricter(req.Options.Confirm); err != nil {
+		fields = append(fields, plugins.FieldError{Field: "options.confirm", Message: err.Error()})
+	}
 	if len(fields) > 0 {
 		writeError(w, http.StatusBadRequest, "invalid_payload", (&loop.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
 		return
@@ -91,18 +96,14 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 
 	var reply *loop.Reply
 	if stream {
-		reply = s.streamRun(ctx, w, lreq)
+		reply = s.stream(w, func(emit func(loop.Event)) *loop.Reply { return s.Runner.Run(ctx, *lreq, emit) })
 	} else {
 		reply = s.Runner.Run(ctx, *lreq, nil)
 	}
 	// The client may be gone (a cancelled run): store it all the same.
-	s.saveReply(context.WithoutCancel(r.Context()), run, reply)
+	s.finishRun(context.WithoutCancel(r.Context()), run, req, reply)
 	if !stream {
-		status := http.StatusOK
-		if reply.Error != nil && reply.Status != loop.StatusMaxSteps && reply.Status != loop.StatusBudgetExhausted {
-			status = reply.Error.HTTPStatus()
-		}
-		writeJSON(w, status, reply)
+		writeJSON(w, runStatus(reply), reply)
 	}
 }
 
@@ -125,6 +126,7 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 		case err != nil:
 			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:
+			p = classifyInline(ctx, p)
 			out.Plugins = append(out.Plugins, p)
 			if bound {
 				if out.BoundToCatalog == nil {
@@ -155,9 +157,9 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 	return out, fields, nil
 }
 
-// streamRun answers with server-sent events: one per loop event, the last
-// (run.completed or run.failed) carrying the reply.
-func (s *Server) streamRun(ctx context.Context, w http.ResponseWriter, req *loop.Request) *loop.Reply {
+// stream answers with server-sent events: one per loop event of run, the
+// last (run.completed, run.failed or run.paused) carrying the reply.
+func (s *Server) stream(w http.ResponseWriter, run func(emit func(loop.Event)) *loop.Reply) *loop.Reply {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -165,7 +167,7 @@ func (s *Server) streamRun(ctx context.Context, w http.ResponseWriter, req *loop
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	rc.Flush()
-	return s.Runner.Run(ctx, *req, func(ev loop.Event) {
+	return run(func(ev loop.Event) {
 		data, err := json.Marshal(ev.Data)
 		if err != nil {
 			data, _ = json.Marshal(map[string]string{"error": err.Error()})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -80,6 +81,19 @@ type Server struct {
 	// Store following Changes, windows in UTC (set the Executor's Quota to
 	// it for calls to count).
 	Quota *quota.Keeper
+	// Confirm is the confirmation policy of direct calls
+	// (BLINDEXEC_CONFIRM; runs use their Runner's): a per-user token's
+	// call that needs confirmation takes two steps. Empty: never.
+	Confirm confirm.Policy
+	// ConfirmTTL is how long a prepared call waits (confirm.DefaultTTL
+	// when 0).
+	ConfirmTTL time.Duration
+	// ConfirmVia is BLINDEXEC_CONFIRM_VIA: "console" counts a per-user
+	// principal's decisions only from console sessions opened with a
+	// console-only token, so that an agent holding the user's API token
+	// cannot approve its own calls; "" or "api" counts them from any of
+	// the user's tokens.
+	ConfirmVia string
 
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.
@@ -93,6 +107,8 @@ type Server struct {
 	operators  operatorHashes
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
+	// confirmMetrics counts decisions about pending items (nil: none).
+	confirmMetrics *confirm.Metrics
 	// migrated is set once /readyz has seen the schema up to date: a
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
@@ -131,6 +147,11 @@ func (s *Server) Handler() http.Handler {
 			s.tools.live.Metrics = m
 		}
 	}
+	if s.Registry != nil && (s.Runner != nil || s.Confirm != "") && s.confirmMetrics == nil { // decisions are about runs and direct calls
+		if m, err := confirm.NewMetrics(s.Registry); err == nil {
+			s.confirmMetrics = m
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
@@ -147,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PATCH /v1/plugins/{name}", s.with(roleAdmin, s.patchPlugin))
 	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
 	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
+	mux.HandleFunc("POST /v1/plugins/consequential", s.with(roleAdmin, s.setConsequential))
 	mux.HandleFunc("GET /v1/sources", s.with(roleService, s.listSources))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
@@ -155,6 +177,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/executions", s.with(roleUser, s.listExecutions))
 	mux.HandleFunc("POST /v1/runs", s.with(roleUser, s.createRun))
 	mux.HandleFunc("GET /v1/runs/{run_id}", s.with(roleUser, s.getRun))
+	mux.HandleFunc("GET /v1/runs", s.with(roleUser, s.listRuns))
+	mux.HandleFunc("POST /v1/runs/{run_id}/resume", s.with(roleUser, s.resumeRun))
 
 	mux.HandleFunc("GET /v1/credentials/{user_id}", s.with(roleUser, s.listCredentials))
 	mux.HandleFunc("PUT /v1/credentials/{user_id}/{key}", s.with(roleUser, s.putCredential))

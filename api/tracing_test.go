@@ -371,7 +371,7 @@ func tracedEnv(t *testing.T, st *store.Store, sampler string, propagate *bool, o
 	if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
 		t.Fatalf("add plugin: %d %v", code, body)
 	}
-	userToken, _, err := api.IssueToken(context.Background(), st, 7, "trace", 0)
+	userToken, _, err := api.IssueToken(context.Background(), st, 7, "trace", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,7 +226,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	if err != nil {
 		return err
 	}
-	userToken, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-gateway", 0)
+	userToken, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-gateway", 0, "")
 	if err != nil {
 		return err
 	}
@@ -460,7 +460,7 @@ func gatewayQuotaRule(ctx context.Context, e *env) (string, int64, error) {
 	if err := e.st.CreateQuotaRule(ctx, row); err != nil {
 		return "", 0, err
 	}
-	tok, _, err := api.IssueToken(ctx, e.st, gatewayQuotaUser, "bench-gateway-quota", 0)
+	tok, _, err := api.IssueToken(ctx, e.st, gatewayQuotaUser, "bench-gateway-quota", 0, "")
 	return tok, row.ID, err
 }
 

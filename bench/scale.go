@@ -93,7 +93,7 @@ func newGatewayFixture(ctx context.Context, dsn string) (_ *gatewayFixture, err 
 	if err := f.e.st.CreatePlugin(ctx, row); err != nil {
 		return nil, err
 	}
-	if f.token, _, err = api.IssueToken(ctx, f.e.st, gatewayUser, "bench-scale", 0); err != nil {
+	if f.token, _, err = api.IssueToken(ctx, f.e.st, gatewayUser, "bench-scale", 0, ""); err != nil {
 		return nil, err
 	}
 	if _, err := f.e.changes.Poll(ctx); err != nil {

@@ -30,7 +30,7 @@ func benchTracing(ctx context.Context, o benchOpts) error {
 	if _, err := e.addCompanyPlugin(ctx, up.URL, gatewayUser, gatewayAPIKey); err != nil {
 		return err
 	}
-	token, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-tracing", 0)
+	token, _, err := api.IssueToken(ctx, e.st, gatewayUser, "bench-tracing", 0, "")
 	if err != nil {
 		return err
 	}

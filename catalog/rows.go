@@ -22,6 +22,9 @@ type executionConfig struct {
 	// their own, so they need no migration.
 	Tags     []string `json:"tags,omitempty"`
 	Keywords []string `json:"keywords,omitempty"`
+	// ConsequentialHint is the import's suggestion; the administrator's
+	// choice is the consequential column, which syncs keep.
+	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
 }
 
 // RowFromPlugin maps a protocol document onto a sys_ai_plugin row.
@@ -29,7 +32,7 @@ type executionConfig struct {
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
-		Tags: p.Tags, Keywords: p.Keywords})
+		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
 	}
@@ -54,6 +57,7 @@ func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 		ExecutionConfig:     cfg,
 		Status:              status,
 		RequiredCredentials: rc,
+		Consequential:       ConsequentialColumn(p.Consequential),
 		Audit:               store.Audit{Remark: p.Remark},
 	}, nil
 }
@@ -67,27 +71,59 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		}
 	}
 	p := &plugins.Plugin{
-		SchemaVersion: "v1",
-		Name:          r.Name,
-		Title:         r.Title,
-		Description:   r.Description,
-		IconURL:       r.IconURL,
-		Parameters:    json.RawMessage(r.ParameterSchema),
-		Execution:     cfg.Execution,
-		AuthConfig:    cfg.AuthConfig,
-		FixedParams:   cfg.FixedParams,
-		Tags:          cfg.Tags,
-		Keywords:      cfg.Keywords,
-		Status:        r.Status,
-		Remark:        r.Remark,
-		Catalog:       true,
+		SchemaVersion:     "v1",
+		Name:              r.Name,
+		Title:             r.Title,
+		Description:       r.Description,
+		IconURL:           r.IconURL,
+		Parameters:        json.RawMessage(r.ParameterSchema),
+		Execution:         cfg.Execution,
+		AuthConfig:        cfg.AuthConfig,
+		FixedParams:       cfg.FixedParams,
+		Tags:              cfg.Tags,
+		Keywords:          cfg.Keywords,
+		Status:            r.Status,
+		ConsequentialHint: cfg.ConsequentialHint,
+		Remark:            r.Remark,
+		Catalog:           true,
 	}
+	c, err := ConsequentialSetting(r.Consequential)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
+	}
+	p.Consequential = c
 	if len(r.RequiredCredentials) > 0 {
 		if err := json.Unmarshal(r.RequiredCredentials, &p.RequiredCredentials); err != nil {
 			return nil, fmt.Errorf("decode required_credentials of plugin %q: %w", r.Name, err)
 		}
 	}
 	return p, nil
+}
+
+// ConsequentialColumn is the consequential column's value for a
+// plugin's setting: "1", "0", or nil when the setting is absent.
+func ConsequentialColumn(c *bool) *string {
+	if c == nil {
+		return nil
+	}
+	v := "0"
+	if *c {
+		v = "1"
+	}
+	return &v
+}
+
+// ConsequentialSetting reads the consequential column: "1" true, "0"
+// false, NULL (or empty, as RuoYi may write it) absent.
+func ConsequentialSetting(col *string) (*bool, error) {
+	if col == nil || *col == "" {
+		return nil, nil
+	}
+	if *col != "1" && *col != "0" {
+		return nil, fmt.Errorf("consequential: expected '1', '0' or NULL, got %q", *col)
+	}
+	v := *col == "1"
+	return &v, nil
 }
 
 // MCPServerAuth decodes the server's auth_config column; an empty column

@@ -90,3 +90,50 @@ func TestMCPServerAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestConsequentialRoundTrip: the administrator's setting lives in the
+// consequential column (migration 00010), the import's suggestion in
+// execution_config; both come back from the database, and a column RuoYi
+// wrote by hand with another value is an error naming it.
+func TestConsequentialRoundTrip(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		yes, no := true, false
+		for _, tc := range []struct {
+			name          string
+			setting, hint *bool
+			want          bool
+		}{
+			{"derived", nil, nil, true},
+			{"suggested", nil, &no, false},
+			{"set", &no, &yes, false},
+		} {
+			p := &plugins.Plugin{Name: "p_" + strings.ReplaceAll(tc.name, " ", "_"), Description: "d", Parameters: []byte(`{"type":"object"}`),
+				Execution: plugins.Execution{Method: "POST", BaseURL: "https://api.example.com"}, Consequential: tc.setting, ConsequentialHint: tc.hint}
+			row, err := catalog.RowFromPlugin(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CreatePlugin(ctx, row); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetPlugin(ctx, p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := catalog.PluginFromRow(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalBool(back.Consequential, tc.setting) || !equalBool(back.ConsequentialHint, tc.hint) || back.IsConsequential() != tc.want {
+				t.Errorf("%s: got setting %v hint %v (consequential %v)", tc.name, back.Consequential, back.ConsequentialHint, back.IsConsequential())
+			}
+		}
+		bad := "yes"
+		if _, err := catalog.PluginFromRow(&store.Plugin{Name: "x", Consequential: &bad}); err == nil || !strings.Contains(err.Error(), "consequential") {
+			t.Errorf("a column holding %q: %v, want an error naming consequential", bad, err)
+		}
+	})
+}
+
+func equalBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -12,6 +12,8 @@ import (
 // auditedRoutes are the path prefixes of the administrative changes, with
 // the kind each is recorded as; the longest prefix first.
 var auditedRoutes = []struct{ prefix, kind string }{
+	{"/v1/runs/", "decision"},    // POST /v1/runs/{run_id}/resume: a person's decisions
+	{"/v1/pending/", "decision"}, // POST /v1/pending/{id}
 	{"/v1/plugins/import/", "import"},
 	{"/v1/plugins", "plugin"},
 	{"/v1/credentials", "credential"},

@@ -63,8 +63,10 @@ func newMasterKey() string {
 }
 
 // newEnv serves an engine over st; master is the master key (several
-// replicas share one); opts set the console up before it serves.
-func newEnv(t *testing.T, st *store.Store, master string, opts ...func(*console.Console)) *env {
+// replicas share one); opts, a func(*api.Server) or a func(*console.Console),
+// set the server up before the console is made, or the console before it
+// serves.
+func newEnv(t *testing.T, st *store.Store, master string, opts ...any) *env {
 	t.Helper()
 	kr, err := auth.ParseKeyring(master, "")
 	if err != nil {
@@ -87,12 +89,19 @@ func newEnv(t *testing.T, st *store.Store, master string, opts ...func(*console.
 	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
 	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
 		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}, Registry: reg}
+	for _, o := range opts {
+		if o, ok := o.(func(*api.Server)); ok {
+			o(srv)
+		}
+	}
 	con, err := console.New(srv, st, master, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range opts {
-		o(con)
+		if o, ok := o.(func(*console.Console)); ok {
+			o(con)
+		}
 	}
 	hs := httptest.NewServer(con.Handler(srv.Handler()))
 	t.Cleanup(hs.Close)

@@ -134,6 +134,12 @@ type Call struct {
 	// ToolCallID is the model's id of the call, in a run: its span's
 	// gen_ai.tool.call.id.
 	ToolCallID string
+	// Confirmation marks a call a person approved (issue 33), saying
+	// which decision ("approved by user:7, pending <id>"), for the
+	// execution record: it is sent once and never retried once it may
+	// have reached the upstream, idempotent or not — the one resend with
+	// a fresh token after an OAuth2 401 aside.
+	Confirmation string
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -187,6 +193,8 @@ type Prepared struct {
 
 	// Trace asks the invoker to report what it sends (Sent).
 	Trace bool
+	// Once forbids retries (Call.Confirmation).
+	Once bool
 
 	schema  *schemaInfo
 	secrets []string
@@ -450,6 +458,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		UserID:           call.UserID,
 		RunID:            call.RunID,
 		Trace:            call.Trace,
+		Once:             call.Confirmation != "",
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
@@ -759,6 +768,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			Attempts:     res.Attempts,
 			ErrorClass:   code,
 			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
+			Confirmation: call.Confirmation,
 			CreatedAt:    time.Now().UTC(),
 			TraceID:      tracing.TraceID(ctx),
 		})

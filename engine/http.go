@@ -50,7 +50,10 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 	}
 	e := &p.Plugin.Execution
 	policy := retryOf(e.Retry)
-	idempotent := idempotentMethods[out.method]
+	if p.Once {
+		policy.attempts = 1
+	}
+	idempotent := plugins.IdempotentMethod(out.method)
 	reauth := p.Plugin.AuthConfig.Type == plugins.AuthOAuth2 && p.Plugin.AuthConfig.OAuth2 != nil &&
 		p.Plugin.AuthConfig.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials
 
@@ -132,8 +135,6 @@ type authError struct{ err error }
 
 func (e authError) Error() string { return e.err.Error() }
 func (e authError) Unwrap() error { return e.err }
-
-var idempotentMethods = map[string]bool{"GET": true, "HEAD": true, "PUT": true, "DELETE": true, "OPTIONS": true}
 
 type retryPolicy struct {
 	attempts            int

@@ -21,16 +21,19 @@ const maxRecordMessage = 1000
 // Record is the execution record of one call. It never holds a credential:
 // ErrorMessage is the masked message the caller saw, at most 1000 bytes.
 type Record struct {
-	ID           string    `json:"id"` // the Result's ExecutionID (a UUIDv7: time-ordered)
-	RunID        string    `json:"run_id,omitempty"`
-	PluginName   string    `json:"plugin_name"`
-	UserID       int64     `json:"user_id"`
-	Status       string    `json:"status"` // ok | error | refused
-	HTTPStatus   int       `json:"http_status"`
-	LatencyMS    int64     `json:"latency_ms"`
-	Attempts     int       `json:"attempts"`
-	ErrorClass   string    `json:"error_class,omitempty"` // the ToolError code
-	ErrorMessage string    `json:"error_message,omitempty"`
+	ID           string `json:"id"` // the Result's ExecutionID (a UUIDv7: time-ordered)
+	RunID        string `json:"run_id,omitempty"`
+	PluginName   string `json:"plugin_name"`
+	UserID       int64  `json:"user_id"`
+	Status       string `json:"status"` // ok | error | refused
+	HTTPStatus   int    `json:"http_status"`
+	LatencyMS    int64  `json:"latency_ms"`
+	Attempts     int    `json:"attempts"`
+	ErrorClass   string `json:"error_class,omitempty"` // the ToolError code
+	ErrorMessage string `json:"error_message,omitempty"`
+	// Confirmation is the decision a confirmed call was sent on
+	// (Call.Confirmation).
+	Confirmation string    `json:"confirmation,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	// TraceID is the trace the call ran in (tracing on), else empty.
 	TraceID string `json:"trace_id,omitempty"`

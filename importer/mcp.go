@@ -44,6 +44,9 @@ type MCPReport struct {
 	Failed    []MCPFailure `json:"failed"`
 	// Warnings name degraded or pruned subschemas, per tool.
 	Warnings []string `json:"warnings,omitempty"`
+	// Consequential is each imported tool's classification (issue 33):
+	// whether a call waits for a person's confirmation.
+	Consequential map[string]bool `json:"consequential,omitempty"`
 }
 
 // MCPFailure is a tool that could not be imported.
@@ -110,6 +113,15 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
 			return nil, err
 		}
+		if old != nil {
+			// The column was written by this engine or checked by the
+			// catalog's load; an unreadable one leaves the suggestion.
+			p.Consequential, _ = catalog.ConsequentialSetting(old.Consequential)
+		}
+		if rep.Consequential == nil {
+			rep.Consequential = map[string]bool{}
+		}
+		rep.Consequential[p.Name] = p.IsConsequential()
 	}
 	for key, row := range existing {
 		if seen[key] || row.ContentHash == nil {
@@ -169,6 +181,7 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string
 	}
 	row.ID = old.ID
 	row.Remark = old.Remark
+	row.Consequential = old.Consequential // an administrator's choice stands
 	if old.ContentHash != nil {
 		row.Status = old.Status // an administrator's choice stands
 	}

@@ -42,6 +42,9 @@ type SyncResult struct {
 	// Renamed are plugins that take a new name (Options.Rename).
 	Renamed []Rename          `json:"renamed,omitempty"`
 	Failed  []openapi.Failure `json:"failed"`
+	// Consequential is each written plugin's classification (issue 33):
+	// whether a call waits for a person's confirmation.
+	Consequential map[string]bool `json:"consequential,omitempty"`
 	// Operations are the converted operations, with their warnings.
 	Operations []openapi.Operation `json:"-"`
 }
@@ -164,6 +167,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 			}
 		case old.ContentHash != nil && *old.ContentHash == hash:
 			res.Unchanged = append(res.Unchanged, row.Name)
+			res.classify(old)
 			continue
 		default:
 			list = &res.Changed
@@ -173,6 +177,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 				row.Status = old.Status
 			}
 			row.ID, row.CreateBy, row.UpdateBy = old.ID, old.CreateBy, syncBy
+			row.Consequential = old.Consequential // an administrator's choice stands
 			if list == &res.Changed {
 				if res.ChangedFields == nil {
 					res.ChangedFields = map[string][]string{}
@@ -192,6 +197,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 			continue
 		}
 		*list = append(*list, row.Name)
+		res.classify(row)
 	}
 	rep.Step(len(ops))
 	plugins.ForgetCompiled(batch)
@@ -238,6 +244,17 @@ func precompile(ops []openapi.Operation) []*plugins.Plugin {
 		ps[i] = op.Plugin
 	}
 	return plugins.Precompile(ps)
+}
+
+// classify lists row's classification; a row that does not parse is
+// left out (the sync reports it elsewhere).
+func (r *SyncResult) classify(row *store.Plugin) {
+	if p, err := catalog.PluginFromRow(row); err == nil {
+		if r.Consequential == nil {
+			r.Consequential = map[string]bool{}
+		}
+		r.Consequential[p.Name] = p.IsConsequential()
+	}
 }
 
 // settleNames fixes the names of the converted plugins against the store:
@@ -297,7 +314,7 @@ func changedFields(old, cur *store.Plugin) []string {
 	var oc, cc map[string]json.RawMessage
 	_ = json.Unmarshal(old.ExecutionConfig, &oc) // unreadable: every part differs
 	_ = json.Unmarshal(cur.ExecutionConfig, &cc)
-	for _, k := range []string{"execution", "auth_config", "fixed_params", "tags", "keywords"} {
+	for _, k := range []string{"execution", "auth_config", "fixed_params", "tags", "keywords", "consequential_hint"} {
 		if !sameJSON(oc[k], cc[k]) {
 			out = append(out, k)
 		}

@@ -45,6 +45,15 @@ type Plugin struct {
 	Keywords []string `json:"keywords,omitempty"`
 	Status   string   `json:"status,omitempty"`
 	Remark   string   `json:"remark,omitempty"`
+	// Consequential is the administrator's classification of the tool:
+	// true, a call waits for a person's confirmation (BLINDEXEC_CONFIRM);
+	// false, it does not; nil, see IsConsequential. Imports never set it,
+	// and a sync keeps it.
+	Consequential *bool `json:"consequential,omitempty"`
+	// ConsequentialHint is what an import read from the source
+	// (x-openai-isConsequential, MCP's readOnlyHint): a suggestion used
+	// while Consequential is nil.
+	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
 	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.

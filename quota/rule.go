@@ -166,19 +166,12 @@ func FromRow(row *store.QuotaRule) (*Rule, error) {
 	return r, nil
 }
 
-// Consequential reports whether a call of p changes something: until the
-// confirmation setting (issue 33) lands, every HTTP method but GET, HEAD
-// and OPTIONS, and every MCP tool. The one place that decides it.
-func Consequential(p *plugins.Plugin) bool {
-	if p.ExecType() == plugins.TypeMCP {
-		return true
-	}
-	switch strings.ToUpper(p.Execution.Method) {
-	case "GET", "HEAD", "OPTIONS":
-		return false
-	}
-	return true
-}
+// Consequential reports whether a call of p changes something: the
+// plugin's consequential setting (issue 33: the administrator's choice,
+// else the import's suggestion, else derived from the method; an inline
+// plugin is classified by the API before it gets here). The one place
+// quota rules ask it.
+func Consequential(p *plugins.Plugin) bool { return p.IsConsequential() }
 
 // amount is r's limit in its unit: calls, or run tokens.
 func (r *Rule) amount() int64 { return max(r.Calls, r.RunTokensPerDay) }

@@ -81,19 +81,23 @@ func TestWindowOf(t *testing.T) {
 }
 
 func TestConsequential(t *testing.T) {
+	yes, no := true, false
 	for _, tc := range []struct {
-		exec plugins.Execution
-		want bool
+		exec    plugins.Execution
+		setting *bool // the plugin's consequential setting (issue 33)
+		want    bool
 	}{
-		{plugins.Execution{Method: "GET"}, false},
-		{plugins.Execution{Method: "head"}, false},
-		{plugins.Execution{Method: "OPTIONS"}, false},
-		{plugins.Execution{Method: "POST"}, true},
-		{plugins.Execution{Method: "DELETE"}, true},
-		{plugins.Execution{Type: plugins.TypeMCP}, true},
+		{plugins.Execution{Method: "GET"}, nil, false},
+		{plugins.Execution{Method: "head"}, nil, false},
+		{plugins.Execution{Method: "OPTIONS"}, nil, false},
+		{plugins.Execution{Method: "POST"}, nil, true},
+		{plugins.Execution{Method: "DELETE"}, nil, true},
+		{plugins.Execution{Type: plugins.TypeMCP}, nil, true},
+		{plugins.Execution{Method: "POST"}, &no, false}, // a search sent as POST, marked by the administrator
+		{plugins.Execution{Method: "GET"}, &yes, true},  // a GET that triggers a job
 	} {
-		if got := Consequential(&plugins.Plugin{Execution: tc.exec}); got != tc.want {
-			t.Errorf("%+v: %v, want %v", tc.exec, got, tc.want)
+		if got := Consequential(&plugins.Plugin{Execution: tc.exec, Consequential: tc.setting}); got != tc.want {
+			t.Errorf("%+v (setting %v): %v, want %v", tc.exec, tc.setting, got, tc.want)
 		}
 	}
 }

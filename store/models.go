@@ -96,6 +96,9 @@ type Plugin struct {
 	SourceID            *int64  `gorm:"column:source_id" json:"source_id,omitempty"`
 	SourceKey           *string `gorm:"column:source_key" json:"source_key,omitempty"`
 	ContentHash         *string `gorm:"column:content_hash" json:"content_hash,omitempty"`
+	// Consequential is the administrator's classification: "1", "0", or
+	// nil (derived). Syncs keep it (issue 33).
+	Consequential *string `gorm:"column:consequential" json:"consequential,omitempty"`
 	Audit
 }
 
@@ -126,8 +129,15 @@ type Token struct {
 	Prefix       string     `gorm:"column:token_prefix" json:"token_prefix,omitempty"`
 	ExpireTime   *time.Time `gorm:"column:expire_time" json:"expire_time,omitempty"`
 	LastUsedTime *time.Time `gorm:"column:last_used_time" json:"last_used_time,omitempty"`
+	// Scope TokenScopeConsole signs in to the console only (issue 33).
+	Scope string `gorm:"column:scope" json:"scope,omitempty"`
 	Audit
 }
+
+// TokenScopeConsole is the scope of a token refused on /v1 and /mcp: it
+// signs in to the console, whose sessions alone may approve calls under
+// BLINDEXEC_CONFIRM_VIA=console.
+const TokenScopeConsole = "console"
 
 // TableName maps Token onto its table.
 func (Token) TableName() string { return "sys_ai_token" }
@@ -142,16 +152,19 @@ const (
 // Execution is a row of sys_ai_execution, the execution log. It must never
 // hold a secret: no arguments, no credentials, no response bodies.
 type Execution struct {
-	ID           string    `gorm:"column:execution_id;primaryKey" json:"execution_id"`
-	RunID        *string   `gorm:"column:run_id" json:"run_id,omitempty"`
-	PluginName   string    `gorm:"column:plugin_name" json:"plugin_name"`
-	UserID       *int64    `gorm:"column:user_id" json:"user_id,omitempty"`
-	Status       string    `gorm:"column:status" json:"status"`
-	HTTPStatus   int       `gorm:"column:http_status" json:"http_status"`
-	LatencyMS    int64     `gorm:"column:latency_ms" json:"latency_ms"`
-	Attempts     int       `gorm:"column:attempts" json:"attempts"`
-	ErrorClass   string    `gorm:"column:error_class" json:"error_class,omitempty"`
-	ErrorMessage string    `gorm:"column:error_message" json:"error_message,omitempty"`
+	ID           string  `gorm:"column:execution_id;primaryKey" json:"execution_id"`
+	RunID        *string `gorm:"column:run_id" json:"run_id,omitempty"`
+	PluginName   string  `gorm:"column:plugin_name" json:"plugin_name"`
+	UserID       *int64  `gorm:"column:user_id" json:"user_id,omitempty"`
+	Status       string  `gorm:"column:status" json:"status"`
+	HTTPStatus   int     `gorm:"column:http_status" json:"http_status"`
+	LatencyMS    int64   `gorm:"column:latency_ms" json:"latency_ms"`
+	Attempts     int     `gorm:"column:attempts" json:"attempts"`
+	ErrorClass   string  `gorm:"column:error_class" json:"error_class,omitempty"`
+	ErrorMessage string  `gorm:"column:error_message" json:"error_message,omitempty"`
+	// Confirmation is the decision a confirmed call was sent on: the
+	// outcome, who, and the pending item (sys_ai_run_pending keeps when).
+	Confirmation string    `gorm:"column:confirmation" json:"confirmation,omitempty"`
 	CreateTime   time.Time `gorm:"column:create_time" json:"create_time"`
 	// TraceID is the OpenTelemetry trace the call ran in (32 hex
 	// digits), empty when the engine did not trace it.

@@ -12,7 +12,7 @@ import (
 // primary key and the creation audit.
 var pluginUpdatable = []string{
 	"name", "title", "description", "icon_url", "parameter_schema", "execution_config",
-	"status", "required_credentials", "source_id", "source_key", "content_hash",
+	"status", "required_credentials", "source_id", "source_key", "content_hash", "consequential",
 	"update_by", "update_time", "remark",
 }
 
@@ -186,4 +186,23 @@ func (s *Store) SetPluginStatus(ctx context.Context, name, status, by string) er
 		return fmt.Errorf("set plugin %q status: %w", name, err)
 	}
 	return nil
+}
+
+// SetPluginsConsequential writes the administrator's classification of
+// the plugins called names (issue 33): "1" consequential, "0" not, nil
+// derived. Syncs keep it. It returns how many rows it matched; unknown
+// names are left out.
+func (s *Store) SetPluginsConsequential(ctx context.Context, names []string, value *string, by string) (int64, error) {
+	if value != nil && *value != "1" && *value != "0" {
+		return 0, fmt.Errorf("set consequential: invalid value %q (want \"1\", \"0\" or NULL)", *value)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	res := s.db.WithContext(ctx).Model(&Plugin{}).Where("name IN ?", names).
+		Updates(map[string]any{"consequential": value, "update_by": by, "update_time": now()})
+	if res.Error != nil {
+		return 0, fmt.Errorf("set consequential of %d plugins: %w", len(names), classify(res.Error))
+	}
+	return res.RowsAffected, nil
 }

@@ -28,9 +28,14 @@ type Run struct {
 	ErrorCode string `gorm:"column:error_code" json:"error_code,omitempty"`
 	// TraceID is the OpenTelemetry trace of the request that ran it,
 	// empty when the engine did not trace it.
-	TraceID    string    `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
-	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
-	UpdateTime time.Time `gorm:"column:update_time" json:"update_time"`
+	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
+	// State is what resuming a paused run needs (never a credential);
+	// ExpireTime, when the paused run closes as expired. Both are nil
+	// once the run is no longer paused.
+	State      JSON       `gorm:"column:state" json:"-"`
+	ExpireTime *time.Time `gorm:"column:expire_time" json:"expire_time,omitempty"`
+	CreateTime time.Time  `gorm:"column:create_time" json:"create_time"`
+	UpdateTime time.Time  `gorm:"column:update_time" json:"update_time"`
 }
 
 // TableName maps Run onto its table.
@@ -47,7 +52,7 @@ func (s *Store) SaveRun(ctx context.Context, r *Run) error {
 	r.UpdateTime = t
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "run_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "update_time"}),
+		DoUpdates: clause.AssignmentColumns([]string{"status", "model", "reply", "error_code", "state", "expire_time", "update_time"}),
 	}).Create(r).Error
 	if err != nil {
 		err = fmt.Errorf("save run %s: %w", r.ID, classify(err))

@@ -107,6 +107,9 @@ func serveCmd(cfg *config) *cobra.Command {
 				Version:       versionLine(),
 				OutageGrace:   cfg.outageGrace,
 				MaxQueryChars: cfg.toolSearch.MaxQueryChars,
+				Confirm:       cfg.confirm,
+				ConfirmTTL:    cfg.confirmTTL,
+				ConfirmVia:    cfg.confirmVia,
 			}
 			if tr != nil {
 				srv.Tracer = tr.Tracer
@@ -272,8 +275,36 @@ func pluginCmd(cfg *config) *cobra.Command {
 			})
 		},
 	}
+	consequential := &cobra.Command{
+		Use:   "consequential true|false|derived NAME...",
+		Short: "Classify plugins: whether a call waits for a person's confirmation (kept across syncs)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("%s: expected true|false|derived and at least one NAME", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var value *string // derived
+			if args[0] != "derived" {
+				if args[0] != "true" && args[0] != "false" {
+					return usagef("%s: the first argument is true, false or derived, not %q", cmd.CommandPath(), args[0])
+				}
+				c := args[0] == "true"
+				value = catalog.ConsequentialColumn(&c)
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				n, err := st.SetPluginsConsequential(ctx, args[1:], value, "cli")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "classified %d plugin(s) consequential=%s\n", n, args[0])
+				return nil
+			})
+		},
+	}
 	cmd.AddCommand(add, list, get, status("enable", "Enable a plugin (status '0')", store.StatusEnabled),
-		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm)
+		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm, consequential)
 	return cmd
 }
 
@@ -365,7 +396,7 @@ func tokenCmd(cfg *config) *cobra.Command {
 				return usagef("token create: --user is required (a positive user id)")
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-				tok, row, err := api.IssueToken(ctx, st, user, name, ttl)
+				tok, row, err := api.IssueToken(ctx, st, user, name, ttl, "")
 				if err != nil {
 					return err
 				}

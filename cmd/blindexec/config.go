@@ -18,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
@@ -64,6 +65,11 @@ type config struct {
 	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
 	// catalogs, in the LLM loop and the MCP server.
 	toolSearch toolset.Config
+	// confirm and confirmTTL are BLINDEXEC_CONFIRM and _TTL_MS: which
+	// calls of a run wait for a person, and for how long (issue 33).
+	confirm    confirm.Policy
+	confirmTTL time.Duration
+	confirmVia string // BLINDEXEC_CONFIRM_VIA: api or console
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// mcpSessions bound serve's /mcp sessions.
@@ -134,6 +140,9 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 		Idle:    src.Millis(mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle),
 	}
 	c.toolSearch = toolSearchSettings(src)
+	c.confirm = confirm.Policy(src.OneOf("BLINDEXEC_CONFIRM", string(confirm.Consequential), string(confirm.Consequential), string(confirm.Never), string(confirm.Always)))
+	c.confirmTTL = src.Millis("BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL)
+	c.confirmVia = src.OneOf("BLINDEXEC_CONFIRM_VIA", "api", "api", "console")
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
@@ -358,7 +367,8 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 		oc.HTTPClient = c.llmHTTP
 	}
 	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
-		MaxResponseBytes: c.llmMaxResponse, MaxToolCalls: c.llmMaxToolCalls}
+		MaxResponseBytes: c.llmMaxResponse, MaxToolCalls: c.llmMaxToolCalls,
+		Confirm: c.confirm, ConfirmTTL: c.confirmTTL}
 }
 
 // toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED,

@@ -137,6 +137,16 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code, out, _ := c.run("", "plugin", "list"); code != 0 || !strings.Contains(out, "disabled") {
 		t.Fatalf("plugin list: %q", out)
 	}
+	// The administrator's classification (issue 33), kept in its column.
+	if code, out, errs := c.run("", "plugin", "consequential", "true", "search_company_basic"); code != 0 || !strings.Contains(out, "classified 1 plugin") {
+		t.Fatalf("plugin consequential: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "plugin", "get", "search_company_basic"); code != 0 || !strings.Contains(out, `"consequential": true`) {
+		t.Fatalf("plugin get after consequential true: %q", out)
+	}
+	if code, _, _ := c.run("", "plugin", "consequential", "maybe", "search_company_basic"); code != 2 {
+		t.Fatalf("plugin consequential maybe: exit %d, want 2", code)
+	}
 	if code, _, _ := c.run("", "plugin", "rm", "search_company_basic"); code != 0 {
 		t.Fatal("rm")
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/importer"
@@ -219,7 +221,13 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			defer cancel()
 			go parts.changes.Run(ctx)
 			go parts.quotas.Run(ctx) // leases left idle go back, as under serve
-			svc := mcpserver.NewService(parts.catalog, parts.executor, mcpserver.Options{Search: cfg.toolSearch, Logger: log})
+			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log}
+			if cfg.confirm != confirm.Never {
+				// Decisions come through the database: POST /v1/pending/{id} on any replica.
+				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL,
+					PublicURL: cfg.publicURL, ViaConsole: cfg.confirmVia == "console", Logger: log}
+			}
+			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},
 	}

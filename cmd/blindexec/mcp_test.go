@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/mcpts"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestMain lets the test binary stand in for the blindexec binary, so a
@@ -80,15 +81,60 @@ func TestCLIMCP(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "echo") {
 		t.Fatalf("tools over stdio: %v", names)
 	}
+	// An MCP tool without annotations is consequential (issue 33): the
+	// call waits for the user's approval, which reaches the stdio server
+	// through the database (POST /v1/pending/{id} on any replica).
+	before := len(up.Calls())
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over stdio"}})
+	if err != nil || !res.IsError || len(up.Calls()) != before {
+		t.Fatalf("a consequential call over stdio: %v %+v, want a tool error, nothing sent", err, res)
+	}
+	var waits struct {
+		Error struct{ Pending struct{ ID string } }
+	}
+	json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &waits)
+	st, err := store.Open(ctx, c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if won, err := st.DecideItem(ctx, waits.Error.Pending.ID, "approved", "user:7", ""); err != nil || !won {
+		t.Fatalf("approve %q: %v %v", waits.Error.Pending.ID, won, err)
+	}
+	st.Close()
+	res, err = sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over stdio"}})
 	if err != nil || res.IsError {
-		t.Fatalf("call over stdio: %v %+v", err, res)
+		t.Fatalf("call over stdio after approval: %v %+v", err, res)
 	}
 	if calls := up.Calls(); calls[len(calls)-1].Arguments["text"] != "over stdio" {
 		t.Fatalf("the MCP server got %v", calls[len(calls)-1])
 	}
 
-	// And with the official TypeScript SDK's client over the same stdio.
+	// The TypeScript SDK's client declaring elicitation is asked over
+	// stdio (the connection carries the server's request): accept sends,
+	// decline does not.
+	t.Run("TypeScript elicitation", func(t *testing.T) {
+		mcpts.Require(t)
+		for _, action := range []string{"decline", "accept"} {
+			before := len(up.Calls())
+			out := mcpts.Run(t, time.Minute, []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error"},
+				"elicit_client.mjs", "stdio", "echo", `{"text":"`+action+`"}`, action, os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
+			var got struct {
+				Asked  []string
+				Result struct{ IsError bool }
+			}
+			sent := len(up.Calls()) - before
+			if err := json.Unmarshal(out, &got); err != nil || len(got.Asked) != 1 || got.Result.IsError != (action == "decline") ||
+				sent != map[string]int{"accept": 1, "decline": 0}[action] {
+				t.Fatalf("%s over stdio: %s, %d sent (%v)", action, out, sent, err)
+			}
+		}
+	})
+
+	// And with the official TypeScript SDK's client over the same stdio,
+	// echo classified as not consequential by the administrator.
+	if code, _, errs := c.run("", "plugin", "consequential", "false", "echo"); code != 0 {
+		t.Fatalf("plugin consequential false echo: %s", errs)
+	}
 	t.Run("TypeScript client", func(t *testing.T) {
 		mcpts.Require(t)
 		out := mcpts.Run(t, time.Minute, []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error"},

@@ -52,6 +52,11 @@ const I18N = {
     per_page: 'Per page', range: '{from}–{to} of {total}', page_of: 'Page {page} of {pages}',
     first: 'First', prev: 'Previous', next: 'Next', last: 'Last', pages: 'Pages',
     empty_filter: 'No plugin matches these filters. Clear them to see the whole catalog.',
+    approvals: 'Approvals', approvals_purpose: 'Calls that change something on a user\'s behalf wait here for that user: read exactly what will be sent, then approve or deny it. Nothing is sent before.',
+    empty_approvals: 'Nothing waits for a decision.', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
+    expires: 'Expires', arguments: 'Arguments', from_run: 'Run', from_mcp: 'MCP client', decided: 'Decided: {outcome}.',
+    consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
+    cons_derived: 'Derived (from the method or the import)', cons_yes: 'Yes: waits for approval', cons_no: 'No: runs at once',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -100,6 +105,11 @@ const I18N = {
     per_page: '每页', range: '第 {from}–{to} 条，共 {total} 条', page_of: '第 {page} / {pages} 页',
     first: '首页', prev: '上一页', next: '下一页', last: '末页', pages: '分页',
     empty_filter: '没有符合筛选条件的插件。清除筛选可查看全部插件。',
+    approvals: '待审批', approvals_purpose: '代表用户进行更改的调用在此等待该用户决定：先查看将要发送的完整请求，再批准或拒绝。决定之前不会发送任何内容。',
+    empty_approvals: '没有等待决定的调用。', approve: '批准', deny: '拒绝', reason: '理由（可选）',
+    expires: '过期时间', arguments: '参数', from_run: '运行', from_mcp: 'MCP 客户端', decided: '已决定：{outcome}。',
+    consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
+    cons_derived: '自动判断（按方法或导入信息）', cons_yes: '是：等待批准', cons_no: '否：直接执行',
   },
 };
 
@@ -418,6 +428,16 @@ async function pagePlugin(page, name) {
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('execution') }), json(p.execution)),
       el('div', null, el('h2', { text: t('auth') }), json(p.auth_config))));
+  // The administrator's classification, kept in its own column.
+  const setting = p.consequential === undefined ? '' : String(p.consequential);
+  const cons = el('select', { attrs: { id: 'plugin-consequential', 'aria-label': t('consequential') } },
+    [['', 'cons_derived'], ['true', 'cons_yes'], ['false', 'cons_no']].map(([v, k]) => el('option', { attrs: { value: v, selected: v === setting }, text: t(k) })));
+  const consOut = el('div');
+  page.append(el('h2', { text: t('consequential') }), el('p', { class: 'purpose', text: t('consequential_purpose') }),
+    el('div', { class: 'row' }, cons, el('button', { attrs: { id: 'plugin-consequential-save' }, text: t('save'), on: { click: async () => {
+      const s = await call('POST', '/v1/plugins/consequential', { names: [name], consequential: cons.value === '' ? null : cons.value === 'true' });
+      consOut.replaceChildren(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
+    } } })), consOut);
   const doc = Object.assign({}, p);
   for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time']) delete doc[k];
   const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
@@ -806,10 +826,46 @@ async function pageRun(page, id) {
   page.append(r.ok ? json(r.data) : errorBox(r));
 }
 
+// pageApprovals lists the calls waiting for a person — a per-user
+// session its own, the administrator's all — each with the request in
+// full as the engine will send it (credential values never: they are
+// set at send time), and decides one with a POST (the session's CSRF
+// token); opening the page decides nothing.
+async function pageApprovals(page) {
+  heading(page, t('approvals'), t('approvals_purpose'));
+  const [runs, mcp] = await Promise.all([call('GET', '/v1/runs?status=paused'), call('GET', '/v1/pending')]);
+  if (!runs.ok) return page.append(errorBox(runs));
+  const items = [];
+  for (const r of runs.data.runs || []) for (const p of r.pending || []) items.push({ p, run: r.run_id });
+  if (mcp.ok) for (const p of mcp.data.pending || []) items.push({ p, run: null });
+  if (!items.length) return page.append(el('p', { class: 'empty', text: t('empty_approvals') }));
+  for (const { p, run } of items) {
+    const req = p.request || {};
+    const reason = el('input', { attrs: { 'aria-label': t('reason'), placeholder: t('reason'), maxlength: 500, class: 'reason' } });
+    const msg = el('div');
+    const decide = async (decision) => {
+      const body = { decision, reason: reason.value || undefined };
+      const r = run ? await call('POST', '/v1/runs/' + encodeURIComponent(run) + '/resume', { decisions: [Object.assign({ id: p.id }, body)] })
+        : await call('POST', '/v1/pending/' + encodeURIComponent(p.id), body);
+      if (r.ok) { msg.replaceChildren(el('p', { text: fill('decided', { outcome: decision }) })); route(); } else msg.replaceChildren(errorBox(r));
+    };
+    page.append(el('section', { class: 'approval', attrs: { 'data-id': p.id } },
+      el('h2', null, el('code', { text: p.tool }), ' ', el('span', { class: 'badge', text: run ? t('from_run') + ' ' + run : t('from_mcp') })),
+      el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url', text: req.url || '' })),
+      table([t('headers'), t('value')], (req.headers || []).map((h) => [el('code', { text: h.name }), h.credential ? el('em', { text: h.value }) : el('code', { text: h.value })])),
+      el('h3', { text: t('body') }), req.body ? el('pre', { class: 'body', text: req.body }) : el('p', { text: t('no_body') }),
+      el('h3', { text: t('arguments') }), json(p.arguments),
+      el('p', null, t('expires') + ': ' + fmtTime(p.expires_at)),
+      el('div', { class: 'row' }, reason,
+        el('button', { class: 'approve', text: t('approve'), on: { click: () => decide('approve') } }), ' ',
+        el('button', { class: 'danger deny', text: t('deny'), on: { click: () => decide('deny') } })), msg));
+  }
+}
+
 // --- shell ---
 
-const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['activity', 'activity']];
-const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['activity', 'activity']];
+const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
+const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 
 function applyLang() {
   document.documentElement.lang = lang;
@@ -838,7 +894,7 @@ async function route() {
     catalog: () => pageCatalog(page, rest), tools: () => pageTools(page, rest), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
-    run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]),
+    run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]), approvals: () => pageApprovals(page),
   };
   await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
   page.setAttribute('data-ready', 'true');

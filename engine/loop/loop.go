@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
@@ -104,6 +105,9 @@ type Options struct {
 	// PinnedTools are shown to the model beside search_tools whenever
 	// tool search is on.
 	PinnedTools []string `json:"pinned_tools,omitempty"`
+	// Confirm asks for more confirmation than the Runner's policy
+	// ("always"), never less (issue 33).
+	Confirm string `json:"confirm,omitempty"`
 }
 
 // Run statuses.
@@ -116,6 +120,9 @@ const (
 	// is spent; the run stops before its next model call, its messages
 	// kept.
 	StatusBudgetExhausted = "budget_exhausted"
+	// StatusPaused: a call waits for a person (Reply.Pending); the run
+	// goes on when the caller resumes it (Runner.Resume).
+	StatusPaused = "paused"
 )
 
 // Step statuses.
@@ -146,6 +153,8 @@ type Step struct {
 	Error       string          `json:"error,omitempty"` // "code: message", masked
 	// Found are the tools a search_tools step found, best first.
 	Found []string `json:"found,omitempty"`
+	// Decision is set on a call that waited for a person.
+	Decision *StepDecision `json:"decision,omitempty"`
 }
 
 // Error codes of a RunError.
@@ -198,6 +207,11 @@ type Reply struct {
 	// Cut is set on a stored reply whose longest texts were cut to fit
 	// the database (MarshalWithin).
 	Cut bool `json:"cut,omitempty"`
+	// Pending are the calls waiting for a person, with status paused.
+	Pending []Pending `json:"pending,omitempty"`
+	// Saved is what resuming a paused run needs, with status paused:
+	// stored by the caller, never shown.
+	Saved *Saved `json:"-"`
 }
 
 // Event names, in the order a run emits them.
@@ -209,6 +223,7 @@ const (
 	EventToolSearch    = "tool.search"    // Data: ToolSearch (a search_tools call, in place of tool.started and tool.completed)
 	EventRunCompleted  = "run.completed"  // Data: *Reply (completed, max_steps)
 	EventRunFailed     = "run.failed"     // Data: *Reply (failed, cancelled)
+	EventRunPaused     = "run.paused"     // Data: *Reply (paused: the pending calls)
 )
 
 // Event is a progress notification of a run.
@@ -304,6 +319,13 @@ type Runner struct {
 	// search is on (nil: toolsearch.New).
 	NewIndex func([]*plugins.Plugin) (toolset.Searcher, error)
 	Logger   *slog.Logger // nil: slog.Default()
+	// Confirm is the operator's confirmation policy (BLINDEXEC_CONFIRM):
+	// which calls wait for a person. Empty is confirm.Never, a library's
+	// default; serve's is confirm.Consequential.
+	Confirm confirm.Policy
+	// ConfirmTTL is how long a pending call waits (confirm.DefaultTTL
+	// when 0).
+	ConfirmTTL time.Duration
 	// Budget holds the users' run token budgets (*quota.Keeper); nil:
 	// none.
 	Budget Budget
@@ -365,6 +387,10 @@ type state struct {
 	all   []openai.Tool              // every bound tool, when tool search is off
 	// search is the deferred loading state; nil when tool search is off.
 	search *deferred
+	// policy is the run's confirmation policy; pending, the calls of
+	// the turn that wait for a person.
+	policy  confirm.Policy
+	pending []Pending
 }
 
 func (s *state) run(ctx context.Context) *Reply {
@@ -373,6 +399,9 @@ func (s *state) run(ctx context.Context) *Reply {
 		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: "model: required (no default model is configured)"})
 	}
 	if err := s.bind(); err != nil {
+		return s.end(StatusFailed, err)
+	}
+	if err := s.setPolicy(); err != nil {
 		return s.end(StatusFailed, err)
 	}
 	tools := s.visible()
@@ -388,8 +417,13 @@ func (s *state) run(ctx context.Context) *Reply {
 	s.log.Info("run started", "model", model, "tools", len(s.tools), "tool_search", s.search != nil, "stream", s.req.Options.Stream)
 
 	msgs := append([]openai.ChatCompletionMessage(nil), s.req.Messages...)
+	return s.turns(ctx, model, msgs, 1)
+}
+
+// turns runs the model from turn on, msgs the conversation so far.
+func (s *state) turns(ctx context.Context, model string, msgs []openai.ChatCompletionMessage, first int) *Reply {
 	maxSteps := cmp.Or(s.req.Options.MaxSteps, DefaultMaxSteps)
-	for turn := 1; ; turn++ {
+	for turn := first; ; turn++ {
 		if turn > maxSteps {
 			return s.end(StatusMaxSteps, nil)
 		}
@@ -438,6 +472,9 @@ func (s *state) run(ctx context.Context) *Reply {
 		s.reply.Messages = append(s.reply.Messages, results...)
 		if ctx.Err() != nil {
 			return s.end(s.failure(ctx, ctx.Err()))
+		}
+		if len(s.pending) > 0 {
+			return s.pause(model, msgs, turn)
 		}
 	}
 }
@@ -532,8 +569,11 @@ func (s *state) end(status string, err *RunError) *Reply {
 	s.reply.Status = status
 	s.reply.Error = err
 	name := EventRunCompleted
-	if status == StatusFailed || status == StatusCancelled {
+	switch status {
+	case StatusFailed, StatusCancelled:
 		name = EventRunFailed
+	case StatusPaused:
+		name = EventRunPaused
 	}
 	level := slog.LevelInfo
 	if status == StatusFailed {

@@ -22,6 +22,7 @@ type outcome struct {
 	step    Step
 	content string
 	search  *ToolSearch // a search_tools call's event
+	held    bool        // waiting for a person (state.pending): no result yet
 }
 
 // execute runs the tool calls of one turn, at most MaxConcurrency at once
@@ -56,6 +57,14 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 				running++
 				continue
 			}
+			if p := s.tools[st.Tool]; p != nil && s.policy.Needs(p) {
+				// Prepared, not sent: a person decides (issue 33).
+				outs[i] = s.hold(ctx, st, p, tc.Function.Arguments)
+				done <- i
+				started++
+				running++
+				continue
+			}
 			s.used(st.Tool)
 			s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
 			go func() {
@@ -80,6 +89,9 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 			s.emit(Event{EventToolSearch, *ev})
 			continue
 		}
+		if outs[i].held {
+			continue
+		}
 		st := outs[i].step
 		s.log.Debug("tool call", "tool", st.Tool, "status", st.Status, "http_status", st.HTTPStatus, "latency_ms", st.LatencyMS)
 		s.emit(Event{EventToolCompleted, st})
@@ -94,14 +106,17 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 		}
 		started = len(calls)
 	}
-	msgs := make([]openai.ChatCompletionMessage, started)
+	msgs := make([]openai.ChatCompletionMessage, 0, started)
 	for i := range started {
+		if outs[i].held {
+			continue
+		}
 		s.reply.Steps = append(s.reply.Steps, outs[i].step)
-		msgs[i] = openai.ChatCompletionMessage{
+		msgs = append(msgs, openai.ChatCompletionMessage{
 			Role:       openai.ChatMessageRoleTool,
 			Content:    outs[i].content,
 			ToolCallID: calls[i].ID,
-		}
+		})
 	}
 	return msgs
 }
@@ -127,7 +142,15 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 			Message: fmt.Sprintf("the arguments are not valid JSON (%v); send one JSON object that matches the tool's parameters", err),
 		}, 0)
 	}
-	res, err := s.r.Executor.Execute(ctx, engine.Call{
+	c := s.engineCall(p, args)
+	c.ToolCallID = st.ToolCallID
+	res, err := s.r.Executor.Execute(ctx, c)
+	return s.executed(st, res, err)
+}
+
+// engineCall is the executor's call of p with args, for the run's user.
+func (s *state) engineCall(p *plugins.Plugin, args string) engine.Call {
+	return engine.Call{
 		Plugin:         p,
 		Arguments:      json.RawMessage(args),
 		UserID:         s.req.UserID,
@@ -135,8 +158,11 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 		FixedParams:    s.req.FixedParams[p.Name],
 		RunID:          s.reply.RunID,
 		BoundToCatalog: s.req.BoundToCatalog[p],
-		ToolCallID:     st.ToolCallID,
-	})
+	}
+}
+
+// executed is the outcome of a call the executor ran (or refused).
+func (s *state) executed(st Step, res *engine.Result, err error) outcome {
 	if res == nil { // only an executor that breaks its contract
 		return failed(st, StepError, &engine.ToolError{Code: CodeInternal, Message: fmt.Sprint("the tool could not be executed: ", err)}, 0)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,6 +91,15 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(s.closing, cancel)()
+			if sid != "" {
+				n, _ := s.streams.LoadOrStore(sid, new(atomic.Int32))
+				n.(*atomic.Int32).Add(1)
+				defer func() {
+					if n.(*atomic.Int32).Add(-1) == 0 {
+						s.streams.CompareAndDelete(sid, n)
+					}
+				}()
+			}
 		case sid != "":
 			defer s.sessions.use(sid, id.User)()
 		case r.Method == http.MethodPost: // a new session

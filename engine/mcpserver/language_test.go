@@ -7,8 +7,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 )

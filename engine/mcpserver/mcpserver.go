@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -74,6 +75,36 @@ type Options struct {
 	// of the traceparent header of its HTTP request, which the API has
 	// rewritten with its own span; nil: tracing off.
 	Tracer trace.Tracer
+	// Gate holds the calls that wait for a person (issue 33); nil: none
+	// waits.
+	Gate Gate
+}
+
+// Gate decides, before a call is executed, whether it waits for a
+// person. Admit returns the call to execute — Confirmation set when a
+// person approved exactly this request — or, when it waits, what the
+// client is told. Nothing a client sends decides it.
+type Gate interface {
+	Admit(ctx context.Context, call engine.Call) (engine.Call, *Waiting)
+	// Decide records the answer a person gave through elicitation to
+	// the waiting call id and returns the call to execute when approved
+	// (Confirmation set), ok false otherwise.
+	Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool)
+}
+
+// Waiting is a call waiting for a person: the tool error's text (what to
+// approve, and that nothing was sent), and where a person approves it. A
+// client that declared URL elicitation gets the specification's
+// URL-elicitation-required error pointing there instead.
+type Waiting struct {
+	Text    string
+	ID      string // the pending item
+	Message string // one sentence for the person
+	URL     string // the approval page; "" when none is served
+	// Elicit allows asking the person through the client (form
+	// elicitation) when it holds a stream to ask on; false when
+	// approvals must come from the console.
+	Elicit bool
 }
 
 // Service serves one catalog to any number of sessions, each its own
@@ -92,6 +123,17 @@ type Service struct {
 	// closing ends the sessions' notification streams (Close).
 	closing context.Context
 	close   context.CancelFunc
+
+	// streams counts each HTTP session's open GET streams: a
+	// server-to-client request (elicitation) reaches the client only on
+	// one.
+	streams sync.Map // session id → *atomic.Int32
+}
+
+// holdsStream reports whether the session id has a GET stream open.
+func (s *Service) holdsStream(id string) bool {
+	n, ok := s.streams.Load(id)
+	return ok && n.(*atomic.Int32).Load() > 0
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.
@@ -137,12 +179,17 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 }
 
 // NewServer returns the server of one session acting for userID.
-func (s *Service) NewServer(userID int64) *sdk.Server {
+func (s *Service) NewServer(userID int64) *sdk.Server { return s.newServer(userID, false) }
+
+// newServer is NewServer; direct marks a connection that carries the
+// server's requests to the client itself (stdio), where an HTTP session
+// needs its GET stream for them.
+func (s *Service) newServer(userID int64, direct bool) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
-	ss := &session{svc: s, server: srv, user: userID}
+	ss := &session{svc: s, server: srv, user: userID, direct: direct}
 	srv.AddReceivingMiddleware(ss.middleware)
 	return srv
 }
@@ -156,7 +203,7 @@ func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
-	return s.NewServer(userID).Run(ctx, &lineTransport{r: r, w: w})
+	return s.newServer(userID, true).Run(ctx, &lineTransport{r: r, w: w})
 }
 
 // result turns the engine's answer into an MCP result.

@@ -160,6 +160,20 @@ func check(t *testing.T, cs *sdk.ClientSession, up *mcptest.Server, seen *[]http
 	if !slices.Equal(names, []string{"company_search", "fail", "generate_disease_treatment_plan"}) {
 		t.Errorf("tools = %v, want the enabled plugins", names)
 	}
+	// Annotations (issue 33): the GET is read-only and idempotent, the
+	// MCP tools without annotations are consequential, so destructive;
+	// every call reaches outside the engine.
+	for _, tl := range list.Tools {
+		a := tl.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+			t.Errorf("%s: annotations %+v, want all four", tl.Name, a)
+			continue
+		}
+		readOnly := tl.Name == "company_search"
+		if a.ReadOnlyHint != readOnly || *a.DestructiveHint == readOnly || a.IdempotentHint != readOnly {
+			t.Errorf("%s: readOnly %v destructive %v idempotent %v, want read-only %v", tl.Name, a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, readOnly)
+		}
+	}
 	wire, _ := json.Marshal(list)
 	for _, hidden := range []string{"disease_id", "include_drugs", "base_url", "mcp_id", "api_key", "X-Api-Key", "med_token", httpSecret, mcpSecret, "127.0.0.1"} {
 		if strings.Contains(string(wire), hidden) {

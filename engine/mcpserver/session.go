@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,7 @@ type session struct {
 	svc    *Service
 	server *sdk.Server
 	user   int64
+	direct bool // the connection carries requests to the client (stdio)
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -55,7 +57,7 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			ctx, span := ss.svc.startCall(ctx, r)
 			defer span.End()
-			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments)
+			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session)
 		}
 		return next(ctx, method, req)
 	}
@@ -103,7 +105,7 @@ func pinned(set *toolSet, name string) bool {
 }
 
 // call answers tools/call: a meta-tool, or any catalog tool by name.
-func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
+func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, client *sdk.ServerSession) (*sdk.CallToolResult, error) {
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
@@ -117,26 +119,81 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 			if e == nil {
 				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
 			}
-			return ss.execute(ctx, e, a.Arguments), nil
+			return ss.execute(ctx, e, a.Arguments, client)
 		}
 	}
 	e := set.byName[name]
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	return ss.execute(ctx, e, args), nil
+	return ss.execute(ctx, e, args, client)
+}
+
+// elicitation is what a client declared: form mode (an empty
+// elicitation capability means form, as before 2025-11-25) and URL mode.
+func elicitation(s *sdk.ServerSession) (form, url bool) {
+	if s == nil {
+		return false, false
+	}
+	p := s.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return false, false
+	}
+	e := p.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil, e.URL != nil
+}
+
+// elicitTimeout bounds how long a call waits for the person a form
+// elicitation asks.
+const elicitTimeout = 5 * time.Minute
+
+// ask asks the person through the client whether to send the waiting
+// call: form elicitation, the prepared request in the message. It
+// reports the answer; ok false when the client could not be asked.
+func (ss *session) ask(ctx context.Context, client *sdk.ServerSession, w *Waiting) (approve, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
+	defer cancel()
+	res, err := client.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: w.Message,
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}})
+	if err != nil {
+		ss.svc.log.WarnContext(ctx, "MCP elicitation failed; the call waits for an approval elsewhere", "err", err)
+		return false, false
+	}
+	return res.Action == "accept", res.Action != "cancel"
 }
 
 // execute runs a catalog tool blind for the session's user; a found tool
 // it calls becomes the most recently used.
-func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage) *sdk.CallToolResult {
+func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, client *sdk.ServerSession) (*sdk.CallToolResult, error) {
 	ss.mu.Lock()
 	if ss.found != nil && ss.found.Has(e.plugin.Name) {
 		ss.found.Use(e.plugin.Name)
 	}
 	ss.mu.Unlock()
-	res, err := ss.svc.ex.Execute(ctx, engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user})
-	return result(res, err)
+	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user}
+	if g := ss.svc.opts.Gate; g != nil {
+		var w *Waiting
+		if call, w = g.Admit(ctx, call); w != nil {
+			form, urlMode := elicitation(client)
+			if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
+				if approve, ok := ss.ask(ctx, client, w); ok {
+					if call, ok = g.Decide(ctx, call, w.ID, approve); !ok {
+						return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
+					}
+					res, err := ss.svc.ex.Execute(ctx, call)
+					return result(res, err), nil
+				}
+			}
+			if urlMode && w.URL != "" {
+				// Answered at once: the person approves at the URL, and
+				// the client calls again.
+				return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: w.Message, URL: w.URL, ElicitationID: w.ID}})
+			}
+			return errorResult(w.Text), nil
+		}
+	}
+	res, err := ss.svc.ex.Execute(ctx, call)
+	return result(res, err), nil
 }
 
 // searchAnswer is the content of a search_tools result.
@@ -179,7 +236,7 @@ func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResul
 	for _, name := range loaded {
 		e := set.byName[name]
 		ss.server.AddTool(e.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return ss.execute(ctx, e, req.Params.Arguments), nil
+			return ss.execute(ctx, e, req.Params.Arguments, req.Session)
 		})
 	}
 

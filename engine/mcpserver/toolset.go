@@ -60,7 +60,8 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 			s.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
 			continue
 		}
-		t := &sdk.Tool{Name: p.Name, Title: p.Title, Description: p.Tool(nil).Function.Description, InputSchema: params}
+		t := &sdk.Tool{Name: p.Name, Title: p.Title, Description: p.Tool(nil).Function.Description, InputSchema: params,
+			Annotations: annotations(p)}
 		set.byName[p.Name] = &entry{plugin: p, tool: t}
 		set.all = append(set.all, t)
 		indexed = append(indexed, p)
@@ -86,4 +87,20 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 	}
 	s.log.Info("MCP tool set built", "version", version, "tools", len(set.all), "tool_search", set.search, "took", time.Since(start))
 	return set, nil
+}
+
+// annotations describe a plugin in MCP's terms, so that a client which
+// asks its user before changing things can: read-only when not
+// consequential, destructive when consequential (the engine cannot tell a
+// create from a delete, so it assumes the worse), idempotent for the
+// methods HTTP calls so (an MCP tool when read-only), and open-world
+// always — every call reaches a system outside the engine.
+func annotations(p *plugins.Plugin) *sdk.ToolAnnotations {
+	c := p.IsConsequential()
+	idem := !c
+	if p.ExecType() == plugins.TypeHTTP {
+		idem = plugins.IdempotentMethod(p.Execution.Method)
+	}
+	open := true
+	return &sdk.ToolAnnotations{ReadOnlyHint: !c, DestructiveHint: &c, IdempotentHint: idem, OpenWorldHint: &open}
 }

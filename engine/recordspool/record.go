@@ -40,6 +40,10 @@ func appendRecord(b []byte, r *engine.Record) ([]byte, error) {
 		b = append(b, `,"error_message":`...)
 		b = appendString(b, r.ErrorMessage)
 	}
+	if r.Confirmation != "" {
+		b = append(b, `,"confirmation":`...)
+		b = appendString(b, r.Confirmation)
+	}
 	b = append(b, `,"created_at":"`...)
 	b, err := r.CreatedAt.AppendText(b) // what Time.MarshalJSON quotes
 	if err != nil {

@@ -22,7 +22,7 @@ var layers = []struct {
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",
 		"internal/openaitest"}},
-	{"the catalog and what reads formats", []string{"catalog", "plugins/openapiquery", "engine/toolset",
+	{"the catalog and what reads formats", []string{"catalog", "confirm", "plugins/openapiquery", "engine/toolset",
 		"internal/githubcatalog", "toolsearch/searcheval"}},
 	{"credentials and quotas", []string{"auth", "quota"}},
 	{"the executor", []string{"engine"}},

@@ -78,6 +78,7 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
+		ConsequentialHint:   ConsequentialHint(t.Annotations),
 	}
 	if err := p.Validate(); err != nil {
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
@@ -96,6 +97,19 @@ func title(t *sdk.Tool) string {
 		return t.Annotations.Title
 	}
 	return cmp.Or(plugins.TitleFrom(plugins.PlainText(t.Description)), plugins.TitleFromName(t.Name))
+}
+
+// ConsequentialHint reads a tool's annotations as a suggestion: a tool
+// its server marks read-only is not consequential; one marked
+// non-destructive (and not read-only) still changes things, so it is.
+// Without annotations there is no suggestion, and the tool is
+// consequential by MCP's defaults (plugins.Plugin.IsConsequential).
+func ConsequentialHint(a *sdk.ToolAnnotations) *bool {
+	if a == nil {
+		return nil
+	}
+	c := !a.ReadOnlyHint
+	return &c
 }
 
 // Parameters converts an MCP inputSchema (as the SDK decodes it, or any

@@ -285,6 +285,9 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 		Status:   plugins.StatusEnabled,
 		Tags:     stringItems(o.op["tags"]),
 		Keywords: keywords(o.op["x-keywords"]),
+		// GPT Actions' flag, a suggestion: an administrator's
+		// consequential setting overrides it and survives syncs.
+		ConsequentialHint: boolPtr(o.op["x-openai-isConsequential"]),
 	}
 	if p.Description == "" {
 		p.Description = o.key
@@ -816,6 +819,14 @@ func keywords(v any) []string {
 		return out
 	}
 	return stringItems(v)
+}
+
+// boolPtr is v when it is a JSON boolean, else nil.
+func boolPtr(v any) *bool {
+	if b, ok := v.(bool); ok {
+		return &b
+	}
+	return nil
 }
 
 func str(v any) string {

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// setConsequential is POST /v1/plugins/consequential: the administrator
+// classifies plugins — those in names, and every plugin tagged tag —
+// as consequential (true), not (false), or derived again (null). The
+// choice survives re-imports and syncs (issue 33).
+func (s *Server) setConsequential(w http.ResponseWriter, r *http.Request) {
+	defer s.changed(r.Context())
+	var req struct {
+		Names         []string        `json:"names"`
+		Tag           string          `json:"tag"`
+		Consequential json.RawMessage `json:"consequential"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	var setting *bool
+	if len(req.Consequential) == 0 || json.Unmarshal(req.Consequential, &setting) != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", "consequential: expected true, false or null (derived from the method)", nil)
+		return
+	}
+	if len(req.Names) == 0 && req.Tag == "" {
+		writeError(w, http.StatusBadRequest, "malformed_request", "names or tag: name the plugins to classify", nil)
+		return
+	}
+	names := slices.Clone(req.Names)
+	if req.Tag != "" {
+		ps, err := s.Catalog.EnabledPlugins(r.Context())
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		for _, p := range ps {
+			if slices.Contains(p.Tags, req.Tag) && !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	n, err := s.Store.SetPluginsConsequential(r.Context(), names, catalog.ConsequentialColumn(setting), "admin")
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"updated": n, "names": names})
+}
+
+// classifyInline applies issue 33's rule to an inline plugin the caller
+// of ctx defined: its own consequential setting (and suggestion) stands
+// only when the service or admin token sent it; from a per-user token it
+// is derived from the method, so a caller cannot declare its own
+// DELETE harmless. A plugin bound to a catalog row (auth.Catalog.Bind)
+// is the row, with the row's setting. p is shared (plugins.ParseJSON
+// caches documents): a changed plugin is a copy.
+func classifyInline(ctx context.Context, p *plugins.Plugin) *plugins.Plugin {
+	if principalFrom(ctx).role >= roleService || p.Consequential == nil && p.ConsequentialHint == nil {
+		return p
+	}
+	c := *p
+	c.Consequential, c.ConsequentialHint = nil, nil
+	return &c
+}

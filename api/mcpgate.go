@@ -1,0 +1,211 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/store"
+)
+
+// mcpPrincipal prefixes the principal of an MCP client's pending items:
+// the user its session acts for.
+const mcpPrincipal = "mcp:user:"
+
+// MCPGate holds the consequential calls of MCP clients (/mcp, `mcp serve
+// --stdio`) for a person (issue 33). Such a call is prepared, stored as
+// a pending item, and answered at once with a tool error naming it —
+// never held open waiting for a person. Once the user approves the item
+// (POST /v1/pending/{id}), the same call with the same arguments sends
+// exactly the approved request, once. The items live in the database, so
+// a stdio server sees decisions made anywhere.
+type MCPGate struct {
+	Store    *store.Store
+	Executor *engine.Executor
+	Policy   confirm.Policy
+	TTL      time.Duration // confirm.DefaultTTL when 0
+	// PublicURL is the engine's public URL (BLINDEXEC_PUBLIC_URL): the
+	// console's Approvals page is named in what the client is told.
+	PublicURL string
+	// ViaConsole (BLINDEXEC_CONFIRM_VIA=console): approvals come from the
+	// console only, never through the client's elicitation.
+	ViaConsole bool
+	Metrics    *confirm.Metrics // counts elicitation answers
+	Logger     *slog.Logger
+}
+
+// Admit implements mcpserver.Gate.
+func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
+	if g.Policy == "" || g.Policy == confirm.Never {
+		return call, nil
+	}
+	prev, refused := g.Executor.Preview(ctx, call)
+	if refused != nil || !g.Policy.Needs(prev.Plugin) {
+		return call, nil // a refusal is the executor's to answer and record
+	}
+	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
+	approved, err := g.Store.FindItem(ctx, principal, prev.Digest, confirm.Approved)
+	if err == nil && time.Now().Before(approved.ExpireTime) {
+		won, err := g.Store.ClaimApproved(ctx, approved.ID)
+		if err == nil && won {
+			call.Confirmation = "approved by " + approved.DecidedBy + ", pending " + approved.ID
+			return call, nil
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return call, g.failed(ctx, err)
+	}
+	it, err := g.Store.FindItem(ctx, principal, prev.Digest, store.PendingWaiting)
+	var pending loop.Pending
+	switch {
+	case err == nil && time.Now().Before(it.ExpireTime):
+		if err := json.Unmarshal(it.Item, &pending); err != nil {
+			return call, g.failed(ctx, err)
+		}
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		if pending, err = storeDirectItem(ctx, g.Store, &call, prev, principal, g.TTL); err != nil {
+			return call, g.failed(ctx, err)
+		}
+	default:
+		return call, g.failed(ctx, err)
+	}
+	w := &mcpserver.Waiting{ID: pending.ID, Elicit: !g.ViaConsole,
+		Message: fmt.Sprintf("%s waits for your approval; nothing was sent. It will send: %s %s", pending.Tool, pending.Request.Method, pending.Request.URL)}
+	if pending.Request.Body != "" {
+		w.Message += " with the body " + pending.Request.Body
+	}
+	if g.PublicURL != "" {
+		w.URL = strings.TrimSuffix(g.PublicURL, "/") + "/console/#/approvals"
+	}
+	body := map[string]any{
+		"code": "confirmation_required",
+		"message": fmt.Sprintf("%s changes something on the user's behalf and waits for the user's approval; nothing was sent. "+
+			"Tell the user what it will do; once the user has approved it, call the tool again with the same arguments.", pending.Tool),
+		"pending": pending,
+	}
+	if w.URL != "" {
+		body["approve_at"] = w.URL
+	}
+	b, _ := json.Marshal(map[string]any{"error": body})
+	w.Text = string(b)
+	return call, w
+}
+
+// Decide implements mcpserver.Gate: the person's answer to an
+// elicitation, recorded and claimed like any other decision.
+func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool) {
+	by := "elicitation:" + mcpPrincipal + strconv.FormatInt(call.UserID, 10)
+	outcome := confirm.Denied
+	if approve {
+		outcome = confirm.Approved
+	}
+	won, err := g.Store.DecideItem(ctx, id, outcome, by, "")
+	if won {
+		g.Metrics.Count(outcome, 1)
+	}
+	if err != nil || !won || !approve {
+		return call, false
+	}
+	if won, err = g.Store.ClaimApproved(ctx, id); err != nil || !won {
+		return call, false
+	}
+	call.Confirmation = "approved by " + by + ", pending " + id
+	return call, true
+}
+
+func (g *MCPGate) failed(ctx context.Context, err error) *mcpserver.Waiting {
+	cmp.Or(g.Logger, slog.Default()).ErrorContext(ctx, "confirmation: pending items unavailable", "err", err)
+	return &mcpserver.Waiting{Text: `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`}
+}
+
+// mayDecide answers 403 and reports false when p's decisions do not
+// count: under BLINDEXEC_CONFIRM_VIA=console, only a console session
+// opened with a console-only token decides a user's calls (the service
+// token still decides runs: RuoYi is its own user interface).
+func (s *Server) mayDecide(w http.ResponseWriter, p principal) bool {
+	if s.ConfirmVia != "console" || p.browser && p.consoleOnly {
+		return true
+	}
+	writeError(w, http.StatusForbidden, "approval_via_console",
+		"BLINDEXEC_CONFIRM_VIA=console: approve in the console, signed in with a console-only token", nil)
+	return false
+}
+
+// decidePending is POST /v1/pending/{id}: the user's decision about a
+// pending direct call (an MCP client's, or one /v1/execute prepared),
+// {"decision": "approve"|"deny", "reason"}; the user's own token, or the
+// service or admin token (mayDecide).
+func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Decision string `json:"decision"`
+		Reason   string `json:"reason,omitempty"`
+	}
+	if !decodeStrict(w, r, &req) {
+		return
+	}
+	outcome := map[string]string{confirm.Approve: confirm.Approved, confirm.Deny: confirm.Denied}[req.Decision]
+	if outcome == "" || len(req.Reason) > 500 {
+		writeError(w, http.StatusBadRequest, "invalid_payload", `decision: expected "approve" or "deny" (reason: at most 500 bytes)`, map[string]string{"field": "decision"})
+		return
+	}
+	p := principalFrom(r.Context())
+	if !s.mayDecide(w, p) {
+		return
+	}
+	it, err := s.Store.GetPendingItem(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" ||
+		p.role == roleUser && (it.UserID == nil || *it.UserID != p.userID)) {
+		writeError(w, http.StatusNotFound, "pending_not_found", "no pending call of yours has this id", nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if it.Status != store.PendingWaiting || time.Now().After(it.ExpireTime) {
+		writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		return
+	}
+	won, err := s.Store.DecideItem(r.Context(), it.ID, outcome, decider(p), req.Reason)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if !won {
+		writeError(w, http.StatusConflict, "pending_closed", "this call was decided by another request", nil)
+		return
+	}
+	s.confirmMetrics.Count(outcome, 1)
+	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
+}
+
+// listPending is GET /v1/pending[?user_id=]: the direct calls (MCP
+// clients', prepared ones) waiting for a user; a per-user token sees
+// its own.
+func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
+	filter, ok := inboxUser(w, r)
+	if !ok {
+		return
+	}
+	items, err := s.Store.WaitingItems(r.Context(), filter)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	out := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		out[i] = json.RawMessage(it.Item)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": out})
+}

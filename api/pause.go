@@ -1,0 +1,388 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/store"
+)
+
+// pausedState is sys_ai_run.state of a paused run: the payload without
+// its credentials (only their key names, which a resume must give
+// again), and what the loop saved.
+type pausedState struct {
+	Request        RunRequest  `json:"request"`
+	PayloadCredKey []string    `json:"payload_credential_keys,omitempty"`
+	Saved          *loop.Saved `json:"saved"`
+}
+
+// pauseRun stores a paused run: its reply (the pending items shown), its
+// state and its pending items. The payload's credentials are not stored.
+func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) error {
+	keys := slices.Sorted(maps.Keys(req.Credentials))
+	req.Credentials = nil
+	state, err := json.Marshal(pausedState{Request: req, PayloadCredKey: keys, Saved: reply.Saved})
+	if err != nil {
+		return fmt.Errorf("encode the paused run's state: %w", err)
+	}
+	body, err := json.Marshal(reply)
+	if err != nil {
+		return fmt.Errorf("encode the paused run's reply: %w", err)
+	}
+	run.Reply, run.State = body, state
+	items := make([]store.PendingItem, len(reply.Pending))
+	for i, p := range reply.Pending {
+		item, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("encode pending item: %w", err)
+		}
+		items[i] = store.PendingItem{ID: p.ID, RunID: run.ID, UserID: run.UserID, Kind: p.Kind, Tool: p.Tool,
+			ToolCallID: p.ToolCallID, Digest: p.Digest, Item: item, ExpireTime: p.ExpiresAt}
+		if run.ExpireTime == nil || p.ExpiresAt.Before(*run.ExpireTime) {
+			t := p.ExpiresAt
+			run.ExpireTime = &t
+		}
+	}
+	return s.Store.PauseRun(ctx, run, items)
+}
+
+// ResumeRequest is the body of POST /v1/runs/{run_id}/resume.
+type ResumeRequest struct {
+	Decisions []struct {
+		ID       string `json:"id"`
+		Decision string `json:"decision"`
+		Reason   string `json:"reason,omitempty"`
+	} `json:"decisions"`
+	// Credentials are the payload credentials of the run again: a pause
+	// keeps none.
+	Credentials map[string]string `json:"credentials,omitempty"`
+	Stream      bool              `json:"stream,omitempty"`
+}
+
+// decider names who decides, for the records: the token's kind, with
+// the user of a per-user token.
+func decider(p principal) string {
+	if p.role == roleUser {
+		return "user:" + strconv.FormatInt(p.userID, 10)
+	}
+	return p.role.String()
+}
+
+// expireRuns closes the runs paused past their expiry, whichever
+// replica paused them, before a paused run is read.
+func (s *Server) expireRuns(w http.ResponseWriter, r *http.Request) bool {
+	n, err := s.Store.ExpireRuns(r.Context())
+	if err != nil {
+		s.internal(w, r, err)
+		return false
+	}
+	if n > 0 {
+		s.Logger.InfoContext(r.Context(), "pending calls expired", "items", n)
+		s.confirmMetrics.Count(confirm.Expired, int(n))
+	}
+	return true
+}
+
+// pausedRun loads run_id for the caller: 404 when it does not exist or
+// is another user's (whoever asks cannot tell which).
+func (s *Server) pausedRun(w http.ResponseWriter, r *http.Request) (*store.Run, bool) {
+	if !s.expireRuns(w, r) {
+		return nil, false
+	}
+	id := r.PathValue("run_id")
+	run, err := s.Store.GetRun(r.Context(), id)
+	p := principalFrom(r.Context())
+	if errors.Is(err, store.ErrNotFound) || err == nil && p.role == roleUser && (run.UserID == nil || *run.UserID != p.userID) {
+		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", id), nil)
+		return nil, false
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return nil, false
+	}
+	return run, true
+}
+
+// resumeRun is POST /v1/runs/{run_id}/resume: the person's decisions
+// about a paused run's pending items. Decisions are claimed one by one
+// with conditional updates; when every item is decided, one replica
+// claims the run (paused → resuming) and goes on with it. A partial
+// answer leaves the run paused.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
+	var req ResumeRequest
+	if !decodeStrict(w, r, &req) {
+		return
+	}
+	run, ok := s.pausedRun(w, r)
+	if !ok {
+		return
+	}
+	if run.Status != store.RunPaused {
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is %s, not paused", run.ID, run.Status), map[string]string{"status": run.Status})
+		return
+	}
+	items, err := s.Store.PendingItems(r.Context(), run.ID)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	byID := map[string]*store.PendingItem{}
+	for i := range items {
+		byID[items[i].ID] = &items[i]
+	}
+	p := principalFrom(r.Context())
+	if p.role == roleUser && !s.mayDecide(w, p) {
+		return
+	}
+	by := decider(p)
+	for i, d := range req.Decisions {
+		field := fmt.Sprintf("decisions[%d]", i)
+		item := byID[d.ID]
+		if item == nil {
+			writeError(w, http.StatusBadRequest, "invalid_payload", field+".id: no pending item of this run has this id", map[string]string{"field": field + ".id"})
+			return
+		}
+		outcome := map[string]string{confirm.Approve: confirm.Approved, confirm.Deny: confirm.Denied}[d.Decision]
+		if outcome == "" {
+			writeError(w, http.StatusBadRequest, "invalid_payload", field+`.decision: expected "approve" or "deny"`, map[string]string{"field": field + ".decision"})
+			return
+		}
+		if len(d.Reason) > 500 {
+			writeError(w, http.StatusBadRequest, "invalid_payload", field+".reason: at most 500 bytes", map[string]string{"field": field + ".reason"})
+			return
+		}
+		if item.Status != store.PendingWaiting {
+			continue // decided before: the first decision stands
+		}
+		won, err := s.Store.DecideItem(r.Context(), item.ID, outcome, by, d.Reason)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if won {
+			s.confirmMetrics.Count(outcome, 1)
+			item.Status, item.DecidedBy, item.Reason = outcome, by, d.Reason
+		}
+	}
+	// Read again: another request may have decided the others meanwhile.
+	if items, err = s.Store.PendingItems(r.Context(), run.ID); err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if slices.ContainsFunc(items, func(it store.PendingItem) bool { return it.Status == store.PendingWaiting }) {
+		s.answerPaused(w, r, run.ID) // a partial answer: still paused
+		return
+	}
+	var st pausedState
+	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil {
+		s.internal(w, r, fmt.Errorf("run %s: unreadable paused state: %v", run.ID, err))
+		return
+	}
+	if missing := slices.DeleteFunc(slices.Clone(st.PayloadCredKey), func(k string) bool { return req.Credentials[k] != "" }); len(missing) > 0 {
+		writeError(w, http.StatusBadRequest, "credentials_required",
+			"credentials: the run used payload credentials, which a pause never keeps: give "+strings.Join(missing, ", ")+" again",
+			map[string]any{"missing": missing})
+		return
+	}
+	won, err := s.Store.MoveRun(r.Context(), run.ID, store.RunPaused, store.RunResuming)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if !won {
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is being resumed by another request", run.ID), nil)
+		return
+	}
+	s.continueRun(w, r, run, &st, req, items)
+}
+
+// continueRun goes on with a claimed run: the decided items in the
+// order the model asked, then the model.
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.Run, st *pausedState, req ResumeRequest, items []store.PendingItem) {
+	ctx := context.WithoutCancel(r.Context())
+	user := int64(0)
+	if run.UserID != nil {
+		user = *run.UserID
+	}
+	st.Request.Credentials = req.Credentials
+	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user)
+	if err == nil && len(fields) > 0 {
+		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
+	}
+	if err != nil {
+		s.Store.MoveRun(ctx, run.ID, store.RunResuming, store.RunPaused)
+		s.internal(w, r, err)
+		return
+	}
+	lreq.RunID = run.ID
+	stream := req.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	lreq.Options.Stream = stream
+	decisions := make([]loop.Decision, 0, len(items))
+	for _, it := range items {
+		var p loop.Pending
+		if err := json.Unmarshal(it.Item, &p); err != nil {
+			s.internal(w, r, fmt.Errorf("pending item %s: %w", it.ID, err))
+			return
+		}
+		p.Digest = it.Digest
+		d := loop.Decision{Pending: p, Outcome: it.Status, Reason: it.Reason, By: it.DecidedBy}
+		if it.DecidedTime != nil {
+			d.At = *it.DecidedTime
+		}
+		decisions = append(decisions, d)
+	}
+	release, err := s.Executor.Limiter.AcquireRun(user)
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		s.Store.MoveRun(ctx, run.ID, store.RunResuming, store.RunPaused)
+		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
+		return
+	}
+	defer release()
+	rctx, cancel := context.WithTimeout(r.Context(), runTimeout)
+	defer cancel()
+	run.State, run.ExpireTime = nil, nil
+	var reply *loop.Reply
+	if stream {
+		reply = s.stream(w, func(emit func(loop.Event)) *loop.Reply {
+			return s.Runner.Resume(rctx, *lreq, st.Saved, decisions, emit)
+		})
+	} else {
+		reply = s.Runner.Resume(rctx, *lreq, st.Saved, decisions, nil)
+	}
+	for _, step := range reply.Steps {
+		if d := step.Decision; d != nil && d.Outcome == confirm.Stale {
+			if err := s.Store.MarkItemStale(ctx, d.PendingID); err != nil {
+				s.Logger.ErrorContext(ctx, "mark pending item stale", "run", run.ID, "err", err)
+			}
+			s.confirmMetrics.Count(confirm.Stale, 1)
+		}
+	}
+	s.finishRun(ctx, run, st.Request, reply)
+	if !stream {
+		writeJSON(w, runStatus(reply), reply)
+	}
+}
+
+// finishRun stores a run's reply: paused again (its state and items), or
+// ended.
+func (s *Server) finishRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) {
+	if reply.Status == loop.StatusPaused {
+		if err := s.pauseRun(ctx, run, req, reply); err != nil {
+			s.Logger.ErrorContext(ctx, "store paused run", "run", run.ID, "err", err)
+		}
+		return
+	}
+	s.saveReply(ctx, run, reply)
+}
+
+// answerPaused answers a paused run's reply with its items still
+// waiting.
+func (s *Server) answerPaused(w http.ResponseWriter, r *http.Request, id string) {
+	run, err := s.Store.GetRun(r.Context(), id)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if run.Status != store.RunPaused {
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is %s, not paused", run.ID, run.Status), map[string]string{"status": run.Status})
+		return
+	}
+	reply, err := s.pausedReply(r.Context(), run)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// pausedReply is a paused run's stored reply with pending only the items
+// still waiting.
+func (s *Server) pausedReply(ctx context.Context, run *store.Run) (map[string]any, error) {
+	var reply map[string]any
+	if err := json.Unmarshal(run.Reply, &reply); err != nil {
+		return nil, fmt.Errorf("run %s: unreadable reply: %w", run.ID, err)
+	}
+	items, err := s.Store.PendingItems(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	pending := []json.RawMessage{}
+	for _, it := range items {
+		if it.Status == store.PendingWaiting {
+			pending = append(pending, json.RawMessage(it.Item))
+		}
+	}
+	reply["pending"] = pending
+	reply["status"] = run.Status
+	return reply, nil
+}
+
+// listRuns is GET /v1/runs?status=paused[&user_id=]: the paused runs
+// (RuoYi's inbox), each with its waiting items; a per-user token sees
+// its own.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("status") != store.RunPaused {
+		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "paused" (only paused runs are listed)`, nil)
+		return
+	}
+	filter, ok := inboxUser(w, r)
+	if !ok || !s.expireRuns(w, r) {
+		return
+	}
+	runs, err := s.Store.PausedRuns(r.Context(), filter)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	out := make([]map[string]any, 0, len(runs))
+	for i := range runs {
+		reply, err := s.pausedReply(r.Context(), &runs[i])
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		out = append(out, map[string]any{"run_id": runs[i].ID, "user_id": runs[i].UserID, "status": runs[i].Status,
+			"expire_time": runs[i].ExpireTime, "create_time": runs[i].CreateTime, "pending": reply["pending"]})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// inboxUser is the user an inbox (?user_id=) lists the items of: the
+// named one, a per-user token's own, or nil (every user) for the
+// service and admin tokens naming none.
+func inboxUser(w http.ResponseWriter, r *http.Request) (*int64, bool) {
+	var named int64
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
+			return nil, false
+		}
+		named = n
+	}
+	user, ok := actingUser(w, r, UserID(named))
+	if !ok || user == 0 {
+		return nil, ok
+	}
+	return &user, true
+}
+
+// runStatus is the HTTP status a run's reply is answered with.
+func runStatus(reply *loop.Reply) int {
+	if reply.Error != nil && reply.Status != loop.StatusMaxSteps && reply.Status != loop.StatusBudgetExhausted {
+		return reply.Error.HTTPStatus()
+	}
+	return http.StatusOK
+}

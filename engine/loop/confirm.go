@@ -1,0 +1,192 @@
+package loop
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Previewer prepares a call without sending it (*engine.Executor
+// implements it). A Runner whose executor lacks it refuses every call
+// that waits for a person.
+type Previewer interface {
+	Preview(ctx context.Context, call engine.Call) (*engine.Preview, *engine.RefusedError)
+}
+
+// Pending is a call waiting for a person: the exact request the engine
+// prepared (credential values masked), bound by Digest to what it was
+// prepared from.
+type Pending struct {
+	ID         string              `json:"id"`
+	Kind       string              `json:"kind"`
+	Tool       string              `json:"tool"`
+	ToolCallID string              `json:"tool_call_id"`
+	Arguments  json.RawMessage     `json:"arguments"`
+	Request    *engine.SentRequest `json:"request"`
+	ExpiresAt  time.Time           `json:"expires_at"`
+	// Digest binds a decision to the request (engine.Preview.Digest).
+	Digest string `json:"-"`
+}
+
+// Saved is what resuming a paused run needs besides the request: the
+// conversation up to the pause and the turn that paused. It holds no
+// credential (the tool results in it were masked by the executor).
+type Saved struct {
+	Model    string                         `json:"model"`
+	Messages []openai.ChatCompletionMessage `json:"messages"`
+	Turn     int                            `json:"turn"`
+	// Reply is the run's reply so far: messages, steps and usage.
+	Reply *Reply `json:"reply"`
+}
+
+// Decision is what a person decided about a pending call.
+type Decision struct {
+	Pending
+	Outcome string    `json:"outcome"` // confirm.Approved, Denied or Expired
+	Reason  string    `json:"reason,omitempty"`
+	By      string    `json:"by,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// StepDecision is on a Step whose call waited for a person: the outcome
+// (confirm.Approved, Denied, Expired, Stale), who decided and when.
+type StepDecision struct {
+	PendingID string    `json:"pending_id"`
+	Outcome   string    `json:"outcome"`
+	By        string    `json:"by,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// confirmation is a confirmed call's engine.Call.Confirmation.
+func confirmation(by, id string) string {
+	return "approved by " + cmp.Or(by, "?") + ", pending " + id
+}
+
+// setPolicy sets the run's policy: the operator's, or more when the
+// payload asks (options.confirm), never less.
+func (s *state) setPolicy() *RunError {
+	base := cmp.Or(s.r.Confirm, confirm.Never)
+	p, err := base.Stricter(s.req.Options.Confirm)
+	if err != nil {
+		return &RunError{Code: CodeInvalidRequest, Message: "options.confirm: " + err.Error()}
+	}
+	s.policy = p
+	return nil
+}
+
+// hold prepares a call that waits for a person and adds it to the
+// turn's pending calls; a call that cannot be prepared is refused, as
+// executing it would be.
+func (s *state) hold(ctx context.Context, st Step, p *plugins.Plugin, args string) outcome {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return failed(st, StepInvalidJSON, &engine.ToolError{Code: StepInvalidJSON,
+			Message: "the arguments are not valid JSON; send one JSON object that matches the tool's parameters"}, 0)
+	}
+	pv, ok := s.r.Executor.(Previewer)
+	if !ok {
+		return failed(st, StepRefused, &engine.ToolError{Code: "confirmation_unavailable",
+			Message: "this call needs a person's confirmation, which this engine cannot ask for"}, 0)
+	}
+	prev, refused := pv.Preview(ctx, s.engineCall(p, args))
+	if refused != nil {
+		return failed(st, StepRefused, &refused.ToolError, 0)
+	}
+	s.pending = append(s.pending, Pending{
+		ID:         confirm.NewID(),
+		Kind:       confirm.KindConfirmation,
+		Tool:       p.Name,
+		ToolCallID: st.ToolCallID,
+		Arguments:  st.Arguments,
+		Request:    prev.Request,
+		ExpiresAt:  time.Now().Add(cmp.Or(s.r.ConfirmTTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond),
+		Digest:     prev.Digest,
+	})
+	return outcome{step: st, held: true}
+}
+
+// pause ends the run as paused on the pending calls of turn.
+func (s *state) pause(model string, msgs []openai.ChatCompletionMessage, turn int) *Reply {
+	s.reply.Pending = s.pending
+	saved := *s.reply // without Saved: it would hold itself
+	s.reply.Saved = &Saved{Model: model, Messages: msgs, Turn: turn, Reply: &saved}
+	return s.end(StatusPaused, nil)
+}
+
+// Resume goes on with a paused run: req is the run's request again
+// (its credentials given anew: none were kept), saved what the pause
+// saved, and decisions one per pending call. An approved call is sent
+// when the request prepared now has the digest the person approved —
+// exactly the request shown, sent once, never retried — and is told to
+// the model as stale otherwise; a denied or expired one answers the
+// model that nothing was sent. Then the model goes on.
+func (r *Runner) Resume(ctx context.Context, req Request, saved *Saved, decisions []Decision, emit func(Event)) *Reply {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	reply := saved.Reply
+	reply.Pending, reply.Error, reply.Saved = nil, nil, nil
+	s := &state{r: r, req: req, emit: emit, log: cmp.Or(r.Logger, slog.Default()).With("run", reply.RunID), reply: reply}
+	if err := req.Validate(); err != nil {
+		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: err.Error()})
+	}
+	if err := s.bind(); err != nil {
+		return s.end(StatusFailed, err)
+	}
+	if err := s.setPolicy(); err != nil {
+		return s.end(StatusFailed, err)
+	}
+	msgs := saved.Messages
+	for _, d := range decisions {
+		st := Step{Index: len(s.reply.Steps) + 1, Turn: saved.Turn, Tool: d.Tool, ToolCallID: d.ToolCallID, Arguments: d.Arguments}
+		out := s.decided(ctx, st, d)
+		s.emit(Event{EventToolCompleted, out.step})
+		s.reply.Steps = append(s.reply.Steps, out.step)
+		m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: out.content, ToolCallID: d.ToolCallID}
+		msgs = append(msgs, m)
+		s.reply.Messages = append(s.reply.Messages, m)
+	}
+	return s.turns(ctx, saved.Model, msgs, saved.Turn+1)
+}
+
+// decided is the outcome of one decided call.
+func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
+	st.Decision = &StepDecision{PendingID: d.ID, Outcome: d.Outcome, By: d.By, At: d.At}
+	if d.Outcome != confirm.Approved {
+		st.Status = StepRefused
+		st.Error = "not_confirmed: " + d.Outcome
+		return outcome{step: st, content: confirm.Declined(d.Outcome, d.Reason)}
+	}
+	p := s.tools[d.Tool]
+	pv, ok := s.r.Executor.(Previewer)
+	if p == nil || !ok {
+		st.Decision.Outcome = confirm.Stale
+		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
+		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
+	}
+	call := s.engineCall(p, string(d.Arguments))
+	prev, refused := pv.Preview(ctx, call)
+	if refused != nil {
+		return failed(st, StepRefused, &refused.ToolError, 0)
+	}
+	if prev.Digest != d.Digest {
+		st.Decision.Outcome = confirm.Stale
+		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
+		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
+	}
+	call.Confirmation = confirmation(d.By, d.ID)
+	s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
+	res, err := s.r.Executor.Execute(ctx, call)
+	return s.executed(st, res, err)
+}

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// SetAtSend is the value shown for what the engine adds to a request
+// only when it sends it: credentials, OAuth2 tokens, trace headers.
+const SetAtSend = "(set at send time)"
+
+// Preview is a call prepared up to the request it would send, unsent:
+// what a person confirms (issue 33).
+type Preview struct {
+	// Plugin is the plugin the call is: the catalog row an inline plugin
+	// bound to, or the plugin given.
+	Plugin *plugins.Plugin
+	// Request is the request as it will be sent, masked: the URL and
+	// body with the credentials' values masked, and the parts the
+	// engine sets only at send time (credentials, the OAuth2 token)
+	// named with the value SetAtSend.
+	Request *SentRequest
+	// Digest binds a decision to this exact call: a hex sha256 of the
+	// plugin (execution, auth config, fixed params), the arguments with
+	// the fixed params merged, the request's method, URL and body, and
+	// the credential keys the call takes, and from where. Tokens the
+	// engine fetches itself (OAuth2) are not in it.
+	Digest string
+}
+
+// Preview prepares call as Execute would — the binding rule, the
+// arguments checked and completed, the credentials resolved — and builds
+// the request, sending nothing and recording nothing. A refusal is what
+// Execute would refuse.
+func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedError) {
+	if call.Plugin == nil {
+		return nil, refuse(CodeInvalidPlugin, "no plugin")
+	}
+	prep, refused := e.prepare(ctx, call)
+	if refused != nil {
+		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
+		return nil, refused
+	}
+	p := prep.Plugin
+	var req *SentRequest
+	if p.ExecType() == plugins.TypeHTTP {
+		out, err := buildRequest(p, prep.Arguments, prep.schema)
+		if err == nil {
+			var hr *http.Request
+			if hr, err = out.newRequest(ctx); err == nil {
+				req = httpSent(hr, nil, out.body)
+			}
+		}
+		if err != nil {
+			if errors.As(err, &refused) {
+				return nil, refused
+			}
+			return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
+		}
+	} else {
+		body, err := json.Marshal(map[string]any{"name": p.Execution.ToolName, "arguments": prep.Arguments})
+		if err != nil {
+			return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
+		}
+		req = &SentRequest{Method: "tools/call", URL: "mcp:" + p.Execution.MCPID, Body: string(body)}
+	}
+	cfg := authOf(ctx, e.invokers[p.ExecType()], p)
+	req = req.masked(e.masker(prep))
+	req.Headers = append(req.Headers, setAtSend(cfg)...)
+
+	keys := slices.Sorted(maps.Keys(prep.Credentials))
+	sources := make([]string, len(keys))
+	for i, k := range keys {
+		sources[i] = k + "=payload"
+		if call.Credentials[k] == "" {
+			sources[i] = k + "=stored"
+		}
+	}
+	digest, err := digestOf(p, cfg, prep.Arguments, req, sources)
+	if err != nil {
+		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
+	}
+	return &Preview{Plugin: p, Request: req, Digest: digest}, nil
+}
+
+// setAtSend names what cfg adds to a request at send time, each marked a
+// credential with the value SetAtSend; a query parameter or cookie is
+// named as "?name" or "Cookie: name".
+func setAtSend(cfg plugins.AuthConfig) []SentHeader {
+	var out []SentHeader
+	add := func(name string) { out = append(out, SentHeader{Name: name, Value: SetAtSend, Credential: true}) }
+	switch cfg.Type {
+	case plugins.AuthBearer, plugins.AuthBasic, plugins.AuthOAuth2:
+		add("Authorization")
+	}
+	for _, m := range cfg.Mapping {
+		switch m.Location {
+		case plugins.InQuery:
+			add("?" + m.Target)
+		case plugins.InCookie:
+			add("Cookie: " + m.Target)
+		default:
+			add(m.Target)
+		}
+	}
+	return out
+}
+
+// digestOf is Preview.Digest.
+func digestOf(p *plugins.Plugin, cfg plugins.AuthConfig, args map[string]any, req *SentRequest, creds []string) (string, error) {
+	b, err := json.Marshal(struct {
+		Name        string             `json:"name"`
+		Execution   plugins.Execution  `json:"execution"`
+		Auth        plugins.AuthConfig `json:"auth"`
+		FixedParams map[string]any     `json:"fixed_params"`
+		Arguments   map[string]any     `json:"arguments"`
+		Request     *SentRequest       `json:"request"`
+		Credentials []string           `json:"credentials"`
+	}{p.Name, p.Execution, cfg, p.FixedParams, args, req, creds})
+	if err != nil {
+		return "", fmt.Errorf("digest: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}

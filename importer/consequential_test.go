@@ -1,0 +1,136 @@
+package importer_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/store"
+)
+
+const consequentialDoc = `openapi: 3.0.3
+info: {title: Shop, version: "1"}
+paths:
+  /items:
+    get:
+      operationId: listItems
+      responses: {'200': {description: ok}}
+    post:
+      operationId: addItem
+      summary: Add an item
+      x-openai-isConsequential: false
+      responses: {'200': {description: ok}}
+  /items/{id}:
+    delete:
+      operationId: deleteItem
+      summary: Delete an item
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {'204': {description: gone}}
+`
+
+// TestSyncKeepsConsequential: an import reads x-openai-isConsequential as
+// a suggestion and lists each plugin's classification; an administrator's
+// choice survives a sync that changes the plugins (and their suggestion).
+func TestSyncKeepsConsequential(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		opts := openapi.Options{BaseURL: "https://shop.example.com", Force: true}
+		sync := func(doc string) *importer.SyncResult {
+			t.Helper()
+			d, err := openapi.Load([]byte(doc), "https://shop.example.com/openapi.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := importer.OpenAPI(ctx, st, "https://shop.example.com/openapi.yaml", d, opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		res := sync(consequentialDoc)
+		want := map[string]bool{"listItems": false, "addItem": false, "deleteItem": true}
+		if !maps.Equal(res.Consequential, want) {
+			t.Fatalf("first import classification %v, want %v", res.Consequential, want)
+		}
+		yes, no := "1", "0"
+		if _, err := st.SetPluginsConsequential(ctx, []string{"deleteItem"}, &no, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SetPluginsConsequential(ctx, []string{"addItem"}, &yes, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		// The document changes both operations, and now suggests addItem
+		// is consequential: the administrator's choice stands anyway.
+		doc := strings.Replace(consequentialDoc, "Delete an item", "Delete an item for good", 1)
+		doc = strings.Replace(doc, "x-openai-isConsequential: false", "x-openai-isConsequential: true", 1)
+		res = sync(doc)
+		if len(res.Changed) != 2 {
+			t.Fatalf("changed %v, want addItem and deleteItem", res.Changed)
+		}
+		want = map[string]bool{"listItems": false, "addItem": true, "deleteItem": false}
+		if !maps.Equal(res.Consequential, want) {
+			t.Errorf("after the sync: classification %v, want %v", res.Consequential, want)
+		}
+		for name, col := range map[string]string{"addItem": "1", "deleteItem": "0"} {
+			row, err := st.GetPlugin(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Consequential == nil || *row.Consequential != col {
+				t.Errorf("%s: consequential column %v after the sync, want %q", name, row.Consequential, col)
+			}
+		}
+	})
+}
+
+// TestMCPImportKeepsConsequential: a tool its server marks read-only is
+// not consequential, one without annotations is (MCP's defaults); an
+// administrator's choice survives a re-import of a changed tool.
+func TestMCPImportKeepsConsequential(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		srv := &store.MCPServer{Name: "shop", Transport: store.TransportStreamableHTTP, URL: "https://mcp.example/mcp"}
+		if err := st.CreateMCPServer(ctx, srv); err != nil {
+			t.Fatal(err)
+		}
+		schema := map[string]any{"type": "object"}
+		tools := func(desc string) []*sdk.Tool {
+			return []*sdk.Tool{
+				{Name: "look", Description: desc, InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+				{Name: "refund", Description: desc, InputSchema: schema},
+			}
+		}
+		rep, err := importer.MCPTools(ctx, st, srv, tools("v1"), importer.MCPOptions{By: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]bool{"look": false, "refund": true}; !maps.Equal(rep.Consequential, want) {
+			t.Fatalf("classification %v, want %v", rep.Consequential, want)
+		}
+		no := "0"
+		if _, err := st.SetPluginsConsequential(ctx, []string{"refund"}, &no, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = importer.MCPTools(ctx, st, srv, tools("v2"), importer.MCPOptions{By: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Updated) != 2 || !maps.Equal(rep.Consequential, map[string]bool{"look": false, "refund": false}) {
+			t.Errorf("re-import: updated %v, classification %v; want both updated, refund kept not consequential", rep.Updated, rep.Consequential)
+		}
+		row, err := st.GetPlugin(ctx, "refund")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := catalog.PluginFromRow(row); err != nil || p.IsConsequential() {
+			t.Errorf("refund after re-import: %v, consequential %v", err, p != nil && p.IsConsequential())
+		}
+	})
+}
