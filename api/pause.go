@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // pausedState is sys_ai_run.state of a paused run: the payload without
@@ -24,6 +26,10 @@ type pausedState struct {
 	Request        RunRequest  `json:"request"`
 	PayloadCredKey []string    `json:"payload_credential_keys,omitempty"`
 	Saved          *loop.Saved `json:"saved"`
+	// PausedAt and WaitFrom (the traceparent of the request that paused
+	// the run, "" untraced) let the resuming request trace the wait.
+	PausedAt time.Time `json:"paused_at"`
+	WaitFrom string    `json:"wait_from,omitempty"`
 }
 
 // pauseRun stores a paused run: its reply (the pending items shown), its
@@ -31,7 +37,8 @@ type pausedState struct {
 func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) error {
 	keys := slices.Sorted(maps.Keys(req.Credentials))
 	req.Credentials = nil
-	state, err := json.Marshal(pausedState{Request: req, PayloadCredKey: keys, Saved: reply.Saved})
+	state, err := json.Marshal(pausedState{Request: req, PayloadCredKey: keys, Saved: reply.Saved,
+		PausedAt: time.Now(), WaitFrom: tracing.Traceparent(ctx)})
 	if err != nil {
 		return fmt.Errorf("encode the paused run's state: %w", err)
 	}
@@ -241,6 +248,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		}
 		decisions = append(decisions, d)
 	}
+	traceWait(r.Context(), st, items)
 	release, err := s.Executor.Limiter.AcquireRun(user)
 	var le *engine.LimitError
 	if errors.As(err, &le) {

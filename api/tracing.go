@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/tracing"
 )
 
@@ -49,3 +51,30 @@ func (w *statusWriter) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the writer's Flush and
 // deadlines.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// traceWait records a paused run's wait for a person as a span of the
+// request that resumes it, from the pause to the last decision, linked to
+// the request that paused the run: the wait outlives that request, and
+// perhaps its replica, so it is a link between two traces rather than
+// one span held open. Outcomes are the items' (approved, denied, expired,
+// stale); nothing of the requests waiting.
+func traceWait(ctx context.Context, st *pausedState, items []store.PendingItem) {
+	if !trace.SpanFromContext(ctx).IsRecording() || st.PausedAt.IsZero() {
+		return
+	}
+	end := st.PausedAt
+	outcomes := make([]string, 0, len(items))
+	for _, it := range items {
+		if it.DecidedTime != nil && it.DecidedTime.After(end) {
+			end = *it.DecidedTime
+		}
+		outcomes = append(outcomes, it.Status)
+	}
+	opts := []trace.SpanStartOption{trace.WithTimestamp(st.PausedAt), trace.WithAttributes(
+		attribute.Int("blindexec.pending.count", len(items)), attribute.StringSlice("blindexec.pending.outcomes", outcomes))}
+	if sc := tracing.SpanContextOf(st.WaitFrom); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	_, span := tracing.Start(ctx, "await_confirmation", opts...)
+	span.End(trace.WithTimestamp(end))
+}

@@ -134,3 +134,11 @@ func Inject(ctx context.Context, h http.Header) {
 		h[TraceparentHeader] = []string{tp}
 	}
 }
+
+// SpanContextOf reads a traceparent value (as Traceparent writes it):
+// the span a later span links to. Text that is not one gives an invalid
+// span context.
+func SpanContextOf(traceparent string) trace.SpanContext {
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	return trace.SpanContextFromContext(ctx)
+}
