@@ -80,7 +80,8 @@ func decodeParameters(params json.RawMessage, edit func(root map[string]any)) (m
 	if edit != nil {
 		edit(root)
 	}
-	return nullableToType(root).(map[string]any), nil
+	nullableToType(root)
+	return root, nil
 }
 
 // sharedBatch compiles schemas with their repeated subschemas shared.
