@@ -171,8 +171,7 @@ func (b *sharedBatch) number(m map[string]any) int {
 	slices.Sort(keys)
 	buf := b.bufs[b.depth-1][:0]
 	for _, k := range keys {
-		buf = strconv.AppendQuote(buf, k)
-		buf = append(buf, ':')
+		buf = append(appendString(buf, k), ':')
 		if w, ok := kids[k]; ok {
 			buf = appendValue(buf, w)
 		} else {
@@ -208,7 +207,7 @@ func appendValue(buf []byte, v any) []byte {
 	case float64:
 		return strconv.AppendFloat(buf, t, 'g', -1, 64)
 	case string:
-		return strconv.AppendQuote(buf, t)
+		return appendString(buf, t)
 	case subschemaNumber:
 		buf = append(buf, '#')
 		return strconv.AppendInt(buf, int64(t), 10)
@@ -221,7 +220,7 @@ func appendValue(buf []byte, v any) []byte {
 	case map[string]any:
 		buf = append(buf, '{')
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			buf = append(strconv.AppendQuote(buf, k), ':')
+			buf = append(appendString(buf, k), ':')
 			buf = append(appendValue(buf, t[k]), ',')
 		}
 		return append(buf, '}')
@@ -232,6 +231,14 @@ func appendValue(buf []byte, v any) []byte {
 		return fmt.Appendf(buf, "%T:%#v", v, v)
 	}
 	return append(append(buf, '~'), data...)
+}
+
+// appendString writes s as its length and its bytes: as unambiguous as a
+// quoted string, without looking at each rune (an imported schema's
+// descriptions are most of its bytes).
+func appendString(buf []byte, s string) []byte {
+	buf = append(strconv.AppendInt(append(buf, '"'), int64(len(s)), 10), ':')
+	return append(buf, s...)
 }
 
 // compilePlain compiles root as it is, nothing shared: its errors are
