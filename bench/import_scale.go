@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/blindexec/blindexec/internal/corpus"
 )
 
 // importScaleBase is the commit the importscale group compares with: the
@@ -109,7 +111,7 @@ func benchImportScale(ctx context.Context, o benchOpts) error {
 // the cache.
 func importScaleDocs(o benchOpts) ([]scaleDoc, error) {
 	var docs []scaleDoc
-	stripe := filepath.Join(o.root, "../shared/corpus/stripe/spec3.2022-04-12.e0123a38.json.gz")
+	stripe := filepath.Join(corpus.Dir(), "stripe/spec3.2022-04-12.e0123a38.json.gz") // $BLINDEXEC_CORPUS in a worktree
 	if data, err := readDoc(stripe); err == nil {
 		path := filepath.Join(o.cache, "stripe-2022-04-12.json")
 		if err := os.WriteFile(path, data, 0o644); err != nil {

@@ -18,14 +18,8 @@ import (
 // catalog.CheckPlugin.) Each of these passes a shape check and then fails
 // every call, far from the write that caused it.
 func (p *Plugin) validateMeaning(add func(field, format string, args ...any)) {
-	var root struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(p.Parameters, &root) != nil {
-		return // reported by the parameters check
-	}
 	if p.ExecType() == TypeHTTP {
-		p.validateTemplates(root.Properties, add)
+		p.validateTemplates(add)
 		for i, k := range p.RequiredCredentials {
 			if read := p.AuthConfig.CredentialKeys(); !slices.Contains(read, k) {
 				add(fmt.Sprintf("required_credentials[%d]", i), "%q is read by nothing: auth_config %s", k, describeKeys(read))
@@ -53,11 +47,21 @@ func describeKeys(keys []string) string {
 
 // validateTemplates checks that each {name} of base_url is a parameter or
 // a fixed param, by its own name or the wire name param_placement gives it.
-func (p *Plugin) validateTemplates(props map[string]json.RawMessage, add func(field, format string, args ...any)) {
+func (p *Plugin) validateTemplates(add func(field, format string, args ...any)) {
 	e := &p.Execution
-	for _, n := range TemplateNames(e.BaseURL) {
+	templates := TemplateNames(e.BaseURL)
+	if len(templates) == 0 {
+		return // most base URLs: the parameters need not be read again
+	}
+	var root struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(p.Parameters, &root) != nil {
+		return // reported by the parameters check
+	}
+	for _, n := range templates {
 		filled := false
-		for name := range props {
+		for name := range root.Properties {
 			filled = filled || name == n || wireName(name, e.ParamPlacement.Args[name]) == n
 		}
 		for name := range p.FixedParams {

@@ -72,37 +72,38 @@ func cache(variant string, params json.RawMessage, s *jsonschema.Schema) {
 }
 
 // nullableToType rewrites OpenAPI 3.0's `nullable: true` into a draft
-// 2020-12 type that admits null, throughout the schema.
-func nullableToType(v any) any {
+// 2020-12 type that admits null, throughout the schema, in place: the
+// schema is one just decoded, and copying it doubled what decoding
+// allocates.
+func nullableToType(v any) {
 	switch t := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(t))
 		for k, x := range t {
-			if k == "nullable" {
-				continue
+			if k != "nullable" {
+				nullableToType(x)
 			}
-			out[k] = nullableToType(x)
 		}
-		if t["nullable"] == true {
-			switch typ := out["type"].(type) {
+		nullable, ok := t["nullable"]
+		if !ok {
+			return
+		}
+		delete(t, "nullable")
+		if nullable == true {
+			switch typ := t["type"].(type) {
 			case string:
-				out["type"] = []any{typ, "null"}
+				t["type"] = []any{typ, "null"}
 			case []any:
-				out["type"] = append(append([]any{}, typ...), "null")
+				t["type"] = append(append([]any{}, typ...), "null")
 			}
-			if e, ok := out["enum"].([]any); ok {
-				out["enum"] = append(append([]any{}, e...), nil)
+			if e, ok := t["enum"].([]any); ok {
+				t["enum"] = append(append([]any{}, e...), nil)
 			}
 		}
-		return out
 	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = nullableToType(x)
+		for _, x := range t {
+			nullableToType(x)
 		}
-		return out
 	}
-	return v
 }
 
 var english = message.NewPrinter(language.English)

@@ -80,7 +80,8 @@ func decodeParameters(params json.RawMessage, edit func(root map[string]any)) (m
 	if edit != nil {
 		edit(root)
 	}
-	return nullableToType(root).(map[string]any), nil
+	nullableToType(root)
+	return root, nil
 }
 
 // sharedBatch compiles schemas with their repeated subschemas shared.
@@ -147,16 +148,6 @@ var (
 // each subschema written as that subschema's number, so that every part
 // of the schema is written once.
 func (b *sharedBatch) number(m map[string]any) int {
-	leaf := true
-	kids := map[string]any{} // keyword → its value with subschemas by number
-	for k, v := range m {
-		if w := eachSubschema(k, v, func(sub map[string]any) any {
-			leaf = false
-			return subschemaNumber(b.number(sub))
-		}); !leaf {
-			kids[k] = w
-		}
-	}
 	b.depth++
 	defer func() { b.depth-- }()
 	if len(b.bufs) < b.depth {
@@ -169,15 +160,10 @@ func (b *sharedBatch) number(m map[string]any) int {
 	}
 	slices.Sort(keys)
 	buf := b.bufs[b.depth-1][:0]
+	leaf := true
 	for _, k := range keys {
-		buf = strconv.AppendQuote(buf, k)
-		buf = append(buf, ':')
-		if w, ok := kids[k]; ok {
-			buf = appendValue(buf, w)
-		} else {
-			buf = appendValue(buf, m[k])
-		}
-		buf = append(buf, ',')
+		buf = append(appendString(buf, k), ':')
+		buf = append(b.appendKeyword(buf, k, m[k], &leaf), ',')
 	}
 	b.bufs[b.depth-1], b.keys[b.depth-1] = buf, keys
 	id, ok := b.ids[string(buf)]
@@ -190,6 +176,42 @@ func (b *sharedBatch) number(m map[string]any) int {
 	b.count[id]++
 	b.byMap[reflect.ValueOf(m).Pointer()] = id
 	return id
+}
+
+// appendKeyword writes the value v of keyword k as number keys it, each
+// subschema (as eachSubschema finds them) numbered and written as its
+// number; leaf is cleared when there is one.
+func (b *sharedBatch) appendKeyword(buf []byte, k string, v any, leaf *bool) []byte {
+	sub := func(buf []byte, x any) []byte {
+		if m, ok := x.(map[string]any); ok {
+			*leaf = false
+			return appendValue(buf, subschemaNumber(b.number(m)))
+		}
+		return appendValue(buf, x)
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		switch {
+		case schemaKeywords[k]:
+			return sub(buf, t)
+		case schemaMapKeywords[k]:
+			buf = append(buf, '{')
+			for _, name := range slices.Sorted(maps.Keys(t)) {
+				buf = append(appendString(buf, name), ':')
+				buf = append(sub(buf, t[name]), ',')
+			}
+			return append(buf, '}')
+		}
+	case []any:
+		if schemaListKeywords[k] {
+			buf = append(buf, '[')
+			for _, x := range t {
+				buf = append(sub(buf, x), ',')
+			}
+			return append(buf, ']')
+		}
+	}
+	return appendValue(buf, v)
 }
 
 // subschemaNumber stands for a numbered subschema in a key: no value
@@ -207,7 +229,7 @@ func appendValue(buf []byte, v any) []byte {
 	case float64:
 		return strconv.AppendFloat(buf, t, 'g', -1, 64)
 	case string:
-		return strconv.AppendQuote(buf, t)
+		return appendString(buf, t)
 	case subschemaNumber:
 		buf = append(buf, '#')
 		return strconv.AppendInt(buf, int64(t), 10)
@@ -220,7 +242,7 @@ func appendValue(buf []byte, v any) []byte {
 	case map[string]any:
 		buf = append(buf, '{')
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			buf = append(strconv.AppendQuote(buf, k), ':')
+			buf = append(appendString(buf, k), ':')
 			buf = append(appendValue(buf, t[k]), ',')
 		}
 		return append(buf, '}')
@@ -231,6 +253,14 @@ func appendValue(buf []byte, v any) []byte {
 		return fmt.Appendf(buf, "%T:%#v", v, v)
 	}
 	return append(append(buf, '~'), data...)
+}
+
+// appendString writes s as its length and its bytes: as unambiguous as a
+// quoted string, without looking at each rune (an imported schema's
+// descriptions are most of its bytes).
+func appendString(buf []byte, s string) []byte {
+	buf = append(strconv.AppendInt(append(buf, '"'), int64(len(s)), 10), ':')
+	return append(buf, s...)
 }
 
 // compilePlain compiles root as it is, nothing shared: its errors are
