@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,17 +49,27 @@ const maxPluginPage = 500
 
 // pluginQuery reads the filters and page of GET /v1/plugins; q is the tool
 // search to rank by, limit 0 the whole list.
-func pluginQuery(r *http.Request) (f store.PluginFilter, q string, err error) {
+// pluginQuery reads GET /v1/plugins' filters and page; consequential is
+// nil without ?consequential= (true or false: the plugin's effective
+// class, issue 33).
+func pluginQuery(r *http.Request) (f store.PluginFilter, q string, consequential *bool, err error) {
 	v := r.URL.Query()
+	if c := v.Get("consequential"); c != "" {
+		b, err := strconv.ParseBool(c)
+		if err != nil {
+			return f, "", nil, &paramError{fmt.Sprintf(`consequential: %q is neither "true" nor "false"`, c)}
+		}
+		consequential = &b
+	}
 	switch f.Status = v.Get("status"); f.Status {
 	case "", store.StatusEnabled, store.StatusDisabled:
 	default:
-		return f, "", &paramError{fmt.Sprintf(`status: %q is neither "0" (enabled) nor "1" (disabled)`, f.Status)}
+		return f, "", nil, &paramError{fmt.Sprintf(`status: %q is neither "0" (enabled) nor "1" (disabled)`, f.Status)}
 	}
 	switch f.Type = v.Get("type"); f.Type {
 	case "", plugins.TypeHTTP, plugins.TypeMCP:
 	default:
-		return f, "", &paramError{fmt.Sprintf(`type: %q is neither "http" nor "mcp"`, f.Type)}
+		return f, "", nil, &paramError{fmt.Sprintf(`type: %q is neither "http" nor "mcp"`, f.Type)}
 	}
 	switch src := v.Get("source"); src {
 	case "":
@@ -67,31 +78,37 @@ func pluginQuery(r *http.Request) (f store.PluginFilter, q string, err error) {
 	default:
 		id, err := strconv.ParseInt(src, 10, 64)
 		if err != nil || id < 1 {
-			return f, "", &paramError{fmt.Sprintf(`source: %q is neither an import source's id (GET /v1/sources) nor "none"`, src)}
+			return f, "", nil, &paramError{fmt.Sprintf(`source: %q is neither an import source's id (GET /v1/sources) nor "none"`, src)}
 		}
 		f.SourceID = &id
 	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxPluginPage {
-			return f, "", &paramError{fmt.Sprintf("limit: %q is not a number from 1 to %d", l, maxPluginPage)}
+			return f, "", nil, &paramError{fmt.Sprintf("limit: %q is not a number from 1 to %d", l, maxPluginPage)}
 		}
 		f.Limit = n
 	}
 	if f.Offset, err = offsetParam(r); err != nil {
-		return f, "", err
+		return f, "", nil, err
 	}
-	return f, strings.TrimSpace(v.Get("q")), nil
+	return f, strings.TrimSpace(v.Get("q")), consequential, nil
 }
 
 // listPlugins answers GET /v1/plugins: the catalog by name, or with q the
 // enabled plugins matching it, best first; filtered by status, source and
 // type, and paged by limit and offset (the whole list without limit).
 func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
-	f, q, err := pluginQuery(r)
+	f, q, consequential, err := pluginQuery(r)
 	if err != nil {
 		s.toolsError(w, r, err)
 		return
+	}
+	if consequential != nil {
+		if f.Names, err = s.namesByClass(r.Context(), f, *consequential); err != nil {
+			s.internal(w, r, err)
+			return
+		}
 	}
 	var rows []store.Plugin
 	var total int
@@ -137,6 +154,25 @@ func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, answer)
 }
 
+// namesByClass lists the names of the plugins f selects whose effective
+// consequential class is want: the plugin's own rule
+// (plugins.Plugin.IsConsequential), not a copy of it in SQL, so the rows
+// are read and parsed (an administrator's page, not a call's path).
+func (s *Server) namesByClass(ctx context.Context, f store.PluginFilter, want bool) ([]string, error) {
+	f.Limit, f.Offset = 0, 0
+	rows, err := s.Store.ListPlugins(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for i := range rows {
+		if p, err := catalog.PluginFromRow(&rows[i]); err == nil && p.IsConsequential() == want {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
+}
+
 // searchPlugins returns the page f selects of the enabled plugins matching
 // q and f, best first, and their number.
 func (s *Server) searchPlugins(r *http.Request, q string, f store.PluginFilter) ([]store.Plugin, int, error) {
@@ -147,6 +183,13 @@ func (s *Server) searchPlugins(r *http.Request, q string, f store.PluginFilter) 
 	ranked := make([]string, len(rs))
 	for i, res := range rs {
 		ranked[i] = res.Name
+	}
+	if f.Names != nil { // another filter's names (?consequential=)
+		in := make(map[string]bool, len(f.Names))
+		for _, n := range f.Names {
+			in[n] = true
+		}
+		ranked = slices.DeleteFunc(ranked, func(n string) bool { return !in[n] })
 	}
 	page := f
 	page.Names, page.Limit, page.Offset = ranked, 0, 0

@@ -98,11 +98,24 @@ func TestPluginsPagedAndFiltered(t *testing.T) {
 			{"?limit=50&q=gadget", []string{"hand_gadget"}, 1},
 			{"?limit=50&q=widgets&type=mcp", []string{"mcp_widgets"}, 1},
 			{"?limit=50&q=widgets&status=1", nil, 0},
+			// By the effective consequential class (issue 33): MCP tools
+			// are, GETs are not, until an administrator says otherwise.
+			{"?limit=50&consequential=true", []string{"mcp_widgets"}, 1},
+			{"?limit=50&consequential=false&source=none", []string{"hand_gadget", "hand_off"}, 2},
+			{"?limit=2&consequential=false&offset=8", widgets[6:], 9},
+			{"?limit=50&q=widgets&consequential=true", []string{"mcp_widgets"}, 1},
 		} {
 			out := get(c.query)
 			if got := pagedNames(out); !slices.Equal(got, c.want) || out["total"] != c.total {
 				t.Errorf("%s: %v of %v, want %v of %v", c.query, got, out["total"], c.want, c.total)
 			}
+		}
+		// An administrator's setting moves a plugin to the other class.
+		if code, out := e.do("POST", "/v1/plugins/consequential", adminToken, map[string]any{"names": []string{"widget0"}, "consequential": true}); code != http.StatusOK {
+			t.Fatalf("mark widget0 consequential: %d %v", code, out)
+		}
+		if out := get("?limit=50&consequential=true"); !slices.Equal(pagedNames(out), []string{"mcp_widgets", "widget0"}) || out["total"] != 2.0 {
+			t.Errorf("consequential after the setting: %v of %v", pagedNames(out), out["total"])
 		}
 		// The ranked pages are slices of one ranking.
 		ranked := pagedNames(get("?limit=50&q=list+widgets"))
@@ -141,6 +154,7 @@ func TestPluginsPagedAndFiltered(t *testing.T) {
 		for query, field := range map[string]string{
 			"?limit=0": "limit", "?limit=501": "limit", "?limit=x": "limit", "?offset=-1": "offset",
 			"?status=2": "status", "?type=grpc": "type", "?source=abc": "source", "?source=0": "source",
+			"?consequential=maybe": "consequential",
 		} {
 			code, out := e.do("GET", "/v1/plugins"+query, serviceToken, nil)
 			msg, _ := out["error"].(map[string]any)["message"].(string)

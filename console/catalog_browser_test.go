@@ -277,6 +277,19 @@ func catalogAtSize(t *testing.T, st *store.Store) {
 		t.Errorf("the catalog's search for %q shows %s first, tool search %s", "create a repository", s, best)
 	}
 
+	// The consequential filter (issue 33) shows the page of what the API
+	// counts in that class, and keeps its choice in the URL.
+	for _, class := range []string{"true", "false"} {
+		want := int(apiGet(t, e.url, "/v1/plugins?limit=1&consequential="+class)["total"].(float64))
+		reopen("catalog/consequential=" + class)
+		if s := tb.text("#page .pager .range"); want == 0 || !strings.HasSuffix(s, " of "+thousands(want)) {
+			t.Errorf("consequential=%s: the pager reads %q, want a total of %d", class, s, want)
+		}
+		if v := eval[string](tb, `document.querySelector('#f-consequential').value`); v != class || rows() == 0 {
+			t.Errorf("consequential=%s: the filter shows %q, %d rows", class, v, rows())
+		}
+	}
+
 	// Text, not markup: descriptions stored as HTML (the plugins added by
 	// hand; imports now store text) arrive as HTML and are shown as their
 	// text.

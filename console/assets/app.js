@@ -48,7 +48,7 @@ const I18N = {
     all_tools: 'all tools', plugins_sel: 'tools (names)', tags_sel: 'tagged', consequential_sel: 'consequential tools', runs_sel: 'run tokens a day',
     window: 'Window', add_rule: 'Add rule', empty_rules: 'No quota rule: calls are limited only by what is in flight.', show_use: 'Show use', empty_use: 'No rule applies to this user.',
     loading: 'Loading…', forbidden: 'This page is the administrator\'s.', calls: 'calls', avg: 'avg',
-    type: 'Type', all_sources: 'All sources', by_hand: 'Added by hand', any_status: 'Any status', any_type: 'Any type',
+    type: 'Type', all_sources: 'All sources', by_hand: 'Added by hand', any_status: 'Any status', any_type: 'Any type', any_class: 'Consequential or not', not_consequential: 'Not consequential',
     per_page: 'Per page', range: '{from}–{to} of {total}', page_of: 'Page {page} of {pages}',
     first: 'First', prev: 'Previous', next: 'Next', last: 'Last', pages: 'Pages',
     empty_filter: 'No plugin matches these filters. Clear them to see the whole catalog.',
@@ -101,7 +101,7 @@ const I18N = {
     all_tools: '所有工具', plugins_sel: '工具（名称）', tags_sel: '标签', consequential_sel: '有后果的工具', runs_sel: '每天运行令牌',
     window: '窗口', add_rule: '添加规则', empty_rules: '没有配额规则：调用只受并发数限制。', show_use: '查看用量', empty_use: '没有适用于该用户的规则。',
     loading: '加载中……', forbidden: '此页面仅限管理员。', calls: '次调用', avg: '平均',
-    type: '类型', all_sources: '全部来源', by_hand: '手动添加', any_status: '全部状态', any_type: '全部类型',
+    type: '类型', all_sources: '全部来源', by_hand: '手动添加', any_status: '全部状态', any_type: '全部类型', any_class: '是否需确认', not_consequential: '无需确认',
     per_page: '每页', range: '第 {from}–{to} 条，共 {total} 条', page_of: '第 {page} / {pages} 页',
     first: '首页', prev: '上一页', next: '下一页', last: '末页', pages: '分页',
     empty_filter: '没有符合筛选条件的插件。清除筛选可查看全部插件。',
@@ -317,13 +317,14 @@ async function pageCatalog(page, raw) {
     sourcesSel,
     select('f-status', 'status', [['', t('any_status')], ['0', t('enabled')], ['1', t('disabled')]]),
     select('f-type', 'type', [['', t('any_type')], ['http', 'HTTP'], ['mcp', 'MCP']]),
+    select('f-consequential', 'consequential', [['', t('any_class')], ['true', t('consequential')], ['false', t('not_consequential')]]),
     el('label', { class: 'inline' }, t('per_page'), el('select', { attrs: { id: 'f-size' }, on: { change: (e) => {
       localStorage.setItem('blindexec.pageSize', e.target.value);
       go({ size: e.target.value });
     } } }, PAGE_SIZES.map((v) => el('option', { attrs: { value: v, selected: String(size) === v }, text: v })))));
   page.append(filters);
   const api = new URLSearchParams({ limit: String(size), offset: String((pageNo - 1) * size) });
-  for (const k of ['q', 'source', 'status', 'type']) if (q.get(k)) api.set(k, q.get(k));
+  for (const k of ['q', 'source', 'status', 'type', 'consequential']) if (q.get(k)) api.set(k, q.get(k));
   const [pl, src] = await Promise.all([call('GET', '/v1/plugins?' + api.toString()), call('GET', '/v1/sources')]);
   if (!pl.ok) return page.append(errorBox(pl));
   const sources = {};
@@ -337,7 +338,7 @@ async function pageCatalog(page, raw) {
   if (!list.length && total) return go({ page: String(Math.ceil(total / size)) }); // past the last page: to the last
   if (!list.length) {
     if (q.get('q')) return page.append(el('p', { class: 'empty', text: t('empty_search') }));
-    if (q.get('source') || q.get('status') || q.get('type') || pageNo > 1) return page.append(el('p', { class: 'empty', text: t('empty_filter') }));
+    if (q.get('source') || q.get('status') || q.get('type') || q.get('consequential') || pageNo > 1) return page.append(el('p', { class: 'empty', text: t('empty_filter') }));
     return page.append(el('p', { class: 'empty' }, t('empty_catalog') + ' ', link(['import'], t('import')), ' · ', link(['mcp'], t('mcp'))));
   }
   page.append(nav(), table([[t('name'), 'name'], [t('description'), 'desc'], [t('source'), 'source'], [t('status'), 'status'],
