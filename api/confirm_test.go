@@ -363,6 +363,68 @@ func TestPauseResumeReplicas(t *testing.T) {
 	})
 }
 
+// TestStoredCredentialChangeIsStale: a stored credential written while
+// its call waited (here by PUT /v1/credentials) makes the approved call
+// stale — nothing sent, the model told; an unchanged one is sent.
+func TestStoredCredentialChangeIsStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+		llm := openaitest.New(t)
+		e := newEnv(t, st, withConfirmingModel(llm))
+		setToken := func(v string) {
+			t.Helper()
+			if code, body := e.do("PUT", "/v1/credentials/7/GH_TOKEN", adminToken, map[string]string{"value": v}); code != http.StatusNoContent {
+				t.Fatalf("put credential: %d %v", code, body)
+			}
+		}
+		setToken("ghp-stored-first-0123456789")
+		plugin := map[string]any{"name": "wipe", "description": "wipe", "parameters": map[string]any{"type": "object"},
+			"execution":   map[string]any{"method": "POST", "base_url": up.URL + "/wipe"},
+			"auth_config": map[string]any{"type": "api_key", "mapping": []map[string]string{{"source": "GH_TOKEN", "target": "X-Token"}}}}
+		if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		pause := func() (runID, id string) {
+			t.Helper()
+			llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "wipe", Arguments: `{}`}}}, openaitest.Turn{Content: "ok"})
+			_, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": "7", "plugin_names": []string{"wipe"},
+				"messages": []map[string]string{{"role": "user", "content": "wipe"}}})
+			if reply["status"] != "paused" {
+				t.Fatalf("run: %v", reply)
+			}
+			return reply["run_id"].(string), reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		}
+		approve := func(runID, id string) string {
+			t.Helper()
+			code, done := e.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{
+				"decisions": []map[string]string{{"id": id, "decision": "approve"}}})
+			steps, _ := done["steps"].([]any)
+			if code != http.StatusOK || len(steps) == 0 {
+				t.Fatalf("resume: %d %v", code, done)
+			}
+			return steps[len(steps)-1].(map[string]any)["decision"].(map[string]any)["outcome"].(string)
+		}
+
+		runID, id := pause()
+		setToken("ghp-stored-second-0123456789")
+		if outcome := approve(runID, id); outcome != confirm.Stale || up.count("POST") != 0 {
+			t.Fatalf("approval after the credential changed: %s, %d POSTs; want stale, none", outcome, up.count("POST"))
+		}
+		reqs := llm.Requests()
+		if !strings.Contains(string(reqs[len(reqs)-1]), "the confirmation no longer applies") {
+			t.Error("the model was not told the call went stale")
+		}
+
+		runID, id = pause()
+		if outcome := approve(runID, id); outcome != confirm.Approved || up.count("POST") != 1 {
+			t.Fatalf("approval, credential unchanged: %s, %d POSTs; want approved, one", outcome, up.count("POST"))
+		}
+		if got := up.received()[0].header.Get("X-Token"); got != "ghp-stored-second-0123456789" {
+			t.Errorf("sent X-Token %q", got)
+		}
+	})
+}
+
 // TestPausedRunExpires: a run nobody decides in time is closed as
 // expired by the next replica that reads paused runs; a late approval
 // sends nothing.
