@@ -363,32 +363,135 @@ func TestPauseResumeReplicas(t *testing.T) {
 	})
 }
 
+// TestStoredCredentialChangeIsStale: a stored credential written while
+// its call waited (here by PUT /v1/credentials) makes the approved call
+// stale — nothing sent, the model told; an unchanged one is sent.
+func TestStoredCredentialChangeIsStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+		llm := openaitest.New(t)
+		e := newEnv(t, st, withConfirmingModel(llm))
+		setToken := func(v string) {
+			t.Helper()
+			if code, body := e.do("PUT", "/v1/credentials/7/GH_TOKEN", adminToken, map[string]string{"value": v}); code != http.StatusNoContent {
+				t.Fatalf("put credential: %d %v", code, body)
+			}
+		}
+		setToken("ghp-stored-first-0123456789")
+		plugin := map[string]any{"name": "wipe", "description": "wipe", "parameters": map[string]any{"type": "object"},
+			"execution":   map[string]any{"method": "POST", "base_url": up.URL + "/wipe"},
+			"auth_config": map[string]any{"type": "api_key", "mapping": []map[string]string{{"source": "GH_TOKEN", "target": "X-Token"}}}}
+		if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, body)
+		}
+		pause := func() (runID, id string) {
+			t.Helper()
+			llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "wipe", Arguments: `{}`}}}, openaitest.Turn{Content: "ok"})
+			_, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": "7", "plugin_names": []string{"wipe"},
+				"messages": []map[string]string{{"role": "user", "content": "wipe"}}})
+			if reply["status"] != "paused" {
+				t.Fatalf("run: %v", reply)
+			}
+			return reply["run_id"].(string), reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		}
+		approve := func(runID, id string) string {
+			t.Helper()
+			code, done := e.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{
+				"decisions": []map[string]string{{"id": id, "decision": "approve"}}})
+			steps, _ := done["steps"].([]any)
+			if code != http.StatusOK || len(steps) == 0 {
+				t.Fatalf("resume: %d %v", code, done)
+			}
+			return steps[len(steps)-1].(map[string]any)["decision"].(map[string]any)["outcome"].(string)
+		}
+
+		runID, id := pause()
+		setToken("ghp-stored-second-0123456789")
+		if outcome := approve(runID, id); outcome != confirm.Stale || up.count("POST") != 0 {
+			t.Fatalf("approval after the credential changed: %s, %d POSTs; want stale, none", outcome, up.count("POST"))
+		}
+		reqs := llm.Requests()
+		if !strings.Contains(string(reqs[len(reqs)-1]), "the confirmation no longer applies") {
+			t.Error("the model was not told the call went stale")
+		}
+
+		runID, id = pause()
+		if outcome := approve(runID, id); outcome != confirm.Approved || up.count("POST") != 1 {
+			t.Fatalf("approval, credential unchanged: %s, %d POSTs; want approved, one", outcome, up.count("POST"))
+		}
+		if got := up.received()[0].header.Get("X-Token"); got != "ghp-stored-second-0123456789" {
+			t.Errorf("sent X-Token %q", got)
+		}
+	})
+}
+
 // TestPausedRunExpires: a run nobody decides in time is closed as
 // expired by the next replica that reads paused runs; a late approval
-// sends nothing.
+// sends nothing: the run is claimed once more, and the model is told the
+// user did not decide in time and answers. A second late answer is 409.
 func TestPausedRunExpires(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
 		llm := openaitest.New(t)
 		a := newEnv(t, st, func(s *api.Server) { withConfirmingModel(llm)(s); s.Runner.ConfirmTTL = time.Millisecond })
 		b := newEnv(t, st, withConfirmingModel(llm))
-		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}}})
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}}},
+			openaitest.Turn{Content: "Nothing was deleted: you did not confirm in time."})
 		_, reply := a.do("POST", "/v1/runs", serviceToken, hijackPayload(up.URL))
 		if reply["status"] != "paused" {
 			t.Fatalf("run: %v", reply)
 		}
+		runID := reply["run_id"].(string)
 		time.Sleep(20 * time.Millisecond)
 		if code, list := b.do("GET", "/v1/runs?status=paused", serviceToken, nil); code != 200 || len(list["runs"].([]any)) != 0 {
 			t.Fatalf("paused runs after expiry: %d %v", code, list)
 		}
-		id := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
-		code, body := a.do("POST", "/v1/runs/"+reply["run_id"].(string)+"/resume", serviceToken, map[string]any{
-			"decisions": []map[string]string{{"id": id, "decision": "approve"}}, "credentials": map[string]string{"GH_TOKEN": ghToken}})
-		if code != http.StatusConflict || len(up.received()) != 0 {
-			t.Fatalf("late approval: %d %v, %d sent", code, body, len(up.received()))
-		}
-		if run, err := st.GetRun(context.Background(), reply["run_id"].(string)); err != nil || run.Status != store.RunExpired {
+		if run, err := st.GetRun(context.Background(), runID); err != nil || run.Status != store.RunExpired {
 			t.Fatalf("run after expiry: %+v %v", run, err)
+		}
+		id := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		late := map[string]any{"decisions": []map[string]string{{"id": id, "decision": "approve"}}, "credentials": map[string]string{"GH_TOKEN": ghToken}}
+		code, body := a.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, late)
+		if code != http.StatusOK || len(up.received()) != 0 {
+			t.Fatalf("late approval: %d %v, %d sent; want 200, nothing sent", code, body, len(up.received()))
+		}
+		steps := body["steps"].([]any)
+		if d := steps[len(steps)-1].(map[string]any)["decision"].(map[string]any); d["outcome"] != confirm.Expired || d["pending_id"] != id {
+			t.Errorf("last step's decision %v, want expired", d)
+		}
+		reqs := llm.Requests()
+		if last := string(reqs[len(reqs)-1]); len(reqs) != 2 || !strings.Contains(last, "the user did not decide in time: expired") {
+			t.Errorf("the model was not told the call expired (%d requests)", len(reqs))
+		}
+		if body["status"] != "completed" || !strings.Contains(fmt.Sprint(body["messages"]), "did not confirm in time") {
+			t.Errorf("late approval's reply: %v", body)
+		}
+		if code, body := b.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, late); code != http.StatusConflict || len(up.received()) != 0 {
+			t.Errorf("second late approval: %d %v, %d sent; want 409, nothing sent", code, body, len(up.received()))
+		}
+
+		// One item approved in time, the other undecided: the run expires
+		// and the approved call is not sent either.
+		c := newEnv(t, st, func(s *api.Server) { withConfirmingModel(llm)(s); s.Runner.ConfirmTTL = 500 * time.Millisecond })
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}, {Name: "delete_repo", Arguments: `{"repo":"y"}`}}},
+			openaitest.Turn{Content: "Neither was deleted."})
+		_, reply = c.do("POST", "/v1/runs", serviceToken, hijackPayload(up.URL))
+		pending := reply["pending"].([]any)
+		runID = reply["run_id"].(string)
+		first := pending[0].(map[string]any)["id"].(string)
+		if code, body := c.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{
+			"decisions": []map[string]string{{"id": first, "decision": "approve"}}, "credentials": late["credentials"]}); code != 200 || body["status"] != "paused" {
+			t.Fatalf("partial approval: %d %v", code, body)
+		}
+		time.Sleep(600 * time.Millisecond)
+		code, body = b.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{"credentials": late["credentials"]})
+		if code != http.StatusOK || len(up.received()) != 0 {
+			t.Fatalf("resume of the expired run: %d %v, %d sent; want 200, nothing sent", code, body, len(up.received()))
+		}
+		for _, s := range body["steps"].([]any)[len(body["steps"].([]any))-2:] {
+			if d := s.(map[string]any)["decision"].(map[string]any); d["outcome"] != confirm.Expired {
+				t.Errorf("decision %v, want expired", d)
+			}
 		}
 	})
 }

@@ -134,6 +134,10 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if run.Status == store.RunExpired {
+		s.resumeExpired(w, r, run, req)
+		return
+	}
 	if run.Status != store.RunPaused {
 		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is %s, not paused", run.ID, run.Status), map[string]string{"status": run.Status})
 		return
@@ -190,6 +194,33 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		s.answerPaused(w, r, run.ID) // a partial answer: still paused
 		return
 	}
+	s.claimRun(w, r, run, store.RunPaused, req, items)
+}
+
+// resumeExpired is a resume of a run closed as expired: its decisions
+// come too late and are not applied. The run is claimed once (expired →
+// resuming) and the model is told, for each item, that the user did not
+// decide in time — a denied one keeps its denial — and nothing is sent,
+// an item approved before the run expired included; then the model goes
+// on, as after a denial.
+func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *store.Run, req ResumeRequest) {
+	items, err := s.Store.PendingItems(r.Context(), run.ID)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	for i := range items {
+		if items[i].Status != confirm.Denied {
+			items[i].Status, items[i].Reason = confirm.Expired, ""
+		}
+	}
+	s.claimRun(w, r, run, store.RunExpired, req, items)
+}
+
+// claimRun claims run, whose items are all decided, from status from
+// (paused → resuming, or expired → resuming) with a conditional update
+// — of two replicas one wins, the other answers 409 — and continues it.
+func (s *Server) claimRun(w http.ResponseWriter, r *http.Request, run *store.Run, from string, req ResumeRequest, items []store.PendingItem) {
 	var st pausedState
 	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil {
 		s.internal(w, r, fmt.Errorf("run %s: unreadable paused state: %v", run.ID, err))
@@ -201,7 +232,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"missing": missing})
 		return
 	}
-	won, err := s.Store.MoveRun(r.Context(), run.ID, store.RunPaused, store.RunResuming)
+	won, err := s.Store.MoveRun(r.Context(), run.ID, from, store.RunResuming)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -210,12 +241,13 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is being resumed by another request", run.ID), nil)
 		return
 	}
-	s.continueRun(w, r, run, &st, req, items)
+	s.continueRun(w, r, run, from, &st, req, items)
 }
 
-// continueRun goes on with a claimed run: the decided items in the
-// order the model asked, then the model.
-func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.Run, st *pausedState, req ResumeRequest, items []store.PendingItem) {
+// continueRun goes on with a run claimed from status from: the decided
+// items in the order the model asked, then the model. A run that cannot
+// go on is given back to from.
+func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.Run, from string, st *pausedState, req ResumeRequest, items []store.PendingItem) {
 	ctx := context.WithoutCancel(r.Context())
 	user := int64(0)
 	if run.UserID != nil {
@@ -227,7 +259,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
 	}
 	if err != nil {
-		s.Store.MoveRun(ctx, run.ID, store.RunResuming, store.RunPaused)
+		s.Store.MoveRun(ctx, run.ID, store.RunResuming, from)
 		s.internal(w, r, err)
 		return
 	}
@@ -252,7 +284,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 	release, err := s.Executor.Limiter.AcquireRun(user)
 	var le *engine.LimitError
 	if errors.As(err, &le) {
-		s.Store.MoveRun(ctx, run.ID, store.RunResuming, store.RunPaused)
+		s.Store.MoveRun(ctx, run.ID, store.RunResuming, from)
 		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
 		return
 	}

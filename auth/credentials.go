@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -132,6 +134,40 @@ func (cs *CredentialService) checkLength(ctx context.Context, key, value string)
 // Resolve returns the decrypted values of those of keys the user has.
 // Absent keys are simply missing from the map.
 func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
+	stored, err := cs.ciphertexts(ctx, userID, keys)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range stored {
+		plain, err := cs.keys.Decrypt(userID, k, v)
+		if err != nil {
+			return nil, fmt.Errorf("resolve credential %q of user %d: %w", k, userID, err)
+		}
+		stored[k] = plain // in place: a map of its own for the plain values would cost one a call
+	}
+	return stored, nil
+}
+
+// Versions returns a version of each of keys the user has: the hex
+// SHA-256 of its stored ciphertext, which changes on every write (a
+// fresh nonce each time, a rotation included) and tells nothing of the
+// value. A pending call's digest binds them (issue 33): a credential set
+// between pause and approval makes the call stale.
+func (cs *CredentialService) Versions(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
+	stored, err := cs.ciphertexts(ctx, userID, keys)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range stored {
+		sum := sha256.Sum256([]byte(v))
+		stored[k] = hex.EncodeToString(sum[:])
+	}
+	return stored, nil
+}
+
+// ciphertexts returns the stored (encrypted) values of those of keys the
+// user has, from the cache when it is current.
+func (cs *CredentialService) ciphertexts(ctx context.Context, userID int64, keys []string) (map[string]string, error) {
 	stored := make(map[string]string, len(keys))
 	version, missing := cs.cached(userID, keys, stored)
 	if len(missing) > 0 {
@@ -143,13 +179,6 @@ func (cs *CredentialService) Resolve(ctx context.Context, userID int64, keys []s
 			stored[c.Key] = c.Value
 		}
 		cs.remember(version, userID, missing, stored)
-	}
-	for k, v := range stored {
-		plain, err := cs.keys.Decrypt(userID, k, v)
-		if err != nil {
-			return nil, fmt.Errorf("resolve credential %q of user %d: %w", k, userID, err)
-		}
-		stored[k] = plain // in place: a map of its own for the plain values would cost one a call
 	}
 	return stored, nil
 }

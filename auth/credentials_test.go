@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -274,3 +276,34 @@ func TestResolveCache(t *testing.T) {
 type fixedVersions struct{ v store.Versions }
 
 func (f *fixedVersions) Current() store.Versions { return f.v }
+
+// TestCredentialVersions: a stored credential's version is stable until
+// it is written again — with the same value too (a fresh nonce) — and
+// is no hash of the plaintext.
+func TestCredentialVersions(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		svc := auth.NewCredentialService(s, mustKeyring(t, newKeyB64(t), ""))
+		const value = "sk-proj-abcdefghijklmnop-WXYZ"
+		if err := svc.Set(ctx, 42, "k", value, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		v1, err := svc.Versions(ctx, 42, []string{"k", "absent"})
+		if err != nil || len(v1) != 1 || len(v1["k"]) != 64 {
+			t.Fatalf("Versions = %v, %v; want one 64-hex version", v1, err)
+		}
+		plain := sha256.Sum256([]byte(value))
+		if v1["k"] == hex.EncodeToString(plain[:]) {
+			t.Error("the version is the plaintext's hash")
+		}
+		if again, _ := svc.Versions(ctx, 42, []string{"k"}); again["k"] != v1["k"] {
+			t.Errorf("version moved without a write: %s then %s", v1["k"], again["k"])
+		}
+		if err := svc.Set(ctx, 42, "k", value, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		if v2, _ := svc.Versions(ctx, 42, []string{"k"}); v2["k"] == v1["k"] {
+			t.Error("the version did not change when the value was written again")
+		}
+	})
+}

@@ -103,7 +103,8 @@ func NewID() string {
 }
 
 // Declined is the tool output the model reads for an item a person
-// denied, or whose request went stale: nothing was sent.
+// denied, that expired undecided, or whose request went stale: nothing
+// was sent.
 func Declined(outcome, reason string) string {
 	var msg string
 	switch outcome {
@@ -112,6 +113,8 @@ func Declined(outcome, reason string) string {
 		if reason != "" {
 			msg = "the user declined this call: " + reason + "; nothing was sent"
 		}
+	case Expired:
+		msg = "the user did not decide in time: expired; nothing was sent"
 	default:
 		msg = "the tool or the user's credentials changed after the call was prepared, so the confirmation no longer applies; nothing was sent"
 	}

@@ -62,4 +62,8 @@ func TestIDsAndDeclined(t *testing.T) {
 		out.Error.Code != "not_confirmed" || !strings.Contains(out.Error.Message, `the user declined this call: not "this" one`) {
 		t.Errorf("Declined: %+v %v", out, err)
 	}
+	if err := json.Unmarshal([]byte(Declined(Expired, "")), &out); err != nil ||
+		out.Error.Outcome != Expired || !strings.Contains(out.Error.Message, "the user did not decide in time: expired; nothing was sent") {
+		t.Errorf("Declined(Expired): %+v %v", out, err)
+	}
 }

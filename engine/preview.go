@@ -32,8 +32,9 @@ type Preview struct {
 	// Digest binds a decision to this exact call: a hex sha256 of the
 	// plugin (execution, auth config, fixed params), the arguments with
 	// the fixed params merged, the request's method, URL and body, and
-	// the credential keys the call takes, and from where. Tokens the
-	// engine fetches itself (OAuth2) are not in it.
+	// the credential keys the call takes, and from where, a stored one
+	// with its version (CredentialVersioner). Tokens the engine fetches
+	// itself (OAuth2) are not in it.
 	Digest string
 }
 
@@ -77,19 +78,51 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 	req = req.masked(e.masker(prep))
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 
-	keys := slices.Sorted(maps.Keys(prep.Credentials))
-	sources := make([]string, len(keys))
-	for i, k := range keys {
-		sources[i] = k + "=payload"
-		if call.Credentials[k] == "" {
-			sources[i] = k + "=stored"
-		}
+	sources, err := e.credentialSources(ctx, call, prep)
+	if err != nil {
+		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
 	digest, err := digestOf(p, cfg, prep.Arguments, req, sources)
 	if err != nil {
 		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	return &Preview{Plugin: p, Request: req, Digest: digest}, nil
+}
+
+// CredentialVersioner tells versions of stored credentials that change
+// on every write (*auth.CredentialService implements it: a hash of the
+// ciphertext). A CredentialResolver without it binds stored keys by name.
+type CredentialVersioner interface {
+	Versions(ctx context.Context, userID int64, keys []string) (map[string]string, error)
+}
+
+// credentialSources lists the credential keys a prepared call takes and
+// from where, sorted: "KEY=payload", or "KEY=stored:<version>" so that a
+// stored value written since makes a digest differ. Tokens the engine
+// fetches itself (OAuth2) are no credential key.
+func (e *Executor) credentialSources(ctx context.Context, call Call, prep *Prepared) ([]string, error) {
+	keys := slices.Sorted(maps.Keys(prep.Credentials))
+	var stored []string
+	for _, k := range keys {
+		if call.Credentials[k] == "" {
+			stored = append(stored, k)
+		}
+	}
+	versions := map[string]string{}
+	if v, ok := e.Credentials.(CredentialVersioner); ok && len(stored) > 0 {
+		var err error
+		if versions, err = v.Versions(ctx, call.UserID, stored); err != nil {
+			return nil, err
+		}
+	}
+	sources := make([]string, len(keys))
+	for i, k := range keys {
+		sources[i] = k + "=payload"
+		if call.Credentials[k] == "" {
+			sources[i] = k + "=stored:" + versions[k]
+		}
+	}
+	return sources, nil
 }
 
 // setAtSend names what cfg adds to a request at send time, each marked a

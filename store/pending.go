@@ -118,7 +118,8 @@ func (s *Store) PausedRuns(ctx context.Context, user *int64) ([]Run, error) {
 }
 
 // ExpireRuns closes as expired every run paused past its expiry, and
-// their waiting items; any replica may call it. It returns how many
+// their waiting items; any replica may call it. The runs keep their
+// state, so that a late resume can tell the model. It returns how many
 // items it closed.
 func (s *Store) ExpireRuns(ctx context.Context) (int64, error) {
 	t := msNow()
@@ -132,7 +133,7 @@ func (s *Store) ExpireRuns(ctx context.Context) (int64, error) {
 			return nil
 		}
 		res := tx.Model(&Run{}).Where("run_id IN ? AND status = ?", ids, RunPaused).
-			Updates(map[string]any{"status": RunExpired, "state": nil, "update_time": t})
+			Updates(map[string]any{"status": RunExpired, "update_time": t})
 		if res.Error != nil {
 			return res.Error
 		}
