@@ -389,6 +389,7 @@ func tokenCmd(cfg *config) *cobra.Command {
 	var user int64
 	var name string
 	var ttl time.Duration
+	var consoleOnly bool
 	create := &cobra.Command{
 		Use: "create", Short: "Issue a token for --user; it is printed once", Args: argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -396,7 +397,11 @@ func tokenCmd(cfg *config) *cobra.Command {
 				return usagef("token create: --user is required (a positive user id)")
 			}
 			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
-				tok, row, err := api.IssueToken(ctx, st, user, name, ttl, "")
+				scope := ""
+				if consoleOnly {
+					scope = store.TokenScopeConsole
+				}
+				tok, row, err := api.IssueToken(ctx, st, user, name, ttl, scope)
 				if err != nil {
 					return err
 				}
@@ -409,6 +414,7 @@ func tokenCmd(cfg *config) *cobra.Command {
 	create.Flags().Int64Var(&user, "user", 0, "the user the token acts for")
 	create.Flags().StringVar(&name, "name", "", "a label")
 	create.Flags().DurationVar(&ttl, "ttl", 0, "lifetime (e.g. 720h); none when 0")
+	create.Flags().BoolVar(&consoleOnly, "console-only", false, "signs in to the console only (refused on /v1 and /mcp): the token whose sessions may approve under BLINDEXEC_CONFIRM_VIA=console")
 	var listUser int64
 	list := &cobra.Command{
 		Use: "list", Short: "List tokens", Args: argsExactly(0, "no arguments"),
@@ -423,13 +429,17 @@ func tokenCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tUSER\tNAME\tPREFIX\tEXPIRES")
+				fmt.Fprintln(tw, "ID\tUSER\tNAME\tPREFIX\tEXPIRES\tSCOPE")
 				for _, t := range toks {
 					exp := "never"
 					if t.ExpireTime != nil {
 						exp = t.ExpireTime.Format(time.RFC3339)
 					}
-					fmt.Fprintf(tw, "%d\t%d\t%s\t%s…\t%s\n", t.ID, t.UserID, t.Name, t.Prefix, exp)
+					scope := "api"
+					if t.Scope != "" {
+						scope = t.Scope
+					}
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s…\t%s\t%s\n", t.ID, t.UserID, t.Name, t.Prefix, exp, scope)
 				}
 				return tw.Flush()
 			})

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -161,6 +162,15 @@ func TestCLITokensAndRotate(t *testing.T) {
 	tok := strings.TrimSpace(out)
 	if code, list, _ := c.run("", "token", "list"); code != 0 || !strings.Contains(list, "laptop") || strings.Contains(list, tok) {
 		t.Fatalf("token list must show the label, never the token: %q", list)
+	}
+	// A token for the console only (issue 33: its sessions may approve
+	// under BLINDEXEC_CONFIRM_VIA=console).
+	if code, out, _ := c.run("", "token", "create", "--user", "7", "--name", "approvals", "--console-only"); code != 0 || !strings.HasPrefix(out, "bx_") {
+		t.Fatalf("token create --console-only: %d %q", code, out)
+	}
+	if code, list, _ := c.run("", "token", "list"); code != 0 || !regexp.MustCompile(`(?m)laptop .*\bapi$`).MatchString(list) ||
+		!regexp.MustCompile(`(?m)approvals .*\bconsole$`).MatchString(list) {
+		t.Fatalf("token list must show each token's scope: %q", list)
 	}
 	if code, _, _ := c.run("", "token", "revoke", "1"); code != 0 {
 		t.Fatal("revoke")
