@@ -109,7 +109,7 @@ func TestApprovalInBrowser(t *testing.T) {
 		t.Fatalf("the call after approval: %+v, sent %v", res, sent)
 	}
 	events, err := st.ListAdminEvents(context.Background(), store.AdminEventFilter{Kind: "decision"})
-	if err != nil || len(events) != 1 || events[0].Target != "/v1/pending/"+id || events[0].Actor == "" {
+	if err != nil || len(events) != 1 || events[0].Target != "/v1/pending/"+id+" digest "+it.Digest || len(it.Digest) != 64 || events[0].Actor == "" {
 		t.Errorf("the audit log: %+v %v", events, err)
 	}
 

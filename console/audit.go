@@ -2,9 +2,11 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/blindexec/blindexec/store"
 )
@@ -47,6 +49,7 @@ func (c *Console) audited(next http.Handler) http.Handler {
 			return
 		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK, keep: kind == "import"}
+		start := time.Now().Truncate(time.Millisecond) // the database keeps milliseconds
 		next.ServeHTTP(rec, r)
 		if rec.status/100 != 2 || rec.keep && !rec.changed() {
 			return
@@ -59,8 +62,12 @@ func (c *Console) audited(next http.Handler) http.Handler {
 		if r.Header.Get("Authorization") == "" {
 			via = "console"
 		}
+		target := r.URL.Path
+		if kind == "decision" {
+			target = c.decided(r.Context(), target, start)
+		}
 		c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: via, Action: r.Method, Kind: kind,
-			Target: r.URL.Path, HTTPStatus: rec.status})
+			Target: target, HTTPStatus: rec.status})
 	})
 }
 
@@ -141,4 +148,34 @@ func (r *recorder) changed() bool {
 		return v != true
 	}
 	return true
+}
+
+// maxTarget is the length of sys_ai_admin_log.target.
+const maxTarget = 512
+
+// decided is a decision's audit target: its path and the digest of each
+// pending item it decided (the exact request a person approved or
+// denied, issue 33), those decided since start; as many as the column
+// holds, then "…".
+func (c *Console) decided(ctx context.Context, path string, start time.Time) string {
+	var items []store.PendingItem
+	if id, ok := strings.CutPrefix(path, "/v1/pending/"); ok {
+		if it, err := c.store.GetPendingItem(ctx, id); err == nil {
+			items = append(items, *it)
+		}
+	} else if run, ok := strings.CutPrefix(path, "/v1/runs/"); ok {
+		items, _ = c.store.PendingItems(ctx, strings.TrimSuffix(run, "/resume"))
+	}
+	target := path
+	for _, it := range items {
+		if it.DecidedTime == nil || it.DecidedTime.Before(start) || it.Digest == "" {
+			continue // not this request's decision
+		}
+		next := " digest " + it.Digest
+		if len(target)+len(next) > maxTarget-len(" …") {
+			return target + " …"
+		}
+		target += next
+	}
+	return target
 }
