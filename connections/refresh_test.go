@@ -64,7 +64,7 @@ func TestRefreshFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A replica claimed the row and stopped: its claim runs out.
-			if ok, err := e.st.ClaimOAuthRefresh(ctx, row.ID, row.Version, "dead-replica", time.Now().Add(time.Second)); !ok || err != nil {
+			if ok, err := e.st.ClaimOAuthRefresh(ctx, row.ID, row.Version, "dead-replica", time.Now().Add(2*time.Second)); !ok || err != nil {
 				t.Fatalf("claim: %v %v", ok, err)
 			}
 			start := time.Now()
