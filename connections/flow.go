@@ -364,7 +364,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
-	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant."})
+	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: true})
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
@@ -444,6 +444,9 @@ type pageData struct {
 	Confirm                                          bool
 	Account, ProviderName, Who, Scopes, FlowID, CSRF string
 	Action                                           string
+	// Back links the console's connections page: a connect begun there
+	// ends there.
+	Back bool
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -464,6 +467,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <button type="submit" name="decision" value="decline">Decline</button>
 </form>
 {{end}}
+{{if .Back}}<p><a href="/console/#/connections">Back to your connections in the console</a></p>{{end}}
 </body></html>
 `))
 
