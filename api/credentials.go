@@ -114,6 +114,16 @@ func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
 		s.credentialError(w, r, err)
 		return
 	}
+	if s.Connections != nil {
+		// Provider secrets and connection tokens are in the vault's
+		// format too: one rotation re-encrypts them all.
+		m, err := s.Connections.Rotate(r.Context())
+		if err != nil {
+			s.credentialError(w, r, err)
+			return
+		}
+		n += m
+	}
 	writeJSON(w, http.StatusOK, map[string]int{"rotated": n})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -94,6 +95,10 @@ type Server struct {
 	// cannot approve its own calls; "" or "api" counts them from any of
 	// the user's tokens.
 	ConfirmVia string
+
+	// Connections keeps OAuth providers and users' connections, and
+	// serves their routes and the flow's browser pages; nil: none.
+	Connections *connections.Service
 
 	// Sessions, when set, accepts the console's session cookie in place
 	// of the bearer token.
@@ -191,6 +196,9 @@ func (s *Server) Handler() http.Handler {
 
 	if s.Quota != nil {
 		s.quotaRoutes(mux)
+	}
+	if s.Connections != nil {
+		s.connectionRoutes(mux)
 	}
 
 	if s.MCP != nil {

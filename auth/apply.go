@@ -87,6 +87,8 @@ func NewAuthenticator(client *http.Client) *Authenticator {
 //     creds[access_token] (grant access_token) or fetched from token_url
 //     (grant client_credentials) and cached per credential set until
 //     shortly before it expires.
+//     With grant authorization_code Apply sets no Authorization: the
+//     token is the user's connection's, which the executor sets.
 //
 // Credentials absent or empty yield a *MissingCredentialsError before req
 // is touched; a value holding CR, LF or NUL an error wrapping
@@ -143,11 +145,16 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 				return Applied{}, NewMasker(sent...).Error(err)
 			}
 			out.Secrets = append(out.Secrets, sent...)
+		case plugins.GrantAuthorizationCode:
+			// The user's connection holds the token: the executor takes it
+			// from package connections and sets it itself.
 		default:
 			return out, fmt.Errorf("auth_config.oauth2: unknown grant %q", grant)
 		}
-		authorization = "Bearer " + token
-		out.Secrets = append(out.Secrets, token)
+		if token != "" {
+			authorization = "Bearer " + token
+			out.Secrets = append(out.Secrets, token)
+		}
 	default:
 		return out, fmt.Errorf("auth_config: unknown type %q", cfg.Type)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,10 @@ type Catalog struct {
 type catalogIndex struct {
 	plugins map[string]*plugins.Plugin // name → the enabled catalog plugin
 	secret  map[string]bool            // key → read as a secret somewhere (false: only as an identifier)
+	// origins are, per OAuth provider, the origins (scheme://host[:port],
+	// lower case) of the enabled catalog plugins using a connection to it:
+	// where its users' tokens may go.
+	origins map[string]map[string]bool
 
 	mu sync.Mutex
 	// diffs remembers Difference for the inline plugins seen (parsed
@@ -121,7 +127,7 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
-	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}}
+	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, origins: map[string]map[string]bool{}}
 	classify := func(cfg plugins.AuthConfig) {
 		ids := cfg.IdentifierKeys()
 		for _, k := range cfg.CredentialKeys() {
@@ -144,8 +150,44 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 		}
 		idx.plugins[p.Name] = p
 		classify(p.AuthConfig)
+		if prov := p.AuthConfig.ConnectionProvider(); prov != "" {
+			if o := Origin(p.Execution.BaseURL); o != "" {
+				if idx.origins[prov] == nil {
+					idx.origins[prov] = map[string]bool{}
+				}
+				idx.origins[prov][o] = true
+			}
+		}
 	}
 	return idx, nil
+}
+
+// Origin is scheme://host[:port] of an absolute URL, in lower case; ""
+// when it has none, or when its host is a template ({region}.api.com):
+// such a plugin names no fixed origin, and no connection token goes to
+// it.
+func Origin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}") {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// ServesProvider reports whether an enabled catalog plugin using a
+// connection to provider calls origin (as Origin writes it): the one
+// place a user's connection token may go besides the provider itself.
+func (c *Catalog) ServesProvider(ctx context.Context, provider, origin string) (bool, error) {
+	for _, recheck := range []bool{false, true} {
+		idx, err := c.index(ctx, recheck)
+		if err != nil {
+			return false, err
+		}
+		if idx.origins[provider][origin] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Bind applies the binding rule to an inline plugin p whose call would

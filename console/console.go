@@ -29,6 +29,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/csp"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -41,14 +42,9 @@ const CookieName = "blindexec_session"
 // sessionTTL bounds a session even while its token stays valid.
 const sessionTTL = 8 * time.Hour
 
-// policy is the Content-Security-Policy of every console page: scripts,
-// styles and connections of this origin only, no inline script or
-// handler, no plugins, no framing; violations are reported to reportPath.
-const (
-	reportPath = "/console/csp-report"
-	policy     = "default-src 'none'; script-src 'self' 'report-sample'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; report-uri " + reportPath
-)
+// reportPath receives the violation reports of csp.Policy, the policy of
+// every console page (and of the OAuth flow's pages).
+const reportPath = csp.ReportPath
 
 // Console is the console's handler and the API's session checker.
 type Console struct {
@@ -135,8 +131,7 @@ func (c *Console) Handler(apiHandler http.Handler) http.Handler {
 func (c *Console) page(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", policy)
-		hd.Set("X-Content-Type-Options", "nosniff")
+		csp.SetHeaders(hd)
 		hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the forms' Origin "null"
 		hd.Set("Cache-Control", "no-cache")
 		h(w, r)

@@ -39,6 +39,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/quota"
@@ -83,6 +84,16 @@ const (
 	CodeQuotaExceeded    = "quota_exceeded"
 	CodeQuotaUnavailable = "quota_unavailable"
 
+	// CodeConnectionRequired refuses a call of a plugin using a per-user
+	// connection (oauth2 grant authorization_code) whose user has no
+	// working connection to its provider, or one lacking scopes the tool
+	// needs: nothing was sent. Details: {"provider", "scopes",
+	// "missing_scopes"}; the user connects (POST
+	// /v1/connections/{provider}/authorize) and the call is made again.
+	// A call whose refresh the provider refused after a 401 ends with it
+	// too, as an error rather than a refusal.
+	CodeConnectionRequired = "connection_required"
+
 	// CodeRecordsUnavailable refuses a call that could not be recorded
 	// (the record spool is full): nothing was sent, nothing recorded.
 	CodeRecordsUnavailable = "records_unavailable"
@@ -92,6 +103,18 @@ const (
 // values it holds for a user among keys (absent keys are left out).
 type CredentialResolver interface {
 	Resolve(ctx context.Context, userID int64, keys []string) (map[string]string, error)
+}
+
+// Connections hands out the access tokens of users' connections to OAuth
+// providers; *connections.Service implements it.
+type Connections interface {
+	// Token returns the user's access token at provider for a request to
+	// origin by a tool needing scopes; a *connections.RequiredError or an
+	// error wrapping connections.ErrOriginNotAllowed refuses the call.
+	Token(ctx context.Context, userID int64, provider string, scopes []string, origin string) (connections.Token, error)
+	// Rejected is told of a 401 answering tok: a token to retry with and
+	// true, or false to keep the answer.
+	Rejected(ctx context.Context, userID int64, provider string, scopes []string, origin string, tok connections.Token) (connections.Token, bool, error)
 }
 
 // CatalogRules is what the catalog decides about stored credentials
@@ -199,7 +222,11 @@ type Prepared struct {
 	schema  *schemaInfo
 	secrets []string
 	ids     []string // the credential keys read only as identifiers: masked as data
-	sent    *SentRequest
+	// connections gives the token of the user's connection, for a plugin
+	// using one (Plugin.AuthConfig.ConnectionProvider()).
+	connections Connections
+	token       connections.Token // the connection's token last sent
+	sent        *SentRequest
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -273,6 +300,9 @@ type Executor struct {
 	// Quota counts each call once, when it is about to be sent, against
 	// the operator's quota rules (nil: none).
 	Quota Quota
+	// Connections gives the tokens of users' connections (nil: calls of
+	// plugins using one are refused).
+	Connections Connections
 
 	invokers map[string]Invoker
 }
@@ -413,6 +443,11 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			p, cfg = row, authOf(ctx, inv, row)
 		}
 	}
+	if provider := cfg.ConnectionProvider(); provider != "" {
+		if refused := e.connectionUsable(call, p, provider); refused != nil {
+			return nil, refused
+		}
+	}
 	schema, err := schemaOf(p)
 	if err != nil {
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has invalid parameters: %v", p.Name, err)
@@ -462,6 +497,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
+		connections:      e.Connections,
 	}
 	if missing := MissingCredentials(required, creds); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
@@ -607,17 +643,50 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 // auth config's, an MCP server's) that the payload does not give, when
 // there is a store and a user to ask it for.
 func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
+	var stored []string
+	if provider := cfg.ConnectionProvider(); provider != "" && call.UserID != 0 {
+		// A user's connection is held by the engine like a stored
+		// credential: an inline plugin naming a provider is bound too.
+		stored = append(stored, "connection:"+provider)
+	}
 	if e.Credentials == nil || call.UserID == 0 {
-		return nil
+		return stored
 	}
 	_, keys := credentialKeys(call.Plugin)
-	var stored []string
 	for _, k := range append(keys, cfg.CredentialKeys()...) {
 		if call.Credentials[k] == "" && !slices.Contains(stored, k) {
 			stored = append(stored, k)
 		}
 	}
 	return stored
+}
+
+// connectionUsable refuses a call of a plugin using a connection that
+// cannot have one: no user, no Connections, another type than http.
+func (e *Executor) connectionUsable(call Call, p *plugins.Plugin, provider string) *RefusedError {
+	switch {
+	case p.ExecType() != plugins.TypeHTTP:
+		return refuse(CodeInvalidPlugin, "the tool %s: auth_config.oauth2 grant authorization_code is for http plugins only", p.Name)
+	case e.Connections == nil:
+		return refuse(CodeAuthError, "the tool %s uses a connection to %s, and this engine has no connections configured", p.Name, provider)
+	case call.UserID == 0:
+		return connectionRequired(&connections.RequiredError{Provider: provider, Scopes: p.AuthConfig.OAuth2.Scopes,
+			Missing: p.AuthConfig.OAuth2.Scopes, Reason: "the call names no user, and connections are per user"})
+	}
+	return nil
+}
+
+// connectionRequired is the refusal of a call whose user must connect.
+func connectionRequired(re *connections.RequiredError) *RefusedError {
+	return &RefusedError{ToolError{Code: CodeConnectionRequired, Message: re.Error(), Details: map[string]any{
+		"provider": re.Provider, "scopes": nonNilStrings(re.Scopes), "missing_scopes": nonNilStrings(re.Missing)}}}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // bind applies the binding rule (auth.Catalog.Bind) to an inline plugin

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
@@ -54,7 +55,8 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 		policy.attempts = 1
 	}
 	idempotent := plugins.IdempotentMethod(out.method)
-	reauth := p.Plugin.AuthConfig.Type == plugins.AuthOAuth2 && p.Plugin.AuthConfig.OAuth2 != nil &&
+	provider := p.Plugin.AuthConfig.ConnectionProvider()
+	reauth := provider != "" || p.Plugin.AuthConfig.Type == plugins.AuthOAuth2 && p.Plugin.AuthConfig.OAuth2 != nil &&
 		p.Plugin.AuthConfig.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials
 
 	for attempt := 1; ; attempt++ {
@@ -81,6 +83,18 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 			// rejected before any processing, so one retry is safe for
 			// every method.
 			reauth = false
+			if provider != "" {
+				retry, err := h.rejected(ctx, p, provider, resp)
+				if err != nil || !retry {
+					if err == nil {
+						return readResponse(resp, p.MaxResponseBytes, attempt)
+					}
+					discard(resp)
+					return &Response{Attempts: attempt, StatusCode: resp.StatusCode}, err
+				}
+				discard(resp)
+				continue
+			}
 			discard(resp)
 			h.Auth.Invalidate(p.Plugin.AuthConfig, p.Credentials)
 			continue
@@ -117,6 +131,16 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 		return nil, authError{err}
 	}
 	p.AddSecrets(applied.Secrets...)
+	if provider := p.Plugin.AuthConfig.ConnectionProvider(); provider != "" {
+		tok, err := p.connections.Token(ctx, p.UserID, provider, p.Plugin.AuthConfig.OAuth2.Scopes, auth.Origin(req.URL.String()))
+		if err != nil {
+			return nil, connectionError(provider, err)
+		}
+		p.AddSecrets(tok.Value)
+		p.token = tok
+		req.Header.Set("Authorization", "Bearer "+tok.Value)
+		applied.Headers = append(applied.Headers, "Authorization")
+	}
 	span := startAttempt(ctx, p, req, attempt)
 	if p.Trace {
 		p.Sent(httpSent(req, applied.Headers, out.body))
@@ -127,6 +151,35 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 	resp, err := h.Client.Do(req)
 	endAttempt(span, p, resp, err)
 	return resp, err
+}
+
+// rejected asks the connection for a token after the API answered 401
+// to the one sent: retry reports whether there is a new one to send.
+func (h *HTTPInvoker) rejected(ctx context.Context, p *Prepared, provider string, resp *http.Response) (retry bool, err error) {
+	_, retry, err = p.connections.Rejected(ctx, p.UserID, provider, p.Plugin.AuthConfig.OAuth2.Scopes, auth.Origin(resp.Request.URL.String()), p.token)
+	if err != nil {
+		var refused *RefusedError
+		if errors.As(connectionError(provider, err), &refused) {
+			// Sent once already: an error of the call, not a refusal.
+			te := refused.ToolError
+			return false, &te
+		}
+		return false, authError{err}
+	}
+	return retry, nil
+}
+
+// connectionError turns a connection's refusal into the call's: the user
+// must connect (CodeConnectionRequired), or the token may not go where
+// the call goes (CodeCredentialNotBound); anything else is an auth error.
+func connectionError(provider string, err error) error {
+	if re, ok := errors.AsType[*connections.RequiredError](err); ok {
+		return connectionRequired(re)
+	}
+	if errors.Is(err, connections.ErrOriginNotAllowed) {
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(), Details: map[string]any{"provider": provider}}}
+	}
+	return authError{fmt.Errorf("the connection to %s: %w", provider, err)}
 }
 
 // authError marks a failure to obtain credentials (the oauth2 token

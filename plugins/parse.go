@@ -266,11 +266,14 @@ func Cut(s string, n int) string {
 }
 
 var (
-	namePattern     = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	httpMethods     = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
-	validLocations  = map[string]bool{InQuery: true, InBody: true, InPath: true, InHeader: true, InCookie: true}
-	authLocations   = map[string]bool{"header": true, "query": true, "cookie": true}
-	headerNameChars = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	// ProviderNamePattern is the rule for OAuth provider names: they
+	// appear in paths (/v1/connections/{provider}) and in cookies' names.
+	ProviderNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	httpMethods         = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+	validLocations      = map[string]bool{InQuery: true, InBody: true, InPath: true, InHeader: true, InCookie: true}
+	authLocations       = map[string]bool{"header": true, "query": true, "cookie": true}
+	headerNameChars     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
 // Validate checks the rules of the protocol that a JSON Schema cannot say:
@@ -438,6 +441,24 @@ func (p *Plugin) validateAuth(add func(field, format string, args ...any)) {
 			if o.ClientSecret == "" {
 				add("auth_config.oauth2.client_secret", "required for grant \"client_credentials\": the credential key of the client secret")
 			}
+		case GrantAuthorizationCode:
+			if o.Provider == "" {
+				add("auth_config.oauth2.provider", "required for grant \"authorization_code\": the name of a registered OAuth provider")
+			} else if !ProviderNamePattern.MatchString(o.Provider) {
+				add("auth_config.oauth2.provider", "%q is not a provider name (letters, digits, '_', '.' and '-', at most 64)", o.Provider)
+			}
+			for _, f := range []struct{ name, v string }{{"token_url", o.TokenURL}, {"client_id", o.ClientID}, {"client_secret", o.ClientSecret}, {"access_token", o.AccessToken}, {"audience", o.Audience}, {"auth_style", o.AuthStyle}} {
+				if f.v != "" {
+					add("auth_config.oauth2."+f.name, "must be empty for grant \"authorization_code\": the provider's registration holds the endpoints and the client")
+				}
+			}
+			for i, sc := range o.Scopes {
+				if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {
+					add(fmt.Sprintf("auth_config.oauth2.scopes[%d]", i), "%q is not a scope (no spaces, quotes or backslashes)", sc)
+				}
+			}
+		default:
+			add("auth_config.oauth2.grant", "%q is not a grant (expected client_credentials, access_token or authorization_code)", o.Grant)
 		}
 	default:
 		add("auth_config.type", "%q is not an auth type (expected none, api_key, bearer, basic or oauth2)", a.Type)

@@ -224,12 +224,17 @@ func (m AuthMapping) IsSecret() bool { return m.Secret == nil || *m.Secret }
 const (
 	GrantClientCredentials = "client_credentials"
 	GrantAccessToken       = "access_token"
+	// GrantAuthorizationCode sends the access token of the calling user's
+	// connection to Provider (package connections): the user signed in at
+	// the provider once, and the engine refreshes the token blind.
+	GrantAuthorizationCode = "authorization_code"
 )
 
-// OAuth2 is either the client-credentials grant (the engine fetches, caches
-// and refreshes the token) or a supplied access token.
+// OAuth2 is the client-credentials grant (the engine fetches, caches and
+// refreshes the token), a supplied access token, or a user's connection
+// to a registered provider (authorization_code).
 type OAuth2 struct {
-	Grant        string   `json:"grant,omitempty"` // client_credentials (default when token_url is set) | access_token
+	Grant        string   `json:"grant,omitempty"` // client_credentials (default when token_url is set) | access_token | authorization_code
 	TokenURL     string   `json:"token_url,omitempty"`
 	ClientID     string   `json:"client_id,omitempty"`     // credential key
 	ClientSecret string   `json:"client_secret,omitempty"` // credential key
@@ -237,6 +242,19 @@ type OAuth2 struct {
 	Audience     string   `json:"audience,omitempty"`
 	AuthStyle    string   `json:"auth_style,omitempty"`   // header (default) | params: how client credentials reach the token endpoint
 	AccessToken  string   `json:"access_token,omitempty"` // credential key (grant access_token)
+	// Provider names the registered OAuth provider whose connection the
+	// call uses (grant authorization_code); Scopes are then those the
+	// tool needs of the connection.
+	Provider string `json:"provider,omitempty"`
+}
+
+// ConnectionProvider is the provider whose per-user connection a call
+// reading the auth config uses, "" when it uses none.
+func (a AuthConfig) ConnectionProvider() string {
+	if a.Type == AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == GrantAuthorizationCode {
+		return a.OAuth2.Provider
+	}
+	return ""
 }
 
 // EffectiveGrant is the grant in force.
@@ -311,9 +329,13 @@ func (a AuthConfig) reads(f func(key string, secret bool)) {
 		add(a.Password, true)
 	case AuthOAuth2:
 		if o := a.OAuth2; o != nil {
-			if o.EffectiveGrant() == GrantAccessToken {
+			switch o.EffectiveGrant() {
+			case GrantAccessToken:
 				add(o.AccessToken, true)
-			} else {
+			case GrantAuthorizationCode:
+				// The connection's tokens are no credential keys: the
+				// engine takes them from the user's connection.
+			default:
 				add(o.ClientID, false)
 				add(o.ClientSecret, true)
 			}

@@ -95,7 +95,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				}
 			}()
 			srv := &api.Server{
-				Store: parts.store, Creds: parts.creds, Executor: parts.executor,
+				Store: parts.store, Creds: parts.creds, Executor: parts.executor, Connections: parts.conns,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
@@ -370,12 +370,26 @@ func credCmd(cfg *config) *cobra.Command {
 	rotate := &cobra.Command{
 		Use: "rotate", Short: "Re-encrypt every credential under the newest master key", Args: argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				cs, err := cfg.credentials(ctx, st, keysRecord)
+				if err != nil {
+					return err
+				}
 				n, err := cs.Rotate(ctx)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s)\n", n)
+				// Provider secrets and connection tokens are in the vault's
+				// format too.
+				conns, err := cfg.connections(st, nil)
+				if err != nil {
+					return err
+				}
+				m, err := conns.Rotate(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s) and %d OAuth provider secret(s) or connection(s)\n", n, m)
 				return nil
 			})
 		},

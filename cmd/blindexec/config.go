@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/engine"
@@ -57,6 +58,7 @@ type config struct {
 	llmMaxToolCalls int
 	noMigrate       bool
 	publicURL       string
+	browserURL      string
 	mcpAllowStdio   bool
 	mcpUser         int64
 	openapiBaseURL  string
@@ -124,6 +126,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.llmMaxToolCalls = int(src.Int(loop.EnvMaxToolCalls, loop.DefaultMaxToolCalls, 1))
 	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
 	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
+	c.browserURL = src.URL("BLINDEXEC_BROWSER_URL", "")
 	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
 	c.mcpUser = src.Int(mcpserver.EnvUser, 0, 0)
 	c.openapiBaseURL = src.URL("BLINDEXEC_OPENAPI_BASE_URL", "")
@@ -291,6 +294,8 @@ type engineParts struct {
 	catalog *catalog.Catalog
 	rules   *auth.Catalog // the credential rules' view of the catalog
 	quotas  *quota.Keeper
+	// conns keeps OAuth providers and users' connections.
+	conns *connections.Service
 }
 
 func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*engineParts, error) {
@@ -338,8 +343,25 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	cat := catalog.New(st, changes, log)
 	quotas := quota.New(st, changes, cat, c.quotaTZ, log)
 	ex.Quota = quotas
+	conns, err := c.connections(st, client)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	conns.Catalog, conns.Logger = rules, log
+	ex.Connections = conns
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
-		changes: changes, catalog: cat, rules: rules, quotas: quotas}, nil
+		changes: changes, catalog: cat, rules: rules, quotas: quotas, conns: conns}, nil
+}
+
+// connections is the connections service over st: its tokens under the
+// vault's keys, its token requests through client (egress-guarded).
+func (c *config) connections(st *store.Store, client *http.Client) (*connections.Service, error) {
+	kr, err := auth.ParseKeyring(c.masterKey, c.oldKeys)
+	if err != nil {
+		return nil, err
+	}
+	return connections.New(st, kr, client, c.browserURL), nil
 }
 
 // close ends the MCP sessions, flushes the execution records and closes

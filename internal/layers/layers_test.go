@@ -16,8 +16,8 @@ var layers = []struct {
 	packages []string
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
-		"internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/mcpts", "internal/settings", "tracing",
-		"engine/mcp/mcptest", "tests/image", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
+		"internal/csp", "internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/mcpts", "internal/settings", "tracing",
+		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",
@@ -25,6 +25,7 @@ var layers = []struct {
 	{"the catalog and what reads formats", []string{"catalog", "confirm", "plugins/openapiquery", "engine/toolset",
 		"internal/githubcatalog", "toolsearch/searcheval"}},
 	{"credentials and quotas", []string{"auth", "quota"}},
+	{"users' connections to OAuth providers", []string{"connections"}},
 	{"the executor", []string{"engine"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},

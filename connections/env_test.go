@@ -1,0 +1,342 @@
+package connections_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/connections/oauthtest"
+	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/store"
+)
+
+const (
+	adminToken   = "admin-token-0123456789abcdef"
+	serviceToken = "service-token-0123456789abcdef"
+)
+
+// masterKey is the vault key of every replica in these tests.
+var masterKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+
+// syncBuffer collects every replica's log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// replica is one engine process: its own executor, connections service
+// (and so its own single-flight), change watcher and API handler, over
+// the shared database.
+type replica struct {
+	svc     *connections.Service
+	srv     *api.Server
+	handler http.Handler
+	changes *store.Watcher
+}
+
+// env is replicas of the engine behind one address browsers use (a
+// round-robin balancer: a flow's start, callback and confirmation land on
+// different replicas), a real authorization server (fosite), and an API
+// that accepts only tokens fosite issued.
+type env struct {
+	t        *testing.T
+	st       *store.Store
+	as       *oauthtest.Server
+	api      *httptest.Server
+	lb       *httptest.Server
+	replicas []*replica
+	logs     *syncBuffer
+	keys     *auth.Keyring
+	apiHits  atomic.Int64
+	next     atomic.Int64
+}
+
+type envOptions struct {
+	replicas   int
+	lifespan   time.Duration
+	noBrowser  bool // BLINDEXEC_BROWSER_URL unset
+	withIssuer bool
+}
+
+func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
+	t.Helper()
+	e := &env{t: t, st: st, logs: &syncBuffer{}}
+	var err error
+	if e.keys, err = auth.ParseKeyring(masterKey, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := e.next.Add(1)
+		e.replicas[int(i)%len(e.replicas)].handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(e.lb.Close)
+	e.as = oauthtest.New(t, oauthtest.Options{RedirectURI: e.lb.URL + connections.CallbackPath, Scopes: []string{"read", "write"},
+		AccessTokenLifespan: o.lifespan})
+	if o.withIssuer {
+		e.as.Issuer = e.as.URL
+	}
+	// The account a browser signs in as at the provider: its "acct"
+	// cookie there (each test browser sets its own).
+	e.as.SetAccount(func(r *http.Request) string {
+		if c, err := r.Cookie("acct"); err == nil {
+			return c.Value
+		}
+		return "account-1"
+	})
+	inner := e.as.API()
+	t.Cleanup(inner.Close)
+	e.api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.apiHits.Add(1)
+		inner.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(e.api.Close)
+	browser := e.lb.URL
+	if o.noBrowser {
+		browser = ""
+	}
+	for range max(o.replicas, 1) {
+		e.replicas = append(e.replicas, e.newReplica(browser))
+	}
+	return e
+}
+
+func (e *env) newReplica(browserURL string) *replica {
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	client := egresstest.Client(e.t)
+	changes := store.NewWatcher(e.st, time.Hour, log)
+	changes.Poll(context.Background())
+	rules := auth.NewCatalog(e.st, changes)
+	creds := auth.NewCredentialService(e.st, e.keys)
+	creds.Changes = changes
+	ex := engine.NewExecutor(client)
+	ex.Credentials, ex.Catalog, ex.Logger = creds, rules, log
+	svc := connections.New(e.st, e.keys, client, browserURL)
+	svc.Catalog, svc.Logger = rules, log
+	svc.Poll = 20 * time.Millisecond
+	ex.Connections = svc
+	srv := &api.Server{Store: e.st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
+		Logger: log, Changes: changes, Connections: svc, HTTPClient: client}
+	return &replica{svc: svc, srv: srv, handler: srv.Handler(), changes: changes}
+}
+
+// poll makes every replica see the latest catalog (serve polls each
+// second).
+func (e *env) poll() {
+	for _, r := range e.replicas {
+		if _, err := r.changes.Poll(context.Background()); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// do sends a JSON request to the engine's address and decodes the answer.
+func (e *env) do(method, path, token string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.lb.URL+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			e.t.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// registerProvider registers the fosite server as provider "acme".
+func (e *env) registerProvider() {
+	e.t.Helper()
+	p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
+		"revocation_url": e.as.URL + "/revoke", "scopes": []string{"openid", "read"}, "client_id": oauthtest.ClientID,
+		"client_secret": oauthtest.ClientSecret}
+	if e.as.Issuer != "" {
+		p["issuer"] = e.as.Issuer
+	}
+	if code, body := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
+		e.t.Fatalf("register provider: %d %v", code, body)
+	}
+}
+
+// addPlugin adds the catalog plugin "acme_me": GET <api>/me with the
+// user's acme connection, needing scopes.
+func (e *env) addPlugin(name string, scopes ...string) {
+	e.t.Helper()
+	sc, _ := json.Marshal(scopes)
+	doc := fmt.Sprintf(`{"name": %q, "description": "who am I at acme", "parameters": {"type": "object", "properties": {}},
+		"execution": {"method": "GET", "base_url": %q},
+		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": %s}}}`, name, e.api.URL+"/me", sc)
+	var body map[string]any
+	json.Unmarshal([]byte(doc), &body)
+	if code, out := e.do("POST", "/v1/plugins", adminToken, body); code != http.StatusCreated {
+		e.t.Fatalf("add plugin: %d %v", code, out)
+	}
+	e.poll()
+}
+
+// call calls a catalog plugin for user.
+func (e *env) call(name string, user int64) map[string]any {
+	e.t.Helper()
+	_, out := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": name, "arguments": map[string]any{}, "user_id": user})
+	return out
+}
+
+// browser is a person's browser: a cookie jar, following redirects, and
+// signed in at the provider as account.
+type browser struct {
+	t      *testing.T
+	client *http.Client
+	// last is the URL of the last page reached (the callback's, after a
+	// flow), and visited every URL on the way.
+	last    string
+	visited []string
+}
+
+func (e *env) browser(account string) *browser {
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse(e.as.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: "acct", Value: account, Path: "/"}})
+	b := &browser{t: e.t}
+	b.client = &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		b.visited = append(b.visited, req.URL.String())
+		return nil
+	}}
+	return b
+}
+
+// get opens u and returns the page's status and text.
+func (b *browser) get(u string) (int, string, http.Header) {
+	b.t.Helper()
+	resp, err := b.client.Get(u)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	b.last = resp.Request.URL.String()
+	return resp.StatusCode, string(body), resp.Header
+}
+
+var formField = regexp.MustCompile(`name="(flow|csrf)" value="([^"]*)"`)
+
+// confirm posts the confirmation form of page with decision.
+func (b *browser) confirm(base, page, decision string) (int, string) {
+	b.t.Helper()
+	form := url.Values{"decision": {decision}}
+	for _, m := range formField.FindAllStringSubmatch(page, -1) {
+		form.Set(m[1], m[2])
+	}
+	if form.Get("flow") == "" {
+		b.t.Fatalf("no confirmation form in:\n%s", page)
+	}
+	resp, err := b.client.PostForm(base+connections.ConfirmPath, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// authorize asks for a start URL for user.
+func (e *env) authorize(user int64, display string) string {
+	e.t.Helper()
+	code, out := e.do("POST", "/v1/connections/acme/authorize", serviceToken, map[string]any{"user_id": user, "display_name": display})
+	if code != http.StatusOK {
+		e.t.Fatalf("authorize: %d %v", code, out)
+	}
+	return out["url"].(string)
+}
+
+// connect runs a whole flow for user in a browser signed in at the
+// provider as account, and confirms.
+func (e *env) connect(user int64, account string) *browser {
+	e.t.Helper()
+	b := e.browser(account)
+	code, page, _ := b.get(e.authorize(user, ""))
+	if code != http.StatusOK || !strings.Contains(page, "Connect") {
+		e.t.Fatalf("confirmation page: %d\n%s", code, page)
+	}
+	if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+		e.t.Fatalf("confirm: %d\n%s", code, page)
+	}
+	return b
+}
+
+// tokens returns the user's stored tokens, decrypted (the test's own
+// look at the vault, to check they show nowhere).
+func (e *env) tokens(user int64) (access, refresh string) {
+	e.t.Helper()
+	row, err := e.st.GetOAuthConnection(context.Background(), user, "acme")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if access, err = e.keys.Decrypt(user, "oauth/acme/access_token", row.AccessToken); err != nil {
+		e.t.Fatal(err)
+	}
+	if row.RefreshToken != "" {
+		if refresh, err = e.keys.Decrypt(user, "oauth/acme/refresh_token", row.RefreshToken); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return access, refresh
+}
+
+func errorOf(out map[string]any) (code string, details map[string]any) {
+	if e, ok := out["error"].(map[string]any); ok {
+		code, _ = e["code"].(string)
+		details, _ = e["details"].(map[string]any)
+	}
+	return code, details
+}
+
+func outputOf(t *testing.T, out map[string]any) map[string]any {
+	t.Helper()
+	if out["ok"] != true {
+		t.Fatalf("call failed: %v", out)
+	}
+	o, _ := out["output"].(map[string]any)
+	return o
+}

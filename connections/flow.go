@@ -1,0 +1,474 @@
+package connections
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/oauth2"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/csp"
+	"github.com/blindexec/blindexec/store"
+)
+
+// The browser routes of a flow: unauthenticated, bound to the flow's
+// handle, state, cookie and CSRF token instead.
+const (
+	StartPath    = "/oauth/start/"
+	CallbackPath = "/oauth/callback"
+	ConfirmPath  = "/oauth/confirm"
+)
+
+// cookiePrefix names a flow's cookie: "bx_oauth_<flow id>", so that two
+// flows in one browser do not overwrite each other's.
+const cookiePrefix = "bx_oauth_"
+
+// ErrInvalidRequest is wrapped by Authorize's errors about its
+// arguments.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// ErrProviderDisabled refuses connecting to a provider the administrator
+// disabled (or an import created before its client was registered).
+var ErrProviderDisabled = errors.New("the OAuth provider is disabled")
+
+// Authorize begins a flow for the user to connect their account at
+// provider and returns its start URL, <BLINDEXEC_BROWSER_URL>/oauth/start/
+// <handle>, single use, for FlowTTL. displayName, when given, is how the
+// confirmation page names the user (so that a person handed someone
+// else's link sees whose account it would be). scopes are requested with
+// the provider's own and those of an existing connection.
+func (s *Service) Authorize(ctx context.Context, userID int64, provider, displayName string, scopes ...string) (string, error) {
+	if s.BrowserURL == "" {
+		return "", ErrNoBrowserURL
+	}
+	if userID <= 0 {
+		return "", fmt.Errorf("%w: user_id: a connection belongs to a user: a positive user id is required", ErrInvalidRequest)
+	}
+	if utf8.RuneCountInString(displayName) > 255 || strings.ContainsFunc(displayName, unicode.IsControl) || !utf8.ValidString(displayName) {
+		return "", fmt.Errorf("%w: display_name: at most 255 characters of text, without control characters", ErrInvalidRequest)
+	}
+	for i, sc := range scopes {
+		if !validScope(sc) {
+			return "", fmt.Errorf("%w: scopes[%d]: %q is not a scope (printable ASCII without spaces, quotes or backslashes)", ErrInvalidRequest, i, sc)
+		}
+	}
+	p, err := s.Provider(ctx, provider)
+	if err != nil {
+		return "", err
+	}
+	if !p.Enabled {
+		return "", fmt.Errorf("%w: %s", ErrProviderDisabled, provider)
+	}
+	requested := slices.Clone(p.Scopes)
+	if c, err := s.Store.GetOAuthConnection(ctx, userID, provider); err == nil && c.State == store.ConnectionConnected {
+		requested = append(requested, scopesOf(c.Scopes)...)
+	}
+	requested = append(requested, scopes...)
+	slices.Sort(requested)
+	requested = slices.Compact(requested)
+	scopeJSON, err := json.Marshal(nonNil(requested))
+	if err != nil {
+		return "", err
+	}
+	handle := randomToken()
+	f := &store.OAuthFlow{
+		ID: randomHex(16), HandleHash: digest(handle),
+		// The state is made when the start URL is opened; until then the
+		// row holds the hash of a value nobody has.
+		StateHash: digest(randomToken()),
+		UserID:    userID, Provider: provider, DisplayName: displayName, Phase: store.FlowCreated,
+		Scopes: scopeJSON, ExpiresAt: time.Now().Add(FlowTTL),
+	}
+	if err := s.Store.CreateOAuthFlow(ctx, f); err != nil {
+		return "", err
+	}
+	return s.BrowserURL + StartPath + handle, nil
+}
+
+// SessionUser tells whom the console session a browser holds stands for:
+// signedIn false when it holds none; userID 0 for a session of the
+// administrator or the service. The API server supplies it.
+type SessionUser func(r *http.Request) (userID int64, signedIn bool)
+
+// Handler serves the flow's browser routes: the start URL, the callback
+// and the confirmation. session, when set, refuses a start URL opened in a
+// browser signed in to the console as someone else.
+func (s *Service) Handler(session SessionUser) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+StartPath+"{handle}", func(w http.ResponseWriter, r *http.Request) { s.start(w, r, session) })
+	mux.HandleFunc("GET "+CallbackPath, s.callback)
+	mux.HandleFunc("POST "+ConfirmPath, s.confirm)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		csp.SetHeaders(w.Header())
+		// The callback's URL holds the code and state: no page of the
+		// flow sends it on as a Referer.
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionUser) {
+	ctx := r.Context()
+	f, err := s.Store.FindOAuthFlow(ctx, "handle_hash", digest(r.PathValue("handle")))
+	if err != nil {
+		s.failed(w, r, err, http.StatusNotFound, "This sign-in link is not valid", "It was used already, has expired, or was never issued. Ask for a new one.")
+		return
+	}
+	if f.Phase != store.FlowCreated || !time.Now().Before(f.ExpiresAt) {
+		page(w, http.StatusGone, pageData{Title: "This sign-in link was used already or has expired", Text: "A sign-in link works once, for ten minutes. Ask for a new one."})
+		return
+	}
+	if session != nil {
+		if uid, signedIn := session(r); signedIn && uid != f.UserID {
+			page(w, http.StatusForbidden, pageData{Title: "This sign-in link is for another user",
+				Text: "This browser is signed in to the console as another user than the one this link connects an account for. Nothing was connected. Open the link in the browser of the user it was made for, or sign out of the console first."})
+			return
+		}
+	}
+	p, err := s.providerRow(ctx, f.Provider)
+	if err != nil || p.Status != store.StatusEnabled {
+		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed or disabled it.")
+		return
+	}
+	callback, err := s.CallbackURL()
+	if err != nil {
+		s.failed(w, r, err, http.StatusServiceUnavailable, "Connections are not configured", "The engine's browser address (BLINDEXEC_BROWSER_URL) is not set.")
+		return
+	}
+	state, binding, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
+	sealedVerifier, _, err := s.Keys.Encrypt(f.UserID, "oauth_flow/"+f.ID+"/verifier", verifier)
+	if err != nil {
+		s.failed(w, r, err, http.StatusInternalServerError, "The sign-in cannot begin", "The engine cannot store it.")
+		return
+	}
+	err = s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowCreated, store.FlowStarted, map[string]any{
+		"state_hash": digest(state), "binding_hash": digest(binding), "verifier": sealedVerifier})
+	if err != nil {
+		s.failed(w, r, err, http.StatusGone, "This sign-in link was used already or has expired", "A sign-in link works once, for ten minutes. Ask for a new one.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookiePrefix + f.ID, Value: binding, Path: "/oauth/", MaxAge: int(time.Until(f.ExpiresAt).Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(s.BrowserURL, "https://"),
+	})
+	conf := s.config(p, "", callback)
+	conf.Scopes = scopesOf(f.Scopes)
+	opts := []oauth2.AuthCodeOption{}
+	if p.PKCE != "0" {
+		opts = append(opts, oauth2.S256ChallengeOption(verifier))
+	}
+	var extra map[string]string
+	if len(p.ExtraParams) > 0 && json.Unmarshal(p.ExtraParams, &extra) == nil {
+		for k, v := range extra {
+			opts = append(opts, oauth2.SetAuthURLParam(k, v))
+		}
+	}
+	http.Redirect(w, r, conf.AuthCodeURL(state, opts...), http.StatusFound)
+}
+
+// bound checks that the request carries the flow's cookie.
+func bound(r *http.Request, f *store.OAuthFlow) bool {
+	ck, err := r.Cookie(cookiePrefix + f.ID)
+	return err == nil && f.BindingHash != "" && subtle.ConstantTimeCompare([]byte(digest(ck.Value)), []byte(f.BindingHash)) == 1
+}
+
+func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer is incomplete", Text: "It carries no state. Nothing was connected."})
+		return
+	}
+	// The provider is the one the stored state names, never one the
+	// query names.
+	f, err := s.Store.FindOAuthFlow(ctx, "state_hash", digest(state))
+	if err != nil {
+		s.failed(w, r, err, http.StatusBadRequest, "This sign-in answer is not valid", "Its state is unknown, was used already, or has expired. Nothing was connected. Start again.")
+		return
+	}
+	if !bound(r, f) {
+		page(w, http.StatusForbidden, pageData{Title: "This browser did not begin this sign-in",
+			Text: "The sign-in's cookie is missing. Nothing was connected. Start again from the link you were given, in this browser."})
+		return
+	}
+	if err := s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowStarted, store.FlowExchanging, nil); err != nil {
+		s.failed(w, r, err, http.StatusBadRequest, "This sign-in answer was used already or has expired", "Nothing more was connected. Start again.")
+		return
+	}
+	done := func() {
+		if err := s.Store.AdvanceOAuthFlow(context.WithoutCancel(ctx), f.ID, store.FlowExchanging, store.FlowDone, map[string]any{"verifier": nil}); err != nil {
+			s.logger().WarnContext(ctx, "oauth flow not closed; it expires by itself", "err", err)
+		}
+	}
+	p, err := s.providerRow(ctx, f.Provider)
+	if err != nil {
+		done()
+		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		done()
+		page(w, http.StatusBadRequest, pageData{Title: "The provider did not grant access",
+			Text:     "Nothing was connected. The provider " + p.Name + " answered:",
+			Provider: clip(e+": "+q.Get("error_description"), 500)})
+		return
+	}
+	// RFC 9207: an iss in the answer must be the provider's issuer (a
+	// mix-up attack would bring another's).
+	if iss, sent := q["iss"]; sent && (p.Issuer == "" || iss[0] != p.Issuer) {
+		done()
+		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer came from another issuer",
+			Text: "Its iss parameter is not the issuer registered for " + p.Name + ". Nothing was connected."})
+		return
+	}
+	code := q.Get("code")
+	if code == "" {
+		done()
+		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer is incomplete", Text: "It carries no code. Nothing was connected."})
+		return
+	}
+	tok, secret, err := s.exchange(ctx, p, f, code)
+	if err != nil {
+		done()
+		s.logger().InfoContext(ctx, "oauth code exchange failed", "provider", p.Name, "user", f.UserID, "err", err)
+		page(w, http.StatusBadGateway, pageData{Title: "The provider did not give access", Text: "Nothing was connected. The token request failed:",
+			Provider: clip(auth.NewMasker(code, secret).Error(err).Error(), 500)})
+		return
+	}
+	granted := grantedScopes(tok)
+	if granted == nil {
+		granted = scopesOf(f.Scopes)
+	}
+	scopeJSON, _ := json.Marshal(nonNil(granted))
+	sa, kid, err := s.Keys.Encrypt(f.UserID, "oauth_flow/"+f.ID+"/access_token", tok.AccessToken)
+	sr := ""
+	if err == nil && tok.RefreshToken != "" {
+		sr, _, err = s.Keys.Encrypt(f.UserID, "oauth_flow/"+f.ID+"/refresh_token", tok.RefreshToken)
+	}
+	csrf := randomToken()
+	account := clip(accountOf(tok), 255)
+	if err == nil {
+		err = s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowExchanging, store.FlowObtained, map[string]any{
+			"access_token": sa, "refresh_token": sr, "key_id": kid, "scopes": store.JSON(scopeJSON),
+			"token_expires_at": expiry(tok), "account": account, "csrf_hash": digest(csrf), "verifier": nil})
+	}
+	if err != nil {
+		done()
+		s.revoke(ctx, p, tok.AccessToken, tok.RefreshToken)
+		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "The tokens were revoked. Nothing was connected.")
+		return
+	}
+	who := f.DisplayName
+	if who == "" {
+		who = fmt.Sprintf("user %d", f.UserID)
+	}
+	page(w, http.StatusOK, pageData{Title: "Connect your " + p.Name + " account?", Confirm: true,
+		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
+		Action: ConfirmPath})
+}
+
+// exchange trades the code for tokens with the stored PKCE verifier.
+func (s *Service) exchange(ctx context.Context, p *store.OAuthProvider, f *store.OAuthFlow, code string) (*oauth2.Token, string, error) {
+	secret, err := s.clientSecret(p)
+	if err != nil {
+		return nil, "", err
+	}
+	verifier, err := s.Keys.Decrypt(f.UserID, "oauth_flow/"+f.ID+"/verifier", f.Verifier)
+	if err != nil {
+		return nil, secret, err
+	}
+	callback, err := s.CallbackURL()
+	if err != nil {
+		return nil, secret, err
+	}
+	var opts []oauth2.AuthCodeOption
+	if p.PKCE != "0" {
+		opts = append(opts, oauth2.VerifierOption(verifier))
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.Client), s.refreshTimeout())
+	defer cancel()
+	tok, err := s.config(p, secret, callback).Exchange(ctx, code, opts...)
+	if err != nil {
+		return nil, secret, auth.NewMasker(verifier).Error(err)
+	}
+	if tok.AccessToken == "" || strings.ContainsAny(tok.AccessToken+tok.RefreshToken, "\r\n\x00") {
+		return nil, secret, errors.New("the token response holds no usable access token")
+	}
+	return tok, secret, nil
+}
+
+func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		page(w, http.StatusBadRequest, pageData{Title: "The confirmation is not valid", Text: "Nothing was connected."})
+		return
+	}
+	f, err := s.Store.FindOAuthFlow(ctx, "flow_id", r.PostForm.Get("flow"))
+	if err != nil {
+		s.failed(w, r, err, http.StatusBadRequest, "This confirmation is not valid", "It was used already or has expired. Nothing was connected.")
+		return
+	}
+	if !bound(r, f) || f.CSRFHash == "" || subtle.ConstantTimeCompare([]byte(digest(r.PostForm.Get("csrf"))), []byte(f.CSRFHash)) != 1 {
+		page(w, http.StatusForbidden, pageData{Title: "This confirmation did not come from the sign-in page",
+			Text: "Its cookie or form token is missing or wrong. Nothing was connected."})
+		return
+	}
+	connect := r.PostForm.Get("decision") == "connect"
+	// Spent once, whatever is decided; the tokens leave the flow's row.
+	err = s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowObtained, store.FlowDone, map[string]any{"access_token": nil, "refresh_token": nil, "csrf_hash": nil})
+	if err != nil {
+		s.failed(w, r, err, http.StatusBadRequest, "This confirmation was used already or has expired", "Nothing more was connected. Start again.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	access, refresh, err := s.flowTokens(f)
+	if err != nil {
+		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "Nothing was connected.")
+		return
+	}
+	p, err := s.providerRow(ctx, f.Provider)
+	if err != nil {
+		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		return
+	}
+	if !connect {
+		s.revoke(ctx, p, access, refresh)
+		page(w, http.StatusOK, pageData{Title: "Not connected", Text: "The access the provider " + p.Name + " just granted was revoked. You may close this window."})
+		return
+	}
+	sa, sr, kid, err := s.sealTokens(f.UserID, f.Provider, access, refresh)
+	if err == nil {
+		err = s.Store.PutOAuthConnection(ctx, &store.OAuthConnection{UserID: f.UserID, Provider: f.Provider, AccessToken: sa, RefreshToken: sr,
+			KeyID: kid, Scopes: f.Scopes, ExpiresAt: f.TokenExpiresAt, Account: f.Account})
+	}
+	if err != nil {
+		s.revoke(ctx, p, access, refresh)
+		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "The tokens were revoked. Nothing was connected.")
+		return
+	}
+	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
+	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant."})
+}
+
+func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
+	if access, err = s.Keys.Decrypt(f.UserID, "oauth_flow/"+f.ID+"/access_token", f.AccessToken); err != nil {
+		return "", "", err
+	}
+	if f.RefreshToken != "" {
+		refresh, err = s.Keys.Decrypt(f.UserID, "oauth_flow/"+f.ID+"/refresh_token", f.RefreshToken)
+	}
+	return access, refresh, err
+}
+
+// failed shows a page for a failure: a flow not found, or the store
+// failing (logged; the page says only what the user can act on).
+func (s *Service) failed(w http.ResponseWriter, r *http.Request, err error, status int, title, text string) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNoProvider) {
+		s.logger().WarnContext(r.Context(), "oauth flow", "path", r.URL.Path, "err", err)
+		status, text = http.StatusServiceUnavailable, "The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later."
+	}
+	page(w, status, pageData{Title: title, Text: text})
+}
+
+// accountOf is the provider account the tokens are of, when the answer
+// tells it: an id_token's email, preferred_username, name or sub, shown
+// on the confirmation page (display only: nothing is decided on it).
+func accountOf(tok *oauth2.Token) string {
+	idt, _ := tok.Extra("id_token").(string)
+	parts := strings.Split(idt, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims map[string]any
+	if json.Unmarshal(raw, &claims) != nil {
+		return ""
+	}
+	for _, k := range []string{"email", "preferred_username", "name", "sub"} {
+		if v, ok := claims[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// randomToken is 32 random bytes, base64url: a handle, state, cookie
+// binding or CSRF token.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// digest is the hex SHA-256 kept of a handle, state, binding or CSRF
+// token.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// pageData fills the flow's one page template. Everything in it is text:
+// html/template escapes it, and Provider holds what the provider said.
+type pageData struct {
+	Title, Text, Provider                            string
+	Confirm                                          bool
+	Account, ProviderName, Who, Scopes, FlowID, CSRF string
+	Action                                           string
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{{.Title}}</title></head>
+<body>
+<h1>{{.Title}}</h1>
+{{if .Text}}<p>{{.Text}}</p>{{end}}
+{{if .Provider}}<pre>{{.Provider}}</pre>{{end}}
+{{if .Confirm}}
+<p>Connect {{if .Account}}the {{.ProviderName}} account <strong>{{.Account}}</strong>{{else}}this {{.ProviderName}} account{{end}} to <strong>{{.Who}}</strong>?</p>
+{{if .Scopes}}<p>Access granted: <code>{{.Scopes}}</code></p>{{end}}
+<p>Connect only if you are {{.Who}} and you started this yourself. If someone sent you this link, decline.</p>
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="flow" value="{{.FlowID}}">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit" name="decision" value="connect">Connect</button>
+<button type="submit" name="decision" value="decline">Decline</button>
+</form>
+{{end}}
+</body></html>
+`))
+
+func page(w http.ResponseWriter, status int, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	pageTemplate.Execute(w, d)
+}
