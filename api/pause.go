@@ -224,10 +224,17 @@ func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *stor
 // — of two replicas one wins, the other answers 409 — and continues it.
 func (s *Server) claimRun(w http.ResponseWriter, r *http.Request, run *store.Run, from string, req ResumeRequest, items []store.PendingItem) {
 	var st pausedState
-	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil {
+	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil || st.Saved.Reply == nil {
 		s.internal(w, r, fmt.Errorf("run %s: unreadable paused state: %v", run.ID, err))
 		return
 	}
+	// This pause's items only: a run paused again keeps the items of its
+	// earlier pauses, decided and acted on then, never to be again.
+	current := map[string]bool{}
+	for _, p := range st.Saved.Reply.Pending {
+		current[p.ID] = true
+	}
+	items = slices.DeleteFunc(items, func(it store.PendingItem) bool { return !current[it.ID] })
 	if missing := slices.DeleteFunc(slices.Clone(st.PayloadCredKey), func(k string) bool { return req.Credentials[k] != "" }); len(missing) > 0 {
 		writeError(w, http.StatusBadRequest, "credentials_required",
 			"credentials: the run used payload credentials, which a pause never keeps: give "+strings.Join(missing, ", ")+" again",
