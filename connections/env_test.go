@@ -23,6 +23,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/connections/oauthtest"
+	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/store"
@@ -78,6 +79,9 @@ type env struct {
 	logs     *syncBuffer
 	keys     *auth.Keyring
 	apiHits  atomic.Int64
+	// api401 makes the API answer 401 whatever the token (an API refusing
+	// for another reason).
+	api401 atomic.Bool
 	next     atomic.Int64
 }
 
@@ -86,6 +90,7 @@ type envOptions struct {
 	lifespan   time.Duration
 	noBrowser  bool // BLINDEXEC_BROWSER_URL unset
 	withIssuer bool
+	console    bool // serve the console (its sessions) too
 }
 
 func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
@@ -117,6 +122,10 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 	t.Cleanup(inner.Close)
 	e.api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.apiHits.Add(1)
+		if e.api401.Load() {
+			http.Error(w, `{"error":"insufficient_user_authentication"}`, http.StatusUnauthorized)
+			return
+		}
 		inner.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.api.Close)
@@ -125,12 +134,12 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 		browser = ""
 	}
 	for range max(o.replicas, 1) {
-		e.replicas = append(e.replicas, e.newReplica(browser))
+		e.replicas = append(e.replicas, e.newReplica(browser, o.console))
 	}
 	return e
 }
 
-func (e *env) newReplica(browserURL string) *replica {
+func (e *env) newReplica(browserURL string, withConsole bool) *replica {
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	client := egresstest.Client(e.t)
 	changes := store.NewWatcher(e.st, time.Hour, log)
@@ -146,7 +155,17 @@ func (e *env) newReplica(browserURL string) *replica {
 	ex.Connections = svc
 	srv := &api.Server{Store: e.st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
 		Logger: log, Changes: changes, Connections: svc, HTTPClient: client}
-	return &replica{svc: svc, srv: srv, handler: srv.Handler(), changes: changes}
+	r := &replica{svc: svc, srv: srv, changes: changes}
+	if withConsole {
+		c, err := console.New(srv, e.st, masterKey, log)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r.handler = c.Handler(srv.Handler())
+	} else {
+		r.handler = srv.Handler()
+	}
+	return r
 }
 
 // poll makes every replica see the latest catalog (serve polls each

@@ -126,6 +126,7 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		credCmd(cfg),
 		tokenCmd(cfg),
 		quotaCmd(cfg),
+		oauthCmd(cfg),
 		toolsCmd(cfg),
 		execCmd(cfg),
 		importCmd(cfg),
