@@ -111,3 +111,33 @@ func TestTokensGoOnlyToCatalogOrigins(t *testing.T) {
 		t.Fatalf("with the catalog plugin disabled: %v", out)
 	}
 }
+
+// TestEchoedTokenMasked: an API echoing the access token, raw or base64,
+// gets it masked in the output, and no record or log holds it.
+func TestEchoedTokenMasked(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e := newEnv(t, st, envOptions{})
+	e.registerProvider()
+	e.addPlugin("acme_echo", "read")
+	// The plugin's base_url is <api>/me; point it at /echo.
+	if _, err := st.DB().Exec("UPDATE sys_ai_plugin SET execution_config = REPLACE(execution_config, '/me', '/echo')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.BumpCounters(t.Context(), "plugin"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.connect(7, "alice")
+	access, refresh := e.tokens(7)
+	out := e.call("acme_echo", 7)
+	o := outputOf(t, out)
+	raw, _ := json.Marshal(out)
+	if strings.Contains(string(raw), access) || o["got"] != "[REDACTED]" || o["b64"] != "[REDACTED]" {
+		t.Fatalf("echoed token not masked: %s", raw)
+	}
+	_, recs := e.do("GET", "/v1/executions?user_id=7", adminToken, nil)
+	if b, _ := json.Marshal(recs); strings.Contains(string(b), access) {
+		t.Fatal("a record holds the token")
+	}
+	e.assertNoTokenShown(access, refresh)
+}

@@ -126,6 +126,14 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 			http.Error(w, `{"error":"insufficient_user_authentication"}`, http.StatusUnauthorized)
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/echo") {
+			// An API echoing the token it got, in the clear and in base64.
+			if _, _, err := e.as.Check(r); err == nil {
+				tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+				fmt.Fprintf(w, `{"got":%q,"b64":%q}`, tok, base64.StdEncoding.EncodeToString([]byte(tok)))
+				return
+			}
+		}
 		inner.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.api.Close)
