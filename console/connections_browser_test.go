@@ -57,14 +57,31 @@ func TestConnectInBrowser(t *testing.T) {
 	res := as.API()
 	t.Cleanup(res.Close)
 
+	// The administrator registers the provider on the Connections page:
+	// the redirect URI to give the provider is shown; the secret never is.
+	at := newTab(t)
+	at.signIn(e.url, adminToken)
+	at.open(e.url, "connections", "connections")
+	if uri := at.text("#redirect-uri"); uri != e.url+connections.CallbackPath {
+		t.Errorf("the redirect URI shown: %q", uri)
+	}
+	for id, v := range map[string]string{"name": "acme", "authorization_url": as.URL + "/authorize", "token_url": as.URL + "/token",
+		"revocation_url": as.URL + "/revoke", "scopes": "openid", "client_id": oauthtest.ClientID, "client_secret": oauthtest.ClientSecret} {
+		at.do(chromedp.SendKeys(chromedp.CSS(`#prov-`+id), v))
+	}
+	at.do(chromedp.Click(chromedp.CSS(`#provider-form button`)))
+	at.wait(`#page[data-ready="true"] #providers`)
+	if text := eval[string](at, `document.body.innerHTML`); !strings.Contains(text, "acme") || strings.Contains(text, oauthtest.ClientSecret) {
+		t.Errorf("the providers listed: %s", at.text("#providers"))
+	}
+	at.screenshot("providers")
+	if p := apiGet(t, e.url, "/v1/oauth/providers/acme"); p["client_secret_set"] != true || p["enabled"] != true || p["pkce"] != true {
+		t.Errorf("the provider stored: %v", p)
+	}
+
 	admin := e.client()
 	e.signIn(admin, adminToken)
 	_, csrf := sessionOf(t, e, admin)
-	provider := fmt.Sprintf(`{"name": "acme", "authorization_url": %q, "token_url": %q, "revocation_url": %q, "scopes": ["openid"],
-		"client_id": %q, "client_secret": %q}`, as.URL+"/authorize", as.URL+"/token", as.URL+"/revoke", oauthtest.ClientID, oauthtest.ClientSecret)
-	if code, body := do(t, admin, "POST", e.url+"/v1/oauth/providers", csrf, provider); code != http.StatusOK {
-		t.Fatalf("provider: %d %v", code, body)
-	}
 	plugin := fmt.Sprintf(`{"name": "acme_me", "description": "who am I at acme", "parameters": {"type": "object", "properties": {}},
 		"execution": {"method": "GET", "base_url": %q},
 		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["read"]}}}`, res.URL+"/me")
@@ -142,9 +159,7 @@ func TestConnectInBrowser(t *testing.T) {
 		t.Errorf("the user's Connections page: %s", text)
 	}
 	tb.screenshot("connections")
-	at := newTab(t)
-	at.signIn(e.url, adminToken)
-	at.open(e.url, "connections", "connections")
+	at.open(e.url, "connections/7", "connections") // filtered by user
 	if text := at.text("#connections"); !strings.Contains(text, "7") || !strings.Contains(text, "acme") || !strings.Contains(text, "account-1") {
 		t.Errorf("the administrator's Connections page: %s", text)
 	}

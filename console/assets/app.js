@@ -65,6 +65,11 @@ const I18N = {
     state_connected: 'connected', state_broken: 'broken: reconnect', needs_account: 'waits for an account at {provider}',
     connect_then: 'Connect the account, then continue: the call is made then. Cancel tells the assistant the account was not connected.',
     continue_btn: 'Continue', cancel_btn: 'Cancel', missing_scopes: 'Missing scopes',
+    providers: 'OAuth providers', providers_purpose: 'The authorization servers users connect accounts at. Register the engine as a client there with the redirect URI below, then enter the client here. The client secret is stored encrypted and never shown again.',
+    redirect_uri: 'Redirect URI to register at each provider', no_browser_url: 'BLINDEXEC_BROWSER_URL is not set: users cannot connect until it is.',
+    authorization_url: 'Authorization URL', token_url: 'Token URL', revocation_url: 'Revocation URL', issuer: 'Issuer',
+    client_id: 'Client id', client_secret: 'Client secret', secret_kept: '(stored: leave empty to keep it)', pkce: 'PKCE (S256)',
+    provider_enabled: 'Enabled', save_provider: 'Save provider', empty_provider_list: 'No provider registered.', secret_set: 'secret stored', no_secret: 'no secret',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -126,6 +131,11 @@ const I18N = {
     state_connected: '已连接', state_broken: '已失效：请重新连接', needs_account: '等待连接 {provider} 账号',
     connect_then: '先连接账号，再点继续：调用随后执行。点取消则告诉助手账号未连接。',
     continue_btn: '继续', cancel_btn: '取消', missing_scopes: '缺少的权限范围',
+    providers: 'OAuth 提供方', providers_purpose: '用户连接账号所用的授权服务器。先在提供方处把引擎注册为客户端（使用下方的回调地址），再在此填写客户端信息。客户端密钥加密保存，不再显示。',
+    redirect_uri: '在提供方处注册的回调地址', no_browser_url: '未设置 BLINDEXEC_BROWSER_URL：设置前用户无法连接账号。',
+    authorization_url: '授权地址', token_url: '令牌地址', revocation_url: '吊销地址', issuer: '签发者',
+    client_id: '客户端 ID', client_secret: '客户端密钥', secret_kept: '（已保存：留空则保留）', pkce: 'PKCE（S256）',
+    provider_enabled: '启用', save_provider: '保存提供方', empty_provider_list: '尚未注册提供方。', secret_set: '已保存密钥', no_secret: '无密钥',
   },
 };
 
@@ -896,6 +906,63 @@ async function connectAt(provider, msg, scopes) {
   location.assign(u.href);
 }
 
+// providersSection is the administrator's list of OAuth providers and
+// the form that registers one or replaces it (Edit fills it in; an
+// empty client secret keeps the stored one; extra_params, which the form
+// does not show, are kept as they are).
+async function providersSection(page) {
+  page.append(el('h2', { text: t('providers') }), el('p', { class: 'purpose', text: t('providers_purpose') }));
+  const r = await call('GET', '/v1/oauth/providers');
+  if (!r.ok) return page.append(errorBox(r));
+  page.append(r.data.redirect_uri ? el('p', null, t('redirect_uri') + ': ', el('code', { attrs: { id: 'redirect-uri' }, text: r.data.redirect_uri }))
+    : el('p', { class: 'error', text: t('no_browser_url') }));
+  const f = {};
+  const input = (k, type) => (f[k] = el('input', { attrs: { id: 'prov-' + k, name: k, type: type || 'text', autocomplete: type === 'password' ? 'new-password' : 'off' } }));
+  const check = (k) => (f[k] = el('input', { attrs: { id: 'prov-' + k, type: 'checkbox', checked: true } }));
+  let edited = null; // the provider Edit filled the form with
+  const msg = el('div');
+  const form = el('form', { class: 'stack', attrs: { id: 'provider-form' }, on: { submit: async (e) => {
+    e.preventDefault();
+    const body = { name: f.name.value, authorization_url: f.authorization_url.value, token_url: f.token_url.value,
+      revocation_url: f.revocation_url.value || undefined, issuer: f.issuer.value || undefined,
+      scopes: f.scopes.value.split(/\s+/).filter(Boolean), client_id: f.client_id.value,
+      client_secret: f.client_secret.value || undefined, pkce: f.pkce.checked, enabled: f.enabled.checked,
+      extra_params: edited && edited.name === f.name.value ? edited.extra_params : undefined };
+    f.client_secret.value = '';
+    const x = await call('POST', '/v1/oauth/providers', body);
+    if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+  } } },
+  el('div', { class: 'row' }, el('label', null, t('name'), input('name')), el('label', null, t('client_id'), input('client_id')),
+    el('label', null, t('client_secret'), input('client_secret', 'password'))),
+  el('label', null, t('authorization_url'), input('authorization_url', 'url')), el('label', null, t('token_url'), input('token_url', 'url')),
+  el('div', { class: 'row' }, el('label', null, t('revocation_url'), input('revocation_url', 'url')), el('label', null, t('issuer'), input('issuer'))),
+  el('div', { class: 'row' }, el('label', null, t('scopes'), input('scopes')), el('label', null, check('pkce'), ' ', t('pkce')),
+    el('label', null, check('enabled'), ' ', t('provider_enabled'))),
+  el('button', { text: t('save_provider') }));
+  const providers = r.data.providers || [];
+  if (!providers.length) page.append(el('p', { class: 'empty', text: t('empty_provider_list') }));
+  else {
+    page.append(el('div', { attrs: { id: 'providers' } }, table([t('name'), t('authorization_url'), t('scopes'), t('status'), t('actions')], providers.map((p) => [
+      el('code', { text: p.name }), el('code', { class: 'url', text: p.authorization_url }), el('span', { text: (p.scopes || []).join(' ') }),
+      el('span', null, el('span', { class: 'badge ' + (p.enabled ? 'on' : 'off'), text: p.enabled ? t('enabled') : t('disabled') }), ' ',
+        el('span', { class: 'badge', text: p.client_secret_set ? t('secret_set') : t('no_secret') })),
+      el('span', null, el('button', { class: 'secondary edit', text: t('edit'), on: { click: () => {
+        for (const k of ['name', 'authorization_url', 'token_url', 'revocation_url', 'issuer', 'client_id']) f[k].value = p[k] || '';
+        f.scopes.value = (p.scopes || []).join(' ');
+        f.pkce.checked = p.pkce;
+        f.enabled.checked = p.enabled;
+        f.client_secret.placeholder = p.client_secret_set ? t('secret_kept') : '';
+        edited = p;
+        f.name.focus();
+      } } }), ' ',
+      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+        const x = await call('DELETE', '/v1/oauth/providers/' + encodeURIComponent(p.name));
+        if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+      } } }))]))));
+  }
+  page.append(form, msg);
+}
+
 // pageConnections: a user's own connections (connect, reconnect,
 // disconnect), or, for the administrator, every user's (who is connected
 // to what) with a user filter.
@@ -905,9 +972,11 @@ async function pageConnections(page, uid) {
   const msg = el('div', { attrs: { id: 'conn-msg' } });
   let q = '';
   if (admin) {
+    await providersSection(page);
     const who = el('input', { attrs: { type: 'number', id: 'conn-user', value: uid || '', placeholder: t('all_users') } });
-    page.append(el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/connections/' + encodeURIComponent(who.value); } } },
-      el('label', null, t('user_id'), who), el('button', { text: t('load') })));
+    page.append(el('h2', { text: t('connections') }),
+      el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/connections/' + encodeURIComponent(who.value); } } },
+        el('label', null, t('user_id'), who), el('button', { text: t('load') })));
     if (uid) q = '?user_id=' + encodeURIComponent(uid);
   } else {
     const pr = await call('GET', '/v1/oauth/providers');
