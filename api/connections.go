@@ -16,8 +16,10 @@ import (
 // bound to the flow's state and cookie instead of a token.
 func (s *Server) connectionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/oauth/providers", s.with(roleAdmin, s.putProvider))
-	mux.HandleFunc("GET /v1/oauth/providers", s.with(roleService, s.listProviders))
-	mux.HandleFunc("GET /v1/oauth/providers/{name}", s.with(roleService, s.getProvider))
+	// Readable by every token: a user's page offers Connect from them;
+	// nothing in a provider's answer is secret.
+	mux.HandleFunc("GET /v1/oauth/providers", s.with(roleUser, s.listProviders))
+	mux.HandleFunc("GET /v1/oauth/providers/{name}", s.with(roleUser, s.getProvider))
 	mux.HandleFunc("DELETE /v1/oauth/providers/{name}", s.with(roleAdmin, s.deleteProvider))
 	mux.HandleFunc("POST /v1/connections/{provider}/authorize", s.with(roleUser, s.authorizeConnection))
 	mux.HandleFunc("GET /v1/connections", s.with(roleUser, s.listConnections))

@@ -104,6 +104,15 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 			t.Fatal("the refresh did not store fosite's rotated tokens")
 		}
 
+		// Reconnecting replaces the connection and revokes the grant it
+		// held.
+		e.connect(7, "alice@acme")
+		if _, _, err := e.as.Check(bearer(newAccess)); err == nil {
+			t.Fatal("reconnecting left the previous grant alive at the provider")
+		}
+		prevAccess, prevRefresh := newAccess, newRefresh
+		newAccess, newRefresh = e.tokens(7)
+
 		// Disconnect revokes at the provider.
 		if code, out := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNoContent {
 			t.Fatalf("disconnect: %d %v", code, out)
@@ -120,7 +129,7 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 		if code, _ := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNotFound {
 			t.Fatalf("disconnecting twice: %d", code)
 		}
-		e.assertNoTokenShown(access, refresh, newAccess, newRefresh)
+		e.assertNoTokenShown(access, refresh, prevAccess, prevRefresh, newAccess, newRefresh)
 	})
 }
 

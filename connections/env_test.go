@@ -82,7 +82,7 @@ type env struct {
 	// api401 makes the API answer 401 whatever the token (an API refusing
 	// for another reason).
 	api401 atomic.Bool
-	next     atomic.Int64
+	next   atomic.Int64
 }
 
 type envOptions struct {

@@ -246,9 +246,10 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	tok, secret, err := s.exchange(ctx, p, f, code)
 	if err != nil {
 		done()
+		err = auth.NewMasker(code, secret).Error(err)
 		s.logger().InfoContext(ctx, "oauth code exchange failed", "provider", p.Name, "user", f.UserID, "err", err)
 		page(w, http.StatusBadGateway, pageData{Title: "The provider did not give access", Text: "Nothing was connected. The token request failed:",
-			Provider: clip(auth.NewMasker(code, secret).Error(err).Error(), 500)})
+			Provider: clip(err.Error(), 500)})
 		return
 	}
 	granted := grantedScopes(tok)
@@ -353,6 +354,9 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusOK, pageData{Title: "Not connected", Text: "The access the provider " + p.Name + " just granted was revoked. You may close this window."})
 		return
 	}
+	// A reconnect replaces the connection: the grant it held is revoked
+	// once the new one is stored.
+	previous, _ := s.Store.GetOAuthConnection(ctx, f.UserID, f.Provider)
 	sa, sr, kid, err := s.sealTokens(f.UserID, f.Provider, access, refresh)
 	if err == nil {
 		err = s.Store.PutOAuthConnection(ctx, &store.OAuthConnection{UserID: f.UserID, Provider: f.Provider, AccessToken: sa, RefreshToken: sr,
@@ -363,8 +367,13 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "The tokens were revoked. Nothing was connected.")
 		return
 	}
+	if previous != nil {
+		if oldAccess, oldRefresh, err := s.connectionTokens(previous); err == nil && oldAccess != access {
+			s.revoke(ctx, p, oldAccess, oldRefresh)
+		}
+	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
-	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant."})
+	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: true})
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
@@ -444,6 +453,9 @@ type pageData struct {
 	Confirm                                          bool
 	Account, ProviderName, Who, Scopes, FlowID, CSRF string
 	Action                                           string
+	// Back links the console's connections page: a connect begun there
+	// ends there.
+	Back bool
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -464,6 +476,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <button type="submit" name="decision" value="decline">Decline</button>
 </form>
 {{end}}
+{{if .Back}}<p><a href="/console/#/connections">Back to your connections in the console</a></p>{{end}}
 </body></html>
 `))
 

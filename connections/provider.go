@@ -148,12 +148,47 @@ func secretKey(name string) string { return "oauth_provider/" + name + "/client_
 // registered.
 var ErrNoProvider = errors.New("no such OAuth provider")
 
+// ErrProviderExists is wrapped by CreateProvider's error for a name
+// already registered.
+var ErrProviderExists = errors.New("an OAuth provider of that name is registered already")
+
 // PutProvider registers p, or replaces the provider of its name (an
 // empty client_secret keeps the stored one), and returns it as stored,
 // without its secret.
 func (s *Service) PutProvider(ctx context.Context, p Provider) (Provider, error) {
-	if err := p.Validate(); err != nil {
+	row, err := s.providerRowOf(p)
+	if err != nil {
 		return Provider{}, err
+	}
+	if err := s.Store.PutOAuthProvider(ctx, row); err != nil {
+		return Provider{}, err
+	}
+	return providerOf(row)
+}
+
+// CreateProvider registers p under a name not taken yet (an import
+// creating a provider, disabled until its client is registered); an
+// error wrapping ErrProviderExists otherwise.
+func (s *Service) CreateProvider(ctx context.Context, p Provider) (Provider, error) {
+	row, err := s.providerRowOf(p)
+	if err != nil {
+		return Provider{}, err
+	}
+	err = s.Store.CreateOAuthProvider(ctx, row)
+	if errors.Is(err, store.ErrDuplicate) {
+		return Provider{}, fmt.Errorf("%w: %q", ErrProviderExists, p.Name)
+	}
+	if err != nil {
+		return Provider{}, err
+	}
+	return providerOf(row)
+}
+
+// providerRowOf validates p and turns it into its row, the secret
+// encrypted.
+func (s *Service) providerRowOf(p Provider) (*store.OAuthProvider, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	row := &store.OAuthProvider{
 		Name: p.Name, AuthorizationURL: p.AuthorizationURL, TokenURL: p.TokenURL, RevocationURL: p.RevocationURL,
@@ -164,22 +199,19 @@ func (s *Service) PutProvider(ctx context.Context, p Provider) (Provider, error)
 	}
 	var err error
 	if row.Scopes, err = json.Marshal(nonNil(p.Scopes)); err != nil {
-		return Provider{}, err
+		return nil, err
 	}
 	if len(p.ExtraParams) > 0 {
 		if row.ExtraParams, err = json.Marshal(p.ExtraParams); err != nil {
-			return Provider{}, err
+			return nil, err
 		}
 	}
 	if p.ClientSecret != "" {
 		if row.ClientSecret, row.KeyID, err = s.Keys.Encrypt(0, secretKey(p.Name), p.ClientSecret); err != nil {
-			return Provider{}, fmt.Errorf("provider %s: client_secret: %w", p.Name, err)
+			return nil, fmt.Errorf("provider %s: client_secret: %w", p.Name, err)
 		}
 	}
-	if err := s.Store.PutOAuthProvider(ctx, row); err != nil {
-		return Provider{}, err
-	}
-	return providerOf(row)
+	return row, nil
 }
 
 // Providers returns every registered provider, without secrets.

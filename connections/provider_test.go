@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -120,4 +121,42 @@ func TestRotate(t *testing.T) {
 			t.Fatalf("tokens after rotation: %v", err)
 		}
 	})
+}
+
+// TestCreateAndMatchProvider: an import creates a provider disabled, with
+// no client yet, once per name, and finds one registered by its URLs.
+func TestCreateAndMatchProvider(t *testing.T) {
+	ctx := context.Background()
+	ring, _ := auth.ParseKeyring(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)), "")
+	svc := New(testdb.Open(t, store.DialectSQLite), ring, nil, "")
+	p := Provider{Name: "acme", AuthorizationURL: "https://ACME.example/oauth/authorize", TokenURL: "https://acme.example/oauth/token"}
+	if got, err := svc.CreateProvider(ctx, p); err != nil || got.Enabled || got.ClientSecretSet {
+		t.Fatalf("create: %+v %v", got, err)
+	}
+	if _, err := svc.CreateProvider(ctx, p); !errors.Is(err, ErrProviderExists) {
+		t.Fatalf("create twice: %v", err)
+	}
+	for _, tt := range []struct {
+		auth, token string
+		found       bool
+	}{
+		{"https://acme.example/oauth/authorize/", "https://acme.example/oauth/token", true},
+		{"https://acme.example/oauth/authorize", "https://other.example/oauth/token", false},
+		{"http://acme.example/oauth/authorize", "https://acme.example/oauth/token", false},
+	} {
+		got, found, err := svc.MatchProvider(ctx, tt.auth, tt.token)
+		if err != nil || found != tt.found || (found && got.Name != "acme") {
+			t.Errorf("%s %s: %+v %v %v", tt.auth, tt.token, got, found, err)
+		}
+	}
+	if _, err := svc.Authorize(ctx, 7, "acme", ""); !errors.Is(err, ErrNoBrowserURL) {
+		t.Fatalf("authorize without BLINDEXEC_BROWSER_URL: %v", err)
+	}
+	svc.BrowserURL = "https://ai.example"
+	if _, err := svc.Authorize(ctx, 7, "acme", ""); !errors.Is(err, ErrProviderDisabled) {
+		t.Fatalf("authorize a disabled provider: %v", err)
+	}
+	if _, err := svc.Authorize(ctx, 7, "nope", ""); !errors.Is(err, ErrNoProvider) {
+		t.Fatalf("authorize an unknown provider: %v", err)
+	}
 }

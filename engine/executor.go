@@ -115,6 +115,10 @@ type Connections interface {
 	// Rejected is told of a 401 answering tok: a token to retry with and
 	// true, or false to keep the answer.
 	Rejected(ctx context.Context, userID int64, provider string, scopes []string, origin string, tok connections.Token) (connections.Token, bool, error)
+	// Connected returns nil when the user has a working connection
+	// granting scopes, else a *connections.RequiredError (Preview's
+	// check: nothing is sent).
+	Connected(ctx context.Context, userID int64, provider string, scopes []string) error
 }
 
 // CatalogRules is what the catalog decides about stored credentials

@@ -52,6 +52,16 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 		return nil, refused
 	}
 	p := prep.Plugin
+	if provider := p.AuthConfig.ConnectionProvider(); provider != "" {
+		// A call that could not be sent asks to connect before it asks to
+		// confirm.
+		if err := e.Connections.Connected(ctx, call.UserID, provider, p.AuthConfig.OAuth2.Scopes); err != nil {
+			if refused, ok := errors.AsType[*RefusedError](connectionError(provider, err)); ok {
+				return nil, refused
+			}
+			return nil, refuse(CodeAuthError, "the connection to %s cannot be checked: %v", provider, err)
+		}
+	}
 	var req *SentRequest
 	if p.ExecType() == plugins.TypeHTTP {
 		out, err := buildRequest(p, prep.Arguments, prep.schema)

@@ -53,6 +53,19 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"oauth2 token_url", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"client_id": "A", "client_secret": "B"}}
 		}, `auth_config.oauth2.token_url: required`},
+		// Issue 34: a user's connection to a registered provider.
+		{"authorization_code provider", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "authorization_code", "scopes": []string{"repo"}}}
+		}, `auth_config.oauth2.provider: required for grant "authorization_code"`},
+		{"authorization_code token_url", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "authorization_code", "provider": "github", "token_url": "https://x/t"}}
+		}, `auth_config.oauth2.token_url: must be empty for grant "authorization_code"`},
+		{"authorization_code scope", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "authorization_code", "provider": "github", "scopes": []string{"a b"}}}
+		}, `auth_config.oauth2.scopes[0]: "a b" is not a scope`},
+		{"oauth2 grant", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "password"}}
+		}, `auth_config.oauth2.grant`},
 		{"mapping location", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "api_key", "mapping": []any{map[string]any{"source": "K", "target": "T", "location": "body"}}}
 		}, `auth_config.mapping[0].location`},

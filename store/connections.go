@@ -57,6 +57,16 @@ func (s *Store) PutOAuthProvider(ctx context.Context, p *OAuthProvider) error {
 	return nil
 }
 
+// CreateOAuthProvider inserts p; a name already taken yields
+// ErrDuplicate.
+func (s *Store) CreateOAuthProvider(ctx context.Context, p *OAuthProvider) error {
+	p.stampCreate()
+	if err := s.db.WithContext(ctx).Create(p).Error; err != nil {
+		return fmt.Errorf("create oauth provider %q: %w", p.Name, classify(err))
+	}
+	return nil
+}
+
 // GetOAuthProvider returns the provider called name, or ErrNotFound.
 func (s *Store) GetOAuthProvider(ctx context.Context, name string) (*OAuthProvider, error) {
 	var p OAuthProvider
