@@ -94,20 +94,28 @@ func settleProvider(ctx context.Context, svc *connections.Service, prop *openapi
 			suffix := fmt.Sprintf("_%d", i)
 			name = prop.Name[:min(len(prop.Name), 64-len(suffix))] + suffix
 		}
-		_, err := svc.Provider(ctx, name)
-		if err == nil {
-			continue // another provider's name
-		}
-		if !errors.Is(err, connections.ErrNoProvider) {
-			return nil, err
-		}
 		r.Name = name
 		if dryRun {
-			return r, nil
+			_, err := svc.Provider(ctx, name)
+			if errors.Is(err, connections.ErrNoProvider) {
+				return r, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue // another provider's name
 		}
-		_, err = svc.PutProvider(ctx, connections.Provider{Name: name, AuthorizationURL: prop.AuthorizationURL,
+		// Create-only: a provider registered under the name, meanwhile
+		// too, is left as it is.
+		_, err := svc.CreateProvider(ctx, connections.Provider{Name: name, AuthorizationURL: prop.AuthorizationURL,
 			TokenURL: prop.TokenURL, Scopes: scopes, PKCE: true, Enabled: false})
-		return r, err
+		if errors.Is(err, connections.ErrProviderExists) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("the names %s to %s_%d are all taken by other providers", prop.Name, prop.Name, maxNameTries)
 }
