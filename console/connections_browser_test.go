@@ -33,8 +33,10 @@ import (
 // callback, and the engine's confirmation page, where the user clicks
 // Connect; the tokens are stored for that user. Continue then makes the
 // call with them. The Connections page lists the connection (never a
-// token), the administrator's lists who is connected to what, and
-// Disconnect revokes the tokens at fosite.
+// token), the administrator's lists who is connected to what (and
+// registered acme there first), Disconnect revokes the tokens at fosite,
+// and Connect on the Connections page goes through the flow again and
+// back to that page.
 func TestConnectInBrowser(t *testing.T) {
 	needBrowser(t)
 	st := testdb.Open(t, "sqlite")
@@ -124,16 +126,7 @@ func TestConnectInBrowser(t *testing.T) {
 	if _, err := st.GetOAuthConnection(context.Background(), 7, "acme"); err == nil {
 		t.Fatal("stored before the user confirmed")
 	}
-	tb.do(chromedp.Click(chromedp.CSS(`button[value="connect"]`)))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		done, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](`document.body !== null && document.body.innerText.includes("is connected")`, chromedp.EvalAsValue))
-		if err == nil && done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page after Connect: %s", tb.text("body"))
-		}
-	}
+	tb.confirmConnect()
 	tb.screenshot("connect-done")
 	row, err := st.GetOAuthConnection(context.Background(), 7, "acme")
 	if err != nil || row.State != "connected" || row.Account != "account-1" || row.AccessToken == "" {
@@ -170,5 +163,33 @@ func TestConnectInBrowser(t *testing.T) {
 	tb.wait(`#page[data-ready="true"] .empty`)
 	if _, err := st.GetOAuthConnection(context.Background(), 7, "acme"); !errors.Is(err, store.ErrNotFound) || as.Revocations.Load() == before {
 		t.Errorf("after Disconnect: %v, %d revocations", err, as.Revocations.Load()-before)
+	}
+
+	// Connect again from the Connections page; the page after the
+	// confirmation links back to it.
+	tb.do(chromedp.Click(chromedp.CSS(`#conn-form button`)))
+	tb.wait(`form[action="` + connections.ConfirmPath + `"] button[value="connect"]`)
+	tb.confirmConnect()
+	tb.do(chromedp.Click(chromedp.CSS(`a[href="/console/#/connections"]`)))
+	tb.waitPage("connections")
+	if text := tb.text("#connections"); !strings.Contains(text, "acme") || !strings.Contains(text, "account-1") {
+		t.Errorf("the Connections page after connecting again: %s", text)
+	}
+}
+
+// confirmConnect clicks Connect on the engine's confirmation page and
+// waits for the page saying the account is connected.
+func (tb *tab) confirmConnect() {
+	tb.t.Helper()
+	tb.do(chromedp.Click(chromedp.CSS(`button[value="connect"]`)))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Read between navigations: an error is a page not there yet.
+		done, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](`document.body !== null && document.body.innerText.includes("is connected")`, chromedp.EvalAsValue))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("the page after Connect: %s", tb.text("body"))
+		}
 	}
 }
