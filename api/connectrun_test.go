@@ -186,3 +186,51 @@ func TestRunPausesForAConnection(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectThenConfirm: under the default confirmation policy, a
+// consequential tool of a provider the user has not connected asks to
+// connect first (nothing can be shown before there is a token to send),
+// then, after "continue", for the confirmation of the exact request;
+// approved, it is sent once with the user's token.
+func TestConnectThenConfirm(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		llm := openaitest.New(t)
+		e := newConnectEnv(t, st, withConfirmingModel(llm))
+		plugin := fmt.Sprintf(`{"name": "acme_post", "description": "post a note at acme", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+			"execution": {"method": "POST", "base_url": %q},
+			"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["write"]}}}`, e.api.URL+"/notes")
+		if code, body := e.do("POST", "/v1/plugins", adminToken, plugin); code != http.StatusCreated {
+			t.Fatalf("add plugin: %d %v", code, body)
+		}
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "acme_post", Arguments: `{"text":"hi"}`}}}, openaitest.Turn{Content: "Posted."})
+		_, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 7, "plugin_names": []string{"acme_post"},
+			"messages": []map[string]string{{"role": "user", "content": "Post hi at acme."}}})
+		item := pendingOf(t, reply)
+		if item["kind"] != "authorization" || fmt.Sprint(item["scopes"]) != "[write]" {
+			t.Fatalf("first: %v", item)
+		}
+		runID := reply["run_id"].(string)
+		resume := func(id, decision string) map[string]any {
+			t.Helper()
+			code, out := e.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, map[string]any{"decisions": []map[string]string{{"id": id, "decision": decision}}})
+			if code != http.StatusOK {
+				t.Fatalf("resume %s: %d %v", decision, code, out)
+			}
+			return out
+		}
+		e.as.Browser(t, "account-1").Connect(item["url"].(string))
+		confirmation := pendingOf(t, resume(item["id"].(string), "continue"))
+		req, _ := confirmation["request"].(map[string]any)
+		if confirmation["kind"] != "confirmation" || req["method"] != "POST" || req["url"] != e.api.URL+"/notes" || len(e.api.received()) != 0 {
+			t.Fatalf("after connecting: %v, %d sent", confirmation, len(e.api.received()))
+		}
+		if h := fmt.Sprint(req["headers"]); !strings.Contains(h, "Authorization") || !strings.Contains(h, "(set at send time)") || strings.Contains(h, "ory_at_") {
+			t.Errorf("the prepared request's headers: %s", h)
+		}
+		done := resume(confirmation["id"].(string), "approve")
+		sent := e.api.received()
+		if done["status"] != "completed" || len(sent) != 1 || sent[0].method != "POST" || !strings.HasPrefix(sent[0].header.Get("Authorization"), "Bearer ory_at_") {
+			t.Fatalf("approved: %v, sent %+v", done, sent)
+		}
+	})
+}
