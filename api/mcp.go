@@ -88,6 +88,9 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
 			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
 	}
+	if s.Connections != nil {
+		opts.Connector = StartURLs{s.Connections}
+	}
 	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, opts)
 	if s.Registry != nil {
 		// A second Handler on one registry keeps the first one's.

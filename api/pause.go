@@ -163,9 +163,10 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_payload", field+".id: no pending item of this run has this id", map[string]string{"field": field + ".id"})
 			return
 		}
-		outcome := map[string]string{confirm.Approve: confirm.Approved, confirm.Deny: confirm.Denied}[d.Decision]
+		outcome := confirm.Outcome(item.Kind, d.Decision)
 		if outcome == "" {
-			writeError(w, http.StatusBadRequest, "invalid_payload", field+`.decision: expected "approve" or "deny"`, map[string]string{"field": field + ".decision"})
+			writeError(w, http.StatusBadRequest, "invalid_payload", fmt.Sprintf("%s.decision: expected %s (a pending %s)", field, confirm.Decisions(item.Kind), item.Kind),
+				map[string]string{"field": field + ".decision"})
 			return
 		}
 		if len(d.Reason) > 500 {
@@ -201,8 +202,9 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 // come too late and are not applied. The run is claimed once (expired →
 // resuming) and the model is told, for each item, that the user did not
 // decide in time — a denied one keeps its denial — and nothing is sent,
-// an item approved before the run expired included; then the model goes
-// on, as after a denial.
+// an item approved before the run expired included (an authorization:
+// that the user did not connect in time); then the model goes on, as
+// after a denial.
 func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *store.Run, req ResumeRequest) {
 	items, err := s.Store.PendingItems(r.Context(), run.ID)
 	if err != nil {
@@ -210,7 +212,7 @@ func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *stor
 		return
 	}
 	for i := range items {
-		if items[i].Status != confirm.Denied {
+		if items[i].Status != confirm.Denied && items[i].Status != confirm.Cancelled {
 			items[i].Status, items[i].Reason = confirm.Expired, ""
 		}
 	}
@@ -222,10 +224,17 @@ func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *stor
 // — of two replicas one wins, the other answers 409 — and continues it.
 func (s *Server) claimRun(w http.ResponseWriter, r *http.Request, run *store.Run, from string, req ResumeRequest, items []store.PendingItem) {
 	var st pausedState
-	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil {
+	if err := json.Unmarshal(run.State, &st); err != nil || st.Saved == nil || st.Saved.Reply == nil {
 		s.internal(w, r, fmt.Errorf("run %s: unreadable paused state: %v", run.ID, err))
 		return
 	}
+	// This pause's items only: a run paused again keeps the items of its
+	// earlier pauses, decided and acted on then, never to be again.
+	current := map[string]bool{}
+	for _, p := range st.Saved.Reply.Pending {
+		current[p.ID] = true
+	}
+	items = slices.DeleteFunc(items, func(it store.PendingItem) bool { return !current[it.ID] })
 	if missing := slices.DeleteFunc(slices.Clone(st.PayloadCredKey), func(k string) bool { return req.Credentials[k] != "" }); len(missing) > 0 {
 		writeError(w, http.StatusBadRequest, "credentials_required",
 			"credentials: the run used payload credentials, which a pause never keeps: give "+strings.Join(missing, ", ")+" again",

@@ -144,6 +144,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Quota != nil && s.Runner != nil && s.Runner.Budget == nil {
 		s.Runner.Budget = s.Quota
 	}
+	if s.Connections != nil && s.Runner != nil && s.Runner.Connector == nil {
+		s.Runner.Connector = StartURLs{s.Connections} // a run pauses for the user to connect (issue 34)
+	}
 	if s.Runner != nil && s.Runner.NewIndex == nil {
 		s.Runner.NewIndex = s.runIndex
 	}

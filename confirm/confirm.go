@@ -77,22 +77,48 @@ func (p Policy) Needs(pl *plugins.Plugin) bool {
 	return pl.IsConsequential()
 }
 
-// Pending item kinds (a later issue adds authorization).
-const KindConfirmation = "confirmation"
-
-// Decisions a person makes.
+// Pending item kinds: a call waiting for a person's approval, or for
+// the user to connect an account first (issue 34).
 const (
-	Approve = "approve"
-	Deny    = "deny"
+	KindConfirmation  = "confirmation"
+	KindAuthorization = "authorization"
+)
+
+// Decisions a person makes: approve or deny a confirmation; continue
+// (the user connected) or cancel an authorization.
+const (
+	Approve  = "approve"
+	Deny     = "deny"
+	Continue = "continue"
+	Cancel   = "cancel"
 )
 
 // Outcomes of a pending item, as records and metrics count them.
 const (
-	Approved = "approved"
-	Denied   = "denied"
-	Expired  = "expired"
-	Stale    = "stale"
+	Approved  = "approved"
+	Denied    = "denied"
+	Expired   = "expired"
+	Stale     = "stale"
+	Continued = "continued"
+	Cancelled = "cancelled"
 )
+
+// Outcome is the outcome of decision about an item of kind, "" when
+// that decision does not apply to that kind.
+func Outcome(kind, decision string) string {
+	if kind == KindAuthorization {
+		return map[string]string{Continue: Continued, Cancel: Cancelled}[decision]
+	}
+	return map[string]string{Approve: Approved, Deny: Denied}[decision]
+}
+
+// Decisions names the decisions an item of kind takes, for an error.
+func Decisions(kind string) string {
+	if kind == KindAuthorization {
+		return `"continue" or "cancel"`
+	}
+	return `"approve" or "deny"`
+}
 
 // NewID returns a pending item's id: 128 random bits, hex. Knowing one
 // id tells nothing of another.
@@ -119,5 +145,17 @@ func Declined(outcome, reason string) string {
 		msg = "the tool or the user's credentials changed after the call was prepared, so the confirmation no longer applies; nothing was sent"
 	}
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "not_confirmed", "message": msg, "outcome": outcome}})
+	return string(b)
+}
+
+// NotConnected is the tool output the model reads for an authorization
+// the user cancelled or left to expire: the call needs an account at
+// provider the user did not connect, and nothing was sent.
+func NotConnected(provider, outcome string) string {
+	msg := "the user did not connect an account at " + provider + ", which this tool needs; nothing was sent"
+	if outcome == Expired {
+		msg = "the user did not connect an account at " + provider + " in time, which this tool needs; nothing was sent"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "not_connected", "message": msg, "outcome": outcome, "provider": provider}})
 	return string(b)
 }

@@ -67,3 +67,29 @@ func TestIDsAndDeclined(t *testing.T) {
 		t.Errorf("Declined(Expired): %+v %v", out, err)
 	}
 }
+
+func TestOutcomeByKind(t *testing.T) {
+	for _, tc := range []struct{ kind, decision, want string }{
+		{KindConfirmation, Approve, Approved},
+		{KindConfirmation, Deny, Denied},
+		{KindConfirmation, Continue, ""},
+		{KindAuthorization, Continue, Continued},
+		{KindAuthorization, Cancel, Cancelled},
+		{KindAuthorization, Approve, ""},
+		{"", Approve, Approved}, // items stored before kinds were two
+	} {
+		if got := Outcome(tc.kind, tc.decision); got != tc.want {
+			t.Errorf("Outcome(%q, %q) = %q, want %q", tc.kind, tc.decision, got, tc.want)
+		}
+	}
+	var out struct {
+		Error struct{ Code, Message, Outcome, Provider string }
+	}
+	if err := json.Unmarshal([]byte(NotConnected("acme <b>", Cancelled)), &out); err != nil || out.Error.Code != "not_connected" ||
+		out.Error.Provider != "acme <b>" || !strings.Contains(out.Error.Message, "did not connect an account at acme <b>") {
+		t.Errorf("NotConnected: %+v %v", out, err)
+	}
+	if err := json.Unmarshal([]byte(NotConnected("acme", Expired)), &out); err != nil || !strings.Contains(out.Error.Message, "in time") {
+		t.Errorf("NotConnected(Expired): %+v %v", out, err)
+	}
+}

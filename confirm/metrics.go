@@ -9,12 +9,12 @@ type Metrics struct{ decisions *prometheus.CounterVec }
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "blindexec_confirmation_decisions_total",
-		Help: "Decisions about calls that waited for a person, by outcome: approved, denied, expired or stale.",
+		Help: "Decisions about calls that waited for a person, by outcome: approved, denied, expired, stale, continued or cancelled (an authorization).",
 	}, []string{"outcome"})}
 	if err := reg.Register(m.decisions); err != nil {
 		return nil, err
 	}
-	for _, o := range []string{Approved, Denied, Expired, Stale} {
+	for _, o := range []string{Approved, Denied, Expired, Stale, Continued, Cancelled} {
 		m.decisions.WithLabelValues(o) // present at 0
 	}
 	return m, nil

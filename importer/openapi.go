@@ -45,6 +45,9 @@ type SyncResult struct {
 	// Consequential is each written plugin's classification (issue 33):
 	// whether a call waits for a person's confirmation.
 	Consequential map[string]bool `json:"consequential,omitempty"`
+	// Providers are the OAuth providers the plugins connect users to
+	// (issue 34): matched by their URLs, or created disabled.
+	Providers []*ProviderResult `json:"providers,omitempty"`
 	// Operations are the converted operations, with their warnings.
 	Operations []openapi.Operation `json:"-"`
 }
@@ -127,6 +130,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 		res.SourceID = src.ID
 	}
 	if err := settleNames(ctx, st, ops, existing, res, doc, opts); err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
+	if err := settleProviders(ctx, st, ops, res, dryRun); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 

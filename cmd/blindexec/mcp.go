@@ -227,6 +227,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL,
 					PublicURL: cfg.publicURL, ViaConsole: cfg.confirmVia == "console", Logger: log}
 			}
+			if parts.conns != nil {
+				opts.Connector = api.StartURLs{Connections: parts.conns}
+			}
 			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},

@@ -57,6 +57,19 @@ const I18N = {
     expires: 'Expires', arguments: 'Arguments', from_run: 'Run', from_mcp: 'MCP client', decided: 'Decided: {outcome}.',
     consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
     cons_derived: 'Derived (from the method or the import)', cons_yes: 'Yes: waits for approval', cons_no: 'No: runs at once',
+    connections: 'Connections', connections_purpose: 'Accounts connected at OAuth providers: tools of those providers act in them on the user\'s behalf. Connecting opens the provider\'s sign-in; the engine keeps the tokens, never shows them.',
+    connections_admin_purpose: 'Who is connected to what: every user\'s accounts at the OAuth providers (never a token). A user connects from their own session.',
+    provider: 'Provider', account: 'Account', scopes: 'Scopes', expires_at: 'Token expires', state: 'State', connected_at: 'Connected',
+    connect: 'Connect', reconnect: 'Reconnect', disconnect: 'Disconnect', connect_to: 'Connect an account at', all_users: 'all users',
+    empty_connections: 'No connected account.', empty_providers: 'No OAuth provider is enabled: the administrator registers one first.',
+    state_connected: 'connected', state_broken: 'broken: reconnect', needs_account: 'waits for an account at {provider}',
+    connect_then: 'Connect the account, then continue: the call is made then. Cancel tells the assistant the account was not connected.',
+    continue_btn: 'Continue', cancel_btn: 'Cancel', missing_scopes: 'Missing scopes',
+    providers: 'OAuth providers', providers_purpose: 'The authorization servers users connect accounts at. Register the engine as a client there with the redirect URI below, then enter the client here. The client secret is stored encrypted and never shown again.',
+    redirect_uri: 'Redirect URI to register at each provider', no_browser_url: 'BLINDEXEC_BROWSER_URL is not set: users cannot connect until it is.',
+    authorization_url: 'Authorization URL', token_url: 'Token URL', revocation_url: 'Revocation URL', issuer: 'Issuer',
+    client_id: 'Client id', client_secret: 'Client secret', secret_kept: '(stored: leave empty to keep it)', pkce: 'PKCE (S256)',
+    provider_enabled: 'Enabled', save_provider: 'Save provider', empty_provider_list: 'No provider registered.', secret_set: 'secret stored', no_secret: 'no secret',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -110,6 +123,19 @@ const I18N = {
     expires: '过期时间', arguments: '参数', from_run: '运行', from_mcp: 'MCP 客户端', decided: '已决定：{outcome}。',
     consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
     cons_derived: '自动判断（按方法或导入信息）', cons_yes: '是：等待批准', cons_no: '否：直接执行',
+    connections: '账号连接', connections_purpose: '在 OAuth 提供方连接的账号：这些提供方的工具以用户身份在其中操作。连接时打开提供方的登录页；令牌由引擎保存，从不显示。',
+    connections_admin_purpose: '谁连接了什么：每个用户在各 OAuth 提供方的账号（从不显示令牌）。用户在自己的会话中连接。',
+    provider: '提供方', account: '账号', scopes: '权限范围', expires_at: '令牌过期', state: '状态', connected_at: '连接时间',
+    connect: '连接', reconnect: '重新连接', disconnect: '断开', connect_to: '连接账号：', all_users: '所有用户',
+    empty_connections: '没有已连接的账号。', empty_providers: '没有启用的 OAuth 提供方：请管理员先注册。',
+    state_connected: '已连接', state_broken: '已失效：请重新连接', needs_account: '等待连接 {provider} 账号',
+    connect_then: '先连接账号，再点继续：调用随后执行。点取消则告诉助手账号未连接。',
+    continue_btn: '继续', cancel_btn: '取消', missing_scopes: '缺少的权限范围',
+    providers: 'OAuth 提供方', providers_purpose: '用户连接账号所用的授权服务器。先在提供方处把引擎注册为客户端（使用下方的回调地址），再在此填写客户端信息。客户端密钥加密保存，不再显示。',
+    redirect_uri: '在提供方处注册的回调地址', no_browser_url: '未设置 BLINDEXEC_BROWSER_URL：设置前用户无法连接账号。',
+    authorization_url: '授权地址', token_url: '令牌地址', revocation_url: '吊销地址', issuer: '签发者',
+    client_id: '客户端 ID', client_secret: '客户端密钥', secret_kept: '（已保存：留空则保留）', pkce: 'PKCE（S256）',
+    provider_enabled: '启用', save_provider: '保存提供方', empty_provider_list: '尚未注册提供方。', secret_set: '已保存密钥', no_secret: '无密钥',
   },
 };
 
@@ -841,6 +867,10 @@ async function pageApprovals(page) {
   if (mcp.ok) for (const p of mcp.data.pending || []) items.push({ p, run: null });
   if (!items.length) return page.append(el('p', { class: 'empty', text: t('empty_approvals') }));
   for (const { p, run } of items) {
+    if (p.kind === 'authorization') {
+      page.append(authorizationItem(p, run));
+      continue;
+    }
     const req = p.request || {};
     const reason = el('input', { attrs: { 'aria-label': t('reason'), placeholder: t('reason'), maxlength: 500, class: 'reason' } });
     const msg = el('div');
@@ -863,10 +893,157 @@ async function pageApprovals(page) {
   }
 }
 
+// connectAt asks the engine for a fresh start URL of provider for the
+// signed-in user (asking for scopes beside the provider's own, those a
+// waiting tool needs) and follows it: the provider's sign-in, then the
+// engine's confirmation page. The URL is the engine's answer to this
+// session's request, never a text of the page.
+async function connectAt(provider, msg, scopes) {
+  const r = await call('POST', '/v1/connections/' + encodeURIComponent(provider) + '/authorize', scopes && scopes.length ? { scopes } : {});
+  if (!r.ok) return msg.replaceChildren(errorBox(r));
+  const u = new URL(r.data.url, location.href);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return msg.replaceChildren(errorBox({ status: 0, data: { error: { message: 'not an http(s) URL' } } }));
+  location.assign(u.href);
+}
+
+// providersSection is the administrator's list of OAuth providers and
+// the form that registers one or replaces it (Edit fills it in; an
+// empty client secret keeps the stored one; extra_params, which the form
+// does not show, are kept as they are).
+async function providersSection(page) {
+  page.append(el('h2', { text: t('providers') }), el('p', { class: 'purpose', text: t('providers_purpose') }));
+  const r = await call('GET', '/v1/oauth/providers');
+  if (!r.ok) return page.append(errorBox(r));
+  page.append(r.data.redirect_uri ? el('p', null, t('redirect_uri') + ': ', el('code', { attrs: { id: 'redirect-uri' }, text: r.data.redirect_uri }))
+    : el('p', { class: 'error', text: t('no_browser_url') }));
+  const f = {};
+  const input = (k, type) => (f[k] = el('input', { attrs: { id: 'prov-' + k, name: k, type: type || 'text', autocomplete: type === 'password' ? 'new-password' : 'off' } }));
+  const check = (k) => (f[k] = el('input', { attrs: { id: 'prov-' + k, type: 'checkbox', checked: true } }));
+  let edited = null; // the provider Edit filled the form with
+  const msg = el('div');
+  const form = el('form', { class: 'stack', attrs: { id: 'provider-form' }, on: { submit: async (e) => {
+    e.preventDefault();
+    const body = { name: f.name.value, authorization_url: f.authorization_url.value, token_url: f.token_url.value,
+      revocation_url: f.revocation_url.value || undefined, issuer: f.issuer.value || undefined,
+      scopes: f.scopes.value.split(/\s+/).filter(Boolean), client_id: f.client_id.value,
+      client_secret: f.client_secret.value || undefined, pkce: f.pkce.checked, enabled: f.enabled.checked,
+      extra_params: edited && edited.name === f.name.value ? edited.extra_params : undefined };
+    f.client_secret.value = '';
+    const x = await call('POST', '/v1/oauth/providers', body);
+    if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+  } } },
+  el('div', { class: 'row' }, el('label', null, t('name'), input('name')), el('label', null, t('client_id'), input('client_id')),
+    el('label', null, t('client_secret'), input('client_secret', 'password'))),
+  el('label', null, t('authorization_url'), input('authorization_url', 'url')), el('label', null, t('token_url'), input('token_url', 'url')),
+  el('div', { class: 'row' }, el('label', null, t('revocation_url'), input('revocation_url', 'url')), el('label', null, t('issuer'), input('issuer'))),
+  el('div', { class: 'row' }, el('label', null, t('scopes'), input('scopes')), el('label', null, check('pkce'), ' ', t('pkce')),
+    el('label', null, check('enabled'), ' ', t('provider_enabled'))),
+  el('button', { text: t('save_provider') }));
+  const providers = r.data.providers || [];
+  if (!providers.length) page.append(el('p', { class: 'empty', text: t('empty_provider_list') }));
+  else {
+    page.append(el('div', { attrs: { id: 'providers' } }, table([t('name'), t('authorization_url'), t('scopes'), t('status'), t('actions')], providers.map((p) => [
+      el('code', { text: p.name }), el('code', { class: 'url', text: p.authorization_url }), el('span', { text: (p.scopes || []).join(' ') }),
+      el('span', null, el('span', { class: 'badge ' + (p.enabled ? 'on' : 'off'), text: p.enabled ? t('enabled') : t('disabled') }), ' ',
+        el('span', { class: 'badge', text: p.client_secret_set ? t('secret_set') : t('no_secret') })),
+      el('span', null, el('button', { class: 'secondary edit', text: t('edit'), on: { click: () => {
+        for (const k of ['name', 'authorization_url', 'token_url', 'revocation_url', 'issuer', 'client_id']) f[k].value = p[k] || '';
+        f.scopes.value = (p.scopes || []).join(' ');
+        f.pkce.checked = p.pkce;
+        f.enabled.checked = p.enabled;
+        f.client_secret.placeholder = p.client_secret_set ? t('secret_kept') : '';
+        edited = p;
+        f.name.focus();
+      } } }), ' ',
+      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+        const x = await call('DELETE', '/v1/oauth/providers/' + encodeURIComponent(p.name));
+        if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+      } } }))]))));
+  }
+  page.append(form, msg);
+}
+
+// pageConnections: a user's own connections (connect, reconnect,
+// disconnect), or, for the administrator, every user's (who is connected
+// to what) with a user filter.
+async function pageConnections(page, uid) {
+  const admin = isAdmin();
+  heading(page, t('connections'), admin ? t('connections_admin_purpose') : t('connections_purpose'));
+  const msg = el('div', { attrs: { id: 'conn-msg' } });
+  let q = '';
+  if (admin) {
+    await providersSection(page);
+    const who = el('input', { attrs: { type: 'number', id: 'conn-user', value: uid || '', placeholder: t('all_users') } });
+    page.append(el('h2', { text: t('connections') }),
+      el('form', { class: 'row', on: { submit: (e) => { e.preventDefault(); location.hash = '#/connections/' + encodeURIComponent(who.value); } } },
+        el('label', null, t('user_id'), who), el('button', { text: t('load') })));
+    if (uid) q = '?user_id=' + encodeURIComponent(uid);
+  } else {
+    const pr = await call('GET', '/v1/oauth/providers');
+    if (pr.ok) {
+      const enabled = (pr.data.providers || []).filter((p) => p.enabled);
+      if (!enabled.length) page.append(el('p', { class: 'empty', text: t('empty_providers') }));
+      else {
+        const sel = el('select', { attrs: { id: 'conn-provider' } }, enabled.map((p) => el('option', { attrs: { value: p.name }, text: p.name })));
+        page.append(el('form', { class: 'row', attrs: { id: 'conn-form' }, on: { submit: (e) => { e.preventDefault(); connectAt(sel.value, msg); } } },
+          el('label', null, t('connect_to'), sel), el('button', { text: t('connect') })));
+      }
+    } else if (pr.status !== 403) {
+      // 403: an engine that lists providers to the service alone leaves
+      // Reconnect here and Connect on the Approvals page.
+      page.append(errorBox(pr));
+    }
+  }
+  page.append(msg);
+  const r = await call('GET', '/v1/connections' + q);
+  if (!r.ok) return page.append(errorBox(r));
+  const conns = r.data.connections || [];
+  if (!conns.length) return page.append(el('p', { class: 'empty', text: t('empty_connections') }));
+  const cols = [t('provider'), t('account'), t('scopes'), t('state'), t('expires_at'), t('actions')];
+  if (admin) cols.unshift(t('user_id'));
+  page.append(el('div', { attrs: { id: 'connections' } }, table(cols, conns.map((c) => {
+    const broken = c.state !== 'connected';
+    const del = el('button', { class: 'danger disconnect', text: t('disconnect'), on: { click: async () => {
+      const path = '/v1/connections/' + encodeURIComponent(c.provider) + (admin ? '?user_id=' + encodeURIComponent(c.user_id) : '');
+      const x = await call('DELETE', path);
+      if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+    } } });
+    const row = [el('code', { text: c.provider }), el('span', { text: c.account || '' }), el('span', { text: (c.scopes || []).join(' ') }),
+      el('span', { class: 'badge ' + (broken ? 'off' : 'on'), text: broken ? t('state_broken') : t('state_connected') }),
+      el('span', { text: fmtShort(c.expires_at) }),
+      el('span', null, !admin && broken ? el('button', { class: 'secondary reconnect', text: t('reconnect'), on: { click: () => connectAt(c.provider, msg, c.scopes) } }) : '', ' ', del)];
+    if (admin) row.unshift(el('span', { text: String(c.user_id) }));
+    return row;
+  }))));
+}
+
+// authorizationItem is a run's call waiting for the user to connect an
+// account: Connect (the user's own session: a fresh start URL), then
+// Continue, which makes the call; Cancel tells the model the account was
+// not connected.
+function authorizationItem(p, run) {
+  const msg = el('div');
+  const decide = async (decision) => {
+    const r = await call('POST', '/v1/runs/' + encodeURIComponent(run) + '/resume', { decisions: [{ id: p.id, decision }] });
+    if (r.ok) { msg.replaceChildren(el('p', { text: fill('decided', { outcome: decision }) })); route(); } else msg.replaceChildren(errorBox(r));
+  };
+  return el('section', { class: 'approval authorization', attrs: { 'data-id': p.id } },
+    el('h2', null, el('code', { text: p.tool }), ' ', el('span', { class: 'badge', text: t('from_run') + ' ' + run })),
+    el('p', { text: fill('needs_account', { provider: p.provider }) }),
+    table([t('scopes'), t('missing_scopes')], [[el('span', { text: (p.scopes || []).join(' ') }), el('span', { text: (p.missing_scopes || []).join(' ') })]]),
+    el('h3', { text: t('arguments') }), json(p.arguments),
+    el('p', null, t('expires') + ': ' + fmtTime(p.expires_at)),
+    el('p', { class: 'purpose', text: t('connect_then') }),
+    el('div', { class: 'row' },
+      isAdmin() ? '' : el('button', { class: 'connect', text: t('connect'), on: { click: () => connectAt(p.provider, msg, p.scopes) } }), ' ',
+      el('button', { class: 'secondary continue', text: t('continue_btn'), on: { click: () => decide('continue') } }), ' ',
+      el('button', { class: 'danger cancel', text: t('cancel_btn'), on: { click: () => decide('cancel') } })), msg);
+}
+
 // --- shell ---
 
-const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
-const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
+const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
+const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 
 function applyLang() {
   document.documentElement.lang = lang;
@@ -896,6 +1073,7 @@ async function route() {
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
     run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]), approvals: () => pageApprovals(page),
+    connections: () => pageConnections(page, parts[1]),
   };
   await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
   page.setAttribute('data-ready', 'true');

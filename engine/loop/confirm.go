@@ -22,17 +22,25 @@ type Previewer interface {
 	Preview(ctx context.Context, call engine.Call) (*engine.Preview, *engine.RefusedError)
 }
 
-// Pending is a call waiting for a person: the exact request the engine
-// prepared (credential values masked), bound by Digest to what it was
-// prepared from.
+// Pending is a call waiting for a person. Of kind confirmation: the
+// exact request the engine prepared (credential values masked), bound by
+// Digest to what it was prepared from. Of kind authorization: the
+// provider the user must connect an account at first, the scopes the
+// tool needs (and those the user's connection lacks), and a start URL
+// to open in the user's browser.
 type Pending struct {
 	ID         string              `json:"id"`
 	Kind       string              `json:"kind"`
 	Tool       string              `json:"tool"`
 	ToolCallID string              `json:"tool_call_id"`
 	Arguments  json.RawMessage     `json:"arguments"`
-	Request    *engine.SentRequest `json:"request"`
+	Request    *engine.SentRequest `json:"request,omitempty"`
 	ExpiresAt  time.Time           `json:"expires_at"`
+	// Provider, Scopes, MissingScopes and URL are an authorization's.
+	Provider      string   `json:"provider,omitempty"`
+	Scopes        []string `json:"scopes,omitempty"`
+	MissingScopes []string `json:"missing_scopes,omitempty"`
+	URL           string   `json:"url,omitempty"`
 	// Digest binds a decision to the request (engine.Preview.Digest).
 	Digest string `json:"-"`
 }
@@ -51,7 +59,7 @@ type Saved struct {
 // Decision is what a person decided about a pending call.
 type Decision struct {
 	Pending
-	Outcome string    `json:"outcome"` // confirm.Approved, Denied or Expired
+	Outcome string    `json:"outcome"` // confirm.Approved, Denied, Expired, Continued or Cancelled
 	Reason  string    `json:"reason,omitempty"`
 	By      string    `json:"by,omitempty"`
 	At      time.Time `json:"at"`
@@ -83,9 +91,10 @@ func (s *state) setPolicy() *RunError {
 	return nil
 }
 
-// hold prepares a call that waits for a person and adds it to the
-// turn's pending calls; a call that cannot be prepared is refused, as
-// executing it would be.
+// hold prepares a call that waits for a person: its outcome carries the
+// pending item. A call whose user must first connect an account waits
+// for that instead; one that cannot be prepared otherwise is refused,
+// as executing it would be.
 func (s *state) hold(ctx context.Context, st Step, p *plugins.Plugin, args string) outcome {
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
@@ -101,9 +110,12 @@ func (s *state) hold(ctx context.Context, st Step, p *plugins.Plugin, args strin
 	}
 	prev, refused := pv.Preview(ctx, s.engineCall(p, args))
 	if refused != nil {
+		if out, ok := s.connect(ctx, st, &refused.ToolError); ok {
+			return out
+		}
 		return failed(st, StepRefused, &refused.ToolError, 0)
 	}
-	s.pending = append(s.pending, Pending{
+	return outcome{step: st, pending: &Pending{
 		ID:         confirm.NewID(),
 		Kind:       confirm.KindConfirmation,
 		Tool:       p.Name,
@@ -112,8 +124,7 @@ func (s *state) hold(ctx context.Context, st Step, p *plugins.Plugin, args strin
 		Request:    prev.Request,
 		ExpiresAt:  time.Now().Add(cmp.Or(s.r.ConfirmTTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond),
 		Digest:     prev.Digest,
-	})
-	return outcome{step: st, held: true}
+	}}
 }
 
 // pause ends the run as paused on the pending calls of turn.
@@ -130,7 +141,12 @@ func (s *state) pause(model string, msgs []openai.ChatCompletionMessage, turn in
 // when the request prepared now has the digest the person approved —
 // exactly the request shown, sent once, never retried — and is told to
 // the model as stale otherwise; a denied or expired one answers the
-// model that nothing was sent. Then the model goes on.
+// model that nothing was sent. An authorization the user continued
+// (having connected the account) makes its call; one cancelled or
+// expired answers the model that the user did not connect. A call that
+// waits again — for a confirmation, or a fresh authorization when the
+// user has still not connected — pauses the run again on the same
+// turn; otherwise the model goes on.
 func (r *Runner) Resume(ctx context.Context, req Request, saved *Saved, decisions []Decision, emit func(Event)) *Reply {
 	if emit == nil {
 		emit = func(Event) {}
@@ -151,11 +167,18 @@ func (r *Runner) Resume(ctx context.Context, req Request, saved *Saved, decision
 	for _, d := range decisions {
 		st := Step{Index: len(s.reply.Steps) + 1, Turn: saved.Turn, Tool: d.Tool, ToolCallID: d.ToolCallID, Arguments: d.Arguments}
 		out := s.decided(ctx, st, d)
+		if out.pending != nil { // waits again: a confirmation after the user connected, or still not connected
+			s.pending = append(s.pending, *out.pending)
+			continue
+		}
 		s.emit(Event{EventToolCompleted, out.step})
 		s.reply.Steps = append(s.reply.Steps, out.step)
 		m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: out.content, ToolCallID: d.ToolCallID}
 		msgs = append(msgs, m)
 		s.reply.Messages = append(s.reply.Messages, m)
+	}
+	if len(s.pending) > 0 {
+		return s.pause(saved.Model, msgs, saved.Turn)
 	}
 	return s.turns(ctx, saved.Model, msgs, saved.Turn+1)
 }
@@ -163,6 +186,9 @@ func (r *Runner) Resume(ctx context.Context, req Request, saved *Saved, decision
 // decided is the outcome of one decided call.
 func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 	st.Decision = &StepDecision{PendingID: d.ID, Outcome: d.Outcome, By: d.By, At: d.At}
+	if d.Kind == confirm.KindAuthorization {
+		return s.authorized(ctx, st, d)
+	}
 	if d.Outcome != confirm.Approved {
 		st.Status = StepRefused
 		st.Error = "not_confirmed: " + d.Outcome
@@ -178,6 +204,9 @@ func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 	call := s.engineCall(p, string(d.Arguments))
 	prev, refused := pv.Preview(ctx, call)
 	if refused != nil {
+		if out, ok := s.connect(ctx, st, &refused.ToolError); ok {
+			return out // the user disconnected since
+		}
 		return failed(st, StepRefused, &refused.ToolError, 0)
 	}
 	if prev.Digest != d.Digest {
@@ -188,5 +217,10 @@ func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 	call.Confirmation = confirmation(d.By, d.ID)
 	s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
 	res, err := s.r.Executor.Execute(ctx, call)
+	if res != nil && !res.OK {
+		if out, ok := s.connect(ctx, st, res.Error); ok {
+			return out // refused by the provider since (a refresh refused)
+		}
+	}
 	return s.executed(st, res, err)
 }

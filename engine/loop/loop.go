@@ -329,6 +329,10 @@ type Runner struct {
 	// Budget holds the users' run token budgets (*quota.Keeper); nil:
 	// none.
 	Budget Budget
+	// Connector gives a run's user a start URL when a call needs an
+	// account the user has not connected (issue 34): the run pauses on
+	// an authorization. nil: the model reads connection_required.
+	Connector Connector
 }
 
 // Budget is the users' run token budgets.

@@ -22,7 +22,9 @@ type outcome struct {
 	step    Step
 	content string
 	search  *ToolSearch // a search_tools call's event
-	held    bool        // waiting for a person (state.pending): no result yet
+	// pending is the item the call waits on (a person's confirmation,
+	// or the user's connecting an account): no result yet.
+	pending *Pending
 }
 
 // execute runs the tool calls of one turn, at most MaxConcurrency at once
@@ -89,7 +91,7 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 			s.emit(Event{EventToolSearch, *ev})
 			continue
 		}
-		if outs[i].held {
+		if outs[i].pending != nil {
 			continue
 		}
 		st := outs[i].step
@@ -108,7 +110,8 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 	}
 	msgs := make([]openai.ChatCompletionMessage, 0, started)
 	for i := range started {
-		if outs[i].held {
+		if p := outs[i].pending; p != nil {
+			s.pending = append(s.pending, *p) // in the order the model asked
 			continue
 		}
 		s.reply.Steps = append(s.reply.Steps, outs[i].step)
@@ -145,6 +148,11 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 	c := s.engineCall(p, args)
 	c.ToolCallID = st.ToolCallID
 	res, err := s.r.Executor.Execute(ctx, c)
+	if res != nil && !res.OK {
+		if out, ok := s.connect(ctx, st, res.Error); ok {
+			return out
+		}
+	}
 	return s.executed(st, res, err)
 }
 

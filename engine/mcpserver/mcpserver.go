@@ -78,6 +78,10 @@ type Options struct {
 	// Gate holds the calls that wait for a person (issue 33); nil: none
 	// waits.
 	Gate Gate
+	// Connector gives a start URL when a call needs an account the
+	// user has not connected (issue 34); nil: the client reads
+	// connection_required without one.
+	Connector Connector
 }
 
 // Gate decides, before a call is executed, whether it waits for a

@@ -181,6 +181,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 						return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
 					}
 					res, err := ss.svc.ex.Execute(ctx, call)
+					if out, cerr, ok := ss.connect(ctx, res, client); ok {
+						return out, cerr
+					}
 					return result(res, err), nil
 				}
 			}
@@ -193,6 +196,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		}
 	}
 	res, err := ss.svc.ex.Execute(ctx, call)
+	if out, cerr, ok := ss.connect(ctx, res, client); ok {
+		return out, cerr
+	}
 	return result(res, err), nil
 }
 

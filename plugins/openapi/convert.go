@@ -58,6 +58,24 @@ type Operation struct {
 	Key      string          `json:"key"`
 	Plugin   *plugins.Plugin `json:"plugin"`
 	Warnings []string        `json:"warnings,omitempty"`
+	// Provider is the OAuth provider the plugin's authorization-code
+	// auth config names (nil for any other auth).
+	Provider *Provider `json:"provider,omitempty"`
+}
+
+// Provider is an OAuth provider as an authorizationCode flow of the
+// document describes it. The importer matches it, by its URLs, to a
+// provider the administrator registered, or registers it disabled under
+// Name (no client yet), and names the provider it chose in the plugins.
+type Provider struct {
+	// Name is proposed: the credential prefix and the scheme's name, as
+	// a provider name (plugins.ProviderNamePattern).
+	Name             string `json:"name"`
+	AuthorizationURL string `json:"authorization_url"`
+	TokenURL         string `json:"token_url"`
+	RefreshURL       string `json:"refresh_url,omitempty"`
+	// Scopes are those the flow declares, sorted.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Failure is an operation that could not be converted.
@@ -101,7 +119,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		if !c.selected(o) {
 			continue
 		}
-		p, warnings, err := c.convert(o)
+		op, err := c.convert(o)
 		if err != nil {
 			if errors.Is(err, ErrNoServer) {
 				noServer++
@@ -109,7 +127,7 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 			failures = append(failures, Failure{Key: o.key, Reason: err.Error()})
 			continue
 		}
-		ops = append(ops, Operation{Key: o.key, Plugin: p, Warnings: warnings})
+		ops = append(ops, op)
 		ids = append(ids, str(o.op["operationId"]))
 	}
 	rep.Step(len(all))
@@ -251,25 +269,25 @@ func (b *opBuilder) add(a arg) {
 	b.args = append(b.args, a)
 }
 
-// convert builds the plugin of one operation; its Name is set later.
-func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
+// convert builds one operation's plugin (its Name is set later).
+func (c *converter) convert(o rawOperation) (Operation, error) {
 	method := strings.ToUpper(o.method)
 	if method == "TRACE" {
-		return nil, nil, errors.New("method TRACE is not supported by the engine")
+		return Operation{}, errors.New("method TRACE is not supported by the engine")
 	}
 	base, err := c.server(o)
 	if err != nil {
-		return nil, nil, err
+		return Operation{}, err
 	}
 	b := &opBuilder{c: c, taken: map[string]bool{}, templates: plugins.TemplateNames(o.path)}
 	params, err := c.parameters(o)
 	if err != nil {
-		return nil, nil, err
+		return Operation{}, err
 	}
 	b.addParameters(params, o.path)
 	ct, err := b.addBody(o.op["requestBody"])
 	if err != nil {
-		return nil, nil, err
+		return Operation{}, err
 	}
 
 	p := &plugins.Plugin{
@@ -320,12 +338,10 @@ func (c *converter) convert(o rawOperation) (*plugins.Plugin, []string, error) {
 		root["required"] = required
 	}
 	if p.Parameters, err = marshal(root); err != nil {
-		return nil, nil, fmt.Errorf("encode parameters: %w", err)
+		return Operation{}, fmt.Errorf("encode parameters: %w", err)
 	}
-	if err := c.auth(o, p, b); err != nil {
-		return nil, nil, err
-	}
-	return p, b.warnings, nil
+	provider := c.auth(o, p, b)
+	return Operation{Key: o.key, Plugin: p, Warnings: b.warnings, Provider: provider}, nil
 }
 
 // parameters merges the path item's parameters with the operation's (the

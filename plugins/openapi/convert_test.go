@@ -33,6 +33,9 @@ func TestConvertGolden(t *testing.T) {
 		{"pydantic2.json", Options{}, false},
 		{"oas31.yaml", Options{}, false},
 		{"springdoc.json", Options{}, false},
+		// Issue 34: authorizationCode flows name a provider.
+		{"oauth2code.yaml", Options{SourceURL: "https://login.acme.test/openapi.yaml"}, false},
+		{"oauth2code-swagger2.json", Options{}, false}, // Swagger 2's accessCode
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
@@ -55,28 +58,59 @@ func TestConvertGolden(t *testing.T) {
 					t.Errorf("%s: %v", op.Key, err)
 				}
 			}
-			got, err := json.MarshalIndent(golden{doc.Warnings, ops, failures}, "", "  ")
+			checkGolden(t, tc.file, golden{doc.Warnings, ops, failures})
+		})
+	}
+}
+
+// checkGolden compares a conversion with testdata/golden/<file's base>.json
+// (or writes it, with -update).
+func checkGolden(t *testing.T, file string, g golden) {
+	t.Helper()
+	got, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "golden", strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the conversion (run with -update and review the diff):\n%s", path, got)
+	}
+}
+
+// TestCorpusGolden: real-world documents of the corpus, converted as the
+// golden files hold them. Train Travel's whole API is behind an OAuth 2.0
+// authorizationCode flow (issue 34): every plugin names its provider.
+func TestCorpusGolden(t *testing.T) {
+	for _, name := range []string{"oas31/train-travel-api.478d1737.yaml"} {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			doc, err := Load(readCorpus(t, name), name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "golden", strings.TrimSuffix(tc.file, filepath.Ext(tc.file))+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
+			ops, failures, err := Convert(doc, Options{})
 			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
+				t.Fatal(err)
 			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the conversion (run with -update and review the diff):\n%s", path, got)
+			for _, op := range ops {
+				if err := op.Plugin.Validate(); err != nil {
+					t.Errorf("%s: %v", op.Key, err)
+				}
 			}
+			checkGolden(t, name, golden{doc.Warnings, ops, failures})
 		})
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader and converts whatever
-// loads: neither may panic, and every failure must give a reason.
+// loads: neither may panic, every failure must give a reason, and an
+// operation naming an OAuth provider names a valid one, the one its
+// plugin's auth config uses.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("testdata/*.json")
@@ -25,10 +29,15 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, failures, _ := Convert(doc, Options{BaseURL: "https://fuzz.example.com"})
+		ops, failures, _ := Convert(doc, Options{BaseURL: "https://fuzz.example.com"})
 		for _, fl := range failures {
 			if fl.Reason == "" {
 				t.Errorf("%s: failure without a reason", fl.Key)
+			}
+		}
+		for _, op := range ops {
+			if p := op.Provider; p != nil && (!plugins.ProviderNamePattern.MatchString(p.Name) || op.Plugin.AuthConfig.ConnectionProvider() != p.Name) {
+				t.Errorf("%s: provider %q, the plugin's %q", op.Key, p.Name, op.Plugin.AuthConfig.ConnectionProvider())
 			}
 		}
 	})

@@ -13,8 +13,9 @@ import (
 // requirements, the first the engine supports wins; one with no scheme
 // (anonymous access allowed) only when no other is supported. When none
 // is supported, the plugin is disabled with a warning: importing it as
-// "none" would send calls the API refuses.
-func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) error {
+// "none" would send calls the API refuses. It returns the OAuth provider
+// an authorization-code config names.
+func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) *Provider {
 	reqs, ok := o.op["security"]
 	if !ok {
 		reqs = c.doc.Raw["security"]
@@ -35,11 +36,11 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) error 
 			anonymous = true
 			continue
 		}
-		cfg, fb, reason := c.requirement(req)
+		cfg, fb, prov, reason := c.requirement(req)
 		if cfg != nil {
 			p.AuthConfig = *cfg
 			p.RequiredCredentials = cfg.CredentialKeys()
-			return nil
+			return prov
 		}
 		if fallback == nil {
 			fallback = fb
@@ -67,17 +68,18 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) error 
 
 // requirement converts one security requirement (all of its schemes
 // apply): any number of apiKey schemes plus at most one http bearer, http
-// basic or oauth2 client-credentials scheme. When unsupported, it returns
-// the reason and, for OAuth2 and OpenID Connect schemes, a config taking a
-// supplied access token.
-func (c *converter) requirement(req map[string]any) (cfg, fallback *plugins.AuthConfig, reason string) {
+// basic, oauth2 client-credentials or oauth2 authorization-code scheme
+// (with the provider it names). When unsupported, it returns the reason
+// and, for OAuth2 and OpenID Connect schemes, a config taking a supplied
+// access token.
+func (c *converter) requirement(req map[string]any) (cfg, fallback *plugins.AuthConfig, provider *Provider, reason string) {
 	out := &plugins.AuthConfig{Type: plugins.AuthAPIKey}
 	primary := ""
 	for _, name := range sortedKeys(req) {
 		v, err := c.lookup.Deref(c.schemes[name])
 		s, _ := v.(map[string]any)
 		if err != nil || s == nil {
-			return nil, nil, fmt.Sprintf("security scheme %q is not defined", name)
+			return nil, nil, nil, fmt.Sprintf("security scheme %q is not defined", name)
 		}
 		key := c.credPrefix + "_" + upperSnake(name)
 		typ := str(s["type"])
@@ -90,7 +92,7 @@ func (c *converter) requirement(req map[string]any) (cfg, fallback *plugins.Auth
 		case typ == "apiKey":
 			in := str(s["in"])
 			if in != plugins.InHeader && in != plugins.InQuery && in != plugins.InCookie || str(s["name"]) == "" {
-				return nil, nil, fmt.Sprintf("apiKey scheme %q: location %q or name %q unusable", name, in, str(s["name"]))
+				return nil, nil, nil, fmt.Sprintf("apiKey scheme %q: location %q or name %q unusable", name, in, str(s["name"]))
 			}
 			out.Mapping = append(out.Mapping, plugins.AuthMapping{Source: key, Target: str(s["name"]), Location: in})
 			continue
@@ -101,32 +103,46 @@ func (c *converter) requirement(req map[string]any) (cfg, fallback *plugins.Auth
 		case typ == "oauth2":
 			flows, _ := s["flows"].(map[string]any)
 			flow, _ := flows["clientCredentials"].(map[string]any)
+			if code, _ := flows["authorizationCode"].(map[string]any); flow == nil && code != nil {
+				// The user signs in at the provider (issue 34): the client
+				// credentials grant, when the scheme offers it too, needs
+				// nobody and stays the choice.
+				prov, why := c.provider(name, code)
+				if prov == nil {
+					return nil, &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{
+						Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}, nil, why
+				}
+				out.Type, next = plugins.AuthOAuth2, name
+				out.OAuth2 = &plugins.OAuth2{Grant: plugins.GrantAuthorizationCode, Provider: prov.Name, Scopes: scopes}
+				provider = prov
+				break
+			}
 			tokenURL := c.absolute(str(flow["tokenUrl"]))
 			if flow == nil || tokenURL == "" {
 				tok := &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{
 					Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}
 				if flow == nil {
-					return nil, tok, fmt.Sprintf("oauth2 scheme %q has no clientCredentials flow", name)
+					return nil, tok, nil, fmt.Sprintf("oauth2 scheme %q has no clientCredentials flow", name)
 				}
-				return nil, tok, fmt.Sprintf("oauth2 scheme %q: tokenUrl %q is not an absolute URL", name, str(flow["tokenUrl"]))
+				return nil, tok, nil, fmt.Sprintf("oauth2 scheme %q: tokenUrl %q is not an absolute URL", name, str(flow["tokenUrl"]))
 			}
 			out.Type, next = plugins.AuthOAuth2, name
 			out.OAuth2 = &plugins.OAuth2{Grant: plugins.GrantClientCredentials, TokenURL: tokenURL,
 				ClientID: key + "_CLIENT_ID", ClientSecret: key + "_CLIENT_SECRET", Scopes: scopes}
 		case typ == "openIdConnect":
 			return nil, &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{
-				Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}, fmt.Sprintf("openIdConnect scheme %q", name)
+				Grant: plugins.GrantAccessToken, AccessToken: key + "_ACCESS_TOKEN"}}, nil, fmt.Sprintf("openIdConnect scheme %q", name)
 		case typ == "http":
-			return nil, nil, fmt.Sprintf("http scheme %q (%s)", name, str(s["scheme"]))
+			return nil, nil, nil, fmt.Sprintf("http scheme %q (%s)", name, str(s["scheme"]))
 		default:
-			return nil, nil, fmt.Sprintf("%s scheme %q", typ, name)
+			return nil, nil, nil, fmt.Sprintf("%s scheme %q", typ, name)
 		}
 		if primary != "" {
-			return nil, nil, fmt.Sprintf("schemes %q and %q both set the Authorization", primary, next)
+			return nil, nil, nil, fmt.Sprintf("schemes %q and %q both set the Authorization", primary, next)
 		}
 		primary = next
 	}
-	return out, nil, ""
+	return out, nil, provider, ""
 }
 
 // absolute resolves a URL of the document (a token URL) against the source
@@ -148,4 +164,35 @@ func (c *converter) absolute(raw string) string {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// provider is the OAuth provider of the authorizationCode flow of scheme
+// name, or why there is none: both URLs must be absolute (relative ones
+// resolved against the source URL).
+func (c *converter) provider(name string, flow map[string]any) (*Provider, string) {
+	p := &Provider{
+		Name:             providerName(c.credPrefix + "_" + upperSnake(name)),
+		AuthorizationURL: c.absolute(str(flow["authorizationUrl"])),
+		TokenURL:         c.absolute(str(flow["tokenUrl"])),
+		RefreshURL:       c.absolute(str(flow["refreshUrl"])),
+	}
+	switch {
+	case p.AuthorizationURL == "":
+		return nil, fmt.Sprintf("oauth2 scheme %q: authorizationCode authorizationUrl %q is not an absolute URL", name, str(flow["authorizationUrl"]))
+	case p.TokenURL == "":
+		return nil, fmt.Sprintf("oauth2 scheme %q: authorizationCode tokenUrl %q is not an absolute URL", name, str(flow["tokenUrl"]))
+	}
+	scopes, _ := flow["scopes"].(map[string]any)
+	p.Scopes = sortedKeys(scopes)
+	return p, ""
+}
+
+// providerName is an upper snake name as a provider's: lower case, at
+// most 64 characters (plugins.ProviderNamePattern).
+func providerName(s string) string {
+	s = strings.ToLower(s)
+	if len(s) > 64 {
+		s = strings.TrimRight(s[:64], "_")
+	}
+	return s
 }
