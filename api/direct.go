@@ -37,15 +37,14 @@ func (s *Server) directGate(w http.ResponseWriter, r *http.Request, call *engine
 	case prepare:
 		s.prepareDirect(w, r, call, nil)
 		return false
-	case p.role != roleUser || s.Confirm == "" || s.Confirm == confirm.Never:
+	case p.role != roleUser || s.Confirm == "" || call.Plugin == nil || !s.Confirm.Needs(call.Plugin):
+		// The policy reads the plugin only: a call it lets through is
+		// not previewed, which would prepare it twice (issue 38).
 		return true
 	}
 	prev, refused := s.Executor.Preview(r.Context(), *call)
 	if refused != nil {
 		return true // refused on execution, recorded as such
-	}
-	if !s.Confirm.Needs(prev.Plugin) {
-		return true
 	}
 	s.prepareDirect(w, r, call, prev)
 	return false

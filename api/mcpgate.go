@@ -47,11 +47,14 @@ type MCPGate struct {
 
 // Admit implements mcpserver.Gate.
 func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
-	if g.Policy == "" || g.Policy == confirm.Never {
-		return call, nil
+	// The policy reads the plugin only, so a call that needs no
+	// confirmation is not previewed: a preview prepares the request and
+	// its digest, as much work again as the call's own (issue 38).
+	if g.Policy == "" || call.Plugin == nil || !g.Policy.Needs(call.Plugin) {
+		return call, nil // a call without a plugin is the executor's to refuse
 	}
 	prev, refused := g.Executor.Preview(ctx, call)
-	if refused != nil || !g.Policy.Needs(prev.Plugin) {
+	if refused != nil {
 		return call, nil // a refusal is the executor's to answer and record
 	}
 	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
@@ -74,7 +77,10 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mc
 			return call, g.failed(ctx, err)
 		}
 	case err == nil || errors.Is(err, store.ErrNotFound):
-		if pending, err = storeDirectItem(ctx, g.Store, &call, prev, principal, g.TTL); err != nil {
+		// Through a pointer to a copy: one to call would move it to the
+		// heap on every call, this path's or not.
+		stored := call
+		if pending, err = storeDirectItem(ctx, g.Store, &stored, prev, principal, g.TTL); err != nil {
 			return call, g.failed(ctx, err)
 		}
 	default:

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -32,6 +33,39 @@ func TestTracingOffAllocs(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("measures allocations (which the race detector changes)")
 	}
+	execute, mcp := callAllocs(t, nil)
+	if execute > allocsExecuteBefore {
+		t.Errorf("/v1/execute makes %.0f allocations with tracing off; before tracing: %d", execute, allocsExecuteBefore)
+	}
+	if mcp > allocsMCPBefore {
+		t.Errorf("/mcp tools/call makes %.0f allocations with tracing off; before tracing: %d", mcp, allocsMCPBefore)
+	}
+}
+
+// TestConfirmationPolicyAllocs holds a call the confirmation policy lets
+// through (a GET, under "consequential", the default) to the allocations
+// of the same call with no policy: deciding it needs no confirmation reads
+// the plugin only. The preview a confirmation needs (the request prepared
+// and its digest) was made for every call before issue 38: 73 allocations
+// more on /v1/execute, 74 on /mcp.
+func TestConfirmationPolicyAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("measures allocations (which the race detector changes)")
+	}
+	execute, mcp := callAllocs(t, nil)
+	executeOn, mcpOn := callAllocs(t, func(s *api.Server) { s.Confirm = confirm.Consequential })
+	if executeOn > execute {
+		t.Errorf("/v1/execute: %.0f allocations a call under the policy, %.0f without", executeOn, execute)
+	}
+	if mcpOn > mcp {
+		t.Errorf("/mcp tools/call: %.0f allocations a call under the policy, %.0f without", mcpOn, mcp)
+	}
+}
+
+// callAllocs measures the allocations of a POST /v1/execute and of a
+// tools/call on /mcp of a GET tool, served in-process with the upstream on
+// loopback and the records off.
+func callAllocs(t *testing.T, configure func(*api.Server)) (execute, mcp float64) {
 	st := testdb.Open(t, store.DialectSQLite)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -41,6 +75,9 @@ func TestTracingOffAllocs(t *testing.T) {
 	e := newEnv(t, st, func(s *api.Server) {
 		s.MCP = &api.MCPConfig{}
 		s.Executor.Recorder = nil // records are written in the background: their allocations would blur the count
+		if configure != nil {
+			configure(s)
+		}
 	})
 	token := e.addLookup(up.URL, "sk-allocs-0123456789")
 	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
@@ -53,15 +90,12 @@ func TestTracingOffAllocs(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"},
 		"Accept": {"application/json, text/event-stream"}}
 
-	execute := []byte(`{"name":"lookup","arguments":{"q":"acme"}}`)
-	if w := serve("/v1/execute", execute, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
+	body := []byte(`{"name":"lookup","arguments":{"q":"acme"}}`)
+	if w := serve("/v1/execute", body, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
 		t.Fatalf("execute: %d %s", w.Code, w.Body)
 	}
-	got := testing.AllocsPerRun(200, func() { serve("/v1/execute", execute, h) })
-	t.Logf("/v1/execute: %.0f allocations a call", got)
-	if got > allocsExecuteBefore {
-		t.Errorf("/v1/execute makes %.0f allocations with tracing off; before tracing: %d", got, allocsExecuteBefore)
-	}
+	execute = testing.AllocsPerRun(200, func() { serve("/v1/execute", body, h) })
+	t.Logf("/v1/execute: %.0f allocations a call", execute)
 
 	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	w := serve("/mcp", init, h)
@@ -78,9 +112,7 @@ func TestTracingOffAllocs(t *testing.T) {
 	if w := serve("/mcp", call, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
 		t.Fatalf("tools/call: %d %s", w.Code, w.Body)
 	}
-	got = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
-	t.Logf("/mcp tools/call: %.0f allocations a call", got)
-	if got > allocsMCPBefore {
-		t.Errorf("/mcp tools/call makes %.0f allocations with tracing off; before tracing: %d", got, allocsMCPBefore)
-	}
+	mcp = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
+	t.Logf("/mcp tools/call: %.0f allocations a call", mcp)
+	return execute, mcp
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -64,7 +65,19 @@ type gatewaySpec struct {
 	Command []string `json:"command,omitempty"` // mcp-stdio: the server
 	Env     []string `json:"env,omitempty"`     // mcp-stdio: added to the environment
 	Stderr  string   `json:"stderr,omitempty"`  // mcp-stdio: the server's stderr goes to this file
+	// Protocol is the MCP protocol version the client asks for; empty: the
+	// go-sdk client's default.
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// gatewayProtocol is the MCP version the gateway's clients ask every
+// subject for: the newest the hand-written relay speaks. The go-sdk
+// client's default, 2026-07-28, first tries server/discover, which the
+// hand-written relay refuses, and so talks 2025-11-25 to it but 2026-07-28
+// to a go-sdk server, sending that server a _meta (protocol version,
+// client info and capabilities) with every request, which it decodes each
+// time: two protocols compared, not two servers.
+const gatewayProtocol = "2025-11-25"
 
 // dial connects to spec and returns one call and how to close.
 func (spec gatewaySpec) dial(ctx context.Context) (call func(context.Context) error, closeFn func(), err error) {
@@ -109,7 +122,7 @@ func (spec gatewaySpec) dial(ctx context.Context) (call func(context.Context) er
 	default:
 		return nil, nil, fmt.Errorf("unknown subject kind %q", spec.Kind)
 	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-gateway", Version: "1"}, nil).Connect(ctx, t, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-gateway", Version: "1"}, nil).Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: spec.Protocol})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect %s: %w", spec.Kind, err)
 	}
@@ -306,6 +319,11 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	catalogService := mcpserver.NewService(catalog.New(e.st, e.changes, nil), e.ex, mcpserver.Options{})
 	inMemory := map[string]*sdk.Server{"bare MCP relay, in-memory": mcprelay.NewSDK(up.URL),
 		"catalog MCP server, in-memory": catalogService.NewServer(gatewayUser)}
+	for i := range specs {
+		if strings.HasPrefix(specs[i].spec.Kind, "mcp") {
+			specs[i].spec.Protocol = o.gatewayMCP
+		}
+	}
 	keep := map[string]bool{specs[0].name: true} // the direct call, every chain's last floor
 	for _, s := range slices.Backward(specs) {   // a floor comes before its subjects: keep floors of floors
 		if keep[s.name] || len(o.gatewayOnly) == 0 || slices.ContainsFunc(o.gatewayOnly, func(w string) bool { return strings.Contains(s.name, w) }) {
@@ -330,7 +348,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 			sctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			go inMemory[s.name].Run(sctx, st)
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-gateway", Version: "1"}, nil).Connect(ctx, ct, nil)
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-gateway", Version: "1"}, nil).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: o.gatewayMCP})
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
@@ -384,8 +402,8 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 		where = "clients in a child process each (the executor in process); allocations are this process's: servers and upstream"
 	}
 	fmt.Printf("== gateway on %s, records through the spool (`mcp serve --stdio`: straight to the database, as it writes them): %s\n", db, where)
-	fmt.Printf("   subjects take turns in %d rounds: %d calls each one after another, %s each at concurrency %d\n",
-		max(o.rounds, 1), o.n/max(o.rounds, 1)*max(o.rounds, 1), o.dur, oc.conc)
+	fmt.Printf("   subjects take turns in %d rounds: %d calls each one after another, %s each at concurrency %d; MCP clients ask for protocol %s\n",
+		max(o.rounds, 1), o.n/max(o.rounds, 1)*max(o.rounds, 1), o.dur, oc.conc, cmp.Or(o.gatewayMCP, "(the go-sdk's default)"))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "subject\tp50\tp99\tp50 ×floor\tp99 ×floor\tcalls/s @%d\t%% of floor\tCPU/call\t×floor\tallocs/call\tkB/call\ttarget\t\n", oc.conc)
 	for i, s := range subjects {

@@ -101,6 +101,7 @@ type benchOpts struct {
 	gatewayConc    int      // gateway: concurrency of the throughput phase
 	gatewayOutside bool     // gateway: clients in child processes
 	gatewayOnly    []string // gateway: the subjects whose names hold one of these (and their floors); nil: all
+	gatewayMCP     string   // gateway: the MCP protocol version every MCP client asks for
 
 	scaleSessions   int           // scale: MCP sessions open at once
 	scaleRuns       int           // scale: streaming runs at once
@@ -153,6 +154,7 @@ func main() {
 		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
 		gwConc   = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
 		gwOut    = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
+		gwMCP    = flag.String("gateway-protocol", gatewayProtocol, "gateway: the MCP protocol version every MCP client asks for (the hand-written relay's newest; the go-sdk client's default, 2026-07-28, puts a _meta in every request, which the go-sdk server decodes each time)")
 		gwOnly   = flag.String("gateway-only", "", "gateway: only the subjects whose names hold one of these comma-separated words, with their floors (\"stdio\", say)")
 		scSess   = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
 		scRuns   = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
@@ -193,7 +195,7 @@ func main() {
 		root: root, cache: *cache, updateBaseline: *update, dirLimit: *dirLimit,
 		docTimeout: *docTO, dirWorkers: max(*workers, 1), schemaIters: max(*iters, 10),
 		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
-		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
+		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayMCP: *gwMCP, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
 		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor,
 		importBase: *impBase, importRuns: max(*impRuns, 1)}
 	if opts.cache == "" {

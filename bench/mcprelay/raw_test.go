@@ -1,6 +1,7 @@
 package mcprelay
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -114,5 +115,71 @@ func TestRawHTTPSessions(t *testing.T) {
 	}
 	if resp := post(sid, list); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("closed session: HTTP %d, want 404", resp.StatusCode)
+	}
+}
+
+// The hand-written relay's tools/call with a client that writes the
+// messages itself, beside engine/mcpserver's BenchmarkServeLinesCall and
+// BenchmarkHandlerCall (the same messages, an upstream on loopback): the
+// floor's own allocations and profile (issue 38).
+const (
+	benchInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
+	benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + Tool + `","arguments":{"keyword":"acme"}}}`
+)
+
+func benchUpstream(b *testing.B) string {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("keyword")+`"}`)
+	}))
+	b.Cleanup(up.Close)
+	return up.URL
+}
+
+func BenchmarkRawStdioCall(b *testing.B) {
+	relay := NewRaw(benchUpstream(b))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go relay.ServeStdio(context.Background(), inR, outW)
+	b.Cleanup(func() { inW.Close() })
+	answers := bufio.NewReader(outR)
+	roundTrip := func(line string) string {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		got, err := answers.ReadString('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return got
+	}
+	roundTrip(benchInit)
+	if got := roundTrip(benchCall); !strings.Contains(got, "ACME") {
+		b.Fatalf("tools/call: %s", got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip(benchCall)
+	}
+}
+
+func BenchmarkRawHTTPCall(b *testing.B) {
+	relay := NewRaw(benchUpstream(b))
+	header := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	post := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		req.Header = header.Clone()
+		w := httptest.NewRecorder()
+		relay.ServeHTTP(w, req)
+		return w
+	}
+	w := post(benchInit)
+	header.Set("Mcp-Session-Id", w.Header().Get("Mcp-Session-Id"))
+	if w := post(benchCall); !strings.Contains(w.Body.String(), "ACME") {
+		b.Fatalf("tools/call: %d %s", w.Code, w.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		post(benchCall)
 	}
 }

@@ -1,12 +1,14 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,3 +132,97 @@ func BenchmarkCallTool(b *testing.B) {
 type discard struct{}
 
 func (discard) WriteRecords(context.Context, []engine.Record) error { return nil }
+
+// serverOnly is the catalog's service for the server-only benchmarks: one
+// GET tool with a stored key, its upstream on loopback, records discarded.
+func serverOnly(b *testing.B) *mcpserver.Service {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("q")+`"}`)
+	}))
+	b.Cleanup(up.Close)
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	cat := catalog{{Name: "company_search", Description: "Searches companies.", Parameters: schema,
+		Execution:  plugins.Execution{Method: "GET", BaseURL: up.URL + "/search"},
+		AuthConfig: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "api_key", Target: "X-Api-Key"}}}}}
+	ex := engine.NewExecutor(egresstest.Client(b))
+	ex.Credentials = creds{7: {"api_key": httpSecret}}
+	ex.Recorder = engine.NewRecorder(discard{}, engine.RecorderOptions{})
+	b.Cleanup(func() { ex.Recorder.Close(context.Background()) })
+	return mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// The server-only benchmarks: the catalog's tools/call with a client that
+// writes the messages itself, as a client of 2025-11-25 sends them, so the
+// profile and the allocations are the server's (and the upstream's) alone
+// (issue 38):
+//
+//	go test -run '^$' -bench 'ServeLinesCall|HandlerCall' -benchmem -cpuprofile /tmp/cpu.out ./engine/mcpserver/
+const (
+	benchInit        = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
+	benchInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`
+	benchCall        = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"company_search","arguments":{"q":"acme"}}}`
+)
+
+// BenchmarkServeLinesCall: over stdio's framing (`mcp serve --stdio`).
+func BenchmarkServeLinesCall(b *testing.B) {
+	svc := serverOnly(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go mcpserver.ServeLines(svc, ctx, 7, inR, outW)
+	answers := bufio.NewReader(outR)
+	roundTrip := func(line string) string {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		if !strings.Contains(line, `"id"`) {
+			return ""
+		}
+		got, err := answers.ReadString('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return got
+	}
+	roundTrip(benchInit)
+	roundTrip(benchInitialized)
+	if got := roundTrip(benchCall); !strings.Contains(got, "ACME") {
+		b.Fatalf("tools/call: %s", got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip(benchCall)
+	}
+}
+
+// BenchmarkHandlerCall: over streamable HTTP (/mcp), the handler called
+// in process, without a network or a client's transport.
+func BenchmarkHandlerCall(b *testing.B) {
+	h := serverOnly(b).Handler(func(*http.Request) (mcpserver.Identity, error) {
+		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
+	})
+	header := http.Header{"Authorization": {"Bearer bench"}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	post := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		req.Header = header.Clone()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	w := post(benchInit)
+	if w.Code != http.StatusOK || w.Header().Get("Mcp-Session-Id") == "" {
+		b.Fatalf("initialize: %d %s", w.Code, w.Body)
+	}
+	header.Set("Mcp-Session-Id", w.Header().Get("Mcp-Session-Id"))
+	header.Set("Mcp-Protocol-Version", "2025-11-25")
+	post(benchInitialized)
+	if w := post(benchCall); !strings.Contains(w.Body.String(), "ACME") {
+		b.Fatalf("tools/call: %d %s", w.Code, w.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		post(benchCall)
+	}
+}

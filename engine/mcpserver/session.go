@@ -55,6 +55,7 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 			}
+			growStack(0, 1)
 			ctx, span := ss.svc.startCall(ctx, r)
 			defer span.End()
 			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session)
@@ -261,4 +262,22 @@ func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResul
 
 func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// callStack is about the stack a tools/call's goroutine reaches (the
+// schema's validation, the HTTP client, the record): the SDK starts a
+// goroutine per request at the runtime's smallest stack, and it used to
+// double it five times on the way down, each time copying every frame
+// already on it: 6–9% of `mcp serve --stdio`'s CPU (issue 38).
+const callStack = 48 << 10
+
+// growStack grows the calling goroutine's stack at once, while few frames
+// are on it, by taking a frame of callStack bytes; indexing it with
+// arguments it cannot see keeps the frame from being optimized away.
+//
+//go:noinline
+func growStack(i, j int) byte {
+	var frame [callStack]byte
+	frame[i] = 1
+	return frame[j]
 }
