@@ -1,5 +1,0 @@
-//go:build !race
-
-package openapi
-
-const raceEnabled = false
