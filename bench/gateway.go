@@ -550,9 +550,10 @@ func gatewayLeaseWrites(ctx context.Context, url, body string, writes func(conte
 			return err
 		}
 		w := after - before
-		fmt.Printf("   limit %d a day (leases of %d): %d calls at %.0f calls/s, %d writes: %.2f writes/s, %.2f at %d calls/s (stated: %d×100/limit = %.2f)\n",
-			r.calls, quota.LeaseSize(r.calls), n, float64(n)/took.Seconds(), w, float64(w)/took.Seconds(),
-			float64(w)/float64(n)*gatewayLeaseRate, gatewayLeaseRate, gatewayLeaseRate, float64(gatewayLeaseRate*100)/float64(r.calls))
+		size := quota.LeaseSize(r.calls)
+		fmt.Printf("   limit %d a day (leases of %d): %d calls at %.0f calls/s, %d writes: %.2f writes/s, %.2f per %d calls (expected: top-ups of %d, %.2f)\n",
+			r.calls, size, n, float64(n)/took.Seconds(), w, float64(w)/took.Seconds(),
+			float64(w)/float64(n)*gatewayLeaseRate, gatewayLeaseRate, size-size/4, gatewayLeaseRate/float64(size-size/4))
 	}
 	return nil
 }
