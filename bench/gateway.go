@@ -53,6 +53,13 @@ const (
 	// gatewayQuotaCalls a day (leases of 1%); gatewayUser's under none.
 	gatewayQuotaUser  = gatewayUser + 1
 	gatewayQuotaCalls = 1_000_000
+	// gatewaySmallQuotaUser's under one of gatewaySmallQuotaCalls, for
+	// the leases' writes at a limit that makes many.
+	gatewaySmallQuotaUser  = gatewayUser + 2
+	gatewaySmallQuotaCalls = 100_000
+	// gatewayLeaseRate is the rate at which the leases' writes are
+	// measured.
+	gatewayLeaseRate = 2000
 )
 
 // gatewaySpec says how a client reaches a subject; a child process of the
@@ -150,6 +157,9 @@ type gatewaySubject struct {
 	// target: p50 (and p99, when maxP99 is set) at most this × the
 	// floor's, throughput at least minShare of it; 0: no target.
 	maxP50, maxP99, minShare float64
+	// twin: the floor is the same route without one feature, and the
+	// target is judged on the medians of the per-round ratios.
+	twin bool
 }
 
 // benchGateway measures, on SQLite and (with BLINDEXEC_TEST_MYSQL_DSN) on
@@ -243,14 +253,27 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	if err != nil {
 		return err
 	}
-	quotaToken, ruleID, err := gatewayQuotaRule(ctx, e)
+	quotaToken, err := gatewayQuotaRule(ctx, e, gatewayQuotaUser, gatewayQuotaCalls)
+	if err != nil {
+		return err
+	}
+	smallQuotaToken, err := gatewayQuotaRule(ctx, e, gatewaySmallQuotaUser, gatewaySmallQuotaCalls)
+	if err != nil {
+		return err
+	}
+	quotaWrites, err := countQuotaWrites(ctx, e.st.DB(), db)
 	if err != nil {
 		return err
 	}
 	if _, err := e.changes.Poll(ctx); err != nil {
 		return err
 	}
+	// As serve keeps it: leases idle for 2 s go back (here, while the
+	// other subjects take their turns), to be leased again.
 	keeper := quota.New(e.st, e.changes, nil, time.UTC, nil)
+	keeperCtx, stopKeeper := context.WithCancel(ctx)
+	defer stopKeeper()
+	go keeper.Run(keeperCtx)
 	srv := httptest.NewServer((&api.Server{Store: e.st, Creds: e.creds, Executor: e.ex, ServiceToken: "bench-service",
 		Changes: e.changes, MCP: &api.MCPConfig{}, Quota: keeper}).Handler())
 	defer srv.Close()
@@ -276,6 +299,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 		spec                     gatewaySpec
 		inProcess                bool    // even with -gateway-outside
 		maxP50, maxP99, minShare float64 // the target; 0: none
+		twin                     bool    // the floor is this route without one feature
 	}{
 		{name: "direct net/http (the floor)", spec: direct},
 		{name: "bare HTTP relay (net/http, no engine)", floor: "direct net/http (the floor)",
@@ -284,10 +308,10 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 		{name: "executor, in process", floor: "direct net/http, in process", inProcess: true},
 		{name: "POST /v1/execute (per-user token)", floor: "bare HTTP relay (net/http, no engine)", maxP50: 1.25, minShare: 0.8,
 			spec: gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: userToken}},
-		// The same with a quota rule on the caller (issue 37), each right
-		// after its twin without: the cost of counting. (A subject pays for
-		// the garbage of the one before it: /mcp leaves much.)
-		{name: "POST /v1/execute, a quota rule on", floor: "POST /v1/execute (per-user token)", maxP50: 1.05, minShare: 0.95,
+		// The same with a quota rule on the caller (issue 37), each beside
+		// its twin without (before it in one round, after it in the next):
+		// the cost of counting.
+		{name: "POST /v1/execute, a quota rule on", floor: "POST /v1/execute (per-user token)", maxP50: 1.05, minShare: 0.95, twin: true,
 			spec: gatewaySpec{Kind: "post", URL: srv.URL + "/v1/execute", Body: execBody, Token: quotaToken}},
 		// MCP (issue 38): the hand-written relay counts as the floor when
 		// it beats the go-sdk relay by 10% in p50 and calls/s; the
@@ -297,7 +321,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 			spec: gatewaySpec{Kind: "mcp-http", URL: rawRelay.URL}},
 		{name: "blindexec /mcp, streamable HTTP", floor: "hand-written MCP relay, streamable HTTP (no SDK)", maxP50: 1.1, maxP99: 1.1, minShare: 0.9,
 			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: userToken}},
-		{name: "blindexec /mcp, a quota rule on", floor: "blindexec /mcp, streamable HTTP", maxP50: 1.05, minShare: 0.95,
+		{name: "blindexec /mcp, a quota rule on", floor: "blindexec /mcp, streamable HTTP", maxP50: 1.05, minShare: 0.95, twin: true,
 			spec: gatewaySpec{Kind: "mcp-http", URL: srv.URL + "/mcp", Token: quotaToken}},
 		{name: "bare MCP relay, stdio (go-sdk)", spec: gatewaySpec{Kind: "mcp-stdio", Command: []string{relayBin, "sdk", up.URL}}},
 		{name: "hand-written MCP relay, stdio (no SDK)", floor: "bare MCP relay, stdio (go-sdk)", maxP50: 0.9, minShare: 1.1,
@@ -339,7 +363,7 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 		if s.inProcess && s.spec.Kind == "get" && !o.gatewayOutside {
 			continue // the same as the floor above when the clients are in process
 		}
-		gs := gatewaySubject{subject: subject{name: s.name}, maxP50: s.maxP50, maxP99: s.maxP99, minShare: s.minShare}
+		gs := gatewaySubject{subject: subject{name: s.name}, maxP50: s.maxP50, maxP99: s.maxP99, minShare: s.minShare, twin: s.twin}
 		switch {
 		case s.spec.Kind == "":
 			gs.call = executor
@@ -410,6 +434,9 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 		fl := f[s.floor]
 		verdictText := ""
 		switch {
+		case s.twin:
+			p50, rps := perRoundRatios(f[i], fl)
+			verdictText = fmt.Sprintf("per round p50 ≤%.2f×, ≥%.0f%%: %s", s.maxP50, 100*s.minShare, verdict(p50.median <= s.maxP50 && rps.median >= s.minShare))
 		case s.maxP99 > 0:
 			ok := float64(f[i].p50) <= s.maxP50*float64(fl.p50) && float64(f[i].p99) <= s.maxP99*float64(fl.p99) && f[i].rps >= s.minShare*fl.rps
 			verdictText = fmt.Sprintf("p50 ≤%.2f×, p99 ≤%.2f×, ≥%.0f%%: %s", s.maxP50, s.maxP99, 100*s.minShare, verdict(ok))
@@ -426,15 +453,19 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	fmt.Println("   the hand-written MCP relay against the go-sdk relay of its transport, each MCP surface against the hand-written one; allocations (latency phase) and CPU/call")
 	fmt.Println("   (this process's CPU time per call at concurrency) count this whole process: client, server and upstream")
 	fmt.Println("   when in it; a stdio server, and a client run outside, is another process.")
-	if keeper.Writes() > 0 || keep["POST /v1/execute, a quota rule on"] {
-		used, err := e.st.QuotaUsed(ctx, store.QuotaKey{Rule: ruleID, User: gatewayQuotaUser, WindowStart: todayUTC()})
-		if err != nil {
+	for i, s := range subjects {
+		if s.twin {
+			p50, rps := perRoundRatios(f[i], f[s.floor])
+			fmt.Printf("   %s against %s, round by round (median [min–max] of %d): p50 ×%s, calls/s ×%s;"+
+				" the runtime's processors idle in the throughput phases (waiting): %.1f%% against %.1f%%\n",
+				s.name, subjects[s.floor].name, len(f[i].perRound), p50, rps, 100*f[i].idle, 100*f[s.floor].idle)
+		}
+	}
+	if keep["POST /v1/execute, a quota rule on"] {
+		if err := gatewayLeaseWrites(ctx, srv.URL+"/v1/execute", execBody, quotaWrites, []gatewayQuota{
+			{gatewayQuotaCalls, quotaToken}, {gatewaySmallQuotaCalls, smallQuotaToken}}); err != nil {
 			return err
 		}
-		fmt.Printf("   quota rule on (%d calls a day, leases of %d): %d database writes for the allowance leased (%d); at 2,000 calls/s\n",
-			gatewayQuotaCalls, quota.LeaseSize(gatewayQuotaCalls), keeper.Writes(), used)
-		fmt.Printf("   that is %.1f writes/s (2,000 / lease size), and 2,000×100/limit for any limit while its window has allowance\n",
-			2000/float64(quota.LeaseSize(gatewayQuotaCalls)))
 	}
 	fmt.Println()
 	fmt.Println("   the tail (latency phase, concurrency 1): this process's runtime — the servers in it and the upstream")
@@ -466,25 +497,114 @@ func gatewayOn(ctx context.Context, o benchOpts, db, bin, relayBin, self string)
 	return gatewayToolsList(ctx, o, e, userToken)
 }
 
-// gatewayQuotaRule gives gatewayQuotaUser the plugin's credential and a
-// quota rule, and returns the user's token and the rule's id.
-func gatewayQuotaRule(ctx context.Context, e *env) (string, int64, error) {
-	if err := e.creds.Set(ctx, gatewayQuotaUser, "QCC_KEY", gatewayAPIKey, "bench"); err != nil {
-		return "", 0, err
+// gatewayQuotaRule gives user the plugin's credential and a quota rule of
+// calls a day, and returns the user's token.
+func gatewayQuotaRule(ctx context.Context, e *env, user, calls int64) (string, error) {
+	if err := e.creds.Set(ctx, user, "QCC_KEY", gatewayAPIKey, "bench"); err != nil {
+		return "", err
 	}
-	user := int64(gatewayQuotaUser)
-	rule := quota.Rule{Name: "bench", UserID: &user, Calls: gatewayQuotaCalls, Window: quota.Day}
-	row := rule.Row()
-	if err := e.st.CreateQuotaRule(ctx, row); err != nil {
-		return "", 0, err
+	rule := quota.Rule{Name: fmt.Sprint("bench-", calls), UserID: &user, Calls: calls, Window: quota.Day}
+	if err := e.st.CreateQuotaRule(ctx, rule.Row()); err != nil {
+		return "", err
 	}
-	tok, _, err := api.IssueToken(ctx, e.st, gatewayQuotaUser, "bench-gateway-quota", 0, "")
-	return tok, row.ID, err
+	tok, _, err := api.IssueToken(ctx, e.st, user, fmt.Sprint("bench-gateway-quota-", user), 0, "")
+	return tok, err
 }
 
-func todayUTC() int64 {
-	start, _ := quota.WindowOf(time.Now(), quota.Day, time.UTC)
-	return start.Unix()
+// countQuotaWrites has the database count the rows written to
+// sys_ai_quota_use (a window's first row, leases, leases given back) in a
+// table of the bench's own, by triggers: the leases' writes counted where
+// they land, not as the keeper reports them. read returns the count.
+func countQuotaWrites(ctx context.Context, db *sql.DB, dialect string) (read func(context.Context) (int64, error), err error) {
+	body := "UPDATE bench_quota_writes SET n = n + 1"
+	if dialect == "sqlite" {
+		body = "BEGIN " + body + "; END"
+	}
+	for _, q := range []string{
+		"CREATE TABLE bench_quota_writes (n BIGINT NOT NULL)",
+		"INSERT INTO bench_quota_writes (n) VALUES (0)",
+		"CREATE TRIGGER bench_quota_insert AFTER INSERT ON sys_ai_quota_use FOR EACH ROW " + body,
+		"CREATE TRIGGER bench_quota_update AFTER UPDATE ON sys_ai_quota_use FOR EACH ROW " + body,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("count the quota writes: %w", err)
+		}
+	}
+	return func(ctx context.Context) (n int64, err error) {
+		err = db.QueryRowContext(ctx, "SELECT n FROM bench_quota_writes").Scan(&n)
+		return n, err
+	}, nil
+}
+
+// gatewayQuota is a quota rule's limit a day and the token of its user.
+type gatewayQuota struct {
+	calls int64
+	token string
+}
+
+// gatewayLeaseWrites sends POST /v1/execute at gatewayLeaseRate calls/s
+// for 10 s under each rule and prints the rows the database wrote
+// meanwhile (a lease taken as the calls start included).
+func gatewayLeaseWrites(ctx context.Context, url, body string, writes func(context.Context) (int64, error), rules []gatewayQuota) error {
+	const d = 10 * time.Second
+	fmt.Printf("   the leases' database writes at %d calls/s of one user under one rule, %s each (counted by triggers on sys_ai_quota_use):\n", gatewayLeaseRate, d)
+	for _, r := range rules {
+		call, closeFn, err := gatewaySpec{Kind: "post", URL: url, Body: body, Token: r.token}.dial(ctx)
+		if err != nil {
+			return err
+		}
+		before, err := writes(ctx)
+		if err != nil {
+			closeFn()
+			return err
+		}
+		n, took, err := paced(ctx, call, gatewayLeaseRate, d, 16)
+		closeFn()
+		if err != nil {
+			return fmt.Errorf("leases at %d a day: %w", r.calls, err)
+		}
+		after, err := writes(ctx)
+		if err != nil {
+			return err
+		}
+		w := after - before
+		size := quota.LeaseSize(r.calls)
+		fmt.Printf("   limit %d a day (leases of %d): %d calls at %.0f calls/s, %d writes: %.2f writes/s, %.2f per %d calls (expected: top-ups of %d, %.2f)\n",
+			r.calls, size, n, float64(n)/took.Seconds(), w, float64(w)/took.Seconds(),
+			float64(w)/float64(n)*gatewayLeaseRate, gatewayLeaseRate, size-size/4, gatewayLeaseRate/float64(size-size/4))
+	}
+	return nil
+}
+
+// paced makes calls at rate a second for d from conc goroutines (slower
+// when the calls cannot keep up), and returns the calls made and the time
+// they took.
+func paced(ctx context.Context, call func(context.Context) error, rate int, d time.Duration, conc int) (int64, time.Duration, error) {
+	var next, done atomic.Int64
+	interval := time.Second / time.Duration(rate)
+	t0 := time.Now()
+	errs := make(chan error, conc)
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				at := interval * time.Duration(next.Add(1)-1)
+				if at >= d {
+					return
+				}
+				time.Sleep(time.Until(t0.Add(at)))
+				if err := call(ctx); err != nil {
+					errs <- err
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	close(errs)
+	return done.Load(), took, <-errs
 }
 
 // httpRelay is the least any engine over HTTP can cost: a handler that

@@ -145,6 +145,8 @@ func main() {
 		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
 		traceOut = flag.String("trace", "", "write an execution trace of the run (this process; runtime/trace, for go tool trace) to this file")
+		blockOut = flag.String("blockprofile", "", "write a profile of where this process's goroutines blocked during the run (every event) to this file")
+		mutexOut = flag.String("mutexprofile", "", "write a profile of this process's mutex contention during the run (every event) to this file")
 		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
 		child    = flag.String("child", "", "internal: run a measurement in this child process")
 		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
@@ -206,13 +208,11 @@ func main() {
 		os.Exit(2)
 	}
 	opts.profileDir = *profDir
-	// A CPU profile and an execution trace of the whole run, each when
-	// asked for: start(file) begins writing to file, stop ends it.
-	for _, out := range []struct {
-		file  string
-		start func(io.Writer) error
-		stop  func()
-	}{{*cpuprof, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceOut, trace.Start, trace.Stop}} {
+	// A CPU profile, an execution trace, a block and a mutex profile of
+	// the whole run, each when asked for: start(file) begins writing to
+	// file, stop ends it.
+	for _, out := range []runProfile{{*cpuprof, pprof.StartCPUProfile, pprof.StopCPUProfile}, {*traceOut, trace.Start, trace.Stop},
+		contention(*blockOut, "block", runtime.SetBlockProfileRate), contention(*mutexOut, "mutex", func(r int) { runtime.SetMutexProfileFraction(r) })} {
 		if out.file == "" {
 			continue
 		}
@@ -242,6 +242,33 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// contention is the start and stop of the block or mutex profile (kind)
+// into file, recording every event: the runtime keeps these profiles
+// itself, so stop writes what it has.
+func contention(file, kind string, rate func(int)) runProfile {
+	var w io.Writer
+	return runProfile{file: file,
+		start: func(to io.Writer) error {
+			w = to
+			rate(1)
+			return nil
+		},
+		stop: func() {
+			if err := pprof.Lookup(kind).WriteTo(w, 0); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s profile: %v\n", kind, err)
+			}
+			rate(0)
+		}}
+}
+
+// runProfile is a profile or trace of the whole run: start begins writing
+// to file, stop ends it.
+type runProfile struct {
+	file  string
+	start func(io.Writer) error
+	stop  func()
 }
 
 // moduleRoot finds the directory of blindexec's go.mod, from the working

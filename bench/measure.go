@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -84,6 +86,19 @@ type figures struct {
 	cpu time.Duration
 	// tail is this process's runtime during the latency phase.
 	tail tail
+	// perRound is each round's p50 and calls/s: a ratio of two subjects
+	// taken round by round sees the same machine on both sides.
+	perRound []roundFigures
+	// idle is the share of the throughput phase's processor time (of
+	// GOMAXPROCS) the Go runtime found no goroutine to run: time the
+	// calls spent waiting, not working (time the host gave other
+	// processes is not in it).
+	idle float64
+}
+
+type roundFigures struct {
+	p50 time.Duration
+	rps float64
 }
 
 // latency runs call n times one after another and returns each duration.
@@ -132,7 +147,10 @@ func throughput(ctx context.Context, s subject, conc int, dur time.Duration) (in
 // per second at o.conc. The subjects take turns: o.rounds rounds, each
 // running every subject for its share of o.n calls and of o.dur, so that
 // a change in the machine's speed during the run (other tenants of the
-// host) falls on all of them alike and the ratios stay comparable.
+// host) falls on all of them alike and the ratios stay comparable. Every
+// other round runs them in reverse order, so that no subject always goes
+// first (or always after the same one), and each phase starts after a
+// collection, so that none pays for the garbage of the one before.
 func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, error) {
 	rounds := max(o.rounds, 1)
 	if o.profileDir != "" && rounds > 1 {
@@ -145,18 +163,29 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 	allocated := make([]uint64, len(subjects))
 	cpu := make([]time.Duration, len(subjects))
 	tails := make([]tail, len(subjects))
+	idle := make([]idleTime, len(subjects))
 	for _, s := range subjects {
 		if err := s.warmup(ctx, o.warmup); err != nil {
 			return nil, fmt.Errorf("%s: warm-up: %w", s.name, err)
 		}
 	}
 	var before, after runtime.MemStats
-	for range rounds {
-		for i, s := range subjects {
+	perRound := make([][]roundFigures, len(subjects))
+	order := make([]int, len(subjects))
+	for round := range rounds {
+		for j := range order {
+			order[j] = j
+		}
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			s := subjects[i]
 			stop, err := profile(o.profileDir, s.name+" latency")
 			if err != nil {
 				return nil, err
 			}
+			runtime.GC()
 			runtime.ReadMemStats(&before)
 			t0 := readTail()
 			d, err := s.latency(ctx, max(o.n/rounds, 1))
@@ -169,21 +198,27 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
 			lat[i] = append(lat[i], d...)
+			sortDurations(d)
+			perRound[i] = append(perRound[i], roundFigures{p50: quantile(d, 0.50)})
 		}
-		for i, s := range subjects {
+		for _, i := range order {
+			s := subjects[i]
 			stop, err := profile(o.profileDir, s.name+" throughput")
 			if err != nil {
 				return nil, err
 			}
-			cpu0 := processCPU()
+			runtime.GC()
+			cpu0, idle0 := processCPU(), readIdle()
 			n, took, err := s.throughput(ctx, o.conc, o.dur/time.Duration(rounds))
 			cpu[i] += processCPU() - cpu0
+			idle[i] = idle[i].add(idle0, readIdle())
 			stop()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
 			calls[i] += n
 			spent[i] += took
+			perRound[i][round].rps = float64(n) / took.Seconds()
 		}
 	}
 	out := make([]figures, len(subjects))
@@ -192,10 +227,27 @@ func measure(ctx context.Context, subjects []subject, o benchOpts) ([]figures, e
 		n := float64(max(len(lat[i]), 1))
 		tails[i].finish()
 		out[i] = figures{quantile(lat[i], 0.50), quantile(lat[i], 0.99), float64(calls[i]) / spent[i].Seconds(),
-			float64(mallocs[i]) / n, float64(allocated[i]) / n, cpu[i] / time.Duration(max(calls[i], 1)), tails[i]}
+			float64(mallocs[i]) / n, float64(allocated[i]) / n, cpu[i] / time.Duration(max(calls[i], 1)), tails[i], perRound[i], idle[i].share()}
 	}
 	return out, nil
 }
+
+// idleTime adds up the Go runtime's idle and total processor time over
+// phases.
+type idleTime struct{ idle, total float64 }
+
+// readIdle is the runtime's idle and total processor time so far.
+func readIdle() idleTime {
+	s := []metrics.Sample{{Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}}
+	metrics.Read(s)
+	return idleTime{s[0].Value.Float64(), s[1].Value.Float64()}
+}
+
+func (t idleTime) add(before, after idleTime) idleTime {
+	return idleTime{t.idle + after.idle - before.idle, t.total + after.total - before.total}
+}
+
+func (t idleTime) share() float64 { return t.idle / max(t.total, 1e-9) }
 
 // processCPU is the CPU time this process has used, user and system.
 func processCPU() time.Duration {
@@ -295,4 +347,37 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "MISSED"
+}
+
+// spread is the median and range of a subject's per-round ratios to
+// another's.
+type spread struct{ median, lo, hi float64 }
+
+func (s spread) String() string {
+	return fmt.Sprintf("%.3f [%.3f–%.3f]", s.median, s.lo, s.hi)
+}
+
+// perRoundRatios returns a's p50 over b's and a's calls/s over b's, round
+// by round: each ratio compares the two on the same machine at nearly the
+// same moment, which the totals of a run do not on a shared host.
+func perRoundRatios(a, b figures) (p50, rps spread) {
+	n := min(len(a.perRound), len(b.perRound))
+	p, r := make([]float64, n), make([]float64, n)
+	for i := range n {
+		p[i] = float64(a.perRound[i].p50) / float64(b.perRound[i].p50)
+		r[i] = a.perRound[i].rps / b.perRound[i].rps
+	}
+	return spreadOf(p), spreadOf(r)
+}
+
+func spreadOf(v []float64) spread {
+	if len(v) == 0 {
+		return spread{}
+	}
+	slices.Sort(v)
+	m := v[len(v)/2]
+	if len(v)%2 == 0 {
+		m = (v[len(v)/2-1] + m) / 2
+	}
+	return spread{median: m, lo: v[0], hi: v[len(v)-1]}
 }

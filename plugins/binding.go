@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/blindexec/blindexec/plugins/schema"
 )
 
 // Difference returns the first field, in a fixed order, in which inline
@@ -92,11 +94,13 @@ func generic(v any) any {
 // must be the row's; a row property it leaves out must be optional.
 func paramsDiff(row, inline any) string {
 	const field = "parameters"
-	r, ok1 := stripDescriptions(row).(map[string]any)
-	in, ok2 := stripDescriptions(inline).(map[string]any)
+	r, ok1 := row.(map[string]any)
+	in, ok2 := inline.(map[string]any)
 	if !ok1 || !ok2 {
-		return firstDiff(field, r, in)
+		return firstDiff(field, row, inline)
 	}
+	dropDescriptions(r)
+	dropDescriptions(in)
 	rp, _ := r["properties"].(map[string]any)
 	ip, ok := in["properties"].(map[string]any)
 	if !ok && in["properties"] != nil {
@@ -130,27 +134,15 @@ func paramsDiff(row, inline any) string {
 	return firstDiff(field, r, in)
 }
 
-// stripDescriptions returns a schema without its "description" keywords
-// (string values: a property named description is an object and stays).
-func stripDescriptions(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			if _, text := x.(string); k == "description" && text {
-				continue
-			}
-			out[k] = stripDescriptions(x)
+// dropDescriptions removes the description keyword of every schema object
+// in s, in place (s is freshly decoded): a property called description
+// stays, and so does a description inside a value (a default, an enum).
+func dropDescriptions(s map[string]any) {
+	schema.Walk(s, func(m map[string]any) {
+		if _, text := m["description"].(string); text {
+			delete(m, "description")
 		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = stripDescriptions(x)
-		}
-		return out
-	}
-	return v
+	})
 }
 
 // firstDiff is the path of the first place, in key order, where a and b

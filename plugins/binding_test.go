@@ -11,7 +11,8 @@ func TestDifference(t *testing.T) {
 			"q": {"type": "string", "description": "query"},
 			"tenant": {"type": "string"},
 			"description": {"type": "string", "description": "a property named description"},
-			"page": {"type": "integer", "minimum": 1}}},
+			"page": {"type": "integer", "minimum": 1},
+			"filter": {"type": "object", "default": {"description": "open"}}}},
 		"execution": {"method": "GET", "base_url": "https://api.example/{tenant}/s"},
 		"auth_config": {"type": "oauth2", "oauth2": {"token_url": "https://idp.example/t", "client_id": "ID", "client_secret": "CS"}},
 		"fixed_params": {"tenant": "acme", "n": 2}}`
@@ -39,6 +40,7 @@ func TestDifference(t *testing.T) {
 		{"a constraint loosened", `"minimum": 1`, `"minimum": 0`, "parameters.properties.page.minimum"},
 		{"extras admitted", `"type": "object", "required"`, `"type": "object", "additionalProperties": true, "required"`, "parameters.additionalProperties"},
 		{"a property added", `"tenant": {"type": "string"},`, `"tenant": {"type": "string"}, "admin": {"type": "boolean"},`, "parameters.properties.admin"},
+		{"a description inside a default", `{"description": "open"}`, `{"description": "closed"}`, "parameters.properties.filter.default.description"},
 		{"a required property made optional", `"required": ["q", "tenant"]`, `"required": ["q"]`, "parameters.required"},
 	}
 	r := mustParse(t, row)

@@ -72,38 +72,30 @@ func cache(variant string, params json.RawMessage, s *jsonschema.Schema) {
 }
 
 // nullableToType rewrites OpenAPI 3.0's `nullable: true` into a draft
-// 2020-12 type that admits null, throughout the schema, in place: the
-// schema is one just decoded, and copying it doubled what decoding
+// 2020-12 type that admits null, in every schema object of root (not in
+// a property called nullable, nor in enum or default values), in place:
+// the schema is one just decoded, and copying it doubled what decoding
 // allocates.
-func nullableToType(v any) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if k != "nullable" {
-				nullableToType(x)
-			}
-		}
+func nullableToType(root map[string]any) {
+	schema.Walk(root, func(t map[string]any) {
 		nullable, ok := t["nullable"]
 		if !ok {
 			return
 		}
 		delete(t, "nullable")
-		if nullable == true {
-			switch typ := t["type"].(type) {
-			case string:
-				t["type"] = []any{typ, "null"}
-			case []any:
-				t["type"] = append(append([]any{}, typ...), "null")
-			}
-			if e, ok := t["enum"].([]any); ok {
-				t["enum"] = append(append([]any{}, e...), nil)
-			}
+		if nullable != true {
+			return
 		}
-	case []any:
-		for _, x := range t {
-			nullableToType(x)
+		switch typ := t["type"].(type) {
+		case string:
+			t["type"] = []any{typ, "null"}
+		case []any:
+			t["type"] = append(append([]any{}, typ...), "null")
 		}
-	}
+		if e, ok := t["enum"].([]any); ok {
+			t["enum"] = append(append([]any{}, e...), nil)
+		}
+	})
 }
 
 var english = message.NewPrinter(language.English)

@@ -194,6 +194,8 @@ func FuzzSharedCompilation(f *testing.F) {
 	f.Add(sharedTwo, `{"ship_to":{},"count":0}`)
 	f.Add(`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"enum":[1,"1",null]}}},"c":{"type":"object","properties":{"b":{"enum":[1,"1",null]}}}}}`, `{"a":{"b":2},"c":{"b":"1"}}`)
 	f.Add(`{"type":"object","properties":{"x":{"type":"array","items":{"type":"object","properties":{"y":{"type":"string","nullable":true}}}},"z":{"type":"array","items":{"type":"object","properties":{"y":{"type":"string","nullable":true}}}}}}`, `{"x":[{"y":null}],"z":[{"y":3}]}`)
+	// Properties called as keywords are (nullable, oneOf), with nullable in a value.
+	f.Add(`{"type":"object","properties":{"nullable":{"type":"boolean"},"oneOf":{"type":"string","nullable":true},"d":{"default":{"nullable":true}}}}`, `{"nullable":"x","oneOf":null}`)
 	f.Fuzz(func(t *testing.T, params, value string) {
 		root, err := decodeParameters(json.RawMessage(params), nil)
 		if err != nil {

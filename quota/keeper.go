@@ -45,6 +45,8 @@ const (
 	// before it asks the database again (another replica may have given
 	// some back).
 	Recheck = time.Second
+	// refillTimeout bounds a top-up made in the background.
+	refillTimeout = 5 * time.Second
 )
 
 // Keeper applies the rules on one replica. It is safe for concurrent use.
@@ -58,7 +60,8 @@ type Keeper struct {
 	Now func() time.Time
 
 	refusals *prometheus.CounterVec
-	writes   atomic.Int64 // leases and give-backs written
+	writes   atomic.Int64   // leases and give-backs written
+	refills  sync.WaitGroup // top-ups under way
 
 	mu      sync.Mutex // serializes reloads
 	rules   atomic.Pointer[ruleSet]
@@ -83,6 +86,8 @@ type bucket struct {
 	failed    *UnavailableError
 	failedAt  time.Time // when the database last failed to lease
 	undo      func()    // giveBack, made once
+	// refilled, while a top-up is under way, is closed when it lands.
+	refilled chan struct{}
 }
 
 // giveBack returns a unit spent for a call that was not sent after all.
@@ -313,13 +318,29 @@ func (k *Keeper) bucket(key store.QuotaKey) *bucket {
 // at least one call.
 func LeaseSize(limit int64) int64 { return max(1, limit/100) }
 
-// spend takes one unit of b, leasing more when it holds none.
+// spend takes one unit of b. Once three quarters of a lease are spent it
+// tops the lease up in the background, so that the calls do not wait for
+// the database while the window has allowance; with none held it leases
+// before the call (after a pause, say, or when the calls outran the top-up).
 func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, now time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lastUse = now
+	for b.held <= 0 && b.refilled != nil {
+		ch := b.refilled
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		if ctx.Err() != nil {
+			return &UnavailableError{Rule: r.Name, Err: ctx.Err()}
+		}
+	}
 	if b.held > 0 {
 		b.held--
+		k.topUp(ctx, b, key, r, now)
 		return nil
 	}
 	if !b.spentSeen.IsZero() && now.Sub(b.spentSeen) < Recheck {
@@ -329,6 +350,47 @@ func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 		return b.failed // the database failed a moment ago: not asked again per call
 	}
 	granted, err := k.lease(ctx, b, key, r, LeaseSize(r.Calls))
+	if err = k.leased(ctx, b, r, granted, err, now); err != nil {
+		return err
+	}
+	b.held--
+	return nil
+}
+
+// topUp starts leasing b back up to one lease when it holds a quarter of
+// one or less (b is locked): one lease at most is held, so a replica that
+// crashes still loses at most one.
+func (k *Keeper) topUp(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, now time.Time) {
+	size := LeaseSize(r.Calls)
+	if b.refilled != nil || b.held > size/4 || size < 4 ||
+		(!b.spentSeen.IsZero() && now.Sub(b.spentSeen) < Recheck) || (b.failed != nil && now.Sub(b.failedAt) < Recheck) {
+		return
+	}
+	want := size - b.held
+	b.refilled = make(chan struct{})
+	k.refills.Add(1)
+	// Not the call's cancellation: the top-up is for the calls after it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refillTimeout)
+	go func() {
+		defer k.refills.Done()
+		defer cancel()
+		granted, used, err := k.src.LeaseQuota(ctx, key, r.amount(), want)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if err == nil {
+			k.granted(b, r, granted, used)
+		}
+		// No call waits on the outcome but through b: a spent window or a
+		// failure refuses the calls once what is held runs out.
+		_ = k.leased(ctx, b, r, granted, err, k.now())
+		close(b.refilled)
+		b.refilled = nil
+	}()
+}
+
+// leased records the outcome of a lease of b (locked): an error to refuse
+// the call with when nothing could be leased.
+func (k *Keeper) leased(ctx context.Context, b *bucket, r *Rule, granted int64, err error, now time.Time) error {
 	if err != nil {
 		if b.failed == nil {
 			k.logger.WarnContext(ctx, "quota lease failed; refusing what this replica holds no allowance for", "rule", r.Name, "err", err)
@@ -342,7 +404,6 @@ func (k *Keeper) spend(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 		return errSpent
 	}
 	b.spentSeen = time.Time{}
-	b.held = granted - 1
 	return nil
 }
 
@@ -352,12 +413,17 @@ func (k *Keeper) lease(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	if err != nil {
 		return 0, err
 	}
+	k.granted(b, r, granted, used)
+	return granted, nil
+}
+
+// granted adds a lease to b (locked).
+func (k *Keeper) granted(b *bucket, r *Rule, granted, used int64) {
 	if granted > 0 {
 		k.writes.Add(1)
 	}
 	b.held += granted
 	b.left = r.amount() - used
-	return granted, nil
 }
 
 // RunBudget is what a user's runs may still spend today under the run
@@ -445,9 +511,13 @@ func (k *Keeper) runBucket(r *Rule, user int64, now time.Time) (store.QuotaKey, 
 }
 
 // Tidy gives back the leases left unspent for IdleReturn (all of them
-// with all set: shutdown) and forgets the windows that are over and the
-// rules that are gone.
+// with all set: shutdown, once the top-ups under way have landed) and
+// forgets the windows that are over and the rules that are gone. The
+// calls do not wait for a give-back: it is taken out of the bucket first.
 func (k *Keeper) Tidy(ctx context.Context, all bool) {
+	if all {
+		k.refills.Wait()
+	}
 	now := k.now()
 	rs := k.rules.Load()
 	k.bmu.Lock()
@@ -467,15 +537,25 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 			current = start.Unix() == key.WindowStart
 		}
 		b.mu.Lock()
-		if current && b.held > 0 && (all || now.Sub(b.lastUse) >= IdleReturn) {
-			if err := k.src.ReturnQuota(ctx, key, b.held); err != nil {
+		var back int64
+		if current && b.held > 0 && b.refilled == nil && (all || now.Sub(b.lastUse) >= IdleReturn) {
+			back, b.held = b.held, 0
+		}
+		b.mu.Unlock()
+		if back > 0 {
+			err := k.src.ReturnQuota(ctx, key, back)
+			b.mu.Lock()
+			if err != nil {
 				k.logger.WarnContext(ctx, "quota lease not given back; it is kept for now", "rule", r.Name, "err", err)
+				b.held += back
 			} else {
-				b.held, b.lastUse = 0, now
+				b.lastUse = now
 				k.writes.Add(1)
 			}
+			b.mu.Unlock()
 		}
-		forget := !current || (b.held == 0 && now.Sub(b.lastUse) >= time.Minute)
+		b.mu.Lock()
+		forget := !current || (b.held == 0 && b.refilled == nil && now.Sub(b.lastUse) >= time.Minute)
 		b.mu.Unlock()
 		if forget {
 			k.bmu.Lock()

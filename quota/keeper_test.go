@@ -102,6 +102,86 @@ func TestOutageSpendsWhatIsHeld(t *testing.T) {
 	}
 }
 
+// gatedStore is a real store whose leases after the first wait until the
+// test lets them through: what the calls wait for shows.
+type gatedStore struct {
+	*store.Store
+	leases atomic.Int64
+	gate   chan struct{}
+}
+
+func (g *gatedStore) LeaseQuota(ctx context.Context, k store.QuotaKey, limit, want int64) (int64, int64, error) {
+	if g.leases.Add(1) > 1 {
+		<-g.gate
+	}
+	return g.Store.LeaseQuota(ctx, k, limit, want)
+}
+
+// TestTopUpInBackground: once three quarters of a lease are spent, the
+// replica leases back up to one lease while the calls go on spending what
+// it holds; a call that finds nothing held waits for that top-up rather
+// than leasing again; a replica never holds more than one lease.
+func TestTopUpInBackground(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		addRule(t, st, quota.Rule{Name: "all", Calls: 4000, Window: quota.Day}) // leases of 40
+		w := store.NewWatcher(st, time.Hour, nil)
+		if _, err := w.Poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		g := &gatedStore{Store: st, gate: make(chan struct{})}
+		k := quota.New(g, w, nil, time.UTC, nil)
+		ctx := t.Context()
+		// The 30th call leaves a quarter of the first lease and starts the
+		// top-up; the rest of the lease is spent while it waits.
+		for i := range 40 {
+			if _, err := k.Take(ctx, 7, refund); err != nil {
+				t.Fatalf("call %d: %v", i+1, err)
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); g.leases.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // the top-up's goroutine starting
+		}
+		if n := g.leases.Load(); n != 2 {
+			t.Fatalf("%d leases asked for after 40 calls, want the first and one top-up", n)
+		}
+		// Nothing held: the 41st call waits for the top-up, not for a
+		// lease of its own.
+		done := make(chan error)
+		go func() {
+			_, err := k.Take(ctx, 7, refund)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("call 41 went on with nothing held (%v)", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(g.gate)
+		if err := <-done; err != nil {
+			t.Fatalf("call 41: %v", err)
+		}
+		if n := g.leases.Load(); n != 2 {
+			t.Errorf("%d leases after call 41, want 2", n)
+		}
+		// The top-up brought the replica back to one lease, no more.
+		rules, err := k.Rules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, _ := quota.WindowOf(time.Now(), quota.Day, time.UTC)
+		used, err := st.QuotaUsed(ctx, store.QuotaKey{Rule: rules[0].ID, User: 7, WindowStart: start.Unix()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used > 41+40 {
+			t.Errorf("%d leased for 41 calls: more than one lease held", used)
+		}
+		if k.Writes() != 2 {
+			t.Errorf("%d writes, want 2", k.Writes())
+		}
+	})
+}
+
 // TestUndoAndNoUser: a call given back (nothing sent) does not count;
 // calls naming no user count as user 0's; a rule for another user does
 // not apply.

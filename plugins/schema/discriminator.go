@@ -86,55 +86,41 @@ func discriminatorValue(ref string, mapping map[string]any, ps map[string]any) (
 }
 
 // ForLLM returns a normalized schema as function calling wants it: every
-// oneOf shown as anyOf (the LLM needs the alternatives; the stored schema
-// keeps oneOf so that validation rejects a value matching several). s is
+// oneOf keyword shown as anyOf (the LLM needs the alternatives; the stored
+// schema keeps oneOf so that validation rejects a value matching several).
+// Properties called oneOf and values (enum, default) stay as they are. s is
 // not modified; parts without oneOf are shared.
 func ForLLM(s any) any {
-	out, _ := forLLM(s)
-	return out
+	if m, ok := s.(map[string]any); ok {
+		out, _ := forLLM(m)
+		return out
+	}
+	return s
 }
 
-func forLLM(s any) (any, bool) {
-	switch t := s.(type) {
-	case map[string]any:
-		var out map[string]any
-		for k, v := range t {
-			nv, changed := forLLM(v)
-			if k == "oneOf" {
-				if out == nil {
-					out = maps.Clone(t)
-				}
-				delete(out, k)
-				if _, both := t["anyOf"]; !both {
-					out["anyOf"] = nv
-				} // else the anyOf already lists what the LLM may send
-				continue
+func forLLM(t map[string]any) (map[string]any, bool) {
+	var out map[string]any
+	for k, v := range t {
+		nv, changed := mapSubschemas(k, v, forLLM)
+		if k == "oneOf" {
+			if out == nil {
+				out = maps.Clone(t)
 			}
-			if changed {
-				if out == nil {
-					out = maps.Clone(t)
-				}
-				out[k] = nv
+			delete(out, k)
+			if _, both := t["anyOf"]; !both {
+				out["anyOf"] = nv
+			} // else the anyOf already lists what the LLM may send
+			continue
+		}
+		if changed {
+			if out == nil {
+				out = maps.Clone(t)
 			}
+			out[k] = nv
 		}
-		if out == nil {
-			return t, false
-		}
-		return out, true
-	case []any:
-		var out []any
-		for i, v := range t {
-			if nv, changed := forLLM(v); changed {
-				if out == nil {
-					out = slices.Clone(t)
-				}
-				out[i] = nv
-			}
-		}
-		if out == nil {
-			return t, false
-		}
-		return out, true
 	}
-	return s, false
+	if out == nil {
+		return t, false
+	}
+	return out, true
 }

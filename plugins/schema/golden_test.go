@@ -26,6 +26,7 @@ func TestGolden(t *testing.T) {
 		{"depth3", Options{MaxDepth: 3}},
 		{"escaped", Options{}},
 		{"nullable30", Options{}},
+		{"keyword_names", Options{}}, // properties called nullable, oneOf, type, properties
 		{"typearrays31", Options{}},
 		{"oneof", Options{}},
 		{"allof", Options{}},
