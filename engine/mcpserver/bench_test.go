@@ -28,19 +28,7 @@ import (
 //
 //	go test -run '^$' -bench CallTool -benchmem ./engine/mcpserver/
 func BenchmarkCallTool(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("q")+`"}`)
-	}))
-	b.Cleanup(up.Close)
-	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
-	cat := catalog{{Name: "company_search", Description: "Searches companies.", Parameters: schema,
-		Execution:  plugins.Execution{Method: "GET", BaseURL: up.URL + "/search"},
-		AuthConfig: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "api_key", Target: "X-Api-Key"}}}}}
-	ex := engine.NewExecutor(egresstest.Client(b))
-	ex.Credentials = creds{7: {"api_key": httpSecret}}
-	ex.Recorder = engine.NewRecorder(discard{}, engine.RecorderOptions{})
-	b.Cleanup(func() { ex.Recorder.Close(context.Background()) })
+	svc, upURL, schema := serverOnly(b)
 
 	relay := func() *sdk.Server {
 		client := egresstest.Client(b)
@@ -53,7 +41,7 @@ func BenchmarkCallTool(b *testing.B) {
 				if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 					return nil, err
 				}
-				hr, _ := http.NewRequestWithContext(ctx, "GET", up.URL+"/search?q="+args.Q, nil)
+				hr, _ := http.NewRequestWithContext(ctx, "GET", upURL+"/search?q="+args.Q, nil)
 				hr.Header.Set("X-Api-Key", httpSecret)
 				resp, err := client.Do(hr)
 				if err != nil {
@@ -65,7 +53,6 @@ func BenchmarkCallTool(b *testing.B) {
 			})
 		return s
 	}
-	svc := mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
 	catalogServer := func() *sdk.Server { return svc.NewServer(7) }
 	authn := func(*http.Request) (mcpserver.Identity, error) {
 		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
@@ -133,15 +120,16 @@ type discard struct{}
 
 func (discard) WriteRecords(context.Context, []engine.Record) error { return nil }
 
-// serverOnly is the catalog's service for the server-only benchmarks: one
-// GET tool with a stored key, its upstream on loopback, records discarded.
-func serverOnly(b *testing.B) *mcpserver.Service {
+// serverOnly is the catalog's service for the benchmarks: one GET tool
+// with a stored key, its upstream on loopback (its URL returned for the
+// bare relay, with the tool's schema), records discarded.
+func serverOnly(b *testing.B) (svc *mcpserver.Service, upURL string, schema json.RawMessage) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"company":"ACME","q":"`+r.URL.Query().Get("q")+`"}`)
 	}))
 	b.Cleanup(up.Close)
-	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	schema = json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
 	cat := catalog{{Name: "company_search", Description: "Searches companies.", Parameters: schema,
 		Execution:  plugins.Execution{Method: "GET", BaseURL: up.URL + "/search"},
 		AuthConfig: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{{Source: "api_key", Target: "X-Api-Key"}}}}}
@@ -149,7 +137,7 @@ func serverOnly(b *testing.B) *mcpserver.Service {
 	ex.Credentials = creds{7: {"api_key": httpSecret}}
 	ex.Recorder = engine.NewRecorder(discard{}, engine.RecorderOptions{})
 	b.Cleanup(func() { ex.Recorder.Close(context.Background()) })
-	return mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)})
+	return mcpserver.NewService(cat, ex, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}, Logger: slog.New(slog.DiscardHandler)}), up.URL, schema
 }
 
 // The server-only benchmarks: the catalog's tools/call with a client that
@@ -166,7 +154,7 @@ const (
 
 // BenchmarkServeLinesCall: over stdio's framing (`mcp serve --stdio`).
 func BenchmarkServeLinesCall(b *testing.B) {
-	svc := serverOnly(b)
+	svc, _, _ := serverOnly(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	inR, inW := io.Pipe()
@@ -200,7 +188,8 @@ func BenchmarkServeLinesCall(b *testing.B) {
 // BenchmarkHandlerCall: over streamable HTTP (/mcp), the handler called
 // in process, without a network or a client's transport.
 func BenchmarkHandlerCall(b *testing.B) {
-	h := serverOnly(b).Handler(func(*http.Request) (mcpserver.Identity, error) {
+	svc, _, _ := serverOnly(b)
+	h := svc.Handler(func(*http.Request) (mcpserver.Identity, error) {
 		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
 	})
 	header := http.Header{"Authorization": {"Bearer bench"}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
