@@ -298,7 +298,13 @@ func (b *browser) confirm(base, page, decision string) (int, string) {
 	if form.Get("flow") == "" {
 		b.t.Fatalf("no confirmation form in:\n%s", page)
 	}
-	resp, err := b.client.PostForm(base+connections.ConfirmPath, form)
+	return b.postForm(base+connections.ConfirmPath, form)
+}
+
+// postForm posts form to u from the browser and returns the page.
+func (b *browser) postForm(u string, form url.Values) (int, string) {
+	b.t.Helper()
+	resp, err := b.client.PostForm(u, form)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -1,0 +1,91 @@
+package connections_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// TestFlowReplays: a callback or confirmation sent again, the CSRF token
+// of one flow on another, and a state of excessive length or hostile
+// bytes are refused with a page, and store nothing more.
+func TestFlowReplays(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+	e.registerProvider()
+	connected := func(t *testing.T) int {
+		t.Helper()
+		cs, err := e.st.ListOAuthConnections(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	post := func(b *browser, form url.Values) (int, string) {
+		t.Helper()
+		code, page := b.postForm(e.lb.URL+connections.ConfirmPath, form)
+		return code, page
+	}
+	formOf := func(page, decision string) url.Values {
+		f := url.Values{"decision": {decision}}
+		for _, m := range formField.FindAllStringSubmatch(page, -1) {
+			f.Set(m[1], m[2])
+		}
+		return f
+	}
+
+	t.Run("callback and confirmation sent again", func(t *testing.T) {
+		b := e.browser("a")
+		code, page, _ := b.get(e.authorize(7, ""))
+		if code != http.StatusOK {
+			t.Fatalf("confirmation page: %d\n%s", code, page)
+		}
+		callback := b.last
+		form := formOf(page, "connect")
+		if code, page := post(b, form); code != http.StatusOK {
+			t.Fatalf("confirm: %d\n%s", code, page)
+		}
+		if code, page, _ := b.get(callback); code == http.StatusOK || strings.Contains(page, "<form") {
+			t.Fatalf("callback replayed: %d\n%s", code, page)
+		}
+		if code, page := post(b, form); code == http.StatusOK {
+			t.Fatalf("confirmation replayed: %d\n%s", code, page)
+		}
+		if n := connected(t); n != 1 {
+			t.Fatalf("%d connections", n)
+		}
+	})
+	t.Run("another flow's CSRF token", func(t *testing.T) {
+		b := e.browser("b")
+		_, pageA, _ := b.get(e.authorize(8, ""))
+		_, pageB, _ := b.get(e.authorize(8, ""))
+		a, other := formOf(pageA, "connect"), formOf(pageB, "connect")
+		a.Set("csrf", other.Get("csrf"))
+		if code, page := post(b, a); code != http.StatusForbidden {
+			t.Fatalf("%d\n%s", code, page)
+		}
+		if n := connected(t); n != 1 {
+			t.Fatalf("%d connections", n)
+		}
+	})
+	for _, tc := range []struct{ name, state string }{
+		{"a state of 64 KiB", strings.Repeat("s", 64<<10)},
+		{"a state of hostile bytes", "\x00<script>alert(1)</script>\r\n'\"; DROP TABLE sys_ai_oauth_flow; --\xff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := e.browser("c")
+			code, page, _ := b.get(e.lb.URL + connections.CallbackPath + "?" + url.Values{"state": {tc.state}, "code": {tc.state}}.Encode())
+			if code != http.StatusBadRequest || strings.Contains(page, "<script>") {
+				t.Fatalf("%d\n%s", code, page)
+			}
+			if n := connected(t); n != 1 {
+				t.Fatalf("%d connections", n)
+			}
+		})
+	}
+}
