@@ -390,7 +390,8 @@ func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err er
 // failing (logged; the page says only what the user can act on).
 func (s *Service) failed(w http.ResponseWriter, r *http.Request, err error, status int, title, text string) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNoProvider) {
-		s.logger().WarnContext(r.Context(), "oauth flow", "path", r.URL.Path, "err", err)
+		// The route, not the path: a start URL's path is its handle.
+		s.logger().WarnContext(r.Context(), "oauth flow", "route", r.Pattern, "err", err)
 		status, text = http.StatusServiceUnavailable, "The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later."
 	}
 	page(w, status, pageData{Title: title, Text: text})

@@ -2,9 +2,11 @@ package connections_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -35,5 +37,53 @@ func TestDatabaseDownDuringCall(t *testing.T) {
 		if strings.Contains(string(b), s) || strings.Contains(e.logs.String(), s) {
 			t.Fatal("a token shows")
 		}
+	}
+}
+
+// TestDatabaseDownDuringFlow: a start URL or callback reached while the
+// database is gone says so on its page; the log says what failed without
+// the handle, state or code.
+func TestDatabaseDownDuringFlow(t *testing.T) {
+	for _, step := range []string{"start", "callback"} {
+		t.Run(step, func(t *testing.T) {
+			e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+			e.registerProvider()
+			start := e.authorize(7, "")
+			b := e.browser("a")
+			target, secrets := start, []string{start[strings.LastIndex(start, "/")+1:]}
+			if step == "callback" {
+				b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+					if strings.HasPrefix(req.URL.String(), e.lb.URL+connections.CallbackPath) {
+						return http.ErrUseLastResponse
+					}
+					return nil
+				}
+				resp, err := b.client.Get(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				u, err := resp.Location()
+				if err != nil {
+					t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
+				}
+				target, secrets = u.String(), []string{u.Query().Get("state"), u.Query().Get("code")}
+			}
+			if err := e.st.DB().Close(); err != nil {
+				t.Fatal(err)
+			}
+			if code, page, _ := b.get(target); code != http.StatusServiceUnavailable {
+				t.Fatalf("%d\n%s", code, page)
+			}
+			logs := e.logs.String()
+			if !strings.Contains(logs, "oauth flow") {
+				t.Fatalf("the failure is not logged:\n%s", logs)
+			}
+			for _, s := range secrets {
+				if s == "" || strings.Contains(logs, s) {
+					t.Fatalf("the log holds %q:\n%s", s, logs)
+				}
+			}
+		})
 	}
 }
