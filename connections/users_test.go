@@ -29,6 +29,7 @@ func TestConnectionRoutesPerUser(t *testing.T) {
 		{"a user lists another's", "GET", "/v1/connections?user_id=2", alice, nil, http.StatusForbidden},
 		{"a user disconnects another's", "DELETE", "/v1/connections/acme?user_id=2", alice, nil, http.StatusForbidden},
 		{"a user executes as another", "POST", "/v1/execute", alice, map[string]any{"name": "acme_me", "arguments": map[string]any{}, "user_id": 2}, http.StatusForbidden},
+		{"a user names itself on the confirmation page", "POST", "/v1/connections/acme/authorize", alice, map[string]any{"display_name": "Bob"}, http.StatusForbidden},
 		{"the service authorizes for nobody", "POST", "/v1/connections/acme/authorize", serviceToken, map[string]any{}, http.StatusBadRequest},
 		{"the service disconnects nobody's", "DELETE", "/v1/connections/acme", serviceToken, nil, http.StatusBadRequest},
 		{"a user authorizes for itself", "POST", "/v1/connections/acme/authorize", alice, map[string]any{}, http.StatusOK},
