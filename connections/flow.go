@@ -217,9 +217,9 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p, err := s.providerRow(ctx, f.Provider)
-	if err != nil {
+	if err != nil || p.Status != store.StatusEnabled {
 		done()
-		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed or disabled it. Nothing was connected.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -347,6 +347,11 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 	p, err := s.providerRow(ctx, f.Provider)
 	if err != nil {
 		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		return
+	}
+	if p.Status != store.StatusEnabled {
+		s.revoke(ctx, p, access, refresh)
+		page(w, http.StatusConflict, pageData{Title: "The provider is not available", Text: "The administrator disabled it. The access just granted was revoked. Nothing was connected."})
 		return
 	}
 	if !connect {

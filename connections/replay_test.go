@@ -89,3 +89,60 @@ func TestFlowReplays(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderDisabledMidFlow: a provider the administrator disables
+// while a person is at its sign-in page connects nobody: the callback
+// exchanges no code, and a confirmation already on screen revokes the
+// tokens it holds.
+func TestProviderDisabledMidFlow(t *testing.T) {
+	for _, at := range []string{"callback", "confirmation"} {
+		t.Run(at, func(t *testing.T) {
+			e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+			e.registerProvider()
+			disable := func() {
+				t.Helper()
+				p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
+					"revocation_url": e.as.URL + "/revoke", "client_id": "c", "enabled": false}
+				if code, out := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
+					t.Fatalf("disable: %d %v", code, out)
+				}
+			}
+			b := e.browser("a")
+			var code int
+			var page string
+			if at == "callback" {
+				b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+					if strings.HasPrefix(req.URL.String(), e.lb.URL+connections.CallbackPath) {
+						return http.ErrUseLastResponse
+					}
+					return nil
+				}
+				resp, err := b.client.Get(e.authorize(7, ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				cb, err := resp.Location()
+				if err != nil {
+					t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
+				}
+				b.client.CheckRedirect = nil
+				disable()
+				code, page, _ = b.get(cb.String())
+			} else {
+				_, confirmPage, _ := b.get(e.authorize(7, ""))
+				disable()
+				code, page = b.confirm(e.lb.URL, confirmPage, "connect")
+				if n := e.as.Revocations.Load(); n == 0 {
+					t.Fatal("the tokens obtained were not revoked")
+				}
+			}
+			if code != http.StatusConflict || !strings.Contains(page, "disabled") {
+				t.Fatalf("%d\n%s", code, page)
+			}
+			if cs, _ := e.st.ListOAuthConnections(context.Background(), 0); len(cs) != 0 {
+				t.Fatalf("stored: %+v", cs)
+			}
+		})
+	}
+}
