@@ -420,11 +420,21 @@ func accountOf(tok *oauth2.Token) string {
 		return ""
 	}
 	for _, k := range []string{"email", "preferred_username", "name", "sub"} {
-		if v, ok := claims[k].(string); ok && v != "" {
+		if v, ok := claims[k].(string); ok && v != "" && printable(v) {
 			return v
 		}
 	}
 	return ""
+}
+
+// printable reports whether provider text may be shown as a name:
+// without control characters (a terminal listing connections would obey
+// an escape sequence) or bidirectional controls (which would show another
+// name than the one stored).
+func printable(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	})
 }
 
 func clip(s string, n int) string {
