@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/logbuf"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -36,24 +36,6 @@ const (
 
 // masterKey is the vault key of every replica in these tests.
 var masterKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
-
-// syncBuffer collects every replica's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // replica is one engine process: its own executor, connections service
 // (and so its own single-flight), change watcher and API handler, over
@@ -76,7 +58,7 @@ type env struct {
 	api      *httptest.Server
 	lb       *httptest.Server
 	replicas []*replica
-	logs     *syncBuffer
+	logs     *logbuf.Buffer
 	keys     *auth.Keyring
 	apiHits  atomic.Int64
 	// api401 makes the API answer 401 whatever the token (an API refusing
@@ -95,7 +77,7 @@ type envOptions struct {
 
 func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, st: st, logs: &syncBuffer{}}
+	e := &env{t: t, st: st, logs: &logbuf.Buffer{}}
 	var err error
 	if e.keys, err = auth.ParseKeyring(masterKey, ""); err != nil {
 		t.Fatal(err)
