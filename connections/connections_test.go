@@ -58,7 +58,7 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 		if _, list := e.do("GET", "/v1/connections?user_id=7", serviceToken, nil); len(list["connections"].([]any)) != 0 {
 			t.Fatalf("a connection before the confirmation: %v", list)
 		}
-		if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+		if code, page := b.confirm(page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
 			t.Fatalf("confirm: %d\n%s", code, page)
 		}
 		access, refresh := e.tokens(7)
@@ -77,7 +77,7 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 		}
 
 		// The confirmation and the callback are spent.
-		if code, page := b.confirm(e.lb.URL, page, "connect"); code == http.StatusOK {
+		if code, page := b.confirm(page, "connect"); code == http.StatusOK {
 			t.Fatalf("a confirmation replayed was accepted:\n%s", page)
 		}
 		if code, _, _ := b.get(callback); code == http.StatusOK {
@@ -173,7 +173,7 @@ func TestDeclineRevokes(t *testing.T) {
 	if !strings.Contains(page, "to <strong>user 7</strong>") {
 		t.Fatalf("without display_name the page names the engine user:\n%s", page)
 	}
-	if code, page := b.confirm(e.lb.URL, page, "decline"); code != http.StatusOK || !strings.Contains(page, "revoked") {
+	if code, page := b.confirm(page, "decline"); code != http.StatusOK || !strings.Contains(page, "revoked") {
 		t.Fatalf("decline: %d\n%s", code, page)
 	}
 	if n := e.as.Revocations.Load(); n != 2 {

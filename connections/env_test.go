@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -57,6 +58,7 @@ type env struct {
 	as       *oauthtest.Server
 	api      *httptest.Server
 	lb       *httptest.Server
+	prefix   string // envOptions.prefix
 	replicas []*replica
 	logs     *logbuf.Buffer
 	keys     *auth.Keyring
@@ -73,21 +75,28 @@ type envOptions struct {
 	noBrowser  bool // BLINDEXEC_BROWSER_URL unset
 	withIssuer bool
 	console    bool // serve the console (its sessions) too
+	// prefix is the path BLINDEXEC_BROWSER_URL ends in: a reverse proxy
+	// serving the engine under it, stripping it on the way in.
+	prefix string
 }
 
 func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, st: st, logs: &logbuf.Buffer{}}
+	e := &env{t: t, st: st, logs: &logbuf.Buffer{}, prefix: o.prefix}
 	var err error
 	if e.keys, err = auth.ParseKeyring(masterKey, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := e.next.Add(1)
-		e.replicas[int(i)%len(e.replicas)].handler.ServeHTTP(w, r)
+		h := e.replicas[int(i)%len(e.replicas)].handler
+		if o.prefix != "" {
+			h = http.StripPrefix(o.prefix, h)
+		}
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.lb.Close)
-	e.as = oauthtest.New(t, oauthtest.Options{RedirectURI: e.lb.URL + connections.CallbackPath, Scopes: []string{"read", "write"},
+	e.as = oauthtest.New(t, oauthtest.Options{RedirectURI: e.lb.URL + o.prefix + connections.CallbackPath, Scopes: []string{"read", "write"},
 		AccessTokenLifespan: o.lifespan})
 	if o.withIssuer {
 		e.as.Issuer = e.as.URL
@@ -119,7 +128,7 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 		inner.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.api.Close)
-	browser := e.lb.URL
+	browser := e.lb.URL + o.prefix
 	if o.noBrowser {
 		browser = ""
 	}
@@ -176,7 +185,7 @@ func (e *env) do(method, path, token string, body any) (int, map[string]any) {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, e.lb.URL+path, rd)
+	req, _ := http.NewRequest(method, e.lb.URL+e.prefix+path, rd)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -270,17 +279,26 @@ func (b *browser) get(u string) (int, string, http.Header) {
 
 var formField = regexp.MustCompile(`name="(flow|csrf)" value="([^"]*)"`)
 
-// confirm posts the confirmation form of page with decision.
-func (b *browser) confirm(base, page, decision string) (int, string) {
+var formAction = regexp.MustCompile(`<form method="post" action="([^"]*)"`)
+
+// confirm posts the confirmation form of page with decision, to the
+// form's action as a browser resolves it against the page's URL.
+func (b *browser) confirm(page, decision string) (int, string) {
 	b.t.Helper()
 	form := url.Values{"decision": {decision}}
 	for _, m := range formField.FindAllStringSubmatch(page, -1) {
 		form.Set(m[1], m[2])
 	}
-	if form.Get("flow") == "" {
+	action := formAction.FindStringSubmatch(page)
+	if form.Get("flow") == "" || action == nil {
 		b.t.Fatalf("no confirmation form in:\n%s", page)
 	}
-	return b.postForm(base+connections.ConfirmPath, form)
+	base, _ := url.Parse(b.last)
+	to, err := base.Parse(html.UnescapeString(action[1]))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.postForm(to.String(), form)
 }
 
 // postForm posts form to u from the browser and returns the page.
@@ -314,7 +332,7 @@ func (e *env) connect(user int64, account string) *browser {
 	if code != http.StatusOK || !strings.Contains(page, "Connect") {
 		e.t.Fatalf("confirmation page: %d\n%s", code, page)
 	}
-	if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+	if code, page := b.confirm(page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
 		e.t.Fatalf("confirm: %d\n%s", code, page)
 	}
 	return b

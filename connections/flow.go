@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -163,7 +164,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionU
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookiePrefix + f.ID, Value: binding, Path: "/oauth/", MaxAge: int(time.Until(f.ExpiresAt).Seconds()),
+		Name: cookiePrefix + f.ID, Value: binding, Path: s.browserPath() + "/oauth/", MaxAge: int(time.Until(f.ExpiresAt).Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(s.BrowserURL, "https://"),
 	})
 	conf := s.config(p, "", callback)
@@ -179,6 +180,17 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionU
 		}
 	}
 	http.Redirect(w, r, conf.AuthCodeURL(state, opts...), http.StatusFound)
+}
+
+// browserPath is the path BLINDEXEC_BROWSER_URL ends in ("" at the root):
+// a reverse proxy may serve the engine under one, and the flow's cookie,
+// form and links must stay under it.
+func (s *Service) browserPath() string {
+	u, err := url.Parse(s.BrowserURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(u.Path, "/")
 }
 
 // bound checks that the request carries the flow's cookie.
@@ -281,7 +293,7 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	page(w, http.StatusOK, pageData{Title: "Connect your " + p.Name + " account?", Confirm: true,
 		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
-		Action: ConfirmPath})
+		Action: s.browserPath() + ConfirmPath})
 }
 
 // exchange trades the code for tokens with the stored PKCE verifier.
@@ -338,7 +350,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, http.StatusBadRequest, "This confirmation was used already or has expired", "Nothing more was connected. Start again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: s.browserPath() + "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	access, refresh, err := s.flowTokens(f)
 	if err != nil {
 		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "Nothing was connected.")
@@ -378,7 +390,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
-	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: true})
+	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: s.browserPath() + "/console/#/connections"})
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
@@ -471,7 +483,7 @@ type pageData struct {
 	Action                                           string
 	// Back links the console's connections page: a connect begun there
 	// ends there.
-	Back bool
+	Back string
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -492,7 +504,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <button type="submit" name="decision" value="decline">Decline</button>
 </form>
 {{end}}
-{{if .Back}}<p><a href="/console/#/connections">Back to your connections in the console</a></p>{{end}}
+{{if .Back}}<p><a href="{{.Back}}">Back to your connections in the console</a></p>{{end}}
 </body></html>
 `))
 

@@ -57,7 +57,7 @@ func TestProviderRedirectFollowsNowhere(t *testing.T) {
 				if code != http.StatusOK {
 					t.Fatalf("confirmation page: %d\n%s", code, page)
 				}
-				if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK {
+				if code, page := b.confirm(page, "connect"); code != http.StatusOK {
 					t.Fatalf("confirm: %d\n%s", code, page)
 				}
 				if code, out := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNoContent {

@@ -132,7 +132,7 @@ func TestProviderDisabledMidFlow(t *testing.T) {
 			} else {
 				_, confirmPage, _ := b.get(e.authorize(7, ""))
 				disable()
-				code, page = b.confirm(e.lb.URL, confirmPage, "connect")
+				code, page = b.confirm(confirmPage, "connect")
 				if n := e.as.Revocations.Load(); n == 0 {
 					t.Fatal("the tokens obtained were not revoked")
 				}
@@ -144,5 +144,26 @@ func TestProviderDisabledMidFlow(t *testing.T) {
 				t.Fatalf("stored: %+v", cs)
 			}
 		})
+	}
+}
+
+// TestBrowserURLWithPath: BLINDEXEC_BROWSER_URL may end in a path (the
+// engine behind a reverse proxy under /engine): the flow's cookie, its
+// confirmation form and its link back to the console stay under it.
+func TestBrowserURLWithPath(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{prefix: "/engine"})
+	e.registerProvider()
+	e.addPlugin("acme_me", "read")
+	b := e.browser("alice")
+	code, page, _ := b.get(e.authorize(7, ""))
+	if code != http.StatusOK || !strings.Contains(page, `action="/engine/oauth/confirm"`) {
+		t.Fatalf("confirmation page: %d\n%s", code, page)
+	}
+	code, page = b.confirm(page, "connect")
+	if code != http.StatusOK || !strings.Contains(page, "is connected") || !strings.Contains(page, `href="/engine/console/#/connections"`) {
+		t.Fatalf("confirm: %d\n%s", code, page)
+	}
+	if o := outputOf(t, e.call("acme_me", 7)); o["account"] != "alice" {
+		t.Fatalf("call: %v", o)
 	}
 }
