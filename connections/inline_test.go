@@ -87,3 +87,37 @@ func TestInlinePluginsCannotLoosen(t *testing.T) {
 		t.Fatalf("the other origin got %d requests, %d with a bearer token", hits.Load(), bearers.Load())
 	}
 }
+
+// TestUnauthorizedOffOrigin: a catalog API redirecting to another origin
+// that answers 401 gets no token there (the redirect drops it), so the
+// 401 is the call's answer: no refresh, no refusal as if the token had
+// been meant for that origin.
+func TestUnauthorizedOffOrigin(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+	e.registerProvider()
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"who are you"}`, http.StatusUnauthorized)
+	}))
+	t.Cleanup(elsewhere.Close)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/login", http.StatusFound)
+	}))
+	t.Cleanup(redirector.Close)
+	doc := fmt.Sprintf(`{"name": "acme_redir", "description": "d", "parameters": {"type": "object", "properties": {}},
+		"execution": {"method": "GET", "base_url": %q},
+		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["read"]}}}`, redirector.URL+"/go")
+	var row map[string]any
+	json.Unmarshal([]byte(doc), &row)
+	if code, out := e.do("POST", "/v1/plugins", adminToken, row); code != http.StatusCreated {
+		t.Fatalf("add plugin: %d %v", code, out)
+	}
+	e.poll()
+	e.connect(7, "alice")
+	out := e.call("acme_redir", 7)
+	if code, _ := errorOf(out); code != "http_error" || out["http_status"] != float64(http.StatusUnauthorized) {
+		t.Fatalf("got %v", out)
+	}
+	if n := e.as.Refreshes.Load(); n != 0 {
+		t.Fatalf("%d refreshes for a 401 from an origin that got no token", n)
+	}
+}
