@@ -245,6 +245,12 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	// mix-up attack would bring another's).
 	if iss, sent := q["iss"]; sent && (p.Issuer == "" || iss[0] != p.Issuer) {
 		done()
+		if p.Issuer == "" {
+			// Not an attack as such: the administrator left the issuer
+			// out, and cannot see the refusal otherwise.
+			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",
+				"provider", p.Name, "iss", clip(iss[0], 255))
+		}
 		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer came from another issuer",
 			Text: "Its iss parameter is not the issuer registered for " + p.Name + ". Nothing was connected."})
 		return

@@ -167,3 +167,19 @@ func TestBrowserURLWithPath(t *testing.T) {
 		t.Fatalf("call: %v", o)
 	}
 }
+
+// TestIssuerNotRegistered: a provider sending iss (RFC 9207) registered
+// without its issuer connects nobody, and the administrator reads in the
+// log what to register.
+func TestIssuerNotRegistered(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+	e.registerProvider() // without issuer
+	e.as.Issuer = e.as.URL
+	code, page, _ := e.browser("a").get(e.authorize(7, ""))
+	if code != http.StatusBadRequest || !strings.Contains(page, "issuer") {
+		t.Fatalf("%d\n%s", code, page)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "register") || !strings.Contains(logs, e.as.URL) {
+		t.Fatalf("the log does not say which issuer to register:\n%s", logs)
+	}
+}
