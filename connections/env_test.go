@@ -218,20 +218,59 @@ func (e *env) registerProvider() {
 	}
 }
 
-// addPlugin adds the catalog plugin "acme_me": GET <api>/me with the
-// user's acme connection, needing scopes.
+// addPlugin adds the catalog plugin name: GET <api>/me with the user's
+// acme connection, needing scopes.
 func (e *env) addPlugin(name string, scopes ...string) {
+	e.addPluginAt(name, e.api.URL+"/me", scopes...)
+}
+
+// addPluginAt adds the catalog plugin name: GET base with the user's acme
+// connection, needing scopes.
+func (e *env) addPluginAt(name, base string, scopes ...string) {
 	e.t.Helper()
 	sc, _ := json.Marshal(scopes)
 	doc := fmt.Sprintf(`{"name": %q, "description": "who am I at acme", "parameters": {"type": "object", "properties": {}},
 		"execution": {"method": "GET", "base_url": %q},
-		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": %s}}}`, name, e.api.URL+"/me", sc)
+		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": %s}}}`, name, base, sc)
 	var body map[string]any
 	json.Unmarshal([]byte(doc), &body)
 	if code, out := e.do("POST", "/v1/plugins", adminToken, body); code != http.StatusCreated {
 		e.t.Fatalf("add plugin: %d %v", code, out)
 	}
 	e.poll()
+}
+
+// redirectTo is a server on its own origin redirecting every request to
+// target with status.
+func redirectTo(t *testing.T, status int, target string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// stopAtProvider opens start in b and returns the callback URL the
+// provider sent the browser to, unopened.
+func (e *env) stopAtProvider(b *browser, start string) *url.URL {
+	e.t.Helper()
+	b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), e.lb.URL+e.prefix+connections.CallbackPath) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	defer func() { b.client.CheckRedirect = nil }()
+	resp, err := b.client.Get(start)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, err := resp.Location()
+	if err != nil {
+		e.t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
+	}
+	return u
 }
 
 // call calls a catalog plugin for user.

@@ -29,19 +29,7 @@ func TestInlinePluginsCannotLoosen(t *testing.T) {
 		fmt.Fprint(w, `{}`)
 	}))
 	t.Cleanup(elsewhere.Close)
-	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, elsewhere.URL+"/steal", http.StatusFound)
-	}))
-	t.Cleanup(redirector.Close)
-	doc := fmt.Sprintf(`{"name": "acme_redir", "description": "d", "parameters": {"type": "object", "properties": {}},
-		"execution": {"method": "GET", "base_url": %q},
-		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["read"]}}}`, redirector.URL+"/go")
-	var row map[string]any
-	json.Unmarshal([]byte(doc), &row)
-	if code, out := e.do("POST", "/v1/plugins", adminToken, row); code != http.StatusCreated {
-		t.Fatalf("add plugin: %d %v", code, out)
-	}
-	e.poll()
+	e.addPluginAt("acme_redir", redirectTo(t, http.StatusFound, elsewhere.URL).URL+"/steal", "read")
 	e.connect(7, "alice")
 	access, _ := e.tokens(7)
 
@@ -99,19 +87,7 @@ func TestUnauthorizedOffOrigin(t *testing.T) {
 		http.Error(w, `{"error":"who are you"}`, http.StatusUnauthorized)
 	}))
 	t.Cleanup(elsewhere.Close)
-	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, elsewhere.URL+"/login", http.StatusFound)
-	}))
-	t.Cleanup(redirector.Close)
-	doc := fmt.Sprintf(`{"name": "acme_redir", "description": "d", "parameters": {"type": "object", "properties": {}},
-		"execution": {"method": "GET", "base_url": %q},
-		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["read"]}}}`, redirector.URL+"/go")
-	var row map[string]any
-	json.Unmarshal([]byte(doc), &row)
-	if code, out := e.do("POST", "/v1/plugins", adminToken, row); code != http.StatusCreated {
-		t.Fatalf("add plugin: %d %v", code, out)
-	}
-	e.poll()
+	e.addPluginAt("acme_redir", redirectTo(t, http.StatusFound, elsewhere.URL).URL+"/login", "read")
 	e.connect(7, "alice")
 	out := e.call("acme_redir", 7)
 	if code, _ := errorOf(out); code != "http_error" || out["http_status"] != float64(http.StatusUnauthorized) {

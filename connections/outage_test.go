@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -52,21 +51,7 @@ func TestDatabaseDownDuringFlow(t *testing.T) {
 			b := e.browser("a")
 			target, secrets := start, []string{start[strings.LastIndex(start, "/")+1:]}
 			if step == "callback" {
-				b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-					if strings.HasPrefix(req.URL.String(), e.lb.URL+connections.CallbackPath) {
-						return http.ErrUseLastResponse
-					}
-					return nil
-				}
-				resp, err := b.client.Get(start)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				u, err := resp.Location()
-				if err != nil {
-					t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
-				}
+				u := e.stopAtProvider(b, start)
 				target, secrets = u.String(), []string{u.Query().Get("state"), u.Query().Get("code")}
 			}
 			if err := e.st.DB().Close(); err != nil {

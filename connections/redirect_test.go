@@ -36,10 +36,7 @@ func TestProviderRedirectFollowsNowhere(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 			}))
 			t.Cleanup(elsewhere.Close)
-			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
-			}))
-			t.Cleanup(redirector.Close)
+			redirector := redirectTo(t, http.StatusTemporaryRedirect, elsewhere.URL)
 			p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
 				"revocation_url": e.as.URL + "/revoke", "scopes": []string{"openid", "read"}, "client_id": oauthtest.ClientID,
 				"client_secret": oauthtest.ClientSecret}

@@ -111,22 +111,7 @@ func TestProviderDisabledMidFlow(t *testing.T) {
 			var code int
 			var page string
 			if at == "callback" {
-				b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-					if strings.HasPrefix(req.URL.String(), e.lb.URL+connections.CallbackPath) {
-						return http.ErrUseLastResponse
-					}
-					return nil
-				}
-				resp, err := b.client.Get(e.authorize(7, ""))
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				cb, err := resp.Location()
-				if err != nil {
-					t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
-				}
-				b.client.CheckRedirect = nil
+				cb := e.stopAtProvider(b, e.authorize(7, ""))
 				disable()
 				code, page, _ = b.get(cb.String())
 			} else {
