@@ -102,6 +102,13 @@ func (s *Server) authorizeConnection(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !decodeStrict(w, r, &req) {
 		return
 	}
+	if req.DisplayName != "" && principalFrom(r.Context()).role == roleUser {
+		// The confirmation page's name is the hand-over's defence: the
+		// one asking for a link for itself must not choose it, or it
+		// would name the person it means to hand the link to.
+		writeError(w, http.StatusForbidden, "forbidden", "display_name: named by the service or the administrator only; a per-user token's link names its engine user", nil)
+		return
+	}
 	user, ok := s.connectionUser(w, r, int64(req.UserID))
 	if !ok {
 		return

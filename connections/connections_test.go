@@ -58,7 +58,7 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 		if _, list := e.do("GET", "/v1/connections?user_id=7", serviceToken, nil); len(list["connections"].([]any)) != 0 {
 			t.Fatalf("a connection before the confirmation: %v", list)
 		}
-		if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+		if code, page := b.confirm(page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
 			t.Fatalf("confirm: %d\n%s", code, page)
 		}
 		access, refresh := e.tokens(7)
@@ -77,7 +77,7 @@ func TestConnectCallRefreshDisconnect(t *testing.T) {
 		}
 
 		// The confirmation and the callback are spent.
-		if code, page := b.confirm(e.lb.URL, page, "connect"); code == http.StatusOK {
+		if code, page := b.confirm(page, "connect"); code == http.StatusOK {
 			t.Fatalf("a confirmation replayed was accepted:\n%s", page)
 		}
 		if code, _, _ := b.get(callback); code == http.StatusOK {
@@ -173,7 +173,7 @@ func TestDeclineRevokes(t *testing.T) {
 	if !strings.Contains(page, "to <strong>user 7</strong>") {
 		t.Fatalf("without display_name the page names the engine user:\n%s", page)
 	}
-	if code, page := b.confirm(e.lb.URL, page, "decline"); code != http.StatusOK || !strings.Contains(page, "revoked") {
+	if code, page := b.confirm(page, "decline"); code != http.StatusOK || !strings.Contains(page, "revoked") {
 		t.Fatalf("decline: %d\n%s", code, page)
 	}
 	if n := e.as.Revocations.Load(); n != 2 {
@@ -196,29 +196,6 @@ func TestFlowRefusals(t *testing.T) {
 			t.Fatalf("stored: %+v", cs)
 		}
 	}
-	// stopAtProvider opens a start URL in b and returns the callback URL
-	// the provider sent the browser to, unopened.
-	stopAtProvider := func(b *browser) *url.URL {
-		t.Helper()
-		b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-			if strings.HasPrefix(req.URL.String(), e.lb.URL+"/oauth/callback") {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		}
-		resp, err := b.client.Get(e.authorize(7, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		u, err := resp.Location()
-		if err != nil {
-			t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
-		}
-		b.client.CheckRedirect = nil
-		return u
-	}
-
 	t.Run("start URL used twice", func(t *testing.T) {
 		start := e.authorize(7, "")
 		b := e.browser("a")
@@ -231,7 +208,7 @@ func TestFlowRefusals(t *testing.T) {
 		}
 	})
 	t.Run("callback without the cookie", func(t *testing.T) {
-		cb := stopAtProvider(e.browser("a"))
+		cb := e.stopAtProvider(e.browser("a"), e.authorize(7, ""))
 		other := e.browser("a") // another browser: no flow cookie
 		if code, page, _ := other.get(cb.String()); code != http.StatusForbidden || !strings.Contains(page, "cookie") {
 			t.Fatalf("%d\n%s", code, page)
@@ -240,7 +217,7 @@ func TestFlowRefusals(t *testing.T) {
 	})
 	t.Run("unknown state", func(t *testing.T) {
 		b := e.browser("a")
-		cb := stopAtProvider(b)
+		cb := e.stopAtProvider(b, e.authorize(7, ""))
 		q := cb.Query()
 		q.Set("state", "forged")
 		cb.RawQuery = q.Encode()
@@ -251,7 +228,7 @@ func TestFlowRefusals(t *testing.T) {
 	})
 	t.Run("another issuer (RFC 9207)", func(t *testing.T) {
 		b := e.browser("a")
-		cb := stopAtProvider(b)
+		cb := e.stopAtProvider(b, e.authorize(7, ""))
 		q := cb.Query()
 		if q.Get("iss") != e.as.Issuer {
 			t.Fatalf("fosite's answer carries no iss: %s", cb)
@@ -265,7 +242,7 @@ func TestFlowRefusals(t *testing.T) {
 	})
 	t.Run("the provider's error, shown as text", func(t *testing.T) {
 		b := e.browser("a")
-		cb := stopAtProvider(b)
+		cb := e.stopAtProvider(b, e.authorize(7, ""))
 		q := url.Values{"state": {cb.Query().Get("state")}, "error": {"access_denied"}, "error_description": {`<script>alert(1)</script><img src=x onerror=alert(2)>`}}
 		code, page, hdr := b.get(e.lb.URL + "/oauth/callback?" + q.Encode())
 		if code != http.StatusBadRequest || strings.Contains(page, "<script>") || strings.Contains(page, "<img") || !strings.Contains(page, "&lt;script&gt;") {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +26,7 @@ import (
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/logbuf"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -36,24 +37,6 @@ const (
 
 // masterKey is the vault key of every replica in these tests.
 var masterKey = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
-
-// syncBuffer collects every replica's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // replica is one engine process: its own executor, connections service
 // (and so its own single-flight), change watcher and API handler, over
@@ -75,8 +58,9 @@ type env struct {
 	as       *oauthtest.Server
 	api      *httptest.Server
 	lb       *httptest.Server
+	prefix   string // envOptions.prefix
 	replicas []*replica
-	logs     *syncBuffer
+	logs     *logbuf.Buffer
 	keys     *auth.Keyring
 	apiHits  atomic.Int64
 	// api401 makes the API answer 401 whatever the token (an API refusing
@@ -91,21 +75,28 @@ type envOptions struct {
 	noBrowser  bool // BLINDEXEC_BROWSER_URL unset
 	withIssuer bool
 	console    bool // serve the console (its sessions) too
+	// prefix is the path BLINDEXEC_BROWSER_URL ends in: a reverse proxy
+	// serving the engine under it, stripping it on the way in.
+	prefix string
 }
 
 func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, st: st, logs: &syncBuffer{}}
+	e := &env{t: t, st: st, logs: &logbuf.Buffer{}, prefix: o.prefix}
 	var err error
 	if e.keys, err = auth.ParseKeyring(masterKey, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := e.next.Add(1)
-		e.replicas[int(i)%len(e.replicas)].handler.ServeHTTP(w, r)
+		h := e.replicas[int(i)%len(e.replicas)].handler
+		if o.prefix != "" {
+			h = http.StripPrefix(o.prefix, h)
+		}
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.lb.Close)
-	e.as = oauthtest.New(t, oauthtest.Options{RedirectURI: e.lb.URL + connections.CallbackPath, Scopes: []string{"read", "write"},
+	e.as = oauthtest.New(t, oauthtest.Options{RedirectURI: e.lb.URL + o.prefix + connections.CallbackPath, Scopes: []string{"read", "write"},
 		AccessTokenLifespan: o.lifespan})
 	if o.withIssuer {
 		e.as.Issuer = e.as.URL
@@ -137,7 +128,7 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 		inner.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(e.api.Close)
-	browser := e.lb.URL
+	browser := e.lb.URL + o.prefix
 	if o.noBrowser {
 		browser = ""
 	}
@@ -194,7 +185,7 @@ func (e *env) do(method, path, token string, body any) (int, map[string]any) {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, e.lb.URL+path, rd)
+	req, _ := http.NewRequest(method, e.lb.URL+e.prefix+path, rd)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -227,20 +218,59 @@ func (e *env) registerProvider() {
 	}
 }
 
-// addPlugin adds the catalog plugin "acme_me": GET <api>/me with the
-// user's acme connection, needing scopes.
+// addPlugin adds the catalog plugin name: GET <api>/me with the user's
+// acme connection, needing scopes.
 func (e *env) addPlugin(name string, scopes ...string) {
+	e.addPluginAt(name, e.api.URL+"/me", scopes...)
+}
+
+// addPluginAt adds the catalog plugin name: GET base with the user's acme
+// connection, needing scopes.
+func (e *env) addPluginAt(name, base string, scopes ...string) {
 	e.t.Helper()
 	sc, _ := json.Marshal(scopes)
 	doc := fmt.Sprintf(`{"name": %q, "description": "who am I at acme", "parameters": {"type": "object", "properties": {}},
 		"execution": {"method": "GET", "base_url": %q},
-		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": %s}}}`, name, e.api.URL+"/me", sc)
+		"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": %s}}}`, name, base, sc)
 	var body map[string]any
 	json.Unmarshal([]byte(doc), &body)
 	if code, out := e.do("POST", "/v1/plugins", adminToken, body); code != http.StatusCreated {
 		e.t.Fatalf("add plugin: %d %v", code, out)
 	}
 	e.poll()
+}
+
+// redirectTo is a server on its own origin redirecting every request to
+// target with status.
+func redirectTo(t *testing.T, status int, target string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// stopAtProvider opens start in b and returns the callback URL the
+// provider sent the browser to, unopened.
+func (e *env) stopAtProvider(b *browser, start string) *url.URL {
+	e.t.Helper()
+	b.client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), e.lb.URL+e.prefix+connections.CallbackPath) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	defer func() { b.client.CheckRedirect = nil }()
+	resp, err := b.client.Get(start)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, err := resp.Location()
+	if err != nil {
+		e.t.Fatalf("no redirect to the callback: %d", resp.StatusCode)
+	}
+	return u
 }
 
 // call calls a catalog plugin for user.
@@ -288,17 +318,32 @@ func (b *browser) get(u string) (int, string, http.Header) {
 
 var formField = regexp.MustCompile(`name="(flow|csrf)" value="([^"]*)"`)
 
-// confirm posts the confirmation form of page with decision.
-func (b *browser) confirm(base, page, decision string) (int, string) {
+var formAction = regexp.MustCompile(`<form method="post" action="([^"]*)"`)
+
+// confirm posts the confirmation form of page with decision, to the
+// form's action as a browser resolves it against the page's URL.
+func (b *browser) confirm(page, decision string) (int, string) {
 	b.t.Helper()
 	form := url.Values{"decision": {decision}}
 	for _, m := range formField.FindAllStringSubmatch(page, -1) {
 		form.Set(m[1], m[2])
 	}
-	if form.Get("flow") == "" {
+	action := formAction.FindStringSubmatch(page)
+	if form.Get("flow") == "" || action == nil {
 		b.t.Fatalf("no confirmation form in:\n%s", page)
 	}
-	resp, err := b.client.PostForm(base+connections.ConfirmPath, form)
+	base, _ := url.Parse(b.last)
+	to, err := base.Parse(html.UnescapeString(action[1]))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.postForm(to.String(), form)
+}
+
+// postForm posts form to u from the browser and returns the page.
+func (b *browser) postForm(u string, form url.Values) (int, string) {
+	b.t.Helper()
+	resp, err := b.client.PostForm(u, form)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -326,7 +371,7 @@ func (e *env) connect(user int64, account string) *browser {
 	if code != http.StatusOK || !strings.Contains(page, "Connect") {
 		e.t.Fatalf("confirmation page: %d\n%s", code, page)
 	}
-	if code, page := b.confirm(e.lb.URL, page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+	if code, page := b.confirm(page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
 		e.t.Fatalf("confirm: %d\n%s", code, page)
 	}
 	return b

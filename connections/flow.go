@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -163,7 +164,7 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionU
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookiePrefix + f.ID, Value: binding, Path: "/oauth/", MaxAge: int(time.Until(f.ExpiresAt).Seconds()),
+		Name: cookiePrefix + f.ID, Value: binding, Path: s.browserPath() + "/oauth/", MaxAge: int(time.Until(f.ExpiresAt).Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(s.BrowserURL, "https://"),
 	})
 	conf := s.config(p, "", callback)
@@ -179,6 +180,17 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionU
 		}
 	}
 	http.Redirect(w, r, conf.AuthCodeURL(state, opts...), http.StatusFound)
+}
+
+// browserPath is the path BLINDEXEC_BROWSER_URL ends in ("" at the root):
+// a reverse proxy may serve the engine under one, and the flow's cookie,
+// form and links must stay under it.
+func (s *Service) browserPath() string {
+	u, err := url.Parse(s.BrowserURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(u.Path, "/")
 }
 
 // bound checks that the request carries the flow's cookie.
@@ -217,9 +229,9 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p, err := s.providerRow(ctx, f.Provider)
-	if err != nil {
+	if err != nil || p.Status != store.StatusEnabled {
 		done()
-		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed or disabled it. Nothing was connected.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -233,6 +245,12 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	// mix-up attack would bring another's).
 	if iss, sent := q["iss"]; sent && (p.Issuer == "" || iss[0] != p.Issuer) {
 		done()
+		if p.Issuer == "" {
+			// Not an attack as such: the administrator left the issuer
+			// out, and cannot see the refusal otherwise.
+			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",
+				"provider", p.Name, "iss", clip(iss[0], 255))
+		}
 		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer came from another issuer",
 			Text: "Its iss parameter is not the issuer registered for " + p.Name + ". Nothing was connected."})
 		return
@@ -281,7 +299,7 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	page(w, http.StatusOK, pageData{Title: "Connect your " + p.Name + " account?", Confirm: true,
 		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
-		Action: ConfirmPath})
+		Action: s.browserPath() + ConfirmPath})
 }
 
 // exchange trades the code for tokens with the stored PKCE verifier.
@@ -302,7 +320,7 @@ func (s *Service) exchange(ctx context.Context, p *store.OAuthProvider, f *store
 	if p.PKCE != "0" {
 		opts = append(opts, oauth2.VerifierOption(verifier))
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.Client), s.refreshTimeout())
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.providerClient()), s.refreshTimeout())
 	defer cancel()
 	tok, err := s.config(p, secret, callback).Exchange(ctx, code, opts...)
 	if err != nil {
@@ -338,7 +356,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, http.StatusBadRequest, "This confirmation was used already or has expired", "Nothing more was connected. Start again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: s.browserPath() + "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	access, refresh, err := s.flowTokens(f)
 	if err != nil {
 		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "Nothing was connected.")
@@ -347,6 +365,11 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 	p, err := s.providerRow(ctx, f.Provider)
 	if err != nil {
 		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		return
+	}
+	if p.Status != store.StatusEnabled {
+		s.revoke(ctx, p, access, refresh)
+		page(w, http.StatusConflict, pageData{Title: "The provider is not available", Text: "The administrator disabled it. The access just granted was revoked. Nothing was connected."})
 		return
 	}
 	if !connect {
@@ -373,7 +396,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
-	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: true})
+	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: s.browserPath() + "/console/#/connections"})
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
@@ -390,7 +413,8 @@ func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err er
 // failing (logged; the page says only what the user can act on).
 func (s *Service) failed(w http.ResponseWriter, r *http.Request, err error, status int, title, text string) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNoProvider) {
-		s.logger().WarnContext(r.Context(), "oauth flow", "path", r.URL.Path, "err", err)
+		// The route, not the path: a start URL's path is its handle.
+		s.logger().WarnContext(r.Context(), "oauth flow", "route", r.Pattern, "err", err)
 		status, text = http.StatusServiceUnavailable, "The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later."
 	}
 	page(w, status, pageData{Title: title, Text: text})
@@ -414,11 +438,21 @@ func accountOf(tok *oauth2.Token) string {
 		return ""
 	}
 	for _, k := range []string{"email", "preferred_username", "name", "sub"} {
-		if v, ok := claims[k].(string); ok && v != "" {
+		if v, ok := claims[k].(string); ok && v != "" && printable(v) {
 			return v
 		}
 	}
 	return ""
+}
+
+// printable reports whether provider text may be shown as a name:
+// without control characters (a terminal listing connections would obey
+// an escape sequence) or bidirectional controls (which would show another
+// name than the one stored).
+func printable(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	})
 }
 
 func clip(s string, n int) string {
@@ -455,7 +489,7 @@ type pageData struct {
 	Action                                           string
 	// Back links the console's connections page: a connect begun there
 	// ends there.
-	Back bool
+	Back string
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -476,7 +510,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <button type="submit" name="decision" value="decline">Decline</button>
 </form>
 {{end}}
-{{if .Back}}<p><a href="/console/#/connections">Back to your connections in the console</a></p>{{end}}
+{{if .Back}}<p><a href="{{.Back}}">Back to your connections in the console</a></p>{{end}}
 </body></html>
 `))
 

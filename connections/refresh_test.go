@@ -109,7 +109,7 @@ func TestRefreshAfter401(t *testing.T) {
 	e.addPlugin("acme_me", "read")
 	e.connect(7, "alice")
 	// The engine believes the token lives an hour; fosite lets it die in
-	// two seconds.
+	// two seconds, rounded to the second (so up to 2.5 s after issue).
 	if _, err := e.st.DB().Exec("UPDATE sys_ai_oauth_connection SET expires_at = ?", time.Now().Add(time.Hour).UTC().Truncate(time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func (s *Service) revokeOne(ctx context.Context, p *store.OAuthProvider, secret,
 	if secret != "" {
 		req.SetBasicAuth(url.QueryEscape(p.ClientID), url.QueryEscape(secret))
 	}
-	resp, err := s.Client.Do(req)
+	resp, err := s.providerClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("revoke at %s: %w", p.RevocationURL, err)
 	}
@@ -379,6 +379,19 @@ func (s *Service) revokeOne(ctx context.Context, p *store.OAuthProvider, secret,
 		return fmt.Errorf("revoke at %s: HTTP %d", p.RevocationURL, resp.StatusCode)
 	}
 	return nil
+}
+
+// providerClient is Client refusing to follow redirects: a token or
+// revocation endpoint answering 307 or 308 would have the code, the PKCE
+// verifier or a token posted again to wherever it points, and they go
+// only to the provider's registered URLs.
+func (s *Service) providerClient() *http.Client {
+	c := http.Client{}
+	if s.Client != nil {
+		c = *s.Client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
 }
 
 func (s *Service) refreshTimeout() time.Duration {

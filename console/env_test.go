@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/internal/logbuf"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -34,26 +34,8 @@ type env struct {
 	url     string
 	console *console.Console
 	master  string
-	logs    *syncBuffer
+	logs    *logbuf.Buffer
 	reg     *prometheus.Registry
-}
-
-// syncBuffer is a log's output, written by the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newMasterKey() string {
@@ -72,7 +54,7 @@ func newEnv(t *testing.T, st *store.Store, master string, opts ...any) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
 	creds := auth.NewCredentialService(st, kr)

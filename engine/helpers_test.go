@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/internal/logbuf"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -96,33 +97,16 @@ func (s *memSink) records() []Record {
 	return append([]Record(nil), s.recs...)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // harness is an Executor with records and debug logs captured.
 type harness struct {
 	*Executor
 	sink *memSink
-	logs *syncBuffer
+	logs *logbuf.Buffer
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	h := &harness{Executor: NewExecutor(egresstest.Client(t)), sink: &memSink{}, logs: &syncBuffer{}}
+	h := &harness{Executor: NewExecutor(egresstest.Client(t)), sink: &memSink{}, logs: &logbuf.Buffer{}}
 	h.Logger = slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.Recorder = NewRecorder(h.sink, RecorderOptions{Logger: h.Logger})
 	t.Cleanup(func() { h.Recorder.Close(context.Background()) })

@@ -78,7 +78,7 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 			return &Response{Attempts: attempt}, err
 		}
 		switch {
-		case resp.StatusCode == http.StatusUnauthorized && reauth:
+		case resp.StatusCode == http.StatusUnauthorized && reauth && credentialsReached(resp):
 			// A cached token the API no longer accepts: the request was
 			// rejected before any processing, so one retry is safe for
 			// every method.
@@ -106,6 +106,23 @@ func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error
 		}
 		return readResponse(resp, p.MaxResponseBytes, attempt)
 	}
+}
+
+// credentialsReached reports whether the request answered by resp still
+// carried the credentials: not when a redirect took the chain through
+// another origin (egress.CheckRedirect drops them for the rest of it), so
+// that its 401 says nothing about the token sent.
+func credentialsReached(resp *http.Response) bool {
+	origin := egress.OriginOf(resp.Request.URL)
+	for r := resp.Request; r != nil; r = r.Response.Request {
+		if egress.OriginOf(r.URL) != origin {
+			return false
+		}
+		if r.Response == nil {
+			return true
+		}
+	}
+	return true
 }
 
 func isRefused(err error) bool {

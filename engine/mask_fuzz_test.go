@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/encoding/unicode/utf32"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/logbuf"
 )
 
 // echoedForms are what the fuzzed upstream writes of each value it got,
@@ -129,7 +130,7 @@ func FuzzEchoedSecret(f *testing.F) {
 		}
 		pass := secret + "-pw"
 		h := newHarness(t)
-		logs := &syncBuffer{}
+		logs := &logbuf.Buffer{}
 		h.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		creds := map[string]string{"U": "approver", "P": pass, "KEY": secret}
 		var seen []string // every string the LLM, a caller, a record or a log gets

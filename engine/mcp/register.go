@@ -74,6 +74,10 @@ func (spec ServerSpec) Row(by string) (*store.MCPServer, error) {
 	}
 	if a := spec.AuthConfig; a != nil && !authTypes[a.Type] {
 		add("auth_config.type: %q is not an auth type", a.Type)
+	} else if a != nil && a.ConnectionProvider() != "" {
+		// A server's sessions are shared by every user; a user's
+		// connection token has no place in them.
+		add("auth_config.oauth2.grant: %q (a user's connection) is for http plugins only; an MCP server takes client_credentials or a stored token", plugins.GrantAuthorizationCode)
 	}
 	if spec.Status != "" && spec.Status != store.StatusEnabled && spec.Status != store.StatusDisabled {
 		add("status: %q must be %q (enabled) or %q (disabled)", spec.Status, store.StatusEnabled, store.StatusDisabled)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/recordspool"
+	"github.com/blindexec/blindexec/internal/logbuf"
 )
 
 // spooled writes records(0, n) to a spool in a fresh directory with the
@@ -63,7 +64,7 @@ func TestDamagedFrameLosesOnlyItself(t *testing.T) {
 			os.WriteFile(seg, data, 0o600)
 
 			db := newDatabase()
-			var logs logBuffer
+			var logs logbuf.Buffer
 			s := open(t, dir, db, recordspool.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if st := s.Stats(); st.Recovered != 39 || st.Lost != 1 {
 				t.Errorf("Recovered = %d, Lost = %d; want 39 and 1", st.Recovered, st.Lost)
@@ -72,7 +73,7 @@ func TestDamagedFrameLosesOnlyItself(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.check(t, without(records(0, 40), 20))
-			line := logs.buf.String()
+			line := logs.String()
 			for _, want := range []string{"a damaged part of a segment was skipped", "records_lost=1", "ids_lost=[rec-000020]",
 				"offset=" + strconv.Itoa(spans[20][0]), "kept_aside=seg-0000000000000001.spool.damaged"} {
 				if !strings.Contains(line, want) {
@@ -97,7 +98,7 @@ func TestDrainSkipsADamagedFrame(t *testing.T) {
 	dir, seg := spooled(t, 40)
 	db := newDatabase()
 	db.setDown(true)
-	var logs logBuffer
+	var logs logbuf.Buffer
 	s := open(t, dir, db, recordspool.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	data, _ := os.ReadFile(seg)
 	spans := recordspool.FrameSpans(data)
@@ -116,8 +117,8 @@ func TestDrainSkipsADamagedFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.check(t, without(records(0, 40), 7))
-	if !strings.Contains(logs.buf.String(), "ids_lost=[rec-000007]") {
-		t.Errorf("the lost record is not named:\n%s", logs.buf.String())
+	if !strings.Contains(logs.String(), "ids_lost=[rec-000007]") {
+		t.Errorf("the lost record is not named:\n%s", logs.String())
 	}
 	if _, err := os.Stat(seg + ".damaged"); err != nil {
 		t.Errorf("the damaged segment was not kept aside: %v", err)

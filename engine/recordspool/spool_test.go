@@ -1,7 +1,6 @@
 package recordspool_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/recordspool"
+	"github.com/blindexec/blindexec/internal/logbuf"
 )
 
 // database is a RecordSink standing in for the store: it fails while
@@ -74,24 +74,6 @@ func (d *database) count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.rows)
-}
-
-// logBuffer is a logger whose lines the test reads.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
 }
 
 func records(from, n int) []engine.Record {
@@ -204,7 +186,7 @@ func TestDrainGathersBatches(t *testing.T) {
 
 func TestOutage(t *testing.T) {
 	db := newDatabase()
-	var logs logBuffer
+	var logs logbuf.Buffer
 	dir := t.TempDir()
 	s := open(t, dir, db, recordspool.Options{BatchSize: 16, SegmentBytes: 1024,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -227,11 +209,11 @@ func TestOutage(t *testing.T) {
 	db.setDown(false)
 	waitFor(t, "the backlog written", func() bool { return db.count() == 200 })
 	waitFor(t, "the stats caught up", func() bool { return s.Stats().PendingRecords == 0 })
-	if n := logs.count("not taking them"); n != 1 {
-		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs.buf.String())
+	if n := strings.Count(logs.String(), "not taking them"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs.String())
 	}
-	if n := logs.count("taking them again"); n != 1 || logs.count("pending=200") != 1 {
-		t.Errorf("the recovery was logged %d times (want once, with pending=200):\n%s", n, logs.buf.String())
+	if n := strings.Count(logs.String(), "taking them again"); n != 1 || strings.Count(logs.String(), "pending=200") != 1 {
+		t.Errorf("the recovery was logged %d times (want once, with pending=200):\n%s", n, logs.String())
 	}
 	// Drained segments are deleted, all but the one appends go to.
 	if segs, _ := filepath.Glob(filepath.Join(dir, "seg-*")); len(segs) != 1 {
@@ -285,7 +267,7 @@ func TestRestartWritesWhatTheSpoolHeld(t *testing.T) {
 	f.Close()
 
 	db.setDown(false)
-	var logs logBuffer
+	var logs logbuf.Buffer
 	s = open(t, dir, db, recordspool.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if got := s.Stats().Recovered; got != 15 {
 		t.Errorf("Recovered = %d, want 15", got)
@@ -294,8 +276,8 @@ func TestRestartWritesWhatTheSpoolHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.check(t, want) // read from the segments: nothing of them is in memory
-	if logs.count("cut a torn last frame") != 1 || logs.count("damaged") != 0 {
-		t.Errorf("the torn tail was not logged:\n%s", logs.buf.String())
+	if strings.Count(logs.String(), "cut a torn last frame") != 1 || strings.Count(logs.String(), "damaged") != 0 {
+		t.Errorf("the torn tail was not logged:\n%s", logs.String())
 	}
 	// What went in is gone from disk; a third start finds nothing.
 	s = open(t, dir, db, recordspool.Options{})
