@@ -379,6 +379,18 @@ func (e *env) connect(user int64, account string) *browser {
 
 // tokens returns the user's stored tokens, decrypted (the test's own
 // look at the vault, to check they show nowhere).
+// expire moves every connection's expiry into the past, as if the
+// tokens' life had gone by: the engine judges expiry by its row, so the
+// refresh follows at once, however slow the machine (a short lifespan and
+// a sleep made "fresh" calls refresh under load). The provider's tokens
+// stay valid; a refresh does not need them expired.
+func (e *env) expire() {
+	e.t.Helper()
+	if _, err := e.st.DB().Exec("UPDATE sys_ai_oauth_connection SET expires_at = ?", time.Now().Add(-time.Second).UTC().Truncate(time.Second)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) tokens(user int64) (access, refresh string) {
 	e.t.Helper()
 	row, err := e.st.GetOAuthConnection(context.Background(), user, "acme")
