@@ -199,6 +199,8 @@ func (s *Server) connectionError(w http.ResponseWriter, r *http.Request, err err
 		writeError(w, http.StatusNotFound, "not_found", err.Error(), nil)
 	case errors.Is(err, connections.ErrProviderDisabled):
 		writeError(w, http.StatusConflict, "provider_disabled", err.Error(), nil)
+	case errors.Is(err, connections.ErrTooManyFlows):
+		writeError(w, http.StatusTooManyRequests, "too_many_flows", err.Error(), nil)
 	case errors.Is(err, connections.ErrInvalidRequest):
 		writeError(w, http.StatusBadRequest, "malformed_request", err.Error(), nil)
 	default:

@@ -42,6 +42,14 @@ const cookiePrefix = "bx_oauth_"
 // arguments.
 var ErrInvalidRequest = errors.New("invalid request")
 
+// MaxOpenFlows is how many flows a user may begin within FlowTTL: each
+// is a row until it expires, and a per-user token can ask for start URLs
+// at will.
+const MaxOpenFlows = 20
+
+// ErrTooManyFlows refuses a start URL past MaxOpenFlows.
+var ErrTooManyFlows = fmt.Errorf("too many connection flows begun in the last %v: at most %d a user; use a start URL already given or wait", FlowTTL, MaxOpenFlows)
+
 // ErrProviderDisabled refuses connecting to a provider the administrator
 // disabled (or an import created before its client was registered).
 var ErrProviderDisabled = errors.New("the OAuth provider is disabled")
@@ -84,6 +92,13 @@ func (s *Service) Authorize(ctx context.Context, userID int64, provider, display
 	scopeJSON, err := json.Marshal(nonNil(requested))
 	if err != nil {
 		return "", err
+	}
+	open, err := s.Store.CountOAuthFlows(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	if open >= MaxOpenFlows {
+		return "", ErrTooManyFlows
 	}
 	handle := randomToken()
 	f := &store.OAuthFlow{

@@ -3,7 +3,9 @@ package connections_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -67,5 +69,33 @@ func TestConnectionRoutesPerUser(t *testing.T) {
 	}
 	if n := e.apiHits.Load(); n != hits {
 		t.Fatalf("the API got %d requests from refused calls", n-hits)
+	}
+}
+
+// TestOpenFlowsBounded: a user asking for start URLs at will gets
+// connections.MaxOpenFlows of them within the flow's life, then 429;
+// other users are not affected, and expired flows no longer count.
+func TestOpenFlowsBounded(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{})
+	e.registerProvider()
+	ask := func(user int64) (int, map[string]any) {
+		return e.do("POST", "/v1/connections/acme/authorize", serviceToken, map[string]any{"user_id": user})
+	}
+	for i := range connections.MaxOpenFlows {
+		if code, out := ask(7); code != http.StatusOK {
+			t.Fatalf("start URL %d: %d %v", i+1, code, out)
+		}
+	}
+	if code, out := ask(7); code != http.StatusTooManyRequests || out["error"].(map[string]any)["code"] != "too_many_flows" {
+		t.Fatalf("past the bound: %d %v", code, out)
+	}
+	if code, out := ask(8); code != http.StatusOK {
+		t.Fatalf("another user: %d %v", code, out)
+	}
+	if _, err := e.st.DB().Exec("UPDATE sys_ai_oauth_flow SET expires_at = ? WHERE user_id = 7", time.Now().Add(-time.Second).UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := ask(7); code != http.StatusOK {
+		t.Fatalf("once the flows expired: %d %v", code, out)
 	}
 }

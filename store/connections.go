@@ -168,6 +168,17 @@ func (s *Store) CreateOAuthFlow(ctx context.Context, f *OAuthFlow) error {
 	return nil
 }
 
+// CountOAuthFlows counts the user's flows not yet expired, finished or
+// not.
+func (s *Store) CountOAuthFlows(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&OAuthFlow{}).Where("user_id = ? AND expires_at > ?", userID, now()).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count oauth flows: %w", classify(err))
+	}
+	return n, nil
+}
+
 // FindOAuthFlow returns the flow whose column (flow_id, handle_hash or
 // state_hash) holds value, or ErrNotFound.
 func (s *Store) FindOAuthFlow(ctx context.Context, column, value string) (*OAuthFlow, error) {
