@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -250,16 +251,47 @@ func (s *Service) providerRow(ctx context.Context, name string) (*store.OAuthPro
 }
 
 // DeleteProvider removes the provider called name and every connection
-// to it; an error wrapping ErrNoProvider when there is none. The
-// connections' tokens are not revoked: revoke them first (Disconnect)
-// where that matters.
+// to it, then revokes those connections' tokens at the provider (as
+// Disconnect does, a few at a time; a failure is logged, the deletion
+// stands); an error wrapping ErrNoProvider when there is none.
 func (s *Service) DeleteProvider(ctx context.Context, name string) error {
-	err := s.Store.DeleteOAuthProvider(ctx, name)
+	p, err := s.providerRow(ctx, name)
+	if err != nil {
+		return err
+	}
+	conns, err := s.Store.ListProviderConnections(ctx, name)
+	if err != nil {
+		return err
+	}
+	err = s.Store.DeleteOAuthProvider(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w: %q", ErrNoProvider, name)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, revokeParallel)
+	for i := range conns {
+		c := &conns[i]
+		access, refresh, err := s.connectionTokens(c)
+		if err != nil {
+			s.logger().WarnContext(ctx, "connection tokens not revoked: they cannot be decrypted", "provider", name, "user", c.UserID, "err", err)
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.revoke(ctx, p, access, refresh)
+		})
+	}
+	wg.Wait()
+	return nil
 }
+
+// revokeParallel bounds the revocation requests a provider's deletion
+// has in flight.
+const revokeParallel = 8
 
 // MatchProvider returns the registered provider whose authorization and
 // token URLs are these (an OpenAPI import's authorizationCode flow), if

@@ -294,6 +294,15 @@ func (s *Store) ListOAuthConnections(ctx context.Context, userID int64) ([]OAuth
 	return cs, nil
 }
 
+// ListProviderConnections returns every connection to provider.
+func (s *Store) ListProviderConnections(ctx context.Context, provider string) ([]OAuthConnection, error) {
+	var cs []OAuthConnection
+	if err := s.db.WithContext(ctx).Where("provider_name = ?", provider).Order("user_id").Find(&cs).Error; err != nil {
+		return nil, fmt.Errorf("list connections to %q: %w", provider, classify(err))
+	}
+	return cs, nil
+}
+
 // DeleteOAuthConnection removes the user's connection to provider, or
 // returns ErrNotFound.
 func (s *Store) DeleteOAuthConnection(ctx context.Context, userID int64, provider string) error {
