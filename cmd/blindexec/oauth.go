@@ -96,7 +96,7 @@ func oauthCmd(cfg *config) *cobra.Command {
 		},
 	}
 	rm := &cobra.Command{
-		Use: "rm NAME", Short: "Remove a provider and every connection to it", Args: argsExactly(1, "NAME"),
+		Use: "rm NAME", Short: "Remove a provider and every connection to it, revoking their tokens at the provider", Args: argsExactly(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withConnections(cmd, cfg, func(ctx context.Context, svc *connections.Service) error {
 				if err := svc.DeleteProvider(ctx, args[0]); err != nil {
