@@ -50,6 +50,15 @@ type Server struct {
 	// revocation requests.
 	Refreshes, Refreshed, Revocations atomic.Int64
 
+	// storeMu works around a race inside fosite v0.49.0's MemoryStore:
+	// RevokeRefreshToken (a revocation, and every refresh's rotation)
+	// writes RefreshTokens under refreshTokenRequestIDsMutex, not the
+	// refreshTokensMutex its readers take. Requests that may write it
+	// hold storeMu; token checks read under it. What is tested is the
+	// engine's concurrency, which arrives here unchanged (the counters
+	// are taken before the lock).
+	storeMu sync.RWMutex
+
 	mu      sync.Mutex
 	account func(*http.Request) string
 	// dropRefreshAnswers: that many refreshes are processed by fosite
@@ -170,8 +179,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		refresh = true
 		s.Refreshes.Add(1)
 	}
+	s.storeMu.Lock()
 	ar, err := s.Provider.NewAccessRequest(ctx, r, newSession("", s.URL))
 	if err != nil {
+		s.storeMu.Unlock()
 		s.Provider.WriteAccessError(ctx, w, ar, err)
 		return
 	}
@@ -179,6 +190,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		ar.GrantScope(sc)
 	}
 	resp, err := s.Provider.NewAccessResponse(ctx, ar)
+	s.storeMu.Unlock()
 	if err != nil {
 		s.Provider.WriteAccessError(ctx, w, ar, err)
 		return
@@ -203,7 +215,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	s.Revocations.Add(1)
+	s.storeMu.Lock()
 	err := s.Provider.NewRevocationRequest(r.Context(), r)
+	s.storeMu.Unlock()
 	s.Provider.WriteRevocationResponse(r.Context(), w, err)
 }
 
@@ -215,7 +229,9 @@ func (s *Server) Check(r *http.Request) (account string, scopes []string, err er
 	if !ok {
 		return "", nil, fmt.Errorf("no bearer token")
 	}
+	s.storeMu.RLock()
 	_, ar, err := s.Provider.IntrospectToken(r.Context(), tok, fosite.AccessToken, newSession("", s.URL))
+	s.storeMu.RUnlock()
 	if err != nil {
 		return "", nil, err
 	}
