@@ -57,11 +57,7 @@ func (s *Service) Rejected(ctx context.Context, userID int64, provider string, s
 		t, err := s.token(ctx, userID, provider, scopes, false)
 		return t, err == nil && t.Value != tok.Value, err
 	}
-	last := row.ConnectedAt
-	if row.RefreshedAt != nil && row.RefreshedAt.After(last) {
-		last = *row.RefreshedAt
-	}
-	if row.RefreshToken == "" || time.Since(last) < cmp.Or(s.RefreshFloor, DefaultRefreshFloor) {
+	if row.RefreshToken == "" || time.Since(issued(row)) < cmp.Or(s.RefreshFloor, DefaultRefreshFloor) {
 		return tok, false, nil
 	}
 	t, err := s.token(ctx, userID, provider, scopes, true)
@@ -141,12 +137,17 @@ func (s *Service) expiring(row *store.OAuthConnection) bool {
 	if row.ExpiresAt == nil {
 		return false
 	}
-	from := row.ConnectedAt
-	if row.RefreshedAt != nil {
-		from = *row.RefreshedAt
-	}
-	skew := min(cmp.Or(s.RefreshSkew, DefaultRefreshSkew), row.ExpiresAt.Sub(from)/4)
+	skew := min(cmp.Or(s.RefreshSkew, DefaultRefreshSkew), row.ExpiresAt.Sub(issued(row))/4)
 	return !time.Now().Before(row.ExpiresAt.Add(-skew))
+}
+
+// issued is when the row's tokens were obtained: its last refresh, else
+// the connection (a reconnect clears refreshed_at).
+func issued(row *store.OAuthConnection) time.Time {
+	if row.RefreshedAt != nil && row.RefreshedAt.After(row.ConnectedAt) {
+		return *row.RefreshedAt
+	}
+	return row.ConnectedAt
 }
 
 func (s *Service) pause(ctx context.Context, deadline time.Time) error {
