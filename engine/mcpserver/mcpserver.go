@@ -127,8 +127,8 @@ type Service struct {
 	closing context.Context
 	close   context.CancelFunc
 
-	// http holds Handler's sessions.
-	http sync.Map // session id → *httpSession
+	// httpSessions holds Handler's sessions.
+	httpSessions sync.Map // session id → *httpSession
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.

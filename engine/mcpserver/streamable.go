@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -142,7 +141,7 @@ func writeEvent(w http.ResponseWriter, data []byte) error {
 func (hs *httpSession) Close() error {
 	hs.once.Do(func() {
 		close(hs.done)
-		hs.svc.http.CompareAndDelete(hs.id, hs)
+		hs.svc.httpSessions.CompareAndDelete(hs.id, hs)
 	})
 	return nil
 }
@@ -288,7 +287,7 @@ func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *
 		http.Error(w, fmt.Sprintf("Bad Request: %s requires an %s header", r.Method, headerSession), http.StatusBadRequest)
 		return nil
 	}
-	v, ok := s.http.Load(sid)
+	v, ok := s.httpSessions.Load(sid)
 	if !ok {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
@@ -303,7 +302,7 @@ func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *
 // servePOST serves one POSTed JSON-RPC message: an initialize without a
 // session opens one; anything else goes to the session named.
 func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity) {
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return
 	}
@@ -368,7 +367,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 		return
 	}
 	hs.ss = ss
-	s.http.Store(hs.id, hs)
+	s.httpSessions.Store(hs.id, hs)
 	w.Header().Set(headerSession, hs.id)
 	hs.serve(w, r, init)
 	if ss.InitializeParams() == nil { // the initialize failed
@@ -410,7 +409,7 @@ func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, hs *httpSe
 // open: a server-to-client request (elicitation) reaches the client only
 // on it.
 func (s *Service) holdsStream(id string) bool {
-	v, ok := s.http.Load(id)
+	v, ok := s.httpSessions.Load(id)
 	if !ok {
 		return false
 	}
@@ -422,21 +421,21 @@ func (s *Service) holdsStream(id string) bool {
 
 // accepts reports whether an Accept header's values take JSON and event
 // streams, as the SDK's handler reads them.
-func accepts(values []string) (json, stream bool) {
+func accepts(values []string) (jsonOK, streamOK bool) {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(t, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
-				json = true
+				jsonOK = true
 			case "text/event-stream", "text/*":
-				stream = true
+				streamOK = true
 			case "*/*":
-				json, stream = true, true
+				jsonOK, streamOK = true, true
 			}
 		}
 	}
-	return json, stream
+	return jsonOK, streamOK
 }
 
 // rebound reports a request to a loopback address naming another host:
