@@ -77,6 +77,7 @@ type live struct {
 	ss   *sdk.ServerSession
 	busy int           // requests in flight (not counting the GET stream)
 	elem *list.Element // in registry.lru: least recently used first
+	idle *time.Timer   // ends the session; stopped while busy
 }
 
 // registry bounds the live sessions. Past a cap a new session ends the
@@ -180,15 +181,17 @@ func (g *registry) drop(l *live, limit string) *sdk.ServerSession {
 
 // forget removes l from the registry. g.mu is held.
 func (g *registry) forget(l *live) {
+	l.idle.Stop()
 	delete(g.byID, l.id)
 	g.lru.Remove(l.elem)
 	g.decUser(l.user)
 }
 
 // add turns a reservation of user into the live session ss, forgotten
-// when it ends however it ends (DELETE, idle expiry, a cap).
+// when it ends however it ends (DELETE, idle expiry, a cap). It ends
+// after the idle time without a request.
 func (g *registry) add(user int64, ss *sdk.ServerSession) {
-	l := &live{id: ss.ID(), user: user, ss: ss}
+	l := &live{id: ss.ID(), user: user, ss: ss, idle: time.AfterFunc(g.limits.idle(), func() { ss.Close() })}
 	g.mu.Lock()
 	g.pending--
 	l.elem = g.lru.PushBack(l)
@@ -210,15 +213,19 @@ func (g *registry) use(id string, user int64) (done func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l := g.byID[id]
-	if l == nil || l.user != user { // the SDK answers 404 or 403
+	if l == nil || l.user != user { // not yet added, or ended meanwhile
 		return func() {}
 	}
-	l.busy++
+	if l.busy++; l.busy == 1 {
+		l.idle.Stop()
+	}
 	g.lru.MoveToBack(l.elem)
 	return func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		l.busy--
+		if l.busy--; l.busy == 0 {
+			l.idle.Reset(g.limits.idle())
+		}
 		if g.byID[id] == l {
 			g.lru.MoveToBack(l.elem)
 		}

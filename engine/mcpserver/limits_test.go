@@ -21,12 +21,12 @@ import (
 // sessionsEnv is a Handler whose token "user-N" acts for user N, with the
 // Service's metrics in reg.
 type sessionsEnv struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	reg *prometheus.Registry
 }
 
-func newSessionsEnv(t *testing.T, limits mcpserver.SessionLimits, upstream http.HandlerFunc) *sessionsEnv {
+func newSessionsEnv(t testing.TB, limits mcpserver.SessionLimits, upstream http.HandlerFunc) *sessionsEnv {
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cat := &liveCatalog{ps: echoTools(up.URL, "slow"), version: 1}

@@ -30,7 +30,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -128,16 +127,8 @@ type Service struct {
 	closing context.Context
 	close   context.CancelFunc
 
-	// streams counts each HTTP session's open GET streams: a
-	// server-to-client request (elicitation) reaches the client only on
-	// one.
-	streams sync.Map // session id → *atomic.Int32
-}
-
-// holdsStream reports whether the session id has a GET stream open.
-func (s *Service) holdsStream(id string) bool {
-	n, ok := s.streams.Load(id)
-	return ok && n.(*atomic.Int32).Load() > 0
+	// httpSessions holds Handler's sessions.
+	httpSessions sync.Map // session id → *httpSession
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.

@@ -21,7 +21,7 @@ import (
 	"github.com/blindexec/blindexec/plugins"
 )
 
-func TestDecodeLine(t *testing.T) {
+func TestDecodeMessage(t *testing.T) {
 	for _, tc := range []struct {
 		name, line string
 		code       int64 // the error's; 0: taken
@@ -47,11 +47,11 @@ func TestDecodeLine(t *testing.T) {
 		{"more elements than the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":[` + strings.Repeat("0,", 1_000_000) + `0]}`, jsonrpc.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeLine([]byte(tc.line))
+			got, err := decodeMessage([]byte(tc.line))
 			if tc.code != 0 {
 				var de *decodeError
 				if !errors.As(err, &de) || de.code != tc.code {
-					t.Fatalf("decodeLine = %v, %v; want error code %d", got, err, tc.code)
+					t.Fatalf("decodeMessage = %v, %v; want error code %d", got, err, tc.code)
 				}
 				return
 			}
@@ -63,15 +63,15 @@ func TestDecodeLine(t *testing.T) {
 				t.Fatalf("the SDK's decoder refuses it: %v", err)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("decodeLine = %#v\nthe SDK's = %#v", got, want)
+				t.Fatalf("decodeMessage = %#v\nthe SDK's = %#v", got, want)
 			}
 		})
 	}
 }
 
-// FuzzDecodeLine: whatever decodeLine takes as a request, the SDK's own
+// FuzzDecodeMessage: whatever decodeMessage takes as a request, the SDK's own
 // decoder reads the same way.
-func FuzzDecodeLine(f *testing.F) {
+func FuzzDecodeMessage(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2]}}}`,
 		`{"jsonrpc":"2.0","id":"7","method":"ping"}`,
@@ -83,18 +83,18 @@ func FuzzDecodeLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		got, err := decodeLine(line)
+		got, err := decodeMessage(line)
 		req, ok := got.(*jsonrpc.Request)
 		if err != nil || !ok {
 			return
 		}
 		want, err := jsonrpc.DecodeMessage(line)
 		if err != nil {
-			t.Fatalf("decodeLine took %q as %#v; the SDK's decoder refuses it: %v", line, req, err)
+			t.Fatalf("decodeMessage took %q as %#v; the SDK's decoder refuses it: %v", line, req, err)
 		}
 		w, ok := want.(*jsonrpc.Request)
 		if !ok || w.ID != req.ID || w.Method != req.Method || !bytes.Equal(w.Params, req.Params) {
-			t.Fatalf("decodeLine(%q) = %#v, the SDK's %#v", line, req, want)
+			t.Fatalf("decodeMessage(%q) = %#v, the SDK's %#v", line, req, want)
 		}
 	})
 }
@@ -169,7 +169,7 @@ func TestLineTransport(t *testing.T) {
 	for _, step := range []struct{ send, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, `"id":1,"result":{`},
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\r\n\n   ", ""},
-		{`{"jsonrpc":"2.0","id":2,`, `{"error":{"code":-32700,"message":"parse error: the line is not valid JSON"},"id":null,"jsonrpc":"2.0"}`},
+		{`{"jsonrpc":"2.0","id":2,`, `{"error":{"code":-32700,"message":"parse error: the message is not valid JSON"},"id":null,"jsonrpc":"2.0"}`},
 		{`[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, `"code":-32600,"message":"JSON-RPC batches are not supported`},
 		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}`, `"id":4,"result":{"content":[{"type":"text","text":"{\"text\":\"still here\"}"}]`},
 	} {
