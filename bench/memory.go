@@ -111,7 +111,8 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 		cmd := exec.Command(s.spec.Command[0], s.spec.Command[1:]...)
 		cmd.Env = append(append(os.Environ(), s.spec.Env...), "GODEBUG=gctrace=1")
 		cmd.Stderr = f
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-memory", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-memory", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd},
+			&sdk.ClientSessionOptions{ProtocolVersion: s.spec.Protocol}) // as in the runs above
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
