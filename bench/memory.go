@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -88,7 +89,9 @@ func lastGC(log string) string {
 
 // gatewayMemory starts each stdio server with an SDK client in this
 // process and reads its resident memory after initialize and one call
-// (at rest), and after memoryCalls more at concurrency conc.
+// (at rest), and after memoryCalls more at concurrency conc, and the CPU
+// time the server spent on those: a stdio server is a process of its
+// own, which the gateway's CPU/call column does not see.
 func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 	name string
 	spec gatewaySpec
@@ -98,7 +101,7 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 	}
 	fmt.Printf("== a stdio server's resident memory at rest (initialize and one call) and after %d calls at concurrency %d\n", memoryCalls, conc)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "server\tRSS at rest\tanon\tfiles\tRSS after\tanon\tfiles\tpeak\tGo heap after (last GC)\t\n")
+	fmt.Fprintf(tw, "server\tRSS at rest\tanon\tfiles\tRSS after\tanon\tfiles\tpeak\tGo heap after (last GC)\tserver CPU/call\tcalls/s\t\n")
 	for i, s := range servers {
 		log := filepath.Join(dir, fmt.Sprintf("memory-%d.log", i))
 		f, err := os.Create(log)
@@ -108,35 +111,43 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 		cmd := exec.Command(s.spec.Command[0], s.spec.Command[1:]...)
 		cmd.Env = append(append(os.Environ(), s.spec.Env...), "GODEBUG=gctrace=1")
 		cmd.Stderr = f
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-memory", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-memory", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd},
+			&sdk.ClientSessionOptions{ProtocolVersion: s.spec.Protocol}) // as in the runs above
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
-		rest, after, err := memoryOf(ctx, cs, cmd.Process.Pid, conc)
+		rest, after, run, err := memoryOf(ctx, cs, cmd.Process.Pid, conc)
 		cs.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		mb := func(kb int64) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.name, mb(rest.rss), mb(rest.anon), mb(rest.file),
-			mb(after.rss), mb(after.anon), mb(after.file), mb(after.peak), lastGC(log))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", s.name, mb(rest.rss), mb(rest.anon), mb(rest.file),
+			mb(after.rss), mb(after.anon), mb(after.file), mb(after.peak), lastGC(log),
+			round(run.cpu/memoryCalls), memoryCalls/run.wall.Seconds())
 	}
 	tw.Flush()
 	fmt.Println("   anon: the Go heap, goroutine stacks, the runtime's metadata and memory mapped beside the Go heap")
 	fmt.Println("   (modernc's SQLite); files: the pages of the binary it has touched; peak: VmHWM; the Go heap from the")
-	fmt.Println("   server's GODEBUG=gctrace=1")
+	fmt.Println("   server's GODEBUG=gctrace=1; server CPU/call: the server process's user and system time over the calls")
+	fmt.Println("   (/proc/PID/stat, 10 ms ticks), the client and the upstream being this process")
 	fmt.Println()
 	return nil
 }
 
-func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int) (rest, after procMemory, err error) {
+// serverRun is the server's CPU time over a run of calls and the run's
+// wall-clock time.
+type serverRun struct{ cpu, wall time.Duration }
+
+func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int) (rest, after procMemory, run serverRun, err error) {
 	if err := callTool(ctx, cs); err != nil {
-		return rest, after, err
+		return rest, after, run, err
 	}
 	if rest, err = readProcMemory(pid); err != nil {
-		return rest, after, err
+		return rest, after, run, err
 	}
+	cpu0, start := procCPU(pid), time.Now()
 	var left atomic.Int64
 	left.Store(memoryCalls)
 	var wg sync.WaitGroup
@@ -151,11 +162,12 @@ func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int) (rest, 
 		})
 	}
 	wg.Wait()
+	run.cpu, run.wall = procCPU(pid)-cpu0, time.Since(start)
 	for _, err := range errs {
 		if err != nil {
-			return rest, after, err
+			return rest, after, run, err
 		}
 	}
 	after, err = readProcMemory(pid)
-	return rest, after, err
+	return rest, after, run, err
 }
