@@ -113,9 +113,9 @@ func (hs *httpSession) Write(_ context.Context, msg jsonrpc.Message) error {
 		delete(hs.waiting, r.ID)
 		hs.mu.Unlock()
 		if ch != nil {
-			ch <- r // buffered: never blocks
+			ch <- r // buffered: never blocks; unread when its client went away
 		}
-		return nil // else its client went away (a cancelled call)
+		return nil
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -164,13 +164,18 @@ func (hs *httpSession) deliver(msg jsonrpc.Message) bool {
 	}
 }
 
-// forget stops waiting for the response to id; false when it was not
-// waited for anymore (answered).
-func (hs *httpSession) forget(id jsonrpc.ID) bool {
+// forget stops waiting for the response to id.
+func (hs *httpSession) forget(id jsonrpc.ID) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.waiting, id)
+}
+
+// pending reports whether the server has not yet answered id.
+func (hs *httpSession) pending(id jsonrpc.ID) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	_, ok := hs.waiting[id]
-	delete(hs.waiting, id)
 	return ok
 }
 
@@ -216,8 +221,10 @@ func (hs *httpSession) serve(w http.ResponseWriter, r *http.Request, msg jsonrpc
 		}
 	case <-r.Context().Done():
 		// The client went away: the call is cancelled, as the client
-		// itself would cancel it.
-		if hs.forget(req.ID) {
+		// itself would cancel it. Its id stays taken until the server
+		// answers (Write drops the answer), so that a request reusing it
+		// meanwhile is refused instead of given this call's answer.
+		if hs.pending(req.ID) {
 			params, _ := json.Marshal(map[string]any{"requestId": req.ID.Raw(), "reason": "the client disconnected"})
 			hs.deliver(&jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 		}

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 )
 
@@ -170,6 +172,76 @@ func TestStreamableCancel(t *testing.T) {
 	// The session goes on.
 	if !e.alive(7, sid) {
 		t.Fatal("the session ended")
+	}
+}
+
+// heldGate holds each call in Admit (which it reports on entered) until
+// release is closed, whether or not its context ends (which it reports
+// on cancelled): a call that takes a while to notice its client went
+// away.
+type heldGate struct{ entered, cancelled, release chan struct{} }
+
+func (g heldGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
+	g.entered <- struct{}{}
+	context.AfterFunc(ctx, func() { g.cancelled <- struct{}{} })
+	<-g.release
+	return call, nil
+}
+
+func (heldGate) Decide(_ context.Context, call engine.Call, _ string, _ bool) (engine.Call, bool) {
+	return call, false
+}
+
+// TestStreamableIDReuse: a request id stays taken until the server has
+// answered it, even when its client went away: a new request reusing it
+// is refused, never given the earlier call's answer.
+func TestStreamableIDReuse(t *testing.T) {
+	g := heldGate{make(chan struct{}, 3), make(chan struct{}, 3), make(chan struct{})}
+	e := newSessionsEnvOptions(t, mcpserver.Options{Gate: g}, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"q":"`+r.URL.Query().Get("q")+`"}`)
+	})
+	sid := e.open(7)
+	call := func(q string) string {
+		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"q":"` + q + `"}}}`
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	go e.requestQuiet(ctx, sid, call("first"))
+	<-g.entered
+	stop()
+	<-g.cancelled // the transport has seen the client go
+
+	type answer struct {
+		status int
+		body   string
+	}
+	second := make(chan answer, 1)
+	go func() {
+		resp, body := e.request(t.Context(), "POST", 7, sid, call("second"), nil)
+		second <- answer{resp.StatusCode, body}
+	}()
+	select {
+	case a := <-second:
+		if a.status != http.StatusBadRequest || !strings.Contains(a.body, "duplicate in-flight request ID 5") {
+			t.Fatalf("the id reused while its call runs: %d %s", a.status, a.body)
+		}
+		close(g.release)
+	case <-time.After(5 * time.Second): // the failure's path only: the second POST waits for the first call
+		close(g.release)
+		a := <-second
+		t.Fatalf("the id reused while its call runs was answered %d %s", a.status, a.body)
+	}
+	// Once the first call has answered, its id is free again.
+	for {
+		resp, body := e.request(t.Context(), "POST", 7, sid, call("third"), nil)
+		if resp.StatusCode == http.StatusOK {
+			if !strings.Contains(body, `\"q\":\"third\"`) {
+				t.Fatalf("the third call: %s", body)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("the third call: %d %s", resp.StatusCode, body)
+		}
 	}
 }
 
