@@ -69,6 +69,10 @@ func TestStreamableHTTP(t *testing.T) {
 		{"an error", "POST", 7, sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope"}}`, nil, 200, `"id":4,"error":{"code":-32602,"message":"unknown tool \"nope\""}`},
 		{"a notification", "POST", 7, sid, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, nil, 202, ""},
 		{"a response of the client", "POST", 7, sid, `{"jsonrpc":"2.0","id":99,"result":{}}`, nil, 202, ""},
+		{"an error of the client to nothing asked", "POST", 7, sid, `{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":"x"}}`, nil, 202, ""},
+		{"a string id that reads as a number", "POST", 7, sid, `{"jsonrpc":"2.0","id":"1","method":"ping"}`, nil, 200, `{"jsonrpc":"2.0","id":"1","result":{}}`},
+		{"initialize again", "POST", 7, sid, initialize, nil, 200, `"id":1,"error":{"code":0,"message":"duplicate \"initialize\" received"}`},
+		{"initialize as a notification", "POST", 7, "", `{"jsonrpc":"2.0","method":"initialize","params":{}}`, nil, 400, "no session"},
 		{"a batch", "POST", 7, sid, "[" + ping + "]", nil, 400, `"message":"JSON-RPC batches are not supported`},
 		{"not JSON", "POST", 7, sid, `{"jsonrpc":`, nil, 400, `"code":-32700`},
 		{"an empty body", "POST", 7, sid, ``, nil, 400, "non-empty body"},
@@ -86,6 +90,7 @@ func TestStreamableHTTP(t *testing.T) {
 		{"GET without a session", "GET", 7, "", "", nil, 400, "requires an Mcp-Session-Id"},
 		{"GET without event streams", "GET", 7, sid, "", map[string]string{"Accept": "application/json"}, 400, "text/event-stream"},
 		{"DELETE of another identity", "DELETE", 8, sid, "", nil, 403, "mismatch"},
+		{"GET of another identity", "GET", 8, sid, "", map[string]string{"Accept": "text/event-stream"}, 403, "mismatch"},
 		{"PUT", "PUT", 7, sid, ping, nil, 405, "Method Not Allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
