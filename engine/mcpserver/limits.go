@@ -223,12 +223,14 @@ func (g *registry) use(id string, user int64) (done func()) {
 	return func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if l.busy--; l.busy == 0 {
+		l.busy--
+		if g.byID[id] != l { // ended meanwhile: forget stopped its timer for good
+			return
+		}
+		if l.busy == 0 {
 			l.idle.Reset(g.limits.idle())
 		}
-		if g.byID[id] == l {
-			g.lru.MoveToBack(l.elem)
-		}
+		g.lru.MoveToBack(l.elem)
 	}
 }
 

@@ -27,10 +27,15 @@ type sessionsEnv struct {
 }
 
 func newSessionsEnv(t testing.TB, limits mcpserver.SessionLimits, upstream http.HandlerFunc) *sessionsEnv {
+	return newSessionsEnvOptions(t, mcpserver.Options{Sessions: limits}, upstream)
+}
+
+// newSessionsEnvOptions is newSessionsEnv with the Service's options.
+func newSessionsEnvOptions(t testing.TB, opts mcpserver.Options, upstream http.HandlerFunc) *sessionsEnv {
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cat := &liveCatalog{ps: echoTools(up.URL, "slow"), version: 1}
-	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{Sessions: limits})
+	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), opts)
 	reg := prometheus.NewRegistry()
 	if err := svc.Register(reg); err != nil {
 		t.Fatal(err)

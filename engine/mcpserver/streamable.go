@@ -75,8 +75,14 @@ type httpSession struct {
 	waiting map[jsonrpc.ID]chan *jsonrpc.Response // POSTed requests by id, until answered
 
 	smu    sync.Mutex
-	stream http.ResponseWriter // the open GET stream; nil when none
+	stream chan []byte // the events of the open GET stream; nil when none
 }
+
+// streamBacklog bounds the events waiting for a GET stream's client. The
+// stream's own request writes them, so that no goroutine of the server
+// waits on a client that does not read; past the backlog they are
+// refused, as when no stream is open.
+const streamBacklog = 64
 
 func (hs *httpSession) Connect(context.Context) (sdk.Connection, error) { return hs, nil }
 
@@ -107,9 +113,9 @@ func (hs *httpSession) Write(_ context.Context, msg jsonrpc.Message) error {
 		delete(hs.waiting, r.ID)
 		hs.mu.Unlock()
 		if ch != nil {
-			ch <- r // buffered: never blocks
+			ch <- r // buffered: never blocks; unread when its client went away
 		}
-		return nil // else its client went away (a cancelled call)
+		return nil
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -120,10 +126,12 @@ func (hs *httpSession) Write(_ context.Context, msg jsonrpc.Message) error {
 	if hs.stream == nil {
 		return fmt.Errorf("%w: session %s has no GET stream open", errRejected, hs.id)
 	}
-	if err := writeEvent(hs.stream, b); err != nil {
-		return fmt.Errorf("%w: %w", errRejected, err)
+	select {
+	case hs.stream <- b:
+		return nil
+	default:
+		return fmt.Errorf("%w: the GET stream of session %s has %d events unread", errRejected, hs.id, streamBacklog)
 	}
-	return nil
 }
 
 // writeEvent sends data as one server-sent event and flushes it.
@@ -156,13 +164,18 @@ func (hs *httpSession) deliver(msg jsonrpc.Message) bool {
 	}
 }
 
-// forget stops waiting for the response to id; false when it was not
-// waited for anymore (answered).
-func (hs *httpSession) forget(id jsonrpc.ID) bool {
+// forget stops waiting for the response to id.
+func (hs *httpSession) forget(id jsonrpc.ID) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.waiting, id)
+}
+
+// pending reports whether the server has not yet answered id.
+func (hs *httpSession) pending(id jsonrpc.ID) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	_, ok := hs.waiting[id]
-	delete(hs.waiting, id)
 	return ok
 }
 
@@ -208,8 +221,10 @@ func (hs *httpSession) serve(w http.ResponseWriter, r *http.Request, msg jsonrpc
 		}
 	case <-r.Context().Done():
 		// The client went away: the call is cancelled, as the client
-		// itself would cancel it.
-		if hs.forget(req.ID) {
+		// itself would cancel it. Its id stays taken until the server
+		// answers (Write drops the answer), so that a request reusing it
+		// meanwhile is refused instead of given this call's answer.
+		if hs.pending(req.ID) {
 			params, _ := json.Marshal(map[string]any{"requestId": req.ID.Raw(), "reason": "the client disconnected"})
 			hs.deliver(&jsonrpc.Request{Method: "notifications/cancelled", Params: params})
 		}
@@ -378,8 +393,9 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 	s.sessions.add(id.User, ss)
 }
 
-// serveStream holds r open as hs's GET stream until the client goes, the
-// session ends or the Service closes.
+// serveStream holds r open as hs's GET stream, writing the server's
+// events, until the client goes, a write fails, the session ends or the
+// Service closes.
 func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, hs *httpSession) {
 	hs.smu.Lock()
 	if hs.stream != nil {
@@ -393,16 +409,28 @@ func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, hs *httpSe
 	// A comment, so that proxies forward the headers at once.
 	io.WriteString(w, ": ok\n\n")
 	http.NewResponseController(w).Flush()
-	hs.stream = w
+	events := make(chan []byte, streamBacklog)
+	hs.stream = events
 	hs.smu.Unlock()
-	select {
-	case <-r.Context().Done():
-	case <-hs.done:
-	case <-s.closing.Done():
+	defer func() {
+		hs.smu.Lock()
+		hs.stream = nil
+		hs.smu.Unlock()
+	}()
+	for {
+		select {
+		case b := <-events:
+			if writeEvent(w, b) != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-hs.done:
+			return
+		case <-s.closing.Done():
+			return
+		}
 	}
-	hs.smu.Lock()
-	hs.stream = nil
-	hs.smu.Unlock()
 }
 
 // holdsStream reports whether the HTTP session id has its GET stream

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 )
 
@@ -67,6 +69,10 @@ func TestStreamableHTTP(t *testing.T) {
 		{"an error", "POST", 7, sid, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"nope"}}`, nil, 200, `"id":4,"error":{"code":-32602,"message":"unknown tool \"nope\""}`},
 		{"a notification", "POST", 7, sid, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, nil, 202, ""},
 		{"a response of the client", "POST", 7, sid, `{"jsonrpc":"2.0","id":99,"result":{}}`, nil, 202, ""},
+		{"an error of the client to nothing asked", "POST", 7, sid, `{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":"x"}}`, nil, 202, ""},
+		{"a string id that reads as a number", "POST", 7, sid, `{"jsonrpc":"2.0","id":"1","method":"ping"}`, nil, 200, `{"jsonrpc":"2.0","id":"1","result":{}}`},
+		{"initialize again", "POST", 7, sid, initialize, nil, 200, `"id":1,"error":{"code":0,"message":"duplicate \"initialize\" received"}`},
+		{"initialize as a notification", "POST", 7, "", `{"jsonrpc":"2.0","method":"initialize","params":{}}`, nil, 400, "no session"},
 		{"a batch", "POST", 7, sid, "[" + ping + "]", nil, 400, `"message":"JSON-RPC batches are not supported`},
 		{"not JSON", "POST", 7, sid, `{"jsonrpc":`, nil, 400, `"code":-32700`},
 		{"an empty body", "POST", 7, sid, ``, nil, 400, "non-empty body"},
@@ -84,6 +90,7 @@ func TestStreamableHTTP(t *testing.T) {
 		{"GET without a session", "GET", 7, "", "", nil, 400, "requires an Mcp-Session-Id"},
 		{"GET without event streams", "GET", 7, sid, "", map[string]string{"Accept": "application/json"}, 400, "text/event-stream"},
 		{"DELETE of another identity", "DELETE", 8, sid, "", nil, 403, "mismatch"},
+		{"GET of another identity", "GET", 8, sid, "", map[string]string{"Accept": "text/event-stream"}, 403, "mismatch"},
 		{"PUT", "PUT", 7, sid, ping, nil, 405, "Method Not Allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +177,76 @@ func TestStreamableCancel(t *testing.T) {
 	// The session goes on.
 	if !e.alive(7, sid) {
 		t.Fatal("the session ended")
+	}
+}
+
+// heldGate holds each call in Admit (which it reports on entered) until
+// release is closed, whether or not its context ends (which it reports
+// on cancelled): a call that takes a while to notice its client went
+// away.
+type heldGate struct{ entered, cancelled, release chan struct{} }
+
+func (g heldGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
+	g.entered <- struct{}{}
+	context.AfterFunc(ctx, func() { g.cancelled <- struct{}{} })
+	<-g.release
+	return call, nil
+}
+
+func (heldGate) Decide(_ context.Context, call engine.Call, _ string, _ bool) (engine.Call, bool) {
+	return call, false
+}
+
+// TestStreamableIDReuse: a request id stays taken until the server has
+// answered it, even when its client went away: a new request reusing it
+// is refused, never given the earlier call's answer.
+func TestStreamableIDReuse(t *testing.T) {
+	g := heldGate{make(chan struct{}, 3), make(chan struct{}, 3), make(chan struct{})}
+	e := newSessionsEnvOptions(t, mcpserver.Options{Gate: g}, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"q":"`+r.URL.Query().Get("q")+`"}`)
+	})
+	sid := e.open(7)
+	call := func(q string) string {
+		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"q":"` + q + `"}}}`
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	go e.requestQuiet(ctx, sid, call("first"))
+	<-g.entered
+	stop()
+	<-g.cancelled // the transport has seen the client go
+
+	type answer struct {
+		status int
+		body   string
+	}
+	second := make(chan answer, 1)
+	go func() {
+		resp, body := e.request(t.Context(), "POST", 7, sid, call("second"), nil)
+		second <- answer{resp.StatusCode, body}
+	}()
+	select {
+	case a := <-second:
+		if a.status != http.StatusBadRequest || !strings.Contains(a.body, "duplicate in-flight request ID 5") {
+			t.Fatalf("the id reused while its call runs: %d %s", a.status, a.body)
+		}
+		close(g.release)
+	case <-time.After(5 * time.Second): // the failure's path only: the second POST waits for the first call
+		close(g.release)
+		a := <-second
+		t.Fatalf("the id reused while its call runs was answered %d %s", a.status, a.body)
+	}
+	// Once the first call has answered, its id is free again.
+	for {
+		resp, body := e.request(t.Context(), "POST", 7, sid, call("third"), nil)
+		if resp.StatusCode == http.StatusOK {
+			if !strings.Contains(body, `\"q\":\"third\"`) {
+				t.Fatalf("the third call: %s", body)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("the third call: %d %s", resp.StatusCode, body)
+		}
 	}
 }
 
