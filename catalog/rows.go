@@ -58,6 +58,7 @@ func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 		Status:              status,
 		RequiredCredentials: rc,
 		Consequential:       ConsequentialColumn(p.Consequential),
+		Perms:               plugins.JoinPerms(p.Perms),
 		Audit:               store.Audit{Remark: p.Remark},
 	}, nil
 }
@@ -92,12 +93,23 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
 	}
 	p.Consequential = c
+	if p.Perms, err = plugins.SplitPerms(r.Perms); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
+	}
 	if len(r.RequiredCredentials) > 0 {
 		if err := json.Unmarshal(r.RequiredCredentials, &p.RequiredCredentials); err != nil {
 			return nil, fmt.Errorf("decode required_credentials of plugin %q: %w", r.Name, err)
 		}
 	}
 	return p, nil
+}
+
+// KeepAdministrators copies onto row, which an import or a sync writes
+// over old, the columns only an administrator sets: the consequential
+// setting (issue 33) and the perms (issue 46). A sync never changes them.
+func KeepAdministrators(row, old *store.Plugin) {
+	row.Consequential = old.Consequential
+	row.Perms = old.Perms
 }
 
 // ConsequentialColumn is the consequential column's value for a

@@ -181,7 +181,7 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string
 	}
 	row.ID = old.ID
 	row.Remark = old.Remark
-	row.Consequential = old.Consequential // an administrator's choice stands
+	catalog.KeepAdministrators(row, old)
 	if old.ContentHash != nil {
 		row.Status = old.Status // an administrator's choice stands
 	}

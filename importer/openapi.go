@@ -183,7 +183,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 				row.Status = old.Status
 			}
 			row.ID, row.CreateBy, row.UpdateBy = old.ID, old.CreateBy, syncBy
-			row.Consequential = old.Consequential // an administrator's choice stands
+			catalog.KeepAdministrators(row, old)
 			if list == &res.Changed {
 				if res.ChangedFields == nil {
 					res.ChangedFields = map[string][]string{}

@@ -310,6 +310,7 @@ func (p *Plugin) Validate() error {
 		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
 	}
 	p.validateAuth(add)
+	errs = append(errs, CheckPerms("perms", p.Perms)...)
 	if len(errs) == 0 {
 		p.validateMeaning(add)
 	}

@@ -54,6 +54,11 @@ type Plugin struct {
 	// (x-openai-isConsequential, MCP's readOnlyHint): a suggestion used
 	// while Consequential is nil.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// Perms are the RuoYi permission strings (system:user:list) of which a
+	// user must hold one to use the tool; none, BLINDEXEC_TOOL_ACCESS
+	// decides (package access). Imports never set them, and a sync keeps
+	// them.
+	Perms []string `json:"perms,omitempty"`
 	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.
