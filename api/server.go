@@ -177,6 +177,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
 	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
 	mux.HandleFunc("POST /v1/plugins/consequential", s.with(roleAdmin, s.setConsequential))
+	mux.HandleFunc("POST /v1/plugins/perms", s.with(roleAdmin, s.setPerms))
 	mux.HandleFunc("GET /v1/sources", s.with(roleService, s.listSources))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))

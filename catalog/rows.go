@@ -93,6 +93,9 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
 	}
 	p.Consequential = c
+	if r.SourceID != nil {
+		p.SourceID = *r.SourceID
+	}
 	if p.Perms, err = plugins.SplitPerms(r.Perms); err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
 	}

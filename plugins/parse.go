@@ -276,6 +276,10 @@ var (
 	headerNameChars     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
+// ValidName reports whether name follows the plugin name rule (the
+// OpenAI function-name rule), which agents' names follow too.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // Validate checks the rules of the protocol that a JSON Schema cannot say:
 // the HTTP method, the URL, placements that fit the method and the URL
 // template, auth fields required by each type.
@@ -284,7 +288,7 @@ func (p *Plugin) Validate() error {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	if !namePattern.MatchString(p.Name) {
+	if !ValidName(p.Name) {
 		add("name", "%q must match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, _ and -, at most 64)", p.Name)
 	} else if Reserved(p.Name) {
 		add("name", "%q is reserved: the engine offers a meta-tool of that name to LLM clients when a catalog is too large to list", p.Name)

@@ -63,6 +63,9 @@ type Plugin struct {
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.
 	Catalog bool `json:"-"`
+	// SourceID is the import source that wrote a catalog plugin
+	// (sys_ai_plugin.source_id), 0 for none: agents select by it.
+	SourceID int64 `json:"-"`
 }
 
 // Execution types.

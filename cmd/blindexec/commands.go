@@ -304,7 +304,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(add, list, get, status("enable", "Enable a plugin (status '0')", store.StatusEnabled),
-		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm, consequential)
+		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm, consequential, permsCmd(cfg))
 	return cmd
 }
 

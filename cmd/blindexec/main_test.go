@@ -148,6 +148,26 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code, _, _ := c.run("", "plugin", "consequential", "maybe", "search_company_basic"); code != 2 {
 		t.Fatalf("plugin consequential maybe: exit %d, want 2", code)
 	}
+	// The permissions a user needs (issue 46), by name or tag.
+	if code, out, errs := c.run("", "plugin", "perms", "--name", "search_company_basic", "company:info:query", "*:*:*"); code != 0 || !strings.Contains(out, "set the perms of 1 plugin(s)") {
+		t.Fatalf("plugin perms: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "plugin", "get", "search_company_basic"); code != 0 || !strings.Contains(out, `"company:info:query"`) {
+		t.Fatalf("plugin get after perms: %q", out)
+	}
+	for _, args := range [][]string{
+		{"--name", "search_company_basic", "company:info:*"}, // a partial wildcard
+		{"company:info:query"},                                // no plugin named
+		{"--name", "search_company_basic"},                    // neither perms nor --none
+		{"--name", "search_company_basic", "--none", "a:b"},   // both
+	} {
+		if code, _, errs := c.run("", append([]string{"plugin", "perms"}, args...)...); code != 2 {
+			t.Errorf("plugin perms %v: exit %d %q, want 2", args, code, errs)
+		}
+	}
+	if code, out, errs := c.run("", "plugin", "perms", "--name", "search_company_basic", "--none"); code != 0 || !strings.Contains(out, "set the perms of 1 plugin(s) to []") {
+		t.Fatalf("plugin perms --none: %d %q %q", code, out, errs)
+	}
 	if code, _, _ := c.run("", "plugin", "rm", "search_company_basic"); code != 0 {
 		t.Fatal("rm")
 	}
