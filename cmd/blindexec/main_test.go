@@ -157,9 +157,9 @@ func TestCLIEndToEnd(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--name", "search_company_basic", "company:info:*"}, // a partial wildcard
-		{"company:info:query"},                                // no plugin named
-		{"--name", "search_company_basic"},                    // neither perms nor --none
-		{"--name", "search_company_basic", "--none", "a:b"},   // both
+		{"company:info:query"},                               // no plugin named
+		{"--name", "search_company_basic"},                   // neither perms nor --none
+		{"--name", "search_company_basic", "--none", "a:b"},  // both
 	} {
 		if code, _, errs := c.run("", append([]string{"plugin", "perms"}, args...)...); code != 2 {
 			t.Errorf("plugin perms %v: exit %d %q, want 2", args, code, errs)
