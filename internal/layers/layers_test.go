@@ -26,6 +26,7 @@ var layers = []struct {
 		"internal/githubcatalog", "toolsearch/searcheval"}},
 	{"credentials and quotas", []string{"auth", "quota"}},
 	{"users' connections to OAuth providers", []string{"connections"}},
+	{"who may use which tool", []string{"access"}},
 	{"the executor", []string{"engine"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},
