@@ -24,8 +24,10 @@ func (h *held) Held(context.Context, int64) (Held, error) {
 	return h.perms, h.err
 }
 
+// needs is a plugin that needs one of perms.
+func needs(perms ...string) *plugins.Plugin { return &plugins.Plugin{Name: "list_users", Perms: perms} }
+
 func TestAllowed(t *testing.T) {
-	needs := func(perms ...string) *plugins.Plugin { return &plugins.Plugin{Name: "list_users", Perms: perms} }
 	broken := errors.New("connection refused")
 	for _, tt := range []struct {
 		name   string

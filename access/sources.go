@@ -1,6 +1,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -133,13 +134,13 @@ func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
 	return held, nil
 }
 
-// Limits of the operator's query.
+// Default limits of the operator's query.
 const (
-	// QueryTimeout bounds one run of the query.
-	QueryTimeout = 2 * time.Second
-	// MaxQueryRows is the most strings the query may return: more is an
-	// error (the call is refused), not a part taken.
-	MaxQueryRows = 10_000
+	// DefaultQueryTimeout bounds one run of the query.
+	DefaultQueryTimeout = 2 * time.Second
+	// DefaultMaxQueryRows is the most strings the query may return: more
+	// is an error (the call is refused), not a part taken.
+	DefaultMaxQueryRows = 10_000
 )
 
 // queryShape is what CheckQuery accepts: one SELECT (or WITH ... SELECT)
@@ -161,15 +162,20 @@ func CheckQuery(q string) error {
 // Query runs the operator's SELECT (BLINDEXEC_PERMISSIONS_QUERY, checked
 // by CheckQuery) with the user id, reading one column of strings, one a
 // row (spaces around it trimmed, NULL and blank rows skipped): in a
-// read-only transaction, within QueryTimeout, at most MaxQueryRows rows.
+// read-only transaction, within Timeout, at most MaxRows rows.
 type Query struct {
 	DB  *sql.DB
 	SQL string
+	// Timeout and MaxRows bound a run; zero is DefaultQueryTimeout and
+	// DefaultMaxQueryRows.
+	Timeout time.Duration
+	MaxRows int
 }
 
 // Held runs the query for user.
 func (s Query) Held(ctx context.Context, user int64) (Held, error) {
-	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	timeout, limit := cmp.Or(s.Timeout, DefaultQueryTimeout), cmp.Or(s.MaxRows, DefaultMaxQueryRows)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -177,7 +183,7 @@ func (s Query) Held(ctx context.Context, user int64) (Held, error) {
 	}
 	defer tx.Rollback()
 	held := Held{}
-	err = scanStrings(ctx, tx, s.SQL, user, MaxQueryRows, func(v string) {
+	err = scanStrings(ctx, tx, s.SQL, user, limit, func(v string) {
 		if v = strings.TrimSpace(v); v != "" {
 			held[v] = struct{}{}
 		}
