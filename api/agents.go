@@ -47,12 +47,8 @@ func (s *Server) viewAgent(r *http.Request, row *store.Agent) (*agentView, error
 	if err != nil {
 		return nil, err
 	}
-	names := []string{}
-	for _, p := range a.Tools.Of(enabled) {
-		names = append(names, p.Name)
-	}
 	const layout = "2006-01-02 15:04:05"
-	return &agentView{AgentID: row.ID, Agent: a, ToolNames: names,
+	return &agentView{AgentID: row.ID, Agent: a, ToolNames: a.Tools.NamesIn(enabled),
 		CreateBy: row.CreateBy, CreateTime: row.CreateTime.Format(layout),
 		UpdateBy: row.UpdateBy, UpdateTime: row.UpdateTime.Format(layout)}, nil
 }

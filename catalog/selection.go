@@ -50,6 +50,16 @@ func (sel Selection) Of(ps []*plugins.Plugin) []*plugins.Plugin {
 	return out
 }
 
+// NamesIn returns the names of the plugins of ps that sel picks, in
+// their order; none is an empty list, not nil (a JSON []).
+func (sel Selection) NamesIn(ps []*plugins.Plugin) []string {
+	names := []string{}
+	for _, p := range sel.Of(ps) {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // Check says what is wrong with sel, its fields named after prefix
 // ("" or "tools."): names that break the
 // plugin name rule, empty tags, source ids that are not positive.
