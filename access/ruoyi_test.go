@@ -65,18 +65,89 @@ func scriptDB(t *testing.T, script string) *sql.DB {
 	return st.DB()
 }
 
-// clocked is the Checker of s over db with its cache's clock under the
-// test's hand.
-func clocked(t *testing.T, db *sql.DB, s Settings) (*Checker, func(time.Duration)) {
+// sourceTest is a Checker over a project's database with its cache's
+// clock under the test's hand, and oracle, what the project itself
+// computes.
+type sourceTest struct {
+	db      *sql.DB
+	c       *Checker
+	now     time.Time
+	ttl     time.Duration
+	oracle  func(t *testing.T, db *sql.DB, user int64) Held
+	subject *plugins.Plugin // the plugin the changes are about
+}
+
+func newSourceTest(t *testing.T, script string, s Settings, oracle func(*testing.T, *sql.DB, int64) Held) *sourceTest {
 	t.Helper()
+	db := scriptDB(t, script)
 	c, err := New(db, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	cache := c.Source.(*Cache)
-	cache.now = func() time.Time { return now }
-	return c, func(d time.Duration) { now = now.Add(d) }
+	st := &sourceTest{db: db, c: c, now: time.Now(), ttl: s.TTL, oracle: oracle,
+		subject: &plugins.Plugin{Name: "list_users", Perms: []string{"system:user:list"}}}
+	c.Source.(*Cache).now = func() time.Time { return st.now }
+	return st
+}
+
+func (st *sourceTest) advance(d time.Duration) { st.now = st.now.Add(d) }
+
+func (st *sourceTest) held(t *testing.T, user int64) Held {
+	t.Helper()
+	h, err := st.c.Source.Held(t.Context(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// holdsAsComputed checks that user holds what the project computes, and
+// at least least strings.
+func (st *sourceTest) holdsAsComputed(t *testing.T, user int64, least int) Held {
+	t.Helper()
+	got, want := st.held(t, user), st.oracle(t, st.db, user)
+	if !maps.Equal(got, want) || len(got) < least {
+		t.Fatalf("user %d holds %d strings, the project computes %d:\n got %v\nwant %v", user, len(got), len(want), sorted(got), sorted(want))
+	}
+	return got
+}
+
+// allowed reports whether user may use p; an error other than a denial
+// fails the test.
+func (st *sourceTest) allowed(t *testing.T, user int64, p *plugins.Plugin) bool {
+	t.Helper()
+	err := st.c.Allowed(t.Context(), Subject{User: user}, p)
+	if _, denied := errors.AsType[*DeniedError](err); err != nil && !denied {
+		t.Fatalf("user %d, %s: %v", user, p.Name, err)
+	}
+	return err == nil
+}
+
+// change makes a change in the project's tables as its console would:
+// user may use the subject plugin before; the change is not seen before
+// the TTL has passed, and is after it (the user may then still use the
+// plugin, or not), the user then holding what the project computes;
+// undone, it is seen after the TTL again.
+func (st *sourceTest) change(t *testing.T, user int64, do, undo []string, still bool) {
+	t.Helper()
+	if !st.allowed(t, user, st.subject) {
+		t.Fatalf("user %d may not use %s before the change", user, st.subject.Name)
+	}
+	exec(t, st.db, do...)
+	st.advance(st.ttl - time.Second)
+	if !st.allowed(t, user, st.subject) {
+		t.Error("the change took effect before the TTL")
+	}
+	st.advance(time.Second)
+	if got := st.allowed(t, user, st.subject); got != still {
+		t.Errorf("after the TTL user %d may use %s: %v, want %v", user, st.subject.Name, got, still)
+	}
+	st.holdsAsComputed(t, user, 0)
+	exec(t, st.db, undo...)
+	st.advance(st.ttl)
+	if !st.allowed(t, user, st.subject) {
+		t.Errorf("undone, user %d may still not use %s after the TTL", user, st.subject.Name)
+	}
 }
 
 func exec(t *testing.T, db *sql.DB, stmts ...string) {
@@ -168,43 +239,21 @@ func ruoyiOracle(t *testing.T, db *sql.DB, user int64) Held {
 // link, takes effect once the TTL has passed, not before; a source that
 // cannot be read refuses.
 func TestRuoYi(t *testing.T) {
-	db := scriptDB(t, "testdata/ruoyi-vue/ry_20260417.sql")
-	const ttl = time.Minute
-	c, advance := clocked(t, db, Settings{Mode: ModePerms, Source: SourceRuoYi, TTL: ttl})
-	ctx := t.Context()
-	held := func(user int64) Held {
-		t.Helper()
-		h, err := c.Source.Held(ctx, user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	if got := sorted(held(1)); !slices.Equal(got, []string{plugins.AllPerms}) {
+	st := newSourceTest(t, "testdata/ruoyi-vue/ry_20260417.sql", Settings{Mode: ModePerms, Source: SourceRuoYi, TTL: time.Minute}, ruoyiOracle)
+	if got := sorted(st.held(t, 1)); !slices.Equal(got, []string{plugins.AllPerms}) {
 		t.Errorf("user 1 (admin) holds %v, want *:*:*", got)
 	}
-	ry := held(2) // "ry", of the common role
-	if want := ruoyiOracle(t, db, 2); !maps.Equal(ry, want) || len(ry) < 50 {
-		t.Fatalf("user 2 (common) holds %d strings, RuoYi computes %d:\n got %v\nwant %v", len(ry), len(want), sorted(ry), sorted(want))
-	}
+	ry := st.holdsAsComputed(t, 2, 50) // "ry", of the common role
 	if _, all := ry[plugins.AllPerms]; all {
 		t.Fatal("user 2 holds *:*:*")
 	}
-	if got := held(99); len(got) != 0 {
+	if got := st.held(t, 99); len(got) != 0 {
 		t.Errorf("a user RuoYi does not have holds %v", sorted(got))
 	}
 
-	listUsers := &plugins.Plugin{Name: "list_users", Perms: []string{"system:user:list"}}
+	listUsers := st.subject
 	unknown := &plugins.Plugin{Name: "rotate_keys", Perms: []string{"vault:key:rotate"}}
 	open := &plugins.Plugin{Name: "weather"}
-	allowed := func(user int64, p *plugins.Plugin) bool {
-		t.Helper()
-		err := c.Allowed(ctx, Subject{User: user}, p)
-		if _, denied := errors.AsType[*DeniedError](err); err != nil && !denied {
-			t.Fatalf("user %d, %s: %v", user, p.Name, err)
-		}
-		return err == nil
-	}
 	for _, tt := range []struct {
 		user int64
 		p    *plugins.Plugin
@@ -214,17 +263,16 @@ func TestRuoYi(t *testing.T) {
 		{2, listUsers, true}, {2, unknown, false}, {2, open, false},
 		{0, listUsers, false}, {99, listUsers, false},
 	} {
-		if got := allowed(tt.user, tt.p); got != tt.want {
+		if got := st.allowed(t, tt.user, tt.p); got != tt.want {
 			t.Errorf("user %d may use %s: %v, want %v", tt.user, tt.p.Name, got, tt.want)
 		}
 	}
 
-	// Each change is seen once the TTL has passed, not before; undone,
-	// likewise. The menu granting system:user:list is menu 100.
+	// The menu granting system:user:list is menu 100.
 	for _, tt := range []struct {
-		name       string
-		do, undo   []string
-		stillHolds bool // user 2 keeps system:user:list through another way
+		name     string
+		do, undo []string
+		still    bool // user 2 keeps system:user:list another way
 	}{
 		{"disable the role", []string{"update sys_role set status = '1' where role_id = 2"}, []string{"update sys_role set status = '0' where role_id = 2"}, false},
 		{"delete the role", []string{"update sys_role set del_flag = '2' where role_id = 2"}, []string{"update sys_role set del_flag = '0' where role_id = 2"}, false},
@@ -240,41 +288,22 @@ func TestRuoYi(t *testing.T) {
 			[]string{"update sys_menu set perms = 'system:user:list' where menu_id = 100"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if !allowed(2, listUsers) {
-				t.Fatal("user 2 may not use list_users before the change")
-			}
-			exec(t, db, tt.do...)
-			advance(ttl - time.Second)
-			if !allowed(2, listUsers) {
-				t.Error("the change took effect before the TTL")
-			}
-			advance(time.Second)
-			if got := allowed(2, listUsers); got != tt.stillHolds {
-				t.Errorf("after the TTL user 2 may use list_users: %v, want %v", got, tt.stillHolds)
-			}
-			if got, want := held(2), ruoyiOracle(t, db, 2); !maps.Equal(got, want) {
-				t.Errorf("after the change user 2 holds %v, RuoYi computes %v", sorted(got), sorted(want))
-			}
-			exec(t, db, tt.undo...)
-			advance(ttl)
-			if !allowed(2, listUsers) {
-				t.Error("undone, user 2 may still not use list_users after the TTL")
-			}
+			st.change(t, 2, tt.do, tt.undo, tt.still)
 		})
 	}
 
-	exec(t, db, "drop table sys_role_menu")
-	advance(ttl)
-	err := c.Allowed(ctx, Subject{User: 2}, listUsers)
+	exec(t, st.db, "drop table sys_role_menu")
+	st.advance(st.ttl)
+	err := st.c.Allowed(t.Context(), Subject{User: 2}, listUsers)
 	if u, ok := errors.AsType[*UnavailableError](err); !ok || u.Code() != CodeUnavailable {
 		t.Fatalf("RuoYi's tables unreadable: %v, want an UnavailableError", err)
 	}
-	if err := c.Allowed(ctx, Subject{User: 1}, listUsers); err != nil {
+	if err := st.c.Allowed(t.Context(), Subject{User: 1}, listUsers); err != nil {
 		t.Errorf("user 1, whose sys_user row is all RuoYi reads: %v", err)
 	}
-	exec(t, db, "drop table sys_user")
-	advance(ttl)
-	if err := c.Allowed(ctx, Subject{User: 1}, listUsers); !errors.As(err, new(*UnavailableError)) {
+	exec(t, st.db, "drop table sys_user")
+	st.advance(st.ttl)
+	if err := st.c.Allowed(t.Context(), Subject{User: 1}, listUsers); !errors.As(err, new(*UnavailableError)) {
 		t.Fatalf("sys_user unreadable: %v, want an UnavailableError", err)
 	}
 }

@@ -3,7 +3,6 @@ package access
 import (
 	"database/sql"
 	"errors"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -125,36 +124,12 @@ func yudaoOracle(t *testing.T, db *sql.DB, user int64) Held {
 // computes, and changes to roles, links, menus, users and tenants are
 // seen after the TTL.
 func TestYudao(t *testing.T) {
-	db := scriptDB(t, "testdata/ruoyi-vue-pro/ruoyi-vue-pro.sql.gz")
-	const ttl = time.Minute
-	c, advance := clocked(t, db, Settings{Source: SourceYudao, TTL: ttl})
-	ctx := t.Context()
-	held := func(user int64) Held {
-		t.Helper()
-		h, err := c.Source.Held(ctx, user)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	if got := sorted(held(1)); !slices.Equal(got, []string{plugins.AllPerms}) {
+	st := newSourceTest(t, "testdata/ruoyi-vue-pro/ruoyi-vue-pro.sql.gz", Settings{Source: SourceYudao, TTL: time.Minute}, yudaoOracle)
+	if got := sorted(st.held(t, 1)); !slices.Equal(got, []string{plugins.AllPerms}) {
 		t.Errorf("user 1 (super_admin) holds %v, want *:*:*", got)
 	}
-	test := held(104)
-	if want := yudaoOracle(t, db, 104); !maps.Equal(test, want) || len(test) < 50 {
-		t.Fatalf("user 104 (common) holds %d strings, yudao computes %d:\n got %v\nwant %v", len(test), len(want), sorted(test), sorted(want))
-	}
-	if _, ok := test["system:user:list"]; !ok {
-		t.Fatal("user 104 does not hold system:user:list")
-	}
-	listUsers := &plugins.Plugin{Name: "list_users", Perms: []string{"system:user:list"}}
-	allowed := func(user int64) bool {
-		t.Helper()
-		err := c.Allowed(ctx, Subject{User: user}, listUsers)
-		if _, denied := errors.AsType[*DeniedError](err); err != nil && !denied {
-			t.Fatalf("user %d: %v", user, err)
-		}
-		return err == nil
+	if test := st.holdsAsComputed(t, 104, 50); len(test) == 0 {
+		t.Fatal("user 104 holds nothing")
 	}
 	const menu = "(SELECT id FROM (SELECT id FROM system_menu WHERE permission = 'system:user:list') m)"
 	for _, tt := range []struct {
@@ -176,33 +151,14 @@ func TestYudao(t *testing.T) {
 			[]string{"UPDATE system_role SET status = 0 WHERE id = 1", "UPDATE system_role_menu SET deleted = 0 WHERE role_id = 2 AND menu_id IN " + menu}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if !allowed(tt.user) {
-				t.Fatalf("user %d may not use list_users before the change", tt.user)
-			}
-			exec(t, db, tt.do...)
-			advance(ttl - time.Second)
-			if !allowed(tt.user) {
-				t.Error("the change took effect before the TTL")
-			}
-			advance(time.Second)
-			if allowed(tt.user) {
-				t.Errorf("after the TTL user %d may still use list_users", tt.user)
-			}
-			if got, want := held(tt.user), yudaoOracle(t, db, tt.user); !maps.Equal(got, want) {
-				t.Errorf("after the change user %d holds %v, yudao computes %v", tt.user, sorted(got), sorted(want))
-			}
-			exec(t, db, tt.undo...)
-			advance(ttl)
-			if !allowed(tt.user) {
-				t.Errorf("undone, user %d may still not use list_users after the TTL", tt.user)
-			}
+			st.change(t, tt.user, tt.do, tt.undo, false)
 		})
 	}
 	// A disabled menu still grants: yudao does not consult a menu's
 	// status when it checks a permission.
-	exec(t, db, "UPDATE system_menu SET status = 1 WHERE permission = 'system:user:list'")
-	advance(ttl)
-	if !allowed(104) {
+	exec(t, st.db, "UPDATE system_menu SET status = 1 WHERE permission = 'system:user:list'")
+	st.advance(st.ttl)
+	if !st.allowed(t, 104, st.subject) {
 		t.Error("a disabled menu stopped granting, which yudao does not do")
 	}
 }
