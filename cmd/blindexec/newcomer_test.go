@@ -232,7 +232,7 @@ func TestInitGivesTheKeyAHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, service := src.String("BLINDEXEC_ADMIN_TOKEN", ""), src.String("BLINDEXEC_SERVICE_TOKEN", "")
+	admin, service := setAdminToken.Get(src), setServiceToken.Get(src)
 	if len(admin) < 32 || len(service) < 32 || admin == service {
 		t.Fatalf("init's tokens: admin %d chars, service %d chars, equal %v", len(admin), len(service), admin == service)
 	}
