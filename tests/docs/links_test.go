@@ -1,6 +1,7 @@
 // Package docs checks the documentation statically: every relative link of
 // README.md and docs/*.md leads to a file that exists and, when it names
-// an anchor, to a heading of that file as GitHub renders it.
+// an anchor, to a heading of that file as GitHub renders it; the README
+// stays the entry page that links every page.
 package docs
 
 import (
@@ -167,5 +168,33 @@ func TestLinks(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Errorf("only %d links checked: the pattern misses links", checked)
+	}
+}
+
+// TestREADMEIsTheEntryPage: the README stays an entry page — at most about
+// 300 lines, linking every page of docs/ — and its test command is the one
+// CI runs.
+func TestREADMEIsTheEntryPage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	if n := strings.Count(readme, "\n"); n > 300 {
+		t.Errorf("README.md has %d lines: move what is not the entry page's into docs/", n)
+	}
+	for _, page := range pages(t)[1:] {
+		name := "docs/" + filepath.Base(page)
+		if !strings.Contains(readme, "]("+name+")") && !strings.Contains(readme, "]("+name+"#") {
+			t.Errorf("README.md does not link %s", name)
+		}
+	}
+	const test = "go test -race ./..."
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(readme, "\n"+test+"\n") || !strings.Contains(string(ci), "\n"+test+"\n") {
+		t.Errorf("the README's test command and .ci/run's must both be %q on a line of its own", test)
 	}
 }
