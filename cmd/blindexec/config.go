@@ -260,7 +260,7 @@ func (c *config) credentials(ctx context.Context, st *store.Store, check keyChec
 		return c.credentialService(st, kr), nil
 	}
 	if err := auth.CheckKeys(ctx, st, kr, check == keysRecord); err != nil {
-		if origin := c.settings.Origin("BLINDEXEC_MASTER_KEY"); origin != "" {
+		if origin := c.settings.Origin(setMasterKey.Name); origin != "" {
 			err = fmt.Errorf("%w (BLINDEXEC_MASTER_KEY from %s)", err, origin)
 		}
 		return nil, err

@@ -36,7 +36,7 @@ the only copy of the key that decrypts the stored credentials.`,
 		Args: argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, _ := settings.EnvFilePath(os.LookupEnv)
-			if cfg.settings.Origin("BLINDEXEC_MASTER_KEY") == "the environment" {
+			if cfg.settings.Origin(setMasterKey.Name) == "the environment" {
 				return fmt.Errorf("init: BLINDEXEC_MASTER_KEY is set in the environment, which wins over %s: unset it first, or keep using it without init", path)
 			}
 			key := make([]byte, 32)
