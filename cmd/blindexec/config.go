@@ -149,6 +149,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.shutdownGrace = setShutdownGrace.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
 	c.tracing = loadTracing(src)
+	registry.CheckFile(src)
 }
 
 // loadTracing reads the OTEL_* variables of serve's tracing; bad values

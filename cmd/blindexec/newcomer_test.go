@@ -354,3 +354,17 @@ paths:
 		t.Fatalf("import: %d %q %q", code, out, errs)
 	}
 }
+
+// TestEnvFileMisspeltSetting: a name in the env file that is no setting
+// stops every command, naming it and its line, instead of leaving the
+// default in force.
+func TestEnvFileMisspeltSetting(t *testing.T) {
+	c := newCLI(t)
+	env := filepath.Join(t.TempDir(), "blindexec.env")
+	os.WriteFile(env, []byte("BLINDEXEC_MAX_TIMOUT_MS=5000\n"), 0o600)
+	t.Setenv("BLINDEXEC_ENV_FILE", env)
+	code, _, errs := c.run("", "plugin", "list")
+	if want := `BLINDEXEC_MAX_TIMOUT_MS="5000" (from ` + env + `:1): want the name of a setting`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errs, want)
+	}
+}

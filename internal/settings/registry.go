@@ -195,6 +195,23 @@ func (r *Registry) Lookup(src *Source) func(string) (string, bool) {
 	}
 }
 
+// CheckFile reports, in src.Err(), each name src's env file sets that r
+// does not declare: a misspelt setting stops the program rather than
+// leave the default silently in force. (The environment holds other
+// programs' variables too, so only the file, which holds blindexec's
+// alone, is checked.)
+func (r *Registry) CheckFile(src *Source) {
+	if src.file == nil {
+		return
+	}
+	for _, name := range src.file.order {
+		if r.names[name] == nil {
+			e := src.file.vars[name]
+			src.fail(name, e.value, fmt.Sprintf("%s:%d", src.file.path, e.line), "the name of a setting (docs/configuration.md lists them); this one is unknown")
+		}
+	}
+}
+
 // Table is the Markdown table of r's settings, the configuration page's
 // reference: variable, flag, type, default, meaning.
 func (r *Registry) Table() string {

@@ -227,4 +227,16 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Lookup of a declared name: %q %v", v, ok)
 	}
 	mustPanic("a read of an undeclared name", func() { lookup("OTEL_OTHER") })
+
+	// A name the env file sets that no declaration has is a bad setting;
+	// the environment may hold anything.
+	f, err := parseEnvFile("f.env", []byte("BLINDEXEC_KEY=k\nBLINDEXEC_MODDE=b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{lookup: env(map[string]string{"BLINDEXEC_TEST_MYSQL_DSN": "x"}), file: f}
+	r.CheckFile(s)
+	if err := s.Err(); err == nil || len(s.Errs()) != 1 || !strings.Contains(err.Error(), `BLINDEXEC_MODDE="b" (from f.env:2): want the name of a setting`) {
+		t.Errorf("CheckFile: %v", err)
+	}
 }
