@@ -9,7 +9,7 @@ import (
 const module = "github.com/blindexec/blindexec/"
 
 // layers lists every package of the module, lowest layer first. A package
-// imports only packages of lower layers; the README's layout table shows
+// imports only packages of lower layers; docs/development.md's layout table shows
 // the same list.
 var layers = []struct {
 	name     string
@@ -17,7 +17,7 @@ var layers = []struct {
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
 		"internal/csp", "internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/logbuf", "internal/mcpts", "internal/settings", "tracing",
-		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
+		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",
@@ -69,7 +69,7 @@ func TestImportsPointDown(t *testing.T) {
 		seen[pkg] = true
 		from, ok := layerOf[pkg]
 		if !ok {
-			t.Errorf("%s has no layer: add it to layers (and to the README's layout table)", pkg)
+			t.Errorf("%s has no layer: add it to layers (and to docs/development.md's layout table)", pkg)
 			continue
 		}
 		for _, imp := range fields[1:] {
