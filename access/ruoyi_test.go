@@ -22,7 +22,7 @@ import (
 // scriptDB is a fresh MariaDB database holding the engine's tables and
 // what the project's own database script (testdata, unmodified) creates
 // beside them. It is skipped without BLINDEXEC_TEST_MYSQL_DSN.
-func scriptDB(t *testing.T, script string) *sql.DB {
+func scriptDB(t testing.TB, script string) *sql.DB {
 	t.Helper()
 	dsn := testdb.DSN(t, store.DialectMySQL)
 	ctx := t.Context()
