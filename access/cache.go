@@ -20,8 +20,8 @@ const maxCached = 100_000
 // A failed read is not kept: the next call asks again. Concurrent misses
 // for one user may each read the source.
 type Cache struct {
-	Source Source
-	TTL    time.Duration
+	src Source
+	ttl time.Duration
 	// now is the clock (tests move it).
 	now func() time.Time
 
@@ -36,7 +36,7 @@ type cached struct {
 
 // NewCache keeps src's answers for ttl.
 func NewCache(src Source, ttl time.Duration) *Cache {
-	return &Cache{Source: src, TTL: ttl, now: time.Now, users: map[int64]cached{}}
+	return &Cache{src: src, ttl: ttl, now: time.Now, users: map[int64]cached{}}
 }
 
 // Held answers from the cache, or reads the source and keeps its answer.
@@ -48,7 +48,7 @@ func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
 	if ok && now.Before(e.expires) {
 		return e.held, nil
 	}
-	held, err := c.Source.Held(ctx, user)
+	held, err := c.src.Held(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +64,6 @@ func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
 			clear(c.users)
 		}
 	}
-	c.users[user] = cached{held: held, expires: now.Add(c.TTL)}
+	c.users[user] = cached{held: held, expires: now.Add(c.ttl)}
 	return held, nil
 }
