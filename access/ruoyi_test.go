@@ -282,8 +282,9 @@ func TestRuoYi(t *testing.T) {
 		{"remove the user's role link", []string{"delete from sys_user_role where user_id = 2"}, []string{"insert into sys_user_role values (2, 2)"}, false},
 		{"disable the user", []string{"update sys_user set status = '1' where user_id = 2"}, []string{"update sys_user set status = '0' where user_id = 2"}, false},
 		{"delete the user", []string{"update sys_user set del_flag = '2' where user_id = 2"}, []string{"update sys_user set del_flag = '0' where user_id = 2"}, false},
-		{"give role 1 to user 2", []string{"delete from sys_user_role where user_id = 2", "insert into sys_user_role values (2, 1)"},
-			[]string{"delete from sys_user_role where user_id = 2", "insert into sys_user_role values (2, 2)"}, false}, // role 1's menus are not counted
+		// Role 1's menus are not counted, even linked.
+		{"give role 1 to user 2", []string{"delete from sys_user_role where user_id = 2", "insert into sys_user_role values (2, 1)", "insert into sys_role_menu values (1, 100)"},
+			[]string{"delete from sys_user_role where user_id = 2", "insert into sys_user_role values (2, 2)", "delete from sys_role_menu where role_id = 1"}, false},
 		{"a cell of two strings", []string{"update sys_menu set perms = 'system:user:query,system:user:list' where menu_id = 100"},
 			[]string{"update sys_menu set perms = 'system:user:list' where menu_id = 100"}, true},
 	} {
