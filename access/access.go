@@ -99,15 +99,20 @@ type Source interface {
 	Held(ctx context.Context, user int64) (Held, error)
 }
 
-// DeniedError refuses a plugin to a user: it names the plugin and the
-// permissions it needs, one of which suffices, and nothing of what the
-// user holds. Needs is empty for a plugin without perms under ModePerms.
+// DeniedError refuses a plugin (or an agent) to a user: it names it and
+// the permissions it needs, one of which suffices, and nothing of what
+// the user holds. Needs is empty for a plugin without perms under
+// ModePerms.
 type DeniedError struct {
 	Plugin string
+	Agent  string // set instead of Plugin for an agent
 	Needs  []string
 }
 
 func (e *DeniedError) Error() string {
+	if e.Agent != "" {
+		return fmt.Sprintf("%s: agent %q needs one of the permissions %s", CodeDenied, e.Agent, strings.Join(e.Needs, ", "))
+	}
 	if len(e.Needs) == 0 {
 		return fmt.Sprintf("%s: plugin %q has no perms, and %s=%s makes such plugins usable by no one until an administrator gives them perms", CodeDenied, e.Plugin, EnvToolAccess, ModePerms)
 	}
@@ -154,12 +159,27 @@ func (c *Checker) Allowed(ctx context.Context, sub Subject, p *plugins.Plugin) e
 		}
 		return nil
 	}
-	denied := &DeniedError{Plugin: p.Name, Needs: p.Perms}
+	return c.holds(ctx, sub, &DeniedError{Plugin: p.Name, Needs: p.Perms})
+}
+
+// AgentAllowed is Allowed for an agent named name that needs one of
+// perms: an agent without perms is for every user whatever the Mode (it
+// never grants a tool: its tools are narrowed by Allowed each).
+func (c *Checker) AgentAllowed(ctx context.Context, sub Subject, name string, perms []string) error {
+	if len(perms) == 0 {
+		return nil
+	}
+	return c.holds(ctx, sub, &DeniedError{Agent: name, Needs: perms})
+}
+
+// holds returns nil when every source grants sub one of denied.Needs,
+// else denied (or an *UnavailableError).
+func (c *Checker) holds(ctx context.Context, sub Subject, denied *DeniedError) error {
 	if sub.User <= 0 || c.Source == nil && sub.Narrow == nil {
 		return denied // no one, or no source: nothing is held
 	}
 	for _, n := range sub.Narrow {
-		if !n.Grants(p.Perms) {
+		if !n.Grants(denied.Needs) {
 			return denied
 		}
 	}
@@ -170,7 +190,7 @@ func (c *Checker) Allowed(ctx context.Context, sub Subject, p *plugins.Plugin) e
 	if err != nil {
 		return &UnavailableError{Source: c.Name, Err: err}
 	}
-	if !held.Grants(p.Perms) {
+	if !held.Grants(denied.Needs) {
 		return denied
 	}
 	return nil

@@ -93,6 +93,33 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
+// TestAgentAllowed: an agent with perms follows the plugins' rule; one
+// without is for every user, whatever the Mode.
+func TestAgentAllowed(t *testing.T) {
+	src := &held{perms: HeldOf("hr:leave:list")}
+	c := &Checker{Mode: ModePerms, Source: src, Name: SourceRuoYi}
+	for _, tt := range []struct {
+		sub   Subject
+		perms []string
+		want  bool
+	}{
+		{Subject{User: 7}, nil, true},
+		{Subject{}, nil, true},
+		{Subject{User: 7}, []string{"hr:leave:list", "hr:leave:approve"}, true},
+		{Subject{User: 7}, []string{"hr:leave:approve"}, false},
+		{Subject{User: 7, Narrow: []Held{HeldOf()}}, []string{"hr:leave:list"}, false},
+		{Subject{}, []string{"hr:leave:list"}, false},
+	} {
+		err := c.AgentAllowed(t.Context(), tt.sub, "hr", tt.perms)
+		if (err == nil) != tt.want {
+			t.Errorf("%+v, perms %v: %v, want allowed %v", tt.sub, tt.perms, err, tt.want)
+		}
+		if d, ok := errors.AsType[*DeniedError](err); ok && (d.Agent != "hr" || d.Plugin != "" || !strings.Contains(d.Error(), `agent "hr" needs one of the permissions hr:leave`)) {
+			t.Errorf("denied %+v: %v", d, d)
+		}
+	}
+}
+
 // TestCacheTTL: a user's strings are read once per TTL; a failed read is
 // not kept.
 func TestCacheTTL(t *testing.T) {
