@@ -22,7 +22,8 @@ import (
 	"github.com/blindexec/blindexec/plugins"
 )
 
-// Environment variables and defaults of the rule.
+// Environment variables of the rule, which serve reads once the rule is
+// wired into the executor.
 const (
 	// EnvToolAccess is what plugins without perms are: ModeOpen or
 	// ModePerms.
