@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
@@ -99,6 +100,9 @@ type config struct {
 	tracing tracing.Config
 	// quotaTZ is the time zone quota windows are aligned in.
 	quotaTZ *time.Location
+	// access is who may use which tool (issue 46): checked here, for the
+	// executor's decision point to apply (access.New).
+	access access.Settings
 }
 
 // bind reads every setting from src and declares the global flags; a bad
@@ -148,6 +152,11 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.outageGrace = setOutageGrace.Get(src)
 	c.shutdownGrace = setShutdownGrace.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
+	c.access = access.Settings{Mode: access.Mode(setToolAccess.Get(src)), Source: setPermissions.Get(src),
+		Query: setPermissionsQuery.Get(src), TTL: setPermissionsTTL.Get(src)}
+	if (c.access.Source == access.SourceQuery) != (c.access.Query != "") {
+		src.Invalid(access.EnvPermissionsQuery, "a SELECT when, and only when, "+access.EnvPermissions+"="+access.SourceQuery)
+	}
 	c.tracing = loadTracing(src)
 	registry.CheckFile(src)
 }
