@@ -200,4 +200,3 @@ func (s *Store) ClaimApproved(ctx context.Context, id string) (bool, error) {
 	}
 	return res.RowsAffected == 1, nil
 }
-
