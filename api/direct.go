@@ -64,7 +64,9 @@ func (s *Server) prepareDirect(w http.ResponseWriter, r *http.Request, call *eng
 	}
 	pending, err := storeDirectItem(r.Context(), s.Store, call, prev, decider(principalFrom(r.Context())), s.ConfirmTTL)
 	if err != nil {
-		s.internal(w, r, err)
+		if !pendingRefused(w, err) {
+			s.internal(w, r, err)
+		}
 		return
 	}
 	if required {

@@ -131,6 +131,12 @@ func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, appro
 }
 
 func (g *MCPGate) failed(ctx context.Context, err error) *mcpserver.Waiting {
+	if _, code, msg, details, ok := pendingRefusal(err); ok {
+		// The bounds of pending items (issue 44): the tool error says
+		// which, and that nothing was sent.
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "message": msg, "details": details}})
+		return &mcpserver.Waiting{Text: string(b)}
+	}
 	cmp.Or(g.Logger, slog.Default()).ErrorContext(ctx, "confirmation: pending items unavailable", "err", err)
 	return &mcpserver.Waiting{Text: `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`}
 }
@@ -194,24 +200,4 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	}
 	s.confirmMetrics.Count(outcome, 1)
 	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
-}
-
-// listPending is GET /v1/pending[?user_id=]: the direct calls (MCP
-// clients', prepared ones) waiting for a user; a per-user token sees
-// its own.
-func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
-	filter, ok := inboxUser(w, r)
-	if !ok {
-		return
-	}
-	items, err := s.Store.WaitingItems(r.Context(), filter)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = json.RawMessage(it.Item)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"pending": out})
 }

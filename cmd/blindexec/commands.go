@@ -121,6 +121,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			go parts.quotas.Run(ctx)
+			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
 			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err

@@ -72,6 +72,10 @@ type config struct {
 	confirm    confirm.Policy
 	confirmTTL time.Duration
 	confirmVia string // BLINDEXEC_CONFIRM_VIA: api or console
+	// pendingMax and pendingRetention bound the calls waiting for a
+	// person (issue 44): BLINDEXEC_PENDING_MAX_PER_USER, _RETENTION_MS.
+	pendingMax       int
+	pendingRetention time.Duration
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// mcpSessions bound serve's /mcp sessions.
@@ -146,6 +150,8 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.confirm = confirm.Policy(src.OneOf("BLINDEXEC_CONFIRM", string(confirm.Consequential), string(confirm.Consequential), string(confirm.Never), string(confirm.Always)))
 	c.confirmTTL = src.Millis("BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL)
 	c.confirmVia = src.OneOf("BLINDEXEC_CONFIRM_VIA", "api", "api", "console")
+	c.pendingMax = int(src.Int(api.EnvPendingMax, store.DefaultPendingMaxPerUser, 1))
+	c.pendingRetention = src.Millis(api.EnvPendingRetention, store.DefaultPendingRetention)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
 	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
@@ -226,6 +232,7 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	if err != nil {
 		return nil, err
 	}
+	st.SetPendingMax(c.pendingMax)
 	switch sch {
 	case schemaMigrate:
 		err = st.Migrate(ctx)

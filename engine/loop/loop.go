@@ -165,6 +165,10 @@ const (
 	CodeCancelled      = "cancelled"
 	CodeInternal       = "internal_error"
 	CodeBudget         = "budget_exhausted"
+	// CodeTooManyPending and CodePendingTooLarge end a run whose pause
+	// the pending items' bounds refused (issue 44): nothing was sent.
+	CodeTooManyPending  = "too_many_pending"
+	CodePendingTooLarge = "pending_too_large"
 )
 
 // RunError is why a run failed or was cancelled.
@@ -187,6 +191,10 @@ func (e *RunError) HTTPStatus() int {
 		return http.StatusGatewayTimeout
 	case CodeCancelled:
 		return 499 // client closed request (nginx): nobody reads it anyway
+	case CodeTooManyPending:
+		return http.StatusTooManyRequests
+	case CodePendingTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }
