@@ -68,7 +68,7 @@ func (s *Store) pendingMaxPerUser() int {
 // transaction adding pending items of its user, it serializes them per
 // user, so that the count admitPending checks is exact on every replica.
 type pendingUser struct {
-	UserID     int64     `gorm:"column:user_id;primaryKey"`
+	UserID     int64     `gorm:"column:user_id;primaryKey;autoIncrement:false"`
 	UpdateTime time.Time `gorm:"column:update_time"`
 }
 
