@@ -72,6 +72,7 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 	}
 	p := &plugins.Plugin{
 		SchemaVersion:     "v1",
+		ID:                r.ID,
 		Name:              r.Name,
 		Title:             r.Title,
 		Description:       r.Description,

@@ -54,6 +54,11 @@ type Plugin struct {
 	// (x-openai-isConsequential, MCP's readOnlyHint): a suggestion used
 	// while Consequential is nil.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// ID is the row's plugin_id for a plugin loaded from the catalog,
+	// 0 for a definition a request carried inline: quotas, tags and
+	// classification find a plugin by it, never by a name a route
+	// rebuilt (issue 44).
+	ID int64 `json:"-"`
 	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.
