@@ -23,8 +23,8 @@ import (
 // has no connection is answered at once, nothing sent — a client that
 // declared URL elicitation (Go's SDK, the official TypeScript SDK) with
 // the specification's URL-elicitation-required error whose url is a
-// fresh start URL, any other with a tool error carrying it (connect_at)
-// — and, once the user followed that URL and confirmed, the same call
+// fresh start URL, any other with a tool error naming the console's
+// Connections page and no start URL (issue 44 point 6) — and, once the user followed that URL and confirmed, the same call
 // is made with the user's token. Under the default confirmation policy
 // too: a GET waits for nobody.
 func TestMCPAsksToConnect(t *testing.T) {
@@ -76,11 +76,12 @@ func TestMCPAsksToConnect(t *testing.T) {
 				Error struct {
 					Code, Message string
 					Details       struct{ Provider string }
-					ConnectAt     string `json:"connect_at"`
+					ConnectIn     string `json:"connect_in"`
 				}
 			}
 			if err := json.Unmarshal([]byte(plain.Result.Content[0].Text), &te); err != nil || te.Error.Code != "connection_required" ||
-				te.Error.Details.Provider != "acme" || !strings.HasPrefix(te.Error.ConnectAt, e.url+connections.StartPath) {
+				te.Error.Details.Provider != "acme" || te.Error.ConnectIn != e.url+"/console/#/connections" ||
+				strings.Contains(plain.Result.Content[0].Text, connections.StartPath) {
 				t.Fatalf("the tool error: %s (%v)", plain.Result.Content[0].Text, err)
 			}
 			out = mcpts.Run(t, time.Minute, nil, "connect_client.mjs", e.url+"/mcp", seven, "acme_me", `{}`, "url")
@@ -100,7 +101,7 @@ func TestMCPAsksToConnect(t *testing.T) {
 
 			// The user follows the URL the client showed, then the client
 			// calls again.
-			e.as.Browser(t, "account-1").Connect(te.Error.ConnectAt)
+			e.as.Browser(t, "account-1").Connect(elicit.Error.Elicitations[0].URL)
 			out = mcpts.Run(t, time.Minute, nil, "connect_client.mjs", e.url+"/mcp", seven, "acme_me", `{}`, "url")
 			plain.Result.IsError = false
 			if err := json.Unmarshal(out, &plain); err != nil || plain.Result.IsError || !strings.Contains(plain.Result.Content[0].Text, `"account":"account-1"`) {
