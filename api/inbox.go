@@ -226,3 +226,19 @@ func RetainPending(ctx context.Context, st *store.Store, retention time.Duration
 		}
 	}
 }
+
+// auditElicited records in the audit log a decision a person made
+// through the MCP client's elicitation, as the console records those
+// made through the API: closed items are removed after
+// BLINDEXEC_PENDING_RETENTION_MS, the log keeps each decision (which
+// item, the digest of the exact request, the outcome).
+func auditElicited(ctx context.Context, st *store.Store, logger *slog.Logger, user int64, id, outcome string) {
+	target := "elicitation pending " + id
+	if it, err := st.GetPendingItem(ctx, id); err == nil {
+		target += " digest " + it.Digest
+	}
+	e := &store.AdminEvent{Actor: "user " + strconv.FormatInt(user, 10), Via: "mcp", Action: outcome, Kind: "decision", Target: target, HTTPStatus: http.StatusOK}
+	if err := st.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
+		logger.WarnContext(ctx, "a decision made through elicitation not recorded in the audit log", "pending", id, "err", err)
+	}
+}

@@ -119,6 +119,7 @@ func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, appro
 	won, err := g.Store.DecideItem(ctx, id, outcome, by, "")
 	if won {
 		g.Metrics.Count(outcome, 1)
+		auditElicited(ctx, g.Store, cmp.Or(g.Logger, slog.Default()), call.UserID, id, outcome)
 	}
 	if err != nil || !won || !approve {
 		return call, false

@@ -58,6 +58,15 @@ func TestPendingBoundedPerUser(t *testing.T) {
 		if err := st.CreatePendingItem(ctx, pendingItem("b1", 8, `{}`)); err != nil {
 			t.Fatalf("another user's item: %v", err)
 		}
+		// Calls naming no user are a bucket of their own.
+		for i := range 6 {
+			it := pendingItem(fmt.Sprintf("n%d", i), 0, `{}`)
+			it.UserID = nil
+			err := st.CreatePendingItem(ctx, it)
+			if want := i < 5; (err == nil) != want {
+				t.Fatalf("item %d naming no user: %v", i, err)
+			}
+		}
 		// A run pausing on two items past the limit stores none of them.
 		run := &store.Run{ID: "r1", UserID: new(int64(7)), Status: store.RunRunning}
 		if err := st.SaveRun(ctx, run); err != nil {
