@@ -101,7 +101,7 @@ func TestPendingItemsAreBounded(t *testing.T) {
 
 		// A run of user 7 pausing: refused, ended failed, nothing held.
 		e.llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"run"}`}}})
-		code, h, body = api.DoJSONHeader(t, e.url, "POST", "/v1/runs", seven, map[string]any{
+		code, body = e.do("POST", "/v1/runs", seven, map[string]any{
 			"messages": []map[string]string{{"role": "user", "content": "delete run"}}, "plugin_names": []string{"delete_repo"}})
 		if code != http.StatusTooManyRequests || body["status"] != "failed" || body["error"].(map[string]any)["code"] != "too_many_pending" || body["pending"] != nil {
 			t.Errorf("a run pausing past the limit: %d %v, want 429, failed too_many_pending, nothing pending", code, body)

@@ -28,6 +28,18 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// confirmingConsole is a console over st whose engine holds consequential
+// calls for a person, and the administrator's signed-in client with its
+// CSRF token.
+func confirmingConsole(t *testing.T, st *store.Store) (*env, *http.Client, string) {
+	t.Helper()
+	e := newEnv(t, st, newMasterKey(), func(s *api.Server) { s.Confirm = confirm.Consequential })
+	admin := e.client()
+	e.signIn(admin, adminToken)
+	_, csrf := sessionOf(t, e, admin)
+	return e, admin, csrf
+}
+
 // TestApprovalInBrowser: an MCP client's consequential call waits; the
 // user opens the console's Approvals page in chromium, reads the request
 // in full (opening the page decides nothing), approves it with a reason
@@ -45,10 +57,7 @@ func TestApprovalInBrowser(t *testing.T) {
 	}))
 	defer up.Close()
 	st := testdb.Open(t, "sqlite")
-	e := newEnv(t, st, newMasterKey(), func(s *api.Server) { s.Confirm = confirm.Consequential })
-	admin := e.client()
-	e.signIn(admin, adminToken)
-	_, csrf := sessionOf(t, e, admin)
+	e, admin, csrf := confirmingConsole(t, st)
 	plugin := `{"name": "delete_repo", "description": "Delete a repository", "parameters": {"type": "object", "properties": {"repo": {"type": "string"}}},
 		"execution": {"method": "DELETE", "base_url": "` + up.URL + `/repo"},
 		"auth_config": {"type": "api_key", "mapping": [{"source": "GH_TOKEN", "target": "X-Token"}]}}`
@@ -134,10 +143,7 @@ func TestApprovalInBrowser(t *testing.T) {
 func TestApprovalsPaged(t *testing.T) {
 	needBrowser(t)
 	st := testdb.Open(t, "sqlite")
-	e := newEnv(t, st, newMasterKey(), func(s *api.Server) { s.Confirm = confirm.Consequential })
-	admin := e.client()
-	e.signIn(admin, adminToken)
-	_, csrf := sessionOf(t, e, admin)
+	e, admin, csrf := confirmingConsole(t, st)
 	plugin := `{"name": "delete_repo", "description": "Delete a repository", "parameters": {"type": "object", "properties": {"repo": {"type": "string"}}},
 		"execution": {"method": "DELETE", "base_url": "https://repos.example/repo"}}`
 	if code, body := do(t, admin, "POST", e.url+"/v1/plugins", csrf, plugin); code != http.StatusCreated {

@@ -165,74 +165,60 @@ func parseCursor(s string) (*cursor, error) {
 	return &cursor{ms: n, id: id}, nil
 }
 
-// page narrows q, ordered newest first by create_time and idCol, to the
-// rows after c (nil: from the newest) and one more than limit, which
-// tells whether another page follows.
-func page(q *gorm.DB, idCol string, c *cursor, limit int) *gorm.DB {
-	if c != nil {
-		t := time.UnixMilli(c.ms).UTC()
-		q = q.Where("(create_time < ? OR (create_time = ? AND "+idCol+" < ?))", t, t, c.id)
-	}
-	return q.Order("create_time DESC, " + idCol + " DESC").Limit(limit + 1)
-}
-
-// pageLimit is limit within 1..MaxPage, DefaultPage when 0.
-func pageLimit(limit int) int {
-	if limit <= 0 {
-		return DefaultPage
-	}
-	return min(limit, MaxPage)
-}
-
-// WaitingPage lists the waiting items of direct calls, of user when not
-// nil, newest first: a page of at most limit (DefaultPage when 0, at
-// most MaxPage) after the cursor after ("" for the first), and the
-// cursor of the next page ("" at the end).
-func (s *Store) WaitingPage(ctx context.Context, user *int64, after string, limit int) ([]PendingItem, string, error) {
+// readPage reads a page of q, newest first by create_time and idCol: at
+// most limit rows (DefaultPage when 0, at most MaxPage) after the cursor
+// after ("" for the first), and the cursor of the next page ("" at the
+// end). at is where a row stands.
+func readPage[T any](q *gorm.DB, idCol, after string, limit int, at func(*T) cursor) ([]T, string, error) {
 	c, err := parseCursor(after)
 	if err != nil {
 		return nil, "", err
 	}
-	limit = pageLimit(limit)
+	if limit <= 0 {
+		limit = DefaultPage
+	}
+	limit = min(limit, MaxPage)
+	if c != nil {
+		t := time.UnixMilli(c.ms).UTC()
+		q = q.Where("(create_time < ? OR (create_time = ? AND "+idCol+" < ?))", t, t, c.id)
+	}
+	// One more than the page tells whether another follows.
+	var out []T
+	if err := q.Order("create_time DESC, " + idCol + " DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, "", classify(err)
+	}
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	out = out[:limit]
+	return out, at(&out[limit-1]).String(), nil
+}
+
+// WaitingPage lists the waiting items of direct calls, of user when not
+// nil, newest first, a page at a time (readPage).
+func (s *Store) WaitingPage(ctx context.Context, user *int64, after string, limit int) ([]PendingItem, string, error) {
 	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND expire_time > ?", "", PendingWaiting, msNow())
 	if user != nil {
 		q = q.Where("user_id = ?", *user)
 	}
-	var out []PendingItem
-	if err := page(q, "pending_id", c, limit).Find(&out).Error; err != nil {
-		return nil, "", fmt.Errorf("waiting items: %w", classify(err))
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = cursor{ms: last.CreateTime.UnixMilli(), id: last.ID}.String()
+	out, next, err := readPage(q, "pending_id", after, limit, func(it *PendingItem) cursor { return cursor{ms: it.CreateTime.UnixMilli(), id: it.ID} })
+	if err != nil {
+		return nil, "", fmt.Errorf("waiting items: %w", err)
 	}
 	return out, next, nil
 }
 
 // PausedRunsPage lists the paused runs, of user when not nil, newest
-// first, paged as WaitingPage. Each run is read without its reply and
-// state (a reply may hold megabytes): id, user, status and times only.
+// first, a page at a time (readPage). Each run is read without its reply
+// and state (a reply may hold megabytes): id, user, status and times.
 func (s *Store) PausedRunsPage(ctx context.Context, user *int64, after string, limit int) ([]Run, string, error) {
-	c, err := parseCursor(after)
-	if err != nil {
-		return nil, "", err
-	}
-	limit = pageLimit(limit)
 	q := s.db.WithContext(ctx).Select("run_id", "user_id", "status", "expire_time", "create_time", "update_time").Where("status = ?", RunPaused)
 	if user != nil {
 		q = q.Where("user_id = ?", *user)
 	}
-	var out []Run
-	if err := page(q, "run_id", c, limit).Find(&out).Error; err != nil {
-		return nil, "", fmt.Errorf("paused runs: %w", classify(err))
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = cursor{ms: last.CreateTime.UnixMilli(), id: last.ID}.String()
+	out, next, err := readPage(q, "run_id", after, limit, func(r *Run) cursor { return cursor{ms: r.CreateTime.UnixMilli(), id: r.ID} })
+	if err != nil {
+		return nil, "", fmt.Errorf("paused runs: %w", err)
 	}
 	return out, next, nil
 }
