@@ -122,7 +122,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			}
 			go parts.quotas.Run(ctx)
 			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
-			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
+			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
