@@ -141,16 +141,40 @@ func Remove(s string) (string, Found) {
 	return b.String(), f
 }
 
-// plain reports whether s is printable ASCII, tabs and line breaks: the
-// common case, with nothing to remove.
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+// plain reports whether s holds no character Remove might take out: the
+// common case, checked fast. Every character classify removes is in one
+// of the suspects' tables (TestSuspectsCoverRemovals checks every code
+// point), and none lies in U+3200–FDFF, where CJK text is.
+func plain[T string | []byte](s T) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				return false
+			}
+			i++
+			continue
+		}
+		var r rune
+		var n int
+		switch v := any(s).(type) {
+		case string:
+			r, n = utf8.DecodeRuneInString(v[i:])
+		case []byte:
+			r, n = utf8.DecodeRune(v[i:])
+		}
+		if r == utf8.RuneError && n == 1 || (r < 0x3200 || r >= 0xFE00) && unicode.In(r, suspects...) {
 			return false
 		}
+		i += n
 	}
 	return true
 }
+
+// suspects are the tables of every character Remove may remove.
+var suspects = []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Bidi_Control, unicode.Join_Control,
+	unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point, {R16: []unicode.Range16{{Lo: 0xFFF9, Hi: 0xFFFB, Stride: 1}}},
+	{R32: []unicode.Range32{{Lo: 0xE0000, Hi: 0xE007F, Stride: 1}}}}
 
 const (
 	blackFlag = 0x1F3F4

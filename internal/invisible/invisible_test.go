@@ -139,3 +139,20 @@ func FuzzRemove(f *testing.F) {
 		}
 	})
 }
+
+// TestSuspectsCoverRemovals: the fast path (plain) passes no text that
+// Remove would change, for every code point in every context that keeps
+// or removes it.
+func TestSuspectsCoverRemovals(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		for _, ctx := range [][2]string{{"", ""}, {"a", "b"}, {"ی", "خ"}, {"❤", "x"}} {
+			s := ctx[0] + string(r) + ctx[1]
+			if out, _ := Remove(s); out != s && plain(s) {
+				t.Fatalf("%U: Remove(%+q) = %+q, yet plain says there is nothing to remove", r, s, out)
+			}
+		}
+	}
+}

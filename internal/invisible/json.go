@@ -64,7 +64,7 @@ type walker struct {
 }
 
 func splice(raw []byte, field string, root role, text, schemas []string) ([]byte, []Removal) {
-	if plain(string(raw)) && !bytes.Contains(raw, []byte(`\u`)) {
+	if plain(raw) && !bytes.Contains(raw, []byte(`\u`)) {
 		return raw, nil // no escape and nothing past printable ASCII: nothing to remove
 	}
 	w := &walker{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, text: text, schemas: schemas}
