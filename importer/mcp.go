@@ -43,7 +43,8 @@ type MCPReport struct {
 	Unchanged []string     `json:"unchanged"`
 	Disabled  []string     `json:"disabled"`
 	Failed    []MCPFailure `json:"failed"`
-	// Warnings name degraded or pruned subschemas, per tool.
+	// Warnings name degraded or pruned subschemas, per tool, and the
+	// invisible characters removed, per plugin.
 	Warnings []string `json:"warnings,omitempty"`
 	// Consequential is each imported tool's classification (issue 33):
 	// whether a call waits for a person's confirmation.
@@ -115,6 +116,9 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 			rep.Warnings = append(rep.Warnings, t.Name+": "+w)
 		}
 		rep.InvisibleRemoved = invisibleRemoved(rep.InvisibleRemoved, p)
+		for _, r := range p.InvisibleRemoved {
+			rep.Warnings = append(rep.Warnings, p.Name+": "+r.String())
+		}
 		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
 			return nil, err
 		}

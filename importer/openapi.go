@@ -62,12 +62,16 @@ type Rename struct {
 	To   string `json:"to"`
 }
 
-// Warnings lists each operation's warnings as "name: warning".
+// Warnings lists each operation's warnings, and the invisible characters
+// removed from its plugin, as "name: warning".
 func (r *SyncResult) Warnings() []string {
 	var out []string
 	for _, op := range r.Operations {
 		for _, w := range op.Warnings {
 			out = append(out, op.Plugin.Name+": "+w)
+		}
+		for _, rm := range op.Plugin.InvisibleRemoved {
+			out = append(out, op.Plugin.Name+": "+rm.String())
 		}
 	}
 	return out
