@@ -104,7 +104,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	}
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
-		if _, taken := s.byName[p.Name]; err == nil && p.Name != rows[i].Name && (stored[p.Name] || taken) {
+		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
 			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
 		}
 		if err != nil {

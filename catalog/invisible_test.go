@@ -33,6 +33,8 @@ func TestLoadRemovesInvisible(t *testing.T) {
 		exec(ins, "read_file", "Read a file", "Reads one.", `{"type": "object"}`, cfg)
 		exec(ins, "read\u200b_file", "Read a file too", "Reads one.", `{"type": "object"}`, cfg)
 		exec(ins, "write\u2060_file", "Write", "Writes one.", `{"type": "object"}`, cfg)
+		// A row that does not load is left out; the others load.
+		exec("INSERT INTO sys_ai_plugin (name, consequential, status) VALUES ('broken\u200b', 'x', '0')")
 
 		changes := store.NewWatcher(st, 0, nil)
 		changes.Poll(ctx)
