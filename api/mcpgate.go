@@ -31,9 +31,9 @@ const mcpPrincipal = "mcp:user:"
 // exactly the approved request, once. The items live in the database, so
 // a stdio server sees decisions made anywhere.
 type MCPGate struct {
-	Store    *store.Store
-	Confirm  confirm.Policy // the policy calls are decided under
-	TTL      time.Duration // confirm.DefaultTTL when 0
+	Store   *store.Store
+	Confirm confirm.Policy // the policy calls are decided under
+	TTL     time.Duration  // confirm.DefaultTTL when 0
 	// PublicURL is the engine's public URL (BLINDEXEC_PUBLIC_URL): the
 	// console's Approvals page is named in what the client is told.
 	PublicURL string
