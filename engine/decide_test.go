@@ -78,7 +78,9 @@ func TestDecision(t *testing.T) {
 	const connDoc = `{"name":"notes","description":"Reads notes.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
 	  "execution":{"method":"GET","base_url":"%s/notes"},
 	  "auth_config":{"type":"oauth2","oauth2":{"grant":"authorization_code","provider":"acme","scopes":["read"]}}}`
-	doc := func(d, class string) *plugins.Plugin { return mustPlugin(t, strings.Replace(d, "CLASS", class, 1), up.URL) }
+	doc := func(d, class string) *plugins.Plugin {
+		return mustPlugin(t, strings.Replace(d, "CLASS", class, 1), up.URL)
+	}
 	// The administrator classified the GET consequential and the DELETE
 	// as it comes; the callers' copies claim "consequential": false.
 	rowGet, rowDelete := doc(getDoc, `,"consequential":true`), doc(deleteDoc, "")
