@@ -39,10 +39,11 @@ func (adminConsole) TokenHash(r *http.Request) (string, error) {
 // decisionEnv serves issue 44's catalog under serve's default policy, the
 // stored GH_TOKEN of user 7 and a per-user token of user 7; inline
 // copies of the rows are made with copyOf.
-func decisionEnv(t *testing.T, st *store.Store) (e *env, up *upstream, userToken string, copyOf func(doc, extra string) json.RawMessage, llm *openaitest.Server) {
+func decisionEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) (e *env, up *upstream, userToken string, copyOf func(doc, extra string) json.RawMessage, llm *openaitest.Server) {
 	up = newUpstream(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"ok":true}`)) })
 	llm = openaitest.New(t)
-	e = newEnv(t, st, withConfirmingModel(llm), func(s *api.Server) { s.Confirm = confirm.Consequential; s.Sessions = adminConsole{} })
+	opts = append([]func(*api.Server){withConfirmingModel(llm), func(s *api.Server) { s.Confirm = confirm.Consequential; s.Sessions = adminConsole{} }}, opts...)
+	e = newEnv(t, st, opts...)
 	for _, doc := range []string{notesGet, dropNote} {
 		if code, body := e.do("POST", "/v1/plugins", adminToken, strings.ReplaceAll(doc, "UP", up.URL)); code != http.StatusCreated {
 			t.Fatalf("add plugin: %d %v", code, body)
