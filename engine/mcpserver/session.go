@@ -181,14 +181,17 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		return result(nil, err), nil
 	}
 	if plan.Verdict == engine.VerdictPerson { // only under a Gate's policy
-		if w := g.Hold(ctx, &call, plan); w != nil {
+		// Through a pointer to a copy: one to call would move it to the
+		// heap on every call, this path's or not.
+		held := call
+		if w := g.Hold(ctx, &held, plan); w != nil {
 			form, urlMode := elicitation(client)
 			approve, asked := false, false
 			if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
 				approve, asked = ss.ask(ctx, client, w)
 			}
 			switch {
-			case asked && !g.Decide(ctx, &call, plan, w.ID, approve):
+			case asked && !g.Decide(ctx, &held, plan, w.ID, approve):
 				return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
 			case asked:
 			case urlMode && w.URL != "":
