@@ -20,13 +20,7 @@ func TestMCPApprovalBindsTheServer(t *testing.T) {
 		e := newMCPEnv(t, st, func(s *Server) { s.Confirm = confirm.Consequential })
 		e.register()
 		other := mcptest.New(t)
-		path := "/v1/mcp/proxy/med/tools/rb.answer/call"
-		args := map[string]any{"question": "restart?"}
-		code, out := e.do("POST", path, e.userTok, args)
-		if code != http.StatusConflict || errCode(out) != "confirmation_required" {
-			t.Fatalf("a proxied call: %d %v, want 409 confirmation_required", code, out)
-		}
-		id := out["error"].(map[string]any)["details"].(map[string]any)["pending"].(map[string]any)["id"].(string)
+		path, args, id := heldProxyCall(t, e)
 		// The row moves to another server under the same id and name.
 		if code, out := e.do("DELETE", "/v1/mcp/servers/med", mcpAdmin, nil); code != http.StatusOK && code != http.StatusNoContent {
 			t.Fatalf("delete: %d %v", code, out)
@@ -36,7 +30,7 @@ func TestMCPApprovalBindsTheServer(t *testing.T) {
 			t.Fatalf("register again: %d %v", code, out)
 		}
 		before := len(e.up.Calls())
-		code, out = e.do("POST", path, e.userTok, args, HeaderConfirmation, id)
+		code, out := e.do("POST", path, e.userTok, args, HeaderConfirmation, id)
 		if code != http.StatusConflict || errCode(out) != "confirmation_stale" || len(other.Calls()) != 0 || len(e.up.Calls()) != before {
 			t.Fatalf("approved, then the server changed: %d %v; %d calls reached the new server, want 409 confirmation_stale and none", code, out, len(other.Calls()))
 		}
