@@ -123,8 +123,8 @@ type Connections interface {
 	// true, or false to keep the answer.
 	Rejected(ctx context.Context, userID int64, provider string, scopes []string, origin string, tok connections.Token) (connections.Token, bool, error)
 	// Connected returns nil when the user has a working connection
-	// granting scopes, else a *connections.RequiredError (Preview's
-	// check: nothing is sent).
+	// granting scopes, else a *connections.RequiredError (the
+	// decision's check before a person is asked: nothing is sent).
 	Connected(ctx context.Context, userID int64, provider string, scopes []string) error
 }
 
@@ -312,7 +312,7 @@ type Quota interface {
 // the first call and do not change them afterwards.
 type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
-	// Catalog binds calls with Call.BoundToCatalog (nil refuses them
+	// Catalog binds inline plugins (Call.Inline; nil refuses them
 	// whenever they would use a stored credential) and classifies stored
 	// credentials (nil: as the plugin's auth config reads them).
 	Catalog  CatalogRules
