@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -190,7 +189,8 @@ func classified(call *Call, p *plugins.Plugin) *plugins.Plugin {
 	return &c
 }
 
-// refuse records and counts a refusal of plan.
+// refuse records and counts a refusal of plan, made before Send: the
+// span is the decision's.
 func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError) *RefusedError {
 	if refused.Code == CodeConnectionRequired {
 		plan.Verdict = VerdictConnect
@@ -203,22 +203,13 @@ func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError
 	refused.ToolError = *maskError(&refused.ToolError, e.masker(plan.prep))
 	plan.refused = refused
 	plan.res.Error = &refused.ToolError
-	e.done(ctx, plan, true)
-	return refused
-}
-
-// done ends a plan: its span, record, metric and log line.
-func (e *Executor) done(ctx context.Context, plan *Plan, refused bool) {
 	d := time.Since(plan.start)
 	plan.res.LatencyMS = d.Milliseconds()
-	if refused {
-		// Refused before Send: the span is the decision's.
-		var span trace.Span
-		ctx, span = startToolSpan(ctx, plan.call, plan.start)
-		e.endToolSpan(span, &plan.res, plan.prep, true)
-		defer span.End()
-	}
-	e.finish(ctx, plan.call, plan.confirmation, &plan.res, refused, d)
+	ctx, span := startToolSpan(ctx, plan.call, plan.start)
+	defer span.End()
+	e.endToolSpan(span, &plan.res, plan.prep, true)
+	e.finish(ctx, plan.call, plan.confirmation, &plan.res, true, d)
+	return refused
 }
 
 // Send sends the plan's request as decided — quota counted first, then
