@@ -62,7 +62,7 @@ func (s *Server) sendDirect(w http.ResponseWriter, r *http.Request, call *engine
 			return nil, nil, false
 		}
 		return plan.Result(), err, true
-	case plan.Verdict == engine.VerdictPerson:
+	case plan.Verdict() == engine.VerdictPerson:
 		s.holdDirect(w, r, call, plan.Person, !prepare)
 		return nil, nil, false
 	case it != nil && !s.claim(w, r, it):

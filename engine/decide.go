@@ -79,7 +79,6 @@ const (
 // Plan is a decided call: the one plugin it is, the call prepared and the
 // verdict.
 type Plan struct {
-	Verdict Verdict
 	// Plugin is the plugin the call is: the catalog row an inline copy
 	// bound to, or the plugin given; nil when refused before binding.
 	Plugin *plugins.Plugin
@@ -87,6 +86,7 @@ type Plan struct {
 	// with the digest an approval names.
 	Person *Preview
 
+	verdict      Verdict // only the decision sets it (and Approve)
 	call         Call
 	prep         *Prepared
 	refused      *RefusedError
@@ -96,14 +96,17 @@ type Plan struct {
 	res Result
 }
 
+// Verdict is what the decision said.
+func (p *Plan) Verdict() Verdict { return p.verdict }
+
 // Approve marks a plan waiting for a person as approved by by under the
 // pending item id: the caller matched an approval of exactly
 // Plan.Person.Digest. The request is sent once (Call.Approval).
 func (p *Plan) Approve(by, id string) {
-	if p.Verdict != VerdictPerson {
+	if p.verdict != VerdictPerson {
 		return
 	}
-	p.Verdict = VerdictSend
+	p.verdict = VerdictSend
 	p.prep.Once = true
 	p.confirmation = (&Approval{PendingID: id, By: by}).confirmation()
 }
@@ -131,7 +134,7 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 	if e.Recorder != nil {
 		if err := e.Recorder.Admit(); err != nil {
 			// Not recorded: the records are what is unavailable.
-			plan.Verdict = VerdictRefused
+			plan.verdict = VerdictRefused
 			plan.refused = refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
 			plan.res.Error = &plan.refused.ToolError
 			e.Metrics.observe(call.Plugin, CodeRecordsUnavailable, time.Since(plan.start))
@@ -163,7 +166,7 @@ func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
 	case refused != nil:
 		return refused
 	case call.Approval == nil:
-		plan.Verdict, plan.Person = VerdictPerson, prev
+		plan.verdict, plan.Person = VerdictPerson, prev
 	case prev.Digest != call.Approval.Digest:
 		return refuse(CodeConfirmationStale, "the call differs from the one approved (its plugin, its server, arguments or credentials changed); nothing was sent")
 	default:
@@ -193,9 +196,9 @@ func classified(call *Call, p *plugins.Plugin) *plugins.Plugin {
 // span is the decision's.
 func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError) *RefusedError {
 	if refused.Code == CodeConnectionRequired {
-		plan.Verdict = VerdictConnect
+		plan.verdict = VerdictConnect
 	} else {
-		plan.Verdict = VerdictRefused
+		plan.verdict = VerdictRefused
 	}
 	plan.Person = nil
 	// A refusal's message may quote arguments, never credentials;
@@ -217,7 +220,7 @@ func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError
 // returns its recorded Result and refusal again; a plan waiting for a
 // person is an error (nothing is sent).
 func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
-	switch plan.Verdict {
+	switch plan.verdict {
 	case VerdictRefused, VerdictConnect:
 		return &plan.res, plan.refused
 	case VerdictPerson:
@@ -255,7 +258,7 @@ func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
 	if refused != nil {
 		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
 		res.Error = &refused.ToolError
-		plan.Verdict, plan.refused = VerdictRefused, refused
+		plan.verdict, plan.refused = VerdictRefused, refused
 	}
 	d := time.Since(plan.start)
 	res.LatencyMS = d.Milliseconds()
@@ -276,7 +279,7 @@ func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
 	if plan == nil {
 		return nil, err
 	}
-	if plan.Verdict == VerdictPerson {
+	if plan.verdict == VerdictPerson {
 		return &plan.res, e.refuse(ctx, plan, refuse(CodeConfirmationRequired,
 			"%s waits for a person's approval, which this caller cannot ask for; nothing was sent", plan.Plugin.Name))
 	}

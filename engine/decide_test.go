@@ -144,10 +144,10 @@ func TestDecision(t *testing.T) {
 			if plan == nil {
 				t.Fatalf("no plan: %v", err)
 			}
-			if plan.Verdict != tt.want.verdict {
-				t.Fatalf("verdict %d (%v), want %d", plan.Verdict, err, tt.want.verdict)
+			if plan.Verdict() != tt.want.verdict {
+				t.Fatalf("verdict %d (%v), want %d", plan.Verdict(), err, tt.want.verdict)
 			}
-			if plan.Verdict == VerdictPerson {
+			if plan.Verdict() == VerdictPerson {
 				if plan.Person == nil || len(plan.Person.Digest) != 64 || plan.Person.Plugin != plan.Plugin {
 					t.Fatalf("a person is shown %+v", plan.Person)
 				}
@@ -156,7 +156,7 @@ func TestDecision(t *testing.T) {
 				}
 			}
 			res, err := h.Send(t.Context(), plan)
-			if plan.Verdict != VerdictPerson && res == nil {
+			if plan.Verdict() != VerdictPerson && res == nil {
 				t.Fatalf("no result: %v", err)
 			}
 			code := ""
@@ -189,8 +189,8 @@ func TestApprovalBindsDigest(t *testing.T) {
 	h := newHarness(t)
 	call := Call{Plugin: p, Policy: confirm.Consequential, Arguments: json.RawMessage(`{"id":"1"}`)}
 	plan, _ := h.Decide(t.Context(), call)
-	if plan.Verdict != VerdictPerson || plan.Person.Request.Method != "DELETE" {
-		t.Fatalf("verdict %d, request %+v", plan.Verdict, plan.Person)
+	if plan.Verdict() != VerdictPerson || plan.Person.Request.Method != "DELETE" {
+		t.Fatalf("verdict %d, request %+v", plan.Verdict(), plan.Person)
 	}
 	digest := plan.Person.Digest
 

@@ -160,7 +160,7 @@ func (s *state) decide(ctx context.Context, st Step, args string, approval *engi
 	switch {
 	case plan == nil: // only an executor that breaks its contract
 		return s.executed(st, nil, err), nil
-	case plan.Verdict == engine.VerdictPerson:
+	case plan.Verdict() == engine.VerdictPerson:
 		return s.held(st, plan), nil
 	case err != nil:
 		return s.sent(ctx, st, plan.Result(), err), nil

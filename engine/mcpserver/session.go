@@ -180,7 +180,7 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 	if plan == nil {
 		return result(nil, err), nil
 	}
-	if plan.Verdict == engine.VerdictPerson { // only under a Gate's policy
+	if plan.Verdict() == engine.VerdictPerson { // only under a Gate's policy
 		// Through a pointer to a copy: one to call would move it to the
 		// heap on every call, this path's or not.
 		held := call
