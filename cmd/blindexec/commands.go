@@ -121,7 +121,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			go parts.quotas.Run(ctx)
-			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
+			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}
@@ -203,6 +203,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				for _, r := range p.InvisibleRemoved {
+					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
+				}
 				return nil
 			})
 		},
