@@ -85,7 +85,7 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
 	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer}
 	if s.Confirm != "" && s.Confirm != confirm.Never {
-		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
+		opts.Gate = &MCPGate{Store: s.Store, Confirm: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
 			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
 	}
 	if s.Connections != nil {
@@ -431,10 +431,10 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
 	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
-	if !m.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+	res, err, ok := m.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation))
+	if !ok {
 		return
 	}
-	res, err := m.Executor.Execute(r.Context(), call)
 	var refused *engine.RefusedError
 	switch {
 	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:
@@ -598,11 +598,9 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
-	if !s.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
-		return
+	if res, err, ok := s.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation)); ok {
+		writeResult(w, res, err)
 	}
-	res, err := s.Executor.Execute(r.Context(), call)
-	writeResult(w, res, err)
 }
 
 // DynamicTool is one entry of seed 004 §5.1's _dynamic_tools.

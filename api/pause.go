@@ -30,15 +30,48 @@ type pausedState struct {
 	// the run, "" untraced) let the resuming request trace the wait.
 	PausedAt time.Time `json:"paused_at"`
 	WaitFrom string    `json:"wait_from,omitempty"`
+	// StartedBy is the principal that started the run: the rest of the
+	// run — binding, classification, credentials, quotas — is decided as
+	// it, whoever resumes (issue 44). A state stored without it (before
+	// this field) is read as a user's, the strictest.
+	StartedBy runPrincipal `json:"started_by"`
+}
+
+// runPrincipal is who started a run: the token's kind and, for a
+// per-user token, its user. Whether the run's inline plugins are bound
+// to the catalog follows from the kind (engine.Call.Inline).
+type runPrincipal struct {
+	Role string `json:"role"`
+	User int64  `json:"user,omitempty"`
+}
+
+// startedBy is the runPrincipal of p.
+func startedBy(p principal) runPrincipal {
+	rp := runPrincipal{Role: p.role.String()}
+	if p.role == roleUser {
+		rp.User = p.userID
+	}
+	return rp
+}
+
+// owner is the engine's kind of the run's principal.
+func (rp runPrincipal) owner() engine.Owner {
+	switch rp.Role {
+	case roleAdmin.String():
+		return engine.OwnerAdmin
+	case roleService.String():
+		return engine.OwnerService
+	}
+	return engine.OwnerUser
 }
 
 // pauseRun stores a paused run: its reply (the pending items shown), its
 // state and its pending items. The payload's credentials are not stored.
-func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) error {
+func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, started runPrincipal, reply *loop.Reply) error {
 	keys := slices.Sorted(maps.Keys(req.Credentials))
 	req.Credentials = nil
 	state, err := json.Marshal(pausedState{Request: req, PayloadCredKey: keys, Saved: reply.Saved,
-		PausedAt: time.Now(), WaitFrom: tracing.Traceparent(ctx)})
+		PausedAt: time.Now(), WaitFrom: tracing.Traceparent(ctx), StartedBy: started})
 	if err != nil {
 		return fmt.Errorf("encode the paused run's state: %w", err)
 	}
@@ -272,7 +305,9 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		user = *run.UserID
 	}
 	st.Request.Credentials = req.Credentials
-	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user)
+	// As the principal that started the run, not as this request's: the
+	// resumer decides only the pending items.
+	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user, st.StartedBy.owner())
 	if err == nil && len(fields) > 0 {
 		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
 	}
@@ -326,7 +361,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 			s.confirmMetrics.Count(confirm.Stale, 1)
 		}
 	}
-	s.finishRun(ctx, run, st.Request, reply)
+	s.finishRun(ctx, run, st.Request, st.StartedBy, reply)
 	if !stream {
 		writeJSON(w, runStatus(reply), reply)
 	}
@@ -335,9 +370,9 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 // finishRun stores a run's reply: paused again (its state and items), or
 // ended. A pause the pending items' bounds refuse ends the run failed
 // (reply says why: too_many_pending, pending_too_large), nothing sent.
-func (s *Server) finishRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) {
+func (s *Server) finishRun(ctx context.Context, run *store.Run, req RunRequest, started runPrincipal, reply *loop.Reply) {
 	if reply.Status == loop.StatusPaused {
-		err := s.pauseRun(ctx, run, req, reply)
+		err := s.pauseRun(ctx, run, req, started, reply)
 		if err == nil || !refusePause(reply, err) {
 			if err != nil {
 				s.Logger.ErrorContext(ctx, "store paused run", "run", run.ID, "err", err)

@@ -562,8 +562,11 @@ func execCmd(cfg *config) *cobra.Command {
 					return err
 				}
 			}
+			// The operator, who holds the database, is the catalog's
+			// administrator: an inline plugin here is not bound to it.
 			res, err := parts.executor.Execute(cmd.Context(), engine.Call{
 				Plugin: p, Arguments: json.RawMessage(argsJSON), UserID: user, Credentials: payloadCreds,
+				Inline: inline != nil, Owner: engine.OwnerAdmin,
 			})
 			if res != nil {
 				if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
