@@ -74,6 +74,10 @@ type config struct {
 	confirm    confirm.Policy
 	confirmTTL time.Duration
 	confirmVia string // BLINDEXEC_CONFIRM_VIA: api or console
+	// pendingMax and pendingRetention bound the calls waiting for a
+	// person (issue 44): BLINDEXEC_PENDING_MAX_PER_USER, _RETENTION_MS.
+	pendingMax       int
+	pendingRetention time.Duration
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// mcpSessions bound serve's /mcp sessions.
@@ -147,6 +151,8 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.confirm = confirm.Policy(setConfirm.Get(src))
 	c.confirmTTL = setConfirmTTL.Get(src)
 	c.confirmVia = setConfirmVia.Get(src)
+	c.pendingMax = int(setPendingMax.Get(src))
+	c.pendingRetention = setPendingRetention.Get(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = setChangeAudit.Get(src)
 	c.outageGrace = setOutageGrace.Get(src)
@@ -230,6 +236,7 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	if err != nil {
 		return nil, err
 	}
+	st.SetPendingMax(c.pendingMax)
 	switch sch {
 	case schemaMigrate:
 		err = st.Migrate(ctx)

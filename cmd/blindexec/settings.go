@@ -89,6 +89,10 @@ var (
 		"where a user's approvals count — with `console`, only from console sessions opened with a console-only token ([Confirmation](confirmation.md#confirmation-consequential-calls-wait-for-a-person))")
 	setConfirmTTL = settings.Millis(&registry, "BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL,
 		"how long a pending call waits for a decision before its run closes as `expired`")
+	setPendingMax = settings.Int(&registry, api.EnvPendingMax, store.DefaultPendingMaxPerUser, 1,
+		"how many calls may wait for a person for one user at once (prepared, held by the rule, over MCP, in paused runs); past it 429 `too_many_pending` naming this setting ([Bounds and paging](confirmation.md#bounds-and-paging))")
+	setPendingRetention = settings.Millis(&registry, api.EnvPendingRetention, store.DefaultPendingRetention,
+		"how long a decided or expired pending item is kept before it is removed; the audit log keeps the decisions ([Bounds and paging](confirmation.md#bounds-and-paging))")
 )
 
 // Who may use which tool (issue 46): read and checked as every setting is;
