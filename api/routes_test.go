@@ -89,12 +89,13 @@ var routeSends = map[string]bool{
 	"GET /healthz": false, "GET /readyz": false, "GET /metrics": false,
 	"GET /v1/plugins": false, "POST /v1/plugins": false, "GET /v1/plugins/{name}": false, "PUT /v1/plugins/{name}": false,
 	"PATCH /v1/plugins/{name}": false, "DELETE /v1/plugins/{name}": false, "POST /v1/plugins/import/openapi": false,
-	"POST /v1/plugins/consequential": false, "GET /v1/sources": false,
+	"POST /v1/plugins/consequential": false, "GET /v1/sources": false, "POST /v1/plugins/perms": false,
 	"GET /v1/tools": false, "GET /v1/tools/search": false, "GET /v1/executions": false,
 	"GET /v1/runs/{run_id}": false, "GET /v1/runs": false,
 	"GET /v1/credentials/{user_id}": false, "PUT /v1/credentials/{user_id}/{key}": false,
 	"DELETE /v1/credentials/{user_id}/{key}": false, "POST /v1/credentials/rotate": false,
 	"GET /v1/tokens": false, "POST /v1/tokens": false, "DELETE /v1/tokens/{id}": false,
+	"POST /v1/agents": false, "GET /v1/agents": false, "GET /v1/agents/{name}": false, "PUT /v1/agents/{name}": false, "DELETE /v1/agents/{name}": false,
 	"/mcp/openapi":             false, // reads OpenAPI documents; it calls no API
 	"/":                        false, // the API's 404; the console's hands every other path to the API's routes, classified here
 	"POST /v1/oauth/providers": false, "GET /v1/oauth/providers": false, "GET /v1/oauth/providers/{name}": false,
