@@ -80,6 +80,8 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 		switch refused.Code {
 		case engine.CodePluginDisabled:
 			status = http.StatusConflict
+		case engine.CodePermissionDenied:
+			status = http.StatusForbidden
 		case engine.CodeRecordsUnavailable:
 			status = http.StatusServiceUnavailable
 		}

@@ -119,7 +119,7 @@ func refusedStatus(refused *engine.RefusedError) (status int, retryAfter time.Du
 	switch refused.Code {
 	case engine.CodeRateLimited, engine.CodeQuotaExceeded:
 		return http.StatusTooManyRequests, retryAfter, true
-	case engine.CodeQuotaUnavailable:
+	case engine.CodeQuotaUnavailable, engine.CodePermissionsUnavailable:
 		return http.StatusServiceUnavailable, retryAfter, true
 	}
 	return 0, 0, false

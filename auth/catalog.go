@@ -214,6 +214,21 @@ func (c *Catalog) Bind(ctx context.Context, p *plugins.Plugin, storedKeys []stri
 	return nil, refusal
 }
 
+// Row returns the enabled catalog plugin named name, nil when there is
+// none (read again, at most once a second, before saying so).
+func (c *Catalog) Row(ctx context.Context, name string) (*plugins.Plugin, error) {
+	for _, recheck := range []bool{false, true} {
+		idx, err := c.index(ctx, recheck)
+		if err != nil {
+			return nil, err
+		}
+		if row := idx.plugins[name]; row != nil {
+			return row, nil
+		}
+	}
+	return nil, nil
+}
+
 func (idx *catalogIndex) difference(row, p *plugins.Plugin) string {
 	idx.mu.Lock()
 	d, ok := idx.diffs[p]

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -118,6 +120,45 @@ func (p *Plan) Result() *Result {
 		return nil
 	}
 	return &p.res
+}
+
+// allowed is the decision's access step: whether the call's user may use
+// p, the plugin bound. An inline plugin left unbound is judged as the
+// enabled row of its name when there is one, so that a copy cannot
+// escape the row's perms; else as itself, a user's stripped of the perms
+// it declares (a caller does not say what its own plugin needs), so that
+// under access.ModePerms it is refused.
+func (e *Executor) allowed(ctx context.Context, call *Call, p *plugins.Plugin) *RefusedError {
+	if e.Access == nil {
+		return nil
+	}
+	if call.Inline && p == call.Plugin {
+		var row *plugins.Plugin
+		if e.Catalog != nil {
+			var err error
+			if row, err = e.Catalog.Row(ctx, p.Name); err != nil {
+				return refuse(CodePermissionsUnavailable, "the catalog could not be read to judge who may use %s, so the call is refused: %v", p.Name, err)
+			}
+		}
+		switch {
+		case row != nil:
+			p = row
+		case call.Owner == OwnerUser && len(p.Perms) > 0:
+			c := *p
+			c.Perms = nil
+			p = &c
+		}
+	}
+	err := e.Access.Allowed(ctx, access.Subject{User: call.UserID, Narrow: call.Narrow}, p)
+	if err == nil {
+		return nil
+	}
+	if denied, ok := errors.AsType[*access.DeniedError](err); ok {
+		return &RefusedError{ToolError{Code: CodePermissionDenied, Message: denied.Error(),
+			Details: map[string]any{"plugin": call.Plugin.Name, "needs": slices.Clone(denied.Needs)}}}
+	}
+	return &RefusedError{ToolError{Code: CodePermissionsUnavailable, Message: err.Error(),
+		Details: map[string]any{"retry_after_s": DefaultRetryAfter.Seconds()}}}
 }
 
 // Decide decides call: bind, access, connection, confirmation (see the

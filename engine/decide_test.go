@@ -34,6 +34,8 @@ func (c rowCatalog) Bind(_ context.Context, p *plugins.Plugin, keys []string) (*
 
 func (rowCatalog) Identifiers(context.Context, []string) ([]string, error) { return nil, nil }
 
+func (c rowCatalog) Row(_ context.Context, name string) (*plugins.Plugin, error) { return c[name], nil }
+
 // oneConnection is a user's connection to the provider "acme": working
 // or not.
 type oneConnection struct{ connected bool }

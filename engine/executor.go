@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/connections"
@@ -104,6 +105,12 @@ const (
 	// CodeConfirmationRequired refuses a call waiting for a person's
 	// approval from a caller that cannot ask one (Execute).
 	CodeConfirmationRequired = "confirmation_required"
+	// CodePermissionDenied: the call's user may not use the plugin
+	// (issue 46); the refusal names the plugin and the perms it needs.
+	CodePermissionDenied = access.CodeDenied
+	// CodePermissionsUnavailable: the user's permissions could not be
+	// read, so the call is refused rather than opened.
+	CodePermissionsUnavailable = access.CodeUnavailable
 )
 
 // CredentialResolver is the credential store: it returns the plaintext
@@ -138,6 +145,19 @@ type CatalogRules interface {
 	// Identifiers returns those of keys the catalog reads only as
 	// identifiers: the masking classes of stored credentials.
 	Identifiers(ctx context.Context, keys []string) ([]string, error)
+	// Row returns the enabled catalog plugin named name, nil when there
+	// is none: what an inline plugin named like it is judged as by the
+	// access rule, bound or not.
+	Row(ctx context.Context, name string) (*plugins.Plugin, error)
+}
+
+// Access is who may use which plugin (issue 46); *access.Checker
+// implements it.
+type Access interface {
+	// Allowed returns nil when sub may use p, an *access.DeniedError when
+	// not, an *access.UnavailableError when the user's permissions could
+	// not be read.
+	Allowed(ctx context.Context, sub access.Subject, p *plugins.Plugin) error
 }
 
 // Call is one tool call.
@@ -180,6 +200,10 @@ type Call struct {
 	// reached the upstream, idempotent or not — the one resend with a
 	// fresh token after an OAuth2 401 aside.
 	Approval *Approval
+	// Narrow are the call's further sources of the user's permission
+	// strings (a service payload's user.permissions, a per-user token's
+	// fixed perms), each of which must grant the plugin (access.Subject).
+	Narrow []access.Held
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool
@@ -334,6 +358,9 @@ type Executor struct {
 	// Connections gives the tokens of users' connections (nil: calls of
 	// plugins using one are refused).
 	Connections Connections
+	// Access decides who may use the plugin a call is, right after
+	// binding (nil: everyone, as for the operator's own CLI).
+	Access Access
 
 	invokers map[string]Invoker
 }
@@ -411,8 +438,11 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			p, cfg = row, authOf(ctx, inv, row)
 		}
 	}
-	// Who may use p (issue 46's access rule) is decided here, on the
-	// plugin bound, before anything else reads it.
+	// Who may use p is decided here, on the plugin bound, before anything
+	// else reads it.
+	if refused := e.allowed(ctx, &call, p); refused != nil {
+		return nil, refused
+	}
 	p = classified(&call, p)
 	if provider := cfg.ConnectionProvider(); provider != "" {
 		if refused := e.connectionUsable(call, p, provider); refused != nil {

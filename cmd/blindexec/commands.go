@@ -72,6 +72,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			}
 			defer parts.close()
 			parts.executor.Limiter = cfg.limits.limiter
+			parts.executor.Access = parts.access
 			reg := prometheus.NewRegistry()
 			if parts.executor.Metrics, err = engine.NewMetrics(reg); err != nil {
 				return err

@@ -305,6 +305,9 @@ type engineParts struct {
 	catalog *catalog.Catalog
 	rules   *auth.Catalog // the credential rules' view of the catalog
 	quotas  *quota.Keeper
+	// access is who may use which tool; serve and mcp serve hand it to
+	// the executor and the lists, the operator's own CLI does not.
+	access *access.Checker
 	// conns keeps OAuth providers and users' connections.
 	conns *connections.Service
 }
@@ -344,6 +347,11 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		st.Close()
 		return nil, err
 	}
+	acc, err := access.New(st.DB(), c.access)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	rules := auth.NewCatalog(st, changes)
 	creds.Identifiers = rules
 	ex := engine.NewExecutor(client)
@@ -362,7 +370,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	conns.Catalog, conns.Logger = rules, log
 	ex.Connections = conns
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
-		changes: changes, catalog: cat, rules: rules, quotas: quotas, conns: conns}, nil
+		changes: changes, catalog: cat, rules: rules, quotas: quotas, access: acc, conns: conns}, nil
 }
 
 // connections is the connections service over st: its tokens under the

@@ -217,6 +217,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
+			parts.executor.Access = parts.access
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			go parts.changes.Run(ctx)

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// heldSource is a database source of users' permission strings held in
+// memory, changed by the test (the source is not under test: the
+// decision's access step is).
+type heldSource struct {
+	mu    sync.Mutex
+	users map[int64][]string
+	err   error
+}
+
+func (s *heldSource) Held(_ context.Context, user int64) (access.Held, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	return access.HeldOf(s.users[user]...), nil
+}
+
+func (s *heldSource) set(user int64, perms ...string) {
+	s.mu.Lock()
+	s.users[user] = perms
+	s.mu.Unlock()
+}
+
+// TestAccessDecision is the decision's access step (issue 46): who owns
+// the work × the plugin as given (a row, an inline copy bound to it, an
+// inline plugin named like it but unbound, an inline plugin of no row) ×
+// the mode × what the user holds → sent, or refused before anything
+// reaches the upstream, recorded with its own outcome and counted.
+func TestAccessDecision(t *testing.T) {
+	up := newUpstream(t, nil)
+	const guarded = `{"name":"users","description":"Lists users.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/users"},"auth_config":{"type":"bearer","token":"TOKEN"}PERMS}`
+	const free = `{"name":"weather","description":"Weather.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/weather"}PERMS}`
+	doc := func(d, perms string) *plugins.Plugin { return mustPlugin(t, strings.Replace(d, "PERMS", perms, 1), up.URL) }
+	row, rowFree := doc(guarded, `,"perms":["system:user:list"]`), doc(free, "")
+	copyOf := doc(guarded, `,"perms":["system:user:list"]`) // an inline copy: bound to the row when stored keys are used
+	unguarded := doc(guarded, "")                              // named like the row, perms left out
+	ownPerms := mustPlugin(t, `{"name":"own","description":"Own.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/own"},"perms":["own:thing:use"]}`, up.URL)
+	payload := map[string]string{"TOKEN": "payload-token-0123456789"}
+
+	const clerk, admin, nobody = 7, 1, 0
+	send := ""
+	tests := []struct {
+		name    string
+		mode    access.Mode
+		owner   Owner
+		plugin  *plugins.Plugin
+		inline  bool
+		payload map[string]string
+		user    int64
+		narrow  []access.Held
+		policy  confirm.Policy
+		down    bool // the database source cannot be read
+		want    string
+	}{
+		{"a row the user holds a perm of", access.ModeOpen, OwnerUser, row, false, nil, admin, nil, "", false, send},
+		{"a row the user holds none of", access.ModeOpen, OwnerUser, row, false, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"access before confirmation: refused, no person asked", access.ModeOpen, OwnerUser, row, false, nil, clerk, nil, confirm.Always, false, CodePermissionDenied},
+		{"the service acting for the user gets the user's perms", access.ModeOpen, OwnerService, row, false, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"the administrator acting for the user too", access.ModeOpen, OwnerAdmin, row, false, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"user 0 holds nothing", access.ModeOpen, OwnerService, row, false, nil, nobody, nil, "", false, CodePermissionDenied},
+		{"a row without perms under open", access.ModeOpen, OwnerUser, rowFree, false, nil, clerk, nil, "", false, send},
+		{"a row without perms under perms", access.ModePerms, OwnerUser, rowFree, false, nil, admin, nil, "", false, CodePermissionDenied},
+		{"an inline copy bound to the row is the row", access.ModeOpen, OwnerUser, copyOf, true, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"an unbound inline plugin named like the row, perms left out", access.ModeOpen, OwnerUser, unguarded, true, payload, clerk, nil, "", false, CodePermissionDenied},
+		{"the service's unbound copy too", access.ModeOpen, OwnerService, unguarded, true, payload, clerk, nil, "", false, CodePermissionDenied},
+		{"the administrator's unbound copy too", access.ModeOpen, OwnerAdmin, unguarded, true, payload, clerk, nil, "", false, CodePermissionDenied},
+		{"an unbound copy named like the row, for a user holding it", access.ModeOpen, OwnerUser, unguarded, true, payload, admin, nil, "", false, send},
+		{"a user's inline plugin of no row under open", access.ModeOpen, OwnerUser, ownPerms, true, nil, clerk, nil, "", false, send},
+		{"a user's inline plugin of no row under perms, whatever it declares", access.ModePerms, OwnerUser, ownPerms, true, nil, admin, nil, "", false, CodePermissionDenied},
+		{"the service's inline plugin of no row: its perms judged", access.ModePerms, OwnerService, ownPerms, true, nil, admin, nil, "", false, send},
+		{"the service's inline plugin of no row, not held", access.ModePerms, OwnerService, ownPerms, true, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"a payload's perms narrow the database's", access.ModeOpen, OwnerService, row, false, nil, admin, []access.Held{access.HeldOf("system:role:list")}, "", false, CodePermissionDenied},
+		{"a payload's perms granting it too", access.ModeOpen, OwnerService, row, false, nil, admin, []access.Held{access.HeldOf("system:user:list")}, "", false, send},
+		{"a payload's perms never widen", access.ModeOpen, OwnerService, row, false, nil, clerk, []access.Held{access.HeldOf(plugins.AllPerms)}, "", false, CodePermissionDenied},
+		{"a source down fails closed", access.ModeOpen, OwnerUser, row, false, nil, admin, nil, "", true, CodePermissionsUnavailable},
+		{"a source down is not asked of a plugin without perms", access.ModeOpen, OwnerUser, rowFree, false, nil, admin, nil, "", true, send},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &heldSource{users: map[int64][]string{admin: {plugins.AllPerms}, clerk: {"system:role:list"}}}
+			if tt.down {
+				src.err = errors.New("the database is down")
+			}
+			h := newHarness(t)
+			h.Catalog = rowCatalog{"users": row, "weather": rowFree}
+			h.Credentials = storeFunc(func(context.Context, int64, []string) (map[string]string, error) {
+				return map[string]string{"TOKEN": "stored-token-0123456789"}, nil
+			})
+			h.Access = &access.Checker{Mode: tt.mode, Source: src, Name: access.SourceRuoYi}
+			before := len(up.Hits())
+			res, err := h.Execute(t.Context(), Call{Plugin: tt.plugin, Inline: tt.inline, Owner: tt.owner, UserID: tt.user,
+				Narrow: tt.narrow, Credentials: tt.payload, Policy: tt.policy, Arguments: json.RawMessage(`{"q":"x"}`)})
+			code := ""
+			if refused, ok := errors.AsType[*RefusedError](err); ok {
+				code = refused.Code
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want && !(tt.want == send && code == CodeConfirmationRequired) {
+				t.Fatalf("refusal %q (%v), want %q", code, err, tt.want)
+			}
+			if sent := len(up.Hits()) > before; sent != (tt.want == send && tt.policy == "") {
+				t.Errorf("sent %v", sent)
+			}
+			if tt.want == CodePermissionDenied {
+				d := res.Error.Details.(map[string]any)
+				if d["plugin"] != tt.plugin.Name || strings.Contains(res.Error.Message, "system:role:list") {
+					t.Errorf("the refusal %q %v names more or less than the plugin and its needs", res.Error.Message, d)
+				}
+			}
+			recs := h.flush(t)
+			if len(recs) != 1 || tt.want != send && (recs[0].Status != "refused" || recs[0].ErrorClass != tt.want) {
+				t.Errorf("records %+v", recs)
+			}
+		})
+	}
+}
+
+// TestAccessAtSend: a paused call is decided again when it is finally
+// sent, so a permission removed between the pause and the approval stops
+// it; nothing reaches the upstream.
+func TestAccessAtSend(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"drop","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
+	  "execution":{"method":"DELETE","base_url":"%s/items/{id}"},"perms":["system:user:remove"]}`, up.URL)
+	src := &heldSource{users: map[int64][]string{7: {"system:user:remove"}}}
+	h := newHarness(t)
+	h.Access = &access.Checker{Source: src, Name: access.SourceRuoYi}
+	call := Call{Plugin: p, UserID: 7, Policy: confirm.Consequential, Arguments: json.RawMessage(`{"id":"1"}`)}
+	plan, err := h.Decide(t.Context(), call)
+	if err != nil || plan.Verdict() != VerdictPerson {
+		t.Fatalf("verdict %d: %v", plan.Verdict(), err)
+	}
+	src.set(7, "system:user:list") // the role lost the permission meanwhile
+	call.Approval = &Approval{PendingID: "p1", Digest: plan.Person.Digest, By: "alice"}
+	plan, err = h.Decide(t.Context(), call)
+	if refused, ok := errors.AsType[*RefusedError](err); !ok || refused.Code != CodePermissionDenied || plan.Verdict() != VerdictRefused {
+		t.Fatalf("approved after the permission went: verdict %d, %v", plan.Verdict(), err)
+	}
+	if _, err := h.Send(t.Context(), plan); err == nil || len(up.Hits()) != 0 {
+		t.Fatalf("sent %d: %v", len(up.Hits()), err)
+	}
+}
