@@ -48,10 +48,12 @@ func TestAccessDecision(t *testing.T) {
 	  "execution":{"method":"GET","base_url":"%s/users"},"auth_config":{"type":"bearer","token":"TOKEN"}PERMS}`
 	const free = `{"name":"weather","description":"Weather.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
 	  "execution":{"method":"GET","base_url":"%s/weather"}PERMS}`
-	doc := func(d, perms string) *plugins.Plugin { return mustPlugin(t, strings.Replace(d, "PERMS", perms, 1), up.URL) }
+	doc := func(d, perms string) *plugins.Plugin {
+		return mustPlugin(t, strings.Replace(d, "PERMS", perms, 1), up.URL)
+	}
 	row, rowFree := doc(guarded, `,"perms":["system:user:list"]`), doc(free, "")
 	copyOf := doc(guarded, `,"perms":["system:user:list"]`) // an inline copy: bound to the row when stored keys are used
-	unguarded := doc(guarded, "")                              // named like the row, perms left out
+	unguarded := doc(guarded, "")                           // named like the row, perms left out
 	ownPerms := mustPlugin(t, `{"name":"own","description":"Own.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
 	  "execution":{"method":"GET","base_url":"%s/own"},"perms":["own:thing:use"]}`, up.URL)
 	payload := map[string]string{"TOKEN": "payload-token-0123456789"}
