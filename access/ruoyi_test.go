@@ -1,22 +1,16 @@
 package access
 
 import (
-	"compress/gzip"
 	"database/sql"
 	"errors"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/store"
 )
 
 // scriptDB is a fresh MariaDB database holding the engine's tables and
@@ -24,45 +18,7 @@ import (
 // beside them. It is skipped without BLINDEXEC_TEST_MYSQL_DSN.
 func scriptDB(t testing.TB, script string) *sql.DB {
 	t.Helper()
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	ctx := t.Context()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(script, ".gz") {
-		if r, err = gzip.NewReader(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	text, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := mysql.ParseDSN(strings.TrimPrefix(dsn, store.DialectMySQL+":"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MultiStatements = true // the script as the project ships it, split by the server
-	loader, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loader.Close()
-	if _, err := loader.ExecContext(ctx, string(text)); err != nil {
-		t.Fatalf("load %s: %v", script, err)
-	}
-	return st.DB()
+	return testdb.Script(t, script).DB()
 }
 
 // sourceTest is a Checker over a project's database with its cache's
