@@ -12,6 +12,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 )
 
@@ -28,7 +29,7 @@ type ruoyiEnv struct {
 	tokens map[int64]string
 }
 
-func newRuoYiEnv(t *testing.T, mode access.Mode) *ruoyiEnv {
+func newRuoYiEnv(t *testing.T, mode access.Mode, opts ...func(*api.Server)) *ruoyiEnv {
 	st := testdb.Script(t, "../access/testdata/ruoyi-vue/ry_20260417.sql")
 	if _, err := st.DB().Exec("delete from sys_role_menu where role_id = 2 and menu_id = 101"); err != nil {
 		t.Fatal(err)
@@ -46,6 +47,9 @@ func newRuoYiEnv(t *testing.T, mode access.Mode) *ruoyiEnv {
 		m := enginemcp.NewManager(st, egresstest.Client(t))
 		t.Cleanup(func() { m.Close() })
 		s.MCP = &api.MCPConfig{Manager: m}
+		for _, o := range opts {
+			o(s)
+		}
 	})
 	for name, perms := range map[string]string{"list_users": `["system:user:list"]`, "list_roles": `["system:role:list"]`,
 		"leave": `["hr:leave:list"]`, "weather": `[]`} {
@@ -107,5 +111,113 @@ func TestAccessCallsRuoYi(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestAccessNarrowed: a service payload's user.permissions and a per-user
+// token's fixed perms narrow what RuoYi's tables grant, never widen it;
+// a per-user caller cannot name its permissions, and a payload's user
+// must be its user_id (400 invalid_payload naming the field).
+func TestAccessNarrowed(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	token := func(user int64, perms ...string) string {
+		code, out := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": user, "perms": perms})
+		if code != http.StatusCreated {
+			t.Fatalf("token: %d %v", code, out)
+		}
+		return out["token"].(string)
+	}
+	narrowTok, widenTok := token(1, "system:role:list"), token(2, "*:*:*")
+	call := func(tool string, user any, extra map[string]any) map[string]any {
+		body := map[string]any{"name": tool, "arguments": map[string]any{"q": "x"}}
+		if user != nil {
+			body["user_id"] = user
+		}
+		for k, v := range extra {
+			body[k] = v
+		}
+		return body
+	}
+	payloadUser := func(id any, perms ...string) map[string]any {
+		return map[string]any{"user": map[string]any{"id": id, "permissions": append([]string{}, perms...)}}
+	}
+	tests := []struct {
+		name, token string
+		body        map[string]any
+		code        int
+		want        string // an error's code, or its field for invalid_payload
+	}{
+		{"a payload's perms narrow user 1", serviceToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied"},
+		{"a payload's perms granting it", serviceToken, call("list_roles", 1, payloadUser(1, "system:role:list")), 200, ""},
+		{"a payload's *:*:* never widens user 2", serviceToken, call("list_roles", 2, payloadUser(2, "*:*:*")), 403, "permission_denied"},
+		{"a payload's empty perms hold nothing", serviceToken, call("list_users", 1, payloadUser(1)), 403, "permission_denied"},
+		{"a plugin without perms under open needs none", serviceToken, call("weather", 1, payloadUser(1)), 200, ""},
+		{"the administrator's payload too", adminToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied"},
+		{"user.id must be user_id", serviceToken, call("list_roles", 1, payloadUser(2, "system:role:list")), 400, "user.id"},
+		{"user.permissions required", serviceToken, call("list_roles", 1, map[string]any{"user": map[string]any{"id": 1}}), 400, "user.permissions"},
+		{"a per-user token cannot name its permissions", e.tokens[2], call("list_roles", nil, payloadUser(2, "system:role:list")), 400, "user.permissions"},
+		{"a token's fixed perms narrow user 1", narrowTok, call("list_users", nil, nil), 403, "permission_denied"},
+		{"a token's fixed perms granting it", narrowTok, call("list_roles", nil, nil), 200, ""},
+		{"a token's *:*:* never widens user 2", widenTok, call("list_roles", nil, nil), 403, "permission_denied"},
+		{"a token's fixed perms over tools call", narrowTok, nil, 403, "permission_denied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(e.up.received())
+			path, body := "/v1/execute", any(tt.body)
+			if tt.body == nil {
+				path, body = "/v1/tools/list_users/call", map[string]any{"q": "x"}
+			}
+			code, out := e.do("POST", path, tt.token, body)
+			errBody, _ := out["error"].(map[string]any)
+			got, _ := errBody["code"].(string)
+			if got == "invalid_payload" {
+				d, _ := errBody["details"].(map[string]any)
+				got, _ = d["field"].(string)
+			}
+			if code != tt.code || got != tt.want {
+				t.Fatalf("%d %v, want %d %s", code, out, tt.code, tt.want)
+			}
+			if sent := len(e.up.received()) > before; sent != (code == 200) {
+				t.Errorf("sent %v", sent)
+			}
+		})
+	}
+	for _, perms := range []any{[]string{}, []string{"system:user:*"}, []string{"not a perm"}} {
+		if code, out := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 1, "perms": perms}); code != 400 || errCodeOf(out) != "invalid_payload" {
+			t.Errorf("token perms %v: %d %v", perms, code, out)
+		}
+	}
+}
+
+func errCodeOf(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// TestAccessRunNarrowed: a service payload's permissions narrow a run
+// over RuoYi's tables: the model naming a tool they do not grant gets a
+// tool error, nothing is sent, and the tool they grant is called.
+func TestAccessRunNarrowed(t *testing.T) {
+	llm := openaitest.New(t)
+	e := newRuoYiEnv(t, access.ModeOpen, withModel(llm))
+	llm.Script(
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "list_users", Arguments: `{"q":"x"}`}, {Name: "list_roles", Arguments: `{"q":"x"}`}}},
+		openaitest.Turn{Content: "done"},
+	)
+	code, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 1, "plugin_names": []string{"list_users", "list_roles"},
+		"messages": []map[string]any{{"role": "user", "content": "users and roles"}},
+		"user": map[string]any{"id": 1, "permissions": []string{"system:role:list"}}})
+	if code != http.StatusOK || reply["status"] != "completed" {
+		t.Fatalf("run: %d %v", code, reply)
+	}
+	got := e.up.received()
+	if len(got) != 1 || got[0].uri != "/list_roles?q=x" {
+		t.Fatalf("upstream received %v", got)
+	}
+	steps, _ := reply["steps"].([]any)
+	if len(steps) != 2 || steps[0].(map[string]any)["status"] == "ok" || steps[1].(map[string]any)["status"] != "ok" {
+		t.Fatalf("steps %v", steps)
 	}
 }

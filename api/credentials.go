@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -151,6 +152,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		ExpiresIn int64  `json:"expires_in_seconds"`
 		// ConsoleOnly issues a token that signs in to the console only.
 		ConsoleOnly bool `json:"console_only"`
+		// Perms are the token's fixed permission strings, which narrow
+		// what its user may use (issue 46).
+		Perms []string `json:"perms"`
 	}
 	if !decodeBody(w, r, &req) {
 		return
@@ -164,23 +168,32 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"limit": "name characters", "max": maxTokenName})
 		return
 	}
+	if req.Perms != nil && len(req.Perms) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_payload", "perms: give at least one permission string, or leave perms out", map[string]string{"field": "perms"})
+		return
+	}
+	if errs := plugins.CheckPerms("perms", req.Perms); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid_payload", errs[0].Field+": "+errs[0].Message, map[string]any{"fields": errs})
+		return
+	}
 	scope := ""
 	if req.ConsoleOnly {
 		scope = store.TokenScopeConsole
 	}
-	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second, scope)
+	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second, scope, req.Perms...)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_id": row.ID, "user_id": row.UserID, "name": row.Name})
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_id": row.ID, "user_id": row.UserID, "name": row.Name, "perms": req.Perms})
 }
 
 // IssueToken creates a per-user token of scope ("" or
-// store.TokenScopeConsole); the plaintext is returned once.
-func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration, scope string) (string, *store.Token, error) {
+// store.TokenScopeConsole) with fixed perms (checked by the caller), which
+// narrow what its user may use; the plaintext is returned once.
+func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration, scope string, perms ...string) (string, *store.Token, error) {
 	tok, hash := auth.NewToken()
-	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Scope: scope, Audit: store.Audit{CreateBy: "admin"}}
+	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Scope: scope, Perms: plugins.JoinPerms(perms), Audit: store.Audit{CreateBy: "admin"}}
 	if ttl > 0 {
 		exp := time.Now().Add(ttl).UTC()
 		row.ExpireTime = &exp

@@ -31,6 +31,9 @@ type ExecuteRequest struct {
 	// (issue 33).
 	Prepare      bool   `json:"prepare,omitempty"`
 	Confirmation string `json:"confirmation,omitempty"`
+	// User is RuoYi's logged-in user, from the service or admin token
+	// only: its permissions narrow what the call may use (issue 46).
+	User *PayloadUser `json:"user,omitempty"`
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +42,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
-	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) {
+	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) || !payloadUserAllowed(w, r, req.UserID, req.User) {
 		return
 	}
 	if req.Trace && principalFrom(r.Context()).role != roleAdmin {
@@ -60,6 +63,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Credentials: req.Credentials,
 		FixedParams: req.FixedParams,
 		Inline:      isInline(req.Plugin),
+		Narrow:      narrowing(r.Context(), req.User),
 	}
 	if res, err, ok := s.sendDirect(w, r, &call, req.Prepare, req.Confirmation); ok {
 		writeResult(w, res, err)

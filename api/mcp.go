@@ -430,7 +430,7 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil)}
 	res, err, ok := m.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation))
 	if !ok {
 		return
@@ -597,7 +597,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil)}
 	if res, err, ok := s.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation)); ok {
 		writeResult(w, res, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -40,6 +41,9 @@ type principal struct {
 	// only: refused as a bearer token; its sessions may approve calls
 	// under BLINDEXEC_CONFIRM_VIA=console.
 	consoleOnly bool
+	// perms are a per-user token's fixed permission strings, nil when it
+	// has none: they narrow what its user may use (issue 46).
+	perms []string
 }
 
 // actsFor reports whether p may act for user id.
@@ -170,7 +174,7 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 	if t.expires != nil && time.Now().After(*t.expires) {
 		return principal{}, errors.New("token expired")
 	}
-	return principal{role: roleUser, userID: t.userID, consoleOnly: t.consoleOnly}, nil
+	return principal{role: roleUser, userID: t.userID, consoleOnly: t.consoleOnly, perms: t.perms}, nil
 }
 
 // operatorHashes are the hashes of the operator's tokens, taken once: the
@@ -234,6 +238,8 @@ type cachedToken struct {
 	expires *time.Time
 	// consoleOnly: the token's scope is store.TokenScopeConsole.
 	consoleOnly bool
+	// perms are the token's fixed permission strings (nil: none).
+	perms []string
 }
 
 // tokenCacheMax bounds the cache (unknown tokens are cached too); past it,
@@ -259,6 +265,12 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, err
 		return cachedToken{}, fmt.Errorf("check token: %w", err)
 	default:
 		t = cachedToken{found: true, userID: row.UserID, expires: row.ExpireTime, consoleOnly: row.Scope == store.TokenScopeConsole}
+		if t.perms, err = plugins.SplitPerms(row.Perms); err != nil {
+			// A cell RuoYi's SQL wrote that is not in the form grants
+			// nothing rather than nothing narrowed: deny when unsure.
+			s.Logger.WarnContext(ctx, "a token's perms are unreadable: its user may use no tool with perms", "token_id", row.ID, "err", err)
+			t.perms = []string{}
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -35,6 +35,9 @@ type RunRequest struct {
 	FixedParams map[string]map[string]any `json:"fixed_params,omitempty"`
 	Model       string                    `json:"model,omitempty"`
 	Options     loop.Options              `json:"options"`
+	// User is RuoYi's logged-in user, from the service or admin token
+	// only: its permissions narrow what the run may use (issue 46).
+	User *PayloadUser `json:"user,omitempty"`
 }
 
 // runTimeout bounds a whole run, whatever the model and tools do.
@@ -46,7 +49,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, ok := actingUser(w, r, req.UserID)
-	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) {
+	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) || !payloadUserAllowed(w, r, req.UserID, req.User) {
 		return
 	}
 	if s.Runner == nil {
@@ -114,7 +117,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, owner engine.Owner) (*loop.Request, []plugins.FieldError, error) {
 	var fields []plugins.FieldError
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
-		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: owner}
+		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: owner,
+		Narrow: narrowing(ctx, req.User)}
 	for i, raw := range req.Plugins {
 		p, err := plugins.ParseJSON(raw)
 		var ve *plugins.ValidationError

@@ -135,6 +135,10 @@ type Token struct {
 	LastUsedTime *time.Time `gorm:"column:last_used_time" json:"last_used_time,omitempty"`
 	// Scope TokenScopeConsole signs in to the console only (issue 33).
 	Scope string `gorm:"column:scope" json:"scope,omitempty"`
+	// Perms are the token's fixed RuoYi permission strings,
+	// comma-separated; nil when it has none. They narrow what its user
+	// may use (issue 46).
+	Perms *string `gorm:"column:perms" json:"perms,omitempty"`
 	Audit
 }
 

@@ -28,6 +28,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
@@ -85,6 +86,9 @@ type Request struct {
 	// Owner is the principal that started the run (engine.Call.Owner):
 	// on a resume too, whoever resumes it.
 	Owner engine.Owner `json:"-"`
+	// Narrow are the run's further sources of the user's permission
+	// strings (engine.Call.Narrow): a service payload's, a token's.
+	Narrow []access.Held `json:"-"`
 }
 
 // Options tune the loop.

@@ -204,6 +204,7 @@ func (s *state) engineCall(p *plugins.Plugin, args string) engine.Call {
 		Inline:      s.req.Inline[p],
 		Owner:       s.req.Owner,
 		Policy:      s.policy,
+		Narrow:      s.req.Narrow,
 	}
 }
 
