@@ -208,7 +208,7 @@ func TestAccessRunNarrowed(t *testing.T) {
 	)
 	code, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 1, "plugin_names": []string{"list_users", "list_roles"},
 		"messages": []map[string]any{{"role": "user", "content": "users and roles"}},
-		"user": map[string]any{"id": 1, "permissions": []string{"system:role:list"}}})
+		"user":     map[string]any{"id": 1, "permissions": []string{"system:role:list"}}})
 	if code != http.StatusOK || reply["status"] != "completed" {
 		t.Fatalf("run: %d %v", code, reply)
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
