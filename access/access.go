@@ -176,13 +176,8 @@ func (c *Checker) AgentAllowed(ctx context.Context, sub Subject, name string, pe
 // holds returns nil when every source grants sub one of denied.Needs,
 // else denied (or an *UnavailableError).
 func (c *Checker) holds(ctx context.Context, sub Subject, denied *DeniedError) error {
-	if sub.User <= 0 || c.Source == nil && sub.Narrow == nil {
-		return denied // no one, or no source: nothing is held
-	}
-	for _, n := range sub.Narrow {
-		if !n.Grants(denied.Needs) {
-			return denied
-		}
+	if !c.narrowed(sub, denied.Needs) {
+		return denied
 	}
 	if c.Source == nil {
 		return nil
@@ -195,4 +190,54 @@ func (c *Checker) holds(ctx context.Context, sub Subject, denied *DeniedError) e
 		return denied
 	}
 	return nil
+}
+
+// narrowed reports whether sub is someone with a source of strings and
+// every source besides the database's grants one of needs: the database
+// source is asked only then.
+func (c *Checker) narrowed(sub Subject, needs []string) bool {
+	if sub.User <= 0 || c.Source == nil && sub.Narrow == nil {
+		return false // no one, or no source: nothing is held
+	}
+	for _, n := range sub.Narrow {
+		if !n.Grants(needs) {
+			return false
+		}
+	}
+	return true
+}
+
+// Usable returns those of ps sub may use, in order, by the rule of
+// Allowed: what every list and search shows a user (a tool it may not
+// use is absent, not merely refused). The user's strings are read once
+// (cached by the source): no database round trip per tool. A source that
+// cannot be read is an *UnavailableError when some plugin has perms: the
+// list is refused, not opened.
+func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	var held Held
+	read := false
+	out := make([]*plugins.Plugin, 0, len(ps))
+	for _, p := range ps {
+		switch {
+		case len(p.Perms) == 0:
+			if c.Mode == ModePerms {
+				continue
+			}
+		case !c.narrowed(sub, p.Perms):
+			continue
+		case c.Source != nil:
+			if !read {
+				var err error
+				if held, err = c.Source.Held(ctx, sub.User); err != nil {
+					return nil, &UnavailableError{Source: c.Name, Err: err}
+				}
+				read = true
+			}
+			if !held.Grants(p.Perms) {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -89,7 +89,47 @@ func TestAllowed(t *testing.T) {
 			if u, ok := errors.AsType[*UnavailableError](err); ok && !errors.Is(u, broken) {
 				t.Errorf("%v does not wrap the source's error", u)
 			}
+			// Every list applies the same rule: present when allowed.
+			usable, uerr := c.Usable(t.Context(), tt.sub, []*plugins.Plugin{tt.plugin})
+			switch {
+			case tt.want == CodeUnavailable:
+				if _, ok := errors.AsType[*UnavailableError](uerr); !ok {
+					t.Errorf("Usable = %v, %v; want unavailable", usable, uerr)
+				}
+			case uerr != nil || (len(usable) == 1) != (tt.want == ""):
+				t.Errorf("Usable = %v, %v; Allowed said %q", usable, uerr, tt.want)
+			}
 		})
+	}
+}
+
+// TestUsableReadsOnce: a list of many plugins with perms reads the user's
+// strings once, keeps the order and leaves out what is not granted.
+func TestUsableReadsOnce(t *testing.T) {
+	src := &held{perms: HeldOf("system:user:list", "system:role:list")}
+	c := &Checker{Mode: ModePerms, Source: src, Name: SourceRuoYi}
+	var ps []*plugins.Plugin
+	var want []string
+	for i, perm := range []string{"system:user:list", "system:menu:list", "", "system:role:list", "system:user:list"} {
+		p := &plugins.Plugin{Name: "p" + string(rune('a'+i))}
+		if perm != "" {
+			p.Perms = []string{perm}
+		}
+		if perm == "system:user:list" || perm == "system:role:list" {
+			want = append(want, p.Name)
+		}
+		ps = append(ps, p)
+	}
+	got, err := c.Usable(t.Context(), Subject{User: 7}, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, want) || src.reads != 1 {
+		t.Fatalf("usable %v (read %d times), want %v read once", names, src.reads, want)
 	}
 }
 
