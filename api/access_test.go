@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
@@ -43,7 +47,7 @@ func newRuoYiEnv(t *testing.T, mode access.Mode, opts ...func(*api.Server)) *ruo
 		io.WriteString(w, `{"ok":true}`)
 	})
 	e := newEnv(t, st, func(s *api.Server) {
-		s.Executor.Access = checker
+		s.Executor.Access, s.Access = checker, checker
 		m := enginemcp.NewManager(st, egresstest.Client(t))
 		t.Cleanup(func() { m.Close() })
 		s.MCP = &api.MCPConfig{Manager: m}
@@ -219,5 +223,83 @@ func TestAccessRunNarrowed(t *testing.T) {
 	steps, _ := reply["steps"].([]any)
 	if len(steps) != 2 || steps[0].(map[string]any)["status"] == "ok" || steps[1].(map[string]any)["status"] != "ok" {
 		t.Fatalf("steps %v", steps)
+	}
+}
+
+// TestAccessListsRuoYi: a tool a user may not use is absent, not merely
+// refused: user 1 lists every tool and user 2, of the common role,
+// exactly those its menus grant, in /v1/tools (OpenAI and dynamic
+// formats), /v1/tools/search and tools/list over /mcp, where a call of
+// another is a tool error and nothing is sent.
+func TestAccessListsRuoYi(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	for user, grants := range ruoyiGrants {
+		want := slices.Sorted(maps.Keys(grants))
+		t.Run(fmt.Sprint("user ", user), func(t *testing.T) {
+			tok := e.tokens[user]
+			names := func(list []any, key ...string) []string {
+				var out []string
+				for _, it := range list {
+					m := it.(map[string]any)
+					for _, k := range key {
+						m, _ = m[k].(map[string]any)
+					}
+					out = append(out, m["name"].(string))
+				}
+				slices.Sort(out)
+				return out
+			}
+			_, list := e.do("GET", "/v1/tools", tok, nil)
+			tools, _ := list["tools"].([]any)
+			if got := names(tools, "function"); !slices.Equal(got, want) || list["total"] != float64(len(want)) {
+				t.Errorf("/v1/tools: %v (total %v), want %v", got, list["total"], want)
+			}
+			_, dyn := e.do("GET", "/v1/tools?format=dynamic", tok, nil)
+			dynTools, _ := dyn["_dynamic_tools"].([]any)
+			if got := names(dynTools); !slices.Equal(got, want) {
+				t.Errorf("_dynamic_tools: %v, want %v", got, want)
+			}
+			for _, tool := range []string{"leave", "list_roles", "weather"} {
+				_, found := e.do("GET", "/v1/tools/search?q="+tool, tok, nil)
+				results, _ := found["results"].([]any)
+				got := names(results)
+				if slices.Contains(got, tool) != grants[tool] || found["total"] != float64(len(got)) {
+					t.Errorf("/v1/tools/search?q=%s: %v (total %v)", tool, got, found["total"])
+				}
+				for _, name := range got {
+					if !grants[name] {
+						t.Errorf("/v1/tools/search?q=%s found %s", tool, name)
+					}
+				}
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			listed, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range listed.Tools {
+				got = append(got, tool.Name)
+			}
+			if slices.Sort(got); !slices.Equal(got, want) {
+				t.Errorf("tools/list over /mcp: %v, want %v", got, want)
+			}
+			for _, tool := range []string{"list_users", "list_roles", "leave", "weather"} {
+				before := len(e.up.received())
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"q": "x"}})
+				if err != nil {
+					t.Fatalf("%s over /mcp: %v", tool, err)
+				}
+				sent := len(e.up.received()) > before
+				if res.IsError == grants[tool] || sent != grants[tool] {
+					t.Errorf("%s over /mcp: error %v, sent %v", tool, res.IsError, sent)
+				}
+			}
+		})
 	}
 }

@@ -465,7 +465,11 @@ func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
 	}
 	names := r.URL.Query().Get("names")
 	if names == "" {
-		return s.Catalog.EnabledPlugins(r.Context())
+		ps, err := s.Catalog.EnabledPlugins(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		return s.usable(r.Context(), ps)
 	}
 	var out []*plugins.Plugin
 	for _, name := range strings.Split(names, ",") {
@@ -479,5 +483,5 @@ func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return s.usable(r.Context(), out)
 }

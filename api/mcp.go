@@ -83,7 +83,8 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/tools/{name}/call", s.with(roleUser, s.callTool))
 	mux.HandleFunc("GET /v1/pending", s.with(roleUser, s.listPending))
 	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
-	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer}
+	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer,
+		Access: s.Access}
 	if s.Confirm != "" && s.Confirm != confirm.Never {
 		opts.Gate = &MCPGate{Store: s.Store, Confirm: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
 			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
@@ -171,7 +172,7 @@ func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
 		return mcpserver.Identity{}, err
 	}
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok)}, nil
+	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok), Narrow: narrowing(r.Context(), nil)}, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
@@ -66,6 +67,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	started := startedBy(principalFrom(r.Context()))
 	lreq, fields, err := s.loopRequest(r.Context(), &req, user, started.owner())
 	if err != nil {
+		if unavailable(w, err) {
+			return
+		}
 		s.internal(w, r, err)
 		return
 	}
@@ -140,6 +144,7 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, o
 	}
 	// From the parsed catalog: no query, and the catalog's own plugins, so
 	// that a run bound to all of them searches the catalog's index.
+	named := make([]*plugins.Plugin, 0, len(req.PluginNames))
 	for i, name := range req.PluginNames {
 		field := fmt.Sprintf("plugin_names[%d]", i)
 		p, err := s.Catalog.Plugin(ctx, name)
@@ -154,8 +159,18 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, o
 			fields = append(fields, plugins.FieldError{Field: field, Message: fmt.Sprintf("plugin %q is disabled", name)})
 			continue
 		}
-		out.Plugins = append(out.Plugins, p)
+		named = append(named, p)
 	}
+	if s.Access != nil {
+		// The model is offered only what the user may use: a tool it
+		// names anyway is one it was not offered (an inline plugin is
+		// judged when called, as the row of its name).
+		var err error
+		if named, err = s.Access.Usable(ctx, access.Subject{User: user, Narrow: out.Narrow}, named); err != nil {
+			return nil, nil, err
+		}
+	}
+	out.Plugins = append(out.Plugins, named...)
 	return out, fields, nil
 }
 

@@ -59,6 +59,9 @@ type Server struct {
 	// Catalog is the parsed catalog the runtime routes read; nil: one over
 	// Store following Changes.
 	Catalog *catalog.Catalog
+	// Access leaves out of every list a per-user caller gets the tools its
+	// user may not use (issue 46); nil lists them all.
+	Access ToolAccess
 	// Semantic, when set, fuses embedding similarity into tool search
 	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
 	Semantic *toolsearch.Semantic

@@ -2,10 +2,46 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/plugins"
 )
+
+// ToolAccess narrows a list of tools to those a user may use
+// (*access.Checker).
+type ToolAccess interface {
+	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+}
+
+// usable is ps as the request's caller may list them: a per-user
+// caller's, those its user may use; the service and the administrator,
+// who are no user, see the catalog (a run they start for a user offers
+// that user's tools only).
+func (s *Server) usable(ctx context.Context, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	p := principalFrom(ctx)
+	if s.Access == nil || p.role >= roleService {
+		return ps, nil
+	}
+	return s.Access.Usable(ctx, access.Subject{User: p.userID, Narrow: narrowing(ctx, nil)}, ps)
+}
+
+// filtersTools reports whether the request's lists are narrowed to its
+// user's tools.
+func (s *Server) filtersTools(ctx context.Context) bool {
+	return s.Access != nil && principalFrom(ctx).role < roleService
+}
+
+// unavailable answers 503 permissions_unavailable when err says the
+// user's permissions could not be read.
+func unavailable(w http.ResponseWriter, err error) bool {
+	u, ok := errors.AsType[*access.UnavailableError](err)
+	if ok {
+		writeError(w, http.StatusServiceUnavailable, access.CodeUnavailable, u.Error(), nil)
+	}
+	return ok
+}
 
 // PayloadUser is a service payload's "user": RuoYi's LoginUser, whose
 // permissions (LoginUser.getPermissions()) narrow what the database

@@ -207,12 +207,42 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	rs, total, err := s.searchPage(r.Context(), q, offset, limit)
+	var rs []toolsearch.Result
+	var total int
+	if s.filtersTools(r.Context()) {
+		// Every match, narrowed to the user's tools, then the page: the
+		// total and the pages count what the user may use only.
+		if rs, _, err = s.searchPage(r.Context(), q, 0, 0); err == nil {
+			rs, err = s.usableResults(r.Context(), rs)
+		}
+		total, rs = len(rs), rs[min(offset, len(rs)):min(offset+limit, len(rs))]
+	} else {
+		rs, total, err = s.searchPage(r.Context(), q, offset, limit)
+	}
 	if err != nil {
-		s.internal(w, r, err)
+		s.toolsError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, NewSearchResponse(rs, total, offset, time.Since(start)))
+}
+
+// usableResults are those of rs the request's user may use, in order.
+func (s *Server) usableResults(ctx context.Context, rs []toolsearch.Result) ([]toolsearch.Result, error) {
+	ps := make([]*plugins.Plugin, len(rs))
+	for i := range rs {
+		ps[i] = rs[i].Plugin
+	}
+	ps, err := s.usable(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	out := rs[:0:0]
+	for _, res := range rs {
+		if len(ps) > 0 && ps[0] == res.Plugin {
+			out, ps = append(out, res), ps[1:]
+		}
+	}
+	return out, nil
 }
 
 // offsetParam reads ?offset=, 0 when absent.
@@ -251,12 +281,17 @@ func (s *Server) searchParams(r *http.Request) (string, int, error) {
 func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.Plugin, error) {
 	names := r.URL.Query().Get("names")
 	n := limit
-	if names != "" {
+	if names != "" || s.filtersTools(r.Context()) {
 		n = toolsearch.MaxLimit // filtered below
 	}
 	rs, err := s.SearchTools(r.Context(), q, n)
 	if err != nil {
 		return nil, err
+	}
+	if s.filtersTools(r.Context()) {
+		if rs, err = s.usableResults(r.Context(), rs); err != nil {
+			return nil, err
+		}
 	}
 	var allowed map[string]bool
 	if names != "" {
@@ -287,6 +322,9 @@ func (s *Server) toolsError(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *paramError
 	if errors.As(err, &pe) {
 		writeError(w, http.StatusBadRequest, "malformed_request", pe.msg, nil)
+		return
+	}
+	if unavailable(w, err) {
 		return
 	}
 	if qe, ok := errors.AsType[*toolsearch.QueryTooLongError](err); ok {

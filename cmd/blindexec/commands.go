@@ -104,6 +104,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				Runner:        cfg.runner(parts.executor, log),
 				Changes:       parts.changes,
 				Catalog:       parts.catalog,
+				Access:        parts.access,
 				Deadlines:     cfg.limits.deadlines,
 				Version:       versionLine(),
 				OutageGrace:   cfg.outageGrace,

@@ -223,7 +223,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			go parts.changes.Run(ctx)
 			go parts.quotas.Run(ctx) // leases left idle go back, as under serve
 			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
-			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log}
+			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log, Access: parts.access}
 			if cfg.confirm != confirm.Never {
 				// Decisions come through the database: POST /v1/pending/{id} on any replica.
 				opts.Gate = &api.MCPGate{Store: parts.store, Confirm: cfg.confirm, TTL: cfg.confirmTTL,

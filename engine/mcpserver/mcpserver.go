@@ -34,6 +34,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
@@ -83,6 +84,16 @@ type Options struct {
 	// user has not connected (issue 34); nil: the client reads
 	// connection_required without one.
 	Connector Connector
+	// Access leaves the tools a session's user may not use out of
+	// tools/list and search_tools (issue 46; the executor refuses their
+	// calls); nil lists every tool.
+	Access Access
+}
+
+// Access narrows a list of tools to those a user may use
+// (*access.Checker).
+type Access interface {
+	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
 }
 
 // Gate keeps the calls that wait for a person (issue 33). Whether a call
@@ -181,17 +192,17 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 }
 
 // NewServer returns the server of one session acting for userID.
-func (s *Service) NewServer(userID int64) *sdk.Server { return s.newServer(userID, false) }
+func (s *Service) NewServer(userID int64) *sdk.Server { return s.newServer(userID, nil, false) }
 
 // newServer is NewServer; direct marks a connection that carries the
 // server's requests to the client itself (stdio), where an HTTP session
 // needs its GET stream for them.
-func (s *Service) newServer(userID int64, direct bool) *sdk.Server {
+func (s *Service) newServer(userID int64, narrow []access.Held, direct bool) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
-	ss := &session{svc: s, server: srv, user: userID, direct: direct}
+	ss := &session{svc: s, server: srv, user: userID, narrow: narrow, direct: direct}
 	srv.AddReceivingMiddleware(ss.middleware)
 	return srv
 }
@@ -205,7 +216,7 @@ func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
-	return s.newServer(userID, true).Run(ctx, &lineTransport{r: r, w: w})
+	return s.newServer(userID, nil, true).Run(ctx, &lineTransport{r: r, w: w})
 }
 
 // result turns the engine's answer into an MCP result.

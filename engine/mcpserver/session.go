@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
@@ -28,7 +29,8 @@ type session struct {
 	svc    *Service
 	server *sdk.Server
 	user   int64
-	direct bool // the connection carries requests to the client (stdio)
+	narrow []access.Held // the token's fixed permission strings
+	direct bool          // the connection carries requests to the client (stdio)
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -50,7 +52,12 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params != nil {
 				cursor = r.Params.Cursor
 			}
-			return ss.list(set, cursor)
+			usable, err := ss.usable(ctx, set)
+			if err != nil {
+				ss.svc.log.ErrorContext(ctx, "MCP tools not listed: the user's permissions are unreadable", "err", err)
+				return nil, err
+			}
+			return ss.list(set, cursor, usable)
 		case *sdk.CallToolRequest:
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
@@ -64,31 +71,69 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// list answers tools/list: every tool, or when searching the meta-tools,
-// the pinned tools and this session's finds still in the catalog.
-func (ss *session) list(set *toolSet, cursor string) (*sdk.ListToolsResult, error) {
+// usable is the set of names of set's tools the session's user may use,
+// nil when no access rule applies: every tool. The user's strings are
+// read once (cached by the rule), not per tool.
+func (ss *session) usable(ctx context.Context, set *toolSet) (map[string]bool, error) {
+	if ss.svc.opts.Access == nil {
+		return nil, nil
+	}
+	ps := make([]*plugins.Plugin, 0, len(set.byName))
+	for _, e := range set.byName {
+		ps = append(ps, e.plugin)
+	}
+	ps, err := ss.svc.opts.Access.Usable(ctx, access.Subject{User: ss.user, Narrow: ss.narrow}, ps)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		names[p.Name] = true
+	}
+	return names, nil
+}
+
+// list answers tools/list: every tool the user may use (usable, nil for
+// all), or when searching the meta-tools, the pinned tools and this
+// session's finds still in the catalog, of those.
+func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*sdk.ListToolsResult, error) {
+	shown := func(name string) bool { return usable == nil || usable[name] }
 	if !set.search {
+		all := set.all
+		if usable != nil {
+			all = make([]*sdk.Tool, 0, len(usable))
+			for _, t := range set.all {
+				if usable[t.Name] {
+					all = append(all, t)
+				}
+			}
+		}
 		from := 0
 		if cursor != "" {
 			n, err := strconv.Atoi(cursor)
-			if err != nil || n < 0 || n > len(set.all) {
+			if err != nil || n < 0 || n > len(all) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", cursor)}
 			}
 			from = n
 		}
-		to := min(from+pageSize, len(set.all))
-		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, set.all[from:to]...)}
-		if to < len(set.all) {
+		to := min(from+pageSize, len(all))
+		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, all[from:to]...)}
+		if to < len(all) {
 			res.NextCursor = strconv.Itoa(to)
 		}
 		return res, nil
 	}
-	tools := append([]*sdk.Tool{set.searchTool, callTool}, set.pinned...)
+	tools := []*sdk.Tool{set.searchTool, callTool}
+	for _, t := range set.pinned {
+		if shown(t.Name) {
+			tools = append(tools, t)
+		}
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.found != nil {
 		for _, name := range ss.found.Names() {
-			if e := set.byName[name]; e != nil && !pinned(set, name) {
+			if e := set.byName[name]; e != nil && !pinned(set, name) && shown(name) {
 				tools = append(tools, e.tool)
 			}
 		}
@@ -110,7 +155,11 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
-			return ss.search(set, args), nil
+			usable, err := ss.usable(ctx, set)
+			if err != nil {
+				return errorResult(err.Error()), nil
+			}
+			return ss.search(set, args, usable), nil
 		case plugins.CallToolName:
 			a, err := toolset.ParseCallArgs(args)
 			if err != nil {
@@ -171,7 +220,7 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		ss.found.Use(e.plugin.Name)
 	}
 	ss.mu.Unlock()
-	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user}
+	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user, Narrow: ss.narrow}
 	g := ss.svc.opts.Gate
 	if g != nil {
 		call.Policy = g.Policy()
@@ -219,7 +268,7 @@ type searchAnswer struct {
 // search answers search_tools: the matches, of which those not pinned
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
-func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResult {
+func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]bool) *sdk.CallToolResult {
 	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
 	if err != nil {
 		return errorResult(err.Error())
@@ -228,7 +277,7 @@ func (ss *session) search(set *toolSet, args json.RawMessage) *sdk.CallToolResul
 	var load []string
 	for _, r := range set.index.Search(a.Query, a.Limit) {
 		e := set.byName[r.Name]
-		if e == nil {
+		if e == nil || usable != nil && !usable[r.Name] {
 			continue
 		}
 		ans.Tools = append(ans.Tools, toolset.Describe(e.plugin, nil))

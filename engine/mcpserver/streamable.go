@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
@@ -42,6 +43,9 @@ import (
 type Identity struct {
 	User      int64
 	Principal string
+	// Narrow are the token's fixed permission strings, which narrow what
+	// the user may use (access.Subject).
+	Narrow []access.Held
 }
 
 const (
@@ -307,7 +311,7 @@ func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
-	if hs := v.(*httpSession); hs.ident == id {
+	if hs := v.(*httpSession); hs.ident.User == id.User && hs.ident.Principal == id.Principal { // one token: one set of fixed perms
 		return hs
 	}
 	http.Error(w, "session user mismatch", http.StatusForbidden)
@@ -374,7 +378,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 		waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}}
 	// The session outlives r: the SDK detaches its connection from r's
 	// cancellation, keeping its values.
-	ss, err := s.NewServer(id.User).Connect(r.Context(), hs, nil)
+	ss, err := s.newServer(id.User, id.Narrow, false).Connect(r.Context(), hs, nil)
 	if err != nil {
 		s.sessions.cancel(id.User)
 		s.log.ErrorContext(r.Context(), "MCP session not connected", "err", err)
