@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/internal/corpus"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
 // importScaleBase is the commit the importscale group compares with: the
@@ -129,6 +131,63 @@ func benchImportScale(ctx context.Context, o benchOpts) error {
 			return err
 		}
 	}
+	// The compiled schemas an import no longer makes are made by each
+	// plugin's first call (as after any start-up, and after an import
+	// before, which dropped those it made).
+	fmt.Println("== importscale: a plugin's first call after an import or a start-up (its parameter schema compiled), and a later call: ValidateArguments({}) of every imported plugin, this tree, in a child process")
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		if d.ops > 1300 {
+			continue // Stripe, GitHub and Graph's smaller sample
+		}
+		cmd := exec.CommandContext(ctx, self, "-child", "first-call", d.path)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("first call, %s: %w", d.name, err)
+		}
+	}
+	return nil
+}
+
+// childFirstCall is the "first-call" child: it converts the document
+// (args[0]) and calls ValidateArguments on each plugin twice, and prints
+// the quantiles of the first calls and of the second.
+func childFirstCall(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: -child first-call DOC")
+	}
+	data, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	doc, err := openapi.Load(data, args[0])
+	if err != nil {
+		return err
+	}
+	ops, _, err := openapi.Convert(doc, openapi.Options{BaseURL: fallbackBaseURL})
+	if err != nil {
+		return err
+	}
+	v := plugins.NewValidator()
+	var first, later []time.Duration
+	for _, op := range ops {
+		if v.Validate(op.Plugin) != nil {
+			continue
+		}
+		for _, d := range []*[]time.Duration{&first, &later} {
+			t0 := time.Now()
+			op.Plugin.ValidateArguments(map[string]any{})
+			*d = append(*d, time.Since(t0))
+		}
+	}
+	sortDurations(first)
+	sortDurations(later)
+	fmt.Printf("   %s, %d plugins: first call p50 %v, p99 %v, max %v; later call p50 %v, p99 %v, max %v\n", filepath.Base(args[0]), len(first),
+		round(quantile(first, 0.5)), round(quantile(first, 0.99)), round(first[len(first)-1]),
+		round(quantile(later, 0.5)), round(quantile(later, 0.99)), round(later[len(later)-1]))
 	return nil
 }
 

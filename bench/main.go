@@ -319,6 +319,8 @@ func runChild(name string, args []string) int {
 		err = childGatewayClient(args)
 	case "graph-sample":
 		err = childGraphSample(args)
+	case "first-call":
+		err = childFirstCall(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}
