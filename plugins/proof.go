@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -52,7 +53,8 @@ const maxProofDepth = 512
 // 2020-12 once OpenAPI 3.0's nullable is made a type). False says only
 // that it was not proven.
 func (pr *proof) proves(params []byte) bool {
-	if len(params) < 2 || params[0] != '{' {
+	start := skipSpace(params, 0)
+	if start == len(params) || params[start] != '{' {
 		return false
 	}
 	key := pr.key(params)
@@ -64,7 +66,7 @@ func (pr *proof) proves(params []byte) bool {
 	}
 	pr.data = params
 	defer func() { pr.data = nil }()
-	end, ok := pr.schema(0, 0, true)
+	end, ok := pr.schema(start, 0, true)
 	if !ok || skipSpace(params, end) != len(params) {
 		return false
 	}
@@ -242,7 +244,7 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 		switch kw {
 		case kwType:
 			i, typeNull, ok = pr.typeValue(i)
-			if root {
+			if root && ok {
 				typeOK = string(data[start:i]) == `"object"`
 			}
 		case kwNullable:
@@ -336,6 +338,8 @@ func (pr *proof) keyword(kw uint8, i, depth int) (int, bool) {
 			return 0, false
 		}
 		return pr.value(i, depth)
+	case kwRequired:
+		return pr.required(i)
 	}
 	return pr.value(i, depth)
 }
@@ -398,6 +402,40 @@ func (pr *proof) typeValue(i int) (end int, null, ok bool) {
 }
 
 const typeNull = 1 << 6
+
+// required proves a list of distinct strings (unescaped: their bytes
+// compared).
+func (pr *proof) required(i int) (int, bool) {
+	data := pr.data
+	if data[i] != '[' {
+		return 0, false
+	}
+	var names [][]byte
+	i = skipSpace(data, i+1)
+	if data[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		end, ok := pr.str(i)
+		if !ok {
+			return 0, false
+		}
+		name := data[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 || slices.ContainsFunc(names, func(n []byte) bool { return bytes.Equal(n, name) }) {
+			return 0, false
+		}
+		names = append(names, name)
+		i = skipSpace(data, end)
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
 
 // schemaList proves a non-empty list of subschemas.
 func (pr *proof) schemaList(i, depth int) (int, bool) {
