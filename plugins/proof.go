@@ -174,15 +174,25 @@ var proofKeywords = map[string]uint8{
 	"example": kwAny, "discriminator": kwAny, "xml": kwAny, "externalDocs": kwAny,
 }
 
-// proofKeywordBits numbers the keywords of proofKeywords, to note those
-// met in one object.
-var proofKeywordBits = func() map[string]uint64 {
-	bits := map[string]uint64{}
-	for name := range proofKeywords {
-		bits[name] = 1 << len(bits)
+// proofKeyword is a keyword of proofKeywords: its kind, and a bit of its
+// own, to note those met in one object.
+type proofKeyword struct {
+	kind uint8
+	bit  uint64
+}
+
+var proofKeywordsByName = func() map[string]proofKeyword {
+	out := map[string]proofKeyword{}
+	for name, kind := range proofKeywords {
+		out[name] = proofKeyword{kind, 1 << len(out)}
 	}
-	return bits
+	return out
 }()
+
+// minRemembered is the size below which a part is proven each time it
+// is met rather than remembered: hashing and looking it up costs about
+// what reading it does.
+const minRemembered = 128
 
 // schema proves the subschema at i (at depth), a root when root is set;
 // it returns the offset after it.
@@ -203,9 +213,13 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 	if root {
 		want = provenRoot
 	}
-	key := pr.key(data[i:end])
-	if pr.known[key]&want != 0 {
-		return end, true
+	remember := end-i >= minRemembered
+	var key [2]uint64
+	if remember {
+		key = pr.key(data[i:end])
+		if pr.known[key]&want != 0 {
+			return end, true
+		}
 	}
 	var seen uint64 // proofKeywordBits of the keywords met
 	typeOK, nullable, typeNull := !root, false, false
@@ -227,18 +241,18 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 			return 0, false
 		}
 		i = skipSpace(data, i+1)
-		kw, known := proofKeywords[string(name)]
+		k, known := proofKeywordsByName[string(name)]
+		kw := k.kind
 		if !known {
 			if !bytes.HasPrefix(name, []byte("x-")) {
 				return 0, false
 			}
 			kw = kwAny
 		} else {
-			bit := proofKeywordBits[string(name)]
-			if seen&bit != 0 {
+			if seen&k.bit != 0 {
 				return 0, false // the compiler reads the last
 			}
-			seen |= bit
+			seen |= k.bit
 		}
 		start := i
 		switch kw {
@@ -280,7 +294,9 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 		// with null twice.
 		return 0, false
 	}
-	pr.known[key] |= want | provenSchema
+	if remember {
+		pr.known[key] |= want | provenSchema
+	}
 	return end, true
 }
 
