@@ -71,17 +71,6 @@ func newSharedBatch() *sharedBatch {
 	return &sharedBatch{ids: map[string]int{}, byMap: map[uintptr]int{}, plain: map[uintptr]bool{}}
 }
 
-// add decodes params and numbers its subschemas; nil if it does not
-// decode (Validate says why).
-func (b *sharedBatch) add(params json.RawMessage) map[string]any {
-	root, err := decodeParameters(params, nil)
-	if err != nil {
-		return nil
-	}
-	b.addRoot(params, root)
-	return root
-}
-
 func (b *sharedBatch) addRoot(params []byte, root map[string]any) {
 	for _, kw := range referenceKeywords {
 		if bytes.Contains(params, kw) {
