@@ -98,8 +98,15 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		return nil, fmt.Errorf("load catalog: %w", err)
 	}
 	s := &snapshot{version: version, byName: make(map[string]*plugins.Plugin, len(rows))}
+	stored := make(map[string]bool, len(rows))
+	for i := range rows {
+		stored[rows[i].Name] = true
+	}
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
+		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
+			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
+		}
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
 			// others; calling it reports the error.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -25,6 +26,10 @@ type executionConfig struct {
 	// ConsequentialHint is the import's suggestion; the administrator's
 	// choice is the consequential column, which syncs keep.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// InvisibleRemoved is what was removed from the plugin's texts where
+	// it entered (or by migration 00013), shown with the row until it is
+	// written again without.
+	InvisibleRemoved []invisible.Removal `json:"invisible_removed,omitempty"`
 }
 
 // RowFromPlugin maps a protocol document onto a sys_ai_plugin row.
@@ -32,7 +37,7 @@ type executionConfig struct {
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
-		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint})
+		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint, InvisibleRemoved: p.InvisibleRemoved})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
 	}
@@ -62,7 +67,11 @@ func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	}, nil
 }
 
-// PluginFromRow maps a row back onto the protocol document.
+// PluginFromRow maps a row back onto the protocol document. A row's texts
+// lose their invisible characters here too (plugins.RemoveInvisible):
+// rows written with plain SQL (RuoYi's) pass no other check, so what is
+// removed is reported with the row, beside what was removed when it
+// entered; the row itself is not rewritten (a read on every replica).
 func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 	var cfg executionConfig
 	if len(r.ExecutionConfig) > 0 {
@@ -86,7 +95,9 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		ConsequentialHint: cfg.ConsequentialHint,
 		Remark:            r.Remark,
 		Catalog:           true,
+		InvisibleRemoved:  cfg.InvisibleRemoved,
 	}
+	p.RemoveInvisible()
 	c, err := ConsequentialSetting(r.Consequential)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)

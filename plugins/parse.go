@@ -16,6 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
 	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // ProtocolSchema is the published JSON Schema of protocol v1.
@@ -84,6 +86,9 @@ func parseStandard(std []byte) (*Plugin, error) {
 	if params := gjson.GetBytes(std, "parameters"); len(params.Raw) > DefaultSchemaLimits.Bytes {
 		return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: (&CostError{Limit: LimitBytes, Max: DefaultSchemaLimits.Bytes}).Error()}}}
 	}
+	// The texts a model reads, cleaned before anything reads them (a
+	// name's pattern is checked on the name without them).
+	std, removed := invisible.Object(std, modelTexts, []string{"parameters"})
 	var doc any
 	if err := json.Unmarshal(std, &doc); err != nil {
 		return nil, fmt.Errorf("parse plugin: %w", err)
@@ -104,6 +109,7 @@ func parseStandard(std []byte) (*Plugin, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("parse plugin: %w", perr)
 	}
+	p.InvisibleRemoved = removed
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // Status values follow RuoYi's convention for sys_ tables.
@@ -54,6 +56,12 @@ type Plugin struct {
 	// (x-openai-isConsequential, MCP's readOnlyHint): a suggestion used
 	// while Consequential is nil.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// InvisibleRemoved reports the invisible characters the engine took
+	// out of the texts a model reads (name, title, description,
+	// parameters' texts; see RemoveInvisible): where the plugin entered,
+	// kept with its row, and when a row was loaded. Ignored on input: it
+	// is the engine's report, not the administrator's to write.
+	InvisibleRemoved []invisible.Removal `json:"invisible_removed,omitempty"`
 	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.

@@ -203,6 +203,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				for _, r := range p.InvisibleRemoved {
+					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
+				}
 				return nil
 			})
 		},
