@@ -398,23 +398,15 @@ func (pr *proof) typeValue(i int) (end int, null, ok bool) {
 		return 0, false, false
 	}
 	var types uint8
-	i = skipSpace(data, i+1)
-	for {
-		var t uint8
-		if i, t, ok = name(i); !ok || types&t != 0 {
-			return 0, false, false
+	end, ok = pr.elements(i, func(i int) (int, bool) {
+		end, t, ok := name(i)
+		if !ok || types&t != 0 {
+			return 0, false
 		}
 		types |= t
-		i = skipSpace(data, i)
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return i + 1, types&typeNull != 0, true
-		default:
-			return 0, false, false
-		}
-	}
+		return end, true
+	})
+	return end, types&typeNull != 0, ok && types != 0
 }
 
 const typeNull = 1 << 6
@@ -427,11 +419,7 @@ func (pr *proof) required(i int) (int, bool) {
 		return 0, false
 	}
 	var names [][]byte
-	i = skipSpace(data, i+1)
-	if data[i] == ']' {
-		return i + 1, true
-	}
-	for {
+	return pr.elements(i, func(i int) (int, bool) {
 		end, ok := pr.str(i)
 		if !ok {
 			return 0, false
@@ -441,43 +429,17 @@ func (pr *proof) required(i int) (int, bool) {
 			return 0, false
 		}
 		names = append(names, name)
-		i = skipSpace(data, end)
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+		return end, true
+	})
 }
 
 // schemaList proves a non-empty list of subschemas.
 func (pr *proof) schemaList(i, depth int) (int, bool) {
 	data := pr.data
-	if data[i] != '[' {
+	if data[i] != '[' || data[skipSpace(data, i+1)] == ']' {
 		return 0, false
 	}
-	i = skipSpace(data, i+1)
-	if data[i] == ']' {
-		return 0, false
-	}
-	for {
-		var ok bool
-		if i, ok = pr.schema(i, depth, false); !ok {
-			return 0, false
-		}
-		i = skipSpace(data, i)
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+	return pr.elements(i, func(i int) (int, bool) { return pr.schema(i, depth, false) })
 }
 
 // schemaMap proves an object of subschemas (properties), any names.
@@ -492,27 +454,38 @@ func (pr *proof) members(i, depth int, f func(i int) (int, bool)) (int, bool) {
 	if data[i] != '{' || depth > maxProofDepth {
 		return 0, false
 	}
+	return pr.elements(i, func(i int) (int, bool) {
+		i, ok := pr.str(i)
+		if !ok {
+			return 0, false
+		}
+		if i = skipSpace(data, i); data[i] != ':' {
+			return 0, false
+		}
+		return f(skipSpace(data, i+1))
+	})
+}
+
+// elements reads the list or object that opens at i, each element by f
+// (which returns the offset after it), and returns the offset after its
+// close.
+func (pr *proof) elements(i int, f func(i int) (int, bool)) (int, bool) {
+	data := pr.data
+	closing := data[i] + 2 // '['+2 == ']', '{'+2 == '}'
 	i = skipSpace(data, i+1)
-	if data[i] == '}' {
+	if data[i] == closing {
 		return i + 1, true
 	}
 	for {
 		var ok bool
-		if i, ok = pr.str(i); !ok {
-			return 0, false
-		}
-		i = skipSpace(data, i)
-		if data[i] != ':' {
-			return 0, false
-		}
-		if i, ok = f(skipSpace(data, i+1)); !ok {
+		if i, ok = f(i); !ok {
 			return 0, false
 		}
 		i = skipSpace(data, i)
 		switch data[i] {
 		case ',':
 			i = skipSpace(data, i+1)
-		case '}':
+		case closing:
 			return i + 1, true
 		default:
 			return 0, false
@@ -533,25 +506,7 @@ func (pr *proof) value(i, depth int) (int, bool) {
 	case c == '{':
 		return pr.members(i, depth, func(i int) (int, bool) { return pr.value(i, depth+1) })
 	case c == '[':
-		i = skipSpace(data, i+1)
-		if data[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = pr.value(i, depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(data, i)
-			switch data[i] {
-			case ',':
-				i = skipSpace(data, i+1)
-			case ']':
-				return i + 1, true
-			default:
-				return 0, false
-			}
-		}
+		return pr.elements(i, func(i int) (int, bool) { return pr.value(i, depth+1) })
 	case c == '-' || c >= '0' && c <= '9':
 		return jsonNumber(data, i)
 	}
