@@ -209,15 +209,11 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 		return 0, false
 	}
 	end := int(pr.ends[i])
-	want := uint8(provenSchema)
-	if root {
-		want = provenRoot
-	}
-	remember := end-i >= minRemembered
+	remember := !root && end-i >= minRemembered // proves remembers the root
 	var key [2]uint64
 	if remember {
 		key = pr.key(data[i:end])
-		if pr.known[key]&want != 0 {
+		if pr.known[key]&provenSchema != 0 {
 			return end, true
 		}
 	}
@@ -295,7 +291,7 @@ func (pr *proof) schema(i, depth int, root bool) (int, bool) {
 		return 0, false
 	}
 	if remember {
-		pr.known[key] |= want | provenSchema
+		pr.known[key] |= provenSchema
 	}
 	return end, true
 }
