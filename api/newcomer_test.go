@@ -27,7 +27,7 @@ func TestUnknownFieldsNamed(t *testing.T) {
 		body  any
 		field string
 	}{
-		{"/v1/execute", map[string]any{"name": "search_company_basic", "arguments": map[string]any{"keyword": "x"}, "user": 7}, "user"},
+		{"/v1/execute", map[string]any{"name": "search_company_basic", "arguments": map[string]any{"keyword": "x"}, "username": 7}, "username"},
 		{"/v1/execute", `{"name": "search_company_basic", "fixed_params": {}, "timeout_ms": 5}`, "timeout_ms"},
 		{"/v1/runs", seedPayload(t, up.URL, map[string]any{"tools": []any{}}), "tools"},
 		{"/v1/runs", seedPayload(t, up.URL, map[string]any{"options": map[string]any{"max_steps": 2, "max_tokens": 5}}), "options.max_tokens"},
