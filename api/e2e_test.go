@@ -113,7 +113,7 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	for _, o := range opts {
 		o(srv)
 	}
-	h := srv.Handler()
+	h := api.CheckedHandler(t, srv.Handler())
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes, handler: h}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// described is the description as the checks read it: loaded, valid, and
+// routed on paths alone (the tests' servers listen where the
+// description's server list cannot say).
+var described = sync.OnceValues(func() (routers.Router, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(openAPIDocument)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, err
+	}
+	// Answers that are not JSON are checked as text.
+	for _, ct := range []string{"text/event-stream", "application/x-ndjson", "text/html"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+	doc.Servers = nil
+	return legacyrouter.NewRouter(doc)
+})
+
+// TestOpenAPIValid loads the served description and checks it as
+// OpenAPI 3.1.
+func TestOpenAPIValid(t *testing.T) {
+	if _, err := described(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckedHandler wraps the handler every test server of this package
+// serves: each exchange is checked against the description, and t fails
+// on a route, a status, a field or an error code the description does not
+// have. A request the description refuses must be refused (4xx) by the
+// engine too.
+func CheckedHandler(t testing.TB, h http.Handler) http.Handler {
+	router, err := described()
+	if err != nil {
+		t.Fatalf("the API description: %v", err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := &teeBody{ReadCloser: r.Body}
+		if r.Body != nil {
+			r.Body = body
+		}
+		rec := &recorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		if err := checkExchange(router, r, body, rec); err != nil {
+			t.Errorf("%s %s: not as described (api/openapi.yaml): %v", r.Method, r.URL.Path, err)
+		}
+	})
+}
+
+// checkExchange checks one request and its answer.
+func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *recorder) error {
+	var answer struct {
+		Error *Error `json:"error"`
+	}
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		json.Unmarshal(rec.body.Bytes(), &answer)
+	}
+	if rec.status == http.StatusNotFound && answer.Error != nil && answer.Error.Code == "not_found" &&
+		strings.HasPrefix(answer.Error.Message, "no route ") {
+		return nil // the catch-all: a route this server does not serve (or one it serves when a setting is on)
+	}
+	route, params, err := router.FindRoute(r)
+	if err != nil {
+		return errors.New("no route of the description")
+	}
+	opaque := route.Operation.Extensions["x-opaque"] == true
+	req := r.Clone(context.Background())
+	req.Body = io.NopCloser(bytes.NewReader(body.read.Bytes()))
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true,
+			ExcludeRequestBody: opaque || !body.complete(r.ContentLength)}}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil && rec.status < 400 {
+		return errors.New("the request is not valid by the description, yet answered " + http.StatusText(rec.status) + ": " + err.Error())
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: rec.status, Header: rec.Header(),
+		Body:    io.NopCloser(bytes.NewReader(rec.body.Bytes())),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: opaque, MultiError: true}}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return err
+	}
+	if answer.Error == nil || opaque || rec.status < 400 {
+		return nil
+	}
+	resp := route.Operation.Responses.Status(rec.status)
+	if resp == nil || resp.Value == nil {
+		return nil // ValidateResponse refused it already
+	}
+	var codes []string
+	if raw, err := json.Marshal(resp.Value.Extensions["x-error-codes"]); err == nil {
+		json.Unmarshal(raw, &codes)
+	}
+	if !slices.Contains(codes, answer.Error.Code) {
+		return errors.New("error code " + answer.Error.Code + " is not among the codes of its status (x-error-codes " + strings.Join(codes, ", ") + ")")
+	}
+	return nil
+}
+
+// teeBody keeps what the handler read of the request body, and whether
+// it read it all: a body refused unread (too large, a bad token) is not
+// the description's to check.
+type teeBody struct {
+	io.ReadCloser
+	read bytes.Buffer
+	eof  bool
+}
+
+func (b *teeBody) complete(length int64) bool {
+	return b.eof || (length > 0 && int64(b.read.Len()) == length)
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read.Write(p[:n])
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// recorder keeps the answer's status and body while passing them on; it
+// unwraps for http.ResponseController (flushes, write deadlines).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// TestTestServersChecked keeps every test server of the package
+// checked: a test file's Handler() is served through CheckedHandler (a
+// bare call, building the server's state, serves nothing).
+func TestTestServersChecked(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := regexp.MustCompile(`^\w+\.Handler\(\)$`)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.Contains(line, ".Handler()") && !strings.Contains(line, "CheckedHandler(") && !bare.MatchString(line) {
+				t.Errorf("%s:%d: serve the handler through CheckedHandler, so that what the tests exchange is checked against the description", f, i+1)
+			}
+		}
+	}
+}
