@@ -88,7 +88,9 @@ func buildOpenAPI() ([]byte, error) {
 			return nil, err
 		}
 	}
+	queryEmptyIsAbsent(slices.Collect(maps.Values(components["parameters"].(map[string]any))))
 	for path, item := range doc["paths"].(map[string]any) {
+		queryEmptyIsAbsent(item.(map[string]any)["parameters"])
 		for method, op := range item.(map[string]any) {
 			op, ok := op.(map[string]any)
 			if !ok || !slices.Contains([]string{"get", "put", "post", "patch", "delete"}, method) {
@@ -97,6 +99,7 @@ func buildOpenAPI() ([]byte, error) {
 			if err := completeOperation(op, components["responses"].(map[string]any)); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", method, path, err)
 			}
+			queryEmptyIsAbsent(op["parameters"])
 		}
 	}
 	var out bytes.Buffer
@@ -276,4 +279,15 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// queryEmptyIsAbsent marks the query parameters of params
+// allowEmptyValue: the engine reads an empty value as no value.
+func queryEmptyIsAbsent(params any) {
+	list, _ := params.([]any)
+	for _, p := range list {
+		if p, ok := p.(map[string]any); ok && p["in"] == "query" {
+			p["allowEmptyValue"] = true
+		}
+	}
 }
