@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -259,4 +260,80 @@ func asDescribed(op *openapi3.Operation, contentType string, body []byte) []byte
 	}
 	out, _ := json.Marshal(fields)
 	return out
+}
+
+// TestCheckCatches: the check fails on what the description does not
+// have — a route, a status, a field, an error code — and on a request it
+// refuses that the engine accepted.
+func TestCheckCatches(t *testing.T) {
+	router, err := described()
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := `{"status":"ok","version":"v1"}`
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		answer                   string
+		want                     string // in the error; "" for none
+	}{
+		{"as described", "GET", "/healthz", "", 200, health, ""},
+		{"the catch-all", "GET", "/v1/nothing", "", 404, `{"error":{"code":"not_found","message":"no route GET /v1/nothing"}}`, ""},
+		{"a route not described", "GET", "/v1/nothing", "", 200, `{}`, "no route of the description"},
+		{"a status not described", "GET", "/healthz", "", 418, health, "status is not supported"},
+		{"a field not described", "GET", "/healthz", "", 200, `{"status":"ok","version":"v1","uptime":3}`, "uptime"},
+		{"an error code not listed", "DELETE", "/v1/plugins/lookup", "", 404, `{"error":{"code":"gone","message":"m"}}`, "error code gone"},
+		{"a listed error code", "DELETE", "/v1/plugins/lookup", "", 404, `{"error":{"code":"plugin_not_found","message":"m"}}`, ""},
+		{"a refused request accepted", "PATCH", "/v1/plugins/lookup", `{"status":"2"}`, 200, `{}`, "the request is not valid"},
+		{"a refused request refused", "PATCH", "/v1/plugins/lookup", `{"status":"2"}`, 400, `{"error":{"code":"malformed_request","message":"m"}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+			body := &teeBody{ReadCloser: r.Body}
+			io.ReadAll(body)
+			rec := &recorder{ResponseWriter: httptest.NewRecorder()}
+			rec.Header().Set("Content-Type", "application/json; charset=utf-8")
+			rec.WriteHeader(tc.status)
+			io.WriteString(rec, tc.answer)
+			err := checkExchange(router, r, body, rec)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestErrorAnswersListTheirCodes: every answer of the description that
+// is the error envelope lists the codes it carries (x-error-codes), which
+// the check holds the engine to.
+func TestErrorAnswersListTheirCodes(t *testing.T) {
+	var doc openapi3.T
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	check := func(where string, resp *openapi3.Response) {
+		if resp == nil { // a reference, checked as a component
+			return
+		}
+		mt := resp.Content.Get("application/json")
+		if mt == nil || mt.Schema == nil || mt.Schema.Ref != "#/components/schemas/Error" {
+			return
+		}
+		if codes, ok := errorCodes(resp); !ok || len(codes) == 0 {
+			t.Errorf("%s: the error envelope without x-error-codes", where)
+		}
+	}
+	for name, resp := range doc.Components.Responses {
+		check("components.responses."+name, resp.Value)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				check(method+" "+path+" "+status, resp.Value)
+			}
+		}
+	}
 }
