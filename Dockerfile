@@ -1,5 +1,5 @@
 # Base images are pinned to exact version tags; a release pins them by
-# digest too (see the README's "Container image"). The Go version is
+# digest too (see docs/operations.md, "Container image"). The Go version is
 # go.mod's (tests/image checks that they agree).
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src

@@ -53,7 +53,7 @@ func TestUntrustedTextBounds(t *testing.T) {
 	}
 
 	// An initialize of 5 MiB: over the MCP SDK's default of 4 MiB, within
-	// the README's 8 MiB.
+	// docs/security.md's 8 MiB.
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"` +
 		strings.Repeat("x", 5<<20) + `","version":"1"}}}`
 	code, out := e.do("POST", "/mcp", mcpService, init, "X-User-Id", "7", "Content-Type", "application/json", "Accept", "application/json, text/event-stream")

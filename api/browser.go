@@ -9,7 +9,7 @@ import (
 )
 
 // What a console session receives is shown in a browser, so it carries no
-// credential value at all, not even masked (README, Security): stored
+// credential value at all, not even masked (docs/security.md): stored
 // credentials come as key names and update times, MCP servers' static
 // headers (which may carry secrets) as names with empty values.
 

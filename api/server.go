@@ -254,7 +254,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 // decodeStrict is decodeBody for the runtime payloads, whose fields are
-// versioned (see the README's payload rules): a field the engine does not
+// versioned (see docs/upgrading.md, "Payload versions"): a field the engine does not
 // know answers 400 unknown_field naming it, rather than being ignored.
 func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := readJSON(w, r)

@@ -15,7 +15,7 @@ import (
 	"github.com/blindexec/blindexec/tracing"
 )
 
-// Spans of a call (the README's "Tracing" lists them). Nothing in them
+// Spans of a call (docs/operations.md, "Tracing", lists them). Nothing in them
 // comes from the arguments, the credentials or the answer's body: names,
 // codes, counts, the upstream's host and status; every string passes the
 // call's masker all the same.

@@ -45,7 +45,7 @@ const MaxLimit = 50
 
 // k1 saturates the (pseudo-)frequency of a term: BM25's usual value. A
 // sweep of k1 and the field weights on the labelled requests gained a few
-// of them and lost more of the held-out ones (README): the values here
+// of them and lost more of the held-out ones (docs/tool-search.md): the values here
 // are the textbook ones, not fitted.
 const k1 = 1.2
 

@@ -12,7 +12,7 @@
 //
 // Span names and attributes follow the OpenTelemetry semantic conventions
 // v1.37.0 (package semconv below), GenAI included: those are still in
-// development, so the version is pinned here and in the README.
+// development, so the version is pinned here and in docs/operations.md.
 package tracing
 
 import (

@@ -1,5 +1,5 @@
 // Command bleveproto is the prototype behind the choice of tool-search
-// index (README, Large catalogs): the same labelled requests ranked by
+// index (docs/tool-search.md): the same labelled requests ranked by
 // bleve v2.6.3 (BM25, the en and cjk analyzers, per-field boosts) and by
 // package toolsearch, with build time and query latency.
 package main

@@ -37,7 +37,7 @@ import (
 
 // config is every setting: a flag each where one makes sense, with its
 // BLINDEXEC_ variable (read strictly by internal/settings) as the default.
-// The README's configuration table lists them.
+// docs/configuration.md lists them.
 type config struct {
 	db           string
 	masterKey    string

@@ -11,7 +11,7 @@ import (
 
 // serveLimits are the limits of `serve` that protect it from its callers:
 // server timeouts, per-route deadlines, per-user concurrency. Each comes
-// from its BLINDEXEC_ variable (README: configuration), milliseconds for
+// from its BLINDEXEC_ variable (docs/configuration.md), milliseconds for
 // durations.
 type serveLimits struct {
 	header, idle   time.Duration

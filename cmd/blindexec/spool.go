@@ -21,7 +21,7 @@ var errShuttingDown = errors.New("the engine is shutting down")
 
 const envSpoolDir = "BLINDEXEC_SPOOL_DIR"
 
-// spoolSettings are serve's record spool settings (README, "Durable
+// spoolSettings are serve's record spool settings (docs/operations.md, "Durable
 // execution records").
 type spoolSettings struct {
 	dir      string        // BLINDEXEC_SPOOL_DIR; empty: records go straight to the database

@@ -9,7 +9,7 @@ import (
 const module = "github.com/blindexec/blindexec/"
 
 // layers lists every package of the module, lowest layer first. A package
-// imports only packages of lower layers; the README's layout table shows
+// imports only packages of lower layers; docs/development.md's layout table shows
 // the same list.
 var layers = []struct {
 	name     string
@@ -68,7 +68,7 @@ func TestImportsPointDown(t *testing.T) {
 		seen[pkg] = true
 		from, ok := layerOf[pkg]
 		if !ok {
-			t.Errorf("%s has no layer: add it to layers (and to the README's layout table)", pkg)
+			t.Errorf("%s has no layer: add it to layers (and to docs/development.md's layout table)", pkg)
 			continue
 		}
 		for _, imp := range fields[1:] {

@@ -6,7 +6,7 @@
 -- Updates of bookkeeping columns only (a token's last_used_time, an MCP
 -- server's tools_cache) do not count: they change nothing a replica caches.
 -- On a server with binary logging, creating triggers needs SUPER or
--- log_bin_trust_function_creators=1 (README, "Deployment").
+-- log_bin_trust_function_creators=1 (docs/deployment.md).
 
 -- +goose Up
 CREATE TABLE sys_ai_change (

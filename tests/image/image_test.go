@@ -1,7 +1,7 @@
 // Package image checks the container build statically: no Docker daemon
 // or registry is reachable where the tests run, so what can be read from
 // the Dockerfile, .dockerignore and docker-compose.yml is checked here,
-// and the README says what was checked by hand.
+// and docs/operations.md says what was checked by hand.
 package image
 
 import (

@@ -87,7 +87,7 @@ func loadEvaluation(t *testing.T) *evaluation {
 
 // Goals of issue 35, recall@5 on the held-out sets with every catalog
 // imported together, and the figures of the sets that existed before it,
-// each alone, which must not fall (README).
+// each alone, which must not fall (docs/tool-search.md).
 const (
 	englishHeldOutGoal = 0.75
 	chineseHeldOutGoal = 0.90
