@@ -36,10 +36,12 @@ func TestOpenAPIBuilt(t *testing.T) {
 
 // Security requirements by x-role: who may call. A console session acts
 // as the token it signed in with, so it stands beside each.
+// The least token first: a client (the engine's own import among them)
+// that takes the first scheme it supports asks for no more than needed.
 var roleSecurity = map[string][]string{
 	"admin":   {"adminToken", "consoleSession"},
-	"service": {"adminToken", "serviceToken", "consoleSession"},
-	"user":    {"adminToken", "serviceToken", "userToken", "consoleSession"},
+	"service": {"serviceToken", "adminToken", "consoleSession"},
+	"user":    {"userToken", "serviceToken", "adminToken", "consoleSession"},
 }
 
 // commonAnswer is an answer every route of a kind can give, whatever it
