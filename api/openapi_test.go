@@ -139,12 +139,37 @@ func hoistProtocol(schemas map[string]any) error {
 		delete(proto, k)
 	}
 	rewriteRefs(proto, rename)
+	typeStringEnums(proto)
 	schemas["Plugin"] = proto
 	for name, d := range defs {
 		rewriteRefs(d, rename)
+		typeStringEnums(d)
 		schemas[rename(name)] = d
 	}
 	return nil
+}
+
+// typeStringEnums gives an enum or const of strings without a type the
+// type string, which it implies: generators make it a string rather than
+// an untyped value.
+func typeStringEnums(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		values := asList(t["enum"])
+		if c, ok := t["const"]; ok {
+			values = []any{c}
+		}
+		if _, typed := t["type"]; !typed && len(values) > 0 && !slices.ContainsFunc(values, func(x any) bool { _, ok := x.(string); return !ok }) {
+			t["type"] = "string"
+		}
+		for _, c := range t {
+			typeStringEnums(c)
+		}
+	case []any:
+		for _, c := range t {
+			typeStringEnums(c)
+		}
+	}
 }
 
 func rewriteRefs(v any, rename func(string) string) {
