@@ -198,7 +198,7 @@ func (d jsonDoc) props(s map[string]any) (map[string]any, []string) {
 	return props, required
 }
 
-// types is the set of JSON types a schema admits ("" for any).
+// types is the set of JSON types a schema admits (none for any).
 func (d jsonDoc) types(s map[string]any) []string {
 	var out []string
 	switch t := s["type"].(type) {
@@ -212,8 +212,13 @@ func (d jsonDoc) types(s map[string]any) []string {
 	if c, ok := s["const"]; ok {
 		out = []string{jsonType(c)}
 	}
+	if out == nil { // an enum admits its values' types
+		for _, v := range asList(s["enum"]) {
+			out = append(out, jsonType(v))
+		}
+	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 func jsonType(v any) string {

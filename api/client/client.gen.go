@@ -693,6 +693,8 @@ type ExecuteRequest struct {
 }
 
 // ExecuteResult A call's envelope.
+//
+// Example: {"attempts":1,"error":null,"execution_id":"01a222e2-c591-76f5-bacc-c08585d269cb","http_status":200,"latency_ms":0,"ok":true,"output":{"company":"ACME","q":"acme"}}
 type ExecuteResult struct {
 	Attempts int `json:"attempts"`
 	Error    *struct {
@@ -1243,7 +1245,7 @@ type QuotaUse struct {
 	Window    *string    `json:"window,omitempty"`
 }
 
-// RunReply defines model for RunReply.
+// RunReply Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
 type RunReply struct {
 	Cut   *bool `json:"cut,omitempty"`
 	Error *struct {
@@ -1343,7 +1345,7 @@ type Tool struct {
 // ToolType defines model for Tool.Type.
 type ToolType string
 
-// ToolList defines model for ToolList.
+// ToolList Example: {"tools":[{"consequential":false,"function":{"description":"Look a company up.","name":"lookup","parameters":{"properties":{"q":{"type":"string"}},"type":"object"}},"type":"function"}],"total":1}
 type ToolList struct {
 	Tools []ListedTool `json:"tools"`
 	Total int          `json:"total"`
@@ -1411,13 +1413,13 @@ type PluginNotFound = Error
 // Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type RateLimited = Error
 
-// RunCancelled defines model for RunCancelled.
+// RunCancelled Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
 type RunCancelled = RunReply
 
-// RunLLMFailed defines model for RunLLMFailed.
+// RunLLMFailed Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
 type RunLLMFailed = RunReply
 
-// RunLLMTimeout defines model for RunLLMTimeout.
+// RunLLMTimeout Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
 type RunLLMTimeout = RunReply
 
 // GetHealth200JSONResponseBodyStatus defines parameters for GetHealth.
