@@ -268,8 +268,8 @@ func completeOperation(op, shared map[string]any) error {
 	default:
 		return fmt.Errorf("x-role: %q is none of none, user, service, admin", role)
 	}
-	if _, ok := op["requestBody"]; ok {
-		add = append(add, bodyAnswers...)
+	if body, ok := op["requestBody"].(map[string]any); ok && body["content"].(map[string]any)["application/json"] != nil {
+		add = append(add, bodyAnswers...) // a JSON body is read and scanned (readJSON)
 	}
 	for _, a := range add {
 		r, ok := responses[a.status].(map[string]any)

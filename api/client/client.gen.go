@@ -8327,20 +8327,6 @@ func (r OauthCallbackResponse) ContentType() string {
 type OauthConfirmResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON408 the response for an HTTP 408 `application/json` response
-	JSON408 *Error
-	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
-}
-
-// GetJSON408 returns the response for an HTTP 408 `application/json` response
-func (r OauthConfirmResponse) GetJSON408() *Error {
-	return r.JSON408
-}
-
-// GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r OauthConfirmResponse) GetJSON413() *Error {
-	return r.JSON413
 }
 
 // GetBody returns the raw response body bytes
@@ -14160,23 +14146,6 @@ func ParseOauthConfirmResponse(rsp *http.Response) (*OauthConfirmResponse, error
 	response := &OauthConfirmResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON408 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON413 = &dest
-
 	}
 
 	return response, nil
