@@ -121,7 +121,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			go parts.quotas.Run(ctx)
-			srv.Semantic = semanticFromEnv(cfg.llmHTTP, parts.store)
+			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}

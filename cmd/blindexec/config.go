@@ -15,7 +15,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
-	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
@@ -31,7 +30,6 @@ import (
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
-	"github.com/blindexec/blindexec/toolsearch"
 	"github.com/blindexec/blindexec/tracing"
 )
 
@@ -67,6 +65,9 @@ type config struct {
 	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
 	// catalogs, in the LLM loop and the MCP server.
 	toolSearch toolset.Config
+	// embeddings is BLINDEXEC_EMBEDDINGS_*: tool search's optional
+	// semantic ranking.
+	embeddings embeddingsSettings
 	// confirm and confirmTTL are BLINDEXEC_CONFIRM and _TTL_MS: which
 	// calls of a run wait for a person, and for how long (issue 33).
 	confirm    confirm.Policy
@@ -105,62 +106,56 @@ type config struct {
 func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.settings = src
 	f := root.PersistentFlags()
-	f.StringVar(&c.db, "db", src.Check("BLINDEXEC_DB", store.DefaultDSN, "sqlite:PATH or mysql:DSN", func(v string) bool {
-		return strings.HasPrefix(v, store.DialectSQLite+":") || strings.HasPrefix(v, store.DialectMySQL+":")
-	}), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
-	f.StringVar(&c.egressAllow, "egress-allow", src.String(egress.EnvAllow, ""), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private, link-local and other special-purpose addresses (BLINDEXEC_EGRESS_ALLOW)")
-	f.DurationVar(&c.maxTimeout, "max-timeout", src.Millis("BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
-	f.DurationVar(&c.changePoll, "change-poll", src.Millis("BLINDEXEC_CHANGE_POLL_MS", time.Second), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect, e.g. 1s (BLINDEXEC_CHANGE_POLL_MS, in milliseconds)")
-	f.StringVar(&c.logLevel, "log-level", src.OneOf("BLINDEXEC_LOG_LEVEL", "info", "debug", "info", "warn", "error"), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
+	f.StringVar(&c.db, "db", setDB.Get(src), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	f.StringVar(&c.egressAllow, "egress-allow", setEgressAllow.Get(src), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private, link-local and other special-purpose addresses (BLINDEXEC_EGRESS_ALLOW)")
+	f.DurationVar(&c.maxTimeout, "max-timeout", setMaxTimeout.Get(src), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
+	f.DurationVar(&c.changePoll, "change-poll", setChangePoll.Get(src), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect, e.g. 1s (BLINDEXEC_CHANGE_POLL_MS, in milliseconds)")
+	f.StringVar(&c.logLevel, "log-level", setLogLevel.Get(src), "debug, info, warn or error (BLINDEXEC_LOG_LEVEL)")
 	// Secrets come from the environment or the env file only: a flag
 	// would show in ps.
-	c.masterKey = src.String("BLINDEXEC_MASTER_KEY", "")
-	c.oldKeys = src.String("BLINDEXEC_MASTER_KEYS_OLD", "")
-	c.adminToken = src.String("BLINDEXEC_ADMIN_TOKEN", "")
-	c.serviceToken = src.String("BLINDEXEC_SERVICE_TOKEN", "")
-	c.addr = src.HostPort("BLINDEXEC_ADDR", "127.0.0.1:8080")
-	c.llmBaseURL = src.URL("BLINDEXEC_LLM_BASE_URL", "")
-	c.llmAPIKey = src.String("BLINDEXEC_LLM_API_KEY", "")
-	c.llmModel = src.String("BLINDEXEC_LLM_MODEL", "")
-	c.llmMaxResponse = src.Int(loop.EnvMaxResponseBytes, loop.DefaultMaxResponseBytes, 1)
-	c.llmMaxToolCalls = int(src.Int(loop.EnvMaxToolCalls, loop.DefaultMaxToolCalls, 1))
-	c.noMigrate = src.Bool("BLINDEXEC_NO_MIGRATE", false)
-	c.publicURL = src.URL("BLINDEXEC_PUBLIC_URL", "")
-	c.browserURL = src.URL("BLINDEXEC_BROWSER_URL", "")
-	c.mcpAllowStdio = src.Bool("BLINDEXEC_MCP_ALLOW_STDIO", false)
-	c.mcpUser = src.Int(mcpserver.EnvUser, 0, 0)
-	c.openapiBaseURL = src.URL("BLINDEXEC_OPENAPI_BASE_URL", "")
-	c.openapiSpec = src.String("BLINDEXEC_OPENAPI_SPEC", "")
-	c.openapiCacheTTL = src.Millis("BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0)
+	c.masterKey = setMasterKey.Get(src)
+	c.oldKeys = setOldKeys.Get(src)
+	c.adminToken = setAdminToken.Get(src)
+	c.serviceToken = setServiceToken.Get(src)
+	c.addr = setAddr.Get(src)
+	c.llmBaseURL = setLLMBaseURL.Get(src)
+	c.llmAPIKey = setLLMAPIKey.Get(src)
+	c.llmModel = setLLMModel.Get(src)
+	c.llmMaxResponse = setLLMMaxResponse.Get(src)
+	c.llmMaxToolCalls = int(setLLMMaxToolCalls.Get(src))
+	c.noMigrate = setNoMigrate.Get(src)
+	c.publicURL = setPublicURL.Get(src)
+	c.browserURL = setBrowserURL.Get(src)
+	c.mcpAllowStdio = setMCPAllowStdio.Get(src)
+	c.mcpUser = setMCPUser.Get(src)
+	c.openapiBaseURL = setOpenAPIBaseURL.Get(src)
+	c.openapiSpec = setOpenAPISpec.Get(src)
+	c.openapiCacheTTL = setOpenAPICacheTTL.Get(src)
 	c.limits = loadServeLimits(src)
-	c.trustedProxies, _ = console.ParseProxies(src.Check(console.EnvTrustedProxies, "", "comma-separated IP addresses and CIDRs, e.g. 10.0.0.5,192.168.0.0/16", func(v string) bool {
-		_, err := console.ParseProxies(v)
-		return err == nil
-	}))
+	c.trustedProxies, _ = console.ParseProxies(setTrustedProxies.Get(src))
 	c.mcpSessions = mcpserver.SessionLimits{
-		PerUser: int(src.Int(mcpserver.EnvSessionsPerUser, mcpserver.DefaultSessionsPerUser, 1)),
-		Total:   int(src.Int(mcpserver.EnvSessions, mcpserver.DefaultSessions, 1)),
-		Idle:    src.Millis(mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle),
+		PerUser: int(setMCPSessionsPerUser.Get(src)),
+		Total:   int(setMCPSessions.Get(src)),
+		Idle:    setMCPSessionIdle.Get(src),
 	}
 	c.toolSearch = toolSearchSettings(src)
-	c.confirm = confirm.Policy(src.OneOf("BLINDEXEC_CONFIRM", string(confirm.Consequential), string(confirm.Consequential), string(confirm.Never), string(confirm.Always)))
-	c.confirmTTL = src.Millis("BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL)
-	c.confirmVia = src.OneOf("BLINDEXEC_CONFIRM_VIA", "api", "api", "console")
+	c.embeddings = embeddingsSettings{url: setEmbeddingsURL.Get(src), apiKey: setEmbeddingsAPIKey.Get(src), model: setEmbeddingsModel.Get(src)}
+	c.confirm = confirm.Policy(setConfirm.Get(src))
+	c.confirmTTL = setConfirmTTL.Get(src)
+	c.confirmVia = setConfirmVia.Get(src)
 	c.serveSpool = loadSpoolSettings(src)
-	c.changeAudit = src.Int("BLINDEXEC_CHANGE_AUDIT_POLLS", store.DefaultAuditEvery, 0)
-	c.outageGrace = src.Millis("BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace)
-	c.shutdownGrace = src.Millis("BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second)
-	c.quotaTZ, _ = time.LoadLocation(src.Check("BLINDEXEC_QUOTA_TZ", "UTC", "an IANA time zone such as Asia/Shanghai", func(v string) bool {
-		_, err := time.LoadLocation(v)
-		return err == nil
-	}))
+	c.changeAudit = setChangeAudit.Get(src)
+	c.outageGrace = setOutageGrace.Get(src)
+	c.shutdownGrace = setShutdownGrace.Get(src)
+	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
 	c.tracing = loadTracing(src)
+	registry.CheckFile(src)
 }
 
 // loadTracing reads the OTEL_* variables of serve's tracing; bad values
 // are left in src.Err() like the others.
 func loadTracing(src *settings.Source) tracing.Config {
-	c, err := tracing.Load(src.Lookup)
+	c, err := tracing.Load(registry.Lookup(src))
 	for _, e := range unjoin(err) {
 		if ce, ok := e.(*tracing.ConfigError); ok {
 			src.Invalid(ce.Name, ce.Want)
@@ -266,7 +261,7 @@ func (c *config) credentials(ctx context.Context, st *store.Store, check keyChec
 		return c.credentialService(st, kr), nil
 	}
 	if err := auth.CheckKeys(ctx, st, kr, check == keysRecord); err != nil {
-		if origin := c.settings.Origin("BLINDEXEC_MASTER_KEY"); origin != "" {
+		if origin := c.settings.Origin(setMasterKey.Name); origin != "" {
 			err = fmt.Errorf("%w (BLINDEXEC_MASTER_KEY from %s)", err, origin)
 		}
 		return nil, err
@@ -396,13 +391,7 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 // toolSearchSettings reads BLINDEXEC_TOOL_SEARCH, _THRESHOLD and _PINNED,
 // and BLINDEXEC_MAX_QUERY_CHARS.
 func toolSearchSettings(src *settings.Source) toolset.Config {
-	threshold := src.Check(toolset.EnvThreshold, strconv.Itoa(toolset.DefaultThreshold),
-		fmt.Sprintf("a number of tools from 1 to %d", toolset.MaxThreshold), func(v string) bool {
-			n, err := strconv.Atoi(v)
-			return err == nil && n >= 1 && n <= toolset.MaxThreshold
-		})
-	n, _ := strconv.Atoi(threshold)
-	mode := src.OneOf(toolset.EnvMode, string(toolset.ModeAuto), string(toolset.ModeAuto), string(toolset.ModeAlways), string(toolset.ModeOff))
-	return toolset.Config{Mode: toolset.Mode(mode), Threshold: n, Pinned: toolset.Names(src.String(toolset.EnvPinned, "")),
-		MaxQueryChars: int(src.Int(toolsearch.EnvMaxQueryChars, toolsearch.DefaultMaxQueryChars, 1))}
+	n, _ := strconv.Atoi(setToolSearchThreshold.Get(src))
+	return toolset.Config{Mode: toolset.Mode(setToolSearch.Get(src)), Threshold: n, Pinned: toolset.Names(setToolSearchPinned.Get(src)),
+		MaxQueryChars: int(setMaxQueryChars.Get(src))}
 }

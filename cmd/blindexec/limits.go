@@ -22,17 +22,17 @@ type serveLimits struct {
 
 func loadServeLimits(src *settings.Source) *serveLimits {
 	return &serveLimits{
-		header:         src.Millis("BLINDEXEC_HEADER_TIMEOUT_MS", 10*time.Second),
-		idle:           src.Millis("BLINDEXEC_IDLE_TIMEOUT_MS", 120*time.Second),
-		maxHeaderBytes: int(src.Int("BLINDEXEC_MAX_HEADER_BYTES", 64<<10, 1)),
+		header:         setHeaderTimeout.Get(src),
+		idle:           setIdleTimeout.Get(src),
+		maxHeaderBytes: int(setMaxHeaderBytes.Get(src)),
 		deadlines: api.Deadlines{
-			Body:   src.Millis("BLINDEXEC_BODY_TIMEOUT_MS", api.DefaultBodyTimeout),
-			Write:  src.Millis("BLINDEXEC_WRITE_TIMEOUT_MS", api.DefaultWriteTimeout),
-			Import: src.Millis("BLINDEXEC_IMPORT_TIMEOUT_MS", api.DefaultImportTimeout),
+			Body:   setBodyTimeout.Get(src),
+			Write:  setWriteTimeout.Get(src),
+			Import: setImportTimeout.Get(src),
 		},
 		limiter: &engine.UserLimiter{
-			MaxCalls: int(src.Int("BLINDEXEC_MAX_CONCURRENT_PER_USER", 16, 0)),
-			MaxRuns:  int(src.Int("BLINDEXEC_MAX_RUNS_PER_USER", 4, 0)),
+			MaxCalls: int(setMaxCallsPerUser.Get(src)),
+			MaxRuns:  int(setMaxRunsPerUser.Get(src)),
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -148,6 +149,38 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestREADMEBuildStampsTheCommit runs the README's build command and reads
+// the commit back from --version: a plain `go build` records none in a
+// linked git worktree or with -buildvcs=false (docs/cli.md), which is how
+// a newcomer's binary said "commit unknown" where the README promised it.
+func TestREADMEBuildStampsTheCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := regexp.MustCompile(`(?m)^go build (-ldflags .*) \./cmd/blindexec$`).FindSubmatch(readme)
+	if build == nil {
+		t.Fatal("README.md gives no `go build -ldflags ... ./cmd/blindexec` line")
+	}
+	bin := filepath.Join(t.TempDir(), "blindexec")
+	cmd := exec.Command("sh", "-c", "go build -o '"+bin+"' "+string(build[1])+" ./cmd/blindexec")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if want := "commit " + string(head[:12]); err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("--version of the README's build: %q %v; want %q", out, err, want)
+	}
+}
+
 // designDoc matches what cites the documents behind the product: "seed
 // 000", "seeds 000 and 003", "§9", "SPEC.md".
 var designDoc = regexp.MustCompile(`(?i)\bseeds? \d|§|\bSPEC\.md`)
@@ -190,6 +223,23 @@ func TestInitGivesTheKeyAHome(t *testing.T) {
 	fi, err := os.Stat(env)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("env file mode: %v %v", fi.Mode().Perm(), err)
+	}
+	// The file holds the two tokens the README's tour uses, distinct, and
+	// every command reads them as its settings.
+	os.Unsetenv("BLINDEXEC_ADMIN_TOKEN")
+	os.Unsetenv("BLINDEXEC_SERVICE_TOKEN")
+	src, err := settings.Load(os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, service := setAdminToken.Get(src), setServiceToken.Get(src)
+	if len(admin) < 32 || len(service) < 32 || admin == service {
+		t.Fatalf("init's tokens: admin %d chars, service %d chars, equal %v", len(admin), len(service), admin == service)
+	}
+	for _, name := range []string{"BLINDEXEC_ADMIN_TOKEN", "BLINDEXEC_SERVICE_TOKEN"} {
+		if o := src.Origin(name); !strings.Contains(o, env) {
+			t.Errorf("%s comes from %q, want the env file", name, o)
+		}
 	}
 	// Two separate commands share the file's key: what one stores the
 	// next reads.
@@ -302,5 +352,19 @@ paths:
 	code, out, errs := c.run("", "import", "openapi", spec)
 	if code != exitPartial || !strings.Contains(out, "fixed_params.mode") || !strings.Contains(out, "+ listItems") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+}
+
+// TestEnvFileMisspeltSetting: a name in the env file that is no setting
+// stops every command, naming it and its line, instead of leaving the
+// default in force.
+func TestEnvFileMisspeltSetting(t *testing.T) {
+	c := newCLI(t)
+	env := filepath.Join(t.TempDir(), "blindexec.env")
+	os.WriteFile(env, []byte("BLINDEXEC_MAX_TIMOUT_MS=5000\n"), 0o600)
+	t.Setenv("BLINDEXEC_ENV_FILE", env)
+	code, _, errs := c.run("", "plugin", "list")
+	if want := `BLINDEXEC_MAX_TIMOUT_MS="5000" (from ` + env + `:1): want the name of a setting`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errs, want)
 	}
 }

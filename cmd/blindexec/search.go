@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,22 +74,24 @@ func searchCmd(cfg *config) *cobra.Command {
 	return cmd
 }
 
-// semanticFromEnv is the optional semantic ranking of tool search: an
+// embeddingsSettings are the optional semantic ranking of tool search: an
 // OpenAI-compatible embeddings endpoint, operator configuration like the
 // LLM's and, like it, not under the egress deny (BLINDEXEC_EMBEDDINGS_URL,
-// _MODEL, _API_KEY); nil when no URL is set. client nil: a plain one.
-func semanticFromEnv(client *http.Client, st *store.Store) *toolsearch.Semantic {
-	base := os.Getenv("BLINDEXEC_EMBEDDINGS_URL")
-	if base == "" {
+// _MODEL, _API_KEY).
+type embeddingsSettings struct{ url, apiKey, model string }
+
+// semantic is the ranking e configures, nil when no URL is set. client
+// nil: a plain one.
+func (e embeddingsSettings) semantic(client *http.Client, st *store.Store) *toolsearch.Semantic {
+	if e.url == "" {
 		return nil
 	}
 	if client == nil {
 		client = &http.Client{Timeout: time.Minute}
 	}
-	model := cmp.Or(os.Getenv("BLINDEXEC_EMBEDDINGS_MODEL"), "text-embedding-3-small")
 	return &toolsearch.Semantic{
-		Embedder: &toolsearch.OpenAIEmbedder{BaseURL: base, Model: model, APIKey: os.Getenv("BLINDEXEC_EMBEDDINGS_API_KEY"), HTTP: client},
+		Embedder: &toolsearch.OpenAIEmbedder{BaseURL: e.url, Model: e.model, APIKey: e.apiKey, HTTP: client},
 		Store:    st,
-		Model:    model,
+		Model:    e.model,
 	}
 }

@@ -19,8 +19,6 @@ import (
 // grace ends are canceled with; their records say it.
 var errShuttingDown = errors.New("the engine is shutting down")
 
-const envSpoolDir = "BLINDEXEC_SPOOL_DIR"
-
 // spoolSettings are serve's record spool settings (docs/operations.md, "Durable
 // execution records").
 type spoolSettings struct {
@@ -32,10 +30,10 @@ type spoolSettings struct {
 
 func loadSpoolSettings(src *settings.Source) spoolSettings {
 	s := spoolSettings{
-		dir:      src.String(envSpoolDir, "blindexec-spool"),
-		commit:   src.Millis("BLINDEXEC_SPOOL_COMMIT_MS", 20*time.Millisecond),
-		gather:   src.Millis("BLINDEXEC_SPOOL_GATHER_MS", 100*time.Millisecond),
-		maxBytes: src.Int("BLINDEXEC_SPOOL_MAX_MB", 256, 1) << 20,
+		dir:      setSpoolDir.Get(src),
+		commit:   setSpoolCommit.Get(src),
+		gather:   setSpoolGather.Get(src),
+		maxBytes: setSpoolMaxMB.Get(src) << 20,
 	}
 	if s.gather == 0 {
 		s.gather = -1 // the spool's "not at all"; its zero is the default
@@ -51,7 +49,7 @@ func (c *config) spoolDirError(err error) error {
 	if !errors.As(err, &de) {
 		return err
 	}
-	origin := c.settings.Origin(envSpoolDir)
+	origin := c.settings.Origin(setSpoolDir.Name)
 	if origin == "" {
 		origin = "the default"
 	}
@@ -62,7 +60,7 @@ func (c *config) spoolDirError(err error) error {
 	case errors.Is(de.Err, recordspool.ErrInUse):
 		why += ": replicas on one host need a spool directory each"
 	}
-	return usagef("%s=%q (from %s): %s", envSpoolDir, de.Dir, origin, why)
+	return usagef("%s=%q (from %s): %s", setSpoolDir.Name, de.Dir, origin, why)
 }
 
 // recorder is the execution recorder: through the spool when serve set

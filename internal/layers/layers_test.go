@@ -17,7 +17,7 @@ var layers = []struct {
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
 		"internal/csp", "internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/logbuf", "internal/mcpts", "internal/settings", "tracing",
-		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
+		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",

@@ -16,8 +16,9 @@ import (
 // the engine reads (OTELVariables) are allowed, so that a stray line is
 // reported rather than ignored.
 type envFile struct {
-	path string
-	vars map[string]envEntry
+	path  string
+	vars  map[string]envEntry
+	order []string // the names, as the file lists them
 }
 
 type envEntry struct {
@@ -68,6 +69,7 @@ func parseEnvFile(path string, data []byte) (*envFile, error) {
 			return nil, fmt.Errorf("%s:%d: %s is already set on line %d", path, i+1, name, prev.line)
 		}
 		f.vars[name] = envEntry{value: strings.TrimSpace(value), line: i + 1}
+		f.order = append(f.order, name)
 	}
 	return f, nil
 }

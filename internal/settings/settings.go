@@ -8,12 +8,7 @@ package settings
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // EnvFileVar names the variable that points at the env file.
@@ -115,14 +110,6 @@ func (s *Source) raw(name string) (value, origin string, ok bool) {
 	return "", "", false
 }
 
-// Lookup is name's value from the environment, else the env file; an
-// empty value counts as unset. For readers with rules of their own (the
-// OTEL_* variables, package tracing), who report bad values with Invalid.
-func (s *Source) Lookup(name string) (string, bool) {
-	v, _, ok := s.raw(name)
-	return v, ok
-}
-
 // Invalid reports name's value as bad: want says what it accepts.
 func (s *Source) Invalid(name, want string) {
 	v, origin, _ := s.raw(name)
@@ -141,106 +128,4 @@ func (s *Source) Origin(name string) string {
 
 func (s *Source) fail(name, value, origin, want string) {
 	s.errs = append(s.errs, &Error{Name: name, Value: value, Origin: origin, Want: want})
-}
-
-// String is name's value, or def when unset.
-func (s *Source) String(name, def string) string {
-	if v, _, ok := s.raw(name); ok {
-		return v
-	}
-	return def
-}
-
-// Check is name's value when valid accepts it, def when unset; want says
-// what it accepts, for the error. The typed readers below cover the common
-// kinds; Check is for the others (an address, a URL).
-func (s *Source) Check(name, def, want string, valid func(string) bool) string {
-	v, origin, ok := s.raw(name)
-	if !ok {
-		return def
-	}
-	if !valid(v) {
-		s.fail(name, v, origin, want)
-		return def
-	}
-	return v
-}
-
-// HostPort is name's value, a listen address HOST:PORT (HOST may be empty
-// for every interface); def when unset.
-func (s *Source) HostPort(name, def string) string {
-	return s.Check(name, def, "HOST:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080", func(v string) bool {
-		_, port, err := net.SplitHostPort(v)
-		n, perr := strconv.Atoi(port)
-		return err == nil && perr == nil && n >= 0 && n <= 65535
-	})
-}
-
-// URL is name's value, an absolute http or https URL; def when unset.
-func (s *Source) URL(name, def string) string {
-	return s.Check(name, def, "an absolute http:// or https:// URL", func(v string) bool {
-		u, err := url.Parse(v)
-		return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-	})
-}
-
-// Bool is name's value: true, false, 1 or 0 (any case); def when unset.
-func (s *Source) Bool(name string, def bool) bool {
-	v, origin, ok := s.raw(name)
-	if !ok {
-		return def
-	}
-	switch strings.ToLower(v) {
-	case "true", "1":
-		return true
-	case "false", "0":
-		return false
-	}
-	s.fail(name, v, origin, "true or false (or 1 or 0)")
-	return def
-}
-
-// Millis is name's value, a whole number of milliseconds (0 or more, no
-// unit: the variable's name says it); def when unset.
-func (s *Source) Millis(name string, def time.Duration) time.Duration {
-	v, origin, ok := s.raw(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > int64(time.Duration(1<<63-1)/time.Millisecond) {
-		s.fail(name, v, origin, "a whole number of milliseconds, 0 or more, without a unit (e.g. 30000 for 30 s)")
-		return def
-	}
-	return time.Duration(n) * time.Millisecond
-}
-
-// Int is name's value, an integer of at least min; def when unset.
-func (s *Source) Int(name string, def, min int64) int64 {
-	v, origin, ok := s.raw(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min {
-		s.fail(name, v, origin, fmt.Sprintf("an integer of at least %d", min))
-		return def
-	}
-	return n
-}
-
-// OneOf is name's value, one of allowed (compared case-insensitively and
-// returned as listed); def when unset.
-func (s *Source) OneOf(name, def string, allowed ...string) string {
-	v, origin, ok := s.raw(name)
-	if !ok {
-		return def
-	}
-	for _, a := range allowed {
-		if strings.EqualFold(v, a) {
-			return a
-		}
-	}
-	s.fail(name, v, origin, "one of "+strings.Join(allowed, ", "))
-	return def
 }

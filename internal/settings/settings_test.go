@@ -19,34 +19,38 @@ func env(m map[string]string) func(string) (string, bool) {
 func TestStrictValues(t *testing.T) {
 	for _, tc := range []struct {
 		value   string
-		read    func(*Source) any
+		read    func(*Registry, *Source) any
 		want    any
 		wantErr string // part of the error; "" for none
 	}{
-		{"false", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, false, ""},
-		{"TRUE", func(s *Source) any { return s.Bool("BLINDEXEC_X", false) }, true, ""},
-		{"0", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, false, ""},
-		{"yes", func(s *Source) any { return s.Bool("BLINDEXEC_X", false) }, false, `BLINDEXEC_X="yes" (from the environment): want true or false`},
-		{"", func(s *Source) any { return s.Bool("BLINDEXEC_X", true) }, true, ""}, // empty is unset
-		{"1500", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, 1500 * time.Millisecond, ""},
-		{"0", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Duration(0), ""},
-		{"5s", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
-		{"-1", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
-		{"99999999999999999", func(s *Source) any { return s.Millis("BLINDEXEC_X", time.Second) }, time.Second, "whole number of milliseconds"},
-		{"7", func(s *Source) any { return s.Int("BLINDEXEC_X", 0, 1) }, int64(7), ""},
-		{"0", func(s *Source) any { return s.Int("BLINDEXEC_X", 3, 1) }, int64(3), "an integer of at least 1"},
-		{"WARN", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "warn", ""},
-		{"loud", func(s *Source) any { return s.OneOf("BLINDEXEC_X", "info", "debug", "info", "warn") }, "info", "one of debug, info, warn"},
-		{"anything", func(s *Source) any { return s.String("BLINDEXEC_X", "d") }, "anything", ""},
-		{"0.0.0.0:8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "0.0.0.0:8080", ""},
-		{":9000", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, ":9000", ""},
-		{"8080", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
-		{"localhost:http", func(s *Source) any { return s.HostPort("BLINDEXEC_X", "d") }, "d", "want HOST:PORT"},
-		{"https://llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "https://llm.example/v1", ""},
-		{"llm.example/v1", func(s *Source) any { return s.URL("BLINDEXEC_X", "") }, "", "an absolute http:// or https:// URL"},
+		{"false", func(r *Registry, s *Source) any { return Bool(r, "BLINDEXEC_X", true, "").Get(s) }, false, ""},
+		{"TRUE", func(r *Registry, s *Source) any { return Bool(r, "BLINDEXEC_X", false, "").Get(s) }, true, ""},
+		{"0", func(r *Registry, s *Source) any { return Bool(r, "BLINDEXEC_X", true, "").Get(s) }, false, ""},
+		{"yes", func(r *Registry, s *Source) any { return Bool(r, "BLINDEXEC_X", false, "").Get(s) }, false, `BLINDEXEC_X="yes" (from the environment): want true or false`},
+		{"", func(r *Registry, s *Source) any { return Bool(r, "BLINDEXEC_X", true, "").Get(s) }, true, ""}, // empty is unset
+		{"1500", func(r *Registry, s *Source) any { return Millis(r, "BLINDEXEC_X", time.Second, "").Get(s) }, 1500 * time.Millisecond, ""},
+		{"0", func(r *Registry, s *Source) any { return Millis(r, "BLINDEXEC_X", time.Second, "").Get(s) }, time.Duration(0), ""},
+		{"5s", func(r *Registry, s *Source) any { return Millis(r, "BLINDEXEC_X", time.Second, "").Get(s) }, time.Second, "whole number of milliseconds"},
+		{"-1", func(r *Registry, s *Source) any { return Millis(r, "BLINDEXEC_X", time.Second, "").Get(s) }, time.Second, "whole number of milliseconds"},
+		{"99999999999999999", func(r *Registry, s *Source) any { return Millis(r, "BLINDEXEC_X", time.Second, "").Get(s) }, time.Second, "whole number of milliseconds"},
+		{"7", func(r *Registry, s *Source) any { return Int(r, "BLINDEXEC_X", 0, 1, "").Get(s) }, int64(7), ""},
+		{"0", func(r *Registry, s *Source) any { return Int(r, "BLINDEXEC_X", 3, 1, "").Get(s) }, int64(3), "an integer of at least 1"},
+		{"WARN", func(r *Registry, s *Source) any {
+			return OneOf(r, "BLINDEXEC_X", "info", []string{"debug", "info", "warn"}, "").Get(s)
+		}, "warn", ""},
+		{"loud", func(r *Registry, s *Source) any {
+			return OneOf(r, "BLINDEXEC_X", "info", []string{"debug", "info", "warn"}, "").Get(s)
+		}, "info", "one of debug, info, warn"},
+		{"anything", func(r *Registry, s *Source) any { return String(r, "BLINDEXEC_X", "d", "").Get(s) }, "anything", ""},
+		{"0.0.0.0:8080", func(r *Registry, s *Source) any { return HostPort(r, "BLINDEXEC_X", "d", "").Get(s) }, "0.0.0.0:8080", ""},
+		{":9000", func(r *Registry, s *Source) any { return HostPort(r, "BLINDEXEC_X", "d", "").Get(s) }, ":9000", ""},
+		{"8080", func(r *Registry, s *Source) any { return HostPort(r, "BLINDEXEC_X", "d", "").Get(s) }, "d", "want HOST:PORT"},
+		{"localhost:http", func(r *Registry, s *Source) any { return HostPort(r, "BLINDEXEC_X", "d", "").Get(s) }, "d", "want HOST:PORT"},
+		{"https://llm.example/v1", func(r *Registry, s *Source) any { return URL(r, "BLINDEXEC_X", "").Get(s) }, "https://llm.example/v1", ""},
+		{"llm.example/v1", func(r *Registry, s *Source) any { return URL(r, "BLINDEXEC_X", "").Get(s) }, "", "an absolute http:// or https:// URL"},
 	} {
 		s := FromEnv(env(map[string]string{"BLINDEXEC_X": tc.value}))
-		got := tc.read(s)
+		got := tc.read(&Registry{}, s)
 		if got != tc.want {
 			t.Errorf("%q: got %v, want %v", tc.value, got, tc.want)
 		}
@@ -78,13 +82,15 @@ func TestEnvFileLookupAndPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.String("BLINDEXEC_A", ""); got != "from-env" {
+	var r Registry
+	a, b, c := String(&r, "BLINDEXEC_A", "", ""), String(&r, "BLINDEXEC_B", "", ""), Bool(&r, "BLINDEXEC_C", false, "")
+	if got := a.Get(s); got != "from-env" {
 		t.Errorf("BLINDEXEC_A = %q: the environment must win", got)
 	}
-	if got := s.String("BLINDEXEC_B", ""); got != "file-b" || s.Origin("BLINDEXEC_B") != "blindexec.env:4" {
+	if got := b.Get(s); got != "file-b" || s.Origin("BLINDEXEC_B") != "blindexec.env:4" {
 		t.Errorf("BLINDEXEC_B = %q from %q", got, s.Origin("BLINDEXEC_B"))
 	}
-	s.Bool("BLINDEXEC_C", false)
+	c.Get(s)
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "(from blindexec.env:5)") {
 		t.Errorf("a bad value from the file must say where: %v", err)
 	}
@@ -92,7 +98,7 @@ func TestEnvFileLookupAndPrecedence(t *testing.T) {
 	other := filepath.Join(dir, "other.env")
 	os.WriteFile(other, []byte("BLINDEXEC_A=other\n"), 0o600)
 	s, err = Load(env(map[string]string{EnvFileVar: other}))
-	if err != nil || s.String("BLINDEXEC_A", "") != "other" || s.EnvFile() != other {
+	if err != nil || a.Get(s) != "other" || s.EnvFile() != other {
 		t.Fatalf("BLINDEXEC_ENV_FILE: %v %q", err, s.EnvFile())
 	}
 	s, err = Load(env(map[string]string{EnvFileVar: filepath.Join(dir, "missing.env")}))
@@ -129,10 +135,15 @@ func TestEnvFileOTEL(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Source{lookup: env(map[string]string{"OTEL_SERVICE_NAME": "ruoyi-ai"}), file: f}
-	if v, ok := s.Lookup("OTEL_EXPORTER_OTLP_ENDPOINT"); !ok || v != "http://collector:4318" {
+	var r Registry
+	for _, name := range OTELVariables {
+		Foreign(&r, name, "", "", "")
+	}
+	lookup := r.Lookup(s)
+	if v, ok := lookup("OTEL_EXPORTER_OTLP_ENDPOINT"); !ok || v != "http://collector:4318" {
 		t.Errorf("from the file: %q %v", v, ok)
 	}
-	if v, _ := s.Lookup("OTEL_SERVICE_NAME"); v != "ruoyi-ai" {
+	if v, _ := lookup("OTEL_SERVICE_NAME"); v != "ruoyi-ai" {
 		t.Errorf("from the environment: %q", v)
 	}
 	s.Invalid("OTEL_TRACES_SAMPLER", "always_on, ...")
@@ -178,4 +189,54 @@ func FuzzParseEnvFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRegistry: a registry renders its table from what was declared, and
+// refuses a name declared twice or read without a declaration.
+func TestRegistry(t *testing.T) {
+	var r Registry
+	Millis(&r, "BLINDEXEC_WAIT_MS", 90*time.Second, "how long to wait").WithFlag("serve --wait")
+	Millis(&r, "BLINDEXEC_TICK_MS", 20*time.Millisecond, "a tick")
+	OneOf(&r, "BLINDEXEC_MODE", "a", []string{"a", "b"}, "a | b, as `x|y`")
+	Secret(&r, "BLINDEXEC_KEY", "the key")
+	Foreign(&r, "OTEL_SERVICE_NAME", "text", "blindexec", "the name")
+	want := "| variable | flag | type | default | meaning |\n| --- | --- | --- | --- | --- |\n" +
+		"| `BLINDEXEC_WAIT_MS` | `serve --wait` | milliseconds | `90000` (90 s) | how long to wait |\n" +
+		"| `BLINDEXEC_TICK_MS` | — | milliseconds | `20` | a tick |\n" +
+		"| `BLINDEXEC_MODE` | — | `a`, `b` | `a` | a \\| b, as `x\\|y` |\n" +
+		"| `BLINDEXEC_KEY` | — | secret | — | the key |\n" +
+		"| `OTEL_SERVICE_NAME` | — | text | `blindexec` | the name |\n"
+	if got := r.Table(); got != want {
+		t.Errorf("Table:\n%s\nwant:\n%s", got, want)
+	}
+	if s := r.Get("BLINDEXEC_KEY"); s == nil || !s.Secret {
+		t.Errorf("Get(BLINDEXEC_KEY) = %+v", s)
+	}
+	mustPanic := func(what string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s did not panic", what)
+			}
+		}()
+		f()
+	}
+	mustPanic("a second declaration", func() { String(&r, "BLINDEXEC_MODE", "", "again") })
+	lookup := r.Lookup(FromEnv(env(map[string]string{"OTEL_SERVICE_NAME": "x", "OTEL_OTHER": "y"})))
+	if v, ok := lookup("OTEL_SERVICE_NAME"); v != "x" || !ok {
+		t.Errorf("Lookup of a declared name: %q %v", v, ok)
+	}
+	mustPanic("a read of an undeclared name", func() { lookup("OTEL_OTHER") })
+
+	// A name the env file sets that no declaration has is a bad setting;
+	// the environment may hold anything.
+	f, err := parseEnvFile("f.env", []byte("BLINDEXEC_KEY=k\nBLINDEXEC_MODDE=b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{lookup: env(map[string]string{"BLINDEXEC_TEST_MYSQL_DSN": "x"}), file: f}
+	r.CheckFile(s)
+	if err := s.Err(); err == nil || len(s.Errs()) != 1 || !strings.Contains(err.Error(), `BLINDEXEC_MODDE="b" (from f.env:2): want the name of a setting`) {
+		t.Errorf("CheckFile: %v", err)
+	}
 }
