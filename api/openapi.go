@@ -6,9 +6,11 @@ import (
 )
 
 // openAPIDocument is the description of this API (OpenAPI 3.1), built
-// from openapi.yaml and the plugin protocol's schema by `go generate`.
+// from openapi.yaml and the plugin protocol's schema by `go generate`,
+// which also writes docs/api.md's route table from it.
 //
 //go:generate go test -run ^TestOpenAPIBuilt$ . -update
+//go:generate go test -run ^TestAPIDocRoutes$ . -update
 //go:embed openapi.json
 var openAPIDocument []byte
 
