@@ -116,6 +116,7 @@ func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *r
 		req.Header.Set("Content-Type", "application/json") // as the engine reads it
 	}
 	checkBody := !opaque && body.complete(r.ContentLength) && body.read.Len() <= maxCheckedBody
+	req.Body = http.NoBody // the handler's, read and closed
 	if checkBody {
 		req.Body = io.NopCloser(bytes.NewReader(asDescribed(route.Operation, req.Header.Get("Content-Type"), body.read.Bytes())))
 	}
