@@ -14,6 +14,15 @@ import (
 // engine user.
 type StartURLs struct{ Connections *connections.Service }
 
+// ConnectionsPage implements mcpserver.Connector: the console's
+// Connections page, where a signed-in user connects accounts.
+func (s StartURLs) ConnectionsPage() string {
+	if s.Connections.BrowserURL == "" {
+		return ""
+	}
+	return s.Connections.BrowserURL + "/console/#/connections"
+}
+
 // StartURL implements loop.Connector and mcpserver.Connector.
 func (s StartURLs) StartURL(ctx context.Context, userID int64, provider string, scopes []string) (string, error) {
 	return s.Connections.Authorize(ctx, userID, provider, "", scopes...)

@@ -158,6 +158,11 @@ func TestRunPausesForAConnection(t *testing.T) {
 			if strings.Contains(string(r), token) {
 				t.Error("the access token reached the model")
 			}
+			// The start URLs went to the caller, never to the model
+			// (issue 44 point 6).
+			if strings.Contains(string(r), connections.StartPath) {
+				t.Errorf("a start URL reached the model: %s", r)
+			}
 		}
 		if strings.Contains(fmt.Sprint(done), token) {
 			t.Error("the access token is in the reply")

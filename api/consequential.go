@@ -1,13 +1,11 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 
 	"github.com/blindexec/blindexec/catalog"
-	"github.com/blindexec/blindexec/plugins"
 )
 
 // setConsequential is POST /v1/plugins/consequential: the administrator
@@ -52,20 +50,4 @@ func (s *Server) setConsequential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"updated": n, "names": names})
-}
-
-// classifyInline applies issue 33's rule to an inline plugin the caller
-// of ctx defined: its own consequential setting (and suggestion) stands
-// only when the service or admin token sent it; from a per-user token it
-// is derived from the method, so a caller cannot declare its own
-// DELETE harmless. A plugin bound to a catalog row (auth.Catalog.Bind)
-// is the row, with the row's setting. p is shared (plugins.ParseJSON
-// caches documents): a changed plugin is a copy.
-func classifyInline(ctx context.Context, p *plugins.Plugin) *plugins.Plugin {
-	if principalFrom(ctx).role >= roleService || p.Consequential == nil && p.ConsequentialHint == nil {
-		return p
-	}
-	c := *p
-	c.Consequential, c.ConsequentialHint = nil, nil
-	return &c
 }

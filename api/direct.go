@@ -19,52 +19,68 @@ import (
 // POST /v1/tools/{name}/call, whose body is the flat arguments.
 const HeaderConfirmation = "X-Blindexec-Confirmation"
 
-// directGate applies the confirmation rule to a direct call (POST
-// /v1/execute, POST /v1/tools/{name}/call) before it is executed (issue
-// 33). prepare answers the prepared request and a pending id without
-// sending; confirmation sends the request prepared under that id, for
-// the principal that prepared it only, once. Without either, the service
-// and admin tokens go on (the caller is its own loop), while a per-user
-// token's call that needs confirmation under the policy is answered 409
-// confirmation_required with the prepared request and its id. It reports
-// whether the caller should execute call (then with call.Confirmation set
-// when confirmed); otherwise it has answered.
-func (s *Server) directGate(w http.ResponseWriter, r *http.Request, call *engine.Call, prepare bool, confirmation string) bool {
+// sendDirect decides a direct call (POST /v1/execute, POST
+// /v1/tools/{name}/call, the MCP proxy) and sends it as decided (issue
+// 33, issue 44). The decision is the executor's; this renders it. prepare
+// answers the prepared request and a pending id without sending;
+// confirmation sends the request prepared under that id, for the
+// principal that prepared it only, once, when the request decided now
+// has the digest approved. Without either, a per-user token's call is
+// decided under the operator's policy — one held for a person is
+// answered 409 confirmation_required with the prepared request and its
+// id — while the service and admin tokens' calls wait for no one (the
+// caller is its own loop). ok false: answered; otherwise the caller
+// answers the result.
+func (s *Server) sendDirect(w http.ResponseWriter, r *http.Request, call *engine.Call, prepare bool, confirmation string) (_ *engine.Result, _ error, ok bool) {
 	p := principalFrom(r.Context())
+	call.Owner = startedBy(p).owner()
+	if p.role == roleUser {
+		call.Policy = s.Confirm
+	}
+	if prepare {
+		call.Policy = confirm.Always
+	}
+	var it *store.PendingItem
+	if confirmation != "" {
+		if it, ok = s.approvable(w, r, confirmation); !ok {
+			return nil, nil, false
+		}
+		call.Approval = &engine.Approval{PendingID: it.ID, Digest: it.Digest, By: cmp.Or(it.DecidedBy, decider(p))}
+	}
+	plan, err := s.Executor.Decide(r.Context(), *call)
 	switch {
-	case confirmation != "":
-		return s.confirmDirect(w, r, call, confirmation)
-	case prepare:
-		s.prepareDirect(w, r, call, nil)
-		return false
-	case p.role != roleUser || s.Confirm == "" || call.Plugin == nil || !s.Confirm.Needs(call.Plugin):
-		// The policy reads the plugin only: a call it lets through is
-		// not previewed, which would prepare it twice (issue 38).
-		return true
+	case plan == nil:
+		s.internal(w, r, err)
+		return nil, nil, false
+	case err != nil:
+		if refused, ok := errors.AsType[*engine.RefusedError](err); ok && refused.Code == engine.CodeConfirmationStale && it != nil {
+			if won, _ := s.Store.DecideItem(r.Context(), confirmation, confirm.Stale, decider(p), ""); won {
+				s.confirmMetrics.Count(confirm.Stale, 1)
+			}
+			writeError(w, http.StatusConflict, "confirmation_stale", "the call differs from the one prepared (its plugin, its server, arguments or credentials changed); nothing was sent: prepare it again",
+				map[string]string{"confirmation": confirmation})
+			return nil, nil, false
+		}
+		return plan.Result(), err, true
+	case plan.Verdict() == engine.VerdictPerson:
+		s.holdDirect(w, r, call, plan.Person, !prepare)
+		return nil, nil, false
+	case it != nil && !s.claim(w, r, it):
+		return nil, nil, false
 	}
-	prev, refused := s.Executor.Preview(r.Context(), *call)
-	if refused != nil {
-		return true // refused on execution, recorded as such
-	}
-	s.prepareDirect(w, r, call, prev)
-	return false
+	res, err := s.Executor.Send(r.Context(), plan)
+	return res, err, true
 }
 
-// prepareDirect stores a direct call's pending item and answers it: 200
-// when asked (prepare), 409 confirmation_required when the rule asks
-// (prev already prepared).
-func (s *Server) prepareDirect(w http.ResponseWriter, r *http.Request, call *engine.Call, prev *engine.Preview) {
-	required := prev != nil
-	if prev == nil {
-		var refused *engine.RefusedError
-		if prev, refused = s.Executor.Preview(r.Context(), *call); refused != nil {
-			writeResult(w, &engine.Result{Error: &refused.ToolError}, refused)
-			return
-		}
-	}
+// holdDirect stores a direct call's pending item and answers it: 409
+// confirmation_required when the policy holds it (required), else 200
+// (prepare).
+func (s *Server) holdDirect(w http.ResponseWriter, r *http.Request, call *engine.Call, prev *engine.Preview, required bool) {
 	pending, err := storeDirectItem(r.Context(), s.Store, call, prev, decider(principalFrom(r.Context())), s.ConfirmTTL)
 	if err != nil {
-		s.internal(w, r, err)
+		if !pendingRefused(w, err) {
+			s.internal(w, r, err)
+		}
 		return
 	}
 	if required {
@@ -94,23 +110,24 @@ func storeDirectItem(ctx context.Context, st *store.Store, call *engine.Call, pr
 		Tool: pending.Tool, Digest: prev.Digest, Item: item, ExpireTime: pending.ExpiresAt})
 }
 
-// confirmDirect checks and claims the pending item id for call: the
-// same principal, not expired, not used, and the request prepared now
-// the one prepared then.
-func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *engine.Call, id string) bool {
+// approvable reads the pending item id of a direct call: the same
+// principal's, not expired, not used, approved (or waiting, the caller
+// approving it by sending it). Its digest is what the decision compares
+// with the request it prepares.
+func (s *Server) approvable(w http.ResponseWriter, r *http.Request, id string) (*store.PendingItem, bool) {
 	it, err := s.Store.GetPendingItem(r.Context(), id)
 	by := decider(principalFrom(r.Context()))
 	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" || it.Principal != by) {
 		writeError(w, http.StatusNotFound, "confirmation_not_found", "no prepared call of yours has this confirmation id", nil)
-		return false
+		return nil, false
 	}
 	if err != nil {
 		s.internal(w, r, err)
-		return false
+		return nil, false
 	}
-	conflict := func(code, msg string) bool {
+	conflict := func(code, msg string) (*store.PendingItem, bool) {
 		writeError(w, http.StatusConflict, code, msg, map[string]string{"confirmation": id})
-		return false
+		return nil, false
 	}
 	viaConsole := s.ConfirmVia == "console" && principalFrom(r.Context()).role == roleUser
 	switch {
@@ -126,36 +143,32 @@ func (s *Server) confirmDirect(w http.ResponseWriter, r *http.Request, call *eng
 		}
 		return conflict("confirmation_expired", "this confirmation expired; prepare the call again")
 	}
-	prev, refused := s.Executor.Preview(r.Context(), *call)
-	if refused != nil {
-		writeResult(w, &engine.Result{Error: &refused.ToolError}, refused)
-		return false
-	}
-	if prev.Digest != it.Digest {
-		if won, _ := s.Store.DecideItem(r.Context(), id, confirm.Stale, by, ""); won {
-			s.confirmMetrics.Count(confirm.Stale, 1)
-		}
-		return conflict("confirmation_stale", "the call differs from the one prepared (its plugin, arguments or credentials changed); nothing was sent: prepare it again")
-	}
-	// Approved (by this request when it was waiting), then claimed
-	// (approved → sent): of two requests with one confirmation, one
-	// sends.
-	var won bool
+	return it, true
+}
+
+// claim approves (when waiting) then claims (approved → sent) the
+// pending item it of a call decided as approved: of two requests with
+// one confirmation, one sends.
+func (s *Server) claim(w http.ResponseWriter, r *http.Request, it *store.PendingItem) bool {
+	var (
+		won bool
+		err error
+	)
 	if it.Status == store.PendingWaiting {
-		if won, err = s.Store.DecideItem(r.Context(), id, confirm.Approved, by, ""); won {
+		if won, err = s.Store.DecideItem(r.Context(), it.ID, confirm.Approved, decider(principalFrom(r.Context())), ""); won {
 			s.confirmMetrics.Count(confirm.Approved, 1)
 		}
 	}
 	if err == nil && (won || it.Status == confirm.Approved) {
-		won, err = s.Store.ClaimApproved(r.Context(), id)
+		won, err = s.Store.ClaimApproved(r.Context(), it.ID)
 	}
 	if err != nil {
 		s.internal(w, r, err)
 		return false
 	}
 	if !won {
-		return conflict("confirmation_used", "this confirmation was used by another request")
+		writeError(w, http.StatusConflict, "confirmation_used", "this confirmation was used by another request", map[string]string{"confirmation": it.ID})
+		return false
 	}
-	call.Confirmation = "approved by " + cmp.Or(it.DecidedBy, by) + ", pending " + id
 	return true
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
-	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -144,28 +143,5 @@ func TestConfirmedCallIsNeverRetried(t *testing.T) {
 	e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "put_item", "confirmation": id})
 	if n := up.count(http.MethodPut); n != 4 {
 		t.Errorf("a confirmed PUT answered 503 was sent %d times, want once", n-3)
-	}
-}
-
-// TestInlineClassification: an inline DELETE that says it is not
-// consequential keeps that only from the service token; from a per-user
-// token it is derived from its method, and the run pauses.
-func TestInlineClassification(t *testing.T) {
-	st := testdb.Open(t, "sqlite")
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	llm := openaitest.New(t)
-	e := newEnv(t, st, withConfirmingModel(llm))
-	doc, _ := json.Marshal(map[string]any{"name": "wipe", "description": "wipe", "parameters": map[string]any{"type": "object"},
-		"execution": map[string]any{"method": "DELETE", "base_url": up.URL + "/all"}, "consequential": false})
-	payload := map[string]any{"user_id": "7", "messages": []map[string]string{{"role": "user", "content": "wipe"}},
-		"plugins": []json.RawMessage{doc}}
-	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
-	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "wipe", Arguments: `{}`}}})
-	if code, body := e.do("POST", "/v1/runs", tok["token"].(string), payload); code != http.StatusOK || body["status"] != "paused" || up.count(http.MethodDelete) != 0 {
-		t.Fatalf("a per-user token's inline DELETE marked not consequential: %d %v, want paused", code, body)
-	}
-	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "wipe", Arguments: `{}`}}}, openaitest.Turn{Content: "done"})
-	if code, body := e.do("POST", "/v1/runs", serviceToken, payload); code != http.StatusOK || body["status"] != "completed" || up.count(http.MethodDelete) != 1 {
-		t.Errorf("the service token's: %d %v, want completed and sent", code, body)
 	}
 }

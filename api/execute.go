@@ -53,19 +53,17 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := engine.Call{
-		Trace:          req.Trace,
-		Plugin:         p,
-		Arguments:      rawArgs(req.Arguments),
-		UserID:         user,
-		Credentials:    req.Credentials,
-		FixedParams:    req.FixedParams,
-		BoundToCatalog: isInline(req.Plugin) && principalFrom(r.Context()).role != roleAdmin,
+		Trace:       req.Trace,
+		Plugin:      p,
+		Arguments:   rawArgs(req.Arguments),
+		UserID:      user,
+		Credentials: req.Credentials,
+		FixedParams: req.FixedParams,
+		Inline:      isInline(req.Plugin),
 	}
-	if !s.directGate(w, r, &call, req.Prepare, req.Confirmation) {
-		return
+	if res, err, ok := s.sendDirect(w, r, &call, req.Prepare, req.Confirmation); ok {
+		writeResult(w, res, err)
 	}
-	res, err := s.Executor.Execute(r.Context(), call)
-	writeResult(w, res, err)
 }
 
 // writeResult answers an executed call with its envelope (200) and a call
@@ -154,9 +152,8 @@ func mergeDetails(d any, executionID string) any {
 	return out
 }
 
-// isInline reports whether a runtime request defines its plugin itself.
-// Such a plugin using stored credentials must be the catalog's row of its
-// name (engine.Call.BoundToCatalog), unless the administrator asks.
+// isInline reports whether a runtime request defines its plugin itself
+// (engine.Call.Inline).
 func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // resolvePlugin finds the plugin of a runtime request: inline, or by name
@@ -178,7 +175,7 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 			writeError(w, http.StatusBadRequest, "malformed_request", "plugin: "+err.Error(), nil)
 			return nil, false
 		}
-		return classifyInline(r.Context(), p), true
+		return p, true
 	}
 	if name == "" {
 		writeError(w, http.StatusBadRequest, "malformed_request", "name: required (a catalog plugin), or give plugin (an inline definition)", nil)

@@ -85,7 +85,7 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
 	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer}
 	if s.Confirm != "" && s.Confirm != confirm.Never {
-		opts.Gate = &MCPGate{Store: s.Store, Executor: s.Executor, Policy: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
+		opts.Gate = &MCPGate{Store: s.Store, Confirm: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
 			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}
 	}
 	if s.Connections != nil {
@@ -424,19 +424,17 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
 		return
 	}
-	if row := m.catalogRow(r.Context(), id, tool); row != nil {
-		// A proxied tool counts as its catalog row (issue 33).
-		c := *p
-		v := row.IsConsequential()
-		c.Consequential, p = &v, &c
+	if p, err = m.proxiedRow(r.Context(), p); err != nil {
+		m.internal(w, r, err)
+		return
 	}
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
 	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
-	if !m.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
+	res, err, ok := m.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation))
+	if !ok {
 		return
 	}
-	res, err := m.Executor.Execute(r.Context(), call)
 	var refused *engine.RefusedError
 	switch {
 	case errors.As(err, &refused) && refused.Code == engine.CodeInvalidArguments:
@@ -456,19 +454,24 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// catalogRow is the enabled catalog plugin calling tool on MCP server
-// id, or nil.
-func (m *mcpAPI) catalogRow(ctx context.Context, id, tool string) *plugins.Plugin {
-	ps, err := m.Catalog.EnabledPlugins(ctx)
-	if err != nil {
-		return nil // unread: the proxied tool's own classification stands
+// proxiedRow is the plugin a proxied call of p's tool is: the enabled
+// catalog row calling that tool, as the catalog route finds it — its id,
+// name, tags, classification, parameters and fixed params — passing the
+// MCP result through as the proxy does; p itself when no row calls the
+// tool. The route names the server and the tool, never the row, whose
+// name an import may have prefixed (issue 44 point 3): nothing about
+// the call is found by a name rebuilt from the tool's.
+func (m *mcpAPI) proxiedRow(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error) {
+	row, err := m.Catalog.MCPTool(ctx, p.Execution.MCPID, p.Execution.ToolName)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return p, nil
+	case err != nil:
+		return nil, err
 	}
-	for _, p := range ps {
-		if p.ExecType() == plugins.TypeMCP && p.Execution.MCPID == id && p.Execution.ToolName == tool {
-			return p
-		}
-	}
-	return nil
+	c := *row
+	c.Execution.Type, c.Execution.Response = enginemcp.TypeProxy, p.Execution.Response
+	return &c, nil
 }
 
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
@@ -501,7 +504,7 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
 		// Consequential unless its server marks it read-only (a catalog
-		// row of the tool, when there is one, decides: proxyCall).
+		// row of the tool, when there is one, is the call: proxiedRow).
 		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations),
 	}
 	m.proxies.put(key, p)
@@ -595,11 +598,9 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := engine.Call{Plugin: p, Arguments: args, UserID: user}
-	if !s.directGate(w, r, &call, false, r.Header.Get(HeaderConfirmation)) {
-		return
+	if res, err, ok := s.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation)); ok {
+		writeResult(w, res, err)
 	}
-	res, err := s.Executor.Execute(r.Context(), call)
-	writeResult(w, res, err)
 }
 
 // DynamicTool is one entry of seed 004 §5.1's _dynamic_tools.

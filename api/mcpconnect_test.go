@@ -23,8 +23,8 @@ import (
 // has no connection is answered at once, nothing sent — a client that
 // declared URL elicitation (Go's SDK, the official TypeScript SDK) with
 // the specification's URL-elicitation-required error whose url is a
-// fresh start URL, any other with a tool error carrying it (connect_at)
-// — and, once the user followed that URL and confirmed, the same call
+// fresh start URL, any other with a tool error naming the console's
+// Connections page and no start URL (issue 44 point 6) — and, once the user followed that URL and confirmed, the same call
 // is made with the user's token. Under the default confirmation policy
 // too: a GET waits for nobody.
 func TestMCPAsksToConnect(t *testing.T) {
@@ -76,11 +76,12 @@ func TestMCPAsksToConnect(t *testing.T) {
 				Error struct {
 					Code, Message string
 					Details       struct{ Provider string }
-					ConnectAt     string `json:"connect_at"`
+					ConnectIn     string `json:"connect_in"`
 				}
 			}
 			if err := json.Unmarshal([]byte(plain.Result.Content[0].Text), &te); err != nil || te.Error.Code != "connection_required" ||
-				te.Error.Details.Provider != "acme" || !strings.HasPrefix(te.Error.ConnectAt, e.url+connections.StartPath) {
+				te.Error.Details.Provider != "acme" || te.Error.ConnectIn != e.url+"/console/#/connections" ||
+				strings.Contains(plain.Result.Content[0].Text, connections.StartPath) {
 				t.Fatalf("the tool error: %s (%v)", plain.Result.Content[0].Text, err)
 			}
 			out = mcpts.Run(t, time.Minute, nil, "connect_client.mjs", e.url+"/mcp", seven, "acme_me", `{}`, "url")
@@ -100,7 +101,7 @@ func TestMCPAsksToConnect(t *testing.T) {
 
 			// The user follows the URL the client showed, then the client
 			// calls again.
-			e.as.Browser(t, "account-1").Connect(te.Error.ConnectAt)
+			e.as.Browser(t, "account-1").Connect(elicit.Error.Elicitations[0].URL)
 			out = mcpts.Run(t, time.Minute, nil, "connect_client.mjs", e.url+"/mcp", seven, "acme_me", `{}`, "url")
 			plain.Result.IsError = false
 			if err := json.Unmarshal(out, &plain); err != nil || plain.Result.IsError || !strings.Contains(plain.Result.Content[0].Text, `"account":"account-1"`) {
@@ -110,5 +111,51 @@ func TestMCPAsksToConnect(t *testing.T) {
 				t.Errorf("the API received %+v", sent)
 			}
 		})
+	})
+}
+
+// TestStartURLNeverReachesTheModel is issue 44 point 6 over MCP: a
+// client without URL elicitation, whose tool results go to the model, is
+// told which account to connect and where a person connects it (the
+// console's Connections page, which asks the person to sign in), never a
+// start URL — a single-use link that, read by an injected model, could be
+// passed to someone who links their own account to this user.
+func TestStartURLNeverReachesTheModel(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newConnectEnv(t, st, func(s *api.Server) {
+			s.Confirm = confirm.Consequential
+			s.MCP = &api.MCPConfig{}
+		})
+		_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "agent"})
+		for _, caps := range []*sdk.ClientCapabilities{nil, {Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}}} {
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, &sdk.ClientOptions{Capabilities: caps}).
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "acme_me", Arguments: map[string]any{}})
+			cs.Close()
+			if err != nil || !res.IsError || len(res.Content) != 1 {
+				t.Fatalf("a client without URL elicitation (%+v): %+v %v", caps, res, err)
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			var te struct {
+				Error struct {
+					Code      string
+					Details   struct{ Provider string }
+					ConnectIn string `json:"connect_in"`
+				}
+			}
+			if err := json.Unmarshal([]byte(text), &te); err != nil || te.Error.Code != "connection_required" || te.Error.Details.Provider != "acme" ||
+				te.Error.ConnectIn != e.url+"/console/#/connections" {
+				t.Errorf("the tool result: %s (%v)", text, err)
+			}
+			if strings.Contains(text, connections.StartPath) || strings.Contains(text, "connect_at") {
+				t.Errorf("the tool result, which the model reads, holds a start URL: %s", text)
+			}
+		}
+		if n := len(e.api.received()); n != 0 {
+			t.Errorf("%d requests reached the API", n)
+		}
 	})
 }

@@ -31,10 +31,9 @@ const mcpPrincipal = "mcp:user:"
 // exactly the approved request, once. The items live in the database, so
 // a stdio server sees decisions made anywhere.
 type MCPGate struct {
-	Store    *store.Store
-	Executor *engine.Executor
-	Policy   confirm.Policy
-	TTL      time.Duration // confirm.DefaultTTL when 0
+	Store   *store.Store
+	Confirm confirm.Policy // the policy calls are decided under
+	TTL     time.Duration  // confirm.DefaultTTL when 0
 	// PublicURL is the engine's public URL (BLINDEXEC_PUBLIC_URL): the
 	// console's Approvals page is named in what the client is told.
 	PublicURL string
@@ -45,46 +44,40 @@ type MCPGate struct {
 	Logger     *slog.Logger
 }
 
-// Admit implements mcpserver.Gate.
-func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
-	// The policy reads the plugin only, so a call that needs no
-	// confirmation is not previewed: a preview prepares the request and
-	// its digest, as much work again as the call's own (issue 38).
-	if g.Policy == "" || call.Plugin == nil || !g.Policy.Needs(call.Plugin) {
-		return call, nil // a call without a plugin is the executor's to refuse
-	}
-	prev, refused := g.Executor.Preview(ctx, call)
-	if refused != nil {
-		return call, nil // a refusal is the executor's to answer and record
-	}
+// Policy implements mcpserver.Gate: the operator's.
+func (g *MCPGate) Policy() confirm.Policy { return g.Confirm }
+
+// Hold implements mcpserver.Gate. The executor decided that plan waits
+// for a person; a call that needs none was never prepared for one nor
+// paid a digest (issue 38). An approval of exactly plan's request
+// (its digest) is claimed once and approves the plan.
+func (g *MCPGate) Hold(ctx context.Context, call *engine.Call, plan *engine.Plan) *mcpserver.Waiting {
+	prev := plan.Person
 	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
 	approved, err := g.Store.FindItem(ctx, principal, prev.Digest, confirm.Approved)
 	if err == nil && time.Now().Before(approved.ExpireTime) {
 		won, err := g.Store.ClaimApproved(ctx, approved.ID)
 		if err == nil && won {
-			call.Confirmation = "approved by " + approved.DecidedBy + ", pending " + approved.ID
-			return call, nil
+			plan.Approve(approved.DecidedBy, approved.ID)
+			return nil
 		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return call, g.failed(ctx, err)
+		return g.failed(ctx, err)
 	}
 	it, err := g.Store.FindItem(ctx, principal, prev.Digest, store.PendingWaiting)
 	var pending loop.Pending
 	switch {
 	case err == nil && time.Now().Before(it.ExpireTime):
 		if err := json.Unmarshal(it.Item, &pending); err != nil {
-			return call, g.failed(ctx, err)
+			return g.failed(ctx, err)
 		}
 	case err == nil || errors.Is(err, store.ErrNotFound):
-		// Through a pointer to a copy: one to call would move it to the
-		// heap on every call, this path's or not.
-		stored := call
-		if pending, err = storeDirectItem(ctx, g.Store, &stored, prev, principal, g.TTL); err != nil {
-			return call, g.failed(ctx, err)
+		if pending, err = storeDirectItem(ctx, g.Store, call, prev, principal, g.TTL); err != nil {
+			return g.failed(ctx, err)
 		}
 	default:
-		return call, g.failed(ctx, err)
+		return g.failed(ctx, err)
 	}
 	w := &mcpserver.Waiting{ID: pending.ID, Elicit: !g.ViaConsole,
 		Message: fmt.Sprintf("%s waits for your approval; nothing was sent. It will send: %s %s", pending.Tool, pending.Request.Method, pending.Request.URL)}
@@ -105,12 +98,12 @@ func (g *MCPGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mc
 	}
 	b, _ := json.Marshal(map[string]any{"error": body})
 	w.Text = string(b)
-	return call, w
+	return w
 }
 
 // Decide implements mcpserver.Gate: the person's answer to an
 // elicitation, recorded and claimed like any other decision.
-func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool) {
+func (g *MCPGate) Decide(ctx context.Context, call *engine.Call, plan *engine.Plan, id string, approve bool) bool {
 	by := "elicitation:" + mcpPrincipal + strconv.FormatInt(call.UserID, 10)
 	outcome := confirm.Denied
 	if approve {
@@ -119,18 +112,25 @@ func (g *MCPGate) Decide(ctx context.Context, call engine.Call, id string, appro
 	won, err := g.Store.DecideItem(ctx, id, outcome, by, "")
 	if won {
 		g.Metrics.Count(outcome, 1)
+		auditElicited(ctx, g.Store, cmp.Or(g.Logger, slog.Default()), call.UserID, id, outcome)
 	}
 	if err != nil || !won || !approve {
-		return call, false
+		return false
 	}
 	if won, err = g.Store.ClaimApproved(ctx, id); err != nil || !won {
-		return call, false
+		return false
 	}
-	call.Confirmation = "approved by " + by + ", pending " + id
-	return call, true
+	plan.Approve(by, id)
+	return true
 }
 
 func (g *MCPGate) failed(ctx context.Context, err error) *mcpserver.Waiting {
+	if _, code, msg, details, ok := pendingRefusal(err); ok {
+		// The bounds of pending items (issue 44): the tool error says
+		// which, and that nothing was sent.
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "message": msg, "details": details}})
+		return &mcpserver.Waiting{Text: string(b)}
+	}
 	cmp.Or(g.Logger, slog.Default()).ErrorContext(ctx, "confirmation: pending items unavailable", "err", err)
 	return &mcpserver.Waiting{Text: `{"error":{"code":"confirmation_unavailable","message":"this call waits for the user's approval, which cannot be recorded at the moment; nothing was sent"}}`}
 }
@@ -194,24 +194,4 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	}
 	s.confirmMetrics.Count(outcome, 1)
 	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
-}
-
-// listPending is GET /v1/pending[?user_id=]: the direct calls (MCP
-// clients', prepared ones) waiting for a user; a per-user token sees
-// its own.
-func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
-	filter, ok := inboxUser(w, r)
-	if !ok {
-		return
-	}
-	items, err := s.Store.WaitingItems(r.Context(), filter)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = json.RawMessage(it.Item)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"pending": out})
 }

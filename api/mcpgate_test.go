@@ -174,4 +174,11 @@ func TestMCPElicitation(t *testing.T) {
 	if len(asked) != 1 || isError || up.count(http.MethodDelete) != 1 || up.received()[0].uri != "/repo?repo=accepted" {
 		t.Fatalf("accept: asked %v, error %v %s, sent %v", asked, isError, text, up.received())
 	}
+	// The audit log keeps both decisions, which outlive their items
+	// (BLINDEXEC_PENDING_RETENTION_MS, issue 44 point 5).
+	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{Kind: "decision"})
+	if err != nil || len(events) != 2 || events[0].Action != confirm.Approved || events[1].Action != confirm.Denied ||
+		events[0].Via != "mcp" || events[0].Actor != "user 7" || !strings.Contains(events[0].Target, " digest ") {
+		t.Errorf("the audit log: %+v %v", events, err)
+	}
 }

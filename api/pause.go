@@ -30,15 +30,48 @@ type pausedState struct {
 	// the run, "" untraced) let the resuming request trace the wait.
 	PausedAt time.Time `json:"paused_at"`
 	WaitFrom string    `json:"wait_from,omitempty"`
+	// StartedBy is the principal that started the run: the rest of the
+	// run — binding, classification, credentials, quotas — is decided as
+	// it, whoever resumes (issue 44). A state stored without it (before
+	// this field) is read as a user's, the strictest.
+	StartedBy runPrincipal `json:"started_by"`
+}
+
+// runPrincipal is who started a run: the token's kind and, for a
+// per-user token, its user. Whether the run's inline plugins are bound
+// to the catalog follows from the kind (engine.Call.Inline).
+type runPrincipal struct {
+	Role string `json:"role"`
+	User int64  `json:"user,omitempty"`
+}
+
+// startedBy is the runPrincipal of p.
+func startedBy(p principal) runPrincipal {
+	rp := runPrincipal{Role: p.role.String()}
+	if p.role == roleUser {
+		rp.User = p.userID
+	}
+	return rp
+}
+
+// owner is the engine's kind of the run's principal.
+func (rp runPrincipal) owner() engine.Owner {
+	switch rp.Role {
+	case roleAdmin.String():
+		return engine.OwnerAdmin
+	case roleService.String():
+		return engine.OwnerService
+	}
+	return engine.OwnerUser
 }
 
 // pauseRun stores a paused run: its reply (the pending items shown), its
 // state and its pending items. The payload's credentials are not stored.
-func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) error {
+func (s *Server) pauseRun(ctx context.Context, run *store.Run, req RunRequest, started runPrincipal, reply *loop.Reply) error {
 	keys := slices.Sorted(maps.Keys(req.Credentials))
 	req.Credentials = nil
 	state, err := json.Marshal(pausedState{Request: req, PayloadCredKey: keys, Saved: reply.Saved,
-		PausedAt: time.Now(), WaitFrom: tracing.Traceparent(ctx)})
+		PausedAt: time.Now(), WaitFrom: tracing.Traceparent(ctx), StartedBy: started})
 	if err != nil {
 		return fmt.Errorf("encode the paused run's state: %w", err)
 	}
@@ -134,6 +167,12 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Under BLINDEXEC_CONFIRM_VIA=console a user's API token neither
+	// decides nor resumes, an expired run included (issue 44 point 8).
+	p := principalFrom(r.Context())
+	if p.role == roleUser && !s.mayDecide(w, p) {
+		return
+	}
 	if run.Status == store.RunExpired {
 		s.resumeExpired(w, r, run, req)
 		return
@@ -150,10 +189,6 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	byID := map[string]*store.PendingItem{}
 	for i := range items {
 		byID[items[i].ID] = &items[i]
-	}
-	p := principalFrom(r.Context())
-	if p.role == roleUser && !s.mayDecide(w, p) {
-		return
 	}
 	by := decider(p)
 	for i, d := range req.Decisions {
@@ -206,6 +241,13 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 // that the user did not connect in time); then the model goes on, as
 // after a denial.
 func (s *Server) resumeExpired(w http.ResponseWriter, r *http.Request, run *store.Run, req ResumeRequest) {
+	if len(run.State) == 0 {
+		// Expired longer ago than BLINDEXEC_PENDING_RETENTION_MS: its
+		// items and state are removed, and the run stays as it ended.
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s expired more than %s ago and was closed; start a new run", run.ID, EnvPendingRetention),
+			map[string]string{"status": run.Status})
+		return
+	}
 	items, err := s.Store.PendingItems(r.Context(), run.ID)
 	if err != nil {
 		s.internal(w, r, err)
@@ -263,7 +305,9 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		user = *run.UserID
 	}
 	st.Request.Credentials = req.Credentials
-	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user)
+	// As the principal that started the run, not as this request's: the
+	// resumer decides only the pending items.
+	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user, st.StartedBy.owner())
 	if err == nil && len(fields) > 0 {
 		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
 	}
@@ -317,20 +361,25 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 			s.confirmMetrics.Count(confirm.Stale, 1)
 		}
 	}
-	s.finishRun(ctx, run, st.Request, reply)
+	s.finishRun(ctx, run, st.Request, st.StartedBy, reply)
 	if !stream {
 		writeJSON(w, runStatus(reply), reply)
 	}
 }
 
 // finishRun stores a run's reply: paused again (its state and items), or
-// ended.
-func (s *Server) finishRun(ctx context.Context, run *store.Run, req RunRequest, reply *loop.Reply) {
+// ended. A pause the pending items' bounds refuse ends the run failed
+// (reply says why: too_many_pending, pending_too_large), nothing sent.
+func (s *Server) finishRun(ctx context.Context, run *store.Run, req RunRequest, started runPrincipal, reply *loop.Reply) {
 	if reply.Status == loop.StatusPaused {
-		if err := s.pauseRun(ctx, run, req, reply); err != nil {
-			s.Logger.ErrorContext(ctx, "store paused run", "run", run.ID, "err", err)
+		err := s.pauseRun(ctx, run, req, started, reply)
+		if err == nil || !refusePause(reply, err) {
+			if err != nil {
+				s.Logger.ErrorContext(ctx, "store paused run", "run", run.ID, "err", err)
+			}
+			return
 		}
-		return
+		run.State, run.ExpireTime = nil, nil
 	}
 	s.saveReply(ctx, run, reply)
 }
@@ -375,57 +424,6 @@ func (s *Server) pausedReply(ctx context.Context, run *store.Run) (map[string]an
 	reply["pending"] = pending
 	reply["status"] = run.Status
 	return reply, nil
-}
-
-// listRuns is GET /v1/runs?status=paused[&user_id=]: the paused runs
-// (RuoYi's inbox), each with its waiting items; a per-user token sees
-// its own.
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if q.Get("status") != store.RunPaused {
-		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "paused" (only paused runs are listed)`, nil)
-		return
-	}
-	filter, ok := inboxUser(w, r)
-	if !ok || !s.expireRuns(w, r) {
-		return
-	}
-	runs, err := s.Store.PausedRuns(r.Context(), filter)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	out := make([]map[string]any, 0, len(runs))
-	for i := range runs {
-		reply, err := s.pausedReply(r.Context(), &runs[i])
-		if err != nil {
-			s.internal(w, r, err)
-			return
-		}
-		out = append(out, map[string]any{"run_id": runs[i].ID, "user_id": runs[i].UserID, "status": runs[i].Status,
-			"expire_time": runs[i].ExpireTime, "create_time": runs[i].CreateTime, "pending": reply["pending"]})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
-}
-
-// inboxUser is the user an inbox (?user_id=) lists the items of: the
-// named one, a per-user token's own, or nil (every user) for the
-// service and admin tokens naming none.
-func inboxUser(w http.ResponseWriter, r *http.Request) (*int64, bool) {
-	var named int64
-	if v := r.URL.Query().Get("user_id"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
-			return nil, false
-		}
-		named = n
-	}
-	user, ok := actingUser(w, r, UserID(named))
-	if !ok || user == 0 {
-		return nil, ok
-	}
-	return &user, true
 }
 
 // runStatus is the HTTP status a run's reply is answered with.

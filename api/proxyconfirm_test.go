@@ -18,14 +18,8 @@ func TestProxyCallsFollowTheRule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		e := newMCPEnv(t, st, func(s *Server) { s.Confirm = confirm.Consequential })
 		e.register()
-		path := "/v1/mcp/proxy/med/tools/rb.answer/call"
-		args := map[string]any{"question": "restart?"}
 		before := len(e.up.Calls())
-		code, out := e.do("POST", path, e.userTok, args)
-		if code != http.StatusConflict || errCode(out) != "confirmation_required" || len(e.up.Calls()) != before {
-			t.Fatalf("a proxied call: %d %v, want 409 confirmation_required, nothing sent", code, out)
-		}
-		id := out["error"].(map[string]any)["details"].(map[string]any)["pending"].(map[string]any)["id"].(string)
+		path, args, id := heldProxyCall(t, e)
 		if code, out := e.do("POST", path, e.userTok, args, HeaderConfirmation, id); code != http.StatusOK || len(e.up.Calls()) != before+1 {
 			t.Fatalf("with the confirmation: %d %v", code, out)
 		}
@@ -39,4 +33,19 @@ func TestProxyCallsFollowTheRule(t *testing.T) {
 			t.Errorf("a proxied tool whose row is not consequential: %d %v", code, out)
 		}
 	})
+}
+
+// heldProxyCall makes user 7's call of the med server's rb.answer through
+// the proxy, which its server does not mark read-only: answered 409
+// confirmation_required, nothing sent. It returns the route, the
+// arguments and the pending id.
+func heldProxyCall(t *testing.T, e *mcpEnv) (path string, args map[string]any, id string) {
+	t.Helper()
+	path, args = "/v1/mcp/proxy/med/tools/rb.answer/call", map[string]any{"question": "restart?"}
+	before := len(e.up.Calls())
+	code, out := e.do("POST", path, e.userTok, args)
+	if code != http.StatusConflict || errCode(out) != "confirmation_required" || len(e.up.Calls()) != before {
+		t.Fatalf("a proxied call: %d %v, want 409 confirmation_required, nothing sent", code, out)
+	}
+	return path, args, out["error"].(map[string]any)["details"].(map[string]any)["pending"].(map[string]any)["id"].(string)
 }

@@ -60,7 +60,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	lreq, fields, err := s.loopRequest(r.Context(), &req, user)
+	started := startedBy(principalFrom(r.Context()))
+	lreq, fields, err := s.loopRequest(r.Context(), &req, user, started.owner())
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -101,19 +102,19 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		reply = s.Runner.Run(ctx, *lreq, nil)
 	}
 	// The client may be gone (a cancelled run): store it all the same.
-	s.finishRun(context.WithoutCancel(r.Context()), run, req, reply)
+	s.finishRun(context.WithoutCancel(r.Context()), run, req, started, reply)
 	if !stream {
 		writeJSON(w, runStatus(reply), reply)
 	}
 }
 
-// loopRequest builds the loop's request from the payload: inline plugins
-// parsed, named ones loaded. Field errors name the payload's field.
-func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (*loop.Request, []plugins.FieldError, error) {
+// loopRequest builds the loop's request from the payload, for the run
+// owned by owner: inline plugins parsed and marked so, named ones loaded.
+// Field errors name the payload's field.
+func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, owner engine.Owner) (*loop.Request, []plugins.FieldError, error) {
 	var fields []plugins.FieldError
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
-		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options}
-	bound := principalFrom(ctx).role != roleAdmin
+		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: owner}
 	for i, raw := range req.Plugins {
 		p, err := plugins.ParseJSON(raw)
 		var ve *plugins.ValidationError
@@ -126,14 +127,11 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64) (
 		case err != nil:
 			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:
-			p = classifyInline(ctx, p)
 			out.Plugins = append(out.Plugins, p)
-			if bound {
-				if out.BoundToCatalog == nil {
-					out.BoundToCatalog = map[*plugins.Plugin]bool{}
-				}
-				out.BoundToCatalog[p] = true
+			if out.Inline == nil {
+				out.Inline = map[*plugins.Plugin]bool{}
 			}
+			out.Inline[p] = true
 		}
 	}
 	// From the parsed catalog: no query, and the catalog's own plugins, so

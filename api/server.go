@@ -178,6 +178,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/plugins/{name}", s.with(roleAdmin, s.deletePlugin))
 	mux.HandleFunc("POST /v1/plugins/import/openapi", s.with(roleAdmin, s.importOpenAPI))
 	mux.HandleFunc("POST /v1/plugins/consequential", s.with(roleAdmin, s.setConsequential))
+	mux.HandleFunc("POST /v1/plugins/perms", s.with(roleAdmin, s.setPerms))
 	mux.HandleFunc("GET /v1/sources", s.with(roleService, s.listSources))
 
 	mux.HandleFunc("GET /v1/tools", s.with(roleUser, s.listTools))
@@ -197,6 +198,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tokens", s.with(roleAdmin, s.listTokens))
 	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
+	s.agentRoutes(mux)
 
 	if s.Quota != nil {
 		s.quotaRoutes(mux)

@@ -26,7 +26,7 @@ import (
 // inline plugins to what the administrator decided; the administrator's
 // own inline plugins are exempt, as are inline plugins whose credentials
 // all come in the payload (the caller's own). The executor enforces it
-// (engine.Call.BoundToCatalog) through Catalog.Bind, the one place the
+// (engine.Call.Inline and Owner) through Catalog.Bind, the one place the
 // rule is decided.
 
 // ErrCredentialNotBound is wrapped by the error refusing an inline plugin

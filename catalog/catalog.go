@@ -40,7 +40,14 @@ type snapshot struct {
 	version int64
 	byName  map[string]*plugins.Plugin
 	enabled []*plugins.Plugin // in name order
+	// byTool is the enabled row calling each tool of each MCP server:
+	// of several, the oldest (lowest plugin_id).
+	byTool map[mcpTool]*plugins.Plugin
 }
+
+// mcpTool is a tool of a registered MCP server: its id and the tool's
+// own name there.
+type mcpTool struct{ server, tool string }
 
 // New returns the catalog of src, fresh while changes' Plugins counter
 // stays where it was when the catalog last loaded.
@@ -97,9 +104,16 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load catalog: %w", err)
 	}
-	s := &snapshot{version: version, byName: make(map[string]*plugins.Plugin, len(rows))}
+	s := &snapshot{version: version, byName: make(map[string]*plugins.Plugin, len(rows)), byTool: map[mcpTool]*plugins.Plugin{}}
+	stored := make(map[string]bool, len(rows))
+	for i := range rows {
+		stored[rows[i].Name] = true
+	}
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
+		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
+			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
+		}
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
 			// others; calling it reports the error.
@@ -109,6 +123,12 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		s.byName[p.Name] = p
 		if p.Enabled() {
 			s.enabled = append(s.enabled, p)
+			if p.ExecType() == plugins.TypeMCP {
+				k := mcpTool{p.Execution.MCPID, p.Execution.ToolName}
+				if held := s.byTool[k]; held == nil || p.ID < held.ID {
+					s.byTool[k] = p
+				}
+			}
 		}
 	}
 	return s, nil
@@ -124,6 +144,22 @@ func (c *Catalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, err
 	p, ok := s.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("plugin %q: %w", name, store.ErrNotFound)
+	}
+	return p, nil
+}
+
+// MCPTool returns the enabled catalog row calling tool on the MCP server
+// mcpID — of several, the oldest — or an error wrapping
+// store.ErrNotFound: the row a call of that tool is, whichever route
+// named it (the MCP proxy names the server and the tool, never the row).
+func (c *Catalog) MCPTool(ctx context.Context, mcpID, tool string) (*plugins.Plugin, error) {
+	s, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := s.byTool[mcpTool{mcpID, tool}]
+	if !ok {
+		return nil, fmt.Errorf("no enabled plugin calls tool %q of MCP server %q: %w", tool, mcpID, store.ErrNotFound)
 	}
 	return p, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -25,6 +26,10 @@ type executionConfig struct {
 	// ConsequentialHint is the import's suggestion; the administrator's
 	// choice is the consequential column, which syncs keep.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// InvisibleRemoved is what was removed from the plugin's texts where
+	// it entered (or by migration 00013), shown with the row until it is
+	// written again without.
+	InvisibleRemoved []invisible.Removal `json:"invisible_removed,omitempty"`
 }
 
 // RowFromPlugin maps a protocol document onto a sys_ai_plugin row.
@@ -32,7 +37,7 @@ type executionConfig struct {
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
-		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint})
+		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint, InvisibleRemoved: p.InvisibleRemoved})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
 	}
@@ -58,11 +63,16 @@ func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 		Status:              status,
 		RequiredCredentials: rc,
 		Consequential:       ConsequentialColumn(p.Consequential),
+		Perms:               plugins.JoinPerms(p.Perms),
 		Audit:               store.Audit{Remark: p.Remark},
 	}, nil
 }
 
-// PluginFromRow maps a row back onto the protocol document.
+// PluginFromRow maps a row back onto the protocol document. A row's texts
+// lose their invisible characters here too (plugins.RemoveInvisible):
+// rows written with plain SQL (RuoYi's) pass no other check, so what is
+// removed is reported with the row, beside what was removed when it
+// entered; the row itself is not rewritten (a read on every replica).
 func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 	var cfg executionConfig
 	if len(r.ExecutionConfig) > 0 {
@@ -72,6 +82,7 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 	}
 	p := &plugins.Plugin{
 		SchemaVersion:     "v1",
+		ID:                r.ID,
 		Name:              r.Name,
 		Title:             r.Title,
 		Description:       r.Description,
@@ -86,18 +97,34 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		ConsequentialHint: cfg.ConsequentialHint,
 		Remark:            r.Remark,
 		Catalog:           true,
+		InvisibleRemoved:  cfg.InvisibleRemoved,
 	}
+	p.RemoveInvisible()
 	c, err := ConsequentialSetting(r.Consequential)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
 	}
 	p.Consequential = c
+	if r.SourceID != nil {
+		p.SourceID = *r.SourceID
+	}
+	if p.Perms, err = plugins.SplitPerms(r.Perms); err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", r.Name, err)
+	}
 	if len(r.RequiredCredentials) > 0 {
 		if err := json.Unmarshal(r.RequiredCredentials, &p.RequiredCredentials); err != nil {
 			return nil, fmt.Errorf("decode required_credentials of plugin %q: %w", r.Name, err)
 		}
 	}
 	return p, nil
+}
+
+// KeepAdministrators copies onto row, which an import or a sync writes
+// over old, the columns only an administrator sets: the consequential
+// setting (issue 33) and the perms (issue 46). A sync never changes them.
+func KeepAdministrators(row, old *store.Plugin) {
+	row.Consequential = old.Consequential
+	row.Perms = old.Perms
 }
 
 // ConsequentialColumn is the consequential column's value for a

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,18 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// confirmingConsole is a console over st whose engine holds consequential
+// calls for a person, and the administrator's signed-in client with its
+// CSRF token.
+func confirmingConsole(t *testing.T, st *store.Store) (*env, *http.Client, string) {
+	t.Helper()
+	e := newEnv(t, st, newMasterKey(), func(s *api.Server) { s.Confirm = confirm.Consequential })
+	admin := e.client()
+	e.signIn(admin, adminToken)
+	_, csrf := sessionOf(t, e, admin)
+	return e, admin, csrf
+}
+
 // TestApprovalInBrowser: an MCP client's consequential call waits; the
 // user opens the console's Approvals page in chromium, reads the request
 // in full (opening the page decides nothing), approves it with a reason
@@ -44,10 +57,7 @@ func TestApprovalInBrowser(t *testing.T) {
 	}))
 	defer up.Close()
 	st := testdb.Open(t, "sqlite")
-	e := newEnv(t, st, newMasterKey(), func(s *api.Server) { s.Confirm = confirm.Consequential })
-	admin := e.client()
-	e.signIn(admin, adminToken)
-	_, csrf := sessionOf(t, e, admin)
+	e, admin, csrf := confirmingConsole(t, st)
 	plugin := `{"name": "delete_repo", "description": "Delete a repository", "parameters": {"type": "object", "properties": {"repo": {"type": "string"}}},
 		"execution": {"method": "DELETE", "base_url": "` + up.URL + `/repo"},
 		"auth_config": {"type": "api_key", "mapping": [{"source": "GH_TOKEN", "target": "X-Token"}]}}`
@@ -125,5 +135,41 @@ func TestApprovalInBrowser(t *testing.T) {
 	}
 	if res := callTool(); res.IsError || len(sent) != 2 {
 		t.Errorf("a call of a tool classified not consequential: %+v, sent %v", res, sent)
+	}
+}
+
+// TestApprovalsPaged (issue 44 point 5): the Approvals page reads each
+// inbox one page at a time, newest first; More reads the next page.
+func TestApprovalsPaged(t *testing.T) {
+	needBrowser(t)
+	st := testdb.Open(t, "sqlite")
+	e, admin, csrf := confirmingConsole(t, st)
+	plugin := `{"name": "delete_repo", "description": "Delete a repository", "parameters": {"type": "object", "properties": {"repo": {"type": "string"}}},
+		"execution": {"method": "DELETE", "base_url": "https://repos.example/repo"}}`
+	if code, body := do(t, admin, "POST", e.url+"/v1/plugins", csrf, plugin); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "agent"}`)
+	user := &http.Client{Transport: bearerRT(tok["token"].(string))}
+	n := store.DefaultPage + 1
+	for i := range n {
+		if code, body := do(t, user, "POST", e.url+"/v1/execute", "", `{"name": "delete_repo", "arguments": {"repo": "r`+strconv.Itoa(i)+`"}, "prepare": true}`); code != http.StatusOK {
+			t.Fatalf("prepare %d: %d %v", i, code, body)
+		}
+	}
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.open(e.url, "approvals", "approvals")
+	count := func() int { return eval[int](tb, `document.querySelectorAll('#page section.approval').length`) }
+	if got := count(); got != store.DefaultPage {
+		t.Fatalf("the first page shows %d calls, want %d", got, store.DefaultPage)
+	}
+	if text := tb.text("#approvals-calls section.approval"); !strings.Contains(text, "r"+strconv.Itoa(n-1)) {
+		t.Errorf("the newest call is not first: %s", text)
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`#approvals-calls button.more`)))
+	tb.wait(`#approvals-calls div section.approval`)
+	if got := count(); got != n {
+		t.Errorf("after More: %d calls shown, want %d", got, n)
 	}
 }

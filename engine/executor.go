@@ -36,9 +36,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
@@ -97,6 +96,14 @@ const (
 	// CodeRecordsUnavailable refuses a call that could not be recorded
 	// (the record spool is full): nothing was sent, nothing recorded.
 	CodeRecordsUnavailable = "records_unavailable"
+
+	// CodeConfirmationStale refuses a call a person approved whose
+	// request, prepared again, is not the one approved: its plugin, its
+	// MCP server, arguments or credentials changed. Nothing was sent.
+	CodeConfirmationStale = "confirmation_stale"
+	// CodeConfirmationRequired refuses a call waiting for a person's
+	// approval from a caller that cannot ask one (Execute).
+	CodeConfirmationRequired = "confirmation_required"
 )
 
 // CredentialResolver is the credential store: it returns the plaintext
@@ -116,8 +123,8 @@ type Connections interface {
 	// true, or false to keep the answer.
 	Rejected(ctx context.Context, userID int64, provider string, scopes []string, origin string, tok connections.Token) (connections.Token, bool, error)
 	// Connected returns nil when the user has a working connection
-	// granting scopes, else a *connections.RequiredError (Preview's
-	// check: nothing is sent).
+	// granting scopes, else a *connections.RequiredError (the
+	// decision's check before a person is asked: nothing is sent).
 	Connected(ctx context.Context, userID int64, provider string, scopes []string) error
 }
 
@@ -148,25 +155,37 @@ type Call struct {
 	// (CodeFixedParamsNotAllowed).
 	FixedParams map[string]any
 	RunID       string
-	// BoundToCatalog holds an inline plugin (one the caller defined) whose
-	// call would take credentials from the store to the binding rule
-	// (auth.Catalog.Bind): the call is then the catalog plugin's. Set it
-	// for every caller but the administrator, who defines the catalog.
-	// Payload credentials are the caller's own: a call taking them all
-	// from the payload is not bound.
-	BoundToCatalog bool
+	// Inline says the caller defined Plugin itself (a payload's plugin)
+	// rather than naming a catalog row. An inline plugin whose call would
+	// take credentials from the store is held to the binding rule
+	// (auth.Catalog.Bind) unless Owner is the administrator, who defines
+	// the catalog; payload credentials are the caller's own, so a call
+	// taking them all from the payload is not bound. An inline plugin left
+	// unbound is classified (consequential or not) by its own setting
+	// only when Owner is the service or the administrator.
+	Inline bool
+	// Owner is the kind of principal that owns the work the call is part
+	// of: the one who started a run, on its resume too, never whoever
+	// resumes it. The zero value is the strictest, a user.
+	Owner Owner
+	// Policy is the confirmation policy the call is decided under (the
+	// run's; the operator's for a per-user token's direct call and an MCP
+	// client's); "" when the caller is its own loop (the service and admin
+	// tokens' direct calls): nothing waits for a person.
+	Policy confirm.Policy
+	// Approval is a person's approval of a request prepared earlier under
+	// a pending id: the call is sent when the request prepared now has
+	// the approved digest, else refused as CodeConfirmationStale. An
+	// approved call is sent once and never retried once it may have
+	// reached the upstream, idempotent or not — the one resend with a
+	// fresh token after an OAuth2 401 aside.
+	Approval *Approval
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool
 	// ToolCallID is the model's id of the call, in a run: its span's
 	// gen_ai.tool.call.id.
 	ToolCallID string
-	// Confirmation marks a call a person approved (issue 33), saying
-	// which decision ("approved by user:7, pending <id>"), for the
-	// execution record: it is sent once and never retried once it may
-	// have reached the upstream, idempotent or not — the one resend with
-	// a fresh token after an OAuth2 401 aside.
-	Confirmation string
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -220,8 +239,12 @@ type Prepared struct {
 
 	// Trace asks the invoker to report what it sends (Sent).
 	Trace bool
-	// Once forbids retries (Call.Confirmation).
+	// Once forbids retries (Call.Approval).
 	Once bool
+	// Destination is, for a call a person approved, the digest of where
+	// its invoker sends it (Destinations): the invoker refuses to send
+	// elsewhere (CodeConfirmationStale). "" when not approved.
+	Destination string
 
 	schema  *schemaInfo
 	secrets []string
@@ -231,6 +254,10 @@ type Prepared struct {
 	connections Connections
 	token       connections.Token // the connection's token last sent
 	sent        *SentRequest
+	// built is the request the decision built to show a person and
+	// digest (http plugins): the first attempt sends it, not another
+	// preparation.
+	built *outbound
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -285,7 +312,7 @@ type Quota interface {
 // the first call and do not change them afterwards.
 type Executor struct {
 	Credentials CredentialResolver // nil: payload credentials only
-	// Catalog binds calls with Call.BoundToCatalog (nil refuses them
+	// Catalog binds inline plugins (Call.Inline; nil refuses them
 	// whenever they would use a stored credential) and classifies stored
 	// credentials (nil: as the plugin's auth config reads them).
 	Catalog  CatalogRules
@@ -327,71 +354,6 @@ func (e *Executor) Register(typ string, inv Invoker) {
 		e.invokers = map[string]Invoker{}
 	}
 	e.invokers[typ] = inv
-}
-
-// Execute performs call. The Result is always non-nil for a non-nil
-// plugin; the error is a *RefusedError when nothing was sent.
-func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
-	if call.Plugin == nil {
-		return nil, errors.New("engine: Execute without a plugin")
-	}
-	start := time.Now()
-	res := &Result{ExecutionID: uuid.Must(uuid.NewV7()).String()}
-	ctx, span := startToolSpan(ctx, call)
-	defer span.End()
-	if e.Recorder != nil {
-		if err := e.Recorder.Admit(); err != nil {
-			refused := refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
-			res.Error = &refused.ToolError
-			e.Metrics.observe(call.Plugin, CodeRecordsUnavailable, time.Since(start))
-			return res, refused
-		}
-	}
-
-	var prep *Prepared
-	release, refused := e.admit(call)
-	defer release()
-	if refused == nil {
-		prep, refused = e.prepare(ctx, call)
-	}
-	undo := func() {}
-	if refused == nil && e.Quota != nil {
-		// Here, validated and about to be sent, and nowhere else: a call
-		// counts once, its retries with it.
-		undo, refused = e.takeQuota(ctx, call.UserID, prep.Plugin)
-	}
-	if refused == nil {
-		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
-		resp, err := e.invokers[prep.Plugin.ExecType()].Invoke(ctx, prep)
-		cancel()
-		if !errors.As(err, &refused) {
-			e.complete(res, prep, resp, err)
-		} else {
-			undo() // the invoker refused: nothing was sent
-		}
-		if res.Error != nil && res.Error.Code == CodeTransportError {
-			// Canceled with a reason (the engine shutting down): the
-			// record says which. Asked only then: Cause locks its way up
-			// the context chain.
-			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-				res.Error.Message = "the call was canceled: " + cause.Error()
-			}
-		}
-	}
-	if refused != nil {
-		// A refusal's message may quote arguments, never credentials;
-		// masking it is cheap insurance all the same.
-		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
-		res.Error = &refused.ToolError
-	}
-	d := time.Since(start)
-	res.LatencyMS = d.Milliseconds()
-	e.endToolSpan(span, res, prep, refused != nil)
-	e.finish(ctx, call, res, refused != nil, d)
-	if refused != nil {
-		return res, refused
-	}
-	return res, nil
 }
 
 // admit takes a call slot of the user from the Limiter; release gives it
@@ -438,7 +400,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has execution type %q, which this engine cannot run", p.Name, p.ExecType())
 	}
 	cfg := authOf(ctx, inv, p)
-	if call.BoundToCatalog {
+	if call.Inline && call.Owner != OwnerAdmin {
+		// Bind: the call of an inline copy of a catalog row is the row's,
+		// and every rule below reads the row.
 		if stored := e.storedKeys(call, cfg); len(stored) > 0 {
 			row, refused := e.bind(ctx, p, stored)
 			if refused != nil {
@@ -447,6 +411,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			p, cfg = row, authOf(ctx, inv, row)
 		}
 	}
+	// Who may use p (issue 46's access rule) is decided here, on the
+	// plugin bound, before anything else reads it.
+	p = classified(&call, p)
 	if provider := cfg.ConnectionProvider(); provider != "" {
 		if refused := e.connectionUsable(call, p, provider); refused != nil {
 			return nil, refused
@@ -497,7 +464,6 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		UserID:           call.UserID,
 		RunID:            call.RunID,
 		Trace:            call.Trace,
-		Once:             call.Confirmation != "",
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
@@ -820,7 +786,7 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 func (e *Executor) logger() *slog.Logger { return cmp.Or(e.Logger, slog.Default()) }
 
 // finish records, counts and logs the call.
-func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused bool, d time.Duration) {
+func (e *Executor) finish(ctx context.Context, call Call, confirmation string, res *Result, refused bool, d time.Duration) {
 	status, outcome := StatusOK, "ok"
 	var code, msg string
 	if res.Error != nil {
@@ -841,7 +807,7 @@ func (e *Executor) finish(ctx context.Context, call Call, res *Result, refused b
 			Attempts:     res.Attempts,
 			ErrorClass:   code,
 			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
-			Confirmation: call.Confirmation,
+			Confirmation: confirmation,
 			CreatedAt:    time.Now().UTC(),
 			TraceID:      tracing.TraceID(ctx),
 		})

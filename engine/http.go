@@ -43,11 +43,15 @@ type HTTPInvoker struct {
 	Auth   *auth.Authenticator
 }
 
-// Invoke builds the request, sends it with retries and reads the answer.
+// Invoke sends the request, with retries, and reads the answer.
 func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error) {
-	out, err := buildRequest(p.Plugin, p.Arguments, p.schema)
-	if err != nil {
-		return nil, err
+	// The request the decision built (and a person approved) is the one
+	// sent; prepared here only when the decision needed none.
+	out, err := p.built, error(nil)
+	if out == nil {
+		if out, err = buildRequest(p.Plugin, p.Arguments, p.schema); err != nil {
+			return nil, err
+		}
 	}
 	e := &p.Plugin.Execution
 	policy := retryOf(e.Retry)

@@ -19,7 +19,7 @@ import (
 const SetAtSend = "(set at send time)"
 
 // Preview is a call prepared up to the request it would send, unsent:
-// what a person confirms (issue 33).
+// what a person confirms (issue 33), Plan.Person.
 type Preview struct {
 	// Plugin is the plugin the call is: the catalog row an inline plugin
 	// bound to, or the plugin given.
@@ -30,7 +30,8 @@ type Preview struct {
 	// named with the value SetAtSend.
 	Request *SentRequest
 	// Digest binds a decision to this exact call: a hex sha256 of the
-	// plugin (execution, auth config, fixed params), the arguments with
+	// plugin (execution, auth config, fixed params), where an MCP
+	// plugin's server is (Destinations), the arguments with
 	// the fixed params merged, the request's method, URL and body, and
 	// the credential keys the call takes, and from where, a stored one
 	// with its version (CredentialVersioner). Tokens the engine fetches
@@ -38,23 +39,22 @@ type Preview struct {
 	Digest string
 }
 
-// Preview prepares call as Execute would — the binding rule, the
-// arguments checked and completed, the credentials resolved — and builds
-// the request, sending nothing and recording nothing. A refusal is what
-// Execute would refuse.
-func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedError) {
-	if call.Plugin == nil {
-		return nil, refuse(CodeInvalidPlugin, "no plugin")
-	}
-	prep, refused := e.prepare(ctx, call)
-	if refused != nil {
-		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
-		return nil, refused
-	}
+// Destinations is implemented by an Invoker whose calls go where the
+// plugin does not say itself (an MCP server's row: its URL, headers and
+// auth): Destination is a digest of that place. An approval binds it,
+// and the invoker sends an approved call (Prepared.Destination) nowhere
+// else.
+type Destinations interface {
+	Destination(ctx context.Context, p *plugins.Plugin) (string, error)
+}
+
+// preview builds the request prep would send, sending nothing: what a
+// person approves. The connection a call needs is checked first: a
+// call that could not be sent asks to connect before it asks to
+// confirm. An http request built is kept for the send (Prepared.built).
+func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Preview, *RefusedError) {
 	p := prep.Plugin
 	if provider := p.AuthConfig.ConnectionProvider(); provider != "" {
-		// A call that could not be sent asks to connect before it asks to
-		// confirm.
 		if err := e.Connections.Connected(ctx, call.UserID, provider, p.AuthConfig.OAuth2.Scopes); err != nil {
 			if refused, ok := errors.AsType[*RefusedError](connectionError(provider, err)); ok {
 				return nil, refused
@@ -62,6 +62,7 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 			return nil, refuse(CodeAuthError, "the connection to %s cannot be checked: %v", provider, err)
 		}
 	}
+	inv := e.invokers[p.ExecType()]
 	var req *SentRequest
 	if p.ExecType() == plugins.TypeHTTP {
 		out, err := buildRequest(p, prep.Arguments, prep.schema)
@@ -69,10 +70,11 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 			var hr *http.Request
 			if hr, err = out.newRequest(ctx); err == nil {
 				req = httpSent(hr, nil, out.body)
+				prep.built = out
 			}
 		}
 		if err != nil {
-			if errors.As(err, &refused) {
+			if refused, ok := errors.AsType[*RefusedError](err); ok {
 				return nil, refused
 			}
 			return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
@@ -84,7 +86,14 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 		}
 		req = &SentRequest{Method: "tools/call", URL: "mcp:" + p.Execution.MCPID, Body: string(body)}
 	}
-	cfg := authOf(ctx, e.invokers[p.ExecType()], p)
+	if d, ok := inv.(Destinations); ok {
+		dest, err := d.Destination(ctx, p)
+		if err != nil {
+			return nil, refuse(CodeInvalidPlugin, "the tool %s: where it sends cannot be read: %v", p.Name, err)
+		}
+		prep.Destination = dest
+	}
+	cfg := authOf(ctx, inv, p)
 	req = req.masked(e.masker(prep))
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 
@@ -92,7 +101,7 @@ func (e *Executor) Preview(ctx context.Context, call Call) (*Preview, *RefusedEr
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
-	digest, err := digestOf(p, cfg, prep.Arguments, req, sources)
+	digest, err := digestOf(p, cfg, prep.Destination, prep.Arguments, req, sources)
 	if err != nil {
 		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
 	}
@@ -110,7 +119,7 @@ type CredentialVersioner interface {
 // from where, sorted: "KEY=payload", or "KEY=stored:<version>" so that a
 // stored value written since makes a digest differ. Tokens the engine
 // fetches itself (OAuth2) are no credential key.
-func (e *Executor) credentialSources(ctx context.Context, call Call, prep *Prepared) ([]string, error) {
+func (e *Executor) credentialSources(ctx context.Context, call *Call, prep *Prepared) ([]string, error) {
 	keys := slices.Sorted(maps.Keys(prep.Credentials))
 	var stored []string
 	for _, k := range keys {
@@ -159,16 +168,17 @@ func setAtSend(cfg plugins.AuthConfig) []SentHeader {
 }
 
 // digestOf is Preview.Digest.
-func digestOf(p *plugins.Plugin, cfg plugins.AuthConfig, args map[string]any, req *SentRequest, creds []string) (string, error) {
+func digestOf(p *plugins.Plugin, cfg plugins.AuthConfig, destination string, args map[string]any, req *SentRequest, creds []string) (string, error) {
 	b, err := json.Marshal(struct {
 		Name        string             `json:"name"`
 		Execution   plugins.Execution  `json:"execution"`
 		Auth        plugins.AuthConfig `json:"auth"`
+		Destination string             `json:"destination,omitempty"`
 		FixedParams map[string]any     `json:"fixed_params"`
 		Arguments   map[string]any     `json:"arguments"`
 		Request     *SentRequest       `json:"request"`
 		Credentials []string           `json:"credentials"`
-	}{p.Name, p.Execution, cfg, p.FixedParams, args, req, creds})
+	}{p.Name, p.Execution, cfg, destination, p.FixedParams, args, req, creds})
 	if err != nil {
 		return "", fmt.Errorf("digest: %w", err)
 	}

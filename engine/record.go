@@ -32,7 +32,7 @@ type Record struct {
 	ErrorClass   string `json:"error_class,omitempty"` // the ToolError code
 	ErrorMessage string `json:"error_message,omitempty"`
 	// Confirmation is the decision a confirmed call was sent on
-	// (Call.Confirmation).
+	// (Call.Approval, Plan.Approve).
 	Confirmation string    `json:"confirmation,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	// TraceID is the trace the call ran in (tracing on), else empty.

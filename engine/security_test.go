@@ -388,7 +388,11 @@ func TestStoredCredentialsBound(t *testing.T) {
 				}}
 			}
 			before := len(up.Hits())
-			res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{"tenant":"x"}`), UserID: 7, Credentials: tt.payload, BoundToCatalog: tt.bound})
+			owner := OwnerAdmin // the administrator's inline plugins are not bound
+			if tt.bound {
+				owner = OwnerUser
+			}
+			res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{"tenant":"x"}`), UserID: 7, Credentials: tt.payload, Inline: true, Owner: owner})
 			if tt.code == "" {
 				if err != nil || !res.OK || len(up.Hits()) != before+1 {
 					t.Fatalf("%v %s", err, resultJSON(t, res))

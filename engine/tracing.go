@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,9 +24,9 @@ import (
 // Each function here starts or touches a span only when ctx's span
 // records: with tracing off a call allocates nothing more.
 
-// startToolSpan starts the execute_tool span of a call (GenAI semantic
-// conventions).
-func startToolSpan(ctx context.Context, call Call) (context.Context, trace.Span) {
+// startToolSpan starts the execute_tool span of a call decided from start
+// (GenAI semantic conventions).
+func startToolSpan(ctx context.Context, call Call, start time.Time) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, trace.SpanFromContext(ctx)
 	}
@@ -41,7 +42,7 @@ func startToolSpan(ctx context.Context, call Call) (context.Context, trace.Span)
 	if call.RunID != "" {
 		attrs = append(attrs, attribute.String("blindexec.run_id", call.RunID))
 	}
-	return tracing.Start(ctx, "execute_tool "+call.Plugin.Name, trace.WithAttributes(attrs...))
+	return tracing.Start(ctx, "execute_tool "+call.Plugin.Name, trace.WithAttributes(attrs...), trace.WithTimestamp(start))
 }
 
 // endToolSpan notes the call's outcome on its span: the execution id, the

@@ -3,6 +3,7 @@ package importer_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
@@ -37,7 +39,8 @@ paths:
 
 // TestSyncKeepsConsequential: an import reads x-openai-isConsequential as
 // a suggestion and lists each plugin's classification; an administrator's
-// choice survives a sync that changes the plugins (and their suggestion).
+// choice survives a sync that changes the plugins (and their suggestion),
+// and so do the perms an administrator set (issue 46).
 func TestSyncKeepsConsequential(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -66,6 +69,9 @@ func TestSyncKeepsConsequential(t *testing.T) {
 		if _, err := st.SetPluginsConsequential(ctx, []string{"addItem"}, &yes, "admin"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := st.SetPluginsPerms(ctx, []string{"deleteItem"}, plugins.JoinPerms([]string{"shop:item:remove"}), "admin"); err != nil {
+			t.Fatal(err)
+		}
 		// The document changes both operations, and now suggests addItem
 		// is consequential: the administrator's choice stands anyway.
 		doc := strings.Replace(consequentialDoc, "Delete an item", "Delete an item for good", 1)
@@ -86,6 +92,9 @@ func TestSyncKeepsConsequential(t *testing.T) {
 			if row.Consequential == nil || *row.Consequential != col {
 				t.Errorf("%s: consequential column %v after the sync, want %q", name, row.Consequential, col)
 			}
+		}
+		if p := plugin(t, st, "deleteItem"); !slices.Equal(p.Perms, []string{"shop:item:remove"}) {
+			t.Errorf("deleteItem's perms after the sync: %v", p.Perms)
 		}
 	})
 }
@@ -118,6 +127,9 @@ func TestMCPImportKeepsConsequential(t *testing.T) {
 		if _, err := st.SetPluginsConsequential(ctx, []string{"refund"}, &no, "admin"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := st.SetPluginsPerms(ctx, []string{"refund"}, plugins.JoinPerms([]string{"shop:order:refund", "shop:order:edit"}), "admin"); err != nil {
+			t.Fatal(err)
+		}
 		rep, err = importer.MCPTools(ctx, st, srv, tools("v2"), importer.MCPOptions{By: "admin"})
 		if err != nil {
 			t.Fatal(err)
@@ -125,12 +137,23 @@ func TestMCPImportKeepsConsequential(t *testing.T) {
 		if len(rep.Updated) != 2 || !maps.Equal(rep.Consequential, map[string]bool{"look": false, "refund": false}) {
 			t.Errorf("re-import: updated %v, classification %v; want both updated, refund kept not consequential", rep.Updated, rep.Consequential)
 		}
-		row, err := st.GetPlugin(ctx, "refund")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p, err := catalog.PluginFromRow(row); err != nil || p.IsConsequential() {
-			t.Errorf("refund after re-import: %v, consequential %v", err, p != nil && p.IsConsequential())
+		p := plugin(t, st, "refund")
+		if p.IsConsequential() || !slices.Equal(p.Perms, []string{"shop:order:refund", "shop:order:edit"}) {
+			t.Errorf("refund after re-import: consequential %v, perms %v", p.IsConsequential(), p.Perms)
 		}
 	})
+}
+
+// plugin reads the catalog's plugin called name.
+func plugin(t *testing.T, st *store.Store, name string) *plugins.Plugin {
+	t.Helper()
+	row, err := st.GetPlugin(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := catalog.PluginFromRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -42,11 +43,15 @@ type MCPReport struct {
 	Unchanged []string     `json:"unchanged"`
 	Disabled  []string     `json:"disabled"`
 	Failed    []MCPFailure `json:"failed"`
-	// Warnings name degraded or pruned subschemas, per tool.
+	// Warnings name degraded or pruned subschemas, per tool, and the
+	// invisible characters removed, per plugin.
 	Warnings []string `json:"warnings,omitempty"`
 	// Consequential is each imported tool's classification (issue 33):
 	// whether a call waits for a person's confirmation.
 	Consequential map[string]bool `json:"consequential,omitempty"`
+	// InvisibleRemoved says, by plugin name, what was removed from the
+	// texts a model reads (issue 44): field, count and kinds.
+	InvisibleRemoved map[string][]invisible.Removal `json:"invisible_removed,omitempty"`
 }
 
 // MCPFailure is a tool that could not be imported.
@@ -109,6 +114,10 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 		}
 		for _, w := range warnings {
 			rep.Warnings = append(rep.Warnings, t.Name+": "+w)
+		}
+		rep.InvisibleRemoved = invisibleRemoved(rep.InvisibleRemoved, p)
+		for _, r := range p.InvisibleRemoved {
+			rep.Warnings = append(rep.Warnings, p.Name+": "+r.String())
 		}
 		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
 			return nil, err
@@ -181,7 +190,7 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string
 	}
 	row.ID = old.ID
 	row.Remark = old.Remark
-	row.Consequential = old.Consequential // an administrator's choice stands
+	catalog.KeepAdministrators(row, old)
 	if old.ContentHash != nil {
 		row.Status = old.Status // an administrator's choice stands
 	}

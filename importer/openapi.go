@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -48,6 +49,9 @@ type SyncResult struct {
 	// Providers are the OAuth providers the plugins connect users to
 	// (issue 34): matched by their URLs, or created disabled.
 	Providers []*ProviderResult `json:"providers,omitempty"`
+	// InvisibleRemoved says, by plugin name, what was removed from the
+	// texts a model reads (issue 44): field, count and kinds.
+	InvisibleRemoved map[string][]invisible.Removal `json:"invisible_removed,omitempty"`
 	// Operations are the converted operations, with their warnings.
 	Operations []openapi.Operation `json:"-"`
 }
@@ -58,15 +62,31 @@ type Rename struct {
 	To   string `json:"to"`
 }
 
-// Warnings lists each operation's warnings as "name: warning".
+// Warnings lists each operation's warnings, and the invisible characters
+// removed from its plugin, as "name: warning".
 func (r *SyncResult) Warnings() []string {
 	var out []string
 	for _, op := range r.Operations {
 		for _, w := range op.Warnings {
 			out = append(out, op.Plugin.Name+": "+w)
 		}
+		for _, rm := range op.Plugin.InvisibleRemoved {
+			out = append(out, op.Plugin.Name+": "+rm.String())
+		}
 	}
 	return out
+}
+
+// invisibleRemoved adds p's removals, if any, to a report's by name.
+func invisibleRemoved(by map[string][]invisible.Removal, p *plugins.Plugin) map[string][]invisible.Removal {
+	if len(p.InvisibleRemoved) == 0 {
+		return by
+	}
+	if by == nil {
+		by = map[string][]invisible.Removal{}
+	}
+	by[p.Name] = p.InvisibleRemoved
+	return by
 }
 
 // syncBy is the audit name of rows the importer writes.
@@ -135,6 +155,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	if err := settleProviders(ctx, st, ops, res, dryRun); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
+	for _, op := range ops {
+		res.InvisibleRemoved = invisibleRemoved(res.InvisibleRemoved, op.Plugin)
+	}
 
 	rep := openapi.Reporter{F: opts.Progress}
 	rep.Start(openapi.PhaseWriting, len(ops))
@@ -183,7 +206,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 				row.Status = old.Status
 			}
 			row.ID, row.CreateBy, row.UpdateBy = old.ID, old.CreateBy, syncBy
-			row.Consequential = old.Consequential // an administrator's choice stands
+			catalog.KeepAdministrators(row, old)
 			if list == &res.Changed {
 				if res.ChangedFields == nil {
 					res.ChangedFields = map[string][]string{}

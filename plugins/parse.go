@@ -16,6 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
 	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // ProtocolSchema is the published JSON Schema of protocol v1.
@@ -84,6 +86,9 @@ func parseStandard(std []byte) (*Plugin, error) {
 	if params := gjson.GetBytes(std, "parameters"); len(params.Raw) > DefaultSchemaLimits.Bytes {
 		return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: (&CostError{Limit: LimitBytes, Max: DefaultSchemaLimits.Bytes}).Error()}}}
 	}
+	// The texts a model reads, cleaned before anything reads them (a
+	// name's pattern is checked on the name without them).
+	std, removed := invisible.Object(std, modelTexts, []string{"parameters"})
 	var doc any
 	if err := json.Unmarshal(std, &doc); err != nil {
 		return nil, fmt.Errorf("parse plugin: %w", err)
@@ -104,6 +109,7 @@ func parseStandard(std []byte) (*Plugin, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("parse plugin: %w", perr)
 	}
+	p.InvisibleRemoved = removed
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -276,6 +282,10 @@ var (
 	headerNameChars     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
+// ValidName reports whether name follows the plugin name rule (the
+// OpenAI function-name rule), which agents' names follow too.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // Validate checks the rules of the protocol that a JSON Schema cannot say:
 // the HTTP method, the URL, placements that fit the method and the URL
 // template, auth fields required by each type.
@@ -284,7 +294,7 @@ func (p *Plugin) Validate() error {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	if !namePattern.MatchString(p.Name) {
+	if !ValidName(p.Name) {
 		add("name", "%q must match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, _ and -, at most 64)", p.Name)
 	} else if Reserved(p.Name) {
 		add("name", "%q is reserved: the engine offers a meta-tool of that name to LLM clients when a catalog is too large to list", p.Name)
@@ -310,6 +320,7 @@ func (p *Plugin) Validate() error {
 		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
 	}
 	p.validateAuth(add)
+	errs = append(errs, CheckPerms("perms", p.Perms)...)
 	if len(errs) == 0 {
 		p.validateMeaning(add)
 	}

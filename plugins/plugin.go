@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // Status values follow RuoYi's convention for sys_ tables.
@@ -54,10 +56,29 @@ type Plugin struct {
 	// (x-openai-isConsequential, MCP's readOnlyHint): a suggestion used
 	// while Consequential is nil.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
+	// Perms are the RuoYi permission strings (system:user:list) of which a
+	// user must hold one to use the tool; none, BLINDEXEC_TOOL_ACCESS
+	// decides (package access). Imports never set them, and a sync keeps
+	// them.
+	Perms []string `json:"perms,omitempty"`
+	// ID is the row's plugin_id for a plugin loaded from the catalog,
+	// 0 for a definition a request carried inline: quotas, tags and
+	// classification find a plugin by it, never by a name a route
+	// rebuilt (issue 44).
+	ID int64 `json:"-"`
+	// InvisibleRemoved reports the invisible characters the engine took
+	// out of the texts a model reads (name, title, description,
+	// parameters' texts; see RemoveInvisible): where the plugin entered,
+	// kept with its row, and when a row was loaded. Ignored on input: it
+	// is the engine's report, not the administrator's to write.
+	InvisibleRemoved []invisible.Removal `json:"invisible_removed,omitempty"`
 	// Catalog is set on plugins loaded from the catalog (sys_ai_plugin),
 	// as opposed to definitions a request carried inline: only catalog
 	// names, which an administrator chose, become metric labels.
 	Catalog bool `json:"-"`
+	// SourceID is the import source that wrote a catalog plugin
+	// (sys_ai_plugin.source_id), 0 for none: agents select by it.
+	SourceID int64 `json:"-"`
 }
 
 // Execution types.

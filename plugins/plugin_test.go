@@ -75,6 +75,11 @@ func TestValidationNamesTheField(t *testing.T) {
 		// Issue 30: free text within the catalog's columns.
 		{"title", func(m map[string]any) { m["title"] = strings.Repeat("é", 256) }, `title: maxLength: got 256, want 255`},
 		{"description", func(m map[string]any) { m["description"] = strings.Repeat("d", 16_001) }, `description: maxLength: got 16,001, want 16,000`},
+		// Issue 46: permission strings in RuoYi's form.
+		{"perms form", func(m map[string]any) { m["perms"] = []string{"system:user:list", "system user"} }, `perms[1]: "system user": expected a RuoYi permission string`},
+		{"perms wildcard", func(m map[string]any) { m["perms"] = []string{"system:user:*"} }, `perms[0]: "system:user:*": RuoYi matches permission strings exactly`},
+		{"perms twice", func(m map[string]any) { m["perms"] = []string{"a:b", "a:b"} }, `perms[1]: "a:b" is listed twice`},
+		{"perms type", func(m map[string]any) { m["perms"] = "system:user:list" }, `perms: `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // Imported text is shown to a model and indexed for search: markup is
@@ -198,4 +200,26 @@ func TitleFromName(name string) string {
 	s := strings.Join(words, " ")
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// modelTexts are the fields of a plugin a model reads as text, and
+// parameters, whose schema's texts it reads too.
+var modelTexts = []string{"name", "title", "description"}
+
+// RemoveInvisible removes invisible characters (package
+// internal/invisible) from what a model reads of p — its name, title,
+// description and every title, description and $comment of its
+// parameters — and adds each removal to p.InvisibleRemoved. Every way a
+// plugin enters passes here or through Parse: a tool's text cannot carry
+// what the administrator does not see.
+func (p *Plugin) RemoveInvisible() {
+	for i, s := range []*string{&p.Name, &p.Title, &p.Description} {
+		if out, f := invisible.Remove(*s); f.Count > 0 {
+			*s = out
+			p.InvisibleRemoved = append(p.InvisibleRemoved, invisible.Removal{Field: modelTexts[i], Count: f.Count, Kinds: f.Kinds})
+		}
+	}
+	params, removed := invisible.Schema(p.Parameters, "parameters")
+	p.Parameters = params
+	p.InvisibleRemoved = append(p.InvisibleRemoved, removed...)
 }

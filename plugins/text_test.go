@@ -1,8 +1,11 @@
 package plugins
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/blindexec/blindexec/internal/invisible/invisibletest"
 )
 
 func TestPlainText(t *testing.T) {
@@ -60,4 +63,50 @@ func FuzzPlainText(f *testing.F) {
 		}
 		_ = TitleFrom(out)
 	})
+}
+
+// TestParseRemovesInvisible: a document's name, title, description and
+// parameter texts lose their invisible characters before they are
+// checked; the report says where; a report sent in is ignored.
+func TestParseRemovesInvisible(t *testing.T) {
+	smuggled := invisibletest.Tags(invisibletest.Instruction)
+	doc := `{
+  // pasted by an administrator
+  "name": "get\u200buser",
+  "title": "Get a user` + smuggled + `",
+  "description": "Reads one user.\u202e",
+  "parameters": {"type": "object", "properties": {"id": {"type": "string", "description": "The id\u2066."}}},
+  "execution": {"method": "GET", "base_url": "https://api.example.com/users"},
+  "invisible_removed": [{"field": "remark", "count": 9, "kinds": ["tag"]}]
+}`
+	p, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "getuser" || p.Title != "Get a user" || p.Description != "Reads one user." {
+		t.Errorf("got name %q, title %q, description %q", p.Name, p.Title, p.Description)
+	}
+	if tool := p.Tool(nil); !strings.Contains(string(tool.Function.Parameters), `"The id."`) || tool.Function.Name != "getuser" {
+		t.Errorf("the model reads %s with parameters %s", tool.Function.Name, tool.Function.Parameters)
+	}
+	var got []string
+	for _, r := range p.InvisibleRemoved {
+		got = append(got, r.String())
+	}
+	want := []string{
+		"name: 1 invisible character removed (zero_width)",
+		"title: 28 invisible characters removed (tag)",
+		"description: 1 invisible character removed (bidi)",
+		"parameters.properties.id.description: 1 invisible character removed (bidi)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("InvisibleRemoved = %q\nwant %q", got, want)
+	}
+	clean, err := Parse([]byte(strings.NewReplacer(`\u200b`, "", smuggled, "", `\u202e`, "", `\u2066`, "").Replace(doc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clean.InvisibleRemoved != nil {
+		t.Errorf("a clean document reports %v", clean.InvisibleRemoved)
+	}
 }

@@ -199,13 +199,16 @@ func (k *Keeper) Rules(ctx context.Context) ([]*Rule, error) {
 	return append(append([]*Rule(nil), rs.calls...), rs.runs...), nil
 }
 
-// targetOf is what a call of p counts as: a catalog plugin as it is; an
-// inline plugin as the catalog plugin of its name (plugin and tag rules
-// apply), or, under a name the catalog lacks, as no named tool (every-tool
+// targetOf is what a call of p counts as: a catalog row (its ID set)
+// as itself — its name, tags and classification, whichever route made
+// the call (issue 44 point 3: never a name a route rebuilt); an inline
+// plugin the executor did not bind to a row as the catalog plugin of its
+// name (plugin and tag rules apply: a caller's own copy never counts
+// less), or, under a name the catalog lacks, as no named tool (every-tool
 // and consequential rules only).
 func (k *Keeper) targetOf(ctx context.Context, p *plugins.Plugin) target {
-	t := target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.Catalog}
-	if p.Catalog || k.catalog == nil {
+	t := target{name: p.Name, tags: p.Tags, consequential: Consequential(p), inCatalog: p.ID != 0}
+	if p.ID != 0 || k.catalog == nil {
 		return t
 	}
 	if row, err := k.catalog.Plugin(ctx, p.Name); err == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
-var refund = &plugins.Plugin{Name: "refund", Catalog: true, Execution: plugins.Execution{Method: "POST"}}
+var refund = &plugins.Plugin{ID: 1, Name: "refund", Catalog: true, Execution: plugins.Execution{Method: "POST"}}
 
 // keeperOn is a replica's keeper of st's rules.
 func keeperOn(t *testing.T, st *store.Store) *quota.Keeper {

@@ -20,7 +20,7 @@ import (
 )
 
 // Versions are the change counters of the sources replicas keep in memory.
-// Triggers (migrations 00004, 00011 and 00012) bump them on every insert, update and delete,
+// Triggers (migrations 00004, 00011, 00012 and 00015) bump them on every insert, update and delete,
 // whoever writes: the engine, the CLI, or RuoYi with plain SQL.
 type Versions struct {
 	Plugins     int64 `json:"plugins"`
@@ -29,6 +29,7 @@ type Versions struct {
 	MCPServers  int64 `json:"mcp_servers"`
 	QuotaRules  int64 `json:"quota_rules"`
 	Providers   int64 `json:"oauth_providers"`
+	Agents      int64 `json:"agents"`
 }
 
 // changeScope is one counter row and the table its triggers follow.
@@ -44,6 +45,7 @@ var changeScopes = []changeScope{
 	{"mcp_server", "sys_ai_mcp_server", "mcp_id", func(v *Versions) *int64 { return &v.MCPServers }},
 	{"quota_rule", "sys_ai_quota_rule", "rule_id", func(v *Versions) *int64 { return &v.QuotaRules }},
 	{"oauth_provider", "sys_ai_oauth_provider", "provider_id", func(v *Versions) *int64 { return &v.Providers }},
+	{"agent", "sys_ai_agent", "agent_id", func(v *Versions) *int64 { return &v.Agents }},
 }
 
 // MissingCountersError says that counter rows are missing from
@@ -265,7 +267,7 @@ func (s *Store) repairChanges(ctx context.Context) error {
 // changeTriggersMigrations create the counter triggers: the ones a
 // replica expects, and recreates, are read from them. A migration that
 // adds or changes them must be named here.
-var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql"}
+var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql"}
 
 type trigger struct{ name, create string }
 

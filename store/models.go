@@ -99,6 +99,10 @@ type Plugin struct {
 	// Consequential is the administrator's classification: "1", "0", or
 	// nil (derived). Syncs keep it (issue 33).
 	Consequential *string `gorm:"column:consequential" json:"consequential,omitempty"`
+	// Perms are the RuoYi permission strings of which a user must hold
+	// one, comma-separated as in sys_menu.perms; nil when the plugin has
+	// none. An administrator's column: syncs keep it (issue 46).
+	Perms *string `gorm:"column:perms" json:"perms,omitempty"`
 	Audit
 }
 

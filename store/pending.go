@@ -57,6 +57,9 @@ func (s *Store) PauseRun(ctx context.Context, run *Run, items []PendingItem) err
 			items[i].Status, items[i].CreateTime = PendingWaiting, t
 		}
 		if len(items) > 0 {
+			if err := s.admitPending(tx, run.UserID, items, t); err != nil {
+				return err
+			}
 			if err := tx.Create(&items).Error; err != nil {
 				return err
 			}
@@ -104,19 +107,6 @@ func (s *Store) DecideItem(ctx context.Context, id, outcome, by, reason string) 
 	return res.RowsAffected == 1, nil
 }
 
-// PausedRuns lists the paused runs, of user when not nil, oldest first.
-func (s *Store) PausedRuns(ctx context.Context, user *int64) ([]Run, error) {
-	q := s.db.WithContext(ctx).Where("status = ?", RunPaused)
-	if user != nil {
-		q = q.Where("user_id = ?", *user)
-	}
-	var out []Run
-	if err := q.Order("create_time").Limit(500).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("paused runs: %w", classify(err))
-	}
-	return out, nil
-}
-
 // ExpireRuns closes as expired every run paused past its expiry, and
 // their waiting items; any replica may call it. The runs keep their
 // state, so that a late resume can tell the model. It returns how many
@@ -160,10 +150,17 @@ func (s *Store) MarkItemStale(ctx context.Context, id string) error {
 	return nil
 }
 
-// CreatePendingItem stores the pending item of a direct call.
+// CreatePendingItem stores the pending item of a direct call, within
+// the bounds of pending items (admitPending).
 func (s *Store) CreatePendingItem(ctx context.Context, it *PendingItem) error {
 	it.Status, it.CreateTime = PendingWaiting, msNow()
-	if err := s.db.WithContext(ctx).Create(it).Error; err != nil {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := s.admitPending(tx, it.UserID, []PendingItem{*it}, it.CreateTime); err != nil {
+			return err
+		}
+		return tx.Create(it).Error
+	})
+	if err != nil {
 		return fmt.Errorf("create pending item: %w", classify(err))
 	}
 	return nil
@@ -202,18 +199,4 @@ func (s *Store) ClaimApproved(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("claim approved item: %w", classify(res.Error))
 	}
 	return res.RowsAffected == 1, nil
-}
-
-// WaitingItems lists the waiting items of direct calls, of user when
-// not nil, oldest first.
-func (s *Store) WaitingItems(ctx context.Context, user *int64) ([]PendingItem, error) {
-	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND expire_time > ?", "", PendingWaiting, msNow())
-	if user != nil {
-		q = q.Where("user_id = ?", *user)
-	}
-	var out []PendingItem
-	if err := q.Order("create_time").Limit(500).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("waiting items: %w", classify(err))
-	}
-	return out, nil
 }

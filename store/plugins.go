@@ -12,7 +12,7 @@ import (
 // primary key and the creation audit.
 var pluginUpdatable = []string{
 	"name", "title", "description", "icon_url", "parameter_schema", "execution_config",
-	"status", "required_credentials", "source_id", "source_key", "content_hash", "consequential",
+	"status", "required_credentials", "source_id", "source_key", "content_hash", "consequential", "perms",
 	"update_by", "update_time", "remark",
 }
 
@@ -196,13 +196,27 @@ func (s *Store) SetPluginsConsequential(ctx context.Context, names []string, val
 	if value != nil && *value != "1" && *value != "0" {
 		return 0, fmt.Errorf("set consequential: invalid value %q (want \"1\", \"0\" or NULL)", *value)
 	}
+	return s.setPlugins(ctx, names, "consequential", value, by)
+}
+
+// SetPluginsPerms writes the permissions a user needs to use the plugins
+// called names (issue 46): perms comma-separated, nil for none. The
+// caller checked their form (plugins.CheckPerms). Syncs keep them. It
+// returns how many rows it matched; unknown names are left out.
+func (s *Store) SetPluginsPerms(ctx context.Context, names []string, perms *string, by string) (int64, error) {
+	return s.setPlugins(ctx, names, "perms", perms, by)
+}
+
+// setPlugins writes one administrator's column of the plugins called
+// names.
+func (s *Store) setPlugins(ctx context.Context, names []string, column string, value *string, by string) (int64, error) {
 	if len(names) == 0 {
 		return 0, nil
 	}
 	res := s.db.WithContext(ctx).Model(&Plugin{}).Where("name IN ?", names).
-		Updates(map[string]any{"consequential": value, "update_by": by, "update_time": now()})
+		Updates(map[string]any{column: value, "update_by": by, "update_time": now()})
 	if res.Error != nil {
-		return 0, fmt.Errorf("set consequential of %d plugins: %w", len(names), classify(res.Error))
+		return 0, fmt.Errorf("set %s of %d plugins: %w", column, len(names), classify(res.Error))
 	}
 	return res.RowsAffected, nil
 }

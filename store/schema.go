@@ -17,7 +17,7 @@ import (
 var ErrNotMigrated = errors.New("the database schema is not up to date")
 
 // migrationProvider is goose over the embedded migrations of the store's
-// dialect.
+// dialect, and the Go migrations (00013: see invisible.go).
 func (s *Store) migrationProvider() (*goose.Provider, error) {
 	dialect, embedded, dir := goose.DialectSQLite3, migrations.SQLite, "sqlite"
 	if s.dialect == DialectMySQL {
@@ -27,7 +27,7 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true))
+	return goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(migration00013()))
 }
 
 // CheckMigrated returns nil when every migration is applied, an error

@@ -49,6 +49,9 @@ type Store struct {
 	// sqlitePath is the database file of a SQLite store ("" in memory):
 	// Migrate locks a file beside it.
 	sqlitePath string
+	// pendingMax is how many items may wait for one user at once
+	// (SetPendingMax; DefaultPendingMaxPerUser when 0).
+	pendingMax int
 }
 
 // Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a

@@ -121,6 +121,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			go parts.quotas.Run(ctx)
+			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
 			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
@@ -203,6 +204,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				for _, r := range p.InvisibleRemoved {
+					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
+				}
 				return nil
 			})
 		},
@@ -304,7 +308,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 		},
 	}
 	cmd.AddCommand(add, list, get, status("enable", "Enable a plugin (status '0')", store.StatusEnabled),
-		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm, consequential)
+		status("disable", "Disable a plugin (status '1')", store.StatusDisabled), rm, consequential, permsCmd(cfg))
 	return cmd
 }
 
@@ -558,8 +562,11 @@ func execCmd(cfg *config) *cobra.Command {
 					return err
 				}
 			}
+			// The operator, who holds the database, is the catalog's
+			// administrator: an inline plugin here is not bound to it.
 			res, err := parts.executor.Execute(cmd.Context(), engine.Call{
 				Plugin: p, Arguments: json.RawMessage(argsJSON), UserID: user, Credentials: payloadCreds,
+				Inline: inline != nil, Owner: engine.OwnerAdmin,
 			})
 			if res != nil {
 				if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {

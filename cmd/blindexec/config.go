@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
@@ -73,6 +74,10 @@ type config struct {
 	confirm    confirm.Policy
 	confirmTTL time.Duration
 	confirmVia string // BLINDEXEC_CONFIRM_VIA: api or console
+	// pendingMax and pendingRetention bound the calls waiting for a
+	// person (issue 44): BLINDEXEC_PENDING_MAX_PER_USER, _RETENTION_MS.
+	pendingMax       int
+	pendingRetention time.Duration
 	// limits are serve's protections against its callers.
 	limits *serveLimits
 	// mcpSessions bound serve's /mcp sessions.
@@ -99,6 +104,9 @@ type config struct {
 	tracing tracing.Config
 	// quotaTZ is the time zone quota windows are aligned in.
 	quotaTZ *time.Location
+	// access is who may use which tool (issue 46): checked here, for the
+	// executor's decision point to apply (access.New).
+	access access.Settings
 }
 
 // bind reads every setting from src and declares the global flags; a bad
@@ -143,11 +151,18 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.confirm = confirm.Policy(setConfirm.Get(src))
 	c.confirmTTL = setConfirmTTL.Get(src)
 	c.confirmVia = setConfirmVia.Get(src)
+	c.pendingMax = int(setPendingMax.Get(src))
+	c.pendingRetention = setPendingRetention.Get(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = setChangeAudit.Get(src)
 	c.outageGrace = setOutageGrace.Get(src)
 	c.shutdownGrace = setShutdownGrace.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
+	c.access = access.Settings{Mode: access.Mode(setToolAccess.Get(src)), Source: setPermissions.Get(src),
+		Query: setPermissionsQuery.Get(src), TTL: setPermissionsTTL.Get(src)}
+	if (c.access.Source == access.SourceQuery) != (c.access.Query != "") {
+		src.Invalid(access.EnvPermissionsQuery, "a SELECT when, and only when, "+access.EnvPermissions+"="+access.SourceQuery)
+	}
 	c.tracing = loadTracing(src)
 	registry.CheckFile(src)
 }
@@ -221,6 +236,7 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	if err != nil {
 		return nil, err
 	}
+	st.SetPendingMax(c.pendingMax)
 	switch sch {
 	case schemaMigrate:
 		err = st.Migrate(ctx)

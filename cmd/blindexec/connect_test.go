@@ -22,9 +22,11 @@ import (
 
 // TestStdioAsksToConnect (issue 34 point 5, `mcp serve --stdio`): a tool
 // whose user has no connection answers a client with URL elicitation the
-// URL-elicitation-required error, and any other client (Go's SDK, the
-// official TypeScript SDK) a tool error carrying a start URL under
-// BLINDEXEC_BROWSER_URL; nothing is sent.
+// URL-elicitation-required error with a start URL under
+// BLINDEXEC_BROWSER_URL, and any other client (Go's SDK, the official
+// TypeScript SDK) a tool error naming the console's Connections page,
+// never the start URL its model would read (issue 44 point 6); nothing
+// is sent.
 func TestStdioAsksToConnect(t *testing.T) {
 	c := newCLI(t)
 	t.Setenv("BLINDEXEC_BROWSER_URL", "https://engine.example")
@@ -62,12 +64,13 @@ func TestStdioAsksToConnect(t *testing.T) {
 		return sess.CallTool(ctx, &sdk.CallToolParams{Name: "acme_me", Arguments: map[string]any{}})
 	}
 	start := "https://engine.example" + connections.StartPath
+	console := `"connect_in":"https://engine.example/console/#/connections"`
 
 	res, err := connect(nil)
 	if err != nil || !res.IsError {
 		t.Fatalf("a client without URL elicitation: %v %+v", err, res)
 	}
-	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, `"code":"connection_required"`) || !strings.Contains(text, `"connect_at":"`+start) {
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, `"code":"connection_required"`) || !strings.Contains(text, console) || strings.Contains(text, start) {
 		t.Errorf("the tool error: %s", text)
 	}
 	_, err = connect(&sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}})
@@ -85,7 +88,7 @@ func TestStdioAsksToConnect(t *testing.T) {
 				Content []struct{ Text string }
 			}
 		}
-		if err := json.Unmarshal(out, &got); err != nil || !got.Result.IsError || !strings.Contains(got.Result.Content[0].Text, `"connect_at":"`+start) {
+		if err := json.Unmarshal(out, &got); err != nil || !got.Result.IsError || !strings.Contains(got.Result.Content[0].Text, console) || strings.Contains(got.Result.Content[0].Text, start) {
 			t.Errorf("client.mjs printed %s: %v", out, err)
 		}
 	})

@@ -123,6 +123,7 @@ Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFi
 		serveCmd(cfg),
 		migrateCmd(cfg),
 		pluginCmd(cfg),
+		agentCmd(cfg),
 		credCmd(cfg),
 		tokenCmd(cfg),
 		quotaCmd(cfg),

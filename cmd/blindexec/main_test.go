@@ -148,6 +148,61 @@ func TestCLIEndToEnd(t *testing.T) {
 	if code, _, _ := c.run("", "plugin", "consequential", "maybe", "search_company_basic"); code != 2 {
 		t.Fatalf("plugin consequential maybe: exit %d, want 2", code)
 	}
+	// The permissions a user needs (issue 46), by name or tag.
+	if code, out, errs := c.run("", "plugin", "perms", "--plugin", "search_company_basic", "company:info:query", "*:*:*"); code != 0 || !strings.Contains(out, "set the perms of 1 plugin(s)") {
+		t.Fatalf("plugin perms: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "plugin", "get", "search_company_basic"); code != 0 || !strings.Contains(out, `"company:info:query"`) {
+		t.Fatalf("plugin get after perms: %q", out)
+	}
+	for _, args := range [][]string{
+		{"--plugin", "search_company_basic", "company:info:*"}, // a partial wildcard
+		{"company:info:query"},                                 // no plugin named
+		{"--plugin", "search_company_basic"},                   // neither perms nor --none
+		{"--plugin", "search_company_basic", "--none", "a:b"},  // both
+	} {
+		if code, _, errs := c.run("", append([]string{"plugin", "perms"}, args...)...); code != 2 {
+			t.Errorf("plugin perms %v: exit %d %q, want 2", args, code, errs)
+		}
+	}
+	if code, out, errs := c.run("", "plugin", "perms", "--plugin", "search_company_basic", "--none"); code != 0 || !strings.Contains(out, "set the perms of 1 plugin(s) to []") {
+		t.Fatalf("plugin perms --none: %d %q %q", code, out, errs)
+	}
+	// Agents (issue 46): a selection of tools, resolved as the catalog is
+	// (search_company_basic, disabled above, is enabled again).
+	if code, out, _ := c.run("", "agent", "add", "early", "--plugin", "search_company_basic"); code != 0 {
+		t.Fatalf("agent add early: %q", out)
+	}
+	if code, out, _ := c.run("", "agent", "get", "early"); code != 0 || !strings.Contains(out, `"tool_names": []`) {
+		t.Fatalf("agent get of a disabled plugin's agent: %q", out)
+	}
+	if code, _, _ := c.run("", "plugin", "enable", "search_company_basic"); code != 0 {
+		t.Fatal("enable")
+	}
+	if code, out, errs := c.run("", "agent", "add", "companies", "--plugin", "search_company_basic", "--tag", "crm", "--perm", "crm:company:query", "--description", "Company lookups"); code != 0 || !strings.Contains(out, "added agent companies") {
+		t.Fatalf("agent add: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := c.run("", "agent", "get", "companies"); code != 0 || !strings.Contains(out, `"tool_names": [`+"\n"+`    "search_company_basic"`) || !strings.Contains(out, `"crm:company:query"`) {
+		t.Fatalf("agent get: %q", out)
+	}
+	if code, out, _ := c.run("", "agent", "list"); code != 0 || !regexp.MustCompile(`companies\s+enabled\s+1\s+crm:company:query\s+Company lookups`).MatchString(out) {
+		t.Fatalf("agent list: %q", out)
+	}
+	for _, args := range [][]string{
+		{"agent", "add", "empty"},                                   // no tools
+		{"agent", "add", "bad name", "--tag", "crm"},                // the name rule
+		{"agent", "add", "wild", "--tag", "crm", "--perm", "crm:*"}, // a partial wildcard
+	} {
+		if code, _, errs := c.run("", args...); code != 2 {
+			t.Errorf("%v: exit %d %q, want 2", args, code, errs)
+		}
+	}
+	if code, _, errs := c.run("", "agent", "get", "nobody"); code != 1 || !strings.Contains(errs, "agent_not_found") {
+		t.Errorf("agent get nobody: exit %d %q", code, errs)
+	}
+	if code, out, _ := c.run("", "agent", "rm", "companies"); code != 0 || !strings.Contains(out, "removed agent companies") {
+		t.Fatalf("agent rm: %q", out)
+	}
 	if code, _, _ := c.run("", "plugin", "rm", "search_company_basic"); code != 0 {
 		t.Fatal("rm")
 	}

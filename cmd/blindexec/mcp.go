@@ -221,10 +221,11 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			defer cancel()
 			go parts.changes.Run(ctx)
 			go parts.quotas.Run(ctx) // leases left idle go back, as under serve
+			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
 			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log}
 			if cfg.confirm != confirm.Never {
 				// Decisions come through the database: POST /v1/pending/{id} on any replica.
-				opts.Gate = &api.MCPGate{Store: parts.store, Executor: parts.executor, Policy: cfg.confirm, TTL: cfg.confirmTTL,
+				opts.Gate = &api.MCPGate{Store: parts.store, Confirm: cfg.confirm, TTL: cfg.confirmTTL,
 					PublicURL: cfg.publicURL, ViaConsole: cfg.confirmVia == "console", Logger: log}
 			}
 			if parts.conns != nil {

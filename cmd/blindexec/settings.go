@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/console"
@@ -88,6 +89,26 @@ var (
 		"where a user's approvals count — with `console`, only from console sessions opened with a console-only token ([Confirmation](confirmation.md#confirmation-consequential-calls-wait-for-a-person))")
 	setConfirmTTL = settings.Millis(&registry, "BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL,
 		"how long a pending call waits for a decision before its run closes as `expired`")
+	setPendingMax = settings.Int(&registry, api.EnvPendingMax, store.DefaultPendingMaxPerUser, 1,
+		"how many calls may wait for a person for one user at once (prepared, held by the rule, over MCP, in paused runs); past it 429 `too_many_pending` naming this setting ([Bounds and paging](confirmation.md#bounds-and-paging))")
+	setPendingRetention = settings.Millis(&registry, api.EnvPendingRetention, store.DefaultPendingRetention,
+		"how long a decided or expired pending item is kept before it is removed; the audit log keeps the decisions ([Bounds and paging](confirmation.md#bounds-and-paging))")
+)
+
+// Who may use which tool (issue 46): read and checked as every setting is;
+// the rule takes effect once wired into the executor.
+var (
+	setToolAccess = settings.OneOf(&registry, access.EnvToolAccess, string(access.ModeOpen),
+		[]string{string(access.ModeOpen), string(access.ModePerms)},
+		"what a plugin without `perms` is: `open`, usable by every user (as before), or `perms`, by no user until an administrator gives it perms ([Permissions and agents](permissions.md#the-rule)); checked, not yet applied to calls and lists")
+	setPermissions = settings.OneOf(&registry, access.EnvPermissions, access.SourceNone,
+		[]string{access.SourceRuoYi, access.SourceYudao, access.SourceQuery, access.SourceNone},
+		"where users' permission strings come from: RuoYi-Vue's tables in the same database, ruoyi-vue-pro's, the operator's `BLINDEXEC_PERMISSIONS_QUERY`, or none — a payload's or a token's strings alone ([Permissions and agents](permissions.md#where-a-users-permissions-come-from)); checked, not yet applied")
+	setPermissionsQuery = settings.Check(&registry, access.EnvPermissionsQuery, "", "SQL", "one SELECT statement with one ? (the user id)",
+		func(v string) bool { return access.CheckQuery(v) == nil },
+		"with `BLINDEXEC_PERMISSIONS=query`: one `SELECT` with one `?`, the user id, whose one column holds a permission string a row; run read-only, within 2 s, at most 10,000 rows")
+	setPermissionsTTL = settings.Millis(&registry, access.EnvPermissionsTTL, access.DefaultTTL,
+		"how long a replica keeps a user's permission strings read from the database: the longest a role changed in RuoYi takes to reach a call")
 )
 
 // Tool search and MCP.

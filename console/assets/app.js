@@ -53,8 +53,10 @@ const I18N = {
     first: 'First', prev: 'Previous', next: 'Next', last: 'Last', pages: 'Pages',
     empty_filter: 'No plugin matches these filters. Clear them to see the whole catalog.',
     approvals: 'Approvals', approvals_purpose: 'Calls that change something on a user\'s behalf wait here for that user: read exactly what will be sent, then approve or deny it. Nothing is sent before.',
-    empty_approvals: 'Nothing waits for a decision.', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
+    empty_approvals: 'Nothing waits for a decision.', more: 'More', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
     expires: 'Expires', arguments: 'Arguments', from_run: 'Run', from_mcp: 'MCP client', decided: 'Decided: {outcome}.',
+    invisible_removed: 'Invisible characters removed.', invisible_badge: 'text cleaned',
+    invisible_purpose: 'The source of this plugin held characters a person does not see and a model reads (tag characters, bidi controls, zero-width characters, stray variation selectors); they were removed, and this page shows what the model reads. Removed, by field: count (kinds):',
     consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
     cons_derived: 'Derived (from the method or the import)', cons_yes: 'Yes: waits for approval', cons_no: 'No: runs at once',
     connections: 'Connections', connections_purpose: 'Accounts connected at OAuth providers: tools of those providers act in them on the user\'s behalf. Connecting opens the provider\'s sign-in; the engine keeps the tokens, never shows them.',
@@ -119,8 +121,10 @@ const I18N = {
     first: '首页', prev: '上一页', next: '下一页', last: '末页', pages: '分页',
     empty_filter: '没有符合筛选条件的插件。清除筛选可查看全部插件。',
     approvals: '待审批', approvals_purpose: '代表用户进行更改的调用在此等待该用户决定：先查看将要发送的完整请求，再批准或拒绝。决定之前不会发送任何内容。',
-    empty_approvals: '没有等待决定的调用。', approve: '批准', deny: '拒绝', reason: '理由（可选）',
+    empty_approvals: '没有等待决定的调用。', more: '更多', approve: '批准', deny: '拒绝', reason: '理由（可选）',
     expires: '过期时间', arguments: '参数', from_run: '运行', from_mcp: 'MCP 客户端', decided: '已决定：{outcome}。',
+    invisible_removed: '已移除不可见字符。', invisible_badge: '文本已清理',
+    invisible_purpose: '此插件的来源包含人看不到而模型会读取的字符（标签字符、双向控制符、零宽字符、多余的变体选择符）；它们已被移除，本页显示的就是模型读取的内容。按字段列出移除的字符：数量（类别）：',
     consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
     cons_derived: '自动判断（按方法或导入信息）', cons_yes: '是：等待批准', cons_no: '否：直接执行',
     connections: '账号连接', connections_purpose: '在 OAuth 提供方连接的账号：这些提供方的工具以用户身份在其中操作。连接时打开提供方的登录页；令牌由引擎保存，从不显示。',
@@ -384,7 +388,8 @@ async function pageCatalog(page, raw) {
       el('div', { class: 'clamp', attrs: { title: full } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
       el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
         el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null } })),
-      el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
+      el('span', null, el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
+        p.invisible_removed ? el('span', { class: 'badge warn', text: t('invisible_badge'), attrs: { title: t('invisible_purpose') } }) : null),
       el('span', { text: fmtShort(p.last_call_time), attrs: { title: p.last_call_time ? fmtTime(p.last_call_time) : null } }),
       el('span', null, toggle, ' ', link(['try', p.name], t('try')))];
   }), 'catalog'), nav());
@@ -442,6 +447,17 @@ function paramTree(schema, required) {
   })));
 }
 
+// invisibleWarning says which invisible characters the engine removed
+// from a plugin's texts (where it entered, by migration or when its row
+// was loaded): the page shows the text the model reads, and this says
+// the source held more than that.
+function invisibleWarning(removed) {
+  if (!removed || !removed.length) return null;
+  return el('div', { class: 'warning', attrs: { id: 'plugin-invisible', role: 'status' } },
+    el('strong', { text: t('invisible_removed') }), ' ', t('invisible_purpose'),
+    el('ul', null, removed.map((r) => el('li', null, el('code', { text: r.field }), ': ' + r.count + ' (' + (r.kinds || []).join(', ') + ')'))));
+}
+
 async function pagePlugin(page, name) {
   heading(page, '', t('plugin_purpose'));
   page.querySelector('h1').append(...breakable(name));
@@ -449,6 +465,7 @@ async function pagePlugin(page, name) {
   if (!r.ok) return page.append(errorBox(r));
   const p = r.data;
   page.append(el('p', null, link(['try', name], t('try'))), el('p', { class: 'description', text: plainText(p.description) }),
+    invisibleWarning(p.invisible_removed),
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
       el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
@@ -466,7 +483,7 @@ async function pagePlugin(page, name) {
       consOut.replaceChildren(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
     } } })), consOut);
   const doc = Object.assign({}, p);
-  for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time']) delete doc[k];
+  for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time', 'invisible_removed']) delete doc[k];
   const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
   area.value = JSON.stringify(doc, null, 2);
   const out = el('div');
@@ -854,43 +871,69 @@ async function pageRun(page, id) {
 }
 
 // pageApprovals lists the calls waiting for a person — a per-user
-// session its own, the administrator's all — each with the request in
-// full as the engine will send it (credential values never: they are
-// set at send time), and decides one with a POST (the session's CSRF
-// token); opening the page decides nothing.
+// session its own, the administrator's all — newest first, one page of
+// each inbox at a time (More reads the next: an inbox is never read
+// whole), each with the request in full as the engine will send it
+// (credential values never: they are set at send time), and decides one
+// with a POST (the session's CSRF token); opening the page decides
+// nothing.
 async function pageApprovals(page) {
   heading(page, t('approvals'), t('approvals_purpose'));
-  const [runs, mcp] = await Promise.all([call('GET', '/v1/runs?status=paused'), call('GET', '/v1/pending')]);
-  if (!runs.ok) return page.append(errorBox(runs));
-  const items = [];
-  for (const r of runs.data.runs || []) for (const p of r.pending || []) items.push({ p, run: r.run_id });
-  if (mcp.ok) for (const p of mcp.data.pending || []) items.push({ p, run: null });
-  if (!items.length) return page.append(el('p', { class: 'empty', text: t('empty_approvals') }));
-  for (const { p, run } of items) {
-    if (p.kind === 'authorization') {
-      page.append(authorizationItem(p, run));
-      continue;
+  const runs = el('div', { attrs: { id: 'approvals-runs' } });
+  const mcp = el('div', { attrs: { id: 'approvals-calls' } });
+  const empty = el('p', { class: 'empty', text: t('empty_approvals') });
+  page.append(runs, mcp);
+  const fromRuns = (data) => (data.runs || []).flatMap((r) => (r.pending || []).map((p) => ({ p, run: r.run_id })));
+  const fromCalls = (data) => (data.pending || []).map((p) => ({ p, run: null }));
+  // inbox fills holder with a page of path and, when another follows, a
+  // More button reading it; it answers how many items it showed. A page
+  // that cannot be read shows the error, unless quiet (the direct calls'
+  // inbox is served only with MCP on).
+  const inbox = async (path, items, holder, quiet) => {
+    const r = await call('GET', path);
+    if (!r.ok) {
+      if (!quiet) holder.replaceChildren(errorBox(r));
+      return quiet ? 0 : 1;
     }
-    const req = p.request || {};
-    const reason = el('input', { attrs: { 'aria-label': t('reason'), placeholder: t('reason'), maxlength: 500, class: 'reason' } });
-    const msg = el('div');
-    const decide = async (decision) => {
-      const body = { decision, reason: reason.value || undefined };
-      const r = run ? await call('POST', '/v1/runs/' + encodeURIComponent(run) + '/resume', { decisions: [Object.assign({ id: p.id }, body)] })
-        : await call('POST', '/v1/pending/' + encodeURIComponent(p.id), body);
-      if (r.ok) { msg.replaceChildren(el('p', { text: fill('decided', { outcome: decision }) })); route(); } else msg.replaceChildren(errorBox(r));
-    };
-    page.append(el('section', { class: 'approval', attrs: { 'data-id': p.id } },
-      el('h2', null, el('code', { text: p.tool }), ' ', el('span', { class: 'badge', text: run ? t('from_run') + ' ' + run : t('from_mcp') })),
-      el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url', text: req.url || '' })),
-      table([t('headers'), t('value')], (req.headers || []).map((h) => [el('code', { text: h.name }), h.credential ? el('em', { text: h.value }) : el('code', { text: h.value })])),
-      el('h3', { text: t('body') }), req.body ? el('pre', { class: 'body', text: req.body }) : el('p', { text: t('no_body') }),
-      el('h3', { text: t('arguments') }), json(p.arguments),
-      el('p', null, t('expires') + ': ' + fmtTime(p.expires_at)),
-      el('div', { class: 'row' }, reason,
-        el('button', { class: 'approve', text: t('approve'), on: { click: () => decide('approve') } }), ' ',
-        el('button', { class: 'danger deny', text: t('deny'), on: { click: () => decide('deny') } })), msg));
-  }
+    const shown = items(r.data);
+    holder.replaceChildren(...shown.map(({ p, run }) => p.kind === 'authorization' ? authorizationItem(p, run) : approvalItem(p, run)));
+    if (r.data.next) {
+      const next = path.replace(/([?&])cursor=[^&]*&?/, '$1').replace(/[?&]$/, '');
+      const more = el('button', { class: 'secondary more', text: t('more'), on: { click: async () => {
+        const rest = el('div');
+        more.replaceWith(rest);
+        await inbox(next + (next.includes('?') ? '&' : '?') + 'cursor=' + encodeURIComponent(r.data.next), items, rest, quiet);
+      } } });
+      holder.append(more);
+    }
+    return shown.length + (r.data.next ? 1 : 0);
+  };
+  const shown = await Promise.all([inbox('/v1/runs?status=paused', fromRuns, runs, false), inbox('/v1/pending', fromCalls, mcp, true)]);
+  if (shown[0] + shown[1] === 0) page.append(empty);
+}
+
+// approvalItem is a call waiting for a person's approval: the request in
+// full, Approve and Deny (with an optional reason).
+function approvalItem(p, run) {
+  const req = p.request || {};
+  const reason = el('input', { attrs: { 'aria-label': t('reason'), placeholder: t('reason'), maxlength: 500, class: 'reason' } });
+  const msg = el('div');
+  const decide = async (decision) => {
+    const body = { decision, reason: reason.value || undefined };
+    const r = run ? await call('POST', '/v1/runs/' + encodeURIComponent(run) + '/resume', { decisions: [Object.assign({ id: p.id }, body)] })
+      : await call('POST', '/v1/pending/' + encodeURIComponent(p.id), body);
+    if (r.ok) { msg.replaceChildren(el('p', { text: fill('decided', { outcome: decision }) })); route(); } else msg.replaceChildren(errorBox(r));
+  };
+  return el('section', { class: 'approval', attrs: { 'data-id': p.id } },
+    el('h2', null, el('code', { text: p.tool }), ' ', el('span', { class: 'badge', text: run ? t('from_run') + ' ' + run : t('from_mcp') })),
+    el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url', text: req.url || '' })),
+    table([t('headers'), t('value')], (req.headers || []).map((h) => [el('code', { text: h.name }), h.credential ? el('em', { text: h.value }) : el('code', { text: h.value })])),
+    el('h3', { text: t('body') }), req.body ? el('pre', { class: 'body', text: req.body }) : el('p', { text: t('no_body') }),
+    el('h3', { text: t('arguments') }), json(p.arguments),
+    el('p', null, t('expires') + ': ' + fmtTime(p.expires_at)),
+    el('div', { class: 'row' }, reason,
+      el('button', { class: 'approve', text: t('approve'), on: { click: () => decide('approve') } }), ' ',
+      el('button', { class: 'danger deny', text: t('deny'), on: { click: () => decide('deny') } })), msg);
 }
 
 // connectAt asks the engine for a fresh start URL of provider for the

@@ -5,22 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
-	"github.com/blindexec/blindexec/plugins"
 )
-
-// Previewer prepares a call without sending it (*engine.Executor
-// implements it). A Runner whose executor lacks it refuses every call
-// that waits for a person.
-type Previewer interface {
-	Preview(ctx context.Context, call engine.Call) (*engine.Preview, *engine.RefusedError)
-}
 
 // Pending is a call waiting for a person. Of kind confirmation: the
 // exact request the engine prepared (credential values masked), bound by
@@ -74,11 +65,6 @@ type StepDecision struct {
 	At        time.Time `json:"at"`
 }
 
-// confirmation is a confirmed call's engine.Call.Confirmation.
-func confirmation(by, id string) string {
-	return "approved by " + cmp.Or(by, "?") + ", pending " + id
-}
-
 // setPolicy sets the run's policy: the operator's, or more when the
 // payload asks (options.confirm), never less.
 func (s *state) setPolicy() *RunError {
@@ -91,39 +77,18 @@ func (s *state) setPolicy() *RunError {
 	return nil
 }
 
-// hold prepares a call that waits for a person: its outcome carries the
-// pending item. A call whose user must first connect an account waits
-// for that instead; one that cannot be prepared otherwise is refused,
-// as executing it would be.
-func (s *state) hold(ctx context.Context, st Step, p *plugins.Plugin, args string) outcome {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	if !json.Valid([]byte(args)) {
-		return failed(st, StepInvalidJSON, &engine.ToolError{Code: StepInvalidJSON,
-			Message: "the arguments are not valid JSON; send one JSON object that matches the tool's parameters"}, 0)
-	}
-	pv, ok := s.r.Executor.(Previewer)
-	if !ok {
-		return failed(st, StepRefused, &engine.ToolError{Code: "confirmation_unavailable",
-			Message: "this call needs a person's confirmation, which this engine cannot ask for"}, 0)
-	}
-	prev, refused := pv.Preview(ctx, s.engineCall(p, args))
-	if refused != nil {
-		if out, ok := s.connect(ctx, st, &refused.ToolError); ok {
-			return out
-		}
-		return failed(st, StepRefused, &refused.ToolError, 0)
-	}
+// held is the outcome of a call the decision holds for a person: the
+// pending item shows the request prepared, bound by its digest.
+func (s *state) held(st Step, plan *engine.Plan) outcome {
 	return outcome{step: st, pending: &Pending{
 		ID:         confirm.NewID(),
 		Kind:       confirm.KindConfirmation,
-		Tool:       p.Name,
+		Tool:       st.Tool,
 		ToolCallID: st.ToolCallID,
 		Arguments:  st.Arguments,
-		Request:    prev.Request,
+		Request:    plan.Person.Request,
 		ExpiresAt:  time.Now().Add(cmp.Or(s.r.ConfirmTTL, confirm.DefaultTTL)).UTC().Truncate(time.Millisecond),
-		Digest:     prev.Digest,
+		Digest:     plan.Person.Digest,
 	}}
 }
 
@@ -194,33 +159,17 @@ func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 		st.Error = "not_confirmed: " + d.Outcome
 		return outcome{step: st, content: confirm.Declined(d.Outcome, d.Reason)}
 	}
-	p := s.tools[d.Tool]
-	pv, ok := s.r.Executor.(Previewer)
-	if p == nil || !ok {
+	if s.tools[d.Tool] == nil {
 		st.Decision.Outcome = confirm.Stale
 		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
 		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
 	}
-	call := s.engineCall(p, string(d.Arguments))
-	prev, refused := pv.Preview(ctx, call)
-	if refused != nil {
-		if out, ok := s.connect(ctx, st, &refused.ToolError); ok {
-			return out // the user disconnected since
-		}
-		return failed(st, StepRefused, &refused.ToolError, 0)
+	// Decided again, as the run's owner, with the approval: sent only when
+	// the request prepared now is the one approved.
+	out, plan := s.decide(ctx, st, string(d.Arguments), &engine.Approval{PendingID: d.ID, Digest: d.Digest, By: cmp.Or(d.By, "?")})
+	if plan == nil {
+		return out
 	}
-	if prev.Digest != d.Digest {
-		st.Decision.Outcome = confirm.Stale
-		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
-		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
-	}
-	call.Confirmation = confirmation(d.By, d.ID)
 	s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
-	res, err := s.r.Executor.Execute(ctx, call)
-	if res != nil && !res.OK {
-		if out, ok := s.connect(ctx, st, res.Error); ok {
-			return out // refused by the provider since (a refresh refused)
-		}
-	}
-	return s.executed(st, res, err)
+	return s.send(ctx, st, plan)
 }

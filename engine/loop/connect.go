@@ -46,8 +46,8 @@ func (s *state) connect(ctx context.Context, st Step, te *engine.ToolError) (_ o
 }
 
 // authorized is the outcome of a decided authorization: after
-// "continue" the call is made as the model asked it — waiting for a
-// confirmation first when the policy says so, and for a fresh
+// "continue" the call is decided and made as the model asked it —
+// waiting for a person first when the decision says so, and for a fresh
 // authorization again when the user has still not connected — and
 // otherwise the model reads that the user did not connect.
 func (s *state) authorized(ctx context.Context, st Step, d Decision) outcome {
@@ -55,12 +55,10 @@ func (s *state) authorized(ctx context.Context, st Step, d Decision) outcome {
 		st.Status, st.Error = StepRefused, "not_connected: "+d.Outcome
 		return outcome{step: st, content: confirm.NotConnected(d.Provider, d.Outcome)}
 	}
-	p := s.tools[d.Tool]
-	if p != nil && s.policy.Needs(p) {
-		return s.hold(ctx, st, p, string(d.Arguments))
+	out, plan := s.decide(ctx, st, string(d.Arguments), nil)
+	if plan == nil {
+		return out // refused, or waiting again: for a person, or for the user still not connected
 	}
-	if p != nil {
-		s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
-	}
-	return s.call(ctx, st, string(d.Arguments))
+	s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: st.Turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
+	return s.send(ctx, st, plan)
 }

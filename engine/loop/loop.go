@@ -57,9 +57,12 @@ const (
 	DefaultLLMBackoff     = 500 * time.Millisecond
 )
 
-// ToolExecutor executes one tool call; *engine.Executor implements it.
+// ToolExecutor decides one tool call and sends what it decided;
+// *engine.Executor implements it. The run renders the verdict: a
+// result, a refusal, a wait for a person or for the user to connect.
 type ToolExecutor interface {
-	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
+	Decide(ctx context.Context, call engine.Call) (*engine.Plan, error)
+	Send(ctx context.Context, plan *engine.Plan) (*engine.Result, error)
 }
 
 // Request is one run: the conversation so far and what the model may use.
@@ -76,10 +79,12 @@ type Request struct {
 	Model   string  `json:"model,omitempty"`
 	Options Options `json:"options"`
 	RunID   string  `json:"run_id,omitempty"` // generated when empty
-	// BoundToCatalog marks the plugins whose calls using stored
-	// credentials are bound to the catalog's rows (engine.Call.BoundToCatalog):
-	// those the caller defined inline, unless the caller is the administrator.
-	BoundToCatalog map[*plugins.Plugin]bool `json:"-"`
+	// Inline marks the plugins the payload defined itself
+	// (engine.Call.Inline), as opposed to those named from the catalog.
+	Inline map[*plugins.Plugin]bool `json:"-"`
+	// Owner is the principal that started the run (engine.Call.Owner):
+	// on a resume too, whoever resumes it.
+	Owner engine.Owner `json:"-"`
 }
 
 // Options tune the loop.
@@ -165,6 +170,10 @@ const (
 	CodeCancelled      = "cancelled"
 	CodeInternal       = "internal_error"
 	CodeBudget         = "budget_exhausted"
+	// CodeTooManyPending and CodePendingTooLarge end a run whose pause
+	// the pending items' bounds refused (issue 44): nothing was sent.
+	CodeTooManyPending  = "too_many_pending"
+	CodePendingTooLarge = "pending_too_large"
 )
 
 // RunError is why a run failed or was cancelled.
@@ -187,6 +196,10 @@ func (e *RunError) HTTPStatus() int {
 		return http.StatusGatewayTimeout
 	case CodeCancelled:
 		return 499 // client closed request (nginx): nobody reads it anyway
+	case CodeTooManyPending:
+		return http.StatusTooManyRequests
+	case CodePendingTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }

@@ -98,10 +98,14 @@ func (o *overlap) leave() {
 	o.in--
 }
 
-type executorFunc func(context.Context, engine.Call) (*engine.Result, error)
+// sendFunc decides with an executor and sends with send.
+type sendFunc struct {
+	loop.ToolExecutor
+	send func(context.Context, *engine.Plan) (*engine.Result, error)
+}
 
-func (f executorFunc) Execute(ctx context.Context, c engine.Call) (*engine.Result, error) {
-	return f(ctx, c)
+func (f sendFunc) Send(ctx context.Context, p *engine.Plan) (*engine.Result, error) {
+	return f.send(ctx, p)
 }
 
 // events collects what a run emits.
@@ -273,16 +277,16 @@ func TestParallelToolCalls(t *testing.T) {
 	r := newRunner(t, llm)
 	secondReported := make(chan struct{})
 	inner := r.Executor
-	r.Executor = executorFunc(func(ctx context.Context, c engine.Call) (*engine.Result, error) {
-		res, err := inner.Execute(ctx, c)
-		if !strings.Contains(string(c.Arguments), "second") {
+	r.Executor = sendFunc{inner, func(ctx context.Context, p *engine.Plan) (*engine.Result, error) {
+		res, err := inner.Send(ctx, p)
+		if !strings.Contains(string(res.Output), "second") {
 			select {
 			case <-secondReported:
 			case <-time.After(5 * time.Second): // run sequentially: fail, not hang
 			}
 		}
 		return res, err
-	})
+	}}
 	var ev events
 	reply := r.Run(t.Context(), loop.Request{
 		Messages: user("look both up"),
@@ -844,7 +848,7 @@ func TestExecutorPanic(t *testing.T) {
 		openaitest.Turn{Content: "recovered"},
 	)
 	r := newRunner(t, llm)
-	r.Executor = executorFunc(func(context.Context, engine.Call) (*engine.Result, error) { panic("boom") })
+	r.Executor = sendFunc{r.Executor, func(context.Context, *engine.Plan) (*engine.Result, error) { panic("boom") }}
 	reply := r.Run(t.Context(), loop.Request{Messages: user("hi"), Plugins: []*plugins.Plugin{echoPlugin(t, "lookup", "https://api.example.com")}}, nil)
 	wantStatus(t, reply, loop.StatusCompleted)
 	if _, contents := toolContents(reply); reply.Steps[0].Status != loop.StepError || !strings.Contains(contents[0], loop.CodeInternal) {

@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -59,16 +60,20 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 				running++
 				continue
 			}
-			if p := s.tools[st.Tool]; p != nil && s.policy.Needs(p) {
-				// Prepared, not sent: a person decides (issue 33).
-				outs[i] = s.hold(ctx, st, p, tc.Function.Arguments)
+			// Decided here, in the order the model asked; only the send
+			// runs concurrently.
+			out, plan := s.decide(ctx, st, tc.Function.Arguments, nil)
+			if out.pending == nil || out.pending.Kind != confirm.KindConfirmation {
+				s.used(st.Tool)
+				s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
+			}
+			if plan == nil {
+				outs[i] = out
 				done <- i
 				started++
 				running++
 				continue
 			}
-			s.used(st.Tool)
-			s.emit(Event{EventToolStarted, ToolStarted{Index: st.Index, Turn: turn, Tool: st.Tool, ToolCallID: st.ToolCallID, Arguments: st.Arguments}})
 			go func() {
 				defer func() {
 					if p := recover(); p != nil {
@@ -77,7 +82,7 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 					}
 					done <- i
 				}()
-				outs[i] = s.call(ctx, st, tc.Function.Arguments)
+				outs[i] = s.send(ctx, st, plan)
 			}()
 			started++
 			running++
@@ -124,16 +129,19 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 	return msgs
 }
 
-// call executes one tool call blind. Whatever goes wrong becomes the
-// tool's output, so that the model can correct itself.
-func (s *state) call(ctx context.Context, st Step, args string) outcome {
+// decide decides one tool call blind: the plan to send, or (nil plan)
+// the outcome it ends with at once — an unknown tool, invalid JSON, a
+// refusal, a wait for a person or for the user to connect. Whatever goes
+// wrong becomes the tool's output, so that the model can correct itself.
+// approval is a person's approval of the call, on a resume.
+func (s *state) decide(ctx context.Context, st Step, args string, approval *engine.Approval) (outcome, *engine.Plan) {
 	p := s.tools[st.Tool]
 	if p == nil {
 		msg := fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", st.Tool, plugins.SearchToolsName)
 		if s.search == nil {
 			msg = fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(slices.Sorted(maps.Keys(s.tools)), ", "))
 		}
-		return failed(st, StepUnknownTool, &engine.ToolError{Code: StepUnknownTool, Message: msg}, 0)
+		return failed(st, StepUnknownTool, &engine.ToolError{Code: StepUnknownTool, Message: msg}, 0), nil
 	}
 	if strings.TrimSpace(args) == "" {
 		args = "{}" // a call without arguments, as some models send it
@@ -143,11 +151,38 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 		return failed(st, StepInvalidJSON, &engine.ToolError{
 			Code:    StepInvalidJSON,
 			Message: fmt.Sprintf("the arguments are not valid JSON (%v); send one JSON object that matches the tool's parameters", err),
-		}, 0)
+		}, 0), nil
 	}
 	c := s.engineCall(p, args)
 	c.ToolCallID = st.ToolCallID
-	res, err := s.r.Executor.Execute(ctx, c)
+	c.Approval = approval
+	plan, err := s.r.Executor.Decide(ctx, c)
+	switch {
+	case plan == nil: // only an executor that breaks its contract
+		return s.executed(st, nil, err), nil
+	case plan.Verdict() == engine.VerdictPerson:
+		return s.held(st, plan), nil
+	case err != nil:
+		return s.sent(ctx, st, plan.Result(), err), nil
+	}
+	return outcome{}, plan
+}
+
+// send sends a decided call.
+func (s *state) send(ctx context.Context, st Step, plan *engine.Plan) outcome {
+	res, err := s.r.Executor.Send(ctx, plan)
+	return s.sent(ctx, st, res, err)
+}
+
+// sent is the outcome of a call sent or refused: a refusal for want of
+// the user's connection waits for the user to connect; an approval gone
+// stale tells the model so.
+func (s *state) sent(ctx context.Context, st Step, res *engine.Result, err error) outcome {
+	if refused, ok := errors.AsType[*engine.RefusedError](err); ok && refused.Code == engine.CodeConfirmationStale && st.Decision != nil {
+		st.Decision.Outcome = confirm.Stale
+		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
+		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}
+	}
 	if res != nil && !res.OK {
 		if out, ok := s.connect(ctx, st, res.Error); ok {
 			return out
@@ -156,16 +191,19 @@ func (s *state) call(ctx context.Context, st Step, args string) outcome {
 	return s.executed(st, res, err)
 }
 
-// engineCall is the executor's call of p with args, for the run's user.
+// engineCall is the executor's call of p with args, for the run's user,
+// decided under the run's owner and policy.
 func (s *state) engineCall(p *plugins.Plugin, args string) engine.Call {
 	return engine.Call{
-		Plugin:         p,
-		Arguments:      json.RawMessage(args),
-		UserID:         s.req.UserID,
-		Credentials:    s.req.Credentials,
-		FixedParams:    s.req.FixedParams[p.Name],
-		RunID:          s.reply.RunID,
-		BoundToCatalog: s.req.BoundToCatalog[p],
+		Plugin:      p,
+		Arguments:   json.RawMessage(args),
+		UserID:      s.req.UserID,
+		Credentials: s.req.Credentials,
+		FixedParams: s.req.FixedParams[p.Name],
+		RunID:       s.reply.RunID,
+		Inline:      s.req.Inline[p],
+		Owner:       s.req.Owner,
+		Policy:      s.policy,
 	}
 }
 

@@ -89,6 +89,16 @@ func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.A
 	return c.auth, true
 }
 
+// Destination implements engine.Destinations: the digest of the server's
+// transport, URL or command, headers and auth config.
+func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, error) {
+	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
+	if err != nil {
+		return "", err
+	}
+	return c.digest, nil
+}
+
 // Invoke implements engine.Invoker.
 func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
 	e := &p.Plugin.Execution
@@ -109,7 +119,13 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		Headers:     e.Headers,
 		OnSecrets:   p.AddSecrets,
 		Traceparent: traceparent,
+		Destination: p.Destination,
 	})
+	if changed, ok := errors.AsType[*DestinationChangedError](err); ok {
+		endCall(span, err)
+		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeConfirmationStale,
+			Message: changed.Error() + "; nothing was sent"}}
+	}
 	if err != nil {
 		err = toolError(p, err)
 		endCall(span, err)

@@ -218,6 +218,18 @@ type serverConfig struct {
 	headers                  map[string]string
 	auth                     plugins.AuthConfig
 	disabled                 bool
+	// digest is a hex sha256 of where calls go and what they carry — the
+	// transport, URL or command, headers and auth config — which a
+	// person's approval of a call binds (Invoker.Destination).
+	digest string
+}
+
+// DestinationChangedError refuses an approved call whose server row
+// changed since the approval (Call.Destination): nothing was sent.
+type DestinationChangedError struct{ Server string }
+
+func (e *DestinationChangedError) Error() string {
+	return fmt.Sprintf("MCP server %s changed (its URL, headers or auth) since the call was approved", e.Server)
 }
 
 // Server returns the id and name of server ref (id or name), or
@@ -311,6 +323,18 @@ func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	if c.auth, err = catalog.MCPServerAuth(row); err != nil {
 		return nil, err
 	}
+	b, err := json.Marshal(struct {
+		Transport string             `json:"transport"`
+		URL       string             `json:"url"`
+		Argv      []string           `json:"argv"`
+		Headers   map[string]string  `json:"headers"`
+		Auth      plugins.AuthConfig `json:"auth"`
+	}{c.transport, c.url, c.argv, c.headers, c.auth})
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: %w", c.name, err)
+	}
+	sum := sha256.Sum256(b)
+	c.digest = hex.EncodeToString(sum[:])
 	return c, nil
 }
 
@@ -333,6 +357,10 @@ type Call struct {
 	// MCP convention, the only way over stdio) and, over HTTP, as the
 	// traceparent header of its requests.
 	Traceparent string
+	// Destination, when set, is the server's digest a person approved
+	// (engine.Prepared.Destination): a server changed since is not
+	// called (*DestinationChangedError).
+	Destination string
 }
 
 // CallTool performs call. A tool-level failure is a result with IsError
@@ -342,6 +370,9 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 	srv, err := m.config(ctx, call.Server)
 	if err != nil {
 		return nil, err
+	}
+	if call.Destination != "" && call.Destination != srv.digest {
+		return nil, &DestinationChangedError{Server: srv.name}
 	}
 	args := call.Arguments
 	if args == nil {

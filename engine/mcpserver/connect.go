@@ -13,19 +13,28 @@ import (
 )
 
 // Connector gives the session's user a fresh start URL to connect an
-// account at a provider (issue 34); the API implements it over
+// account at a provider (issue 34), and names the page where a person
+// connects accounts themselves; the API implements it over
 // connections.Service.
 type Connector interface {
 	StartURL(ctx context.Context, userID int64, provider string, scopes []string) (string, error)
+	// ConnectionsPage is the console's page where a signed-in user
+	// connects accounts ("" when the engine has no browser address):
+	// no capability, a person signs in there first.
+	ConnectionsPage() string
 }
 
-// connect answers a call refused for want of the user's connection: a
+// connect answers a call refused for want of the user's connection. A
 // client that declared URL elicitation gets the specification's
-// URL-elicitation-required error, the start URL to open; any other a
-// tool error carrying it (connect_at). The client calls the tool again
-// once the user has connected. ok is
-// false for any other result, without a Connector, or when no start URL
-// can be made (the engine's error then stands).
+// URL-elicitation-required error, a fresh start URL for the client to
+// offer the person; any other a tool error naming the provider and the
+// console's connections page — never the start URL, which the client
+// would hand to the model (issue 44 point 6): a model reading a
+// single-use sign-in link can pass it to someone who then links their
+// own account to this user. The client calls the tool again once the
+// user has connected. ok is false for any other result, without a
+// Connector, or when no start URL can be made (the engine's error then
+// stands).
 func (ss *session) connect(ctx context.Context, res *engine.Result, client *sdk.ServerSession) (_ *sdk.CallToolResult, _ error, ok bool) {
 	c := ss.svc.opts.Connector
 	if c == nil || res == nil || res.OK {
@@ -35,22 +44,26 @@ func (ss *session) connect(ctx context.Context, res *engine.Result, client *sdk.
 	if !ok {
 		return nil, nil, false
 	}
-	url, err := c.StartURL(ctx, ss.user, provider, scopes)
-	if err != nil {
-		ss.svc.log.WarnContext(ctx, "no start URL for a connection the call needs; the client reads the error", "provider", provider, "err", err)
-		return nil, nil, false
-	}
 	msg := fmt.Sprintf("Connect your %s account to let this tool act for you, then call it again.", provider)
 	if res.HTTPStatus == 0 {
 		msg = fmt.Sprintf("Connect your %s account to let this tool act for you, then call it again; nothing was sent.", provider)
 	}
 	if _, urlMode := elicitation(client); urlMode {
+		url, err := c.StartURL(ctx, ss.user, provider, scopes)
+		if err != nil {
+			ss.svc.log.WarnContext(ctx, "no start URL for a connection the call needs; the client reads the error", "provider", provider, "err", err)
+			return nil, nil, false
+		}
 		var id [16]byte
 		rand.Read(id[:]) // never fails (crypto/rand, Go 1.24)
 		return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: msg, URL: url, ElicitationID: hex.EncodeToString(id[:])}}), true
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": engine.CodeConnectionRequired,
-		"message": msg + " Show the user the URL connect_at: it opens the provider's sign-in (valid 10 minutes, once).",
-		"details": map[string]any{"provider": provider, "scopes": scopes, "missing_scopes": missing}, "connect_at": url}})
+	e := map[string]any{"code": engine.CodeConnectionRequired,
+		"message": msg + " Ask the user to connect it in the engine's console (Connections); no sign-in link is given here.",
+		"details": map[string]any{"provider": provider, "scopes": scopes, "missing_scopes": missing}}
+	if page := c.ConnectionsPage(); page != "" {
+		e["connect_in"] = page
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
 	return errorResult(string(b)), nil, true
 }

@@ -34,6 +34,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
@@ -54,9 +55,10 @@ type Catalog interface {
 	Version() int64
 }
 
-// Executor executes calls: *engine.Executor.
+// Executor decides calls and sends what it decided: *engine.Executor.
 type Executor interface {
-	Execute(ctx context.Context, call engine.Call) (*engine.Result, error)
+	Decide(ctx context.Context, call engine.Call) (*engine.Plan, error)
+	Send(ctx context.Context, plan *engine.Plan) (*engine.Result, error)
 }
 
 // Options configure a Service.
@@ -83,16 +85,21 @@ type Options struct {
 	Connector Connector
 }
 
-// Gate decides, before a call is executed, whether it waits for a
-// person. Admit returns the call to execute — Confirmation set when a
-// person approved exactly this request — or, when it waits, what the
-// client is told. Nothing a client sends decides it.
+// Gate keeps the calls that wait for a person (issue 33). Whether a call
+// waits is the executor's decision, under the Gate's policy; the Gate
+// only keeps what waits and what a person decided. Nothing a client
+// sends decides it.
 type Gate interface {
-	Admit(ctx context.Context, call engine.Call) (engine.Call, *Waiting)
+	// Policy is the confirmation policy clients' calls are decided under.
+	Policy() confirm.Policy
+	// Hold is given call, which plan holds for a person: nil when a
+	// person approved exactly this request (plan approved, Plan.Approve),
+	// else what the client is told.
+	Hold(ctx context.Context, call *engine.Call, plan *engine.Plan) *Waiting
 	// Decide records the answer a person gave through elicitation to
-	// the waiting call id and returns the call to execute when approved
-	// (Confirmation set), ok false otherwise.
-	Decide(ctx context.Context, call engine.Call, id string, approve bool) (engine.Call, bool)
+	// the waiting call id, and approves plan when approved; false
+	// otherwise.
+	Decide(ctx context.Context, call *engine.Call, plan *engine.Plan, id string, approve bool) bool
 }
 
 // Waiting is a call waiting for a person: the tool error's text (what to

@@ -172,31 +172,38 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 	}
 	ss.mu.Unlock()
 	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user}
-	if g := ss.svc.opts.Gate; g != nil {
-		var w *Waiting
-		if call, w = g.Admit(ctx, call); w != nil {
+	g := ss.svc.opts.Gate
+	if g != nil {
+		call.Policy = g.Policy()
+	}
+	plan, err := ss.svc.ex.Decide(ctx, call)
+	if plan == nil {
+		return result(nil, err), nil
+	}
+	if plan.Verdict() == engine.VerdictPerson { // only under a Gate's policy
+		// Through a pointer to a copy: one to call would move it to the
+		// heap on every call, this path's or not.
+		held := call
+		if w := g.Hold(ctx, &held, plan); w != nil {
 			form, urlMode := elicitation(client)
+			approve, asked := false, false
 			if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
-				if approve, ok := ss.ask(ctx, client, w); ok {
-					if call, ok = g.Decide(ctx, call, w.ID, approve); !ok {
-						return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
-					}
-					res, err := ss.svc.ex.Execute(ctx, call)
-					if out, cerr, ok := ss.connect(ctx, res, client); ok {
-						return out, cerr
-					}
-					return result(res, err), nil
-				}
+				approve, asked = ss.ask(ctx, client, w)
 			}
-			if urlMode && w.URL != "" {
+			switch {
+			case asked && !g.Decide(ctx, &held, plan, w.ID, approve):
+				return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
+			case asked:
+			case urlMode && w.URL != "":
 				// Answered at once: the person approves at the URL, and
 				// the client calls again.
 				return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: w.Message, URL: w.URL, ElicitationID: w.ID}})
+			default:
+				return errorResult(w.Text), nil
 			}
-			return errorResult(w.Text), nil
 		}
 	}
-	res, err := ss.svc.ex.Execute(ctx, call)
+	res, err := ss.svc.ex.Send(ctx, plan)
 	if out, cerr, ok := ss.connect(ctx, res, client); ok {
 		return out, cerr
 	}

@@ -100,10 +100,19 @@ func FuzzDecodeMessage(f *testing.F) {
 }
 
 // echoExecutor answers every call with its arguments.
-type echoExecutor struct{}
+// echoExecutor is an executor whose http calls answer their arguments:
+// the sessions and transports are under test here, not an upstream.
+func echoExecutor() *engine.Executor {
+	e := &engine.Executor{}
+	e.Register(plugins.TypeHTTP, echoInvoker{})
+	return e
+}
 
-func (echoExecutor) Execute(_ context.Context, call engine.Call) (*engine.Result, error) {
-	return &engine.Result{OK: true, Output: call.Arguments}, nil
+type echoInvoker struct{}
+
+func (echoInvoker) Invoke(_ context.Context, p *engine.Prepared) (*engine.Response, error) {
+	b, err := json.Marshal(p.Arguments)
+	return &engine.Response{StatusCode: 200, ContentType: "application/json", Body: b, Attempts: 1}, err
 }
 
 type oneTool []*plugins.Plugin
@@ -118,7 +127,7 @@ func TestLineTransport(t *testing.T) {
 	p := &plugins.Plugin{Name: "echo", Title: "Echo", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
 	// Tool search on, so that a search makes the server send a message
 	// of its own (notifications/tools/list_changed) over the transport.
-	svc := NewService(oneTool{p}, echoExecutor{}, Options{Search: toolset.Config{Mode: toolset.ModeAlways}})
+	svc := NewService(oneTool{p}, echoExecutor(), Options{Search: toolset.Config{Mode: toolset.ModeAlways}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 

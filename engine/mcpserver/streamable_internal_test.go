@@ -24,7 +24,7 @@ import (
 // client's socket.
 func TestStreamClientNotReading(t *testing.T) {
 	p := oneTool{{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)}}
-	svc := NewService(p, echoExecutor{}, Options{})
+	svc := NewService(p, echoExecutor(), Options{})
 	srv := httptest.NewServer(svc.Handler(func(*http.Request) (Identity, error) { return Identity{User: 7}, nil }))
 	defer srv.Close()
 	defer svc.Close()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 )
@@ -180,22 +181,24 @@ func TestStreamableCancel(t *testing.T) {
 	}
 }
 
-// heldGate holds each call in Admit (which it reports on entered) until
+// heldGate holds each call in Hold (which it reports on entered) until
 // release is closed, whether or not its context ends (which it reports
 // on cancelled): a call that takes a while to notice its client went
 // away.
 type heldGate struct{ entered, cancelled, release chan struct{} }
 
-func (g heldGate) Admit(ctx context.Context, call engine.Call) (engine.Call, *mcpserver.Waiting) {
+// Policy holds every call, so that each reaches Hold.
+func (heldGate) Policy() confirm.Policy { return confirm.Always }
+
+func (g heldGate) Hold(ctx context.Context, _ *engine.Call, plan *engine.Plan) *mcpserver.Waiting {
 	g.entered <- struct{}{}
 	context.AfterFunc(ctx, func() { g.cancelled <- struct{}{} })
 	<-g.release
-	return call, nil
+	plan.Approve("test", "held")
+	return nil
 }
 
-func (heldGate) Decide(_ context.Context, call engine.Call, _ string, _ bool) (engine.Call, bool) {
-	return call, false
-}
+func (heldGate) Decide(context.Context, *engine.Call, *engine.Plan, string, bool) bool { return false }
 
 // TestStreamableIDReuse: a request id stays taken until the server has
 // answered it, even when its client went away: a new request reusing it

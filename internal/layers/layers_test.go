@@ -15,10 +15,10 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody",
+	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody", "internal/invisible",
 		"internal/csp", "internal/jsonlimit", "internal/jsontext", "internal/layers", "internal/logbuf", "internal/mcpts", "internal/settings", "tracing",
 		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
-	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest"}},
+	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest", "internal/invisible/invisibletest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",
 		"internal/openaitest"}},
@@ -26,6 +26,7 @@ var layers = []struct {
 		"internal/githubcatalog", "toolsearch/searcheval"}},
 	{"credentials and quotas", []string{"auth", "quota"}},
 	{"users' connections to OAuth providers", []string{"connections"}},
+	{"who may use which tool", []string{"access"}},
 	{"the executor", []string{"engine"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},

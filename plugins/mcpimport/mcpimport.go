@@ -5,8 +5,9 @@
 //
 // Each tool becomes one plugin:
 //
-//   - name: the tool's name with every character outside [a-zA-Z0-9_-]
-//     replaced by "_" (rb.answer → rb_answer). When another plugin already
+//   - name: the tool's name without its invisible characters, every
+//     other character outside [a-zA-Z0-9_-] replaced by "_" (rb.answer →
+//     rb_answer). When another plugin already
 //     has that name (another server's tool, a hand-written plugin), the
 //     server's name is prefixed (runbook_rb_answer); a name still taken, or
 //     longer than 64, is cut and given a hash suffix derived from the
@@ -37,6 +38,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/schema"
 )
@@ -80,6 +82,10 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
 		ConsequentialHint:   ConsequentialHint(t.Annotations),
 	}
+	if _, f := invisible.Remove(t.Name); f.Count > 0 { // the name is made of it (SanitizeName)
+		p.InvisibleRemoved = []invisible.Removal{{Field: "name", Count: f.Count, Kinds: f.Kinds}}
+	}
+	p.RemoveInvisible()
 	if err := p.Validate(); err != nil {
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
@@ -144,8 +150,10 @@ func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error
 }
 
 // SanitizeName maps a tool name onto the OpenAI function-name rule
-// ^[a-zA-Z0-9_-]{1,64}$, without shortening it.
+// ^[a-zA-Z0-9_-]{1,64}$, without shortening it. Invisible characters are
+// removed, not replaced: read\u200bfile is readfile.
 func SanitizeName(s string) string {
+	s, _ = invisible.Remove(s)
 	b := []byte(s)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {

@@ -341,6 +341,7 @@ func (c *converter) convert(o rawOperation) (Operation, error) {
 		return Operation{}, fmt.Errorf("encode parameters: %w", err)
 	}
 	provider := c.auth(o, p, b)
+	p.RemoveInvisible()
 	return Operation{Key: o.key, Plugin: p, Warnings: b.warnings, Provider: provider}, nil
 }
 

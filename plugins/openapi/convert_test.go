@@ -36,6 +36,9 @@ func TestConvertGolden(t *testing.T) {
 		// Issue 34: authorizationCode flows name a provider.
 		{"oauth2code.yaml", Options{SourceURL: "https://login.acme.test/openapi.yaml"}, false},
 		{"oauth2code-swagger2.json", Options{}, false}, // Swagger 2's accessCode
+		// Issue 44: invisible characters removed from what a model reads,
+		// and reported per plugin.
+		{"invisible.json", Options{}, false},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.file))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -28,7 +29,12 @@ func assignNames(ops []Operation, ids []string, prefix string) {
 	taken := make(map[string]bool, len(ops))
 	for i := range ops {
 		op := &ops[i]
-		base := sanitize(readableID(ids[i], op.Key), "")
+		// Removed, not turned into "_": get\u200bUser is getUser.
+		id, found := invisible.Remove(ids[i])
+		if found.Count > 0 {
+			op.Plugin.InvisibleRemoved = append([]invisible.Removal{{Field: "name", Count: found.Count, Kinds: found.Kinds}}, op.Plugin.InvisibleRemoved...)
+		}
+		base := sanitize(readableID(id, op.Key), "")
 		if base == "" {
 			base = methodPath(op.Key)
 		}

@@ -1,0 +1,198 @@
+// Package access decides who may use which tool (issue 46): a user may use
+// a plugin when holding at least one of its perms, RuoYi permission
+// strings matched exactly as RuoYi matches them (PermissionService.
+// hasPermi: the string itself, or "*:*:*", which holds all; no partial
+// wildcards). A plugin without perms follows the operator's Mode. The
+// strings a user holds come from one database source (RuoYi's tables,
+// ruoyi-vue-pro's, or the operator's query; or none) and from what a
+// service payload or a per-user token carries: each source is judged on
+// its own and all must grant, so a payload or a token narrows what the
+// database grants, never widens it. A source that cannot be read refuses
+// the call (fails closed) and says so.
+//
+// The executor's decision point asks Checker.Allowed after binding a call
+// to its catalog row; lists and searches ask it of each tool.
+package access
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Environment variables of the rule, which serve reads once the rule is
+// wired into the executor.
+const (
+	// EnvToolAccess is what plugins without perms are: ModeOpen or
+	// ModePerms.
+	EnvToolAccess = "BLINDEXEC_TOOL_ACCESS"
+	// EnvPermissions is where users' permission strings come from:
+	// SourceRuoYi, SourceYudao, SourceQuery or SourceNone.
+	EnvPermissions = "BLINDEXEC_PERMISSIONS"
+	// EnvPermissionsQuery is SourceQuery's SELECT.
+	EnvPermissionsQuery = "BLINDEXEC_PERMISSIONS_QUERY"
+	// EnvPermissionsTTL is how long, in milliseconds, a replica keeps a
+	// user's strings read from the database source: the longest a role
+	// change made in RuoYi takes to reach a call.
+	EnvPermissionsTTL = "BLINDEXEC_PERMISSIONS_TTL_MS"
+)
+
+// Mode is what a plugin without perms is (BLINDEXEC_TOOL_ACCESS).
+type Mode string
+
+const (
+	// ModeOpen: usable by every user, as before issue 46 (the default, so
+	// that an upgraded deployment changes nothing).
+	ModeOpen Mode = "open"
+	// ModePerms: usable by no user until an administrator gives it perms.
+	ModePerms Mode = "perms"
+)
+
+// Codes of the errors Allowed returns, as the API and MCP answer them.
+const (
+	CodeDenied      = "permission_denied"
+	CodeUnavailable = "permissions_unavailable"
+)
+
+// Subject is whom a call acts for.
+type Subject struct {
+	// User is the user id; 0 is no user, who holds no permission.
+	User int64
+	// Narrow are further sources of the user's strings, each judged on its
+	// own: a service payload's user.permissions (RuoYi's
+	// LoginUser.getPermissions()), a per-user token's fixed strings
+	// (HeldOf them once per request). An empty set holds nothing.
+	Narrow []Held
+}
+
+// Held is the set of permission strings one source grants a user.
+type Held map[string]struct{}
+
+// HeldOf makes the set of perms.
+func HeldOf(perms ...string) Held {
+	h := make(Held, len(perms))
+	for _, p := range perms {
+		h[p] = struct{}{}
+	}
+	return h
+}
+
+// Grants reports whether h holds one of needs, or AllPerms, RuoYi's
+// PermissionService.hasPermissions exactly: set membership, nothing
+// partial.
+func (h Held) Grants(needs []string) bool {
+	if _, all := h[plugins.AllPerms]; all {
+		return true
+	}
+	for _, n := range needs {
+		if _, ok := h[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Source reads the permission strings a user holds in one place: RuoYi's
+// tables, ruoyi-vue-pro's, the operator's query.
+type Source interface {
+	Held(ctx context.Context, user int64) (Held, error)
+}
+
+// DeniedError refuses a plugin (or an agent) to a user: it names it and
+// the permissions it needs, one of which suffices, and nothing of what
+// the user holds. Needs is empty for a plugin without perms under
+// ModePerms.
+type DeniedError struct {
+	Plugin string
+	Agent  string // set instead of Plugin for an agent
+	Needs  []string
+}
+
+func (e *DeniedError) Error() string {
+	if e.Agent != "" {
+		return fmt.Sprintf("%s: agent %q needs one of the permissions %s", CodeDenied, e.Agent, strings.Join(e.Needs, ", "))
+	}
+	if len(e.Needs) == 0 {
+		return fmt.Sprintf("%s: plugin %q has no perms, and %s=%s makes such plugins usable by no one until an administrator gives them perms", CodeDenied, e.Plugin, EnvToolAccess, ModePerms)
+	}
+	return fmt.Sprintf("%s: plugin %q needs one of the permissions %s", CodeDenied, e.Plugin, strings.Join(e.Needs, ", "))
+}
+
+// Code is CodeDenied.
+func (e *DeniedError) Code() string { return CodeDenied }
+
+// UnavailableError says the database source could not be read: the call
+// is refused rather than opened.
+type UnavailableError struct {
+	Source string
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%s: the permissions of %s=%s could not be read, so the call is refused: %v", CodeUnavailable, EnvPermissions, e.Source, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Code is CodeUnavailable.
+func (e *UnavailableError) Code() string { return CodeUnavailable }
+
+// Checker is the rule. The zero Checker is ModeOpen with no database
+// source (SourceNone). It is safe for concurrent use when its Source is.
+type Checker struct {
+	// Mode is what plugins without perms are; "" is ModeOpen.
+	Mode Mode
+	// Source is the database source, nil for SourceNone; Name names it
+	// in errors.
+	Source Source
+	Name   string
+}
+
+// Allowed returns nil when sub may use p, a *DeniedError when not, and
+// an *UnavailableError when the database source could not be read (only
+// asked for plugins with perms, and never for user 0).
+func (c *Checker) Allowed(ctx context.Context, sub Subject, p *plugins.Plugin) error {
+	if len(p.Perms) == 0 {
+		if c.Mode == ModePerms {
+			return &DeniedError{Plugin: p.Name}
+		}
+		return nil
+	}
+	return c.holds(ctx, sub, &DeniedError{Plugin: p.Name, Needs: p.Perms})
+}
+
+// AgentAllowed is Allowed for an agent named name that needs one of
+// perms: an agent without perms is for every user whatever the Mode (it
+// never grants a tool: its tools are narrowed by Allowed each).
+func (c *Checker) AgentAllowed(ctx context.Context, sub Subject, name string, perms []string) error {
+	if len(perms) == 0 {
+		return nil
+	}
+	return c.holds(ctx, sub, &DeniedError{Agent: name, Needs: perms})
+}
+
+// holds returns nil when every source grants sub one of denied.Needs,
+// else denied (or an *UnavailableError).
+func (c *Checker) holds(ctx context.Context, sub Subject, denied *DeniedError) error {
+	if sub.User <= 0 || c.Source == nil && sub.Narrow == nil {
+		return denied // no one, or no source: nothing is held
+	}
+	for _, n := range sub.Narrow {
+		if !n.Grants(denied.Needs) {
+			return denied
+		}
+	}
+	if c.Source == nil {
+		return nil
+	}
+	held, err := c.Source.Held(ctx, sub.User)
+	if err != nil {
+		return &UnavailableError{Source: c.Name, Err: err}
+	}
+	if !held.Grants(denied.Needs) {
+		return denied
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package access
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultTTL is BLINDEXEC_PERMISSIONS_TTL_MS's default: a role changed in
+// RuoYi reaches every replica's calls within a minute, for one query (two
+// for RuoYi) per active user per minute on each replica.
+const DefaultTTL = time.Minute
+
+// maxCached bounds the users a Cache keeps; past it, expired entries are
+// dropped, and when none has expired, all are.
+const maxCached = 100_000
+
+// Cache keeps what Source grants each user for TTL: no trigger is ever
+// put on RuoYi's tables, so their changes are seen when an entry expires.
+// A failed read is not kept: the next call asks again. Concurrent misses
+// for one user may each read the source.
+type Cache struct {
+	src Source
+	ttl time.Duration
+	// now is the clock (tests move it).
+	now func() time.Time
+
+	mu    sync.Mutex
+	users map[int64]cached
+}
+
+type cached struct {
+	held    Held
+	expires time.Time
+}
+
+// NewCache keeps src's answers for ttl.
+func NewCache(src Source, ttl time.Duration) *Cache {
+	return &Cache{src: src, ttl: ttl, now: time.Now, users: map[int64]cached{}}
+}
+
+// Held answers from the cache, or reads the source and keeps its answer.
+func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.users[user]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.held, nil
+	}
+	held, err := c.src.Held(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.users) >= maxCached {
+		for u, e := range c.users {
+			if !now.Before(e.expires) {
+				delete(c.users, u)
+			}
+		}
+		if len(c.users) >= maxCached {
+			clear(c.users)
+		}
+	}
+	c.users[user] = cached{held: held, expires: now.Add(c.ttl)}
+	return held, nil
+}

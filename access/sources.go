@@ -1,0 +1,224 @@
+package access
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Names of the database sources (BLINDEXEC_PERMISSIONS).
+const (
+	SourceNone  = "none"
+	SourceRuoYi = "ruoyi"
+	SourceYudao = "yudao"
+	SourceQuery = "query"
+)
+
+// ruoyiUser reads whether RuoYi would log the user in at all: it
+// refuses a deleted user (del_flag '2') and a disabled one (status '1')
+// (UserDetailsServiceImpl.loadUserByUsername). del_flag is checked '0',
+// so that a value RuoYi never writes denies rather than grants.
+const ruoyiUser = `SELECT user_id FROM sys_user WHERE user_id = ? AND status = '0' AND del_flag = '0'`
+
+// ruoyiMenus is SysMenuMapper.selectMenuPermsByRoleId over the roles
+// SysPermissionService.getMenuPermission counts: the user's roles that
+// are enabled (status '0'), not deleted, and not the administrator's
+// role 1 (SysRole.isAdmin, skipped there), then their enabled menus.
+const ruoyiMenus = `SELECT m.perms FROM sys_user_role ur
+  JOIN sys_role r ON r.role_id = ur.role_id
+  JOIN sys_role_menu rm ON rm.role_id = r.role_id
+  JOIN sys_menu m ON m.menu_id = rm.menu_id
+ WHERE ur.user_id = ? AND r.status = '0' AND r.del_flag = '0' AND r.role_id <> 1
+   AND m.status = '0' AND m.perms IS NOT NULL AND m.perms <> ''`
+
+// RuoYi reads RuoYi-Vue's own tables in the engine's database as
+// SysPermissionService.getMenuPermission computes a user's permissions
+// at login: a user RuoYi would not log in (missing, disabled, deleted)
+// holds nothing; user 1 (SysUser.isAdmin) holds AllPerms; any other user
+// holds the perms of the enabled menus of its enabled, undeleted roles
+// other than role 1, reached through sys_user_role and sys_role_menu, a
+// cell holding several strings separated by commas (RuoYi's
+// perm.trim().split(","), whose parts it does not trim: neither does this).
+type RuoYi struct{ DB *sql.DB }
+
+// Held reads user's strings: two queries.
+func (s RuoYi) Held(ctx context.Context, user int64) (Held, error) {
+	var id int64
+	switch err := s.DB.QueryRowContext(ctx, ruoyiUser, user).Scan(&id); {
+	case errors.Is(err, sql.ErrNoRows):
+		return Held{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("read sys_user: %w", err)
+	case id == 1:
+		return HeldOf(plugins.AllPerms), nil
+	}
+	held := Held{}
+	err := scanStrings(ctx, s.DB, ruoyiMenus, user, 0, func(cell string) {
+		for p := range strings.SplitSeq(strings.TrimSpace(cell), ",") {
+			held[p] = struct{}{}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the menus of sys_user %d: %w", user, err)
+	}
+	return held, nil
+}
+
+// yudaoRoles lists the codes and menu permissions of a ruoyi-vue-pro
+// user's roles, by its rules (PermissionServiceImpl.hasAnyPermissions,
+// RoleServiceImpl.hasAnySuperAdmin, TenantServiceImpl.validTenant):
+//   - the user exists, is enabled (status 0) and not deleted (deleted
+//     0: MyBatis-Plus's logical delete, which every yudao query applies);
+//   - its tenant exists, is enabled, not deleted and not expired (yudao
+//     checks the tenant of every request, TenantSecurityWebFilter): a
+//     deployment with yudao.tenant.enable=false has no tenant rows and
+//     so grants nothing here;
+//   - its roles (system_user_role rows not deleted) that are enabled
+//     (getEnableUserRoleListByUserIdFromCache), not deleted and of its
+//     tenant;
+//   - their menus through system_role_menu rows not deleted and of the
+//     tenant, the menu not deleted: yudao does not consult a menu's
+//     status when it checks a permission (getMenuIdListByPermission), so
+//     neither does this. A role without menus still counts (LEFT JOIN),
+//     for its code.
+const yudaoRoles = `SELECT r.code, m.permission FROM system_users u
+  JOIN system_tenant t ON t.id = u.tenant_id AND t.status = 0 AND t.deleted = 0 AND t.expire_time > CURRENT_TIMESTAMP
+  JOIN system_user_role ur ON ur.user_id = u.id AND ur.deleted = 0 AND ur.tenant_id = u.tenant_id
+  JOIN system_role r ON r.id = ur.role_id AND r.status = 0 AND r.deleted = 0 AND r.tenant_id = u.tenant_id
+  LEFT JOIN system_role_menu rm ON rm.role_id = r.id AND rm.deleted = 0 AND rm.tenant_id = u.tenant_id
+  LEFT JOIN system_menu m ON m.id = rm.menu_id AND m.deleted = 0
+ WHERE u.id = ? AND u.status = 0 AND u.deleted = 0`
+
+// yudaoSuperAdmin is RoleCodeEnum.SUPER_ADMIN: an enabled role of that
+// code holds every permission (hasAnySuperAdmin).
+const yudaoSuperAdmin = "super_admin"
+
+// Yudao reads ruoyi-vue-pro's (yudao's) system_* tables in the engine's
+// database, by that project's rules (see yudaoRoles): a user holding an
+// enabled role coded super_admin holds AllPerms; any other user holds the
+// permission column of the menus of its enabled roles, each cell one
+// whole string (yudao compares the column to the string checked, without
+// splitting).
+type Yudao struct{ DB *sql.DB }
+
+// Held reads user's strings: one query.
+func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
+	held := Held{}
+	rows, err := s.DB.QueryContext(ctx, yudaoRoles, user)
+	if err != nil {
+		return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var code, perm sql.NullString
+		if err := rows.Scan(&code, &perm); err != nil {
+			return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
+		}
+		if code.String == yudaoSuperAdmin {
+			return HeldOf(plugins.AllPerms), nil
+		}
+		if perm.String != "" {
+			held[perm.String] = struct{}{}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
+	}
+	return held, nil
+}
+
+// Default limits of the operator's query.
+const (
+	// DefaultQueryTimeout bounds one run of the query.
+	DefaultQueryTimeout = 2 * time.Second
+	// DefaultMaxQueryRows is the most strings the query may return: more
+	// is an error (the call is refused), not a part taken.
+	DefaultMaxQueryRows = 10_000
+)
+
+// queryShape is what CheckQuery accepts: one SELECT (or WITH ... SELECT)
+// statement, a trailing semicolon at most.
+var queryShape = regexp.MustCompile(`(?is)^\s*(select|with)\s[^;]*;?\s*$`)
+
+// CheckQuery says why q is not a query the Query source runs: one SELECT
+// statement with exactly one parameter (?), the user id.
+func CheckQuery(q string) error {
+	if !queryShape.MatchString(q) {
+		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as SELECT perm FROM my_user_perms WHERE user_id = ?", EnvPermissionsQuery)
+	}
+	if n := strings.Count(q, "?"); n != 1 {
+		return fmt.Errorf("%s: expected exactly one ? (the user id), found %d", EnvPermissionsQuery, n)
+	}
+	return nil
+}
+
+// Query runs the operator's SELECT (BLINDEXEC_PERMISSIONS_QUERY, checked
+// by CheckQuery) with the user id, reading one column of strings, one a
+// row (spaces around it trimmed, NULL and blank rows skipped): in a
+// read-only transaction, within Timeout, at most MaxRows rows.
+type Query struct {
+	DB  *sql.DB
+	SQL string
+	// Timeout and MaxRows bound a run; zero is DefaultQueryTimeout and
+	// DefaultMaxQueryRows.
+	Timeout time.Duration
+	MaxRows int
+}
+
+// Held runs the query for user.
+func (s Query) Held(ctx context.Context, user int64) (Held, error) {
+	timeout, limit := cmp.Or(s.Timeout, DefaultQueryTimeout), cmp.Or(s.MaxRows, DefaultMaxQueryRows)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: begin a read-only transaction: %w", EnvPermissionsQuery, err)
+	}
+	defer tx.Rollback()
+	held := Held{}
+	err = scanStrings(ctx, tx, s.SQL, user, limit, func(v string) {
+		if v = strings.TrimSpace(v); v != "" {
+			held[v] = struct{}{}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s for user %d: %w", EnvPermissionsQuery, user, err)
+	}
+	return held, nil
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanStrings runs q with arg and hands each row's one column, NULL
+// skipped, to fn; more than limit rows (when limit > 0) is an error.
+func scanStrings(ctx context.Context, db querier, q string, arg any, limit int, fn func(string)) error {
+	rows, err := db.QueryContext(ctx, q, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n++; limit > 0 && n > limit {
+			return fmt.Errorf("more than %d rows", limit)
+		}
+		var v sql.NullString
+		if err := rows.Scan(&v); err != nil {
+			return err
+		}
+		if v.Valid {
+			fn(v.String)
+		}
+	}
+	return rows.Err()
+}

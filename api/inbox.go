@@ -1,0 +1,244 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/store"
+)
+
+// EnvPendingMax and EnvPendingRetention name the bounds of pending items
+// (issue 44 point 5): how many may wait for one user, and how long a
+// decided or expired one is kept.
+const (
+	EnvPendingMax       = "BLINDEXEC_PENDING_MAX_PER_USER"
+	EnvPendingRetention = "BLINDEXEC_PENDING_RETENTION_MS"
+)
+
+// Error codes of the pending items' bounds.
+const (
+	codeTooManyPending  = loop.CodeTooManyPending  // 429
+	codePendingTooLarge = loop.CodePendingTooLarge // 413
+)
+
+// pendingRefusal is the answer to a pending item its bounds refused
+// (err from the store), or ok false for any other error.
+func pendingRefusal(err error) (status int, code, msg string, details map[string]any, ok bool) {
+	var many *store.TooManyPendingError
+	var large *store.PendingTooLargeError
+	switch {
+	case errors.As(err, &many):
+		return http.StatusTooManyRequests, codeTooManyPending,
+			fmt.Sprintf("%d calls of this user wait for a person already, the most %s allows (%d): nothing was sent and nothing more is held; decide or deny waiting calls (GET /v1/pending, GET /v1/runs?status=paused, the console's Approvals) or let them expire, then try again",
+				many.Waiting, EnvPendingMax, many.Max),
+			map[string]any{"setting": EnvPendingMax, "max": many.Max, "waiting": many.Waiting}, true
+	case errors.As(err, &large):
+		return http.StatusRequestEntityTooLarge, codePendingTooLarge,
+			fmt.Sprintf("this call waits for a person, but what a person must read of it (its arguments and request) is %d bytes, more than the %d a pending item holds: nothing was sent; send smaller arguments", large.Size, large.Max),
+			map[string]any{"size": large.Size, "max": large.Max}, true
+	}
+	return 0, "", "", nil, false
+}
+
+// pendingRefused answers err when the pending items' bounds refused it
+// (429 too_many_pending with Retry-After, 413 pending_too_large) and
+// reports whether it did.
+func pendingRefused(w http.ResponseWriter, err error) bool {
+	status, code, msg, details, ok := pendingRefusal(err)
+	if !ok {
+		return false
+	}
+	if status == http.StatusTooManyRequests {
+		retryLater(w, status, code, msg, time.Minute, details)
+	} else {
+		writeError(w, status, code, msg, details)
+	}
+	return true
+}
+
+// refusePause turns the reply of a run whose pause the bounds refused
+// (err from storing it) into a failed run: nothing was sent, nothing is
+// held. It reports whether it did.
+func refusePause(reply *loop.Reply, err error) bool {
+	_, code, msg, _, ok := pendingRefusal(err)
+	if !ok {
+		return false
+	}
+	reply.Status, reply.Pending, reply.Saved = loop.StatusFailed, nil, nil
+	reply.Error = &loop.RunError{Code: code, Message: msg}
+	return true
+}
+
+// pageParams reads an inbox's ?limit= (1 to store.MaxPage) and ?cursor=
+// (the next of the page before).
+func pageParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, ok bool) {
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxPage {
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("limit: expected 1 to %d", store.MaxPage), map[string]string{"field": "limit"})
+			return 0, "", false
+		}
+		limit = n
+	}
+	return limit, q.Get("cursor"), true
+}
+
+// pageFailed answers the error of reading a page: 400 for a cursor the
+// engine did not hand out.
+func (s *Server) pageFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrBadCursor) {
+		writeError(w, http.StatusBadRequest, "malformed_request", "cursor: expected the next of the page before", map[string]string{"field": "cursor"})
+		return
+	}
+	s.internal(w, r, err)
+}
+
+// inboxPage is an inbox's answer: the rows under key, and next when another
+// page follows.
+func inboxPage(key string, rows any, next string) map[string]any {
+	out := map[string]any{key: rows}
+	if next != "" {
+		out["next"] = next
+	}
+	return out
+}
+
+// listPending is GET /v1/pending[?user_id=&limit=&cursor=]: the direct
+// calls (MCP clients', prepared ones) waiting for a person, newest first,
+// one page at a time ({"pending": [...], "next": cursor}); a per-user
+// token sees its own.
+func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
+	filter, ok := inboxUser(w, r)
+	if !ok {
+		return
+	}
+	limit, cursor, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	items, next, err := s.Store.WaitingPage(r.Context(), filter, cursor, limit)
+	if err != nil {
+		s.pageFailed(w, r, err)
+		return
+	}
+	out := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		out[i] = json.RawMessage(it.Item)
+	}
+	writeJSON(w, http.StatusOK, inboxPage("pending", out, next))
+}
+
+// listRuns is GET /v1/runs?status=paused[&user_id=&limit=&cursor=]: the
+// paused runs (RuoYi's inbox), newest first, one page at a time, each
+// with its waiting items ({"runs": [...], "next": cursor}); a per-user
+// token sees its own. Neither a run's reply nor its state is read.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("status") != store.RunPaused {
+		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "paused" (only paused runs are listed)`, nil)
+		return
+	}
+	filter, ok := inboxUser(w, r)
+	if !ok {
+		return
+	}
+	limit, cursor, ok := pageParams(w, r)
+	if !ok || !s.expireRuns(w, r) {
+		return
+	}
+	runs, next, err := s.Store.PausedRunsPage(r.Context(), filter, cursor, limit)
+	if err != nil {
+		s.pageFailed(w, r, err)
+		return
+	}
+	ids := make([]string, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+	}
+	items, err := s.Store.WaitingItemsOf(r.Context(), ids)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	pending := make(map[string][]json.RawMessage, len(runs))
+	for _, it := range items {
+		pending[it.RunID] = append(pending[it.RunID], json.RawMessage(it.Item))
+	}
+	out := make([]map[string]any, 0, len(runs))
+	for _, run := range runs {
+		out = append(out, map[string]any{"run_id": run.ID, "user_id": run.UserID, "status": run.Status,
+			"expire_time": run.ExpireTime, "create_time": run.CreateTime, "pending": append([]json.RawMessage{}, pending[run.ID]...)})
+	}
+	writeJSON(w, http.StatusOK, inboxPage("runs", out, next))
+}
+
+// inboxUser is the user an inbox (?user_id=) lists the items of: the
+// named one, a per-user token's own, or nil (every user) for the
+// service and admin tokens naming none.
+func inboxUser(w http.ResponseWriter, r *http.Request) (*int64, bool) {
+	var named int64
+	if v := r.URL.Query().Get("user_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "malformed_request", "user_id: expected a positive integer", nil)
+			return nil, false
+		}
+		named = n
+	}
+	user, ok := actingUser(w, r, UserID(named))
+	if !ok || user == 0 {
+		return nil, ok
+	}
+	return &user, true
+}
+
+// PruneEvery is how often RetainPending removes closed pending items.
+const PruneEvery = time.Hour
+
+// RetainPending removes, every PruneEvery until ctx ends, the pending
+// items decided or expired more than retention ago
+// (BLINDEXEC_PENDING_RETENTION_MS): any replica may, each removal is
+// idempotent. The decisions stay in the audit log and the execution
+// records.
+func RetainPending(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(PruneEvery)
+	defer t.Stop()
+	for {
+		n, err := st.PrunePending(ctx, time.Now().Add(-retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.WarnContext(ctx, "closed pending items not removed; tried again later", "err", err)
+		case n > 0:
+			logger.InfoContext(ctx, "closed pending items removed", "items", n, "retention", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// auditElicited records in the audit log a decision a person made
+// through the MCP client's elicitation, as the console records those
+// made through the API: closed items are removed after
+// BLINDEXEC_PENDING_RETENTION_MS, the log keeps each decision (which
+// item, the digest of the exact request, the outcome).
+func auditElicited(ctx context.Context, st *store.Store, logger *slog.Logger, user int64, id, outcome string) {
+	target := "elicitation pending " + id
+	if it, err := st.GetPendingItem(ctx, id); err == nil {
+		target += " digest " + it.Digest
+	}
+	e := &store.AdminEvent{Actor: "user " + strconv.FormatInt(user, 10), Via: "mcp", Action: outcome, Kind: "decision", Target: target, HTTPStatus: http.StatusOK}
+	if err := st.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
+		logger.WarnContext(ctx, "a decision made through elicitation not recorded in the audit log", "pending", id, "err", err)
+	}
+}

@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// Every call, whatever route it came by, passes one decision here, on the
+// plugin the call is, in one order (issue 44):
+//
+//  1. bind: an inline copy of a catalog row using stored credentials is
+//     the row (auth.Catalog.Bind), unless the administrator owns the
+//     work; an inline plugin left unbound keeps its caller's rights;
+//  2. who may use the plugin (the access rule, issue 46);
+//  3. a connection needed: a user without a working account at the
+//     plugin's provider connects first;
+//  4. confirmation: under the call's policy, the plugin bound (its
+//     catalog classification, or an unbound inline plugin's as its owner
+//     may set it) says whether a person approves the call; the request
+//     is then prepared once, shown masked and bound by a digest, and an
+//     approval counts for that digest only;
+//  5. quota, counted when the plan is sent (Send), so that a plan never
+//     sent holds no allowance;
+//  6. send: exactly the request decided.
+//
+// Entry points only render the verdict: a 409, a tool error, an
+// elicitation, a paused step.
+
+// Owner is the kind of principal owning the work a call is part of.
+type Owner uint8
+
+// Owners, least trusted first.
+const (
+	// OwnerUser: a per-user token, an MCP client's user. Its inline
+	// plugins are bound to the catalog; their own classification is
+	// ignored (derived from the method).
+	OwnerUser Owner = iota
+	// OwnerService: RuoYi's service token. Its inline plugins are bound;
+	// an unbound one's classification stands.
+	OwnerService
+	// OwnerAdmin: the administrator, who defines the catalog: its inline
+	// plugins are not bound.
+	OwnerAdmin
+)
+
+// Approval is a person's approval of a prepared request: the pending
+// item's id, the digest approved and who approved it.
+type Approval struct {
+	PendingID, Digest, By string
+}
+
+// confirmation is what the execution record says of an approval.
+func (a *Approval) confirmation() string {
+	return "approved by " + a.By + ", pending " + a.PendingID
+}
+
+// Verdict is what the decision about a call says.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// VerdictSend: Send sends the prepared request.
+	VerdictSend Verdict = iota
+	// VerdictRefused: nothing may be sent (the *RefusedError Decide
+	// returned; recorded).
+	VerdictRefused
+	// VerdictConnect: refused for want of the user's connection
+	// (CodeConnectionRequired, NeededConnection); recorded.
+	VerdictConnect
+	// VerdictPerson: a person approves the request first (Plan.Person).
+	VerdictPerson
+)
+
+// Plan is a decided call: the one plugin it is, the call prepared and the
+// verdict.
+type Plan struct {
+	// Plugin is the plugin the call is: the catalog row an inline copy
+	// bound to, or the plugin given; nil when refused before binding.
+	Plugin *plugins.Plugin
+	// Person is, for VerdictPerson, the request a person approves: masked,
+	// with the digest an approval names.
+	Person *Preview
+
+	verdict      Verdict // only the decision sets it (and Approve)
+	call         Call
+	prep         *Prepared
+	refused      *RefusedError
+	start        time.Time
+	confirmation string
+	// res is the call's Result, allocated with the plan.
+	res Result
+}
+
+// Verdict is what the decision said.
+func (p *Plan) Verdict() Verdict { return p.verdict }
+
+// Approve marks a plan waiting for a person as approved by by under the
+// pending item id: the caller matched an approval of exactly
+// Plan.Person.Digest. The request is sent once (Call.Approval).
+func (p *Plan) Approve(by, id string) {
+	if p.verdict != VerdictPerson {
+		return
+	}
+	p.verdict = VerdictSend
+	p.prep.Once = true
+	p.confirmation = (&Approval{PendingID: id, By: by}).confirmation()
+}
+
+// Result is the Result of a refused plan (recorded, with its execution
+// id); nil before Send for any other.
+func (p *Plan) Result() *Result {
+	if p.refused == nil {
+		return nil
+	}
+	return &p.res
+}
+
+// Decide decides call: bind, access, connection, confirmation (see the
+// order above). A refusal is recorded, counted and returned as a
+// *RefusedError beside a plan whose Result carries it; a plan waiting for
+// a person has sent and recorded nothing. A call that needs no person is
+// prepared once and pays no digest.
+func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
+	if call.Plugin == nil {
+		return nil, errors.New("engine: Decide without a plugin")
+	}
+	plan := &Plan{call: call, start: time.Now()}
+	plan.res.ExecutionID = uuid.Must(uuid.NewV7()).String()
+	if e.Recorder != nil {
+		if err := e.Recorder.Admit(); err != nil {
+			// Not recorded: the records are what is unavailable.
+			plan.verdict = VerdictRefused
+			plan.refused = refuse(CodeRecordsUnavailable, "the engine cannot record calls at the moment, so it makes none: %v", err)
+			plan.res.Error = &plan.refused.ToolError
+			e.Metrics.observe(call.Plugin, CodeRecordsUnavailable, time.Since(plan.start))
+			return plan, plan.refused
+		}
+	}
+	prep, refused := e.prepare(ctx, call)
+	if prep != nil {
+		plan.Plugin, plan.prep = prep.Plugin, prep
+	}
+	if refused == nil {
+		refused = e.confirm(ctx, plan)
+	}
+	if refused != nil {
+		return plan, e.refuse(ctx, plan, refused)
+	}
+	return plan, nil
+}
+
+// confirm is the decision's connection and confirmation steps: whether
+// the plan waits for a person, or is the request a person approved.
+func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
+	call, p := &plan.call, plan.prep.Plugin
+	if call.Approval == nil && (call.Policy == "" || !call.Policy.Needs(p)) {
+		return nil // sent as decided: nothing to show, no digest to pay
+	}
+	prev, refused := e.preview(ctx, call, plan.prep)
+	switch {
+	case refused != nil:
+		return refused
+	case call.Approval == nil:
+		plan.verdict, plan.Person = VerdictPerson, prev
+	case prev.Digest != call.Approval.Digest:
+		return refuse(CodeConfirmationStale, "the call differs from the one approved (its plugin, its server, arguments or credentials changed); nothing was sent")
+	default:
+		plan.prep.Once = true
+		plan.confirmation = call.Approval.confirmation()
+	}
+	return nil
+}
+
+// classified is p as the confirmation policy and quota rules read it: an
+// inline plugin left unbound keeps its own consequential setting (and
+// suggestion) only when the service or the administrator owns the work;
+// a user's is derived from the method, so that a caller cannot declare
+// its own DELETE harmless. A bound call is the row, with the row's
+// setting. p is shared (plugins.ParseJSON caches documents): a changed
+// plugin is a copy.
+func classified(call *Call, p *plugins.Plugin) *plugins.Plugin {
+	if !call.Inline || p != call.Plugin || call.Owner != OwnerUser || p.Consequential == nil && p.ConsequentialHint == nil {
+		return p
+	}
+	c := *p
+	c.Consequential, c.ConsequentialHint = nil, nil
+	return &c
+}
+
+// refuse records and counts a refusal of plan, made before Send: the
+// span is the decision's.
+func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError) *RefusedError {
+	if refused.Code == CodeConnectionRequired {
+		plan.verdict = VerdictConnect
+	} else {
+		plan.verdict = VerdictRefused
+	}
+	plan.Person = nil
+	// A refusal's message may quote arguments, never credentials;
+	// masking it is cheap insurance all the same.
+	refused.ToolError = *maskError(&refused.ToolError, e.masker(plan.prep))
+	plan.refused = refused
+	plan.res.Error = &refused.ToolError
+	d := time.Since(plan.start)
+	plan.res.LatencyMS = d.Milliseconds()
+	ctx, span := startToolSpan(ctx, plan.call, plan.start)
+	defer span.End()
+	e.endToolSpan(span, &plan.res, plan.prep, true)
+	e.finish(ctx, plan.call, plan.confirmation, &plan.res, true, d)
+	return refused
+}
+
+// Send sends the plan's request as decided — quota counted first, then
+// exactly the request prepared — and returns its Result. A refused plan
+// returns its recorded Result and refusal again; a plan waiting for a
+// person is an error (nothing is sent).
+func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
+	switch plan.verdict {
+	case VerdictRefused, VerdictConnect:
+		return &plan.res, plan.refused
+	case VerdictPerson:
+		return nil, errors.New("engine: Send of a call waiting for a person")
+	}
+	call, prep, res := plan.call, plan.prep, &plan.res
+	ctx, span := startToolSpan(ctx, call, plan.start)
+	defer span.End()
+	release, refused := e.admit(call)
+	defer release()
+	undo := func() {}
+	if refused == nil && e.Quota != nil {
+		// Here, decided and about to be sent, and nowhere else: a call
+		// counts once, its retries with it.
+		undo, refused = e.takeQuota(ctx, call.UserID, prep.Plugin)
+	}
+	if refused == nil {
+		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
+		resp, err := e.invokers[prep.Plugin.ExecType()].Invoke(ctx, prep)
+		cancel()
+		if !errors.As(err, &refused) {
+			e.complete(res, prep, resp, err)
+		} else {
+			undo() // the invoker refused: nothing was sent
+		}
+		if res.Error != nil && res.Error.Code == CodeTransportError {
+			// Canceled with a reason (the engine shutting down): the
+			// record says which. Asked only then: Cause locks its way up
+			// the context chain.
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				res.Error.Message = "the call was canceled: " + cause.Error()
+			}
+		}
+	}
+	if refused != nil {
+		refused.ToolError = *maskError(&refused.ToolError, e.masker(prep))
+		res.Error = &refused.ToolError
+		plan.verdict, plan.refused = VerdictRefused, refused
+	}
+	d := time.Since(plan.start)
+	res.LatencyMS = d.Milliseconds()
+	e.endToolSpan(span, res, prep, refused != nil)
+	e.finish(ctx, call, plan.confirmation, res, refused != nil, d)
+	if refused != nil {
+		return res, refused
+	}
+	return res, nil
+}
+
+// Execute decides call and sends it, for a caller without a person to
+// ask: a call whose policy wants one is refused (CodeConfirmationRequired)
+// and recorded as such. The Result is always non-nil for a non-nil
+// plugin; the error is a *RefusedError when nothing was sent.
+func (e *Executor) Execute(ctx context.Context, call Call) (*Result, error) {
+	plan, err := e.Decide(ctx, call)
+	if plan == nil {
+		return nil, err
+	}
+	if plan.verdict == VerdictPerson {
+		return &plan.res, e.refuse(ctx, plan, refuse(CodeConfirmationRequired,
+			"%s waits for a person's approval, which this caller cannot ask for; nothing was sent", plan.Plugin.Name))
+	}
+	return e.Send(ctx, plan)
+}

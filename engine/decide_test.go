@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/quota"
+)
+
+// rowCatalog binds an inline plugin to the row of its name when
+// plugins.Difference finds them equal (auth.Catalog's rule, read from
+// rows in memory: the decision, not the catalog, is under test).
+type rowCatalog map[string]*plugins.Plugin
+
+func (c rowCatalog) Bind(_ context.Context, p *plugins.Plugin, keys []string) (*plugins.Plugin, error) {
+	row := c[p.Name]
+	if row == nil {
+		return nil, &auth.UnboundCredentialError{Key: keys[0], Plugin: p.Name}
+	}
+	if field := plugins.Difference(row, p); field != "" {
+		return nil, &auth.UnboundCredentialError{Key: keys[0], Plugin: p.Name, Field: field}
+	}
+	return row, nil
+}
+
+func (rowCatalog) Identifiers(context.Context, []string) ([]string, error) { return nil, nil }
+
+// oneConnection is a user's connection to the provider "acme": working
+// or not.
+type oneConnection struct{ connected bool }
+
+func (c oneConnection) Connected(_ context.Context, _ int64, provider string, scopes []string) error {
+	if !c.connected {
+		return &connections.RequiredError{Provider: provider, Scopes: scopes, Missing: scopes, Reason: "no connection"}
+	}
+	return nil
+}
+
+func (c oneConnection) Token(ctx context.Context, user int64, provider string, scopes []string, _ string) (connections.Token, error) {
+	if err := c.Connected(ctx, user, provider, scopes); err != nil {
+		return connections.Token{}, err
+	}
+	return connections.Token{Value: "acme-token-0123456789"}, nil
+}
+
+func (oneConnection) Rejected(context.Context, int64, string, []string, string, connections.Token) (connections.Token, bool, error) {
+	return connections.Token{}, false, nil
+}
+
+// spentQuota refuses every call: the user's quota is spent.
+type spentQuota struct{}
+
+func (spentQuota) Take(context.Context, int64, *plugins.Plugin) (func(), error) {
+	return nil, &quota.ExceededError{Rule: "daily", Calls: 1, Window: "day", What: "every tool", ResetsAt: time.Now().Add(time.Hour)}
+}
+
+// TestDecision is the one decision of every call (issue 44): who owns
+// the work × the plugin as given (a catalog row, an inline copy bound to
+// it, an inline plugin left unbound) × the policy × a connection × the
+// quota → the verdict, and whether anything reached the upstream once
+// the plan is sent. Every route renders these verdicts; none decides
+// itself (api's TestRoutesDecide).
+func TestDecision(t *testing.T) {
+	up := newUpstream(t, nil)
+	const getDoc = `{"name":"items","description":"Lists items.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/items"},"auth_config":{"type":"bearer","token":"TOKEN"}CLASS}`
+	const deleteDoc = `{"name":"drop","description":"Deletes an item.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"DELETE","base_url":"%s/items"},"auth_config":{"type":"bearer","token":"TOKEN"}CLASS}`
+	const connDoc = `{"name":"notes","description":"Reads notes.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/notes"},
+	  "auth_config":{"type":"oauth2","oauth2":{"grant":"authorization_code","provider":"acme","scopes":["read"]}}}`
+	doc := func(d, class string) *plugins.Plugin {
+		return mustPlugin(t, strings.Replace(d, "CLASS", class, 1), up.URL)
+	}
+	// The administrator classified the GET consequential and the DELETE
+	// as it comes; the callers' copies claim "consequential": false.
+	rowGet, rowDelete := doc(getDoc, `,"consequential":true`), doc(deleteDoc, "")
+	claimGet, claimDelete := doc(getDoc, `,"consequential":false`), doc(deleteDoc, `,"consequential":false`)
+	moved := mustPlugin(t, strings.Replace(getDoc, "CLASS", "", 1), up.URL+"/elsewhere")
+	conn := doc(connDoc, "")
+	stored := map[string]string{"TOKEN": "stored-token-0123456789"}
+	payload := map[string]string{"TOKEN": "payload-token-0123456789"}
+
+	type want struct {
+		verdict Verdict
+		code    string // a refusal's code, by Decide or by Send
+		sent    bool   // the upstream received the call once sent
+	}
+	send, person := want{verdict: VerdictSend, sent: true}, want{verdict: VerdictPerson}
+	refused := func(code string) want { return want{verdict: VerdictRefused, code: code} }
+	tests := []struct {
+		name      string
+		owner     Owner
+		plugin    *plugins.Plugin
+		inline    bool
+		payload   map[string]string
+		policy    confirm.Policy
+		connected bool
+		spent     bool
+		want      want
+	}{
+		{"a row by name, consequential: a person", OwnerUser, rowGet, false, nil, confirm.Consequential, false, false, person},
+		{"issue case 1: a user's inline copy claiming false is the row", OwnerUser, claimGet, true, nil, confirm.Consequential, false, false, person},
+		{"issue case 2: the service's inline copy claiming false is the row", OwnerService, claimDelete, true, nil, confirm.Consequential, false, false, person},
+		{"the administrator's inline plugin is not bound: its claim stands", OwnerAdmin, claimGet, true, nil, confirm.Consequential, false, false, send},
+		{"a user's unbound inline DELETE: derived from the method", OwnerUser, claimDelete, true, payload, confirm.Consequential, false, false, person},
+		{"the service's unbound inline DELETE: its claim stands", OwnerService, claimDelete, true, payload, confirm.Consequential, false, false, send},
+		{"the administrator's unbound inline DELETE: its claim stands", OwnerAdmin, claimDelete, true, payload, confirm.Consequential, false, false, send},
+		{"the row's DELETE by name", OwnerService, rowDelete, false, nil, confirm.Consequential, false, false, person},
+		{"no policy: the caller is its own loop", OwnerService, rowDelete, false, nil, "", false, false, send},
+		{"policy never", OwnerUser, claimGet, true, nil, confirm.Never, false, false, send},
+		{"policy always: any call", OwnerUser, claimDelete, true, payload, confirm.Always, false, false, person},
+		{"an inline plugin differing from the row: refused", OwnerUser, moved, true, nil, confirm.Consequential, false, false, refused(CodeCredentialNotBound)},
+		{"the administrator's differing inline plugin: its own", OwnerAdmin, moved, true, nil, "", false, false, send},
+		{"a connection needed before a person", OwnerUser, conn, false, nil, confirm.Always, false, false, want{verdict: VerdictConnect, code: CodeConnectionRequired}},
+		{"connected: then a person", OwnerUser, conn, false, nil, confirm.Always, true, false, person},
+		{"connected, no person: sent", OwnerUser, conn, false, nil, confirm.Consequential, true, false, send},
+		{"not connected, no person: refused at the token", OwnerUser, conn, false, nil, confirm.Consequential, false, false, want{verdict: VerdictSend, code: CodeConnectionRequired}},
+		{"quota after confirmation: a person first", OwnerUser, claimGet, true, nil, confirm.Consequential, false, true, person},
+		{"quota spent: refused at the send", OwnerService, rowDelete, false, nil, "", false, true, want{verdict: VerdictSend, code: CodeQuotaExceeded}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.Catalog = rowCatalog{"items": rowGet, "drop": rowDelete}
+			h.Credentials = storeFunc(func(context.Context, int64, []string) (map[string]string, error) { return stored, nil })
+			h.Connections = oneConnection{tt.connected}
+			if tt.spent {
+				h.Quota = spentQuota{}
+			}
+			before := len(up.Hits())
+			call := Call{Plugin: tt.plugin, Inline: tt.inline, Owner: tt.owner, Policy: tt.policy, UserID: 7,
+				Credentials: tt.payload, Arguments: json.RawMessage(`{"q":"x"}`)}
+			plan, err := h.Decide(t.Context(), call)
+			if plan == nil {
+				t.Fatalf("no plan: %v", err)
+			}
+			if plan.Verdict() != tt.want.verdict {
+				t.Fatalf("verdict %d (%v), want %d", plan.Verdict(), err, tt.want.verdict)
+			}
+			if plan.Verdict() == VerdictPerson {
+				if plan.Person == nil || len(plan.Person.Digest) != 64 || plan.Person.Plugin != plan.Plugin {
+					t.Fatalf("a person is shown %+v", plan.Person)
+				}
+				if _, err := h.Send(t.Context(), plan); err == nil {
+					t.Fatal("a plan waiting for a person was sent")
+				}
+			}
+			res, err := h.Send(t.Context(), plan)
+			if plan.Verdict() != VerdictPerson && res == nil {
+				t.Fatalf("no result: %v", err)
+			}
+			code := ""
+			if refused, ok := errors.AsType[*RefusedError](err); ok {
+				code = refused.Code
+			}
+			if code != tt.want.code {
+				t.Errorf("refusal %q (%v), want %q", code, err, tt.want.code)
+			}
+			if sent := len(up.Hits()) > before; sent != tt.want.sent {
+				t.Errorf("sent %v, want %v", sent, tt.want.sent)
+			}
+			if sent := len(up.Hits()) > before; sent {
+				if got := up.Hits()[before].Header.Get("Authorization"); tt.payload == nil && !strings.HasPrefix(got, "Bearer stored-") && tt.plugin != conn {
+					t.Errorf("sent with %q, want the stored token", got)
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalBindsDigest: an approval counts for the digest it names
+// only. The request approved is the one sent, prepared once: the first
+// attempt sends the request the decision built; a changed argument or
+// stored credential is stale and sends nothing.
+func TestApprovalBindsDigest(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"drop","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"}}},
+	  "execution":{"method":"DELETE","base_url":"%s/items/{id}"}}`, up.URL)
+	h := newHarness(t)
+	call := Call{Plugin: p, Policy: confirm.Consequential, Arguments: json.RawMessage(`{"id":"1"}`)}
+	plan, _ := h.Decide(t.Context(), call)
+	if plan.Verdict() != VerdictPerson || plan.Person.Request.Method != "DELETE" {
+		t.Fatalf("verdict %d, request %+v", plan.Verdict(), plan.Person)
+	}
+	digest := plan.Person.Digest
+
+	for _, tt := range []struct {
+		name, args, digest string
+		sent               bool
+	}{
+		{"another digest: stale", `{"id":"1"}`, strings.Repeat("0", 64), false},
+		{"other arguments: stale", `{"id":"2"}`, digest, false},
+		{"the request approved: sent once", `{"id":"1"}`, digest, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(up.Hits())
+			c := call
+			c.Arguments = json.RawMessage(tt.args)
+			c.Approval = &Approval{PendingID: "p1", Digest: tt.digest, By: "user:7"}
+			plan, err := h.Decide(t.Context(), c)
+			res, serr := h.Send(t.Context(), plan)
+			if tt.sent {
+				if err != nil || serr != nil || !res.OK || len(up.Hits()) != before+1 {
+					t.Fatalf("%v %v %s", err, serr, resultJSON(t, res))
+				}
+				if got := up.Hits()[before]; got.Method != "DELETE" || got.RequestURI != "/items/1" {
+					t.Errorf("sent %s %s", got.Method, got.RequestURI)
+				}
+				return
+			}
+			if refused, ok := errors.AsType[*RefusedError](err); !ok || refused.Code != CodeConfirmationStale || len(up.Hits()) != before {
+				t.Errorf("%v; %d sent", err, len(up.Hits())-before)
+			}
+		})
+	}
+	recs := h.flush(t)
+	var confirmed []string
+	for _, r := range recs {
+		confirmed = append(confirmed, fmt.Sprintf("%s/%s", r.Status, r.Confirmation))
+	}
+	if fmt.Sprint(confirmed) != "[refused/ refused/ ok/approved by user:7, pending p1]" {
+		t.Errorf("records %v", confirmed)
+	}
+}

@@ -1,0 +1,14 @@
+package store
+
+import "context"
+
+// MigrateUpTo applies the migrations up to version: a test's database as
+// an older engine left it.
+func (s *Store) MigrateUpTo(ctx context.Context, version int64) error {
+	p, err := s.migrationProvider()
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}
