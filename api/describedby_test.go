@@ -21,6 +21,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/tailscale/hujson"
+
+	"github.com/blindexec/blindexec/internal/invisible"
 )
 
 // described is the description as the checks read it: loaded, valid, and
@@ -242,8 +244,9 @@ func errorCodes(r *openapi3.Response) ([]string, bool) {
 
 // asDescribed is a JSON request body as the description states it: what
 // the engine reads beyond JSON's letter made plain — comments where the
-// operation allows them (x-comments-allowed), and top-level field names
-// in another case (encoding/json matches them case-insensitively).
+// operation allows them (x-comments-allowed), invisible characters (the
+// engine removes them on entry), and top-level field names in another
+// case (encoding/json matches them case-insensitively).
 func asDescribed(op *openapi3.Operation, contentType string, body []byte) []byte {
 	if !strings.HasPrefix(contentType, "application/json") || len(body) == 0 {
 		return body
@@ -252,6 +255,10 @@ func asDescribed(op *openapi3.Operation, contentType string, body []byte) []byte
 		if std, err := hujson.Standardize(slices.Clone(body)); err == nil {
 			body = std
 		}
+	}
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		body, _ = json.Marshal(visible(v))
 	}
 	var fields map[string]json.RawMessage
 	if op.RequestBody == nil || json.Unmarshal(body, &fields) != nil {
@@ -356,4 +363,22 @@ func TestErrorAnswersListTheirCodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// visible is v with the invisible characters of its strings removed.
+func visible(v any) any {
+	switch t := v.(type) {
+	case string:
+		s, _ := invisible.Remove(t)
+		return s
+	case map[string]any:
+		for k, c := range t {
+			t[k] = visible(c)
+		}
+	case []any:
+		for i, c := range t {
+			t[i] = visible(c)
+		}
+	}
+	return v
 }

@@ -17,6 +17,42 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AgentStatus.
+const (
+	AgentStatusN0 AgentStatus = "0"
+	AgentStatusN1 AgentStatus = "1"
+)
+
+// Valid indicates whether the value is a known member of the AgentStatus enum.
+func (e AgentStatus) Valid() bool {
+	switch e {
+	case AgentStatusN0:
+		return true
+	case AgentStatusN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentViewStatus.
+const (
+	AgentViewStatusN0 AgentViewStatus = "0"
+	AgentViewStatusN1 AgentViewStatus = "1"
+)
+
+// Valid indicates whether the value is a known member of the AgentViewStatus enum.
+func (e AgentViewStatus) Valid() bool {
+	switch e {
+	case AgentViewStatusN0:
+		return true
+	case AgentViewStatusN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListedToolType.
 const (
 	ListedToolTypeFunction ListedToolType = "function"
@@ -611,6 +647,46 @@ func (e ListToolsParamsFormat) Valid() bool {
 	}
 }
 
+// Agent defines model for Agent.
+type Agent struct {
+	Description *string `json:"description,omitempty"`
+	Name        string  `json:"name"`
+
+	// Perms RuoYi permission strings of which a user must hold one to use the agent.
+	Perms  *[]string    `json:"perms,omitempty"`
+	Remark *string      `json:"remark,omitempty"`
+	Status *AgentStatus `json:"status,omitempty"`
+
+	// Tools Plugins by name, tag or import source (the union).
+	Tools Selection `json:"tools"`
+}
+
+// AgentStatus defines model for Agent.Status.
+type AgentStatus string
+
+// AgentView An agent as the API shows it, with the enabled tools its selection picks now.
+type AgentView struct {
+	AgentId     int     `json:"agent_id"`
+	CreateBy    *string `json:"create_by,omitempty"`
+	CreateTime  *string `json:"create_time,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Name        string  `json:"name"`
+
+	// Perms RuoYi permission strings of which a user must hold one to use the agent.
+	Perms     *[]string        `json:"perms,omitempty"`
+	Remark    *string          `json:"remark,omitempty"`
+	Status    *AgentViewStatus `json:"status,omitempty"`
+	ToolNames *Names           `json:"tool_names"`
+
+	// Tools Plugins by name, tag or import source (the union).
+	Tools      Selection `json:"tools"`
+	UpdateBy   *string   `json:"update_by,omitempty"`
+	UpdateTime *string   `json:"update_time,omitempty"`
+}
+
+// AgentViewStatus defines model for AgentView.Status.
+type AgentViewStatus string
+
 // Connection defines model for Connection.
 type Connection struct {
 	Account     *string    `json:"account,omitempty"`
@@ -785,6 +861,9 @@ type ImportResult struct {
 		Reason string `json:"reason"`
 	} `json:"failed"`
 
+	// InvisibleRemoved By plugin name, the invisible characters removed from its text (zero-width, bidi controls).
+	InvisibleRemoved *InvisibleRemoved `json:"invisible_removed,omitempty"`
+
 	// Partial Some operations failed and others were imported.
 	Partial   bool `json:"partial"`
 	Providers *[]struct {
@@ -809,6 +888,9 @@ type ImportResult struct {
 	UpToDate bool   `json:"up_to_date"`
 	Warnings *Names `json:"warnings"`
 }
+
+// InvisibleRemoved By plugin name, the invisible characters removed from its text (zero-width, bidi controls).
+type InvisibleRemoved map[string][]map[string]interface{}
 
 // ListedTool An OpenAI tool, with the engine's class beside function (not in it, where a model would read it).
 type ListedTool struct {
@@ -835,11 +917,14 @@ type MCPImportResult struct {
 		Error *string `json:"error,omitempty"`
 		Tool  *string `json:"tool,omitempty"`
 	} `json:"failed"`
-	Server    string `json:"server"`
-	SourceId  int    `json:"source_id"`
-	Unchanged *Names `json:"unchanged"`
-	Updated   *Names `json:"updated"`
-	Warnings  *Names `json:"warnings,omitempty"`
+
+	// InvisibleRemoved By plugin name, the invisible characters removed from its text (zero-width, bidi controls).
+	InvisibleRemoved *InvisibleRemoved `json:"invisible_removed,omitempty"`
+	Server           string            `json:"server"`
+	SourceId         int               `json:"source_id"`
+	Unchanged        *Names            `json:"unchanged"`
+	Updated          *Names            `json:"updated"`
+	Warnings         *Names            `json:"warnings,omitempty"`
 }
 
 // MCPServer defines model for MCPServer.
@@ -928,6 +1013,9 @@ type Plugin struct {
 	FixedParams *map[string]interface{} `json:"fixed_params,omitempty"`
 	IconUrl     *string                 `json:"icon_url,omitempty"`
 
+	// InvisibleRemoved Ignored: the engine's report of the invisible characters it removed from the texts a model reads (field, count, kinds), accepted so an answer of GET /v1/plugins/{name} can be sent back.
+	InvisibleRemoved *[]interface{} `json:"invisible_removed,omitempty"`
+
 	// Keywords Words people use for the tool that its text lacks (OpenAPI x-keywords on import); used by tool search, not shown to the LLM.
 	Keywords *[]string `json:"keywords,omitempty"`
 
@@ -936,6 +1024,9 @@ type Plugin struct {
 
 	// Parameters A JSON Schema (draft 2020-12; OpenAPI 3.0 nullable understood) with root type object: all the LLM sees of the plugin.
 	Parameters PluginParameters `json:"parameters"`
+
+	// Perms RuoYi permission strings (system:user:list) of which a user must hold one to use the tool, matched exactly as RuoYi matches (*:*:* holds all); without them BLINDEXEC_TOOL_ACCESS decides. Kept across syncs.
+	Perms *[]string `json:"perms,omitempty"`
 
 	// PluginId Ignored: the sys_ai_plugin primary key, accepted so RuoYi can send rows as they are.
 	PluginId interface{} `json:"plugin_id,omitempty"`
@@ -1147,6 +1238,9 @@ type PluginView struct {
 	FixedParams *map[string]interface{} `json:"fixed_params,omitempty"`
 	IconUrl     *string                 `json:"icon_url,omitempty"`
 
+	// InvisibleRemoved Ignored: the engine's report of the invisible characters it removed from the texts a model reads (field, count, kinds), accepted so an answer of GET /v1/plugins/{name} can be sent back.
+	InvisibleRemoved *[]interface{} `json:"invisible_removed,omitempty"`
+
 	// Keywords Words people use for the tool that its text lacks (OpenAPI x-keywords on import); used by tool search, not shown to the LLM.
 	Keywords *[]string `json:"keywords,omitempty"`
 
@@ -1158,6 +1252,9 @@ type PluginView struct {
 
 	// Parameters A JSON Schema (draft 2020-12; OpenAPI 3.0 nullable understood) with root type object: all the LLM sees of the plugin.
 	Parameters PluginParameters `json:"parameters"`
+
+	// Perms RuoYi permission strings (system:user:list) of which a user must hold one to use the tool, matched exactly as RuoYi matches (*:*:* holds all); without them BLINDEXEC_TOOL_ACCESS decides. Kept across syncs.
+	Perms *[]string `json:"perms,omitempty"`
 
 	// PluginId Ignored: the sys_ai_plugin primary key, accepted so RuoYi can send rows as they are.
 	PluginId interface{} `json:"plugin_id,omitempty"`
@@ -1304,6 +1401,13 @@ type SearchResponse struct {
 	Total  int     `json:"total"`
 }
 
+// Selection Plugins by name, tag or import source (the union).
+type Selection struct {
+	Names   *[]string `json:"names,omitempty"`
+	Sources *[]int    `json:"sources,omitempty"`
+	Tags    *[]string `json:"tags,omitempty"`
+}
+
 // Source defines model for Source.
 type Source struct {
 	Kind     *SourceKind `json:"kind,omitempty"`
@@ -1368,6 +1472,12 @@ type ConfirmationHeader = string
 // Offset defines model for offset.
 type Offset = int
 
+// PageCursor defines model for pageCursor.
+type PageCursor = string
+
+// PageLimit defines model for pageLimit.
+type PageLimit = int
+
 // PluginName defines model for pluginName.
 type PluginName = string
 
@@ -1376,6 +1486,11 @@ type RunID = string
 
 // UserIDPath defines model for userIDPath.
 type UserIDPath = int
+
+// AgentNotFound The body of every answer that is not a result.
+//
+// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
+type AgentNotFound = Error
 
 // CallConflict The body of every answer that is not a result.
 //
@@ -1408,10 +1523,8 @@ type MCPServerNotFound = Error
 // Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type PluginNotFound = Error
 
-// RateLimited The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
-type RateLimited = Error
+// RateLimited The error envelope, or a run's reply carrying its error.
+type RateLimited = ErrorOrRunReply
 
 // RunCancelled Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
 type RunCancelled = RunReply
@@ -1507,6 +1620,12 @@ type ListMCPServerToolsParams struct {
 // ListPendingParams defines parameters for ListPending.
 type ListPendingParams struct {
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Limit The page's size.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next of the page before.
+	Cursor *PageCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // DecidePendingJSONBody defines parameters for DecidePending.
@@ -1606,6 +1725,14 @@ type ImportOpenAPIParams struct {
 	Location *string `form:"location,omitempty" json:"location,omitempty"`
 }
 
+// SetPermsJSONBody defines parameters for SetPerms.
+type SetPermsJSONBody struct {
+	Names   *[]string `json:"names,omitempty"`
+	Perms   *[]string `json:"perms"`
+	Sources *[]int    `json:"sources,omitempty"`
+	Tags    *[]string `json:"tags,omitempty"`
+}
+
 // PatchPluginJSONBody defines parameters for PatchPlugin.
 type PatchPluginJSONBody struct {
 	// Status '0' enabled, '1' disabled.
@@ -1624,6 +1751,12 @@ type GetQuotaUseParams struct {
 type ListRunsParams struct {
 	Status ListRunsParamsStatus `form:"status" json:"status"`
 	UserId *int                 `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Limit The page's size.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next of the page before.
+	Cursor *PageCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListRunsParamsStatus defines parameters for ListRuns.
@@ -1725,6 +1858,12 @@ type McpOpenAPIPostJSONRequestBody = McpOpenAPIPostJSONBody
 // OauthConfirmFormdataRequestBody defines body for OauthConfirm for application/x-www-form-urlencoded ContentType.
 type OauthConfirmFormdataRequestBody = OauthConfirmFormdataBody
 
+// CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
+type CreateAgentJSONRequestBody = Agent
+
+// PutAgentJSONRequestBody defines body for PutAgent for application/json ContentType.
+type PutAgentJSONRequestBody = Agent
+
 // AuthorizeConnectionJSONRequestBody defines body for AuthorizeConnection for application/json ContentType.
 type AuthorizeConnectionJSONRequestBody AuthorizeConnectionJSONBody
 
@@ -1766,6 +1905,9 @@ type ImportOpenAPIApplicationVndOaiOpenapiPlusJSONRequestBody = ImportOpenAPIApp
 
 // ImportOpenAPITextRequestBody defines body for ImportOpenAPI for text/plain ContentType.
 type ImportOpenAPITextRequestBody = ImportOpenAPITextBody
+
+// SetPermsJSONRequestBody defines body for SetPerms for application/json ContentType.
+type SetPermsJSONRequestBody SetPermsJSONBody
 
 // PatchPluginJSONRequestBody defines body for PatchPlugin for application/json ContentType.
 type PatchPluginJSONRequestBody PatchPluginJSONBody
@@ -2385,6 +2527,49 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAgents The agents (a tool selection and the permissions to use it).
+	//
+	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAgentWithBody Add an agent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAgent Add an agent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+	CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAgent Remove an agent.
+	//
+	// Corresponds with DELETE /v1/agents/{name} (the `DeleteAgent` operationId).
+	DeleteAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAgent One agent, with the enabled tools its selection picks now.
+	//
+	// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+	GetAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAgentWithBody Replace an agent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+	PutAgentWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutAgent Replace an agent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+	PutAgent(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListConnections A user's connections.
 	//
 	// Corresponds with GET /v1/connections (the `ListConnections` operationId).
@@ -2654,6 +2839,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/plugins/import/openapi (the `ImportOpenAPI` operationId).
 	ImportOpenAPIWithTextBody(ctx context.Context, params *ImportOpenAPIParams, body ImportOpenAPITextRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPermsWithBody Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+	SetPermsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPerms Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+	SetPerms(ctx context.Context, body SetPermsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeletePlugin Remove a plugin.
 	//
@@ -3053,6 +3252,119 @@ func (c *Client) OauthStart(ctx context.Context, handle string, reqEditors ...Re
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAgents The agents (a tool selection and the permissions to use it).
+//
+// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAgentWithBody Add an agent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAgent Add an agent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+func (c *Client) CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAgent Remove an agent.
+//
+// Corresponds with DELETE /v1/agents/{name} (the `DeleteAgent` operationId).
+func (c *Client) DeleteAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAgentRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAgent One agent, with the enabled tools its selection picks now.
+//
+// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+func (c *Client) GetAgent(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAgentRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAgentWithBody Replace an agent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+func (c *Client) PutAgentWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAgentRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutAgent Replace an agent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+func (c *Client) PutAgent(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutAgentRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3723,6 +4035,40 @@ func (c *Client) ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody(ctx conte
 // Corresponds with POST /v1/plugins/import/openapi (the `ImportOpenAPI` operationId).
 func (c *Client) ImportOpenAPIWithTextBody(ctx context.Context, params *ImportOpenAPIParams, body ImportOpenAPITextRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewImportOpenAPIRequestWithTextBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPermsWithBody Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+func (c *Client) SetPermsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPermsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPerms Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+func (c *Client) SetPerms(ctx context.Context, body SetPermsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPermsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4578,6 +4924,188 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListAgentsRequest constructs an http.Request for the ListAgents method
+func NewListAgentsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAgentRequest calls the generic CreateAgent builder with application/json body
+func NewCreateAgentRequest(server string, body CreateAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAgentRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAgentRequestWithBody constructs an http.Request for the CreateAgent method, with any body, and a specified content type
+func NewCreateAgentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAgentRequest constructs an http.Request for the DeleteAgent method
+func NewDeleteAgentRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAgentRequest constructs an http.Request for the GetAgent method
+func NewGetAgentRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutAgentRequest calls the generic PutAgent builder with application/json body
+func NewPutAgentRequest(server string, name string, body PutAgentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutAgentRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewPutAgentRequestWithBody constructs an http.Request for the PutAgent method, with any body, and a specified content type
+func NewPutAgentRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5537,6 +6065,30 @@ func NewListPendingRequest(server string, params *ListPendingParams) (*http.Requ
 
 		}
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6077,6 +6629,46 @@ func NewImportOpenAPIRequestWithBody(server string, params *ImportOpenAPIParams,
 	return req, nil
 }
 
+// NewSetPermsRequest calls the generic SetPerms builder with application/json body
+func NewSetPermsRequest(server string, body SetPermsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetPermsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetPermsRequestWithBody constructs an http.Request for the SetPerms method, with any body, and a specified content type
+func NewSetPermsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/perms")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeletePluginRequest constructs an http.Request for the DeletePlugin method
 func NewDeletePluginRequest(server string, name PluginName) (*http.Request, error) {
 	var err error
@@ -6433,6 +7025,30 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 		if params.UserId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7172,6 +7788,55 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// ListAgentsWithResponse The agents (a tool selection and the permissions to use it).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
+
+	// CreateAgentWithBodyWithResponse Add an agent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+
+	// CreateAgentWithResponse Add an agent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+	CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+
+	// DeleteAgentWithResponse Remove an agent.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/agents/{name} (the `DeleteAgent` operationId).
+	DeleteAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteAgentResponse, error)
+
+	// GetAgentWithResponse One agent, with the enabled tools its selection picks now.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+	GetAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetAgentResponse, error)
+
+	// PutAgentWithBodyWithResponse Replace an agent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+	PutAgentWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAgentResponse, error)
+
+	// PutAgentWithResponse Replace an agent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+	PutAgentWithResponse(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAgentResponse, error)
+
 	// ListConnectionsWithResponse A user's connections.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7471,6 +8136,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/plugins/import/openapi (the `ImportOpenAPI` operationId).
 	ImportOpenAPIWithTextBodyWithResponse(ctx context.Context, params *ImportOpenAPIParams, body ImportOpenAPITextRequestBody, reqEditors ...RequestEditorFn) (*ImportOpenAPIResponse, error)
+
+	// SetPermsWithBodyWithResponse Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+	SetPermsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPermsResponse, error)
+
+	// SetPermsWithResponse Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+	SetPermsWithResponse(ctx context.Context, body SetPermsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPermsResponse, error)
 
 	// DeletePluginWithResponse Remove a plugin.
 	//
@@ -8454,6 +9133,418 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+type ListAgentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Agents []AgentView `json:"agents"`
+	}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAgentsResponse) GetJSON200() *struct {
+	Agents []AgentView `json:"agents"`
+} {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAgentsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAgentsResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAgentsResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAgentsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAgentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAgentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAgentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAgentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AgentView
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAgentResponse) GetJSON201() *AgentView {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAgentResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAgentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAgentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateAgentResponse) GetJSON408() *Error {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAgentResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAgentResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAgentResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAgentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *AgentNotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAgentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAgentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAgentResponse) GetJSON404() *AgentNotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAgentResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAgentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentView
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *AgentNotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAgentResponse) GetJSON200() *AgentView {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetAgentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAgentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetAgentResponse) GetJSON404() *AgentNotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetAgentResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetAgentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AgentView
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *AgentNotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutAgentResponse) GetJSON200() *AgentView {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutAgentResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutAgentResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutAgentResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutAgentResponse) GetJSON404() *AgentNotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PutAgentResponse) GetJSON408() *Error {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutAgentResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutAgentResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutAgentResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListConnectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9071,7 +10162,7 @@ type ExecuteResponse struct {
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *CallConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
+	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *CallRefused
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -9120,7 +10211,7 @@ func (r ExecuteResponse) GetJSON409() *CallConflict {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ExecuteResponse) GetJSON413() *Error {
+func (r ExecuteResponse) GetJSON413() *ErrorOrRunReply {
 	return r.JSON413
 }
 
@@ -9281,7 +10372,7 @@ type ProxyMCPCallResponse struct {
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *CallConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
+	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *CallRefused
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -9334,7 +10425,7 @@ func (r ProxyMCPCallResponse) GetJSON409() *CallConflict {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ProxyMCPCallResponse) GetJSON413() *Error {
+func (r ProxyMCPCallResponse) GetJSON413() *ErrorOrRunReply {
 	return r.JSON413
 }
 
@@ -10092,8 +11183,12 @@ type ListPendingResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Next The cursor of the next page; absent on the last.
+		Next    *string       `json:"next,omitempty"`
 		Pending []PendingItem `json:"pending"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -10106,9 +11201,16 @@ type ListPendingResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListPendingResponse) GetJSON200() *struct {
+	// Next The cursor of the next page; absent on the last.
+	Next    *string       `json:"next,omitempty"`
 	Pending []PendingItem `json:"pending"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPendingResponse) GetJSON400() *Error {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -10765,6 +11867,104 @@ func (r ImportOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ImportOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetPermsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Names   *Names `json:"names"`
+		Perms   *Names `json:"perms"`
+		Updated int    `json:"updated"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetPermsResponse) GetJSON200() *struct {
+	Names   *Names `json:"names"`
+	Perms   *Names `json:"perms"`
+	Updated int    `json:"updated"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetPermsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetPermsResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetPermsResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SetPermsResponse) GetJSON408() *Error {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetPermsResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetPermsResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetPermsResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetPermsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetPermsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetPermsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetPermsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11440,6 +12640,8 @@ type ListRunsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Next The cursor of the next page; absent on the last.
+		Next *string     `json:"next,omitempty"`
 		Runs []PausedRun `json:"runs"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -11456,6 +12658,8 @@ type ListRunsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListRunsResponse) GetJSON200() *struct {
+	// Next The cursor of the next page; absent on the last.
+	Next *string     `json:"next,omitempty"`
 	Runs []PausedRun `json:"runs"`
 } {
 	return r.JSON200
@@ -11534,7 +12738,7 @@ type CreateRunResponse struct {
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
+	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -11579,7 +12783,7 @@ func (r CreateRunResponse) GetJSON408() *Error {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r CreateRunResponse) GetJSON413() *Error {
+func (r CreateRunResponse) GetJSON413() *ErrorOrRunReply {
 	return r.JSON413
 }
 
@@ -11746,7 +12950,7 @@ type ResumeRunResponse struct {
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
+	JSON413 *ErrorOrRunReply
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *RateLimited
 	// JSON499 the response for an HTTP 499 `application/json` response
@@ -11799,7 +13003,7 @@ func (r ResumeRunResponse) GetJSON409() *Error {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ResumeRunResponse) GetJSON413() *Error {
+func (r ResumeRunResponse) GetJSON413() *ErrorOrRunReply {
 	return r.JSON413
 }
 
@@ -12370,7 +13574,7 @@ type CallToolResponse struct {
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *CallConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *Error
+	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *CallRefused
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -12419,7 +13623,7 @@ func (r CallToolResponse) GetJSON409() *CallConflict {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r CallToolResponse) GetJSON413() *Error {
+func (r CallToolResponse) GetJSON413() *ErrorOrRunReply {
 	return r.JSON413
 }
 
@@ -12667,6 +13871,97 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// ListAgentsWithResponse The agents (a tool selection and the permissions to use it).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agents (the `ListAgents` operationId).
+func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
+	rsp, err := c.ListAgents(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAgentsResponse(rsp)
+}
+
+// CreateAgentWithBodyWithResponse Add an agent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgentWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentResponse(rsp)
+}
+
+// CreateAgentWithResponse Add an agent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
+func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAgentResponse(rsp)
+}
+
+// DeleteAgentWithResponse Remove an agent.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/agents/{name} (the `DeleteAgent` operationId).
+func (c *ClientWithResponses) DeleteAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteAgentResponse, error) {
+	rsp, err := c.DeleteAgent(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAgentResponse(rsp)
+}
+
+// GetAgentWithResponse One agent, with the enabled tools its selection picks now.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agents/{name} (the `GetAgent` operationId).
+func (c *ClientWithResponses) GetAgentWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetAgentResponse, error) {
+	rsp, err := c.GetAgent(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAgentResponse(rsp)
+}
+
+// PutAgentWithBodyWithResponse Replace an agent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+func (c *ClientWithResponses) PutAgentWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutAgentResponse, error) {
+	rsp, err := c.PutAgentWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAgentResponse(rsp)
+}
+
+// PutAgentWithResponse Replace an agent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
+func (c *ClientWithResponses) PutAgentWithResponse(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAgentResponse, error) {
+	rsp, err := c.PutAgent(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutAgentResponse(rsp)
 }
 
 // ListConnectionsWithResponse A user's connections.
@@ -13207,6 +14502,32 @@ func (c *ClientWithResponses) ImportOpenAPIWithTextBodyWithResponse(ctx context.
 		return nil, err
 	}
 	return ParseImportOpenAPIResponse(rsp)
+}
+
+// SetPermsWithBodyWithResponse Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+func (c *ClientWithResponses) SetPermsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPermsResponse, error) {
+	rsp, err := c.SetPermsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPermsResponse(rsp)
+}
+
+// SetPermsWithResponse Set the RuoYi permissions a user needs to use plugins (by name, tag or import source).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/plugins/perms (the `SetPerms` operationId).
+func (c *ClientWithResponses) SetPermsWithResponse(ctx context.Context, body SetPermsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPermsResponse, error) {
+	rsp, err := c.SetPerms(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPermsResponse(rsp)
 }
 
 // DeletePluginWithResponse Remove a plugin.
@@ -14214,6 +15535,344 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 	return response, nil
 }
 
+// ParseListAgentsResponse parses an HTTP response from a ListAgentsWithResponse call
+func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAgentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Agents []AgentView `json:"agents"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateAgentResponse parses an HTTP response from a CreateAgentWithResponse call
+func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AgentView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAgentResponse parses an HTTP response from a DeleteAgentWithResponse call
+func ParseDeleteAgentResponse(rsp *http.Response) (*DeleteAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AgentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAgentResponse parses an HTTP response from a GetAgentWithResponse call
+func ParseGetAgentResponse(rsp *http.Response) (*GetAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AgentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutAgentResponse parses an HTTP response from a PutAgentWithResponse call
+func ParsePutAgentResponse(rsp *http.Response) (*PutAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AgentView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AgentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListConnectionsResponse parses an HTTP response from a ListConnectionsWithResponse call
 func ParseListConnectionsResponse(rsp *http.Response) (*ListConnectionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14766,7 +16425,7 @@ func ParseExecuteResponse(rsp *http.Response) (*ExecuteResponse, error) {
 		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
+		var dest ErrorOrRunReply
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -14945,7 +16604,7 @@ func ParseProxyMCPCallResponse(rsp *http.Response) (*ProxyMCPCallResponse, error
 		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
+		var dest ErrorOrRunReply
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -15587,12 +17246,21 @@ func ParseListPendingResponse(rsp *http.Response) (*ListPendingResponse, error) 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Next The cursor of the next page; absent on the last.
+			Next    *string       `json:"next,omitempty"`
 			Pending []PendingItem `json:"pending"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Error
@@ -16134,6 +17802,85 @@ func ParseImportOpenAPIResponse(rsp *http.Response) (*ImportOpenAPIResponse, err
 
 	case rsp.StatusCode == 200:
 		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseSetPermsResponse parses an HTTP response from a SetPermsWithResponse call
+func ParseSetPermsResponse(rsp *http.Response) (*SetPermsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetPermsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Names   *Names `json:"names"`
+			Perms   *Names `json:"perms"`
+			Updated int    `json:"updated"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -16699,6 +18446,8 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Next The cursor of the next page; absent on the last.
+			Next *string     `json:"next,omitempty"`
 			Runs []PausedRun `json:"runs"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16796,7 +18545,7 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
+		var dest ErrorOrRunReply
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16997,7 +18746,7 @@ func ParseResumeRunResponse(rsp *http.Response) (*ResumeRunResponse, error) {
 		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
+		var dest ErrorOrRunReply
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17517,7 +19266,7 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest Error
+		var dest ErrorOrRunReply
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
