@@ -19,9 +19,10 @@
 //	        documents or operations imported exits 1)
 //	importscale
 //	        `blindexec import openapi --dry-run` of Stripe, GitHub and
-//	        Microsoft Graph (about 1k, 5k and 11k operations) by the CLI of
+//	        Microsoft Graph (about 1k, 5k and 11k operations), and a real
+//	        import of each into MariaDB (-import-modes), by the CLI of
 //	        this tree and of commit 8da4abf (-import-base), taking turns:
-//	        CPU per operation, peak RSS, ratios (not in the default run)
+//	        wall, CPU per operation, peak RSS, ratios (not in the default run)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
 //	changes what following the change counters costs: a poll, an idle
@@ -108,8 +109,9 @@ type benchOpts struct {
 	scaleWaves      int           // scale: waves of runs measured
 	scaleRecordsFor time.Duration // scale: load time of the MariaDB records run
 
-	importBase string // importscale: the commit compared with
-	importRuns int    // importscale: runs of each CLI on each document
+	importBase  string   // importscale: the commit compared with
+	importRuns  int      // importscale: runs of each CLI on each document
+	importModes []string // importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB)
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -164,6 +166,7 @@ func main() {
 		scRecFor = flag.Duration("scale-records", 10*time.Second, "scale: load time of the records run on MariaDB")
 		impBase  = flag.String("import-base", importScaleBase, "importscale: the commit whose CLI this tree's is compared with")
 		impRuns  = flag.Int("import-runs", 3, "importscale: runs of each CLI on each document (alternating)")
+		impModes = flag.String("import-modes", "dry,mysql", "importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB at $BLINDEXEC_TEST_MYSQL_DSN), comma-separated")
 		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
@@ -199,7 +202,7 @@ func main() {
 		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
 		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayMCP: *gwMCP, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
 		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor,
-		importBase: *impBase, importRuns: max(*impRuns, 1)}
+		importBase: *impBase, importRuns: max(*impRuns, 1), importModes: strings.Split(*impModes, ",")}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
@@ -316,6 +319,8 @@ func runChild(name string, args []string) int {
 		err = childGatewayClient(args)
 	case "graph-sample":
 		err = childGraphSample(args)
+	case "first-call":
+		err = childFirstCall(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}

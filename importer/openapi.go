@@ -161,15 +161,11 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 
 	rep := openapi.Reporter{F: opts.Progress}
 	rep.Start(openapi.PhaseWriting, len(ops))
-	var batch []*plugins.Plugin // compiled here for Validate, then forgotten
+	validator := plugins.NewValidator() // the document's parts proven once
 	for i, op := range ops {
 		rep.Step(i)
-		if i%plugins.PrecompileBatch == 0 {
-			plugins.ForgetCompiled(batch)
-			batch = precompile(ops[i:min(i+plugins.PrecompileBatch, len(ops))])
-		}
 		// What the API and the CLI refuse, an import does not write either.
-		if err := op.Plugin.Validate(); err != nil {
+		if err := validator.Validate(op.Plugin); err != nil {
 			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
 		}
@@ -229,7 +225,6 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 		res.classify(row)
 	}
 	rep.Step(len(ops))
-	plugins.ForgetCompiled(batch)
 
 	inDoc := map[string]bool{}
 	for _, key := range openapi.OperationKeys(doc) {
@@ -262,17 +257,6 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	return res, nil
-}
-
-// precompile compiles the parameter schemas of ops together, for
-// Validate: their common parts (the document's components) are compiled
-// once, not once in each plugin. It returns the plugins it compiled.
-func precompile(ops []openapi.Operation) []*plugins.Plugin {
-	ps := make([]*plugins.Plugin, len(ops))
-	for i, op := range ops {
-		ps[i] = op.Plugin
-	}
-	return plugins.Precompile(ps)
 }
 
 // classify lists row's classification; a row that does not parse is

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tidwall/gjson"
 )
 
 // validateMeaning checks what a document means, beyond its shape: every
@@ -53,15 +54,13 @@ func (p *Plugin) validateTemplates(add func(field, format string, args ...any)) 
 	if len(templates) == 0 {
 		return // most base URLs: the parameters need not be read again
 	}
-	var root struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(p.Parameters, &root) != nil {
+	names, ok := propertyNames(p.Parameters)
+	if !ok {
 		return // reported by the parameters check
 	}
 	for _, n := range templates {
 		filled := false
-		for name := range root.Properties {
+		for _, name := range names {
 			filled = filled || name == n || wireName(name, e.ParamPlacement.Args[name]) == n
 		}
 		for name := range p.FixedParams {
@@ -71,6 +70,39 @@ func (p *Plugin) validateTemplates(add func(field, format string, args ...any)) 
 			add("execution.base_url", "the template {%s} names no parameter: add %q to parameters.properties (or map one to it with param_placement {\"in\": \"path\", \"name\": %q})", n, n, n)
 		}
 	}
+}
+
+// propertyNames are the names in the top-level "properties" of params, a
+// JSON object (checked before), as decoding it into a struct with that
+// field reads them (the key's case ignored, the last one kept), without
+// decoding the rest: Microsoft Graph's parameters are 200 MB, and
+// encoding/json scanned them all again for these names. ok is false where
+// that decoding fails; several "properties" add up, as they do there.
+func propertyNames(params []byte) (names []string, ok bool) {
+	ok = true
+	gjson.ParseBytes(params).ForEach(func(k, v gjson.Result) bool {
+		if !strings.EqualFold(k.String(), "properties") {
+			return true
+		}
+		switch v.Type {
+		case gjson.Null:
+			names = nil
+		case gjson.JSON:
+			if !v.IsObject() {
+				ok = false
+				return false
+			}
+			v.ForEach(func(name, _ gjson.Result) bool {
+				names = append(names, name.String())
+				return true
+			})
+		default:
+			ok = false
+			return false
+		}
+		return true
+	})
+	return names, ok
 }
 
 // fixedParamErrors validates the fixed params against the parameter schema

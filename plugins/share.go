@@ -21,46 +21,10 @@ import (
 // subschemas, of which 2,400 differ, and took seconds to compile as it
 // is. So parameter schemas are compiled shared: every subschema (with
 // subschemas of its own) that occurs more than once, in one schema or in
-// any of those compiled together (see Precompile), is written once under
+// any of those compiled together, is written once under
 // the $defs of the resource they are compiled in, and each place refers
 // to it. That accepts the same values and leaves the same errors
 // (argumentErrors reads no schema locations).
-
-// PrecompileBatch is how many schemas to give Precompile at once: enough
-// to share a document's components, few enough that their decoded forms
-// stay a small part of an import's memory (and far below what the cache
-// keeps).
-const PrecompileBatch = 256
-
-// Precompile compiles the parameter schemas of ps together, sharing the
-// parts they have in common, into the cache that Validate and
-// ValidateArguments read: an import checks thousands of plugins made from
-// one document. A schema that does not compile here is left to those,
-// which compile it alone and say why. Beyond PrecompileBatch schemas, the
-// first may be gone from the cache before they are read. It returns the
-// plugins whose schemas it added to the cache.
-func Precompile(ps []*Plugin) (cached []*Plugin) {
-	b := newSharedBatch()
-	var todo []*Plugin
-	var roots []map[string]any
-	compiled.RLock()
-	for _, p := range ps {
-		if compiled.m[""][string(p.Parameters)] == nil {
-			todo = append(todo, p)
-		}
-	}
-	compiled.RUnlock()
-	for _, p := range todo {
-		roots = append(roots, b.add(p.Parameters))
-	}
-	for i, s := range b.compileAll(roots) {
-		if s != nil {
-			cache("", todo[i].Parameters, s)
-			cached = append(cached, todo[i])
-		}
-	}
-	return cached
-}
 
 // decodeParameters decodes a parameter schema as the compiler reads it:
 // an object of type object, OpenAPI 3.0's nullable made a type, after
@@ -105,17 +69,6 @@ type sharedBatch struct {
 
 func newSharedBatch() *sharedBatch {
 	return &sharedBatch{ids: map[string]int{}, byMap: map[uintptr]int{}, plain: map[uintptr]bool{}}
-}
-
-// add decodes params and numbers its subschemas; nil if it does not
-// decode (Validate says why).
-func (b *sharedBatch) add(params json.RawMessage) map[string]any {
-	root, err := decodeParameters(params, nil)
-	if err != nil {
-		return nil
-	}
-	b.addRoot(params, root)
-	return root
 }
 
 func (b *sharedBatch) addRoot(params []byte, root map[string]any) {
@@ -383,21 +336,6 @@ func eachSubschema(k string, v any, f func(map[string]any) any) any {
 		}
 	}
 	return v
-}
-
-// ForgetCompiled drops the compiled parameter schemas of ps from the
-// cache: an import compiles thousands to validate them, which would push
-// out those of the plugins being called, and hold their memory. They are
-// compiled again on their first call.
-func ForgetCompiled(ps []*Plugin) {
-	if len(ps) == 0 {
-		return
-	}
-	compiled.Lock()
-	defer compiled.Unlock()
-	for _, p := range ps {
-		delete(compiled.m[""], string(p.Parameters))
-	}
 }
 
 // DropCompiled empties the cache of compiled schemas: for benchmarks of

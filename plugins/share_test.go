@@ -72,48 +72,6 @@ func messages(err error) []string {
 	return out
 }
 
-// Precompile fills the cache that Validate reads, with schemas that share
-// their common parts; a schema it cannot compile is left to Validate,
-// which says why as it would of the schema alone.
-func TestPrecompile(t *testing.T) {
-	bad := strings.Replace(sharedTwo, `"minimum":1`, `"minimum":"one"`, 1)
-	ps := []*Plugin{{Parameters: json.RawMessage(sharedOne)}, {Parameters: json.RawMessage(sharedTwo)}, {Parameters: json.RawMessage(bad)}}
-	if cached := Precompile(ps[:2]); len(cached) != 2 {
-		t.Fatalf("cached %d schemas, want 2", len(cached))
-	}
-	if cached := Precompile(ps); len(cached) != 0 {
-		t.Errorf("cached %d schemas: the two were cached already and the third does not compile", len(cached))
-	}
-	for i, p := range ps[:2] {
-		compiled.RLock()
-		s := compiled.m[""][string(p.Parameters)]
-		compiled.RUnlock()
-		if s == nil {
-			t.Fatalf("schema %d not compiled", i)
-		}
-	}
-	if errs := ps[1].ValidateArguments(map[string]any{"ship_to": map[string]any{"zip": "x"}, "count": 0}); len(errs) != 3 {
-		t.Errorf("errors %v, want city required, zip pattern, count minimum", errs)
-	}
-	compiled.RLock()
-	s := compiled.m[""][bad]
-	compiled.RUnlock()
-	if s != nil {
-		t.Error("a schema the metaschema refuses was compiled")
-	}
-	ForgetCompiled(ps[:1])
-	compiled.RLock()
-	gone, kept := compiled.m[""][sharedOne] == nil, compiled.m[""][sharedTwo] != nil
-	compiled.RUnlock()
-	if !gone || !kept {
-		t.Errorf("after ForgetCompiled of the first: first gone %v, second kept %v", gone, kept)
-	}
-	_, err := ps[2].parameterSchema()
-	if err == nil || !strings.Contains(err.Error(), "minimum") || !strings.Contains(err.Error(), "parameters.json") {
-		t.Errorf("error %v, want one about minimum in the schema as written", err)
-	}
-}
-
 // A schema that refers to its own parts is compiled as it is.
 func TestSharedCompilationKeepsReferences(t *testing.T) {
 	params := `{"type":"object","$defs":{"a":` + address + `},"properties":{"x":{"$ref":"#/$defs/a"},"y":` + address + `,"z":` + address + `}}`
