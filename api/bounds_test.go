@@ -71,7 +71,7 @@ func TestMCPSessionsOnMetrics(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	s := &Server{Store: st, Executor: engine.NewExecutor(egresstest.Client(t)), AdminToken: mcpAdmin, ServiceToken: mcpService,
 		Logger: slog.New(slog.DiscardHandler), Registry: reg, MCP: &MCPConfig{Manager: m, Sessions: mcpserver.SessionLimits{PerUser: 2}}}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(CheckedHandler(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	for range 5 {

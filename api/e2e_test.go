@@ -79,7 +79,8 @@ type env struct {
 	// changes is the server's watcher, polled only by the API's own writes
 	// and by tests.
 	changes *store.Watcher
-	// handler is what url serves, for tests that call it in-process.
+	// handler is what url serves, unchecked against the description: the
+	// allocation counts call it in-process to measure the engine alone.
 	handler http.Handler
 }
 
@@ -114,7 +115,7 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 		o(srv)
 	}
 	h := srv.Handler()
-	hs := httptest.NewServer(h)
+	hs := httptest.NewServer(api.CheckedHandler(t, h))
 	t.Cleanup(hs.Close)
 	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes, handler: h}
 }

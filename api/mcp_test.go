@@ -71,7 +71,7 @@ func newMCPEnv(t *testing.T, st *store.Store, opts ...func(*Server)) *mcpEnv {
 	for _, o := range opts {
 		o(s)
 	}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(CheckedHandler(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	cfg.PublicURL = hs.URL
 

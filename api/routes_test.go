@@ -86,7 +86,7 @@ var routeSends = map[string]bool{
 	"POST /v1/runs/{run_id}/resume":                      true,
 	"/mcp":                                               true,
 
-	"GET /healthz": false, "GET /readyz": false, "GET /metrics": false,
+	"GET /healthz": false, "GET /readyz": false, "GET /metrics": false, "GET /v1/openapi.json": false,
 	"GET /v1/plugins": false, "POST /v1/plugins": false, "GET /v1/plugins/{name}": false, "PUT /v1/plugins/{name}": false,
 	"PATCH /v1/plugins/{name}": false, "DELETE /v1/plugins/{name}": false, "POST /v1/plugins/import/openapi": false,
 	"POST /v1/plugins/consequential": false, "GET /v1/sources": false, "POST /v1/plugins/perms": false,

@@ -168,6 +168,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	if s.Registry != nil {
 		mux.Handle("GET /metrics", s.authorized(roleAdmin, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}

@@ -30,7 +30,7 @@ var layers = []struct {
 	{"the executor", []string{"engine"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},
-	{"the HTTP API", []string{"api"}},
+	{"the HTTP API and its generated client", []string{"api", "api/client"}},
 	{"the console", []string{"console"}},
 	{"programs", []string{"cmd/blindexec", "bench", "bench/mcprelay/cmd/mcprelay"}},
 }
