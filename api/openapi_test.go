@@ -58,7 +58,7 @@ var (
 		{"500", "The engine failed (its log says why).", []string{"internal"}},
 	}
 	// failClosedAnswer: the routes that read what the database holds,
-	// past BLINDEXEC_OUTAGE_GRACE.
+	// past BLINDEXEC_DB_OUTAGE_GRACE_MS.
 	failClosedAnswer = commonAnswer{"503", "The database has been unreachable for longer than the outage grace.", []string{"database_unavailable"}}
 	bodyAnswers      = []commonAnswer{
 		{"400", "The body is not valid JSON, or a field has the wrong type, or it nests too deep.", []string{"malformed_request", "body_too_complex"}},

@@ -764,6 +764,9 @@ type ExecuteRequest struct {
 	// Trace Return the request sent, masked (the administrator's token only).
 	Trace *bool `json:"trace,omitempty"`
 
+	// User The user's permissions as RuoYi holds them (LoginUser.getPermissions()), from the service or admin token only; id must equal user_id. They narrow what the user may use, never widen it.
+	User *PayloadUser `json:"user,omitempty"`
+
 	// UserId RuoYi's numeric user id, as a number or a string of digits.
 	UserId *UserID `json:"user_id,omitempty"`
 }
@@ -981,6 +984,13 @@ type PausedRun struct {
 
 // PausedRunStatus defines model for PausedRun.Status.
 type PausedRunStatus string
+
+// PayloadUser The user's permissions as RuoYi holds them (LoginUser.getPermissions()), from the service or admin token only; id must equal user_id. They narrow what the user may use, never widen it.
+type PayloadUser struct {
+	// Id RuoYi's numeric user id, as a number or a string of digits.
+	Id          UserID   `json:"id"`
+	Permissions []string `json:"permissions"`
+}
 
 // PendingItem A call (or connection) waiting for a person's decision.
 type PendingItem struct {
@@ -1382,6 +1392,9 @@ type RunRequest struct {
 	// Plugins Inline plugins.
 	Plugins *[]Plugin `json:"plugins,omitempty"`
 
+	// User The user's permissions as RuoYi holds them (LoginUser.getPermissions()), from the service or admin token only; id must equal user_id. They narrow what the user may use, never widen it.
+	User *PayloadUser `json:"user,omitempty"`
+
 	// UserId RuoYi's numeric user id, as a number or a string of digits.
 	UserId *UserID `json:"user_id,omitempty"`
 }
@@ -1425,14 +1438,17 @@ type TokenRow struct {
 	CreateTime   *string    `json:"create_time,omitempty"`
 	ExpireTime   *time.Time `json:"expire_time,omitempty"`
 	LastUsedTime *time.Time `json:"last_used_time,omitempty"`
-	Remark       *string    `json:"remark,omitempty"`
-	Scope        *string    `json:"scope,omitempty"`
-	TokenId      *int       `json:"token_id,omitempty"`
-	TokenName    *string    `json:"token_name,omitempty"`
-	TokenPrefix  *string    `json:"token_prefix,omitempty"`
-	UpdateBy     *string    `json:"update_by,omitempty"`
-	UpdateTime   *string    `json:"update_time,omitempty"`
-	UserId       *int       `json:"user_id,omitempty"`
+
+	// Perms The token's fixed permission strings, comma-separated.
+	Perms       *string `json:"perms,omitempty"`
+	Remark      *string `json:"remark,omitempty"`
+	Scope       *string `json:"scope,omitempty"`
+	TokenId     *int    `json:"token_id,omitempty"`
+	TokenName   *string `json:"token_name,omitempty"`
+	TokenPrefix *string `json:"token_prefix,omitempty"`
+	UpdateBy    *string `json:"update_by,omitempty"`
+	UpdateTime  *string `json:"update_time,omitempty"`
+	UserId      *int    `json:"user_id,omitempty"`
 }
 
 // Tool An OpenAI tool.
@@ -1800,6 +1816,9 @@ type CreateTokenJSONBody struct {
 	ConsoleOnly      *bool   `json:"console_only,omitempty"`
 	ExpiresInSeconds *int    `json:"expires_in_seconds,omitempty"`
 	Name             *string `json:"name,omitempty"`
+
+	// Perms Fixed RuoYi permission strings that narrow what the token's user may use (issue 46).
+	Perms *[]string `json:"perms,omitempty"`
 
 	// UserId RuoYi's numeric user id, as a number or a string of digits.
 	UserId UserID `json:"user_id"`
@@ -2522,7 +2541,7 @@ type ClientInterface interface {
 
 	// GetReadiness Readiness — the database reachable and migrated.
 	//
-	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_OUTAGE_GRACE, else 503.
+	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503.
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3247,7 +3266,7 @@ func (c *Client) OauthStart(ctx context.Context, handle string, reqEditors ...Re
 
 // GetReadiness Readiness — the database reachable and migrated.
 //
-// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_OUTAGE_GRACE, else 503.
+// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503.
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7781,7 +7800,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadinessWithResponse Readiness — the database reachable and migrated.
 	//
-	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_OUTAGE_GRACE, else 503.
+	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13224,7 +13243,8 @@ type CreateTokenResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *struct {
-		Name string `json:"name"`
+		Name  string    `json:"name"`
+		Perms *[]string `json:"perms,omitempty"`
 
 		// Token The value (bx_...), shown this once.
 		Token   string `json:"token"`
@@ -13249,7 +13269,8 @@ type CreateTokenResponse struct {
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateTokenResponse) GetJSON201() *struct {
-	Name string `json:"name"`
+	Name  string    `json:"name"`
+	Perms *[]string `json:"perms,omitempty"`
 
 	// Token The value (bx_...), shown this once.
 	Token   string `json:"token"`
@@ -13860,7 +13881,7 @@ func (c *ClientWithResponses) OauthStartWithResponse(ctx context.Context, handle
 
 // GetReadinessWithResponse Readiness — the database reachable and migrated.
 //
-// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_OUTAGE_GRACE, else 503.
+// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18950,7 +18971,8 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest struct {
-			Name string `json:"name"`
+			Name  string    `json:"name"`
+			Perms *[]string `json:"perms,omitempty"`
 
 			// Token The value (bx_...), shown this once.
 			Token   string `json:"token"`
