@@ -91,8 +91,17 @@ func CheckedHandler(t testing.TB, h http.Handler) http.Handler {
 			rec.status, rec.sent = http.StatusOK, w.Header().Clone()
 		}
 		checks.Go(func() {
-			if err := checkExchange(router, r, body, rec); err != nil {
+			route, err := checkExchange(router, r, body, rec)
+			if err != nil {
 				t.Errorf("%s %s: not as described (api/openapi.yaml): %v", r.Method, r.URL.Path, err)
+				return
+			}
+			if route != nil && (r.ContentLength == 0 || body.complete(r.ContentLength)) {
+				ct := r.Header.Get("Content-Type")
+				if ct == "" && body.read.Len() > 0 {
+					ct = "application/json" // as the engine reads it
+				}
+				recordExample(t.Name(), route, rec.status, ct, asDescribed(route.Operation, ct, body.read.Bytes()), rec)
 			}
 		})
 	})
@@ -103,8 +112,9 @@ func CheckedHandler(t testing.TB, h http.Handler) http.Handler {
 // connection for seconds, long enough to change what the client sees.
 const maxCheckedBody = 1 << 20
 
-// checkExchange checks one request and its answer.
-func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *recorder) error {
+// checkExchange checks one request and its answer, and says which route
+// of the description it took (nil for the catch-all).
+func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *recorder) (*routers.Route, error) {
 	var answer struct {
 		Error *Error `json:"error"`
 	}
@@ -113,11 +123,11 @@ func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *r
 	}
 	if rec.status == http.StatusNotFound && answer.Error != nil && answer.Error.Code == "not_found" &&
 		strings.HasPrefix(answer.Error.Message, "no route ") {
-		return nil // the catch-all: a route this server does not serve (or one it serves when a setting is on)
+		return nil, nil // the catch-all: a route this server does not serve (or one it serves when a setting is on)
 	}
 	route, params, err := router.FindRoute(r)
 	if err != nil {
-		return errors.New("no route of the description")
+		return nil, errors.New("no route of the description")
 	}
 	opaque := route.Operation.Extensions["x-opaque"] == true
 	req := r.Clone(context.Background())
@@ -133,26 +143,26 @@ func checkExchange(router routers.Router, r *http.Request, body *teeBody, rec *r
 		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true,
 			ExcludeRequestBody: !checkBody}}
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil && rec.status < 400 {
-		return errors.New("the request is not valid by the description, yet answered " + http.StatusText(rec.status) + ": " + err.Error())
+		return nil, errors.New("the request is not valid by the description, yet answered " + http.StatusText(rec.status) + ": " + err.Error())
 	}
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: rec.status, Header: rec.sent,
 		Body:    io.NopCloser(bytes.NewReader(rec.body.Bytes())),
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: opaque, MultiError: true}}
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		return err
+		return nil, err
 	}
 	if answer.Error == nil || opaque {
-		return nil
+		return route, nil
 	}
 	resp := route.Operation.Responses.Status(rec.status)
 	if resp == nil || resp.Value == nil {
-		return nil // ValidateResponse refused it already
+		return nil, errors.New("no answer of this status") // ValidateResponse refused it already
 	}
 	codes, listed := errorCodes(resp.Value)
 	if listed && !slices.Contains(codes, answer.Error.Code) {
-		return errors.New("error code " + answer.Error.Code + " is not among the codes of its status (x-error-codes " + strings.Join(codes, ", ") + ")")
+		return nil, errors.New("error code " + answer.Error.Code + " is not among the codes of its status (x-error-codes " + strings.Join(codes, ", ") + ")")
 	}
-	return nil
+	return route, nil
 }
 
 // teeBody keeps what the handler read of the request body, and whether
@@ -329,7 +339,7 @@ func TestCheckCatches(t *testing.T) {
 			rec.Header().Set("Content-Type", "application/json; charset=utf-8")
 			rec.WriteHeader(tc.status)
 			io.WriteString(rec, tc.answer)
-			err := checkExchange(router, r, body, rec)
+			_, err := checkExchange(router, r, body, rec)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

@@ -104,6 +104,9 @@ func buildOpenAPI() ([]byte, error) {
 			queryEmptyIsAbsent(op["parameters"])
 		}
 	}
+	if err := addExamples(doc); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
@@ -317,4 +320,41 @@ func queryEmptyIsAbsent(params any) {
 			p["allowEmptyValue"] = true
 		}
 	}
+}
+
+// addExamples puts the examples the tests recorded
+// (testdata/examples.json) into the built description: each answer's,
+// under its operation and status or its name among the components, and
+// each request body's.
+func addExamples(doc map[string]any) error {
+	examples, err := committedExamples()
+	if err != nil {
+		return err
+	}
+	put := func(key string, where any) {
+		ex, ok := examples[key]
+		media, _ := where.(map[string]any)
+		content, _ := media["content"].(map[string]any)
+		mt, _ := content["application/json"].(map[string]any)
+		if ok && mt != nil {
+			mt["example"] = ex
+		}
+	}
+	for name, r := range doc["components"].(map[string]any)["responses"].(map[string]any) {
+		put("#/components/responses/"+name, r)
+	}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			op, ok := op.(map[string]any)
+			if !ok {
+				continue
+			}
+			name := strings.ToUpper(method) + " " + path
+			put(name+" request", op["requestBody"])
+			for status, r := range op["responses"].(map[string]any) {
+				put(name+" "+status, r)
+			}
+		}
+	}
+	return nil
 }

@@ -718,8 +718,6 @@ type DynamicToolList struct {
 }
 
 // Error The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type Error struct {
 	Error struct {
 		// Code What went wrong, for a program to branch on; the answer's x-error-codes list those it may be.
@@ -772,8 +770,6 @@ type ExecuteRequest struct {
 }
 
 // ExecuteResult A call's envelope.
-//
-// Example: {"attempts":1,"error":null,"execution_id":"01a222e2-c591-76f5-bacc-c08585d269cb","http_status":200,"latency_ms":0,"ok":true,"output":{"company":"ACME","q":"acme"}}
 type ExecuteResult struct {
 	Attempts int `json:"attempts"`
 	Error    *struct {
@@ -976,10 +972,12 @@ type Names = []string
 
 // PausedRun defines model for PausedRun.
 type PausedRun struct {
-	Pending *[]map[string]interface{} `json:"pending,omitempty"`
-	RunId   *string                   `json:"run_id,omitempty"`
-	Status  *PausedRunStatus          `json:"status,omitempty"`
-	UserId  *int                      `json:"user_id,omitempty"`
+	CreateTime *time.Time                `json:"create_time,omitempty"`
+	ExpireTime *time.Time                `json:"expire_time,omitempty"`
+	Pending    *[]map[string]interface{} `json:"pending,omitempty"`
+	RunId      *string                   `json:"run_id,omitempty"`
+	Status     *PausedRunStatus          `json:"status,omitempty"`
+	UserId     *int                      `json:"user_id,omitempty"`
 }
 
 // PausedRunStatus defines model for PausedRun.Status.
@@ -994,13 +992,28 @@ type PayloadUser struct {
 
 // PendingItem A call (or connection) waiting for a person's decision.
 type PendingItem struct {
-	ExpireTime *time.Time `json:"expire_time,omitempty"`
-	Id         *string    `json:"id,omitempty"`
-	Kind       *string    `json:"kind,omitempty"`
-	RunId      *string    `json:"run_id,omitempty"`
-	Status     *string    `json:"status,omitempty"`
-	Tool       *string    `json:"tool,omitempty"`
-	UserId     *int       `json:"user_id,omitempty"`
+	// Arguments The call's arguments, as the model gave them.
+	Arguments     *map[string]interface{} `json:"arguments,omitempty"`
+	ExpireTime    *time.Time              `json:"expire_time,omitempty"`
+	ExpiresAt     *time.Time              `json:"expires_at,omitempty"`
+	Id            *string                 `json:"id,omitempty"`
+	Kind          *string                 `json:"kind,omitempty"`
+	MissingScopes *[]string               `json:"missing_scopes,omitempty"`
+
+	// Provider An authorization's provider.
+	Provider *string `json:"provider,omitempty"`
+
+	// Request The request the engine would send, credentials masked (method, url, headers).
+	Request    *map[string]interface{} `json:"request,omitempty"`
+	RunId      *string                 `json:"run_id,omitempty"`
+	Scopes     *[]string               `json:"scopes,omitempty"`
+	Status     *string                 `json:"status,omitempty"`
+	Tool       *string                 `json:"tool,omitempty"`
+	ToolCallId *string                 `json:"tool_call_id,omitempty"`
+
+	// Url Where the user connects the account (an authorization's).
+	Url    *string `json:"url,omitempty"`
+	UserId *int    `json:"user_id,omitempty"`
 }
 
 // Plugin One tool: what the LLM sees (name, description, parameters) and what only the engine sees (execution, auth_config, fixed_params).
@@ -1352,7 +1365,7 @@ type QuotaUse struct {
 	Window    *string    `json:"window,omitempty"`
 }
 
-// RunReply Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
+// RunReply defines model for RunReply.
 type RunReply struct {
 	Cut   *bool `json:"cut,omitempty"`
 	Error *struct {
@@ -1423,10 +1436,26 @@ type Selection struct {
 
 // Source defines model for Source.
 type Source struct {
-	Kind     *SourceKind `json:"kind,omitempty"`
-	Location *string     `json:"location,omitempty"`
-	Plugins  *int        `json:"plugins,omitempty"`
-	SourceId *int        `json:"source_id,omitempty"`
+	CreateBy      *string     `json:"create_by,omitempty"`
+	CreateTime    *time.Time  `json:"create_time,omitempty"`
+	FailedCount   *int        `json:"failed_count,omitempty"`
+	ImportedCount *int        `json:"imported_count,omitempty"`
+	ImportedTime  *time.Time  `json:"imported_time,omitempty"`
+	Kind          *SourceKind `json:"kind,omitempty"`
+	Location      *string     `json:"location,omitempty"`
+
+	// OperationCount The operations the document holds.
+	OperationCount *int `json:"operation_count,omitempty"`
+
+	// Options The import's options, as JSON (what a sync repeats).
+	Options *string `json:"options,omitempty"`
+	Plugins *int    `json:"plugins,omitempty"`
+
+	// Sha256 The imported document's digest: a sync of the same document changes nothing.
+	Sha256     *string    `json:"sha256,omitempty"`
+	SourceId   *int       `json:"source_id,omitempty"`
+	UpdateBy   *string    `json:"update_by,omitempty"`
+	UpdateTime *time.Time `json:"update_time,omitempty"`
 }
 
 // SourceKind defines model for Source.Kind.
@@ -1465,7 +1494,7 @@ type Tool struct {
 // ToolType defines model for Tool.Type.
 type ToolType string
 
-// ToolList Example: {"tools":[{"consequential":false,"function":{"description":"Look a company up.","name":"lookup","parameters":{"properties":{"q":{"type":"string"}},"type":"object"}},"type":"function"}],"total":1}
+// ToolList defines model for ToolList.
 type ToolList struct {
 	Tools []ListedTool `json:"tools"`
 	Total int          `json:"total"`
@@ -1504,23 +1533,15 @@ type RunID = string
 type UserIDPath = int
 
 // AgentNotFound The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type AgentNotFound = Error
 
 // CallConflict The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type CallConflict = Error
 
 // CallRefused The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type CallRefused = Error
 
 // ConnectionNotFound The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type ConnectionNotFound = Error
 
 // MCPError defines model for MCPError.
@@ -1530,25 +1551,21 @@ type MCPError = map[string]interface{}
 type MCPMessage = map[string]interface{}
 
 // MCPServerNotFound The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type MCPServerNotFound = Error
 
 // PluginNotFound The body of every answer that is not a result.
-//
-// Example: {"error":{"code":"unauthorized","message":"a bearer token is required (Authorization: Bearer \u003ctoken\u003e)"}}
 type PluginNotFound = Error
 
 // RateLimited The error envelope, or a run's reply carrying its error.
 type RateLimited = ErrorOrRunReply
 
-// RunCancelled Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
+// RunCancelled defines model for RunCancelled.
 type RunCancelled = RunReply
 
-// RunLLMFailed Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
+// RunLLMFailed defines model for RunLLMFailed.
 type RunLLMFailed = RunReply
 
-// RunLLMTimeout Example: {"message":{"content":"ACME it is.","role":"assistant"},"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":\"acme\"}","name":"lookup"},"id":"call_1_0","type":"function"}]},{"content":"{\"company\":\"ACME\",\"q\":\"acme\"}","role":"tool","tool_call_id":"call_1_0"},{"content":"ACME it is.","role":"assistant"}],"run_id":"01a222e2-c592-789b-a64e-f5bbd365f5ba","status":"completed","steps":[{"arguments":{"q":"acme"},"attempts":1,"execution_id":"01a222e2-c593-7d7c-bbb0-3d7e2ebbe16e","http_status":200,"index":1,"latency_ms":0,"status":"ok","tool":"lookup","tool_call_id":"call_1_0","turn":1}],"usage":{"completion_tokens":0,"completion_tokens_details":null,"prompt_tokens":0,"prompt_tokens_details":null,"total_tokens":0}}
+// RunLLMTimeout defines model for RunLLMTimeout.
 type RunLLMTimeout = RunReply
 
 // GetHealth200JSONResponseBodyStatus defines parameters for GetHealth.
@@ -13244,7 +13261,7 @@ type CreateTokenResponse struct {
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *struct {
 		Name  string    `json:"name"`
-		Perms *[]string `json:"perms,omitempty"`
+		Perms *[]string `json:"perms"`
 
 		// Token The value (bx_...), shown this once.
 		Token   string `json:"token"`
@@ -13270,7 +13287,7 @@ type CreateTokenResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateTokenResponse) GetJSON201() *struct {
 	Name  string    `json:"name"`
-	Perms *[]string `json:"perms,omitempty"`
+	Perms *[]string `json:"perms"`
 
 	// Token The value (bx_...), shown this once.
 	Token   string `json:"token"`
@@ -18972,7 +18989,7 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest struct {
 			Name  string    `json:"name"`
-			Perms *[]string `json:"perms,omitempty"`
+			Perms *[]string `json:"perms"`
 
 			// Token The value (bx_...), shown this once.
 			Token   string `json:"token"`
