@@ -98,23 +98,13 @@ func idleQueries(ctx context.Context, dsn string, dur time.Duration) (float64, e
 	if err != nil {
 		return 0, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var commands atomic.Int64
+	addr, stop, err := countingProxy(cfg.Addr, &commands)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	var commands atomic.Int64
-	upstream := cfg.Addr
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relayCounting(c, upstream, &commands)
-		}
-	}()
-	cfg.Addr = ln.Addr().String()
+	defer stop()
+	cfg.Addr = addr
 	st, err := store.Open(ctx, "mysql:"+cfg.FormatDSN())
 	if err != nil {
 		return 0, err
@@ -128,6 +118,26 @@ func idleQueries(ctx context.Context, dsn string, dur time.Duration) (float64, e
 	before := commands.Load()
 	time.Sleep(dur)
 	return float64(commands.Load()-before) / dur.Seconds(), nil
+}
+
+// countingProxy listens on loopback in front of the MariaDB server at
+// upstream, counting in commands what its clients send (relayCounting),
+// and returns its address and how to stop listening.
+func countingProxy(upstream string, commands *atomic.Int64) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relayCounting(c, upstream, commands)
+		}
+	}()
+	return ln.Addr().String(), func() { ln.Close() }, nil
 }
 
 // relayCounting relays one client connection to the server at addr and

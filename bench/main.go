@@ -9,6 +9,12 @@
 //
 // Groups:
 //
+//	access  what deciding who may use which tool costs (issue 46), off and
+//	        on alternated: a call of /v1/execute and /mcp with the user's
+//	        permissions cached, and the queries the permissions' database
+//	        received meanwhile; GET /v1/tools and /v1/tools/search over
+//	        2,000 tools by 1,000 users; needs BLINDEXEC_TEST_MYSQL_DSN;
+//	        not in the default run
 //	exec    blind execution: direct net/http vs the executor vs POST /v1/execute,
 //	        beside a bare net/http relay (the floor of any engine behind HTTP)
 //	loop    the LLM loop: the engine's own time per step, model and upstream excluded
@@ -115,6 +121,7 @@ type benchOpts struct {
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
+	"access":      benchAccess,
 	"changes":     benchChanges,
 	"exec":        benchExec,
 	"loop":        benchLoop,
@@ -132,7 +139,7 @@ var groups = map[string]func(context.Context, benchOpts) error{
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch, tracing)")
+		only     = flag.String("only", "", "run only these groups, comma-separated (access, changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch, tracing)")
 		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
 		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
 		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
@@ -180,13 +187,13 @@ func main() {
 
 	var selected []string
 	for name := range groups {
-		if (*only == "" && name != "fault" && name != "scale" && name != "tracing" && name != "importscale") || slices.Contains(strings.Split(*only, ","), name) {
+		if (*only == "" && name != "access" && name != "fault" && name != "scale" && name != "tracing" && name != "importscale") || slices.Contains(strings.Split(*only, ","), name) {
 			selected = append(selected, name)
 		}
 	}
 	for _, name := range strings.Split(*only, ",") {
 		if _, ok := groups[name]; *only != "" && !ok {
-			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch)\n", name)
+			fmt.Fprintf(os.Stderr, "bench: no group %q (groups: access, changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch)\n", name)
 			os.Exit(2)
 		}
 	}

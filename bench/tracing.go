@@ -65,27 +65,16 @@ func benchTracing(ctx context.Context, o benchOpts) error {
 	defer on.Close()
 
 	execBody := `{"name":"` + gatewayTool + `","arguments":{"keyword":"` + gatewayKeyword + `"}}`
-	specs := []struct {
-		name string
-		spec gatewaySpec
-	}{
+	subjects, closeAll, err := dialSubjects(ctx, []namedSpec{
 		{"POST /v1/execute, tracing off", gatewaySpec{Kind: "post", URL: off.URL + "/v1/execute", Body: execBody, Token: token}},
 		{"POST /v1/execute, tracing on", gatewaySpec{Kind: "post", URL: on.URL + "/v1/execute", Body: execBody, Token: token}},
 		{"/mcp tools/call, tracing off", gatewaySpec{Kind: "mcp-http", URL: off.URL + "/mcp", Token: token}},
 		{"/mcp tools/call, tracing on", gatewaySpec{Kind: "mcp-http", URL: on.URL + "/mcp", Token: token}},
+	})
+	if err != nil {
+		return err
 	}
-	subjects := make([]subject, len(specs))
-	for i, s := range specs {
-		call, closeFn, err := s.spec.dial(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		defer closeFn()
-		subjects[i] = subject{name: s.name, call: call}
-		if err := subjects[i].once(ctx); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-	}
+	defer closeAll()
 	f, err := measure(ctx, subjects, o)
 	if err != nil {
 		return err
@@ -103,4 +92,39 @@ func benchTracing(ctx context.Context, o benchOpts) error {
 	tw.Flush()
 	fmt.Println()
 	return nil
+}
+
+// namedSpec is a subject to dial.
+type namedSpec struct {
+	name string
+	spec gatewaySpec
+}
+
+// dialSubjects dials each spec and makes one call through it; closeAll
+// closes what was dialed.
+func dialSubjects(ctx context.Context, specs []namedSpec) (_ []subject, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	subjects := make([]subject, len(specs))
+	for i, s := range specs {
+		call, closeFn, err := s.spec.dial(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		closers = append(closers, closeFn)
+		subjects[i] = subject{name: s.name, call: call}
+		if err := subjects[i].once(ctx); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return subjects, closeAll, nil
 }
