@@ -263,19 +263,10 @@ func checkExamples(write bool) error {
 	}
 	recorded.Lock()
 	defer recorded.Unlock()
-	matches := func(key string, ex any) bool {
-		want := shape(ex, "")
-		for _, v := range recorded.m[key] {
-			if shape(v.v, "") == want {
-				return true
-			}
-		}
-		return false
-	}
 	if write {
 		out := map[string]any{}
 		for key, samples := range recorded.m {
-			if ex, ok := committed[key]; ok && matches(key, ex) {
+			if ex, ok := committed[key]; ok && shapeSeen(samples, ex) {
 				out[key] = ex
 			} else {
 				out[key] = pick(samples)
@@ -290,23 +281,81 @@ func checkExamples(write bool) error {
 		}
 		return os.WriteFile(examplesFile, b.Bytes(), 0o644)
 	}
-	var stale []string
-	for key, ex := range committed {
-		if _, seen := recorded.m[key]; !seen && !successKey(key) {
-			// An error some tests meet only on a slow machine (a
-			// deadline, a limit): not made in this run is no change.
-			continue
-		}
-		if !matches(key, ex) {
-			stale = append(stale, key)
-		}
-	}
-	if len(stale) > 0 {
-		slices.Sort(stale)
+	if stale := staleExamples(committed, recorded.m); len(stale) > 0 {
 		return fmt.Errorf("%d examples of %s are no longer what the tests exchange (go test ./api -update; go generate ./api ./api/client):\n  %s",
 			len(stale), examplesFile, strings.Join(stale, "\n  "))
 	}
 	return nil
+}
+
+// shapeSeen reports whether one of samples has ex's shape.
+func shapeSeen(samples map[string]sample, ex any) bool {
+	want := shape(ex, "")
+	for _, v := range samples {
+		if shape(v.v, "") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// staleExamples are the keys of the committed examples that no exchange
+// of a run had the shape of, in order.
+func staleExamples(committed map[string]any, run map[string]map[string]sample) []string {
+	var stale []string
+	for key, ex := range committed {
+		if _, seen := run[key]; !seen && !successKey(key) {
+			// An error some tests meet only on a slow machine (a
+			// deadline, a limit): not made in this run is no change.
+			continue
+		}
+		if !shapeSeen(run[key], ex) {
+			stale = append(stale, key)
+		}
+	}
+	slices.Sort(stale)
+	return stale
+}
+
+// TestStaleExamplesFound: a full run's check fails an example whose
+// fields, types or error code the tests no longer exchange, and a
+// success no test made; values that differ between runs, and an error
+// no test met this time, pass.
+func TestStaleExamplesFound(t *testing.T) {
+	decode := func(s string) any {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	run := func(key string, bodies ...string) map[string]map[string]sample {
+		m := map[string]sample{}
+		for _, b := range bodies {
+			m[b] = sample{v: decode(b)}
+		}
+		return map[string]map[string]sample{key: m}
+	}
+	const ok, notFound = "GET /v1/tools/{name} 200", "GET /v1/tools/{name} 404"
+	for _, tc := range []struct {
+		name, key, committed string
+		run                  map[string]map[string]sample
+		stale                bool
+	}{
+		{"the same shape, other values", ok, `{"name":"a","n":1,"tags":["x"]}`, run(ok, `{"name":"b","n":2,"tags":[]}`, `{"name":"c","n":3,"tags":["y","z"]}`), false},
+		{"a field added", ok, `{"name":"a"}`, run(ok, `{"name":"a","n":1}`), true},
+		{"a field retyped", ok, `{"name":"a","n":1}`, run(ok, `{"name":"a","n":"1"}`), true},
+		{"an error code changed", notFound, `{"error":{"code":"plugin_not_found","message":"m"}}`, run(notFound, `{"error":{"code":"not_found","message":"m"}}`), true},
+		{"an error no test met this time", notFound, `{"error":{"code":"plugin_not_found","message":"m"}}`, run(ok, `{}`), false},
+		{"a success no test made", ok, `{"name":"a"}`, run(notFound, `{}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := staleExamples(map[string]any{tc.key: decode(tc.committed)}, tc.run)
+			if got := len(stale) > 0; got != tc.stale {
+				t.Errorf("stale %v (%v), want %v", got, stale, tc.stale)
+			}
+		})
+	}
 }
 
 // successKey reports whether key is a request's or a success's
