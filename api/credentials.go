@@ -78,10 +78,6 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 		}
 		value = *req.Value
 	}
-	if value == "" {
-		writeError(w, http.StatusBadRequest, "malformed_request", "value: must not be empty (to remove a credential, DELETE it)", nil)
-		return
-	}
 	by := principalFrom(r.Context()).role.String()
 	if err := s.Creds.Set(r.Context(), id, r.PathValue("key"), value, by); err != nil {
 		s.credentialError(w, r, err)
@@ -134,6 +130,9 @@ func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err err
 		writeError(w, http.StatusServiceUnavailable, "no_master_key", err.Error(), nil)
 	case errors.Is(err, auth.ErrSecretTooShort):
 		writeError(w, http.StatusUnprocessableEntity, "secret_too_short", err.Error(), nil)
+	case errors.Is(err, auth.ErrEmptyValue):
+		// Empty is a value only for a basic-auth password (Stripe's).
+		writeError(w, http.StatusBadRequest, "malformed_request", "value: "+auth.ErrEmptyValue.Error(), nil)
 	default:
 		s.internal(w, r, err)
 	}

@@ -1595,6 +1595,7 @@ type AuthorizeConnectionJSONBody struct {
 
 // PutCredentialJSONBody defines parameters for PutCredential.
 type PutCredentialJSONBody struct {
+	// Value The credential's plaintext. Empty only for a key an enabled plugin reads as a basic-auth password (Stripe's secret key is the user name, its password empty); any other empty value answers 400.
 	Value *string `json:"value,omitempty"`
 }
 
