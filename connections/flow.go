@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -411,7 +412,28 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
+	s.recordConnected(ctx, f)
 	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: s.browserPath() + "/console/#/connections"})
+}
+
+// OpConnected is the administrators' log's op of a user connecting an
+// account (api's vocabulary says it in words).
+const OpConnected = "connection.connected"
+
+// recordConnected writes the connection into the administrators' log: a
+// change made in a browser, by the user, without a token (issue 51 point
+// 4). A failure is logged: the connection was made.
+func (s *Service) recordConnected(ctx context.Context, f *store.OAuthFlow) {
+	user := strconv.FormatInt(f.UserID, 10)
+	e := &store.AdminEvent{Actor: "user " + user, Via: "browser", Action: "CONNECT", Kind: "connection", Target: f.Provider, HTTPStatus: http.StatusOK}
+	args := map[string]string{"user": user, "provider": f.Provider}
+	if f.Account != "" {
+		args["account"] = f.Account
+	}
+	e.SetDetail(store.AdminDetail{Op: OpConnected, Args: args})
+	if err := s.Store.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
+		s.logger().WarnContext(ctx, "a connection not recorded in the administrators' log", "provider", f.Provider, "user", f.UserID, "err", err)
+	}
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
