@@ -96,3 +96,36 @@ func TestBasicEmptyPassword(t *testing.T) {
 		}
 	})
 }
+
+// TestNeededCredentials: GET /v1/credentials/{user}?needed=true lists the
+// keys the user's enabled tools read, marks those the user lacks, and
+// says which may be empty.
+func TestNeededCredentials(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	for _, doc := range []string{
+		`{"name":"stripe_list","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://api.stripe.com/v1/customers"},
+		  "auth_config":{"type":"basic","username":"STRIPE_KEY","password":"STRIPE_PASSWORD"}}`,
+		`{"name":"lookup","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://api.example/"},
+		  "auth_config":{"type":"bearer","token":"API_KEY"}}`,
+		`{"name":"off","status":"1","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://off.example/"},
+		  "auth_config":{"type":"bearer","token":"OFF_KEY"}}`,
+	} {
+		if code, body := e.do("POST", "/v1/plugins", adminToken, doc); code != http.StatusCreated {
+			t.Fatalf("add: %d %v", code, body)
+		}
+	}
+	if code, body := e.do("PUT", "/v1/credentials/7/API_KEY", adminToken, map[string]string{"value": "key-0123456789"}); code != http.StatusNoContent {
+		t.Fatalf("set: %d %v", code, body)
+	}
+	code, body := e.do("GET", "/v1/credentials/7?needed=true", adminToken, nil)
+	got, _ := json.Marshal(body["needed"])
+	want := `[{"key":"API_KEY","set":true,"tools":["lookup"],"tools_total":1},` +
+		`{"key":"STRIPE_KEY","set":false,"tools":["stripe_list"],"tools_total":1},` +
+		`{"key":"STRIPE_PASSWORD","may_be_empty":true,"set":false,"tools":["stripe_list"],"tools_total":1}]`
+	if code != http.StatusOK || string(got) != want {
+		t.Errorf("needed: %d %s\nwant %s", code, got, want)
+	}
+	if code, body := e.do("GET", "/v1/credentials/7", adminToken, nil); code != http.StatusOK || body["needed"] != nil {
+		t.Errorf("without needed=true: %d %v", code, body)
+	}
+}

@@ -1709,6 +1709,12 @@ type AuthorizeConnectionJSONBody struct {
 	UserId *UserID `json:"user_id,omitempty"`
 }
 
+// ListCredentialsParams defines parameters for ListCredentials.
+type ListCredentialsParams struct {
+	// Needed With true, the answer lists in `needed` the credential keys the enabled tools the user may use read, each with the tools reading it (the first five, and how many), whether the user has it, and whether an empty value is one (a basic-auth password).
+	Needed *bool `form:"needed,omitempty" json:"needed,omitempty"`
+}
+
 // PutCredentialJSONBody defines parameters for PutCredential.
 type PutCredentialJSONBody struct {
 	// Value The credential's plaintext. Empty only for a key an enabled plugin reads as a basic-auth password (Stripe's secret key is the user name, its password empty); any other empty value answers 400.
@@ -2745,7 +2751,7 @@ type ClientInterface interface {
 	// ListCredentials A user's stored credentials, masked (keys only for a console session).
 	//
 	// Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-	ListCredentials(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCredentials(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteCredential Remove a credential.
 	//
@@ -3617,8 +3623,8 @@ func (c *Client) RotateCredentials(ctx context.Context, reqEditors ...RequestEdi
 // ListCredentials A user's stored credentials, masked (keys only for a console session).
 //
 // Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-func (c *Client) ListCredentials(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCredentialsRequest(c.Server, userId)
+func (c *Client) ListCredentials(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCredentialsRequest(c.Server, userId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5553,7 +5559,7 @@ func NewRotateCredentialsRequest(server string) (*http.Request, error) {
 }
 
 // NewListCredentialsRequest constructs an http.Request for the ListCredentials method
-func NewListCredentialsRequest(server string, userId UserIDPath) (*http.Request, error) {
+func NewListCredentialsRequest(server string, userId UserIDPath, params *ListCredentialsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5576,6 +5582,33 @@ func NewListCredentialsRequest(server string, userId UserIDPath) (*http.Request,
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Needed != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "needed", *params.Needed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8139,7 +8172,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-	ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error)
+	ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error)
 
 	// DeleteCredentialWithResponse Remove a credential.
 	//
@@ -10253,7 +10286,14 @@ type ListCredentialsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Credentials *[]map[string]interface{} `json:"credentials"`
-		UserId      int                       `json:"user_id"`
+		Needed      *[]struct {
+			Key        string   `json:"key"`
+			MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+			Set        bool     `json:"set"`
+			Tools      []string `json:"tools"`
+			ToolsTotal int      `json:"tools_total"`
+		} `json:"needed,omitempty"`
+		UserId int `json:"user_id"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
@@ -10270,7 +10310,14 @@ type ListCredentialsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListCredentialsResponse) GetJSON200() *struct {
 	Credentials *[]map[string]interface{} `json:"credentials"`
-	UserId      int                       `json:"user_id"`
+	Needed      *[]struct {
+		Key        string   `json:"key"`
+		MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+		Set        bool     `json:"set"`
+		Tools      []string `json:"tools"`
+		ToolsTotal int      `json:"tools_total"`
+	} `json:"needed,omitempty"`
+	UserId int `json:"user_id"`
 } {
 	return r.JSON200
 }
@@ -14407,8 +14454,8 @@ func (c *ClientWithResponses) RotateCredentialsWithResponse(ctx context.Context,
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-func (c *ClientWithResponses) ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error) {
-	rsp, err := c.ListCredentials(ctx, userId, reqEditors...)
+func (c *ClientWithResponses) ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error) {
+	rsp, err := c.ListCredentials(ctx, userId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16634,7 +16681,14 @@ func ParseListCredentialsResponse(rsp *http.Response) (*ListCredentialsResponse,
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Credentials *[]map[string]interface{} `json:"credentials"`
-			UserId      int                       `json:"user_id"`
+			Needed      *[]struct {
+				Key        string   `json:"key"`
+				MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+				Set        bool     `json:"set"`
+				Tools      []string `json:"tools"`
+				ToolsTotal int      `json:"tools_total"`
+			} `json:"needed,omitempty"`
+			UserId int `json:"user_id"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
