@@ -289,6 +289,8 @@ func DescribeChange(method, path string, body, answer []byte, callerUser int64, 
 		switch v := v.(type) {
 		case string:
 			return auditArg(v)
+		case float64: // a JSON number: 2592000, not 2.592e+06
+			return strconv.FormatFloat(v, 'f', -1, 64)
 		case []any:
 			var names []string
 			for _, x := range v {

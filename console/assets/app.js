@@ -92,7 +92,7 @@ const I18N = {
     applies_runs: 'runs (model tokens)', applies_tagged: 'tools tagged {tags}',
     quota_tz: 'Reset times are in the quotas\' time zone (BLINDEXEC_QUOTA_TZ), UTC{offset}; your browser\'s time is in brackets.',
     engine_says: 'The engine says:', transport_label: 'Transport', url_label: 'URL', ms: 'ms', max: 'max',
-    arguments_legend: 'Arguments', tokens: 'Tokens', add_plugin: 'Add plugin',
+    arguments_legend: 'Arguments', tokens: 'Tokens', add_plugin: 'Add plugin', colon: ': ',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -181,7 +181,7 @@ const I18N = {
     applies_runs: '运行（模型令牌）', applies_tagged: '带标签 {tags} 的工具',
     quota_tz: '重置时间按配额时区（BLINDEXEC_QUOTA_TZ）显示，即 UTC{offset}；括号内为浏览器所在时区的时间。',
     engine_says: '引擎返回：', transport_label: '传输方式', url_label: 'URL', ms: '毫秒', max: '最大',
-    arguments_legend: '参数', tokens: '令牌', add_plugin: '添加插件',
+    arguments_legend: '参数', tokens: '令牌', add_plugin: '添加插件', colon: '：',
   },
 };
 
@@ -221,6 +221,11 @@ function el(tag, props, ...kids) {
   }
   return n;
 }
+
+// asData marks a node as the engine's data (a name, a description, what an
+// upstream wrote): never translated, by a browser's translator or by the
+// translation test.
+const asData = (node) => { node.setAttribute('translate', 'no'); return node; };
 
 // link is an in-console link: the href is built here, never taken from data.
 // kids (nodes or strings) stand for the text when given.
@@ -481,10 +486,10 @@ async function pageCatalog(page, raw) {
     // What is left of a description that was its title and a full stop
     // (or a dash) says nothing: no "— ." after the title.
     if (title && !/[\p{L}\p{N}]/u.test(text)) text = '';
-    return [link(['plugin', p.name], null, ...breakable(p.name)),
-      el('div', { class: 'clamp', attrs: { title: full } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
+    return [asData(link(['plugin', p.name], null, ...breakable(p.name))),
+      el('div', { class: 'clamp', attrs: { title: full, translate: 'no' } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
       el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
-        el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null } })),
+        el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null, translate: from ? 'no' : null } })),
       el('span', null, el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
         p.invisible_removed ? el('span', { class: 'badge warn', text: t('invisible_badge'), attrs: { title: t('invisible_purpose') } }) : null),
       el('span', { text: fmtShort(p.last_call_time), attrs: { title: p.last_call_time ? fmtTime(p.last_call_time) : null } }),
@@ -523,7 +528,7 @@ async function pageTools(page, raw) {
   page.append(nav());
   for (const tool of tools) {
     const f = tool.function || tool;
-    page.append(el('h2', { class: 'tool' }, link(['try', f.name], null, ...breakable(f.name))), el('p', { text: plainText(f.description) }), paramTree(f.parameters));
+    page.append(el('h2', { class: 'tool' }, asData(link(['try', f.name], null, ...breakable(f.name)))), el('p', { text: plainText(f.description), attrs: { translate: 'no' } }), paramTree(f.parameters));
   }
   page.append(nav());
 }
@@ -539,8 +544,9 @@ function paramTree(schema, required) {
     const kids = [];
     if (s.type === 'object') kids.push(paramTree(s));
     if (s.type === 'array' && s.items && s.items.type === 'object') kids.push(paramTree(s.items));
-    return el('li', null, el('code', { text: n }), ' ', el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') }),
-      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', plainText(s.description) ? ' — ' + plainText(s.description) : '', kids);
+    return el('li', null, el('code', { text: n }), ' ', asData(el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') })),
+      req.has(n) ? ' ' + t('required') : '', s.enum ? asData(el('span', { text: ' [' + s.enum.join(' | ') + ']' })) : '',
+      plainText(s.description) ? asData(el('span', { text: ' — ' + plainText(s.description) })) : '', kids);
   })));
 }
 
@@ -557,7 +563,7 @@ function invisibleWarning(removed) {
 
 async function pagePlugin(page, name) {
   heading(page, '', t('plugin_purpose'));
-  page.querySelector('h1').append(...breakable(name));
+  page.querySelector('h1').append(asData(el('span', null, ...breakable(name))));
   const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
   if (!r.ok) return page.append(errorBox(r));
   const p = r.data;
@@ -566,7 +572,7 @@ async function pagePlugin(page, name) {
     const x = await call('DELETE', '/v1/plugins/' + encodeURIComponent(name));
     if (x.ok) location.hash = '#/catalog'; else delMsg.replaceChildren(errorBox(x));
   }) } })), delMsg, el('p', { class: 'description', attrs: { translate: 'no' }, text: plainText(p.description) }),
-    invisibleWarning(p.invisible_removed),
+    invisibleWarning(p.invisible_removed) || '', // append(null) would write "null"
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
       el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
@@ -653,7 +659,8 @@ function sentRequest(req) {
 }
 
 async function pageTry(page, name) {
-  heading(page, t('try') + ': ' + name, t('try_purpose'));
+  heading(page, t('try') + t('colon'), t('try_purpose'));
+  page.querySelector('h1').append(asData(el('span', { text: name })));
   let params;
   if (isAdmin()) {
     const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
@@ -752,7 +759,7 @@ async function pageMCP(page) {
   if (!r.ok) return page.append(errorBox(r));
   const name = el('input', { attrs: { id: 'mcp-name', required: true } });
   const url = el('input', { attrs: { id: 'mcp-url', type: 'url', required: true } });
-  const transport = el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v })));
+  const transport = asData(el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v }))));
   const msg = el('div');
   page.append(el('form', { class: 'row', attrs: { id: 'mcp-form' }, on: { submit: async (e) => {
     e.preventDefault();
@@ -770,7 +777,7 @@ async function pageMCP(page) {
       detail.replaceChildren(el('h2', { text: s.name }), x.ok ? table([t('name'), t('description')],
         (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: plainText(tl.description) })])) : errorBox(x));
     };
-    return [el('span', { text: s.name }), el('code', { text: s.url }), el('span', null,
+    return [el('span', { text: s.name, attrs: { translate: 'no' } }), el('code', { text: s.url }), el('span', null,
       el('button', { class: 'secondary tools', text: t('list_tools'), on: { click: tools(false) } }), ' ',
       el('button', { class: 'secondary', text: t('refresh'), on: { click: tools(true) } }), ' ',
       el('button', { text: t('import_tools'), on: { click: async () => {
