@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/internal/language"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -492,30 +493,10 @@ func AuditDecision(it *store.PendingItem, by string) store.AdminDetail {
 	return store.AdminDetail{Op: OpDecided, Args: args}
 }
 
-// LangOf is the language a request asks for in Accept-Language: Chinese
-// when a zh tag ranks first among the two the engine speaks, else English.
+// LangOf is the language a request asks for in Accept-Language: LangZH
+// or LangEN (internal/language's rule).
 func LangOf(r *http.Request) string {
-	best, bestQ := LangEN, -1.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		lang := ""
-		switch t := strings.ToLower(tag); {
-		case t == "zh" || strings.HasPrefix(t, "zh-"):
-			lang = LangZH
-		case t == "en" || strings.HasPrefix(t, "en-"):
-			lang = LangEN
-		}
-		if lang != "" && q > bestQ {
-			best, bestQ = lang, q
-		}
-	}
-	return best
+	return language.Tags[language.Of(r)]
 }
 
 // AuditEntry is a row of the log as GET /v1/audit answers it.

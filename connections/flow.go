@@ -24,6 +24,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/csp"
+	"github.com/blindexec/blindexec/internal/language"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -311,7 +312,7 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	who := f.DisplayName
 	if who == "" {
-		who = fmt.Sprintf(flowWords["user_n"][langIndex(r)], f.UserID)
+		who = fmt.Sprintf(flowWords["user_n"][language.Of(r)], f.UserID)
 	}
 	page(w, r, http.StatusOK, pageData{Title: "confirm_t", Args: map[string]string{"provider": p.Name}, Confirm: true,
 		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
@@ -576,31 +577,6 @@ var flowWords = map[string][2]string{
 	"user_n":                {"user %d", "用户 %d"},
 }
 
-// langIndex is 1 when the browser ranks Chinese before English, else 0.
-func langIndex(r *http.Request) int {
-	best, bestQ := 0, -1.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		i := -1
-		switch t := strings.ToLower(tag); {
-		case t == "zh" || strings.HasPrefix(t, "zh-"):
-			i = 1
-		case t == "en" || strings.HasPrefix(t, "en-"):
-			i = 0
-		}
-		if i >= 0 && q > bestQ {
-			best, bestQ = i, q
-		}
-	}
-	return best
-}
-
 // say is the sentence key in language i, its {names} filled from args.
 func say(i int, key string, args map[string]string) string {
 	w, ok := flowWords[key]
@@ -670,12 +646,12 @@ func consoleCSS(r *http.Request) string {
 
 // page writes a flow page in the language the browser asks for.
 func page(w http.ResponseWriter, r *http.Request, status int, d pageData) {
-	i := langIndex(r)
+	i := language.Of(r)
 	args := map[string]string{"provider": d.ProviderName, "account": d.Account, "who": d.Who}
 	for k, v := range d.Args {
 		args[k] = v
 	}
-	out := shown{pageData: d, Lang: [2]string{"en", "zh-CN"}[i], Title: say(i, d.Title, args), Text: say(i, d.Text, args),
+	out := shown{pageData: d, Lang: language.Tags[i], Title: say(i, d.Title, args), Text: say(i, d.Text, args),
 		Granted: say(i, "granted", nil), OnlyIf: say(i, "only_if", args), Connect: say(i, "connect", nil), Decline: say(i, "decline", nil),
 		BackText: say(i, "back", nil), CSS: consoleCSS(r)}
 	out.Question = say(i, "connect_q_this", args)
