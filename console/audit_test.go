@@ -176,3 +176,35 @@ func TestAuditInWords(t *testing.T) {
 		}
 	})
 }
+
+// TestDecisionInWords (issue 51 point 4): a person's decision on a
+// waiting call is one row saying which call, for whom, the outcome, by
+// whom and why.
+func TestDecisionInWords(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e, admin, csrf := confirmingConsole(t, st)
+	plugin := `{"name": "DeleteCustomersCustomer", "description": "Permanently deletes a customer", "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}},
+		"execution": {"method": "DELETE", "base_url": "https://api.stripe.example/v1/customers/{customer}"}}`
+	if code, body := do(t, admin, "POST", e.url+"/v1/plugins", csrf, plugin); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "agent"}`)
+	user := &http.Client{Transport: bearerRT(tok["token"].(string))}
+	code, prepared := do(t, user, "POST", e.url+"/v1/execute", "", `{"name": "DeleteCustomersCustomer", "arguments": {"customer": "cus_123"}, "prepare": true}`)
+	if code != http.StatusOK {
+		t.Fatalf("prepare: %d %v", code, prepared)
+	}
+	id := prepared["pending"].(map[string]any)["id"].(string)
+	if code, body := do(t, user, "POST", e.url+"/v1/pending/"+id, "", `{"decision": "deny", "reason": "I asked for cus_456"}`); code/100 != 2 {
+		t.Fatalf("deny: %d %v", code, body)
+	}
+	code, log := do(t, admin, "GET", e.url+"/v1/audit?kind=decision", "", "")
+	events, _ := log["events"].([]any)
+	if code != http.StatusOK || len(events) != 1 {
+		t.Fatalf("the log: %d %v", code, log)
+	}
+	ev := events[0].(map[string]any)
+	if ev["summary"] != "call “DeleteCustomersCustomer” for user 7 denied by user 7: I asked for cus_456" || ev["via"] != "api" {
+		t.Errorf("the decision reads %q via %v", ev["summary"], ev["via"])
+	}
+}
