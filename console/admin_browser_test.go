@@ -232,7 +232,7 @@ func TestNeededCredentialsInBrowser(t *testing.T) {
 // consolePages are the routes drawn by the translation test: every page
 // of the navigation and those behind it, with data that fills them.
 var consolePages = []string{"catalog", "plugin/lookup", "try/lookup", "import", "mcp", "credentials/7", "connections", "quotas/7",
-	"approvals", "activity", "tokens", "add-plugin"}
+	"approvals", "activity", "tokens", "add-plugin", "agents"}
 
 // TestEveryPageTranslatedInBrowser (issue 51 point 7): both languages
 // have every key of the console's tables (errors and the pages other
@@ -253,6 +253,7 @@ func TestEveryPageTranslatedInBrowser(t *testing.T) {
 		{"POST", "/v1/quotas/rules", `{"name": "daily", "calls": 10, "window": "day", "consequential": true}`},
 		{"PUT", "/v1/credentials/7/API_KEY", `{"value": "key-0123456789"}`},
 		{"POST", "/v1/tokens", `{"user_id": 7, "name": "clerk"}`},
+		{"POST", "/v1/agents", `{"name": "customers", "description": "Customer service", "tools": {"names": ["lookup"]}}`},
 	} {
 		if code, body := do(t, admin, c.method, e.url+c.path, csrf, c.body); code/100 != 2 {
 			t.Fatalf("%s %s: %d %v", c.method, c.path, code, body)
@@ -365,4 +366,27 @@ func describedErrorCodes(t *testing.T) []string {
 		t.Fatalf("only %d error codes in the description", len(codes))
 	}
 	return codes
+}
+
+// TestDeleteAgentInBrowser (issue 51 point 8): deleting an agent asks
+// first, naming what goes and what stays.
+func TestDeleteAgentInBrowser(t *testing.T) {
+	needBrowser(t)
+	st := testdb.Open(t, store.DialectSQLite)
+	e := newEnv(t, st, newMasterKey())
+	admin := e.client()
+	e.signIn(admin, adminToken)
+	_, csrf := sessionOf(t, e, admin)
+	if code, body := do(t, admin, "POST", e.url+"/v1/agents", csrf, `{"name": "customers", "description": "Customer service", "tools": {"names": ["nothing_yet"]}}`); code/100 != 2 {
+		t.Fatalf("add agent: %d %v", code, body)
+	}
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.open(e.url, "agents", "agents")
+	tb.do(chromedp.Click(chromedp.CSS(`#agents button.danger`)))
+	tb.confirm("“customers”? Runs and MCP sessions that ask for it are refused from then on; its 0 tools stay in the catalog")
+	tb.wait(`#page[data-ready="true"] .empty`)
+	if code, _ := do(t, admin, "GET", e.url+"/v1/agents/customers", "", ""); code != http.StatusNotFound {
+		t.Errorf("after Delete: %d", code)
+	}
 }
