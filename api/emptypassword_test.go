@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/internal/corpus"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -127,5 +129,49 @@ func TestNeededCredentials(t *testing.T) {
 	}
 	if code, body := e.do("GET", "/v1/credentials/7", adminToken, nil); code != http.StatusOK || body["needed"] != nil {
 		t.Errorf("without needed=true: %d %v", code, body)
+	}
+}
+
+// TestStripeEmptyPassword: Stripe's own document, imported, reads its
+// secret key as a basic-auth user name with an empty password; stored so,
+// the call sends "key:" and shows the key nowhere.
+func TestStripeEmptyPassword(t *testing.T) {
+	doc := corpus.Read(t, "stripe/spec3.2022-04-12.e0123a38.json.gz")
+	const key = "sk_test_4eC39HqLyjWDarjtT1zdp7dcStripe"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		user, _, _ := r.BasicAuth()
+		json.NewEncoder(w).Encode(map[string]string{"object": "list", "echo": user})
+	})
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	req, _ := http.NewRequest("POST", e.url+"/v1/plugins/import/openapi?prefix=st&base_url="+up.URL, bytes.NewReader(doc))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/vnd.oai.openapi+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("import: %d", resp.StatusCode)
+	}
+	code, p := e.do("GET", "/v1/plugins/st_GetCustomers", adminToken, nil)
+	a, _ := p["auth_config"].(map[string]any)
+	if code != http.StatusOK || a["type"] != "basic" {
+		t.Fatalf("the imported plugin: %d %v", code, p)
+	}
+	user, pass := a["username"].(string), a["password"].(string)
+	for k, v := range map[string]string{user: key, pass: ""} {
+		if code, body := e.do("PUT", "/v1/credentials/7/"+k, adminToken, map[string]string{"value": v}); code != http.StatusNoContent {
+			t.Fatalf("store %s: %d %v", k, code, body)
+		}
+	}
+	code, out := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "st_GetCustomers", "user_id": 7})
+	raw, _ := json.Marshal(out)
+	got := up.received()
+	if code != http.StatusOK || out["ok"] != true || len(got) != 1 || got[0].header.Get("Authorization") != "Basic "+base64.StdEncoding.EncodeToString([]byte(key+":")) {
+		t.Fatalf("the call: %d %s, sent %v", code, raw, got)
+	}
+	if strings.Contains(string(raw), key) {
+		t.Errorf("the answer shows the key: %s", raw)
 	}
 }
