@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -567,7 +568,7 @@ var flowWords = map[string][2]string{
 	"confirm_t":             {"Connect your {provider} account?", "连接你的 {provider} 账号？"},
 	"declined":              {"The access the provider {provider} just granted was revoked. You may close this window.", "提供方 {provider} 刚授予的访问权限已吊销。你可以关闭此窗口。"},
 	"connected":             {"Your {provider} account is connected. You may close this window and go back to the assistant.", "你的 {provider} 账号已连接。你可以关闭此窗口，回到助手。"},
-	"connect_q":             {"Connect the {provider} account “{account}” to {who}?", "把 {provider} 账号“{account}”连接到{who}？"},
+	"connect_q":             {"Connect the {provider} account {account} to {who}?", "把 {provider} 账号 {account} 连接到{who}？"},
 	"connect_q_this":        {"Connect this {provider} account to {who}?", "把这个 {provider} 账号连接到{who}？"},
 	"granted":               {"Access granted:", "授予的权限："},
 	"only_if":               {"Connect only if you are {who} and you started this yourself. If someone sent you this link, decline.", "只有当你就是{who}、并且是你自己发起的，才连接。如果这个链接是别人发给你的，请拒绝。"},
@@ -607,7 +608,9 @@ type pageData struct {
 // shown is what the template shows: pageData in words of one language.
 type shown struct {
 	pageData
-	Lang, Title, Text, Question, Granted, OnlyIf, Connect, Decline, BackText, CSS string
+	Lang, Title, Text, Granted, OnlyIf, Connect, Decline, BackText, CSS string
+	// Question names the account and the user in bold.
+	Question template.HTML
 }
 
 // The flow's pages are styled as the console: its stylesheet, under the
@@ -637,6 +640,31 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 </body></html>
 `))
 
+// bold fills s's {names} from args, escaped, the values of names in
+// <strong>: the sentence's words are the engine's, the values are not.
+func bold(s string, args map[string]string, names ...string) template.HTML {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			b.WriteString(html.EscapeString(s))
+			return template.HTML(b.String())
+		}
+		j := strings.IndexByte(s[i:], '}') + i
+		if j < i {
+			b.WriteString(html.EscapeString(s))
+			return template.HTML(b.String())
+		}
+		b.WriteString(html.EscapeString(s[:i]))
+		name, v := s[i+1:j], html.EscapeString(args[s[i+1:j]])
+		if slices.Contains(names, name) {
+			v = "<strong>" + v + "</strong>"
+		}
+		b.WriteString(v)
+		s = s[j+1:]
+	}
+}
+
 // consoleCSS is the console's stylesheet relative to the page: under
 // the path BLINDEXEC_BROWSER_URL ends in, as the page is, whether or not
 // a proxy strips it.
@@ -654,10 +682,11 @@ func page(w http.ResponseWriter, r *http.Request, status int, d pageData) {
 	out := shown{pageData: d, Lang: language.Tags[i], Title: say(i, d.Title, args), Text: say(i, d.Text, args),
 		Granted: say(i, "granted", nil), OnlyIf: say(i, "only_if", args), Connect: say(i, "connect", nil), Decline: say(i, "decline", nil),
 		BackText: say(i, "back", nil), CSS: consoleCSS(r)}
-	out.Question = say(i, "connect_q_this", args)
+	q := "connect_q_this"
 	if d.Account != "" {
-		out.Question = say(i, "connect_q", args)
+		q = "connect_q"
 	}
+	out.Question = bold(flowWords[q][i], args, "account", "who")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Language", out.Lang)
 	w.Header().Add("Vary", "Accept-Language")

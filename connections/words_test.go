@@ -36,7 +36,7 @@ func TestFlowPagesInChinese(t *testing.T) {
 	b := e.browser("account-1")
 	b.client.Transport = acceptLanguage{"zh-CN,zh;q=0.9,en;q=0.8", http.DefaultTransport}
 	code, page, h := b.get(e.authorize(7, ""))
-	for _, want := range []string{`<html lang="zh-CN">`, "连接你的 acme 账号？", "把 acme 账号“account-1”连接到用户 7？", "授予的权限：", ">拒绝</button>",
+	for _, want := range []string{`<html lang="zh-CN">`, "连接你的 acme 账号？", "把 acme 账号 <strong>account-1</strong> 连接到<strong>用户 7</strong>？", "授予的权限：", ">拒绝</button>",
 		`<link rel="stylesheet" href="../console/assets/app.css">`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("confirmation page lacks %q:\n%s", want, page)

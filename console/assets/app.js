@@ -91,7 +91,7 @@ const I18N = {
     per_window: '{n} {unit} {window}', unit_calls: 'calls', unit_run_tokens: 'run tokens',
     applies_runs: 'runs (model tokens)', applies_tagged: 'tools tagged {tags}',
     quota_tz: 'Reset times are in the quotas\' time zone (BLINDEXEC_QUOTA_TZ), UTC{offset}; your browser\'s time is in brackets.',
-    engine_says: 'The engine says:', url_label: 'URL', ms: 'ms', max: 'max',
+    engine_says: 'The engine says:', url_label: 'URL', datetime_ph: 'YYYY-MM-DD hh:mm', ms: 'ms', max: 'max',
     arguments_legend: 'Arguments', tokens: 'Tokens', add_plugin: 'Add plugin', colon: ': ',
   },
   'zh-CN': {
@@ -180,7 +180,7 @@ const I18N = {
     per_window: '{window} {n} {unit}', unit_calls: '次调用', unit_run_tokens: '个运行令牌',
     applies_runs: '运行（模型令牌）', applies_tagged: '带标签 {tags} 的工具',
     quota_tz: '重置时间按配额时区（BLINDEXEC_QUOTA_TZ）显示，即 UTC{offset}；括号内为浏览器所在时区的时间。',
-    engine_says: '引擎返回：', url_label: 'URL', ms: '毫秒', max: '最大',
+    engine_says: '引擎返回：', url_label: 'URL', datetime_ph: '年-月-日 时:分', ms: '毫秒', max: '最大',
     arguments_legend: '参数', tokens: '令牌', add_plugin: '添加插件', colon: '：',
   },
 };
@@ -898,7 +898,11 @@ async function pageActivity(page, query) {
   heading(page, t('activity'), t('activity_purpose'));
   const q = new URLSearchParams(query || '');
   const inp = (id, type) => el('input', { attrs: { id: 'f-' + id, type: type || 'text', value: q.get(id) || '' } });
-  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), trace_id: inp('trace_id'), since: inp('since', 'datetime-local'), until: inp('until', 'datetime-local') };
+  // Times as text in one pattern for both languages (a browser's date
+  // picker follows the browser's language, not the console's), read in
+  // the browser's time zone.
+  const when = (id) => { const n = inp(id); n.placeholder = t('datetime_ph'); n.pattern = '\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2})?'; return n; };
+  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), trace_id: inp('trace_id'), since: when('since'), until: when('until') };
   if (!isAdmin()) { f.user_id.value = session.user_id; f.user_id.disabled = true; }
   const outcome = el('select', { attrs: { id: 'f-outcome' } }, ['', 'ok', 'error', 'refused'].map((v) => el('option', { attrs: { value: v, selected: q.get('outcome') === v }, text: v ? t('outcome_' + v) : t('any') })));
   page.append(el('form', { class: 'row', on: { submit: (e) => {
@@ -911,7 +915,10 @@ async function pageActivity(page, query) {
   el('label', null, t('trace_id'), f.trace_id), el('label', null, t('outcome'), outcome), el('label', null, t('since'), f.since), el('label', null, t('until'), f.until), el('button', { text: t('filter') })));
   const api = new URLSearchParams({ limit: '500' });
   for (const k of ['plugin', 'user_id', 'run_id', 'trace_id']) if (q.get(k)) api.set(k, q.get(k));
-  for (const k of ['since', 'until']) if (q.get(k)) api.set(k, new Date(q.get(k)).toISOString());
+  for (const k of ['since', 'until']) {
+    const d = q.get(k) && new Date(q.get(k).replace(' ', 'T'));
+    if (d && !Number.isNaN(d.getTime())) api.set(k, d.toISOString());
+  }
   const r = await call('GET', '/v1/executions?' + api.toString());
   if (!r.ok) page.append(errorBox(r));
   else {
