@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -39,11 +41,81 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 		s.credentialError(w, r, err)
 		return
 	}
+	out := map[string]any{"user_id": id, "credentials": list}
 	if principalFrom(r.Context()).browser {
-		writeJSON(w, http.StatusOK, map[string]any{"user_id": id, "credentials": keysOnly(list)})
-		return
+		out["credentials"] = keysOnly(list)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"user_id": id, "credentials": list})
+	if r.URL.Query().Get("needed") == "true" {
+		needed, err := s.neededKeys(r.Context(), id, list)
+		if unavailable(w, err) {
+			return
+		}
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		out["needed"] = needed
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// neededKey is a credential key the user's enabled tools read: which
+// tools (the first few, and how many), whether the user has it, and
+// whether an empty value is one (a basic-auth password).
+type neededKey struct {
+	Key        string   `json:"key"`
+	Tools      []string `json:"tools"`
+	ToolsTotal int      `json:"tools_total"`
+	Set        bool     `json:"set"`
+	MayBeEmpty bool     `json:"may_be_empty,omitempty"`
+}
+
+// maxNeededTools bounds the tools named per key.
+const maxNeededTools = 5
+
+// neededKeys lists, by key, the credentials the enabled tools the user
+// may use read (issue 51 point 6): the credentials page marks those the
+// user lacks. A connection's tokens are no keys.
+func (s *Server) neededKeys(ctx context.Context, user int64, have []auth.MaskedCredential) ([]neededKey, error) {
+	ps, err := s.Catalog.EnabledPlugins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.Access != nil {
+		sub := access.Subject{User: user}
+		if principalFrom(ctx).role < roleService {
+			sub.Narrow = narrowing(ctx, nil)
+		}
+		if ps, err = s.Access.Usable(ctx, sub, ps); err != nil {
+			return nil, err
+		}
+	}
+	set := map[string]bool{}
+	for _, c := range have {
+		set[c.Key] = true
+	}
+	byKey := map[string]*neededKey{}
+	var keys []string
+	for _, p := range ps {
+		for _, k := range p.Credentials() {
+			n := byKey[k]
+			if n == nil {
+				n = &neededKey{Key: k, Tools: []string{}, Set: set[k]}
+				byKey[k] = n
+				keys = append(keys, k)
+			}
+			n.MayBeEmpty = n.MayBeEmpty || p.AuthConfig.MayBeEmpty(k)
+			if n.ToolsTotal++; len(n.Tools) < maxNeededTools {
+				n.Tools = append(n.Tools, p.Name)
+			}
+		}
+	}
+	slices.Sort(keys)
+	out := make([]neededKey, len(keys))
+	for i, k := range keys {
+		out[i] = *byKey[k]
+	}
+	return out, nil
 }
 
 // putCredential stores a value: {"value": "..."} as JSON, or the raw body
@@ -77,10 +149,6 @@ func (s *Server) putCredential(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		value = *req.Value
-	}
-	if value == "" {
-		writeError(w, http.StatusBadRequest, "malformed_request", "value: must not be empty (to remove a credential, DELETE it)", nil)
-		return
 	}
 	by := principalFrom(r.Context()).role.String()
 	if err := s.Creds.Set(r.Context(), id, r.PathValue("key"), value, by); err != nil {
@@ -134,6 +202,9 @@ func (s *Server) credentialError(w http.ResponseWriter, r *http.Request, err err
 		writeError(w, http.StatusServiceUnavailable, "no_master_key", err.Error(), nil)
 	case errors.Is(err, auth.ErrSecretTooShort):
 		writeError(w, http.StatusUnprocessableEntity, "secret_too_short", err.Error(), nil)
+	case errors.Is(err, auth.ErrEmptyValue):
+		// Empty is a value only for a basic-auth password (Stripe's).
+		writeError(w, http.StatusBadRequest, "malformed_request", "value: "+auth.ErrEmptyValue.Error(), nil)
 	default:
 		s.internal(w, r, err)
 	}

@@ -234,10 +234,16 @@ func RetainPending(ctx context.Context, st *store.Store, retention time.Duration
 // item, the digest of the exact request, the outcome).
 func auditElicited(ctx context.Context, st *store.Store, logger *slog.Logger, user int64, id, outcome string) {
 	target := "elicitation pending " + id
-	if it, err := st.GetPendingItem(ctx, id); err == nil {
+	actor := "user " + strconv.FormatInt(user, 10)
+	it, err := st.GetPendingItem(ctx, id)
+	if err == nil {
 		target += " digest " + it.Digest
 	}
-	e := &store.AdminEvent{Actor: "user " + strconv.FormatInt(user, 10), Via: "mcp", Action: outcome, Kind: "decision", Target: target, HTTPStatus: http.StatusOK}
+	e := &store.AdminEvent{Actor: actor, Via: "mcp", Action: outcome, Kind: "decision", Target: target, HTTPStatus: http.StatusOK}
+	if it != nil {
+		it.Status = outcome
+		e.SetDetail(AuditDecision(it, actor))
+	}
 	if err := st.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
 		logger.WarnContext(ctx, "a decision made through elicitation not recorded in the audit log", "pending", id, "err", err)
 	}

@@ -65,7 +65,7 @@ func TestEmptyCredentialIsBadRequest(t *testing.T) {
 	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
 	for _, body := range []any{map[string]string{"value": ""}} {
 		code, out := e.do("PUT", "/v1/credentials/7/QCC_KEY", adminToken, body)
-		if code != http.StatusBadRequest || !strings.Contains(errMessage(out), "value: must not be empty") {
+		if code != http.StatusBadRequest || !strings.Contains(errMessage(out), "value: an empty value is a credential only for a key read as a basic-auth password") {
 			t.Errorf("empty value: %d %v", code, out)
 		}
 	}

@@ -95,6 +95,7 @@ var routeSends = map[string]bool{
 	"GET /v1/credentials/{user_id}": false, "PUT /v1/credentials/{user_id}/{key}": false,
 	"DELETE /v1/credentials/{user_id}/{key}": false, "POST /v1/credentials/rotate": false,
 	"GET /v1/tokens": false, "POST /v1/tokens": false, "DELETE /v1/tokens/{id}": false,
+	"GET /v1/audit":   false, // the administrators' log
 	"POST /v1/agents": false, "GET /v1/agents": false, "GET /v1/agents/{name}": false, "PUT /v1/agents/{name}": false, "DELETE /v1/agents/{name}": false,
 	"/mcp/openapi":             false, // reads OpenAPI documents; it calls no API
 	"/":                        false, // the API's 404; the console's hands every other path to the API's routes, classified here
@@ -108,7 +109,7 @@ var routeSends = map[string]bool{
 	"GET /v1/pending": false, "POST /v1/pending/{id}": false, // a decision; the call is sent by its route
 	"GET /v1/quotas/rules": false, "POST /v1/quotas/rules": false, "DELETE /v1/quotas/rules/{name}": false, "GET /v1/quotas": false,
 	"GET /console/{$}": false, "GET /console/assets/": false, "GET /console": false, "POST /console/login": false,
-	"POST /console/logout": false, "GET /console/api/session": false, "GET /console/api/audit": false,
+	"POST /console/logout": false, "GET /console/api/session": false,
 	`"POST " + reportPath`: false, "/console/": false,
 }
 

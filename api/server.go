@@ -201,6 +201,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/tokens", s.with(roleAdmin, s.listTokens))
 	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
+	mux.HandleFunc("GET /v1/audit", s.with(roleAdmin, s.listAudit))
 	s.agentRoutes(mux)
 
 	if s.Quota != nil {

@@ -82,7 +82,9 @@ func NewAuthenticator(client *http.Client) *Authenticator {
 //   - bearer: "Authorization: Bearer <token>", the token key being
 //     cfg.Token or, when absent, the single mapping entry's source (which
 //     is then not applied as a mapping);
-//   - basic: Authorization Basic of creds[username]:creds[password];
+//   - basic: Authorization Basic of creds[username]:creds[password]; the
+//     password may be empty (present, not absent), and the user name is
+//     then the secret;
 //   - oauth2: "Authorization: Bearer <access token>", the token either
 //     creds[access_token] (grant access_token) or fetched from token_url
 //     (grant client_credentials) and cached per credential set until
@@ -125,8 +127,19 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 			return out, fmt.Errorf("credential %s: a basic-auth user name must not contain ':'", cfg.Username)
 		}
 		userPass := user + ":" + pass
+		if pass == "" {
+			// The user name alone is the secret (Stripe's key): masked as
+			// one, held to a secret's length; an empty password masks
+			// nothing.
+			if err := CheckSecretLength(cfg.Username, user); err != nil {
+				return out, err
+			}
+			out.Secrets = append(out.Secrets, user)
+		} else {
+			out.Secrets = append(out.Secrets, pass)
+		}
 		authorization = "Basic " + base64.StdEncoding.EncodeToString([]byte(userPass))
-		out.Secrets = append(out.Secrets, pass, userPass) // a Masker derives the base64
+		out.Secrets = append(out.Secrets, userPass) // a Masker derives the base64
 	case plugins.AuthOAuth2:
 		o := cfg.OAuth2
 		if o == nil {
@@ -188,7 +201,7 @@ func checkCredentials(cfg plugins.AuthConfig, creds map[string]string) error {
 	keys := cfg.CredentialKeys()
 	var missing []string
 	for _, k := range keys {
-		if creds[k] == "" {
+		if v, ok := creds[k]; v == "" && !(ok && cfg.MayBeEmpty(k)) {
 			missing = append(missing, k)
 		}
 	}

@@ -251,3 +251,60 @@ func BenchmarkApplyAPIKey(b *testing.B) {
 		}
 	}
 }
+
+// Stripe's imported basic auth: the secret key is the user name and the
+// password is empty. An empty password present is a credential, the user
+// name is then the call's secret (masked, held to a secret's length), and
+// an absent password is still missing.
+func TestApplyBasicEmptyPassword(t *testing.T) {
+	cfg := plugins.AuthConfig{Type: plugins.AuthBasic, Username: "STRIPE_KEY", Password: "STRIPE_PASSWORD"}
+	a := auth.NewAuthenticator(nil)
+	tests := []struct {
+		name    string
+		creds   map[string]string
+		header  string
+		secret  string // among Applied.Secrets
+		missing []string
+		short   bool
+	}{
+		{name: "empty password", creds: map[string]string{"STRIPE_KEY": "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "STRIPE_PASSWORD": ""},
+			header: "Basic " + base64.StdEncoding.EncodeToString([]byte("sk_test_4eC39HqLyjWDarjtT1zdp7dc:")), secret: "sk_test_4eC39HqLyjWDarjtT1zdp7dc"},
+		{name: "password absent", creds: map[string]string{"STRIPE_KEY": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}, missing: []string{"STRIPE_PASSWORD"}},
+		{name: "user name too short to mask", creds: map[string]string{"STRIPE_KEY": "sk", "STRIPE_PASSWORD": ""}, short: true},
+		{name: "user name empty too", creds: map[string]string{"STRIPE_KEY": "", "STRIPE_PASSWORD": ""}, missing: []string{"STRIPE_KEY"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := newApplyRequest(t, "https://api.stripe.com/v1/customers")
+			applied, err := a.Apply(t.Context(), cfg, tt.creds, req)
+			var me *auth.MissingCredentialsError
+			switch {
+			case tt.missing != nil:
+				if !errors.As(err, &me) || !reflect.DeepEqual(me.Keys, tt.missing) {
+					t.Fatalf("err = %v, want missing %v", err, tt.missing)
+				}
+				return
+			case tt.short:
+				if !auth.IsSecretTooShort(err) || !strings.Contains(err.Error(), "STRIPE_KEY") {
+					t.Fatalf("err = %v, want the user name refused for its length", err)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if got := req.Header.Get("Authorization"); got != tt.header {
+				t.Errorf("Authorization = %q, want %q", got, tt.header)
+			}
+			if !slices.Contains(applied.Secrets, tt.secret) || slices.Contains(applied.Secrets, "") {
+				t.Errorf("secrets = %q, want the user name among them and no empty one", applied.Secrets)
+			}
+			// The one masker of the call: the identifiers the auth config
+			// names, the derived secrets Apply returned.
+			m := auth.MaskerFor(cfg.IdentifierKeys(), tt.creds, applied.Secrets...)
+			echo := "user " + tt.secret + " sent " + req.Header.Get("Authorization")
+			if got := m.String(echo); strings.Contains(got, tt.secret) || strings.Contains(got, tt.header[len("Basic "):]) {
+				t.Errorf("masked %q", got)
+			}
+		})
+	}
+}

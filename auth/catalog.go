@@ -80,6 +80,7 @@ type Catalog struct {
 type catalogIndex struct {
 	plugins map[string]*plugins.Plugin // name → the enabled catalog plugin
 	secret  map[string]bool            // key → read as a secret somewhere (false: only as an identifier)
+	empty   map[string]bool            // key → read somewhere as a basic-auth password, which may be empty
 	// origins are, per OAuth provider, the origins (scheme://host[:port],
 	// lower case) of the enabled catalog plugins using a connection to it:
 	// where its users' tokens may go.
@@ -127,11 +128,13 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
-	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, origins: map[string]map[string]bool{}}
+	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, empty: map[string]bool{},
+		origins: map[string]map[string]bool{}}
 	classify := func(cfg plugins.AuthConfig) {
 		ids := cfg.IdentifierKeys()
 		for _, k := range cfg.CredentialKeys() {
 			idx.secret[k] = idx.secret[k] || !slices.Contains(ids, k)
+			idx.empty[k] = idx.empty[k] || cfg.MayBeEmpty(k)
 		}
 	}
 	for _, s := range servers {
@@ -257,6 +260,22 @@ func (c *Catalog) IsIdentifier(ctx context.Context, key string) (bool, error) {
 			return false, err
 		}
 		if secret, read := idx.secret[key]; read && !secret {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// MayBeEmpty reports whether the enabled catalog reads key as a basic-auth
+// password somewhere: an empty value of it is then a credential, stored
+// as one.
+func (c *Catalog) MayBeEmpty(ctx context.Context, key string) (bool, error) {
+	for _, recheck := range []bool{false, true} {
+		idx, err := c.index(ctx, recheck)
+		if err != nil {
+			return false, err
+		}
+		if idx.empty[key] {
 			return true, nil
 		}
 	}

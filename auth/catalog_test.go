@@ -189,5 +189,24 @@ func TestCatalogIdentifiers(t *testing.T) {
 		if err != nil || !slices.Equal(got, wantIDs) {
 			t.Errorf("Identifiers = %v, %v; want %v", got, err, wantIDs)
 		}
+		// A basic-auth password may be empty (Stripe's); no other key.
+		for k, empty := range map[string]bool{"PASS": true, "MCP_PASS": true, "USER": false, "K": false, "CS": false, "NOBODY": false} {
+			if got, err := c.MayBeEmpty(ctx, k); err != nil || got != empty {
+				t.Errorf("MayBeEmpty(%s) = %v, %v; want %v", k, got, err, empty)
+			}
+		}
+		// Stored: an empty password is a credential, resolved as one; an
+		// empty value of another key is refused naming why.
+		svc := auth.NewCredentialService(st, mustKeyring(t, newKeyB64(t), ""))
+		svc.Identifiers = c
+		if err := svc.Set(ctx, 7, "PASS", "", "admin"); err != nil {
+			t.Fatalf("Set(PASS, empty): %v", err)
+		}
+		if got, err := svc.Resolve(ctx, 7, []string{"PASS"}); err != nil || len(got) != 1 || got["PASS"] != "" {
+			t.Errorf("Resolve(PASS) = %q, %v; want one empty value", got, err)
+		}
+		if err := svc.Set(ctx, 7, "K", "", "admin"); !errors.Is(err, auth.ErrEmptyValue) {
+			t.Errorf("Set(K, empty) = %v, want ErrEmptyValue", err)
+		}
 	})
 }

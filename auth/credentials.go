@@ -41,9 +41,12 @@ type CredentialService struct {
 	Changes Versions
 	// Identifiers tells Set which keys are identifiers (*Catalog does): a
 	// value shorter than MinMaskLen is stored only for a key the catalog
-	// reads only as an identifier. nil: every key is a secret.
+	// reads only as an identifier, and an empty one only for a key it
+	// reads as a basic-auth password. nil: every key is a secret, and
+	// none may be empty.
 	Identifiers interface {
 		IsIdentifier(ctx context.Context, key string) (bool, error)
+		MayBeEmpty(ctx context.Context, key string) (bool, error)
 	}
 
 	mu           sync.Mutex
@@ -99,9 +102,10 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 		return err
 	}
 	if value == "" {
-		return fmt.Errorf("set credential %q of user %d: empty value", key, userID)
-	}
-	if err := cs.checkLength(ctx, key, value); err != nil {
+		if err := cs.checkEmpty(ctx, key); err != nil {
+			return fmt.Errorf("set credential %q of user %d: %w", key, userID, err)
+		}
+	} else if err := cs.checkLength(ctx, key, value); err != nil {
 		return err
 	}
 	stored, kid, err := cs.keys.Encrypt(userID, key, value)
@@ -112,6 +116,26 @@ func (cs *CredentialService) Set(ctx context.Context, userID int64, key, value, 
 		Audit: store.Audit{CreateBy: by, UpdateBy: by}}
 	defer cs.forget(userID, key)
 	return cs.store.PutCredential(ctx, c)
+}
+
+// ErrEmptyValue is wrapped by the error refusing an empty value for a key
+// no enabled plugin reads as a basic-auth password.
+var ErrEmptyValue = errors.New("an empty value is a credential only for a key read as a basic-auth password (to remove a credential, delete it)")
+
+// checkEmpty refuses an empty value unless the catalog reads key as a
+// basic-auth password.
+func (cs *CredentialService) checkEmpty(ctx context.Context, key string) error {
+	if cs.Identifiers == nil {
+		return ErrEmptyValue
+	}
+	ok, err := cs.Identifiers.MayBeEmpty(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrEmptyValue
+	}
+	return nil
 }
 
 // checkLength refuses a value too short to mask, unless the catalog reads

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/csp"
+	"github.com/blindexec/blindexec/internal/language"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -142,40 +145,40 @@ func (s *Service) start(w http.ResponseWriter, r *http.Request, session SessionU
 	ctx := r.Context()
 	f, err := s.Store.FindOAuthFlow(ctx, "handle_hash", digest(r.PathValue("handle")))
 	if err != nil {
-		s.failed(w, r, err, http.StatusNotFound, "This sign-in link is not valid", "It was used already, has expired, or was never issued. Ask for a new one.")
+		s.failed(w, r, err, http.StatusNotFound, "link_invalid_t", "link_invalid")
 		return
 	}
 	if f.Phase != store.FlowCreated || !time.Now().Before(f.ExpiresAt) {
-		page(w, http.StatusGone, pageData{Title: "This sign-in link was used already or has expired", Text: "A sign-in link works once, for ten minutes. Ask for a new one."})
+		page(w, r, http.StatusGone, pageData{Title: "link_used_t", Text: "link_used"})
 		return
 	}
 	if session != nil {
 		if uid, signedIn := session(r); signedIn && uid != f.UserID {
-			page(w, http.StatusForbidden, pageData{Title: "This sign-in link is for another user",
-				Text: "This browser is signed in to the console as another user than the one this link connects an account for. Nothing was connected. Open the link in the browser of the user it was made for, or sign out of the console first."})
+			page(w, r, http.StatusForbidden, pageData{Title: "other_user_t",
+				Text: "other_user"})
 			return
 		}
 	}
 	p, err := s.providerRow(ctx, f.Provider)
 	if err != nil || p.Status != store.StatusEnabled {
-		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed or disabled it.")
+		s.failed(w, r, err, http.StatusConflict, "provider_gone_t", "provider_gone")
 		return
 	}
 	callback, err := s.CallbackURL()
 	if err != nil {
-		s.failed(w, r, err, http.StatusServiceUnavailable, "Connections are not configured", "The engine's browser address (BLINDEXEC_BROWSER_URL) is not set.")
+		s.failed(w, r, err, http.StatusServiceUnavailable, "not_configured_t", "not_configured")
 		return
 	}
 	state, binding, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
 	sealedVerifier, _, err := s.Keys.Encrypt(f.UserID, "oauth_flow/"+f.ID+"/verifier", verifier)
 	if err != nil {
-		s.failed(w, r, err, http.StatusInternalServerError, "The sign-in cannot begin", "The engine cannot store it.")
+		s.failed(w, r, err, http.StatusInternalServerError, "cannot_begin_t", "cannot_begin")
 		return
 	}
 	err = s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowCreated, store.FlowStarted, map[string]any{
 		"state_hash": digest(state), "binding_hash": digest(binding), "verifier": sealedVerifier})
 	if err != nil {
-		s.failed(w, r, err, http.StatusGone, "This sign-in link was used already or has expired", "A sign-in link works once, for ten minutes. Ask for a new one.")
+		s.failed(w, r, err, http.StatusGone, "link_used_t", "link_used")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -219,23 +222,23 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
-		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer is incomplete", Text: "It carries no state. Nothing was connected."})
+		page(w, r, http.StatusBadRequest, pageData{Title: "incomplete_t", Text: "no_state"})
 		return
 	}
 	// The provider is the one the stored state names, never one the
 	// query names.
 	f, err := s.Store.FindOAuthFlow(ctx, "state_hash", digest(state))
 	if err != nil {
-		s.failed(w, r, err, http.StatusBadRequest, "This sign-in answer is not valid", "Its state is unknown, was used already, or has expired. Nothing was connected. Start again.")
+		s.failed(w, r, err, http.StatusBadRequest, "answer_invalid_t", "answer_invalid")
 		return
 	}
 	if !bound(r, f) {
-		page(w, http.StatusForbidden, pageData{Title: "This browser did not begin this sign-in",
-			Text: "The sign-in's cookie is missing. Nothing was connected. Start again from the link you were given, in this browser."})
+		page(w, r, http.StatusForbidden, pageData{Title: "not_begun_t",
+			Text: "not_begun"})
 		return
 	}
 	if err := s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowStarted, store.FlowExchanging, nil); err != nil {
-		s.failed(w, r, err, http.StatusBadRequest, "This sign-in answer was used already or has expired", "Nothing more was connected. Start again.")
+		s.failed(w, r, err, http.StatusBadRequest, "answer_used_t", "nothing_more")
 		return
 	}
 	done := func() {
@@ -246,13 +249,13 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	p, err := s.providerRow(ctx, f.Provider)
 	if err != nil || p.Status != store.StatusEnabled {
 		done()
-		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed or disabled it. Nothing was connected.")
+		s.failed(w, r, err, http.StatusConflict, "provider_gone_t", "provider_gone_nothing")
 		return
 	}
 	if e := q.Get("error"); e != "" {
 		done()
-		page(w, http.StatusBadRequest, pageData{Title: "The provider did not grant access",
-			Text:     "Nothing was connected. The provider " + p.Name + " answered:",
+		page(w, r, http.StatusBadRequest, pageData{Title: "denied_t",
+			Text: "denied", Args: map[string]string{"provider": p.Name},
 			Provider: clip(e+": "+q.Get("error_description"), 500)})
 		return
 	}
@@ -266,14 +269,14 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",
 				"provider", p.Name, "iss", clip(iss[0], 255))
 		}
-		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer came from another issuer",
-			Text: "Its iss parameter is not the issuer registered for " + p.Name + ". Nothing was connected."})
+		page(w, r, http.StatusBadRequest, pageData{Title: "issuer_t",
+			Text: "issuer", Args: map[string]string{"provider": p.Name}})
 		return
 	}
 	code := q.Get("code")
 	if code == "" {
 		done()
-		page(w, http.StatusBadRequest, pageData{Title: "The sign-in answer is incomplete", Text: "It carries no code. Nothing was connected."})
+		page(w, r, http.StatusBadRequest, pageData{Title: "incomplete_t", Text: "no_code"})
 		return
 	}
 	tok, secret, err := s.exchange(ctx, p, f, code)
@@ -281,7 +284,7 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 		done()
 		err = auth.NewMasker(code, secret).Error(err)
 		s.logger().InfoContext(ctx, "oauth code exchange failed", "provider", p.Name, "user", f.UserID, "err", err)
-		page(w, http.StatusBadGateway, pageData{Title: "The provider did not give access", Text: "Nothing was connected. The token request failed:",
+		page(w, r, http.StatusBadGateway, pageData{Title: "exchange_t", Text: "exchange",
 			Provider: clip(err.Error(), 500)})
 		return
 	}
@@ -305,14 +308,14 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		done()
 		s.revoke(ctx, p, tok.AccessToken, tok.RefreshToken)
-		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "The tokens were revoked. Nothing was connected.")
+		s.failed(w, r, err, http.StatusInternalServerError, "store_t", "store_revoked")
 		return
 	}
 	who := f.DisplayName
 	if who == "" {
-		who = fmt.Sprintf("user %d", f.UserID)
+		who = fmt.Sprintf(flowWords["user_n"][language.Of(r)], f.UserID)
 	}
-	page(w, http.StatusOK, pageData{Title: "Connect your " + p.Name + " account?", Confirm: true,
+	page(w, r, http.StatusOK, pageData{Title: "confirm_t", Args: map[string]string{"provider": p.Name}, Confirm: true,
 		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
 		Action: s.browserPath() + ConfirmPath})
 }
@@ -351,45 +354,45 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		page(w, http.StatusBadRequest, pageData{Title: "The confirmation is not valid", Text: "Nothing was connected."})
+		page(w, r, http.StatusBadRequest, pageData{Title: "confirm_invalid_t", Text: "nothing"})
 		return
 	}
 	f, err := s.Store.FindOAuthFlow(ctx, "flow_id", r.PostForm.Get("flow"))
 	if err != nil {
-		s.failed(w, r, err, http.StatusBadRequest, "This confirmation is not valid", "It was used already or has expired. Nothing was connected.")
+		s.failed(w, r, err, http.StatusBadRequest, "confirm_invalid2_t", "confirm_used")
 		return
 	}
 	if !bound(r, f) || f.CSRFHash == "" || subtle.ConstantTimeCompare([]byte(digest(r.PostForm.Get("csrf"))), []byte(f.CSRFHash)) != 1 {
-		page(w, http.StatusForbidden, pageData{Title: "This confirmation did not come from the sign-in page",
-			Text: "Its cookie or form token is missing or wrong. Nothing was connected."})
+		page(w, r, http.StatusForbidden, pageData{Title: "not_from_page_t",
+			Text: "not_from_page"})
 		return
 	}
 	connect := r.PostForm.Get("decision") == "connect"
 	// Spent once, whatever is decided; the tokens leave the flow's row.
 	err = s.Store.AdvanceOAuthFlow(ctx, f.ID, store.FlowObtained, store.FlowDone, map[string]any{"access_token": nil, "refresh_token": nil, "csrf_hash": nil})
 	if err != nil {
-		s.failed(w, r, err, http.StatusBadRequest, "This confirmation was used already or has expired", "Nothing more was connected. Start again.")
+		s.failed(w, r, err, http.StatusBadRequest, "confirm_used_t", "nothing_more")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookiePrefix + f.ID, Value: "", Path: s.browserPath() + "/oauth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	access, refresh, err := s.flowTokens(f)
 	if err != nil {
-		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "Nothing was connected.")
+		s.failed(w, r, err, http.StatusInternalServerError, "store_t", "nothing")
 		return
 	}
 	p, err := s.providerRow(ctx, f.Provider)
 	if err != nil {
-		s.failed(w, r, err, http.StatusConflict, "The provider is not available", "The administrator removed it. Nothing was connected.")
+		s.failed(w, r, err, http.StatusConflict, "provider_gone_t", "removed_nothing")
 		return
 	}
 	if p.Status != store.StatusEnabled {
 		s.revoke(ctx, p, access, refresh)
-		page(w, http.StatusConflict, pageData{Title: "The provider is not available", Text: "The administrator disabled it. The access just granted was revoked. Nothing was connected."})
+		page(w, r, http.StatusConflict, pageData{Title: "provider_gone_t", Text: "disabled_revoked"})
 		return
 	}
 	if !connect {
 		s.revoke(ctx, p, access, refresh)
-		page(w, http.StatusOK, pageData{Title: "Not connected", Text: "The access the provider " + p.Name + " just granted was revoked. You may close this window."})
+		page(w, r, http.StatusOK, pageData{Title: "declined_t", Text: "declined", Args: map[string]string{"provider": p.Name}})
 		return
 	}
 	// A reconnect replaces the connection: the grant it held is revoked
@@ -402,7 +405,7 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.revoke(ctx, p, access, refresh)
-		s.failed(w, r, err, http.StatusInternalServerError, "The connection cannot be stored", "The tokens were revoked. Nothing was connected.")
+		s.failed(w, r, err, http.StatusInternalServerError, "store_t", "store_revoked")
 		return
 	}
 	if previous != nil {
@@ -411,7 +414,28 @@ func (s *Service) confirm(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.logger().InfoContext(ctx, "account connected", "provider", f.Provider, "user", f.UserID)
-	page(w, http.StatusOK, pageData{Title: "Connected", Text: "Your " + p.Name + " account is connected. You may close this window and go back to the assistant.", Back: s.browserPath() + "/console/#/connections"})
+	s.recordConnected(ctx, f)
+	page(w, r, http.StatusOK, pageData{Title: "connected_t", Text: "connected", Args: map[string]string{"provider": p.Name}, Back: s.browserPath() + "/console/#/connections"})
+}
+
+// OpConnected is the administrators' log's op of a user connecting an
+// account (api's vocabulary says it in words).
+const OpConnected = "connection.connected"
+
+// recordConnected writes the connection into the administrators' log: a
+// change made in a browser, by the user, without a token (issue 51 point
+// 4). A failure is logged: the connection was made.
+func (s *Service) recordConnected(ctx context.Context, f *store.OAuthFlow) {
+	user := strconv.FormatInt(f.UserID, 10)
+	e := &store.AdminEvent{Actor: "user " + user, Via: "browser", Action: "CONNECT", Kind: "connection", Target: f.Provider, HTTPStatus: http.StatusOK}
+	args := map[string]string{"user": user, "provider": f.Provider}
+	if f.Account != "" {
+		args["account"] = f.Account
+	}
+	e.SetDetail(store.AdminDetail{Op: OpConnected, Args: args})
+	if err := s.Store.InsertAdminEvent(context.WithoutCancel(ctx), e); err != nil {
+		s.logger().WarnContext(ctx, "a connection not recorded in the administrators' log", "provider", f.Provider, "user", f.UserID, "err", err)
+	}
 }
 
 func (s *Service) flowTokens(f *store.OAuthFlow) (access, refresh string, err error) {
@@ -430,9 +454,9 @@ func (s *Service) failed(w http.ResponseWriter, r *http.Request, err error, stat
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrNoProvider) {
 		// The route, not the path: a start URL's path is its handle.
 		s.logger().WarnContext(r.Context(), "oauth flow", "route", r.Pattern, "err", err)
-		status, text = http.StatusServiceUnavailable, "The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later."
+		status, text = http.StatusServiceUnavailable, "unavailable"
 	}
-	page(w, status, pageData{Title: title, Text: text})
+	page(w, r, status, pageData{Title: title, Text: text})
 }
 
 // accountOf is the provider account the tokens are of, when the answer
@@ -495,10 +519,84 @@ func digest(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// pageData fills the flow's one page template. Everything in it is text:
+// flowWords are the flow pages' sentences: key → English, Chinese; a
+// {name} is one of the page's Args. The page speaks the language the
+// browser's Accept-Language ranks first of the two.
+var flowWords = map[string][2]string{
+	"link_invalid_t":        {"This sign-in link is not valid", "登录链接无效"},
+	"link_invalid":          {"It was used already, has expired, or was never issued. Ask for a new one.", "它已被使用、已过期或从未签发。请重新获取。"},
+	"link_used_t":           {"This sign-in link was used already or has expired", "该登录链接已被使用或已过期"},
+	"link_used":             {"A sign-in link works once, for ten minutes. Ask for a new one.", "登录链接只能使用一次，有效期十分钟。请重新获取。"},
+	"other_user_t":          {"This sign-in link is for another user", "该登录链接属于另一个用户"},
+	"other_user":            {"This browser is signed in to the console as another user than the one this link connects an account for. Nothing was connected. Open the link in the browser of the user it was made for, or sign out of the console first.", "此浏览器登录控制台的用户不是该链接要为其连接账号的用户。未连接任何账号。请在该用户的浏览器中打开链接，或先退出控制台。"},
+	"provider_gone_t":       {"The provider is not available", "提供方不可用"},
+	"provider_gone":         {"The administrator removed or disabled it.", "管理员已移除或停用它。"},
+	"not_configured_t":      {"Connections are not configured", "未配置账号连接"},
+	"not_configured":        {"The engine's browser address (BLINDEXEC_BROWSER_URL) is not set.", "引擎的浏览器地址（BLINDEXEC_BROWSER_URL）未设置。"},
+	"cannot_begin_t":        {"The sign-in cannot begin", "无法开始登录"},
+	"cannot_begin":          {"The engine cannot store it.", "引擎无法保存它。"},
+	"incomplete_t":          {"The sign-in answer is incomplete", "登录应答不完整"},
+	"no_state":              {"It carries no state. Nothing was connected.", "它没有 state 参数。未连接任何账号。"},
+	"answer_invalid_t":      {"This sign-in answer is not valid", "该登录应答无效"},
+	"answer_invalid":        {"Its state is unknown, was used already, or has expired. Nothing was connected. Start again.", "其 state 未知、已被使用或已过期。未连接任何账号。请重新开始。"},
+	"not_begun_t":           {"This browser did not begin this sign-in", "该登录不是在此浏览器中开始的"},
+	"not_begun":             {"The sign-in's cookie is missing. Nothing was connected. Start again from the link you were given, in this browser.", "缺少登录的 Cookie。未连接任何账号。请在此浏览器中从给你的链接重新开始。"},
+	"answer_used_t":         {"This sign-in answer was used already or has expired", "该登录应答已被使用或已过期"},
+	"nothing_more":          {"Nothing more was connected. Start again.", "没有再连接任何账号。请重新开始。"},
+	"provider_gone_nothing": {"The administrator removed or disabled it. Nothing was connected.", "管理员已移除或停用它。未连接任何账号。"},
+	"denied_t":              {"The provider did not grant access", "提供方未授予访问权限"},
+	"issuer_t":              {"The sign-in answer came from another issuer", "登录应答来自其他签发者"},
+	"no_code":               {"It carries no code. Nothing was connected.", "它没有 code 参数。未连接任何账号。"},
+	"exchange_t":            {"The provider did not give access", "提供方未给予访问权限"},
+	"exchange":              {"Nothing was connected. The token request failed:", "未连接任何账号。令牌请求失败："},
+	"store_t":               {"The connection cannot be stored", "无法保存连接"},
+	"store_revoked":         {"The tokens were revoked. Nothing was connected.", "令牌已吊销。未连接任何账号。"},
+	"confirm_invalid_t":     {"The confirmation is not valid", "确认无效"},
+	"nothing":               {"Nothing was connected.", "未连接任何账号。"},
+	"confirm_invalid2_t":    {"This confirmation is not valid", "该确认无效"},
+	"confirm_used":          {"It was used already or has expired. Nothing was connected.", "它已被使用或已过期。未连接任何账号。"},
+	"not_from_page_t":       {"This confirmation did not come from the sign-in page", "该确认不是来自登录页面"},
+	"not_from_page":         {"Its cookie or form token is missing or wrong. Nothing was connected.", "其 Cookie 或表单令牌缺失或有误。未连接任何账号。"},
+	"confirm_used_t":        {"This confirmation was used already or has expired", "该确认已被使用或已过期"},
+	"removed_nothing":       {"The administrator removed it. Nothing was connected.", "管理员已移除它。未连接任何账号。"},
+	"disabled_revoked":      {"The administrator disabled it. The access just granted was revoked. Nothing was connected.", "管理员已停用它。刚授予的访问权限已吊销。未连接任何账号。"},
+	"declined_t":            {"Not connected", "未连接"},
+	"connected_t":           {"Connected", "已连接"},
+	"unavailable":           {"The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later.", "引擎暂时无法读取或保存登录。未连接任何账号。请稍后再试。"},
+	"denied":                {"Nothing was connected. The provider {provider} answered:", "未连接任何账号。提供方 {provider} 的应答："},
+	"issuer":                {"Its iss parameter is not the issuer registered for {provider}. Nothing was connected.", "其 iss 参数不是为 {provider} 注册的签发者。未连接任何账号。"},
+	"confirm_t":             {"Connect your {provider} account?", "连接你的 {provider} 账号？"},
+	"declined":              {"The access the provider {provider} just granted was revoked. You may close this window.", "提供方 {provider} 刚授予的访问权限已吊销。你可以关闭此窗口。"},
+	"connected":             {"Your {provider} account is connected. You may close this window and go back to the assistant.", "你的 {provider} 账号已连接。你可以关闭此窗口，回到助手。"},
+	"connect_q":             {"Connect the {provider} account {account} to {who}?", "把 {provider} 账号 {account} 连接到{who}？"},
+	"connect_q_this":        {"Connect this {provider} account to {who}?", "把这个 {provider} 账号连接到{who}？"},
+	"granted":               {"Access granted:", "授予的权限："},
+	"only_if":               {"Connect only if you are {who} and you started this yourself. If someone sent you this link, decline.", "只有当你就是{who}、并且是你自己发起的，才连接。如果这个链接是别人发给你的，请拒绝。"},
+	"connect":               {"Connect", "连接"},
+	"decline":               {"Decline", "拒绝"},
+	"back":                  {"Back to your connections in the console", "返回控制台的账号连接页"},
+	"user_n":                {"user %d", "用户 %d"},
+}
+
+// say is the sentence key in language i, its {names} filled from args.
+func say(i int, key string, args map[string]string) string {
+	w, ok := flowWords[key]
+	if !ok {
+		return key
+	}
+	s := w[i]
+	for k, v := range args {
+		s = strings.ReplaceAll(s, "{"+k+"}", v)
+	}
+	return s
+}
+
+// pageData fills the flow's one page template. Title and Text are keys of
+// flowWords, their {names} from Args. Everything in it is text:
 // html/template escapes it, and Provider holds what the provider said.
 type pageData struct {
 	Title, Text, Provider                            string
+	Args                                             map[string]string
 	Confirm                                          bool
 	Account, ProviderName, Who, Scopes, FlowID, CSRF string
 	Action                                           string
@@ -507,30 +605,91 @@ type pageData struct {
 	Back string
 }
 
+// shown is what the template shows: pageData in words of one language.
+type shown struct {
+	pageData
+	Lang, Title, Text, Granted, OnlyIf, Connect, Decline, BackText, CSS string
+	// Question names the account and the user in bold.
+	Question template.HTML
+}
+
+// The flow's pages are styled as the console: its stylesheet, under the
+// policy every page has (style-src 'self').
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>{{.Title}}</title></head>
+<html lang="{{.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title><link rel="stylesheet" href="{{.CSS}}"></head>
 <body>
+<header class="top"><span class="brand">blindexec</span></header>
+<main id="main" class="oauth">
 <h1>{{.Title}}</h1>
-{{if .Text}}<p>{{.Text}}</p>{{end}}
+{{if .Text}}<p class="purpose">{{.Text}}</p>{{end}}
 {{if .Provider}}<pre>{{.Provider}}</pre>{{end}}
 {{if .Confirm}}
-<p>Connect {{if .Account}}the {{.ProviderName}} account <strong>{{.Account}}</strong>{{else}}this {{.ProviderName}} account{{end}} to <strong>{{.Who}}</strong>?</p>
-{{if .Scopes}}<p>Access granted: <code>{{.Scopes}}</code></p>{{end}}
-<p>Connect only if you are {{.Who}} and you started this yourself. If someone sent you this link, decline.</p>
-<form method="post" action="{{.Action}}">
+<p>{{.Question}}</p>
+{{if .Scopes}}<p>{{.Granted}} <code>{{.Scopes}}</code></p>{{end}}
+<p class="warning">{{.OnlyIf}}</p>
+<form method="post" action="{{.Action}}" class="row">
 <input type="hidden" name="flow" value="{{.FlowID}}">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" name="decision" value="connect">Connect</button>
-<button type="submit" name="decision" value="decline">Decline</button>
+<button type="submit" name="decision" value="connect">{{.Connect}}</button>
+<button type="submit" name="decision" value="decline" class="secondary">{{.Decline}}</button>
 </form>
 {{end}}
-{{if .Back}}<p><a href="{{.Back}}">Back to your connections in the console</a></p>{{end}}
+{{if .Back}}<p><a href="{{.Back}}">{{.BackText}}</a></p>{{end}}
+</main>
 </body></html>
 `))
 
-func page(w http.ResponseWriter, status int, d pageData) {
+// bold fills s's {names} from args, escaped, the values of names in
+// <strong>: the sentence's words are the engine's, the values are not.
+func bold(s string, args map[string]string, names ...string) template.HTML {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			b.WriteString(html.EscapeString(s))
+			return template.HTML(b.String())
+		}
+		j := strings.IndexByte(s[i:], '}') + i
+		if j < i {
+			b.WriteString(html.EscapeString(s))
+			return template.HTML(b.String())
+		}
+		b.WriteString(html.EscapeString(s[:i]))
+		name, v := s[i+1:j], html.EscapeString(args[s[i+1:j]])
+		if slices.Contains(names, name) {
+			v = "<strong>" + v + "</strong>"
+		}
+		b.WriteString(v)
+		s = s[j+1:]
+	}
+}
+
+// consoleCSS is the console's stylesheet relative to the page: under
+// the path BLINDEXEC_BROWSER_URL ends in, as the page is, whether or not
+// a proxy strips it.
+func consoleCSS(r *http.Request) string {
+	return strings.Repeat("../", strings.Count(strings.TrimPrefix(r.URL.Path, "/"), "/")) + "console/assets/app.css"
+}
+
+// page writes a flow page in the language the browser asks for.
+func page(w http.ResponseWriter, r *http.Request, status int, d pageData) {
+	i := language.Of(r)
+	args := map[string]string{"provider": d.ProviderName, "account": d.Account, "who": d.Who}
+	for k, v := range d.Args {
+		args[k] = v
+	}
+	out := shown{pageData: d, Lang: language.Tags[i], Title: say(i, d.Title, args), Text: say(i, d.Text, args),
+		Granted: say(i, "granted", nil), OnlyIf: say(i, "only_if", args), Connect: say(i, "connect", nil), Decline: say(i, "decline", nil),
+		BackText: say(i, "back", nil), CSS: consoleCSS(r)}
+	q := "connect_q_this"
+	if d.Account != "" {
+		q = "connect_q"
+	}
+	out.Question = bold(flowWords[q][i], args, "account", "who")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Language", out.Lang)
+	w.Header().Add("Vary", "Accept-Language")
 	w.WriteHeader(status)
-	pageTemplate.Execute(w, d)
+	pageTemplate.Execute(w, out)
 }

@@ -4,54 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/store"
 )
 
-// auditedRoutes are the path prefixes of the administrative changes, with
-// the kind each is recorded as; the longest prefix first.
-var auditedRoutes = []struct{ prefix, kind string }{
-	{"/v1/runs/", "decision"},    // POST /v1/runs/{run_id}/resume: a person's decisions
-	{"/v1/pending/", "decision"}, // POST /v1/pending/{id}
-	{"/v1/plugins/import/", "import"},
-	{"/v1/plugins", "plugin"},
-	{"/v1/credentials", "credential"},
-	{"/v1/tokens", "token"},
-	{"/v1/mcp/servers", "mcp_server"},
-	{"/v1/quotas", "quota_rule"},
-}
-
-func auditKind(r *http.Request) string {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return ""
-	}
-	for _, a := range auditedRoutes {
-		if strings.HasPrefix(r.URL.Path, a.prefix) {
-			return a.kind
-		}
-	}
-	return ""
-}
+// maxAuditBody is how much of a request's body the log reads: enough
+// for the names and values of every change but a pasted document's.
+const maxAuditBody = 64 << 10
 
 // audited records each successful change made through next, from the
 // console or with a bearer token: who (the token's role and user), what
-// (method and path: names and keys, never values) and when. An import's
-// dry run changes nothing and is not recorded.
+// in words (api.DescribeChange: the object and the values that are not
+// secret) and when. An import's dry run changes nothing and is not
+// recorded; a decision is recorded once per item it decided.
 func (c *Console) audited(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		kind := auditKind(r)
+		kind := api.AuditKind(r.Method, r.URL.Path)
 		if kind == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK, keep: kind == "import"}
+		body := &teeBody{ReadCloser: r.Body}
+		r.Body = body
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK, keep: kind == "import" || kind == "token", keepMax: 256}
+		if kind == "token" {
+			rec.keepMax = 8 << 10 // the created token's id, after its name and perms
+		}
 		start := time.Now().Truncate(time.Millisecond) // the database keeps milliseconds
 		next.ServeHTTP(rec, r)
-		if rec.status/100 != 2 || rec.keep && !rec.changed() {
+		if rec.status/100 != 2 || kind == "import" && !rec.changed() {
 			return
 		}
 		who, err := c.api.WhoIs(r)
@@ -62,13 +48,30 @@ func (c *Console) audited(next http.Handler) http.Handler {
 		if r.Header.Get("Authorization") == "" {
 			via = "console"
 		}
-		target := r.URL.Path
 		if kind == "decision" {
-			target = c.decided(r.Context(), target, start)
+			c.decided(r.Context(), r.URL.Path, start, actorOf(who), via, rec.status)
+			return
 		}
-		c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: via, Action: r.Method, Kind: kind,
-			Target: target, HTTPStatus: rec.status})
+		e := &store.AdminEvent{Actor: actorOf(who), Via: via, Action: r.Method, Kind: kind, Target: r.URL.Path, HTTPStatus: rec.status}
+		e.SetDetail(api.DescribeChange(r.Method, r.URL.Path, body.kept, rec.lastLine(), who.UserID, r.URL.Query()))
+		clear(rec.last) // a created token's answer: gone once read
+		clear(rec.line)
+		c.record(r.Context(), e)
 	})
+}
+
+// teeBody keeps the start of a request's body as the handler reads it.
+type teeBody struct {
+	io.ReadCloser
+	kept []byte
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if room := maxAuditBody - len(t.kept); room > 0 {
+		t.kept = append(t.kept, p[:min(n, room)]...)
+	}
+	return n, err
 }
 
 // recorder keeps an answer's status and, for imports, the start of its
@@ -79,14 +82,11 @@ type recorder struct {
 	status      int
 	wroteHeader bool
 	keep        bool
+	keepMax     int    // how much of a line is kept
 	line        []byte // the start of the current line
 	ended       bool   // the current line ended: the next byte starts another
 	last        []byte // the start of the last line ended
 }
-
-// keepMax bounds the start of a line kept: enough for its first member,
-// dry_run or error.
-const keepMax = 256
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wroteHeader {
@@ -113,7 +113,7 @@ func (r *recorder) keepLines(p []byte) {
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if n := keepMax - len(r.line); n > 0 {
+		if n := r.keepMax - len(r.line); n > 0 {
 			r.line = append(r.line, chunk[:min(len(chunk), n)]...)
 		}
 		if i < 0 {
@@ -128,15 +128,19 @@ func (r *recorder) keepLines(p []byte) {
 // deadlines, a streamed import's flushes).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// lastLine is the start of the answer's last line.
+func (r *recorder) lastLine() []byte {
+	if !r.ended {
+		return r.line // an answer without a final newline
+	}
+	return r.last
+}
+
 // changed reports whether an import's answer may have changed something:
 // all but a dry run and an error (a streamed import's status is 200
 // whatever its end). What it cannot read counts as a change.
 func (r *recorder) changed() bool {
-	last := r.last
-	if !r.ended {
-		last = r.line // an answer without a final newline
-	}
-	dec := json.NewDecoder(bytes.NewReader(last))
+	dec := json.NewDecoder(bytes.NewReader(r.lastLine()))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return true
 	}
@@ -150,14 +154,10 @@ func (r *recorder) changed() bool {
 	return true
 }
 
-// maxTarget is the length of sys_ai_admin_log.target.
-const maxTarget = 512
-
-// decided is a decision's audit target: its path and the digest of each
-// pending item it decided (the exact request a person approved or
-// denied, issue 33), those decided since start; as many as the column
-// holds, then "…".
-func (c *Console) decided(ctx context.Context, path string, start time.Time) string {
+// decided records each pending item the decision at path decided since
+// start: one row a call, saying for whom, the outcome, by whom and why,
+// with the digest of the exact request approved or denied (issue 33).
+func (c *Console) decided(ctx context.Context, path string, start time.Time, actor, via string, status int) {
 	var items []store.PendingItem
 	if id, ok := strings.CutPrefix(path, "/v1/pending/"); ok {
 		if it, err := c.store.GetPendingItem(ctx, id); err == nil {
@@ -166,16 +166,13 @@ func (c *Console) decided(ctx context.Context, path string, start time.Time) str
 	} else if run, ok := strings.CutPrefix(path, "/v1/runs/"); ok {
 		items, _ = c.store.PendingItems(ctx, strings.TrimSuffix(run, "/resume"))
 	}
-	target := path
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		if it.DecidedTime == nil || it.DecidedTime.Before(start) || it.Digest == "" {
 			continue // not this request's decision
 		}
-		next := " digest " + it.Digest
-		if len(target)+len(next) > maxTarget-len(" …") {
-			return target + " …"
-		}
-		target += next
+		e := &store.AdminEvent{Actor: actor, Via: via, Action: it.Status, Kind: "decision", Target: path + " digest " + it.Digest, HTTPStatus: status}
+		e.SetDetail(api.AuditDecision(it, actor))
+		c.record(ctx, e)
 	}
-	return target
 }

@@ -195,7 +195,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	tb.open(e.url, "activity", "activity")
-	if s := tb.text("#page"); !strings.Contains(s, name) || !strings.Contains(s, "PUT /v1/credentials/7/"+key) {
+	if s := tb.text("#page"); !strings.Contains(s, name) || !strings.Contains(s, "credential “"+key+"” of user 7 set") {
 		t.Errorf("activity lacks the call or the audit log: %q", s)
 	}
 	tb.screenshot("activity")

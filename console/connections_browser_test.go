@@ -160,6 +160,7 @@ func TestConnectInBrowser(t *testing.T) {
 	// Disconnect: revoked at fosite, gone.
 	before := as.Revocations.Load()
 	tb.do(chromedp.Click(chromedp.CSS(`#connections button.disconnect`)))
+	tb.confirm("Disconnect user 7 from acme")
 	tb.wait(`#page[data-ready="true"] .empty`)
 	if _, err := st.GetOAuthConnection(context.Background(), 7, "acme"); !errors.Is(err, store.ErrNotFound) || as.Revocations.Load() == before {
 		t.Errorf("after Disconnect: %v, %d revocations", err, as.Revocations.Load()-before)

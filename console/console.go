@@ -120,7 +120,6 @@ func (c *Console) Handler(apiHandler http.Handler) http.Handler {
 	mux.HandleFunc("POST /console/login", c.login)
 	mux.HandleFunc("POST /console/logout", c.logout)
 	mux.HandleFunc("GET /console/api/session", c.session)
-	mux.HandleFunc("GET /console/api/audit", c.audit)
 	mux.HandleFunc("POST "+reportPath, c.report)
 	mux.Handle("/console/", http.NotFoundHandler())
 	mux.Handle("/", c.audited(apiHandler))
@@ -188,8 +187,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		MaxAge: int(sessionTTL / time.Second),
 	})
-	c.record(r.Context(), &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
-		Kind: store.AdminKindSession, Target: hex.EncodeToString(sid), HTTPStatus: http.StatusSeeOther})
+	in := &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
+		Kind: store.AdminKindSession, Target: hex.EncodeToString(sid), HTTPStatus: http.StatusSeeOther}
+	in.SetDetail(store.AdminDetail{Op: api.OpSignIn})
+	c.record(r.Context(), in)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
@@ -205,8 +206,10 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		if who, err := c.api.WhoIs(r); err == nil {
 			actor = actorOf(who)
 		}
-		c.record(r.Context(), &store.AdminEvent{Actor: actor, Via: "console", Action: store.AdminSignOut,
-			Kind: store.AdminKindSession, Target: s.sid, HTTPStatus: http.StatusSeeOther})
+		out := &store.AdminEvent{Actor: actor, Via: "console", Action: store.AdminSignOut,
+			Kind: store.AdminKindSession, Target: s.sid, HTTPStatus: http.StatusSeeOther}
+		out.SetDetail(store.AdminDetail{Op: api.OpSignOut})
+		c.record(r.Context(), out)
 		c.endMu.Lock()
 		c.endRead = time.Time{} // reread, with this one
 		c.endMu.Unlock()
@@ -229,23 +232,6 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 		out["csrf"] = c.csrfToken(s.sid)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// audit lists the administrative changes to the administrator.
-func (c *Console) audit(w http.ResponseWriter, r *http.Request) {
-	who, err := c.api.WhoIs(r)
-	if err != nil || who.Role != "admin" {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": "forbidden", "message": "the administrative log is the administrator's"}})
-		return
-	}
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	events, err := c.store.ListAdminEvents(r.Context(), store.AdminEventFilter{Kind: r.URL.Query().Get("kind"), Limit: limit})
-	if err != nil {
-		c.log.ErrorContext(r.Context(), "list admin events", "err", err)
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "internal", "message": "the administrative log could not be read"}})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
 }
 
 // report receives the browser's CSP violation reports. It needs no

@@ -157,7 +157,7 @@ func TestSessionEndsWithItsToken(t *testing.T) {
 		if role != "user" {
 			t.Fatalf("role %q", role)
 		}
-		for path, want := range map[string]int{"/v1/credentials/7": 200, "/v1/credentials/8": 403, "/v1/plugins": 403, "/v1/tools": 200, "/console/api/audit": 403} {
+		for path, want := range map[string]int{"/v1/credentials/7": 200, "/v1/credentials/8": 403, "/v1/plugins": 403, "/v1/tools": 200, "/v1/audit": 403} {
 			if code, body := do(t, user, "GET", e.url+path, "", ""); code != want {
 				t.Errorf("user session GET %s: %d %v, want %d", path, code, body, want)
 			}
@@ -174,7 +174,7 @@ func TestSessionEndsWithItsToken(t *testing.T) {
 			t.Fatalf("session of a revoked token: %d, want 401", code)
 		}
 
-		code, log := do(t, admin, "GET", e.url+"/console/api/audit", "", "")
+		code, log := do(t, admin, "GET", e.url+"/v1/audit", "", "")
 		if code != 200 {
 			t.Fatalf("audit: %d", code)
 		}
@@ -186,12 +186,13 @@ func TestSessionEndsWithItsToken(t *testing.T) {
 				signIns++
 				continue
 			}
-			got = append(got, m["actor"].(string)+" "+m["via"].(string)+" "+m["action"].(string)+" "+m["kind"].(string)+" "+m["target"].(string))
+			got = append(got, m["actor"].(string)+" "+m["via"].(string)+" "+m["kind"].(string)+" "+m["target"].(string)+": "+m["summary"].(string))
 		}
 		if signIns != 2 {
 			t.Errorf("%d sign-ins in the log, want 2", signIns)
 		}
-		want := []string{"admin console DELETE token /v1/tokens/" + id, "admin console POST token /v1/tokens"}
+		want := []string{"admin console token /v1/tokens/" + id + ": token #" + id + " revoked",
+			"admin console token /v1/tokens: token #" + id + " created for user 7 “console”"}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}

@@ -38,7 +38,7 @@ func TestConsoleQuotasInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#q-calls"), "20"),
 		chromedp.Click(chromedp.CSS("#quota-form button")))
 	tb.wait(`#quota-rules`)
-	if s := tb.text("#quota-rules"); !strings.Contains(s, "refund-daily") || !strings.Contains(s, "20 / day") {
+	if s := tb.text("#quota-rules"); !strings.Contains(s, "refund-daily") || !strings.Contains(s, "20 calls a day") {
 		t.Fatalf("rules table: %q", s)
 	}
 	if code, body := do(t, admin, "POST", e.url+"/v1/execute", csrf, `{"name": "refund", "arguments": {}, "user_id": 7}`); code != http.StatusOK {
@@ -46,7 +46,7 @@ func TestConsoleQuotasInBrowser(t *testing.T) {
 	}
 	tb.open(e.url, "quotas/7", "quotas")
 	tb.wait(`#quota-use`)
-	if s := tb.text("#quota-use"); !strings.Contains(s, "refund-daily") || !strings.Contains(s, "20 calls / day") || !strings.Contains(s, "1") {
+	if s := tb.text("#quota-use"); !strings.Contains(s, "refund-daily") || !strings.Contains(s, "20 calls a day") || !strings.Contains(s, "1") {
 		t.Fatalf("user 7's use: %q", s)
 	}
 	tb.screenshot("quotas")

@@ -483,7 +483,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		return nil, invalidArguments(errs)
 	}
 	required, keys := credentialKeys(p)
-	creds, stored, err := e.resolveCredentials(ctx, call, keys)
+	creds, stored, err := e.resolveCredentials(ctx, call, keys, cfg.MayBeEmpty)
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
@@ -499,7 +499,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		ids:              e.identifiers(ctx, cfg, stored),
 		connections:      e.Connections,
 	}
-	if missing := MissingCredentials(required, creds); len(missing) > 0 {
+	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
 			Code:    CodeMissingCredentials,
 			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
@@ -597,12 +597,14 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 }
 
 // resolveCredentials takes keys from the payload, then asks the store for
-// the user for those still missing; fromStore lists the keys it gave. The
-// map may be nil (no credentials) and is only read.
-func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string) (creds map[string]string, fromStore []string, err error) {
+// the user for those still missing; fromStore lists the keys it gave. An
+// empty value is no credential, unless mayBeEmpty says the key's is (a
+// basic-auth password). The map may be nil (no credentials) and is only
+// read.
+func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string, mayBeEmpty func(string) bool) (creds map[string]string, fromStore []string, err error) {
 	var missing []string
 	for _, k := range keys {
-		if v := call.Credentials[k]; v != "" {
+		if v, ok := call.Credentials[k]; v != "" || ok && mayBeEmpty(k) {
 			if creds == nil {
 				creds = make(map[string]string, len(keys))
 			}
@@ -625,8 +627,8 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 		creds = stored
 	}
 	for _, k := range missing {
-		v := stored[k]
-		if v == "" {
+		v, ok := stored[k]
+		if v == "" && !(ok && mayBeEmpty(k)) {
 			delete(creds, k) // an empty value is no credential
 			continue
 		}
@@ -654,7 +656,7 @@ func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
 	}
 	_, keys := credentialKeys(call.Plugin)
 	for _, k := range append(keys, cfg.CredentialKeys()...) {
-		if call.Credentials[k] == "" && !slices.Contains(stored, k) {
+		if v, ok := call.Credentials[k]; (v == "" && !(ok && cfg.MayBeEmpty(k))) && !slices.Contains(stored, k) {
 			stored = append(stored, k)
 		}
 	}
@@ -748,9 +750,15 @@ func credentialKeys(p *plugins.Plugin) (required, all []string) {
 // MissingCredentials lists the keys of required that creds lacks (an empty
 // value counts as missing), in the order of required.
 func MissingCredentials(required []string, creds map[string]string) []string {
+	return missingCredentials(required, creds, func(string) bool { return false })
+}
+
+// missingCredentials is MissingCredentials where an empty value of a key
+// mayBeEmpty accepts (a basic-auth password) is a credential.
+func missingCredentials(required []string, creds map[string]string, mayBeEmpty func(string) bool) []string {
 	var missing []string
 	for _, k := range required {
-		if creds[k] == "" {
+		if v, ok := creds[k]; v == "" && !(ok && mayBeEmpty(k)) {
 			missing = append(missing, k)
 		}
 	}

@@ -289,6 +289,14 @@ func (o *OAuth2) EffectiveGrant() string {
 	return GrantClientCredentials
 }
 
+// MayBeEmpty reports whether key may hold an empty value: a basic-auth
+// password (Stripe's secret key is the user name, its password empty).
+// Every other credential key is missing when empty. When the password a
+// call sends is empty, its user name is the call's secret.
+func (a AuthConfig) MayBeEmpty(key string) bool {
+	return a.Type == AuthBasic && key != "" && key == a.Password && key != a.Username
+}
+
 // BearerKey is the credential key of a bearer token: Token, or the single
 // mapping entry's source when Token is absent.
 func (a AuthConfig) BearerKey() string {

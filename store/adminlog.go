@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -16,6 +17,32 @@ type AdminEvent struct {
 	Target     string    `gorm:"column:target" json:"target"`
 	HTTPStatus int       `gorm:"column:http_status" json:"http_status"`
 	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
+	// Detail is the change in words' terms: what was done (Op) to which
+	// object, with the values that are not secret (Args), as JSON; ""
+	// for the rows written before it existed.
+	Detail string `gorm:"column:detail" json:"-"`
+}
+
+// AdminDetail is an AdminEvent's Detail: Op names the change
+// ("quota_rule.added"), Args its object and values (never a secret).
+type AdminDetail struct {
+	Op   string            `json:"op"`
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// SetDetail stores d as e's Detail.
+func (e *AdminEvent) SetDetail(d AdminDetail) {
+	b, _ := json.Marshal(d) // strings only: it cannot fail
+	e.Detail = string(b)
+}
+
+// Details returns e's Detail, zero when it has none (or it cannot be read).
+func (e *AdminEvent) Details() AdminDetail {
+	var d AdminDetail
+	if e.Detail != "" {
+		json.Unmarshal([]byte(e.Detail), &d)
+	}
+	return d
 }
 
 // TableName maps AdminEvent onto its table.
@@ -35,8 +62,13 @@ func (s *Store) InsertAdminEvent(ctx context.Context, e *AdminEvent) error {
 type AdminEventFilter struct {
 	Kind  string
 	Since time.Time
-	Limit int // 100 when 0, at most 1000
+	// Before pages: only the events older than the one of this id.
+	Before int64
+	Limit  int // 100 when 0, at most MaxAdminEvents
 }
+
+// MaxAdminEvents bounds a page of ListAdminEvents.
+const MaxAdminEvents = 1000
 
 // ListAdminEvents returns the newest events first.
 func (s *Store) ListAdminEvents(ctx context.Context, f AdminEventFilter) ([]AdminEvent, error) {
@@ -44,7 +76,10 @@ func (s *Store) ListAdminEvents(ctx context.Context, f AdminEventFilter) ([]Admi
 	if limit <= 0 {
 		limit = 100
 	}
-	q := s.db.WithContext(ctx).Order("log_id DESC").Limit(min(limit, 1000))
+	q := s.db.WithContext(ctx).Order("log_id DESC").Limit(min(limit, MaxAdminEvents))
+	if f.Before > 0 {
+		q = q.Where("log_id < ?", f.Before)
+	}
 	if f.Kind != "" {
 		q = q.Where("kind = ?", f.Kind)
 	}

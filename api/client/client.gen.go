@@ -53,6 +53,33 @@ func (e AgentViewStatus) Valid() bool {
 	}
 }
 
+// Defines values for AuditEntryVia.
+const (
+	AuditEntryViaApi     AuditEntryVia = "api"
+	AuditEntryViaBrowser AuditEntryVia = "browser"
+	AuditEntryViaCli     AuditEntryVia = "cli"
+	AuditEntryViaConsole AuditEntryVia = "console"
+	AuditEntryViaMcp     AuditEntryVia = "mcp"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryVia enum.
+func (e AuditEntryVia) Valid() bool {
+	switch e {
+	case AuditEntryViaApi:
+		return true
+	case AuditEntryViaBrowser:
+		return true
+	case AuditEntryViaCli:
+		return true
+	case AuditEntryViaConsole:
+		return true
+	case AuditEntryViaMcp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListedToolType.
 const (
 	ListedToolTypeFunction ListedToolType = "function"
@@ -491,6 +518,51 @@ func (e GetReadiness200JSONResponseBodyStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListAuditParamsKind.
+const (
+	ListAuditParamsKindAgent      ListAuditParamsKind = "agent"
+	ListAuditParamsKindConnection ListAuditParamsKind = "connection"
+	ListAuditParamsKindCredential ListAuditParamsKind = "credential"
+	ListAuditParamsKindDecision   ListAuditParamsKind = "decision"
+	ListAuditParamsKindImport     ListAuditParamsKind = "import"
+	ListAuditParamsKindMcpServer  ListAuditParamsKind = "mcp_server"
+	ListAuditParamsKindPlugin     ListAuditParamsKind = "plugin"
+	ListAuditParamsKindProvider   ListAuditParamsKind = "provider"
+	ListAuditParamsKindQuotaRule  ListAuditParamsKind = "quota_rule"
+	ListAuditParamsKindSession    ListAuditParamsKind = "session"
+	ListAuditParamsKindToken      ListAuditParamsKind = "token"
+)
+
+// Valid indicates whether the value is a known member of the ListAuditParamsKind enum.
+func (e ListAuditParamsKind) Valid() bool {
+	switch e {
+	case ListAuditParamsKindAgent:
+		return true
+	case ListAuditParamsKindConnection:
+		return true
+	case ListAuditParamsKindCredential:
+		return true
+	case ListAuditParamsKindDecision:
+		return true
+	case ListAuditParamsKindImport:
+		return true
+	case ListAuditParamsKindMcpServer:
+		return true
+	case ListAuditParamsKindPlugin:
+		return true
+	case ListAuditParamsKindProvider:
+		return true
+	case ListAuditParamsKindQuotaRule:
+		return true
+	case ListAuditParamsKindSession:
+		return true
+	case ListAuditParamsKindToken:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DecidePendingJSONBodyDecision.
 const (
 	Approve DecidePendingJSONBodyDecision = "approve"
@@ -686,6 +758,37 @@ type AgentView struct {
 
 // AgentViewStatus defines model for AgentView.Status.
 type AgentViewStatus string
+
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	// Actor admin, service, cli, or user 7.
+	Actor string `json:"actor"`
+
+	// Args The object and the values that are not secret.
+	Args *map[string]string `json:"args,omitempty"`
+
+	// HttpStatus The answer's status; 0 for a change at the command line.
+	HttpStatus int    `json:"http_status"`
+	Kind       string `json:"kind"`
+	LogId      int    `json:"log_id"`
+
+	// Op What was done (plugin.added, quota_rule.added, call.decided...); absent on rows written before it existed.
+	Op *string `json:"op,omitempty"`
+
+	// Summary The change in words.
+	Summary string `json:"summary"`
+
+	// Target The route's path (names and keys, never values), or the command.
+	Target string        `json:"target"`
+	Time   time.Time     `json:"time"`
+	Via    AuditEntryVia `json:"via"`
+
+	// Who The actor in words, in the language asked for.
+	Who string `json:"who"`
+}
+
+// AuditEntryVia defines model for AuditEntry.Via.
+type AuditEntryVia string
 
 // Connection defines model for Connection.
 type Connection struct {
@@ -1591,6 +1694,19 @@ type OauthConfirmFormdataBody = struct {
 // GetReadiness200JSONResponseBodyStatus defines parameters for GetReadiness.
 type GetReadiness200JSONResponseBodyStatus string
 
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	Kind  *ListAuditParamsKind `form:"kind,omitempty" json:"kind,omitempty"`
+	Limit *int                 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next page's cursor, as the previous page answered it.
+	Cursor         *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	AcceptLanguage *string `json:"Accept-Language,omitempty"`
+}
+
+// ListAuditParamsKind defines parameters for ListAudit.
+type ListAuditParamsKind string
+
 // ListConnectionsParams defines parameters for ListConnections.
 type ListConnectionsParams struct {
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
@@ -1610,8 +1726,15 @@ type AuthorizeConnectionJSONBody struct {
 	UserId *UserID `json:"user_id,omitempty"`
 }
 
+// ListCredentialsParams defines parameters for ListCredentials.
+type ListCredentialsParams struct {
+	// Needed With true, the answer lists in `needed` the credential keys the enabled tools the user may use read, each with the tools reading it (the first five, and how many), whether the user has it, and whether an empty value is one (a basic-auth password).
+	Needed *bool `form:"needed,omitempty" json:"needed,omitempty"`
+}
+
 // PutCredentialJSONBody defines parameters for PutCredential.
 type PutCredentialJSONBody struct {
+	// Value The credential's plaintext. Empty only for a key an enabled plugin reads as a basic-auth password (Stripe's secret key is the user name, its password empty); any other empty value answers 400.
 	Value *string `json:"value,omitempty"`
 }
 
@@ -2606,6 +2729,13 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
 	PutAgent(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAudit The administrators' log, newest first, each change in words.
+	//
+	// Every change — through the API, the console, the command line (via `cli`), a person's decision on a waiting call (via `console`, `api` or `mcp`) and a user connecting an account (via `browser`) — is one row: who, how, what in words (`summary`, in the language `Accept-Language` asks for: English or Chinese) with its object and the values that are not secret (`op`, `args`), and when. Paged with `cursor` (the answer's `next`). With `Accept: application/x-ndjson` the page is an export: one row a line, the next page's address in the `Link` header (`rel="next"`).
+	//
+	// Corresponds with GET /v1/audit (the `ListAudit` operationId).
+	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListConnections A user's connections.
 	//
 	// Corresponds with GET /v1/connections (the `ListConnections` operationId).
@@ -2638,7 +2768,7 @@ type ClientInterface interface {
 	// ListCredentials A user's stored credentials, masked (keys only for a console session).
 	//
 	// Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-	ListCredentials(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListCredentials(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteCredential Remove a credential.
 	//
@@ -3411,6 +3541,23 @@ func (c *Client) PutAgent(ctx context.Context, name string, body PutAgentJSONReq
 	return c.Client.Do(req)
 }
 
+// ListAudit The administrators' log, newest first, each change in words.
+//
+// Every change — through the API, the console, the command line (via `cli`), a person's decision on a waiting call (via `console`, `api` or `mcp`) and a user connecting an account (via `browser`) — is one row: who, how, what in words (`summary`, in the language `Accept-Language` asks for: English or Chinese) with its object and the values that are not secret (`op`, `args`), and when. Paged with `cursor` (the answer's `next`). With `Accept: application/x-ndjson` the page is an export: one row a line, the next page's address in the `Link` header (`rel="next"`).
+//
+// Corresponds with GET /v1/audit (the `ListAudit` operationId).
+func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListConnections A user's connections.
 //
 // Corresponds with GET /v1/connections (the `ListConnections` operationId).
@@ -3493,8 +3640,8 @@ func (c *Client) RotateCredentials(ctx context.Context, reqEditors ...RequestEdi
 // ListCredentials A user's stored credentials, masked (keys only for a console session).
 //
 // Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-func (c *Client) ListCredentials(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListCredentialsRequest(c.Server, userId)
+func (c *Client) ListCredentials(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCredentialsRequest(c.Server, userId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5146,6 +5293,99 @@ func NewPutAgentRequestWithBody(server string, name string, contentType string, 
 	return req, nil
 }
 
+// NewListAuditRequest constructs an http.Request for the ListAudit method
+func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.AcceptLanguage != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Accept-Language", *params.AcceptLanguage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Language", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListConnectionsRequest constructs an http.Request for the ListConnections method
 func NewListConnectionsRequest(server string, params *ListConnectionsParams) (*http.Request, error) {
 	var err error
@@ -5336,7 +5576,7 @@ func NewRotateCredentialsRequest(server string) (*http.Request, error) {
 }
 
 // NewListCredentialsRequest constructs an http.Request for the ListCredentials method
-func NewListCredentialsRequest(server string, userId UserIDPath) (*http.Request, error) {
+func NewListCredentialsRequest(server string, userId UserIDPath, params *ListCredentialsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5359,6 +5599,33 @@ func NewListCredentialsRequest(server string, userId UserIDPath) (*http.Request,
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Needed != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "needed", *params.Needed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7873,6 +8140,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/agents/{name} (the `PutAgent` operationId).
 	PutAgentWithResponse(ctx context.Context, name string, body PutAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*PutAgentResponse, error)
 
+	// ListAuditWithResponse The administrators' log, newest first, each change in words.
+	//
+	// Every change — through the API, the console, the command line (via `cli`), a person's decision on a waiting call (via `console`, `api` or `mcp`) and a user connecting an account (via `browser`) — is one row: who, how, what in words (`summary`, in the language `Accept-Language` asks for: English or Chinese) with its object and the values that are not secret (`op`, `args`), and when. Paged with `cursor` (the answer's `next`). With `Accept: application/x-ndjson` the page is an export: one row a line, the next page's address in the `Link` header (`rel="next"`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/audit (the `ListAudit` operationId).
+	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
+
 	// ListConnectionsWithResponse A user's connections.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7913,7 +8189,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-	ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error)
+	ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error)
 
 	// DeleteCredentialWithResponse Remove a credential.
 	//
@@ -9581,6 +9857,100 @@ func (r PutAgentResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditResponse200Headers the declared response headers of an HTTP 200 response for ListAudit
+type ListAuditResponse200Headers struct {
+	ContentLanguage *string
+	Link            *string
+}
+
+type ListAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Events []AuditEntry `json:"events"`
+
+		// Next The cursor of the next page; null on the last.
+		Next *string `json:"next"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAuditResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditResponse) GetJSON200() *struct {
+	Events []AuditEntry `json:"events"`
+
+	// Next The cursor of the next page; null on the last.
+	Next *string `json:"next"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListConnectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9933,7 +10303,14 @@ type ListCredentialsResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		Credentials *[]map[string]interface{} `json:"credentials"`
-		UserId      int                       `json:"user_id"`
+		Needed      *[]struct {
+			Key        string   `json:"key"`
+			MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+			Set        bool     `json:"set"`
+			Tools      []string `json:"tools"`
+			ToolsTotal int      `json:"tools_total"`
+		} `json:"needed,omitempty"`
+		UserId int `json:"user_id"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *Error
@@ -9950,7 +10327,14 @@ type ListCredentialsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListCredentialsResponse) GetJSON200() *struct {
 	Credentials *[]map[string]interface{} `json:"credentials"`
-	UserId      int                       `json:"user_id"`
+	Needed      *[]struct {
+		Key        string   `json:"key"`
+		MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+		Set        bool     `json:"set"`
+		Tools      []string `json:"tools"`
+		ToolsTotal int      `json:"tools_total"`
+	} `json:"needed,omitempty"`
+	UserId int `json:"user_id"`
 } {
 	return r.JSON200
 }
@@ -14002,6 +14386,21 @@ func (c *ClientWithResponses) PutAgentWithResponse(ctx context.Context, name str
 	return ParsePutAgentResponse(rsp)
 }
 
+// ListAuditWithResponse The administrators' log, newest first, each change in words.
+//
+// Every change — through the API, the console, the command line (via `cli`), a person's decision on a waiting call (via `console`, `api` or `mcp`) and a user connecting an account (via `browser`) — is one row: who, how, what in words (`summary`, in the language `Accept-Language` asks for: English or Chinese) with its object and the values that are not secret (`op`, `args`), and when. Paged with `cursor` (the answer's `next`). With `Accept: application/x-ndjson` the page is an export: one row a line, the next page's address in the `Link` header (`rel="next"`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/audit (the `ListAudit` operationId).
+func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error) {
+	rsp, err := c.ListAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditResponse(rsp)
+}
+
 // ListConnectionsWithResponse A user's connections.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14072,8 +14471,8 @@ func (c *ClientWithResponses) RotateCredentialsWithResponse(ctx context.Context,
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/credentials/{user_id} (the `ListCredentials` operationId).
-func (c *ClientWithResponses) ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error) {
-	rsp, err := c.ListCredentials(ctx, userId, reqEditors...)
+func (c *ClientWithResponses) ListCredentialsWithResponse(ctx context.Context, userId UserIDPath, params *ListCredentialsParams, reqEditors ...RequestEditorFn) (*ListCredentialsResponse, error) {
+	rsp, err := c.ListCredentials(ctx, userId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15911,6 +16310,95 @@ func ParsePutAgentResponse(rsp *http.Response) (*PutAgentResponse, error) {
 	return response, nil
 }
 
+// ParseListAuditResponse parses an HTTP response from a ListAuditWithResponse call
+func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Events []AuditEntry `json:"events"`
+
+			// Next The cursor of the next page; null on the last.
+			Next *string `json:"next"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAuditResponse200Headers
+		if values := rsp.Header.Values("Content-Language"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Language", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLanguage = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListConnectionsResponse parses an HTTP response from a ListConnectionsWithResponse call
 func ParseListConnectionsResponse(rsp *http.Response) (*ListConnectionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16210,7 +16698,14 @@ func ParseListCredentialsResponse(rsp *http.Response) (*ListCredentialsResponse,
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			Credentials *[]map[string]interface{} `json:"credentials"`
-			UserId      int                       `json:"user_id"`
+			Needed      *[]struct {
+				Key        string   `json:"key"`
+				MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
+				Set        bool     `json:"set"`
+				Tools      []string `json:"tools"`
+				ToolsTotal int      `json:"tools_total"`
+			} `json:"needed,omitempty"`
+			UserId int `json:"user_id"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

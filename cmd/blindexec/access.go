@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -66,6 +67,11 @@ func permsCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				perms := strings.Join(args, ", ")
+				if perms == "" {
+					perms = "(none)"
+				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(api.OpPluginsPerms, "plugins", strings.Join(names, ", "), "perms", perms))
 				fmt.Fprintf(cmd.OutOrStdout(), "set the perms of %d plugin(s) to [%s]\n", n, strings.Join(args, ", "))
 				return nil
 			})
@@ -114,6 +120,7 @@ func agentCmd(cfg *config) *cobra.Command {
 				if err := st.CreateAgent(ctx, row); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "agent", api.Detail(api.OpAgentAdded, "name", a.Name))
 				fmt.Fprintf(cmd.OutOrStdout(), "added agent %s\n", a.Name)
 				return nil
 			})
@@ -163,6 +170,7 @@ func agentCmd(cfg *config) *cobra.Command {
 				if err := st.DeleteAgent(ctx, args[0]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "agent", api.Detail(api.OpAgentDeleted, "name", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "removed agent %s\n", args[0])
 				return nil
 			})

@@ -191,7 +191,9 @@ func pluginCmd(cfg *config) *cobra.Command {
 				}
 				row.CreateBy, row.UpdateBy = "cli", "cli"
 				err = st.CreatePlugin(ctx, row)
+				op := api.OpPluginAdded
 				if errors.Is(err, store.ErrDuplicate) && replace {
+					op = api.OpPluginReplaced
 					old, gerr := st.GetPlugin(ctx, p.Name)
 					if gerr != nil {
 						return gerr
@@ -205,6 +207,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(op, "name", p.Name))
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
 				for _, r := range p.InvisibleRemoved {
 					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
@@ -263,6 +266,11 @@ func pluginCmd(cfg *config) *cobra.Command {
 					if err := st.SetPluginStatus(ctx, args[0], value, "cli"); err != nil {
 						return err
 					}
+					op := api.OpPluginEnabled
+					if value == store.StatusDisabled {
+						op = api.OpPluginDisabled
+					}
+					recordChange(ctx, cmd, st, "plugin", api.Detail(op, "name", args[0]))
 					fmt.Fprintf(cmd.OutOrStdout(), "%sd %s\n", use, args[0])
 					return nil
 				})
@@ -276,6 +284,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err := st.DeletePlugin(ctx, args[0]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(api.OpPluginDeleted, "name", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
 				return nil
 			})
@@ -304,6 +313,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(api.OpPluginsClassified, "plugins", strings.Join(args[1:], ", "), "consequential", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "classified %d plugin(s) consequential=%s\n", n, args[0])
 				return nil
 			})
@@ -327,10 +337,11 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysRecord, func(ctx context.Context, st *store.Store, cs *auth.CredentialService) error {
 				if err := cs.Set(ctx, user, args[1], value, "cli"); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "credential", api.Detail(api.OpCredentialSet, "user", args[0], "key", args[1]))
 				fmt.Fprintf(cmd.OutOrStdout(), "stored %s for user %d\n", args[1], user)
 				return nil
 			})
@@ -343,7 +354,7 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, st *store.Store, cs *auth.CredentialService) error {
 				list, err := cs.List(ctx, user)
 				if err != nil {
 					return err
@@ -364,10 +375,11 @@ func credCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, cs *auth.CredentialService) error {
+			return withCreds(cmd, cfg, keysVerify, func(ctx context.Context, st *store.Store, cs *auth.CredentialService) error {
 				if err := cs.Delete(ctx, user, args[1]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "credential", api.Detail(api.OpCredentialDeleted, "user", args[0], "key", args[1]))
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s for user %d\n", args[1], user)
 				return nil
 			})
@@ -395,6 +407,7 @@ func credCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "credential", api.Detail(api.OpCredentialsRotated))
 				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s) and %d OAuth provider secret(s) or connection(s)\n", n, m)
 				return nil
 			})
@@ -425,6 +438,12 @@ func tokenCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				expires := ""
+				if ttl > 0 {
+					expires = ttl.String()
+				}
+				recordChange(ctx, cmd, st, "token", api.Detail(api.OpTokenCreated, "id", strconv.FormatInt(row.ID, 10),
+					"user", strconv.FormatInt(user, 10), "name", name, "scope", scope, "expires", expires))
 				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", tok)
 				fmt.Fprintf(cmd.ErrOrStderr(), "token %d for user %d: shown once, keep it\n", row.ID, user)
 				return nil
@@ -477,6 +496,7 @@ func tokenCmd(cfg *config) *cobra.Command {
 				if err := st.DeleteToken(ctx, id); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "token", api.Detail(api.OpTokenRevoked, "id", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %d\n", id)
 				return nil
 			})
@@ -610,13 +630,13 @@ func withStore(cmd *cobra.Command, cfg *config, fn func(context.Context, *store.
 	return fn(cmd.Context(), st)
 }
 
-func withCreds(cmd *cobra.Command, cfg *config, check keyCheck, fn func(context.Context, *auth.CredentialService) error) error {
+func withCreds(cmd *cobra.Command, cfg *config, check keyCheck, fn func(context.Context, *store.Store, *auth.CredentialService) error) error {
 	return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
 		cs, err := cfg.credentials(ctx, st, check)
 		if err != nil {
 			return err
 		}
-		return fn(ctx, cs)
+		return fn(ctx, st, cs)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,8 +16,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/openaitest"
+	"github.com/blindexec/blindexec/store"
 )
 
 // cli runs blindexec commands in-process against one SQLite file, with a
@@ -230,8 +233,31 @@ func TestCLITokensAndRotate(t *testing.T) {
 	if code, _, _ := c.run("", "token", "revoke", "1"); code != 0 {
 		t.Fatal("revoke")
 	}
-	if code, _, _ := c.run("value", "cred", "set", "7", "K"); code != 0 {
+	if code, _, _ := c.run("value-0123456789", "cred", "set", "7", "K"); code != 0 {
 		t.Fatal("cred set")
+	}
+	// Every change at the command line is in the administrators' log,
+	// in words, without a value or a token (issue 51 point 4).
+	st, err := store.Open(t.Context(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for i := range events {
+		if events[i].Actor != "cli" || events[i].Via != "cli" {
+			t.Errorf("event %+v: want actor and via cli", events[i])
+		}
+		said = append(said, events[i].Target+": "+api.Summary(api.LangEN, &events[i]))
+	}
+	want := []string{"cred set: credential “K” of user 7 set", "token revoke: token #1 revoked",
+		"token create: token #2 created for user 7 “approvals”, console only", "token create: token #1 created for user 7 “laptop”"}
+	if strings.Join(said, "\n") != strings.Join(want, "\n") || strings.Contains(fmt.Sprint(events), tok) || strings.Contains(fmt.Sprint(events), "value-0123456789") {
+		t.Errorf("the log:\n%s\nwant:\n%s", strings.Join(said, "\n"), strings.Join(want, "\n"))
 	}
 	// Rotate to a new master key with the old one kept for reading.
 	old := os.Getenv("BLINDEXEC_MASTER_KEY")

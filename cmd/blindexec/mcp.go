@@ -70,6 +70,7 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "mcp_server", api.Detail(api.OpMCPServerAdded, "name", row.Name, "url", api.SafeURL(row.URL)))
 				fmt.Fprintf(cmd.OutOrStdout(), "registered %s (mcp_id %s)\n", row.Name, row.ID)
 				return nil
 			})
@@ -115,6 +116,7 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "mcp_server", api.Detail(api.OpMCPServerDeleted, "id", row.Name))
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", row.Name)
 				for _, name := range disabled {
 					fmt.Fprintf(cmd.OutOrStdout(), "  disabled plugin %s (it calls the removed server)\n", name)

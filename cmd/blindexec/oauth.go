@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/store"
 )
@@ -57,6 +59,8 @@ func oauthCmd(cfg *config) *cobra.Command {
 				if _, err := svc.PutProvider(ctx, p); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, svc.Store, "provider", api.Detail(api.OpProviderSaved, "name", p.Name, "client_id", p.ClientID,
+					"scopes", strings.Join(p.Scopes, " "), "enabled", strconv.FormatBool(p.Enabled)))
 				fmt.Fprintf(cmd.OutOrStdout(), "registered %s\n", p.Name)
 				if cb, err := svc.CallbackURL(); err == nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "register this redirect URI at the provider: %s\n", cb)
@@ -102,6 +106,7 @@ func oauthCmd(cfg *config) *cobra.Command {
 				if err := svc.DeleteProvider(ctx, args[0]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, svc.Store, "provider", api.Detail(api.OpProviderDeleted, "name", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
 				return nil
 			})
@@ -147,6 +152,7 @@ func oauthCmd(cfg *config) *cobra.Command {
 				if err := svc.Disconnect(ctx, discUser, args[0]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, svc.Store, "connection", api.Detail(api.OpConnectionDeleted, "provider", args[0], "user", strconv.FormatInt(discUser, 10)))
 				fmt.Fprintf(cmd.OutOrStdout(), "disconnected user %d from %s\n", discUser, args[0])
 				return nil
 			})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 )
@@ -39,6 +41,8 @@ func quotaCmd(cfg *config) *cobra.Command {
 				if err := st.CreateQuotaRule(ctx, rule.Row()); err != nil {
 					return err
 				}
+				doc, _ := json.Marshal(rule) // described as the API's POST /v1/quotas/rules is
+				recordChange(ctx, cmd, st, "quota_rule", api.DescribeChange("POST", "/v1/quotas/rules", doc, nil, 0, nil))
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s\n", rule.Name)
 				return nil
 			})
@@ -80,6 +84,7 @@ func quotaCmd(cfg *config) *cobra.Command {
 				if err := st.DeleteQuotaRule(ctx, args[0]); err != nil {
 					return err
 				}
+				recordChange(ctx, cmd, st, "quota_rule", api.Detail(api.OpQuotaRuleDeleted, "name", args[0]))
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
 				return nil
 			})

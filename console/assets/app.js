@@ -72,6 +72,27 @@ const I18N = {
     authorization_url: 'Authorization URL', token_url: 'Token URL', revocation_url: 'Revocation URL', issuer: 'Issuer',
     client_id: 'Client id', client_secret: 'Client secret', secret_kept: '(stored: leave empty to keep it)', pkce: 'PKCE (S256)',
     provider_enabled: 'Enabled', save_provider: 'Save provider', empty_provider_list: 'No provider registered.', secret_set: 'secret stored', no_secret: 'no secret',
+    cancel: 'Cancel', confirm_title: 'Are you sure?',
+    del_credential: 'Delete the credential “{key}” of user {user}? It cannot be shown again; the tools that read it ({tools}) answer “missing credentials” until it is set again.',
+    del_rule: 'Delete the quota rule “{name}”? Its use so far goes with it, and the calls it limited are no longer limited by it.',
+    del_provider: 'Delete the OAuth provider “{name}”? Every user\'s connection to it goes with it ({count} now), its tokens revoked at the provider; users must connect again once it is registered again.',
+    del_mcp: 'Remove the MCP server “{name}”? The plugins that call it are disabled with it.',
+    del_plugin: 'Delete the plugin “{name}”? It is no longer offered to the model; agents and quota rules naming it no longer find it. Its execution log stays.',
+    del_connection: 'Disconnect user {user} from {provider}? The tokens are revoked at the provider; tools using the account wait until the user connects again.',
+    no_tools_read: 'none enabled now',
+    needed_keys: 'Keys the user\'s tools need', needed_purpose: 'The credential keys the enabled tools this user may use read. Set the missing ones; the others are set.',
+    missing: 'missing', tools_reading: 'Read by', set_empty: 'Set an empty password', may_be_empty: 'a basic-auth password: empty is a value (the user name is then the secret)',
+    empty_needed: 'No enabled tool this user may use reads a credential.',
+    set_credentials: 'Set the missing credentials', more_tools: '+{n} more',
+    audit_more: 'Older changes',
+    via_console: 'console', via_api: 'API', via_cli: 'command line', via_mcp: 'MCP client', via_browser: 'browser',
+    outcome_ok: 'ok', outcome_error: 'error', outcome_refused: 'refused',
+    win_minute: 'a minute', win_hour: 'an hour', win_day: 'a day',
+    per_window: '{n} {unit} {window}', unit_calls: 'calls', unit_run_tokens: 'run tokens',
+    applies_runs: 'runs (model tokens)', applies_tagged: 'tools tagged {tags}',
+    quota_tz: 'Reset times are in the quotas\' time zone (BLINDEXEC_QUOTA_TZ), UTC{offset}; your browser\'s time is in brackets.',
+    engine_says: 'The engine says:', url_label: 'URL', datetime_ph: 'YYYY-MM-DD hh:mm', ms: 'ms', max: 'max',
+    arguments_legend: 'Arguments', tokens: 'Tokens', add_plugin: 'Add plugin', colon: ': ',
   },
   'zh-CN': {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
@@ -140,12 +161,46 @@ const I18N = {
     authorization_url: '授权地址', token_url: '令牌地址', revocation_url: '吊销地址', issuer: '签发者',
     client_id: '客户端 ID', client_secret: '客户端密钥', secret_kept: '（已保存：留空则保留）', pkce: 'PKCE（S256）',
     provider_enabled: '启用', save_provider: '保存提供方', empty_provider_list: '尚未注册提供方。', secret_set: '已保存密钥', no_secret: '无密钥',
+    cancel: '取消', confirm_title: '确定吗？',
+    del_credential: '删除用户 {user} 的凭据“{key}”？删除后无法再查看；读取它的工具（{tools}）在重新设置之前都会返回“缺少凭据”。',
+    del_rule: '删除配额规则“{name}”？已有的用量随之删除，它限制的调用不再受它限制。',
+    del_provider: '删除 OAuth 提供方“{name}”？所有用户与它的连接随之删除（当前 {count} 个），令牌在提供方处吊销；重新注册后用户需要重新连接。',
+    del_mcp: '移除 MCP 服务“{name}”？调用它的插件随之停用。',
+    del_plugin: '删除插件“{name}”？模型将不再看到它；引用它的智能体和配额规则将找不到它。执行日志保留。',
+    del_connection: '断开用户 {user} 与 {provider} 的连接？令牌将在提供方处吊销；使用该账号的工具要等用户重新连接。',
+    no_tools_read: '当前没有启用的工具',
+    needed_keys: '该用户的工具需要的键', needed_purpose: '该用户可用的已启用工具读取的凭据键。请设置缺少的键，其余已设置。',
+    missing: '缺少', tools_reading: '读取它的工具', set_empty: '设为空密码', may_be_empty: 'Basic 认证密码：空值也有效（此时用户名即为密钥）',
+    empty_needed: '该用户可用的已启用工具都不读取凭据。',
+    set_credentials: '设置缺少的凭据', more_tools: '另有 {n} 个',
+    audit_more: '更早的变更',
+    via_console: '控制台', via_api: 'API', via_cli: '命令行', via_mcp: 'MCP 客户端', via_browser: '浏览器',
+    outcome_ok: '成功', outcome_error: '出错', outcome_refused: '被拒绝',
+    win_minute: '每分钟', win_hour: '每小时', win_day: '每天',
+    per_window: '{window} {n} {unit}', unit_calls: '次调用', unit_run_tokens: '个运行令牌',
+    applies_runs: '运行（模型令牌）', applies_tagged: '带标签 {tags} 的工具',
+    quota_tz: '重置时间按配额时区（BLINDEXEC_QUOTA_TZ）显示，即 UTC{offset}；括号内为浏览器所在时区的时间。',
+    engine_says: '引擎返回：', url_label: 'URL', datetime_ph: '年-月-日 时:分', ms: '毫秒', max: '最大',
+    arguments_legend: '参数', tokens: '令牌', add_plugin: '添加插件', colon: '：',
   },
 };
 
+// addStrings adds a page's strings, registered from the page's own file:
+// every key in both languages (the browser test fails on one missing).
+function addStrings(tables) {
+  for (const [l, strings] of Object.entries(tables)) Object.assign(I18N[l] || (I18N[l] = {}), strings);
+}
+
 let lang = localStorage.getItem('blindexec.lang') ||
   ((navigator.languages || [navigator.language]).some((l) => /^zh/i.test(l)) ? 'zh-CN' : 'en');
-const t = (k) => (I18N[lang] && I18N[lang][k]) || I18N.en[k] || k;
+// untranslated collects the keys a page asked for that the language
+// lacks: the browser test reads it on every page, in both languages.
+const untranslated = new Set();
+const t = (k) => {
+  const v = I18N[lang] && I18N[lang][k];
+  if (v === undefined) untranslated.add(lang + ':' + k);
+  return v || I18N.en[k] || k;
+};
 
 let session = null; // {role, user_id, csrf}
 
@@ -166,6 +221,11 @@ function el(tag, props, ...kids) {
   }
   return n;
 }
+
+// asData marks a node as the engine's data (a name, a description, what an
+// upstream wrote): never translated, by a browser's translator or by the
+// translation test.
+const asData = (node) => { node.setAttribute('translate', 'no'); return node; };
 
 // link is an in-console link: the href is built here, never taken from data.
 // kids (nodes or strings) stand for the text when given.
@@ -201,7 +261,9 @@ function plainText(s) {
 }
 
 function fetchOptions(method, body) {
-  const opts = { method, credentials: 'same-origin', headers: {} };
+  // The engine answers in the console's language where it speaks (the
+  // administrators' log, the OAuth pages).
+  const opts = { method, credentials: 'same-origin', headers: { 'Accept-Language': lang } };
   if (method !== 'GET') opts.headers['X-CSRF-Token'] = session && session.csrf;
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
@@ -255,21 +317,58 @@ async function callStream(method, path, body, onProgress) {
   return { status: r.status, ok: r.ok && !last.error, data: last };
 }
 
-// errorBox names what went wrong, field by field when the API says which.
+// errorBox names what went wrong: the error code's sentence in the
+// console's language, then the engine's own words (English, the detail,
+// never translated: translate="no"), field by field when it says which.
 function errorBox(res) {
   const e = (res.data && res.data.error) || { message: 'HTTP ' + res.status };
-  const box = el('div', { class: 'error', attrs: { role: 'alert' } }, e.message || e.code);
+  const box = el('div', { class: 'error', attrs: { role: 'alert', 'data-code': e.code || null } }, errorSentence(e.code, res.status));
+  if (e.message) box.append(' ', el('span', { class: 'detail', attrs: { translate: 'no' }, text: t('engine_says') + ' ' + e.message }));
   const fields = e.details && e.details.fields;
   if (Array.isArray(fields)) {
-    box.append(el('ul', null, fields.map((f) => el('li', null, el('strong', { text: f.field + ': ' }), f.message))));
+    box.append(el('ul', null, fields.map((f) => el('li', { attrs: { translate: 'no' } }, el('strong', { text: f.field + ': ' }), f.message))));
   }
   return box;
+}
+
+// errorSentence says an error code in words (err_<code>, errors.js), or
+// the HTTP status's when the engine named none.
+function errorSentence(code, status) {
+  if (code && I18N.en['err_' + code]) return t('err_' + code);
+  return fill('err_http', { status: String(status || '') });
+}
+
+// askFirst asks once before a destructive action: a modal dialog saying
+// what goes with it; run happens only on its confirmation.
+function askFirst(text, label, run) {
+  const yes = el('button', { class: 'danger confirm-yes', text: label });
+  const no = el('button', { class: 'secondary confirm-no', text: t('cancel'), attrs: { type: 'button' } });
+  const dialog = el('dialog', { class: 'confirm', attrs: { 'aria-label': t('confirm_title') } },
+    el('h2', { text: t('confirm_title') }), el('p', { class: 'confirm-text', text }), el('div', { class: 'row' }, yes, no));
+  const close = () => { dialog.close(); dialog.remove(); };
+  no.addEventListener('click', close);
+  dialog.addEventListener('cancel', close);
+  yes.addEventListener('click', async () => { close(); await run(); });
+  document.body.append(dialog);
+  dialog.showModal();
+  yes.focus();
 }
 
 const json = (v) => el('pre', { text: JSON.stringify(v, null, 2) });
 const fmtTime = (s) => (s ? new Date(s).toLocaleString(lang) : t('never'));
 const fmtShort = (s) => (s ? new Date(s).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'short' }) : t('never'));
 const fill = (key, vars) => Object.entries(vars).reduce((str, [k, v]) => str.replace('{' + k + '}', v), t(key));
+// zoneOffset is the UTC offset an RFC 3339 time was written in ("+08:00").
+const zoneOffset = (s) => { const m = /([+-]\d\d:\d\d|Z)$/.exec(String(s || '')); return m ? (m[1] === 'Z' ? '+00:00' : m[1]) : ''; };
+// fmtInZone shows an RFC 3339 time in the zone it was written in (the
+// quotas' BLINDEXEC_QUOTA_TZ), the browser's time beside it.
+function fmtInZone(s) {
+  if (!s) return t('never');
+  const off = zoneOffset(s);
+  const [h, m] = off.slice(1).split(':').map(Number);
+  const shifted = new Date(Date.parse(s) + (off[0] === '-' ? -1 : 1) * (h * 60 + m) * 60000);
+  return shifted.toLocaleString(lang, { timeZone: 'UTC', dateStyle: 'medium', timeStyle: 'short' }) + ' (' + fmtShort(s) + ')';
+}
 const isAdmin = () => session && session.role === 'admin';
 
 function heading(page, title, purpose) {
@@ -306,7 +405,7 @@ function catalogQuery(raw) {
 // sourceLabel names an import source in a few words: an MCP server's
 // name, a document's title, or a URL's file name.
 function sourceLabel(s) {
-  if (s.server_name) return 'MCP ' + s.server_name;
+  if (s.server_name) return t('mcp') + ' ' + s.server_name;
   const loc = String(s.location || '').replace(/^inline:/, '');
   const url = /^https?:\/\/[^/]+\/(?:.*\/)?([^/?#]+)/.exec(loc);
   return url ? url[1] : loc;
@@ -383,11 +482,14 @@ async function pageCatalog(page, raw) {
     // The description, less the title it often starts with (an
     // operation's summary, then its description).
     const title = plainText(p.title), full = plainText(p.description);
-    const text = title && full.startsWith(title) ? full.slice(title.length).trim() : full;
-    return [link(['plugin', p.name], null, ...breakable(p.name)),
-      el('div', { class: 'clamp', attrs: { title: full } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
+    let text = title && full.startsWith(title) ? full.slice(title.length).trim() : full;
+    // What is left of a description that was its title and a full stop
+    // (or a dash) says nothing: no "— ." after the title.
+    if (title && !/[\p{L}\p{N}]/u.test(text)) text = '';
+    return [asData(link(['plugin', p.name], null, ...breakable(p.name))),
+      el('div', { class: 'clamp', attrs: { title: full, translate: 'no' } }, title ? el('strong', { text: title }) : null, title && text ? ' — ' : null, text),
       el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
-        el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null } })),
+        el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null, translate: from ? 'no' : null } })),
       el('span', null, el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
         p.invisible_removed ? el('span', { class: 'badge warn', text: t('invisible_badge'), attrs: { title: t('invisible_purpose') } }) : null),
       el('span', { text: fmtShort(p.last_call_time), attrs: { title: p.last_call_time ? fmtTime(p.last_call_time) : null } }),
@@ -426,7 +528,7 @@ async function pageTools(page, raw) {
   page.append(nav());
   for (const tool of tools) {
     const f = tool.function || tool;
-    page.append(el('h2', { class: 'tool' }, link(['try', f.name], null, ...breakable(f.name))), el('p', { text: plainText(f.description) }), paramTree(f.parameters));
+    page.append(el('h2', { class: 'tool' }, asData(link(['try', f.name], null, ...breakable(f.name)))), el('p', { text: plainText(f.description), attrs: { translate: 'no' } }), paramTree(f.parameters));
   }
   page.append(nav());
 }
@@ -442,8 +544,9 @@ function paramTree(schema, required) {
     const kids = [];
     if (s.type === 'object') kids.push(paramTree(s));
     if (s.type === 'array' && s.items && s.items.type === 'object') kids.push(paramTree(s.items));
-    return el('li', null, el('code', { text: n }), ' ', el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') }),
-      req.has(n) ? ' ' + t('required') : '', s.enum ? ' [' + s.enum.join(' | ') + ']' : '', plainText(s.description) ? ' — ' + plainText(s.description) : '', kids);
+    return el('li', null, el('code', { text: n }), ' ', asData(el('span', { class: 'badge', text: s.type === 'array' ? 'array<' + ((s.items && s.items.type) || '?') + '>' : (s.type || 'any') })),
+      req.has(n) ? ' ' + t('required') : '', s.enum ? asData(el('span', { text: ' [' + s.enum.join(' | ') + ']' })) : '',
+      plainText(s.description) ? asData(el('span', { text: ' — ' + plainText(s.description) })) : '', kids);
   })));
 }
 
@@ -460,12 +563,16 @@ function invisibleWarning(removed) {
 
 async function pagePlugin(page, name) {
   heading(page, '', t('plugin_purpose'));
-  page.querySelector('h1').append(...breakable(name));
+  page.querySelector('h1').append(asData(el('span', null, ...breakable(name))));
   const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
   if (!r.ok) return page.append(errorBox(r));
   const p = r.data;
-  page.append(el('p', null, link(['try', name], t('try'))), el('p', { class: 'description', text: plainText(p.description) }),
-    invisibleWarning(p.invisible_removed),
+  const delMsg = el('div');
+  page.append(el('p', { class: 'row' }, link(['try', name], t('try')), el('button', { class: 'danger', attrs: { id: 'plugin-delete' }, text: t('delete'), on: { click: () => askFirst(fill('del_plugin', { name }), t('delete'), async () => {
+    const x = await call('DELETE', '/v1/plugins/' + encodeURIComponent(name));
+    if (x.ok) location.hash = '#/catalog'; else delMsg.replaceChildren(errorBox(x));
+  }) } })), delMsg, el('p', { class: 'description', attrs: { translate: 'no' }, text: plainText(p.description) }),
+    invisibleWarning(p.invisible_removed) || '', // append(null) would write "null"
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
       el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
@@ -552,7 +659,8 @@ function sentRequest(req) {
 }
 
 async function pageTry(page, name) {
-  heading(page, t('try') + ': ' + name, t('try_purpose'));
+  heading(page, t('try') + t('colon'), t('try_purpose'));
+  page.querySelector('h1').append(asData(el('span', { text: name })));
   let params;
   if (isAdmin()) {
     const r = await call('GET', '/v1/plugins/' + encodeURIComponent(name));
@@ -564,7 +672,7 @@ async function pageTry(page, name) {
     const tool = (r.data.tools || [])[0];
     params = tool && (tool.function || tool).parameters;
   }
-  const root = field('arguments', Object.assign({ type: 'object' }, params || {}), true);
+  const root = field(t('arguments_legend'), Object.assign({ type: 'object' }, params || {}), true);
   const user = el('input', { attrs: { type: 'number', id: 'run-user', value: session.user_id || '' } });
   if (!isAdmin()) user.disabled = true;
   const out = el('div', { attrs: { id: 'try-result' } });
@@ -584,6 +692,12 @@ async function pageTry(page, name) {
       if (r.data.request) out.append(sentRequest(r.data.request));
       out.append(el('h2', { text: t('response') }), json(r.data.output), el('h2', { text: t('envelope') }), json(envelope));
     } else out.append(errorBox(r));
+    // Missing credentials: the credentials page of that user, where the
+    // keys the tools need are marked.
+    const err = (r.data && (r.data.error || (r.data.output && r.data.output.error))) || {};
+    if (err.code === 'missing_credentials') {
+      out.prepend(el('p', { class: 'missing-credentials' }, link(['credentials', String(body.user_id || session.user_id || '')], t('set_credentials'))));
+    }
   } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') })), out);
 }
 
@@ -645,35 +759,35 @@ async function pageMCP(page) {
   if (!r.ok) return page.append(errorBox(r));
   const name = el('input', { attrs: { id: 'mcp-name', required: true } });
   const url = el('input', { attrs: { id: 'mcp-url', type: 'url', required: true } });
-  const transport = el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v })));
+  const transport = asData(el('select', null, ['streamable_http', 'sse'].map((v) => el('option', { attrs: { value: v }, text: v }))));
   const msg = el('div');
   page.append(el('form', { class: 'row', attrs: { id: 'mcp-form' }, on: { submit: async (e) => {
     e.preventDefault();
     const s = await call('POST', '/v1/mcp/servers', { name: name.value, url: url.value, transport: transport.value });
     if (s.ok) route(); else msg.replaceChildren(errorBox(s));
-  } } }, el('label', null, t('name'), name), el('label', null, 'URL', url), el('label', null, t('transport'), transport),
+  } } }, el('label', null, t('name'), name), el('label', null, t('url_label'), url), el('label', null, t('transport'), transport),
   el('button', { text: t('register') })), msg);
   const servers = r.data.servers || [];
   if (!servers.length) return page.append(el('p', { class: 'empty', text: t('empty_mcp') }));
   const detail = el('div', { attrs: { id: 'mcp-detail' } });
-  page.append(el('div', { attrs: { id: 'mcp-servers' } }, table([t('name'), 'URL', t('actions')], servers.map((s) => {
+  page.append(el('div', { attrs: { id: 'mcp-servers' } }, table([t('name'), t('url_label'), t('actions')], servers.map((s) => {
     const id = encodeURIComponent(s.mcp_id || s.id || s.name);
     const tools = (refresh) => async () => {
       const x = await call('GET', '/v1/mcp/servers/' + id + '/tools' + (refresh ? '?refresh=1' : ''));
       detail.replaceChildren(el('h2', { text: s.name }), x.ok ? table([t('name'), t('description')],
         (x.data.tools || []).map((tl) => [el('code', { text: tl.name }), el('span', { text: plainText(tl.description) })])) : errorBox(x));
     };
-    return [el('span', { text: s.name }), el('code', { text: s.url }), el('span', null,
+    return [el('span', { text: s.name, attrs: { translate: 'no' } }), el('code', { text: s.url }), el('span', null,
       el('button', { class: 'secondary tools', text: t('list_tools'), on: { click: tools(false) } }), ' ',
       el('button', { class: 'secondary', text: t('refresh'), on: { click: tools(true) } }), ' ',
       el('button', { text: t('import_tools'), on: { click: async () => {
         const x = await call('POST', '/v1/plugins/import/mcp', { server: s.mcp_id || s.id || s.name });
         detail.replaceChildren(x.ok ? json(x.data) : errorBox(x));
       } } }), ' ',
-      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+      el('button', { class: 'danger', text: t('delete'), on: { click: () => askFirst(fill('del_mcp', { name: s.name }), t('delete'), async () => {
         const x = await call('DELETE', '/v1/mcp/servers/' + id);
         if (x.ok) route(); else detail.replaceChildren(errorBox(x));
-      } } }))];
+      }) } }))];
   }))), detail);
 }
 
@@ -694,19 +808,37 @@ async function pageCredentials(page, uid) {
   };
   page.append(el('form', { class: 'row', attrs: { id: 'cred-form' }, on: { submit: (e) => { e.preventDefault(); const v = value.value; value.value = ''; put(key.value, v); } } },
     el('label', null, t('key'), key), el('label', null, t('value'), value), el('button', { text: t('set_btn') })), msg);
-  const r = await call('GET', '/v1/credentials/' + encodeURIComponent(user));
+  const r = await call('GET', '/v1/credentials/' + encodeURIComponent(user) + '?needed=true');
   if (!r.ok) return page.append(errorBox(r));
-  const creds = r.data.credentials || [];
+  const creds = r.data.credentials || [], needed = r.data.needed || [];
+  const readers = {};
+  for (const n of needed) readers[n.key] = n;
+  const toolsOf = (n) => (n && n.tools.length ? n.tools.join(', ') + (n.tools_total > n.tools.length ? ' ' + fill('more_tools', { n: n.tools_total - n.tools.length }) : '') : t('no_tools_read'));
+  // The keys the user's enabled tools read: the missing ones first, each
+  // settable in place (an empty basic-auth password too).
+  page.append(el('h2', { text: t('needed_keys') }), el('p', { class: 'purpose', text: t('needed_purpose') }));
+  if (!needed.length) page.append(el('p', { class: 'empty', text: t('empty_needed') }));
+  else {
+    const order = [...needed].sort((a, b) => Number(a.set) - Number(b.set));
+    page.append(el('div', { attrs: { id: 'cred-needed' } }, table([t('key'), t('status'), t('tools_reading'), t('actions')], order.map((n) => {
+      const nv = el('input', { attrs: { type: 'password', autocomplete: 'new-password', 'aria-label': t('value') } });
+      return [el('code', { text: n.key, attrs: { translate: 'no' } }),
+        el('span', { class: 'badge ' + (n.set ? 'on' : 'off'), attrs: { 'data-key': n.key }, text: n.set ? t('set') : t('missing') }),
+        el('span', { attrs: { translate: 'no' }, text: toolsOf(n) }),
+        el('span', null, nv, el('button', { class: 'secondary', text: n.set ? t('replace') : t('set_btn'), on: { click: () => { const v = nv.value; nv.value = ''; if (v) put(n.key, v); } } }),
+          n.may_be_empty ? el('button', { class: 'secondary set-empty', text: t('set_empty'), attrs: { title: t('may_be_empty') }, on: { click: () => put(n.key, '') } }) : null)];
+    }))));
+  }
   if (!creds.length) return page.append(el('p', { class: 'empty', text: t('empty_creds') }));
-  page.append(table([t('key'), t('status'), t('updated'), t('actions')], creds.map((c) => {
+  page.append(el('h2', { text: t('credentials') }), el('div', { attrs: { id: 'cred-list' } }, table([t('key'), t('status'), t('updated'), t('actions')], creds.map((c) => {
     const nv = el('input', { attrs: { type: 'password', autocomplete: 'new-password', 'aria-label': t('value') } });
-    return [el('code', { text: c.key }), el('span', { class: 'badge on', text: t('set') }), el('span', { text: fmtTime(c.update_time) }),
+    return [el('code', { text: c.key, attrs: { translate: 'no' } }), el('span', { class: 'badge on', text: t('set') }), el('span', { text: fmtTime(c.update_time) }),
       el('span', null, nv, el('button', { class: 'secondary', text: t('replace'), on: { click: () => { const v = nv.value; nv.value = ''; if (v) put(c.key, v); } } }), ' ',
-        el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+        el('button', { class: 'danger', text: t('delete'), on: { click: () => askFirst(fill('del_credential', { key: c.key, user, tools: toolsOf(readers[c.key]) }), t('delete'), async () => {
           const x = await call('DELETE', '/v1/credentials/' + encodeURIComponent(user) + '/' + encodeURIComponent(c.key));
           if (x.ok) route(); else msg.replaceChildren(errorBox(x));
-        } } }))];
-  })));
+        }) } }))];
+  }))));
 }
 
 // chart draws, per plugin, the calls in each time bucket as bars and the
@@ -741,14 +873,14 @@ function chart(execs) {
     const maxMs = Math.max(1, peakMs); // the line's scale
     svg.append(svgEl('text', { x: 0, y: y0 + 13, 'font-size': 12, 'font-weight': 600 }, n));
     svg.append(svgEl('text', { x: W, y: y0 + 13, 'font-size': 11, 'text-anchor': 'end', fill: '#57606a' },
-      `${total} ${t('calls')} · ${t('avg')} ${Math.round(ms / total)} ms · max ${Math.round(peakMs)} ms`));
+      `${total} ${t('calls')} · ${t('avg')} ${Math.round(ms / total)} ${t('ms')} · ${t('max')} ${Math.round(peakMs)} ${t('ms')}`));
     svg.append(svgEl('line', { x1: 0, y1: base, x2: W, y2: base, stroke: '#d0d7de' }));
     const line = [];
     rows.forEach((c, b) => {
       if (!c.n) return;
       const h = Math.max(2, (c.n / maxN) * (plotH - 4));
       const bar = svgEl('rect', { x: b * bw + 1, y: base - h, width: bw - 2, height: h, fill: '#1f6feb', opacity: 0.8 });
-      bar.append(svgEl('title', {}, `${c.n} ${t('calls')}, ${t('avg')} ${Math.round(c.ms / c.n)} ms`));
+      bar.append(svgEl('title', {}, `${c.n} ${t('calls')}, ${t('avg')} ${Math.round(c.ms / c.n)} ${t('ms')}`));
       svg.append(bar);
       line.push(`${b * bw + bw / 2},${base - ((c.ms / c.n) / maxMs) * (plotH - 4)}`);
     });
@@ -766,9 +898,13 @@ async function pageActivity(page, query) {
   heading(page, t('activity'), t('activity_purpose'));
   const q = new URLSearchParams(query || '');
   const inp = (id, type) => el('input', { attrs: { id: 'f-' + id, type: type || 'text', value: q.get(id) || '' } });
-  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), trace_id: inp('trace_id'), since: inp('since', 'datetime-local'), until: inp('until', 'datetime-local') };
+  // Times as text in one pattern for both languages (a browser's date
+  // picker follows the browser's language, not the console's), read in
+  // the browser's time zone.
+  const when = (id) => { const n = inp(id); n.placeholder = t('datetime_ph'); n.pattern = '\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2})?'; return n; };
+  const f = { plugin: inp('plugin'), user_id: inp('user_id', 'number'), run_id: inp('run_id'), trace_id: inp('trace_id'), since: when('since'), until: when('until') };
   if (!isAdmin()) { f.user_id.value = session.user_id; f.user_id.disabled = true; }
-  const outcome = el('select', { attrs: { id: 'f-outcome' } }, ['', 'ok', 'error', 'refused'].map((v) => el('option', { attrs: { value: v, selected: q.get('outcome') === v }, text: v || t('any') })));
+  const outcome = el('select', { attrs: { id: 'f-outcome' } }, ['', 'ok', 'error', 'refused'].map((v) => el('option', { attrs: { value: v, selected: q.get('outcome') === v }, text: v ? t('outcome_' + v) : t('any') })));
   page.append(el('form', { class: 'row', on: { submit: (e) => {
     e.preventDefault();
     const n = new URLSearchParams();
@@ -779,7 +915,10 @@ async function pageActivity(page, query) {
   el('label', null, t('trace_id'), f.trace_id), el('label', null, t('outcome'), outcome), el('label', null, t('since'), f.since), el('label', null, t('until'), f.until), el('button', { text: t('filter') })));
   const api = new URLSearchParams({ limit: '500' });
   for (const k of ['plugin', 'user_id', 'run_id', 'trace_id']) if (q.get(k)) api.set(k, q.get(k));
-  for (const k of ['since', 'until']) if (q.get(k)) api.set(k, new Date(q.get(k)).toISOString());
+  for (const k of ['since', 'until']) {
+    const d = q.get(k) && new Date(q.get(k).replace(' ', 'T'));
+    if (d && !Number.isNaN(d.getTime())) api.set(k, d.toISOString());
+  }
   const r = await call('GET', '/v1/executions?' + api.toString());
   if (!r.ok) page.append(errorBox(r));
   else {
@@ -791,22 +930,33 @@ async function pageActivity(page, query) {
       // the calls of that trace; the trace itself is in the operator's
       // tracing backend (Jaeger, SkyWalking...).
       page.append(table([t('time'), t('plugin'), t('user_id'), t('outcome'), t('http_status'), t('latency'), t('run_id'), t('trace_id'), t('error')], execs.map((e) => [
-        el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.plugin_name }), el('span', { text: e.user_id ?? '' }),
-        el('span', { class: 'badge ' + (e.status === 'ok' ? 'on' : 'off'), text: e.status }), el('span', { text: e.http_status || '' }),
+        el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.plugin_name, attrs: { translate: 'no' } }), el('span', { text: e.user_id ?? '' }),
+        el('span', { class: 'badge ' + (e.status === 'ok' ? 'on' : 'off'), text: I18N.en['outcome_' + e.status] ? t('outcome_' + e.status) : e.status }), el('span', { text: e.http_status || '' }),
         el('span', { text: e.latency_ms }), e.run_id ? link(['run', e.run_id], e.run_id) : '',
         e.trace_id ? el('a', { class: 'trace-id', attrs: { href: '#/activity/trace_id=' + encodeURIComponent(e.trace_id) }, text: e.trace_id }) : '',
-        el('span', { text: e.error_message || e.error_class || '' })])));
+        el('span', { text: e.error_message || e.error_class || '', attrs: { translate: 'no' } })])));
     }
   }
   if (!isAdmin()) return;
   page.append(el('h2', { text: t('audit') }));
-  const a = await call('GET', '/console/api/audit?limit=200');
-  if (!a.ok) return page.append(errorBox(a));
-  const events = a.data.events || [];
-  if (!events.length) return page.append(el('p', { class: 'empty', text: t('empty_audit') }));
-  page.append(el('div', { attrs: { id: 'audit' } }, table([t('time'), t('who'), t('via'), t('what'), t('status')], events.map((e) => [
-    el('span', { text: fmtTime(e.create_time) }), el('span', { text: e.actor }), el('span', { text: e.via }),
-    el('code', { text: e.action + ' ' + e.target }), el('span', { text: e.http_status })]))));
+  // The log in words (GET /v1/audit answers in the console's language),
+  // a page at a time; the export is the same route as JSON lines.
+  const holder = el('div', { attrs: { id: 'audit' } });
+  page.append(holder);
+  const more = async (cursor) => {
+    const a = await call('GET', '/v1/audit?limit=100' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    if (!a.ok) return holder.append(errorBox(a));
+    const events = a.data.events || [];
+    if (!events.length && !cursor) return holder.append(el('p', { class: 'empty', text: t('empty_audit') }));
+    holder.append(table([t('time'), t('who'), t('via'), t('what')], events.map((e) => [
+      el('span', { text: fmtTime(e.time) }), el('span', { text: e.who }), el('span', { text: I18N.en['via_' + e.via] ? t('via_' + e.via) : e.via }),
+      el('span', { class: 'summary', attrs: { 'data-op': e.op || null }, text: e.summary })])));
+    if (a.data.next) {
+      const b = el('button', { class: 'secondary more', text: t('audit_more'), on: { click: () => { b.remove(); more(a.data.next); } } });
+      holder.append(b);
+    }
+  };
+  await more('');
 }
 
 async function pageQuotas(page, uid) {
@@ -819,7 +969,7 @@ async function pageQuotas(page, uid) {
     const f = { name: inp('name'), user_id: inp('user', 'number'), value: inp('value'), calls: inp('calls', 'number') };
     f.name.required = true;
     const kind = el('select', { attrs: { id: 'q-kind' } }, ['all_tools', 'plugins_sel', 'tags_sel', 'consequential_sel', 'runs_sel'].map((k) => el('option', { attrs: { value: k }, text: t(k) })));
-    const win = el('select', { attrs: { id: 'q-window' } }, ['minute', 'hour', 'day'].map((v) => el('option', { attrs: { value: v, selected: v === 'day' }, text: v })));
+    const win = el('select', { attrs: { id: 'q-window' } }, ['minute', 'hour', 'day'].map((v) => el('option', { attrs: { value: v, selected: v === 'day' }, text: t('win_' + v) })));
     page.append(el('form', { class: 'row', attrs: { id: 'quota-form' }, on: { submit: async (e) => {
       e.preventDefault();
       const rule = { name: f.name.value };
@@ -842,12 +992,12 @@ async function pageQuotas(page, uid) {
     if (!rules.length) page.append(el('p', { class: 'empty', text: t('empty_rules') }));
     else page.append(el('div', { attrs: { id: 'quota-rules' } }, table([t('rule_name'), t('user_id'), t('applies_to'), t('limit'), t('actions')], rules.map((q) => [
       el('code', { text: q.name }), el('span', { text: q.user_id ?? t('every_user') }),
-      el('span', { text: q.run_tokens_per_day ? t('runs_sel') : q.plugins ? q.plugins.join(', ') : q.tags ? t('tags_sel') + ' ' + q.tags.join(', ') : q.consequential ? t('consequential_sel') : t('all_tools') }),
-      el('span', { text: q.run_tokens_per_day ? String(q.run_tokens_per_day) : q.calls + ' / ' + q.window }),
-      el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
+      el('span', { text: q.run_tokens_per_day ? t('runs_sel') : q.plugins ? q.plugins.join(', ') : q.tags ? fill('applies_tagged', { tags: q.tags.join(', ') }) : q.consequential ? t('consequential_sel') : t('all_tools') }),
+      el('span', { text: q.run_tokens_per_day ? perWindow(q.run_tokens_per_day, 'run_tokens', 'day') : perWindow(q.calls, 'calls', q.window) }),
+      el('button', { class: 'danger', text: t('delete'), on: { click: () => askFirst(fill('del_rule', { name: q.name }), t('delete'), async () => {
         const x = await call('DELETE', '/v1/quotas/rules/' + encodeURIComponent(q.name));
         if (x.ok) route(); else msg.replaceChildren(errorBox(x));
-      } } })]))));
+      }) } })]))));
   }
   const user = uid || (isAdmin() ? '' : String(session.user_id));
   const who = el('input', { attrs: { type: 'number', id: 'quota-user', value: user, required: true } });
@@ -859,9 +1009,23 @@ async function pageQuotas(page, uid) {
   if (!u.ok) return page.append(errorBox(u));
   const uses = u.data.quotas || [];
   if (!uses.length) return page.append(el('p', { class: 'empty', text: t('empty_use') }));
-  page.append(el('div', { attrs: { id: 'quota-use' } }, table([t('rule_name'), t('applies_to'), t('used'), t('limit'), t('resets_at')], uses.map((q) => [
-    el('code', { text: q.rule }), el('span', { text: q.applies_to }), el('span', { class: 'badge ' + (q.used >= q.limit ? 'off' : 'on'), text: String(q.used) }),
-    el('span', { text: q.limit + ' ' + q.unit + ' / ' + q.window }), el('span', { text: q.resets_at })]))));
+  page.append(el('p', { class: 'purpose', attrs: { id: 'quota-tz' }, text: fill('quota_tz', { offset: zoneOffset(uses[0].resets_at) }) }),
+    el('div', { attrs: { id: 'quota-use' } }, table([t('rule_name'), t('applies_to'), t('used'), t('limit'), t('resets_at')], uses.map((q) => [
+      el('code', { text: q.rule }), el('span', { text: appliesTo(q.applies_to) }), el('span', { class: 'badge ' + (q.used >= q.limit ? 'off' : 'on'), text: q.used.toLocaleString(lang) }),
+      el('span', { text: perWindow(q.limit, q.unit === 'calls' ? 'calls' : 'run_tokens', q.window) }), el('span', { class: 'resets', text: fmtInZone(q.resets_at) })]))));
+}
+
+// perWindow says a limit in words: "10 calls a minute", "每分钟 10 次调用".
+const perWindow = (n, unit, window) => fill('per_window', { n: Number(n).toLocaleString(lang), unit: t('unit_' + unit), window: t('win_' + (window || 'day')) });
+
+// appliesTo says what a quota applies to, as the engine wrote it for
+// its use listing ("all tools", "consequential tools", "tools tagged a or
+// b", "runs", or the tools' names).
+function appliesTo(s) {
+  const words = { 'all tools': 'all_tools', 'consequential tools': 'consequential_sel', runs: 'applies_runs' };
+  if (words[s]) return t(words[s]);
+  const tagged = /^tools tagged (.*)$/.exec(s || '');
+  return tagged ? fill('applies_tagged', { tags: tagged[1] }) : s;
 }
 
 async function pageRun(page, id) {
@@ -999,8 +1163,13 @@ async function providersSection(page) {
         f.name.focus();
       } } }), ' ',
       el('button', { class: 'danger', text: t('delete'), on: { click: async () => {
-        const x = await call('DELETE', '/v1/oauth/providers/' + encodeURIComponent(p.name));
-        if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+        // Name what goes with it: every user's connection to it.
+        const c = await call('GET', '/v1/connections');
+        const count = c.ok ? (c.data.connections || []).filter((x) => x.provider === p.name).length : '?';
+        askFirst(fill('del_provider', { name: p.name, count: String(count) }), t('delete'), async () => {
+          const x = await call('DELETE', '/v1/oauth/providers/' + encodeURIComponent(p.name));
+          if (x.ok) route(); else msg.replaceChildren(errorBox(x));
+        });
       } } }))]))));
   }
   page.append(form, msg);
@@ -1046,11 +1215,11 @@ async function pageConnections(page, uid) {
   if (admin) cols.unshift(t('user_id'));
   page.append(el('div', { attrs: { id: 'connections' } }, table(cols, conns.map((c) => {
     const broken = c.state !== 'connected';
-    const del = el('button', { class: 'danger disconnect', text: t('disconnect'), on: { click: async () => {
+    const del = el('button', { class: 'danger disconnect', text: t('disconnect'), on: { click: () => askFirst(fill('del_connection', { user: c.user_id, provider: c.provider }), t('disconnect'), async () => {
       const path = '/v1/connections/' + encodeURIComponent(c.provider) + (admin ? '?user_id=' + encodeURIComponent(c.user_id) : '');
       const x = await call('DELETE', path);
       if (x.ok) route(); else msg.replaceChildren(errorBox(x));
-    } } });
+    }) } });
     const row = [el('code', { text: c.provider }), el('span', { text: c.account || '' }), el('span', { text: (c.scopes || []).join(' ') }),
       el('span', { class: 'badge ' + (broken ? 'off' : 'on'), text: broken ? t('state_broken') : t('state_connected') }),
       el('span', { text: fmtShort(c.expires_at) }),
@@ -1088,6 +1257,24 @@ function authorizationItem(p, run) {
 const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 
+// PAGES are the pages other files register (registerPage): name →
+// {render(page, parts, rest), admin}.
+const PAGES = {};
+
+// registerPage adds a page from its own file: render(page, parts, rest)
+// draws it into #page (parts: the route's decoded segments, rest: its
+// query undecoded); admin pages answer a user's session "forbidden";
+// nav (the key of its title) puts it in the administrator's navigation
+// (and the user's, with user: true).
+function registerPage(name, render, opts) {
+  const o = opts || {};
+  PAGES[name] = { render, admin: !!o.admin };
+  if (o.nav) {
+    ADMIN_NAV.push([name, o.nav]);
+    if (o.user) USER_NAV.push([name, o.nav]);
+  }
+}
+
 function applyLang() {
   document.documentElement.lang = lang;
   document.getElementById('lang').value = lang;
@@ -1107,7 +1294,7 @@ async function route() {
   const rest = location.hash.replace(/^#\/?[^/]*\/?/, ''); // a route's query, undecoded
   document.getElementById('page').replaceWith(page);
   const admin = { catalog: true, plugin: true, import: true, mcp: true };
-  if (admin[name] && !isAdmin()) {
+  if ((admin[name] || (PAGES[name] && PAGES[name].admin)) && !isAdmin()) {
     page.append(el('p', { class: 'error', text: t('forbidden') }));
     return page.setAttribute('data-ready', 'true');
   }
@@ -1118,6 +1305,7 @@ async function route() {
     run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]), approvals: () => pageApprovals(page),
     connections: () => pageConnections(page, parts[1]),
   };
+  for (const [n, p] of Object.entries(PAGES)) pages[n] = () => p.render(page, parts, rest);
   await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
   page.setAttribute('data-ready', 'true');
 }
@@ -1150,4 +1338,6 @@ async function start() {
   document.body.setAttribute('data-ready', 'app');
 }
 
-start();
+// Every page's script has run (they register their pages and strings)
+// when the document is parsed.
+document.addEventListener('DOMContentLoaded', start);
