@@ -26,6 +26,9 @@ import (
 type Case struct {
 	Query string   `json:"q"`
 	Want  []string `json:"want"`
+	// Paraphrase marks a request written without the operation's own
+	// words (issue 49 sets: a quarter of each).
+	Paraphrase bool `json:"paraphrase,omitempty"`
 }
 
 // Catalog is an OpenAPI document converted to plugins, with the names of
@@ -90,10 +93,17 @@ func readFile(path string) ([]byte, error) {
 }
 
 // Combine is one catalog of the tools of cs, as if their sources were
-// imported side by side; a name two of them share is an error.
+// imported side by side; a name two of them share is an error. Its cases
+// name an operation of a prefixed catalog as "prefix:KEY"
+// ("hetzner:GET /servers"), as a request across sources must.
 func Combine(cs ...*Catalog) (*Catalog, error) {
 	all := &Catalog{byKey: map[string]string{}, names: map[string]bool{}}
 	for _, c := range cs {
+		for k, name := range c.byKey {
+			if c.prefix != "" {
+				all.byKey[c.prefix+":"+k] = name
+			}
+		}
 		for _, p := range c.Plugins {
 			if all.names[p.Name] {
 				return nil, fmt.Errorf("two catalogs have a tool %q", p.Name)
