@@ -37,6 +37,14 @@ var engineFields = []field{
 	{"parameter descriptions", 0.3, 0.75, parameterDescriptions, true},
 }
 
+// sourceFields are the words of a tool's source and its tags'
+// descriptions (issue 49 point 1): the source's name as much as a tag's,
+// a tag's description as little as a parameter's.
+var sourceFields = []field{
+	{"source", 1.5, 0.3, sourceWords, false},
+	{"tag descriptions", 0.5, 0.75, tagDescriptions, false},
+}
+
 var baselineFields = []field{
 	{"name", 1, 0.75, func(t *toolText) []string { return []string{t.p.Name} }, false},
 	{"title", 1, 0.75, func(t *toolText) []string { return []string{t.p.Title} }, false},
