@@ -128,6 +128,14 @@ var AllParts = Parts{Sources: true, Lexicon: true, Bilingual: true}
 
 // NewWith is New with only the parts given.
 func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
+	// The tables are decompressed once, here rather than in a search (the
+	// build runs in the background; about 8 MB of heap, for the process).
+	if parts.Lexicon {
+		wordnetTable.load()
+	}
+	if parts.Bilingual {
+		cedictTable.load()
+	}
 	fields := engineFields
 	if parts.Sources {
 		fields = append(slices.Clip(engineFields), sourceFields...)
