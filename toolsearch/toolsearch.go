@@ -130,10 +130,10 @@ var AllParts = Parts{Sources: true, Lexicon: true, Bilingual: true}
 func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	// The tables are decompressed once, here rather than in a search (the
 	// build runs in the background; about 8 MB of heap, for the process).
-	if parts.Lexicon {
+	if parts.Lexicon && len(ps) > 0 {
 		wordnetTable.load()
 	}
-	if parts.Bilingual {
+	if parts.Bilingual && len(ps) > 0 {
 		cedictTable.load()
 	}
 	fields := engineFields
