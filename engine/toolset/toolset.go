@@ -209,7 +209,9 @@ func SearchDescriptionFor(langs []string, sources ...toolsearch.SourceInfo) stri
 // (*toolsearch.Index does): an index of the tools a user may use names
 // that user's sources only.
 func Sources(s Searcher) []toolsearch.SourceInfo {
-	if l, ok := s.(interface{ Sources() []toolsearch.SourceInfo }); ok {
+	if l, ok := s.(interface {
+		Sources() []toolsearch.SourceInfo
+	}); ok {
 		return l.Sources()
 	}
 	return nil
