@@ -148,12 +148,6 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	if parts.Sources {
 		ix.indexSources(ix.an)
 	}
-	if parts.Bilingual {
-		ix.docScript = make([]script, len(ix.docs))
-		for d, p := range ix.docs {
-			ix.docScript[d] = scriptOf(p.Title + " " + plugins.PlainText(p.Description))
-		}
-	}
 	return ix, nil
 }
 
@@ -181,6 +175,13 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	tools := make([]toolText, len(ix.docs))
 	for d, p := range ix.docs {
 		tools[d] = newToolText(p)
+	}
+	if an.words {
+		// the language of each tool, which a translation must be in
+		ix.docScript = make([]script, len(ix.docs))
+		for d := range tools {
+			ix.docScript[d] = scriptOf(tools[d].title + " " + tools[d].description)
+		}
 	}
 	// Building stems each distinct word once.
 	builder := an
