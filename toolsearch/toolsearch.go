@@ -92,6 +92,7 @@ type Index struct {
 	docSource  []int32  // of each doc: its source in sources, -1 for none
 	docScript  []script // of each doc: the script of its title and description
 	idf        []float64
+	written    *writtenField // the requests a model wrote (Parts.Expansion), nil for none
 	scratch    sync.Pool // *scratch
 }
 
@@ -100,6 +101,8 @@ type Index struct {
 // at hand.
 type scratch struct {
 	acc, best     []float64
+	written       []float64 // the written field's score so far
+	wtouched      []int32   // the documents it scored
 	touched, seen []int32 // the documents scored so far, and by the concept at hand
 }
 
@@ -121,6 +124,9 @@ type Parts struct {
 	Sources   bool // sources and tag descriptions indexed, a named source first
 	Lexicon   bool // WordNet's synonyms and related words
 	Bilingual bool // CC-CEDICT: a request's words in the catalog's other language
+	// Expansion, when set, adds the requests a model wrote for each tool
+	// as a weak field of capped weight (point 4).
+	Expansion *Expansion
 }
 
 // AllParts is every part.
@@ -147,6 +153,9 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	ix.parts = parts
 	if parts.Sources {
 		ix.indexSources(ix.an)
+	}
+	if parts.Expansion != nil {
+		ix.indexRequests(parts.Expansion)
 	}
 	return ix, nil
 }
@@ -276,7 +285,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		ix.idf[id] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	ix.scratch.New = func() any {
-		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs))}
+		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs)), written: make([]float64, len(ix.docs))}
 	}
 	return ix, nil
 }
@@ -391,6 +400,7 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 			best[d] = 0
 		}
 	}
+	touched = ix.addWritten(concepts, sp, touched)
 	var rq request
 	if !ix.an.plain {
 		rq = ix.request(query, concepts)
