@@ -93,7 +93,7 @@ type Index struct {
 	docScript  []script // of each doc: the script of its title and description
 	idf        []float64
 	written    *writtenField // the requests a model wrote (Parts.Expansion), nil for none
-	scratch    sync.Pool // *scratch
+	scratch    sync.Pool     // *scratch
 }
 
 // scratch are a search's accumulators, one per document, all zero
@@ -103,7 +103,7 @@ type scratch struct {
 	acc, best     []float64
 	written       []float64 // the written field's score so far
 	wtouched      []int32   // the documents it scored
-	touched, seen []int32 // the documents scored so far, and by the concept at hand
+	touched, seen []int32   // the documents scored so far, and by the concept at hand
 }
 
 // posting is a term's weighted, length-normalized frequency in one tool,
