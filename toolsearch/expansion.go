@@ -240,6 +240,9 @@ func (e *Expansion) ask(ctx context.Context, prompt string) ([]string, error) {
 			{Role: openai.ChatMessageRoleSystem, Content: expandSystem},
 			{Role: openai.ChatMessageRoleUser, Content: prompt},
 		},
+		// max_tokens, as engine/loop sends it: the OpenAI-compatible
+		// endpoints RuoYi sites use (Qwen, vLLM, DeepSeek) read it.
+		//lint:ignore SA1019 see above
 		MaxTokens: expandMaxTokens,
 	})
 	if err != nil {

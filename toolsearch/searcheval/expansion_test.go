@@ -53,7 +53,10 @@ func TestExpansionCost(t *testing.T) {
 	}
 	in, most := 0, 0
 	for _, body := range m.Requests() {
-		var req openai.ChatCompletionRequest
+		var req struct {
+			MaxTokens int                            `json:"max_tokens"`
+			Messages  []openai.ChatCompletionMessage `json:"messages"`
+		}
 		if err := json.Unmarshal(body, &req); err != nil {
 			t.Fatal(err)
 		}
