@@ -65,6 +65,9 @@ type Server struct {
 	// Semantic, when set, fuses embedding similarity into tool search
 	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
 	Semantic *toolsearch.Semantic
+	// Expansion, when set, has the LLM write requests for each tool that
+	// search reads (BLINDEXEC_SEARCH_EXPANSION=model); nil: none.
+	Expansion *toolsearch.Expansion
 	// Deadlines bound reading bodies and writing answers, per route.
 	Deadlines Deadlines
 	// MaxQueryChars bounds the q of GET /v1/tools/search and GET

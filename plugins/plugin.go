@@ -79,6 +79,25 @@ type Plugin struct {
 	// SourceID is the import source that wrote a catalog plugin
 	// (sys_ai_plugin.source_id), 0 for none: agents select by it.
 	SourceID int64 `json:"-"`
+	// Source is what tool search knows of that source (issue 49): set
+	// when the catalog is loaded, shared by the source's plugins, never
+	// stored with a plugin nor shown to a model; nil for none.
+	Source *Source `json:"-"`
+}
+
+// Source is an import source as tool search reads it: a request that
+// names the API ("…in Zoom", "用钉钉…") finds its tools, and a tag's
+// description explains the API's own words.
+type Source struct {
+	// Name is the source's short name: an MCP server's name, an import's
+	// prefix.
+	Name string
+	// Title is an OpenAPI document's info.title, an MCP server's title.
+	Title string
+	// Aliases are the other names an administrator gives the source.
+	Aliases []string
+	// TagDescriptions are the descriptions of the source's tags, by tag.
+	TagDescriptions map[string]string
 }
 
 // Execution types.

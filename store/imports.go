@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 )
 
@@ -16,13 +17,14 @@ func (s *Store) CreateImportSource(ctx context.Context, src *ImportSource) error
 }
 
 // UpdateImportSource overwrites every column of source src.ID except the
-// creation audit, and sets src.UpdateTime.
+// creation audit and the aliases (an administrator's, kept across
+// syncs), and sets src.UpdateTime.
 func (s *Store) UpdateImportSource(ctx context.Context, src *ImportSource) error {
 	src.UpdateTime = now()
 	src.ImportedTime = dbTimePtr(src.ImportedTime)
 	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", src.ID).
 		Select("kind", "location", "sha256", "prefix", "options", "imported_time", "operation_count",
-			"imported_count", "failed_count", "update_by", "update_time", "remark").
+			"imported_count", "failed_count", "title", "tag_descriptions", "update_by", "update_time", "remark").
 		Updates(src)
 	if err := affected(res); err != nil {
 		return fmt.Errorf("update import source %d: %w", src.ID, err)
@@ -63,4 +65,25 @@ func (s *Store) ListImportSources(ctx context.Context) ([]SourceSummary, error) 
 		return nil, fmt.Errorf("list import sources: %w", classify(err))
 	}
 	return out, nil
+}
+
+// SetImportSourceAliases sets the names an administrator gives source id
+// besides its own (issue 49): tool search finds its tools by them, and no
+// sync changes them.
+func (s *Store) SetImportSourceAliases(ctx context.Context, id int64, aliases []string) error {
+	var v *string
+	if len(aliases) > 0 {
+		b, err := json.Marshal(aliases)
+		if err != nil {
+			return err
+		}
+		str := string(b)
+		v = &str
+	}
+	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", id).
+		Updates(map[string]any{"aliases": v, "update_time": now()})
+	if err := affected(res); err != nil {
+		return fmt.Errorf("set aliases of import source %d: %w", id, err)
+	}
+	return nil
 }

@@ -203,6 +203,13 @@ type ImportSource struct {
 	OperationCount int        `gorm:"column:operation_count" json:"operation_count"`
 	ImportedCount  int        `gorm:"column:imported_count" json:"imported_count"`
 	FailedCount    int        `gorm:"column:failed_count" json:"failed_count"`
+	// Title, TagDescriptions (JSON: tag → description) and Aliases (JSON
+	// array) are what tool search reads of the source (issue 49): a sync
+	// writes the first two; only an administrator writes the aliases
+	// (SetImportSourceAliases, or SQL), and a sync keeps them.
+	Title           *string `gorm:"column:title" json:"title,omitempty"`
+	TagDescriptions *string `gorm:"column:tag_descriptions" json:"-"`
+	Aliases         *string `gorm:"column:aliases" json:"-"`
 	Audit
 }
 

@@ -20,6 +20,9 @@ import (
 // CJK character (a standard analyzer).
 type analyzer struct {
 	plain bool
+	// words: a run of Chinese characters also yields its dictionary words
+	// of three or four characters (segment), whole, beside its pairs.
+	words bool
 	// stems, when set, remembers the stems of words (an index build,
 	// which meets the same words thousands of times; not shared between
 	// goroutines).
@@ -128,6 +131,13 @@ func (a analyzer) cjk(run string, emit func(string, int)) {
 			emit(canonical(prev+c), kindCJKPair)
 		}
 		prev = c
+	}
+	if a.words {
+		segment(run, func(w string) {
+			if utf8.RuneCountInString(w) > 2 {
+				emit(w, kindCJKPair)
+			}
+		})
 	}
 }
 

@@ -132,7 +132,11 @@ func compatible(q, t script) bool {
 func (ix *Index) speaks(qs script, concepts []concept) bool {
 	for _, c := range concepts {
 		for _, qt := range c {
-			if _, ok := ix.terms[qt.term]; ok && (qs == scriptNone || compatible(qs, termScript(qt.term))) {
+			_, ok := ix.terms[qt.term]
+			if !ok && ix.written != nil { // a word only a model's written request has
+				_, ok = ix.written.terms[qt.term]
+			}
+			if ok && (qs == scriptNone || compatible(qs, termScript(qt.term))) {
 				return true
 			}
 		}

@@ -17,6 +17,9 @@ type Live struct {
 	cur atomic.Pointer[versioned]
 	// Metrics, when set, counts searches made through Live.Search.
 	Metrics *Metrics
+	// Expansion, when set, is indexed with the tools (Parts.Expansion):
+	// after its Update, Rebuild.
+	Expansion *Expansion
 }
 
 // versioned is an index and the catalog version it was built from.
@@ -70,7 +73,9 @@ func (l *Live) At(ctx context.Context, version int64, ps []*plugins.Plugin) (*In
 }
 
 func (l *Live) build(ctx context.Context, ps []*plugins.Plugin, version int64) error {
-	ix, err := New(ps)
+	parts := AllParts
+	parts.Expansion = l.Expansion
+	ix, err := NewWith(ps, parts)
 	if err != nil {
 		return err
 	}

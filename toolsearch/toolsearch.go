@@ -77,6 +77,7 @@ func isDeprecated(p *plugins.Plugin) bool {
 // safe for concurrent use and does no I/O.
 type Index struct {
 	an         analyzer
+	parts      Parts
 	docs       []*plugins.Plugin
 	actions    []actions         // of each doc
 	deprecated []bool            // of each doc
@@ -87,8 +88,12 @@ type Index struct {
 	sorted     []string          // the terms in order, for prefixes (widen)
 	postings   [][]posting
 	scripts    []script // of the tools' texts, most used first (Languages)
+	sources    []indexedSource
+	docSource  []int32  // of each doc: its source in sources, -1 for none
+	docScript  []script // of each doc: the script of its title and description
 	idf        []float64
-	scratch    sync.Pool // *scratch
+	written    *writtenField // the requests a model wrote (Parts.Expansion), nil for none
+	scratch    sync.Pool     // *scratch
 }
 
 // scratch are a search's accumulators, one per document, all zero
@@ -96,7 +101,9 @@ type Index struct {
 // at hand.
 type scratch struct {
 	acc, best     []float64
-	touched, seen []int32 // the documents scored so far, and by the concept at hand
+	written       []float64 // the written field's score so far
+	wtouched      []int32   // the documents it scored
+	touched, seen []int32   // the documents scored so far, and by the concept at hand
 }
 
 // posting is a term's weighted, length-normalized frequency in one tool,
@@ -109,8 +116,48 @@ type posting struct {
 
 // New indexes the enabled plugins of ps. The plugins are shared, not
 // copied: callers must not modify them afterwards.
-func New(ps []*plugins.Plugin) (*Index, error) {
-	return build(ps, analyzer{}, engineFields)
+func New(ps []*plugins.Plugin) (*Index, error) { return NewWith(ps, AllParts) }
+
+// Parts are the parts of issue 49 an index uses; the evaluation measures
+// each alone (docs/tool-search.md's ablation). New uses them all.
+type Parts struct {
+	Sources   bool // sources and tag descriptions indexed, a named source first
+	Lexicon   bool // WordNet's synonyms and related words
+	Bilingual bool // CC-CEDICT: a request's words in the catalog's other language
+	// Expansion, when set, adds the requests a model wrote for each tool
+	// as a weak field of capped weight (point 4).
+	Expansion *Expansion
+}
+
+// AllParts is every part.
+var AllParts = Parts{Sources: true, Lexicon: true, Bilingual: true}
+
+// NewWith is New with only the parts given.
+func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
+	// The tables are decompressed once, here rather than in a search (the
+	// build runs in the background; about 8 MB of heap, for the process).
+	if parts.Lexicon && len(ps) > 0 {
+		wordnetTable.load()
+	}
+	if parts.Bilingual && len(ps) > 0 {
+		cedictTable.load()
+	}
+	fields := engineFields
+	if parts.Sources {
+		fields = append(slices.Clip(engineFields), sourceFields...)
+	}
+	ix, err := build(ps, analyzer{words: parts.Bilingual}, fields)
+	if err != nil {
+		return nil, err
+	}
+	ix.parts = parts
+	if parts.Sources {
+		ix.indexSources(ix.an)
+	}
+	if parts.Expansion != nil {
+		ix.indexRequests(parts.Expansion)
+	}
+	return ix, nil
 }
 
 // NewBaseline indexes the enabled plugins of ps the plain way: BM25 over
@@ -137,6 +184,13 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	tools := make([]toolText, len(ix.docs))
 	for d, p := range ix.docs {
 		tools[d] = newToolText(p)
+	}
+	if an.words {
+		// the language of each tool, which a translation must be in
+		ix.docScript = make([]script, len(ix.docs))
+		for d := range tools {
+			ix.docScript[d] = scriptOf(tools[d].title + " " + tools[d].description)
+		}
 	}
 	// Building stems each distinct word once.
 	builder := an
@@ -231,7 +285,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		ix.idf[id] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	ix.scratch.New = func() any {
-		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs))}
+		return &scratch{acc: make([]float64, len(ix.docs)), best: make([]float64, len(ix.docs)), written: make([]float64, len(ix.docs))}
 	}
 	return ix, nil
 }
@@ -255,7 +309,7 @@ func (ix *Index) widen(concepts []concept) {
 		}
 		for j := sort.SearchStrings(ix.sorted, t); j < len(ix.sorted) && strings.HasPrefix(ix.sorted[j], t); j++ {
 			if u := ix.sorted[j]; u != t && len(u) <= len(t)+prefixExtra {
-				concepts[i] = concepts[i].with(qterm{u, synonym})
+				concepts[i] = concepts[i].with(qterm{term: u, weight: synonym})
 			}
 		}
 	}
@@ -291,7 +345,15 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	if !ix.an.plain {
 		ix.widen(concepts)
 		ix.correct(query, concepts)
-		if !ix.speaks(scriptOf(query), concepts) {
+		speaks := ix.speaks(scriptOf(query), concepts)
+		if ix.parts.Lexicon {
+			ix.expandLexicon(query, concepts)
+		}
+		translated := false
+		if ix.parts.Bilingual {
+			concepts, translated = ix.translate(query, concepts)
+		}
+		if !speaks && !translated {
 			return nil, 0
 		}
 	}
@@ -299,7 +361,7 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	acc, best := sp.acc, sp.best
 	touched, seen := sp.touched[:0], sp.seen[:0]
 	for _, c := range concepts {
-		if len(c) == 1 {
+		if len(c) == 1 && c[0].lang == scriptNone {
 			// One term: its score is the concept's, no best to keep.
 			if id, ok := ix.terms[c[0].term]; ok {
 				w := c[0].weight * ix.idf[id]
@@ -320,6 +382,9 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 			}
 			w := qt.weight * ix.idf[id]
 			for _, p := range ix.postings[id] {
+				if qt.lang != scriptNone && ix.docScript[p.doc] != qt.lang {
+					continue
+				}
 				s := w * float64(p.sat)
 				if best[p.doc] == 0 {
 					seen = append(seen, p.doc)
@@ -335,6 +400,7 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 			best[d] = 0
 		}
 	}
+	touched = ix.addWritten(concepts, sp, touched)
 	var rq request
 	if !ix.an.plain {
 		rq = ix.request(query, concepts)
@@ -378,12 +444,13 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 // request is what a search knows of a request beyond its concepts.
 type request struct {
 	actions  actions
+	sources  []int32 // the sources it names
 	named    []int32 // the terms of the request's own words and their synonyms
 	numbered []int32 // the terms of what the request gives a number of
 }
 
 func (ix *Index) request(query string, concepts []concept) request {
-	rq := request{actions: queryActions(query)}
+	rq := request{actions: queryActions(query), sources: ix.namedSources(query)}
 	for _, t := range numberedTerms(ix.an, query) {
 		if id, ok := ix.terms[t]; ok {
 			rq.numbered = append(rq.numbered, id)
@@ -415,6 +482,9 @@ func (ix *Index) fitExceptTitle(d int32, rq *request) float64 {
 	}
 	if ix.deprecated[d] {
 		f *= deprecatedFactor
+	}
+	if len(rq.sources) > 0 && slices.Contains(rq.sources, ix.docSource[d]) {
+		f *= sourceBoost
 	}
 	return f
 }

@@ -389,9 +389,11 @@ func TestTypos(t *testing.T) {
 	}
 }
 
-// TestLanguages: the index names the languages of its tools' text, and a
-// request in a language none of them is written in finds nothing (not the
-// tools its verbs' English synonyms match).
+// TestLanguages: the index names the languages of its tools' text, and,
+// without the dictionary, a request in a language none of them is written
+// in finds nothing (not the tools its verbs' English synonyms match); with
+// it (TestAcrossLanguages), Chinese finds English tools and English
+// Chinese ones.
 func TestLanguages(t *testing.T) {
 	en := []*plugins.Plugin{
 		{Name: "delete_user", Title: "Delete a user", Description: "Deletes the user.", Status: plugins.StatusEnabled},
@@ -410,7 +412,7 @@ func TestLanguages(t *testing.T) {
 		{zh, []string{"Chinese"}, map[string]bool{"删除客户": true, "delete the user": false}},
 		{append(append([]*plugins.Plugin{}, en...), zh...), []string{"English", "Chinese"}, map[string]bool{"删除客户": true, "remove a user": true}},
 	} {
-		ix, err := New(tc.ps)
+		ix, err := NewWith(tc.ps, Parts{Sources: true, Lexicon: true})
 		if err != nil {
 			t.Fatal(err)
 		}

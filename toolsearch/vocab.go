@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -91,7 +92,7 @@ var vocabIndex = func() map[string][]qterm {
 					continue
 				}
 				for _, t := range ts {
-					m[w] = append(m[w], qterm{t, g.weight})
+					m[w] = append(m[w], qterm{term: t, weight: g.weight})
 				}
 			}
 		}
@@ -152,6 +153,18 @@ func indexTerms(s string) []string {
 type qterm struct {
 	term   string
 	weight float64
+	// lang, when set, is the only script of the tools the term counts
+	// for: a translation finds tools written in the other language, and
+	// never lifts a tool of the request's own by its identifiers.
+	lang script
+}
+
+// String shows a term as {term weight}, and the script it is kept to.
+func (q qterm) String() string {
+	if q.lang != scriptNone {
+		return fmt.Sprintf("{%s %v %s}", q.term, q.weight, languageNames[q.lang])
+	}
+	return fmt.Sprintf("{%s %v}", q.term, q.weight)
 }
 
 // Weights of query terms by kind: a CJK pair is the unit of a Chinese
@@ -186,7 +199,7 @@ func (a analyzer) analyzeQuery(q string) []concept {
 				return
 			}
 			own[t] = len(concepts)
-			concepts = append(concepts, concept{{t, w}})
+			concepts = append(concepts, concept{{term: t, weight: w}})
 		}
 	}
 	if a.plain {
@@ -196,7 +209,7 @@ func (a analyzer) analyzeQuery(q string) []concept {
 	for _, words := range valueKinds(q) {
 		var c concept
 		for _, w := range words {
-			c = c.with(qterm{normalizeWord(w), synonym})
+			c = c.with(qterm{term: normalizeWord(w), weight: synonym})
 		}
 		concepts = append(concepts, c)
 	}

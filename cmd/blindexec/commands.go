@@ -125,6 +125,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			go parts.quotas.Run(ctx)
 			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
 			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
+			srv.Expansion = cfg.expansion(parts.store, log)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
 				return err
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
+	"github.com/blindexec/blindexec/toolsearch"
 	"github.com/blindexec/blindexec/tracing"
 )
 
@@ -87,6 +88,9 @@ type config struct {
 	trustedProxies []netip.Prefix
 	// settings is where the values came from, for messages that name it.
 	settings *settings.Source
+	// searchExpansion: the LLM writes requests for tool search
+	// (BLINDEXEC_SEARCH_EXPANSION=model).
+	searchExpansion bool
 	// llmHTTP, when set, is the LLM client's HTTP client (tests).
 	llmHTTP *http.Client
 	// dial, when set, is what the egress dialer dials with after its
@@ -148,6 +152,10 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	}
 	c.toolSearch = toolSearchSettings(src)
 	c.embeddings = embeddingsSettings{url: setEmbeddingsURL.Get(src), apiKey: setEmbeddingsAPIKey.Get(src), model: setEmbeddingsModel.Get(src)}
+	c.searchExpansion = setSearchExpansion.Get(src) == "model"
+	if c.searchExpansion && (c.llmBaseURL == "" || c.llmModel == "") {
+		src.Invalid("BLINDEXEC_SEARCH_EXPANSION", "model only with BLINDEXEC_LLM_BASE_URL and BLINDEXEC_LLM_MODEL set")
+	}
 	c.confirm = confirm.Policy(setConfirm.Get(src))
 	c.confirmTTL = setConfirmTTL.Get(src)
 	c.confirmVia = setConfirmVia.Get(src)
@@ -395,6 +403,25 @@ func (p *engineParts) close() {
 	p.store.Close()
 }
 
+// expansion is tool search's expansion by the operator's LLM, nil unless
+// BLINDEXEC_SEARCH_EXPANSION=model.
+func (c *config) expansion(st *store.Store, log *slog.Logger) *toolsearch.Expansion {
+	if !c.searchExpansion {
+		return nil
+	}
+	return &toolsearch.Expansion{Client: loop.NewClient(c.llmConfig()), Model: c.llmModel, Store: st, Logger: log}
+}
+
+// llmConfig is the client configuration of the operator's LLM endpoint.
+func (c *config) llmConfig() openai.ClientConfig {
+	oc := openai.DefaultConfig(c.llmAPIKey)
+	oc.BaseURL = c.llmBaseURL
+	if c.llmHTTP != nil {
+		oc.HTTPClient = c.llmHTTP
+	}
+	return oc
+}
+
 // runner is the LLM loop on the operator's endpoint, or nil when none is
 // configured. The endpoint is operator configuration: it is not subject to
 // the egress policy, and no payload can change it.
@@ -402,12 +429,7 @@ func (c *config) runner(ex *engine.Executor, log *slog.Logger) *loop.Runner {
 	if c.llmBaseURL == "" {
 		return nil
 	}
-	oc := openai.DefaultConfig(c.llmAPIKey)
-	oc.BaseURL = c.llmBaseURL
-	if c.llmHTTP != nil {
-		oc.HTTPClient = c.llmHTTP
-	}
-	return &loop.Runner{Client: loop.NewClient(oc), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
+	return &loop.Runner{Client: loop.NewClient(c.llmConfig()), Executor: ex, DefaultModel: c.llmModel, ToolSearch: c.toolSearch, Logger: log,
 		MaxResponseBytes: c.llmMaxResponse, MaxToolCalls: c.llmMaxToolCalls,
 		Confirm: c.confirm, ConfirmTTL: c.confirmTTL}
 }

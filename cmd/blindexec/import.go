@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/store"
 )
 
 // Exit status of a partial import: some operations failed, the rest
@@ -18,7 +22,7 @@ const exitPartial = 3
 
 func importCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import plugins from an OpenAPI document or an MCP server"}
-	cmd.AddCommand(importOpenAPICmd(cfg), importMCPCmd(cfg))
+	cmd.AddCommand(importOpenAPICmd(cfg), importMCPCmd(cfg), importAliasesCmd(cfg))
 	return cmd
 }
 
@@ -152,5 +156,35 @@ func printMarked(w io.Writer, groups ...marked) {
 		for _, n := range g.names {
 			fmt.Fprintf(w, "  %s %s\n", g.mark, n)
 		}
+	}
+}
+
+// importAliasesCmd sets the other names tool search knows an import
+// source by (issue 49): a request naming one finds the source's tools
+// first. A sync never changes them.
+func importAliasesCmd(cfg *config) *cobra.Command {
+	return &cobra.Command{
+		Use:   "aliases SOURCE_ID [NAME...]",
+		Short: "Set the names tool search knows an import source by, besides its own (none: clear them); kept across syncs",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id < 1 {
+				return usageError{fmt.Errorf("SOURCE_ID: %q is not a source id (GET /v1/sources lists them)", args[0])}
+			}
+			var names []string
+			for _, n := range args[1:] {
+				if n = strings.TrimSpace(n); n != "" && !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			return withStore(cmd, cfg, func(ctx context.Context, st *store.Store) error {
+				if err := st.SetImportSourceAliases(ctx, id, names); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "source %d: aliases %q\n", id, names)
+				return nil
+			})
+		},
 	}
 }

@@ -38,12 +38,21 @@ func searchCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				sources, err := st.ListImportSources(ctx)
+				if err != nil {
+					return err
+				}
+				bySource := make(map[int64]*plugins.Source, len(sources))
+				for i := range sources {
+					bySource[sources[i].ID] = catalog.SearchSource(&sources[i])
+				}
 				ps := make([]*plugins.Plugin, 0, len(rows))
 				for i := range rows {
 					p, err := catalog.PluginFromRow(&rows[i])
 					if err != nil {
 						return err
 					}
+					p.Source = bySource[p.SourceID] // as the catalog does (issue 49)
 					ps = append(ps, p)
 				}
 				ix, err := toolsearch.New(ps)

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,4 +53,56 @@ func TestSearchCommand(t *testing.T) {
 	if code, _, _ := c.run("", "search"); code == 0 {
 		t.Fatal("search without a query succeeded")
 	}
+}
+
+// TestCLISourceAliases: an administrator names an import source with
+// `import aliases`; a search naming the alias (or the document's title)
+// finds that source's tools first, and a later sync keeps the aliases
+// (issue 49 point 1).
+func TestCLISourceAliases(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	write := func(name, title, summary string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("openapi: 3.0.3\ninfo: {title: "+title+", version: '1'}\nservers: [{url: 'https://api.example'}]\npaths:\n"+
+			"  /servers:\n    get: {operationId: listServers, summary: \""+summary+"\", responses: {'200': {description: ok}}}\n"), 0o600)
+		return p
+	}
+	other := write("other.yaml", "Other Cloud API", "List all servers and machines")
+	mine := write("mine.yaml", "Hetzner Cloud API", "Get Servers")
+	for _, args := range [][]string{{"import", "openapi", other, "--prefix", "oc"}, {"import", "openapi", mine, "--prefix", "hz"}} {
+		if code, out, errs := c.run("", args...); code != 0 {
+			t.Fatalf("%v: %d %q %q", args, code, out, errs)
+		}
+	}
+	if code, out, errs := c.run("", "import", "aliases", "2", "赫兹纳", "our provider"); code != 0 || !strings.Contains(out, "赫兹纳") {
+		t.Fatalf("import aliases: %d %q %q", code, out, errs)
+	}
+	os.WriteFile(mine, []byte(strings.Replace(readFile(t, mine), "Get Servers", "Get all Servers", 1)), 0o600)
+	if code, out, errs := c.run("", "import", "openapi", mine, "--prefix", "hz"); code != 0 {
+		t.Fatalf("sync: %d %q %q", code, out, errs)
+	}
+	for q, want := range map[string]string{
+		"list all servers":                 "oc_listServers",
+		"list all servers on hetzner":      "hz_listServers",
+		"赫兹纳 list all servers":             "hz_listServers",
+		"list all servers of our provider": "hz_listServers",
+	} {
+		code, out, errs := c.run("", "search", "--limit", "1", q)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("search %q: %d %q %q, want %s first", q, code, out, errs, want)
+		}
+	}
+	if code, _, errs := c.run("", "import", "aliases", "x"); code == 0 || !strings.Contains(errs, "SOURCE_ID") {
+		t.Errorf("a bad source id: %d %q", code, errs)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -131,6 +131,8 @@ var (
 		"the API key sent to `BLINDEXEC_EMBEDDINGS_URL`")
 	setEmbeddingsModel = settings.String(&registry, "BLINDEXEC_EMBEDDINGS_MODEL", "text-embedding-3-small",
 		"the embeddings model")
+	setSearchExpansion = settings.OneOf(&registry, "BLINDEXEC_SEARCH_EXPANSION", "off", []string{"off", "model"},
+		"`model`: the LLM (`BLINDEXEC_LLM_BASE_URL`, `BLINDEXEC_LLM_MODEL`) writes, once per tool's content, a few requests a person might make of it, which tool search reads as a weak field of capped weight ([Large catalogs](tool-search.md#issue-49-the-apis-names-peoples-words-the-other-language))")
 	setMCPUser = settings.Int(&registry, mcpserver.EnvUser, 0, 0,
 		"the user id `blindexec mcp serve --stdio` acts for (whose credentials apply)")
 	setMCPAllowStdio = settings.Bool(&registry, "BLINDEXEC_MCP_ALLOW_STDIO", false,

@@ -14,8 +14,10 @@ import (
 )
 
 // TestSearchToolNamesLanguages: with the engine's index, the model's
-// search_tools names the languages of the run's tools, and a search in
-// none of them is answered with no tools and that hint.
+// search_tools names the languages of the run's tools; a search in
+// Chinese finds English tools through the dictionary (issue 49), and one
+// in a language the engine has no dictionary for is answered with no
+// tools and that hint.
 func TestSearchToolNamesLanguages(t *testing.T) {
 	up := newUpstream(t, echo)
 	var ps []*plugins.Plugin
@@ -24,7 +26,7 @@ func TestSearchToolNamesLanguages(t *testing.T) {
 	}
 	llm := openaitest.New(t)
 	llm.Script(
-		openaitest.Turn{ToolCalls: []openaitest.ToolCall{call("s1", "search_tools", `{"query":"删除仓库"}`)}},
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{call("s1", "search_tools", `{"query":"删除仓库"}`), call("s2", "search_tools", `{"query":"저장소 삭제"}`)}},
 		openaitest.Turn{Content: "done"},
 	)
 	r := newRunner(t, llm)
@@ -40,7 +42,10 @@ func TestSearchToolNamesLanguages(t *testing.T) {
 		t.Errorf("search_tools: %q", d)
 	}
 	_, contents := toolContents(reply)
-	if len(contents) != 1 || !strings.Contains(contents[0], `"tools":[]`) || !strings.Contains(contents[0], "search again in English") {
+	if len(contents) != 2 || !strings.Contains(contents[0], `{"name":"delete_repo"`) {
 		t.Errorf("a Chinese search of English tools = %v", contents)
+	}
+	if len(contents) != 2 || !strings.Contains(contents[1], `"tools":[]`) || !strings.Contains(contents[1], "search again in English") {
+		t.Errorf("a Korean search of English tools = %v", contents)
 	}
 }

@@ -27,11 +27,11 @@ type deferred struct {
 }
 
 // searchTool is the meta-tool the model searches with, naming the
-// languages the tools are written in.
-func searchTool(langs []string) openai.Tool {
+// languages the tools are written in and the sources that hold them.
+func searchTool(langs []string, sources []toolsearch.SourceInfo) openai.Tool {
 	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 		Name:        plugins.SearchToolsName,
-		Description: toolset.SearchDescriptionFor(langs),
+		Description: toolset.SearchDescriptionFor(langs, sources...),
 		Parameters:  toolset.SearchParameters,
 	}}
 }
@@ -63,7 +63,7 @@ func (s *state) deferLoading(enabled []*plugins.Plugin) *RunError {
 	s.search = &deferred{
 		index:   index,
 		langs:   langs,
-		tool:    searchTool(langs),
+		tool:    searchTool(langs, toolset.Sources(index)),
 		pinned:  pinned,
 		working: toolset.NewWorking(limit - len(pinned)),
 		shown:   map[string]openai.Tool{},

@@ -14,8 +14,10 @@ import (
 )
 
 // TestSearchNamesLanguages: with the engine's index, search_tools says in
-// which languages the tools are written, and a search none of whose words
-// any tool has says so, with that hint, instead of returning noise.
+// which languages the tools are written; a Chinese search finds English
+// tools through the dictionary (issue 49), and a search none of whose
+// words any tool has, nor the dictionary translates, says so, with that
+// hint, instead of returning noise.
 func TestSearchNamesLanguages(t *testing.T) {
 	up := echoUpstream(t)
 	ps := echoTools(up.URL, "list_repos", "delete_repo", "create_issue")
@@ -39,8 +41,11 @@ func TestSearchNamesLanguages(t *testing.T) {
 	if d := list.Tools[0].Description; list.Tools[0].Name != "search_tools" || !strings.Contains(d, "The tools are described in English: write the query in English") {
 		t.Errorf("search_tools: %q", d)
 	}
-	if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "删除仓库"}); !strings.Contains(txt, `"tools":[]`) || !strings.Contains(txt, "described in English; search again in English") {
+	if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "删除仓库"}); !strings.Contains(txt, `"tools":[{"name":"delete_repo"`) {
 		t.Errorf("a Chinese search of English tools = %s", txt)
+	}
+	if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "저장소 삭제"}); !strings.Contains(txt, `"tools":[]`) || !strings.Contains(txt, "described in English; search again in English") {
+		t.Errorf("a Korean search of English tools = %s", txt)
 	}
 	if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "delete the repository"}); !strings.Contains(txt, `"delete_repo"`) {
 		t.Errorf("an English search = %s", txt)

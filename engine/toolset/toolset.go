@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -193,13 +194,67 @@ func Languages(s Searcher) []string {
 
 // SearchDescriptionFor is SearchDescription naming the languages the
 // catalog's tools are written in: a keyword search matches words, so a
-// model asked in Chinese must search an English catalog in English.
-func SearchDescriptionFor(langs []string) string {
-	if len(langs) == 0 {
-		return SearchDescription
+// model asked in Chinese must search an English catalog in English; and
+// the sources that hold them (SourcesNote).
+func SearchDescriptionFor(langs []string, sources ...toolsearch.SourceInfo) string {
+	d := SearchDescription
+	if len(langs) > 0 {
+		d += " The tools are described in " + list(langs) + ": write the query in " + pronoun(langs) +
+			", translating the task if it is in another language."
 	}
-	return SearchDescription + " The tools are described in " + list(langs) + ": write the query in " + pronoun(langs) +
-		", translating the task if it is in another language."
+	return d + SourcesNote(sources)
+}
+
+// Sources are the sources of the tools s holds, when s knows them
+// (*toolsearch.Index does): an index of the tools a user may use names
+// that user's sources only.
+func Sources(s Searcher) []toolsearch.SourceInfo {
+	if l, ok := s.(interface {
+		Sources() []toolsearch.SourceInfo
+	}); ok {
+		return l.Sources()
+	}
+	return nil
+}
+
+// Bounds of the sources search_tools names: a catalog of many sources
+// must not fill the model's context with their list.
+const (
+	maxSourcesNamed = 20
+	maxSourceLine   = 80
+)
+
+// SourcesNote names the sources that hold the tools, those with the most
+// tools first, each in one line of its name and title, at most
+// maxSourcesNamed of them (issue 49): a query naming one finds its tools
+// first. "" when there are none.
+func SourcesNote(sources []toolsearch.SourceInfo) string {
+	sources = slices.Clone(sources)
+	sources = slices.DeleteFunc(sources, func(s toolsearch.SourceInfo) bool { return s.Name == "" && s.Title == "" })
+	if len(sources) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(sources, func(a, b toolsearch.SourceInfo) int { return b.Tools - a.Tools })
+	var b strings.Builder
+	b.WriteString(" The tools come from these sources; name one in the query to search its tools first:")
+	for i, s := range sources {
+		if i == maxSourcesNamed {
+			fmt.Fprintf(&b, "\n- and %d more", len(sources)-i)
+			break
+		}
+		line := s.Name
+		switch {
+		case line == "":
+			line = s.Title
+		case s.Title != "" && !strings.EqualFold(s.Title, s.Name):
+			line += ": " + s.Title
+		}
+		if r := []rune(line); len(r) > maxSourceLine {
+			line = string(r[:maxSourceLine-1]) + "…"
+		}
+		fmt.Fprintf(&b, "\n- %s (%d tools)", line, s.Tools)
+	}
+	return b.String()
 }
 
 // NoMatchNote is the note of a search that found nothing: what to try.

@@ -3,11 +3,14 @@ package toolset
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 func TestConfig(t *testing.T) {
@@ -164,6 +167,36 @@ func TestLanguageHints(t *testing.T) {
 		}
 		if got := NoMatchNote(tc.langs); !strings.Contains(got, tc.note) {
 			t.Errorf("%v: note %q", tc.langs, got)
+		}
+	}
+}
+
+// TestSourcesNote: search_tools names the sources of the tools it
+// searches, most tools first, each in one line, at most maxSourcesNamed
+// of them (issue 49 point 1).
+func TestSourcesNote(t *testing.T) {
+	if got := SearchDescriptionFor([]string{"English"}); strings.Contains(got, "sources") {
+		t.Errorf("no sources, yet named: %s", got)
+	}
+	d := SearchDescriptionFor([]string{"English"},
+		toolsearch.SourceInfo{Name: "hetzner", Title: "Hetzner Cloud API", Tools: 144},
+		toolsearch.SourceInfo{Name: "zoom", Title: "Zoom API", Tools: 373},
+		toolsearch.SourceInfo{Tools: 3})
+	if want := "\n- zoom: Zoom API (373 tools)\n- hetzner: Hetzner Cloud API (144 tools)"; !strings.HasSuffix(d, want) {
+		t.Errorf("description %q does not end with %q", d, want)
+	}
+	var many []toolsearch.SourceInfo
+	for i := range 30 {
+		many = append(many, toolsearch.SourceInfo{Name: fmt.Sprintf("s%d", i), Title: strings.Repeat("long title ", 20), Tools: i})
+	}
+	note := SourcesNote(many)
+	lines := strings.Split(note, "\n")
+	if len(lines) != 1+maxSourcesNamed+1 || lines[len(lines)-1] != "- and 10 more" || !strings.HasPrefix(lines[1], "- s29: ") {
+		t.Errorf("note of 30 sources:\n%s", note)
+	}
+	for _, l := range lines[1:] {
+		if utf8.RuneCountInString(l) > maxSourceLine+20 {
+			t.Errorf("line of %d characters: %q", utf8.RuneCountInString(l), l)
 		}
 	}
 }

@@ -17,7 +17,8 @@ var layers = []struct {
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody", "internal/invisible",
 		"internal/csp", "internal/jsonlimit", "internal/jsontext", "internal/language", "internal/layers", "internal/logbuf", "internal/mcpts", "internal/settings", "tracing",
-		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc"}},
+		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc",
+		"toolsearch/internal/lexgen"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest", "internal/invisible/invisibletest"}},
 	{"rows and the plugin protocol, side by side", []string{"store", "plugins"}},
 	{"formats, search and test kits", []string{"plugins/openapi", "plugins/mcpimport", "toolsearch", "internal/testdb",

@@ -102,6 +102,23 @@ func Load(data []byte, location string) (*Document, error) {
 	return doc, nil
 }
 
+// TagDescriptions are the descriptions the document gives its tags
+// (top-level "tags"), by tag name: what an API's own words mean, for
+// search.
+func (d *Document) TagDescriptions() map[string]string {
+	out := map[string]string{}
+	tags, _ := d.Raw["tags"].([]any)
+	for _, t := range tags {
+		m, _ := t.(map[string]any)
+		name, _ := m["name"].(string)
+		desc, _ := m["description"].(string)
+		if name != "" && strings.TrimSpace(desc) != "" {
+			out[name] = desc
+		}
+	}
+	return out
+}
+
 func (d *Document) warn(format string, args ...any) {
 	d.Warnings = append(d.Warnings, fmt.Sprintf(format, args...))
 }

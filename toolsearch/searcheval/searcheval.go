@@ -26,6 +26,9 @@ import (
 type Case struct {
 	Query string   `json:"q"`
 	Want  []string `json:"want"`
+	// Paraphrase marks a request written without the operation's own
+	// words (issue 49 sets: a quarter of each).
+	Paraphrase bool `json:"paraphrase,omitempty"`
 }
 
 // Catalog is an OpenAPI document converted to plugins, with the names of
@@ -59,7 +62,10 @@ func LoadPrefixed(path, prefix string) (*Catalog, error) {
 		return nil, fmt.Errorf("convert %s: %w", path, err)
 	}
 	c := &Catalog{prefix: prefix, byKey: map[string]string{}, names: map[string]bool{}}
+	// what an import records of its source (issue 49 point 1)
+	src := &plugins.Source{Name: prefix, Title: doc.Title, TagDescriptions: doc.TagDescriptions()}
 	for _, op := range ops {
+		op.Plugin.Source = src
 		// An operation whose security scheme the engine cannot apply
 		// (Slack's and Spotify's OAuth2 authorization code) is imported
 		// disabled until the operator configures a credential; it is
@@ -90,10 +96,17 @@ func readFile(path string) ([]byte, error) {
 }
 
 // Combine is one catalog of the tools of cs, as if their sources were
-// imported side by side; a name two of them share is an error.
+// imported side by side; a name two of them share is an error. Its cases
+// name an operation of a prefixed catalog as "prefix:KEY"
+// ("hetzner:GET /servers"), as a request across sources must.
 func Combine(cs ...*Catalog) (*Catalog, error) {
 	all := &Catalog{byKey: map[string]string{}, names: map[string]bool{}}
 	for _, c := range cs {
+		for k, name := range c.byKey {
+			if c.prefix != "" {
+				all.byKey[c.prefix+":"+k] = name
+			}
+		}
 		for _, p := range c.Plugins {
 			if all.names[p.Name] {
 				return nil, fmt.Errorf("two catalogs have a tool %q", p.Name)
@@ -139,6 +152,7 @@ type Figures struct {
 	Recall1 float64 // share of cases with a wanted tool first
 	Recall5 float64 // share with a wanted tool in the first five
 	MRR     float64 // mean of 1/rank of the first wanted tool (0 past MaxLimit)
+	MRR10   float64 // the same, 0 past rank 10
 	// Latency of the searches, sorted.
 	Latencies []time.Duration
 	// Misses are the cases without a wanted tool in the first five, with
@@ -182,11 +196,15 @@ func Evaluate(search func(q string, limit int) []toolsearch.Result, cases []Case
 		if rank > 0 {
 			f.MRR += 1 / float64(rank)
 		}
+		if rank > 0 && rank <= 10 {
+			f.MRR10 += 1 / float64(rank)
+		}
 	}
 	if f.N > 0 {
 		f.Recall1 /= float64(f.N)
 		f.Recall5 /= float64(f.N)
 		f.MRR /= float64(f.N)
+		f.MRR10 /= float64(f.N)
 	}
 	sort.Slice(f.Latencies, func(i, j int) bool { return f.Latencies[i] < f.Latencies[j] })
 	return f

@@ -29,6 +29,15 @@ func sources(t *testing.T) []source {
 		{"spotify", "../testdata/spotify-openapi.json", []string{"spotify-queries.json", "spotify-heldout.json"}},
 		{"ruoyi", "../testdata/ruoyi-openapi.json", []string{"ruoyi-queries.json", "ruoyi-heldout.json"}},
 		{"crm", "../testdata/yudao-crm-openapi.json", []string{"crm-queries.json", "crm-heldout.json"}},
+		// issue 49's sets, and three APIs with no requests that bring the
+		// catalog past 4,000 tools
+		{"zoom", "../testdata/zoom-openapi.json.gz", []string{"zoom-queries.json", "zoom-heldout.json"}},
+		{"hetzner", "../testdata/hetzner-openapi.json.gz", []string{"hetzner-queries.json", "hetzner-heldout.json"}},
+		{"xero", "../testdata/xero-openapi.json.gz", []string{"xero-queries.json", "xero-heldout.json"}},
+		{"mall", "../testdata/mall-openapi.json", []string{"mall-queries.json", "mall-heldout.json"}},
+		{"docusign", "../testdata/crowd-docusign.net.json.gz", nil},
+		{"digitalocean", "../testdata/crowd-digitalocean.com.json.gz", nil},
+		{"trello", "../testdata/crowd-trello.com.json.gz", nil},
 	}
 	if dir := corpus.Dir(); dir != "" {
 		ss = append(ss, source{"stripe", filepath.Join(dir, "stripe/spec3.2022-04-12.e0123a38.json.gz"), nil})
@@ -37,6 +46,11 @@ func sources(t *testing.T) []source {
 	}
 	return ss
 }
+
+// crossSets are requests in one language for tools described in the
+// other (issue 49), labelled "source:KEY": measured on every catalog
+// together only.
+var crossSets = []string{"cross-queries.json", "cross-heldout.json"}
 
 // evaluation is every source's catalog and cases, loaded once.
 type evaluation struct {
@@ -76,6 +90,11 @@ func loadEvaluation(t *testing.T) *evaluation {
 		if e.all, evalErr = Combine(cs...); evalErr != nil {
 			return
 		}
+		for _, set := range crossSets {
+			if e.cases[set], evalErr = e.all.LoadCases(filepath.Join("../testdata", set)); evalErr != nil {
+				return
+			}
+		}
 		e.together, evalErr = toolsearch.New(e.all.Plugins)
 		evalData = e
 	})
@@ -85,13 +104,12 @@ func loadEvaluation(t *testing.T) *evaluation {
 	return evalData
 }
 
-// Goals of issue 35, recall@5 on the held-out sets with every catalog
+// Goals of issue 35, recall@5 on its held-out sets with every catalog
 // imported together, and the figures of the sets that existed before it,
 // each alone, which must not fall (docs/tool-search.md).
 const (
 	englishHeldOutGoal = 0.75
 	chineseHeldOutGoal = 0.90
-	maxCrowdingLoss    = 0.05
 )
 
 var before = map[string]float64{
@@ -99,14 +117,61 @@ var before = map[string]float64{
 	"ruoyi-queries.json": 1, "ruoyi-heldout.json": 1,
 }
 
+// together49 is each set's recall@5, in requests, with every catalog
+// imported together (4,070 tools) on the commit issue 49's sets were
+// added, before any change of that issue: no earlier set may lose more
+// than maxLoss of it (issue 49 point 5).
+var together49 = map[string]int{
+	"github-queries.json": 100, "github-heldout.json": 32,
+	"slack-queries.json": 18, "slack-heldout.json": 17,
+	"spotify-queries.json": 12, "spotify-heldout.json": 14,
+	"ruoyi-queries.json": 39, "ruoyi-heldout.json": 13,
+	"crm-queries.json": 18, "crm-heldout.json": 19,
+	"zoom-queries.json": 16, "zoom-heldout.json": 15,
+	"hetzner-queries.json": 12, "hetzner-heldout.json": 13,
+	"xero-queries.json": 10, "xero-heldout.json": 9,
+	"mall-queries.json": 17, "mall-heldout.json": 15,
+	"cross-queries.json": 4, "cross-heldout.json": 2,
+}
+
+const maxLoss = 0.03
+
+// after49 is the recall@5, in requests, of issue 49's own sets with its
+// changes (docs/tool-search.md): they may not fall below it. mall's
+// tuned-on set is one request under its figure before (the dictionary's
+// translations lift English tools over two of its paraphrases).
+var after49 = map[string]int{
+	"zoom-queries.json": 16, "zoom-heldout.json": 15,
+	"hetzner-queries.json": 14, "hetzner-heldout.json": 13,
+	"xero-queries.json": 10, "xero-heldout.json": 10,
+	"mall-queries.json": 16, "mall-heldout.json": 15,
+	"cross-queries.json": 10, "cross-heldout.json": 7,
+}
+
 // TestAloneAndTogether measures each source's requests on its own
-// catalog and on every catalog imported together: the others may cost a
-// source at most maxCrowdingLoss of recall@5; the held-out sets meet the
+// catalog and on every catalog imported together, and the requests
+// across languages together: no set may fall more than maxLoss below
+// its figure before issue 49, and issue 35's held-out sets meet their
 // goals together.
 func TestAloneAndTogether(t *testing.T) {
 	e := loadEvaluation(t)
 	t.Logf("together: %d tools", e.together.Len())
 	var english, englishN float64
+	check := func(set string, g Figures) {
+		if n, ok := after49[set]; ok {
+			if floor := float64(n) / float64(g.N); g.Recall5 < floor-1e-9 {
+				t.Errorf("%s together: recall@5 %.3f, %.3f with issue 49's changes", set, g.Recall5, floor)
+			}
+		} else if floor := float64(together49[set]) / float64(g.N); g.Recall5 < floor-maxLoss-1e-9 {
+			t.Errorf("%s together: recall@5 %.3f, %.3f before issue 49: more than %.2f lost", set, g.Recall5, floor, maxLoss)
+		}
+		if strings.Contains(set, "heldout") {
+			return // never tuned on: their misses stay unlisted
+		}
+		for _, m := range g.Misses {
+			t.Logf("   miss %q want %v rank %d got %v", m.Query, m.Want, m.Rank, m.Got)
+		}
+	}
 	for _, s := range sources(t) {
 		alone, err := toolsearch.New(e.catalogs[s.name].Plugins)
 		if err != nil {
@@ -116,9 +181,6 @@ func TestAloneAndTogether(t *testing.T) {
 			a := Evaluate(alone.Search, e.cases[set])
 			g := Evaluate(e.together.Search, e.cases[set])
 			t.Logf("%-20s alone %s | together %s", set, a, g)
-			if g.Recall5 < a.Recall5-maxCrowdingLoss-1e-9 {
-				t.Errorf("%s: recall@5 %.3f alone, %.3f with the other catalogs: more than %.2f lost", set, a.Recall5, g.Recall5, maxCrowdingLoss)
-			}
 			if floor, ok := before[set]; ok && a.Recall5 < floor-1e-9 {
 				t.Errorf("%s: recall@5 %.3f alone, %.3f before issue 35", set, a.Recall5, floor)
 			}
@@ -131,18 +193,18 @@ func TestAloneAndTogether(t *testing.T) {
 					t.Errorf("%s together: recall@5 %.3f, goal %.2f", set, g.Recall5, chineseHeldOutGoal)
 				}
 			}
-			if strings.Contains(set, "heldout") {
-				continue // never tuned on: their misses stay unlisted
-			}
-			for _, m := range g.Misses {
-				t.Logf("   miss %q want %v rank %d got %v", m.Query, m.Want, m.Rank, m.Got)
-			}
+			check(set, g)
 		}
 	}
+	for _, set := range crossSets {
+		g := Evaluate(e.together.Search, e.cases[set])
+		t.Logf("%-20s together %s", set, g)
+		check(set, g)
+	}
 	if r := english / englishN; r < englishHeldOutGoal {
-		t.Errorf("English held-out requests together: recall@5 %.3f, goal %.2f", r, englishHeldOutGoal)
+		t.Errorf("issue 35's English held-out requests together: recall@5 %.3f, goal %.2f", r, englishHeldOutGoal)
 	} else {
-		t.Logf("English held-out requests together: recall@5 %.3f (n=%.0f)", r, englishN)
+		t.Logf("issue 35's English held-out requests together: recall@5 %.3f (n=%.0f)", r, englishN)
 	}
 }
 

@@ -2,7 +2,10 @@
 // a tree of Spring MVC controllers, from their source: each
 // @RestController's mappings, @Operation summary and description, @Tag,
 // @Parameter, request parameters, and the @Schema fields of the request
-// VOs (as query parameters, or as the body of a @RequestBody). It reads
+// VOs (as query parameters, or as the body of a @RequestBody). It also reads
+// the Swagger 2 annotations older projects keep (macrozheng/mall):
+// @ApiOperation, @ApiModelProperty, @RequestMapping(method = ...) and a
+// @Controller whose methods are @ResponseBody. It reads
 // the subset of Java the controllers use, not Java; it builds test
 // catalogs for tool search (toolsearch/testdata/README.md).
 //
@@ -54,7 +57,9 @@ var (
 	attrRe      = regexp.MustCompile(`(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
 	fieldRe     = regexp.MustCompile(`^\s*private\s+([\w<>, \[\]]+?)\s+(\w+)\s*(?:=.*)?;`)
 	mappingRe   = regexp.MustCompile(`^\s*@(Get|Post|Put|Delete|Patch|Request)Mapping(?:\((?:value\s*=\s*)?"([^"]*)"[^)]*\))?`)
+	methodRe    = regexp.MustCompile(`method\s*=\s*RequestMethod\.(\w+)`)
 	operationRe = regexp.MustCompile(`^\s*@Operation\((.*)\)`)
+	apiOpRe     = regexp.MustCompile(`^\s*@ApiOperation\((.*)\)`)
 	parameterRe = regexp.MustCompile(`@Parameter\(([^)]*)\)`)
 	tagRe       = regexp.MustCompile(`^@Tag\((.*)\)`)
 	requiredRe  = regexp.MustCompile(`required\s*=\s*false`)
@@ -101,6 +106,10 @@ func parseVO(src string) (name string, v vo) {
 				s := pending[i+len("@Schema("):]
 				a := attrs(s[:closing(s)])
 				v.fields = append(v.fields, field{f[2], f[1], a["description"], strings.Contains(s[:closing(s)], "REQUIRED")})
+			} else if i := strings.Index(pending, "@ApiModelProperty("); i >= 0 {
+				s := pending[i+len("@ApiModelProperty("):]
+				s = s[:closing(s)]
+				v.fields = append(v.fields, field{f[2], f[1], swaggerValue(s), strings.Contains(s, "required = true")})
 			}
 			pending = ""
 			continue
@@ -167,15 +176,34 @@ func fieldsOf(vos map[string]vo, name string) []field {
 
 // operation is one mapped method of a controller.
 type operation struct {
-	method, path, id, summary, description, tag string
-	params                                      []map[string]any
-	body                                        map[string]any
+	method, path, id, summary, description, tag, tagDescription string
+	params                                                      []map[string]any
+	body                                                        map[string]any
+}
+
+// swaggerValue is the text of an @ApiOperation or @ApiModelProperty:
+// its value attribute, or its one quoted argument.
+func swaggerValue(args string) string {
+	if v, ok := attrs(args)["value"]; ok {
+		return v
+	}
+	if q := quotedRe.FindStringSubmatch(args); q != nil {
+		return q[1]
+	}
+	return ""
+}
+
+// isController: a @RestController, or a @Controller whose methods answer
+// with @ResponseBody.
+func isController(src string) bool {
+	return strings.Contains(src, "@RestController") ||
+		strings.Contains(src, "@Controller") && strings.Contains(src, "@ResponseBody")
 }
 
 // parseController reads the operations of a @RestController's source.
 func parseController(src string, vos map[string]vo) []operation {
 	lines := strings.Split(src, "\n")
-	base, tag := "", ""
+	base, tag, tagDesc := "", "", ""
 	var ops []operation
 	var cur *operation
 	paramDocs := map[string]string{}
@@ -188,14 +216,34 @@ func parseController(src string, vos map[string]vo) []operation {
 				base = m[2]
 			}
 			if m := tagRe.FindStringSubmatch(t); m != nil {
-				tag = attrs(m[1])["name"]
+				a := attrs(m[1])
+				tag, tagDesc = a["name"], a["description"]
 			}
 			inClass = classRe.MatchString(t)
 			continue
 		}
-		if m := mappingRe.FindStringSubmatch(line); m != nil && m[1] != "Request" {
-			cur = &operation{method: strings.ToLower(m[1]), path: base + m[2], tag: tag}
+		if m := mappingRe.FindStringSubmatch(line); m != nil {
+			method := strings.ToLower(m[1])
+			if method == "request" {
+				mm := methodRe.FindStringSubmatch(line)
+				if mm == nil {
+					continue // any method: springdoc lists each; none here does
+				}
+				method = strings.ToLower(mm[1])
+			}
+			summary, description := "", ""
+			if cur != nil { // an @ApiOperation above the mapping
+				summary, description = cur.summary, cur.description
+			}
+			cur = &operation{method: method, path: base + m[2], tag: tag, tagDescription: tagDesc, summary: summary, description: description}
 			paramDocs = map[string]string{}
+			continue
+		}
+		if m := apiOpRe.FindStringSubmatch(line); m != nil {
+			if cur == nil {
+				cur = &operation{}
+			}
+			cur.summary, cur.description = swaggerValue(m[1]), attrs(m[1])["notes"]
 			continue
 		}
 		if cur == nil {
@@ -210,7 +258,7 @@ func parseController(src string, vos map[string]vo) []operation {
 			paramDocs[a["name"]] = a["description"]
 		}
 		m := signatureRe.FindStringSubmatch(line)
-		if m == nil {
+		if m == nil || cur.method == "" {
 			continue
 		}
 		cur.id = m[1]
@@ -270,6 +318,10 @@ func (op *operation) addParam(p string, docs map[string]string, vos map[string]v
 	for _, a := range annots {
 		switch a[1] {
 		case "RequestBody":
+			if item := strings.TrimSuffix(strings.TrimPrefix(typ, "List<"), ">"); item != typ {
+				op.body = map[string]any{"type": "array", "items": objectSchema(fieldsOf(vos, item))}
+				return
+			}
 			op.body = objectSchema(fieldsOf(vos, typ))
 			return
 		case "RequestParam", "PathVariable":
@@ -344,19 +396,30 @@ func generate(fsys fs.FS, title string) (map[string]any, error) {
 	sort.Strings(names)
 	vos := map[string]vo{}
 	for _, p := range names {
-		if name, v := parseVO(srcs[p]); name != "" && !strings.Contains(srcs[p], "@RestController") {
+		if name, v := parseVO(srcs[p]); name != "" && !isController(srcs[p]) {
 			vos[name] = v
 		}
 	}
 	paths := map[string]map[string]any{}
 	var tags []string
+	tagDescs := map[string]string{}
+	ids := map[string]int{}
 	for _, p := range names {
-		if !strings.Contains(srcs[p], "@RestController") {
+		if !isController(srcs[p]) {
 			continue
 		}
 		for _, op := range parseController(srcs[p], vos) {
+			// springdoc makes overloaded methods' ids unique: getList, getList_1
+			id := op.id
+			if n := ids[op.id]; n > 0 {
+				id = fmt.Sprintf("%s_%d", op.id, n)
+			}
+			ids[op.id]++
+			if op.tagDescription != "" {
+				tagDescs[op.tag] = op.tagDescription
+			}
 			o := map[string]any{
-				"operationId": op.id,
+				"operationId": id,
 				"summary":     op.summary,
 				"responses":   map[string]any{"200": map[string]any{"description": "OK"}},
 			}
@@ -390,6 +453,9 @@ func generate(fsys fs.FS, title string) (map[string]any, error) {
 	tagList := make([]map[string]string, len(tags))
 	for i, t := range tags {
 		tagList[i] = map[string]string{"name": t}
+		if d := tagDescs[t]; d != "" {
+			tagList[i]["description"] = d
+		}
 	}
 	return map[string]any{
 		"openapi": "3.0.1",

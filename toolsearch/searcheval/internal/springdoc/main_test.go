@@ -116,3 +116,90 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("page = %+v", page)
 	}
 }
+
+const swaggerController = `package x;
+
+@Controller
+@Api(tags = "PmsBrandController")
+@Tag(name = "PmsBrandController", description = "商品品牌管理")
+@RequestMapping("/brand")
+public class PmsBrandController {
+    @ApiOperation(value = "添加品牌")
+    @RequestMapping(value = "/create", method = RequestMethod.POST)
+    @ResponseBody
+    public CommonResult create(@Validated @RequestBody PmsBrandParam pmsBrand) {
+        return CommonResult.success(1);
+    }
+
+    @ApiOperation("获取全部品牌列表")
+    @RequestMapping(value = "/listAll", method = RequestMethod.GET)
+    @ResponseBody
+    public CommonResult<List<PmsBrand>> getList() {
+        return CommonResult.success(null);
+    }
+
+    @ApiOperation("根据品牌名称分页获取品牌列表")
+    @RequestMapping(value = "/list", method = RequestMethod.GET)
+    @ResponseBody
+    public CommonResult<CommonPage<PmsBrand>> getList(@RequestParam(value = "keyword", required = false) String keyword,
+                                                      @RequestParam(value = "pageNum", defaultValue = "1") Integer pageNum) {
+        return CommonResult.success(null);
+    }
+}
+`
+
+const swaggerVO = `package x;
+
+public class PmsBrandParam {
+    @NotEmpty
+    @ApiModelProperty(value = "品牌名称",required = true)
+    private String name;
+    @ApiModelProperty("品牌首字母")
+    private String firstLetter;
+}
+`
+
+// TestGenerateSwagger2 reads the Swagger 2 annotations macrozheng/mall
+// uses: @ApiOperation, @RequestMapping(method = ...), @ApiModelProperty,
+// a @Controller answering @ResponseBody, and a tag's description.
+func TestGenerateSwagger2(t *testing.T) {
+	doc, err := generate(fstest.MapFS{
+		"c/PmsBrandController.java": {Data: []byte(swaggerController)},
+		"d/PmsBrandParam.java":      {Data: []byte(swaggerVO)},
+	}, "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(doc)
+	var got struct {
+		Tags  []struct{ Name, Description string }
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Summary     string `json:"summary"`
+			Parameters  []struct{ Name string }
+			RequestBody struct {
+				Content map[string]struct {
+					Schema struct {
+						Properties map[string]struct{ Description string }
+						Required   []string
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tags) != 1 || got.Tags[0].Description != "商品品牌管理" {
+		t.Errorf("tags = %+v", got.Tags)
+	}
+	create := got.Paths["/brand/create"]["post"]
+	body := create.RequestBody.Content["application/json"].Schema
+	if create.Summary != "添加品牌" || body.Properties["firstLetter"].Description != "品牌首字母" || len(body.Required) != 1 {
+		t.Errorf("create = %+v", create)
+	}
+	all, list := got.Paths["/brand/listAll"]["get"], got.Paths["/brand/list"]["get"]
+	if all.Summary != "获取全部品牌列表" || all.OperationID != "getList" || list.OperationID != "getList_1" || len(list.Parameters) != 2 {
+		t.Errorf("listAll = %+v, list = %+v", all, list)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGlossWords(t *testing.T) {
+	for g, want := range map[string][]string{
+		"to restart (a machine etc)":                           {"restart"},
+		"invoice":                                              {"invoice"},
+		"(computing) snapshot":                                 {"snapshot"},
+		"variant of 發票|发票[fa1 piao4]":                          nil,
+		"to submit an expense account":                         {"submit", "expense", "account"},
+		"a long explanation of what the word means in context": nil,
+	} {
+		if got := glossWords(g); !slices.Equal(got, want) {
+			t.Errorf("glossWords(%q) = %q, want %q", g, got, want)
+		}
+	}
+}
+
+// TestCedict: a Chinese word's English words, and an English gloss's
+// Chinese words, the most specific entry first.
+func TestCedict(t *testing.T) {
+	lines := cedict([]cedictEntry{
+		{"防火墙", []string{"firewall"}},
+		{"火墙", []string{"firewall", "fire wall", "wall of fire"}},
+		{"作废", []string{"to become invalid", "to cancel"}},
+		{"的", []string{"of"}},      // one character: no line of its own
+		{"A型", []string{"type A"}}, // not all Han
+	})
+	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("no line %q in %q", want, lines)
+		}
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "的\t") || strings.HasPrefix(l, "A型") {
+			t.Errorf("line %q", l)
+		}
+	}
+}
+
+// TestWordnet reads a two-synset WordNet in the files' format: a word's
+// synonyms and its synsets' hypernyms' words.
+func TestWordnet(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"data.verb": "  1 This software and database is being provided\n" +
+			"00000001 32 v 02 reboot 0 boot 0 001 @ 00000002 v 0000 | to restart a computer\n" +
+			"00000002 32 v 01 restart 0 000 | start again\n",
+		"index.verb": "  1 licence\nreboot v 1 1 @ 1 0 00000001  \nboot v 1 1 @ 1 0 00000001  \nrestart v 1 0 1 0 00000002  \n",
+	}
+	for _, pos := range []string{"noun", "adj"} {
+		files["data."+pos], files["index."+pos] = "", ""
+	}
+	for name, text := range files {
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600)
+	}
+	lines, err := wordnet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	if want := []string{"boot\treboot\trestart", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
+		t.Errorf("wordnet = %q, want %q", lines, want)
+	}
+}

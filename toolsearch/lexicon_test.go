@@ -1,0 +1,145 @@
+package toolsearch
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+func tool(name, title, desc string) *plugins.Plugin {
+	return &plugins.Plugin{Name: name, Title: title, Description: desc, Status: plugins.StatusEnabled}
+}
+
+func first(t *testing.T, ix *Index, q string) string {
+	t.Helper()
+	rs := ix.Search(q, 5)
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[0].Name
+}
+
+// TestSources: a tool's source (name, title, aliases) and its tags'
+// descriptions are words of the tool; a request naming a source ranks
+// that source's tools first though another's share more of its words.
+func TestSources(t *testing.T) {
+	hz := &plugins.Source{Name: "hetzner", Title: "Hetzner Cloud API", Aliases: []string{"赫兹纳"},
+		TagDescriptions: map[string]string{"Floating IPs": "A static public address you can move between servers."}}
+	do := &plugins.Source{Name: "digitalocean", Title: "DigitalOcean API"}
+	ps := []*plugins.Plugin{
+		{Name: "hz_list_servers", Title: "Get all Servers", Description: "Returns servers.", Source: hz, Status: plugins.StatusEnabled},
+		{Name: "hz_create_fip", Title: "Create a Floating IP", Description: "Creates one.", Tags: []string{"Floating IPs"}, Source: hz, Status: plugins.StatusEnabled},
+		{Name: "do_list_droplets", Title: "List all servers (droplets)", Description: "Lists every server of the account.", Source: do, Status: plugins.StatusEnabled},
+	}
+	ix, err := New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"list all servers":                   "do_list_droplets",
+		"list all servers on hetzner":        "hz_list_servers",
+		"list all servers in Hetzner Cloud":  "hz_list_servers",
+		"赫兹纳 list all servers":               "hz_list_servers",
+		"a static address I can move around": "hz_create_fip", // the tag's description
+	} {
+		if got := first(t, ix, q); got != want {
+			t.Errorf("%q: %s first, want %s", q, got, want)
+		}
+	}
+	got := ix.Sources()
+	want := []SourceInfo{{"hetzner", "Hetzner Cloud API", 2}, {"digitalocean", "DigitalOcean API", 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Sources() = %v, want %v", got, want)
+	}
+	plain, _ := NewWith(ps, Parts{})
+	if got := first(t, plain, "list all servers on hetzner"); got != "do_list_droplets" {
+		t.Errorf("without sources: %s first", got)
+	}
+}
+
+// TestLexicon: a request's word that no tool has finds the tools that
+// say its WordNet synonym ("boot" the server: reboot); a word the catalog
+// has is not widened.
+func TestLexicon(t *testing.T) {
+	ps := []*plugins.Plugin{
+		tool("reboot", "Reboot a server", "Restarts it."),
+		tool("create", "Create a server", "A new one."),
+		tool("kick", "Kick a member", "Removes a member from a channel."),
+	}
+	ix, _ := New(ps)
+	if got := first(t, ix, "boot server 3 again"); got != "reboot" {
+		t.Errorf("boot server 3 again: %s first, want reboot", got)
+	}
+	concepts := ix.an.analyzeQuery("kick the member")
+	before := fmt.Sprint(concepts)
+	ix.expandLexicon("kick the member", concepts)
+	if after := fmt.Sprint(concepts); after != before {
+		t.Errorf("a word the catalog has was widened: %s, was %s", after, before)
+	}
+	if plain, _ := NewWith(ps, Parts{}); first(t, plain, "boot server 3 again") == "reboot" {
+		t.Error("without the lexicon, boot found reboot first: the test proves nothing")
+	}
+}
+
+// TestAcrossLanguages: with CC-CEDICT, a Chinese request finds English
+// tools and an English request Chinese ones; in a catalog holding both,
+// the request's own language comes first.
+func TestAcrossLanguages(t *testing.T) {
+	en := []*plugins.Plugin{
+		tool("fw_delete", "Delete a firewall", "Deletes the firewall."),
+		tool("fw_create", "Create a firewall", "Creates a firewall."),
+		tool("meeting_create", "Create a meeting", "Schedules a meeting."),
+	}
+	zh := []*plugins.Plugin{
+		tool("fhq_delete", "删除防火墙", "删除一个防火墙"),
+		tool("fhq_add", "新增防火墙", "新增一个防火墙"),
+		tool("hy_add", "新增会议", "安排一个会议"),
+	}
+	enIx, _ := New(en)
+	zhIx, _ := New(zh)
+	both, _ := New(append(append([]*plugins.Plugin{}, en...), zh...))
+	for _, tc := range []struct {
+		ix      *Index
+		q, want string
+	}{
+		{enIx, "删除防火墙", "fw_delete"},
+		{enIx, "安排一个视频会议", "meeting_create"},
+		{zhIx, "delete the firewall", "fhq_delete"},
+		{zhIx, "schedule a meeting", "hy_add"},
+		{both, "删除防火墙", "fhq_delete"},
+		{both, "delete the firewall", "fw_delete"},
+	} {
+		if got := first(t, tc.ix, tc.q); got != tc.want {
+			t.Errorf("%q: %s first, want %s", tc.q, got, tc.want)
+		}
+	}
+	if off, _ := NewWith(en, Parts{Sources: true, Lexicon: true}); len(off.Search("删除防火墙", 5)) != 0 {
+		t.Error("without the dictionary a Chinese request found English tools")
+	}
+}
+
+func TestSegment(t *testing.T) {
+	var got []string
+	segment("删除防火墙规则", func(w string) { got = append(got, w) })
+	if want := []string{"删除", "防火墙", "规则"}; !slices.Equal(got, want) {
+		t.Errorf("segment = %q, want %q", got, want)
+	}
+	var terms []string
+	analyzer{words: true}.each("防火墙", func(term string, _ int) { terms = append(terms, term) })
+	if !slices.Contains(terms, "防火墙") {
+		t.Errorf("a three-character word is no term: %q", terms)
+	}
+}
+
+// TestTableSizes: the embedded tables add at most 8 MB to the binary
+// (issue 49), and they load.
+func TestTableSizes(t *testing.T) {
+	if n := len(wordnetGz) + len(cedictGz); n > 8<<20 {
+		t.Errorf("embedded tables: %d bytes, over 8 MB", n)
+	}
+	if wordnetTable.lookup("reboot") == nil || cedictTable.lookup("防火墙") == nil || cedictTable.lookup("firewall") == nil {
+		t.Error("a table lacks a word it has")
+	}
+}
