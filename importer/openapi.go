@@ -170,6 +170,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 			continue
 		}
 		row, err := catalog.RowFromPlugin(op.Plugin)
+		if err == nil {
+			err = storable(st.Dialect(), row)
+		}
 		if err != nil {
 			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
