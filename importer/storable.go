@@ -33,6 +33,12 @@ func storable(dialect string, row *store.Plugin) error {
 	return nil
 }
 
+// notStorable is storable's error where an import reports it as the
+// tool's failure rather than its own.
+type notStorable struct{ error }
+
+func (e notStorable) Unwrap() error { return e.error }
+
 // jsonDepth is the deepest nesting of objects and arrays in the JSON doc
 // (1 for {}), brackets inside strings not counted.
 func jsonDepth(doc []byte) int {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -90,6 +92,40 @@ func TestImportDeepSchemas(t *testing.T) {
 					t.Errorf("%d plugins stored, %d added, of %d operations, %d failed", len(rows), len(res.Added), len(res.Operations), len(res.Failed))
 				}
 			}
+		}
+	})
+}
+
+// TestImportDeepMCPTool: the same for an MCP server's tool, the rest of
+// its tools imported.
+func TestImportDeepMCPTool(t *testing.T) {
+	deep := map[string]any{"type": "string"}
+	for range 40 {
+		deep = map[string]any{"type": "array", "items": deep}
+	}
+	tools := []*sdk.Tool{
+		{Name: "deep", Description: "deep", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"a": deep}}},
+		{Name: "shallow", Description: "shallow", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}},
+	}
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		srv := &store.MCPServer{Name: "deep", Transport: store.TransportStreamableHTTP, URL: "http://127.0.0.1:1/mcp", AuthConfig: store.JSON(`{"type":"none"}`)}
+		if err := st.CreateMCPServer(ctx, srv); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := MCPTools(ctx, st, srv, tools, MCPOptions{By: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Dialect() != store.DialectMySQL {
+			if len(rep.Added) != 2 || len(rep.Failed) != 0 {
+				t.Errorf("report %+v, want both added", rep)
+			}
+			return
+		}
+		if len(rep.Added) != 1 || rep.Added[0] != "deep_shallow" && rep.Added[0] != "shallow" || len(rep.Failed) != 1 || rep.Failed[0].Tool != "deep" ||
+			!strings.Contains(rep.Failed[0].Error, "levels deep, and MariaDB's JSON columns hold at most 31") {
+			t.Errorf("report %+v, want shallow added and deep failed by the limit", rep)
 		}
 	})
 }
