@@ -2,6 +2,8 @@ package openapi
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
@@ -120,4 +122,35 @@ func FuzzEncodeTree(f *testing.F) {
 			t.Errorf("encodeTree\n%s\nencoding/json\n%s", got, want)
 		}
 	})
+}
+
+// TestContentHashOfMarshal: the hash written straight from the encoder is
+// that of marshal's bytes, which stored hashes were made of.
+func TestContentHashOfMarshal(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := Load(data, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, _, err := Convert(doc, Options{BaseURL: "https://api.example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			b, err := marshal(op.Plugin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			got, err := ContentHash(op)
+			if err != nil || got != hex.EncodeToString(sum[:]) {
+				t.Errorf("%s %s: ContentHash %s, %v; sha256 of marshal %x", name, op.Key, got, err, sum)
+			}
+		}
+	}
 }
