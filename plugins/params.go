@@ -45,16 +45,26 @@ func compileParameters(variant string, params json.RawMessage, edit func(root ma
 	if err != nil {
 		return nil, err
 	}
+	if s, err = compileDecoded(params, root); err != nil {
+		return nil, err
+	}
+	cache(variant, params, s)
+	return s, nil
+}
+
+// compileDecoded compiles root, decoded from params with nullable made a
+// type, its repeated parts shared.
+func compileDecoded(params json.RawMessage, root map[string]any) (*jsonschema.Schema, error) {
 	b := newSharedBatch()
 	b.addRoot(params, root)
-	if s, err = b.compile(root); err != nil {
+	s, err := b.compile(root)
+	if err != nil {
 		// Said of the schema as written, not of its shared form.
 		if _, err = compilePlain(root); err == nil {
 			err = errors.New("its repeated parts could not be compiled apart") // a bug
 		}
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
-	cache(variant, params, s)
 	return s, nil
 }
 

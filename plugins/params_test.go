@@ -3,6 +3,8 @@ package plugins
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +47,25 @@ func TestNullableKeywordOnlyInSchemas(t *testing.T) {
 				t.Errorf("errors %v, want one naming %s", errs, c.wantField)
 			}
 		})
+	}
+}
+
+// TestNoSchemaLoadedFromOutside: a parameter schema's $ref to a file or a
+// URL is refused, the file not read (the library's default loader read
+// file: URLs; here the file holds a schema that would compile).
+func TestNoSchemaLoadedFromOutside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outside.json")
+	if err := os.WriteFile(path, []byte(`{"type": "string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + path, "https://schemas.example.com/x.json"} {
+		p := &Plugin{Parameters: json.RawMessage(`{"type": "object", "properties": {"e": {"$ref": "` + ref + `"}}}`)}
+		errs := p.ValidateArguments(map[string]any{"e": 1})
+		if len(errs) != 1 || errs[0].Field != "parameters" || !strings.Contains(errs[0].Message, "loads no schema from a file or a URL") {
+			t.Errorf("%s: %v", ref, errs)
+		}
+		if err := NewValidator().Validate(p); err == nil || !strings.Contains(err.Error(), "loads no schema") {
+			t.Errorf("%s: an import's validation says %v", ref, err)
+		}
 	}
 }

@@ -216,11 +216,29 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, s...)
 }
 
+// newCompiler is the compiler of parameter schemas: draft 2020-12 unless
+// a schema says otherwise, and no schema loaded from outside it. The
+// library's default loader reads file: URLs, so that a caller's schema
+// with "$ref": "file:///etc/passwd" had the engine open the file (and
+// quote its first byte in the error); the drafts' metaschemas are the
+// library's own, loaded without it.
+func newCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	return c
+}
+
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) {
+	return nil, errors.New("the engine loads no schema from a file or a URL: a $ref must point inside the schema")
+}
+
 // compilePlain compiles root as it is, nothing shared: its errors are
 // those of the schema as written.
 func compilePlain(root map[string]any) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := newCompiler()
 	if err := c.AddResource("parameters.json", root); err != nil {
 		return nil, err
 	}
@@ -265,8 +283,7 @@ func (b *sharedBatch) compileAll(roots []map[string]any) []*jsonschema.Schema {
 	if len(b.defs) == 0 {
 		return out
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := newCompiler()
 	if err := c.AddResource(batchURL, map[string]any{"$defs": b.defs}); err != nil {
 		return out
 	}

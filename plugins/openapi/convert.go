@@ -337,7 +337,7 @@ func (c *converter) convert(o rawOperation) (Operation, error) {
 	if len(required) > 0 {
 		root["required"] = required
 	}
-	if p.Parameters, err = marshal(root); err != nil {
+	if p.Parameters, err = encodeTree(root); err != nil {
 		return Operation{}, fmt.Errorf("encode parameters: %w", err)
 	}
 	provider := c.auth(o, p, b)

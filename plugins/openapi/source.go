@@ -1,9 +1,12 @@
 package openapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"hash"
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -47,14 +50,27 @@ func (o Options) Fingerprint() (string, error) {
 // operation, issue 35).
 const conversionRevision = 2
 
-// ContentHash is the hex sha256 of the plugin's JSON and its source key.
+// ContentHash is the hex sha256 of the plugin's JSON (as marshal writes
+// it). The JSON goes straight into the hash: a copy of a large import's
+// every schema, made only to be hashed, was most of its write loop's
+// garbage.
 func ContentHash(op Operation) (string, error) {
-	b, err := marshal(op.Plugin)
-	if err != nil {
+	h := sha256.New()
+	enc := json.NewEncoder(lineHasher{h})
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(op.Plugin); err != nil {
 		return "", fmt.Errorf("encode plugin: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// lineHasher hashes what json.Encoder writes (one Write a value) without
+// the newline it ends with, as marshal drops it.
+type lineHasher struct{ h hash.Hash }
+
+func (l lineHasher) Write(b []byte) (int, error) {
+	l.h.Write(bytes.TrimSuffix(b, []byte("\n")))
+	return len(b), nil
 }
 
 // OperationKeys lists the key ("METHOD /path") of every operation of the
