@@ -28,9 +28,7 @@ const pageSize = 1000
 type session struct {
 	svc    *Service
 	server *sdk.Server
-	user   int64
-	narrow []access.Held // the token's fixed permission strings
-	direct bool          // the connection carries requests to the client (stdio)
+	sessionOptions
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -38,7 +36,14 @@ type session struct {
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if method != "tools/list" && method != "tools/call" {
+		switch method {
+		case "tools/list", "tools/call":
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			return discovered(res), err
+		case "subscriptions/listen":
+			return ss.listen(ctx, next, method, req)
+		default:
 			return next(ctx, method, req)
 		}
 		set, err := ss.svc.current(ctx)
@@ -117,7 +122,7 @@ func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*s
 			from = n
 		}
 		to := min(from+pageSize, len(all))
-		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, all[from:to]...)}
+		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, all[from:to]...), Cacheable: listCache}
 		if to < len(all) {
 			res.NextCursor = strconv.Itoa(to)
 		}
@@ -138,8 +143,14 @@ func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*s
 			}
 		}
 	}
-	return &sdk.ListToolsResult{Tools: tools}, nil
+	return &sdk.ListToolsResult{Tools: tools, Cacheable: listCache}, nil
 }
+
+// listCache is the caching a tools/list answer allows (2026-07-28): the
+// user's own client only, since the tools differ per user (access, a
+// session's finds), for a minute; a change is announced on
+// subscriptions/listen (and to a session, notifications/tools/list_changed).
+var listCache = sdk.Cacheable{TTLMs: 60_000, CacheScope: "private"}
 
 func pinned(set *toolSet, name string) bool {
 	for _, t := range set.pinned {
