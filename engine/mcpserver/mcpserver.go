@@ -90,6 +90,11 @@ type Options struct {
 	// tools/list and search_tools (issue 46; the executor refuses their
 	// calls); nil lists every tool.
 	Access Access
+	// RoundTrips, when set, lets a call of a 2026-07-28 client that
+	// waits for a person or a connection answer input_required with a
+	// sealed requestState (issue 47); nil: such a client reads the tool
+	// error that names the pending item, as a client without elicitation.
+	RoundTrips *RoundTrips
 	// ListenPoll is how often a subscriptions/listen stream looks for a
 	// catalog change (DefaultListenPoll when 0).
 	ListenPoll time.Duration
