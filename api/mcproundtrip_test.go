@@ -204,12 +204,17 @@ func TestMCPRoundTripURL(t *testing.T) {
 			if gjson.Get(body, "result.inputRequests.approval.params.url").String() != "https://engine.example/console/#/approvals" || state == "" || id == "" {
 				t.Fatalf("first call: %s", body)
 			}
-			// Before the approval the retry is asked again.
+			// A retry before the approval is told the call still waits (the
+			// client's own loop would ask the person again at once); the
+			// call made afresh is asked again.
 			_, body = e.rawCall(e.seven, "u", tc.caps, `,"requestState":`+jsonString(state))
-			if gjson.Get(body, "result.resultType").String() != "input_required" || e.deletes() != 0 {
+			if !gjson.Get(body, "result.isError").Bool() || !strings.Contains(body, "confirmation_required") || e.deletes() != 0 {
 				t.Fatalf("a retry before the approval: %s, %d sent", body, e.deletes())
 			}
-			state = gjson.Get(body, "result.requestState").String()
+			_, body = e.rawCall(e.seven, "u", tc.caps, "")
+			if state = gjson.Get(body, "result.requestState").String(); state == "" || gjson.Get(body, "result.inputRequests.approval.params.elicitationId").String() != id {
+				t.Fatalf("the call again: %s", body)
+			}
 			if tc.via == "console" {
 				// The console's decision, as it writes it.
 				if won, err := st.DecideItem(t.Context(), id, confirm.Approved, "console:user:7", ""); !won || err != nil {

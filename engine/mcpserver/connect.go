@@ -35,7 +35,7 @@ type Connector interface {
 // user has connected. ok is false for any other result, without a
 // Connector, or when no start URL can be made (the engine's error then
 // stands).
-func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, res *engine.Result, client *sdk.ServerSession) (_ sdk.Result, _ error, ok bool) {
+func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, res *engine.Result, client *sdk.ServerSession, st *requestState) (_ sdk.Result, _ error, ok bool) {
 	c := ss.svc.opts.Connector
 	if c == nil || res == nil || res.OK {
 		return nil, nil, false
@@ -48,7 +48,9 @@ func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, 
 	if res.HTTPStatus == 0 {
 		msg = fmt.Sprintf("Connect your %s account to let this tool act for you, then call it again; nothing was sent.", provider)
 	}
-	if _, urlMode := elicitation(client); urlMode {
+	// A 2026-07-28 retry still not connected (declined, or not finished)
+	// is told, not asked again in the client's own retry loop.
+	if _, urlMode := elicitation(client); urlMode && (st == nil || !ss.modern(client)) {
 		url, err := c.StartURL(ctx, ss.user, provider, scopes)
 		if err != nil {
 			ss.svc.log.WarnContext(ctx, "no start URL for a connection the call needs; the client reads the error", "provider", provider, "err", err)

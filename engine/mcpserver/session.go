@@ -261,7 +261,7 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		}
 	}
 	res, err := ss.svc.ex.Send(ctx, plan)
-	if out, cerr, ok := ss.connect(ctx, e, args, res, client); ok {
+	if out, cerr, ok := ss.connect(ctx, e, args, res, client, st); ok {
 		return out, cerr
 	}
 	return result(res, err), nil
@@ -300,7 +300,10 @@ func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan
 		return nil, nil, true
 	}
 	if ss.modern(client) {
-		if w.ID != "" {
+		// A retry still waiting (the person has not approved at the URL
+		// yet) is told so rather than asked again: the client's own loop
+		// would ask the person again at once.
+		if w.ID != "" && st == nil {
 			res, ok, err := ss.askAgain(e, call.Arguments, plan, w, client)
 			if err != nil {
 				ss.svc.log.ErrorContext(ctx, "MCP input_required not answered", "err", err)
