@@ -179,6 +179,15 @@ func TestMCPRoundTripState(t *testing.T) {
 				t.Errorf("%s: %d %s, %d sent", tc.name, status, body, e.deletes())
 			}
 		}
+		// Without the decision the person is asked again, with a new state.
+		_, body = e.rawCall(e.seven, "a", formCaps, `,"requestState":`+jsonString(state))
+		if gjson.Get(body, "result.resultType").String() != "input_required" || e.deletes() != 0 {
+			t.Fatalf("a retry without the decision: %s", body)
+		}
+		if _, again := e.rawCall(e.seven, "a", formCaps, retryWith(state, "approve")); !strings.Contains(again, "already used") {
+			t.Errorf("the first state again: %s", again)
+		}
+		state = gjson.Get(body, "result.requestState").String()
 		if _, body := e.rawCall(e.seven, "a", formCaps, retryWith(state, "approve")); gjson.Get(body, "result.isError").Bool() || e.deletes() != 1 {
 			t.Fatalf("the retry: %s, %d sent", body, e.deletes())
 		}

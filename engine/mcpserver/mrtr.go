@@ -220,14 +220,24 @@ var decisionSchema = map[string]any{
 }
 
 // approved reads the person's answer to the decision form: decline and
-// cancel deny, as does anything but an accepted "approve".
-func approved(responses sdk.InputResponseMap) bool {
+// cancel deny, and so does an accepted "deny"; answered is false when
+// there is no answer to read (no response to the form, or an accepted
+// form without a decision), which is asked again.
+func approved(responses sdk.InputResponseMap) (approve, answered bool) {
 	r, ok := responses[inputDecision].(*sdk.ElicitResult)
-	if !ok || r.Action != "accept" {
-		return false
+	if !ok {
+		return false, false
 	}
-	d, _ := r.Content["decision"].(string)
-	return d == "approve"
+	if r.Action != "accept" {
+		return false, true
+	}
+	switch d, _ := r.Content["decision"].(string); d {
+	case "approve":
+		return true, true
+	case "deny":
+		return false, true
+	}
+	return false, false
 }
 
 // ask answers a call waiting for a person with what the client asks

@@ -284,11 +284,15 @@ func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan
 			return nil, stateError(errors.New("requestState: the request prepared now differs from the one the person was shown (its plugin, server, arguments or credentials changed); nothing was sent")), false
 		}
 		if st.Mode == modeForm {
-			approve := approved(in.responses)
-			if g.Decide(ctx, call, plan, st.Pending, approve) {
+			approve, answered := approved(in.responses)
+			switch {
+			case !answered:
+				// The decision is missing: asked again, as the MRTR
+				// page has it, with a new state.
+				st = nil
+			case g.Decide(ctx, call, plan, st.Pending, approve):
 				return nil, nil, true
-			}
-			if !approve {
+			case !approve:
 				return notConfirmed(), nil, false
 			}
 		}
