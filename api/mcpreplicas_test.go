@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins/openapiquery"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -181,4 +182,33 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 		names = append(names, tool.Name)
 	}
 	return names
+}
+
+// TestOpenAPIToolsBothEras: /mcp/openapi serves the go-sdk v1.8 client
+// at 2026-07-28 without a session and at 2025-11-25 in one, behind the
+// bearer token.
+func TestOpenAPIToolsBothEras(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) {
+		s.OpenAPITools = openapiquery.Handler(openapiquery.ServerOptions{DefaultSource: "../plugins/openapiquery/testdata/fastapi.json"})
+	})
+	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
+	for _, tc := range []struct{ version, want string }{{"", "2026-07-28"}, {"2025-11-25", "2025-11-25"}} {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/openapi", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+			&sdk.ClientSessionOptions{ProtocolVersion: tc.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := cs.InitializeResult().ProtocolVersion; v != tc.want {
+			t.Errorf("negotiated %s, want %s", v, tc.want)
+		}
+		if names := toolNames(t, cs); !slices.Contains(names, "search_operations") || !slices.Contains(names, "get_api_info") {
+			t.Errorf("%s: tools %v", tc.want, names)
+		}
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "get_api_info", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Errorf("%s: get_api_info: %v %+v", tc.want, err, res)
+		}
+		cs.Close()
+	}
 }
