@@ -383,6 +383,9 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]
 	switch {
 	case len(ans.Tools) == 0:
 		ans.Note = toolset.NoMatchNote(set.langs)
+	case ss.stateless:
+		// Nothing is remembered for the next request's tools/list.
+		ans.Note = "Call one of these tools by name, or through call_tool."
 	default:
 		ans.Note = "These tools are in your tool list now (the server sent notifications/tools/list_changed): call one by name, or through call_tool."
 	}

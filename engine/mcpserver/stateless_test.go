@@ -18,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
 )
 
 // erasEnv serves a catalog on one Handler, tokens "user-N" acting for N.
@@ -241,5 +242,31 @@ func TestListenCatalogChange(t *testing.T) {
 	}
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("tools after the change = %v", got)
+	}
+}
+
+// TestStatelessSearch: with tool search on, a 2026-07-28 client lists
+// the meta-tools, finds a tool with search_tools (told to call it by
+// name, since nothing is remembered between requests) and calls it by
+// name and through call_tool.
+func TestStatelessSearch(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeAlways}}, up.Config.Handler.ServeHTTP, "weather", "stocks")
+	cs := e.connect(7, "", nil)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"search_tools", "call_tool"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "weather"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"note":"Call one of these tools by name, or through call_tool."`) {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	for _, p := range []*sdk.CallToolParams{
+		{Name: "weather", Arguments: map[string]any{"q": "x"}},
+		{Name: "call_tool", Arguments: map[string]any{"name": "weather", "arguments": map[string]any{"q": "x"}}},
+	} {
+		res, err := cs.CallTool(t.Context(), p)
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"tool":"weather","q":"x"}` {
+			t.Errorf("%s: %v %+v", p.Name, err, res)
+		}
 	}
 }
