@@ -150,14 +150,20 @@ type retry struct {
 	responses sdk.InputResponseMap
 }
 
-// modern reports whether the client speaks multi round-trip requests
-// (2026-07-28 and later), with a key to seal their states.
-func (ss *session) modern(client *sdk.ServerSession) bool {
-	if ss.svc.opts.RoundTrips == nil || client == nil {
+// stateless reports whether client speaks 2026-07-28 or later: every
+// result carries its resultType, and the server asks by input_required.
+func speaksStateless(client *sdk.ServerSession) bool {
+	if client == nil {
 		return false
 	}
 	p := client.InitializeParams()
 	return p != nil && p.ProtocolVersion >= firstStateless
+}
+
+// modern reports whether the client speaks multi round-trip requests
+// (2026-07-28 and later), with a key to seal their states.
+func (ss *session) modern(client *sdk.ServerSession) bool {
+	return ss.svc.opts.RoundTrips != nil && speaksStateless(client)
 }
 
 // stateFor returns a sealed state of mode for this call of e.

@@ -75,7 +75,11 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params.RequestState != "" {
 				in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
 			}
-			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session, in)
+			res, err := ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session, in)
+			if c, ok := res.(*sdk.CallToolResult); ok && speaksStateless(r.Session) {
+				return completed{c}, err
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

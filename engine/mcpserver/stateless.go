@@ -165,3 +165,19 @@ func (r inputRequired) MarshalJSON() ([]byte, error) {
 		Meta          sdk.Meta            `json:"_meta,omitempty"`
 	}{"input_required", r.InputRequests, r.RequestState, r.Meta})
 }
+
+// completed is a tools/call result of 2026-07-28, where every result
+// names its resultType: the SDK names its own handlers' results, and the
+// engine answers tools/call itself.
+type completed struct {
+	*sdk.CallToolResult
+}
+
+func (r completed) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	// b is an object with at least "content": the field goes first.
+	return append([]byte(`{"resultType":"complete",`), b[1:]...), nil
+}

@@ -137,8 +137,8 @@ func TestStatelessWire(t *testing.T) {
 		want   []string // in the body
 	}{
 		{"server/discover names every version served", discover, nil, 200, []string{`"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`, `"tools":{"listChanged":true}`}},
-		{"tools/list: private, with a ttl, in name order", list, nil, 200, []string{`"ttlMs":60000`, `"cacheScope":"private"`, `"tools":[{"annotations"`, `"name":"a"`}},
-		{"tools/call", call, nil, 200, []string{`"text":"{\"tool\":\"a\",\"q\":\"y\"}"`}},
+		{"tools/list: private, with a ttl, in name order", list, nil, 200, []string{`"resultType":"complete"`, `"ttlMs":60000`, `"cacheScope":"private"`, `"tools":[{"annotations"`, `"name":"a"`}},
+		{"tools/call", call, nil, 200, []string{`"result":{"resultType":"complete",`, `"text":"{\"tool\":\"a\",\"q\":\"y\"}"`}},
 		{"Mcp-Method differs from the body", list, map[string]string{"Mcp-Method": "tools/call"}, 400, []string{`"code":-32020`}},
 		{"Mcp-Name differs from the body", call, map[string]string{"Mcp-Name": "b"}, 400, []string{`"code":-32020`}},
 		{"no Mcp-Protocol-Version header", list, map[string]string{"Mcp-Protocol-Version": ""}, 400, []string{`"code":-32020`}},
