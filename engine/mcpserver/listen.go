@@ -26,6 +26,9 @@ var changeMarker = &sdk.Tool{Name: "blindexec_catalog_changed", InputSchema: map
 func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// Shutdown ends the stream, as it ends a session's GET stream: it
+	// would otherwise hold http.Server.Shutdown until its deadline.
+	defer context.AfterFunc(ss.svc.closing, stop)()
 	go ss.watch(ctx)
 	return next(ctx, method, req)
 }

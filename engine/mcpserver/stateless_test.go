@@ -26,6 +26,7 @@ type erasEnv struct {
 	t   *testing.T
 	url string
 	cat *liveCatalog
+	svc *mcpserver.Service
 }
 
 func newErasEnv(t *testing.T, opts mcpserver.Options, upstream http.HandlerFunc, tools ...string) *erasEnv {
@@ -43,7 +44,7 @@ func newErasEnv(t *testing.T, opts mcpserver.Options, upstream http.HandlerFunc,
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(svc.Close)
-	return &erasEnv{t: t, url: srv.URL, cat: cat}
+	return &erasEnv{t: t, url: srv.URL, cat: cat, svc: svc}
 }
 
 // connect connects a go-sdk client as user at the protocol version
@@ -93,7 +94,13 @@ func TestBothEras(t *testing.T) {
 // (hdr changes them; "" deletes one): the status and body.
 func (e *erasEnv) post(user int, body string, hdr map[string]string) (int, string) {
 	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.url, strings.NewReader(body))
+	return e.postContext(context.Background(), user, body, hdr)
+}
+
+// postContext is post within ctx.
+func (e *erasEnv) postContext(ctx context.Context, user int, body string, hdr map[string]string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", fmt.Sprintf("Bearer user-%d", user))
@@ -111,6 +118,9 @@ func (e *erasEnv) post(user int, body string, hdr map[string]string) (int, strin
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if ctx.Err() != nil { // the test ended it
+			return 0, ""
+		}
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
@@ -268,5 +278,34 @@ func TestStatelessSearch(t *testing.T) {
 		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"tool":"weather","q":"x"}` {
 			t.Errorf("%s: %v %+v", p.Name, err, res)
 		}
+	}
+}
+
+// TestListenEndsOnClose: Close (at shutdown) ends the subscriptions/listen
+// streams, which would otherwise hold http.Server.Shutdown.
+func TestListenEndsOnClose(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{}, up.Config.Handler.ServeHTTP, "a")
+	ended := make(chan string, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel) // before the server's Close, which waits for the stream
+	go func() {
+		_, body := e.postContext(ctx, 7, `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+meta+`}}`, nil)
+		ended <- body
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case body := <-ended:
+		t.Fatalf("the stream ended by itself: %s", body)
+	default:
+	}
+	e.svc.Close()
+	select {
+	case body := <-ended:
+		if !strings.Contains(body, "notifications/subscriptions/acknowledged") {
+			t.Errorf("the stream: %s", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listen stream outlived Close")
 	}
 }
