@@ -272,33 +272,36 @@ func TestAccessListsRuoYi(t *testing.T) {
 					}
 				}
 			}
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			listed, err := cs.ListTools(t.Context(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, tool := range listed.Tools {
-				got = append(got, tool.Name)
-			}
-			if slices.Sort(got); !slices.Equal(got, want) {
-				t.Errorf("tools/list over /mcp: %v, want %v", got, want)
-			}
-			for _, tool := range []string{"list_users", "list_roles", "leave", "weather"} {
-				before := len(e.up.received())
-				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"q": "x"}})
+			for _, era := range []string{"2026-07-28", "2025-11-25"} { // without a session, in one
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+					Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok)}},
+						&sdk.ClientSessionOptions{ProtocolVersion: era})
 				if err != nil {
-					t.Fatalf("%s over /mcp: %v", tool, err)
+					t.Fatal(err)
 				}
-				sent := len(e.up.received()) > before
-				if res.IsError == grants[tool] || sent != grants[tool] {
-					t.Errorf("%s over /mcp: error %v, sent %v", tool, res.IsError, sent)
+				listed, err := cs.ListTools(t.Context(), nil)
+				if err != nil {
+					t.Fatal(err)
 				}
+				var got []string
+				for _, tool := range listed.Tools {
+					got = append(got, tool.Name)
+				}
+				if slices.Sort(got); !slices.Equal(got, want) {
+					t.Errorf("tools/list over /mcp (%s): %v, want %v", era, got, want)
+				}
+				for _, tool := range []string{"list_users", "list_roles", "leave", "weather"} {
+					before := len(e.up.received())
+					res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{"q": "x"}})
+					if err != nil {
+						t.Fatalf("%s over /mcp (%s): %v", tool, era, err)
+					}
+					sent := len(e.up.received()) > before
+					if res.IsError == grants[tool] || sent != grants[tool] {
+						t.Errorf("%s over /mcp (%s): error %v, sent %v", tool, era, res.IsError, sent)
+					}
+				}
+				cs.Close()
 			}
 		})
 	}

@@ -47,6 +47,10 @@ type MCPConfig struct {
 	// Sessions bound the sessions of /mcp (BLINDEXEC_MCP_MAX_SESSIONS*,
 	// BLINDEXEC_MCP_SESSION_IDLE_MS).
 	Sessions mcpserver.SessionLimits
+	// StateKey seals the requestStates of 2026-07-28 clients' multi
+	// round-trip requests (mcpserver.StateKey of the master key); nil:
+	// such a client reads the tool error naming the pending call.
+	StateKey []byte
 }
 
 // Error codes of the MCP routes (seed 004 §7).
@@ -91,6 +95,9 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	}
 	if s.Connections != nil {
 		opts.Connector = StartURLs{s.Connections}
+	}
+	if cfg.StateKey != nil {
+		opts.RoundTrips = &mcpserver.RoundTrips{Key: cfg.StateKey, Claims: s.Store}
 	}
 	s.mcpService = mcpserver.NewService(s.Catalog, s.Executor, opts)
 	if s.Registry != nil {

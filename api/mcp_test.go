@@ -317,7 +317,7 @@ func TestCatalogRoute(t *testing.T) {
 	}
 	hc := &http.Client{Transport: bearerRT(e.userTok)}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // sessions: their binding is checked below
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -158,4 +160,45 @@ func TestStartURLNeverReachesTheModel(t *testing.T) {
 			t.Errorf("%d requests reached the API", n)
 		}
 	})
+}
+
+// TestMCPConnectRoundTrip: a 2026-07-28 client declaring URL elicitation
+// is answered input_required with a fresh start URL and a sealed state;
+// its elicitation handler has the person connect there, and the client's
+// retry, the state with it, makes the call with the user's new account.
+func TestMCPConnectRoundTrip(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	key, err := mcpserver.StateKey("a master key of this test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newConnectEnv(t, st, func(s *api.Server) {
+		s.Confirm = confirm.Consequential
+		s.MCP = &api.MCPConfig{StateKey: key}
+	})
+	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "agent"})
+	var asked []*sdk.ElicitParams
+	uc, err := sdk.NewClient(&sdk.Implementation{Name: "u", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked = append(asked, r.Params)
+			e.as.Browser(t, "account-1").Connect(r.Params.URL) // the person, at the URL the client showed
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		}}).
+		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	res, err := uc.CallTool(t.Context(), &sdk.CallToolParams{Name: "acme_me", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"account":"account-1"`) {
+		t.Fatalf("the call: %v %+v", err, res)
+	}
+	if len(asked) != 1 || asked[0].Mode != "url" || !strings.HasPrefix(asked[0].URL, e.url+connections.StartPath) ||
+		!strings.Contains(asked[0].Message, "Connect your acme account") {
+		t.Errorf("asked %+v", asked)
+	}
+	if sent := e.api.received(); len(sent) != 1 {
+		t.Errorf("the API received %d requests", len(sent))
+	}
 }

@@ -131,7 +131,7 @@ func TestMCPToolSearch(t *testing.T) {
 	addTools(t, e, up.URL, "invoice_create", "invoice_void", "customer_delete")
 	hc := &http.Client{Transport: headerRT{"Authorization": "Bearer " + serviceToken, "X-User-Id": "7"}}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a session keeps its finds
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -479,8 +479,14 @@ func TestPropagateTraceOff(t *testing.T) {
 
 // TestTraceOfMCPCall: a tools/call on /mcp is a span under the POST's, the
 // caller's traceparent its parent, and the upstream receives the
-// attempt's.
+// attempt's — in a session (2025-06-18) and without one (2026-07-28).
 func TestTraceOfMCPCall(t *testing.T) {
+	for _, era := range []string{"2025-06-18", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) { traceOfMCPCall(t, era) })
+	}
+}
+
+func traceOfMCPCall(t *testing.T, era string) {
 	st := testdb.Open(t, store.DialectSQLite)
 	e, tr, rc, up, userToken := tracedEnv(t, st, "", nil, func(s *api.Server) { s.MCP = &api.MCPConfig{} })
 	h := http.Header{"Authorization": {"Bearer " + userToken}, "Content-Type": {"application/json"},
@@ -496,11 +502,20 @@ func TestTraceOfMCPCall(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	h.Set("Mcp-Session-Id", resp.Header.Get("Mcp-Session-Id"))
-	h.Set("Mcp-Protocol-Version", "2025-06-18")
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if resp := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"}}}`); resp.StatusCode != 200 {
+	toolsCall := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"}}}`
+	if era == "2026-07-28" {
+		h.Set("Mcp-Protocol-Version", era)
+		h.Set("Mcp-Method", "tools/call")
+		h.Set("Mcp-Name", "lookup")
+		toolsCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	} else {
+		resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		h.Set("Mcp-Session-Id", resp.Header.Get("Mcp-Session-Id"))
+		h.Set("Mcp-Protocol-Version", "2025-06-18")
+		post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	if resp := post(toolsCall); resp.StatusCode != 200 {
 		t.Fatalf("tools/call: %d", resp.StatusCode)
 	}
 	spans := waitSpans(t, tr, rc, "tools/call lookup")

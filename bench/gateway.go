@@ -740,7 +740,8 @@ func childGatewayClient(args []string) error {
 				t := &sdk.StreamableClientTransport{Endpoint: spec.URL, DisableStandaloneSSE: true,
 					HTTPClient: &http.Client{Transport: bearer{sessionTransport, spec.Token}}}
 				var cs *sdk.ClientSession
-				if cs, err = sdk.NewClient(&sdk.Implementation{Name: "bench-scale", Version: "1"}, nil).Connect(ctx, t, nil); err != nil {
+				// Sessions are of 2025-11-25: a client of 2026-07-28 opens none.
+				if cs, err = sdk.NewClient(&sdk.Implementation{Name: "bench-scale", Version: "1"}, nil).Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: gatewayProtocol}); err != nil {
 					break
 				}
 				defer cs.Close()
@@ -813,7 +814,7 @@ func gatewayToolsList(ctx context.Context, o benchOpts, e *env, token string) er
 		defer srv.Close()
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench-list", Version: "1"}, nil).Connect(ctx,
 			&sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", DisableStandaloneSSE: true,
-				HTTPClient: &http.Client{Transport: bearer{http.DefaultTransport, token}}}, nil)
+				HTTPClient: &http.Client{Transport: bearer{http.DefaultTransport, token}}}, &sdk.ClientSessionOptions{ProtocolVersion: gatewayProtocol}) // the figures' own era
 		if err != nil {
 			return err
 		}

@@ -8890,6 +8890,8 @@ type McpPostResponse struct {
 	JSON408 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *MCPError
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8929,6 +8931,11 @@ func (r McpPostResponse) GetJSON408() *Error {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r McpPostResponse) GetJSON413() *Error {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r McpPostResponse) GetJSON429() *MCPError {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15572,6 +15579,13 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15593,6 +15607,9 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 	// Content-type (text/plain) unsupported
 
 	case rsp.StatusCode == 404:
+	// Content-type (text/plain) unsupported
+
+	case rsp.StatusCode == 429:
 		// Content-type (text/plain) unsupported
 
 	}

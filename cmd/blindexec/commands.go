@@ -24,6 +24,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/tracing"
@@ -95,12 +96,13 @@ func serveCmd(cfg *config) *cobra.Command {
 					log.Warn("tracing: spans not exported at exit", "err", err)
 				}
 			}()
+			stateKey, _ := mcpserver.StateKey(cfg.masterKey) // none without a master key: see api.MCPConfig.StateKey
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor, Connections: parts.conns,
 				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
-					ToolSearch: cfg.toolSearch, Sessions: cfg.mcpSessions},
+					ToolSearch: cfg.toolSearch, Sessions: cfg.mcpSessions, StateKey: stateKey},
 				Runner:        cfg.runner(parts.executor, log),
 				Changes:       parts.changes,
 				Catalog:       parts.catalog,

@@ -52,11 +52,11 @@ func TestStdioAsksToConnect(t *testing.T) {
 		t.Fatalf("plugin add: %s", errs)
 	}
 	env := []string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_MCP_USER=7", "BLINDEXEC_LOG_LEVEL=error"}
-	connect := func(caps *sdk.ClientCapabilities) (*sdk.CallToolResult, error) {
+	connect := func(opts *sdk.ClientOptions, version string) (*sdk.CallToolResult, error) {
 		cmd := exec.Command(os.Args[0], "--db", c.db, "mcp", "serve", "--stdio")
 		cmd.Env = append(os.Environ(), env...)
-		sess, err := sdk.NewClient(&sdk.Implementation{Name: "cli-test", Version: "1"}, &sdk.ClientOptions{Capabilities: caps}).
-			Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		sess, err := sdk.NewClient(&sdk.Implementation{Name: "cli-test", Version: "1"}, opts).
+			Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,17 +66,29 @@ func TestStdioAsksToConnect(t *testing.T) {
 	start := "https://engine.example" + connections.StartPath
 	console := `"connect_in":"https://engine.example/console/#/connections"`
 
-	res, err := connect(nil)
+	res, err := connect(nil, "")
 	if err != nil || !res.IsError {
 		t.Fatalf("a client without URL elicitation: %v %+v", err, res)
 	}
 	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, `"code":"connection_required"`) || !strings.Contains(text, console) || strings.Contains(text, start) {
 		t.Errorf("the tool error: %s", text)
 	}
-	_, err = connect(&sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}})
+	urlOnly := &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}}
+	_, err = connect(&sdk.ClientOptions{Capabilities: urlOnly}, "2025-11-25")
 	var rpcErr *jsonrpc.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeURLElicitationRequired || !strings.Contains(string(rpcErr.Data), `"url":"`+start) {
-		t.Errorf("a URL-elicitation client: %v", err)
+		t.Errorf("a URL-elicitation client of 2025-11-25: %v", err)
+	}
+	// 2026-07-28: input_required with the start URL; the person declines,
+	// and the client's retry reads the tool error.
+	var asked []string
+	res, err = connect(&sdk.ClientOptions{Capabilities: urlOnly, ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, r.Params.URL)
+		return &sdk.ElicitResult{Action: "decline"}, nil
+	}}, "")
+	if err != nil || !res.IsError || len(asked) != 1 || !strings.HasPrefix(asked[0], start) ||
+		!strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"code":"connection_required"`) {
+		t.Errorf("a URL-elicitation client of 2026-07-28: %v %+v, asked %v", err, res, asked)
 	}
 
 	t.Run("TypeScript client", func(t *testing.T) {

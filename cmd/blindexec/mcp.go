@@ -234,6 +234,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			if parts.conns != nil {
 				opts.Connector = api.StartURLs{Connections: parts.conns}
 			}
+			if key, err := mcpserver.StateKey(cfg.masterKey); err == nil {
+				opts.RoundTrips = &mcpserver.RoundTrips{Key: key, Claims: parts.store}
+			}
 			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},

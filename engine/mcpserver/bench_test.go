@@ -215,3 +215,31 @@ func BenchmarkHandlerCall(b *testing.B) {
 		post(benchCall)
 	}
 }
+
+// BenchmarkHandlerCallStateless: BenchmarkHandlerCall at 2026-07-28,
+// without a session: the SDK's stateless handler and a server made for
+// each request.
+func BenchmarkHandlerCallStateless(b *testing.B) {
+	svc, _, _ := serverOnly(b)
+	h := svc.Handler(func(*http.Request) (mcpserver.Identity, error) {
+		return mcpserver.Identity{User: 7, Principal: "bench"}, nil
+	})
+	header := http.Header{"Authorization": {"Bearer bench"}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"company_search"}}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"company_search","arguments":{"q":"acme"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	post := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(call))
+		req.Header = header.Clone()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	if w := post(); !strings.Contains(w.Body.String(), "ACME") {
+		b.Fatalf("tools/call: %d %s", w.Code, w.Body)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		post()
+	}
+}

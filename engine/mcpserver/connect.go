@@ -35,7 +35,7 @@ type Connector interface {
 // user has connected. ok is false for any other result, without a
 // Connector, or when no start URL can be made (the engine's error then
 // stands).
-func (ss *session) connect(ctx context.Context, res *engine.Result, client *sdk.ServerSession) (_ *sdk.CallToolResult, _ error, ok bool) {
+func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, res *engine.Result, client *sdk.ServerSession, st *requestState) (_ sdk.Result, _ error, ok bool) {
 	c := ss.svc.opts.Connector
 	if c == nil || res == nil || res.OK {
 		return nil, nil, false
@@ -48,7 +48,9 @@ func (ss *session) connect(ctx context.Context, res *engine.Result, client *sdk.
 	if res.HTTPStatus == 0 {
 		msg = fmt.Sprintf("Connect your %s account to let this tool act for you, then call it again; nothing was sent.", provider)
 	}
-	if _, urlMode := elicitation(client); urlMode {
+	// A 2026-07-28 retry still not connected (declined, or not finished)
+	// is told, not asked again in the client's own retry loop.
+	if _, urlMode := elicitation(client); urlMode && (st == nil || !ss.modern(client)) {
 		url, err := c.StartURL(ctx, ss.user, provider, scopes)
 		if err != nil {
 			ss.svc.log.WarnContext(ctx, "no start URL for a connection the call needs; the client reads the error", "provider", provider, "err", err)
@@ -56,14 +58,25 @@ func (ss *session) connect(ctx context.Context, res *engine.Result, client *sdk.
 		}
 		var id [16]byte
 		rand.Read(id[:]) // never fails (crypto/rand, Go 1.24)
+		if ss.modern(client) {
+			// 2026-07-28: asked by input_required, the retry bound by a
+			// sealed state like a confirmation's.
+			state, err := ss.stateFor(e, args, nil, "", modeConnect)
+			if err != nil {
+				ss.svc.log.ErrorContext(ctx, "MCP input_required not answered", "err", err)
+				return nil, nil, false
+			}
+			return inputRequired{&sdk.CallToolResult{RequestState: state, InputRequests: sdk.InputRequestMap{inputConnect: &sdk.ElicitParams{
+				Mode: "url", Message: msg, URL: url, ElicitationID: hex.EncodeToString(id[:])}}}}, nil, true
+		}
 		return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: msg, URL: url, ElicitationID: hex.EncodeToString(id[:])}}), true
 	}
-	e := map[string]any{"code": engine.CodeConnectionRequired,
+	te := map[string]any{"code": engine.CodeConnectionRequired,
 		"message": msg + " Ask the user to connect it in the engine's console (Connections); no sign-in link is given here.",
 		"details": map[string]any{"provider": provider, "scopes": scopes, "missing_scopes": missing}}
 	if page := c.ConnectionsPage(); page != "" {
-		e["connect_in"] = page
+		te["connect_in"] = page
 	}
-	b, _ := json.Marshal(map[string]any{"error": e})
+	b, _ := json.Marshal(map[string]any{"error": te})
 	return errorResult(string(b)), nil, true
 }

@@ -28,8 +28,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -88,6 +90,14 @@ type Options struct {
 	// tools/list and search_tools (issue 46; the executor refuses their
 	// calls); nil lists every tool.
 	Access Access
+	// RoundTrips, when set, lets a call of a 2026-07-28 client that
+	// waits for a person or a connection answer input_required with a
+	// sealed requestState (issue 47); nil: such a client reads the tool
+	// error that names the pending item, as a client without elicitation.
+	RoundTrips *RoundTrips
+	// ListenPoll is how often a subscriptions/listen stream looks for a
+	// catalog change (DefaultListenPoll when 0).
+	ListenPoll time.Duration
 }
 
 // Access narrows a list of tools to those a user may use
@@ -147,6 +157,12 @@ type Service struct {
 
 	// httpSessions holds Handler's sessions.
 	httpSessions sync.Map // session id → *httpSession
+
+	// inflight bounds the stateless requests in flight per user.
+	inflight *inflight
+	// stateless is the SDK's handler of the stateless era, made once.
+	stateless     http.Handler
+	statelessOnce sync.Once
 }
 
 // NewService returns the service of cat's enabled plugins, executed by ex.
@@ -155,8 +171,9 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 		opts.NewIndex = func(ps []*plugins.Plugin) (toolset.Searcher, error) { return toolsearch.New(ps) }
 	}
 	closing, close := context.WithCancel(context.Background())
+	reg := newRegistry(opts.Sessions)
 	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close,
-		sessions: newRegistry(opts.Sessions)}
+		sessions: reg, inflight: &inflight{max: opts.Sessions.perUser(), reg: reg, n: map[int64]int{}}}
 }
 
 // Close ends the HTTP sessions' long-lived GET streams, which would
@@ -192,17 +209,38 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 }
 
 // NewServer returns the server of one session acting for userID.
-func (s *Service) NewServer(userID int64) *sdk.Server { return s.newServer(userID, nil, false) }
+func (s *Service) NewServer(userID int64) *sdk.Server {
+	return s.serverFor(sessionOptions{user: userID, endpoint: endpointStdio})
+}
 
-// newServer is NewServer; direct marks a connection that carries the
-// server's requests to the client itself (stdio), where an HTTP session
-// needs its GET stream for them.
-func (s *Service) newServer(userID int64, narrow []access.Held, direct bool) *sdk.Server {
+// sessionOptions are what a server is made for: the user it acts for and
+// the identity, the endpoint, and how it reaches the client.
+type sessionOptions struct {
+	user      int64
+	narrow    []access.Held // the token's fixed permission strings
+	principal string        // the token's hash ("" for stdio)
+	// endpoint is the path the client reached (/mcp, an agent's), or
+	// endpointStdio: a requestState is good for its endpoint only.
+	endpoint string
+	// direct marks a connection that carries the server's requests to
+	// the client itself (stdio), where an HTTP session needs its GET
+	// stream for them.
+	direct bool
+	// stateless marks a server made for one request of the stateless
+	// era: it remembers nothing from one request to the next.
+	stateless bool
+}
+
+// endpointStdio is the endpoint of `mcp serve --stdio`.
+const endpointStdio = "stdio"
+
+// serverFor returns a server acting as o says.
+func (s *Service) serverFor(o sessionOptions) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
-	ss := &session{svc: s, server: srv, user: userID, narrow: narrow, direct: direct}
+	ss := &session{svc: s, server: srv, sessionOptions: o}
 	srv.AddReceivingMiddleware(ss.middleware)
 	return srv
 }
@@ -216,7 +254,7 @@ func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
-	return s.newServer(userID, nil, true).Run(ctx, &lineTransport{r: r, w: w})
+	return s.serverFor(sessionOptions{user: userID, endpoint: endpointStdio, direct: true}).Run(ctx, &lineTransport{r: r, w: w})
 }
 
 // result turns the engine's answer into an MCP result.

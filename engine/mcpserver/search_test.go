@@ -130,6 +130,11 @@ func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 // meta-tools and the pinned tool; a search adds what it found, notifies
 // the client and keeps within the threshold; call_tool and direct calls
 // reach any catalog tool; a catalog change rebuilds the shared set.
+// sessionEra makes a go-sdk client speak the newest protocol of sessions
+// (it speaks 2026-07-28 by default, where a server remembers nothing
+// between requests).
+var sessionEra = &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 func TestToolSearchOverMCP(t *testing.T) {
 	up := echoUpstream(t)
 	cat := &liveCatalog{ps: echoTools(up.URL, "pin", "repo_a", "repo_b", "repo_c", "team_d"), version: 1}
@@ -146,7 +151,7 @@ func TestToolSearchOverMCP(t *testing.T) {
 	changed := make(chan struct{}, 10)
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
-	}).Connect(ctx, ct, nil)
+	}).Connect(ctx, ct, sessionEra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +252,7 @@ func TestSessionsAreBound(t *testing.T) {
 	open := func(tok, user string) *sdk.ClientSession {
 		hc := &http.Client{Transport: headers{"Authorization": "Bearer " + tok, "X-User-Id": user}}
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, nil)
+			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, sessionEra)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +354,7 @@ func TestCloseEndsStreams(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: headers{"Authorization": "Bearer x"}}}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: headers{"Authorization": "Bearer x"}}}, sessionEra)
 	if err != nil {
 		t.Fatal(err)
 	}

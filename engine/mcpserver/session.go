@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -28,9 +29,7 @@ const pageSize = 1000
 type session struct {
 	svc    *Service
 	server *sdk.Server
-	user   int64
-	narrow []access.Held // the token's fixed permission strings
-	direct bool          // the connection carries requests to the client (stdio)
+	sessionOptions
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -38,7 +37,14 @@ type session struct {
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if method != "tools/list" && method != "tools/call" {
+		switch method {
+		case "tools/list", "tools/call":
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			return discovered(res), err
+		case "subscriptions/listen":
+			return ss.listen(ctx, next, method, req)
+		default:
 			return next(ctx, method, req)
 		}
 		set, err := ss.svc.current(ctx)
@@ -65,7 +71,15 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			growStack(0, 1)
 			ctx, span := ss.svc.startCall(ctx, r)
 			defer span.End()
-			return ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session)
+			var in *retry
+			if r.Params.RequestState != "" {
+				in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
+			}
+			res, err := ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session, in)
+			if c, ok := res.(*sdk.CallToolResult); ok && speaksStateless(r.Session) {
+				return completed{c}, err
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
@@ -117,7 +131,7 @@ func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*s
 			from = n
 		}
 		to := min(from+pageSize, len(all))
-		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, all[from:to]...)}
+		res := &sdk.ListToolsResult{Tools: append([]*sdk.Tool{}, all[from:to]...), Cacheable: listCache}
 		if to < len(all) {
 			res.NextCursor = strconv.Itoa(to)
 		}
@@ -138,8 +152,14 @@ func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*s
 			}
 		}
 	}
-	return &sdk.ListToolsResult{Tools: tools}, nil
+	return &sdk.ListToolsResult{Tools: tools, Cacheable: listCache}, nil
 }
+
+// listCache is the caching a tools/list answer allows (2026-07-28): the
+// user's own client only, since the tools differ per user (access, a
+// session's finds), for a minute; a change is announced on
+// subscriptions/listen (and to a session, notifications/tools/list_changed).
+var listCache = sdk.Cacheable{TTLMs: 60_000, CacheScope: "private"}
 
 func pinned(set *toolSet, name string) bool {
 	for _, t := range set.pinned {
@@ -151,7 +171,7 @@ func pinned(set *toolSet, name string) bool {
 }
 
 // call answers tools/call: a meta-tool, or any catalog tool by name.
-func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, client *sdk.ServerSession) (*sdk.CallToolResult, error) {
+func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, client *sdk.ServerSession, in *retry) (sdk.Result, error) {
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
@@ -169,14 +189,14 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 			if e == nil {
 				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
 			}
-			return ss.execute(ctx, e, a.Arguments, client)
+			return ss.execute(ctx, e, a.Arguments, client, in)
 		}
 	}
 	e := set.byName[name]
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	return ss.execute(ctx, e, args, client)
+	return ss.execute(ctx, e, args, client, in)
 }
 
 // elicitation is what a client declared: form mode (an empty
@@ -213,8 +233,9 @@ func (ss *session) ask(ctx context.Context, client *sdk.ServerSession, w *Waitin
 }
 
 // execute runs a catalog tool blind for the session's user; a found tool
-// it calls becomes the most recently used.
-func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, client *sdk.ServerSession) (*sdk.CallToolResult, error) {
+// it calls becomes the most recently used. in is a retry's requestState
+// and answers (multi round-trip requests), nil for a first call.
+func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, client *sdk.ServerSession, in *retry) (sdk.Result, error) {
 	ss.mu.Lock()
 	if ss.found != nil && ss.found.Has(e.plugin.Name) {
 		ss.found.Use(e.plugin.Name)
@@ -229,34 +250,94 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 	if plan == nil {
 		return result(nil, err), nil
 	}
+	var st *requestState
+	if in != nil && ss.modern(client) {
+		if st, err = ss.claim(ctx, e, args, in); err != nil {
+			return nil, stateError(err)
+		}
+	}
 	if plan.Verdict() == engine.VerdictPerson { // only under a Gate's policy
 		// Through a pointer to a copy: one to call would move it to the
 		// heap on every call, this path's or not.
 		held := call
-		if w := g.Hold(ctx, &held, plan); w != nil {
-			form, urlMode := elicitation(client)
-			approve, asked := false, false
-			if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
-				approve, asked = ss.ask(ctx, client, w)
-			}
-			switch {
-			case asked && !g.Decide(ctx, &held, plan, w.ID, approve):
-				return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`), nil
-			case asked:
-			case urlMode && w.URL != "":
-				// Answered at once: the person approves at the URL, and
-				// the client calls again.
-				return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: w.Message, URL: w.URL, ElicitationID: w.ID}})
-			default:
-				return errorResult(w.Text), nil
-			}
+		if answer, err, send := ss.person(ctx, e, &held, plan, client, st, in); !send {
+			return answer, err
 		}
 	}
 	res, err := ss.svc.ex.Send(ctx, plan)
-	if out, cerr, ok := ss.connect(ctx, res, client); ok {
+	if out, cerr, ok := ss.connect(ctx, e, args, res, client, st); ok {
 		return out, cerr
 	}
 	return result(res, err), nil
+}
+
+// notConfirmed answers a call the person declined.
+func notConfirmed() *sdk.CallToolResult {
+	return errorResult(`{"error":{"code":"not_confirmed","message":"the user declined this call; nothing was sent"}}`)
+}
+
+// person renders a plan that waits for a person: send when a person
+// approved exactly its request (the plan approved), else the answer. A
+// retry's state st (claimed) carries what the person answered the form
+// with; a client of 2026-07-28 is asked by input_required, an older one
+// by elicitation on its session, or by URL.
+func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan *engine.Plan, client *sdk.ServerSession, st *requestState, in *retry) (_ sdk.Result, _ error, send bool) {
+	g := ss.svc.opts.Gate
+	if st != nil && (st.Mode == modeForm || st.Mode == modeURL) {
+		if st.Request != plan.Person.Digest {
+			return nil, stateError(errors.New("requestState: the request prepared now differs from the one the person was shown (its plugin, server, arguments or credentials changed); nothing was sent")), false
+		}
+		if st.Mode == modeForm {
+			approve, answered := approved(in.responses)
+			switch {
+			case !answered:
+				// The decision is missing: asked again, as the MRTR
+				// page has it, with a new state.
+				st = nil
+			case g.Decide(ctx, call, plan, st.Pending, approve):
+				return nil, nil, true
+			case !approve:
+				return notConfirmed(), nil, false
+			}
+		}
+		// Approved elsewhere (the console, the approval page): Hold
+		// claims that approval.
+	}
+	w := g.Hold(ctx, call, plan)
+	if w == nil {
+		return nil, nil, true
+	}
+	if ss.modern(client) {
+		// A retry still waiting (the person has not approved at the URL
+		// yet) is told so rather than asked again: the client's own loop
+		// would ask the person again at once.
+		if w.ID != "" && st == nil {
+			res, ok, err := ss.askAgain(e, call.Arguments, plan, w, client)
+			if err != nil {
+				ss.svc.log.ErrorContext(ctx, "MCP input_required not answered", "err", err)
+			} else if ok {
+				return res, nil, false
+			}
+		}
+		return errorResult(w.Text), nil, false
+	}
+	form, urlMode := elicitation(client)
+	approve, asked := false, false
+	if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
+		approve, asked = ss.ask(ctx, client, w)
+	}
+	switch {
+	case asked && !g.Decide(ctx, call, plan, w.ID, approve):
+		return notConfirmed(), nil, false
+	case asked:
+		return nil, nil, true
+	case urlMode && w.URL != "":
+		// Answered at once: the person approves at the URL, and
+		// the client calls again.
+		return nil, sdk.URLElicitationRequiredError([]*sdk.ElicitParams{{Mode: "url", Message: w.Message, URL: w.URL, ElicitationID: w.ID}}), false
+	default:
+		return errorResult(w.Text), nil, false
+	}
 }
 
 // searchAnswer is the content of a search_tools result.
@@ -298,14 +379,17 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]
 	ss.server.RemoveTools(dropped...)
 	for _, name := range loaded {
 		e := set.byName[name]
-		ss.server.AddTool(e.tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return ss.execute(ctx, e, req.Params.Arguments, req.Session)
+		ss.server.AddTool(e.tool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, errCatalog // never called: the middleware answers tools/call
 		})
 	}
 
 	switch {
 	case len(ans.Tools) == 0:
 		ans.Note = toolset.NoMatchNote(set.langs)
+	case ss.stateless:
+		// Nothing is remembered for the next request's tools/list.
+		ans.Note = "Call one of these tools by name, or through call_tool."
 	default:
 		ans.Note = "These tools are in your tool list now (the server sent notifications/tools/list_changed): call one by name, or through call_tool."
 	}

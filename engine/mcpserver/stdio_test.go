@@ -345,3 +345,34 @@ func BenchmarkWriteResponse(b *testing.B) {
 		}
 	})
 }
+
+// TestStdioBothEras: `mcp serve --stdio` answers the go-sdk client at
+// 2026-07-28 (server/discover, no initialize) and at 2025-11-25.
+func TestStdioBothEras(t *testing.T) {
+	p := &plugins.Plugin{Name: "echo", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	svc := NewService(oneTool{p}, echoExecutor(), Options{})
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- svc.serveLines(ctx, 7, inR, outW) }()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+			Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != version {
+			t.Errorf("negotiated %s, want %s", got, version)
+		}
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": version}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"text":"`+version+`"}` {
+			t.Errorf("%s: call = %v %+v", version, err, res)
+		}
+		cs.Close()
+		inW.Close()
+		<-served
+		outW.Close()
+		cancel()
+	}
+}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -271,6 +272,10 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
 		}
+		if statelessRequest(r) {
+			s.serveStateless(w, r, id)
+			return
+		}
 		if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(statefulVersions, v) {
 			http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(statefulVersions, ",")), http.StatusBadRequest)
 			return
@@ -354,6 +359,13 @@ func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity)
 		}
 		return
 	}
+	if statelessBody(body) {
+		// A request of the stateless era without its header: the SDK's
+		// handler answers HeaderMismatch.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.serveStateless(w, r, id)
+		return
+	}
 	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != "initialize" || !req.IsCall() {
 		var reqID jsonrpc.ID
 		if ok {
@@ -378,7 +390,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 		waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}}
 	// The session outlives r: the SDK detaches its connection from r's
 	// cancellation, keeping its values.
-	ss, err := s.newServer(id.User, id.Narrow, false).Connect(r.Context(), hs, nil)
+	ss, err := s.serverFor(sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal, endpoint: r.URL.Path}).Connect(r.Context(), hs, nil)
 	if err != nil {
 		s.sessions.cancel(id.User)
 		s.log.ErrorContext(r.Context(), "MCP session not connected", "err", err)

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,7 +17,7 @@ import (
 type toolSet struct {
 	version int64
 	byName  map[string]*entry
-	all     []*sdk.Tool // every tool, in catalog order: the list when not searching
+	all     []*sdk.Tool // every tool, in name order: the list when not searching
 	// search is set when the tools outnumber the threshold: tools/list
 	// then answers the meta-tools, the pinned tools and a session's finds.
 	search bool
@@ -66,6 +68,10 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 		set.all = append(set.all, t)
 		indexed = append(indexed, p)
 	}
+	// In name order whatever order the catalog gave (it gives its own
+	// name order): a client comparing lists, or caching by them, sees
+	// one order on every replica and every request.
+	slices.SortFunc(set.all, func(a, b *sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
 	cfg := s.opts.Search
 	set.search = cfg.Search("", len(set.all))
 	if set.search {

@@ -1,0 +1,65 @@
+package mcpserver
+
+import (
+	"context"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultListenPoll is how often a subscriptions/listen stream looks for
+// a change of the catalog: the catalog itself learns of a change made on
+// another replica at its own poll of the change counter.
+const DefaultListenPoll = time.Second
+
+// changeMarker is a tool added to and removed from a server's registry
+// to make the SDK announce notifications/tools/list_changed to the
+// server's listeners (subscriptions/listen, and a session of the older
+// era); it is never listed, since tools/list is the engine's.
+var changeMarker = &sdk.Tool{Name: "blindexec_catalog_changed", InputSchema: map[string]any{"type": "object"}}
+
+// listen serves subscriptions/listen (2026-07-28): the SDK holds the
+// stream open and sends what the server's registry announces, while the
+// catalog is watched meanwhile, each change announced as
+// notifications/tools/list_changed. A user's access changing is not a
+// catalog change: the list's ttlMs bounds how long a client keeps it.
+func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Shutdown ends the stream, as it ends a session's GET stream: it
+	// would otherwise hold http.Server.Shutdown until its deadline.
+	defer context.AfterFunc(ss.svc.closing, stop)()
+	go ss.watch(ctx)
+	return next(ctx, method, req)
+}
+
+// watch announces each change of the catalog's version until ctx ends.
+func (ss *session) watch(ctx context.Context) {
+	poll := ss.svc.opts.ListenPoll
+	if poll <= 0 {
+		poll = DefaultListenPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	seen := int64(-1)
+	if set, err := ss.svc.current(ctx); err == nil {
+		seen = set.version
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		set, err := ss.svc.current(ctx)
+		if err != nil || set.version == seen {
+			continue
+		}
+		seen = set.version
+		ss.svc.log.DebugContext(ctx, "MCP catalog changed: listeners told", "version", seen)
+		ss.server.AddTool(changeMarker, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, errCatalog // never called: tools/call is the engine's
+		})
+		ss.server.RemoveTools(changeMarker.Name)
+	}
+}

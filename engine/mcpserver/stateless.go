@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
+)
+
+// MCP 2026-07-28 (SEP-2575): no session and no initialize; each request
+// carries its protocol version and the client's capabilities in _meta,
+// and any replica may answer it. Handler serves such a request on the
+// go-sdk's stateless streamable handler, with a server made for that one
+// request and the identity that authenticated it; everything the
+// stateful path enforces (the token, the user's tools, the executor's
+// decision, quotas, records, tracing, the body limit, the Host check) is
+// the same code on both. What a session bounded per user (its number)
+// is bounded here by the user's requests in flight.
+
+// firstStateless is the first protocol version served without sessions.
+const firstStateless = "2026-07-28"
+
+// versions are every protocol version an endpoint serves: the stateful
+// ones in sessions, the rest statelessly. server/discover names them all.
+var versions = sdk.SupportedProtocolVersions()
+
+// metaVersion is the gjson path of a request's protocol version in its
+// _meta (the dots of the key escaped).
+const metaVersion = `params._meta.io\.modelcontextprotocol/protocolVersion`
+
+// serverKey carries the server made for one stateless request to the
+// SDK's handler, which asks for it twice.
+type serverKey struct{}
+
+// statelessHandler is the SDK's handler in stateless mode, answering JSON
+// (a subscriptions/listen streams its events regardless).
+func (s *Service) statelessHandler() http.Handler {
+	s.statelessOnce.Do(func() {
+		s.stateless = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+			srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
+			return srv
+		}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log,
+			MaxRequestBodyBytes: httpbody.MaxJSON, PropagateRequestCancellation: true})
+	})
+	return s.stateless
+}
+
+// statelessRequest reports whether r is a request of the stateless era by
+// its Mcp-Protocol-Version header.
+func statelessRequest(r *http.Request) bool {
+	return r.Header.Get(headerProtocol) >= firstStateless
+}
+
+// serveStateless serves one request of the stateless era for id: within
+// the user's bound on requests in flight, on a server made for it.
+func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Identity) {
+	v := r.Header.Get(headerProtocol)
+	if v != "" && !slices.Contains(versions, v) {
+		unsupported(w, jsonrpc.ID{}, v)
+		return
+	}
+	done, err := s.inflight.take(id.User)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "MCP request refused", "user", id.User, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeJSONError(w, http.StatusTooManyRequests, errorResponse(jsonrpc.ID{}, codeSessionLimit, err.Error(), map[string]any{"limit": err.Limit, "max": err.Max}))
+		return
+	}
+	defer done()
+	srv := s.serverFor(sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal, endpoint: r.URL.Path, stateless: true})
+	s.statelessHandler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+}
+
+// unsupported answers a request naming a protocol version no endpoint
+// serves: UnsupportedProtocolVersion (-32022) naming those it does.
+func unsupported(w http.ResponseWriter, id jsonrpc.ID, requested string) {
+	writeJSONError(w, http.StatusBadRequest, errorResponse(id, sdk.CodeUnsupportedProtocolVersion,
+		fmt.Sprintf("protocol version %q is not supported; this server speaks %s", requested, strings.Join(versions, ", ")),
+		sdk.UnsupportedProtocolVersionData{Supported: versions, Requested: requested}))
+}
+
+// statelessBody reports whether a POSTed request without a session
+// carries a protocol version of the stateless era in its _meta: it is
+// served statelessly, where a missing Mcp-Protocol-Version header is
+// answered with HeaderMismatch.
+func statelessBody(body []byte) bool {
+	return gjson.GetBytes(body, metaVersion).String() >= firstStateless
+}
+
+// InFlightLimitError refuses a stateless request: the user has the most
+// requests in flight allowed (the per-user session cap's number).
+type InFlightLimitError struct {
+	Limit string
+	Max   int
+}
+
+func (e *InFlightLimitError) Error() string {
+	return fmt.Sprintf("too many MCP requests in flight: the limit of %d %s (%s) is reached; retry when one has been answered", e.Max, e.Limit, EnvSessionsPerUser)
+}
+
+// inflight bounds the stateless requests in flight per user, as the
+// session cap bounds a user's sessions: a subscriptions/listen stream
+// holds one while open.
+type inflight struct {
+	max int
+	reg *registry // its refused counter
+
+	mu sync.Mutex
+	n  map[int64]int
+}
+
+// take counts a request of user in flight until done is called.
+func (f *inflight) take(user int64) (done func(), _ *InFlightLimitError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[user] >= f.max {
+		f.reg.refused.WithLabelValues(limitInFlight).Inc()
+		return nil, &InFlightLimitError{Limit: "requests in flight per user", Max: f.max}
+	}
+	f.n[user]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.n[user]--; f.n[user] <= 0 {
+			delete(f.n, user)
+		}
+	}, nil
+}
+
+// limitInFlight labels the refusals of the per-user bound on stateless
+// requests in flight.
+const limitInFlight = "per_user_in_flight"
+
+// discovered is server/discover's answer as this endpoint serves it:
+// every version, the stateful ones in sessions (the SDK's stateless
+// transport names only the stateless ones).
+func discovered(res sdk.Result) sdk.Result {
+	if d, ok := res.(*sdk.DiscoverResult); ok {
+		d.SupportedVersions = slices.Clone(versions)
+	}
+	return res
+}
+
+// inputRequired is a tools/call result asking the client for input
+// (SEP-2322): the SDK marks its own handlers' results so, and the
+// engine's answer tools/call itself.
+type inputRequired struct {
+	*sdk.CallToolResult
+}
+
+func (r inputRequired) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ResultType    string              `json:"resultType"`
+		InputRequests sdk.InputRequestMap `json:"inputRequests"`
+		RequestState  string              `json:"requestState,omitempty"`
+		Meta          sdk.Meta            `json:"_meta,omitempty"`
+	}{"input_required", r.InputRequests, r.RequestState, r.Meta})
+}
+
+// completed is a tools/call result of 2026-07-28, where every result
+// names its resultType: the SDK names its own handlers' results, and the
+// engine answers tools/call itself.
+type completed struct {
+	*sdk.CallToolResult
+}
+
+func (r completed) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	// b is an object with at least "content": the field goes first.
+	return append([]byte(`{"resultType":"complete",`), b[1:]...), nil
+}

@@ -1,0 +1,311 @@
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/toolset"
+)
+
+// erasEnv serves a catalog on one Handler, tokens "user-N" acting for N.
+type erasEnv struct {
+	t   *testing.T
+	url string
+	cat *liveCatalog
+	svc *mcpserver.Service
+}
+
+func newErasEnv(t *testing.T, opts mcpserver.Options, upstream http.HandlerFunc, tools ...string) *erasEnv {
+	up := httptest.NewServer(upstream)
+	t.Cleanup(up.Close)
+	cat := &liveCatalog{ps: echoTools(up.URL, tools...), version: 1}
+	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), opts)
+	srv := httptest.NewServer(svc.Handler(func(r *http.Request) (mcpserver.Identity, error) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var user int64
+		if _, err := fmt.Sscanf(tok, "user-%d", &user); err != nil {
+			return mcpserver.Identity{}, errors.New("unknown token")
+		}
+		return mcpserver.Identity{User: user, Principal: tok}, nil
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(svc.Close)
+	return &erasEnv{t: t, url: srv.URL, cat: cat, svc: svc}
+}
+
+// connect connects a go-sdk client as user at the protocol version
+// ("" the client's newest, 2026-07-28).
+func (e *erasEnv) connect(user int, version string, copts *sdk.ClientOptions) *sdk.ClientSession {
+	e.t.Helper()
+	hc := &http.Client{Transport: headers{"Authorization": fmt.Sprintf("Bearer user-%d", user)}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, copts).
+		Connect(e.t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestBothEras: on one endpoint, the go-sdk v1.8 client at 2026-07-28
+// is served without a session, and one at 2025-11-25 in a session, each
+// listing the tools in one order and calling them.
+func TestBothEras(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{}, up.Config.Handler.ServeHTTP, "zeta", "alpha", "mid")
+	for _, tc := range []struct{ version, negotiated, session string }{
+		{"", "2026-07-28", "none"},
+		{"2025-11-25", "2025-11-25", "a session"},
+	} {
+		cs := e.connect(7, tc.version, nil)
+		if got := cs.InitializeResult().ProtocolVersion; got != tc.negotiated {
+			t.Errorf("%s: negotiated %s, want %s", tc.negotiated, got, tc.negotiated)
+		}
+		if (cs.ID() != "") != (tc.session != "none") {
+			t.Errorf("%s: session id %q, want %s", tc.negotiated, cs.ID(), tc.session)
+		}
+		for range 3 {
+			if got := toolNames(t, cs); !slices.Equal(got, []string{"alpha", "mid", "zeta"}) {
+				t.Errorf("%s: tools = %v, want the catalog's name order every time", tc.negotiated, got)
+			}
+		}
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "mid", Arguments: map[string]any{"q": "x"}})
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"tool":"mid","q":"x"}` {
+			t.Errorf("%s: call = %v %+v", tc.negotiated, err, res)
+		}
+	}
+}
+
+// post sends body to e as user with the headers of a 2026-07-28 client
+// (hdr changes them; "" deletes one): the status and body.
+func (e *erasEnv) post(user int, body string, hdr map[string]string) (int, string) {
+	e.t.Helper()
+	return e.postContext(context.Background(), user, body, hdr)
+}
+
+// postContext is post within ctx.
+func (e *erasEnv) postContext(ctx context.Context, user int, body string, hdr map[string]string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", fmt.Sprintf("Bearer user-%d", user))
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", gjson.Get(body, "method").String())
+	if n := gjson.Get(body, "params.name"); n.Exists() {
+		req.Header.Set("Mcp-Name", n.String())
+	}
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil { // the test ended it
+			return 0, ""
+		}
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// meta is the _meta of a 2026-07-28 request.
+const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+
+// TestStatelessWire: what a request of 2026-07-28 is answered, as the
+// revision's transport and lifecycle pages ask.
+func TestStatelessWire(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{}, up.Config.Handler.ServeHTTP, "b", "a")
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","arguments":{"q":"y"},` + meta + `}}`
+	discover := `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{` + meta + `}}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		hdr    map[string]string
+		status int
+		want   []string // in the body
+	}{
+		{"server/discover names every version served", discover, nil, 200, []string{`"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`, `"tools":{"listChanged":true}`}},
+		{"tools/list: private, with a ttl, in name order", list, nil, 200, []string{`"resultType":"complete"`, `"ttlMs":60000`, `"cacheScope":"private"`, `"tools":[{"annotations"`, `"name":"a"`}},
+		{"tools/call", call, nil, 200, []string{`"result":{"resultType":"complete",`, `"text":"{\"tool\":\"a\",\"q\":\"y\"}"`}},
+		{"Mcp-Method differs from the body", list, map[string]string{"Mcp-Method": "tools/call"}, 400, []string{`"code":-32020`}},
+		{"Mcp-Name differs from the body", call, map[string]string{"Mcp-Name": "b"}, 400, []string{`"code":-32020`}},
+		{"no Mcp-Protocol-Version header", list, map[string]string{"Mcp-Protocol-Version": ""}, 400, []string{`"code":-32020`}},
+		{"the header differs from _meta", list, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}, 400, []string{`"code":-32020`}},
+		{"a version to come", strings.ReplaceAll(list, "2026-07-28", "2027-01-01"), map[string]string{"Mcp-Protocol-Version": "2027-01-01"}, 400,
+			[]string{`"code":-32022`, `"supported":["2026-07-28","2025-11-25"`, `"requested":"2027-01-01"`}},
+		{"initialize is not of this era", `{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"x","version":"1"},` + meta + `}}`, nil, 404, []string{`"code":-32601`}},
+		{"another Host on loopback", list, map[string]string{"Host": "evil.example"}, 403, []string{"invalid Host"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if h := tc.hdr["Host"]; h != "" {
+				req, _ := http.NewRequest("POST", e.url, strings.NewReader(tc.body))
+				req.Host = h
+				req.Header.Set("Authorization", "Bearer user-7")
+				req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tc.status {
+					t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+				}
+				return
+			}
+			status, body := e.post(7, tc.body, tc.hdr)
+			if status != tc.status {
+				t.Errorf("status %d, want %d: %s", status, tc.status, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %s:\n%s", w, body)
+				}
+			}
+		})
+	}
+	// No token: 401, as on the stateful path.
+	req, _ := http.NewRequest("POST", e.url, strings.NewReader(list))
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestInFlightPerUser: a user's stateless requests in flight are bounded
+// by the per-user cap; past it a request is refused with 429, another
+// user's still served.
+func TestInFlightPerUser(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 1}}, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}, "slow", "fast")
+	defer close(release)
+	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
+	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
+	done := make(chan int, 1)
+	go func() { status, _ := e.post(7, slow, nil); done <- status }()
+	<-entered
+	if status, body := e.post(7, fast, nil); status != http.StatusTooManyRequests || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "requests in flight per user") {
+		t.Errorf("a second request of user 7: %d %s, want 429 naming the limit", status, body)
+	}
+	if status, body := e.post(8, fast, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
+		t.Errorf("user 8: %d %s", status, body)
+	}
+	release <- struct{}{}
+	if status := <-done; status != http.StatusOK {
+		t.Errorf("the slow call: %d", status)
+	}
+	if status, _ := e.post(7, fast, nil); status != http.StatusOK {
+		t.Errorf("user 7 once the first was answered: %d", status)
+	}
+}
+
+// TestListenCatalogChange: the go-sdk client at 2026-07-28 with a
+// ToolListChangedHandler holds subscriptions/listen open; a catalog
+// change reaches it within a poll.
+func TestListenCatalogChange(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{ListenPoll: 20 * time.Millisecond}, up.Config.Handler.ServeHTTP, "a")
+	changed := make(chan struct{}, 4)
+	cs := e.connect(7, "", &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }})
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	time.Sleep(100 * time.Millisecond) // the listen's first poll
+	e.cat.set(echoTools(up.URL, "a", "b"))
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the catalog changed")
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("tools after the change = %v", got)
+	}
+}
+
+// TestStatelessSearch: with tool search on, a 2026-07-28 client lists
+// the meta-tools, finds a tool with search_tools (told to call it by
+// name, since nothing is remembered between requests) and calls it by
+// name and through call_tool.
+func TestStatelessSearch(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeAlways}}, up.Config.Handler.ServeHTTP, "weather", "stocks")
+	cs := e.connect(7, "", nil)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"search_tools", "call_tool"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "weather"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"note":"Call one of these tools by name, or through call_tool."`) {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	for _, p := range []*sdk.CallToolParams{
+		{Name: "weather", Arguments: map[string]any{"q": "x"}},
+		{Name: "call_tool", Arguments: map[string]any{"name": "weather", "arguments": map[string]any{"q": "x"}}},
+	} {
+		res, err := cs.CallTool(t.Context(), p)
+		if err != nil || res.IsError || res.Content[0].(*sdk.TextContent).Text != `{"tool":"weather","q":"x"}` {
+			t.Errorf("%s: %v %+v", p.Name, err, res)
+		}
+	}
+}
+
+// TestListenEndsOnClose: Close (at shutdown) ends the subscriptions/listen
+// streams, which would otherwise hold http.Server.Shutdown.
+func TestListenEndsOnClose(t *testing.T) {
+	up := echoUpstream(t)
+	e := newErasEnv(t, mcpserver.Options{}, up.Config.Handler.ServeHTTP, "a")
+	ended := make(chan string, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel) // before the server's Close, which waits for the stream
+	go func() {
+		_, body := e.postContext(ctx, 7, `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+meta+`}}`, nil)
+		ended <- body
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case body := <-ended:
+		t.Fatalf("the stream ended by itself: %s", body)
+	default:
+	}
+	e.svc.Close()
+	select {
+	case body := <-ended:
+		if !strings.Contains(body, "notifications/subscriptions/acknowledged") {
+			t.Errorf("the stream: %s", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listen stream outlived Close")
+	}
+}
