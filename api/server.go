@@ -202,6 +202,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/tokens", s.with(roleAdmin, s.createToken))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
 	s.agentRoutes(mux)
+	s.accessRoutes(mux)
 
 	if s.Quota != nil {
 		s.quotaRoutes(mux)

@@ -143,6 +143,14 @@ const I18N = {
   },
 };
 
+// Pages kept in files of their own (runs.js, playground.js, …), loaded
+// before this one, push {strings: {en, 'zh-CN'}, pages: {name: fn(page,
+// parts, rest)}, nav: [[route, key, 'admin' | 'user' | 'both']]} onto
+// window.BLINDEXEC_PAGES: their strings join the table, their pages the
+// routes, their links the menu.
+const EXTRA = window.BLINDEXEC_PAGES || [];
+for (const x of EXTRA) for (const l of Object.keys(I18N)) Object.assign(I18N[l], (x.strings || {})[l]);
+
 let lang = localStorage.getItem('blindexec.lang') ||
   ((navigator.languages || [navigator.language]).some((l) => /^zh/i.test(l)) ? 'zh-CN' : 'en');
 const t = (k) => (I18N[lang] && I18N[lang][k]) || I18N.en[k] || k;
@@ -1087,6 +1095,12 @@ function authorizationItem(p, run) {
 
 const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
+for (const x of EXTRA) {
+  for (const [r, k, who] of x.nav || []) {
+    if (who !== 'user') ADMIN_NAV.push([r, k]);
+    if (who !== 'admin') USER_NAV.push([r, k]);
+  }
+}
 
 function applyLang() {
   document.documentElement.lang = lang;
@@ -1118,6 +1132,7 @@ async function route() {
     run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]), approvals: () => pageApprovals(page),
     connections: () => pageConnections(page, parts[1]),
   };
+  for (const x of EXTRA) for (const [n, fn] of Object.entries(x.pages || {})) pages[n] = () => fn(page, parts, rest);
   await (pages[name] || pages[isAdmin() ? 'catalog' : 'tools'])();
   page.setAttribute('data-ready', 'true');
 }
