@@ -244,6 +244,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if run.UserID != nil {
 		out["user_id"], _ = json.Marshal(*run.UserID)
+		if n := s.userNames(r.Context(), []int64{*run.UserID})[*run.UserID]; n != "" {
+			out["user_name"], _ = json.Marshal(n)
+		}
 	}
 	if run.TraceID != "" {
 		out["trace_id"], _ = json.Marshal(run.TraceID)
