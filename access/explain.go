@@ -13,16 +13,16 @@ import (
 // them. Each says what one part of the rule found; the console words
 // them in the reader's language.
 const (
-	ReasonOpen        = "open"          // no perms, Mode open: every user
-	ReasonPermsMode   = "perms_mode"    // no perms, Mode perms: no user
-	ReasonNoUser      = "no_user"       // user 0 holds nothing
-	ReasonNoSource    = "no_source"     // no source of strings at all
-	ReasonNarrow      = "narrow"        // a payload's or a token's strings
-	ReasonSource      = "source"        // the database source
-	ReasonUnavailable = "unavailable"   // the database source could not be read
-	ReasonAllPerms    = "all_perms"     // the source grants *:*:* (RuoYi's user 1)
-	ReasonUnchecked   = "unchecked"     // the engine applies no rule
-	ReasonDisabled    = "disabled"      // the plugin is disabled
+	ReasonOpen        = "open"        // no perms, Mode open: every user
+	ReasonPermsMode   = "perms_mode"  // no perms, Mode perms: no user
+	ReasonNoUser      = "no_user"     // user 0 holds nothing
+	ReasonNoSource    = "no_source"   // no source of strings at all
+	ReasonNarrow      = "narrow"      // a payload's or a token's strings
+	ReasonSource      = "source"      // the database source
+	ReasonUnavailable = "unavailable" // the database source could not be read
+	ReasonAllPerms    = "all_perms"   // the source grants *:*:* (RuoYi's user 1)
+	ReasonUnchecked   = "unchecked"   // the engine applies no rule
+	ReasonDisabled    = "disabled"    // the plugin is disabled
 )
 
 // Step is one finding of the rule about a user and a plugin: Grants false

@@ -1447,6 +1447,9 @@ type RunReply struct {
 
 	// UserId GET /v1/runs/{run_id} only: the run's user.
 	UserId *int `json:"user_id,omitempty"`
+
+	// UserName GET /v1/runs/{run_id} only, with BLINDEXEC_PERMISSIONS=ruoyi: the user's name in sys_user.
+	UserName *string `json:"user_name,omitempty"`
 }
 
 // RunReplyStatus defines model for RunReply.Status.
@@ -1900,6 +1903,7 @@ type GetRun200JSONResponseBody1 struct {
 	TraceId         *string                          `json:"trace_id,omitempty"`
 	UpdateTime      *time.Time                       `json:"update_time,omitempty"`
 	UserId          *int                             `json:"user_id,omitempty"`
+	UserName        *string                          `json:"user_name,omitempty"`
 }
 
 // GetRun200JSONResponseBody1Status defines parameters for GetRun.

@@ -42,10 +42,10 @@ function userLabel(id, name) {
   return name ? who + ' · ' + name : who;
 }
 
-// preparedBy words who made a direct call ("user:7", "mcp:7", "admin",
-// "service").
+// preparedBy words who made a direct call ("user:7", "mcp:user:7",
+// "admin", "service").
 function preparedBy(by, user) {
-  const m = /^(user|mcp):(\d+)$/.exec(by || '');
+  const m = /^(user|mcp):(?:user:)?(\d+)$/.exec(by || '');
   if (m && m[1] === 'mcp') return fill('who_mcp', { user: userLabel(Number(m[2]), user.name) });
   if (m) return userLabel(Number(m[2]), user.name);
   return by === 'admin' ? t('who_admin') : by === 'service' ? t('who_service') : by || '?';
