@@ -166,7 +166,7 @@ func TestPeoplePagesInBrowser(t *testing.T) {
 	pe.llm.Script(openaitest.Turn{Content: "已删除 cus_123。"})
 	tb.do(chromedp.SendKeys(chromedp.CSS(a+` input.reason`), "the user asked"), chromedp.Click(chromedp.CSS(a+` button.approve`)))
 	tb.wait(a + ` .outcome p.ok`)
-	if got := tb.text(a + ` .outcome`); !strings.Contains(got, "Approved and sent: the API answered HTTP 200.") || !strings.Contains(got, "Open the run") {
+	if got := tb.text(a + ` .outcome`); !strings.Contains(got, "Approved and sent: the API answered HTTP 200.") || !strings.Contains(got, "Open the run") || strings.Contains(got, "null") {
 		t.Errorf("after Approve: %s", got)
 	}
 	if sent := pe.upstream(); len(sent) != 1 || sent[0] != "DELETE /customers?id=cus_123 key="+peopleSecret {
@@ -177,7 +177,7 @@ func TestPeoplePagesInBrowser(t *testing.T) {
 	tb.do(chromedp.Click(chromedp.CSS(a + ` .outcome a`)))
 	tb.waitPage("run")
 	convo := tb.text("#conversation")
-	for _, want := range []string{"User", "删除客户 cus_456", "Calls delete_customer", `"id":"cus_123"`, "approved", "by admin", "sent", "HTTP 200",
+	for _, want := range []string{"User", "删除客户 cus_456", "Calls delete_customer", `"id":"cus_123"`, "approved", "by the administrator", "sent", "HTTP 200",
 		"Latency (ms)", "Execution id", `"deleted":true`, "已删除 cus_123。"} {
 		if !strings.Contains(convo, want) {
 			t.Errorf("the run's conversation lacks %q: %s", want, convo)
@@ -232,7 +232,8 @@ func TestPeoplePagesInBrowser(t *testing.T) {
 	pe.llm.Script(openaitest.Turn{Content: "已删除 cus_789。"})
 	tb.do(chromedp.Click(chromedp.CSS(`#pg-status section.approval button.approve`)))
 	tb.wait(`#pg-status p.ok`)
-	if got := tb.text("#pg-convo"); !strings.Contains(got, "删除客户 cus_789") || !strings.Contains(got, "Calls delete_customer") || !strings.Contains(got, "已删除 cus_789。") {
+	if got := tb.text("#pg-convo"); !strings.Contains(got, "删除客户 cus_789") || !strings.Contains(got, "好的，这就删除。") || !strings.Contains(got, "Calls delete_customer") ||
+		!strings.Contains(got, "approved") || !strings.Contains(got, `"deleted":true`) || !strings.Contains(got, "已删除 cus_789。") || strings.Contains(got, "null") {
 		t.Errorf("the playground's conversation: %s", got)
 	}
 	if sent := pe.upstream(); len(sent) != 2 || !strings.HasPrefix(sent[1], "DELETE /customers?id=cus_789") {

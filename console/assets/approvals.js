@@ -165,7 +165,7 @@ function approvalItem(p, run, tool, onDecided) {
     const out = approvalOutcome(res, p, run, decision);
     buttons.remove();
     item.dataset.decided = decision;
-    msg.replaceChildren(el('p', { class: out.cls, text: out.text }), run ? el('p', null, link(['run', run.run_id], t('open_run'))) : null);
+    msg.replaceChildren(el('p', { class: out.cls, text: out.text }), run ? el('p', null, link(['run', run.run_id], t('open_run'))) : '');
     if (onDecided) onDecided(res);
   }
   const who = run ? userLabel(run.user_id, run.user_name) : userLabel(p.user_id, p.user_name);

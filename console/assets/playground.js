@@ -92,24 +92,19 @@ async function pagePlayground(page) {
     convo.append(li);
     return li;
   };
-  // shows draws what a reply added to the conversation after the
-  // messages already drawn (drawn of them), and its waiting calls.
-  const shows = (reply, drawn) => {
-    const msgs = reply.messages || [];
-    for (const m of msgs.slice(drawn)) {
-      if (m.role === 'tool') line('tool', resultBlock(messageText(m)));
-      else if (messageText(m)) line('assistant', el('div', { class: 'text', text: messageText(m) }));
-      for (const c of m.tool_calls || []) line('assistant', el('div', { class: 'tool-call', attrs: { 'data-tool': c.function.name } }, el('h3', { text: fill('tool_call', { tool: c.function.name }) }), el('pre', { class: 'args', text: c.function.arguments })));
-    }
-    return msgs.length;
+  // draw shows the conversation as the run's reply has it, as the run
+  // page does (each call with its decision and result).
+  const draw = (reply, request) => {
+    convo.replaceChildren(...conversation(Object.assign({}, reply, { request_messages: request })).children);
   };
   // ended says how the run ended, links to it, and offers its waiting
   // calls to decide: a decision resumes it (the Approvals page's route).
-  const ended = async (reply, request, drawn) => {
+  const ended = async (reply, request) => {
+    draw(reply, request);
     const run = { run_id: reply.run_id, user_id: Number(user.value) || null, asked: messageText(request[request.length - 1]) };
     status.replaceChildren(el('p', { class: reply.status === 'completed' ? 'ok' : reply.status === 'paused' ? '' : 'error',
       text: reply.status === 'paused' ? t('run_paused') : fill('run_ended', { status: statusText(reply.status) }) }),
-    reply.error ? el('p', { class: 'error', text: (reply.error.code || '') + ': ' + (reply.error.message || '') }) : null,
+    reply.error ? el('p', { class: 'error', text: (reply.error.code || '') + ': ' + (reply.error.message || '') }) : '',
     el('p', null, link(['run', reply.run_id], t('open_run'))));
     if (reply.status !== 'paused') {
       history = request.concat(reply.messages || []);
@@ -118,7 +113,7 @@ async function pagePlayground(page) {
     const texts = await toolTexts((reply.pending || []).map((p) => p.tool));
     for (const p of reply.pending || []) {
       const item = p.kind === 'authorization' ? authorizationItem(p, reply.run_id)
-        : approvalItem(p, run, texts[p.tool], (res) => { if (res.ok && res.data.run_id) { drawn = shows(res.data, drawn); ended(res.data, request, drawn); } });
+        : approvalItem(p, run, texts[p.tool], (res) => { if (res.ok && res.data.run_id) ended(res.data, request); });
       status.append(item);
     }
   };
@@ -152,8 +147,7 @@ async function pagePlayground(page) {
     });
     convo.querySelectorAll('.streaming').forEach((n) => n.closest('li').remove());
     if (!last) return status.replaceChildren(el('p', { class: 'error', text: 'HTTP ' + r.status }));
-    const drawn = shows(last, 0);
-    await ended(last, request, drawn);
+    await ended(last, request);
   };
   page.append(el('div', { class: 'row' }, el('label', null, t('user_id'), user), admin ? el('label', null, t('agent'), agent) : null,
     el('label', null, t('tools_pick'), tools)), whoLine, agentInfo, convo,

@@ -123,7 +123,7 @@ function stepFacts(step, pending) {
   const facts = [];
   const d = step.decision;
   if (d) facts.push([t('decision'), el('span', null, el('span', { class: 'badge ' + (d.outcome === 'approved' || d.outcome === 'continued' ? 'on' : 'off'), text: I18N.en['dc_' + d.outcome] ? t('dc_' + d.outcome) : d.outcome }),
-    d.by ? ' ' + fill('by', { who: d.by }) : '', d.at ? ' · ' + fmtTime(d.at) : '')]);
+    d.by ? ' ' + fill('by', { who: preparedBy(d.by, {}) }) : '', d.at ? ' · ' + fmtTime(d.at) : '')]);
   facts.push([t('status'), el('span', null, el('span', { class: 'badge ' + (step.status === 'ok' ? 'on' : 'off'), text: I18N.en['step_' + step.status] ? t('step_' + step.status) : step.status }),
     step.http_status ? ' HTTP ' + step.http_status : '')]);
   facts.push([t('latency'), el('span', { text: String(step.latency_ms || 0) })]);
@@ -131,6 +131,41 @@ function stepFacts(step, pending) {
   if (step.execution_id) facts.push([t('execution_id'), el('code', { text: step.execution_id })]);
   if (step.error) facts.push([t('error'), el('span', { class: 'error', text: step.error })]);
   return el('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)]));
+}
+
+// conversation draws a run's messages — the request's, then the reply's
+// — each tool call with its decision, outcome and result beneath it (a
+// call still waiting, with a link to Approvals).
+function conversation(run) {
+  const steps = {};
+  for (const s of run.steps || []) if (s.tool_call_id) steps[s.tool_call_id] = s;
+  const pending = {};
+  for (const p of run.pending || []) pending[p.tool_call_id] = p;
+  const results = {};
+  for (const m of run.messages || []) if (m.role === 'tool' && m.tool_call_id) results[m.tool_call_id] = m;
+  const called = new Set((run.messages || []).flatMap((m) => (m.tool_calls || []).map((c) => c.id)));
+  const convo = el('ol', { class: 'conversation' });
+  const say = (m) => {
+    const role = m.role || 'assistant';
+    const li = el('li', { class: 'msg', attrs: { 'data-role': role } }, el('div', { class: 'who', text: I18N.en['role_' + role] ? t('role_' + role) : role }));
+    const text = messageText(m);
+    if (role === 'tool') li.append(resultBlock(text));
+    else if (text) li.append(el('div', { class: 'text', text }));
+    for (const c of m.tool_calls || []) {
+      const name = (c.function && c.function.name) || '';
+      const step = steps[c.id];
+      const call = el('div', { class: 'tool-call', attrs: { 'data-tool': name } }, el('h3', { text: fill('tool_call', { tool: name }) }),
+        el('pre', { class: 'args', text: (c.function && c.function.arguments) || '' }));
+      if (step && step.found) call.append(el('p', { text: fill('search_tools', { found: step.found.join(', ') }) }));
+      else call.append(stepFacts(step, pending[c.id]) || '');
+      if (results[c.id]) call.append(resultBlock(messageText(results[c.id])));
+      li.append(call);
+    }
+    convo.append(li);
+  };
+  for (const m of run.request_messages || []) say(m);
+  for (const m of run.messages || []) if (!(m.role === 'tool' && called.has(m.tool_call_id))) say(m);
+  return convo;
 }
 
 // pageRun reads a run as a conversation.
@@ -149,33 +184,8 @@ async function pageRun(page, id) {
   page.append(el('dl', { class: 'facts run-meta' }, meta.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)])));
   if (run.error) page.append(el('div', { class: 'error', attrs: { role: 'alert' } }, el('strong', { text: t('run_error') + ': ' }), (run.error.code || '') + ' — ' + (run.error.message || '')));
   if (run.cut) page.append(el('p', { class: 'warning', text: t('cut_run') }));
-  const steps = {};
-  for (const s of run.steps || []) if (s.tool_call_id) steps[s.tool_call_id] = s;
-  const pending = {};
-  for (const p of run.pending || []) pending[p.tool_call_id] = p;
-  const results = {};
-  for (const m of run.messages || []) if (m.role === 'tool' && m.tool_call_id) results[m.tool_call_id] = m;
-  const convo = el('ol', { class: 'conversation', attrs: { id: 'conversation' } });
-  const say = (m) => {
-    const role = m.role || 'assistant';
-    const li = el('li', { class: 'msg', attrs: { 'data-role': role } }, el('div', { class: 'who', text: I18N.en['role_' + role] ? t('role_' + role) : role }));
-    const text = messageText(m);
-    if (role === 'tool') li.append(resultBlock(text));
-    else if (text) li.append(el('div', { class: 'text', text }));
-    for (const c of m.tool_calls || []) {
-      const name = (c.function && c.function.name) || '';
-      const step = steps[c.id];
-      const call = el('div', { class: 'tool-call', attrs: { 'data-tool': name } }, el('h3', { text: fill('tool_call', { tool: name }) }),
-        el('pre', { class: 'args', text: (c.function && c.function.arguments) || '' }));
-      if (step && step.found) call.append(el('p', { text: fill('search_tools', { found: step.found.join(', ') }) }));
-      else call.append(stepFacts(step, pending[c.id]));
-      if (results[c.id]) call.append(resultBlock(messageText(results[c.id])));
-      li.append(call);
-    }
-    convo.append(li);
-  };
-  for (const m of run.request_messages || []) say(m);
-  for (const m of run.messages || []) if (!(m.role === 'tool' && m.tool_call_id && (run.messages || []).some((a) => (a.tool_calls || []).some((c) => c.id === m.tool_call_id)))) say(m);
+  const convo = conversation(run);
   if (!run.messages && !run.request_messages) page.append(el('p', { class: 'empty', text: t('no_reply_yet') }));
+  convo.id = 'conversation';
   page.append(convo, el('details', { class: 'raw' }, el('summary', { text: t('raw_json') }), json(run)));
 }
