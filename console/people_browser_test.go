@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
@@ -18,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/tracing"
 )
 
 // peopleSecret is user 2's API key: it reaches the upstream, never a page.
@@ -56,7 +60,12 @@ func newPeopleEnv(t *testing.T) *peopleEnv {
 		io.WriteString(w, `{"deleted":true,"id":"`+r.URL.Query().Get("id")+`"}`)
 	}))
 	t.Cleanup(up.Close)
+	// Traced, as an operator with a tracing backend serves: a run keeps
+	// its trace id, which its page shows.
+	tr := tracing.NewWithProcessor(tracing.Config{}, "test", sdktrace.NewSimpleSpanProcessor(tracetest.NewInMemoryExporter()))
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
 	pe.env = newEnv(t, st, newMasterKey(), func(s *api.Server) {
+		s.Tracer = tr.Tracer
 		s.Access, s.Executor.Access = checker, checker
 		s.Confirm = confirm.Consequential
 		s.Runner = &loop.Runner{Client: loop.NewClient(pe.llm.Config()), Executor: s.Executor, DefaultModel: "scripted",
@@ -185,6 +194,9 @@ func TestPeoplePagesInBrowser(t *testing.T) {
 	}
 	if meta := tb.text(".run-meta"); !strings.Contains(meta, "user 2 · 若依 (ry)") || !strings.Contains(meta, "completed") {
 		t.Errorf("the run's facts: %s", meta)
+	}
+	if trace, _ := apiGet(t, pe.url, "/v1/runs/"+runA)["trace_id"].(string); len(trace) != 32 || tb.text(".run-meta a.trace-id") != trace {
+		t.Errorf("the run's trace id %q, shown %q", trace, tb.text(".run-meta a.trace-id"))
 	}
 	if eval[bool](tb, `document.querySelector('details.raw').open`) || !strings.Contains(tb.text("details.raw"), `"run_id"`) {
 		t.Error("the raw JSON is not behind a closed toggle")
