@@ -160,14 +160,12 @@ func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 var runStatuses = map[string]bool{store.RunRunning: true, store.RunPaused: true, store.RunResuming: true, store.RunExpired: true,
 	loop.StatusCompleted: true, loop.StatusMaxSteps: true, loop.StatusBudgetExhausted: true, loop.StatusFailed: true, loop.StatusCancelled: true}
 
-// maxAsked bounds the request an approval quotes of its run, in runes.
-const maxAsked = 2000
-
 // listRuns is GET /v1/runs[?status=&user_id=&since=&until=&limit=&cursor=]:
 // the runs, newest first, one page at a time ({"runs": [...], "next":
 // cursor}); a per-user token sees its own. A paused run carries its
 // waiting items and what its user last asked (RuoYi's inbox, the
-// console's Approvals). Neither a run's reply nor its state is read.
+// console's Approvals). Neither a run's reply, nor its state, nor its
+// messages is read.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var filter store.RunFilter
@@ -215,11 +213,6 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	asked, err := s.Store.RunMessagesOf(r.Context(), paused)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
 	pending := make(map[string][]json.RawMessage, len(paused))
 	for _, it := range items {
 		pending[it.RunID] = append(pending[it.RunID], json.RawMessage(it.Item))
@@ -245,8 +238,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		if run.Status == store.RunPaused {
 			row["expire_time"] = run.ExpireTime
 			row["pending"] = append([]json.RawMessage{}, pending[run.ID]...)
-			if a := loop.LastUserText(asked[run.ID], maxAsked); a != "" {
-				row["asked"] = a
+			if run.Asked != "" {
+				row["asked"] = run.Asked
 			}
 		}
 		out = append(out, row)

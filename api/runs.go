@@ -95,7 +95,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		uid = &user
 	}
 	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model, TraceID: tracing.TraceID(r.Context())}
-	run.Messages, run.FirstMessage = loop.StoredMessages(req.Messages)
+	kept := loop.StoredMessages(req.Messages)
+	run.Messages, run.FirstMessage, run.Asked = kept.Messages, kept.First, kept.Asked
 	if err := s.Store.SaveRun(r.Context(), run); err != nil {
 		s.internal(w, r, err)
 		return

@@ -30,10 +30,12 @@ type Run struct {
 	// empty when the engine did not trace it.
 	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
 	// Messages are the request's messages, as the payload sent them (each
-	// cut to fit: RunMessages); FirstMessage, the start of its first user
-	// message. Both are written when the run starts and kept after.
+	// text cut to fit: loop.StoredMessages); FirstMessage, the start of
+	// its first user message; Asked, its last user message. All are
+	// written when the run starts and kept after.
 	Messages     JSON   `gorm:"column:messages" json:"messages,omitempty"`
 	FirstMessage string `gorm:"column:first_message;default:null" json:"first_message,omitempty"`
+	Asked        string `gorm:"column:asked;default:null" json:"asked,omitempty"`
 	// State is what resuming a paused run needs (never a credential);
 	// ExpireTime, when the paused run closes as expired. Both are nil
 	// once the run is no longer paused.
@@ -92,10 +94,10 @@ type RunFilter struct {
 // RunsPage lists the runs filter selects, newest first, a page at a time
 // (readPage). Each run is read without its reply, state and messages (a
 // reply may hold megabytes): id, user, status, model, error, trace, the
-// start of its first message and times.
+// start of its first message, its last user message and times.
 func (s *Store) RunsPage(ctx context.Context, filter RunFilter, after string, limit int) ([]Run, string, error) {
 	q := s.db.WithContext(ctx).Select("run_id", "user_id", "status", "model", "error_code", "trace_id", "first_message",
-		"expire_time", "create_time", "update_time")
+		"asked", "expire_time", "create_time", "update_time")
 	if filter.User != nil {
 		q = q.Where("user_id = ?", *filter.User)
 	}
@@ -113,21 +115,4 @@ func (s *Store) RunsPage(ctx context.Context, filter RunFilter, after string, li
 		return nil, "", fmt.Errorf("runs: %w", err)
 	}
 	return out, next, nil
-}
-
-// RunMessagesOf returns the request messages of the runs ids, by run id:
-// one query for a page of runs (an approval shows what its user asked).
-func (s *Store) RunMessagesOf(ctx context.Context, ids []string) (map[string]JSON, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var rows []Run
-	if err := s.db.WithContext(ctx).Select("run_id", "messages").Where("run_id IN ?", ids).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("messages of runs: %w", classify(err))
-	}
-	out := make(map[string]JSON, len(rows))
-	for _, r := range rows {
-		out[r.ID] = r.Messages
-	}
-	return out, nil
 }

@@ -17,16 +17,35 @@ const (
 	maxFirstMessage   = 200
 )
 
-// StoredMessages is what a run keeps of its request's messages: the
-// newest maxStoredMessages, each text cut to 16 KiB (cut at a rune, "…"
-// appended), as JSON; and the start of the first user message, at most
-// 200 characters. The request's messages hold no credential (a payload
-// carries those apart).
-func StoredMessages(msgs []openai.ChatCompletionMessage) (stored []byte, first string) {
-	for _, m := range msgs {
-		if m.Role == openai.ChatMessageRoleUser {
-			first = cutRunes(strings.Join(strings.Fields(messageText(m)), " "), maxFirstMessage)
-			break
+// maxAsked bounds the last user message a run keeps, in characters.
+const maxAsked = 2000
+
+// Stored is what a run keeps of its request's messages for the people
+// who read it.
+type Stored struct {
+	// Messages are the newest maxStoredMessages, each text cut to 16 KiB
+	// (at a rune, "…" appended), as JSON.
+	Messages []byte
+	// First is the start of the first user message (200 characters at
+	// most, white space collapsed); Asked, the last user message (2,000
+	// characters at most), which an approval quotes.
+	First, Asked string
+}
+
+// StoredMessages is what a run keeps of msgs. The request's messages
+// hold no credential (a payload carries those apart).
+func StoredMessages(msgs []openai.ChatCompletionMessage) Stored {
+	var out Stored
+	last := lastUser(msgs)
+	for i, m := range msgs {
+		if m.Role != openai.ChatMessageRoleUser {
+			continue
+		}
+		if out.First == "" {
+			out.First = cutRunes(strings.Join(strings.Fields(messageText(m)), " "), maxFirstMessage)
+		}
+		if i == last {
+			out.Asked = cutRunes(messageText(m), maxAsked)
 		}
 	}
 	if len(msgs) > maxStoredMessages {
@@ -45,26 +64,18 @@ func StoredMessages(msgs []openai.ChatCompletionMessage) (stored []byte, first s
 		}
 		kept[i] = m
 	}
-	stored, err := json.Marshal(kept)
-	if err != nil {
-		return nil, first
-	}
-	return stored, first
+	out.Messages, _ = json.Marshal(kept) // plain structs of strings: no error
+	return out
 }
 
-// LastUserText is the text of the last user message of stored (as
-// StoredMessages wrote it), at most max characters; "" when there is none.
-func LastUserText(stored []byte, max int) string {
-	var msgs []openai.ChatCompletionMessage
-	if len(stored) == 0 || json.Unmarshal(stored, &msgs) != nil {
-		return ""
-	}
+// lastUser is the index of the last user message of msgs, -1 when none.
+func lastUser(msgs []openai.ChatCompletionMessage) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == openai.ChatMessageRoleUser {
-			return cutRunes(messageText(msgs[i]), max)
+			return i
 		}
 	}
-	return ""
+	return -1
 }
 
 // messageText is a message's text: its content, or its text parts.

@@ -10,8 +10,8 @@ import (
 )
 
 // TestStoredMessages: what a run keeps of its request — the first user
-// message's start, each text cut at a rune, the newest messages — and
-// the last user message an approval quotes.
+// message's start, each text cut at a rune, the newest messages, and the
+// last user message an approval quotes.
 func TestStoredMessages(t *testing.T) {
 	long := strings.Repeat("删", maxStoredText) // 3 bytes a rune
 	parts := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, MultiContent: []openai.ChatMessagePart{
@@ -25,24 +25,24 @@ func TestStoredMessages(t *testing.T) {
 		name  string
 		msgs  []openai.ChatCompletionMessage
 		first string
-		last  string // of LastUserText(…, 10)
+		asked string
 		kept  int
 	}{
 		{"none", nil, "", "", 0},
 		{"system then user", []openai.ChatCompletionMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "  删除客户\n cus_456 "},
-			{Role: "assistant", Content: "ok"}, {Role: "user", Content: "and cus_789"}}, "删除客户 cus_456", "and cus_7…", 4},
-		{"text parts", []openai.ChatCompletionMessage{parts}, "look at this", "look at t…", 1},
+			{Role: "assistant", Content: "ok"}, {Role: "user", Content: "and cus_789"}}, "删除客户 cus_456", "and cus_789", 4},
+		{"text parts", []openai.ChatCompletionMessage{parts}, "look at this", "look at this", 1},
 		{"a long text is cut at a rune", []openai.ChatCompletionMessage{{Role: "user", Content: long}}, strings.Repeat("删", maxFirstMessage-1) + "…",
-			strings.Repeat("删", 9) + "…", 1},
+			strings.Repeat("删", maxAsked-1) + "…", 1},
 		{"the newest messages", many, "a", string(rune('a' + (len(many)-1)%26)), maxStoredMessages},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			stored, first := StoredMessages(tt.msgs)
-			if first != tt.first {
-				t.Errorf("first %q, want %q", first, tt.first)
+			st := StoredMessages(tt.msgs)
+			if st.First != tt.first || st.Asked != tt.asked {
+				t.Errorf("first %q, asked %q; want %q, %q", st.First, st.Asked, tt.first, tt.asked)
 			}
 			var kept []openai.ChatCompletionMessage
-			if err := json.Unmarshal(stored, &kept); err != nil || len(kept) != tt.kept {
+			if err := json.Unmarshal(st.Messages, &kept); err != nil || len(kept) != tt.kept {
 				t.Fatalf("kept %d messages (%v), want %d", len(kept), err, tt.kept)
 			}
 			for _, m := range kept {
@@ -50,12 +50,6 @@ func TestStoredMessages(t *testing.T) {
 					t.Errorf("a text kept: %d bytes, valid %v", len(m.Content), utf8.ValidString(m.Content))
 				}
 			}
-			if got := LastUserText(stored, 10); got != tt.last {
-				t.Errorf("last user text %q, want %q", got, tt.last)
-			}
 		})
-	}
-	if got := LastUserText([]byte("not json"), 10); got != "" {
-		t.Errorf("from a broken column: %q", got)
 	}
 }
