@@ -148,6 +148,9 @@ type Checker struct {
 	// in errors.
 	Source Source
 	Name   string
+	// Directory names users and the roles granting a permission, when
+	// the source knows them (SourceRuoYi); nil otherwise.
+	Directory Directory
 }
 
 // Allowed returns nil when sub may use p, a *DeniedError when not, and

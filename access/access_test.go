@@ -99,6 +99,21 @@ func TestAllowed(t *testing.T) {
 			case uerr != nil || (len(usable) == 1) != (tt.want == ""):
 				t.Errorf("Usable = %v, %v; Allowed said %q", usable, uerr, tt.want)
 			}
+			// Explain takes the same decision, the last step the one that
+			// decided (the one refusing, when refused).
+			ex := c.Explain(t.Context(), tt.sub, tt.plugin, "payload", "token")
+			last := ex.Steps[len(ex.Steps)-1]
+			if ex.Allowed != (tt.want == "") || last.Grants != ex.Allowed || (tt.want == CodeUnavailable) != (last.Reason == ReasonUnavailable) {
+				t.Errorf("Explain = %+v; Allowed said %q", ex, tt.want)
+			}
+			for _, st := range ex.Steps[:len(ex.Steps)-1] {
+				if !st.Grants {
+					t.Errorf("a step before the last refused: %+v", ex)
+				}
+			}
+			if !slices.Equal(ex.Needs, tt.plugin.Perms) && len(tt.plugin.Perms) > 0 {
+				t.Errorf("Explain needs %v, want %v", ex.Needs, tt.plugin.Perms)
+			}
 		})
 	}
 }

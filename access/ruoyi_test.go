@@ -264,3 +264,35 @@ func TestRuoYi(t *testing.T) {
 		t.Fatalf("sys_user unreadable: %v, want an UnavailableError", err)
 	}
 }
+
+// TestRuoYiDirectory: over RuoYi-Vue's own script, the roles whose enabled
+// menus grant a permission (the common role for system:user:list, none
+// for a string no menu carries, none once the role is disabled) and the
+// users' names as RuoYi shows them.
+func TestRuoYiDirectory(t *testing.T) {
+	db := scriptDB(t, "testdata/ruoyi-vue/ry_20260417.sql")
+	c, err := New(db, Settings{Source: SourceRuoYi})
+	if err != nil || c.Directory == nil {
+		t.Fatalf("New: %v, directory %v", err, c.Directory)
+	}
+	roles, err := c.Directory.RolesGranting(t.Context(), []string{"vault:key:rotate", "system:user:list"})
+	if err != nil || len(roles) != 1 || roles[0].ID != 2 || roles[0].Key != "common" || roles[0].Name != "普通角色" || roles[0].Grant != "system:user:list" {
+		t.Fatalf("roles granting system:user:list: %+v %v", roles, err)
+	}
+	if roles, err := c.Directory.RolesGranting(t.Context(), []string{"vault:key:rotate"}); err != nil || len(roles) != 0 {
+		t.Errorf("roles granting a string no menu carries: %+v %v", roles, err)
+	}
+	if _, err := db.Exec(`UPDATE sys_role SET status = '1' WHERE role_id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if roles, err := c.Directory.RolesGranting(t.Context(), []string{"system:user:list"}); err != nil || len(roles) != 0 {
+		t.Errorf("a disabled role still grants: %+v %v", roles, err)
+	}
+	names, err := c.Directory.UserNames(t.Context(), []int64{1, 2, 99})
+	if err != nil || !maps.Equal(names, map[int64]string{1: "若依 (admin)", 2: "若依 (ry)"}) {
+		t.Errorf("names: %v %v", names, err)
+	}
+	if none, err := New(db, Settings{}); err != nil || none.Directory != nil {
+		t.Errorf("SourceNone has a directory: %v", err)
+	}
+}

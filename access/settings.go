@@ -35,6 +35,7 @@ func New(db *sql.DB, s Settings) (*Checker, error) {
 		return c, nil
 	case SourceRuoYi:
 		src = RuoYi{DB: db}
+		c.Directory = RuoYi{DB: db}
 	case SourceYudao:
 		src = Yudao{DB: db}
 	case SourceQuery:

@@ -417,7 +417,7 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 	}
 	tools := make([]listedTool, 0, len(ps))
 	for _, p := range ps {
-		tools = append(tools, listedTool{Tool: p.Tool(nil), Consequential: p.IsConsequential()})
+		tools = append(tools, listedTool{Tool: p.Tool(nil), Title: p.Title, Consequential: p.IsConsequential()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": tools, "total": total})
 }
@@ -428,7 +428,10 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 // instruction.
 type listedTool struct {
 	plugins.Tool
-	Consequential bool `json:"consequential"`
+	// Title is for people (the console's Approvals); a model reads the
+	// function object only.
+	Title         string `json:"title,omitempty"`
+	Consequential bool   `json:"consequential"`
 }
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {

@@ -113,8 +113,8 @@ func inboxPage(key string, rows any, next string) map[string]any {
 
 // listPending is GET /v1/pending[?user_id=&limit=&cursor=]: the direct
 // calls (MCP clients', prepared ones) waiting for a person, newest first,
-// one page at a time ({"pending": [...], "next": cursor}); a per-user
-// token sees its own.
+// one page at a time ({"pending": [...], "next": cursor}), each with its
+// user and who prepared it; a per-user token sees its own.
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 	filter, ok := inboxUser(w, r)
 	if !ok {
@@ -129,53 +129,120 @@ func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 		s.pageFailed(w, r, err)
 		return
 	}
-	out := make([]json.RawMessage, len(items))
+	var users []int64
+	for _, it := range items {
+		if it.UserID != nil {
+			users = append(users, *it.UserID)
+		}
+	}
+	names := s.userNames(r.Context(), users)
+	out := make([]map[string]json.RawMessage, len(items))
 	for i, it := range items {
-		out[i] = json.RawMessage(it.Item)
+		// The item as the call prepared it, with whom it is for and who
+		// prepared it (a person deciding reads both).
+		if err := json.Unmarshal(it.Item, &out[i]); err != nil {
+			s.internal(w, r, fmt.Errorf("pending item %s: %w", it.ID, err))
+			return
+		}
+		if it.UserID != nil {
+			out[i]["user_id"], _ = json.Marshal(*it.UserID)
+			if n := names[*it.UserID]; n != "" {
+				out[i]["user_name"], _ = json.Marshal(n)
+			}
+		}
+		out[i]["prepared_by"], _ = json.Marshal(it.Principal)
 	}
 	writeJSON(w, http.StatusOK, inboxPage("pending", out, next))
 }
 
-// listRuns is GET /v1/runs?status=paused[&user_id=&limit=&cursor=]: the
-// paused runs (RuoYi's inbox), newest first, one page at a time, each
-// with its waiting items ({"runs": [...], "next": cursor}); a per-user
-// token sees its own. Neither a run's reply nor its state is read.
+// runStatuses are the statuses GET /v1/runs filters by: the loop's and
+// the engine's own.
+var runStatuses = map[string]bool{store.RunRunning: true, store.RunPaused: true, store.RunResuming: true, store.RunExpired: true,
+	loop.StatusCompleted: true, loop.StatusMaxSteps: true, loop.StatusBudgetExhausted: true, loop.StatusFailed: true, loop.StatusCancelled: true}
+
+// listRuns is GET /v1/runs[?status=&user_id=&since=&until=&limit=&cursor=]:
+// the runs, newest first, one page at a time ({"runs": [...], "next":
+// cursor}); a per-user token sees its own. A paused run carries its
+// waiting items and what its user last asked (RuoYi's inbox, the
+// console's Approvals). Neither a run's reply, nor its state, nor its
+// messages is read.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("status") != store.RunPaused {
-		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "paused" (only paused runs are listed)`, nil)
-		return
+	var filter store.RunFilter
+	if st := q.Get("status"); st != "" {
+		if !runStatuses[st] {
+			writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("status: %q is not a run's status", st), map[string]string{"field": "status"})
+			return
+		}
+		filter.Status = st
 	}
-	filter, ok := inboxUser(w, r)
-	if !ok {
+	for _, b := range []struct {
+		name string
+		at   **time.Time
+	}{{"since", &filter.Since}, {"until", &filter.Until}} {
+		if v := q.Get(b.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "malformed_request", b.name+": expected a time in RFC 3339 (2026-11-28T18:00:00Z)", map[string]string{"field": b.name})
+				return
+			}
+			*b.at = &t
+		}
+	}
+	var ok bool
+	if filter.User, ok = inboxUser(w, r); !ok {
 		return
 	}
 	limit, cursor, ok := pageParams(w, r)
 	if !ok || !s.expireRuns(w, r) {
 		return
 	}
-	runs, next, err := s.Store.PausedRunsPage(r.Context(), filter, cursor, limit)
+	runs, next, err := s.Store.RunsPage(r.Context(), filter, cursor, limit)
 	if err != nil {
 		s.pageFailed(w, r, err)
 		return
 	}
-	ids := make([]string, len(runs))
+	var paused []string
 	for i := range runs {
-		ids[i] = runs[i].ID
+		if runs[i].Status == store.RunPaused {
+			paused = append(paused, runs[i].ID)
+		}
 	}
-	items, err := s.Store.WaitingItemsOf(r.Context(), ids)
+	items, err := s.Store.WaitingItemsOf(r.Context(), paused)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	pending := make(map[string][]json.RawMessage, len(runs))
+	pending := make(map[string][]json.RawMessage, len(paused))
 	for _, it := range items {
 		pending[it.RunID] = append(pending[it.RunID], json.RawMessage(it.Item))
 	}
+	var users []int64
+	for _, run := range runs {
+		if run.UserID != nil {
+			users = append(users, *run.UserID)
+		}
+	}
+	names := s.userNames(r.Context(), users)
 	out := make([]map[string]any, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, map[string]any{"run_id": run.ID, "user_id": run.UserID, "status": run.Status,
-			"expire_time": run.ExpireTime, "create_time": run.CreateTime, "pending": append([]json.RawMessage{}, pending[run.ID]...)})
+		row := map[string]any{"run_id": run.ID, "user_id": run.UserID, "status": run.Status, "create_time": run.CreateTime, "update_time": run.UpdateTime}
+		if run.UserID != nil && names[*run.UserID] != "" {
+			row["user_name"] = names[*run.UserID]
+		}
+		for k, v := range map[string]string{"model": run.Model, "error_code": run.ErrorCode, "trace_id": run.TraceID, "first_message": run.FirstMessage} {
+			if v != "" {
+				row[k] = v
+			}
+		}
+		if run.Status == store.RunPaused {
+			row["expire_time"] = run.ExpireTime
+			row["pending"] = append([]json.RawMessage{}, pending[run.ID]...)
+			if run.Asked != "" {
+				row["asked"] = run.Asked
+			}
+		}
+		out = append(out, row)
 	}
 	writeJSON(w, http.StatusOK, inboxPage("runs", out, next))
 }

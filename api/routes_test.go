@@ -90,7 +90,7 @@ var routeSends = map[string]bool{
 	"GET /v1/plugins": false, "POST /v1/plugins": false, "GET /v1/plugins/{name}": false, "PUT /v1/plugins/{name}": false,
 	"PATCH /v1/plugins/{name}": false, "DELETE /v1/plugins/{name}": false, "POST /v1/plugins/import/openapi": false,
 	"POST /v1/plugins/consequential": false, "GET /v1/sources": false, "POST /v1/plugins/perms": false,
-	"GET /v1/tools": false, "GET /v1/tools/search": false, "GET /v1/executions": false,
+	"GET /v1/tools": false, "GET /v1/tools/search": false, "GET /v1/executions": false, "GET /v1/tools/{name}/access": false,
 	"GET /v1/runs/{run_id}": false, "GET /v1/runs": false,
 	"GET /v1/credentials/{user_id}": false, "PUT /v1/credentials/{user_id}/{key}": false,
 	"DELETE /v1/credentials/{user_id}/{key}": false, "POST /v1/credentials/rotate": false,

@@ -95,6 +95,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		uid = &user
 	}
 	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model, TraceID: tracing.TraceID(r.Context())}
+	kept := loop.StoredMessages(req.Messages)
+	run.Messages, run.FirstMessage, run.Asked = kept.Messages, kept.First, kept.Asked
 	if err := s.Store.SaveRun(r.Context(), run); err != nil {
 		s.internal(w, r, err)
 		return
@@ -211,7 +213,8 @@ func (s *Server) saveReply(ctx context.Context, run *store.Run, reply *loop.Repl
 }
 
 // getRun answers a stored run: the reply body it answered with, or
-// {run_id, status: running} while it goes on.
+// {run_id, status: running} while it goes on, with what the run keeps of
+// its request (request_messages) and its user, trace and times.
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	run, err := s.Store.GetRun(r.Context(), r.PathValue("run_id"))
 	if errors.Is(err, store.ErrNotFound) {
@@ -227,10 +230,29 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", run.ID), nil)
 		return
 	}
-	if len(run.Reply) == 0 {
-		writeJSON(w, http.StatusOK, map[string]string{"run_id": run.ID, "status": run.Status})
-		return
+	out := map[string]json.RawMessage{}
+	if len(run.Reply) > 0 {
+		if err := json.Unmarshal(run.Reply, &out); err != nil {
+			s.internal(w, r, fmt.Errorf("run %s: stored reply: %w", run.ID, err))
+			return
+		}
+	} else {
+		out["run_id"], _ = json.Marshal(run.ID)
+		out["status"], _ = json.Marshal(run.Status)
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Write(run.Reply)
+	if len(run.Messages) > 0 {
+		out["request_messages"] = json.RawMessage(run.Messages)
+	}
+	if run.UserID != nil {
+		out["user_id"], _ = json.Marshal(*run.UserID)
+		if n := s.userNames(r.Context(), []int64{*run.UserID})[*run.UserID]; n != "" {
+			out["user_name"], _ = json.Marshal(n)
+		}
+	}
+	if run.TraceID != "" {
+		out["trace_id"], _ = json.Marshal(run.TraceID)
+	}
+	out["create_time"], _ = json.Marshal(run.CreateTime)
+	out["update_time"], _ = json.Marshal(run.UpdateTime)
+	writeJSON(w, http.StatusOK, out)
 }

@@ -106,9 +106,17 @@ func TestRunSeedPayload(t *testing.T) {
 				}
 			}
 		}
-		// Stored: the same body later, and the records carry the run id.
+		// Stored: the same body later, with the request's messages, the
+		// user and the times (issue 51), and the records carry the run id.
 		runID := reply["run_id"].(string)
 		code, again := e.do("GET", "/v1/runs/"+runID, serviceToken, nil)
+		if msgs, _ := json.Marshal(again["request_messages"]); string(msgs) != `[{"content":"查一下字节跳动","role":"user"}]` ||
+			again["user_id"] != float64(7) || again["create_time"] == nil || again["update_time"] == nil {
+			t.Errorf("GET run: what it keeps of the request: %s %v %v", msgs, again["user_id"], again["create_time"])
+		}
+		for _, k := range []string{"request_messages", "user_id", "create_time", "update_time"} {
+			delete(again, k)
+		}
 		a, _ := json.Marshal(again)
 		b, _ := json.Marshal(reply)
 		if code != http.StatusOK || string(a) != string(b) {

@@ -206,6 +206,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.with(roleAdmin, s.revokeToken))
 	mux.HandleFunc("GET /v1/audit", s.with(roleAdmin, s.listAudit))
 	s.agentRoutes(mux)
+	s.accessRoutes(mux)
 
 	if s.Quota != nil {
 		s.quotaRoutes(mux)

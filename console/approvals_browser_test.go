@@ -97,7 +97,7 @@ func TestApprovalInBrowser(t *testing.T) {
 	tb.signIn(e.url, user)
 	tb.open(e.url, "approvals", "approvals")
 	text := tb.text("#page")
-	for _, want := range []string{"delete_repo", "DELETE", up.URL + "/repo?repo=blindexec", "X-Token", "(set at send time)"} {
+	for _, want := range []string{"delete_repo", "DELETE", up.URL + "/repo?repo=blindexec", "X-Token", "added when sent", "Direct call by an MCP client of user 7"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the Approvals page lacks %q: %s", want, text)
 		}
@@ -110,7 +110,10 @@ func TestApprovalInBrowser(t *testing.T) {
 		t.Fatalf("opening the page decided: %+v %v", it, err)
 	}
 	tb.do(chromedp.SendKeys(chromedp.CSS(`.approval input.reason`), "I asked for it"), chromedp.Click(chromedp.CSS(`.approval button.approve`)))
-	tb.wait(`#page[data-ready="true"] .empty`)
+	tb.wait(`.approval .outcome p.ok`)
+	if got := tb.text(".approval .outcome"); !strings.Contains(got, "Approved: the client sends the call when it makes it again.") {
+		t.Errorf("after Approve: %s", got)
+	}
 	it, err := st.GetPendingItem(context.Background(), id)
 	if err != nil || it.Status != confirm.Approved || it.DecidedBy != "user:7" || it.Reason != "I asked for it" {
 		t.Fatalf("after Approve: %+v %v", it, err)

@@ -208,21 +208,6 @@ func (s *Store) WaitingPage(ctx context.Context, user *int64, after string, limi
 	return out, next, nil
 }
 
-// PausedRunsPage lists the paused runs, of user when not nil, newest
-// first, a page at a time (readPage). Each run is read without its reply
-// and state (a reply may hold megabytes): id, user, status and times.
-func (s *Store) PausedRunsPage(ctx context.Context, user *int64, after string, limit int) ([]Run, string, error) {
-	q := s.db.WithContext(ctx).Select("run_id", "user_id", "status", "expire_time", "create_time", "update_time").Where("status = ?", RunPaused)
-	if user != nil {
-		q = q.Where("user_id = ?", *user)
-	}
-	out, next, err := readPage(q, "run_id", after, limit, func(r *Run) cursor { return cursor{ms: r.CreateTime.UnixMilli(), id: r.ID} })
-	if err != nil {
-		return nil, "", fmt.Errorf("paused runs: %w", err)
-	}
-	return out, next, nil
-}
-
 // WaitingItemsOf returns the waiting items of the runs ids, oldest
 // first: one query for a page of runs.
 func (s *Store) WaitingItemsOf(ctx context.Context, ids []string) ([]PendingItem, error) {

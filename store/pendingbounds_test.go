@@ -149,14 +149,14 @@ func TestInboxPages(t *testing.T) {
 		if err != nil || next != "" || len(items) != 3 || items[0].ID != "p5" {
 			t.Fatalf("user 2's items: %v %q %v", items, next, err)
 		}
-		runs, next, err := st.PausedRunsPage(ctx, nil, "", 4)
+		runs, next, err := st.RunsPage(ctx, store.RunFilter{Status: store.RunPaused}, "", 4)
 		if err != nil || len(runs) != 4 || runs[0].ID != "run6" || next == "" {
 			t.Fatalf("paused runs, first page: %v %q %v", runs, next, err)
 		}
 		if len(runs[0].Reply) != 0 || len(runs[0].State) != 0 {
 			t.Errorf("a page of runs read their replies and states")
 		}
-		rest, next, err := st.PausedRunsPage(ctx, nil, next, 4)
+		rest, next, err := st.RunsPage(ctx, store.RunFilter{Status: store.RunPaused}, next, 4)
 		if err != nil || len(rest) != 3 || rest[0].ID != "run2" || next != "" {
 			t.Fatalf("paused runs, second page: %v %q %v", rest, next, err)
 		}

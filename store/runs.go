@@ -29,6 +29,13 @@ type Run struct {
 	// TraceID is the OpenTelemetry trace of the request that ran it,
 	// empty when the engine did not trace it.
 	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`
+	// Messages are the request's messages, as the payload sent them (each
+	// text cut to fit: loop.StoredMessages); FirstMessage, the start of
+	// its first user message; Asked, its last user message. All are
+	// written when the run starts and kept after.
+	Messages     JSON   `gorm:"column:messages" json:"messages,omitempty"`
+	FirstMessage string `gorm:"column:first_message;default:null" json:"first_message,omitempty"`
+	Asked        string `gorm:"column:asked;default:null" json:"asked,omitempty"`
 	// State is what resuming a paused run needs (never a credential);
 	// ExpireTime, when the paused run closes as expired. Both are nil
 	// once the run is no longer paused.
@@ -73,4 +80,39 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 		return nil, fmt.Errorf("get run %s: %w", id, classify(err))
 	}
 	return &r, nil
+}
+
+// RunFilter selects runs for RunsPage: each set field narrows.
+type RunFilter struct {
+	User   *int64
+	Status string
+	// Since and Until bound the run's create_time: Since included, Until
+	// not.
+	Since, Until *time.Time
+}
+
+// RunsPage lists the runs filter selects, newest first, a page at a time
+// (readPage). Each run is read without its reply, state and messages (a
+// reply may hold megabytes): id, user, status, model, error, trace, the
+// start of its first message, its last user message and times.
+func (s *Store) RunsPage(ctx context.Context, filter RunFilter, after string, limit int) ([]Run, string, error) {
+	q := s.db.WithContext(ctx).Select("run_id", "user_id", "status", "model", "error_code", "trace_id", "first_message",
+		"asked", "expire_time", "create_time", "update_time")
+	if filter.User != nil {
+		q = q.Where("user_id = ?", *filter.User)
+	}
+	if filter.Status != "" {
+		q = q.Where("status = ?", filter.Status)
+	}
+	if filter.Since != nil {
+		q = q.Where("create_time >= ?", filter.Since.UTC())
+	}
+	if filter.Until != nil {
+		q = q.Where("create_time < ?", filter.Until.UTC())
+	}
+	out, next, err := readPage(q, "run_id", after, limit, func(r *Run) cursor { return cursor{ms: r.CreateTime.UnixMilli(), id: r.ID} })
+	if err != nil {
+		return nil, "", fmt.Errorf("runs: %w", err)
+	}
+	return out, next, nil
 }

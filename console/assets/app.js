@@ -17,7 +17,7 @@ const I18N = {
     mcp: 'MCP servers', mcp_purpose: 'Register MCP servers, list their tools and import them as plugins.',
     credentials: 'Credentials', credentials_purpose: 'Set, replace or delete a user\'s credentials. Values are write-only: the console only ever shows that a key is set, and when.',
     activity: 'Activity', activity_purpose: 'The execution log with filters, calls and latency per plugin, and the administrative changes.',
-    run: 'Run', run_purpose: 'A stored run of the LLM loop, with its trace.',
+    run: 'Run',
     search: 'Search', search_ph: 'What should the tool do?', name: 'Name', description: 'Description', source: 'Source', status: 'Status',
     last_call: 'Last call', actions: 'Actions', enabled: 'enabled', disabled: 'disabled', enable: 'Enable', disable: 'Disable',
     never: 'never', open: 'Open', empty_catalog: 'No plugins yet. Import an OpenAPI document or register an MCP server to add some.',
@@ -54,7 +54,7 @@ const I18N = {
     empty_filter: 'No plugin matches these filters. Clear them to see the whole catalog.',
     approvals: 'Approvals', approvals_purpose: 'Calls that change something on a user\'s behalf wait here for that user: read exactly what will be sent, then approve or deny it. Nothing is sent before.',
     empty_approvals: 'Nothing waits for a decision.', more: 'More', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
-    expires: 'Expires', arguments: 'Arguments', from_run: 'Run', from_mcp: 'MCP client', decided: 'Decided: {outcome}.',
+    expires: 'Expires', arguments: 'Arguments', from_run: 'Run', decided: 'Decided: {outcome}.',
     invisible_removed: 'Invisible characters removed.', invisible_badge: 'text cleaned',
     invisible_purpose: 'The source of this plugin held characters a person does not see and a model reads (tag characters, bidi controls, zero-width characters, stray variation selectors); they were removed, and this page shows what the model reads. Removed, by field: count (kinds):',
     consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
@@ -106,7 +106,7 @@ const I18N = {
     mcp: 'MCP 服务', mcp_purpose: '注册 MCP 服务，查看其工具并导入为插件。',
     credentials: '凭据', credentials_purpose: '设置、替换或删除用户的凭据。凭据值只写不读：控制台只显示某个键已设置及设置时间。',
     activity: '活动', activity_purpose: '执行日志（可筛选）、各插件调用量与延迟，以及管理变更记录。',
-    run: '运行', run_purpose: 'LLM 循环的一次已存储运行及其轨迹。',
+    run: '运行',
     search: '搜索', search_ph: '需要工具做什么？', name: '名称', description: '描述', source: '来源', status: '状态',
     last_call: '最近调用', actions: '操作', enabled: '已启用', disabled: '已停用', enable: '启用', disable: '停用',
     never: '从未', open: '打开', empty_catalog: '还没有插件。导入 OpenAPI 文档或注册 MCP 服务来添加。',
@@ -143,7 +143,7 @@ const I18N = {
     empty_filter: '没有符合筛选条件的插件。清除筛选可查看全部插件。',
     approvals: '待审批', approvals_purpose: '代表用户进行更改的调用在此等待该用户决定：先查看将要发送的完整请求，再批准或拒绝。决定之前不会发送任何内容。',
     empty_approvals: '没有等待决定的调用。', more: '更多', approve: '批准', deny: '拒绝', reason: '理由（可选）',
-    expires: '过期时间', arguments: '参数', from_run: '运行', from_mcp: 'MCP 客户端', decided: '已决定：{outcome}。',
+    expires: '过期时间', arguments: '参数', from_run: '运行', decided: '已决定：{outcome}。',
     invisible_removed: '已移除不可见字符。', invisible_badge: '文本已清理',
     invisible_purpose: '此插件的来源包含人看不到而模型会读取的字符（标签字符、双向控制符、零宽字符、多余的变体选择符）；它们已被移除，本页显示的就是模型读取的内容。按字段列出移除的字符：数量（类别）：',
     consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
@@ -190,6 +190,14 @@ const I18N = {
 function addStrings(tables) {
   for (const [l, strings] of Object.entries(tables)) Object.assign(I18N[l] || (I18N[l] = {}), strings);
 }
+
+// Pages kept in files of their own (runs.js, playground.js, …), loaded
+// before this one, push {strings: {en, 'zh-CN'}, pages: {name: fn(page,
+// parts, rest)}, nav: [[route, key, 'admin' | 'user' | 'both']]} onto
+// window.BLINDEXEC_PAGES: their strings join the table, their pages the
+// routes, their links the menu.
+const EXTRA = window.BLINDEXEC_PAGES || [];
+for (const x of EXTRA) addStrings(x.strings || {});
 
 let lang = localStorage.getItem('blindexec.lang') ||
   ((navigator.languages || [navigator.language]).some((l) => /^zh/i.test(l)) ? 'zh-CN' : 'en');
@@ -1028,78 +1036,6 @@ function appliesTo(s) {
   return tagged ? fill('applies_tagged', { tags: tagged[1] }) : s;
 }
 
-async function pageRun(page, id) {
-  heading(page, t('run') + ' ' + id, t('run_purpose'));
-  const r = await call('GET', '/v1/runs/' + encodeURIComponent(id));
-  page.append(r.ok ? json(r.data) : errorBox(r));
-}
-
-// pageApprovals lists the calls waiting for a person — a per-user
-// session its own, the administrator's all — newest first, one page of
-// each inbox at a time (More reads the next: an inbox is never read
-// whole), each with the request in full as the engine will send it
-// (credential values never: they are set at send time), and decides one
-// with a POST (the session's CSRF token); opening the page decides
-// nothing.
-async function pageApprovals(page) {
-  heading(page, t('approvals'), t('approvals_purpose'));
-  const runs = el('div', { attrs: { id: 'approvals-runs' } });
-  const mcp = el('div', { attrs: { id: 'approvals-calls' } });
-  const empty = el('p', { class: 'empty', text: t('empty_approvals') });
-  page.append(runs, mcp);
-  const fromRuns = (data) => (data.runs || []).flatMap((r) => (r.pending || []).map((p) => ({ p, run: r.run_id })));
-  const fromCalls = (data) => (data.pending || []).map((p) => ({ p, run: null }));
-  // inbox fills holder with a page of path and, when another follows, a
-  // More button reading it; it answers how many items it showed. A page
-  // that cannot be read shows the error, unless quiet (the direct calls'
-  // inbox is served only with MCP on).
-  const inbox = async (path, items, holder, quiet) => {
-    const r = await call('GET', path);
-    if (!r.ok) {
-      if (!quiet) holder.replaceChildren(errorBox(r));
-      return quiet ? 0 : 1;
-    }
-    const shown = items(r.data);
-    holder.replaceChildren(...shown.map(({ p, run }) => p.kind === 'authorization' ? authorizationItem(p, run) : approvalItem(p, run)));
-    if (r.data.next) {
-      const next = path.replace(/([?&])cursor=[^&]*&?/, '$1').replace(/[?&]$/, '');
-      const more = el('button', { class: 'secondary more', text: t('more'), on: { click: async () => {
-        const rest = el('div');
-        more.replaceWith(rest);
-        await inbox(next + (next.includes('?') ? '&' : '?') + 'cursor=' + encodeURIComponent(r.data.next), items, rest, quiet);
-      } } });
-      holder.append(more);
-    }
-    return shown.length + (r.data.next ? 1 : 0);
-  };
-  const shown = await Promise.all([inbox('/v1/runs?status=paused', fromRuns, runs, false), inbox('/v1/pending', fromCalls, mcp, true)]);
-  if (shown[0] + shown[1] === 0) page.append(empty);
-}
-
-// approvalItem is a call waiting for a person's approval: the request in
-// full, Approve and Deny (with an optional reason).
-function approvalItem(p, run) {
-  const req = p.request || {};
-  const reason = el('input', { attrs: { 'aria-label': t('reason'), placeholder: t('reason'), maxlength: 500, class: 'reason' } });
-  const msg = el('div');
-  const decide = async (decision) => {
-    const body = { decision, reason: reason.value || undefined };
-    const r = run ? await call('POST', '/v1/runs/' + encodeURIComponent(run) + '/resume', { decisions: [Object.assign({ id: p.id }, body)] })
-      : await call('POST', '/v1/pending/' + encodeURIComponent(p.id), body);
-    if (r.ok) { msg.replaceChildren(el('p', { text: fill('decided', { outcome: decision }) })); route(); } else msg.replaceChildren(errorBox(r));
-  };
-  return el('section', { class: 'approval', attrs: { 'data-id': p.id } },
-    el('h2', null, el('code', { text: p.tool }), ' ', el('span', { class: 'badge', text: run ? t('from_run') + ' ' + run : t('from_mcp') })),
-    el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url', text: req.url || '' })),
-    table([t('headers'), t('value')], (req.headers || []).map((h) => [el('code', { text: h.name }), h.credential ? el('em', { text: h.value }) : el('code', { text: h.value })])),
-    el('h3', { text: t('body') }), req.body ? el('pre', { class: 'body', text: req.body }) : el('p', { text: t('no_body') }),
-    el('h3', { text: t('arguments') }), json(p.arguments),
-    el('p', null, t('expires') + ': ' + fmtTime(p.expires_at)),
-    el('div', { class: 'row' }, reason,
-      el('button', { class: 'approve', text: t('approve'), on: { click: () => decide('approve') } }), ' ',
-      el('button', { class: 'danger deny', text: t('deny'), on: { click: () => decide('deny') } })), msg);
-}
-
 // connectAt asks the engine for a fresh start URL of provider for the
 // signed-in user (asking for scopes beside the provider's own, those a
 // waiting tool needs) and follows it: the provider's sign-in, then the
@@ -1256,6 +1192,12 @@ function authorizationItem(p, run) {
 
 const ADMIN_NAV = [['catalog', 'catalog'], ['import', 'import'], ['mcp', 'mcp'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
 const USER_NAV = [['tools', 'tools'], ['credentials', 'credentials'], ['connections', 'connections'], ['quotas', 'quotas'], ['approvals', 'approvals'], ['activity', 'activity']];
+for (const x of EXTRA) {
+  for (const [r, k, who] of x.nav || []) {
+    if (who !== 'user') ADMIN_NAV.push([r, k]);
+    if (who !== 'admin') USER_NAV.push([r, k]);
+  }
+}
 
 // PAGES are the pages other files register (registerPage): name →
 // {render(page, parts, rest), admin}.
@@ -1274,6 +1216,9 @@ function registerPage(name, render, opts) {
     if (o.user) USER_NAV.push([name, o.nav]);
   }
 }
+// The pages of window.BLINDEXEC_PAGES (above) decide who may see them
+// themselves; their links are in the menus already.
+for (const x of EXTRA) for (const [n, fn] of Object.entries(x.pages || {})) PAGES[n] = { render: fn, admin: false };
 
 function applyLang() {
   document.documentElement.lang = lang;
@@ -1302,7 +1247,7 @@ async function route() {
     catalog: () => pageCatalog(page, rest), tools: () => pageTools(page, rest), plugin: () => pagePlugin(page, parts[1]),
     try: () => pageTry(page, parts[1]), import: () => pageImport(page), mcp: () => pageMCP(page),
     credentials: () => pageCredentials(page, parts[1]), activity: () => pageActivity(page, parts.slice(1).join('/')),
-    run: () => pageRun(page, parts[1]), quotas: () => pageQuotas(page, parts[1]), approvals: () => pageApprovals(page),
+    quotas: () => pageQuotas(page, parts[1]),
     connections: () => pageConnections(page, parts[1]),
   };
   for (const [n, p] of Object.entries(PAGES)) pages[n] = () => p.render(page, parts, rest);
