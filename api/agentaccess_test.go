@@ -14,6 +14,7 @@ import (
 
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/internal/openaitest"
 )
 
@@ -370,5 +371,46 @@ func TestAgentMCPRuoYi(t *testing.T) {
 	}
 	if got := list(cs); !slices.Equal(got, []string{"list_users", "weather"}) {
 		t.Errorf("after the change: %v, want weather added", got)
+	}
+}
+
+// TestAccessResumeNarrowed: a run is narrowed by the fixed perms of the
+// token that started it on every resume, whoever resumes it: the
+// administrator approving a paused call of user 1's narrowed token does
+// not lift the narrowing, so the tool the token's perms do not grant is
+// neither offered nor sent after the resume (before issue 46's fix, the
+// resume offered it and it waited for a person again).
+func TestAccessResumeNarrowed(t *testing.T) {
+	llm := openaitest.New(t)
+	e := newRuoYiEnv(t, access.ModeOpen, withModel(llm), func(s *api.Server) { s.Runner.Confirm = confirm.Always })
+	tok, _, err := api.IssueToken(context.Background(), e.st, 1, "narrowed", 0, "", "system:user:list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm.Script(
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "list_users", Arguments: `{"q":"x"}`}}},
+		openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "list_roles", Arguments: `{"q":"x"}`}}},
+		openaitest.Turn{Content: "done"},
+	)
+	code, reply := e.do("POST", "/v1/runs", tok, map[string]any{"plugin_names": []string{"list_users", "list_roles"},
+		"messages": []map[string]any{{"role": "user", "content": "users and roles"}}})
+	if code != http.StatusOK || reply["status"] != "paused" {
+		t.Fatalf("run: %d %v", code, reply)
+	}
+	id := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+	code, done := e.do("POST", "/v1/runs/"+reply["run_id"].(string)+"/resume", adminToken,
+		map[string]any{"decisions": []map[string]string{{"id": id, "decision": "approve"}}})
+	if code != http.StatusOK || done["status"] != "completed" {
+		t.Fatalf("resume: %d %v, want completed with list_roles refused", code, done)
+	}
+	if got := e.up.received(); len(got) != 1 || got[0].uri != "/list_users?q=x" {
+		t.Fatalf("upstream received %v, want list_users only", got)
+	}
+	steps, _ := done["steps"].([]any)
+	last := steps[len(steps)-1].(map[string]any)
+	// Not offered after the resume either: the model naming it is told
+	// there is no such tool.
+	if last["tool"] != "list_roles" || last["status"] != "unknown_tool" {
+		t.Errorf("last step %v, want list_roles refused", last)
 	}
 }
