@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/openaitest"
 )
 
@@ -412,5 +413,32 @@ func TestAccessResumeNarrowed(t *testing.T) {
 	// there is no such tool.
 	if last["tool"] != "list_roles" || last["status"] != "unknown_tool" {
 		t.Errorf("last step %v, want list_roles refused", last)
+	}
+}
+
+// TestAccessMCPSearchFull: search_tools over /mcp and /mcp/agents/{name}
+// filters what the user may not use before it takes a page, so that a
+// page is full: user 2 asking for one result of "list roles", whose best
+// match (list_roles) it may not use, gets list_users.
+func TestAccessMCPSearchFull(t *testing.T) {
+	e := agentEnv(t, func(s *api.Server) { s.MCP.ToolSearch = toolset.Config{Mode: toolset.ModeAlways} })
+	for _, path := range []string{"/mcp", "/mcp/agents/staff"} {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "list roles", "limit": 1}})
+		cs.Close()
+		if err != nil || res.IsError {
+			t.Fatalf("%s search_tools: %v %+v", path, err, res)
+		}
+		var ans struct{ Tools []struct{ Name string } }
+		if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &ans); err != nil {
+			t.Fatal(err)
+		}
+		if len(ans.Tools) != 1 || ans.Tools[0].Name != "list_users" {
+			t.Errorf("%s search_tools: %+v, want a full page: list_users", path, ans.Tools)
+		}
 	}
 }
