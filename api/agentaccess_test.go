@@ -16,6 +16,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/openaitest"
 )
 
@@ -439,6 +440,44 @@ func TestAccessMCPSearchFull(t *testing.T) {
 		}
 		if len(ans.Tools) != 1 || ans.Tools[0].Name != "list_users" {
 			t.Errorf("%s search_tools: %+v, want a full page: list_users", path, ans.Tools)
+		}
+	}
+}
+
+// TestAgentMCPTypeScript (issue 46 point 5): with the official
+// TypeScript SDK's client, user 2 of RuoYi's common role lists over /mcp
+// exactly the tools its permissions allow and over /mcp/agents/staff
+// those within the agent, and a call of a tool outside them is refused
+// with nothing sent.
+func TestAgentMCPTypeScript(t *testing.T) {
+	mcpts.Require(t)
+	e := agentEnv(t)
+	tools := []string{"list_users", "list_roles", "leave", "weather"}
+	for path, want := range map[string][]string{"/mcp": {"list_users", "weather"}, "/mcp/agents/staff": usableIn(2, "staff")} {
+		before := len(e.up.received())
+		out := mcpts.Run(t, time.Minute, nil, "calls_client.mjs", append([]string{e.url + path, e.tokens[2], `{"q":"x"}`}, tools...)...)
+		var got struct {
+			Tools []string
+			Calls map[string]struct{ IsError bool }
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %s: %v", path, out, err)
+		}
+		if slices.Sort(got.Tools); !slices.Equal(got.Tools, want) {
+			t.Errorf("%s lists %v to user 2, want %v", path, got.Tools, want)
+		}
+		var sent []string
+		for _, r := range e.up.received()[before:] {
+			sent = append(sent, strings.TrimPrefix(strings.Split(r.uri, "?")[0], "/"))
+		}
+		slices.Sort(sent)
+		if !slices.Equal(sent, want) {
+			t.Errorf("%s: the upstream received %v, want the calls of %v only", path, sent, want)
+		}
+		for _, tool := range tools {
+			if got.Calls[tool].IsError == slices.Contains(want, tool) {
+				t.Errorf("%s %s: error %v", path, tool, got.Calls[tool].IsError)
+			}
 		}
 	}
 }
