@@ -115,6 +115,22 @@ func TestAgentCallsRuoYi(t *testing.T) {
 	}
 }
 
+// listedNames are the names of a JSON list's items (each under key...),
+// sorted.
+func listedNames(list any, key ...string) []string {
+	out := []string{}
+	items, _ := list.([]any)
+	for _, it := range items {
+		m := it.(map[string]any)
+		for _, k := range key {
+			m, _ = m[k].(map[string]any)
+		}
+		out = append(out, m["name"].(string))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // TestAgentListsRuoYi: GET /v1/tools?agent= (both formats) and
 // /v1/tools/search?agent= answer within the agent's tools, narrowed to
 // the user's (the service sees the agent's tools); GET /v1/agents lists
@@ -122,19 +138,7 @@ func TestAgentCallsRuoYi(t *testing.T) {
 // and every agent to the service.
 func TestAgentListsRuoYi(t *testing.T) {
 	e := agentEnv(t)
-	names := func(list any, key ...string) []string {
-		out := []string{}
-		items, _ := list.([]any)
-		for _, it := range items {
-			m := it.(map[string]any)
-			for _, k := range key {
-				m, _ = m[k].(map[string]any)
-			}
-			out = append(out, m["name"].(string))
-		}
-		slices.Sort(out)
-		return out
-	}
+	names := listedNames
 	for _, user := range []int64{1, 2} {
 		tok := e.tokens[user]
 		for _, agent := range []string{"staff", "roles"} {
