@@ -273,6 +273,24 @@ func TestAgentRunRuoYi(t *testing.T) {
 			}
 		})
 	}
+	t.Run("search_tools within the agent", func(t *testing.T) {
+		// User 1 may use weather, outside the agent: the run's search
+		// does not find it.
+		asked := len(llm.Requests())
+		llm.Script(
+			openaitest.Turn{ToolCalls: []openaitest.ToolCall{{ID: "s", Name: "search_tools", Arguments: `{"query":"weather users roles leave","limit":5}`}}},
+			openaitest.Turn{Content: "found"},
+		)
+		code, reply := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 1, "agent": "staff",
+			"messages": []map[string]any{{"role": "user", "content": "weather"}}, "options": map[string]any{"tool_search": "always"}})
+		if code != http.StatusOK || reply["status"] != "completed" {
+			t.Fatalf("run: %d %v", code, reply)
+		}
+		found := slices.DeleteFunc(offered(asked+1), func(n string) bool { return n == "search_tools" || n == "call_tool" })
+		if !slices.Equal(found, []string{"leave", "list_roles", "list_users"}) {
+			t.Errorf("tools after the search: %v, want the agent's only", found)
+		}
+	})
 	for agent, want := range map[string]int{"nobody": http.StatusNotFound} {
 		code, out := e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 2, "agent": agent,
 			"messages": []map[string]any{{"role": "user", "content": "users"}}})
