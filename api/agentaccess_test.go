@@ -437,6 +437,30 @@ func TestAccessResumeNarrowed(t *testing.T) {
 	if last["tool"] != "list_roles" || last["status"] != "unknown_tool" {
 		t.Errorf("last step %v, want list_roles refused", last)
 	}
+
+	// A run paused within an agent that is disabled meanwhile: its resume
+	// is refused (409) and the run stays paused, nothing sent.
+	if code, out := e.do("POST", "/v1/agents", adminToken, map[string]any{"name": "staff", "tools": map[string]any{"names": []string{"list_users"}}}); code != http.StatusCreated {
+		t.Fatalf("add agent: %d %v", code, out)
+	}
+	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "list_users", Arguments: `{"q":"y"}`}}})
+	code, reply = e.do("POST", "/v1/runs", serviceToken, map[string]any{"user_id": 1, "agent": "staff",
+		"messages": []map[string]any{{"role": "user", "content": "users"}}})
+	if code != http.StatusOK || reply["status"] != "paused" {
+		t.Fatalf("run within staff: %d %v", code, reply)
+	}
+	if code, out := e.do("PUT", "/v1/agents/staff", adminToken, map[string]any{"name": "staff", "status": "1", "tools": map[string]any{"names": []string{"list_users"}}}); code != http.StatusOK {
+		t.Fatalf("disable agent: %d %v", code, out)
+	}
+	run := reply["run_id"].(string)
+	id = reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+	code, out := e.do("POST", "/v1/runs/"+run+"/resume", adminToken, map[string]any{"decisions": []map[string]string{{"id": id, "decision": "approve"}}})
+	if code != http.StatusConflict || errCodeOf(out) != "agent_disabled" || len(e.up.received()) != 1 {
+		t.Fatalf("resume within a disabled agent: %d %v, %d sent", code, out, len(e.up.received()))
+	}
+	if _, got := e.do("GET", "/v1/runs/"+run, serviceToken, nil); got["status"] != "paused" {
+		t.Errorf("the run after the refused resume: %v, want still paused", got["status"])
+	}
 }
 
 // TestAccessMCPSearchFull: search_tools over /mcp and /mcp/agents/{name}

@@ -317,7 +317,11 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 	}
 	if err != nil {
 		s.Store.MoveRun(ctx, run.ID, store.RunResuming, from)
-		s.internal(w, r, err)
+		// The run's agent gone, disabled or no longer the user's, or the
+		// permissions unreadable: said, and the run stays as it was.
+		if !unavailable(w, err) && !refusedAgent(w, err) {
+			s.internal(w, r, err)
+		}
 		return
 	}
 	lreq.RunID = run.ID
