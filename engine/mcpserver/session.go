@@ -43,7 +43,9 @@ type session struct {
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		ss.opened.Store(true)
+		if !ss.opened.Load() { // a load, not a store, on every request after the first
+			ss.opened.Store(true)
+		}
 		if method != "tools/list" && method != "tools/call" {
 			return next(ctx, method, req)
 		}
