@@ -15,10 +15,13 @@
 package access
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -65,6 +68,11 @@ type Subject struct {
 	// LoginUser.getPermissions()), a per-user token's fixed strings
 	// (HeldOf them once per request). An empty set holds nothing.
 	Narrow []Held
+	// Agent, when set, names the agent the call or the list is within:
+	// the subject must hold the agent's perms, and only the agent's tools
+	// are usable, each still judged as without it (an agent never grants
+	// a tool).
+	Agent string
 }
 
 // Held is the set of permission strings one source grants a user.
@@ -103,15 +111,19 @@ type Source interface {
 // DeniedError refuses a plugin (or an agent) to a user: it names it and
 // the permissions it needs, one of which suffices, and nothing of what
 // the user holds. Needs is empty for a plugin without perms under
-// ModePerms.
+// ModePerms, and for a plugin outside the agent named (Plugin and Agent
+// both set).
 type DeniedError struct {
 	Plugin string
-	Agent  string // set instead of Plugin for an agent
+	Agent  string // alone: the agent's perms are not held
 	Needs  []string
 }
 
 func (e *DeniedError) Error() string {
-	if e.Agent != "" {
+	switch {
+	case e.Agent != "" && e.Plugin != "":
+		return fmt.Sprintf("%s: plugin %q is not among the tools of agent %q", CodeDenied, e.Plugin, e.Agent)
+	case e.Agent != "":
 		return fmt.Sprintf("%s: agent %q needs one of the permissions %s", CodeDenied, e.Agent, strings.Join(e.Needs, ", "))
 	}
 	if len(e.Needs) == 0 {
@@ -139,8 +151,20 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Code is CodeUnavailable.
 func (e *UnavailableError) Code() string { return CodeUnavailable }
 
+// Agents finds the agents a subject names (*catalog.Agents).
+type Agents interface {
+	// Use returns the enabled agent called name, else a
+	// *catalog.AgentError (unknown: agent_not_found; disabled:
+	// agent_disabled).
+	Use(ctx context.Context, name string) (*catalog.Agent, error)
+	// Holds reports whether a selects the enabled catalog plugin called
+	// name.
+	Holds(ctx context.Context, a *catalog.Agent, name string) (bool, error)
+}
+
 // Checker is the rule. The zero Checker is ModeOpen with no database
-// source (SourceNone). It is safe for concurrent use when its Source is.
+// source (SourceNone) and no agents. It is safe for concurrent use when
+// its Source and Agents are.
 type Checker struct {
 	// Mode is what plugins without perms are; "" is ModeOpen.
 	Mode Mode
@@ -151,12 +175,82 @@ type Checker struct {
 	// Directory names users and the roles granting a permission, when
 	// the source knows them (SourceRuoYi); nil otherwise.
 	Directory Directory
+	// Agents resolve Subject.Agent; nil: a subject naming an agent is
+	// refused (ErrNoAgents), never let through unnarrowed.
+	Agents Agents
 }
 
-// Allowed returns nil when sub may use p, a *DeniedError when not, and
-// an *UnavailableError when the database source could not be read (only
-// asked for plugins with perms, and never for user 0).
+// ErrNoAgents refuses a subject naming an agent where no agents are
+// kept (Checker.Agents nil).
+var ErrNoAgents = errors.New("this engine keeps no agents")
+
+// agent returns sub's agent, nil when it names none, after checking that
+// it exists, is enabled and, unless waived, that sub holds its perms
+// (judged like a plugin's, every source on its own). An unreadable
+// catalog is an *UnavailableError: the call is refused, not opened.
+func (c *Checker) agent(ctx context.Context, sub Subject, waived bool) (*catalog.Agent, error) {
+	if sub.Agent == "" {
+		return nil, nil
+	}
+	if c.Agents == nil {
+		return nil, &UnavailableError{Source: "agents", Err: ErrNoAgents}
+	}
+	a, err := c.Agents.Use(ctx, sub.Agent)
+	if err != nil {
+		if _, ok := errors.AsType[*catalog.AgentError](err); ok {
+			return nil, err
+		}
+		return nil, &UnavailableError{Source: "agents", Err: err}
+	}
+	if waived {
+		return a, nil
+	}
+	if err := c.AgentAllowed(ctx, sub, a.Name, a.Perms); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// UseAgent returns the agent sub names when sub may use it: it exists
+// (else a *catalog.AgentError, agent_not_found), is enabled (else
+// agent_disabled) and sub holds one of its perms (else a *DeniedError
+// naming the agent). What an entry point serving one agent (its MCP
+// server) asks before it serves anything.
+func (c *Checker) UseAgent(ctx context.Context, sub Subject) (*catalog.Agent, error) {
+	return c.agent(ctx, sub, false)
+}
+
+// within reports whether agent a holds p (a nil a: no agent, every
+// plugin).
+func (c *Checker) within(ctx context.Context, a *catalog.Agent, p *plugins.Plugin) (bool, error) {
+	if a == nil {
+		return true, nil
+	}
+	in, err := c.Agents.Holds(ctx, a, p.Name)
+	if err != nil {
+		return false, &UnavailableError{Source: "agents", Err: err}
+	}
+	return in, nil
+}
+
+// Allowed returns nil when sub may use p, a *DeniedError when not (p
+// outside sub's agent included), a *catalog.AgentError when sub's agent
+// does not exist or is disabled, and an *UnavailableError when the
+// database source could not be read (only asked for plugins with perms,
+// and never for user 0).
 func (c *Checker) Allowed(ctx context.Context, sub Subject, p *plugins.Plugin) error {
+	a, err := c.agent(ctx, sub, false)
+	if err != nil {
+		return err
+	}
+	if in, err := c.within(ctx, a, p); err != nil || !in {
+		return cmp.Or(err, error(&DeniedError{Plugin: p.Name, Agent: sub.Agent}))
+	}
+	return c.allowed(ctx, sub, p)
+}
+
+// allowed is Allowed without the agent.
+func (c *Checker) allowed(ctx context.Context, sub Subject, p *plugins.Plugin) error {
 	if len(p.Perms) == 0 {
 		if c.Mode == ModePerms {
 			return &DeniedError{Plugin: p.Name}
@@ -210,17 +304,53 @@ func (c *Checker) narrowed(sub Subject, needs []string) bool {
 	return true
 }
 
+// Within returns those of ps the agent called name holds, in order, for
+// a caller who is no user (the service, the administrator): the agent
+// is resolved as for Allowed (unknown or disabled: a
+// *catalog.AgentError), its perms not asked. An empty name is ps.
+func (c *Checker) Within(ctx context.Context, name string, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	if name == "" {
+		return ps, nil
+	}
+	a, err := c.agent(ctx, Subject{Agent: name}, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*plugins.Plugin, 0, len(ps))
+	for _, p := range ps {
+		in, err := c.within(ctx, a, p)
+		if err != nil {
+			return nil, err
+		}
+		if in {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // Usable returns those of ps sub may use, in order, by the rule of
 // Allowed: what every list and search shows a user (a tool it may not
-// use is absent, not merely refused). The user's strings are read once
-// (cached by the source): no database round trip per tool. A source that
-// cannot be read is an *UnavailableError when some plugin has perms: the
-// list is refused, not opened.
+// use is absent, not merely refused), within sub's agent when it names
+// one (an agent it may not use, or that does not exist or is disabled,
+// is Allowed's error: the list is refused). The user's strings are read
+// once (cached by the source): no database round trip per tool. A source
+// that cannot be read is an *UnavailableError when some plugin has
+// perms: the list is refused, not opened.
 func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	a, err := c.agent(ctx, sub, false)
+	if err != nil {
+		return nil, err
+	}
 	var held Held
 	read := false
 	out := make([]*plugins.Plugin, 0, len(ps))
 	for _, p := range ps {
+		if in, err := c.within(ctx, a, p); err != nil {
+			return nil, err
+		} else if !in {
+			continue
+		}
 		switch {
 		case len(p.Perms) == 0:
 			if c.Mode == ModePerms {

@@ -237,18 +237,7 @@ func TestAccessListsRuoYi(t *testing.T) {
 		want := slices.Sorted(maps.Keys(grants))
 		t.Run(fmt.Sprint("user ", user), func(t *testing.T) {
 			tok := e.tokens[user]
-			names := func(list []any, key ...string) []string {
-				var out []string
-				for _, it := range list {
-					m := it.(map[string]any)
-					for _, k := range key {
-						m, _ = m[k].(map[string]any)
-					}
-					out = append(out, m["name"].(string))
-				}
-				slices.Sort(out)
-				return out
-			}
+			names := listedNames
 			_, list := e.do("GET", "/v1/tools", tok, nil)
 			tools, _ := list["tools"].([]any)
 			if got := names(tools, "function"); !slices.Equal(got, want) || list["total"] != float64(len(want)) {

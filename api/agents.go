@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
 // agentRoutes serves agents (issue 46): the administrator writes them;
-// the service reads them. Which agents a per-user token may use, and
-// runs, calls and MCP served per agent, come with the executor's
-// decision point.
+// the service reads them; a per-user token lists those it may use.
 func (s *Server) agentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/agents", s.with(roleAdmin, s.createAgent))
-	mux.HandleFunc("GET /v1/agents", s.with(roleService, s.listAgents))
+	mux.HandleFunc("GET /v1/agents", s.with(roleUser, s.listAgents))
 	mux.HandleFunc("GET /v1/agents/{name}", s.with(roleService, s.getAgent))
 	mux.HandleFunc("PUT /v1/agents/{name}", s.with(roleAdmin, s.putAgent))
 	mux.HandleFunc("DELETE /v1/agents/{name}", s.with(roleAdmin, s.deleteAgent))
@@ -40,17 +39,22 @@ func (s *Server) viewAgent(r *http.Request, row *store.Agent) (*agentView, error
 	if err != nil {
 		return nil, err
 	}
-	if a.Status == "" {
-		a.Status = store.StatusEnabled
-	}
 	enabled, err := s.Catalog.EnabledPlugins(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	return agentViewOf(row, a, a.Tools.NamesIn(enabled)), nil
+}
+
+// agentViewOf is the view of a, read from row, holding tools.
+func agentViewOf(row *store.Agent, a *catalog.Agent, tools []string) *agentView {
+	if a.Status == "" {
+		a.Status = store.StatusEnabled
+	}
 	const layout = "2006-01-02 15:04:05"
-	return &agentView{AgentID: row.ID, Agent: a, ToolNames: a.Tools.NamesIn(enabled),
+	return &agentView{AgentID: row.ID, Agent: a, ToolNames: tools,
 		CreateBy: row.CreateBy, CreateTime: row.CreateTime.Format(layout),
-		UpdateBy: row.UpdateBy, UpdateTime: row.UpdateTime.Format(layout)}, nil
+		UpdateBy: row.UpdateBy, UpdateTime: row.UpdateTime.Format(layout)}
 }
 
 // readAgent decodes and checks an agent document.
@@ -130,6 +134,10 @@ func (s *Server) answerAgent(w http.ResponseWriter, r *http.Request, row *store.
 	}
 }
 
+// listAgents answers GET /v1/agents: every agent for the service and
+// the administrator; for a per-user token, the enabled agents it may use
+// (it holds their perms) holding at least one tool it may use, each with
+// those tools only.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	rows, err := s.Store.ListAgents(r.Context())
 	if err != nil {
@@ -137,6 +145,16 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	views := make([]*agentView, 0, len(rows))
+	if p := principalFrom(r.Context()); p.role < roleService {
+		views, err = s.usableAgents(r, p, rows)
+		if err != nil && !unavailable(w, err) {
+			s.internal(w, r, err)
+		}
+		if err == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"agents": views})
+		}
+		return
+	}
 	for i := range rows {
 		v, err := s.viewAgent(r, &rows[i])
 		if err != nil {
@@ -146,6 +164,48 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		views = append(views, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": views})
+}
+
+// usableAgents are the views of those of rows p's user may use, each
+// holding the tools the user may use within it. Without an access rule
+// no agent is usable (a call naming one is refused).
+func (s *Server) usableAgents(r *http.Request, p principal, rows []store.Agent) ([]*agentView, error) {
+	views := []*agentView{}
+	if s.Access == nil {
+		return views, nil
+	}
+	enabled, err := s.Catalog.EnabledPlugins(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		a, err := catalog.AgentFromRow(&rows[i])
+		if err != nil || !a.Enabled() {
+			continue // a row that does not read is used by no one
+		}
+		ps, err := s.Access.Usable(r.Context(), s.subject(r.Context(), p.userID, a.Name), enabled)
+		switch {
+		case refusal(err):
+			continue
+		case err != nil:
+			return nil, err
+		case len(ps) > 0:
+			names := make([]string, len(ps))
+			for j, p := range ps {
+				names[j] = p.Name
+			}
+			views = append(views, agentViewOf(&rows[i], a, names))
+		}
+	}
+	return views, nil
+}
+
+// refusal reports whether err refuses an agent to its subject (rather
+// than saying that what decides could not be read).
+func refusal(err error) bool {
+	_, denied := errors.AsType[*access.DeniedError](err)
+	_, agent := errors.AsType[*catalog.AgentError](err)
+	return denied || agent
 }
 
 func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {

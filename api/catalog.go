@@ -472,7 +472,7 @@ func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.usable(r.Context(), ps)
+		return s.usable(r.Context(), agentParam(r), ps)
 	}
 	var out []*plugins.Plugin
 	for _, name := range strings.Split(names, ",") {
@@ -486,5 +486,5 @@ func (s *Server) toolPlugins(r *http.Request) ([]*plugins.Plugin, error) {
 			out = append(out, p)
 		}
 	}
-	return s.usable(r.Context(), out)
+	return s.usable(r.Context(), agentParam(r), out)
 }

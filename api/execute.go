@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/jsontext"
 	"github.com/blindexec/blindexec/plugins"
@@ -34,6 +35,10 @@ type ExecuteRequest struct {
 	// User is RuoYi's logged-in user, from the service or admin token
 	// only: its permissions narrow what the call may use (issue 46).
 	User *PayloadUser `json:"user,omitempty"`
+	// Agent names the agent the call is made within (issue 46): a plugin
+	// outside it is refused (403), as is an agent the user may not use;
+	// an unknown agent is 404, a disabled one 409.
+	Agent string `json:"agent,omitempty"`
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +69,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		FixedParams: req.FixedParams,
 		Inline:      isInline(req.Plugin),
 		Narrow:      narrowing(r.Context(), req.User),
+		Agent:       req.Agent,
 	}
 	if res, err, ok := s.sendDirect(w, r, &call, req.Prepare, req.Confirmation); ok {
 		writeResult(w, res, err)
@@ -86,6 +92,10 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 			status = http.StatusConflict
 		case engine.CodePermissionDenied:
 			status = http.StatusForbidden
+		case catalog.CodeAgentNotFound:
+			status = http.StatusNotFound
+		case catalog.CodeAgentDisabled:
+			status = http.StatusConflict
 		case engine.CodeRecordsUnavailable:
 			status = http.StatusServiceUnavailable
 		}

@@ -113,21 +113,27 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 			catalog.ServeHTTP(w, r) // answers 401 without reading the body
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		if s.Tracer != nil && r.Method == http.MethodPost { // not a session's stream (GET), which lasts as long as it
-			s.serveTraced(w, r, p, func(w http.ResponseWriter, r *http.Request) {
-				// The SDK runs a tool call apart from its HTTP request's
-				// context; the header, rewritten with this request's span
-				// (the caller's value replaced once trusted or not), is what
-				// reaches the call (mcpserver.Options.Tracer).
-				r.Header.Del(tracing.TraceparentHeader)
-				tracing.Inject(r.Context(), r.Header)
-				scanJSON(catalog)(w, r)
-			})
-			return
-		}
-		scanJSON(catalog)(w, r)
+		s.serveMCP(w, r, p, catalog)
 	})
+	s.agentMCPRoutes(mux, opts, catalog)
+}
+
+// serveMCP hands an authenticated request to an MCP server's handler.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, p principal, h http.Handler) {
+	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	if s.Tracer != nil && r.Method == http.MethodPost { // not a session's stream (GET), which lasts as long as it
+		s.serveTraced(w, r, p, func(w http.ResponseWriter, r *http.Request) {
+			// The SDK runs a tool call apart from its HTTP request's
+			// context; the header, rewritten with this request's span
+			// (the caller's value replaced once trusted or not), is what
+			// reaches the call (mcpserver.Options.Tracer).
+			r.Header.Del(tracing.TraceparentHeader)
+			tracing.Inject(r.Context(), r.Header)
+			scanJSON(h)(w, r)
+		})
+		return
+	}
+	scanJSON(h)(w, r)
 }
 
 // CloseStreams ends the long-lived streams of /mcp sessions, which would
@@ -137,6 +143,10 @@ func (s *Server) CloseStreams() {
 	if s.mcpService != nil {
 		s.mcpService.Close()
 	}
+	s.agentMCP.Range(func(_, v any) bool {
+		v.(*agentMCP).svc.Close()
+		return true
+	})
 }
 
 type mcpAPI struct {

@@ -43,11 +43,15 @@ type pausedState struct {
 type runPrincipal struct {
 	Role string `json:"role"`
 	User int64  `json:"user,omitempty"`
+	// Perms are the fixed perms of the per-user token that started the
+	// run (nil: none): they narrow the run on every resume, whoever
+	// resumes it (issue 46).
+	Perms []string `json:"perms"` // null: none; [] (an unreadable column) holds nothing
 }
 
 // startedBy is the runPrincipal of p.
 func startedBy(p principal) runPrincipal {
-	rp := runPrincipal{Role: p.role.String()}
+	rp := runPrincipal{Role: p.role.String(), Perms: p.perms}
 	if p.role == roleUser {
 		rp.User = p.userID
 	}
@@ -307,13 +311,17 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 	st.Request.Credentials = req.Credentials
 	// As the principal that started the run, not as this request's: the
 	// resumer decides only the pending items.
-	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user, st.StartedBy.owner())
+	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user, st.StartedBy)
 	if err == nil && len(fields) > 0 {
 		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
 	}
 	if err != nil {
 		s.Store.MoveRun(ctx, run.ID, store.RunResuming, from)
-		s.internal(w, r, err)
+		// The run's agent gone, disabled or no longer the user's, or the
+		// permissions unreadable: said, and the run stays as it was.
+		if !unavailable(w, err) && !refusedAgent(w, err) {
+			s.internal(w, r, err)
+		}
 		return
 	}
 	lreq.RunID = run.ID

@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
@@ -85,6 +86,7 @@ var routeSends = map[string]bool{
 	"POST /v1/runs":                                      true,
 	"POST /v1/runs/{run_id}/resume":                      true,
 	"/mcp":                                               true,
+	"/mcp/agents/{name}":                                 true,
 
 	"GET /healthz": false, "GET /readyz": false, "GET /metrics": false, "GET /v1/openapi.json": false,
 	"GET /v1/plugins": false, "POST /v1/plugins": false, "GET /v1/plugins/{name}": false, "PUT /v1/plugins/{name}": false,
@@ -140,7 +142,12 @@ func TestRoutesDecide(t *testing.T) {
 			t.Cleanup(func() { m.Close() })
 			enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
 			s.MCP = &api.MCPConfig{Manager: m}
+			rule := &access.Checker{} // open: what /mcp/agents/{name} is judged by
+			s.Access, s.Executor.Access = rule, rule
 		})
+		if code, out := e.do("POST", "/v1/agents", adminToken, map[string]any{"name": "notes", "tools": map[string]any{"names": []string{"notes_get"}}}); code != http.StatusCreated {
+			t.Fatalf("add agent: %d %v", code, out)
+		}
 		if code, out := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "med", "name": "med", "url": mcpUp.Endpoint}); code != http.StatusCreated {
 			t.Fatalf("register: %d %v", code, out)
 		}
@@ -199,6 +206,18 @@ func TestRoutesDecide(t *testing.T) {
 					t.Errorf("/mcp: %v %+v, want a tool error naming the pending call", err, res)
 				}
 			},
+		}
+		drive["/mcp/agents/{name}"] = func() {
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/agents/notes", HTTPClient: &http.Client{Transport: bearer(userToken)}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "notes_get", Arguments: map[string]any{"q": "x"}})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "confirmation_required") {
+				t.Errorf("/mcp/agents/notes: %v %+v, want a tool error naming the pending call", err, res)
+			}
 		}
 		for r, sends := range routeSends {
 			if sends && drive[r] == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ type RunRequest struct {
 	// User is RuoYi's logged-in user, from the service or admin token
 	// only: its permissions narrow what the run may use (issue 46).
 	User *PayloadUser `json:"user,omitempty"`
+	// Agent names the agent the run is within (issue 46): the run offers
+	// the agent's tools (those of plugin_names when given too) that the
+	// user may use, and every call outside them is refused.
+	Agent string `json:"agent,omitempty"`
 }
 
 // runTimeout bounds a whole run, whatever the model and tools do.
@@ -65,9 +70,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	started := startedBy(principalFrom(r.Context()))
-	lreq, fields, err := s.loopRequest(r.Context(), &req, user, started.owner())
+	lreq, fields, err := s.loopRequest(r.Context(), &req, user, started)
 	if err != nil {
-		if unavailable(w, err) {
+		if unavailable(w, err) || refusedAgent(w, err) {
 			return
 		}
 		s.internal(w, r, err)
@@ -118,13 +123,23 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // loopRequest builds the loop's request from the payload, for the run
-// owned by owner: inline plugins parsed and marked so, named ones loaded.
-// Field errors name the payload's field.
-func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, owner engine.Owner) (*loop.Request, []plugins.FieldError, error) {
+// started by started, whose token's perms and payload's user narrow it
+// (never the perms of whoever resumes it): inline plugins parsed and
+// marked so, named ones loaded, within the payload's agent. Field errors
+// name the payload's field; an agent the run may not use is the access
+// rule's error.
+func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, started runPrincipal) (*loop.Request, []plugins.FieldError, error) {
 	var fields []plugins.FieldError
+	var narrow []access.Held
+	if started.Perms != nil {
+		narrow = append(narrow, access.HeldOf(started.Perms...))
+	}
+	if req.User != nil {
+		narrow = append(narrow, access.HeldOf(req.User.Permissions...))
+	}
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
-		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: owner,
-		Narrow: narrowing(ctx, req.User)}
+		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: started.owner(),
+		Narrow: narrow, Agent: req.Agent}
 	for i, raw := range req.Plugins {
 		p, err := plugins.ParseJSON(raw)
 		var ve *plugins.ValidationError
@@ -147,6 +162,14 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, o
 	// From the parsed catalog: no query, and the catalog's own plugins, so
 	// that a run bound to all of them searches the catalog's index.
 	named := make([]*plugins.Plugin, 0, len(req.PluginNames))
+	if req.Agent != "" && len(req.PluginNames) == 0 {
+		// The agent's tools: narrowed to it below.
+		enabled, err := s.Catalog.EnabledPlugins(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		named = append(named, enabled...)
+	}
 	for i, name := range req.PluginNames {
 		field := fmt.Sprintf("plugin_names[%d]", i)
 		p, err := s.Catalog.Plugin(ctx, name)
@@ -163,13 +186,33 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, o
 		}
 		named = append(named, p)
 	}
+	if s.Access == nil && req.Agent != "" {
+		return nil, nil, &access.UnavailableError{Source: "agents", Err: access.ErrNoAgents}
+	}
 	if s.Access != nil {
-		// The model is offered only what the user may use: a tool it
-		// names anyway is one it was not offered (an inline plugin is
-		// judged when called, as the row of its name).
+		// The model is offered only what the user may use, within the
+		// agent: a tool it names anyway is one it was not offered, and
+		// the executor refuses it (an inline plugin is judged when
+		// called, as the row of its name).
+		sub := access.Subject{User: user, Narrow: out.Narrow, Agent: req.Agent}
 		var err error
-		if named, err = s.Access.Usable(ctx, access.Subject{User: user, Narrow: out.Narrow}, named); err != nil {
+		if named, err = s.Access.Usable(ctx, sub, named); err != nil {
 			return nil, nil, err
+		}
+		if req.Agent != "" && len(out.Plugins) > 0 {
+			// Inline plugins within the agent: those named like one of
+			// its tools the user may use; any other is refused here,
+			// rather than offered to be refused when called.
+			kept, err := s.Access.Usable(ctx, sub, out.Plugins)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i, p := range out.Plugins {
+				if !slices.Contains(kept, p) {
+					fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i),
+						Message: fmt.Sprintf("%q is not among the tools of agent %q this user may use", p.Name, req.Agent)})
+				}
+			}
 		}
 	}
 	out.Plugins = append(out.Plugins, named...)

@@ -22,6 +22,18 @@ func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
 	return rs
 }
 
+// Rank ranks the first n matches of query, every one when n is 0, as
+// Search does: what /mcp's search_tools filters to a user's tools
+// before it takes a page, so that the page is full.
+func (c catalogSearcher) Rank(query string, n int) ([]toolsearch.Result, int) {
+	rs, total, err := c.s.searchPage(context.Background(), query, 0, n)
+	if err != nil {
+		c.s.Logger.Warn("tool search failed", "err", err)
+		return nil, 0
+	}
+	return rs, total
+}
+
 // Languages are those of the catalog's tools (toolset.Languages).
 func (c catalogSearcher) Languages() []string {
 	ix, err := c.s.ToolIndex(context.Background())

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
@@ -60,8 +62,13 @@ type Server struct {
 	// Store following Changes.
 	Catalog *catalog.Catalog
 	// Access leaves out of every list a per-user caller gets the tools its
-	// user may not use (issue 46); nil lists them all.
+	// user may not use (issue 46); nil lists them all, and refuses what
+	// names an agent.
 	Access ToolAccess
+	// Agents are the agents, following Changes; nil: one over Store and
+	// Catalog. An *access.Checker given as Access without agents of its
+	// own resolves these.
+	Agents *catalog.Agents
 	// Semantic, when set, fuses embedding similarity into tool search
 	// (BLINDEXEC_EMBEDDINGS_*); nil: keyword search alone.
 	Semantic *toolsearch.Semantic
@@ -118,6 +125,7 @@ type Server struct {
 	operators  operatorHashes
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
+	agentMCP   sync.Map           // agent name → *agentMCP: /mcp/agents/{name}
 	// confirmMetrics counts decisions about pending items (nil: none).
 	confirmMetrics *confirm.Metrics
 	// migrated is set once /readyz has seen the schema up to date: a
@@ -140,6 +148,12 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Catalog != nil {
 		s.followCatalog()
+	}
+	if s.Agents == nil && s.Store != nil && s.Catalog != nil {
+		s.Agents = catalog.NewAgents(s.Store, s.Changes, s.Catalog)
+	}
+	if c, ok := s.Access.(*access.Checker); ok && c.Agents == nil && s.Agents != nil {
+		c.Agents = s.Agents // the agents served are the agents applied
 	}
 	if s.Quota == nil && s.Store != nil {
 		s.Quota = s.newQuota()

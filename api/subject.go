@@ -6,31 +6,77 @@ import (
 	"net/http"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 )
 
-// ToolAccess narrows a list of tools to those a user may use
-// (*access.Checker).
+// ToolAccess narrows a list of tools to those a user may use, within an
+// agent (*access.Checker).
 type ToolAccess interface {
 	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// Within is the agent's tools among ps, for a caller who is no user.
+	Within(ctx context.Context, agent string, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// UseAgent returns the agent sub names when sub may use it.
+	UseAgent(ctx context.Context, sub access.Subject) (*catalog.Agent, error)
 }
 
-// usable is ps as the request's caller may list them: a per-user
-// caller's, those its user may use; the service and the administrator,
-// who are no user, see the catalog (a run they start for a user offers
-// that user's tools only).
-func (s *Server) usable(ctx context.Context, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+// usable is ps as the request's caller may list them, within agent when
+// it names one: a per-user caller's, those its user may use; the service
+// and the administrator, who are no user, see the catalog, or the
+// agent's part of it (a run they start for a user offers that user's
+// tools only). An agent named where no rule is kept is refused.
+func (s *Server) usable(ctx context.Context, agent string, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
 	p := principalFrom(ctx)
-	if s.Access == nil || p.role >= roleService {
+	switch {
+	case s.Access == nil && agent != "":
+		return nil, &access.UnavailableError{Source: "agents", Err: access.ErrNoAgents}
+	case s.Access == nil:
 		return ps, nil
+	case p.role >= roleService:
+		return s.Access.Within(ctx, agent, ps)
 	}
-	return s.Access.Usable(ctx, access.Subject{User: p.userID, Narrow: narrowing(ctx, nil)}, ps)
+	return s.Access.Usable(ctx, s.subject(ctx, p.userID, agent), ps)
 }
 
-// filtersTools reports whether the request's lists are narrowed to its
-// user's tools.
-func (s *Server) filtersTools(ctx context.Context) bool {
-	return s.Access != nil && principalFrom(ctx).role < roleService
+// subject is whom a request acts for: user, with the request's token's
+// fixed perms, within agent.
+func (s *Server) subject(ctx context.Context, user int64, agent string) access.Subject {
+	return access.Subject{User: user, Narrow: narrowing(ctx, nil), Agent: agent}
+}
+
+// filtersTools reports whether the request's lists are narrowed: to its
+// user's tools, or to the agent its ?agent= names.
+func (s *Server) filtersTools(r *http.Request) bool {
+	return agentParam(r) != "" || s.Access != nil && principalFrom(r.Context()).role < roleService
+}
+
+// agentParam is a list's ?agent=.
+func agentParam(r *http.Request) string { return r.URL.Query().Get("agent") }
+
+// refusedAgent answers a request naming an agent it may not use: 404
+// agent_not_found, 409 agent_disabled, 403 permission_denied (naming
+// the agent and the permissions it needs).
+func refusedAgent(w http.ResponseWriter, err error) bool {
+	if ae, ok := errors.AsType[*catalog.AgentError](err); ok {
+		status := http.StatusNotFound
+		if ae.Disabled {
+			status = http.StatusConflict
+		}
+		writeError(w, status, ae.Code(), ae.Error(), map[string]string{"agent": ae.Name})
+		return true
+	}
+	if d, ok := errors.AsType[*access.DeniedError](err); ok {
+		details := map[string]any{"needs": d.Needs}
+		if d.Agent != "" {
+			details["agent"] = d.Agent
+		}
+		if d.Plugin != "" {
+			details["plugin"] = d.Plugin
+		}
+		writeError(w, http.StatusForbidden, access.CodeDenied, d.Error(), details)
+		return true
+	}
+	return false
 }
 
 // unavailable answers 503 permissions_unavailable when err says the

@@ -237,11 +237,11 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var rs []toolsearch.Result
 	var total int
-	if s.filtersTools(r.Context()) {
-		// Every match, narrowed to the user's tools, then the page: the
-		// total and the pages count what the user may use only.
+	if s.filtersTools(r) {
+		// Every match, narrowed to the user's tools (or the agent's),
+		// then the page: the total and the pages count those only.
 		if rs, _, err = s.searchPage(r.Context(), q, 0, 0); err == nil {
-			rs, err = s.usableResults(r.Context(), rs)
+			rs, err = s.usableResults(r.Context(), agentParam(r), rs)
 		}
 		total, rs = len(rs), rs[min(offset, len(rs)):min(offset+limit, len(rs))]
 	} else {
@@ -254,13 +254,14 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, NewSearchResponse(rs, total, offset, time.Since(start)))
 }
 
-// usableResults are those of rs the request's user may use, in order.
-func (s *Server) usableResults(ctx context.Context, rs []toolsearch.Result) ([]toolsearch.Result, error) {
+// usableResults are those of rs the request's user may use (within
+// agent), in order.
+func (s *Server) usableResults(ctx context.Context, agent string, rs []toolsearch.Result) ([]toolsearch.Result, error) {
 	ps := make([]*plugins.Plugin, len(rs))
 	for i := range rs {
 		ps[i] = rs[i].Plugin
 	}
-	ps, err := s.usable(ctx, ps)
+	ps, err := s.usable(ctx, agent, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -309,15 +310,18 @@ func (s *Server) searchParams(r *http.Request) (string, int, error) {
 func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.Plugin, error) {
 	names := r.URL.Query().Get("names")
 	n := limit
-	if names != "" || s.filtersTools(r.Context()) {
+	switch {
+	case s.filtersTools(r):
+		n = 0 // every match, filtered below: a full page of the user's
+	case names != "":
 		n = toolsearch.MaxLimit // filtered below
 	}
-	rs, err := s.SearchTools(r.Context(), q, n)
+	rs, _, err := s.searchPage(r.Context(), q, 0, n)
 	if err != nil {
 		return nil, err
 	}
-	if s.filtersTools(r.Context()) {
-		if rs, err = s.usableResults(r.Context(), rs); err != nil {
+	if s.filtersTools(r) {
+		if rs, err = s.usableResults(r.Context(), agentParam(r), rs); err != nil {
 			return nil, err
 		}
 	}
@@ -352,7 +356,7 @@ func (s *Server) toolsError(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "malformed_request", pe.msg, nil)
 		return
 	}
-	if unavailable(w, err) {
+	if unavailable(w, err) || refusedAgent(w, err) {
 		return
 	}
 	if qe, ok := errors.AsType[*toolsearch.QueryTooLongError](err); ok {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -214,20 +215,69 @@ func (s *Agents) Get(ctx context.Context, name string) (*Agent, error) {
 	return a, nil
 }
 
+// Use returns the enabled agent called name: one that does not exist,
+// or is disabled, is an *AgentError.
+func (s *Agents) Use(ctx context.Context, name string) (*Agent, error) {
+	a, err := s.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Enabled() {
+		return nil, &AgentError{Name: name, Disabled: true}
+	}
+	return a, nil
+}
+
 // Tools returns the enabled agent's tools: the enabled plugins of the
 // catalog it selects, in name order, read as the catalog is now. An
 // unknown or disabled agent is an *AgentError.
 func (s *Agents) Tools(ctx context.Context, name string) (*Agent, []*plugins.Plugin, error) {
-	a, err := s.Get(ctx, name)
+	a, err := s.Use(ctx, name)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !a.Enabled() {
-		return nil, nil, &AgentError{Name: name, Disabled: true}
 	}
 	enabled, err := s.catalog.EnabledPlugins(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return a, a.Tools.Of(enabled), nil
+}
+
+// Holds reports whether a selects the enabled catalog plugin called
+// name, judged on the catalog's row (its tags, its import source): an
+// agent holds catalog rows only, so a plugin a caller defined itself is
+// in an agent only as the row of its name, and its own tags never put
+// it there.
+func (s *Agents) Holds(ctx context.Context, a *Agent, name string) (bool, error) {
+	p, err := s.catalog.Plugin(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return p.Enabled() && a.Tools.Selects(p), nil
+}
+
+// View is the catalog as the agent called name selects it, for a server
+// of the agent's tools alone (the MCP server of /mcp/agents/{name}).
+func (s *Agents) View(name string) *View { return &View{agents: s, name: name} }
+
+// View is one agent's part of the catalog (Agents.View).
+type View struct {
+	agents *Agents
+	name   string
+}
+
+// EnabledPlugins are the agent's tools now (Agents.Tools): an unknown or
+// disabled agent is an *AgentError.
+func (v *View) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error) {
+	_, ps, err := v.agents.Tools(ctx, v.name)
+	return ps, err
+}
+
+// Version moves whenever the catalog or an agent changes (both counters
+// only grow, so their sum moves when either does).
+func (v *View) Version() int64 {
+	return v.agents.catalog.Version() + v.agents.changes.Current().Agents
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -161,4 +162,121 @@ func TestAccessAtSend(t *testing.T) {
 	if _, err := h.Send(t.Context(), plan); err == nil || len(up.Hits()) != 0 {
 		t.Fatalf("sent %d: %v", len(up.Hits()), err)
 	}
+}
+
+// agentSet is the agents of a test, their tools picked from a
+// rowCatalog (catalog.Agents' contract: an agent holds catalog rows).
+type agentSet struct {
+	rows   rowCatalog
+	agents map[string]*catalog.Agent
+}
+
+func (s *agentSet) Use(_ context.Context, name string) (*catalog.Agent, error) {
+	a := s.agents[name]
+	switch {
+	case a == nil:
+		return nil, &catalog.AgentError{Name: name}
+	case !a.Enabled():
+		return nil, &catalog.AgentError{Name: name, Disabled: true}
+	}
+	return a, nil
+}
+
+func (s *agentSet) Holds(_ context.Context, a *catalog.Agent, name string) (bool, error) {
+	row := s.rows[name]
+	return row != nil && a.Tools.Selects(row), nil
+}
+
+// TestAccessAgentDecision: a call made within an agent is decided at the
+// access step: a plugin outside the agent (an inline plugin of no row
+// included, whatever its tags), an agent whose perms the user does not
+// hold, an unknown or disabled agent are refused before anything is
+// sent, each recorded with its own outcome; an engine without an access
+// rule refuses a call naming an agent rather than ignore it; and an
+// agent disabled between a pause and its approval stops the call.
+func TestAccessAgentDecision(t *testing.T) {
+	up := newUpstream(t, nil)
+	users := mustPlugin(t, `{"name":"users","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"%s/users"}}`, up.URL)
+	weather := mustPlugin(t, `{"name":"weather","description":"d","tags":["forecast"],"parameters":{"type":"object"},"execution":{"method":"GET","base_url":"%s/weather"}}`, up.URL)
+	tagged := mustPlugin(t, `{"name":"own","description":"d","tags":["forecast"],"parameters":{"type":"object"},"execution":{"method":"DELETE","base_url":"%s/own"}}`, up.URL)
+	rows := rowCatalog{"users": users, "weather": weather}
+	set := &agentSet{rows: rows, agents: map[string]*catalog.Agent{
+		"forecast": {Name: "forecast", Tools: catalog.Selection{Tags: []string{"forecast"}}},
+		"locked":   {Name: "locked", Tools: catalog.Selection{Tags: []string{"forecast"}}, Perms: []string{"weather:forecast:use"}},
+		"paused":   {Name: "paused", Tools: catalog.Selection{Tags: []string{"forecast"}}, Status: "1"},
+	}}
+	const send = ""
+	for _, tt := range []struct {
+		name   string
+		agent  string
+		plugin *plugins.Plugin
+		inline bool
+		rule   bool
+		want   string
+	}{
+		{"a tool of the agent", "forecast", weather, false, true, send},
+		{"a tool outside the agent", "forecast", users, false, true, CodePermissionDenied},
+		{"an inline plugin of no row, tagged like the agent", "forecast", tagged, true, true, CodePermissionDenied},
+		{"no agent", "", users, false, true, send},
+		{"an agent whose perms the user does not hold", "locked", weather, false, true, CodePermissionDenied},
+		{"an unknown agent", "nobody", weather, false, true, catalog.CodeAgentNotFound},
+		{"a disabled agent", "paused", weather, false, true, catalog.CodeAgentDisabled},
+		{"an agent and no access rule", "forecast", weather, false, false, CodePermissionsUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.Catalog = rows
+			if tt.rule {
+				h.Access = &access.Checker{Agents: set}
+			}
+			before := len(up.Hits())
+			res, err := h.Execute(t.Context(), Call{Plugin: tt.plugin, Inline: tt.inline, Owner: OwnerService, UserID: 7, Agent: tt.agent,
+				Arguments: json.RawMessage(`{}`)})
+			code := ""
+			if refused, ok := errors.AsType[*RefusedError](err); ok {
+				code = refused.Code
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want {
+				t.Fatalf("refusal %q (%v), want %q", code, err, tt.want)
+			}
+			if sent := len(up.Hits()) > before; sent != (tt.want == send) {
+				t.Errorf("sent %v", sent)
+			}
+			if tt.want == CodePermissionDenied && tt.agent != "locked" {
+				if d := res.Error.Details.(map[string]any); d["plugin"] != tt.plugin.Name || d["agent"] != tt.agent {
+					t.Errorf("details %v: want the plugin and the agent", d)
+				}
+			}
+			recs := h.flush(t)
+			if len(recs) != 1 || tt.want != send && (recs[0].Status != "refused" || recs[0].ErrorClass != tt.want) {
+				t.Errorf("records %+v", recs)
+			}
+		})
+	}
+
+	t.Run("disabled between the pause and the approval", func(t *testing.T) {
+		drop := mustPlugin(t, `{"name":"drop","description":"d","tags":["forecast"],"parameters":{"type":"object"},"execution":{"method":"DELETE","base_url":"%s/drop"}}`, up.URL)
+		rows := rowCatalog{"drop": drop}
+		agent := &catalog.Agent{Name: "forecast", Tools: catalog.Selection{Tags: []string{"forecast"}}}
+		h := newHarness(t)
+		h.Catalog = rows
+		h.Access = &access.Checker{Agents: &agentSet{rows: rows, agents: map[string]*catalog.Agent{"forecast": agent}}}
+		before := len(up.Hits())
+		call := Call{Plugin: drop, UserID: 7, Agent: "forecast", Policy: confirm.Consequential, Arguments: json.RawMessage(`{}`)}
+		plan, err := h.Decide(t.Context(), call)
+		if err != nil || plan.Verdict() != VerdictPerson {
+			t.Fatalf("verdict %d: %v", plan.Verdict(), err)
+		}
+		agent.Status = "1"
+		call.Approval = &Approval{PendingID: "p1", Digest: plan.Person.Digest, By: "alice"}
+		plan, err = h.Decide(t.Context(), call)
+		if refused, ok := errors.AsType[*RefusedError](err); !ok || refused.Code != catalog.CodeAgentDisabled {
+			t.Fatalf("approved after the agent was disabled: %v", err)
+		}
+		if _, err := h.Send(t.Context(), plan); err == nil || len(up.Hits()) != before {
+			t.Fatalf("sent %d: %v", len(up.Hits())-before, err)
+		}
+	})
 }

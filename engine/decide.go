@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -18,7 +19,8 @@ import (
 //  1. bind: an inline copy of a catalog row using stored credentials is
 //     the row (auth.Catalog.Bind), unless the administrator owns the
 //     work; an inline plugin left unbound keeps its caller's rights;
-//  2. who may use the plugin (the access rule, issue 46);
+//  2. who may use the plugin (the access rule, issue 46), within the
+//     agent the call names, if any: a plugin outside it is refused;
 //  3. a connection needed: a user without a working account at the
 //     plugin's provider connects first;
 //  4. confirmation: under the call's policy, the plugin bound (its
@@ -130,6 +132,11 @@ func (p *Plan) Result() *Result {
 // under access.ModePerms it is refused.
 func (e *Executor) allowed(ctx context.Context, call *Call, p *plugins.Plugin) *RefusedError {
 	if e.Access == nil {
+		if call.Agent != "" {
+			// No rule to judge the agent by: refused, never let through
+			// with the whole catalog.
+			return refuse(CodePermissionsUnavailable, "the call names agent %q, but this engine has no access rule to judge it by; nothing was sent", call.Agent)
+		}
 		return nil
 	}
 	if call.Inline && p == call.Plugin {
@@ -149,13 +156,19 @@ func (e *Executor) allowed(ctx context.Context, call *Call, p *plugins.Plugin) *
 			p = &c
 		}
 	}
-	err := e.Access.Allowed(ctx, access.Subject{User: call.UserID, Narrow: call.Narrow}, p)
+	err := e.Access.Allowed(ctx, access.Subject{User: call.UserID, Narrow: call.Narrow, Agent: call.Agent}, p)
 	if err == nil {
 		return nil
 	}
 	if denied, ok := errors.AsType[*access.DeniedError](err); ok {
-		return &RefusedError{ToolError{Code: CodePermissionDenied, Message: denied.Error(),
-			Details: map[string]any{"plugin": call.Plugin.Name, "needs": slices.Clone(denied.Needs)}}}
+		details := map[string]any{"plugin": call.Plugin.Name, "needs": slices.Clone(denied.Needs)}
+		if denied.Agent != "" {
+			details["agent"] = denied.Agent
+		}
+		return &RefusedError{ToolError{Code: CodePermissionDenied, Message: denied.Error(), Details: details}}
+	}
+	if ae, ok := errors.AsType[*catalog.AgentError](err); ok {
+		return &RefusedError{ToolError{Code: ae.Code(), Message: ae.Error(), Details: map[string]any{"agent": ae.Name}}}
 	}
 	return &RefusedError{ToolError{Code: CodePermissionsUnavailable, Message: err.Error(),
 		Details: map[string]any{"retry_after_s": DefaultRetryAfter.Seconds()}}}

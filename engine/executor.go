@@ -204,6 +204,11 @@ type Call struct {
 	// strings (a service payload's user.permissions, a per-user token's
 	// fixed perms), each of which must grant the plugin (access.Subject).
 	Narrow []access.Held
+	// Agent names the agent the call is made within (a run's, an MCP
+	// server's of /mcp/agents/{name}, a direct call's): the access step
+	// refuses a plugin outside it, an agent the user may not use, an
+	// unknown or disabled one (access.Subject.Agent).
+	Agent string
 	// Trace asks for the request sent (Result.Request), masked: the
 	// administrator's "Try it". Without it nothing is captured.
 	Trace bool

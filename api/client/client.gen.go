@@ -805,6 +805,13 @@ type Agent struct {
 // AgentStatus defines model for Agent.Status.
 type AgentStatus string
 
+// AgentName The agent the call or the run is made within (issue 46; docs/permissions.md): only the agent's
+// tools the user may use are offered, and a tool outside them is refused before anything is sent
+// (403 permission_denied, its details naming the plugin and the agent). An unknown agent is 404
+// agent_not_found, a disabled one 409 agent_disabled, one whose perms the user does not hold 403
+// permission_denied. A run naming plugin_names too offers those of them within the agent.
+type AgentName = string
+
 // AgentView An agent as the API shows it, with the enabled tools its selection picks now.
 type AgentView struct {
 	AgentId     int     `json:"agent_id"`
@@ -910,6 +917,13 @@ type ErrorOrRunReply struct {
 
 // ExecuteRequest defines model for ExecuteRequest.
 type ExecuteRequest struct {
+	// Agent The agent the call or the run is made within (issue 46; docs/permissions.md): only the agent's
+	// tools the user may use are offered, and a tool outside them is refused before anything is sent
+	// (403 permission_denied, its details naming the plugin and the agent). An unknown agent is 404
+	// agent_not_found, a disabled one 409 agent_disabled, one whose perms the user does not hold 403
+	// permission_denied. A run naming plugin_names too offers those of them within the agent.
+	Agent *AgentName `json:"agent,omitempty"`
+
 	// Arguments The arguments, as an object or a string holding one (as an LLM's tool call carries them).
 	Arguments interface{} `json:"arguments,omitempty"`
 
@@ -1571,6 +1585,13 @@ type RunReplyStatus string
 
 // RunRequest defines model for RunRequest.
 type RunRequest struct {
+	// Agent The agent the call or the run is made within (issue 46; docs/permissions.md): only the agent's
+	// tools the user may use are offered, and a tool outside them is refused before anything is sent
+	// (403 permission_denied, its details naming the plugin and the agent). An unknown agent is 404
+	// agent_not_found, a disabled one 409 agent_disabled, one whose perms the user does not hold 403
+	// permission_denied. A run naming plugin_names too offers those of them within the agent.
+	Agent *AgentName `json:"agent,omitempty"`
+
 	// Credentials Credential values for this request only (key to value), used before the stored ones; never stored.
 	Credentials *Credentials `json:"credentials,omitempty"`
 
@@ -1584,7 +1605,7 @@ type RunRequest struct {
 	// Options max_steps, tool_choice, stream, confirm, tool_search, ...
 	Options *map[string]interface{} `json:"options,omitempty"`
 
-	// PluginNames Catalog plugins.
+	// PluginNames Catalog plugins (with agent, those of the agent's tools).
 	PluginNames *[]string `json:"plugin_names,omitempty"`
 
 	// Plugins Inline plugins.
@@ -1743,6 +1764,9 @@ type RunID = string
 // UserIDPath defines model for userIDPath.
 type UserIDPath = int
 
+// WithinAgent defines model for withinAgent.
+type WithinAgent = string
+
 // AgentNotFound The body of every answer that is not a result.
 type AgentNotFound = Error
 
@@ -1784,6 +1808,9 @@ type GetHealth200JSONResponseBodyStatus string
 
 // McpPostJSONBody defines parameters for McpPost.
 type McpPostJSONBody = map[string]interface{}
+
+// McpAgentPostJSONBody defines parameters for McpAgentPost.
+type McpAgentPostJSONBody = map[string]interface{}
 
 // McpOpenAPIPostJSONBody defines parameters for McpOpenAPIPost.
 type McpOpenAPIPostJSONBody = map[string]interface{}
@@ -2097,6 +2124,9 @@ type ListToolsParams struct {
 
 	// UserId format=dynamic: the user the service acts for.
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them).
+	Agent *WithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 }
 
 // ListToolsParamsFormat defines parameters for ListTools.
@@ -2115,6 +2145,9 @@ type SearchToolsParams struct {
 
 	// Names Comma-separated plugin names to search within.
 	Names *string `form:"names,omitempty" json:"names,omitempty"`
+
+	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them).
+	Agent *WithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 }
 
 // ToolAccessParams defines parameters for ToolAccess.
@@ -2142,6 +2175,9 @@ type CallToolParams struct {
 
 // McpPostJSONRequestBody defines body for McpPost for application/json ContentType.
 type McpPostJSONRequestBody = McpPostJSONBody
+
+// McpAgentPostJSONRequestBody defines body for McpAgentPost for application/json ContentType.
+type McpAgentPostJSONRequestBody = McpAgentPostJSONBody
 
 // McpOpenAPIPostJSONRequestBody defines body for McpOpenAPIPost for application/json ContentType.
 type McpOpenAPIPostJSONRequestBody = McpOpenAPIPostJSONBody
@@ -2758,6 +2794,30 @@ type ClientInterface interface {
 	// Corresponds with POST /mcp (the `McpPost` operationId).
 	McpPost(ctx context.Context, body McpPostJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// McpAgentDelete End the session (MCP specification).
+	//
+	// Corresponds with DELETE /mcp/agents/{name} (the `McpAgentDelete` operationId).
+	McpAgentDelete(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpAgentGet The server's stream of messages (MCP specification).
+	//
+	// Corresponds with GET /mcp/agents/{name} (the `McpAgentGet` operationId).
+	McpAgentGet(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpAgentPostWithBody A JSON-RPC message (MCP specification).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+	McpAgentPostWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// McpAgentPost A JSON-RPC message (MCP specification).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+	McpAgentPost(ctx context.Context, name string, body McpAgentPostJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// McpOpenAPIDelete End the session (MCP specification).
 	//
 	// Corresponds with DELETE /mcp/openapi (the `McpOpenAPIDelete` operationId).
@@ -2819,6 +2879,10 @@ type ClientInterface interface {
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgents The agents (a tool selection and the permissions to use it).
+	//
+	// Every agent for the service and the administrator, with the tools each selects now. For a
+	// per-user token, the enabled agents its user may use (it holds one of their perms, or they have
+	// none) holding at least one tool the user may use, each with those tools only in tool_names.
 	//
 	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
 	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3409,6 +3473,70 @@ func (c *Client) McpPost(ctx context.Context, body McpPostJSONRequestBody, reqEd
 	return c.Client.Do(req)
 }
 
+// McpAgentDelete End the session (MCP specification).
+//
+// Corresponds with DELETE /mcp/agents/{name} (the `McpAgentDelete` operationId).
+func (c *Client) McpAgentDelete(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpAgentDeleteRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpAgentGet The server's stream of messages (MCP specification).
+//
+// Corresponds with GET /mcp/agents/{name} (the `McpAgentGet` operationId).
+func (c *Client) McpAgentGet(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpAgentGetRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpAgentPostWithBody A JSON-RPC message (MCP specification).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+func (c *Client) McpAgentPostWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpAgentPostRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// McpAgentPost A JSON-RPC message (MCP specification).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+func (c *Client) McpAgentPost(ctx context.Context, name string, body McpAgentPostJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMcpAgentPostRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // McpOpenAPIDelete End the session (MCP specification).
 //
 // Corresponds with DELETE /mcp/openapi (the `McpOpenAPIDelete` operationId).
@@ -3570,6 +3698,10 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // ListAgents The agents (a tool selection and the permissions to use it).
+//
+// Every agent for the service and the administrator, with the tools each selects now. For a
+// per-user token, the enabled agents its user may use (it holds one of their perms, or they have
+// none) holding at least one tool the user may use, each with those tools only in tool_names.
 //
 // Corresponds with GET /v1/agents (the `ListAgents` operationId).
 func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4952,6 +5084,121 @@ func NewMcpPostRequestWithBody(server string, contentType string, body io.Reader
 	}
 
 	operationPath := fmt.Sprintf("/mcp")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewMcpAgentDeleteRequest constructs an http.Request for the McpAgentDelete method
+func NewMcpAgentDeleteRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mcp/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMcpAgentGetRequest constructs an http.Request for the McpAgentGet method
+func NewMcpAgentGetRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mcp/agents/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMcpAgentPostRequest calls the generic McpAgentPost builder with application/json body
+func NewMcpAgentPostRequest(server string, name string, body McpAgentPostJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMcpAgentPostRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewMcpAgentPostRequestWithBody constructs an http.Request for the McpAgentPost method, with any body, and a specified content type
+func NewMcpAgentPostRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mcp/agents/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -7939,6 +8186,18 @@ func NewListToolsRequest(server string, params *ListToolsParams) (*http.Request,
 
 		}
 
+		if params.Agent != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent", *params.Agent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8016,6 +8275,18 @@ func NewSearchToolsRequest(server string, params *SearchToolsParams) (*http.Requ
 		if params.Names != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "names", *params.Names, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Agent != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent", *params.Agent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -8268,6 +8539,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /mcp (the `McpPost` operationId).
 	McpPostWithResponse(ctx context.Context, body McpPostJSONRequestBody, reqEditors ...RequestEditorFn) (*McpPostResponse, error)
 
+	// McpAgentDeleteWithResponse End the session (MCP specification).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /mcp/agents/{name} (the `McpAgentDelete` operationId).
+	McpAgentDeleteWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*McpAgentDeleteResponse, error)
+
+	// McpAgentGetWithResponse The server's stream of messages (MCP specification).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /mcp/agents/{name} (the `McpAgentGet` operationId).
+	McpAgentGetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*McpAgentGetResponse, error)
+
+	// McpAgentPostWithBodyWithResponse A JSON-RPC message (MCP specification).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+	McpAgentPostWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpAgentPostResponse, error)
+
+	// McpAgentPostWithResponse A JSON-RPC message (MCP specification).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+	McpAgentPostWithResponse(ctx context.Context, name string, body McpAgentPostJSONRequestBody, reqEditors ...RequestEditorFn) (*McpAgentPostResponse, error)
+
 	// McpOpenAPIDeleteWithResponse End the session (MCP specification).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8341,6 +8640,10 @@ type ClientWithResponsesInterface interface {
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
 	// ListAgentsWithResponse The agents (a tool selection and the permissions to use it).
+	//
+	// Every agent for the service and the administrator, with the tools each selects now. For a
+	// per-user token, the enabled agents its user may use (it holds one of their perms, or they have
+	// none) holding at least one tool the user may use, each with those tools only in tool_names.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9231,6 +9534,290 @@ func (r McpPostResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r McpPostResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type McpAgentDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *MCPError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *MCPError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON400() *MCPError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON404() *MCPError {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r McpAgentDeleteResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r McpAgentDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpAgentDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpAgentDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpAgentDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type McpAgentGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MCPMessage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *MCPError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *MCPError
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *MCPError
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r McpAgentGetResponse) GetJSON200() *MCPMessage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r McpAgentGetResponse) GetJSON400() *MCPError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r McpAgentGetResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r McpAgentGetResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r McpAgentGetResponse) GetJSON404() *MCPError {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r McpAgentGetResponse) GetJSON405() *MCPError {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r McpAgentGetResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r McpAgentGetResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r McpAgentGetResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r McpAgentGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpAgentGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpAgentGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpAgentGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type McpAgentPostResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MCPMessage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *map[string]interface{}
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *map[string]interface{}
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r McpAgentPostResponse) GetJSON200() *MCPMessage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r McpAgentPostResponse) GetJSON400() *map[string]interface{} {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r McpAgentPostResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r McpAgentPostResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r McpAgentPostResponse) GetJSON404() *map[string]interface{} {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r McpAgentPostResponse) GetJSON408() *Error {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r McpAgentPostResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r McpAgentPostResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r McpAgentPostResponse) GetJSON500() *Error {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r McpAgentPostResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r McpAgentPostResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r McpAgentPostResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r McpAgentPostResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r McpAgentPostResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10847,7 +11434,7 @@ type ExecuteResponse struct {
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *CallConflict
+	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -10893,7 +11480,7 @@ func (r ExecuteResponse) GetJSON408() *Error {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r ExecuteResponse) GetJSON409() *CallConflict {
+func (r ExecuteResponse) GetJSON409() *Error {
 	return r.JSON409
 }
 
@@ -13422,8 +14009,12 @@ type CreateRunResponse struct {
 	JSON401 *Error
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -13464,9 +14055,19 @@ func (r CreateRunResponse) GetJSON403() *Error {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateRunResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
 // GetJSON408 returns the response for an HTTP 408 `application/json` response
 func (r CreateRunResponse) GetJSON408() *Error {
 	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateRunResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -14099,6 +14700,10 @@ type ListToolsResponse struct {
 	JSON401 *Error
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -14123,6 +14728,16 @@ func (r ListToolsResponse) GetJSON401() *Error {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListToolsResponse) GetJSON403() *Error {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListToolsResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ListToolsResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14175,6 +14790,10 @@ type SearchToolsResponse struct {
 	JSON401 *Error
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -14199,6 +14818,16 @@ func (r SearchToolsResponse) GetJSON401() *Error {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r SearchToolsResponse) GetJSON403() *Error {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SearchToolsResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SearchToolsResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -14573,6 +15202,58 @@ func (c *ClientWithResponses) McpPostWithResponse(ctx context.Context, body McpP
 	return ParseMcpPostResponse(rsp)
 }
 
+// McpAgentDeleteWithResponse End the session (MCP specification).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /mcp/agents/{name} (the `McpAgentDelete` operationId).
+func (c *ClientWithResponses) McpAgentDeleteWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*McpAgentDeleteResponse, error) {
+	rsp, err := c.McpAgentDelete(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpAgentDeleteResponse(rsp)
+}
+
+// McpAgentGetWithResponse The server's stream of messages (MCP specification).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /mcp/agents/{name} (the `McpAgentGet` operationId).
+func (c *ClientWithResponses) McpAgentGetWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*McpAgentGetResponse, error) {
+	rsp, err := c.McpAgentGet(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpAgentGetResponse(rsp)
+}
+
+// McpAgentPostWithBodyWithResponse A JSON-RPC message (MCP specification).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+func (c *ClientWithResponses) McpAgentPostWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpAgentPostResponse, error) {
+	rsp, err := c.McpAgentPostWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpAgentPostResponse(rsp)
+}
+
+// McpAgentPostWithResponse A JSON-RPC message (MCP specification).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /mcp/agents/{name} (the `McpAgentPost` operationId).
+func (c *ClientWithResponses) McpAgentPostWithResponse(ctx context.Context, name string, body McpAgentPostJSONRequestBody, reqEditors ...RequestEditorFn) (*McpAgentPostResponse, error) {
+	rsp, err := c.McpAgentPost(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMcpAgentPostResponse(rsp)
+}
+
 // McpOpenAPIDeleteWithResponse End the session (MCP specification).
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14706,6 +15387,10 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 }
 
 // ListAgentsWithResponse The agents (a tool selection and the permissions to use it).
+//
+// Every agent for the service and the administrator, with the tools each selects now. For a
+// per-user token, the enabled agents its user may use (it holds one of their perms, or they have
+// none) holding at least one tool the user may use, each with those tools only in tool_names.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16030,6 +16715,281 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 	// Content-type (text/plain) unsupported
 
 	case rsp.StatusCode == 429:
+		// Content-type (text/plain) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpAgentDeleteResponse parses an HTTP response from a McpAgentDeleteWithResponse call
+func ParseMcpAgentDeleteResponse(rsp *http.Response) (*McpAgentDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpAgentDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 400:
+	// Content-type (text/plain) unsupported
+
+	case rsp.StatusCode == 404:
+		// Content-type (text/plain) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpAgentGetResponse parses an HTTP response from a McpAgentGetWithResponse call
+func ParseMcpAgentGetResponse(rsp *http.Response) (*McpAgentGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpAgentGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MCPMessage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MCPError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+	// Content-type (text/event-stream) unsupported
+
+	case rsp.StatusCode == 400:
+	// Content-type (text/plain) unsupported
+
+	case rsp.StatusCode == 404:
+	// Content-type (text/plain) unsupported
+
+	case rsp.StatusCode == 405:
+		// Content-type (text/plain) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseMcpAgentPostResponse parses an HTTP response from a McpAgentPostWithResponse call
+func ParseMcpAgentPostResponse(rsp *http.Response) (*McpAgentPostResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &McpAgentPostResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MCPMessage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+	// Content-type (text/event-stream) unsupported
+
+	case rsp.StatusCode == 400:
+	// Content-type (text/plain) unsupported
+
+	case rsp.StatusCode == 404:
 		// Content-type (text/plain) unsupported
 
 	}
@@ -17388,7 +18348,7 @@ func ParseExecuteResponse(rsp *http.Response) (*ExecuteResponse, error) {
 		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest CallConflict
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19507,12 +20467,26 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorOrRunReply
@@ -20093,6 +21067,20 @@ func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20153,6 +21141,20 @@ func ParseSearchToolsResponse(rsp *http.Response) (*SearchToolsResponse, error) 
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Error

@@ -107,6 +107,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				Changes:       parts.changes,
 				Catalog:       parts.catalog,
 				Access:        parts.access,
+				Agents:        parts.agents,
 				Deadlines:     cfg.limits.deadlines,
 				Version:       versionLine(),
 				OutageGrace:   cfg.outageGrace,

@@ -316,6 +316,9 @@ type engineParts struct {
 	// access is who may use which tool; serve and mcp serve hand it to
 	// the executor and the lists, the operator's own CLI does not.
 	access *access.Checker
+	// agents are the stored agents, following changes (access resolves
+	// them).
+	agents *catalog.Agents
 	// conns keeps OAuth providers and users' connections.
 	conns *connections.Service
 }
@@ -368,6 +371,8 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	cat := catalog.New(st, changes, log)
+	agents := catalog.NewAgents(st, changes, cat)
+	acc.Agents = agents // the rule resolves the agents a call or a list names
 	quotas := quota.New(st, changes, cat, c.quotaTZ, log)
 	ex.Quota = quotas
 	conns, err := c.connections(st, client)
@@ -378,7 +383,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	conns.Catalog, conns.Logger = rules, log
 	ex.Connections = conns
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
-		changes: changes, catalog: cat, rules: rules, quotas: quotas, access: acc, conns: conns}, nil
+		changes: changes, catalog: cat, rules: rules, quotas: quotas, access: acc, agents: agents, conns: conns}, nil
 }
 
 // connections is the connections service over st: its tokens under the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
@@ -204,8 +205,9 @@ func importMCPCmd(cfg *config) *cobra.Command {
 
 func mcpServeCmd(cfg *config) *cobra.Command {
 	var stdio bool
+	var agent string
 	cmd := &cobra.Command{
-		Use:   "serve --stdio",
+		Use:   "serve --stdio [--agent NAME]",
 		Short: "Serve the enabled plugins as MCP tools over stdio, executed blind for the user in " + mcpserver.EnvUser,
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -237,11 +239,27 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			if key, err := mcpserver.StateKey(cfg.masterKey); err == nil {
 				opts.RoundTrips = &mcpserver.RoundTrips{Key: key, Claims: parts.store}
 			}
-			svc := mcpserver.NewService(parts.catalog, parts.executor, opts)
+			var cat mcpserver.Catalog = parts.catalog
+			if agent != "" {
+				// The agent's tools only, if the user may use the agent:
+				// refused at start, as /mcp/agents/{name} refuses.
+				sub := access.Subject{User: cfg.mcpUser, Agent: agent}
+				if _, err := parts.access.UseAgent(ctx, sub); err != nil {
+					return err
+				}
+				cat, opts.Agent = parts.agents.View(agent), agent
+			}
+			svc := mcpserver.NewService(cat, parts.executor, opts)
+			parts.changes.OnChange(func(old, new store.Versions) {
+				if new.Plugins != old.Plugins || new.Agents != old.Agents && agent != "" {
+					svc.Changed()
+				}
+			})
 			return svc.ServeStdio(ctx, cfg.mcpUser)
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")
+	cmd.Flags().StringVar(&agent, "agent", "", "serve the tools of this agent only (those the user may use within it)")
 	return cmd
 }
 

@@ -135,7 +135,8 @@ func (r *replica) awaitPoll(t *testing.T, st *store.Store) {
 		b, _ := json.Marshal(body["changes"])
 		var got store.Versions
 		if json.Unmarshal(b, &got) == nil && got.Plugins >= want.Plugins && got.Credentials >= want.Credentials &&
-			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers && got.QuotaRules >= want.QuotaRules {
+			got.Tokens >= want.Tokens && got.MCPServers >= want.MCPServers && got.QuotaRules >= want.QuotaRules &&
+			got.Agents >= want.Agents {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

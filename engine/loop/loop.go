@@ -89,6 +89,9 @@ type Request struct {
 	// Narrow are the run's further sources of the user's permission
 	// strings (engine.Call.Narrow): a service payload's, a token's.
 	Narrow []access.Held `json:"-"`
+	// Agent is the agent the run is within (engine.Call.Agent): every
+	// call is refused outside it, whatever the model names.
+	Agent string `json:"-"`
 }
 
 // Options tune the loop.

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,6 +99,11 @@ type Options struct {
 	// ListenPoll is how often a subscriptions/listen stream looks for a
 	// catalog change (DefaultListenPoll when 0).
 	ListenPoll time.Duration
+	// Agent names the agent whose tools the service serves (the catalog
+	// given is then the agent's view, catalog.Agents.View): its sessions'
+	// lists and searches are within it, and every call names it to the
+	// executor, which refuses a tool outside it (engine.Call.Agent).
+	Agent string
 }
 
 // Access narrows a list of tools to those a user may use
@@ -163,7 +169,16 @@ type Service struct {
 	// stateless is the SDK's handler of the stateless era, made once.
 	stateless     http.Handler
 	statelessOnce sync.Once
+	// live are the sessions Changed notifies, dropped once their server
+	// has no session left: by Changed, and every pruneEvery sessions
+	// opened (a catalog that never changes never calls Changed).
+	live   sync.Map // *session → struct{}
+	opened atomic.Int64
 }
+
+// pruneEvery is how many sessions open between two sweeps of the ended
+// ones out of Service.live.
+const pruneEvery = 256
 
 // NewService returns the service of cat's enabled plugins, executed by ex.
 func NewService(cat Catalog, ex Executor, opts Options) *Service {
@@ -242,7 +257,51 @@ func (s *Service) serverFor(o sessionOptions) *sdk.Server {
 	})
 	ss := &session{svc: s, server: srv, sessionOptions: o}
 	srv.AddReceivingMiddleware(ss.middleware)
+	if !o.stateless { // a stateless client learns of changes on subscriptions/listen
+		s.live.Store(ss, struct{}{})
+		if s.opened.Add(1)%pruneEvery == 0 {
+			s.sweep(nil)
+		}
+	}
 	return srv
+}
+
+// sweep drops the ended sessions out of live and hands each open one to
+// open (nil: none).
+func (s *Service) sweep(open func(*session)) {
+	s.live.Range(func(k, _ any) bool {
+		ss := k.(*session)
+		n := 0
+		for range ss.server.Sessions() {
+			n++
+		}
+		switch {
+		case n > 0 && open != nil:
+			open(ss)
+		case n == 0 && ss.opened.Load():
+			s.live.Delete(ss) // ended
+		}
+		return true
+	})
+}
+
+// changedTool is the tool Changed adds and removes at once: the SDK
+// sends notifications/tools/list_changed on a change of its server's
+// registry and offers no other way to send it. The session answers
+// tools/list itself, so the registry's contents are never listed.
+var changedTool = &sdk.Tool{Name: "_blindexec_changed", InputSchema: map[string]any{"type": "object"}}
+
+// Changed tells every open session that its tools changed
+// (notifications/tools/list_changed): the catalog or the agent the
+// service serves moved. A client lists its tools again; what it gets is
+// decided then.
+func (s *Service) Changed() {
+	s.sweep(func(ss *session) {
+		ss.server.AddTool(changedTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return errorResult("not a tool"), nil
+		})
+		ss.server.RemoveTools(changedTool.Name)
+	})
 }
 
 // ServeStdio serves the catalog over stdin/stdout for userID until ctx ends

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,6 +17,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/toolsearch"
 )
 
 // pageSize is the most tools one tools/list answer holds.
@@ -30,6 +32,9 @@ type session struct {
 	svc    *Service
 	server *sdk.Server
 	sessionOptions
+	// opened is set once the server has had a session: until then an
+	// empty session list is one still connecting, not one ended.
+	opened atomic.Bool
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
@@ -37,6 +42,9 @@ type session struct {
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if !ss.opened.Load() { // a load, not a store, on every request after the first
+			ss.opened.Store(true)
+		}
 		switch method {
 		case "tools/list", "tools/call":
 		case "server/discover":
@@ -96,7 +104,7 @@ func (ss *session) usable(ctx context.Context, set *toolSet) (map[string]bool, e
 	for _, e := range set.byName {
 		ps = append(ps, e.plugin)
 	}
-	ps, err := ss.svc.opts.Access.Usable(ctx, access.Subject{User: ss.user, Narrow: ss.narrow}, ps)
+	ps, err := ss.svc.opts.Access.Usable(ctx, ss.subject(), ps)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +113,12 @@ func (ss *session) usable(ctx context.Context, set *toolSet) (map[string]bool, e
 		names[p.Name] = true
 	}
 	return names, nil
+}
+
+// subject is whom the session's lists are for: its user, within the
+// service's agent.
+func (ss *session) subject() access.Subject {
+	return access.Subject{User: ss.user, Narrow: ss.narrow, Agent: ss.svc.opts.Agent}
 }
 
 // list answers tools/list: every tool the user may use (usable, nil for
@@ -241,7 +255,7 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		ss.found.Use(e.plugin.Name)
 	}
 	ss.mu.Unlock()
-	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user, Narrow: ss.narrow}
+	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user, Narrow: ss.narrow, Agent: ss.svc.opts.Agent}
 	g := ss.svc.opts.Gate
 	if g != nil {
 		call.Policy = g.Policy()
@@ -356,10 +370,13 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]
 	}
 	ans := searchAnswer{Tools: []toolset.Match{}}
 	var load []string
-	for _, r := range set.index.Search(a.Query, a.Limit) {
+	for _, r := range ranked(set.index, a.Query, a.Limit, usable != nil) {
 		e := set.byName[r.Name]
 		if e == nil || usable != nil && !usable[r.Name] {
 			continue
+		}
+		if len(ans.Tools) == a.Limit {
+			break
 		}
 		ans.Tools = append(ans.Tools, toolset.Describe(e.plugin, nil))
 		if !pinned(set, r.Name) {
@@ -398,6 +415,25 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]
 		panic(err)
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+// ranker ranks every match of a query (toolsearch.Index.Rank with n 0).
+type ranker interface {
+	Rank(query string, n int) ([]toolsearch.Result, int)
+}
+
+// ranked is what a search of limit results ranks: with filtered set
+// (the user's tools are not all the set's), every match, so that the
+// results left once filtered fill the page; else the first limit.
+func ranked(ix toolset.Searcher, query string, limit int, filtered bool) []toolsearch.Result {
+	if !filtered {
+		return ix.Search(query, limit)
+	}
+	if r, ok := ix.(ranker); ok {
+		rs, _ := r.Rank(query, 0)
+		return rs
+	}
+	return ix.Search(query, toolsearch.MaxLimit)
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

@@ -19,6 +19,14 @@ import (
 // .gz). It is skipped without BLINDEXEC_TEST_MYSQL_DSN.
 func Script(t testing.TB, script string) *store.Store {
 	t.Helper()
+	st, _ := ScriptDSN(t, script)
+	return st
+}
+
+// ScriptDSN is Script, with the database's DSN, for engines started on it
+// (replicas).
+func ScriptDSN(t testing.TB, script string) (*store.Store, string) {
+	t.Helper()
 	dsn := DSN(t, store.DialectMySQL)
 	st, err := store.Open(t.Context(), dsn)
 	if err != nil {
@@ -56,5 +64,5 @@ func Script(t testing.TB, script string) *store.Store {
 	if _, err := loader.ExecContext(t.Context(), string(text)); err != nil {
 		t.Fatalf("load %s: %v", script, err)
 	}
-	return st
+	return st, dsn
 }
