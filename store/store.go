@@ -223,6 +223,9 @@ func classify(err error) error {
 	if errors.As(err, &myErr) && myErr.Number == 1062 {
 		return fmt.Errorf("%w: %v", ErrDuplicate, err)
 	}
+	if isConflict(err) {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
 	// glebarez/go-sqlite's *Error carries the extended result code.
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
