@@ -15,31 +15,20 @@ import (
 )
 
 // eagerPair is two replicas' stores on one fresh MySQL database: the
-// first waits for row locks as configured, the second never does (a lock
-// wait fails at once with error 1205). The second meets every concurrent
-// write of a row as a conflict, as a Galera node meets a write another
-// node certified first (error 1213 at commit): the conflict paths run on
-// one server, deterministically.
+// first waits for row locks as configured, the second never does
+// (testdb.NoWait).
 func eagerPair(t *testing.T) (patient, eager *store.Store) {
 	t.Helper()
 	dsn := testdb.DSN(t, store.DialectMySQL)
-	open := func(dsn string) *store.Store {
-		s, err := store.Open(t.Context(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+	patient, err := store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	patient = open(dsn)
+	t.Cleanup(func() { patient.Close() })
 	if err := patient.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return patient, open(dsn + sep + "innodb_lock_wait_timeout=0")
+	return patient, testdb.NoWait(t, dsn)
 }
 
 // TestDeadlockIsAConflict: a real deadlock of two transactions on InnoDB

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +139,24 @@ func createMySQLDatabase(t testing.TB) string {
 	})
 	cfg.DBName = name
 	return cfg.FormatDSN()
+}
+
+// NoWait opens a second store on the MySQL database of dsn (from DSN, and
+// migrated) whose row lock waits fail at once with error 1205 (MariaDB
+// accepts a zero innodb_lock_wait_timeout). It meets every concurrent
+// write of a row as a conflict, as a Galera node meets a write another
+// node certified first (error 1213 at commit): the conflict paths run on
+// one server, deterministically.
+func NoWait(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	s, err := store.Open(t.Context(), dsn+sep+"innodb_lock_wait_timeout=0")
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
