@@ -176,11 +176,11 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 
 // Migrate applies every pending migration of the store's dialect. It runs
 // under a lock, so replicas starting together on a fresh database wait for
-// the one that migrates instead of racing it: on MySQL a GET_LOCK on a
-// connection of its own (released by the server if the process dies), on
-// SQLite an exclusive lock on the file beside the database
-// (goose reads the version outside its migration transaction, so the
-// database's own write lock does not cover the check).
+// the one that migrates instead of racing it: on MySQL a row of
+// sys_ai_migrate_lock, which every node of a cluster sees, held under a
+// lease the holder renews (lockMySQL); on SQLite an exclusive lock on the
+// file beside the database (goose reads the version outside its migration
+// transaction, so the database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
 	p, err := s.migrationProvider()
 	if err != nil {
@@ -189,7 +189,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	var unlock func()
 	switch {
 	case s.dialect == DialectMySQL:
-		unlock, err = lockMySQL(ctx, s.sqlDB)
+		ctx, unlock, err = lockMySQL(ctx, s.sqlDB)
 	case s.sqlitePath != "":
 		unlock, err = lockFile(ctx, s.sqlitePath+".migrate.lock")
 	default:
@@ -200,6 +200,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer unlock()
 	if _, err := p.Up(ctx); err != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	// Counter triggers or rows removed by hand since migration 00004 ran
