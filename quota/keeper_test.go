@@ -260,11 +260,7 @@ func BenchmarkTake(b *testing.B) {
 // the limit, not as the database unavailable.
 func TestKeepersUnderConflicts(t *testing.T) {
 	dsn := testdb.DSN(t, store.DialectMySQL)
-	st, err := store.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := testdb.At(t, dsn)
 	if err := st.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}

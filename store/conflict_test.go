@@ -20,11 +20,7 @@ import (
 func eagerPair(t *testing.T) (patient, eager *store.Store) {
 	t.Helper()
 	dsn := testdb.DSN(t, store.DialectMySQL)
-	patient, err := store.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { patient.Close() })
+	patient = testdb.At(t, dsn)
 	if err := patient.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -15,3 +15,6 @@ func (s *Store) MigrateUpTo(ctx context.Context, version int64) error {
 
 // Classify is classify, for tests of what it maps.
 var Classify = classify
+
+// StripTriggers is stripTriggers, for tests of poll mode's migrations.
+var StripTriggers = stripTriggers

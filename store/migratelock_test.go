@@ -20,12 +20,7 @@ func TestMigrateAtOnce(t *testing.T) {
 			dsn := testdb.DSN(t, kind)
 			replicas := make([]*store.Store, 4)
 			for i := range replicas {
-				s, err := store.Open(t.Context(), dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				replicas[i] = s
+				replicas[i] = testdb.At(t, dsn)
 			}
 			start := make(chan struct{})
 			errs := make([]error, len(replicas))

@@ -52,6 +52,9 @@ type Store struct {
 	// pendingMax is how many items may wait for one user at once
 	// (SetPendingMax; DefaultPendingMaxPerUser when 0).
 	pendingMax int
+	// changeMode is how the change counters move (SetChangeDetection;
+	// ChangeTriggers when "").
+	changeMode string
 }
 
 // Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a
@@ -110,6 +113,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
 	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	if err := s.registerBumps(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
 	if scheme == DialectSQLite {
 		s.sqlitePath = sqliteFile(rest)
 	}
