@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// EnvGalera, set to 1, runs the tests on a three-node Galera cluster the
+// test starts from Debian's galera-4 and mariadb-server (rsync for the
+// state transfers): slow, so CI runs them in a step of their own.
+const EnvGalera = "BLINDEXEC_TEST_GALERA"
+
+const galeraProvider = "/usr/lib/galera/libgalera_smm.so"
+
+// galeraNode is one mariadbd of the cluster.
+type galeraNode struct {
+	name string
+	port int
+	cmd  *exec.Cmd
+	db   *sql.DB // root, no database
+}
+
+// dsn is the engine's DSN of database db on the node.
+func (n *galeraNode) dsn(db string) string {
+	return fmt.Sprintf("mysql:root@tcp(127.0.0.1:%d)/%s", n.port, db)
+}
+
+// startGalera starts a three-node cluster on loopback (own datadirs under
+// a temporary directory, distinct ports, the first node bootstrapping the
+// others) and waits until all three are synced.
+func startGalera(t *testing.T) []*galeraNode {
+	t.Helper()
+	if os.Getenv(EnvGalera) != "1" {
+		t.Skipf("no Galera cluster: set %s=1 (needs galera-4, mariadb-server and rsync)", EnvGalera)
+	}
+	if _, err := os.Stat(galeraProvider); err != nil {
+		t.Fatalf("galera-4 is not installed: %v", err)
+	}
+	mysqlUser, err := user.Lookup("mysql")
+	if err != nil {
+		t.Fatalf("the mysql user mariadbd runs as: %v", err)
+	}
+	uid, _ := strconv.Atoi(mysqlUser.Uid)
+	gid, _ := strconv.Atoi(mysqlUser.Gid)
+	root, err := os.MkdirTemp("", "bx-galera-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	// mariadbd and the rsync daemon of a state transfer run as mysql.
+	os.Chmod(root, 0o755)
+	os.Chown(root, uid, gid)
+
+	ports := make([]int, 12) // per node: SQL, group, IST, SST
+	for i := range ports {
+		ports[i] = freePort(t)
+	}
+	var members []string
+	for i := range 3 {
+		members = append(members, fmt.Sprintf("127.0.0.1:%d", ports[4*i+1]))
+	}
+	nodes := make([]*galeraNode, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		dir := filepath.Join(root, fmt.Sprint("n", i+1))
+		nodes[i] = &galeraNode{name: fmt.Sprint("n", i+1), port: ports[4*i]}
+		wg.Go(func() {
+			out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+dir, "--user=mysql",
+				"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+			if err != nil {
+				t.Errorf("mariadb-install-db %s: %v\n%s", dir, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	start := func(i int, cluster string) {
+		n, dir := nodes[i], filepath.Join(root, nodes[i].name)
+		gport, ist, sst := ports[4*i+1], ports[4*i+2], ports[4*i+3]
+		n.cmd = exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--user=mysql", "--datadir="+dir,
+			fmt.Sprint("--port=", n.port), "--bind-address=127.0.0.1", "--socket="+dir+".sock", "--pid-file="+dir+".pid",
+			"--log-error="+dir+".err", "--skip-name-resolve", "--performance-schema=OFF",
+			"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
+			"--binlog-format=ROW", "--innodb-autoinc-lock-mode=2", "--default-storage-engine=InnoDB",
+			"--wsrep-on=ON", "--wsrep-provider="+galeraProvider, "--wsrep-cluster-name=blindexec-test",
+			"--wsrep-cluster-address="+cluster, fmt.Sprintf("--wsrep-node-address=127.0.0.1:%d", gport), "--wsrep-node-name="+n.name,
+			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;gcache.size=32M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S", gport, ist),
+			"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", sst))
+		if err := n.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if n.cmd.ProcessState == nil {
+				n.cmd.Process.Signal(os.Interrupt)
+				done := make(chan struct{})
+				go func() { n.cmd.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					n.cmd.Process.Kill()
+					<-done
+				}
+			}
+			if t.Failed() {
+				log, _ := os.ReadFile(dir + ".err")
+				t.Logf("node %s log (last 3 kB):\n%s", n.name, log[max(0, len(log)-3000):])
+			}
+		})
+		db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", n.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		n.db = db
+	}
+	synced := func(n *galeraNode, size int) bool {
+		var name, ready, state, got string
+		return n.db.QueryRow("SHOW STATUS LIKE 'wsrep_ready'").Scan(&name, &ready) == nil && ready == "ON" &&
+			n.db.QueryRow("SHOW STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state) == nil && state == "Synced" &&
+			n.db.QueryRow("SHOW STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &got) == nil && got == strconv.Itoa(size)
+	}
+	start(0, "gcomm://")
+	await(t, "node n1 bootstrapping the cluster", func() bool { return synced(nodes[0], 1) })
+	for i := 1; i < 3; i++ {
+		start(i, "gcomm://"+strings.Join(members, ","))
+	}
+	took := await(t, "nodes n2 and n3 joining (state transfer by rsync)", func() bool {
+		return synced(nodes[0], 3) && synced(nodes[1], 3) && synced(nodes[2], 3)
+	})
+	t.Logf("three-node Galera cluster synced (joins took %v)", took)
+	return nodes
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// TestGaleraReplicas (issue 52 point 1): three serve replicas, each on its
+// own node of a three-node Galera cluster, in repeated rounds on a fresh
+// database: all three started at the same moment migrate it exactly once
+// and come up ready; a plugin added through one replica and a description
+// changed by plain SQL on another node are seen everywhere; 150 calls at
+// once through all three against a limit of 50 send exactly 50 and refuse
+// the rest with 429, never 5xx.
+func TestGaleraReplicas(t *testing.T) {
+	nodes := startGalera(t)
+	var sent atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		io.WriteString(w, `{}`)
+	}))
+	defer up.Close()
+	const admin = "galera-admin-token"
+	for round := range 2 {
+		db := fmt.Sprint("bx_galera_", round)
+		if _, err := nodes[0].db.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+			t.Fatal(err)
+		}
+		dsns := []string{nodes[0].dsn(db), nodes[1].dsn(db), nodes[2].dsn(db)}
+		started := time.Now()
+		rs := startReplicasOn(t, dsns, engineEnv(admin, []string{"BLINDEXEC_MAX_CONCURRENT_PER_USER=64"})...)
+		t.Logf("round %d: three replicas migrated the empty database and came up ready in %v", round, time.Since(started))
+		a, b, c := rs[0], rs[1], rs[2]
+		st, sqlOn2 := openSQL(t, dsns[1])
+		if err := st.CheckMigrated(context.Background()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		var dupes int
+		if err := st.DB().QueryRow("SELECT COUNT(*) FROM (SELECT version_id FROM goose_db_version GROUP BY version_id HAVING COUNT(*) > 1) d").Scan(&dupes); err != nil || dupes != 0 {
+			t.Errorf("round %d: %d migrations recorded twice (err %v)", round, dupes, err)
+		}
+		for _, r := range rs {
+			if strings.Contains(r.logs.String(), "migrat") && strings.Contains(r.logs.String(), `"level":"ERROR"`) {
+				t.Errorf("round %d: replica %s logged a migration error:\n%s", round, r.name, r.logs)
+			}
+		}
+
+		// Coherence: the engine's write on node 1, plain SQL on node 2.
+		if code, body := a.do(t, "POST", "/v1/plugins", admin, map[string]any{"name": "refund", "description": "refund an order",
+			"parameters": map[string]any{"type": "object"}, "execution": map[string]any{"method": "POST", "base_url": up.URL}}); code != http.StatusCreated {
+			t.Fatalf("round %d: add plugin on A: %d %v", round, code, body)
+		}
+		tools := func(r *replica) string {
+			_, body := r.do(t, "GET", "/v1/tools", admin, nil)
+			return fmt.Sprint(body)
+		}
+		took := await(t, "C serving the plugin A added", func() bool { return strings.Contains(tools(c), "refund an order") })
+		t.Logf("round %d: plugin added through A (node 1) served by C (node 3) after %v", round, took)
+		sqlOn2("UPDATE sys_ai_plugin SET description = 'refund an order in full' WHERE name = 'refund'")
+		took = await(t, "A serving the description changed on node 2", func() bool { return strings.Contains(tools(a), "in full") })
+		t.Logf("round %d: description changed by plain SQL on node 2 served by A (node 1) after %v", round, took)
+
+		// Quotas: 150 calls at once, 50 allowed.
+		if code, body := b.do(t, "POST", "/v1/quotas/rules", admin, map[string]any{"name": "fifty", "user_id": 7,
+			"plugins": []string{"refund"}, "calls": 50, "window": "day"}); code != http.StatusCreated {
+			t.Fatalf("round %d: add rule: %d %v", round, code, body)
+		}
+		for _, r := range rs {
+			r.awaitPoll(t, st)
+		}
+		sent.Store(0)
+		statuses := callAtOnce(t, rs, admin, 150)
+		if statuses[http.StatusOK] != 50 || statuses[http.StatusTooManyRequests] != 100 || sent.Load() != 50 {
+			t.Errorf("round %d: 150 calls against a limit of 50 on three nodes: statuses %v, %d sent; want 50 × 200 (sent) and 100 × 429", round, statuses, sent.Load())
+		} else {
+			t.Logf("round %d: 150 calls at once on three nodes: %v, %d sent", round, statuses, sent.Load())
+		}
+		for _, r := range rs {
+			r.cmd.Process.Signal(os.Interrupt)
+			r.cmd.Wait()
+		}
+	}
+}
+
+// callAtOnce sends n calls of refund by user 7 at once, spread over rs,
+// and counts their statuses.
+func callAtOnce(t *testing.T, rs []*replica, admin string, n int) map[int]int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": "refund", "arguments": map[string]any{}, "user_id": 7})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var (
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		wg       sync.WaitGroup
+		gate     = make(chan struct{})
+	)
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", rs[i%len(rs)].url+"/v1/execute", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+admin)
+			<-gate
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			statuses[resp.StatusCode]++
+			mu.Unlock()
+			if resp.StatusCode >= 500 {
+				t.Errorf("a call answered %d: %s", resp.StatusCode, raw)
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
+	return statuses
+}
