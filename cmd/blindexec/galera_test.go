@@ -164,6 +164,9 @@ func freePort(t *testing.T) int {
 // changed by plain SQL on another node are seen everywhere; 150 calls at
 // once through all three against a limit of 50 send exactly 50 and refuse
 // the rest with 429, never 5xx.
+//
+// And one approval of a paused call sends exactly once, the other sends
+// answering 409 (approveOnce).
 func TestGaleraReplicas(t *testing.T) {
 	nodes := startGalera(t)
 	var sent atomic.Int64
@@ -227,11 +230,74 @@ func TestGaleraReplicas(t *testing.T) {
 		} else {
 			t.Logf("round %d: 150 calls at once on three nodes: %v, %d sent", round, statuses, sent.Load())
 		}
+		approveOnce(t, rs, admin, up.URL, round)
 		for _, r := range rs {
 			r.cmd.Process.Signal(os.Interrupt)
 			r.cmd.Wait()
 		}
 	}
+}
+
+// approveOnce has a user prepare a consequential call through one replica,
+// then send it with its confirmation through all three at once, in
+// several trials: each time exactly one send reaches the upstream and the
+// others answer 409 confirmation_used — never a 500 from a claim that
+// lost to another node.
+func approveOnce(t *testing.T, rs []*replica, admin, upstream string, round int) {
+	t.Helper()
+	var deletes atomic.Int64
+	del := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deletes.Add(1)
+		io.WriteString(w, `{}`)
+	}))
+	defer del.Close()
+	if code, body := rs[0].do(t, "POST", "/v1/plugins", admin, map[string]any{"name": "cancel_order", "description": "cancel an order",
+		"parameters": map[string]any{"type": "object"}, "execution": map[string]any{"method": "DELETE", "base_url": del.URL}}); code != http.StatusCreated {
+		t.Fatalf("round %d: add plugin: %d %v", round, code, body)
+	}
+	code, created := rs[0].do(t, "POST", "/v1/tokens", admin, map[string]any{"user_id": 8, "name": "approver"})
+	if code != http.StatusCreated {
+		t.Fatalf("round %d: token: %d %v", round, code, created)
+	}
+	tok := created["token"].(string)
+	time.Sleep(300 * time.Millisecond) // the plugin and token applied on every node, and polled
+	const trials = 5
+	losers := map[int]int{}
+	for trial := range trials {
+		code, body := rs[trial%3].do(t, "POST", "/v1/execute", tok, map[string]any{"name": "cancel_order", "prepare": true})
+		if code != http.StatusOK {
+			t.Fatalf("round %d: prepare: %d %v", round, code, body)
+		}
+		id := body["pending"].(map[string]any)["id"].(string)
+		time.Sleep(100 * time.Millisecond) // the pending item applied on every node
+		before := deletes.Load()
+		codes := make([]int, len(rs))
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i, r := range rs {
+			wg.Go(func() {
+				<-gate
+				codes[i], _ = r.do(t, "POST", "/v1/execute", tok, map[string]any{"name": "cancel_order", "confirmation": id})
+			})
+		}
+		close(gate)
+		wg.Wait()
+		won := 0
+		for _, c := range codes {
+			switch c {
+			case http.StatusOK:
+				won++
+			case http.StatusConflict:
+				losers[c]++
+			default:
+				t.Errorf("round %d trial %d: a send with the confirmation answered %d (all: %v)", round, trial, c, codes)
+			}
+		}
+		if won != 1 || deletes.Load()-before != 1 {
+			t.Errorf("round %d trial %d: %d sends won, %d reached the upstream (statuses %v); want one", round, trial, won, deletes.Load()-before, codes)
+		}
+	}
+	t.Logf("round %d: %d approvals sent through three nodes at once: each sent once, the other sends %v", round, trials, losers)
 }
 
 // callAtOnce sends n calls of refund by user 7 at once, spread over rs,
