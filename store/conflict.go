@@ -15,13 +15,15 @@ import (
 // deadlock (MySQL error 1213) or a lock wait timeout (1205); on a Galera
 // cluster also a certification failure — another node committed a write
 // of the same row first — which Galera reports as 1213, at COMMIT or at
-// the next statement of a transaction its applier aborted.
+// the next statement of a transaction its applier aborted; on TiDB a write
+// conflict of an optimistic transaction (9007).
 var ErrConflict = errors.New("write conflict")
 
 // MySQL error numbers of a conflict.
 const (
-	errLockWaitTimeout = 1205
-	errDeadlock        = 1213 // also Galera's certification failure
+	errLockWaitTimeout   = 1205
+	errDeadlock          = 1213 // also Galera's certification failure
+	errTiDBWriteConflict = 9007
 )
 
 // isConflict reports whether err is a conflict (ErrConflict's errors).
@@ -30,7 +32,7 @@ func isConflict(err error) bool {
 		return true
 	}
 	var myErr *mysqldrv.MySQLError
-	return errors.As(err, &myErr) && (myErr.Number == errDeadlock || myErr.Number == errLockWaitTimeout)
+	return errors.As(err, &myErr) && (myErr.Number == errDeadlock || myErr.Number == errLockWaitTimeout || myErr.Number == errTiDBWriteConflict)
 }
 
 // Retries of a conflict.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -71,6 +74,13 @@ func TestDeadlockIsAConflict(t *testing.T) {
 	}
 	if conflicts != 1 {
 		t.Errorf("%d of the two transactions failed (%v), want the deadlock's one victim", conflicts, errs)
+	}
+	// TiDB's write conflict, which no server here raises.
+	if !errors.Is(store.Classify(fmt.Errorf("commit: %w", &mysqldrv.MySQLError{Number: 9007, Message: "Write conflict"})), store.ErrConflict) {
+		t.Error("TiDB's write conflict (9007) not classified as a conflict")
+	}
+	if errors.Is(store.Classify(&mysqldrv.MySQLError{Number: 1062}), store.ErrConflict) {
+		t.Error("a duplicate key classified as a conflict")
 	}
 	if errors.Is(store.Classify(sql.ErrNoRows), store.ErrConflict) || errors.Is(store.Classify(sql.ErrConnDone), store.ErrConflict) {
 		t.Error("an error other than a deadlock or lock wait timeout classified as a conflict")
