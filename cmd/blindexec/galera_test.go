@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,42 @@ const galeraProvider = "/usr/lib/galera/libgalera_smm.so"
 type galeraNode struct {
 	name string
 	port int
+	args []string // of mariadbd, joining the cluster
 	cmd  *exec.Cmd
 	db   *sql.DB // root, no database
+}
+
+// run starts the node's mariadbd with args (the node's own, unless the
+// bootstrap's) and has t stop it.
+func (n *galeraNode) run(t *testing.T, args []string) {
+	t.Helper()
+	cmd := exec.Command("/usr/sbin/mariadbd", args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.cmd = cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return
+		}
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+// synced reports the node ready, synced, in a cluster of size nodes.
+func (n *galeraNode) synced(size int) bool {
+	var name, ready, state, got string
+	return n.db.QueryRow("SHOW STATUS LIKE 'wsrep_ready'").Scan(&name, &ready) == nil && ready == "ON" &&
+		n.db.QueryRow("SHOW STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state) == nil && state == "Synced" &&
+		n.db.QueryRow("SHOW STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &got) == nil && got == strconv.Itoa(size)
 }
 
 // dsn is the engine's DSN of database db on the node.
@@ -93,33 +128,20 @@ func startGalera(t *testing.T) []*galeraNode {
 	if t.Failed() {
 		t.FailNow()
 	}
-	start := func(i int, cluster string) {
-		n, dir := nodes[i], filepath.Join(root, nodes[i].name)
+	cluster := "gcomm://" + strings.Join(members, ",")
+	for i, n := range nodes {
+		dir := filepath.Join(root, n.name)
 		gport, ist, sst := ports[4*i+1], ports[4*i+2], ports[4*i+3]
-		n.cmd = exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--user=mysql", "--datadir="+dir,
-			fmt.Sprint("--port=", n.port), "--bind-address=127.0.0.1", "--socket="+dir+".sock", "--pid-file="+dir+".pid",
-			"--log-error="+dir+".err", "--skip-name-resolve", "--performance-schema=OFF",
+		n.args = []string{"--no-defaults", "--user=mysql", "--datadir=" + dir,
+			fmt.Sprint("--port=", n.port), "--bind-address=127.0.0.1", "--socket=" + dir + ".sock", "--pid-file=" + dir + ".pid",
+			"--log-error=" + dir + ".err", "--skip-name-resolve", "--performance-schema=OFF",
 			"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
 			"--binlog-format=ROW", "--innodb-autoinc-lock-mode=2", "--default-storage-engine=InnoDB",
-			"--wsrep-on=ON", "--wsrep-provider="+galeraProvider, "--wsrep-cluster-name=blindexec-test",
-			"--wsrep-cluster-address="+cluster, fmt.Sprintf("--wsrep-node-address=127.0.0.1:%d", gport), "--wsrep-node-name="+n.name,
+			"--wsrep-on=ON", "--wsrep-provider=" + galeraProvider, "--wsrep-cluster-name=blindexec-test",
+			"--wsrep-cluster-address=" + cluster, fmt.Sprintf("--wsrep-node-address=127.0.0.1:%d", gport), "--wsrep-node-name=" + n.name,
 			fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d;gcache.size=32M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S", gport, ist),
-			"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", sst))
-		if err := n.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+			"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", sst)}
 		t.Cleanup(func() {
-			if n.cmd.ProcessState == nil {
-				n.cmd.Process.Signal(os.Interrupt)
-				done := make(chan struct{})
-				go func() { n.cmd.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(30 * time.Second):
-					n.cmd.Process.Kill()
-					<-done
-				}
-			}
 			if t.Failed() {
 				log, _ := os.ReadFile(dir + ".err")
 				t.Logf("node %s log (last 3 kB):\n%s", n.name, log[max(0, len(log)-3000):])
@@ -132,19 +154,20 @@ func startGalera(t *testing.T) []*galeraNode {
 		t.Cleanup(func() { db.Close() })
 		n.db = db
 	}
-	synced := func(n *galeraNode, size int) bool {
-		var name, ready, state, got string
-		return n.db.QueryRow("SHOW STATUS LIKE 'wsrep_ready'").Scan(&name, &ready) == nil && ready == "ON" &&
-			n.db.QueryRow("SHOW STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state) == nil && state == "Synced" &&
-			n.db.QueryRow("SHOW STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &got) == nil && got == strconv.Itoa(size)
+	// The first node bootstraps a new cluster; the others join it.
+	bootstrap := slices.Clone(nodes[0].args)
+	for i, a := range bootstrap {
+		if strings.HasPrefix(a, "--wsrep-cluster-address=") {
+			bootstrap[i] = "--wsrep-cluster-address=gcomm://"
+		}
 	}
-	start(0, "gcomm://")
-	await(t, "node n1 bootstrapping the cluster", func() bool { return synced(nodes[0], 1) })
-	for i := 1; i < 3; i++ {
-		start(i, "gcomm://"+strings.Join(members, ","))
+	nodes[0].run(t, bootstrap)
+	await(t, "node n1 bootstrapping the cluster", func() bool { return nodes[0].synced(1) })
+	for _, n := range nodes[1:] {
+		n.run(t, n.args)
 	}
-	took := await(t, "nodes n2 and n3 joining (state transfer by rsync)", func() bool {
-		return synced(nodes[0], 3) && synced(nodes[1], 3) && synced(nodes[2], 3)
+	took := awaitSlow(t, "nodes n2 and n3 joining (state transfer by rsync)", func() bool {
+		return nodes[0].synced(3) && nodes[1].synced(3) && nodes[2].synced(3)
 	})
 	t.Logf("three-node Galera cluster synced (joins took %v)", took)
 	return nodes
@@ -335,4 +358,118 @@ func callAtOnce(t *testing.T, rs []*replica, admin string, n int) map[int]int {
 	close(gate)
 	wg.Wait()
 	return statuses
+}
+
+// awaitSlow is await for what takes a state transfer: up to 2 minutes.
+func awaitSlow(t *testing.T, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		if cond() {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 2 minutes", what)
+	return 0
+}
+
+// TestGaleraNodeKilled (issue 52 point 1): calls run through three
+// replicas, each on its own node, while one node's mariadbd is killed
+// (SIGKILL). The replicas on the two nodes left (a majority: still the
+// primary component) answer every call; the one on the dead node answers
+// from memory or fails closed, never sending a call it does not record:
+// once the node is back (rejoined by a state transfer), its replica's
+// spool has written every record, so the records equal the calls sent.
+func TestGaleraNodeKilled(t *testing.T) {
+	nodes := startGalera(t)
+	var sent atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		io.WriteString(w, `{}`)
+	}))
+	defer up.Close()
+	const admin = "galera-kill-admin-token"
+	if _, err := nodes[0].db.Exec("CREATE DATABASE bx_galera_kill CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatal(err)
+	}
+	dsns := []string{nodes[0].dsn("bx_galera_kill"), nodes[1].dsn("bx_galera_kill"), nodes[2].dsn("bx_galera_kill")}
+	rs := startReplicasOn(t, dsns, engineEnv(admin, []string{"BLINDEXEC_MAX_CONCURRENT_PER_USER=64"})...)
+	if code, body := rs[0].do(t, "POST", "/v1/plugins", admin, map[string]any{"name": "lookup", "description": "look an order up",
+		"parameters": map[string]any{"type": "object"}, "execution": map[string]any{"method": "GET", "base_url": up.URL}}); code != http.StatusOK && code != http.StatusCreated {
+		t.Fatalf("add plugin: %d %v", code, body)
+	}
+	st, _ := openSQL(t, dsns[0])
+	for _, r := range rs {
+		r.awaitPoll(t, st)
+	}
+
+	body, _ := json.Marshal(map[string]any{"name": "lookup", "arguments": map[string]any{}, "user_id": 7})
+	client := &http.Client{Timeout: 30 * time.Second}
+	var (
+		mu       sync.Mutex
+		statuses = map[string]map[int]int{}
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for w := range 12 {
+		r := rs[w%3]
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", r.url+"/v1/execute", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+admin)
+				code := 0 // no answer
+				if resp, err := client.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				if statuses[r.name] == nil {
+					statuses[r.name] = map[int]int{}
+				}
+				statuses[r.name][code]++
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	nodes[2].cmd.Process.Kill()
+	nodes[2].cmd.Wait()
+	killed := time.Now()
+	time.Sleep(5 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("statuses by replica (C's node killed %v into the load, for 5 s): %v", 2*time.Second, statuses)
+	for _, name := range []string{"A", "B"} {
+		for code, n := range statuses[name] {
+			if code != http.StatusOK {
+				t.Errorf("replica %s on a node left in the cluster: %d calls answered %d", name, n, code)
+			}
+		}
+	}
+	for code, n := range statuses["C"] {
+		if code != http.StatusOK && code != http.StatusServiceUnavailable {
+			t.Errorf("replica C on the killed node: %d calls answered %d, want 200 (served from memory) or 503 (fail closed)", n, code)
+		}
+	}
+
+	// The node back: it rejoins, and C's spool writes what it holds.
+	nodes[2].run(t, nodes[2].args)
+	took := awaitSlow(t, "node n3 rejoining after SIGKILL", func() bool { return nodes[2].synced(3) })
+	t.Logf("node n3 rejoined %v after its SIGKILL (%v after its restart)", time.Since(killed), took)
+	var records int64
+	took = awaitSlow(t, "every call sent recorded", func() bool {
+		st.DB().QueryRow("SELECT COUNT(*) FROM sys_ai_execution").Scan(&records)
+		return records >= sent.Load()
+	})
+	if records != sent.Load() {
+		t.Errorf("%d records for %d calls sent", records, sent.Load())
+	}
+	t.Logf("%d calls sent, %d recorded (the last %v after the node rejoined)", sent.Load(), records, took)
 }
