@@ -252,3 +252,37 @@ func BenchmarkTake(b *testing.B) {
 		}
 	})
 }
+
+// TestKeepersUnderConflicts (issue 52's Galera trial): 150 calls at once
+// against a limit of 50 on three replicas, two of whose every concurrent
+// lease conflicts (testdb.NoWait, as a Galera node's certification
+// failures): exactly 50 are admitted, and every other call is refused for
+// the limit, not as the database unavailable.
+func TestKeepersUnderConflicts(t *testing.T) {
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	st := testdb.At(t, dsn)
+	if err := st.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	seven := int64(7)
+	addRule(t, st, quota.Rule{Name: "fifty", UserID: &seven, Plugins: []string{"refund"}, Calls: 50, Window: quota.Day})
+	keepers := []*quota.Keeper{keeperOn(t, st), keeperOn(t, testdb.NoWait(t, dsn)), keeperOn(t, testdb.NoWait(t, dsn))}
+	var admitted, exceeded atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 150 {
+		wg.Go(func() {
+			_, err := keepers[i%3].Take(t.Context(), 7, refund)
+			if _, ok := errors.AsType[*quota.ExceededError](err); ok {
+				exceeded.Add(1)
+			} else if err != nil {
+				t.Errorf("call refused as: %v", err)
+			} else {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if admitted.Load() != 50 || exceeded.Load() != 100 {
+		t.Errorf("%d admitted, %d refused for the limit; want 50 and 100", admitted.Load(), exceeded.Load())
+	}
+}

@@ -161,10 +161,15 @@ func (s *Store) BumpCounters(ctx context.Context, scopes ...string) error {
 // moving the table's counter was not seen by a trigger (TRUNCATE TABLE, or
 // a trigger missing). The bookkeeping columns the triggers skip (a token's
 // last_used_time, an MCP server's cached tools) are not part of it.
+//
+// In poll mode (no trigger) it is a checksum of the table's contents
+// instead (Content, ContentXor: contentFingerprint), which a plain UPDATE
+// of any column moves.
 type Fingerprint struct {
-	Rows    int64
-	MaxID   string
-	Updated string
+	Rows                int64
+	MaxID               string
+	Updated             string
+	Content, ContentXor string
 }
 
 // ChangeAudit is what a Watcher checks every few polls, read in one
@@ -175,26 +180,40 @@ type ChangeAudit struct {
 	// MissingTriggers names the counter triggers the database lacks
 	// (dropped by hand): writes they would count move nothing.
 	MissingTriggers []string
+	// Polled says the store has no triggers (poll mode): a table that
+	// changed behind its counter was written by plain SQL, as expected.
+	Polled bool
 }
 
 // AuditChanges reads the counters, a fingerprint of each followed table
 // and the list of triggers: one scan of each table and one catalog query.
+// In poll mode the fingerprints are of the tables' contents, and there is
+// no trigger to list.
 func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 	want, err := s.changeTriggers()
 	if err != nil {
 		return ChangeAudit{}, err
+	}
+	if s.polled() {
+		want = nil
 	}
 	tx, err := s.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
 		return ChangeAudit{}, fmt.Errorf("audit change counters: %w", err)
 	}
 	defer tx.Rollback()
-	var a ChangeAudit
+	a := ChangeAudit{Polled: s.polled()}
 	if a.Versions, err = readVersions(ctx, tx); err != nil {
 		return ChangeAudit{}, err
 	}
 	a.Fingerprints = make(map[string]Fingerprint, len(changeScopes))
 	for _, c := range changeScopes {
+		if a.Polled {
+			if a.Fingerprints[c.name], err = contentFingerprint(ctx, tx, c); err != nil {
+				return ChangeAudit{}, err
+			}
+			continue
+		}
 		var (
 			fp         Fingerprint
 			id, update sql.NullString
@@ -205,6 +224,9 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 		}
 		fp.MaxID, fp.Updated = id.String, update.String
 		a.Fingerprints[c.name] = fp
+	}
+	if want == nil {
+		return a, nil
 	}
 	have, err := s.triggerNames(ctx, tx)
 	if err != nil {
@@ -239,15 +261,17 @@ func (s *Store) triggerNames(ctx context.Context, q querier) (map[string]bool, e
 	return have, rows.Err()
 }
 
-// repairChanges recreates the counter triggers and rows found missing: the
-// last step of Migrate, under its lock.
+// repairChanges recreates the counter triggers (none in poll mode) and
+// rows found missing: the last step of Migrate, under its lock.
 func (s *Store) repairChanges(ctx context.Context) error {
 	want, err := s.changeTriggers()
 	if err != nil {
 		return err
 	}
-	have, err := s.triggerNames(ctx, s.sqlDB)
-	if err != nil {
+	have := map[string]bool{}
+	if s.polled() {
+		want = nil
+	} else if have, err = s.triggerNames(ctx, s.sqlDB); err != nil {
 		return err
 	}
 	for _, t := range want {
@@ -375,8 +399,10 @@ type CounterKeeper interface {
 	AuditChanges(ctx context.Context) (ChangeAudit, error)
 }
 
-// DefaultAuditEvery is how many polls a Watcher makes between two audits.
-const DefaultAuditEvery = 10
+// DefaultAuditEvery is how many polls a Watcher makes between two audits:
+// with the default poll of a second, a write no counter saw (in poll mode,
+// any plain-SQL write) is seen by every replica within 10 s.
+const DefaultAuditEvery = 9
 
 // Watcher polls the change counters and tells the caches of a replica when
 // they moved. Caches tag what they hold with the version they read it at
@@ -553,8 +579,12 @@ func (w *Watcher) Audit(ctx context.Context) error {
 		w.adopt(a)
 		return nil
 	}
-	w.logger.Warn("tables changed without moving their change counter (TRUNCATE TABLE, or a counter trigger missing): bumped, every replica reloads them",
-		"scopes", unseen)
+	if a.Polled {
+		w.logger.Info("tables changed by plain SQL (change detection poll): counters bumped, every replica reloads them", "scopes", unseen)
+	} else {
+		w.logger.Warn("tables changed without moving their change counter (TRUNCATE TABLE, or a counter trigger missing): bumped, every replica reloads them",
+			"scopes", unseen)
+	}
 	if err := keeper.BumpCounters(ctx, unseen...); err != nil {
 		return err
 	}

@@ -123,7 +123,10 @@ func TestChangeCounters(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := before
-			if st.want != nil {
+			// Without triggers, plain SQL moves nothing until an audit
+			// (TestPollModeSeesWrites).
+			sqlUnseen := s.ChangeDetection() == store.ChangePoll && strings.HasPrefix(st.name, "SQL ")
+			if st.want != nil && !sqlUnseen {
 				*st.want(&want)++
 			}
 			if after != want {

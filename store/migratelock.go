@@ -2,42 +2,112 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// lockMySQL takes GET_LOCK on a connection of its own and returns its
-// release. The lock belongs to that connection, so a process that dies
-// mid-migration releases it with its connection. The name carries the
-// database, as GET_LOCK names are server-wide.
-func lockMySQL(ctx context.Context, db *sql.DB) (unlock func(), err error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("migration lock: %w", err)
+// Migration lock on MySQL: a row of its own table, which every node of a
+// cluster sees (GET_LOCK is one server's: on a Galera cluster each node
+// would grant it to a replica of its own). The row names its holder and
+// an expiry on the database's clock, which the holder pushes on while it
+// migrates: a holder that dies without releasing it holds it at most
+// migrateLease longer.
+const (
+	migrateLockTable = "sys_ai_migrate_lock"
+	migrateLease     = 30 * time.Second
+	// migrateLockPoll is the longest wait between two claims of a lock
+	// held by another replica.
+	migrateLockPoll = 250 * time.Millisecond
+)
+
+// lockMySQL claims the migration lock row and returns a context that ends
+// if the lock is lost (its lease taken over: this replica stalled past
+// it) and the lock's release.
+func lockMySQL(ctx context.Context, db *sql.DB) (held context.Context, unlock func(), err error) {
+	// CREATE TABLE IF NOT EXISTS is safe to race: on a Galera cluster DDL
+	// runs in one total order on every node.
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+migrateLockTable+
+		" (lock_id TINYINT NOT NULL PRIMARY KEY, owner VARCHAR(64) NOT NULL, expire_time DATETIME(6) NOT NULL) ENGINE=InnoDB"); err != nil {
+		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
-	const name = "CONCAT('blindexec.migrate.', DATABASE())"
+	var id [12]byte
+	rand.Read(id[:])
+	owner := hex.EncodeToString(id[:])
+	lease := fmt.Sprintf("UTC_TIMESTAMP(6) + INTERVAL %d SECOND", int(migrateLease/time.Second))
 	for {
-		var got sql.NullInt64
-		// Each wait is bounded, so that a cancelled context is noticed.
-		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", 1)").Scan(&got); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("migration lock: %w", err)
+		got, err := claimMigrateLock(ctx, db, owner, lease)
+		if err != nil {
+			return nil, nil, fmt.Errorf("migration lock: %w", err)
 		}
-		if got.Valid && got.Int64 == 1 {
-			return func() {
-				conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+name+")")
-				conn.Close()
-			}, nil
+		if got {
+			break
 		}
-		if err := ctx.Err(); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("migration lock: %w", err)
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("migration lock: %w", ctx.Err())
+		case <-time.After(migrateLockPoll/2 + mathrand.N(migrateLockPoll/2)):
 		}
 	}
+	held, lost := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(migrateLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			res, err := db.ExecContext(held, "UPDATE "+migrateLockTable+" SET expire_time = "+lease+" WHERE lock_id = 1 AND owner = ?", owner)
+			if err != nil {
+				continue // tried again at the next tick, well inside the lease
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				lost(errors.New("migration lock lost: another replica took it over past its lease"))
+				return
+			}
+		}
+	}()
+	return held, func() {
+		close(done)
+		<-renewed
+		db.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+migrateLockTable+" WHERE lock_id = 1 AND owner = ?", owner)
+		lost(nil)
+	}, nil
+}
+
+// claimMigrateLock inserts the lock row, or takes it over when its lease
+// is over. Another replica's claim at the same moment is a duplicate key
+// on one server and a conflict (1213) between nodes of a cluster: either
+// way that replica holds it.
+func claimMigrateLock(ctx context.Context, db *sql.DB, owner, lease string) (bool, error) {
+	_, err := db.ExecContext(ctx, "INSERT INTO "+migrateLockTable+" (lock_id, owner, expire_time) VALUES (1, ?, "+lease+")", owner)
+	if err == nil {
+		return true, nil
+	}
+	if err := classify(err); !errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrConflict) {
+		return false, err
+	}
+	res, err := db.ExecContext(ctx, "UPDATE "+migrateLockTable+" SET owner = ?, expire_time = "+lease+" WHERE lock_id = 1 AND expire_time < UTC_TIMESTAMP(6)", owner)
+	if err != nil {
+		if isConflict(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // lockFile takes an exclusive flock on path, creating it, and returns its

@@ -78,12 +78,15 @@ func (s *Store) PauseRun(ctx context.Context, run *Run, items []PendingItem) err
 // update, and reports whether this call moved it: of two replicas
 // resuming a run at once, one wins, and only it sends anything.
 func (s *Store) MoveRun(ctx context.Context, id, from, to string) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&Run{}).Where("run_id = ? AND status = ?", id, from).
-		Updates(map[string]any{"status": to, "update_time": msNow()})
-	if res.Error != nil {
-		return false, fmt.Errorf("move run %s from %s to %s: %w", id, from, to, classify(res.Error))
+	won, err := claim(ctx, func() (bool, error) {
+		res := s.db.WithContext(ctx).Model(&Run{}).Where("run_id = ? AND status = ?", id, from).
+			Updates(map[string]any{"status": to, "update_time": msNow()})
+		return res.RowsAffected == 1, res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("move run %s from %s to %s: %w", id, from, to, classify(err))
 	}
-	return res.RowsAffected == 1, nil
+	return won, nil
 }
 
 // PendingItems returns the items of run id, oldest first.
@@ -96,15 +99,18 @@ func (s *Store) PendingItems(ctx context.Context, runID string) ([]PendingItem, 
 }
 
 // DecideItem records the outcome of a waiting item, conditionally: it
-// reports false when the item was no longer waiting.
+// reports false when the item was no longer waiting, or when deciding it
+// conflicted with another decision (claim).
 func (s *Store) DecideItem(ctx context.Context, id, outcome, by, reason string) (bool, error) {
-	t := msNow()
-	res := s.db.WithContext(ctx).Model(&PendingItem{}).Where("pending_id = ? AND status = ?", id, PendingWaiting).
-		Updates(map[string]any{"status": outcome, "decided_by": by, "reason": reason, "decided_time": t})
-	if res.Error != nil {
-		return false, fmt.Errorf("decide pending item: %w", classify(res.Error))
+	won, err := claim(ctx, func() (bool, error) {
+		res := s.db.WithContext(ctx).Model(&PendingItem{}).Where("pending_id = ? AND status = ?", id, PendingWaiting).
+			Updates(map[string]any{"status": outcome, "decided_by": by, "reason": reason, "decided_time": msNow()})
+		return res.RowsAffected == 1, res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("decide pending item: %w", classify(err))
 	}
-	return res.RowsAffected == 1, nil
+	return won, nil
 }
 
 // ExpireRuns closes as expired every run paused past its expiry, and
@@ -192,11 +198,15 @@ func (s *Store) FindItem(ctx context.Context, principal, digest, status string) 
 }
 
 // ClaimApproved moves an approved item to sent, conditionally: it
-// reports whether this call claimed it, so that one approval sends once.
+// reports whether this call claimed it, so that one approval sends once
+// (false too when the claim conflicted with another: see claim).
 func (s *Store) ClaimApproved(ctx context.Context, id string) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&PendingItem{}).Where("pending_id = ? AND status = ?", id, "approved").Update("status", PendingSent)
-	if res.Error != nil {
-		return false, fmt.Errorf("claim approved item: %w", classify(res.Error))
+	won, err := claim(ctx, func() (bool, error) {
+		res := s.db.WithContext(ctx).Model(&PendingItem{}).Where("pending_id = ? AND status = ?", id, "approved").Update("status", PendingSent)
+		return res.RowsAffected == 1, res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim approved item: %w", classify(err))
 	}
-	return res.RowsAffected == 1, nil
+	return won, nil
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
 )
 
 // QuotaRule is a row of sys_ai_quota_rule: a limit on the calls (or the
@@ -76,31 +74,64 @@ type QuotaKey struct {
 // while it is read and written, so replicas never lease more than limit
 // together. The row is created first, outside it, when missing: a locking
 // read of a missing row would lock the gap, and two replicas inserting
-// into it would deadlock.
+// into it would deadlock. Before that, a plain read refuses a window
+// already spent.
+//
+// A conflict (ErrConflict: a deadlock on one server, a certification
+// failure on a Galera cluster, where every node's leases of a window
+// write its one row) is retried, with jittered pauses; when the conflicts
+// outlast the tries, a plain read of the row tells a window spent (0
+// granted, no error: the call is refused for the limit) from one that is
+// not (the conflict: the call fails closed).
 func (s *Store) LeaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (granted, used int64, err error) {
-	for attempt := 0; ; attempt++ {
+	err = retryConflicts(ctx, leaseAttempts, func() error {
+		// A plain read first: a spent window is refused without a lock,
+		// so that refusals never conflict with the leases still granted.
+		seen, found, err := s.quotaUse(ctx, k)
+		switch {
+		case err != nil:
+			return err
+		case found && seen >= limit:
+			granted, used = 0, seen
+			return nil
+		case !found:
+			if err := s.createQuotaUse(ctx, k); err != nil {
+				return err
+			}
+		}
 		var missing bool
 		granted, used, missing, err = s.leaseQuota(ctx, k, limit, want)
-		switch {
-		case missing && attempt == 0:
-			insert := "INSERT OR IGNORE"
-			if s.dialect == DialectMySQL {
-				insert = "INSERT IGNORE"
-			}
-			if _, err := s.sqlDB.ExecContext(ctx, insert+" INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, 0, ?)",
-				k.Rule, k.User, k.WindowStart, now()); err != nil {
-				return 0, 0, fmt.Errorf("lease quota: %w", err)
-			}
-		case missing:
-			return 0, 0, errors.New("lease quota: the window's row vanished while it was leased")
-		case err != nil && isDeadlock(err) && attempt < 3:
-			// InnoDB chose this transaction as a deadlock's victim: retry.
-		case err != nil:
-			return 0, 0, fmt.Errorf("lease quota: %w", err)
-		default:
-			return granted, used, nil
+		if err == nil && missing {
+			// On a cluster another node's insert may not be applied on
+			// this one yet: a conflict, to be tried again.
+			return fmt.Errorf("%w: the window's row is not there yet", ErrConflict)
+		}
+		return err
+	})
+	if isConflict(err) {
+		if seen, _, rerr := s.quotaUse(ctx, k); rerr == nil && seen >= limit {
+			return 0, seen, nil
 		}
 	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("lease quota: %w", classify(err))
+	}
+	return granted, used, nil
+}
+
+// createQuotaUse inserts k's window's row unless it is there. Two nodes of
+// a cluster inserting it at once conflict: the row is there either way.
+func (s *Store) createQuotaUse(ctx context.Context, k QuotaKey) error {
+	insert := "INSERT OR IGNORE"
+	if s.dialect == DialectMySQL {
+		insert = "INSERT IGNORE"
+	}
+	_, err := s.sqlDB.ExecContext(ctx, insert+" INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, 0, ?)",
+		k.Rule, k.User, k.WindowStart, now())
+	if isConflict(err) {
+		return nil
+	}
+	return err
 }
 
 func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (granted, used int64, missing bool, err error) {
@@ -133,12 +164,6 @@ func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (
 	return granted, used, false, tx.Commit()
 }
 
-// isDeadlock reports MySQL's deadlock and lock wait timeout errors.
-func isDeadlock(err error) bool {
-	var myErr *mysqldrv.MySQLError
-	return errors.As(err, &myErr) && (myErr.Number == 1213 || myErr.Number == 1205)
-}
-
 // ReturnQuota gives back n units of k's window a replica leased and did
 // not spend.
 func (s *Store) ReturnQuota(ctx context.Context, k QuotaKey, n int64) error {
@@ -152,13 +177,22 @@ func (s *Store) ReturnQuota(ctx context.Context, k QuotaKey, n int64) error {
 
 // QuotaUsed returns the allowance leased in k's window (0: none).
 func (s *Store) QuotaUsed(ctx context.Context, k QuotaKey) (int64, error) {
-	var used int64
-	err := s.sqlDB.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?",
-		k.Rule, k.User, k.WindowStart).Scan(&used)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	used, _, err := s.quotaUse(ctx, k)
+	if err != nil {
 		return 0, fmt.Errorf("read quota use: %w", err)
 	}
 	return used, nil
+}
+
+// quotaUse reads k's window's row without locking it: found false when
+// there is none.
+func (s *Store) quotaUse(ctx context.Context, k QuotaKey) (used int64, found bool, err error) {
+	err = s.sqlDB.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?",
+		k.Rule, k.User, k.WindowStart).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return used, err == nil, err
 }
 
 // PruneQuotaUse deletes the use of windows that started before cutoff

@@ -27,6 +27,11 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.polled() {
+		if fsys, err = withoutTriggers(fsys); err != nil {
+			return nil, err
+		}
+	}
 	return goose.NewProvider(dialect, s.sqlDB, fsys, goose.WithDisableGlobalRegistry(true), goose.WithGoMigrations(migration00013()))
 }
 

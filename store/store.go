@@ -52,6 +52,9 @@ type Store struct {
 	// pendingMax is how many items may wait for one user at once
 	// (SetPendingMax; DefaultPendingMaxPerUser when 0).
 	pendingMax int
+	// changeMode is how the change counters move (SetChangeDetection;
+	// ChangeTriggers when "").
+	changeMode string
 }
 
 // Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a
@@ -110,6 +113,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
 	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	if err := s.registerBumps(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
 	if scheme == DialectSQLite {
 		s.sqlitePath = sqliteFile(rest)
 	}
@@ -176,11 +183,11 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 
 // Migrate applies every pending migration of the store's dialect. It runs
 // under a lock, so replicas starting together on a fresh database wait for
-// the one that migrates instead of racing it: on MySQL a GET_LOCK on a
-// connection of its own (released by the server if the process dies), on
-// SQLite an exclusive lock on the file beside the database
-// (goose reads the version outside its migration transaction, so the
-// database's own write lock does not cover the check).
+// the one that migrates instead of racing it: on MySQL a row of
+// sys_ai_migrate_lock, which every node of a cluster sees, held under a
+// lease the holder renews (lockMySQL); on SQLite an exclusive lock on the
+// file beside the database (goose reads the version outside its migration
+// transaction, so the database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
 	p, err := s.migrationProvider()
 	if err != nil {
@@ -189,7 +196,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	var unlock func()
 	switch {
 	case s.dialect == DialectMySQL:
-		unlock, err = lockMySQL(ctx, s.sqlDB)
+		ctx, unlock, err = lockMySQL(ctx, s.sqlDB)
 	case s.sqlitePath != "":
 		unlock, err = lockFile(ctx, s.sqlitePath+".migrate.lock")
 	default:
@@ -200,6 +207,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer unlock()
 	if _, err := p.Up(ctx); err != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
 		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	// Counter triggers or rows removed by hand since migration 00004 ran
@@ -222,6 +232,9 @@ func classify(err error) error {
 	var myErr *mysqldrv.MySQLError
 	if errors.As(err, &myErr) && myErr.Number == 1062 {
 		return fmt.Errorf("%w: %v", ErrDuplicate, err)
+	}
+	if isConflict(err) {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	// glebarez/go-sqlite's *Error carries the extended result code.
 	var coded interface{ Code() int }

@@ -48,7 +48,8 @@ type config struct {
 	egressAllow  string
 	maxTimeout   time.Duration
 	changePoll   time.Duration
-	changeAudit  int64 // polls between two audits of the counters
+	changeDetect string // store.ChangeTriggers or store.ChangePoll
+	changeAudit  int64  // polls between two audits of the counters
 	logLevel     string
 	llmBaseURL   string
 	llmAPIKey    string
@@ -163,6 +164,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.pendingRetention = setPendingRetention.Get(src)
 	c.serveSpool = loadSpoolSettings(src)
 	c.changeAudit = setChangeAudit.Get(src)
+	c.changeDetect = setChangeDetection.Get(src)
 	c.outageGrace = setOutageGrace.Get(src)
 	c.shutdownGrace = setShutdownGrace.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
@@ -245,6 +247,10 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 		return nil, err
 	}
 	st.SetPendingMax(c.pendingMax)
+	if err := st.SetChangeDetection(c.changeDetect); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("BLINDEXEC_CHANGE_DETECTION: %w", err)
+	}
 	switch sch {
 	case schemaMigrate:
 		err = st.Migrate(ctx)

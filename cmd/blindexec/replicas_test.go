@@ -44,8 +44,19 @@ func freeAddr(t *testing.T) string {
 // the same keys, and waits until every one is ready.
 func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 	t.Helper()
-	rs := make([]*replica, n)
-	for i := range rs {
+	dsns := make([]string, n)
+	for i := range dsns {
+		dsns[i] = dsn
+	}
+	return startReplicasOn(t, dsns, env...)
+}
+
+// startReplicasOn is startReplicas with a DSN each: replicas on the nodes
+// of a cluster.
+func startReplicasOn(t *testing.T, dsns []string, env ...string) []*replica {
+	t.Helper()
+	rs := make([]*replica, len(dsns))
+	for i, dsn := range dsns {
 		addr := freeAddr(t)
 		cmd := exec.Command(os.Args[0], "serve")
 		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}, cmd: cmd}
@@ -94,11 +105,16 @@ func startReplicas(t *testing.T, n int, dsn string, env ...string) []*replica {
 // counters polled every 100 ms; env adds settings.
 func startEngines(t *testing.T, n int, dsn, admin string, env ...string) []*replica {
 	t.Helper()
+	return startReplicas(t, n, dsn, engineEnv(admin, env)...)
+}
+
+// engineEnv is the settings of startEngines.
+func engineEnv(admin string, env []string) []string {
 	key := make([]byte, 32)
 	rand.Read(key)
-	return startReplicas(t, n, dsn, append([]string{"BLINDEXEC_ADMIN_TOKEN=" + admin,
+	return append([]string{"BLINDEXEC_ADMIN_TOKEN=" + admin,
 		"BLINDEXEC_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key),
-		"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100"}, env...)...)
+		"BLINDEXEC_EGRESS_ALLOW=127.0.0.1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_CHANGE_POLL_MS=100"}, env...)
 }
 
 func (r *replica) do(t *testing.T, method, path, token string, body any) (int, map[string]any) {

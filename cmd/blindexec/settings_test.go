@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/testdb"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md's settings table from the registry")
@@ -86,7 +87,7 @@ func TestSettingsRegistry(t *testing.T) {
 
 	// Every BLINDEXEC_ variable the documentation names is declared (or is
 	// a test kit's, which docs/development.md describes).
-	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC"}
+	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC", testdb.EnvChangeDetection, EnvGalera}
 	name := regexp.MustCompile(`BLINDEXEC_[A-Z0-9_]*[A-Z0-9]\b`)
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, path := range append(docs, "../../README.md") {
