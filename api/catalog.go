@@ -176,7 +176,7 @@ func (s *Server) namesByClass(ctx context.Context, f store.PluginFilter, want bo
 // searchPlugins returns the page f selects of the enabled plugins matching
 // q and f, best first, and their number.
 func (s *Server) searchPlugins(r *http.Request, q string, f store.PluginFilter) ([]store.Plugin, int, error) {
-	rs, _, err := s.searchPage(r.Context(), q, 0, 0)
+	rs, _, err := s.searchPage(r.Context(), q, 0, 0, nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -177,15 +177,7 @@ func TestToolSearchPaged(t *testing.T) {
 	}
 	search := func(query string) ([]string, map[string]any) {
 		t.Helper()
-		code, out := e.do("GET", "/v1/tools/search?q=widgets"+query, adminToken, nil)
-		if code != http.StatusOK {
-			t.Fatalf("search %s: %d %v", query, code, out)
-		}
-		var names []string
-		for _, r := range out["results"].([]any) {
-			names = append(names, r.(map[string]any)["name"].(string))
-		}
-		return names, out
+		return searchNames(t, e, adminToken, "widgets"+query)
 	}
 	all, out := search("&limit=50")
 	if len(all) != 12 || out["total"] != 12.0 {

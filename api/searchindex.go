@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/plugins"
@@ -10,11 +11,15 @@ import (
 
 // catalogSearcher searches the catalog's shared index (semantic ranking
 // included when on, searches counted): what the LLM loop and /mcp search
-// when their tools are the enabled catalog.
-type catalogSearcher struct{ s *Server }
+// when their tools are the enabled catalog, or some of it (within: a
+// run's tools, narrowed to its user's).
+type catalogSearcher struct {
+	s      *Server
+	within toolsearch.Filter // nil: the whole catalog
+}
 
 func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
-	rs, err := c.s.SearchTools(context.Background(), query, limit)
+	rs, _, err := c.RankUsable(query, limit, nil)
 	if err != nil {
 		c.s.Logger.Warn("tool search failed", "err", err)
 		return nil
@@ -22,16 +27,23 @@ func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
 	return rs
 }
 
-// Rank ranks the first n matches of query, every one when n is 0, as
-// Search does: what /mcp's search_tools filters to a user's tools
-// before it takes a page, so that the page is full.
-func (c catalogSearcher) Rank(query string, n int) ([]toolsearch.Result, int) {
-	rs, total, err := c.s.searchPage(context.Background(), query, 0, n)
-	if err != nil {
-		c.s.Logger.Warn("tool search failed", "err", err)
-		return nil, 0
+// RankUsable ranks the first n matches of query that usable keeps
+// (every one when n is 0): what /mcp's search_tools asks for a user's
+// tools (toolset.Within), so that the page is full.
+func (c catalogSearcher) RankUsable(query string, n int, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
+	if usable == nil {
+		usable = c.within
+	} else if within := c.within; within != nil {
+		outer := usable
+		usable = func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+			ps, err := within(ps)
+			if err != nil {
+				return nil, err
+			}
+			return outer(ps)
+		}
 	}
-	return rs, total
+	return c.s.searchPage(context.Background(), query, 0, n, usable)
 }
 
 // Languages are those of the catalog's tools (toolset.Languages).
@@ -45,26 +57,34 @@ func (c catalogSearcher) Languages() []string {
 
 // mcpIndex is /mcp's index: its tools are the enabled catalog.
 func (s *Server) mcpIndex([]*plugins.Plugin) (toolset.Searcher, error) {
-	return catalogSearcher{s}, nil
+	return catalogSearcher{s: s}, nil
 }
 
-// runIndex is the loop's index over a run's tools: the catalog's when the
-// run is bound to the whole enabled catalog (the same plugins, so no
+// runIndex is the loop's index over a run's tools: the catalog's when
+// they are enabled catalog plugins (the whole catalog, or the part its
+// user may use, or its agent holds: searched within them, so that no
 // index is built per run), else one of its own.
 func (s *Server) runIndex(ps []*plugins.Plugin) (toolset.Searcher, error) {
 	if s.Catalog != nil {
 		enabled, err := s.Catalog.EnabledPlugins(context.Background())
-		if err == nil && len(enabled) == len(ps) {
-			same := make(map[*plugins.Plugin]bool, len(enabled))
-			for _, p := range enabled {
-				same[p] = true
-			}
-			all := true
+		if err == nil && len(ps) <= len(enabled) {
+			in := make(map[*plugins.Plugin]bool, len(ps))
 			for _, p := range ps {
-				all = all && same[p]
+				in[p] = true
 			}
-			if all {
-				return catalogSearcher{s}, nil
+			n := 0
+			for _, p := range enabled {
+				if in[p] {
+					n++
+				}
+			}
+			switch {
+			case n == len(enabled):
+				return catalogSearcher{s: s}, nil
+			case n == len(in):
+				return catalogSearcher{s: s, within: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+					return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return !in[p] }), nil
+				}}, nil
 			}
 		}
 	}

@@ -134,18 +134,21 @@ const semanticTimeout = 3 * time.Second
 // computed, the keyword and semantic rankings are fused (reciprocal rank
 // fusion).
 func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]toolsearch.Result, error) {
-	rs, _, err := s.searchPage(ctx, query, 0, limit)
+	rs, _, err := s.searchPage(ctx, query, 0, limit, nil)
 	return rs, err
 }
 
 // searchPage returns the results offset to offset+limit (every one from
-// offset when limit is 0) of the search for query, and the number of
-// results in all. The ranking is the keyword ranking; with semantic
-// ranking on and the vectors computed, the fusion of the two rankings'
-// first toolsearch.MaxLimit each, followed by the keyword ranking's other
-// matches, so that every page is a slice of one ranking. A first page
-// counts in the metrics.
-func (s *Server) searchPage(ctx context.Context, query string, offset, limit int) ([]toolsearch.Result, int, error) {
+// offset when limit is 0) of the search for query among the tools usable
+// keeps (nil: every one), and the number of those results in all. The
+// ranking is the keyword ranking; with semantic ranking on and the
+// vectors computed, the fusion of the two rankings' first
+// toolsearch.MaxLimit each, followed by the keyword ranking's other
+// matches, so that every page is a slice of one ranking. The index
+// filters while it ranks (toolsearch.Index.RankUsable): a page is full
+// of usable tools and nothing past it is ranked. A first page counts in
+// the metrics.
+func (s *Server) searchPage(ctx context.Context, query string, offset, limit int, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
 	ix, err := s.ToolIndex(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -154,15 +157,18 @@ func (s *Server) searchPage(ctx context.Context, query string, offset, limit int
 	if limit > 0 {
 		depth = offset + limit
 	}
-	rs, total := ix.Rank(query, depth)
+	rs, total, err := ix.RankUsable(query, depth, usable)
+	if err != nil {
+		return nil, 0, err
+	}
 	if s.Semantic != nil && s.Semantic.Ready() {
 		sctx, cancel := context.WithTimeout(ctx, semanticTimeout)
 		sem, err := s.Semantic.Search(sctx, query, toolsearch.MaxLimit)
 		cancel()
 		if err != nil {
 			s.Logger.WarnContext(ctx, "semantic search failed; keyword results alone", "err", err)
-		} else {
-			rs, total = fused(ix, query, depth, sem)
+		} else if rs, total, err = fused(ix, query, depth, sem, usable); err != nil {
+			return nil, 0, err
 		}
 	}
 	if offset == 0 {
@@ -173,9 +179,16 @@ func (s *Server) searchPage(ctx context.Context, query string, offset, limit int
 
 // fused ranks the fusion of the keyword and semantic rankings' first
 // toolsearch.MaxLimit, then the keyword ranking's other matches: its
-// first depth (every one when depth is 0), and how many in all.
-func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Result) ([]toolsearch.Result, int) {
-	kw, _ := ix.Rank(query, 0)
+// first depth (every one when depth is 0), and how many in all; of the
+// tools usable keeps (nil: every one).
+func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Result, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
+	kw, _, err := ix.RankUsable(query, 0, usable)
+	if err != nil {
+		return nil, 0, err
+	}
+	if sem, err = usable.Results(sem); err != nil {
+		return nil, 0, err
+	}
 	top := toolsearch.Fuse(2*toolsearch.MaxLimit, kw[:min(len(kw), toolsearch.MaxLimit)], sem)
 	in := make(map[string]bool, len(top))
 	for _, r := range top {
@@ -187,9 +200,9 @@ func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Resul
 		}
 	}
 	if depth > 0 && depth < len(top) {
-		return top[:depth], len(top)
+		return top[:depth], len(top), nil
 	}
-	return top, len(top)
+	return top, len(top), nil
 }
 
 // searchResult is one result of GET /v1/tools/search.
@@ -235,18 +248,7 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	var rs []toolsearch.Result
-	var total int
-	if s.filtersTools(r) {
-		// Every match, narrowed to the user's tools (or the agent's),
-		// then the page: the total and the pages count those only.
-		if rs, _, err = s.searchPage(r.Context(), q, 0, 0); err == nil {
-			rs, err = s.usableResults(r.Context(), agentParam(r), rs)
-		}
-		total, rs = len(rs), rs[min(offset, len(rs)):min(offset+limit, len(rs))]
-	} else {
-		rs, total, err = s.searchPage(r.Context(), q, offset, limit)
-	}
+	rs, total, err := s.searchPage(r.Context(), q, offset, limit, s.usableFilter(r))
 	if err != nil {
 		s.toolsError(w, r, err)
 		return
@@ -254,24 +256,15 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, NewSearchResponse(rs, total, offset, time.Since(start)))
 }
 
-// usableResults are those of rs the request's user may use (within
-// agent), in order.
-func (s *Server) usableResults(ctx context.Context, agent string, rs []toolsearch.Result) ([]toolsearch.Result, error) {
-	ps := make([]*plugins.Plugin, len(rs))
-	for i := range rs {
-		ps[i] = rs[i].Plugin
+// usableFilter narrows a request's search to its user's tools (or the
+// agent's its ?agent= names), nil when its lists are not narrowed: the
+// access rule is asked once per search, with the matches only.
+func (s *Server) usableFilter(r *http.Request) toolsearch.Filter {
+	if !s.filtersTools(r) {
+		return nil
 	}
-	ps, err := s.usable(ctx, agent, ps)
-	if err != nil {
-		return nil, err
-	}
-	out := rs[:0:0]
-	for _, res := range rs {
-		if len(ps) > 0 && ps[0] == res.Plugin {
-			out, ps = append(out, res), ps[1:]
-		}
-	}
-	return out, nil
+	ctx, agent := r.Context(), agentParam(r)
+	return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return s.usable(ctx, agent, ps) }
 }
 
 // offsetParam reads ?offset=, 0 when absent.
@@ -310,20 +303,12 @@ func (s *Server) searchParams(r *http.Request) (string, int, error) {
 func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.Plugin, error) {
 	names := r.URL.Query().Get("names")
 	n := limit
-	switch {
-	case s.filtersTools(r):
-		n = 0 // every match, filtered below: a full page of the user's
-	case names != "":
+	if names != "" {
 		n = toolsearch.MaxLimit // filtered below
 	}
-	rs, _, err := s.searchPage(r.Context(), q, 0, n)
+	rs, _, err := s.searchPage(r.Context(), q, 0, n, s.usableFilter(r))
 	if err != nil {
 		return nil, err
-	}
-	if s.filtersTools(r) {
-		if rs, err = s.usableResults(r.Context(), agentParam(r), rs); err != nil {
-			return nil, err
-		}
 	}
 	var allowed map[string]bool
 	if names != "" {

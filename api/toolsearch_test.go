@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -130,4 +132,63 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestToolSearchPagedPerUser (issue 46 point 6): a user's search ranks
+// within the user's tools: every page full of them, the total counting
+// them, the pages slices of the catalog's ranking narrowed to them.
+func TestToolSearchPagedPerUser(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) {
+		checker := &access.Checker{} // open: a plugin with perms needs a string user 7 does not hold
+		s.Executor.Access, s.Access = checker, checker
+	})
+	for i := range 24 {
+		perms := ""
+		if i%2 == 1 {
+			perms = `"perms": ["widgets:odd:list"],`
+		}
+		if code, out := e.do("POST", "/v1/plugins", adminToken, tool(fmt.Sprintf("widget_%02d", i), "List widgets",
+			"Lists widgets"+strings.Repeat(" widgets", i%5), perms)); code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, out)
+		}
+	}
+	user, _, err := api.IssueToken(t.Context(), e.st, 7, "paged", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(token, query string) ([]string, float64) {
+		names, out := searchNames(t, e, token, "widgets"+query)
+		return names, out["total"].(float64)
+	}
+	all, total := search(adminToken, "&limit=50")
+	if total != 24 {
+		t.Fatalf("the catalog's ranking: %v, total %v", all, total)
+	}
+	want := slices.DeleteFunc(all, func(n string) bool { return (n[len(n)-1]-'0')%2 == 1 })
+	var paged []string
+	for off := 0; off < 12; off += 5 {
+		names, total := search(user, fmt.Sprintf("&limit=5&offset=%d", off))
+		if total != 12 || len(names) != min(5, 12-off) {
+			t.Errorf("offset %d: %d results of %v, want a full page of the user's 12", off, len(names), total)
+		}
+		paged = append(paged, names...)
+	}
+	if !slices.Equal(paged, want) {
+		t.Errorf("the user's pages %v are not the catalog's ranking narrowed to its tools %v", paged, want)
+	}
+}
+
+// searchNames are the names GET /v1/tools/search?q= answers, and the
+// answer.
+func searchNames(t *testing.T, e *env, token, q string) ([]string, map[string]any) {
+	t.Helper()
+	code, out := e.do("GET", "/v1/tools/search?q="+q, token, nil)
+	if code != http.StatusOK {
+		t.Fatalf("search %s: %d %v", q, code, out)
+	}
+	var names []string
+	for _, r := range out["results"].([]any) {
+		names = append(names, r.(map[string]any)["name"].(string))
+	}
+	return names, out
 }

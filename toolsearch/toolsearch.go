@@ -101,9 +101,10 @@ type Index struct {
 // at hand.
 type scratch struct {
 	acc, best     []float64
-	written       []float64 // the written field's score so far
-	wtouched      []int32   // the documents it scored
-	touched, seen []int32   // the documents scored so far, and by the concept at hand
+	written       []float64         // the written field's score so far
+	wtouched      []int32           // the documents it scored
+	touched, seen []int32           // the documents scored so far, and by the concept at hand
+	plugins       []*plugins.Plugin // the matches asked of a Filter
 }
 
 // posting is a term's weighted, length-normalized frequency in one tool,
@@ -334,9 +335,48 @@ func (ix *Index) Search(query string, limit int) []Result {
 // name), and how many match in all: the pages of a search's results. An
 // n of zero or less ranks every match.
 func (ix *Index) Rank(query string, n int) ([]Result, int) {
+	rs, total, _ := ix.RankUsable(query, n, nil)
+	return rs, total
+}
+
+// Filter narrows a search's matching tools to those its caller may use:
+// it returns those of ps it keeps, in their order (access.Checker.Usable
+// does), and must not keep ps. An error refuses the search.
+type Filter func(ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+
+// Results are those of rs f keeps (every one when f is nil), in order:
+// for results ranked without f.
+func (f Filter) Results(rs []Result) ([]Result, error) {
+	if f == nil {
+		return rs, nil
+	}
+	ps := make([]*plugins.Plugin, len(rs))
+	for i := range rs {
+		ps[i] = rs[i].Plugin
+	}
+	kept, err := f(ps)
+	if err != nil {
+		return nil, err
+	}
+	out := rs[:0:0]
+	for _, r := range rs {
+		if len(kept) > 0 && kept[0] == r.Plugin {
+			out, kept = append(out, r), kept[1:]
+		}
+	}
+	return out, nil
+}
+
+// RankUsable is Rank over the matches usable keeps (nil: every one),
+// asked once per search with every match: the n returned are the best
+// usable ones, the total counts the usable matches, and a tool usable
+// refuses is neither ranked nor counted, so that a page is full and
+// pages are slices of one ranking. When usable keeps every match, the
+// search costs what Rank's does, plus the call.
+func (ix *Index) RankUsable(query string, n int, usable Filter) ([]Result, int, error) {
 	concepts := ix.an.analyzeQuery(query)
 	if len(concepts) == 0 || len(ix.docs) == 0 {
-		return nil, 0
+		return nil, 0, nil
 	}
 	limit := n
 	if limit <= 0 {
@@ -354,7 +394,7 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 			concepts, translated = ix.translate(query, concepts)
 		}
 		if !speaks && !translated {
-			return nil, 0
+			return nil, 0, nil
 		}
 	}
 	sp := ix.scratch.Get().(*scratch)
@@ -401,6 +441,14 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 		}
 	}
 	touched = ix.addWritten(concepts, sp, touched)
+	if usable != nil {
+		var err error
+		if touched, err = ix.keepUsable(sp, touched, usable); err != nil {
+			sp.touched, sp.seen = touched[:0], seen
+			ix.scratch.Put(sp)
+			return nil, 0, err
+		}
+	}
 	var rq request
 	if !ix.an.plain {
 		rq = ix.request(query, concepts)
@@ -438,7 +486,38 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
 	sort.Slice(top.items, func(i, j int) bool { return worse(top.items[j], top.items[i]) })
-	return top.items, len(touched)
+	return top.items, len(touched), nil
+}
+
+// keepUsable narrows touched to the documents usable keeps, in place,
+// clearing the others' scores (every score when usable fails, so that
+// the scratch is clean).
+func (ix *Index) keepUsable(sp *scratch, touched []int32, usable Filter) ([]int32, error) {
+	ps := sp.plugins[:0]
+	for _, d := range touched {
+		ps = append(ps, ix.docs[d])
+	}
+	kept, err := usable(ps)
+	clear(ps) // the scratch holds no plugin between searches
+	sp.plugins = ps[:0]
+	switch {
+	case err != nil:
+		for _, d := range touched {
+			sp.acc[d] = 0
+		}
+		return touched[:0], err
+	case len(kept) == len(touched):
+		return touched, nil
+	}
+	out := touched[:0]
+	for _, d := range touched {
+		if len(kept) > 0 && kept[0] == ix.docs[d] {
+			out, kept = append(out, d), kept[1:]
+		} else {
+			sp.acc[d] = 0
+		}
+	}
+	return out, nil
 }
 
 // request is what a search knows of a request beyond its concepts.

@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -156,15 +157,7 @@ func TestSearch(t *testing.T) {
 // TestRank: the pages of a search are the prefix of one ranking, past
 // MaxLimit, with the number of matches.
 func TestRank(t *testing.T) {
-	var ps []*plugins.Plugin
-	for i := range 2*MaxLimit + 7 {
-		ps = append(ps, &plugins.Plugin{Name: fmt.Sprintf("widget_%03d", i), Description: "Lists widgets" + strings.Repeat(" widgets", i%5)})
-	}
-	ps = append(ps, &plugins.Plugin{Name: "gadget", Description: "A gadget"})
-	ix, err := New(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := widgets(t)
 	all, total := ix.Rank("widgets", 0)
 	if total != 2*MaxLimit+7 || len(all) != total {
 		t.Fatalf("Rank(widgets, 0) = %d results of %d, want %d", len(all), total, 2*MaxLimit+7)
@@ -179,6 +172,22 @@ func TestRank(t *testing.T) {
 	if rs, n := ix.Rank("nothing matches", 10); len(rs) != 0 || n != 0 {
 		t.Errorf("Rank of an unknown word = %v, %d", names(rs), n)
 	}
+}
+
+// widgets indexes 2·MaxLimit+7 tools matching "widgets", in several
+// scores, and one that does not.
+func widgets(t *testing.T) *Index {
+	t.Helper()
+	var ps []*plugins.Plugin
+	for i := range 2*MaxLimit + 7 {
+		ps = append(ps, &plugins.Plugin{Name: fmt.Sprintf("widget_%03d", i), Description: "Lists widgets" + strings.Repeat(" widgets", i%5)})
+	}
+	ps = append(ps, &plugins.Plugin{Name: "gadget", Description: "A gadget"})
+	ix, err := New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
 
 func names(rs []Result) []string {
@@ -439,5 +448,124 @@ func TestOneEdit(t *testing.T) {
 		if seen[w] {
 			t.Errorf("%q generated", w)
 		}
+	}
+}
+
+// TestRankUsable: a filtered search ranks only what the filter keeps —
+// the same order as the whole ranking narrowed afterwards, the total
+// counting the usable matches, pages as prefixes of it — asks the
+// filter once with the matches only, and a filter's error refuses the
+// search and leaves no score behind for the next.
+func TestRankUsable(t *testing.T) {
+	ix := widgets(t)
+	all, matches := ix.Rank("widgets", 0)
+	even := func(p *plugins.Plugin) bool { return p.Name[len(p.Name)-1]%2 == 0 }
+	var asked []int
+	keepEven := func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+		asked = append(asked, len(ps))
+		var out []*plugins.Plugin
+		for _, p := range ps {
+			if even(p) {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	var want []string
+	for _, r := range all {
+		if even(r.Plugin) {
+			want = append(want, r.Name)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		want []string
+	}{
+		{"every usable match", 0, want},
+		{"a page", 10, want[:10]},
+		{"past MaxLimit", MaxLimit + 2, want[:MaxLimit+2]},
+		{"more than there are", 1000, want},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			rs, total, err := ix.RankUsable("widgets", tc.n, keepEven)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names(rs), tc.want) || total != len(want) {
+				t.Errorf("RankUsable(widgets, %d) = %d results of %d, want the narrowed ranking's first %d of %d", tc.n, len(rs), total, len(tc.want), len(want))
+			}
+			if !slices.Equal(asked, []int{matches}) {
+				t.Errorf("the filter was asked with %v tools, want once with the %d matches", asked, matches)
+			}
+		})
+	}
+	keepAll := func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return ps, nil }
+	if rs, total, err := ix.RankUsable("widgets", 20, keepAll); err != nil || total != matches || !slices.Equal(names(rs), names(all[:20])) {
+		t.Errorf("a filter keeping every match changes the ranking: %v, %d, %v", names(rs), total, err)
+	}
+	refuse := errors.New("permissions unreadable")
+	if rs, total, err := ix.RankUsable("widgets", 5, func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }); !errors.Is(err, refuse) || rs != nil || total != 0 {
+		t.Errorf("a failing filter answered %v, %d, %v", names(rs), total, err)
+	}
+	if again, n := ix.Rank("widgets", 0); n != matches || !slices.Equal(names(again), names(all)) || again[0].Score != all[0].Score {
+		t.Errorf("a refused search left scores behind: the next ranks %d of %d, first score %v want %v", len(again), n, again[0].Score, all[0].Score)
+	}
+}
+
+// BenchmarkRankUsable is a per-user search of 2,000 tools against the
+// plain one: the first page ranked within the filter (half the tools
+// usable, or all), and the whole ranking filtered afterwards, as search
+// did before the filter moved into the index (issue 46 point 6).
+func BenchmarkRankUsable(b *testing.B) {
+	verbs := []string{"list", "create", "delete", "export", "update"}
+	nouns := []string{"invoices", "orders", "users", "reports", "suppliers", "customers", "products", "roles", "menus", "notices"}
+	var ps []*plugins.Plugin
+	for i := range 2000 {
+		v, n := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
+		ps = append(ps, &plugins.Plugin{Name: fmt.Sprintf("m%d_%s_%s_%d", i%50, v, n, i), Title: v + " " + n,
+			Description: fmt.Sprintf("%s the %s of module %d", v, n, i%50)})
+	}
+	ix, err := New(ps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keep := func(half bool) Filter {
+		return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+			out := make([]*plugins.Plugin, 0, len(ps))
+			for i, p := range ps {
+				if !half || i%2 == 0 {
+					out = append(out, p)
+				}
+			}
+			return out, nil
+		}
+	}
+	queries := []string{"list the invoices of a customer", "create an order", "delete a user", "export the monthly report", "update a supplier"}
+	for _, bc := range []struct {
+		name   string
+		search func(q string)
+	}{
+		{"plain", func(q string) { ix.Rank(q, DefaultLimit) }},
+		{"within all", func(q string) { _, _, _ = ix.RankUsable(q, DefaultLimit, keep(false)) }},
+		{"within half", func(q string) { _, _, _ = ix.RankUsable(q, DefaultLimit, keep(true)) }},
+		{"every match then filter", func(q string) {
+			rs, _ := ix.Rank(q, 0)
+			ps := make([]*plugins.Plugin, len(rs))
+			for i := range rs {
+				ps[i] = rs[i].Plugin
+			}
+			_, _ = keep(false)(ps)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				bc.search(queries[i%len(queries)])
+				i++
+			}
+		})
 	}
 }

@@ -189,11 +189,7 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
-			usable, err := ss.usable(ctx, set)
-			if err != nil {
-				return errorResult(err.Error()), nil
-			}
-			return ss.search(set, args, usable), nil
+			return ss.search(set, args, ss.usableFilter(ctx)), nil
 		case plugins.CallToolName:
 			a, err := toolset.ParseCallArgs(args)
 			if err != nil {
@@ -363,16 +359,20 @@ type searchAnswer struct {
 // search answers search_tools: the matches, of which those not pinned
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
-func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]bool) *sdk.CallToolResult {
+func (ss *session) search(set *toolSet, args json.RawMessage, usable toolsearch.Filter) *sdk.CallToolResult {
 	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	rs, err := toolset.Within(set.index, a.Query, a.Limit, usable)
 	if err != nil {
 		return errorResult(err.Error())
 	}
 	ans := searchAnswer{Tools: []toolset.Match{}}
 	var load []string
-	for _, r := range ranked(set.index, a.Query, a.Limit, usable != nil) {
+	for _, r := range rs {
 		e := set.byName[r.Name]
-		if e == nil || usable != nil && !usable[r.Name] {
+		if e == nil {
 			continue
 		}
 		if len(ans.Tools) == a.Limit {
@@ -417,23 +417,16 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable map[string]
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
-// ranker ranks every match of a query (toolsearch.Index.Rank with n 0).
-type ranker interface {
-	Rank(query string, n int) ([]toolsearch.Result, int)
-}
-
-// ranked is what a search of limit results ranks: with filtered set
-// (the user's tools are not all the set's), every match, so that the
-// results left once filtered fill the page; else the first limit.
-func ranked(ix toolset.Searcher, query string, limit int, filtered bool) []toolsearch.Result {
-	if !filtered {
-		return ix.Search(query, limit)
+// usableFilter narrows a search to the tools the session's user may use
+// (nil when no access rule applies): asked once per search, with its
+// matches only.
+func (ss *session) usableFilter(ctx context.Context) toolsearch.Filter {
+	if ss.svc.opts.Access == nil {
+		return nil
 	}
-	if r, ok := ix.(ranker); ok {
-		rs, _ := r.Rank(query, 0)
-		return rs
+	return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+		return ss.svc.opts.Access.Usable(ctx, ss.subject(), ps)
 	}
-	return ix.Search(query, toolsearch.MaxLimit)
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

@@ -115,6 +115,28 @@ type Searcher interface {
 	Search(query string, limit int) []toolsearch.Result
 }
 
+// usableRanker ranks within a caller's usable tools while it scores
+// (*toolsearch.Index, the API's catalog searcher).
+type usableRanker interface {
+	RankUsable(query string, n int, usable toolsearch.Filter) ([]toolsearch.Result, int, error)
+}
+
+// Within returns the first limit tools of s matching query that usable
+// keeps (nil: every one), best first: a page full of tools the caller
+// may use. A Searcher that cannot filter while it ranks has its first
+// toolsearch.MaxLimit filtered.
+func Within(s Searcher, query string, limit int, usable toolsearch.Filter) ([]toolsearch.Result, error) {
+	if usable == nil {
+		return s.Search(query, limit), nil
+	}
+	if r, ok := s.(usableRanker); ok {
+		rs, _, err := r.RankUsable(query, limit, usable)
+		return rs, err
+	}
+	rs, err := usable.Results(s.Search(query, toolsearch.MaxLimit))
+	return rs[:min(limit, len(rs))], err
+}
+
 // SearchArgs are the arguments of search_tools.
 type SearchArgs struct {
 	Query string `json:"query"`

@@ -200,3 +200,54 @@ func TestSourcesNote(t *testing.T) {
 		}
 	}
 }
+
+// firstOnly is a Searcher that cannot filter while it ranks.
+type firstOnly struct{ ix *toolsearch.Index }
+
+func (f firstOnly) Search(q string, limit int) []toolsearch.Result { return f.ix.Search(q, limit) }
+
+// TestWithin: a page of a user's tools is full of them, from the index's
+// filtered ranking, or from a plain Searcher's first MaxLimit filtered;
+// no filter is the plain search; a filter's error is the search's.
+func TestWithin(t *testing.T) {
+	var ps []*plugins.Plugin
+	for i := range 30 {
+		ps = append(ps, &plugins.Plugin{Name: fmt.Sprintf("report_%02d", i), Description: "Exports a report" + strings.Repeat(" report", i%4)})
+	}
+	ix, err := toolsearch.New(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+		return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return p.Name[len(p.Name)-1]%2 == 0 }), nil
+	}
+	all, _ := ix.Rank("report", 0)
+	var want []string
+	for _, r := range all {
+		if r.Name[len(r.Name)-1]%2 == 1 && len(want) < 5 {
+			want = append(want, r.Name)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		s    Searcher
+	}{{"index", ix}, {"plain searcher", firstOnly{ix}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := Within(tc.s, "report", 5, odd)
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.Name)
+			}
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("Within = %v, %v; want %v", got, err, want)
+			}
+			if rs, err := Within(tc.s, "report", 5, nil); err != nil || len(rs) != 5 || rs[0].Name != all[0].Name {
+				t.Errorf("Within with no filter is not the plain search: %d results, %v", len(rs), err)
+			}
+			refuse := errors.New("unreadable")
+			if _, err := Within(tc.s, "report", 5, func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }); !errors.Is(err, refuse) {
+				t.Errorf("a failing filter: %v", err)
+			}
+		})
+	}
+}
