@@ -251,7 +251,7 @@ const endpointStdio = "stdio"
 
 // serverFor returns a server acting as o says.
 func (s *Service) serverFor(o sessionOptions) *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
+	srv := sdk.NewServer(serverInfo, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
