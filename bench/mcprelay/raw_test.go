@@ -121,6 +121,20 @@ func TestRawHTTPSessions(t *testing.T) {
 	if resp := post(sid, list); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("closed session: HTTP %d, want 404", resp.StatusCode)
 	}
+	// 2026-07-28: no session, the Mcp-Method header matching the body.
+	for method, want := range map[string]int{"tools/list": http.StatusOK, "tools/call": http.StatusBadRequest} {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(list))
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("2026-07-28, Mcp-Method %s: HTTP %d, want %d", method, resp.StatusCode, want)
+		}
+	}
 }
 
 // The hand-written relay's tools/call with a client that writes the

@@ -119,12 +119,11 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 			res = completedList{list}
 		}
 	} else {
-		var params sdk.CallToolParamsRaw
-		if err := json.Unmarshal(req.Params, &params); err != nil { // names checked by takeRequest
+		params, ok := callParams(req.Params)
+		if !ok {
 			return false
 		}
-		params.Meta = nil // the SDK's handlers see it; the engine's do not read it
-		call := &sdk.CallToolRequest{Params: &params, Extra: &sdk.RequestExtra{Header: r.Header}}
+		call := &sdk.CallToolRequest{Params: params, Extra: &sdk.RequestExtra{Header: r.Header}}
 		res, err = ss.callTool(r.Context(), set, call, client)
 		annotate(res)
 	}
@@ -166,6 +165,26 @@ func takeRequest(body []byte, method string, h http.Header) (_ *jsonrpc.Request,
 		}
 	}
 	return req, metaPeer{init}, true
+}
+
+// callParams are a tools/call's params as the engine reads them: its
+// name, arguments, and a retry's requestState and answers (_meta is
+// read by takeRequest); ok false when the SDK would not decode them.
+func callParams(raw json.RawMessage) (_ *sdk.CallToolParamsRaw, ok bool) {
+	f := gjson.GetManyBytes(raw, "name", "arguments", "requestState", "inputResponses")
+	if f[2].Exists() || f[3].Exists() { // a retry, rare: the SDK's decoding of the answers
+		var p sdk.CallToolParamsRaw
+		if json.Unmarshal(raw, &p) != nil {
+			return nil, false
+		}
+		p.Meta = nil
+		return &p, true
+	}
+	p := &sdk.CallToolParamsRaw{Name: f[0].Str} // a string: takeRequest
+	if f[1].Exists() {
+		p.Arguments = json.RawMessage(f[1].Raw)
+	}
+	return p, true
 }
 
 // listFor answers tools/list for the session's user.
