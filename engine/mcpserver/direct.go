@@ -68,10 +68,14 @@ func (metaPeer) Elicit(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, e
 }
 
 // clientCapabilities is _meta's clientCapabilities as the SDK reads it
-// (its clientCapabilitiesV2): the older shape, roots beside.
+// (its clientCapabilitiesV2): the older shape, roots beside (the shape
+// of the deprecated sdk.RootCapabilities, read only to refuse what the
+// SDK refuses).
 type clientCapabilities struct {
 	sdk.ClientCapabilities
-	Roots *sdk.RootCapabilities `json:"roots,omitempty"`
+	Roots *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"roots,omitempty"`
 }
 
 // direct answers r, a request of the stateless era for id, itself when it
