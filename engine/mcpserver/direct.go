@@ -103,72 +103,102 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		return true
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body)) // for the SDK's handler, should it be the one
-	req, client, ok := takeRequest(body, method, r.Header)
-	if !ok {
+	msg, err := decodeMessage(body)
+	req, isReq := msg.(*jsonrpc.Request)
+	if err != nil || !isReq || req.Method != method {
 		return false
 	}
-	set, err := s.current(r.Context())
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "MCP catalog unavailable", "method", method, "err", err)
-		writeAnswer(w, req.ID, nil, errCatalog)
-		return true
+	m, ok := readMeta(req)
+	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
+		return false
 	}
 	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,
 		endpoint: r.URL.Path, stateless: true}}
-	var res sdk.Result
-	if method == "tools/list" {
-		var list *sdk.ListToolsResult
-		if list, err = ss.listFor(r.Context(), set, gjson.GetBytes(req.Params, "cursor").Str); list != nil {
-			list.Meta = sdk.Meta{sdk.MetaKeyServerInfo: serverInfo}
-			res = completedList{list}
-		}
-	} else {
-		params, ok := callParams(req.Params)
-		if !ok {
-			return false
-		}
-		call := &sdk.CallToolRequest{Params: params, Extra: &sdk.RequestExtra{Header: r.Header}}
-		res, err = ss.callTool(r.Context(), set, call, client)
-		annotate(res)
+	res, err, ok := ss.answer(r.Context(), req, m.client, r.Header)
+	if !ok {
+		return false
 	}
-	writeAnswer(w, req.ID, res, err)
+	b, status := encodeAnswer(req.ID, res, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 	return true
 }
 
-// takeRequest decodes body, a POST of the stateless era whose Mcp-Method
-// header is method, when it is one call of method whose other headers
-// and _meta are as the SDK's handler accepts them; ok false otherwise.
-func takeRequest(body []byte, method string, h http.Header) (_ *jsonrpc.Request, _ peer, ok bool) {
-	msg, err := decodeMessage(body)
-	req, isReq := msg.(*jsonrpc.Request)
-	if err != nil || !isReq || !req.IsCall() || req.Method != method || !gjson.ValidBytes(req.Params) {
-		return nil, nil, false
+// meta is what a request of the stateless era declares: its protocol
+// version, the client (_meta), and a call's tool.
+type meta struct {
+	version string
+	client  peer
+	name    string
+}
+
+// readMeta reads req, a decoded request, when it is one call of
+// tools/list or tools/call of the stateless era as the SDK's server
+// accepts it (a _meta with the version and well-formed capabilities and
+// client info; a tool's name a string, not search_tools, whose finds a
+// server's registry mirrors); ok false otherwise.
+func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
+	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") || !gjson.ValidBytes(req.Params) {
+		return meta{}, false
 	}
 	p := gjson.ParseBytes(req.Params)
 	version := p.Get(metaProtocol)
 	caps := p.Get(metaCapabilities)
-	if !p.IsObject() || version.Type != gjson.String || version.Str != h.Get(headerProtocol) || !caps.IsObject() {
-		return nil, nil, false
+	if !p.IsObject() || version.Type != gjson.String || version.Str < firstStateless || !caps.IsObject() {
+		return meta{}, false
 	}
-	if method == "tools/call" {
-		name := p.Get("name")
-		if name.Type != gjson.String || name.Str != h.Get(headerName) || name.Str == plugins.SearchToolsName {
-			return nil, nil, false
+	var name string
+	if req.Method == "tools/call" {
+		n := p.Get("name")
+		if n.Type != gjson.String || n.Str == plugins.SearchToolsName {
+			return meta{}, false
 		}
+		name = n.Str
 	} else if c := p.Get("cursor"); c.Exists() && c.Type != gjson.String {
-		return nil, nil, false
+		return meta{}, false
 	}
 	var cc clientCapabilities
 	if json.Unmarshal([]byte(caps.Raw), &cc) != nil {
-		return nil, nil, false
+		return meta{}, false
 	}
 	init := &sdk.InitializeParams{ProtocolVersion: version.Str, Capabilities: &cc.ClientCapabilities}
 	if info := p.Get(metaClientInfo); info.Exists() {
 		if json.Unmarshal([]byte(info.Raw), &init.ClientInfo) != nil {
-			return nil, nil, false
+			return meta{}, false
 		}
 	}
-	return req, metaPeer{init}, true
+	return meta{version: version.Str, client: metaPeer{init}, name: name}, true
+}
+
+// answer answers req (read by readMeta) of client as the SDK's server
+// would, header the HTTP request's (nil over stdio); ok false when the
+// SDK is to answer it after all.
+func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, client peer, header http.Header) (_ sdk.Result, _ error, ok bool) {
+	var call *sdk.CallToolRequest
+	if req.Method == "tools/call" {
+		params, ok := callParams(req.Params)
+		if !ok {
+			return nil, nil, false
+		}
+		call = &sdk.CallToolRequest{Params: params, Extra: &sdk.RequestExtra{Header: header}}
+	}
+	set, err := ss.svc.current(ctx)
+	if err != nil {
+		ss.svc.log.ErrorContext(ctx, "MCP catalog unavailable", "method", req.Method, "err", err)
+		return nil, errCatalog, true
+	}
+	if call == nil {
+		list, err := ss.listFor(ctx, set, gjson.GetBytes(req.Params, "cursor").Str)
+		if err != nil {
+			return nil, err, true
+		}
+		list.Meta = sdk.Meta{sdk.MetaKeyServerInfo: serverInfo}
+		return completedList{list}, nil, true
+	}
+	res, err := ss.callTool(ctx, set, call, client)
+	annotate(res)
+	return res, err, true
 }
 
 // callParams are a tools/call's params as the engine reads them: its
@@ -229,11 +259,10 @@ func annotate(res sdk.Result) {
 	res.SetMeta(m)
 }
 
-// writeAnswer writes the JSON-RPC answer to id, as the SDK's handler
-// answers a request in JSON: the result, or err as a JSON-RPC error
-// (another error than *jsonrpc.Error with code 0, as the SDK encodes it)
-// under the HTTP status SEP-2575 gives its code.
-func writeAnswer(w http.ResponseWriter, id jsonrpc.ID, res sdk.Result, err error) {
+// encodeAnswer is the JSON-RPC answer to id, as the SDK's server
+// encodes it: the result, or err as a JSON-RPC error (another error than
+// *jsonrpc.Error with code 0), and the HTTP status SEP-2575 gives it.
+func encodeAnswer(id jsonrpc.ID, res sdk.Result, err error) ([]byte, int) {
 	resp := &jsonrpc.Response{ID: id}
 	if err == nil {
 		resp.Result, err = json.Marshal(res)
@@ -251,14 +280,13 @@ func writeAnswer(w http.ResponseWriter, id jsonrpc.ID, res sdk.Result, err error
 			}
 		}
 	}
-	b, ok := appendResponse(nil, resp)
-	if !ok {
-		if b, err = jsonrpc.EncodeMessage(resp); err != nil {
-			http.Error(w, "the answer could not be encoded", http.StatusInternalServerError)
-			return
-		}
+	if b, ok := appendResponse(nil, resp); ok {
+		return b, status
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
+	b, err := jsonrpc.EncodeMessage(resp)
+	if err != nil { // a result that does not encode: the engine's own types always do
+		b, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the answer could not be encoded"}})
+		status = http.StatusInternalServerError
+	}
+	return b, status
 }
