@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -114,10 +116,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	}
 	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,
 		endpoint: r.URL.Path, stateless: true}}
-	res, err, ok := ss.answer(r.Context(), req, m.client, r.Header)
-	if !ok {
-		return false
-	}
+	res, err := ss.answer(r.Context(), req, m, r.Header)
 	b, status := encodeAnswer(req.ID, res, err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -131,6 +130,7 @@ type meta struct {
 	version string
 	client  peer
 	name    string
+	call    *sdk.CallToolParamsRaw // a tools/call's params
 }
 
 // readMeta reads req, a decoded request, when it is one call of
@@ -145,7 +145,8 @@ func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
 	p := gjson.ParseBytes(req.Params)
 	version := p.Get(metaProtocol)
 	caps := p.Get(metaCapabilities)
-	if !p.IsObject() || version.Type != gjson.String || version.Str < firstStateless || !caps.IsObject() {
+	if !p.IsObject() || version.Type != gjson.String || version.Str < firstStateless ||
+		!slices.Contains(versions, version.Str) || !caps.IsObject() {
 		return meta{}, false
 	}
 	var name string
@@ -168,37 +169,100 @@ func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
 			return meta{}, false
 		}
 	}
-	return meta{version: version.Str, client: metaPeer{init}, name: name}, true
+	m := meta{version: version.Str, client: metaPeer{init}, name: name}
+	if req.Method == "tools/call" {
+		if m.call, ok = callParams(req.Params); !ok {
+			return meta{}, false
+		}
+	}
+	return m, true
 }
 
-// answer answers req (read by readMeta) of client as the SDK's server
-// would, header the HTTP request's (nil over stdio); ok false when the
-// SDK is to answer it after all.
-func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, client peer, header http.Header) (_ sdk.Result, _ error, ok bool) {
-	var call *sdk.CallToolRequest
-	if req.Method == "tools/call" {
-		params, ok := callParams(req.Params)
-		if !ok {
-			return nil, nil, false
-		}
-		call = &sdk.CallToolRequest{Params: params, Extra: &sdk.RequestExtra{Header: header}}
-	}
+// answer answers req (read by readMeta as m) as the SDK's server would,
+// header the HTTP request's (nil over stdio).
+func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, header http.Header) (sdk.Result, error) {
 	set, err := ss.svc.current(ctx)
 	if err != nil {
 		ss.svc.log.ErrorContext(ctx, "MCP catalog unavailable", "method", req.Method, "err", err)
-		return nil, errCatalog, true
+		return nil, errCatalog
 	}
-	if call == nil {
+	if m.call == nil {
 		list, err := ss.listFor(ctx, set, gjson.GetBytes(req.Params, "cursor").Str)
 		if err != nil {
-			return nil, err, true
+			return nil, err
 		}
 		list.Meta = sdk.Meta{sdk.MetaKeyServerInfo: serverInfo}
-		return completedList{list}, nil, true
+		return completedList{list}, nil
 	}
-	res, err := ss.callTool(ctx, set, call, client)
+	res, err := ss.callTool(ctx, set, &sdk.CallToolRequest{Params: m.call, Extra: &sdk.RequestExtra{Header: header}}, m.client)
 	annotate(res)
-	return res, err, true
+	return res, err
+}
+
+// lineCalls answers the requests of the stateless era a stdio connection
+// reads that the engine takes (readMeta), each on a goroutine of its own
+// as the SDK's server runs each request, on the connection's session; a
+// notifications/cancelled naming one ends it.
+type lineCalls struct {
+	ctx context.Context
+	ss  *session
+
+	mu       sync.Mutex
+	inFlight map[jsonrpc.ID]context.CancelFunc
+}
+
+// take answers req when the engine takes it (true), writing the answer's
+// line with write; false leaves it to the SDK's server.
+func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
+	if req.Method == "notifications/cancelled" {
+		l.cancel(req.Params) // and the SDK's server, for its own requests
+		return false
+	}
+	m, ok := readMeta(req)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithCancel(l.ctx)
+	l.mu.Lock()
+	l.inFlight[req.ID] = cancel
+	l.mu.Unlock()
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.inFlight, req.ID)
+			l.mu.Unlock()
+			cancel()
+		}()
+		res, err := l.ss.answer(ctx, req, m, nil)
+		b, _ := encodeAnswer(req.ID, res, err)
+		if werr := write(append(b, '\n')); werr != nil {
+			l.ss.svc.log.WarnContext(ctx, "MCP answer not written", "err", werr)
+		}
+	}()
+	return true
+}
+
+// cancel ends the request notifications/cancelled's params name, when it
+// is one of the engine's.
+func (l *lineCalls) cancel(params json.RawMessage) {
+	var id jsonrpc.ID
+	var err error
+	switch v := gjson.GetBytes(params, "requestId"); v.Type {
+	case gjson.Number:
+		id, err = jsonrpc.MakeID(v.Num)
+	case gjson.String:
+		id, err = jsonrpc.MakeID(v.Str)
+	default:
+		return
+	}
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cancel := l.inFlight[id]; cancel != nil {
+		cancel()
+	}
 }
 
 // callParams are a tools/call's params as the engine reads them: its
