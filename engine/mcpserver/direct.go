@@ -40,13 +40,6 @@ const (
 	headerName   = "Mcp-Name"
 )
 
-// gjson paths of _meta's other fields (dots of the keys escaped).
-const (
-	metaCapabilities = `_meta.io\.modelcontextprotocol/clientCapabilities`
-	metaClientInfo   = `_meta.io\.modelcontextprotocol/clientInfo`
-	metaProtocol     = `_meta.io\.modelcontextprotocol/protocolVersion`
-)
-
 // serverInfo is what every result of the stateless era names in its
 // _meta (SEP-2575), as the SDK's server names itself.
 var serverInfo = &sdk.Implementation{Name: "blindexec", Version: "1"}
@@ -143,20 +136,16 @@ func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
 		return meta{}, false
 	}
 	p := gjson.ParseBytes(req.Params)
-	version := p.Get(metaProtocol)
-	caps := p.Get(metaCapabilities)
-	if !p.IsObject() || version.Type != gjson.String || version.Str < firstStateless ||
-		!slices.Contains(versions, version.Str) || !caps.IsObject() {
+	if !p.IsObject() {
 		return meta{}, false
 	}
-	var name string
-	if req.Method == "tools/call" {
-		n := p.Get("name")
-		if n.Type != gjson.String || n.Str == plugins.SearchToolsName {
-			return meta{}, false
-		}
-		name = n.Str
-	} else if c := p.Get("cursor"); c.Exists() && c.Type != gjson.String {
+	f, ok := fields(p, "_meta", "name", "arguments", "requestState", "inputResponses", "cursor")
+	if !ok || !f[0].IsObject() {
+		return meta{}, false
+	}
+	mf, ok := fields(f[0], sdk.MetaKeyProtocolVersion, sdk.MetaKeyClientCapabilities, sdk.MetaKeyClientInfo)
+	version, caps, info := mf[0], mf[1], mf[2]
+	if !ok || version.Type != gjson.String || version.Str < firstStateless || !slices.Contains(versions, version.Str) || !caps.IsObject() {
 		return meta{}, false
 	}
 	var cc clientCapabilities
@@ -164,18 +153,41 @@ func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
 		return meta{}, false
 	}
 	init := &sdk.InitializeParams{ProtocolVersion: version.Str, Capabilities: &cc.ClientCapabilities}
-	if info := p.Get(metaClientInfo); info.Exists() {
-		if json.Unmarshal([]byte(info.Raw), &init.ClientInfo) != nil {
+	if info.Exists() && json.Unmarshal([]byte(info.Raw), &init.ClientInfo) != nil {
+		return meta{}, false
+	}
+	m := meta{version: version.Str, client: metaPeer{init}}
+	if req.Method == "tools/list" {
+		if c := f[5]; c.Exists() && c.Type != gjson.String {
 			return meta{}, false
 		}
+		return m, true
 	}
-	m := meta{version: version.Str, client: metaPeer{init}, name: name}
-	if req.Method == "tools/call" {
-		if m.call, ok = callParams(req.Params); !ok {
-			return meta{}, false
-		}
+	if f[1].Type != gjson.String {
+		return meta{}, false
 	}
+	if m.call, ok = callParams(req.Params, f[1], f[2], f[3].Exists() || f[4].Exists()); !ok || m.call.Name != f[1].Str || m.call.Name == plugins.SearchToolsName {
+		return meta{}, false
+	}
+	m.name = m.call.Name
 	return m, true
+}
+
+// fields returns obj's values of keys, read as the SDK's decoder reads
+// them (keys unescaped); ok false when one is repeated, which the SDK's
+// decoder reads as its last and gjson's paths as its first: such a
+// request is left to the SDK.
+func fields(obj gjson.Result, keys ...string) (_ []gjson.Result, ok bool) {
+	vals := make([]gjson.Result, len(keys))
+	ok = true
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if i := slices.Index(keys, k.Str); i >= 0 {
+			ok = ok && !vals[i].Exists()
+			vals[i] = v
+		}
+		return ok
+	})
+	return vals, ok
 }
 
 // answer answers req (read by readMeta as m) as the SDK's server would,
@@ -266,11 +278,11 @@ func (l *lineCalls) cancel(params json.RawMessage) {
 }
 
 // callParams are a tools/call's params as the engine reads them: its
-// name, arguments, and a retry's requestState and answers (_meta is
-// read by takeRequest); ok false when the SDK would not decode them.
-func callParams(raw json.RawMessage) (_ *sdk.CallToolParamsRaw, ok bool) {
-	f := gjson.GetManyBytes(raw, "name", "arguments", "requestState", "inputResponses")
-	if f[2].Exists() || f[3].Exists() { // a retry, rare: the SDK's decoding of the answers
+// name and arguments, and a retry's requestState and answers (retried:
+// params has either) through the SDK's types; ok false when those would
+// not decode.
+func callParams(raw json.RawMessage, name, args gjson.Result, retried bool) (_ *sdk.CallToolParamsRaw, ok bool) {
+	if retried { // rare: the answers decoded as the SDK decodes them
 		var p sdk.CallToolParamsRaw
 		if json.Unmarshal(raw, &p) != nil {
 			return nil, false
@@ -278,9 +290,9 @@ func callParams(raw json.RawMessage) (_ *sdk.CallToolParamsRaw, ok bool) {
 		p.Meta = nil
 		return &p, true
 	}
-	p := &sdk.CallToolParamsRaw{Name: f[0].Str} // a string: takeRequest
-	if f[1].Exists() {
-		p.Arguments = json.RawMessage(f[1].Raw)
+	p := &sdk.CallToolParamsRaw{Name: name.Str}
+	if args.Exists() {
+		p.Arguments = json.RawMessage(args.Raw)
 	}
 	return p, true
 }

@@ -67,6 +67,9 @@ func TestDirectMatchesSDK(t *testing.T) {
 		{"malformed: clientCapabilities not an object", strings.Replace(call, caps+`:{}`, caps+`:"all"`, 1), nil},
 		{"malformed: clientInfo's name not a string", strings.Replace(call, `{"name":"raw"`, `{"name":5`, 1), nil},
 		{"malformed: jsonrpc not 2.0", strings.Replace(call, `"2.0"`, `"1.0"`, 1), nil},
+		{"a repeated name", strings.Replace(call, `"name":"a",`, `"name":"a","name":"b",`, 1), nil},
+		{"a repeated name, the header the last", strings.Replace(call, `"name":"a",`, `"name":"b","name":"a",`, 1), nil},
+		{"an escaped key", strings.Replace(call, `"name":"a",`, `"na\u006de":"a",`, 1), nil},
 		{"header mismatch: Mcp-Method", list, map[string]string{"Mcp-Method": "tools/call"}},
 		{"header mismatch: Mcp-Name", call, map[string]string{"Mcp-Name": "b"}},
 		{"header mismatch: no Mcp-Name", call, map[string]string{"Mcp-Name": ""}},
@@ -192,6 +195,8 @@ func TestDirectLinesMatchSDK(t *testing.T) {
 		{"malformed: clientInfo's name not a string", strings.Replace(call, `{"name":"raw"`, `{"name":5`, 1)},
 		{"malformed: the name not a string", strings.Replace(call, `"name":"a"`, `"name":5`, 1)},
 		{"unknown version in _meta", strings.Replace(call, `"2026-07-28"`, `"2027-01-01"`, 1)},
+		{"a repeated name", strings.Replace(call, `"name":"a",`, `"name":"a","name":"b",`, 1)},
+		{"an escaped key", strings.Replace(call, `"name":"a",`, `"na\u006de":"b",`, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, want := executionID.ReplaceAllString(engine(tc.line), "ID"), executionID.ReplaceAllString(sdkOnly(tc.line), "ID")
