@@ -78,12 +78,10 @@ type gatewaySpec struct {
 }
 
 // gatewayProtocol is the MCP version the gateway's clients ask every
-// subject for: the newest the hand-written relay speaks. The go-sdk
-// client's default, 2026-07-28, first tries server/discover, which the
-// hand-written relay refuses, and so talks 2025-11-25 to it but 2026-07-28
-// to a go-sdk server, sending that server a _meta (protocol version,
-// client info and capabilities) with every request, which it decodes each
-// time: two protocols compared, not two servers.
+// subject for by default: the sessions' era, which every figure before
+// issue 47 was taken in. The hand-written relay speaks 2026-07-28 too
+// (server/discover, no session, the version in each request's _meta):
+// -gateway-protocol 2026-07-28 compares every subject at it.
 const gatewayProtocol = "2025-11-25"
 
 // dial connects to spec and returns one call and how to close.

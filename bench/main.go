@@ -168,7 +168,7 @@ func main() {
 		fOnly     = flag.String("fault-scenarios", "", "fault: scenarios to run, comma-separated (soak, upstream-faults, db-outage, sigterm, kill-9, hostile; default all)")
 		gwConc    = flag.Int("gateway-c", 16, "gateway: concurrency of the throughput phase")
 		gwOut     = flag.Bool("gateway-outside", false, "gateway: run each subject's client in a child process of its own, as real clients do")
-		gwMCP     = flag.String("gateway-protocol", gatewayProtocol, "gateway: the MCP protocol version every MCP client asks for (the hand-written relay's newest; the go-sdk client's default, 2026-07-28, puts a _meta in every request, which the go-sdk server decodes each time)")
+		gwMCP     = flag.String("gateway-protocol", gatewayProtocol, "gateway: the MCP protocol version every MCP client asks for (2026-07-28: no sessions, the go-sdk client's default, which every subject speaks)")
 		gwOnly    = flag.String("gateway-only", "", "gateway: only the subjects whose names hold one of these comma-separated words, with their floors (\"stdio\", say)")
 		scSess    = flag.Int("scale-sessions", 1000, "scale: MCP sessions open at once on /mcp")
 		scRuns    = flag.Int("scale-runs", 200, "scale: streaming LLM runs at once")

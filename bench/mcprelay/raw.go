@@ -16,7 +16,9 @@ import (
 // Raw is the MCP floor without an SDK (issue 38): the JSON-RPC of
 // initialize, ping, tools/list and tools/call written by hand, as a peer
 // with its own small server code does, over stdio and streamable HTTP,
-// making the direct call. Nothing per call but decoding the
+// making the direct call; and of 2026-07-28 (issue 47): server/discover,
+// and requests without a session carrying their version in _meta,
+// answered with their resultType, the Mcp-Method header checked. Nothing per call but decoding the
 // request, the call and encoding its answer: no logging, no metrics, no
 // locks (stdio's answers go through one writer goroutine; HTTP sessions
 // are a sync.Map, read without locking once written).
@@ -40,6 +42,21 @@ type rawMessage struct {
 	Params json.RawMessage `json:"params"`
 }
 
+// stateless is the first protocol version without sessions.
+const stateless = "2026-07-28"
+
+// rawParams are the params the relay reads of every request: the
+// protocol version of a request of 2026-07-28 (in _meta), and a call's.
+type rawParams struct {
+	Meta struct {
+		Version string `json:"io.modelcontextprotocol/protocolVersion"`
+	} `json:"_meta"`
+	Name      string `json:"name"`
+	Arguments struct {
+		Keyword *string `json:"keyword"`
+	} `json:"arguments"`
+}
+
 // rawTools is tools/list's result: the plugin's tool and schema.
 const rawTools = `{"tools":[{"name":"` + Tool + `","description":"search","inputSchema":{"type":"object","required":["keyword"],"properties":{"keyword":{"type":"string"},"page_index":{"type":"integer","default":1}}}}]}`
 
@@ -47,6 +64,12 @@ const rawTools = `{"tools":[{"name":"` + Tool + `","description":"search","input
 func (r *Raw) answer(ctx context.Context, m *rawMessage) []byte {
 	if len(m.ID) == 0 || m.Method == "" {
 		return nil
+	}
+	var p rawParams
+	if len(m.Params) > 0 && m.Method != "initialize" {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			return rawError(m.ID, -32602, m.Method+": "+err.Error())
+		}
 	}
 	var result string
 	switch m.Method {
@@ -58,20 +81,13 @@ func (r *Raw) answer(ctx context.Context, m *rawMessage) []byte {
 			return rawError(m.ID, -32602, "initialize: params.protocolVersion: want a string")
 		}
 		result = `{"protocolVersion":` + strconv.Quote(p.ProtocolVersion) + `,"capabilities":{"tools":{}},"serverInfo":{"name":"raw-relay","version":"1"}}`
+	case "server/discover":
+		result = `{"supportedVersions":["` + stateless + `","2025-11-25"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"raw-relay","version":"1"}}}`
 	case "ping":
 		result = `{}`
 	case "tools/list":
 		result = rawTools
 	case "tools/call":
-		var p struct {
-			Name      string `json:"name"`
-			Arguments struct {
-				Keyword *string `json:"keyword"`
-			} `json:"arguments"`
-		}
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			return rawError(m.ID, -32602, "tools/call: "+err.Error())
-		}
 		if p.Name != Tool {
 			return rawError(m.ID, -32602, "tools/call: unknown tool "+strconv.Quote(p.Name))
 		}
@@ -87,6 +103,9 @@ func (r *Raw) answer(ctx context.Context, m *rawMessage) []byte {
 		result = `{"content":[{"type":"text","text":` + string(text) + `}],"isError":` + isError + `}`
 	default:
 		return rawError(m.ID, -32601, "method not found: "+m.Method)
+	}
+	if p.Meta.Version >= stateless || m.Method == "server/discover" {
+		result = `{"resultType":"complete",` + result[1:]
 	}
 	return []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + result + `}`)
 }
@@ -172,7 +191,16 @@ func (r *Raw) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.Write(rawError(nil, -32700, "parse error: "+err.Error()))
 		return
 	}
-	if m.Method == "initialize" {
+	if req.Header.Get("Mcp-Protocol-Version") >= stateless {
+		// No session: the request says all, and its Mcp-Method header
+		// must say what its body does.
+		if h := req.Header.Get("Mcp-Method"); h != m.Method {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(rawError(m.ID, -32020, "Mcp-Method header "+strconv.Quote(h)+" does not match the body's method"))
+			return
+		}
+	} else if m.Method == "initialize" {
 		var id [16]byte
 		rand.Read(id[:])
 		sid = hex.EncodeToString(id[:])

@@ -29,52 +29,57 @@ func TestRawServesTheSDKClient(t *testing.T) {
 	srv := httptest.NewServer(relay)
 	defer srv.Close()
 
-	for _, tc := range []struct {
-		name      string
-		transport func(t *testing.T) sdk.Transport
-	}{
-		{"streamable HTTP", func(*testing.T) sdk.Transport {
-			return &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
-		}},
-		{"stdio", func(t *testing.T) sdk.Transport {
-			cr, sw := io.Pipe() // server → client
-			sr, cw := io.Pipe() // client → server
-			done := make(chan error, 1)
-			go func() { done <- relay.ServeStdio(context.Background(), sr, sw); sw.Close() }()
-			t.Cleanup(func() {
-				cw.Close()
-				if err := <-done; err != nil {
-					t.Errorf("ServeStdio: %v", err)
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		for _, tc := range []struct {
+			name      string
+			transport func(t *testing.T) sdk.Transport
+		}{
+			{"streamable HTTP", func(*testing.T) sdk.Transport {
+				return &sdk.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
+			}},
+			{"stdio", func(t *testing.T) sdk.Transport {
+				cr, sw := io.Pipe() // server → client
+				sr, cw := io.Pipe() // client → server
+				done := make(chan error, 1)
+				go func() { done <- relay.ServeStdio(context.Background(), sr, sw); sw.Close() }()
+				t.Cleanup(func() {
+					cw.Close()
+					if err := <-done; err != nil {
+						t.Errorf("ServeStdio: %v", err)
+					}
+				})
+				return &sdk.IOTransport{Reader: cr, Writer: cw}
+			}},
+		} {
+			t.Run(version+" "+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tc.transport(t), &sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatalf("connect: %v", err)
+				}
+				defer cs.Close()
+				if got := cs.InitializeResult().ProtocolVersion; got != version {
+					t.Errorf("protocol %s, want %s", got, version)
+				}
+				tools, err := cs.ListTools(ctx, nil)
+				if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != Tool {
+					t.Fatalf("tools/list = %+v, %v; want the one tool", tools, err)
+				}
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: Tool, Arguments: map[string]any{"keyword": "字节跳动"}})
+				if err != nil || res.IsError || len(res.Content) != 1 {
+					t.Fatalf("tools/call = %+v, %v", res, err)
+				}
+				if got := res.Content[0].(*sdk.TextContent).Text; got != answer {
+					t.Errorf("text = %q, want the upstream's %q", got, answer)
+				}
+				if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "nope", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+					t.Errorf("an unknown tool: err = %v, want unknown tool", err)
+				}
+				if err := cs.Ping(ctx, nil); err != nil {
+					t.Errorf("ping: %v", err)
 				}
 			})
-			return &sdk.IOTransport{Reader: cr, Writer: cw}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tc.transport(t), nil)
-			if err != nil {
-				t.Fatalf("connect: %v", err)
-			}
-			defer cs.Close()
-			tools, err := cs.ListTools(ctx, nil)
-			if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != Tool {
-				t.Fatalf("tools/list = %+v, %v; want the one tool", tools, err)
-			}
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: Tool, Arguments: map[string]any{"keyword": "字节跳动"}})
-			if err != nil || res.IsError || len(res.Content) != 1 {
-				t.Fatalf("tools/call = %+v, %v", res, err)
-			}
-			if got := res.Content[0].(*sdk.TextContent).Text; got != answer {
-				t.Errorf("text = %q, want the upstream's %q", got, answer)
-			}
-			if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "nope", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
-				t.Errorf("an unknown tool: err = %v, want unknown tool", err)
-			}
-			if err := cs.Ping(ctx, nil); err != nil {
-				t.Errorf("ping: %v", err)
-			}
-		})
+		}
 	}
 }
 
@@ -115,6 +120,20 @@ func TestRawHTTPSessions(t *testing.T) {
 	}
 	if resp := post(sid, list); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("closed session: HTTP %d, want 404", resp.StatusCode)
+	}
+	// 2026-07-28: no session, the Mcp-Method header matching the body.
+	for method, want := range map[string]int{"tools/list": http.StatusOK, "tools/call": http.StatusBadRequest} {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(list))
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("2026-07-28, Mcp-Method %s: HTTP %d, want %d", method, resp.StatusCode, want)
+		}
 	}
 }
 

@@ -154,6 +154,24 @@ const (
 
 // BenchmarkServeLinesCall: over stdio's framing (`mcp serve --stdio`).
 func BenchmarkServeLinesCall(b *testing.B) {
+	benchServeLines(b, benchInit, benchInitialized, benchCall)
+}
+
+// BenchmarkServeLinesCallStateless: BenchmarkServeLinesCall at
+// 2026-07-28: no initialize, the version and capabilities in each
+// request's _meta.
+func BenchmarkServeLinesCallStateless(b *testing.B) {
+	benchServeLines(b, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+benchMeta+`}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{`+benchMeta+`}}`, benchCallStateless)
+}
+
+// benchMeta is a 2026-07-28 request's _meta, as the go-sdk client sends it.
+const benchMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}`
+
+const benchCallStateless = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"company_search","arguments":{"q":"acme"},` + benchMeta + `}}`
+
+// benchServeLines measures call over stdio's framing after first and then.
+func benchServeLines(b *testing.B, first, then, call string) {
 	svc, _, _ := serverOnly(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -174,14 +192,14 @@ func BenchmarkServeLinesCall(b *testing.B) {
 		}
 		return got
 	}
-	roundTrip(benchInit)
-	roundTrip(benchInitialized)
-	if got := roundTrip(benchCall); !strings.Contains(got, "ACME") {
+	roundTrip(first)
+	roundTrip(then)
+	if got := roundTrip(call); !strings.Contains(got, "ACME") {
 		b.Fatalf("tools/call: %s", got)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		roundTrip(benchCall)
+		roundTrip(call)
 	}
 }
 
@@ -226,8 +244,7 @@ func BenchmarkHandlerCallStateless(b *testing.B) {
 	})
 	header := http.Header{"Authorization": {"Bearer bench"}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"company_search"}}
-	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"company_search","arguments":{"q":"acme"},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	call := benchCallStateless
 	post := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(call))
 		req.Header = header.Clone()

@@ -35,7 +35,7 @@ type Connector interface {
 // user has connected. ok is false for any other result, without a
 // Connector, or when no start URL can be made (the engine's error then
 // stands).
-func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, res *engine.Result, client *sdk.ServerSession, st *requestState) (_ sdk.Result, _ error, ok bool) {
+func (ss *session) connect(ctx context.Context, e *entry, args json.RawMessage, res *engine.Result, client peer, st *requestState) (_ sdk.Result, _ error, ok bool) {
 	c := ss.svc.opts.Connector
 	if c == nil || res == nil || res.OK {
 		return nil, nil, false

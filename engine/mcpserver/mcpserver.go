@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -251,7 +252,12 @@ const endpointStdio = "stdio"
 
 // serverFor returns a server acting as o says.
 func (s *Service) serverFor(o sessionOptions) *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ServerOptions{
+	return s.newSession(o).server
+}
+
+// newSession returns the session of a server acting as o says.
+func (s *Service) newSession(o sessionOptions) *session {
+	srv := sdk.NewServer(serverInfo, &sdk.ServerOptions{
 		Logger:       s.log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 	})
@@ -263,7 +269,7 @@ func (s *Service) serverFor(o sessionOptions) *sdk.Server {
 			s.sweep(nil)
 		}
 	}
-	return srv
+	return ss
 }
 
 // sweep drops the ended sessions out of live and hands each open one to
@@ -313,7 +319,9 @@ func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
-	return s.serverFor(sessionOptions{user: userID, endpoint: endpointStdio, direct: true}).Run(ctx, &lineTransport{r: r, w: w})
+	ss := s.newSession(sessionOptions{user: userID, endpoint: endpointStdio, direct: true})
+	calls := &lineCalls{ctx: ctx, ss: ss, inFlight: map[jsonrpc.ID]context.CancelFunc{}}
+	return ss.server.Run(ctx, &lineTransport{r: r, w: w, take: calls.take})
 }
 
 // result turns the engine's answer into an MCP result.

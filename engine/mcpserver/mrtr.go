@@ -152,7 +152,7 @@ type retry struct {
 
 // stateless reports whether client speaks 2026-07-28 or later: every
 // result carries its resultType, and the server asks by input_required.
-func speaksStateless(client *sdk.ServerSession) bool {
+func speaksStateless(client peer) bool {
 	if client == nil {
 		return false
 	}
@@ -162,7 +162,7 @@ func speaksStateless(client *sdk.ServerSession) bool {
 
 // modern reports whether the client speaks multi round-trip requests
 // (2026-07-28 and later), with a key to seal their states.
-func (ss *session) modern(client *sdk.ServerSession) bool {
+func (ss *session) modern(client peer) bool {
 	return ss.svc.opts.RoundTrips != nil && speaksStateless(client)
 }
 
@@ -249,7 +249,7 @@ func approved(responses sdk.InputResponseMap) (approve, answered bool) {
 // ask answers a call waiting for a person with what the client asks
 // (form elicitation of the decision, or the approval page by URL) and a
 // sealed state; ok false when the client can be asked neither way.
-func (ss *session) askAgain(e *entry, args json.RawMessage, plan *engine.Plan, w *Waiting, client *sdk.ServerSession) (_ sdk.Result, ok bool, _ error) {
+func (ss *session) askAgain(e *entry, args json.RawMessage, plan *engine.Plan, w *Waiting, client peer) (_ sdk.Result, ok bool, _ error) {
 	form, urlMode := elicitation(client)
 	var mode string
 	var req *sdk.ElicitParams

@@ -66,31 +66,33 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params != nil {
 				cursor = r.Params.Cursor
 			}
-			usable, err := ss.usable(ctx, set)
-			if err != nil {
-				ss.svc.log.ErrorContext(ctx, "MCP tools not listed: the user's permissions are unreadable", "err", err)
-				return nil, err
-			}
-			return ss.list(set, cursor, usable)
+			return ss.listFor(ctx, set, cursor)
 		case *sdk.CallToolRequest:
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 			}
-			growStack(0, 1)
-			ctx, span := ss.svc.startCall(ctx, r)
-			defer span.End()
-			var in *retry
-			if r.Params.RequestState != "" {
-				in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
-			}
-			res, err := ss.call(ctx, set, r.Params.Name, r.Params.Arguments, r.Session, in)
-			if c, ok := res.(*sdk.CallToolResult); ok && speaksStateless(r.Session) {
-				return completed{c}, err
-			}
-			return res, err
+			return ss.callTool(ctx, set, r, r.Session)
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// callTool answers r, a tools/call of client: on the SDK's server, and
+// as the engine's own answer to a request of the stateless era
+// (direct.go).
+func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRequest, client peer) (sdk.Result, error) {
+	growStack(0, 1)
+	ctx, span := ss.svc.startCall(ctx, r)
+	defer span.End()
+	var in *retry
+	if r.Params.RequestState != "" {
+		in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
+	}
+	res, err := ss.call(ctx, set, r.Params.Name, r.Params.Arguments, client, in)
+	if c, ok := res.(*sdk.CallToolResult); ok && speaksStateless(client) {
+		return completed{c}, err
+	}
+	return res, err
 }
 
 // usable is the set of names of set's tools the session's user may use,
@@ -185,7 +187,7 @@ func pinned(set *toolSet, name string) bool {
 }
 
 // call answers tools/call: a meta-tool, or any catalog tool by name.
-func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, client *sdk.ServerSession, in *retry) (sdk.Result, error) {
+func (ss *session) call(ctx context.Context, set *toolSet, name string, args json.RawMessage, client peer, in *retry) (sdk.Result, error) {
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
@@ -211,7 +213,7 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 
 // elicitation is what a client declared: form mode (an empty
 // elicitation capability means form, as before 2025-11-25) and URL mode.
-func elicitation(s *sdk.ServerSession) (form, url bool) {
+func elicitation(s peer) (form, url bool) {
 	if s == nil {
 		return false, false
 	}
@@ -230,7 +232,7 @@ const elicitTimeout = 5 * time.Minute
 // ask asks the person through the client whether to send the waiting
 // call: form elicitation, the prepared request in the message. It
 // reports the answer; ok false when the client could not be asked.
-func (ss *session) ask(ctx context.Context, client *sdk.ServerSession, w *Waiting) (approve, ok bool) {
+func (ss *session) ask(ctx context.Context, client peer, w *Waiting) (approve, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
 	defer cancel()
 	res, err := client.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: w.Message,
@@ -245,7 +247,7 @@ func (ss *session) ask(ctx context.Context, client *sdk.ServerSession, w *Waitin
 // execute runs a catalog tool blind for the session's user; a found tool
 // it calls becomes the most recently used. in is a retry's requestState
 // and answers (multi round-trip requests), nil for a first call.
-func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, client *sdk.ServerSession, in *retry) (sdk.Result, error) {
+func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, client peer, in *retry) (sdk.Result, error) {
 	ss.mu.Lock()
 	if ss.found != nil && ss.found.Has(e.plugin.Name) {
 		ss.found.Use(e.plugin.Name)
@@ -291,7 +293,7 @@ func notConfirmed() *sdk.CallToolResult {
 // retry's state st (claimed) carries what the person answered the form
 // with; a client of 2026-07-28 is asked by input_required, an older one
 // by elicitation on its session, or by URL.
-func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan *engine.Plan, client *sdk.ServerSession, st *requestState, in *retry) (_ sdk.Result, _ error, send bool) {
+func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan *engine.Plan, client peer, st *requestState, in *retry) (_ sdk.Result, _ error, send bool) {
 	g := ss.svc.opts.Gate
 	if st != nil && (st.Mode == modeForm || st.Mode == modeURL) {
 		if st.Request != plan.Person.Digest {

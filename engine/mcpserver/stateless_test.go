@@ -34,17 +34,20 @@ func newErasEnv(t *testing.T, opts mcpserver.Options, upstream http.HandlerFunc,
 	t.Cleanup(up.Close)
 	cat := &liveCatalog{ps: echoTools(up.URL, tools...), version: 1}
 	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), opts)
-	srv := httptest.NewServer(svc.Handler(func(r *http.Request) (mcpserver.Identity, error) {
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		var user int64
-		if _, err := fmt.Sscanf(tok, "user-%d", &user); err != nil {
-			return mcpserver.Identity{}, errors.New("unknown token")
-		}
-		return mcpserver.Identity{User: user, Principal: tok}, nil
-	}))
+	srv := httptest.NewServer(svc.Handler(userToken))
 	t.Cleanup(srv.Close)
 	t.Cleanup(svc.Close)
 	return &erasEnv{t: t, url: srv.URL, cat: cat, svc: svc}
+}
+
+// userToken authenticates the tokens "user-N", acting for N.
+func userToken(r *http.Request) (mcpserver.Identity, error) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var user int64
+	if _, err := fmt.Sscanf(tok, "user-%d", &user); err != nil {
+		return mcpserver.Identity{}, errors.New("unknown token")
+	}
+	return mcpserver.Identity{User: user, Principal: tok}, nil
 }
 
 // connect connects a go-sdk client as user at the protocol version

@@ -29,11 +29,14 @@ const maxLine = sdk.DefaultMaxLineLength
 type lineTransport struct {
 	r io.ReadCloser
 	w io.Writer
+	// take, when set, is offered each request first: true when it
+	// answered it (with the write it is given), false to pass it on.
+	take func(req *jsonrpc.Request, write func([]byte) error) bool
 }
 
 // Connect starts reading lines.
 func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{w: t.w, r: t.r, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &lineConn{w: t.w, r: t.r, take: t.take, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	go c.readLoop()
 	return c, nil
 }
@@ -42,6 +45,7 @@ func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
 // Close unblocks a Read waiting on a stdin that cannot be interrupted.
 type lineConn struct {
 	r        io.ReadCloser
+	take     func(*jsonrpc.Request, func([]byte) error) bool
 	incoming chan jsonrpc.Message
 	err      error // why reading stopped, set before incoming is closed
 	closed   chan struct{}
@@ -75,7 +79,7 @@ func (c *lineConn) readLoop() {
 					c.err = werr
 					return
 				}
-			} else {
+			} else if req, ok := msg.(*jsonrpc.Request); !ok || c.take == nil || !c.take(req, c.writeRaw) {
 				select {
 				case c.incoming <- msg:
 				case <-c.closed:

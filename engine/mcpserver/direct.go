@@ -1,0 +1,368 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// The engine's own answer to a tools/list or tools/call of the stateless
+// era (issue 47 point 4). The SDK's stateless handler makes a server, a
+// connection and a session for every request and reads its body five
+// times on the way (docs/benchmarks.md): four times the time and five
+// times the bytes of a call in a session. A request of the common shape
+// — one call, its headers matching its body, its _meta well-formed — is
+// decoded once here and answered by the session code the SDK's server
+// would have run (session.callTool, session.list), so every rule is the
+// same code: the executor's decision, quotas, records, tracing, the
+// sealed requestState. Anything else (another method, search_tools,
+// whose finds live in a server's registry, a header the body does not
+// match, a _meta the SDK refuses) goes to the SDK's handler, which
+// answers it as before: the two answer alike (TestDirectMatchesSDK).
+
+// Headers of the stateless era that name what the body holds.
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+)
+
+// serverInfo is what every result of the stateless era names in its
+// _meta (SEP-2575), as the SDK's server names itself.
+var serverInfo = &sdk.Implementation{Name: "blindexec", Version: "1"}
+
+// peer is the client a call came from: a session of the SDK's server,
+// or metaPeer, what a request of the stateless era declared in its _meta.
+type peer interface {
+	InitializeParams() *sdk.InitializeParams
+	ID() string
+	Elicit(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error)
+}
+
+// metaPeer is a client of the stateless era as one request declares it.
+// There is no stream to ask it on: it is asked by input_required.
+type metaPeer struct{ params *sdk.InitializeParams }
+
+func (p metaPeer) InitializeParams() *sdk.InitializeParams { return p.params }
+func (metaPeer) ID() string                                { return "" }
+func (metaPeer) Elicit(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error) {
+	return nil, errors.New("a request of the stateless era has no stream to ask on")
+}
+
+// clientCapabilities is _meta's clientCapabilities as the SDK reads it
+// (its clientCapabilitiesV2): the older shape, roots beside (the shape
+// of the deprecated sdk.RootCapabilities, read only to refuse what the
+// SDK refuses).
+type clientCapabilities struct {
+	sdk.ClientCapabilities
+	Roots *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"roots,omitempty"`
+}
+
+// direct answers r, a request of the stateless era for id, itself when it
+// is a tools/list or tools/call it takes (true); false leaves r, its body
+// intact, to the SDK's handler.
+func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bool {
+	method := r.Header.Get(headerMethod)
+	if r.Method != http.MethodPost || (method != "tools/list" && method != "tools/call") {
+		return false
+	}
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		return false
+	}
+	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
+		return true
+	case err != nil:
+		http.Error(w, fmt.Sprintf("failed to read body: %v", err), http.StatusBadRequest)
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body)) // for the SDK's handler, should it be the one
+	msg, err := decodeMessage(body)
+	req, isReq := msg.(*jsonrpc.Request)
+	if err != nil || !isReq || req.Method != method {
+		return false
+	}
+	m, ok := readMeta(req)
+	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
+		return false
+	}
+	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,
+		endpoint: r.URL.Path, stateless: true}}
+	res, err := ss.answer(r.Context(), req, m, r.Header)
+	b, status := encodeAnswer(req.ID, res, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+	return true
+}
+
+// meta is what a request of the stateless era declares: its protocol
+// version, the client (_meta), and a call's tool.
+type meta struct {
+	version string
+	client  peer
+	name    string
+	call    *sdk.CallToolParamsRaw // a tools/call's params
+}
+
+// readMeta reads req, a decoded request, when it is one call of
+// tools/list or tools/call of the stateless era as the SDK's server
+// accepts it (a _meta with the version and well-formed capabilities and
+// client info; a tool's name a string, not search_tools, whose finds a
+// server's registry mirrors); ok false otherwise.
+func readMeta(req *jsonrpc.Request) (_ meta, ok bool) {
+	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") || !gjson.ValidBytes(req.Params) {
+		return meta{}, false
+	}
+	p := gjson.ParseBytes(req.Params)
+	if !p.IsObject() {
+		return meta{}, false
+	}
+	f, ok := fields(p, "_meta", "name", "arguments", "requestState", "inputResponses", "cursor")
+	if !ok || !f[0].IsObject() {
+		return meta{}, false
+	}
+	mf, ok := fields(f[0], sdk.MetaKeyProtocolVersion, sdk.MetaKeyClientCapabilities, sdk.MetaKeyClientInfo)
+	version, caps, info := mf[0], mf[1], mf[2]
+	if !ok || version.Type != gjson.String || version.Str < firstStateless || !slices.Contains(versions, version.Str) || !caps.IsObject() {
+		return meta{}, false
+	}
+	var cc clientCapabilities
+	if json.Unmarshal([]byte(caps.Raw), &cc) != nil {
+		return meta{}, false
+	}
+	init := &sdk.InitializeParams{ProtocolVersion: version.Str, Capabilities: &cc.ClientCapabilities}
+	if info.Exists() && json.Unmarshal([]byte(info.Raw), &init.ClientInfo) != nil {
+		return meta{}, false
+	}
+	m := meta{version: version.Str, client: metaPeer{init}}
+	if req.Method == "tools/list" {
+		if c := f[5]; c.Exists() && c.Type != gjson.String {
+			return meta{}, false
+		}
+		return m, true
+	}
+	if f[1].Type != gjson.String {
+		return meta{}, false
+	}
+	if m.call, ok = callParams(req.Params, f[1], f[2], f[3].Exists() || f[4].Exists()); !ok || m.call.Name != f[1].Str || m.call.Name == plugins.SearchToolsName {
+		return meta{}, false
+	}
+	m.name = m.call.Name
+	return m, true
+}
+
+// fields returns obj's values of keys, read as the SDK's decoder reads
+// them (keys unescaped); ok false when one is repeated, which the SDK's
+// decoder reads as its last and gjson's paths as its first: such a
+// request is left to the SDK.
+func fields(obj gjson.Result, keys ...string) (_ []gjson.Result, ok bool) {
+	vals := make([]gjson.Result, len(keys))
+	ok = true
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if i := slices.Index(keys, k.Str); i >= 0 {
+			ok = ok && !vals[i].Exists()
+			vals[i] = v
+		}
+		return ok
+	})
+	return vals, ok
+}
+
+// answer answers req (read by readMeta as m) as the SDK's server would,
+// header the HTTP request's (nil over stdio).
+func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, header http.Header) (sdk.Result, error) {
+	set, err := ss.svc.current(ctx)
+	if err != nil {
+		ss.svc.log.ErrorContext(ctx, "MCP catalog unavailable", "method", req.Method, "err", err)
+		return nil, errCatalog
+	}
+	if m.call == nil {
+		list, err := ss.listFor(ctx, set, gjson.GetBytes(req.Params, "cursor").Str)
+		if err != nil {
+			return nil, err
+		}
+		list.Meta = sdk.Meta{sdk.MetaKeyServerInfo: serverInfo}
+		return completedList{list}, nil
+	}
+	res, err := ss.callTool(ctx, set, &sdk.CallToolRequest{Params: m.call, Extra: &sdk.RequestExtra{Header: header}}, m.client)
+	annotate(res)
+	return res, err
+}
+
+// lineCalls answers the requests of the stateless era a stdio connection
+// reads that the engine takes (readMeta), each on a goroutine of its own
+// as the SDK's server runs each request, on the connection's session; a
+// notifications/cancelled naming one ends it.
+type lineCalls struct {
+	ctx context.Context
+	ss  *session
+
+	mu       sync.Mutex
+	inFlight map[jsonrpc.ID]context.CancelFunc
+}
+
+// take answers req when the engine takes it (true), writing the answer's
+// line with write; false leaves it to the SDK's server.
+func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
+	if req.Method == "notifications/cancelled" {
+		l.cancel(req.Params) // and the SDK's server, for its own requests
+		return false
+	}
+	m, ok := readMeta(req)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithCancel(l.ctx)
+	l.mu.Lock()
+	l.inFlight[req.ID] = cancel
+	l.mu.Unlock()
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.inFlight, req.ID)
+			l.mu.Unlock()
+			cancel()
+		}()
+		res, err := l.ss.answer(ctx, req, m, nil)
+		b, _ := encodeAnswer(req.ID, res, err)
+		if werr := write(append(b, '\n')); werr != nil {
+			l.ss.svc.log.WarnContext(ctx, "MCP answer not written", "err", werr)
+		}
+	}()
+	return true
+}
+
+// cancel ends the request notifications/cancelled's params name, when it
+// is one of the engine's.
+func (l *lineCalls) cancel(params json.RawMessage) {
+	var id jsonrpc.ID
+	var err error
+	switch v := gjson.GetBytes(params, "requestId"); v.Type {
+	case gjson.Number:
+		id, err = jsonrpc.MakeID(v.Num)
+	case gjson.String:
+		id, err = jsonrpc.MakeID(v.Str)
+	default:
+		return
+	}
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cancel := l.inFlight[id]; cancel != nil {
+		cancel()
+	}
+}
+
+// callParams are a tools/call's params as the engine reads them: its
+// name and arguments, and a retry's requestState and answers (retried:
+// params has either) through the SDK's types; ok false when those would
+// not decode.
+func callParams(raw json.RawMessage, name, args gjson.Result, retried bool) (_ *sdk.CallToolParamsRaw, ok bool) {
+	if retried { // rare: the answers decoded as the SDK decodes them
+		var p sdk.CallToolParamsRaw
+		if json.Unmarshal(raw, &p) != nil {
+			return nil, false
+		}
+		p.Meta = nil
+		return &p, true
+	}
+	p := &sdk.CallToolParamsRaw{Name: name.Str}
+	if args.Exists() {
+		p.Arguments = json.RawMessage(args.Raw)
+	}
+	return p, true
+}
+
+// listFor answers tools/list for the session's user.
+func (ss *session) listFor(ctx context.Context, set *toolSet, cursor string) (*sdk.ListToolsResult, error) {
+	usable, err := ss.usable(ctx, set)
+	if err != nil {
+		ss.svc.log.ErrorContext(ctx, "MCP tools not listed: the user's permissions are unreadable", "err", err)
+		return nil, err
+	}
+	return ss.list(set, cursor, usable)
+}
+
+// completedList is a tools/list result of 2026-07-28, naming its
+// resultType as the SDK names its handlers' results.
+type completedList struct {
+	*sdk.ListToolsResult
+}
+
+func (r completedList) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(`{"resultType":"complete",`), b[1:]...), nil
+}
+
+// annotate names the server in a tools/call result's _meta, as the SDK
+// does every result of the stateless era.
+func annotate(res sdk.Result) {
+	if res == nil {
+		return
+	}
+	m := res.GetMeta()
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[sdk.MetaKeyServerInfo] = serverInfo
+	res.SetMeta(m)
+}
+
+// encodeAnswer is the JSON-RPC answer to id, as the SDK's server
+// encodes it: the result, or err as a JSON-RPC error (another error than
+// *jsonrpc.Error with code 0), and the HTTP status SEP-2575 gives it.
+func encodeAnswer(id jsonrpc.ID, res sdk.Result, err error) ([]byte, int) {
+	resp := &jsonrpc.Response{ID: id}
+	if err == nil {
+		resp.Result, err = json.Marshal(res)
+	}
+	status := http.StatusOK
+	if err != nil {
+		resp.Result, resp.Error = nil, err
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			switch je.Code {
+			case jsonrpc.CodeMethodNotFound:
+				status = http.StatusNotFound
+			case jsonrpc.CodeInvalidParams, sdk.CodeUnsupportedProtocolVersion, sdk.CodeMissingRequiredClientCapabilities:
+				status = http.StatusBadRequest
+			}
+		}
+	}
+	if b, ok := appendResponse(nil, resp); ok {
+		return b, status
+	}
+	b, err := jsonrpc.EncodeMessage(resp)
+	if err != nil { // a result that does not encode: the engine's own types always do
+		b, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the answer could not be encoded"}})
+		status = http.StatusInternalServerError
+	}
+	return b, status
+}
