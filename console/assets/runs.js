@@ -93,7 +93,7 @@ async function pageRuns(page, raw) {
     runs.map((run) => [el('span', { text: fmtShort(run.create_time), attrs: { title: fmtTime(run.create_time) } }),
       el('span', { text: userLabel(run.user_id, run.user_name) }), statusBadge(run.status),
       el('div', { class: 'clamp', text: run.first_message || '', attrs: { title: run.first_message || '', translate: 'no' } }),
-      link(['run', run.run_id], run.run_id)]), 'runs')), moves());
+      Object.assign(link(['run', run.run_id], run.run_id), { translate: false })]), 'runs')), moves()); // an id, not words
 }
 
 // cutText is at most n characters of s, and whether it was cut.
@@ -180,7 +180,7 @@ async function pageRun(page, id) {
     [t('started'), el('span', { text: fmtTime(run.create_time) })], [t('ended'), el('span', { text: fmtTime(run.update_time) })]];
   if (took !== null) meta.push([t('duration'), el('span', { text: fill('took_ms', { n: took.toLocaleString(lang) }) })]);
   if (usage.total_tokens) meta.push([t('tokens_used'), el('span', { text: usage.total_tokens.toLocaleString(lang) })]);
-  if (run.trace_id) meta.push([t('trace_id'), el('a', { class: 'trace-id', attrs: { href: '#/activity/trace_id=' + encodeURIComponent(run.trace_id) }, text: run.trace_id })]);
+  if (run.trace_id) meta.push([t('trace_id'), el('a', { class: 'trace-id', attrs: { translate: 'no', href: '#/activity/trace_id=' + encodeURIComponent(run.trace_id) }, text: run.trace_id })]);
   page.append(el('dl', { class: 'facts run-meta' }, meta.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)])));
   if (run.error) page.append(el('div', { class: 'error', attrs: { role: 'alert' } }, el('strong', { text: t('run_error') + ': ' }), (run.error.code || '') + ' — ' + (run.error.message || '')));
   if (run.cut) page.append(el('p', { class: 'warning', text: t('cut_run') }));
