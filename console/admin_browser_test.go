@@ -8,9 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -231,8 +235,9 @@ func TestNeededCredentialsInBrowser(t *testing.T) {
 
 // consolePages are the routes drawn by the translation test: every page
 // of the navigation and those behind it, with data that fills them.
+// ("run/" is completed with the id of the run the test makes.)
 var consolePages = []string{"catalog", "plugin/lookup", "try/lookup", "import", "mcp", "credentials/7", "connections", "quotas/7",
-	"approvals", "activity", "tokens", "add-plugin", "agents"}
+	"approvals", "activity", "tokens", "add-plugin", "agents", "runs", "run/", "playground", "access/lookup/7"}
 
 // TestEveryPageTranslatedInBrowser (issue 51 point 7): both languages
 // have every key of the console's tables (errors and the pages other
@@ -243,7 +248,11 @@ var consolePages = []string{"catalog", "plugin/lookup", "try/lookup", "import", 
 func TestEveryPageTranslatedInBrowser(t *testing.T) {
 	needBrowser(t)
 	st := testdb.Open(t, store.DialectSQLite)
-	e := newEnv(t, st, newMasterKey())
+	llm := openaitest.New(t)
+	e := newEnv(t, st, newMasterKey(), func(s *api.Server) {
+		s.Runner = &loop.Runner{Client: loop.NewClient(llm.Config()), Executor: s.Executor, DefaultModel: "scripted",
+			LLMTimeout: 5 * time.Second, LLMBackoff: time.Millisecond}
+	})
 	admin := e.client()
 	e.signIn(admin, adminToken)
 	_, csrf := sessionOf(t, e, admin)
@@ -258,6 +267,13 @@ func TestEveryPageTranslatedInBrowser(t *testing.T) {
 		if code, body := do(t, admin, c.method, e.url+c.path, csrf, c.body); code/100 != 2 {
 			t.Fatalf("%s %s: %d %v", c.method, c.path, code, body)
 		}
+	}
+	// A run, in English, for the runs and the run's pages: what its
+	// people and model wrote is data, not the console's to translate.
+	llm.Script(openaitest.Turn{Content: "Nothing was found for that order."})
+	code, run := do(t, admin, "POST", e.url+"/v1/runs", csrf, `{"user_id": 7, "plugin_names": ["lookup"], "messages": [{"role": "user", "content": "Look up the order please"}]}`)
+	if code != http.StatusOK {
+		t.Fatalf("run: %d %v", code, run)
 	}
 	tb := newTab(t)
 	tb.signIn(e.url, adminToken)
@@ -279,11 +295,25 @@ func TestEveryPageTranslatedInBrowser(t *testing.T) {
 		}
 	}
 	// Every page, those other files register included.
-	pages := append([]string(nil), consolePages...)
+	var pages []string
+	drawn := map[string]bool{}
+	for _, route := range consolePages {
+		if route == "run/" {
+			route += run["run_id"].(string)
+		}
+		pages = append(pages, route)
+		name, _, _ := strings.Cut(route, "/")
+		drawn[name] = true
+	}
 	for _, name := range eval[[]string](tb, `Object.keys(PAGES)`) {
-		if !strings.Contains(strings.Join(pages, " "), name) {
+		if !drawn[name] {
 			pages = append(pages, name)
 		}
+	}
+	// One table holds every file's strings: a key two files say
+	// differently changes one file's page.
+	for _, c := range eval[[]string](tb, `clashes`) {
+		t.Errorf("%s: two files say it differently", c)
 	}
 	// The scan of a page: the keys the language lacks that the page asked
 	// for, and the English of the tables it shows outside the engine's

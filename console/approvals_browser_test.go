@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,10 +157,20 @@ func TestApprovalsPaged(t *testing.T) {
 	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "agent"}`)
 	user := &http.Client{Transport: bearerRT(tok["token"].(string))}
 	n := store.DefaultPage + 1
+	var last time.Time
 	for i := range n {
+		// The store keeps a call's time to the millisecond and orders calls
+		// of one millisecond by their random ids: the newest is the newest
+		// only once the clock has passed the millisecond of the one before.
+		if i == n-1 {
+			for !time.Now().Truncate(time.Millisecond).After(last) {
+				runtime.Gosched()
+			}
+		}
 		if code, body := do(t, user, "POST", e.url+"/v1/execute", "", `{"name": "delete_repo", "arguments": {"repo": "r`+strconv.Itoa(i)+`"}, "prepare": true}`); code != http.StatusOK {
 			t.Fatalf("prepare %d: %d %v", i, code, body)
 		}
+		last = time.Now()
 	}
 	tb := newTab(t)
 	tb.signIn(e.url, adminToken)

@@ -236,8 +236,14 @@ func TestPeoplePagesInBrowser(t *testing.T) {
 	streamed := deleteCall("cus_789")
 	streamed.Content, streamed.Chunk = "好的，这就删除。", 1
 	pe.llm.Script(streamed) // the turn after the pause is scripted at the decision
+	// The run names the agent (the engine selects its tools and holds the
+	// run to them), not the tools the page saw.
+	eval[bool](tb, `(() => { const f = window.fetch; window.sentRuns = []; window.fetch = (u, o) => { if (u === '/v1/runs') sentRuns.push(JSON.parse(o.body)); return f(u, o); }; return true; })()`)
 	tb.do(chromedp.Click(chromedp.CSS(`#pg-send`)))
 	tb.wait(`#pg-status section.approval button.approve`)
+	if sent := eval[[]map[string]any](tb, `sentRuns`); len(sent) != 1 || sent[0]["agent"] != "crm" || sent[0]["plugin_names"] != nil {
+		t.Errorf("the playground sent %v", sent)
+	}
 	if got := tb.text("#pg-status"); !strings.Contains(got, "删除客户 cus_789") || !strings.Contains(got, "For user 2") {
 		t.Errorf("the paused call in place: %s", got)
 	}

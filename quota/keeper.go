@@ -63,7 +63,11 @@ type Keeper struct {
 	writes   atomic.Int64   // leases and give-backs written
 	refills  sync.WaitGroup // top-ups under way
 
-	mu      sync.Mutex // serializes reloads
+	mu sync.Mutex // serializes reloads
+	// tidy runs one Tidy at a time, so that Tidy(all) returns only once
+	// every give-back under way has landed: at shutdown, Run's and the
+	// caller's run together, and the store is closed right after.
+	tidy    sync.Mutex
 	rules   atomic.Pointer[ruleSet]
 	bmu     sync.RWMutex
 	buckets map[store.QuotaKey]*bucket
@@ -518,6 +522,8 @@ func (k *Keeper) runBucket(r *Rule, user int64, now time.Time) (store.QuotaKey, 
 // forgets the windows that are over and the rules that are gone. The
 // calls do not wait for a give-back: it is taken out of the bucket first.
 func (k *Keeper) Tidy(ctx context.Context, all bool) {
+	k.tidy.Lock()
+	defer k.tidy.Unlock()
 	if all {
 		k.refills.Wait()
 	}

@@ -286,3 +286,66 @@ func TestKeepersUnderConflicts(t *testing.T) {
 		t.Errorf("%d admitted, %d refused for the limit; want 50 and 100", admitted.Load(), exceeded.Load())
 	}
 }
+
+// returnGated is a real store whose give-backs say they started and wait
+// until the test lets them through.
+type returnGated struct {
+	*store.Store
+	started chan struct{}
+	gate    chan struct{}
+}
+
+func (g *returnGated) ReturnQuota(ctx context.Context, k store.QuotaKey, n int64) error {
+	g.started <- struct{}{}
+	<-g.gate
+	return g.Store.ReturnQuota(ctx, k, n)
+}
+
+// TestTidyAllWaitsForGiveBacks: at shutdown Run's Tidy and the caller's
+// run together, and the caller closes the store next: a Tidy(all) that
+// finds the lease taken by the other returns only once that give-back
+// has landed (it once returned at once, the store closed under the
+// give-back, and the lease was lost).
+func TestTidyAllWaitsForGiveBacks(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	addRule(t, st, quota.Rule{Name: "all", Calls: 1000, Window: quota.Day}) // leases of 10
+	w := store.NewWatcher(st, time.Hour, nil)
+	if _, err := w.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g := &returnGated{Store: st, started: make(chan struct{}), gate: make(chan struct{})}
+	k := quota.New(g, w, nil, time.UTC, nil)
+	ctx := t.Context()
+	for range 3 {
+		if _, err := k.Take(ctx, 7, refund); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := make(chan struct{})
+	go func() {
+		k.Tidy(ctx, true)
+		close(first)
+	}()
+	<-g.started // the first Tidy holds the give-back of the 7 left
+	second := make(chan struct{})
+	go func() {
+		k.Tidy(ctx, true)
+		close(second)
+	}()
+	select {
+	case <-second:
+		t.Fatal("a Tidy(all) returned while a give-back was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(g.gate)
+	<-first
+	<-second
+	rules, err := k.Rules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := quota.WindowOf(time.Now(), quota.Day, time.UTC)
+	if used, err := st.QuotaUsed(ctx, store.QuotaKey{Rule: rules[0].ID, User: 7, WindowStart: start.Unix()}); err != nil || used != 3 {
+		t.Errorf("used %d (%v) after the give-back, want the 3 spent", used, err)
+	}
+}

@@ -1683,9 +1683,15 @@ type Source struct {
 	Options *string `json:"options,omitempty"`
 	Plugins *int    `json:"plugins,omitempty"`
 
+	// Prefix The name prefix the import gave its plugins; absent when none.
+	Prefix *string `json:"prefix,omitempty"`
+
 	// Sha256 The imported document's digest: a sync of the same document changes nothing.
-	Sha256     *string    `json:"sha256,omitempty"`
-	SourceId   *int       `json:"source_id,omitempty"`
+	Sha256   *string `json:"sha256,omitempty"`
+	SourceId *int    `json:"source_id,omitempty"`
+
+	// Title The document's own title (an OpenAPI document's info.title), which tool search reads; absent when it has none.
+	Title      *string    `json:"title,omitempty"`
 	UpdateBy   *string    `json:"update_by,omitempty"`
 	UpdateTime *time.Time `json:"update_time,omitempty"`
 }
@@ -1835,7 +1841,9 @@ type ListAuditParams struct {
 	Limit *int                 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next page's cursor, as the previous page answered it.
-	Cursor         *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// AcceptLanguage The language of the log's words (en or zh-CN, as zh-CN,zh;q=0.9 asks); English when absent.
 	AcceptLanguage *string `json:"Accept-Language,omitempty"`
 }
 

@@ -87,13 +87,30 @@ func TestQuotaAcrossReplicas(t *testing.T) {
 			wg.Wait()
 			return admitted.Load()
 		}
-		// settle waits until the leases left unspent are given back and a
-		// replica that found the window spent asks again.
-		settle := func() { time.Sleep(quota.IdleReturn + quota.Recheck + 1500*time.Millisecond) }
+		// settle waits until the leases left unspent are given back (the
+		// database counts as used only the admitted calls), then Recheck,
+		// after which a replica that found the window spent (before the
+		// give-backs) asks again.
+		settle := func(user, admitted int64) {
+			for deadline := time.Now().Add(time.Minute); ; {
+				var used int64
+				if err := st.DB().QueryRow("SELECT COALESCE(SUM(used), 0) FROM sys_ai_quota_use WHERE user_id = ?", user).Scan(&used); err != nil {
+					t.Fatal(err)
+				}
+				if used == admitted {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("user %d: %d leased a minute after the calls, %d admitted: the leases left were not given back", user, used, admitted)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(quota.Recheck)
+		}
 
 		for _, user := range []int64{7, 8} {
 			got := hammer(user, int(limits[user])*13/10, a, b)
-			settle()
+			settle(user, got)
 			got += hammer(user, 64, a, b)
 			if got != limits[user] {
 				t.Errorf("user %d: %d admitted across two replicas, want exactly %d", user, got, limits[user])

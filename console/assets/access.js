@@ -26,7 +26,7 @@
       r_all_perms: 'The user holds *:*:* in {source} (RuoYi\'s administrator): every permission.',
       r_unavailable: 'The user\'s permissions could not be read from {source}: the call is refused, not opened.',
       r_unchecked: 'This engine applies no access rule: every user may use every tool.', r_disabled: 'The plugin is disabled: no one may use it.',
-      agents: 'Agents', agents_purpose: 'What each agent holds: its selection and the enabled tools it picks now. An agent never grants a tool: each is still narrowed to what the user may use.',
+      agents: 'Agents', access_agents_purpose: 'What each agent holds: its selection and the enabled tools it picks now. An agent never grants a tool: each is still narrowed to what the user may use.',
       selection: 'Selection', tools_now: 'Tools now', empty_agents: 'No agent yet.', by_names: 'names', by_tags: 'tags', by_sources: 'sources',
     },
     'zh-CN': {
@@ -47,7 +47,7 @@
       r_all_perms: '该用户在 {source} 中持有 *:*:*（若依管理员）：拥有全部权限。',
       r_unavailable: '无法从 {source} 读取该用户的权限：调用被拒绝，而不是放行。',
       r_unchecked: '此引擎不做访问控制：所有用户都可以使用所有工具。', r_disabled: '该插件已停用：任何人都不能使用。',
-      agents: '智能体', agents_purpose: '每个智能体包含什么：它的选择范围和当前选中的已启用工具。智能体从不授予工具：每个工具仍按用户可用的范围收窄。',
+      agents: '智能体', access_agents_purpose: '每个智能体包含什么：它的选择范围和当前选中的已启用工具。智能体从不授予工具：每个工具仍按用户可用的范围收窄。',
       selection: '选择范围', tools_now: '当前工具', empty_agents: '还没有智能体。', by_names: '名称', by_tags: '标签', by_sources: '来源',
     },
   },
@@ -85,7 +85,7 @@ async function pageAccess(page, tool, uid) {
       if (!a.enabled) out.append(el('p', { class: 'warning', text: t('tool_disabled') }));
       if (a.roles) {
         out.append(el('h3', { text: t('roles_granting') }), a.roles.length ? el('div', { attrs: { id: 'access-roles' } }, table([t('role'), t('role_key'), t('grants_perm')],
-          a.roles.map((ro) => [el('span', { text: ro.role_name }), el('code', { text: ro.role_key }), el('code', { text: ro.grants })]))) : el('p', { class: 'empty', text: t('no_roles') }));
+          a.roles.map((ro) => [el('span', { attrs: { translate: 'no' }, text: ro.role_name }), el('code', { text: ro.role_key }), el('code', { text: ro.grants })]))) : el('p', { class: 'empty', text: t('no_roles') }));
       }
       if (a.decision) {
         const d = a.decision;
@@ -96,7 +96,7 @@ async function pageAccess(page, tool, uid) {
       }
     }
   }
-  page.append(el('h2', { text: t('agents') }), el('p', { class: 'purpose', text: t('agents_purpose') }));
+  page.append(el('h2', { text: t('agents') }), el('p', { class: 'purpose', text: t('access_agents_purpose') }));
   const ag = await call('GET', '/v1/agents');
   if (!ag.ok) return page.append(errorBox(ag));
   const agents = ag.data.agents || [];
@@ -106,8 +106,8 @@ async function pageAccess(page, tool, uid) {
     return [['by_names', s.names], ['by_tags', s.tags], ['by_sources', s.sources]].filter(([, v]) => v && v.length).map(([k, v]) => t(k) + ': ' + v.join(', ')).join(' · ');
   };
   page.append(el('div', { attrs: { id: 'agents' } }, table([t('name'), t('selection'), t('needs_perms'), t('status'), t('tools_now')], agents.map((a) => [
-    el('span', null, el('strong', { text: a.name }), a.description ? el('div', { class: 'purpose', text: a.description }) : null),
-    el('span', { text: sel(a) }), el('span', { text: (a.perms || []).join(', ') || t('none') }),
+    el('span', { attrs: { translate: 'no' } }, el('strong', { text: a.name }), a.description ? el('div', { class: 'purpose', text: a.description }) : null),
+    el('span', { text: sel(a) }), (a.perms || []).length ? el('code', { text: a.perms.join(', ') }) : el('span', { text: t('none') }),
     el('span', { class: 'badge ' + (a.status === '1' ? 'off' : 'on'), text: a.status === '1' ? t('disabled') : t('enabled') }),
-    el('span', null, (a.tool_names || []).map((n) => link(['access', n], n)).flatMap((c, i) => (i ? [', ', c] : [c])))]))));
+    el('span', { attrs: { translate: 'no' } }, (a.tool_names || []).map((n) => link(['access', n], n)).flatMap((c, i) => (i ? [', ', c] : [c])))]))));
 }

@@ -187,8 +187,18 @@ const I18N = {
 
 // addStrings adds a page's strings, registered from the page's own file:
 // every key in both languages (the browser test fails on one missing).
+// One table holds every file's keys, so a key another file already says
+// otherwise would change that file's page: clashes keeps them for the
+// browser test.
+const clashes = [];
 function addStrings(tables) {
-  for (const [l, strings] of Object.entries(tables)) Object.assign(I18N[l] || (I18N[l] = {}), strings);
+  for (const [l, strings] of Object.entries(tables)) {
+    const into = I18N[l] || (I18N[l] = {});
+    for (const [k, v] of Object.entries(strings)) {
+      if (k in into && into[k] !== v) clashes.push(l + ':' + k);
+      into[k] = v;
+    }
+  }
 }
 
 // Pages kept in files of their own (runs.js, playground.js, …), loaded

@@ -176,7 +176,7 @@ function approvalItem(p, run, tool, onDecided) {
       run ? link(['run', run.run_id], t('from_run') + ' ' + run.run_id.slice(0, 8))
         : el('span', { class: 'direct-by', text: fill('direct_by', { who: preparedBy(p.prepared_by, { name: p.user_name }) }) })),
     desc ? el('p', { class: 'tool-desc', text: desc }) : null,
-    run ? el('blockquote', { class: 'asked' }, el('strong', { text: t('asked') + ': ' }), run.asked ? el('span', { text: run.asked }) : el('em', { text: t('asked_none') })) : null,
+    run ? el('blockquote', { class: 'asked' }, el('strong', { text: t('asked') + ': ' }), run.asked ? el('span', { attrs: { translate: 'no' }, text: run.asked }) : el('em', { text: t('asked_none') })) : null,
     preparedRequest(req),
     el('details', null, el('summary', { text: t('arguments') }), json(p.arguments)),
     el('p', { class: 'expires' }, t('expires') + ': ' + fmtTime(p.expires_at)),

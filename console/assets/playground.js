@@ -10,8 +10,8 @@
   strings: {
     en: {
       playground: 'Playground', playground_purpose: 'Try the loop: pick an agent or tools, type a message and watch the run. A call that waits for a person is decided here by whoever may decide it on the Approvals page.',
-      agent: 'Agent', no_agent: '(no agent: the tools below)', tools_pick: 'Tools (names, separated by commas)', tools_pick_ph: 'lookup, delete_customer',
-      agent_tools: 'The agent\'s tools now (each narrowed to what the user may use): {tools}', agent_empty: 'This agent selects no enabled tool.',
+      agent: 'Agent', no_agent: '(no agent: the tools below)', tools_pick: 'Tools (names, separated by commas)',
+      pg_agent_tools: 'The agent\'s tools now (each narrowed to what the user may use): {tools}', agent_empty: 'This agent selects no enabled tool.',
       message: 'Message', send: 'Send', new_chat: 'New conversation', acting_for: 'The run acts for {user}: their credentials, permissions and approvals.',
       as_yourself: 'The run acts for you, {user}.', user_needed: 'user_id: name the user the run acts for — a run for no user (user 0) holds no permission and no credential.',
       message_needed: 'message: type what the assistant should do.', running: 'Running…', calling: 'Calling {tool}…',
@@ -19,8 +19,8 @@
     },
     'zh-CN': {
       playground: '试用', playground_purpose: '试用 LLM 循环：选择智能体或工具，输入消息并观看运行。需要人工决定的调用可在此决定——仅限能在待审批页决定它的人。',
-      agent: '智能体', no_agent: '（不选智能体：使用下方工具）', tools_pick: '工具（名称，以逗号分隔）', tools_pick_ph: 'lookup, delete_customer',
-      agent_tools: '该智能体当前的工具（每个都按用户可用的范围收窄）：{tools}', agent_empty: '该智能体没有选中任何已启用的工具。',
+      agent: '智能体', no_agent: '（不选智能体：使用下方工具）', tools_pick: '工具（名称，以逗号分隔）',
+      pg_agent_tools: '该智能体当前的工具（每个都按用户可用的范围收窄）：{tools}', agent_empty: '该智能体没有选中任何已启用的工具。',
       message: '消息', send: '发送', new_chat: '新对话', acting_for: '本次运行代表 {user}：使用其凭据、权限和审批。',
       as_yourself: '本次运行代表你自己：{user}。', user_needed: 'user_id：请指定本次运行代表的用户——不代表任何用户（用户 0）的运行没有权限，也没有凭据。',
       message_needed: 'message：请输入助手要做的事。', running: '运行中……', calling: '正在调用 {tool}……',
@@ -67,7 +67,7 @@ async function pagePlayground(page) {
   sayWho();
   const agent = el('select', { attrs: { id: 'pg-agent' } }, el('option', { attrs: { value: '' }, text: t('no_agent') }));
   const agentInfo = el('p', { class: 'purpose', attrs: { id: 'pg-agent-tools' } });
-  const tools = el('input', { attrs: { id: 'pg-tools', placeholder: t('tools_pick_ph') } });
+  const tools = el('input', { attrs: { id: 'pg-tools', placeholder: 'lookup, delete_customer' } }); // tool names: not translated
   const text = el('textarea', { attrs: { id: 'pg-message', 'aria-label': t('message') } });
   text.style.minHeight = '80px';
   const convo = el('ol', { class: 'conversation', attrs: { id: 'pg-convo' } });
@@ -79,13 +79,13 @@ async function pagePlayground(page) {
   for (const a of (ag.ok && ag.data.agents) || []) {
     if (a.status === '1') continue;
     agents[a.name] = a;
-    agent.append(el('option', { attrs: { value: a.name }, text: a.name + (a.description ? ' — ' + a.description : '') }));
+    agent.append(el('option', { attrs: { value: a.name, translate: 'no' }, text: a.name + (a.description ? ' — ' + a.description : '') }));
   }
   agent.addEventListener('change', () => {
     const a = agents[agent.value];
     agentTools = a ? a.tool_names || [] : null;
     tools.disabled = !!a;
-    agentInfo.textContent = !a ? '' : agentTools.length ? fill('agent_tools', { tools: agentTools.join(', ') }) : t('agent_empty');
+    agentInfo.textContent = !a ? '' : agentTools.length ? fill('pg_agent_tools', { tools: agentTools.join(', ') }) : t('agent_empty');
   });
   const line = (role, kids) => {
     const li = el('li', { class: 'msg', attrs: { 'data-role': role } }, el('div', { class: 'who', text: t('role_' + role) }), kids);
@@ -121,13 +121,17 @@ async function pagePlayground(page) {
     status.replaceChildren();
     if (admin && !(Number(user.value) > 0)) return status.append(el('p', { class: 'error', attrs: { role: 'alert' }, text: t('user_needed') }));
     if (!text.value.trim()) return status.append(el('p', { class: 'error', attrs: { role: 'alert' }, text: t('message_needed') }));
-    const names = agent.value ? agentTools || [] : tools.value.split(',').map((s) => s.trim()).filter(Boolean);
-    if (agent.value && !names.length) return status.append(el('p', { class: 'error', attrs: { role: 'alert' }, text: t('agent_empty') }));
+    const names = agent.value ? [] : tools.value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (agent.value && !(agentTools || []).length) return status.append(el('p', { class: 'error', attrs: { role: 'alert' }, text: t('agent_empty') }));
     const request = history.concat([{ role: 'user', content: text.value }]);
-    line('user', el('div', { class: 'text', text: text.value }));
+    line('user', el('div', { class: 'text', attrs: { translate: 'no' }, text: text.value }));
     text.value = '';
     const body = { user_id: Number(user.value), messages: request, options: { stream: true } };
-    if (names.length) body.plugin_names = names;
+    // An agent is named, not its tools spelled out: the engine selects
+    // them, holds the run to them when it resumes, and refuses an agent
+    // the user may not use.
+    if (agent.value) body.agent = agent.value;
+    else if (names.length) body.plugin_names = names;
     status.append(el('p', { class: 'purpose', text: t('running') }));
     const opts = fetchOptions('POST', body);
     opts.headers.Accept = 'text/event-stream';
@@ -138,7 +142,7 @@ async function pagePlayground(page) {
     let live = null, last = null;
     await sseEvents(r, (name, data) => {
       if (name === 'message.delta') {
-        if (!live) live = line('assistant', el('div', { class: 'text streaming' }));
+        if (!live) live = line('assistant', el('div', { class: 'text streaming', attrs: { translate: 'no' } }));
         live.querySelector('.text').textContent += data.content || '';
       } else if (name === 'tool.started') {
         live = null;

@@ -19,7 +19,7 @@
       step_ok: 'sent', step_error: 'failed', step_refused: 'refused', step_denied: 'denied', step_waiting: 'waits for a decision',
       waits_on: 'This call waits for a decision on the Approvals page.', raw_json: 'Raw JSON', run_error: 'The run ended with an error',
       no_reply_yet: 'The run is still going: its conversation appears when it ends or pauses.', search_tools: 'Searched the tools: {found}',
-      cut_run: 'This run was stored cut to fit the database: its longest texts are shortened.', ms: '{n} ms',
+      cut_run: 'This run was stored cut to fit the database: its longest texts are shortened.', took_ms: '{n} ms',
     },
     'zh-CN': {
       runs: '运行记录', runs_purpose: 'LLM 循环的全部运行，最新的在前——包括待审批、被拒绝和失败的运行。打开一条即可按对话阅读。',
@@ -35,7 +35,7 @@
       step_ok: '已发送', step_error: '失败', step_refused: '被拒绝', step_denied: '已拒绝', step_waiting: '等待决定',
       waits_on: '该调用正在待审批页等待决定。', raw_json: '原始 JSON', run_error: '运行以错误结束',
       no_reply_yet: '运行仍在进行：结束或暂停后显示对话。', search_tools: '搜索了工具：{found}',
-      cut_run: '该运行为适应数据库而被截断保存：最长的文本已缩短。', ms: '{n} 毫秒',
+      cut_run: '该运行为适应数据库而被截断保存：最长的文本已缩短。', took_ms: '{n} 毫秒',
     },
   },
   pages: { runs: (page, parts, rest) => pageRuns(page, rest), run: (page, parts) => pageRun(page, parts[1]) },
@@ -92,8 +92,8 @@ async function pageRuns(page, raw) {
   page.append(el('div', { attrs: { id: 'runs' } }, table([[t('started'), 'when'], [t('user'), 'who'], [t('status'), 'status'], [t('first_message'), 'desc'], [t('run_id'), 'id']],
     runs.map((run) => [el('span', { text: fmtShort(run.create_time), attrs: { title: fmtTime(run.create_time) } }),
       el('span', { text: userLabel(run.user_id, run.user_name) }), statusBadge(run.status),
-      el('div', { class: 'clamp', text: run.first_message || '', attrs: { title: run.first_message || '' } }),
-      link(['run', run.run_id], run.run_id)]), 'runs')), moves());
+      el('div', { class: 'clamp', text: run.first_message || '', attrs: { title: run.first_message || '', translate: 'no' } }),
+      Object.assign(link(['run', run.run_id], run.run_id), { translate: false })]), 'runs')), moves()); // an id, not words
 }
 
 // cutText is at most n characters of s, and whether it was cut.
@@ -150,7 +150,7 @@ function conversation(run) {
     const li = el('li', { class: 'msg', attrs: { 'data-role': role } }, el('div', { class: 'who', text: I18N.en['role_' + role] ? t('role_' + role) : role }));
     const text = messageText(m);
     if (role === 'tool') li.append(resultBlock(text));
-    else if (text) li.append(el('div', { class: 'text', text }));
+    else if (text) li.append(el('div', { class: 'text', attrs: { translate: 'no' }, text }));
     for (const c of m.tool_calls || []) {
       const name = (c.function && c.function.name) || '';
       const step = steps[c.id];
@@ -178,9 +178,9 @@ async function pageRun(page, id) {
   const took = run.create_time && run.update_time ? Date.parse(run.update_time) - Date.parse(run.create_time) : null;
   const meta = [[t('user'), el('span', { text: userLabel(run.user_id, run.user_name) })], [t('status'), statusBadge(run.status)],
     [t('started'), el('span', { text: fmtTime(run.create_time) })], [t('ended'), el('span', { text: fmtTime(run.update_time) })]];
-  if (took !== null) meta.push([t('duration'), el('span', { text: fill('ms', { n: took.toLocaleString(lang) }) })]);
+  if (took !== null) meta.push([t('duration'), el('span', { text: fill('took_ms', { n: took.toLocaleString(lang) }) })]);
   if (usage.total_tokens) meta.push([t('tokens_used'), el('span', { text: usage.total_tokens.toLocaleString(lang) })]);
-  if (run.trace_id) meta.push([t('trace_id'), el('a', { class: 'trace-id', attrs: { href: '#/activity/trace_id=' + encodeURIComponent(run.trace_id) }, text: run.trace_id })]);
+  if (run.trace_id) meta.push([t('trace_id'), el('a', { class: 'trace-id', attrs: { translate: 'no', href: '#/activity/trace_id=' + encodeURIComponent(run.trace_id) }, text: run.trace_id })]);
   page.append(el('dl', { class: 'facts run-meta' }, meta.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)])));
   if (run.error) page.append(el('div', { class: 'error', attrs: { role: 'alert' } }, el('strong', { text: t('run_error') + ': ' }), (run.error.code || '') + ' — ' + (run.error.message || '')));
   if (run.cut) page.append(el('p', { class: 'warning', text: t('cut_run') }));

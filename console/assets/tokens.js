@@ -8,7 +8,7 @@ addStrings({
     tokens_purpose: 'Per-user API tokens (bx_…) and console-only tokens: create one (its value is shown this once), see them all, revoke one. RuoYi\'s own service token is not here: it is BLINDEXEC_SERVICE_TOKEN (see the README).',
     token_name: 'Name', console_only: 'Console only (signs in to the console; refused on the API and MCP)', perms: 'Permissions (RuoYi perms, comma-separated)', perms_col: 'Permissions',
     perms_hint: 'They narrow what the user may use, e.g. system:user:list', valid_days: 'Valid for (days; empty: no end)', create_token: 'Create token',
-    token_once: 'The token — shown this once. Copy it now; the engine keeps only its hash.', token_id: 'Id', prefix: 'Starts with', scope: 'Use',
+    token_once: 'The token — shown this once. Copy it now; the engine keeps only its hash.', token_id: 'Id', token_prefix: 'Starts with', scope: 'Use',
     scope_api: 'API and console', scope_console: 'console only', expires_never: 'never', last_used: 'Last used', created: 'Created', revoke: 'Revoke',
     del_token: 'Revoke token #{id} “{name}” of user {user}? Whoever holds it is refused from now on, and the console sessions signed in with it end.',
     empty_tokens: 'No token yet. Create one above for a user: the user (or an agent acting for the user) signs in or calls the API with it.',
@@ -20,7 +20,7 @@ addStrings({
     tokens_purpose: '用户 API 令牌（bx_…）和仅限控制台的令牌：创建（令牌值只显示这一次）、查看全部、吊销。RuoYi 自己的服务令牌不在这里：它是 BLINDEXEC_SERVICE_TOKEN（见 README）。',
     token_name: '名称', console_only: '仅限控制台（只能登录控制台；API 和 MCP 拒绝它）', perms: '权限（RuoYi 权限字符串，逗号分隔）', perms_col: '权限',
     perms_hint: '用于收窄该用户可用的工具，例如 system:user:list', valid_days: '有效天数（留空：不过期）', create_token: '创建令牌',
-    token_once: '令牌——只显示这一次。请立即复制；引擎只保存其哈希。', token_id: 'ID', prefix: '开头', scope: '用途',
+    token_once: '令牌——只显示这一次。请立即复制；引擎只保存其哈希。', token_id: 'ID', token_prefix: '开头', scope: '用途',
     scope_api: 'API 和控制台', scope_console: '仅限控制台', expires_never: '永不过期', last_used: '最近使用', created: '创建时间', revoke: '吊销',
     del_token: '吊销用户 {user} 的令牌 #{id}“{name}”？持有者从现在起被拒绝，用它登录的控制台会话随之结束。',
     empty_tokens: '还没有令牌。在上方为用户创建：用户（或代表用户的智能体）用它登录或调用 API。',
@@ -65,7 +65,7 @@ async function pageTokens(page) {
     if (!r.ok) return list.replaceChildren(errorBox(r));
     const toks = r.data.tokens || [];
     if (!toks.length) return list.replaceChildren(el('p', { class: 'empty', text: t('empty_tokens') }));
-    list.replaceChildren(table([t('token_id'), t('user_id'), t('token_name'), t('prefix'), t('scope'), t('perms_col'), t('expires'), t('last_used'), t('actions')], toks.map((k) => [
+    list.replaceChildren(table([t('token_id'), t('user_id'), t('token_name'), t('token_prefix'), t('scope'), t('perms_col'), t('expires'), t('last_used'), t('actions')], toks.map((k) => [
       el('span', { text: '#' + k.token_id }), el('span', { text: String(k.user_id) }), el('span', { attrs: { translate: 'no' }, text: k.token_name || '' }),
       el('code', { text: (k.token_prefix || '') + '…' }),
       el('span', { class: 'badge', text: k.scope === 'console' ? t('scope_console') : t('scope_api') }),

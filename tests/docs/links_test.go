@@ -189,7 +189,7 @@ func TestREADMEIsTheEntryPage(t *testing.T) {
 			t.Errorf("README.md does not link %s", name)
 		}
 	}
-	const test = "go test -race ./..."
+	const test = "go test -race -timeout 30m ./..."
 	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
 	if err != nil {
 		t.Fatal(err)
