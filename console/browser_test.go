@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,7 +271,16 @@ func (tb *tab) signIn(base, token string) {
 
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
-	s, err := chromedp.Run(tb.ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	var s string
+	var err error
+	// A page that redraws (a language or a time filled in after it was
+	// ready) replaces the node between its lookup and the read: read the
+	// new one.
+	for range 5 {
+		if s, err = chromedp.Run(tb.ctx, chromedp.TextContent(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "No node with given id found") {
+			break
+		}
+	}
 	if err != nil {
 		tb.t.Fatalf("text of %s: %v", sel, err)
 	}

@@ -54,6 +54,13 @@ func (s *Store) ChangeDetection() string {
 
 func (s *Store) polled() bool { return s.changeMode == ChangePoll }
 
+// alsoBumps are tables outside changeScopes whose writes move another
+// table's counter, as their triggers do: a source's title, tag
+// descriptions and aliases are read by tool search with the plugins
+// (migration 00021). A plain-SQL change of them is not fingerprinted: in
+// poll mode it is seen at the catalog's next change.
+var alsoBumps = map[string]string{"sys_ai_import_source": "plugin"}
+
 // bookkeeping are the columns of a followed table whose updates change
 // nothing a replica keeps (the triggers skip them too): a write of only
 // these moves no counter, and the content fingerprint leaves them out.
@@ -103,6 +110,9 @@ func (s *Store) registerBumps() error {
 }
 
 func scopeOf(table string) string {
+	if s, ok := alsoBumps[table]; ok {
+		return s
+	}
 	for _, c := range changeScopes {
 		if c.table == table {
 			return c.name

@@ -291,7 +291,7 @@ func (s *Store) repairChanges(ctx context.Context) error {
 // changeTriggersMigrations create the counter triggers: the ones a
 // replica expects, and recreates, are read from them. A migration that
 // adds or changes them must be named here.
-var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql"}
+var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql"}
 
 type trigger struct{ name, create string }
 

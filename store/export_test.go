@@ -18,3 +18,6 @@ var Classify = classify
 
 // StripTriggers is stripTriggers, for tests of poll mode's migrations.
 var StripTriggers = stripTriggers
+
+// ChangeTriggersMigrations are the migrations that create triggers.
+var ChangeTriggersMigrations = changeTriggersMigrations
