@@ -107,14 +107,14 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 		}
 	}
 	catalog := s.mcpService.Handler(s.mcpIdentity)
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/mcp", s.sameOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
 			catalog.ServeHTTP(w, r) // answers 401 without reading the body
 			return
 		}
 		s.serveMCP(w, r, p, catalog)
-	})
+	})))
 	s.agentMCPRoutes(mux, opts, catalog)
 }
 
