@@ -506,7 +506,11 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	if err != nil {
 		return nil, err
 	}
-	key := proxyKey{tool: t, creds: strings.Join(keys, "\x00")}
+	trusted, err := m.cfg.Manager.Trusted(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	key := proxyKey{tool: t, creds: strings.Join(keys, "\x00"), trusted: trusted}
 	if p := m.proxies.get(key); p != nil {
 		return p, nil
 	}
@@ -521,9 +525,10 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
-		// Consequential unless its server marks it read-only (a catalog
-		// row of the tool, when there is one, is the call: proxiedRow).
-		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations),
+		// Consequential unless its trusted server marks it read-only (a
+		// catalog row of the tool, when there is one, is the call:
+		// proxiedRow).
+		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations, trusted),
 	}
 	m.proxies.put(key, p)
 	return p, nil
@@ -532,8 +537,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 // proxyKey identifies a proxy plugin: the listed tool (a new list makes new
 // tools) and the credential keys of its server.
 type proxyKey struct {
-	tool  *sdk.Tool
-	creds string
+	tool    *sdk.Tool
+	creds   string
+	trusted bool
 }
 
 // proxyPlugins remembers proxy plugins; cleared when full.

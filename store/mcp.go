@@ -30,6 +30,10 @@ type MCPServer struct {
 	Headers         JSON       `gorm:"column:headers" json:"headers,omitempty"`
 	AuthConfig      JSON       `gorm:"column:auth_config" json:"auth_config,omitempty"`
 	Status          string     `gorm:"column:status" json:"status"`
+	// Trusted: an administrator vouches for the server, so its tools'
+	// annotations may lower their class (readOnlyHint: not
+	// consequential), not only raise it (issue 48 point 2).
+	Trusted         bool       `gorm:"column:trusted" json:"trusted"`
 	ToolsCache      JSON       `gorm:"column:tools_cache" json:"-"`
 	ToolsCachedTime *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
 	Audit

@@ -1128,6 +1128,7 @@ type MCPServer struct {
 	Status          *string                 `json:"status,omitempty"`
 	ToolsCachedTime *time.Time              `json:"tools_cached_time,omitempty"`
 	Transport       *string                 `json:"transport,omitempty"`
+	Trusted         *bool                   `json:"trusted,omitempty"`
 	UpdateBy        *string                 `json:"update_by,omitempty"`
 	UpdateTime      *string                 `json:"update_time,omitempty"`
 	Url             *string                 `json:"url,omitempty"`
@@ -1147,7 +1148,10 @@ type MCPServerSpec struct {
 	Remark    *string                 `json:"remark,omitempty"`
 	Status    *MCPServerSpecStatus    `json:"status,omitempty"`
 	Transport *MCPServerSpecTransport `json:"transport,omitempty"`
-	Url       *string                 `json:"url,omitempty"`
+
+	// Trusted An administrator vouches for the server: its tools' readOnlyHint may make them not consequential. Untrusted (the default), annotations may only raise a tool's class (issue 48).
+	Trusted *bool   `json:"trusted,omitempty"`
+	Url     *string `json:"url,omitempty"`
 }
 
 // MCPServerSpecStatus defines model for MCPServerSpec.Status.
@@ -1979,7 +1983,10 @@ type ImportMCPJSONBody struct {
 	Server    *string                     `json:"server,omitempty"`
 	Status    *ImportMCPJSONBodyStatus    `json:"status,omitempty"`
 	Transport *ImportMCPJSONBodyTransport `json:"transport,omitempty"`
-	Url       *string                     `json:"url,omitempty"`
+
+	// Trusted An administrator vouches for the server: its tools' readOnlyHint may make them not consequential. Untrusted (the default), annotations may only raise a tool's class (issue 48).
+	Trusted *bool   `json:"trusted,omitempty"`
+	Url     *string `json:"url,omitempty"`
 
 	// UserId RuoYi's numeric user id, as a number or a string of digits.
 	UserId *UserID `json:"user_id,omitempty"`

@@ -218,6 +218,7 @@ type serverConfig struct {
 	headers                  map[string]string
 	auth                     plugins.AuthConfig
 	disabled                 bool
+	trusted                  bool
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination).
@@ -240,6 +241,17 @@ func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err 
 		return "", "", err
 	}
 	return c.id, c.name, nil
+}
+
+// Trusted reports whether an administrator vouches for server ref, so
+// that its tools' annotations may lower their class
+// (mcpimport.ConsequentialHint).
+func (m *Manager) Trusted(ctx context.Context, ref string) (bool, error) {
+	c, err := m.config(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	return c.trusted, nil
 }
 
 // Masker returns the masker of a call to server ref made with creds (see
@@ -312,7 +324,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
-		disabled: row.Status == store.StatusDisabled}
+		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
 	var err error
 	if c.argv, err = row.Argv(); err != nil {
 		return nil, err

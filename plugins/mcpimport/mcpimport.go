@@ -61,6 +61,9 @@ type Server struct {
 	ID   string
 	Name string
 	Auth plugins.AuthConfig // the server's auth config, its plugins' too
+	// Trusted: an administrator vouches for the server, so its
+	// annotations may lower a tool's class (ConsequentialHint).
+	Trusted bool
 }
 
 // Convert turns one tool of srv into a plugin called name. Warnings name
@@ -80,7 +83,7 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
-		ConsequentialHint:   ConsequentialHint(t.Annotations),
+		ConsequentialHint:   ConsequentialHint(t.Annotations, srv.Trusted),
 	}
 	if _, f := invisible.Remove(t.Name); f.Count > 0 { // the name is made of it (SanitizeName)
 		p.InvisibleRemoved = []invisible.Removal{{Field: "name", Count: f.Count, Kinds: f.Kinds}}
@@ -105,13 +108,17 @@ func title(t *sdk.Tool) string {
 	return cmp.Or(plugins.TitleFrom(plugins.PlainText(t.Description)), plugins.TitleFromName(t.Name))
 }
 
-// ConsequentialHint reads a tool's annotations as a suggestion: a tool
-// its server marks read-only is not consequential; one marked
-// non-destructive (and not read-only) still changes things, so it is.
-// Without annotations there is no suggestion, and the tool is
-// consequential by MCP's defaults (plugins.Plugin.IsConsequential).
-func ConsequentialHint(a *sdk.ToolAnnotations) *bool {
-	if a == nil {
+// ConsequentialHint reads a tool's annotations as hints (issue 48 point
+// 2): a server nobody vetted writes its own, and could mark its delete
+// tool read-only to skip confirmation. So an untrusted server's may only
+// raise a tool's class — one not marked read-only is consequential — and
+// only a trusted server's readOnlyHint makes a tool not consequential.
+// Without annotations, or a read-only one from an untrusted server, there
+// is no suggestion and the tool is consequential by MCP's defaults
+// (plugins.Plugin.IsConsequential); an administrator's classification
+// wins over either.
+func ConsequentialHint(a *sdk.ToolAnnotations, trusted bool) *bool {
+	if a == nil || (a.ReadOnlyHint && !trusted) {
 		return nil
 	}
 	c := !a.ReadOnlyHint
