@@ -514,7 +514,7 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	if p := m.proxies.get(key); p != nil {
 		return p, nil
 	}
-	params, _, err := mcpimport.Parameters(t.InputSchema, 0)
+	params, written, _, err := mcpimport.Schemas(t.InputSchema, 0)
 	if err != nil {
 		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
 	}
@@ -522,7 +522,7 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	p := &plugins.Plugin{
 		Name:       name[:min(len(name), 64)],
 		Parameters: params,
-		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
+		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name, InputSchema: written,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
 		// Consequential unless its trusted server marks it read-only (a

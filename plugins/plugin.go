@@ -127,6 +127,12 @@ type Execution struct {
 	// original name on it.
 	MCPID    string `json:"mcp_id,omitempty"`
 	ToolName string `json:"tool_name,omitempty"`
+	// InputSchema is an MCP tool's inputSchema as its server wrote it,
+	// $schema, $defs and $ref kept (issue 48 point 5): arguments are
+	// validated against it, and MCP clients' tools/list carries it
+	// (WrittenParameters), while the model reads Parameters, the subset
+	// OpenAI accepts. Dialects: AcceptedDialects.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 }
 
 // PropagatesTrace reports whether the plugin's requests carry the

@@ -57,7 +57,7 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 			s.log.Warn("plugin left out of the MCP catalog: its name is reserved for a meta-tool", "plugin", p.Name)
 			continue
 		}
-		params := p.LLMParameters(nil)
+		params := p.WrittenParameters() // an MCP tool's schema as its server wrote it
 		if gjson.GetBytes(params, "type").String() != "object" {
 			s.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
 			continue

@@ -32,6 +32,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -69,7 +70,7 @@ type Server struct {
 // Convert turns one tool of srv into a plugin called name. Warnings name
 // the parts of the schema the resolver degraded or pruned.
 func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugin, []string, error) {
-	params, warnings, err := Parameters(t.InputSchema, maxDepth)
+	params, written, warnings, err := Schemas(t.InputSchema, maxDepth)
 	if err != nil {
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
@@ -80,7 +81,7 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		Title:               plugins.Cut(title(t), plugins.MaxTitleChars),
 		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(plugins.PlainText(t.Description)), t.Title, t.Name), plugins.MaxDescriptionChars),
 		Parameters:          params,
-		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
+		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name, InputSchema: written},
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
 		ConsequentialHint:   ConsequentialHint(t.Annotations, srv.Trusted),
@@ -154,6 +155,31 @@ func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}
 	return out, res.Warnings, nil
+}
+
+// Schemas converts an MCP inputSchema into what the model reads
+// (Parameters) and keeps it as its server wrote it — $schema, $defs and
+// $ref kept, for validating arguments and for MCP clients' tools/list
+// (issue 48 point 5). A $schema the engine does not accept
+// (plugins.AcceptedDialects) fails the tool; a schema that does not
+// compile as written, though its resolved form does, is kept resolved
+// only, with a warning.
+func Schemas(inputSchema any, maxDepth int) (resolved, written json.RawMessage, warnings []string, err error) {
+	if resolved, warnings, err = Parameters(inputSchema, maxDepth); err != nil {
+		return nil, nil, nil, err
+	}
+	written, err = json.Marshal(inputSchema) // cost checked by Parameters
+	if err == nil {
+		err = plugins.CheckWritten(written)
+	}
+	var dialect *plugins.DialectError
+	switch {
+	case errors.As(err, &dialect):
+		return nil, nil, nil, fmt.Errorf("inputSchema: %w", err)
+	case err != nil:
+		return resolved, nil, append(warnings, fmt.Sprintf("inputSchema: %v: validated and listed as resolved", err)), nil
+	}
+	return resolved, written, warnings, nil
 }
 
 // SanitizeName maps a tool name onto the OpenAI function-name rule
