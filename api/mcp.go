@@ -463,12 +463,16 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	case res.Error != nil:
 		writeError(w, http.StatusBadGateway, codeMCPCallFailed, res.Error.Message, mergeDetails(res.Error.Details, res.ExecutionID))
 	default:
-		// The output is the MCP result, masked, within
-		// MaxResponseBytes.
+		// The MCP result whole, masked, within MaxResponseBytes (the
+		// output, binary data described, when it could not be relayed).
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("X-Execution-Id", res.ExecutionID)
 		w.WriteHeader(http.StatusOK)
-		w.Write(res.Output)
+		if len(res.Relayed) > 0 {
+			w.Write(res.Relayed)
+		} else {
+			w.Write(res.Output)
+		}
 	}
 }
 

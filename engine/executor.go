@@ -231,6 +231,10 @@ type Result struct {
 	// Request is the request sent (its last attempt), masked; only with
 	// Call.Trace, never for a refused call, never recorded.
 	Request *SentRequest `json:"request,omitempty"`
+	// Relayed is an invoker's Relay, masked: the upstream's result whole
+	// for a client of its protocol (an MCP client of /mcp), a tool error
+	// included; nil for other calls. Never recorded, never the model's.
+	Relayed json.RawMessage `json:"-"`
 }
 
 // ToolError is a failed call, phrased for the LLM. It is masked: it never
@@ -309,6 +313,9 @@ type Response struct {
 	// Truncated reports a Body cut at a read limit: it may end inside an
 	// echoed secret, which masking then treats as one (auth.Masker.Cut).
 	Truncated bool
+	// Relay, when set, is the result whole for a client of the
+	// upstream's protocol (Result.Relayed); Body is then ignored.
+	Relay Relay
 }
 
 // AuthConfigurer is implemented by an Invoker whose calls take their
@@ -797,6 +804,11 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 	}
 	if prep.sent != nil {
 		res.Request = prep.sent.masked(m)
+	}
+	if resp != nil && resp.Relay != nil {
+		var model json.RawMessage
+		res.Relayed, model = resp.Relay.Mask(m)
+		resp = &Response{StatusCode: resp.StatusCode, ContentType: "application/json", Body: model, Attempts: resp.Attempts}
 	}
 	switch {
 	case err != nil:

@@ -133,6 +133,10 @@ type Execution struct {
 	// (WrittenParameters), while the model reads Parameters, the subset
 	// OpenAI accepts. Dialects: AcceptedDialects.
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// OutputSchema is an MCP tool's outputSchema, which MCP clients'
+	// tools/list carries: the tool's structured content, relayed whole,
+	// meets it (issue 48 point 1).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // PropagatesTrace reports whether the plugin's requests carry the

@@ -1359,9 +1359,15 @@ type PluginExecution struct {
 	// Headers Static headers sent with every call.
 	Headers *map[string]string `json:"headers,omitempty"`
 
+	// InputSchema type mcp: the tool's inputSchema as its server wrote it ($schema, $defs, $ref kept), which arguments are validated against and MCP clients' tools/list carries; the model reads parameters. $schema: 2020-12 (the default), 2019-09, draft-07, draft-06 or draft-04.
+	InputSchema *map[string]interface{} `json:"input_schema,omitempty"`
+
 	// McpId type mcp: the registered MCP server (id or name).
 	McpId  *string `json:"mcp_id,omitempty"`
 	Method *string `json:"method,omitempty"`
+
+	// OutputSchema type mcp: the tool's outputSchema, which MCP clients' tools/list carries; its structured content is relayed whole.
+	OutputSchema *map[string]interface{} `json:"output_schema,omitempty"`
 
 	// ParamPlacement One location for every argument, or an object mapping each argument to a location or to {in, name, style, explode}. Unmapped arguments go to the body for POST, PUT and PATCH and to the query otherwise.
 	ParamPlacement *PluginExecution_ParamPlacement `json:"param_placement,omitempty"`

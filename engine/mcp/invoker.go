@@ -136,7 +136,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if err != nil {
 		return nil, &engine.ToolError{Code: CodeMCPError, Message: "the MCP result cannot be encoded: " + err.Error()}
 	}
-	resp := &engine.Response{StatusCode: http.StatusOK, ContentType: "application/json", Body: body, Attempts: 1}
+	resp := &engine.Response{StatusCode: http.StatusOK, ContentType: "application/json", Body: body, Attempts: 1, Relay: relay{out}}
 	if p.MaxResponseBytes > 0 && int64(len(body)) > p.MaxResponseBytes {
 		return &engine.Response{Attempts: 1}, &engine.ToolError{Code: engine.CodeResponseTooLarge,
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}

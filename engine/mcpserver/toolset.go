@@ -64,6 +64,9 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 		}
 		t := &sdk.Tool{Name: p.Name, Title: p.Title, Description: p.Tool(nil).Function.Description, InputSchema: params,
 			Annotations: annotations(p)}
+		if out := p.Execution.OutputSchema; len(out) > 0 {
+			t.OutputSchema = out // an MCP tool's, its structured content relayed whole
+		}
 		set.byName[p.Name] = &entry{plugin: p, tool: t}
 		set.all = append(set.all, t)
 		indexed = append(indexed, p)

@@ -75,13 +75,19 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
 	ac := srv.Auth
+	var output json.RawMessage
+	if t.OutputSchema != nil {
+		if output, err = json.Marshal(t.OutputSchema); err != nil {
+			return nil, nil, &ConversionError{Tool: t.Name, Err: fmt.Errorf("outputSchema: %w", err)}
+		}
+	}
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
 		Name:                name,
 		Title:               plugins.Cut(title(t), plugins.MaxTitleChars),
 		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(plugins.PlainText(t.Description)), t.Title, t.Name), plugins.MaxDescriptionChars),
 		Parameters:          params,
-		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name, InputSchema: written},
+		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name, InputSchema: written, OutputSchema: output},
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
 		ConsequentialHint:   ConsequentialHint(t.Annotations, srv.Trusted),
