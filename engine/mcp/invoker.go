@@ -111,7 +111,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if e.PropagatesTrace() {
 		traceparent = tracing.Traceparent(ctx)
 	}
-	res, err := inv.Manager.CallTool(ctx, Call{
+	call := Call{
 		Server:      e.MCPID,
 		Tool:        e.ToolName,
 		Arguments:   p.Arguments,
@@ -120,7 +120,20 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		OnSecrets:   p.AddSecrets,
 		Traceparent: traceparent,
 		Destination: p.Destination,
-	})
+		// What the upstream says while the call runs, masked by the
+		// call's masker (Prepared.Notify), to the call's client only.
+		OnLog: func(lp *sdk.LoggingMessageParams) {
+			n := p.Notify(ctx, engine.Notice{Log: true, Level: string(lp.Level), Logger: lp.Logger, Data: logData(lp.Data)})
+			inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
+		},
+	}
+	call.Settle = engine.Listening(ctx)
+	if engine.ProgressWanted(ctx) {
+		call.OnProgress = func(pp *sdk.ProgressNotificationParams) {
+			p.Notify(ctx, engine.Notice{Progress: pp.Progress, Total: pp.Total, Message: pp.Message})
+		}
+	}
+	res, err := inv.Manager.CallTool(ctx, call)
 	if changed, ok := errors.AsType[*DestinationChangedError](err); ok {
 		endCall(span, err)
 		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeConfirmationStale,

@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,6 +124,7 @@ type Manager struct {
 	auth    *auth.Authenticator
 	salt    []byte // keys the credential hashes of session keys
 
+	notices  notices
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
@@ -373,6 +375,14 @@ type Call struct {
 	// (engine.Prepared.Destination): a server changed since is not
 	// called (*DestinationChangedError).
 	Destination string
+	// OnProgress, when set, asks the server for progress (a token of the
+	// call's own) and receives it; OnLog receives the server's log
+	// messages attributable to the call (see notices).
+	OnProgress func(*sdk.ProgressNotificationParams)
+	OnLog      func(*sdk.LoggingMessageParams)
+	// Settle holds the result until the call's notices have arrived
+	// (notices.settle): a client listens to them.
+	Settle bool
 }
 
 // CallTool performs call. A tool-level failure is a result with IsError
@@ -403,7 +413,30 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 			}
 			headers["traceparent"] = call.Traceparent
 		}
+		var last atomic.Int64 // when the call's last notice came
+		onProgress, onLog := call.OnProgress, call.OnLog
+		if onProgress != nil {
+			onProgress = func(p *sdk.ProgressNotificationParams) { last.Store(time.Now().UnixNano()); call.OnProgress(p) }
+		}
+		if onLog != nil {
+			onLog = func(p *sdk.LoggingMessageParams) { last.Store(time.Now().UnixNano()); call.OnLog(p) }
+		}
+		if onProgress != nil {
+			tok, forget := m.notices.progressToken(onProgress)
+			defer forget()
+			params.Meta = maps.Clone(params.Meta)
+			if params.Meta == nil {
+				params.Meta = sdk.Meta{}
+			}
+			params.Meta["progressToken"] = tok
+		}
+		if onLog != nil {
+			defer m.notices.listen(cs, onLog)()
+		}
 		res, err = cs.CallTool(withCallHeaders(ctx, headers), params)
+		if call.Settle {
+			settle(&last)
+		}
 		return err
 	})
 	if err != nil {
@@ -575,12 +608,21 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 		return nil, nil, fmt.Errorf("MCP server %s: unknown transport %q", srv.name, srv.transport)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ClientOptions{
-		Logger:       m.logger(),
-		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		Logger:                      m.logger(),
+		Capabilities:                &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		ProgressNotificationHandler: m.onProgress,
+		LoggingMessageHandler:       m.onLog,
 	})
 	hctx, cancel := context.WithTimeout(ctx, cmp.Or(m.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	cs, err := client.Connect(hctx, detached{t}, nil)
+	if err == nil && cs.InitializeResult() != nil && cs.InitializeResult().Capabilities != nil && cs.InitializeResult().Capabilities.Logging != nil {
+		// Every level: a call's client filters at the level it set, and
+		// the engine's log keeps what no client asked for (notices).
+		if lerr := cs.SetLoggingLevel(hctx, &sdk.SetLoggingLevelParams{Level: "debug"}); lerr != nil {
+			m.logger().DebugContext(ctx, "MCP server's log level not set", "mcp_id", srv.id, "err", lerr)
+		}
+	}
 	return cs, at, err
 }
 

@@ -79,6 +79,7 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			growStack(0, 1)
 			ctx, span := ss.svc.startCall(ctx, r)
 			defer span.End()
+			ctx = listen(ctx, r)
 			var in *retry
 			if r.Params.RequestState != "" {
 				in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
