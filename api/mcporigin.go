@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,13 +26,39 @@ func (s *Server) sameOrigin(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if norm, ok := Origin(o); !ok || !slices.Contains(s.MCPOrigins, norm) {
+		if norm, ok := Origin(o); !ok || !slices.Contains(s.MCPOrigins, norm) && !localPage(r, norm) {
 			writeError(w, http.StatusForbidden, codeOriginNotAllowed,
 				fmt.Sprintf("Origin %q may not call the MCP endpoints: a browser page must be served from BLINDEXEC_BROWSER_URL or from an origin listed in BLINDEXEC_ALLOWED_ORIGINS", o), nil)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// localPage reports a page of the machine the engine runs on calling it
+// there: an origin on a loopback host, the request come to a loopback
+// address (what the MCP SDKs allow a server bound to localhost, and the
+// conformance suite's dns-rebinding-protection checks). A page elsewhere
+// that reaches a loopback engine by DNS rebinding names its own host.
+func localPage(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || !loopbackHost(u.Hostname()) {
+		return false
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(local.String())
+	return err == nil && loopbackHost(host)
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // Origin is the serialisation browsers send of raw's origin (lowercase

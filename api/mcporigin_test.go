@@ -14,8 +14,8 @@ import (
 // TestMCPOrigins: every MCP endpoint refuses a browser Origin that is
 // neither BLINDEXEC_BROWSER_URL's nor listed (403 origin_not_allowed,
 // before authentication and before any MCP is spoken), "null" included,
-// and serves one that is, and a request without Origin, as before
-// (issue 48 point 6).
+// and serves one that is, a page of the engine's own machine calling it
+// on loopback, and a request without Origin, as before (issue 48 point 6).
 func TestMCPOrigins(t *testing.T) {
 	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) {
 		s.MCP = &api.MCPConfig{}
@@ -43,6 +43,8 @@ func TestMCPOrigins(t *testing.T) {
 			{"https://ai.example.com:8443", token, true},
 			{"http://ai.example.com", token, true},
 			{"null", token, true},
+			{"http://localhost:6000", token, false}, // a page of this machine, calling it on loopback
+			{"http://127.0.0.1:6000", token, false},
 			{"http://evil.example.com", "", true}, // refused before authentication
 		} {
 			t.Run(path+" "+tt.origin, func(t *testing.T) {
