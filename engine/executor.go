@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blindexec/blindexec/access"
@@ -279,9 +280,10 @@ type Prepared struct {
 	// elsewhere (CodeConfirmationStale). "" when not approved.
 	Destination string
 
-	schema  *schemaInfo
-	secrets []string
-	ids     []string // the credential keys read only as identifiers: masked as data
+	schema    *schemaInfo
+	secretsMu sync.Mutex
+	secrets   []string
+	ids       []string // the credential keys read only as identifiers: masked as data
 	// connections gives the token of the user's connection, for a plugin
 	// using one (Plugin.AuthConfig.ConnectionProvider()).
 	connections Connections
@@ -296,7 +298,19 @@ type Prepared struct {
 // AddSecrets registers values derived from the credentials (an oauth2
 // access token, a basic-auth header) so that they are masked like the
 // credentials themselves.
-func (p *Prepared) AddSecrets(s ...string) { p.secrets = append(p.secrets, s...) }
+// An upstream's notices (Notify) read them while the call runs.
+func (p *Prepared) AddSecrets(s ...string) {
+	p.secretsMu.Lock()
+	p.secrets = append(p.secrets, s...)
+	p.secretsMu.Unlock()
+}
+
+// derived is a copy of the secrets AddSecrets registered.
+func (p *Prepared) derived() []string {
+	p.secretsMu.Lock()
+	defer p.secretsMu.Unlock()
+	return slices.Clone(p.secrets)
+}
 
 // Sent reports, when Trace is set, the request an attempt sent, in
 // plaintext: the executor masks it (the last one reported wins).
@@ -792,7 +806,7 @@ func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	return auth.MaskerFor(prep.ids, prep.Credentials, prep.secrets...)
+	return auth.MaskerFor(prep.ids, prep.Credentials, prep.derived()...)
 }
 
 // complete fills res from what the invoker returned.
