@@ -122,7 +122,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		Destination: p.Destination,
 		// What the upstream says while the call runs, masked by the
 		// call's masker (Prepared.Notify), to the call's client only.
-		OnLog: func(lp *sdk.LoggingMessageParams) {
+		OnLog: func(lp *logMessage) {
 			n := p.Notify(ctx, engine.Notice{Log: true, Level: string(lp.Level), Logger: lp.Logger, Data: logData(lp.Data)})
 			inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
 		},

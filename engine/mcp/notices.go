@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated from 2026-07-28 (SEP-2577), but upstreams of 2025 send logs, which issue 48 relays
+
 package mcp
 
 import (
@@ -27,8 +29,11 @@ type notices struct {
 	logs     map[*sdk.ClientSession]map[*logListener]bool
 }
 
+// logMessage is an upstream's notifications/message.
+type logMessage = sdk.LoggingMessageParams
+
 type logListener struct {
-	f func(*sdk.LoggingMessageParams)
+	f func(*logMessage)
 }
 
 // progressToken registers f for the progress of one call and returns its
@@ -42,7 +47,7 @@ func (n *notices) progressToken(f func(*sdk.ProgressNotificationParams)) (string
 }
 
 // listen registers f for the log messages of cs while a call runs on it.
-func (n *notices) listen(cs *sdk.ClientSession, f func(*sdk.LoggingMessageParams)) func() {
+func (n *notices) listen(cs *sdk.ClientSession, f func(*logMessage)) func() {
 	l := &logListener{f}
 	n.mu.Lock()
 	if n.logs == nil {
@@ -86,6 +91,18 @@ func (m *Manager) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		return
 	}
 	m.logger().InfoContext(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", req.Params.Level)
+}
+
+// logEverything asks an upstream that logs for every level: a call's
+// client filters at the level it set, and the engine's log keeps the rest.
+func (m *Manager) logEverything(ctx context.Context, srv *serverConfig, cs *sdk.ClientSession) {
+	init := cs.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
+		return
+	}
+	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		m.logger().DebugContext(ctx, "MCP server's log level not set", "mcp_id", srv.id, "err", err)
+	}
 }
 
 // settle waits, after a call's result came, for the notices the upstream

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated from 2026-07-28 (SEP-2577), but clients and upstreams of 2025 use it, which issue 48 relays
+
 package mcpserver
 
 import (
