@@ -305,11 +305,13 @@ func (p *Prepared) AddSecrets(s ...string) {
 	p.secretsMu.Unlock()
 }
 
-// derived is a copy of the secrets AddSecrets registered.
+// derived is the secrets AddSecrets registered so far: a later append
+// writes past its length (or to a new array), never into it.
 func (p *Prepared) derived() []string {
 	p.secretsMu.Lock()
-	defer p.secretsMu.Unlock()
-	return slices.Clone(p.secrets)
+	s := p.secrets
+	p.secretsMu.Unlock()
+	return s[:len(s):len(s)]
 }
 
 // Sent reports, when Trace is set, the request an attempt sent, in
