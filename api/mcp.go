@@ -107,14 +107,14 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 		}
 	}
 	catalog := s.mcpService.Handler(s.mcpIdentity)
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/mcp", s.sameOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
 			catalog.ServeHTTP(w, r) // answers 401 without reading the body
 			return
 		}
 		s.serveMCP(w, r, p, catalog)
-	})
+	})))
 	s.agentMCPRoutes(mux, opts, catalog)
 }
 
@@ -463,12 +463,16 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	case res.Error != nil:
 		writeError(w, http.StatusBadGateway, codeMCPCallFailed, res.Error.Message, mergeDetails(res.Error.Details, res.ExecutionID))
 	default:
-		// The output is the MCP result, masked, within
-		// MaxResponseBytes.
+		// The MCP result whole, masked, within MaxResponseBytes (the
+		// output, binary data described, when it could not be relayed).
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("X-Execution-Id", res.ExecutionID)
 		w.WriteHeader(http.StatusOK)
-		w.Write(res.Output)
+		if len(res.Relayed) > 0 {
+			w.Write(res.Relayed)
+		} else {
+			w.Write(res.Output)
+		}
 	}
 }
 
@@ -506,11 +510,15 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	if err != nil {
 		return nil, err
 	}
-	key := proxyKey{tool: t, creds: strings.Join(keys, "\x00")}
+	trusted, err := m.cfg.Manager.Trusted(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	key := proxyKey{tool: t, creds: strings.Join(keys, "\x00"), trusted: trusted}
 	if p := m.proxies.get(key); p != nil {
 		return p, nil
 	}
-	params, _, err := mcpimport.Parameters(t.InputSchema, 0)
+	params, written, _, err := mcpimport.Schemas(t.InputSchema, 0)
 	if err != nil {
 		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
 	}
@@ -518,12 +526,13 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	p := &plugins.Plugin{
 		Name:       name[:min(len(name), 64)],
 		Parameters: params,
-		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name,
+		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name, InputSchema: written,
 			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
 		RequiredCredentials: keys,
-		// Consequential unless its server marks it read-only (a catalog
-		// row of the tool, when there is one, is the call: proxiedRow).
-		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations),
+		// Consequential unless its trusted server marks it read-only (a
+		// catalog row of the tool, when there is one, is the call:
+		// proxiedRow).
+		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations, trusted),
 	}
 	m.proxies.put(key, p)
 	return p, nil
@@ -532,8 +541,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 // proxyKey identifies a proxy plugin: the listed tool (a new list makes new
 // tools) and the credential keys of its server.
 type proxyKey struct {
-	tool  *sdk.Tool
-	creds string
+	tool    *sdk.Tool
+	creds   string
+	trusted bool
 }
 
 // proxyPlugins remembers proxy plugins; cleared when full.

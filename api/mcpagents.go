@@ -24,7 +24,7 @@ type agentMCP struct {
 // agent changes (seen by every replica within one poll), as /mcp's do
 // when the catalog does.
 func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unauthorized http.Handler) {
-	mux.HandleFunc("/mcp/agents/{name}", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/mcp/agents/{name}", s.sameOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err != nil {
 			unauthorized.ServeHTTP(w, r) // 401, the body unread
@@ -47,7 +47,7 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 			return
 		}
 		s.serveMCP(w, r, p, s.agentServer(name, opts).h)
-	})
+	})))
 	if s.Changes != nil {
 		s.Changes.OnChange(func(old, new store.Versions) {
 			if new.Plugins != old.Plugins {

@@ -53,6 +53,11 @@ type Server struct {
 	// OpenAPITools is the MCP server of the OpenAPI query tools, served at
 	// /mcp/openapi to any token holder; nil: not served.
 	OpenAPITools http.Handler
+	// MCPOrigins are the browser origins (scheme://host[:port]) whose pages
+	// may call the MCP endpoints: BLINDEXEC_BROWSER_URL's and
+	// BLINDEXEC_ALLOWED_ORIGINS. A request with another Origin is refused
+	// (403); one without (a non-browser client) is served.
+	MCPOrigins []string
 	// Changes follows the change counters; the caches below are fresh while
 	// it stays where it was when they were filled. nil: a watcher that moves
 	// only on this server's own writes (tests, single-process tools). serve
@@ -233,7 +238,7 @@ func (s *Server) Handler() http.Handler {
 		s.mcpRoutes(mux, s.MCP)
 	}
 	if s.OpenAPITools != nil {
-		mux.Handle("/mcp/openapi", s.with(roleUser, scanJSON(s.OpenAPITools)))
+		mux.Handle("/mcp/openapi", s.sameOrigin(s.with(roleUser, scanJSON(s.OpenAPITools))))
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blindexec/blindexec/access"
@@ -231,6 +232,10 @@ type Result struct {
 	// Request is the request sent (its last attempt), masked; only with
 	// Call.Trace, never for a refused call, never recorded.
 	Request *SentRequest `json:"request,omitempty"`
+	// Relayed is an invoker's Relay, masked: the upstream's result whole
+	// for a client of its protocol (an MCP client of /mcp), a tool error
+	// included; nil for other calls. Never recorded, never the model's.
+	Relayed json.RawMessage `json:"-"`
 }
 
 // ToolError is a failed call, phrased for the LLM. It is masked: it never
@@ -275,9 +280,10 @@ type Prepared struct {
 	// elsewhere (CodeConfirmationStale). "" when not approved.
 	Destination string
 
-	schema  *schemaInfo
-	secrets []string
-	ids     []string // the credential keys read only as identifiers: masked as data
+	schema    *schemaInfo
+	secretsMu sync.Mutex
+	secrets   []string
+	ids       []string // the credential keys read only as identifiers: masked as data
 	// connections gives the token of the user's connection, for a plugin
 	// using one (Plugin.AuthConfig.ConnectionProvider()).
 	connections Connections
@@ -292,7 +298,21 @@ type Prepared struct {
 // AddSecrets registers values derived from the credentials (an oauth2
 // access token, a basic-auth header) so that they are masked like the
 // credentials themselves.
-func (p *Prepared) AddSecrets(s ...string) { p.secrets = append(p.secrets, s...) }
+// An upstream's notices (Notify) read them while the call runs.
+func (p *Prepared) AddSecrets(s ...string) {
+	p.secretsMu.Lock()
+	p.secrets = append(p.secrets, s...)
+	p.secretsMu.Unlock()
+}
+
+// derived is the secrets AddSecrets registered so far: a later append
+// writes past its length (or to a new array), never into it.
+func (p *Prepared) derived() []string {
+	p.secretsMu.Lock()
+	s := p.secrets
+	p.secretsMu.Unlock()
+	return s[:len(s):len(s)]
+}
 
 // Sent reports, when Trace is set, the request an attempt sent, in
 // plaintext: the executor masks it (the last one reported wins).
@@ -309,6 +329,9 @@ type Response struct {
 	// Truncated reports a Body cut at a read limit: it may end inside an
 	// echoed secret, which masking then treats as one (auth.Masker.Cut).
 	Truncated bool
+	// Relay, when set, is the result whole for a client of the
+	// upstream's protocol (Result.Relayed); Body is then ignored.
+	Relay Relay
 }
 
 // AuthConfigurer is implemented by an Invoker whose calls take their
@@ -785,7 +808,7 @@ func (e *Executor) masker(prep *Prepared) *auth.Masker {
 	if prep == nil {
 		return nil
 	}
-	return auth.MaskerFor(prep.ids, prep.Credentials, prep.secrets...)
+	return auth.MaskerFor(prep.ids, prep.Credentials, prep.derived()...)
 }
 
 // complete fills res from what the invoker returned.
@@ -797,6 +820,11 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 	}
 	if prep.sent != nil {
 		res.Request = prep.sent.masked(m)
+	}
+	if resp != nil && resp.Relay != nil {
+		var model json.RawMessage
+		res.Relayed, model = resp.Relay.Mask(m)
+		resp = &Response{StatusCode: resp.StatusCode, ContentType: "application/json", Body: model, Attempts: resp.Attempts}
 	}
 	switch {
 	case err != nil:

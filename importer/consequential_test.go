@@ -99,47 +99,59 @@ func TestSyncKeepsConsequential(t *testing.T) {
 	})
 }
 
-// TestMCPImportKeepsConsequential: a tool its server marks read-only is
-// not consequential, one without annotations is (MCP's defaults); an
-// administrator's choice survives a re-import of a changed tool.
+// TestMCPImportKeepsConsequential: an upstream's annotations are hints
+// (issue 48 point 2). An untrusted server's readOnlyHint does not lower
+// its tool's class — it could mark its own delete tool read-only — while a
+// trusted server's does; a tool without annotations, or marked
+// destructive, is consequential either way (MCP's defaults). An
+// administrator's choice wins over both and survives a re-import of a
+// changed tool.
 func TestMCPImportKeepsConsequential(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
-		ctx := context.Background()
-		srv := &store.MCPServer{Name: "shop", Transport: store.TransportStreamableHTTP, URL: "https://mcp.example/mcp"}
-		if err := st.CreateMCPServer(ctx, srv); err != nil {
-			t.Fatal(err)
-		}
-		schema := map[string]any{"type": "object"}
-		tools := func(desc string) []*sdk.Tool {
-			return []*sdk.Tool{
-				{Name: "look", Description: desc, InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
-				{Name: "refund", Description: desc, InputSchema: schema},
+		for _, trusted := range []bool{false, true} {
+			ctx := context.Background()
+			name := map[bool]string{false: "shop", true: "vetted"}[trusted]
+			srv := &store.MCPServer{Name: name, Transport: store.TransportStreamableHTTP, URL: "https://" + name + ".example/mcp", Trusted: trusted}
+			if err := st.CreateMCPServer(ctx, srv); err != nil {
+				t.Fatal(err)
 			}
-		}
-		rep, err := importer.MCPTools(ctx, st, srv, tools("v1"), importer.MCPOptions{By: "admin"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := map[string]bool{"look": false, "refund": true}; !maps.Equal(rep.Consequential, want) {
-			t.Fatalf("classification %v, want %v", rep.Consequential, want)
-		}
-		no := "0"
-		if _, err := st.SetPluginsConsequential(ctx, []string{"refund"}, &no, "admin"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.SetPluginsPerms(ctx, []string{"refund"}, plugins.JoinPerms([]string{"shop:order:refund", "shop:order:edit"}), "admin"); err != nil {
-			t.Fatal(err)
-		}
-		rep, err = importer.MCPTools(ctx, st, srv, tools("v2"), importer.MCPOptions{By: "admin"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Updated) != 2 || !maps.Equal(rep.Consequential, map[string]bool{"look": false, "refund": false}) {
-			t.Errorf("re-import: updated %v, classification %v; want both updated, refund kept not consequential", rep.Updated, rep.Consequential)
-		}
-		p := plugin(t, st, "refund")
-		if p.IsConsequential() || !slices.Equal(p.Perms, []string{"shop:order:refund", "shop:order:edit"}) {
-			t.Errorf("refund after re-import: consequential %v, perms %v", p.IsConsequential(), p.Perms)
+			schema := map[string]any{"type": "object"}
+			destructive := true
+			tools := func(desc string) []*sdk.Tool {
+				return []*sdk.Tool{
+					{Name: name + "_look", Description: desc, InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+					{Name: name + "_refund", Description: desc, InputSchema: schema},
+					{Name: name + "_wipe", Description: desc, InputSchema: schema, Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive}},
+				}
+			}
+			rep, err := importer.MCPTools(ctx, st, srv, tools("v1"), importer.MCPOptions{By: "admin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]bool{name + "_look": !trusted, name + "_refund": true, name + "_wipe": true}; !maps.Equal(rep.Consequential, want) {
+				t.Fatalf("trusted=%v: classification %v, want %v", trusted, rep.Consequential, want)
+			}
+			yes, no := "1", "0"
+			if _, err := st.SetPluginsConsequential(ctx, []string{name + "_refund"}, &no, "admin"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.SetPluginsConsequential(ctx, []string{name + "_look"}, &yes, "admin"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.SetPluginsPerms(ctx, []string{name + "_refund"}, plugins.JoinPerms([]string{"shop:order:refund", "shop:order:edit"}), "admin"); err != nil {
+				t.Fatal(err)
+			}
+			rep, err = importer.MCPTools(ctx, st, srv, tools("v2"), importer.MCPOptions{By: "admin"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]bool{name + "_look": true, name + "_refund": false, name + "_wipe": true}; len(rep.Updated) != 3 || !maps.Equal(rep.Consequential, want) {
+				t.Errorf("trusted=%v: re-import: updated %v, classification %v; want all updated, %v", trusted, rep.Updated, rep.Consequential, want)
+			}
+			p := plugin(t, st, name+"_refund")
+			if p.IsConsequential() || !slices.Equal(p.Perms, []string{"shop:order:refund", "shop:order:edit"}) {
+				t.Errorf("refund after re-import: consequential %v, perms %v", p.IsConsequential(), p.Perms)
+			}
 		}
 	})
 }

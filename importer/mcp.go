@@ -85,7 +85,7 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 
 	rep := &MCPReport{SourceID: src.ID, Server: srv.Name, Added: []string{}, Updated: []string{}, Unchanged: []string{}, Disabled: []string{}, Failed: []MCPFailure{}}
 	auth, authErr := catalog.MCPServerAuth(srv)
-	conv := mcpimport.Server{ID: srv.ID, Name: srv.Name, Auth: auth}
+	conv := mcpimport.Server{ID: srv.ID, Name: srv.Name, Auth: auth, Trusted: srv.Trusted}
 	tools = slices.Clone(tools)
 	slices.SortFunc(tools, func(a, b *sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
 	seen := make(map[string]bool, len(tools))

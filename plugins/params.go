@@ -115,6 +115,9 @@ var english = message.NewPrinter(language.English)
 // correct its call ("must be greater than 0"), without quoting the value.
 func (p *Plugin) ValidateArguments(args map[string]any) []FieldError {
 	s, err := p.parameterSchema()
+	if err == nil && len(p.Execution.InputSchema) > 0 {
+		s, err = writtenSchema(p.Execution.InputSchema) // the server's own, $refs and all
+	}
 	if err != nil {
 		return []FieldError{{Field: "parameters", Message: err.Error()}}
 	}

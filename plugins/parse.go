@@ -337,6 +337,11 @@ func (p *Plugin) validate(pr *proof) error {
 		if e.ToolName == "" {
 			add("execution.tool_name", "required for execution.type \"mcp\"")
 		}
+		if len(e.InputSchema) > 0 {
+			if _, err := writtenSchema(e.InputSchema); err != nil {
+				add("execution.input_schema", "%v", err)
+			}
+		}
 	default:
 		add("execution.type", "%q is not an execution type (expected \"http\" or \"mcp\")", e.Type)
 	}

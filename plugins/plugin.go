@@ -127,6 +127,16 @@ type Execution struct {
 	// original name on it.
 	MCPID    string `json:"mcp_id,omitempty"`
 	ToolName string `json:"tool_name,omitempty"`
+	// InputSchema is an MCP tool's inputSchema as its server wrote it,
+	// $schema, $defs and $ref kept (issue 48 point 5): arguments are
+	// validated against it, and MCP clients' tools/list carries it
+	// (WrittenParameters), while the model reads Parameters, the subset
+	// OpenAI accepts. Dialects: AcceptedDialects.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// OutputSchema is an MCP tool's outputSchema, which MCP clients'
+	// tools/list carries: the tool's structured content, relayed whole,
+	// meets it (issue 48 point 1).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // PropagatesTrace reports whether the plugin's requests carry the

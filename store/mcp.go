@@ -22,14 +22,18 @@ const (
 // to every HTTP request of the session; credentials for AuthConfig come
 // from the calling user, as for any plugin.
 type MCPServer struct {
-	ID              string     `gorm:"column:mcp_id;primaryKey" json:"mcp_id"`
-	Name            string     `gorm:"column:name" json:"name"`
-	Transport       string     `gorm:"column:transport" json:"transport"`
-	URL             string     `gorm:"column:url" json:"url,omitempty"`
-	Command         JSON       `gorm:"column:command" json:"command,omitempty"`
-	Headers         JSON       `gorm:"column:headers" json:"headers,omitempty"`
-	AuthConfig      JSON       `gorm:"column:auth_config" json:"auth_config,omitempty"`
-	Status          string     `gorm:"column:status" json:"status"`
+	ID         string `gorm:"column:mcp_id;primaryKey" json:"mcp_id"`
+	Name       string `gorm:"column:name" json:"name"`
+	Transport  string `gorm:"column:transport" json:"transport"`
+	URL        string `gorm:"column:url" json:"url,omitempty"`
+	Command    JSON   `gorm:"column:command" json:"command,omitempty"`
+	Headers    JSON   `gorm:"column:headers" json:"headers,omitempty"`
+	AuthConfig JSON   `gorm:"column:auth_config" json:"auth_config,omitempty"`
+	Status     string `gorm:"column:status" json:"status"`
+	// Trusted: an administrator vouches for the server, so its tools'
+	// annotations may lower their class (readOnlyHint: not
+	// consequential), not only raise it (issue 48 point 2).
+	Trusted         bool       `gorm:"column:trusted" json:"trusted"`
 	ToolsCache      JSON       `gorm:"column:tools_cache" json:"-"`
 	ToolsCachedTime *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
 	Audit

@@ -1128,6 +1128,7 @@ type MCPServer struct {
 	Status          *string                 `json:"status,omitempty"`
 	ToolsCachedTime *time.Time              `json:"tools_cached_time,omitempty"`
 	Transport       *string                 `json:"transport,omitempty"`
+	Trusted         *bool                   `json:"trusted,omitempty"`
 	UpdateBy        *string                 `json:"update_by,omitempty"`
 	UpdateTime      *string                 `json:"update_time,omitempty"`
 	Url             *string                 `json:"url,omitempty"`
@@ -1147,7 +1148,10 @@ type MCPServerSpec struct {
 	Remark    *string                 `json:"remark,omitempty"`
 	Status    *MCPServerSpecStatus    `json:"status,omitempty"`
 	Transport *MCPServerSpecTransport `json:"transport,omitempty"`
-	Url       *string                 `json:"url,omitempty"`
+
+	// Trusted An administrator vouches for the server: its tools' readOnlyHint may make them not consequential. Untrusted (the default), annotations may only raise a tool's class (issue 48).
+	Trusted *bool   `json:"trusted,omitempty"`
+	Url     *string `json:"url,omitempty"`
 }
 
 // MCPServerSpecStatus defines model for MCPServerSpec.Status.
@@ -1355,9 +1359,15 @@ type PluginExecution struct {
 	// Headers Static headers sent with every call.
 	Headers *map[string]string `json:"headers,omitempty"`
 
+	// InputSchema type mcp: the tool's inputSchema as its server wrote it ($schema, $defs, $ref kept), which arguments are validated against and MCP clients' tools/list carries; the model reads parameters. $schema: 2020-12 (the default), 2019-09, draft-07, draft-06 or draft-04.
+	InputSchema *map[string]interface{} `json:"input_schema,omitempty"`
+
 	// McpId type mcp: the registered MCP server (id or name).
 	McpId  *string `json:"mcp_id,omitempty"`
 	Method *string `json:"method,omitempty"`
+
+	// OutputSchema type mcp: the tool's outputSchema, which MCP clients' tools/list carries; its structured content is relayed whole.
+	OutputSchema *map[string]interface{} `json:"output_schema,omitempty"`
 
 	// ParamPlacement One location for every argument, or an object mapping each argument to a location or to {in, name, style, explode}. Unmapped arguments go to the body for POST, PUT and PATCH and to the query otherwise.
 	ParamPlacement *PluginExecution_ParamPlacement `json:"param_placement,omitempty"`
@@ -1987,7 +1997,10 @@ type ImportMCPJSONBody struct {
 	Server    *string                     `json:"server,omitempty"`
 	Status    *ImportMCPJSONBodyStatus    `json:"status,omitempty"`
 	Transport *ImportMCPJSONBodyTransport `json:"transport,omitempty"`
-	Url       *string                     `json:"url,omitempty"`
+
+	// Trusted An administrator vouches for the server: its tools' readOnlyHint may make them not consequential. Untrusted (the default), annotations may only raise a tool's class (issue 48).
+	Trusted *bool   `json:"trusted,omitempty"`
+	Url     *string `json:"url,omitempty"`
 
 	// UserId RuoYi's numeric user id, as a number or a string of digits.
 	UserId *UserID `json:"user_id,omitempty"`

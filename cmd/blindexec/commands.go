@@ -115,6 +115,7 @@ func serveCmd(cfg *config) *cobra.Command {
 				Confirm:       cfg.confirm,
 				ConfirmTTL:    cfg.confirmTTL,
 				ConfirmVia:    cfg.confirmVia,
+				MCPOrigins:    cfg.mcpOrigins,
 			}
 			if tr != nil {
 				srv.Tracer = tr.Tracer

@@ -60,6 +60,7 @@ type config struct {
 	noMigrate       bool
 	publicURL       string
 	browserURL      string
+	mcpOrigins      []string
 	mcpAllowStdio   bool
 	mcpUser         int64
 	openapiBaseURL  string
@@ -139,6 +140,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.noMigrate = setNoMigrate.Get(src)
 	c.publicURL = setPublicURL.Get(src)
 	c.browserURL = setBrowserURL.Get(src)
+	c.mcpOrigins, _ = mcpOrigins(c.browserURL, setAllowedOrigins.Get(src))
 	c.mcpAllowStdio = setMCPAllowStdio.Get(src)
 	c.mcpUser = setMCPUser.Get(src)
 	c.openapiBaseURL = setOpenAPIBaseURL.Get(src)

@@ -82,6 +82,7 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 	f.StringVar(&spec.Transport, "transport", "", "streamable_http (default for --url) or sse")
 	f.StringVar(&spec.ID, "id", "", "the mcp_id (a UUID when empty)")
 	f.StringArrayVar(&headers, "header", nil, "a static header NAME=VALUE (repeatable)")
+	f.BoolVar(&spec.Trusted, "trusted", false, "vouch for the server: its tools' readOnlyHint may make them not consequential (untrusted, annotations only raise a tool's class)")
 	f.StringVar(&authJSON, "auth", "", `auth_config JSON, as a plugin's (e.g. {"type":"bearer","token":"MED_TOKEN"})`)
 
 	list := &cobra.Command{

@@ -66,6 +66,10 @@ var (
 		"base of the `api_url`s of `GET /v1/tools?format=dynamic` (e.g. `http://blindexec:8080`); unset: the scheme and host the request came to")
 	setBrowserURL = settings.URL(&registry, "BLINDEXEC_BROWSER_URL",
 		"the address people's browsers reach the engine at (e.g. `https://ai.example.com`, or `https://ai.example.com/engine` behind a reverse proxy serving it under a path: the flow's cookie, form and links stay under that path), required for [connections](connections.md#connections): the OAuth callback is `<BLINDEXEC_BROWSER_URL>/oauth/callback`, registered at each provider as an exact match, and start URLs are `<BLINDEXEC_BROWSER_URL>/oauth/start/<handle>`. Never derived from a request's `Host`; while unset, `POST /v1/connections/{provider}/authorize` answers 503 `connections_not_configured`. With `https://` the flow cookie is `Secure`")
+	setAllowedOrigins = settings.Check(&registry, "BLINDEXEC_ALLOWED_ORIGINS", "", "origins", "comma-separated http(s) origins, e.g. https://chat.example.com,http://localhost:6274", func(v string) bool {
+		_, ok := mcpOrigins("", v)
+		return ok
+	}, "comma-separated browser origins (`scheme://host[:port]`) whose pages may call the MCP endpoints (`/mcp`, `/mcp/openapi`, `/mcp/agents/{name}`) besides `BLINDEXEC_BROWSER_URL`'s own: a request with any other `Origin` header, `null` included, is refused 403 `origin_not_allowed`; one without (a non-browser client) is served. See [Upgrade notes](upgrading.md#mcp-browser-origins-issue-48)")
 	setTrustedProxies = settings.Check(&registry, console.EnvTrustedProxies, "", "IPs and CIDRs", "comma-separated IP addresses and CIDRs, e.g. 10.0.0.5,192.168.0.0/16", func(v string) bool {
 		_, err := console.ParseProxies(v)
 		return err == nil
@@ -210,4 +214,25 @@ func init() {
 	} {
 		settings.Foreign(&registry, s.name, s.typ, s.def, s.meaning)
 	}
+}
+
+// mcpOrigins is the origins the MCP endpoints accept from browsers:
+// browserURL's and those listed (comma-separated), or false naming none
+// valid when one listed is not an http(s) origin.
+func mcpOrigins(browserURL, listed string) ([]string, bool) {
+	var out []string
+	if o, ok := api.Origin(browserURL); ok {
+		out = append(out, o)
+	}
+	for v := range strings.SplitSeq(listed, ",") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		o, ok := api.Origin(v)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, o)
+	}
+	return out, true
 }

@@ -139,3 +139,27 @@ func TestSettingsReadThroughTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMCPOrigins: the origins the MCP endpoints accept are
+// BLINDEXEC_BROWSER_URL's (its path dropped) and those listed, as
+// browsers serialise them; a listed value that is no http(s) origin
+// ("null" included) makes the setting invalid (issue 48 point 6).
+func TestMCPOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		browser, listed string
+		want            []string
+		ok              bool
+	}{
+		{"", "", nil, true},
+		{"https://ai.example.com/engine", "", []string{"https://ai.example.com"}, true},
+		{"https://ai.example.com:443", " HTTP://Localhost:6274 , https://chat.example.com/", []string{"https://ai.example.com", "http://localhost:6274", "https://chat.example.com"}, true},
+		{"", "null", nil, false},
+		{"", "chat.example.com", nil, false},
+		{"", "ftp://files.example.com", nil, false},
+	} {
+		got, ok := mcpOrigins(tt.browser, tt.listed)
+		if ok != tt.ok || !slices.Equal(got, tt.want) {
+			t.Errorf("mcpOrigins(%q, %q) = %v, %v; want %v, %v", tt.browser, tt.listed, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if e.PropagatesTrace() {
 		traceparent = tracing.Traceparent(ctx)
 	}
-	res, err := inv.Manager.CallTool(ctx, Call{
+	call := Call{
 		Server:      e.MCPID,
 		Tool:        e.ToolName,
 		Arguments:   p.Arguments,
@@ -120,7 +120,20 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		OnSecrets:   p.AddSecrets,
 		Traceparent: traceparent,
 		Destination: p.Destination,
-	})
+		// What the upstream says while the call runs, masked by the
+		// call's masker (Prepared.Notify), to the call's client only.
+		OnLog: func(lp *logMessage) {
+			n := p.Notify(ctx, engine.Notice{Log: true, Level: string(lp.Level), Logger: lp.Logger, Data: logData(lp.Data)})
+			inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
+		},
+	}
+	call.Settle = engine.Listening(ctx)
+	if engine.ProgressWanted(ctx) {
+		call.OnProgress = func(pp *sdk.ProgressNotificationParams) {
+			p.Notify(ctx, engine.Notice{Progress: pp.Progress, Total: pp.Total, Message: pp.Message})
+		}
+	}
+	res, err := inv.Manager.CallTool(ctx, call)
 	if changed, ok := errors.AsType[*DestinationChangedError](err); ok {
 		endCall(span, err)
 		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeConfirmationStale,
@@ -136,7 +149,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if err != nil {
 		return nil, &engine.ToolError{Code: CodeMCPError, Message: "the MCP result cannot be encoded: " + err.Error()}
 	}
-	resp := &engine.Response{StatusCode: http.StatusOK, ContentType: "application/json", Body: body, Attempts: 1}
+	resp := &engine.Response{StatusCode: http.StatusOK, ContentType: "application/json", Body: body, Attempts: 1, Relay: relay{out}}
 	if p.MaxResponseBytes > 0 && int64(len(body)) > p.MaxResponseBytes {
 		return &engine.Response{Attempts: 1}, &engine.ToolError{Code: engine.CodeResponseTooLarge,
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}

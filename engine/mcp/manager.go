@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,6 +124,7 @@ type Manager struct {
 	auth    *auth.Authenticator
 	salt    []byte // keys the credential hashes of session keys
 
+	notices  notices
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
@@ -218,6 +220,7 @@ type serverConfig struct {
 	headers                  map[string]string
 	auth                     plugins.AuthConfig
 	disabled                 bool
+	trusted                  bool
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination).
@@ -240,6 +243,17 @@ func (m *Manager) Server(ctx context.Context, ref string) (id, name string, err 
 		return "", "", err
 	}
 	return c.id, c.name, nil
+}
+
+// Trusted reports whether an administrator vouches for server ref, so
+// that its tools' annotations may lower their class
+// (mcpimport.ConsequentialHint).
+func (m *Manager) Trusted(ctx context.Context, ref string) (bool, error) {
+	c, err := m.config(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	return c.trusted, nil
 }
 
 // Masker returns the masker of a call to server ref made with creds (see
@@ -312,7 +326,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
-		disabled: row.Status == store.StatusDisabled}
+		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
 	var err error
 	if c.argv, err = row.Argv(); err != nil {
 		return nil, err
@@ -361,6 +375,14 @@ type Call struct {
 	// (engine.Prepared.Destination): a server changed since is not
 	// called (*DestinationChangedError).
 	Destination string
+	// OnProgress, when set, asks the server for progress (a token of the
+	// call's own) and receives it; OnLog receives the server's log
+	// messages attributable to the call (see notices).
+	OnProgress func(*sdk.ProgressNotificationParams)
+	OnLog      func(*logMessage)
+	// Settle holds the result until the call's notices have arrived
+	// (notices.settle): a client listens to them.
+	Settle bool
 }
 
 // CallTool performs call. A tool-level failure is a result with IsError
@@ -391,7 +413,30 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 			}
 			headers["traceparent"] = call.Traceparent
 		}
+		var last atomic.Int64 // when the call's last notice came
+		onProgress, onLog := call.OnProgress, call.OnLog
+		if onProgress != nil {
+			onProgress = func(p *sdk.ProgressNotificationParams) { last.Store(time.Now().UnixNano()); call.OnProgress(p) }
+		}
+		if onLog != nil {
+			onLog = func(p *logMessage) { last.Store(time.Now().UnixNano()); call.OnLog(p) }
+		}
+		if onProgress != nil {
+			tok, forget := m.notices.progressToken(onProgress)
+			defer forget()
+			params.Meta = maps.Clone(params.Meta)
+			if params.Meta == nil {
+				params.Meta = sdk.Meta{}
+			}
+			params.Meta["progressToken"] = tok
+		}
+		if onLog != nil {
+			defer m.notices.listen(cs, onLog)()
+		}
 		res, err = cs.CallTool(withCallHeaders(ctx, headers), params)
+		if call.Settle {
+			settle(&last)
+		}
 		return err
 	})
 	if err != nil {
@@ -563,12 +608,17 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 		return nil, nil, fmt.Errorf("MCP server %s: unknown transport %q", srv.name, srv.transport)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ClientOptions{
-		Logger:       m.logger(),
-		Capabilities: &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		Logger:                      m.logger(),
+		Capabilities:                &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		ProgressNotificationHandler: m.onProgress,
+		LoggingMessageHandler:       m.onLog, //lint:ignore SA1019 relayed while upstreams of 2025 send logs (issue 48)
 	})
 	hctx, cancel := context.WithTimeout(ctx, cmp.Or(m.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	cs, err := client.Connect(hctx, detached{t}, nil)
+	if err == nil {
+		m.logEverything(hctx, srv, cs)
+	}
 	return cs, at, err
 }
 

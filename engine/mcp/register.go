@@ -23,7 +23,11 @@ type ServerSpec struct {
 	Headers    map[string]string   `json:"headers,omitempty"`
 	AuthConfig *plugins.AuthConfig `json:"auth_config,omitempty"`
 	Status     string              `json:"status,omitempty"`
-	Remark     string              `json:"remark,omitempty"`
+	// Trusted lets the server's annotations lower its imported tools'
+	// class (mcpimport.ConsequentialHint); an administrator's own
+	// classification of a tool still wins.
+	Trusted bool   `json:"trusted,omitempty"`
+	Remark  string `json:"remark,omitempty"`
 }
 
 var (
@@ -85,7 +89,7 @@ func (spec ServerSpec) Row(by string) (*store.MCPServer, error) {
 	if len(errs) > 0 {
 		return nil, &SpecError{Problems: errs}
 	}
-	row := &store.MCPServer{ID: spec.ID, Name: spec.Name, Transport: spec.Transport, URL: spec.URL, Status: spec.Status,
+	row := &store.MCPServer{ID: spec.ID, Name: spec.Name, Transport: spec.Transport, URL: spec.URL, Status: spec.Status, Trusted: spec.Trusted,
 		Audit: store.Audit{CreateBy: by, UpdateBy: by, Remark: spec.Remark}}
 	var err error
 	if row.Command, err = jsonColumn(spec.Command, len(spec.Command) > 0); err != nil {

@@ -330,6 +330,15 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 	if err != nil && !errors.As(err, &refused) {
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the call failed: " + err.Error()}}}
 	}
+	if len(res.Relayed) > 0 {
+		// An upstream MCP tool's result, masked by the executor: every
+		// content block and the structured content as the tool gave them,
+		// its isError included (issue 48 point 1).
+		var whole sdk.CallToolResult
+		if json.Unmarshal(res.Relayed, &whole) == nil {
+			return &whole
+		}
+	}
 	if !res.OK {
 		b, _ := json.Marshal(map[string]any{"error": res.Error, "http_status": res.HTTPStatus, "execution_id": res.ExecutionID})
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}

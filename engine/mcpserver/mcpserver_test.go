@@ -206,8 +206,9 @@ func check(t *testing.T, cs *sdk.ClientSession, up *mcptest.Server, seen *[]http
 	}
 
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "fail", Arguments: map[string]any{"reason": "nope"}})
-	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "tool_error") {
-		t.Errorf("fail: %+v, %v; want isError with the tool_error", res, err)
+	// The upstream's own error result, whole (issue 48 point 1).
+	if err != nil || !res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "failed: nope" {
+		t.Errorf("fail: %+v, %v; want the upstream's isError result", res, err)
 	}
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "company_search", Arguments: map[string]any{}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "invalid_arguments") {

@@ -84,6 +84,9 @@ func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRe
 	growStack(0, 1)
 	ctx, span := ss.svc.startCall(ctx, r)
 	defer span.End()
+	if r.Session != nil { // the engine's own stateless answer has no stream to notify on
+		ctx = listen(ctx, r)
+	}
 	var in *retry
 	if r.Params.RequestState != "" {
 		in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}

@@ -57,13 +57,16 @@ func (s *Service) build(version int64, ps []*plugins.Plugin) (*toolSet, error) {
 			s.log.Warn("plugin left out of the MCP catalog: its name is reserved for a meta-tool", "plugin", p.Name)
 			continue
 		}
-		params := p.LLMParameters(nil)
+		params := p.WrittenParameters() // an MCP tool's schema as its server wrote it
 		if gjson.GetBytes(params, "type").String() != "object" {
 			s.log.Warn("plugin left out of the MCP catalog: parameters are not an object schema", "plugin", p.Name)
 			continue
 		}
 		t := &sdk.Tool{Name: p.Name, Title: p.Title, Description: p.Tool(nil).Function.Description, InputSchema: params,
 			Annotations: annotations(p)}
+		if out := p.Execution.OutputSchema; len(out) > 0 {
+			t.OutputSchema = out // an MCP tool's, its structured content relayed whole
+		}
 		set.byName[p.Name] = &entry{plugin: p, tool: t}
 		set.all = append(set.all, t)
 		indexed = append(indexed, p)

@@ -32,6 +32,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -61,26 +62,35 @@ type Server struct {
 	ID   string
 	Name string
 	Auth plugins.AuthConfig // the server's auth config, its plugins' too
+	// Trusted: an administrator vouches for the server, so its
+	// annotations may lower a tool's class (ConsequentialHint).
+	Trusted bool
 }
 
 // Convert turns one tool of srv into a plugin called name. Warnings name
 // the parts of the schema the resolver degraded or pruned.
 func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugin, []string, error) {
-	params, warnings, err := Parameters(t.InputSchema, maxDepth)
+	params, written, warnings, err := Schemas(t.InputSchema, maxDepth)
 	if err != nil {
 		return nil, nil, &ConversionError{Tool: t.Name, Err: err}
 	}
 	ac := srv.Auth
+	var output json.RawMessage
+	if t.OutputSchema != nil {
+		if output, err = json.Marshal(t.OutputSchema); err != nil {
+			return nil, nil, &ConversionError{Tool: t.Name, Err: fmt.Errorf("outputSchema: %w", err)}
+		}
+	}
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
 		Name:                name,
 		Title:               plugins.Cut(title(t), plugins.MaxTitleChars),
 		Description:         plugins.Cut(cmp.Or(strings.TrimSpace(plugins.PlainText(t.Description)), t.Title, t.Name), plugins.MaxDescriptionChars),
 		Parameters:          params,
-		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name},
+		Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: srv.ID, ToolName: t.Name, InputSchema: written, OutputSchema: output},
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
-		ConsequentialHint:   ConsequentialHint(t.Annotations),
+		ConsequentialHint:   ConsequentialHint(t.Annotations, srv.Trusted),
 	}
 	if _, f := invisible.Remove(t.Name); f.Count > 0 { // the name is made of it (SanitizeName)
 		p.InvisibleRemoved = []invisible.Removal{{Field: "name", Count: f.Count, Kinds: f.Kinds}}
@@ -105,13 +115,17 @@ func title(t *sdk.Tool) string {
 	return cmp.Or(plugins.TitleFrom(plugins.PlainText(t.Description)), plugins.TitleFromName(t.Name))
 }
 
-// ConsequentialHint reads a tool's annotations as a suggestion: a tool
-// its server marks read-only is not consequential; one marked
-// non-destructive (and not read-only) still changes things, so it is.
-// Without annotations there is no suggestion, and the tool is
-// consequential by MCP's defaults (plugins.Plugin.IsConsequential).
-func ConsequentialHint(a *sdk.ToolAnnotations) *bool {
-	if a == nil {
+// ConsequentialHint reads a tool's annotations as hints (issue 48 point
+// 2): a server nobody vetted writes its own, and could mark its delete
+// tool read-only to skip confirmation. So an untrusted server's may only
+// raise a tool's class — one not marked read-only is consequential — and
+// only a trusted server's readOnlyHint makes a tool not consequential.
+// Without annotations, or a read-only one from an untrusted server, there
+// is no suggestion and the tool is consequential by MCP's defaults
+// (plugins.Plugin.IsConsequential); an administrator's classification
+// wins over either.
+func ConsequentialHint(a *sdk.ToolAnnotations, trusted bool) *bool {
+	if a == nil || (a.ReadOnlyHint && !trusted) {
 		return nil
 	}
 	c := !a.ReadOnlyHint
@@ -147,6 +161,31 @@ func Parameters(inputSchema any, maxDepth int) (json.RawMessage, []string, error
 		return nil, nil, fmt.Errorf("inputSchema: %w", err)
 	}
 	return out, res.Warnings, nil
+}
+
+// Schemas converts an MCP inputSchema into what the model reads
+// (Parameters) and keeps it as its server wrote it — $schema, $defs and
+// $ref kept, for validating arguments and for MCP clients' tools/list
+// (issue 48 point 5). A $schema the engine does not accept
+// (plugins.AcceptedDialects) fails the tool; a schema that does not
+// compile as written, though its resolved form does, is kept resolved
+// only, with a warning.
+func Schemas(inputSchema any, maxDepth int) (resolved, written json.RawMessage, warnings []string, err error) {
+	if resolved, warnings, err = Parameters(inputSchema, maxDepth); err != nil {
+		return nil, nil, nil, err
+	}
+	written, err = json.Marshal(inputSchema) // cost checked by Parameters
+	if err == nil {
+		err = plugins.CheckWritten(written)
+	}
+	var dialect *plugins.DialectError
+	switch {
+	case errors.As(err, &dialect):
+		return nil, nil, nil, fmt.Errorf("inputSchema: %w", err)
+	case err != nil:
+		return resolved, nil, append(warnings, fmt.Sprintf("inputSchema: %v: validated and listed as resolved", err)), nil
+	}
+	return resolved, written, warnings, nil
 }
 
 // SanitizeName maps a tool name onto the OpenAI function-name rule

@@ -131,3 +131,29 @@ func TestTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemasAsWritten: a tool's inputSchema is kept as its server wrote
+// it beside the model's resolved form — tree's recursive $defs whole —
+// unless it does not compile as written (create_order's $ref to a missing
+// definition: kept resolved, with a warning); a $schema the engine does
+// not accept fails the tool (issue 48 point 5).
+func TestSchemasAsWritten(t *testing.T) {
+	byName := map[string]*sdk.Tool{}
+	for _, tl := range listTools(t, mcptest.New(t)) {
+		byName[tl.Name] = tl
+	}
+	resolved, written, _, err := mcpimport.Schemas(byName["tree"].InputSchema, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(written), `"$defs":{"Node"`) || !strings.Contains(string(written), `"$ref":"#/$defs/Node"`) || strings.Contains(string(resolved), `"$ref"`) {
+		t.Errorf("tree: written %s, resolved %s", written, resolved)
+	}
+	_, written, warnings, err := mcpimport.Schemas(byName["create_order"].InputSchema, 0)
+	if err != nil || written != nil || !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "listed as resolved") }) {
+		t.Errorf("create_order: written %s, warnings %q, err %v", written, warnings, err)
+	}
+	if _, _, _, err := mcpimport.Schemas(map[string]any{"$schema": "https://example.com/mine", "type": "object"}, 0); err == nil || !strings.Contains(err.Error(), "accepted JSON Schema dialect") {
+		t.Errorf("an unknown dialect: %v", err)
+	}
+}

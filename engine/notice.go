@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A Notice is what an upstream says about a call while it runs (issue 48
+// point 3): its progress, or a log message (Log set). Notices are masked
+// by the call's masker before anyone sees them (Prepared.Notify).
+type Notice struct {
+	Progress, Total float64 // progress; Total 0 when unknown
+	Message         string  // progress message
+	Log             bool
+	Level, Logger   string          // a log message's
+	Data            json.RawMessage // a log message's data, JSON
+}
+
+// A Listener receives the notices of the calls made with its context: the
+// client a call is for (an MCP client of /mcp), never another.
+type Listener func(Notice)
+
+type listenerKey struct{}
+
+type listening struct {
+	l        Listener
+	progress bool
+}
+
+// WithListener returns ctx whose calls' notices go to l; progress says
+// the client asked for progress (an MCP progressToken), so that upstreams
+// are asked for it.
+func WithListener(ctx context.Context, l Listener, progress bool) context.Context {
+	return context.WithValue(ctx, listenerKey{}, listening{l, progress})
+}
+
+// Listening reports whether a client listens to the notices of ctx's
+// calls.
+func Listening(ctx context.Context) bool {
+	v, _ := ctx.Value(listenerKey{}).(listening)
+	return v.l != nil
+}
+
+// ProgressWanted reports whether the client of ctx's calls asked for
+// their progress.
+func ProgressWanted(ctx context.Context) bool {
+	v, _ := ctx.Value(listenerKey{}).(listening)
+	return v.progress && v.l != nil
+}
+
+// Notify masks n with the masker of the call p prepares — the masker of
+// its result — and passes it to the call's listener (ctx's), if any; a
+// log message also goes to the call's span as an event. Masking here,
+// beside the result's, keeps one place that decides what of a call
+// leaves the engine.
+func (p *Prepared) Notify(ctx context.Context, n Notice) Notice {
+	m := callMasker(p)
+	n.Message = m.String(n.Message)
+	n.Logger = m.String(n.Logger)
+	if len(n.Data) > 0 {
+		if d := m.Bytes(n.Data); json.Valid(d) {
+			n.Data = d
+		} else {
+			n.Data = json.RawMessage(`"(withheld: masking left no valid JSON)"`)
+		}
+	}
+	if n.Log {
+		trace.SpanFromContext(ctx).AddEvent("upstream log message", trace.WithAttributes(
+			attribute.String("log.level", n.Level), attribute.String("log.logger", n.Logger), attribute.String("log.data", string(n.Data))))
+	}
+	if v, _ := ctx.Value(listenerKey{}).(listening); v.l != nil && (n.Log || v.progress) {
+		v.l(n)
+	}
+	return n
+}
