@@ -8,6 +8,7 @@ addStrings({
   en: {
     err_http: 'The engine answered HTTP {status}.',
     err_agent_disabled: 'The agent is disabled: no run or MCP session may use it.',
+    err_origin_not_allowed: "A browser page from another site may not reach the engine's MCP endpoints: its origin is neither the engine's own nor listed in BLINDEXEC_ALLOWED_ORIGINS.",
     err_agent_not_found: 'There is no agent of that name.',
     err_approval_via_console: 'Decisions count only from a console session opened with a console-only token.',
     err_auth_error: 'The credentials could not be applied to the call.',
@@ -89,6 +90,7 @@ addStrings({
   'zh-CN': {
     err_http: '引擎返回了 HTTP {status}。',
     err_agent_disabled: '该智能体已停用：任何运行或 MCP 会话都不能使用它。',
+    err_origin_not_allowed: '其他网站的浏览器页面不能访问引擎的 MCP 端点：它的来源既不是引擎自己的，也不在 BLINDEXEC_ALLOWED_ORIGINS 中。',
     err_agent_not_found: '没有这个名称的智能体。',
     err_approval_via_console: '只有用仅限控制台的令牌登录的控制台会话所做的决定才有效。',
     err_auth_error: '无法把凭据用于这次调用。',
