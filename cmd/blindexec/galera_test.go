@@ -116,9 +116,14 @@ func startGalera(t *testing.T) []*galeraNode {
 	for i := range nodes {
 		dir := filepath.Join(root, fmt.Sprint("n", i+1))
 		nodes[i] = &galeraNode{name: fmt.Sprint("n", i+1), port: ports[4*i]}
+		// Each node its own temporary directory: three bootstraps at once
+		// in one /tmp once clashed on a temporary table's file.
+		tmp := dir + ".tmp"
+		os.Mkdir(tmp, 0o700)
+		os.Chown(tmp, uid, gid)
 		wg.Go(func() {
 			out, err := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+dir, "--user=mysql",
-				"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+				"--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir="+tmp).CombinedOutput()
 			if err != nil {
 				t.Errorf("mariadb-install-db %s: %v\n%s", dir, err, out)
 			}
@@ -132,7 +137,7 @@ func startGalera(t *testing.T) []*galeraNode {
 	for i, n := range nodes {
 		dir := filepath.Join(root, n.name)
 		gport, ist, sst := ports[4*i+1], ports[4*i+2], ports[4*i+3]
-		n.args = []string{"--no-defaults", "--user=mysql", "--datadir=" + dir,
+		n.args = []string{"--no-defaults", "--user=mysql", "--datadir=" + dir, "--tmpdir=" + dir + ".tmp",
 			fmt.Sprint("--port=", n.port), "--bind-address=127.0.0.1", "--socket=" + dir + ".sock", "--pid-file=" + dir + ".pid",
 			"--log-error=" + dir + ".err", "--skip-name-resolve", "--performance-schema=OFF",
 			"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
