@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -28,7 +29,7 @@ type roundTripEnv struct {
 	seven, eight string
 }
 
-func newRoundTripEnv(t *testing.T, st *store.Store, via string) *roundTripEnv {
+func newRoundTripEnv(t *testing.T, st *store.Store, via string, opts ...func(*api.Server)) *roundTripEnv {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
 	key, err := mcpserver.StateKey("a master key of this test")
 	if err != nil {
@@ -37,6 +38,9 @@ func newRoundTripEnv(t *testing.T, st *store.Store, via string) *roundTripEnv {
 	e := newEnv(t, st, func(s *api.Server) {
 		s.Confirm, s.ConfirmVia = confirm.Consequential, via
 		s.MCP = &api.MCPConfig{PublicURL: "https://engine.example", StateKey: key}
+		for _, o := range opts {
+			o(s)
+		}
 	})
 	plugin := map[string]any{"name": "delete_repo", "description": "Delete a repository",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"repo": map[string]any{"type": "string"}}},
@@ -123,9 +127,15 @@ func TestMCPRoundTripForm(t *testing.T) {
 // token: the status and body.
 func (e *roundTripEnv) rawCall(token, repo, caps, extra string) (int, string) {
 	e.t.Helper()
+	return e.rawCallAt("/mcp", token, repo, caps, extra)
+}
+
+// rawCallAt is rawCall on the MCP endpoint at path.
+func (e *roundTripEnv) rawCallAt(path, token, repo, caps, extra string) (int, string) {
+	e.t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_repo","arguments":{"repo":"` + repo + `"}` + extra +
 		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(body))
+	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
 	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
 		"Authorization": "Bearer " + token, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "delete_repo"} {
 		req.Header.Set(k, v)
@@ -195,6 +205,38 @@ func TestMCPRoundTripState(t *testing.T) {
 			t.Errorf("the state again: %s, %d sent", body, e.deletes())
 		}
 	})
+}
+
+// TestMCPRoundTripStateStaysOnItsEndpoint: a requestState issued on one
+// agent's endpoint is refused on another agent's that holds the same
+// tool, and on /mcp; nothing is sent, and the state still serves its
+// own endpoint once (the refusals did not spend it).
+func TestMCPRoundTripStateStaysOnItsEndpoint(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e := newRoundTripEnv(t, st, "", func(s *api.Server) {
+		checker := &access.Checker{} // open: agents need an access rule
+		s.Executor.Access, s.Access = checker, checker
+	})
+	for _, name := range []string{"ops", "cleanup"} {
+		agent := map[string]any{"name": name, "description": "d", "tools": map[string]any{"names": []string{"delete_repo"}}}
+		if code, out := e.do("POST", "/v1/agents", adminToken, agent); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %v", name, code, out)
+		}
+	}
+	_, body := e.rawCallAt("/mcp/agents/ops", e.seven, "a", formCaps, "")
+	state := gjson.Get(body, "result.requestState").String()
+	if gjson.Get(body, "result.resultType").String() != "input_required" || state == "" {
+		t.Fatalf("first call on /mcp/agents/ops: %s", body)
+	}
+	for _, path := range []string{"/mcp/agents/cleanup", "/mcp"} {
+		_, body := e.rawCallAt(path, e.seven, "a", formCaps, retryWith(state, "approve"))
+		if gjson.Get(body, "error.code").Int() != -32602 || !strings.Contains(body, "not a state this server issued") || e.deletes() != 0 {
+			t.Errorf("the state of /mcp/agents/ops on %s: %s, %d sent", path, body, e.deletes())
+		}
+	}
+	if _, body := e.rawCallAt("/mcp/agents/ops", e.seven, "a", formCaps, retryWith(state, "approve")); gjson.Get(body, "result.isError").Bool() || e.deletes() != 1 {
+		t.Errorf("the retry on its own endpoint: %s, %d sent", body, e.deletes())
+	}
 }
 
 // TestMCPRoundTripURL: a client declaring only URL elicitation, or any
