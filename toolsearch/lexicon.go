@@ -203,6 +203,45 @@ func segment(run string, emit func(word string)) {
 	}
 }
 
+// straddling are the pair terms of q's Chinese that straddle a boundary
+// of the dictionary's words where one side is a word of two characters or
+// more, and are no pair of a word: "查询所有用户" is 查询 所有 用户, and 询所
+// and 有用 ("useful") are no unit of the request, though a tool's text may
+// have them. Where the dictionary knows no word, single characters side by
+// side, their pairs stay: they are the only unit there is. Only for an
+// analyzer that segments (words); the tools' own pairs are all kept (the
+// same rule on their text lost requests across languages and RuoYi's).
+func (a analyzer) straddling(q string) map[string]bool {
+	if !a.words {
+		return nil
+	}
+	var out, inside map[string]bool
+	scan(q, func(string) {}, func(run string) {
+		var words [][]rune
+		segment(run, func(w string) { words = append(words, []rune(w)) })
+		for i, w := range words {
+			for j := 0; j+1 < len(w); j++ {
+				if inside == nil {
+					inside = map[string]bool{}
+				}
+				inside[canonical(string(w[j:j+2]))] = true
+			}
+			if i+1 < len(words) && (len(w) >= 2 || len(words[i+1]) >= 2) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[canonical(string(w[len(w)-1])+string(words[i+1][0]))] = true
+			}
+		}
+	})
+	for t := range out {
+		if inside[t] {
+			delete(out, t)
+		}
+	}
+	return out
+}
+
 // chineseTerm is the index term of a Chinese word: a pair is the analyzer's
 // pair term, a longer word its word term; "" for a single character.
 func chineseTerm(w string) string {

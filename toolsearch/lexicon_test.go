@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -141,5 +142,38 @@ func TestTableSizes(t *testing.T) {
 	}
 	if wordnetTable.lookup("reboot") == nil || cedictTable.lookup("防火墙") == nil || cedictTable.lookup("firewall") == nil {
 		t.Error("a table lacks a word it has")
+	}
+}
+
+// TestStraddling: a request's character pairs across a boundary of the
+// dictionary's words are no terms of it; the pairs of words, and those of
+// characters the dictionary has no word for, are.
+func TestStraddling(t *testing.T) {
+	an := analyzer{words: true}
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"查询所有用户", []string{"有用", "询所"}},
+		{"删除用户", []string{"除用"}},
+		{"list users", nil},
+		{"用户", nil},
+	} {
+		got := slices.Sorted(maps.Keys(an.straddling(c.q)))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("straddling(%q) = %v, want %v", c.q, got, c.want)
+		}
+		var terms []string
+		for _, cp := range an.analyzeQuery(c.q) {
+			terms = append(terms, cp[0].term)
+		}
+		for _, p := range c.want {
+			if slices.Contains(terms, p) {
+				t.Errorf("%q: %s is a term of the request: %v", c.q, p, terms)
+			}
+		}
+	}
+	if got := (analyzer{}).straddling("查询所有用户"); got != nil {
+		t.Errorf("an analyzer that does not segment: %v", got)
 	}
 }

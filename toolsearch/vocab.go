@@ -214,7 +214,16 @@ func (a analyzer) analyzeQuery(q string) []concept {
 		concepts = append(concepts, c)
 	}
 	q, payload := splitPayload(q)
-	a.each(q, add(1))
+	own1 := add(1)
+	if skip := a.straddling(q); len(skip) > 0 {
+		a.each(q, func(t string, kind int) {
+			if kind != kindCJKPair || !skip[t] {
+				own1(t, kind)
+			}
+		})
+	} else {
+		a.each(q, own1)
+	}
 	a.each(payload, add(payloadWeight))
 	dropped := map[int]bool{}
 	for _, key := range vocabKeys(q) {
