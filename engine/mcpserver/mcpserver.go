@@ -111,6 +111,9 @@ type Options struct {
 // (*access.Checker).
 type Access interface {
 	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// UsableSet is Usable over an index's list, as the set of
+	// positions, kept per subject (a search asks it).
+	UsableSet(ctx context.Context, sub access.Subject, all []*plugins.Plugin) (*access.Set, error)
 }
 
 // Gate keeps the calls that wait for a person (issue 33). Whether a call

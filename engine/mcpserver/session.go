@@ -364,7 +364,7 @@ type searchAnswer struct {
 // search answers search_tools: the matches, of which those not pinned
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
-func (ss *session) search(set *toolSet, args json.RawMessage, usable toolsearch.Filter) *sdk.CallToolResult {
+func (ss *session) search(set *toolSet, args json.RawMessage, usable *toolsearch.Filter) *sdk.CallToolResult {
 	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
 	if err != nil {
 		return errorResult(err.Error())
@@ -425,12 +425,16 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable toolsearch.
 // usableFilter narrows a search to the tools the session's user may use
 // (nil when no access rule applies): asked once per search, with its
 // matches only.
-func (ss *session) usableFilter(ctx context.Context) toolsearch.Filter {
+func (ss *session) usableFilter(ctx context.Context) *toolsearch.Filter {
 	if ss.svc.opts.Access == nil {
 		return nil
 	}
-	return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
-		return ss.svc.opts.Access.Usable(ctx, ss.subject(), ps)
+	sub := ss.subject()
+	return &toolsearch.Filter{
+		Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return ss.svc.opts.Access.Usable(ctx, sub, ps) },
+		Set: func(all []*plugins.Plugin) (toolsearch.Set, error) {
+			return ss.svc.opts.Access.UsableSet(ctx, sub, all)
+		},
 	}
 }
 
