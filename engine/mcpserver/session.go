@@ -200,18 +200,39 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 			if err != nil {
 				return errorResult(err.Error()), nil
 			}
-			e := set.byName[a.Name]
+			e := ss.entry(ctx, set, a.Name)
 			if e == nil {
 				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
 			}
 			return ss.execute(ctx, e, a.Arguments, client, in)
 		}
 	}
-	e := set.byName[name]
+	e := ss.entry(ctx, set, name)
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
 	return ss.execute(ctx, e, args, client, in)
+}
+
+// entry is the tool a call names: set's, or for an agent's service an
+// enabled catalog tool outside the agent (Options.Row), which the
+// executor refuses and records; nil when the catalog has none.
+func (ss *session) entry(ctx context.Context, set *toolSet, name string) *entry {
+	if e := set.byName[name]; e != nil {
+		return e
+	}
+	if ss.svc.opts.Agent == "" || ss.svc.opts.Row == nil {
+		return nil
+	}
+	p, err := ss.svc.opts.Row(ctx, name)
+	if err != nil {
+		ss.svc.log.WarnContext(ctx, "MCP call of a tool outside the agent: the catalog could not be read", "tool", name, "err", err)
+		return nil
+	}
+	if p == nil || !p.Enabled() {
+		return nil
+	}
+	return &entry{plugin: p}
 }
 
 // elicitation is what a client declared: form mode (an empty
