@@ -178,6 +178,8 @@ type Checker struct {
 	// Agents resolve Subject.Agent; nil: a subject naming an agent is
 	// refused (ErrNoAgents), never let through unnarrowed.
 	Agents Agents
+
+	memo usableMemo // UsableSet's
 }
 
 // ErrNoAgents refuses a subject naming an agent where no agents are
@@ -342,12 +344,22 @@ func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin)
 	if err != nil {
 		return nil, err
 	}
-	var held Held
-	read := false
 	out := make([]*plugins.Plugin, 0, len(ps))
-	for _, p := range ps {
+	if err := c.decide(ctx, sub, a, ps, nil, func(i int) { out = append(out, ps[i]) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decide calls keep with the position of each of ps sub may use, in
+// order, within agent a (nil: every plugin): Allowed's rule, the user's
+// strings being held, or read from the source at the first plugin that
+// needs them when held is nil.
+func (c *Checker) decide(ctx context.Context, sub Subject, a *catalog.Agent, ps []*plugins.Plugin, held Held, keep func(i int)) error {
+	read := held != nil
+	for i, p := range ps {
 		if in, err := c.within(ctx, a, p); err != nil {
-			return nil, err
+			return err
 		} else if !in {
 			continue
 		}
@@ -362,7 +374,7 @@ func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin)
 			if !read {
 				var err error
 				if held, err = c.Source.Held(ctx, sub.User); err != nil {
-					return nil, &UnavailableError{Source: c.Name, Err: err}
+					return &UnavailableError{Source: c.Name, Err: err}
 				}
 				read = true
 			}
@@ -370,7 +382,7 @@ func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin)
 				continue
 			}
 		}
-		out = append(out, p)
+		keep(i)
 	}
-	return out, nil
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 // three agents: hr (tag hr, no perms), hr_lead (tag hr, perms
 // hr:agent:use) and paused (disabled); it returns them read by the
 // catalog.
-func agentCatalog(t *testing.T, st *store.Store) (*catalog.Agents, map[string]*plugins.Plugin) {
+func agentCatalog(t *testing.T, st *store.Store) (*catalog.Agents, *store.Watcher, map[string]*plugins.Plugin) {
 	t.Helper()
 	ctx := context.Background()
 	for _, doc := range []string{
@@ -65,7 +65,7 @@ func agentCatalog(t *testing.T, st *store.Store) (*catalog.Agents, map[string]*p
 	for _, p := range enabled {
 		byName[p.Name] = p
 	}
-	return catalog.NewAgents(st, changes, cat), byName
+	return catalog.NewAgents(st, changes, cat), changes, byName
 }
 
 // TestAgentRule: a subject naming an agent may use a plugin when the
@@ -76,7 +76,7 @@ func agentCatalog(t *testing.T, st *store.Store) (*catalog.Agents, map[string]*p
 func TestAgentRule(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		agents, ps := agentCatalog(t, st)
+		agents, changes, ps := agentCatalog(t, st)
 		inline, err := plugins.ParseJSON([]byte(`{"name":"inline_hr","description":"d","tags":["hr"],"parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://hr.example.com/x"}}`))
 		if err != nil {
 			t.Fatal(err)
@@ -175,6 +175,40 @@ func TestAgentRule(t *testing.T) {
 		}
 		if a, err := c.UseAgent(ctx, access.Subject{User: 2, Narrow: held("hr:agent:use"), Agent: "hr_lead"}); err != nil || a.Name != "hr_lead" {
 			t.Errorf("UseAgent: %v %v", a, err)
+		}
+
+		// The set a search asks is the list, and follows the agent: an
+		// agent changed selects anew (its reload is another agent).
+		sub := access.Subject{User: 2, Narrow: held("*:*:*"), Agent: "hr"}
+		catalogTools := []*plugins.Plugin{ps["holidays"], ps["leave"], ps["weather"]}
+		inSet := func() []string {
+			s, err := c.UsableSet(ctx, sub, catalogTools)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for i, p := range catalogTools {
+				if s.Has(i) {
+					out = append(out, p.Name)
+				}
+			}
+			return out
+		}
+		if got := inSet(); !slices.Equal(got, []string{"holidays", "leave"}) {
+			t.Errorf("the set of hr: %v", got)
+		}
+		row, err := catalog.AgentRow(&catalog.Agent{Name: "hr", Tools: catalog.Selection{Names: []string{"weather"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.UpdateAgent(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := changes.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := inSet(); !slices.Equal(got, []string{"weather"}) {
+			t.Errorf("the set of hr once it selects weather alone: %v (the memo outlived the agent)", got)
 		}
 
 		// No agents kept: a subject naming one is refused, not let through.

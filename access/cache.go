@@ -27,11 +27,15 @@ type Cache struct {
 
 	mu    sync.Mutex
 	users map[int64]cached
+	reads uint64 // the source's answers kept so far (cached.read)
 }
 
 type cached struct {
 	held    Held
 	expires time.Time
+	// read tells one read of the source from another: what a memo of
+	// decisions made on held (Checker.UsableSet) is kept against.
+	read uint64
 }
 
 // NewCache keeps src's answers for ttl.
@@ -41,16 +45,23 @@ func NewCache(src Source, ttl time.Duration) *Cache {
 
 // Held answers from the cache, or reads the source and keeps its answer.
 func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
+	held, _, err := c.entry(ctx, user)
+	return held, err
+}
+
+// entry is Held and which read of the source answered: another read
+// (the entry expired) is another number.
+func (c *Cache) entry(ctx context.Context, user int64) (Held, uint64, error) {
 	now := c.now()
 	c.mu.Lock()
 	e, ok := c.users[user]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.held, nil
+		return e.held, e.read, nil
 	}
 	held, err := c.src.Held(ctx, user)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -64,6 +75,7 @@ func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
 			clear(c.users)
 		}
 	}
-	c.users[user] = cached{held: held, expires: now.Add(c.ttl)}
-	return held, nil
+	c.reads++
+	c.users[user] = cached{held: held, expires: now.Add(c.ttl), read: c.reads}
+	return held, c.reads, nil
 }

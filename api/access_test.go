@@ -295,3 +295,37 @@ func TestAccessListsRuoYi(t *testing.T) {
 		})
 	}
 }
+
+// TestAccessSearchFollowsCatalog (issue 46 point 6): a user's search
+// answers from the set of its usable tools kept per user, which a
+// catalog change replaces: perms the user holds, given to a tool, make
+// it found by the next search, and perms it lacks make it gone.
+func TestAccessSearchFollowsCatalog(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	found := func(q string) []string {
+		t.Helper()
+		code, out := e.do("GET", "/v1/tools/search?q="+q, e.tokens[2], nil)
+		if code != http.StatusOK {
+			t.Fatalf("search %s: %d %v", q, code, out)
+		}
+		results, _ := out["results"].([]any)
+		return listedNames(results)
+	}
+	setPerms := func(name, perm string) {
+		t.Helper()
+		if code, out := e.do("POST", "/v1/plugins/perms", adminToken, map[string]any{"names": []string{name}, "perms": []string{perm}}); code != http.StatusOK {
+			t.Fatalf("perms of %s: %d %v", name, code, out)
+		}
+	}
+	if got := found("roles"); slices.Contains(got, "list_roles") || !slices.Contains(found("users"), "list_users") {
+		t.Fatalf("before: roles finds %v", got)
+	}
+	setPerms("list_roles", "system:user:list")
+	if got := found("roles"); !slices.Contains(got, "list_roles") {
+		t.Errorf("list_roles given perms user 2 holds: roles finds %v (the kept set outlived the catalog)", got)
+	}
+	setPerms("list_users", "hr:leave:list")
+	if got := found("users"); slices.Contains(got, "list_users") {
+		t.Errorf("list_users given perms user 2 lacks: users finds %v (the kept set outlived the catalog)", got)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/openaitest"
+	"github.com/blindexec/blindexec/store"
 )
 
 // agentEnv is ruoyiEnv with three agents: staff (list_users, list_roles,
@@ -75,7 +76,8 @@ func usableIn(user int64, agent string) []string {
 // agent, an agent the user may not use, an unknown (404) or disabled
 // (409) agent are refused and nothing is sent; the agent never grants a
 // tool the user's roles do not. With the user's token and with the
-// service's acting for the user.
+// service's acting for the user, and over the call URLs a dynamic
+// listing within the agent hands out (POST /v1/tools/{name}/call?agent=).
 func TestAgentCallsRuoYi(t *testing.T) {
 	e := agentEnv(t)
 	status := map[string]int{"": http.StatusOK, "permission_denied": http.StatusForbidden,
@@ -86,9 +88,11 @@ func TestAgentCallsRuoYi(t *testing.T) {
 				for _, by := range []struct {
 					name, token string
 					body        map[string]any
+					call        bool // POST /v1/tools/{name}/call?agent=
 				}{
-					{"user token", e.tokens[user], map[string]any{}},
-					{"service token", serviceToken, map[string]any{"user_id": fmt.Sprint(user)}},
+					{"user token", e.tokens[user], map[string]any{}, false},
+					{"service token", serviceToken, map[string]any{"user_id": fmt.Sprint(user)}, false},
+					{"call URL", e.tokens[user], nil, true},
 				} {
 					want := agentVerdict(user, agent, tool)
 					t.Run(fmt.Sprintf("user %d %s %s %s", user, agent, tool, by.name), func(t *testing.T) {
@@ -96,8 +100,12 @@ func TestAgentCallsRuoYi(t *testing.T) {
 						for k, v := range by.body {
 							body[k] = v
 						}
+						path := "/v1/execute"
+						if by.call {
+							path, body = "/v1/tools/"+tool+"/call?agent="+agent, map[string]any{"q": "x"}
+						}
 						before := len(e.up.received())
-						code, out := e.do("POST", "/v1/execute", by.token, body)
+						code, out := e.do("POST", path, by.token, body)
 						sent := len(e.up.received()) > before
 						if code != status[want] || sent != (want == "") || want != "" && errCodeOf(out) != want {
 							t.Fatalf("%d %v, sent %v; want %s", code, out, sent, want)
@@ -131,7 +139,8 @@ func listedNames(list any, key ...string) []string {
 	return out
 }
 
-// TestAgentListsRuoYi: GET /v1/tools?agent= (both formats) and
+// TestAgentListsRuoYi: GET /v1/tools?agent= (both formats, the dynamic
+// one handing out call URLs within the agent) and
 // /v1/tools/search?agent= answer within the agent's tools, narrowed to
 // the user's (the service sees the agent's tools); GET /v1/agents lists
 // to a per-user token the agents it may use, each with its tools only,
@@ -153,6 +162,13 @@ func TestAgentListsRuoYi(t *testing.T) {
 			_, dyn := e.do("GET", "/v1/tools?format=dynamic&agent="+agent, tok, nil)
 			if got := names(dyn["_dynamic_tools"]); !slices.Equal(got, want) {
 				t.Errorf("user %d dynamic ?agent=%s: %v, want %v", user, agent, got, want)
+			}
+			// Each call URL stays within the agent (TestAgentCallsRuoYi
+			// calls them).
+			for _, d := range dyn["_dynamic_tools"].([]any) {
+				if u := d.(map[string]any)["api_url"].(string); !strings.HasSuffix(u, "/call?agent="+agent) {
+					t.Errorf("user %d dynamic ?agent=%s: api_url %s does not carry the agent", user, agent, u)
+				}
 			}
 			for _, tool := range []string{"list_users", "list_roles", "leave", "weather"} {
 				_, found := e.do("GET", "/v1/tools/search?agent="+agent+"&q="+tool, tok, nil)
@@ -395,6 +411,103 @@ func TestAgentMCPRuoYi(t *testing.T) {
 	}
 	if got := list(cs); !slices.Equal(got, []string{"list_users", "weather"}) {
 		t.Errorf("after the change: %v, want weather added", got)
+	}
+}
+
+// TestAgentMCPOutsideAndDeleted: over /mcp/agents/{name}, a call of a
+// catalog tool outside the agent is refused as /mcp refuses a tool its
+// user may not use — by the executor, a tool error naming
+// permission_denied and the agent, an execution record, nothing sent —
+// and a name no catalog tool has is an unknown tool (-32602) on both;
+// once the agent is deleted, its MCP server is dropped (the open
+// session with it) and a request naming it is 404 agent_not_found.
+func TestAgentMCPOutsideAndDeleted(t *testing.T) {
+	var srv *api.Server
+	e := agentEnv(t, func(s *api.Server) { srv = s })
+	connect := func(path string, user int64) *sdk.ClientSession {
+		t.Helper()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearer(e.tokens[user])}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	for _, tt := range []struct {
+		path, tool, agent string
+		user              int64
+	}{
+		{"/mcp/agents/staff", "weather", "staff", 1}, // usable, outside the agent
+		{"/mcp", "list_roles", "", 2},                // in the catalog, not usable
+	} {
+		cs := connect(tt.path, tt.user)
+		before := len(e.up.received())
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tt.tool, Arguments: map[string]any{"q": "x"}})
+		if err != nil || !res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%s %s: %v %v, want a tool error", tt.path, tt.tool, res, err)
+		}
+		var refusal struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+			ExecutionID string `json:"execution_id"`
+		}
+		if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &refusal); err != nil {
+			t.Fatal(err)
+		}
+		if refusal.Error.Code != "permission_denied" || refusal.ExecutionID == "" || refusal.Error.Details["plugin"] != tt.tool ||
+			tt.agent != "" && refusal.Error.Details["agent"] != tt.agent || len(e.up.received()) != before {
+			t.Errorf("%s %s: %+v, sent %v; want permission_denied recorded, nothing sent", tt.path, tt.tool, refusal, len(e.up.received()) != before)
+		}
+		_, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("%s no_such_tool: %v, want unknown tool", tt.path, err)
+		}
+		cs.Close()
+	}
+
+	if got := srv.AgentServers(); !slices.Equal(got, []string{"staff"}) {
+		t.Fatalf("agent servers before the deletion: %v", got)
+	}
+	if code, out := e.do("DELETE", "/v1/agents/staff", adminToken, nil); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("delete staff: %d %v", code, out)
+	}
+	if _, err := e.changes.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.AgentServers(); len(got) != 0 {
+		t.Errorf("agent servers after staff was deleted: %v, want none", got)
+	}
+	req, _ := http.NewRequest("POST", e.url+"/mcp/agents/staff", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Authorization", "Bearer "+e.tokens[1])
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	json.NewDecoder(res.Body).Decode(&body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || errCodeOf(body) != "agent_not_found" {
+		t.Errorf("/mcp/agents/staff once deleted: %d %v, want 404 agent_not_found", res.StatusCode, body)
+	}
+	if got := srv.AgentServers(); len(got) != 0 {
+		t.Errorf("a request naming the deleted agent made its server again: %v", got)
+	}
+
+	// The refusals are recorded with their own outcome.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"weather", "list_roles"} {
+		recs, err := e.st.ListExecutions(ctx, store.ExecutionFilter{PluginName: tool})
+		if err != nil || len(recs) != 1 || recs[0].Status != "refused" || recs[0].ErrorClass != "permission_denied" {
+			t.Errorf("records of %s: %+v %v, want one refused permission_denied", tool, recs, err)
+		}
 	}
 }
 

@@ -448,7 +448,7 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	// The executor resolves the stored credentials again (cached), as
 	// stored: their masking classes are then the catalog's.
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil)}
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
 	res, err, ok := m.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation))
 	if !ok {
 		return
@@ -625,7 +625,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil)}
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
 	if res, err, ok := s.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation)); ok {
 		writeResult(w, res, err)
 	}
@@ -674,9 +674,16 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 		}
 		base = scheme + "://" + r.Host
 	}
+	// A listing within an agent hands out calls within it: each
+	// api_url carries ?agent= on, so that a call made from the listing
+	// stays narrowed to the agent's tools (the executor refuses others).
+	within := ""
+	if agent := agentParam(r); agent != "" {
+		within = "?" + url.Values{"agent": {agent}}.Encode()
+	}
 	out := make([]DynamicTool, 0, len(ps))
 	for _, pl := range ps {
-		out = append(out, dynamicTool(pl, base))
+		out = append(out, dynamicTool(pl, base, within))
 	}
 	account := ""
 	if user != 0 {
@@ -688,12 +695,14 @@ func (s *Server) dynamicTools(w http.ResponseWriter, r *http.Request, cfg *MCPCo
 	})
 }
 
-func dynamicTool(p *plugins.Plugin, base string) DynamicTool {
+// dynamicTool is p's entry, its api_url on base ending with query.
+func dynamicTool(p *plugins.Plugin, base, query string) DynamicTool {
 	t := p.Tool(nil).Function
 	api := base + "/v1/tools/" + url.PathEscape(p.Name) + "/call"
 	if p.ExecType() == plugins.TypeMCP {
 		api = base + "/v1/mcp/proxy/" + url.PathEscape(p.Execution.MCPID) + "/tools/" + url.PathEscape(p.Execution.ToolName) + "/call"
 	}
+	api += query
 	fixed := p.FixedParams
 	if fixed == nil {
 		fixed = map[string]any{}

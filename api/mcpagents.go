@@ -1,10 +1,14 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -53,6 +57,9 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 			if new.Plugins != old.Plugins {
 				s.mcpService.Changed()
 			}
+			if new.Agents != old.Agents {
+				s.dropDeletedAgents(context.Background())
+			}
 			if new.Plugins != old.Plugins || new.Agents != old.Agents {
 				s.agentMCP.Range(func(_, v any) bool {
 					v.(*agentMCP).svc.Changed()
@@ -63,6 +70,31 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 	}
 }
 
+// dropDeletedAgents closes and forgets the MCP servers of agents that no
+// longer exist (their sessions end; a request naming one is 404
+// agent_not_found before any server is made), so that a deleted agent
+// holds no memory. A disabled agent keeps its server: it may be enabled
+// again, and its requests are 409 agent_disabled meanwhile.
+func (s *Server) dropDeletedAgents(ctx context.Context) {
+	s.agentMCP.Range(func(k, v any) bool {
+		_, err := s.Agents.Get(ctx, k.(string))
+		if ae, ok := errors.AsType[*catalog.AgentError](err); ok && !ae.Disabled && s.agentMCP.CompareAndDelete(k, v) {
+			v.(*agentMCP).svc.Close()
+		}
+		return true
+	})
+}
+
+// catalogRow is the enabled or disabled catalog plugin called name, nil
+// when there is none (mcpserver.Options.Row).
+func (s *Server) catalogRow(ctx context.Context, name string) (*plugins.Plugin, error) {
+	p, err := s.Catalog.Plugin(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return p, err
+}
+
 // agentServer is the MCP server of the agent called name, made on first
 // use from opts (/mcp's options).
 func (s *Server) agentServer(name string, opts mcpserver.Options) *agentMCP {
@@ -70,6 +102,7 @@ func (s *Server) agentServer(name string, opts mcpserver.Options) *agentMCP {
 		return v.(*agentMCP)
 	}
 	opts.Agent, opts.NewIndex = name, nil // an index of the agent's tools
+	opts.Row = s.catalogRow
 	svc := mcpserver.NewService(s.Agents.View(name), s.Executor, opts)
 	v, lost := s.agentMCP.LoadOrStore(name, &agentMCP{svc: svc, h: svc.Handler(s.mcpIdentity)})
 	if lost {

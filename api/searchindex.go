@@ -15,7 +15,7 @@ import (
 // run's tools, narrowed to its user's).
 type catalogSearcher struct {
 	s      *Server
-	within toolsearch.Filter // nil: the whole catalog
+	within *toolsearch.Filter // nil: the whole catalog
 }
 
 func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
@@ -30,18 +30,18 @@ func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
 // RankUsable ranks the first n matches of query that usable keeps
 // (every one when n is 0): what /mcp's search_tools asks for a user's
 // tools (toolset.Within), so that the page is full.
-func (c catalogSearcher) RankUsable(query string, n int, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
+func (c catalogSearcher) RankUsable(query string, n int, usable *toolsearch.Filter) ([]toolsearch.Result, int, error) {
 	if usable == nil {
 		usable = c.within
 	} else if within := c.within; within != nil {
 		outer := usable
-		usable = func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
-			ps, err := within(ps)
+		usable = &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+			ps, err := within.Keep(ps)
 			if err != nil {
 				return nil, err
 			}
-			return outer(ps)
-		}
+			return outer.Keep(ps)
+		}}
 	}
 	return c.s.searchPage(context.Background(), query, 0, n, usable)
 }
@@ -82,9 +82,9 @@ func (s *Server) runIndex(ps []*plugins.Plugin) (toolset.Searcher, error) {
 			case n == len(enabled):
 				return catalogSearcher{s: s}, nil
 			case n == len(in):
-				return catalogSearcher{s: s, within: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+				return catalogSearcher{s: s, within: &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
 					return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return !in[p] }), nil
-				}}, nil
+				}}}, nil
 			}
 		}
 	}

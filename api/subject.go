@@ -14,6 +14,9 @@ import (
 // agent (*access.Checker).
 type ToolAccess interface {
 	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// UsableSet is Usable over a catalog generation's list, as the set
+	// of positions, kept per subject.
+	UsableSet(ctx context.Context, sub access.Subject, all []*plugins.Plugin) (*access.Set, error)
 	// Within is the agent's tools among ps, for a caller who is no user.
 	Within(ctx context.Context, agent string, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
 	// UseAgent returns the agent sub names when sub may use it.

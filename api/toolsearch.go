@@ -148,7 +148,7 @@ func (s *Server) SearchTools(ctx context.Context, query string, limit int) ([]to
 // filters while it ranks (toolsearch.Index.RankUsable): a page is full
 // of usable tools and nothing past it is ranked. A first page counts in
 // the metrics.
-func (s *Server) searchPage(ctx context.Context, query string, offset, limit int, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
+func (s *Server) searchPage(ctx context.Context, query string, offset, limit int, usable *toolsearch.Filter) ([]toolsearch.Result, int, error) {
 	ix, err := s.ToolIndex(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -181,7 +181,7 @@ func (s *Server) searchPage(ctx context.Context, query string, offset, limit int
 // toolsearch.MaxLimit, then the keyword ranking's other matches: its
 // first depth (every one when depth is 0), and how many in all; of the
 // tools usable keeps (nil: every one).
-func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Result, usable toolsearch.Filter) ([]toolsearch.Result, int, error) {
+func fused(ix *toolsearch.Index, query string, depth int, sem []toolsearch.Result, usable *toolsearch.Filter) ([]toolsearch.Result, int, error) {
 	kw, _, err := ix.RankUsable(query, 0, usable)
 	if err != nil {
 		return nil, 0, err
@@ -258,13 +258,26 @@ func (s *Server) searchTools(w http.ResponseWriter, r *http.Request) {
 
 // usableFilter narrows a request's search to its user's tools (or the
 // agent's its ?agent= names), nil when its lists are not narrowed: the
-// access rule is asked once per search, with the matches only.
-func (s *Server) usableFilter(r *http.Request) toolsearch.Filter {
+// access rule is asked once per search, for a user the set of the
+// index's tools it may use, kept per user until the catalog or the
+// user's strings change (access.Checker.UsableSet).
+func (s *Server) usableFilter(r *http.Request) *toolsearch.Filter {
 	if !s.filtersTools(r) {
 		return nil
 	}
 	ctx, agent := r.Context(), agentParam(r)
-	return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return s.usable(ctx, agent, ps) }
+	return s.filterFor(ctx, agent)
+}
+
+// filterFor narrows a search to what the context's caller may use
+// within agent (s.usable's rule).
+func (s *Server) filterFor(ctx context.Context, agent string) *toolsearch.Filter {
+	f := &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return s.usable(ctx, agent, ps) }}
+	if p := principalFrom(ctx); s.Access != nil && p.role < roleService {
+		sub := s.subject(ctx, p.userID, agent)
+		f.Set = func(all []*plugins.Plugin) (toolsearch.Set, error) { return s.Access.UsableSet(ctx, sub, all) }
+	}
+	return f
 }
 
 // offsetParam reads ?offset=, 0 when absent.

@@ -339,14 +339,26 @@ func (ix *Index) Rank(query string, n int) ([]Result, int) {
 	return rs, total
 }
 
-// Filter narrows a search's matching tools to those its caller may use:
-// it returns those of ps it keeps, in their order (access.Checker.Usable
-// does), and must not keep ps. An error refuses the search.
-type Filter func(ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+// Filter narrows a search's matching tools to those its caller may use.
+// An error refuses the search.
+type Filter struct {
+	// Keep returns those of ps it keeps, in their order
+	// (access.Checker.Usable does), and must not keep ps. Required.
+	Keep func(ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// Set, when not nil, answers instead of Keep for the index's whole
+	// list of tools (one list, never changed, for as long as the index
+	// lives) which of them, by position, the caller may use: an answer
+	// the caller may keep per list (access.Checker.UsableSet does), so
+	// that a search tests one bit per match instead of deciding each.
+	Set func(all []*plugins.Plugin) (Set, error)
+}
+
+// Set is the positions in an index's list of tools a caller may use.
+type Set interface{ Has(i int) bool }
 
 // Results are those of rs f keeps (every one when f is nil), in order:
 // for results ranked without f.
-func (f Filter) Results(rs []Result) ([]Result, error) {
+func (f *Filter) Results(rs []Result) ([]Result, error) {
 	if f == nil {
 		return rs, nil
 	}
@@ -354,7 +366,7 @@ func (f Filter) Results(rs []Result) ([]Result, error) {
 	for i := range rs {
 		ps[i] = rs[i].Plugin
 	}
-	kept, err := f(ps)
+	kept, err := f.Keep(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +385,7 @@ func (f Filter) Results(rs []Result) ([]Result, error) {
 // refuses is neither ranked nor counted, so that a page is full and
 // pages are slices of one ranking. When usable keeps every match, the
 // search costs what Rank's does, plus the call.
-func (ix *Index) RankUsable(query string, n int, usable Filter) ([]Result, int, error) {
+func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int, error) {
 	concepts := ix.an.analyzeQuery(query)
 	if len(concepts) == 0 || len(ix.docs) == 0 {
 		return nil, 0, nil
@@ -492,12 +504,24 @@ func (ix *Index) RankUsable(query string, n int, usable Filter) ([]Result, int, 
 // keepUsable narrows touched to the documents usable keeps, in place,
 // clearing the others' scores (every score when usable fails, so that
 // the scratch is clean).
-func (ix *Index) keepUsable(sp *scratch, touched []int32, usable Filter) ([]int32, error) {
+func (ix *Index) keepUsable(sp *scratch, touched []int32, usable *Filter) ([]int32, error) {
+	if usable.Set != nil {
+		set, err := usable.Set(ix.docs)
+		out := touched[:0]
+		for _, d := range touched {
+			if err == nil && set.Has(int(d)) {
+				out = append(out, d)
+			} else {
+				sp.acc[d] = 0
+			}
+		}
+		return out, err
+	}
 	ps := sp.plugins[:0]
 	for _, d := range touched {
 		ps = append(ps, ix.docs[d])
 	}
-	kept, err := usable(ps)
+	kept, err := usable.Keep(ps)
 	clear(ps) // the scratch holds no plugin between searches
 	sp.plugins = ps[:0]
 	switch {

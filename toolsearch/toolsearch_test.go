@@ -454,8 +454,9 @@ func TestOneEdit(t *testing.T) {
 // TestRankUsable: a filtered search ranks only what the filter keeps —
 // the same order as the whole ranking narrowed afterwards, the total
 // counting the usable matches, pages as prefixes of it — asks the
-// filter once with the matches only, and a filter's error refuses the
-// search and leaves no score behind for the next.
+// filter once (Keep with the matches only, Set with the index's list),
+// and a filter's error refuses the search and leaves no score behind
+// for the next; both forms of a filter rank alike.
 func TestRankUsable(t *testing.T) {
 	ix := widgets(t)
 	all, matches := ix.Rank("widgets", 0)
@@ -477,41 +478,70 @@ func TestRankUsable(t *testing.T) {
 			want = append(want, r.Name)
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		n    int
-		want []string
-	}{
-		{"every usable match", 0, want},
-		{"a page", 10, want[:10]},
-		{"past MaxLimit", MaxLimit + 2, want[:MaxLimit+2]},
-		{"more than there are", 1000, want},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			asked = nil
-			rs, total, err := ix.RankUsable("widgets", tc.n, keepEven)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(names(rs), tc.want) || total != len(want) {
-				t.Errorf("RankUsable(widgets, %d) = %d results of %d, want the narrowed ranking's first %d of %d", tc.n, len(rs), total, len(tc.want), len(want))
-			}
-			if !slices.Equal(asked, []int{matches}) {
-				t.Errorf("the filter was asked with %v tools, want once with the %d matches", asked, matches)
-			}
-		})
-	}
-	keepAll := func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return ps, nil }
-	if rs, total, err := ix.RankUsable("widgets", 20, keepAll); err != nil || total != matches || !slices.Equal(names(rs), names(all[:20])) {
-		t.Errorf("a filter keeping every match changes the ranking: %v, %d, %v", names(rs), total, err)
-	}
 	refuse := errors.New("permissions unreadable")
-	if rs, total, err := ix.RankUsable("widgets", 5, func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }); !errors.Is(err, refuse) || rs != nil || total != 0 {
-		t.Errorf("a failing filter answered %v, %d, %v", names(rs), total, err)
+	for _, form := range []struct {
+		name              string
+		even, all, failed *Filter
+		asked             int // the tools the filter is asked about
+	}{
+		{"keep", &Filter{Keep: keepEven}, &Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return ps, nil }},
+			&Filter{Keep: func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }}, matches},
+		{"set", &Filter{Set: func(docs []*plugins.Plugin) (Set, error) {
+			asked = append(asked, len(docs))
+			return positionsOf(docs, even), nil
+		}}, &Filter{Set: func(docs []*plugins.Plugin) (Set, error) {
+			return positionsOf(docs, func(*plugins.Plugin) bool { return true }), nil
+		}},
+			&Filter{Set: func([]*plugins.Plugin) (Set, error) { return nil, refuse }}, len(ix.docs)},
+	} {
+		for _, tc := range []struct {
+			name string
+			n    int
+			want []string
+		}{
+			{"every usable match", 0, want},
+			{"a page", 10, want[:10]},
+			{"past MaxLimit", MaxLimit + 2, want[:MaxLimit+2]},
+			{"more than there are", 1000, want},
+		} {
+			t.Run(form.name+"/"+tc.name, func(t *testing.T) {
+				asked = nil
+				rs, total, err := ix.RankUsable("widgets", tc.n, form.even)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(names(rs), tc.want) || total != len(want) {
+					t.Errorf("RankUsable(widgets, %d) = %d results of %d, want the narrowed ranking's first %d of %d", tc.n, len(rs), total, len(tc.want), len(want))
+				}
+				if !slices.Equal(asked, []int{form.asked}) {
+					t.Errorf("the filter was asked about %v tools, want once about %d", asked, form.asked)
+				}
+			})
+		}
+		if rs, total, err := ix.RankUsable("widgets", 20, form.all); err != nil || total != matches || !slices.Equal(names(rs), names(all[:20])) {
+			t.Errorf("%s: a filter keeping every match changes the ranking: %v, %d, %v", form.name, names(rs), total, err)
+		}
+		if rs, total, err := ix.RankUsable("widgets", 5, form.failed); !errors.Is(err, refuse) || rs != nil || total != 0 {
+			t.Errorf("%s: a failing filter answered %v, %d, %v", form.name, names(rs), total, err)
+		}
+		if again, n := ix.Rank("widgets", 0); n != matches || !slices.Equal(names(again), names(all)) || again[0].Score != all[0].Score {
+			t.Errorf("%s: a refused search left scores behind: the next ranks %d of %d, first score %v want %v", form.name, len(again), n, again[0].Score, all[0].Score)
+		}
 	}
-	if again, n := ix.Rank("widgets", 0); n != matches || !slices.Equal(names(again), names(all)) || again[0].Score != all[0].Score {
-		t.Errorf("a refused search left scores behind: the next ranks %d of %d, first score %v want %v", len(again), n, again[0].Score, all[0].Score)
+}
+
+// positions is a Set of the positions it maps to true.
+type positions map[int]bool
+
+func (p positions) Has(i int) bool { return p[i] }
+
+// positionsOf is the positions of docs keep keeps.
+func positionsOf(docs []*plugins.Plugin, keep func(*plugins.Plugin) bool) positions {
+	s := positions{}
+	for i, p := range docs {
+		s[i] = keep(p)
 	}
+	return s
 }
 
 // BenchmarkRankUsable is a per-user search of 2,000 tools against the
@@ -531,8 +561,8 @@ func BenchmarkRankUsable(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keep := func(half bool) Filter {
-		return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	keep := func(half bool) *Filter {
+		return &Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
 			out := make([]*plugins.Plugin, 0, len(ps))
 			for i, p := range ps {
 				if !half || i%2 == 0 {
@@ -540,8 +570,10 @@ func BenchmarkRankUsable(b *testing.B) {
 				}
 			}
 			return out, nil
-		}
+		}}
 	}
+	half := positionsOf(ix.docs, func(p *plugins.Plugin) bool { return p.Name[len(p.Name)-1]%2 == 0 })
+	bySet := &Filter{Set: func([]*plugins.Plugin) (Set, error) { return half, nil }}
 	queries := []string{"list the invoices of a customer", "create an order", "delete a user", "export the monthly report", "update a supplier"}
 	for _, bc := range []struct {
 		name   string
@@ -550,13 +582,14 @@ func BenchmarkRankUsable(b *testing.B) {
 		{"plain", func(q string) { ix.Rank(q, DefaultLimit) }},
 		{"within all", func(q string) { _, _, _ = ix.RankUsable(q, DefaultLimit, keep(false)) }},
 		{"within half", func(q string) { _, _, _ = ix.RankUsable(q, DefaultLimit, keep(true)) }},
+		{"within half, by set", func(q string) { _, _, _ = ix.RankUsable(q, DefaultLimit, bySet) }},
 		{"every match then filter", func(q string) {
 			rs, _ := ix.Rank(q, 0)
 			ps := make([]*plugins.Plugin, len(rs))
 			for i := range rs {
 				ps[i] = rs[i].Plugin
 			}
-			_, _ = keep(false)(ps)
+			_, _ = keep(false).Keep(ps)
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -1759,6 +1759,9 @@ type UserID0 = int
 // UserID1 defines model for UserID.1.
 type UserID1 = string
 
+// CallWithinAgent defines model for callWithinAgent.
+type CallWithinAgent = string
+
 // ConfirmationHeader defines model for confirmationHeader.
 type ConfirmationHeader = string
 
@@ -1785,9 +1788,6 @@ type WithinAgent = string
 
 // AgentNotFound The body of every answer that is not a result.
 type AgentNotFound = Error
-
-// CallConflict The body of every answer that is not a result.
-type CallConflict = Error
 
 // CallRefused The body of every answer that is not a result.
 type CallRefused = Error
@@ -1916,6 +1916,9 @@ type ProxyMCPCallJSONBody = map[string]interface{}
 // ProxyMCPCallParams defines parameters for ProxyMCPCall.
 type ProxyMCPCallParams struct {
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Agent Call within this agent (as /v1/execute's agent); a tool outside it is refused (permission_denied). The api_url of GET /v1/tools?agent=&format=dynamic carries it.
+	Agent *CallWithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 
 	// XBlindexecConfirmation Send the call prepared under this confirmation id.
 	XBlindexecConfirmation *ConfirmationHeader `json:"X-Blindexec-Confirmation,omitempty"`
@@ -2146,7 +2149,7 @@ type ListToolsParams struct {
 	// UserId format=dynamic: the user the service acts for.
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them).
+	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them). With format=dynamic, every api_url carries it on.
 	Agent *WithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 }
 
@@ -2167,7 +2170,7 @@ type SearchToolsParams struct {
 	// Names Comma-separated plugin names to search within.
 	Names *string `form:"names,omitempty" json:"names,omitempty"`
 
-	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them).
+	// Agent Answer within this agent's tools only (for a per-user token, those of them its user may use; for the service, all of them). With format=dynamic, every api_url carries it on.
 	Agent *WithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 }
 
@@ -2189,6 +2192,9 @@ type CallToolJSONBody = map[string]interface{}
 // CallToolParams defines parameters for CallTool.
 type CallToolParams struct {
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Agent Call within this agent (as /v1/execute's agent); a tool outside it is refused (permission_denied). The api_url of GET /v1/tools?agent=&format=dynamic carries it.
+	Agent *CallWithinAgent `form:"agent,omitempty" json:"agent,omitempty"`
 
 	// XBlindexecConfirmation Send the call prepared under this confirmation id.
 	XBlindexecConfirmation *ConfirmationHeader `json:"X-Blindexec-Confirmation,omitempty"`
@@ -6401,6 +6407,18 @@ func NewProxyMCPCallRequestWithBody(server string, mcpId string, toolName string
 
 		}
 
+		if params.Agent != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent", *params.Agent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8441,6 +8459,18 @@ func NewCallToolRequestWithBody(server string, name PluginName, params *CallTool
 		if params.UserId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Agent != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "agent", *params.Agent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -11665,7 +11695,7 @@ type ProxyMCPCallResponse struct {
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *CallConflict
+	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -11715,7 +11745,7 @@ func (r ProxyMCPCallResponse) GetJSON408() *Error {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r ProxyMCPCallResponse) GetJSON409() *CallConflict {
+func (r ProxyMCPCallResponse) GetJSON409() *Error {
 	return r.JSON409
 }
 
@@ -15050,11 +15080,11 @@ type CallToolResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *PluginNotFound
+	JSON404 *Error
 	// JSON408 the response for an HTTP 408 `application/json` response
 	JSON408 *Error
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *CallConflict
+	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorOrRunReply
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -15090,7 +15120,7 @@ func (r CallToolResponse) GetJSON403() *Error {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r CallToolResponse) GetJSON404() *PluginNotFound {
+func (r CallToolResponse) GetJSON404() *Error {
 	return r.JSON404
 }
 
@@ -15100,7 +15130,7 @@ func (r CallToolResponse) GetJSON408() *Error {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r CallToolResponse) GetJSON409() *CallConflict {
+func (r CallToolResponse) GetJSON409() *Error {
 	return r.JSON409
 }
 
@@ -18548,7 +18578,7 @@ func ParseProxyMCPCallResponse(rsp *http.Response) (*ProxyMCPCallResponse, error
 		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest CallConflict
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21337,7 +21367,7 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest PluginNotFound
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21351,7 +21381,7 @@ func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 		response.JSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest CallConflict
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

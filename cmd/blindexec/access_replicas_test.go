@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,23 +55,25 @@ func TestAccessAcrossReplicas(t *testing.T) {
 	tok := created["token"].(string)
 	b.awaitPoll(t, st)
 
-	// uses reports whether user 2 lists and calls list_users within
-	// staff on r, or is refused both (anything else fails). A change
-	// toward want may land between the list and the call (the TTL ran out
-	// in between): listed as before, called as after is not yet want.
+	// uses reports whether user 2 lists, finds (a search, whose set of
+	// usable tools is kept per user) and calls list_users within staff
+	// on r, or is refused all three (anything else fails). A change
+	// toward want may land between them (the TTL ran out in between):
+	// answered as before, then as after, is not yet want.
 	uses := func(r *replica, want bool) bool {
 		t.Helper()
 		_, list := r.do(t, "GET", "/v1/tools?agent=staff", tok, nil)
-		listed := list["total"] == float64(1)
+		_, search := r.do(t, "GET", "/v1/tools/search?agent=staff&q=users", tok, nil)
 		code, out := r.do(t, "POST", "/v1/execute", tok, map[string]any{"name": "list_users", "agent": "staff", "arguments": map[string]any{"q": "x"}})
-		called := code == http.StatusOK
-		if listed != called && (listed == want || called != want) || !called && code != http.StatusForbidden {
-			t.Fatalf("replica %s: listed %v (%v), call %d %v", r.name, listed, list, code, out)
+		seen := []bool{list["total"] == float64(1), search["total"] == float64(1), code == http.StatusOK}
+		changed := slices.Index(seen, want)
+		if changed >= 0 && slices.Contains(seen[changed:], !want) || !seen[2] && code != http.StatusForbidden {
+			t.Fatalf("replica %s: listed, found, called %v (%v, %v), call %d %v", r.name, seen, list, search, code, out)
 		}
-		if listed != called {
-			return !want
+		if changed == 0 {
+			return want // all three as after
 		}
-		return called
+		return !want
 	}
 	// within waits until user 2's use of list_users is want on both
 	// replicas, which must happen within the TTL (and a poll's slack)

@@ -92,6 +92,14 @@ type Options struct {
 	// tools/list and search_tools (issue 46; the executor refuses their
 	// calls); nil lists every tool.
 	Access Access
+	// Row, for a service of an agent's tools (Agent set), finds the
+	// catalog plugin called name (nil, nil: none): a call of an enabled catalog tool
+	// outside the agent then goes to the executor, which refuses it
+	// (permission_denied naming the plugin and the agent) and records
+	// the refusal, as /mcp refuses and records a tool its user may not
+	// use. nil: such a call is an unknown tool, as a name of no catalog
+	// tool always is.
+	Row func(ctx context.Context, name string) (*plugins.Plugin, error)
 	// RoundTrips, when set, lets a call of a 2026-07-28 client that
 	// waits for a person or a connection answer input_required with a
 	// sealed requestState (issue 47); nil: such a client reads the tool
@@ -111,6 +119,9 @@ type Options struct {
 // (*access.Checker).
 type Access interface {
 	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
+	// UsableSet is Usable over an index's list, as the set of
+	// positions, kept per subject (a search asks it).
+	UsableSet(ctx context.Context, sub access.Subject, all []*plugins.Plugin) (*access.Set, error)
 }
 
 // Gate keeps the calls that wait for a person (issue 33). Whether a call

@@ -200,18 +200,39 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 			if err != nil {
 				return errorResult(err.Error()), nil
 			}
-			e := set.byName[a.Name]
+			e := ss.entry(ctx, set, a.Name)
 			if e == nil {
 				return errorResult(fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", a.Name, plugins.SearchToolsName)), nil
 			}
 			return ss.execute(ctx, e, a.Arguments, client, in)
 		}
 	}
-	e := set.byName[name]
+	e := ss.entry(ctx, set, name)
 	if e == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
 	return ss.execute(ctx, e, args, client, in)
+}
+
+// entry is the tool a call names: set's, or for an agent's service an
+// enabled catalog tool outside the agent (Options.Row), which the
+// executor refuses and records; nil when the catalog has none.
+func (ss *session) entry(ctx context.Context, set *toolSet, name string) *entry {
+	if e := set.byName[name]; e != nil {
+		return e
+	}
+	if ss.svc.opts.Agent == "" || ss.svc.opts.Row == nil {
+		return nil
+	}
+	p, err := ss.svc.opts.Row(ctx, name)
+	if err != nil {
+		ss.svc.log.WarnContext(ctx, "MCP call of a tool outside the agent: the catalog could not be read", "tool", name, "err", err)
+		return nil
+	}
+	if p == nil || !p.Enabled() {
+		return nil
+	}
+	return &entry{plugin: p}
 }
 
 // elicitation is what a client declared: form mode (an empty
@@ -364,7 +385,7 @@ type searchAnswer struct {
 // search answers search_tools: the matches, of which those not pinned
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
-func (ss *session) search(set *toolSet, args json.RawMessage, usable toolsearch.Filter) *sdk.CallToolResult {
+func (ss *session) search(set *toolSet, args json.RawMessage, usable *toolsearch.Filter) *sdk.CallToolResult {
 	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
 	if err != nil {
 		return errorResult(err.Error())
@@ -425,12 +446,16 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable toolsearch.
 // usableFilter narrows a search to the tools the session's user may use
 // (nil when no access rule applies): asked once per search, with its
 // matches only.
-func (ss *session) usableFilter(ctx context.Context) toolsearch.Filter {
+func (ss *session) usableFilter(ctx context.Context) *toolsearch.Filter {
 	if ss.svc.opts.Access == nil {
 		return nil
 	}
-	return func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
-		return ss.svc.opts.Access.Usable(ctx, ss.subject(), ps)
+	sub := ss.subject()
+	return &toolsearch.Filter{
+		Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) { return ss.svc.opts.Access.Usable(ctx, sub, ps) },
+		Set: func(all []*plugins.Plugin) (toolsearch.Set, error) {
+			return ss.svc.opts.Access.UsableSet(ctx, sub, all)
+		},
 	}
 }
 

@@ -118,14 +118,14 @@ type Searcher interface {
 // usableRanker ranks within a caller's usable tools while it scores
 // (*toolsearch.Index, the API's catalog searcher).
 type usableRanker interface {
-	RankUsable(query string, n int, usable toolsearch.Filter) ([]toolsearch.Result, int, error)
+	RankUsable(query string, n int, usable *toolsearch.Filter) ([]toolsearch.Result, int, error)
 }
 
 // Within returns the first limit tools of s matching query that usable
 // keeps (nil: every one), best first: a page full of tools the caller
 // may use. A Searcher that cannot filter while it ranks has its first
 // toolsearch.MaxLimit filtered.
-func Within(s Searcher, query string, limit int, usable toolsearch.Filter) ([]toolsearch.Result, error) {
+func Within(s Searcher, query string, limit int, usable *toolsearch.Filter) ([]toolsearch.Result, error) {
 	if usable == nil {
 		return s.Search(query, limit), nil
 	}

@@ -218,9 +218,9 @@ func TestWithin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	odd := func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	odd := &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
 		return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return p.Name[len(p.Name)-1]%2 == 0 }), nil
-	}
+	}}
 	all, _ := ix.Rank("report", 0)
 	var want []string
 	for _, r := range all {
@@ -245,7 +245,7 @@ func TestWithin(t *testing.T) {
 				t.Errorf("Within with no filter is not the plain search: %d results, %v", len(rs), err)
 			}
 			refuse := errors.New("unreadable")
-			if _, err := Within(tc.s, "report", 5, func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }); !errors.Is(err, refuse) {
+			if _, err := Within(tc.s, "report", 5, &toolsearch.Filter{Keep: func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, refuse }}); !errors.Is(err, refuse) {
 				t.Errorf("a failing filter: %v", err)
 			}
 		})
