@@ -87,6 +87,9 @@ func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRe
 	if r.Session != nil { // the engine's own stateless answer has no stream to notify on
 		ctx = listen(ctx, r)
 	}
+	if !speaksStateless(client) {
+		ctx = ss.asking(ctx, client)
+	}
 	var in *retry
 	if r.Params.RequestState != "" {
 		in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}

@@ -1,0 +1,281 @@
+//lint:file-ignore SA1019 the upstream of these tests sends sampling and roots requests (deprecated from 2026-07-28), which the engine must refuse
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// askingUpstream is an MCP server (the go-sdk's, over streamable HTTP)
+// whose tools ask their client during the call (issue 48 point 4): a form
+// with an enum and defaults, a link, a sampling request and a roots
+// request. Each tool answers with what its client answered, as JSON, so
+// that the test sees all the upstream learned. The form's message echoes
+// the bearer token the engine sent it, which masking must hide.
+func askingUpstream(t *testing.T) string {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asking", Version: "1"}, nil)
+	answer := func(v any, err error) (*sdk.CallToolResult, error) {
+		out := map[string]any{"answer": v}
+		if err != nil {
+			out = map[string]any{"error": err.Error()}
+		}
+		b, _ := json.Marshal(out)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
+	}
+	add := func(name string, ask func(context.Context, *sdk.CallToolRequest) (any, error)) {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return answer(ask(ctx, req))
+			})
+	}
+	add("ask_form", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{
+			Message: "Which size? (your token is " + strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ") + ")",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{
+				"size":{"type":"string","enum":["S","M","L"],"default":"M","title":"Size"},
+				"gift":{"type":"boolean","default":false}},"required":["size"]}`)})
+	})
+	add("ask_url", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "url", Message: "Sign in to the shop",
+			URL: "https://login.shop.example/authorize?state=abc", ElicitationID: "el-1"})
+	})
+	add("ask_sampling", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+	})
+	add("ask_roots", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.ListRoots(ctx, nil)
+	})
+	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// askingEngine serves /mcp with the asking upstream imported as the MCP
+// server "shop" (bearer auth from user 7's credential), and records the
+// engine's execution records.
+func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog) {
+	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: askingUpstream(t),
+		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
+	t.Cleanup(func() { m.Close() })
+	ex = engine.NewExecutor(egresstest.Client(t))
+	mcp.Invoker{Manager: m}.RegisterOn(ex)
+	ex.Credentials = creds{7: {"shop_token": mcpSecret}}
+	sink := &recordSink{}
+	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
+	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
+	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots"} {
+		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object"}`),
+			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
+			RequiredCredentials: []string{"shop_token"}})
+	}
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
+		if r.Header.Get("Authorization") != "Bearer user-7-token" {
+			return mcpserver.Identity{}, errors.New("token needed")
+		}
+		return mcpserver.Identity{User: 7, Principal: "t7"}, nil
+	}
+	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
+	t.Cleanup(srv.Close)
+	return srv.URL, sink.all, ex, cat
+}
+
+type recordSink struct {
+	mu   sync.Mutex
+	recs []engine.Record
+}
+
+func (s *recordSink) WriteRecords(_ context.Context, recs []engine.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, recs...)
+	return nil
+}
+
+func (s *recordSink) all() []engine.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]engine.Record(nil), s.recs...)
+}
+
+// TestUpstreamQuestions: an upstream's questions during a call reach the
+// person through a client of 2025-11-25 that declared elicitation, as the
+// upstream wrote them and naming the server; a client that cannot be
+// asked, and sampling and roots requests, are answered at once.
+func TestUpstreamQuestions(t *testing.T) {
+	url, records, _, _ := askingEngine(t)
+	tests := []struct {
+		name   string
+		tool   string
+		caps   *sdk.ClientCapabilities // nil: no elicitation handler
+		answer *sdk.ElicitResult
+		// want are substrings of the tool's result (what the upstream
+		// learned); asked checks the question the client got.
+		want  []string
+		asked func(t *testing.T, p *sdk.ElicitParams)
+	}{
+		{
+			name: "form with enum and default, answered", tool: "ask_form",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+			answer: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"size": "L", "gift": true}, Meta: sdk.Meta{"client": "secret-of-the-client"}},
+			want:   []string{`"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`},
+			asked: func(t *testing.T, p *sdk.ElicitParams) {
+				if !strings.Contains(p.Message, `The MCP server "shop" asks: Which size?`) {
+					t.Errorf("message %q does not say which server asks", p.Message)
+				}
+				if strings.Contains(p.Message, mcpSecret) {
+					t.Errorf("message %q shows the credential", p.Message)
+				}
+				if p.Meta["io.blindexec/mcpServer"] != "shop" {
+					t.Errorf("_meta %v does not name the server", p.Meta)
+				}
+				s, _ := json.Marshal(p.RequestedSchema)
+				for _, w := range []string{`"enum":["S","M","L"]`, `"default":"M"`, `"default":false`, `"required":["size"]`, `"title":"Size"`} {
+					if !strings.Contains(string(s), w) {
+						t.Errorf("requestedSchema %s lacks %s", s, w)
+					}
+				}
+			},
+		},
+		{
+			name: "form declined", tool: "ask_form",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			answer: &sdk.ElicitResult{Action: "decline"},
+			want:   []string{`"answer":{"action":"decline"}`},
+		},
+		{
+			name: "url mode shown as the link with its host", tool: "ask_url",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+			answer: &sdk.ElicitResult{Action: "accept"},
+			want:   []string{`"answer":{"action":"accept"}`},
+			asked: func(t *testing.T, p *sdk.ElicitParams) {
+				if p.Mode != "url" || p.URL != "https://login.shop.example/authorize?state=abc" || p.ElicitationID != "el-1" {
+					t.Errorf("url question = %+v", p)
+				}
+				if !strings.Contains(p.Message, "login.shop.example") || !strings.Contains(p.Message, `"shop"`) {
+					t.Errorf("message %q does not show the link's host and the server", p.Message)
+				}
+			},
+		},
+		{
+			name: "url mode to a client of form only: refused at once", tool: "ask_url",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+			want: []string{`elicitation refused: nobody can be asked: the MCP client did not declare url-mode elicitation`},
+		},
+		{
+			name: "a client without elicitation: refused at once", tool: "ask_form",
+			want: []string{`elicitation refused: nobody can be asked`},
+		},
+		{
+			name: "sampling refused", tool: "ask_sampling",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			want: []string{`"error":`, `method not found: \"sampling/createMessage\"`},
+		},
+		{
+			name: "roots refused", tool: "ask_roots",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			want: []string{`"error":`, `method not found: \"roots/list\"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []*sdk.ElicitParams
+			var mu sync.Mutex
+			opts := &sdk.ClientOptions{Capabilities: tc.caps}
+			if tc.caps != nil {
+				opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					mu.Lock()
+					got = append(got, req.Params)
+					mu.Unlock()
+					return tc.answer, nil
+				}
+			}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
+				&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, sessionEra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			start := time.Now()
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the call took %v: it waited for a question", d)
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("result %s lacks %s", text, w)
+				}
+			}
+			if strings.Contains(text, "secret-of-the-client") {
+				t.Errorf("the upstream learned more than the answer: %s", text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.asked != nil {
+				if len(got) != 1 {
+					t.Fatalf("the client was asked %d times, want 1", len(got))
+				}
+				tc.asked(t, got[0])
+			}
+			if tc.answer == nil && len(got) > 0 {
+				t.Errorf("the client was asked %+v", got[0])
+			}
+		})
+	}
+	// The record keeps the questions and answers, masked.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(records()) < len(tests) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var all strings.Builder
+	for _, r := range records() {
+		all.WriteString(r.Questions)
+	}
+	for _, w := range []string{`"server":"shop"`, `"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`, `"host":"login.shop.example"`, `"error":"nobody can be asked`} {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("records' questions %s lack %s", all.String(), w)
+		}
+	}
+	if strings.Contains(all.String(), mcpSecret) {
+		t.Errorf("a record shows the credential: %s", all.String())
+	}
+}
+
+// TestUpstreamQuestionWithoutClient: a call nobody can be asked for (a
+// run, /v1/execute: the executor without an MCP client) gets the
+// upstream's answer to a refused question at once, not a timeout.
+func TestUpstreamQuestionWithoutClient(t *testing.T) {
+	_, _, ex, cat := askingEngine(t)
+	start := time.Now()
+	res, err := ex.Execute(t.Context(), engine.Call{Plugin: cat[0], Arguments: json.RawMessage(`{}`), UserID: 7})
+	if err != nil || !res.OK {
+		t.Fatalf("Execute = %+v, %v", res, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if !strings.Contains(string(res.Output), "elicitation refused: nobody can be asked") {
+		t.Errorf("output %s does not say the question was refused", res.Output)
+	}
+}
