@@ -2,11 +2,8 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine"
 )
@@ -43,13 +40,9 @@ func (ss *session) asking(ctx context.Context, client peer) context.Context {
 		if !ss.direct && !ss.awaitStream(ctx, client.ID()) {
 			return engine.Answer{}, &engine.NobodyToAskError{Reason: "the MCP client has no stream open to be asked on"}
 		}
-		p := &sdk.ElicitParams{Meta: sdk.Meta{metaServer: q.Server}, Mode: q.Mode, Message: q.Prompt(), URL: q.URL, ElicitationID: q.ElicitationID}
-		if len(q.Schema) > 0 {
-			p.RequestedSchema = json.RawMessage(q.Schema)
-		}
 		ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
 		defer cancel()
-		res, err := client.Elicit(ctx, p)
+		res, err := client.Elicit(ctx, elicitParams(q))
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return engine.Answer{}, errors.New("the person did not answer in time")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,11 +15,13 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -70,8 +73,9 @@ func askingUpstream(t *testing.T) string {
 
 // askingEngine serves /mcp with the asking upstream imported as the MCP
 // server "shop" (bearer auth from user 7's credential), and records the
-// engine's execution records.
-func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog) {
+// engine's execution records; replica serves another replica of it (the
+// same key and claims, its own calls).
+func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() string) {
 	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: askingUpstream(t),
 		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
 	t.Cleanup(func() { m.Close() })
@@ -82,19 +86,32 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
 	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
 	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots"} {
-		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object"}`),
+		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
 			RequiredCredentials: []string{"shop_token"}})
 	}
 	authn := func(r *http.Request) (mcpserver.Identity, error) {
-		if r.Header.Get("Authorization") != "Bearer user-7-token" {
-			return mcpserver.Identity{}, errors.New("token needed")
+		switch r.Header.Get("Authorization") {
+		case "Bearer user-7-token":
+			return mcpserver.Identity{User: 7, Principal: "t7"}, nil
+		case "Bearer user-8-token":
+			return mcpserver.Identity{User: 8, Principal: "t8"}, nil
 		}
-		return mcpserver.Identity{User: 7, Principal: "t7"}, nil
+		return mcpserver.Identity{}, errors.New("token needed")
 	}
-	srv := httptest.NewServer(mcpserver.NewService(cat, ex, mcpserver.Options{}).Handler(authn))
-	t.Cleanup(srv.Close)
-	return srv.URL, sink.all, ex, cat
+	key, err := mcpserver.StateKey("master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &mcpserver.RoundTrips{Key: key, Claims: testdb.Open(t, store.DialectSQLite)}
+	replica = func() string {
+		svc := mcpserver.NewService(cat, ex, mcpserver.Options{RoundTrips: rt})
+		srv := httptest.NewServer(svc.Handler(authn))
+		t.Cleanup(srv.Close)
+		t.Cleanup(svc.Close) // ends the calls still parked
+		return srv.URL
+	}
+	return replica(), sink.all, ex, cat, replica
 }
 
 type recordSink struct {
@@ -120,7 +137,7 @@ func (s *recordSink) all() []engine.Record {
 // upstream wrote them and naming the server; a client that cannot be
 // asked, and sampling and roots requests, are answered at once.
 func TestUpstreamQuestions(t *testing.T) {
-	url, records, _, _ := askingEngine(t)
+	url, records, _, _, _ := askingEngine(t)
 	tests := []struct {
 		name   string
 		tool   string
@@ -194,58 +211,63 @@ func TestUpstreamQuestions(t *testing.T) {
 			want: []string{`"error":`, `method not found: \"roots/list\"`},
 		},
 	}
+	// Each case at 2025-11-25 (asked in the session) and at 2026-07-28
+	// (asked by input_required, which the go-sdk client fulfils from the
+	// same handler and retries with the sealed state).
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []*sdk.ElicitParams
-			var mu sync.Mutex
-			opts := &sdk.ClientOptions{Capabilities: tc.caps}
-			if tc.caps != nil {
-				opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-					mu.Lock()
-					got = append(got, req.Params)
-					mu.Unlock()
-					return tc.answer, nil
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(version+"/"+tc.name, func(t *testing.T) {
+				var got []*sdk.ElicitParams
+				var mu sync.Mutex
+				opts := &sdk.ClientOptions{Capabilities: tc.caps}
+				if tc.caps != nil {
+					opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						mu.Lock()
+						got = append(got, req.Params)
+						mu.Unlock()
+						return tc.answer, nil
+					}
 				}
-			}
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
-				&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, sessionEra)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			start := time.Now()
-			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("the call took %v: it waited for a question", d)
-			}
-			text := res.Content[0].(*sdk.TextContent).Text
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("result %s lacks %s", text, w)
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
+					&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if strings.Contains(text, "secret-of-the-client") {
-				t.Errorf("the upstream learned more than the answer: %s", text)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if tc.asked != nil {
-				if len(got) != 1 {
-					t.Fatalf("the client was asked %d times, want 1", len(got))
+				defer cs.Close()
+				start := time.Now()
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatal(err)
 				}
-				tc.asked(t, got[0])
-			}
-			if tc.answer == nil && len(got) > 0 {
-				t.Errorf("the client was asked %+v", got[0])
-			}
-		})
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("the call took %v: it waited for a question", d)
+				}
+				text := res.Content[0].(*sdk.TextContent).Text
+				for _, w := range tc.want {
+					if !strings.Contains(text, w) {
+						t.Errorf("result %s lacks %s", text, w)
+					}
+				}
+				if strings.Contains(text, "secret-of-the-client") {
+					t.Errorf("the upstream learned more than the answer: %s", text)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if tc.asked != nil {
+					if len(got) != 1 {
+						t.Fatalf("the client was asked %d times, want 1", len(got))
+					}
+					tc.asked(t, got[0])
+				}
+				if tc.answer == nil && len(got) > 0 {
+					t.Errorf("the client was asked %+v", got[0])
+				}
+			})
+		}
 	}
 	// The record keeps the questions and answers, masked.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(records()) < len(tests) && time.Now().Before(deadline) {
+	for len(records()) < 2*len(tests) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var all strings.Builder
@@ -266,7 +288,7 @@ func TestUpstreamQuestions(t *testing.T) {
 // run, /v1/execute: the executor without an MCP client) gets the
 // upstream's answer to a refused question at once, not a timeout.
 func TestUpstreamQuestionWithoutClient(t *testing.T) {
-	_, _, ex, cat := askingEngine(t)
+	_, _, ex, cat, _ := askingEngine(t)
 	start := time.Now()
 	res, err := ex.Execute(t.Context(), engine.Call{Plugin: cat[0], Arguments: json.RawMessage(`{}`), UserID: 7})
 	if err != nil || !res.OK {
@@ -278,4 +300,70 @@ func TestUpstreamQuestionWithoutClient(t *testing.T) {
 	if !strings.Contains(string(res.Output), "elicitation refused: nobody can be asked") {
 		t.Errorf("output %s does not say the question was refused", res.Output)
 	}
+}
+
+// TestUpstreamQuestionState: the requestState of an upstream's question
+// put to a client of 2026-07-28 is the engine's sealed state: refused
+// tampered, to another user, for other arguments, a second time, and on
+// a replica that does not hold the call; the retry that may use it gives
+// the person's answer to the upstream, which answers the call.
+func TestUpstreamQuestionState(t *testing.T) {
+	url, _, _, _, replica := askingEngine(t)
+	other := replica()
+	post := func(t *testing.T, to, token, params string) gjson.Result {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_form",` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
+		req, _ := http.NewRequest("POST", to, strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_form"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return gjson.ParseBytes(b)
+	}
+	first := post(t, url, "user-7-token", `"arguments":{"n":1},`)
+	if first.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("first answer %s, want input_required", first.Raw)
+	}
+	q := first.Get("result.inputRequests.upstream.params")
+	if !strings.Contains(q.Get("message").String(), `The MCP server "shop" asks: Which size?`) ||
+		q.Get("requestedSchema.properties.size.default").String() != "M" || strings.Contains(q.Raw, mcpSecret) {
+		t.Errorf("question %s", q.Raw)
+	}
+	state := first.Get("result.requestState").String()
+	tampered := []byte(state)
+	tampered[12] ^= 1
+	accept := `"inputResponses":{"upstream":{"action":"accept","content":{"size":"S"}}},`
+	retry := func(s string) string { return `"arguments":{"n":1},"requestState":"` + s + `",` + accept }
+	for _, tc := range []struct {
+		name, to, token, params, want string
+	}{
+		{"tampered", url, "user-7-token", retry(string(tampered)), "not a state this server issued"},
+		{"another user's", url, "user-8-token", retry(state), "not a state this server issued"},
+		{"other arguments", url, "user-7-token", `"arguments":{"n":2},"requestState":"` + state + `",` + accept, "the call differs"},
+		// The upstream's client fills in the schema's defaults (gift).
+		{"the answer", url, "user-7-token", retry(state), `"answer":{"action":"accept","content":{"gift":false,"size":"S"}}`},
+		{"replayed", url, "user-7-token", retry(state), "already used"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := post(t, tc.to, tc.token, tc.params)
+			if !strings.Contains(got.Raw+got.Get("result.content.0.text").String(), tc.want) {
+				t.Errorf("%s: %s, want %s", tc.name, got.Raw, tc.want)
+			}
+		})
+	}
+	t.Run("on another replica", func(t *testing.T) {
+		again := post(t, url, "user-7-token", `"arguments":{"n":3},`)
+		s := again.Get("result.requestState").String()
+		got := post(t, other, "user-7-token", `"arguments":{"n":3},"requestState":"`+s+`",`+accept)
+		if !strings.Contains(got.Raw, "no longer held here") || !got.Get("result.isError").Bool() {
+			t.Errorf("retry on another replica: %s", got.Raw)
+		}
+	})
 }

@@ -273,6 +273,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		if st, err = ss.claim(ctx, e, args, in); err != nil {
 			return nil, stateError(err)
 		}
+		if st.Mode == modeUpstream { // the answer to an upstream's question
+			return ss.resume(ctx, e, args, st, in)
+		}
 	}
 	if plan.Verdict() == engine.VerdictPerson { // only under a Gate's policy
 		// Through a pointer to a copy: one to call would move it to the
@@ -281,6 +284,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		if answer, err, send := ss.person(ctx, e, &held, plan, client, st, in); !send {
 			return answer, err
 		}
+	}
+	if ss.asks(e, client) {
+		return ss.sendParked(ctx, e, args, plan, client, st)
 	}
 	res, err := ss.svc.ex.Send(ctx, plan)
 	if out, cerr, ok := ss.connect(ctx, e, args, res, client, st); ok {
