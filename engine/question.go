@@ -81,8 +81,12 @@ func (e *NobodyToAskError) Error() string {
 	return "nobody can be asked: " + e.Reason
 }
 
-// maxQuestions bounds the questions one call records.
-const maxQuestions = 8
+// maxQuestions bounds the questions one call records, maxAnswer the
+// bytes of an answer kept (the record's column is TEXT, 64 KiB on MySQL).
+const (
+	maxQuestions = 8
+	maxAnswer    = 2000
+)
 
 // asked is a question and its answer as the execution record keeps them,
 // masked.
@@ -145,6 +149,9 @@ func (p *Prepared) answered(ctx context.Context, q Question, ans Answer, err err
 	if err != nil {
 		rec.Error = truncateUTF8(m.String(err.Error()), 200)
 	} else if b, jerr := json.Marshal(ans); jerr == nil {
+		if len(b) > maxAnswer {
+			b, _ = json.Marshal(map[string]any{"action": ans.Action, "content": fmt.Sprintf("(%d bytes, not kept)", len(b))})
+		}
 		if b = m.Bytes(b); json.Valid(b) {
 			rec.Answer = b
 		}
