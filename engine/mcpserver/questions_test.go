@@ -21,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -66,6 +67,10 @@ func askingUpstream(t *testing.T) string {
 	add("ask_roots", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
 		return req.Session.ListRoots(ctx, nil)
 	})
+	add("slow", func(ctx context.Context, _ *sdk.CallToolRequest) (any, error) {
+		time.Sleep(3 * time.Second)
+		return "done", nil
+	})
 	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(up.Close)
 	return up.URL
@@ -85,7 +90,7 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	sink := &recordSink{}
 	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
 	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
-	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots"} {
+	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow"} {
 		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
 			RequiredCredentials: []string{"shop_token"}})
@@ -366,4 +371,69 @@ func TestUpstreamQuestionState(t *testing.T) {
 			t.Errorf("retry on another replica: %s", got.Raw)
 		}
 	})
+}
+
+// TestUpstreamQuestionToTypeScriptClient: the official TypeScript SDK's
+// client (2025-11-25, a session, form elicitation) is asked the
+// upstream's question, naming the server, and its answer goes upstream.
+func TestUpstreamQuestionToTypeScriptClient(t *testing.T) {
+	mcpts.Require(t)
+	url, _, _, _, _ := askingEngine(t)
+	stdout := mcpts.Run(t, 60*time.Second, nil, "elicit_client.mjs", url, "user-7-token", "ask_form", `{}`, "decline")
+	var out struct {
+		Asked  []string
+		Result struct {
+			Content []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		t.Fatalf("elicit_client.mjs printed %s: %v", stdout, err)
+	}
+	if len(out.Asked) != 1 || !strings.HasPrefix(out.Asked[0], `The MCP server "shop" asks: Which size?`) || strings.Contains(out.Asked[0], mcpSecret) {
+		t.Errorf("asked %q", out.Asked)
+	}
+	if len(out.Result.Content) == 0 || out.Result.Content[0].Text != `{"answer":{"action":"decline"}}` {
+		t.Errorf("result %+v: the upstream did not get the answer", out.Result)
+	}
+}
+
+// TestUpstreamQuestionSharedSession: a 2025 upstream's question names no
+// call; on a session with another call in flight (the same server and
+// credentials) it is refused, never put to the person of another call.
+func TestUpstreamQuestionSharedSession(t *testing.T) {
+	_, _, ex, cat, _ := askingEngine(t)
+	byName := map[string]*plugins.Plugin{}
+	for _, p := range cat {
+		byName[p.Name] = p
+	}
+	var mu sync.Mutex
+	var askedOf []string
+	asker := func(who string) context.Context {
+		return engine.WithAsker(t.Context(), func(context.Context, engine.Question) (engine.Answer, error) {
+			mu.Lock()
+			askedOf = append(askedOf, who)
+			mu.Unlock()
+			return engine.Answer{Action: "accept", Content: map[string]any{"size": "S"}}, nil
+		})
+	}
+	// The session opened first, so that both calls share it.
+	if _, err := ex.Execute(t.Context(), engine.Call{Plugin: byName["ask_sampling"], Arguments: json.RawMessage(`{}`), UserID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan struct{})
+	go func() {
+		defer close(slow)
+		ex.Execute(asker("slow's person"), engine.Call{Plugin: byName["slow"], Arguments: json.RawMessage(`{}`), UserID: 7})
+	}()
+	time.Sleep(500 * time.Millisecond) // the slow call in flight
+	res, err := ex.Execute(asker("form's person"), engine.Call{Plugin: byName["ask_form"], Arguments: json.RawMessage(`{}`), UserID: 7})
+	<-slow
+	if err != nil || !strings.Contains(string(res.Output), "cannot tell which of the calls in flight on this session asks") {
+		t.Errorf("ask_form beside another call = %s, %v", res.Output, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(askedOf) > 0 {
+		t.Errorf("asked %v", askedOf)
+	}
 }
