@@ -70,8 +70,8 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 	stop := context.AfterFunc(ss.svc.closing, cancel)
 	pc := &parkedCall{questions: make(chan *pendingQuestion), done: make(chan struct{}), cancel: cancel}
 	ask := func(ctx context.Context, q engine.Question) (engine.Answer, error) {
-		if q.Mode == engine.QuestionURL && !urlMode || q.Mode == engine.QuestionForm && !form {
-			return engine.Answer{}, &engine.NobodyToAskError{Reason: "the MCP client did not declare " + q.Mode + "-mode elicitation"}
+		if err := undeclared(q, form, urlMode); err != nil {
+			return engine.Answer{}, err
 		}
 		pq := &pendingQuestion{q: q, answer: make(chan engine.Answer, 1)}
 		select {

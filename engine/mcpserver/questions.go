@@ -34,8 +34,8 @@ func (ss *session) asking(ctx context.Context, client peer) context.Context {
 		return ctx
 	}
 	return engine.WithAsker(ctx, func(ctx context.Context, q engine.Question) (engine.Answer, error) {
-		if q.Mode == engine.QuestionURL && !urlMode || q.Mode == engine.QuestionForm && !form {
-			return engine.Answer{}, &engine.NobodyToAskError{Reason: "the MCP client did not declare " + q.Mode + "-mode elicitation"}
+		if err := undeclared(q, form, urlMode); err != nil {
+			return engine.Answer{}, err
 		}
 		if !ss.direct && !ss.awaitStream(ctx, client.ID()) {
 			return engine.Answer{}, &engine.NobodyToAskError{Reason: "the MCP client has no stream open to be asked on"}
@@ -64,4 +64,12 @@ func (ss *session) awaitStream(ctx context.Context, id string) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return true
+}
+
+// undeclared refuses q when the client did not declare its mode.
+func undeclared(q engine.Question, form, urlMode bool) error {
+	if q.Mode == engine.QuestionURL && !urlMode || q.Mode == engine.QuestionForm && !form {
+		return &engine.NobodyToAskError{Reason: "the MCP client did not declare " + q.Mode + "-mode elicitation"}
+	}
+	return nil
 }
