@@ -18,7 +18,7 @@ func (s StoreSink) WriteRecords(ctx context.Context, recs []engine.Record) error
 		row := store.Execution{
 			ID: r.ID, PluginName: r.PluginName, Status: r.Status, HTTPStatus: r.HTTPStatus,
 			LatencyMS: r.LatencyMS, Attempts: r.Attempts, ErrorClass: r.ErrorClass,
-			ErrorMessage: r.ErrorMessage, Confirmation: r.Confirmation, CreateTime: r.CreatedAt, TraceID: r.TraceID,
+			ErrorMessage: r.ErrorMessage, Confirmation: r.Confirmation, Questions: r.Questions, CreateTime: r.CreatedAt, TraceID: r.TraceID,
 		}
 		if r.RunID != "" {
 			row.RunID = &r.RunID

@@ -265,7 +265,7 @@ func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError
 	ctx, span := startToolSpan(ctx, plan.call, plan.start)
 	defer span.End()
 	e.endToolSpan(span, &plan.res, plan.prep, true)
-	e.finish(ctx, plan.call, plan.confirmation, &plan.res, true, d)
+	e.finish(ctx, plan.call, plan.confirmation, "", &plan.res, true, d)
 	return refused
 }
 
@@ -317,7 +317,7 @@ func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
 	d := time.Since(plan.start)
 	res.LatencyMS = d.Milliseconds()
 	e.endToolSpan(span, res, prep, refused != nil)
-	e.finish(ctx, call, plan.confirmation, res, refused != nil, d)
+	e.finish(ctx, call, plan.confirmation, prep.askedRecord(), res, refused != nil, d)
 	if refused != nil {
 		return res, refused
 	}

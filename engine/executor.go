@@ -293,6 +293,8 @@ type Prepared struct {
 	// digest (http plugins): the first attempt sends it, not another
 	// preparation.
 	built *outbound
+	// questions are the upstream's questions asked during the call (Ask).
+	questions questions
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -857,7 +859,7 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 func (e *Executor) logger() *slog.Logger { return cmp.Or(e.Logger, slog.Default()) }
 
 // finish records, counts and logs the call.
-func (e *Executor) finish(ctx context.Context, call Call, confirmation string, res *Result, refused bool, d time.Duration) {
+func (e *Executor) finish(ctx context.Context, call Call, confirmation, questions string, res *Result, refused bool, d time.Duration) {
 	status, outcome := StatusOK, "ok"
 	var code, msg string
 	if res.Error != nil {
@@ -879,6 +881,7 @@ func (e *Executor) finish(ctx context.Context, call Call, confirmation string, r
 			ErrorClass:   code,
 			ErrorMessage: truncateUTF8(msg, maxRecordMessage),
 			Confirmation: confirmation,
+			Questions:    questions,
 			CreatedAt:    time.Now().UTC(),
 			TraceID:      tracing.TraceID(ctx),
 		})

@@ -33,8 +33,11 @@ type Record struct {
 	ErrorMessage string `json:"error_message,omitempty"`
 	// Confirmation is the decision a confirmed call was sent on
 	// (Call.Approval, Plan.Approve).
-	Confirmation string    `json:"confirmation,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
+	Confirmation string `json:"confirmation,omitempty"`
+	// Questions are the questions an upstream MCP server put to the
+	// person during the call and their answers (JSON, masked; issue 48).
+	Questions string    `json:"questions,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// TraceID is the trace the call ran in (tracing on), else empty.
 	TraceID string `json:"trace_id,omitempty"`
 }

@@ -84,7 +84,7 @@ const (
 // literals.
 func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 	q = append(q, `INSERT INTO sys_ai_execution (execution_id, run_id, plugin_name, user_id,
-		status, http_status, latency_ms, attempts, error_class, error_message, confirmation, create_time, trace_id) VALUES `...)
+		status, http_status, latency_ms, attempts, error_class, error_message, confirmation, questions, create_time, trace_id) VALUES `...)
 	for i, e := range batch {
 		if i > 0 {
 			q = append(q, ',')
@@ -118,6 +118,12 @@ func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 		q = append(q, ',')
 		if e.Confirmation != "" {
 			q = appendSQLiteText(q, e.Confirmation)
+		} else {
+			q = append(q, "NULL"...)
+		}
+		q = append(q, ',')
+		if e.Questions != "" {
+			q = appendSQLiteText(q, e.Questions)
 		} else {
 			q = append(q, "NULL"...)
 		}

@@ -132,7 +132,7 @@ func TestExecutionTextRoundTrip(t *testing.T) {
 		es := make([]store.Execution, len(texts))
 		for i, text := range texts {
 			es[i] = store.Execution{ID: fmt.Sprintf("id-%02d", i), PluginName: "p'" + text, RunID: &run, Status: "error",
-				ErrorClass: "c'", ErrorMessage: text}
+				ErrorClass: "c'", ErrorMessage: text, Questions: `[{"message":"` + text + `"}]`}
 		}
 		if err := s.InsertExecutions(ctx, es); err != nil {
 			t.Fatalf("InsertExecutions: %v", err)
@@ -147,7 +147,8 @@ func TestExecutionTextRoundTrip(t *testing.T) {
 		for _, e := range got {
 			var i int
 			fmt.Sscanf(e.ID, "id-%d", &i)
-			if e.ErrorMessage != texts[i] || e.PluginName != "p'"+texts[i] || e.ErrorClass != "c'" || *e.RunID != run {
+			if e.ErrorMessage != texts[i] || e.PluginName != "p'"+texts[i] || e.ErrorClass != "c'" || *e.RunID != run ||
+				e.Questions != `[{"message":"`+texts[i]+`"}]` {
 				t.Errorf("%s read back as message %q, plugin %q, class %q; want %q", e.ID, e.ErrorMessage, e.PluginName, e.ErrorClass, texts[i])
 			}
 		}

@@ -172,8 +172,11 @@ type Execution struct {
 	ErrorMessage string  `gorm:"column:error_message" json:"error_message,omitempty"`
 	// Confirmation is the decision a confirmed call was sent on: the
 	// outcome, who, and the pending item (sys_ai_run_pending keeps when).
-	Confirmation string    `gorm:"column:confirmation" json:"confirmation,omitempty"`
-	CreateTime   time.Time `gorm:"column:create_time" json:"create_time"`
+	Confirmation string `gorm:"column:confirmation" json:"confirmation,omitempty"`
+	// Questions are an upstream MCP server's questions during the call
+	// and their answers (JSON, masked; issue 48).
+	Questions  string    `gorm:"column:questions;default:null" json:"questions,omitempty"`
+	CreateTime time.Time `gorm:"column:create_time" json:"create_time"`
 	// TraceID is the OpenTelemetry trace the call ran in (32 hex
 	// digits), empty when the engine did not trace it.
 	TraceID string `gorm:"column:trace_id;default:null" json:"trace_id,omitempty"`

@@ -1000,10 +1000,13 @@ type Execution struct {
 	HttpStatus   int       `json:"http_status"`
 	LatencyMs    int       `json:"latency_ms"`
 	PluginName   string    `json:"plugin_name"`
-	RunId        *string   `json:"run_id,omitempty"`
-	Status       string    `json:"status"`
-	TraceId      *string   `json:"trace_id,omitempty"`
-	UserId       *int      `json:"user_id,omitempty"`
+
+	// Questions JSON, masked: the questions an upstream MCP server put to the person during the call, and the answers (issue 48).
+	Questions *string `json:"questions,omitempty"`
+	RunId     *string `json:"run_id,omitempty"`
+	Status    string  `json:"status"`
+	TraceId   *string `json:"trace_id,omitempty"`
+	UserId    *int    `json:"user_id,omitempty"`
 }
 
 // ImportOpenAPIRequest defines model for ImportOpenAPIRequest.

@@ -127,6 +127,10 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 			inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
 		},
 	}
+	// The server's questions go to the executor, which decides whom to
+	// ask (or that nobody can be): with the call's own context, which
+	// carries its client's asker.
+	call.OnAsk = func(q engine.Question) (engine.Answer, error) { return p.Ask(ctx, q) }
 	call.Settle = engine.Listening(ctx)
 	if engine.ProgressWanted(ctx) {
 		call.OnProgress = func(pp *sdk.ProgressNotificationParams) {

@@ -380,6 +380,10 @@ type Call struct {
 	// messages attributable to the call (see notices).
 	OnProgress func(*sdk.ProgressNotificationParams)
 	OnLog      func(*logMessage)
+	// OnAsk, when set, puts the server's questions during the call
+	// (elicitation) to the call's person (questions.go); unset, they are
+	// refused at once.
+	OnAsk func(engine.Question) (engine.Answer, error)
 	// Settle holds the result until the call's notices have arrived
 	// (notices.settle): a client listens to them.
 	Settle bool
@@ -430,9 +434,12 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 			}
 			params.Meta["progressToken"] = tok
 		}
-		if onLog != nil {
-			defer m.notices.listen(cs, onLog)()
+		var ask askFunc
+		if call.OnAsk != nil {
+			ask = asker(srv, call.OnAsk)
+			ctx = context.WithValue(ctx, askKey{}, ask)
 		}
+		defer m.notices.listen(cs, onLog, ask)()
 		res, err = cs.CallTool(withCallHeaders(ctx, headers), params)
 		if call.Settle {
 			settle(&last)
@@ -561,7 +568,12 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 // protocol version), which must not leak into an outgoing session.
 type valueless struct{ context.Context }
 
-func (valueless) Value(any) any { return nil }
+func (v valueless) Value(key any) any {
+	if key == (askKey{}) { // a call's own asker, set on it by CallTool
+		return v.Context.Value(key)
+	}
+	return nil
+}
 
 // credHash identifies the credential set of a session without keeping the
 // values: an HMAC under a per-process key.
@@ -609,10 +621,12 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "blindexec", Version: "1"}, &sdk.ClientOptions{
 		Logger:                      m.logger(),
-		Capabilities:                &sdk.ClientCapabilities{}, // no roots, sampling or elicitation
+		Capabilities:                capabilities(),
+		ElicitationHandler:          m.onElicit,
 		ProgressNotificationHandler: m.onProgress,
 		LoggingMessageHandler:       m.onLog, //lint:ignore SA1019 relayed while upstreams of 2025 send logs (issue 48)
 	})
+	client.AddReceivingMiddleware(refuseUnsupported)
 	hctx, cancel := context.WithTimeout(ctx, cmp.Or(m.ConnectTimeout, DefaultConnectTimeout))
 	defer cancel()
 	cs, err := client.Connect(hctx, detached{t}, nil)

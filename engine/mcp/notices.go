@@ -26,14 +26,19 @@ import (
 type notices struct {
 	progress sync.Map // token → func(*sdk.ProgressNotificationParams)
 	mu       sync.Mutex
-	logs     map[*sdk.ClientSession]map[*logListener]bool
+	// logs are the calls in flight on each session, with what hears their
+	// log messages and asks their questions (questions.go).
+	logs map[*sdk.ClientSession]map[*logListener]bool
 }
 
 // logMessage is an upstream's notifications/message.
 type logMessage = sdk.LoggingMessageParams
 
+// logListener is one call in flight: f hears its log messages, ask puts
+// its questions (either may be nil).
 type logListener struct {
-	f func(*logMessage)
+	f   func(*logMessage)
+	ask askFunc
 }
 
 // progressToken registers f for the progress of one call and returns its
@@ -46,9 +51,10 @@ func (n *notices) progressToken(f func(*sdk.ProgressNotificationParams)) (string
 	return tok, func() { n.progress.Delete(tok) }
 }
 
-// listen registers f for the log messages of cs while a call runs on it.
-func (n *notices) listen(cs *sdk.ClientSession, f func(*logMessage)) func() {
-	l := &logListener{f}
+// listen registers a call in flight on cs until the returned function is
+// called: f for its log messages, ask for its questions.
+func (n *notices) listen(cs *sdk.ClientSession, f func(*logMessage), ask askFunc) func() {
+	l := &logListener{f, ask}
 	n.mu.Lock()
 	if n.logs == nil {
 		n.logs = map[*sdk.ClientSession]map[*logListener]bool{}
@@ -86,7 +92,7 @@ func (m *Manager) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		}
 	}
 	m.notices.mu.Unlock()
-	if only != nil {
+	if only != nil && only.f != nil {
 		only.f(req.Params)
 		return
 	}

@@ -186,6 +186,9 @@ type Service struct {
 	// opened (a catalog that never changes never calls Changed).
 	live   sync.Map // *session → struct{}
 	opened atomic.Int64
+	// parked are the calls of clients of 2026-07-28 waiting for the
+	// answer to an upstream's question (parked.go).
+	parked sync.Map // state's Pending → *parked
 }
 
 // pruneEvery is how many sessions open between two sweeps of the ended

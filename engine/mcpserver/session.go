@@ -87,6 +87,9 @@ func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRe
 	if r.Session != nil { // the engine's own stateless answer has no stream to notify on
 		ctx = listen(ctx, r)
 	}
+	if !speaksStateless(client) {
+		ctx = ss.asking(ctx, client)
+	}
 	var in *retry
 	if r.Params.RequestState != "" {
 		in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
@@ -291,6 +294,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		if st, err = ss.claim(ctx, e, args, in); err != nil {
 			return nil, stateError(err)
 		}
+		if st.Mode == modeUpstream { // the answer to an upstream's question
+			return ss.resume(ctx, e, args, st, in)
+		}
 	}
 	if plan.Verdict() == engine.VerdictPerson { // only under a Gate's policy
 		// Through a pointer to a copy: one to call would move it to the
@@ -299,6 +305,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 		if answer, err, send := ss.person(ctx, e, &held, plan, client, st, in); !send {
 			return answer, err
 		}
+	}
+	if ss.asks(e, client) {
+		return ss.sendParked(ctx, e, args, plan, client, st)
 	}
 	res, err := ss.svc.ex.Send(ctx, plan)
 	if out, cerr, ok := ss.connect(ctx, e, args, res, client, st); ok {

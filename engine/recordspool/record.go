@@ -44,6 +44,10 @@ func appendRecord(b []byte, r *engine.Record) ([]byte, error) {
 		b = append(b, `,"confirmation":`...)
 		b = appendString(b, r.Confirmation)
 	}
+	if r.Questions != "" {
+		b = append(b, `,"questions":`...)
+		b = appendString(b, r.Questions)
+	}
 	b = append(b, `,"created_at":"`...)
 	b, err := r.CreatedAt.AppendText(b) // what Time.MarshalJSON quotes
 	if err != nil {

@@ -16,6 +16,8 @@ func TestAppendRecord(t *testing.T) {
 		{ID: "x", RunID: "run-1", PluginName: "github_repos_get", Status: "error", HTTPStatus: 502, Attempts: 3,
 			ErrorClass: "upstream_error", ErrorMessage: `upstream said "no" <b>&</b>` + "\n\x00\u2028 中文 \xff", CreatedAt: at.UTC(),
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{ID: "q", PluginName: "ask", Status: "ok", Confirmation: "approved by u1",
+			Questions: `[{"server":"shop","mode":"form","message":"Size? <b>","answer":{"action":"accept","content":{"size":"L"}}}]`, CreatedAt: at},
 		{},
 	} {
 		want, err := json.Marshal(&r)

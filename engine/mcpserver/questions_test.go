@@ -1,0 +1,439 @@
+//lint:file-ignore SA1019 the upstream of these tests sends sampling and roots requests (deprecated from 2026-07-28), which the engine must refuse
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/internal/mcpts"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
+)
+
+// askingUpstream is an MCP server (the go-sdk's, over streamable HTTP)
+// whose tools ask their client during the call (issue 48 point 4): a form
+// with an enum and defaults, a link, a sampling request and a roots
+// request. Each tool answers with what its client answered, as JSON, so
+// that the test sees all the upstream learned. The form's message echoes
+// the bearer token the engine sent it, which masking must hide.
+func askingUpstream(t *testing.T) string {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asking", Version: "1"}, nil)
+	answer := func(v any, err error) (*sdk.CallToolResult, error) {
+		out := map[string]any{"answer": v}
+		if err != nil {
+			out = map[string]any{"error": err.Error()}
+		}
+		b, _ := json.Marshal(out)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
+	}
+	add := func(name string, ask func(context.Context, *sdk.CallToolRequest) (any, error)) {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return answer(ask(ctx, req))
+			})
+	}
+	add("ask_form", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{
+			Message: "Which size? (your token is " + strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ") + ")",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{
+				"size":{"type":"string","enum":["S","M","L"],"default":"M","title":"Size"},
+				"gift":{"type":"boolean","default":false}},"required":["size"]}`)})
+	})
+	add("ask_url", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "url", Message: "Sign in to the shop",
+			URL: "https://login.shop.example/authorize?state=abc", ElicitationID: "el-1"})
+	})
+	add("ask_sampling", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+	})
+	add("ask_roots", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.ListRoots(ctx, nil)
+	})
+	add("slow", func(ctx context.Context, _ *sdk.CallToolRequest) (any, error) {
+		time.Sleep(3 * time.Second)
+		return "done", nil
+	})
+	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// askingEngine serves /mcp with the asking upstream imported as the MCP
+// server "shop" (bearer auth from user 7's credential), and records the
+// engine's execution records; replica serves another replica of it (the
+// same key and claims, its own calls).
+func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() string) {
+	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: askingUpstream(t),
+		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
+	t.Cleanup(func() { m.Close() })
+	ex = engine.NewExecutor(egresstest.Client(t))
+	mcp.Invoker{Manager: m}.RegisterOn(ex)
+	ex.Credentials = creds{7: {"shop_token": mcpSecret}}
+	sink := &recordSink{}
+	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
+	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
+	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow"} {
+		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
+			RequiredCredentials: []string{"shop_token"}})
+	}
+	authn := func(r *http.Request) (mcpserver.Identity, error) {
+		switch r.Header.Get("Authorization") {
+		case "Bearer user-7-token":
+			return mcpserver.Identity{User: 7, Principal: "t7"}, nil
+		case "Bearer user-8-token":
+			return mcpserver.Identity{User: 8, Principal: "t8"}, nil
+		}
+		return mcpserver.Identity{}, errors.New("token needed")
+	}
+	key, err := mcpserver.StateKey("master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &mcpserver.RoundTrips{Key: key, Claims: testdb.Open(t, store.DialectSQLite)}
+	replica = func() string {
+		svc := mcpserver.NewService(cat, ex, mcpserver.Options{RoundTrips: rt})
+		srv := httptest.NewServer(svc.Handler(authn))
+		t.Cleanup(srv.Close)
+		t.Cleanup(svc.Close) // ends the calls still parked
+		return srv.URL
+	}
+	return replica(), sink.all, ex, cat, replica
+}
+
+type recordSink struct {
+	mu   sync.Mutex
+	recs []engine.Record
+}
+
+func (s *recordSink) WriteRecords(_ context.Context, recs []engine.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, recs...)
+	return nil
+}
+
+func (s *recordSink) all() []engine.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]engine.Record(nil), s.recs...)
+}
+
+// TestUpstreamQuestions: an upstream's questions during a call reach the
+// person through a client of 2025-11-25 that declared elicitation, as the
+// upstream wrote them and naming the server; a client that cannot be
+// asked, and sampling and roots requests, are answered at once.
+func TestUpstreamQuestions(t *testing.T) {
+	url, records, _, _, _ := askingEngine(t)
+	tests := []struct {
+		name   string
+		tool   string
+		caps   *sdk.ClientCapabilities // nil: no elicitation handler
+		answer *sdk.ElicitResult
+		// want are substrings of the tool's result (what the upstream
+		// learned); asked checks the question the client got.
+		want  []string
+		asked func(t *testing.T, p *sdk.ElicitParams)
+	}{
+		{
+			name: "form with enum and default, answered", tool: "ask_form",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+			answer: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"size": "L", "gift": true}, Meta: sdk.Meta{"client": "secret-of-the-client"}},
+			want:   []string{`"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`},
+			asked: func(t *testing.T, p *sdk.ElicitParams) {
+				if !strings.Contains(p.Message, `The MCP server "shop" asks: Which size?`) {
+					t.Errorf("message %q does not say which server asks", p.Message)
+				}
+				if strings.Contains(p.Message, mcpSecret) {
+					t.Errorf("message %q shows the credential", p.Message)
+				}
+				if p.Meta["io.blindexec/mcpServer"] != "shop" {
+					t.Errorf("_meta %v does not name the server", p.Meta)
+				}
+				s, _ := json.Marshal(p.RequestedSchema)
+				for _, w := range []string{`"enum":["S","M","L"]`, `"default":"M"`, `"default":false`, `"required":["size"]`, `"title":"Size"`} {
+					if !strings.Contains(string(s), w) {
+						t.Errorf("requestedSchema %s lacks %s", s, w)
+					}
+				}
+			},
+		},
+		{
+			name: "form declined", tool: "ask_form",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			answer: &sdk.ElicitResult{Action: "decline"},
+			want:   []string{`"answer":{"action":"decline"}`},
+		},
+		{
+			name: "url mode shown as the link with its host", tool: "ask_url",
+			caps:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}},
+			answer: &sdk.ElicitResult{Action: "accept"},
+			want:   []string{`"answer":{"action":"accept"}`},
+			asked: func(t *testing.T, p *sdk.ElicitParams) {
+				if p.Mode != "url" || p.URL != "https://login.shop.example/authorize?state=abc" || p.ElicitationID != "el-1" {
+					t.Errorf("url question = %+v", p)
+				}
+				if !strings.Contains(p.Message, "login.shop.example") || !strings.Contains(p.Message, `"shop"`) {
+					t.Errorf("message %q does not show the link's host and the server", p.Message)
+				}
+			},
+		},
+		{
+			name: "url mode to a client of form only: refused at once", tool: "ask_url",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+			want: []string{`elicitation refused: nobody can be asked: the MCP client did not declare url-mode elicitation`},
+		},
+		{
+			name: "a client without elicitation: refused at once", tool: "ask_form",
+			want: []string{`elicitation refused: nobody can be asked`},
+		},
+		{
+			name: "sampling refused", tool: "ask_sampling",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			want: []string{`"error":`, `method not found: \"sampling/createMessage\"`},
+		},
+		{
+			name: "roots refused", tool: "ask_roots",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			want: []string{`"error":`, `method not found: \"roots/list\"`},
+		},
+	}
+	// Each case at 2025-11-25 (asked in the session) and at 2026-07-28
+	// (asked by input_required, which the go-sdk client fulfils from the
+	// same handler and retries with the sealed state).
+	for _, tc := range tests {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(version+"/"+tc.name, func(t *testing.T) {
+				var got []*sdk.ElicitParams
+				var mu sync.Mutex
+				opts := &sdk.ClientOptions{Capabilities: tc.caps}
+				if tc.caps != nil {
+					opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						mu.Lock()
+						got = append(got, req.Params)
+						mu.Unlock()
+						return tc.answer, nil
+					}
+				}
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
+					&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				start := time.Now()
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("the call took %v: it waited for a question", d)
+				}
+				text := res.Content[0].(*sdk.TextContent).Text
+				for _, w := range tc.want {
+					if !strings.Contains(text, w) {
+						t.Errorf("result %s lacks %s", text, w)
+					}
+				}
+				if strings.Contains(text, "secret-of-the-client") {
+					t.Errorf("the upstream learned more than the answer: %s", text)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if tc.asked != nil {
+					if len(got) != 1 {
+						t.Fatalf("the client was asked %d times, want 1", len(got))
+					}
+					tc.asked(t, got[0])
+				}
+				if tc.answer == nil && len(got) > 0 {
+					t.Errorf("the client was asked %+v", got[0])
+				}
+			})
+		}
+	}
+	// The record keeps the questions and answers, masked.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(records()) < 2*len(tests) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var all strings.Builder
+	for _, r := range records() {
+		all.WriteString(r.Questions)
+	}
+	for _, w := range []string{`"server":"shop"`, `"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`, `"host":"login.shop.example"`, `"error":"nobody can be asked`} {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("records' questions %s lack %s", all.String(), w)
+		}
+	}
+	if strings.Contains(all.String(), mcpSecret) {
+		t.Errorf("a record shows the credential: %s", all.String())
+	}
+}
+
+// TestUpstreamQuestionWithoutClient: a call nobody can be asked for (a
+// run, /v1/execute: the executor without an MCP client) gets the
+// upstream's answer to a refused question at once, not a timeout.
+func TestUpstreamQuestionWithoutClient(t *testing.T) {
+	_, _, ex, cat, _ := askingEngine(t)
+	start := time.Now()
+	res, err := ex.Execute(t.Context(), engine.Call{Plugin: cat[0], Arguments: json.RawMessage(`{}`), UserID: 7})
+	if err != nil || !res.OK {
+		t.Fatalf("Execute = %+v, %v", res, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if !strings.Contains(string(res.Output), "elicitation refused: nobody can be asked") {
+		t.Errorf("output %s does not say the question was refused", res.Output)
+	}
+}
+
+// TestUpstreamQuestionState: the requestState of an upstream's question
+// put to a client of 2026-07-28 is the engine's sealed state: refused
+// tampered, to another user, for other arguments, a second time, and on
+// a replica that does not hold the call; the retry that may use it gives
+// the person's answer to the upstream, which answers the call.
+func TestUpstreamQuestionState(t *testing.T) {
+	url, _, _, _, replica := askingEngine(t)
+	other := replica()
+	post := func(t *testing.T, to, token, params string) gjson.Result {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_form",` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
+		req, _ := http.NewRequest("POST", to, strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_form"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return gjson.ParseBytes(b)
+	}
+	first := post(t, url, "user-7-token", `"arguments":{"n":1},`)
+	if first.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("first answer %s, want input_required", first.Raw)
+	}
+	q := first.Get("result.inputRequests.upstream.params")
+	if !strings.Contains(q.Get("message").String(), `The MCP server "shop" asks: Which size?`) ||
+		q.Get("requestedSchema.properties.size.default").String() != "M" || strings.Contains(q.Raw, mcpSecret) {
+		t.Errorf("question %s", q.Raw)
+	}
+	state := first.Get("result.requestState").String()
+	tampered := []byte(state)
+	tampered[12] ^= 1
+	accept := `"inputResponses":{"upstream":{"action":"accept","content":{"size":"S"}}},`
+	retry := func(s string) string { return `"arguments":{"n":1},"requestState":"` + s + `",` + accept }
+	for _, tc := range []struct {
+		name, to, token, params, want string
+	}{
+		{"tampered", url, "user-7-token", retry(string(tampered)), "not a state this server issued"},
+		{"another user's", url, "user-8-token", retry(state), "not a state this server issued"},
+		{"other arguments", url, "user-7-token", `"arguments":{"n":2},"requestState":"` + state + `",` + accept, "the call differs"},
+		// The upstream's client fills in the schema's defaults (gift).
+		{"the answer", url, "user-7-token", retry(state), `"answer":{"action":"accept","content":{"gift":false,"size":"S"}}`},
+		{"replayed", url, "user-7-token", retry(state), "already used"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := post(t, tc.to, tc.token, tc.params)
+			if !strings.Contains(got.Raw+got.Get("result.content.0.text").String(), tc.want) {
+				t.Errorf("%s: %s, want %s", tc.name, got.Raw, tc.want)
+			}
+		})
+	}
+	t.Run("on another replica", func(t *testing.T) {
+		again := post(t, url, "user-7-token", `"arguments":{"n":3},`)
+		s := again.Get("result.requestState").String()
+		got := post(t, other, "user-7-token", `"arguments":{"n":3},"requestState":"`+s+`",`+accept)
+		if !strings.Contains(got.Raw, "no longer held here") || !got.Get("result.isError").Bool() {
+			t.Errorf("retry on another replica: %s", got.Raw)
+		}
+	})
+}
+
+// TestUpstreamQuestionToTypeScriptClient: the official TypeScript SDK's
+// client (2025-11-25, a session, form elicitation) is asked the
+// upstream's question, naming the server, and its answer goes upstream.
+func TestUpstreamQuestionToTypeScriptClient(t *testing.T) {
+	mcpts.Require(t)
+	url, _, _, _, _ := askingEngine(t)
+	stdout := mcpts.Run(t, 60*time.Second, nil, "elicit_client.mjs", url, "user-7-token", "ask_form", `{}`, "decline")
+	var out struct {
+		Asked  []string
+		Result struct {
+			Content []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		t.Fatalf("elicit_client.mjs printed %s: %v", stdout, err)
+	}
+	if len(out.Asked) != 1 || !strings.HasPrefix(out.Asked[0], `The MCP server "shop" asks: Which size?`) || strings.Contains(out.Asked[0], mcpSecret) {
+		t.Errorf("asked %q", out.Asked)
+	}
+	if len(out.Result.Content) == 0 || out.Result.Content[0].Text != `{"answer":{"action":"decline"}}` {
+		t.Errorf("result %+v: the upstream did not get the answer", out.Result)
+	}
+}
+
+// TestUpstreamQuestionSharedSession: a 2025 upstream's question names no
+// call; on a session with another call in flight (the same server and
+// credentials) it is refused, never put to the person of another call.
+func TestUpstreamQuestionSharedSession(t *testing.T) {
+	_, _, ex, cat, _ := askingEngine(t)
+	byName := map[string]*plugins.Plugin{}
+	for _, p := range cat {
+		byName[p.Name] = p
+	}
+	var mu sync.Mutex
+	var askedOf []string
+	asker := func(who string) context.Context {
+		return engine.WithAsker(t.Context(), func(context.Context, engine.Question) (engine.Answer, error) {
+			mu.Lock()
+			askedOf = append(askedOf, who)
+			mu.Unlock()
+			return engine.Answer{Action: "accept", Content: map[string]any{"size": "S"}}, nil
+		})
+	}
+	// The session opened first, so that both calls share it.
+	if _, err := ex.Execute(t.Context(), engine.Call{Plugin: byName["ask_sampling"], Arguments: json.RawMessage(`{}`), UserID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan struct{})
+	go func() {
+		defer close(slow)
+		ex.Execute(asker("slow's person"), engine.Call{Plugin: byName["slow"], Arguments: json.RawMessage(`{}`), UserID: 7})
+	}()
+	time.Sleep(500 * time.Millisecond) // the slow call in flight
+	res, err := ex.Execute(asker("form's person"), engine.Call{Plugin: byName["ask_form"], Arguments: json.RawMessage(`{}`), UserID: 7})
+	<-slow
+	if err != nil || !strings.Contains(string(res.Output), "cannot tell which of the calls in flight on this session asks") {
+		t.Errorf("ask_form beside another call = %s, %v", res.Output, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(askedOf) > 0 {
+		t.Errorf("asked %v", askedOf)
+	}
+}
