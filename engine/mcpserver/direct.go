@@ -88,7 +88,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
 		return false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON))
+	body, err := httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -98,15 +98,14 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		http.Error(w, fmt.Sprintf("failed to read body: %v", err), http.StatusBadRequest)
 		return true
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body)) // for the SDK's handler, should it be the one
 	msg, err := decodeMessage(body)
 	req, isReq := msg.(*jsonrpc.Request)
 	if err != nil || !isReq || req.Method != method {
-		return false
+		return leave(r, body)
 	}
 	m, ok := readMeta(req, &s.clients)
 	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
-		return false
+		return leave(r, body)
 	}
 	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,
 		endpoint: r.URL.Path, stateless: true}}
@@ -116,6 +115,13 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	w.WriteHeader(status)
 	w.Write(b)
 	return true
+}
+
+// leave leaves r, whose body was read, to the SDK's handler: false, its
+// body restored.
+func leave(r *http.Request, body []byte) bool {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return false
 }
 
 // meta is what a request of the stateless era declares: its protocol
@@ -300,6 +306,9 @@ func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
 			l.mu.Unlock()
 			cancel()
 		}()
+		if m.call != nil {
+			growStack(0, 1) // a goroutine of its own, new
+		}
 		res, err := l.ss.answer(ctx, req, m, nil)
 		b, _ := encodeAnswer(req.ID, res, err)
 		if werr := write(append(b, '\n')); werr != nil {
@@ -452,7 +461,7 @@ func appendCompleted(b []byte, id jsonrpc.ID, res sdk.Result) ([]byte, bool) {
 		return b, false
 	}
 	structured, ok := c.StructuredContent.(json.RawMessage)
-	if c.StructuredContent != nil && (!ok || !json.Valid(structured) || bytes.IndexByte(structured, '\n') >= 0) {
+	if c.StructuredContent != nil && (!ok || !gjson.ValidBytes(structured) || bytes.IndexByte(structured, '\n') >= 0) {
 		return b, false
 	}
 	size := 256 + len(structured)
