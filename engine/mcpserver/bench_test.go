@@ -279,10 +279,12 @@ func postStateless(t testing.TB) (post func() *httptest.ResponseRecorder) {
 // Allocations of a tools/call of 2026-07-28 answered by the engine, the
 // upstream's round trip on loopback and the in-process client's side
 // included (BenchmarkHandlerCallStateless, BenchmarkServeLinesCallStateless),
-// measured when issue 47 point 4 cut them (go1.26): 205 and 191 before.
+// measured when issue 47 point 4 cut them (go1.26): 164 and 147, from 205
+// and 185; two more allowed for the background goroutines' (the record's,
+// the HTTP client's idle connections).
 const (
-	allocsStatelessHandler = 0
-	allocsStatelessLines   = 0
+	allocsStatelessHandler = 166
+	allocsStatelessLines   = 149
 )
 
 // TestStatelessCallAllocs holds the allocations of the engine's own
