@@ -59,6 +59,7 @@ func TestCheckSecretLengths(t *testing.T) {
 		{"long enough", map[string]string{"U": "al", "P": "pass", "T": "t", "K": "kkkk"}, ""},
 		{"short password", map[string]string{"U": "alice", "P": "abc", "T": "t", "K": "kkkk"}, "P"},
 		{"short mapping entry", map[string]string{"U": "alice", "P": "pass", "T": "t", "K": "k"}, "K"},
+		{"two short: the first in order named", map[string]string{"U": "alice", "P": "p", "T": "t", "K": "k", "A": "q", "Z": "z"}, "A"},
 		{"absent values are for the missing-credentials check", map[string]string{}, ""},
 	}
 	for _, tt := range tests {

@@ -558,6 +558,9 @@ func authOf(ctx context.Context, inv Invoker, p *plugins.Plugin) plugins.AuthCon
 // or set a parameter its schema does not declare (which no argument
 // could reach).
 func checkPayloadFixedParams(p *plugins.Plugin, schema *schemaInfo, fixed map[string]any) *RefusedError {
+	if len(fixed) == 0 { // every call but a service payload's: no sorted copy of no keys
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(fixed)) {
 		reason := ""
 		if v, ok := p.FixedParams[name]; ok && !reflect.DeepEqual(v, fixed[name]) {

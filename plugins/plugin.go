@@ -341,9 +341,13 @@ func (a AuthConfig) BearerKey() string {
 // CredentialKeys lists every credential key the auth config reads, sorted
 // and without duplicates.
 func (a AuthConfig) CredentialKeys() []string {
-	set := map[string]bool{}
-	a.reads(func(k string, _ bool) { set[k] = true })
-	return sortedKeys(set)
+	// Gathered in a slice, not a set: a config reads a handful of keys,
+	// and every call asks (a map and its sorted copy were two allocations
+	// of each).
+	keys := make([]string, 0, len(a.Mapping)+2)
+	a.reads(func(k string, _ bool) { keys = append(keys, k) })
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // IdentifierKeys lists, sorted, the credential keys the auth config reads

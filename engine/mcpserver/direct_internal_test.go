@@ -1,15 +1,21 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 )
 
 // FuzzReadMeta: readMeta reads any params a client sends without
 // panicking, and takes only what it may answer: a version served of the
-// stateless era, a call's name as the body has it, never search_tools.
+// stateless era, a call's name as the body has it, never search_tools;
+// read again, the client comes from the clients known, the same.
 func FuzzReadMeta(f *testing.F) {
 	const m = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"f","version":"1"}}`
 	for _, seed := range []struct{ method, params string }{
@@ -27,7 +33,12 @@ func FuzzReadMeta(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, params string) {
 		id, _ := jsonrpc.MakeID(float64(1))
 		req := &jsonrpc.Request{ID: id, Method: method, Params: []byte(params)}
-		got, ok := readMeta(req)
+		var known clients
+		got, ok := readMeta(req, &known)
+		again, okAgain := readMeta(req, &known) // the client read from known
+		if okAgain != ok || ok && (again.version != got.version || !reflect.DeepEqual(again.client, got.client) || again.client.InitializeParams() != got.client.InitializeParams()) {
+			t.Fatalf("read again from the clients known: %+v, %v; first %+v, %v", again, okAgain, got, ok)
+		}
 		if !ok {
 			return
 		}
@@ -47,5 +58,118 @@ func FuzzReadMeta(f *testing.F) {
 		default:
 			t.Fatalf("took method %q", method)
 		}
+	})
+}
+
+// viaEncodingJSON is the answer as the SDK's types write it through
+// encoding/json: what appendCompleted's hand-written text must equal.
+func viaEncodingJSON(t testing.TB, id jsonrpc.ID, res sdk.Result) any {
+	annotate(res)
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(msg, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkCompleted: appendCompleted, when it takes res, writes one line of
+// valid JSON that reads as encoding/json's text of the same answer.
+func checkCompleted(t testing.TB, id jsonrpc.ID, res func() sdk.Result, taken bool) {
+	b, ok := appendCompleted([]byte("x"), id, res())
+	if ok != taken {
+		t.Fatalf("taken %v, want %v: %s", ok, taken, b)
+	}
+	if !ok {
+		if string(b) != "x" {
+			t.Fatalf("not taken, yet b changed: %q", b)
+		}
+		return
+	}
+	b = b[1:]
+	var got any
+	if err := json.Unmarshal(b, &got); err != nil || bytes.IndexByte(b, '\n') >= 0 {
+		t.Fatalf("not one line of JSON (%v): %s", err, b)
+	}
+	if want := viaEncodingJSON(t, id, res()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("hand-written:\n%s\nencoding/json's reads as:\n%v", b, want)
+	}
+}
+
+func TestAppendCompleted(t *testing.T) {
+	num, _ := jsonrpc.MakeID(float64(7))
+	str, _ := jsonrpc.MakeID("c-2")
+	odd, _ := jsonrpc.MakeID("a\"b")
+	text := func(s string) []sdk.Content { return []sdk.Content{&sdk.TextContent{Text: s}} }
+	for _, tc := range []struct {
+		name  string
+		id    jsonrpc.ID
+		res   func() sdk.Result
+		taken bool
+	}{
+		{"text and structured content", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: text(`{"company":"ACME <&>"}`), StructuredContent: json.RawMessage(`{"company":"ACME <&>"}`)}}
+		}, true},
+		{"an error, a string id", str, func() sdk.Result {
+			return completed{&sdk.CallToolResult{IsError: true, Content: text("line\nbreak \"quoted\" \u2028 \xff é")}}
+		}, true},
+		{"two blocks", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: append(text("a"), &sdk.TextContent{Text: "b"})}}
+		}, true},
+		{"empty text", num, func() sdk.Result { return completed{&sdk.CallToolResult{Content: text("")}} }, true},
+		{"an id to escape", odd, func() sdk.Result { return completed{&sdk.CallToolResult{Content: text("a")}} }, false},
+		{"not a completed call", num, func() sdk.Result { return &sdk.CallToolResult{Content: text("a")} }, false},
+		{"no content", num, func() sdk.Result { return completed{&sdk.CallToolResult{}} }, false},
+		{"_meta set", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Meta: sdk.Meta{"k": "v"}, Content: text("a")}}
+		}, false},
+		{"an image", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}}}
+		}, false},
+		{"annotated text", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a", Annotations: &sdk.Annotations{Priority: 1}}}}}
+		}, false},
+		{"structured content indented", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: text("a"), StructuredContent: json.RawMessage("{\n\"a\": 1}")}}
+		}, false},
+		{"structured content not JSON", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: text("a"), StructuredContent: json.RawMessage(`{"a":`)}}
+		}, false},
+		{"structured content of another type", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: text("a"), StructuredContent: map[string]any{"a": 1}}}
+		}, false},
+		{"a request state", num, func() sdk.Result {
+			return completed{&sdk.CallToolResult{Content: text("a"), RequestState: "s"}}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkCompleted(t, tc.id, tc.res, tc.taken) })
+	}
+}
+
+// FuzzAppendCompleted: whatever text and structured content an upstream's
+// answer becomes, the hand-written answer reads as encoding/json's.
+func FuzzAppendCompleted(f *testing.F) {
+	f.Add(`{"company":"ACME"}`, `{"company":"ACME"}`, false)
+	f.Add("a\x00\"\\<\u2028\xff", "", true)
+	f.Fuzz(func(t *testing.T, text, structured string, isError bool) {
+		id, _ := jsonrpc.MakeID(float64(1))
+		res := func() sdk.Result {
+			c := &sdk.CallToolResult{IsError: isError, Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+			if structured != "" {
+				c.StructuredContent = json.RawMessage(structured)
+			}
+			return completed{c}
+		}
+		// Taken when valid as gjson reads it (as the engine's output is
+		// shaped): checkCompleted holds it to encoding/json's reading.
+		valid := structured == "" || gjson.Valid(structured) && !strings.Contains(structured, "\n")
+		checkCompleted(t, id, res, valid)
 	})
 }

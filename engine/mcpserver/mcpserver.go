@@ -178,6 +178,8 @@ type Service struct {
 
 	// inflight bounds the stateless requests in flight per user.
 	inflight *inflight
+	// clients holds the clients requests of the stateless era declared.
+	clients clients
 	// stateless is the SDK's handler of the stateless era, made once.
 	stateless     http.Handler
 	statelessOnce sync.Once

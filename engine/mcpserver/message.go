@@ -130,19 +130,29 @@ func appendResponse(b []byte, msg jsonrpc.Message) ([]byte, bool) {
 	if !ok || r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
 		return b, false
 	}
-	n, isInt := r.ID.Raw().(int64)
-	s, isString := r.ID.Raw().(string)
+	b = slices.Grow(b, 64+len(r.Result)) // the line's newline too
+	b, ok = appendResponseHead(b, r.ID)
+	if !ok {
+		return b, false
+	}
+	b = append(b, r.Result...)
+	return append(b, '}'), true
+}
+
+// appendResponseHead appends a successful response's text up to its
+// result's value, as jsonrpc.EncodeMessage writes it; false (b as it
+// was) for an id that would need escaping.
+func appendResponseHead(b []byte, id jsonrpc.ID) ([]byte, bool) {
+	n, isInt := id.Raw().(int64)
+	s, isString := id.Raw().(string)
 	if !isInt && !(isString && jsontext.Plain(s)) {
 		return b, false
 	}
-	b = slices.Grow(b, 64+len(r.Result)) // the line's newline too
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	if isInt {
 		b = strconv.AppendInt(b, n, 10)
 	} else {
 		b = append(append(append(b, '"'), s...), '"')
 	}
-	b = append(b, `,"result":`...)
-	b = append(b, r.Result...)
-	return append(b, '}'), true
+	return append(b, `,"result":`...), true
 }

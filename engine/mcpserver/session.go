@@ -71,6 +71,7 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params"}
 			}
+			growStack(0, 1) // the SDK's goroutine for this request, new
 			return ss.callTool(ctx, set, r, r.Session)
 		}
 		return next(ctx, method, req)
@@ -81,7 +82,6 @@ func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 // as the engine's own answer to a request of the stateless era
 // (direct.go).
 func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRequest, client peer) (sdk.Result, error) {
-	growStack(0, 1)
 	ctx, span := ss.svc.startCall(ctx, r)
 	defer span.End()
 	if r.Session != nil { // the engine's own stateless answer has no stream to notify on
@@ -481,7 +481,11 @@ const callStack = 48 << 10
 
 // growStack grows the calling goroutine's stack at once, while few frames
 // are on it, by taking a frame of callStack bytes; indexing it with
-// arguments it cannot see keeps the frame from being optimized away.
+// arguments it cannot see keeps the frame from being optimized away. Only
+// a goroutine new for the call takes it: the frame is zeroed each time
+// (5 µs), and an HTTP connection's goroutine, which serves the engine's
+// own answers over /mcp one request after another, keeps the stack its
+// first call grew (issue 47).
 //
 //go:noinline
 func growStack(i, j int) byte {

@@ -68,14 +68,13 @@ func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Iden
 		unsupported(w, jsonrpc.ID{}, v)
 		return
 	}
-	done, err := s.inflight.take(id.User)
-	if err != nil {
+	if err := s.inflight.take(id.User); err != nil {
 		s.log.WarnContext(r.Context(), "MCP request refused", "user", id.User, "err", err)
 		w.Header().Set("Retry-After", "1")
 		writeJSONError(w, http.StatusTooManyRequests, errorResponse(jsonrpc.ID{}, codeSessionLimit, err.Error(), map[string]any{"limit": err.Limit, "max": err.Max}))
 		return
 	}
-	defer done()
+	defer s.inflight.done(id.User)
 	if !s.direct(w, r, id) {
 		s.serveSDK(w, r, id)
 	}
@@ -126,22 +125,25 @@ type inflight struct {
 	n  map[int64]int
 }
 
-// take counts a request of user in flight until done is called.
-func (f *inflight) take(user int64) (done func(), _ *InFlightLimitError) {
+// take counts a request of user in flight until done(user) is called.
+func (f *inflight) take(user int64) *InFlightLimitError {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n[user] >= f.max {
 		f.reg.refused.WithLabelValues(limitInFlight).Inc()
-		return nil, &InFlightLimitError{Limit: "requests in flight per user", Max: f.max}
+		return &InFlightLimitError{Limit: "requests in flight per user", Max: f.max}
 	}
 	f.n[user]++
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.n[user]--; f.n[user] <= 0 {
-			delete(f.n, user)
-		}
-	}, nil
+	return nil
+}
+
+// done ends a request of user take counted.
+func (f *inflight) done(user int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[user]--; f.n[user] <= 0 {
+		delete(f.n, user)
+	}
 }
 
 // limitInFlight labels the refusals of the per-user bound on stateless

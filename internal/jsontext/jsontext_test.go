@@ -17,8 +17,12 @@ func encode(t testing.TB, s string, html bool) string {
 	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
-// check: a string said to be plain is written by encoding/json as it is.
+// check: a string said to be plain is written by encoding/json as it is,
+// and AppendString writes any string as encoding/json does.
 func check(t testing.TB, s string) {
+	if got, want := string(AppendString([]byte("x"), s)), "x"+encode(t, s, false); got != want {
+		t.Errorf("AppendString(%q) = %s, encoding/json writes %s", s, got, want)
+	}
 	for _, html := range []bool{false, true} {
 		if plain(s, html) && encode(t, s, html) != `"`+s+`"` {
 			t.Errorf("plain(%q, html=%v), but encoding/json writes %s", s, html, encode(t, s, html))
@@ -43,6 +47,7 @@ func TestPlain(t *testing.T) {
 		{"é", false, false},
 		{"\u2028", false, false},
 		{"\xff", false, false},
+		{"a\x00\tb\u2029\xc3", false, false},
 	}
 	for _, tt := range tests {
 		if got := Plain(tt.s); got != tt.plain {

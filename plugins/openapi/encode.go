@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/blindexec/blindexec/internal/jsontext"
 )
 
 // A parameter schema is a tree of maps, lists and scalars that
@@ -54,7 +55,7 @@ func (e *treeEncoder) value(v any, depth int) error {
 	case nil:
 		e.buf = append(e.buf, "null"...)
 	case string:
-		e.buf = appendJSONString(e.buf, v)
+		e.buf = jsontext.AppendString(e.buf, v)
 	case bool:
 		e.buf = strconv.AppendBool(e.buf, v)
 	case float64:
@@ -77,7 +78,7 @@ func (e *treeEncoder) value(v any, depth int) error {
 				e.buf = append(e.buf, ',')
 			}
 			k := e.keys[i]
-			e.buf = appendJSONString(e.buf, k)
+			e.buf = jsontext.AppendString(e.buf, k)
 			e.buf = append(e.buf, ':')
 			if err := e.value(v[k], depth+1); err != nil {
 				return err
@@ -111,7 +112,7 @@ func (e *treeEncoder) value(v any, depth int) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendJSONString(e.buf, s)
+			e.buf = jsontext.AppendString(e.buf, s)
 		}
 		e.buf = append(e.buf, ']')
 	default:
@@ -151,59 +152,4 @@ func (e *treeEncoder) float(f float64) error {
 		}
 	}
 	return nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as encoding/json quotes it without
-// HTML escaping: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
