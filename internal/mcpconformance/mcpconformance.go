@@ -108,7 +108,7 @@ func (s *Suite) ReferenceServer(t testing.TB) string {
 	dir := os.Getenv(EnvReferenceServer)
 	if dir == "" {
 		t.Skipf("%s is not set: the suite's own test server (examples/servers/typescript of the conformance repository at v0.1.16) "+
-			"is in neither its npm package nor the Go module proxy, so CI cannot obtain it (docs/mcp.md#conformance says how to run this)", EnvReferenceServer)
+			"is in neither its npm package nor the Go module proxy, so CI cannot obtain it (docs/mcp.md#the-suite-through-the-engine says how to run this)", EnvReferenceServer)
 	}
 	for _, f := range []string{"everything-server.ts", filepath.Join("node_modules", "tsx", "package.json")} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
