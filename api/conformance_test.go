@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 	}
 	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "conformance"})
 	endpoint := tokenProxy(t, e.url, tok["token"].(string)) + "/mcp"
-	run := []string{"server-initialize", "ping", "tools-list", "dns-rebinding-protection"}
+	run := []string{"server-initialize", "ping", "tools-list", "dns-rebinding-protection", "logging-set-level", "server-sse-multiple-streams", "resources-list", "prompts-list"}
 	for _, sc := range run {
 		t.Run(sc, func(t *testing.T) { suite.Run(t, endpoint, sc) })
 	}

@@ -83,9 +83,15 @@ func (s *Server) withDeadlines(next http.Handler) http.Handler {
 		case kindImport:
 			readBy, writeBy = now.Add(imp), now.Add(imp)
 		}
-		if r.Body != nil && r.Body != http.NoBody {
-			// Not supported by every ResponseWriter (httptest's
-			// recorder): then there is no deadline to set.
+		if r.ContentLength != 0 {
+			// Only a body is bounded (its length declared or chunked,
+			// whatever wraps r.Body): without one the server is already
+			// reading the connection in the background, to notice the
+			// client leave, and a deadline there would end this
+			// request's context when it passed, and the connection's,
+			// so every later request on it too (a GET /mcp stream held
+			// 30 s did that). Not supported by every ResponseWriter
+			// (httptest's recorder): then there is no deadline to set.
 			rc.SetReadDeadline(readBy)
 		}
 		rc.SetWriteDeadline(writeBy)

@@ -3,7 +3,9 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -65,5 +67,42 @@ func TestDeadlines(t *testing.T) {
 	events, err := io.ReadAll(resp.Body)
 	if err != nil || !strings.Contains(string(events), "event: run.completed") {
 		t.Errorf("the streamed run was cut: %v\n%s", err, events)
+	}
+}
+
+// A request without a body is not given the body deadline: the server
+// reads its connection in the background meanwhile, and a deadline there
+// ended the request's context (and its connection's, so every later
+// request on it) when it passed. newEnv's handler wraps every body, as a
+// middleware may; a GET /mcp stream must outlive the body deadline.
+func TestDeadlinesBodyless(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) {
+		s.MCP = &api.MCPConfig{}
+		s.Deadlines = api.Deadlines{Body: 50 * time.Millisecond}
+	})
+	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "stream"})
+	h := headerRT{"Authorization": "Bearer " + tok["token"].(string), "Accept": "application/json, text/event-stream"}
+	resp, err := (&http.Client{Transport: h}).Post(e.url+"/mcp", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h["Mcp-Session-Id"] = resp.Header.Get("Mcp-Session-Id")
+	hc := &http.Client{Transport: h}
+	if resp, err = hc.Post(e.url+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/mcp", nil)
+	if resp, err = hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /mcp: %v %v", resp, err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the GET stream ended before its client left (%v), within 500 ms; the body deadline is 50 ms", err)
 	}
 }

@@ -153,7 +153,7 @@ func TestConformanceStdio(t *testing.T) {
 	}}
 	srv := httptest.NewServer(bridge)
 	t.Cleanup(srv.Close)
-	run := []string{"server-initialize", "ping", "tools-list"}
+	run := []string{"server-initialize", "ping", "tools-list", "logging-set-level", "server-sse-multiple-streams", "resources-list", "prompts-list"}
 	for _, sc := range run {
 		t.Run(sc, func(t *testing.T) { suite.Run(t, srv.URL+"/mcp", sc) })
 	}
