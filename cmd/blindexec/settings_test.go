@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/internal/mcpconformance"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/internal/testdb"
 )
@@ -88,7 +89,7 @@ func TestSettingsRegistry(t *testing.T) {
 	// Every BLINDEXEC_ variable the documentation names is declared (or is
 	// a test kit's, which docs/development.md describes; window.BLINDEXEC_…
 	// is the console's JavaScript, not the environment).
-	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC", testdb.EnvChangeDetection, EnvGalera}
+	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC", testdb.EnvChangeDetection, EnvGalera, mcpconformance.EnvReferenceServer}
 	name := regexp.MustCompile(`BLINDEXEC_[A-Z0-9_]*[A-Z0-9]\b`)
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, path := range append(docs, "../../README.md") {
