@@ -60,6 +60,10 @@ func newMCPEnv(t *testing.T, st *store.Store, opts ...func(*Server)) *mcpEnv {
 	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
+	// The upstream first: cleanups run last-in first-out, so the manager
+	// closes its sessions (their standalone streams) before the upstream's
+	// Close, which waits for every open request, runs.
+	up := mcptest.New(t)
 	m := enginemcp.NewManager(st, egresstest.Client(t))
 	m.Logger = log
 	t.Cleanup(func() { m.Close() })
@@ -86,7 +90,7 @@ func newMCPEnv(t *testing.T, st *store.Store, opts ...func(*Server)) *mcpEnv {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := "http://" + l.Addr().String() + "/mcp"
 	l.Close()
-	return &mcpEnv{t: t, url: hs.URL, st: st, up: mcptest.New(t), userTok: tok, logs: logs, cfg: cfg, ex: ex, closedAt: closed}
+	return &mcpEnv{t: t, url: hs.URL, st: st, up: up, userTok: tok, logs: logs, cfg: cfg, ex: ex, closedAt: closed}
 }
 
 func (e *mcpEnv) do(method, path, token string, body any, header ...string) (int, map[string]any) {

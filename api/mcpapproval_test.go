@@ -20,6 +20,9 @@ func TestMCPApprovalBindsTheServer(t *testing.T) {
 		e := newMCPEnv(t, st, func(s *Server) { s.Confirm = confirm.Consequential })
 		e.register()
 		other := mcptest.New(t)
+		// Cleanups run last-in first-out: the manager's sessions (their
+		// standalone streams) end before other's Close waits for them.
+		t.Cleanup(func() { e.cfg.Manager.Close() })
 		path, args, id := heldProxyCall(t, e)
 		// The row moves to another server under the same id and name.
 		if code, out := e.do("DELETE", "/v1/mcp/servers/med", mcpAdmin, nil); code != http.StatusOK && code != http.StatusNoContent {

@@ -605,9 +605,11 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 		if srv.transport == store.TransportSSE {
 			t = &sdk.SSEClientTransport{Endpoint: srv.url, HTTPClient: hc}
 		} else {
-			// No standalone SSE stream: the engine only sends requests and
-			// refreshes tool lists by TTL, so it needs no notifications.
-			t = &sdk.StreamableClientTransport{Endpoint: srv.url, HTTPClient: hc, DisableStandaloneSSE: true}
+			// The standalone stream stays open: a server's requests not tied
+			// to a call (the TypeScript SDK's server.request from a tool's
+			// handler) travel only there, and unheard they would hang the
+			// call until its timeout. Close ends it with the session.
+			t = &sdk.StreamableClientTransport{Endpoint: srv.url, HTTPClient: hc}
 		}
 	case store.TransportStdio:
 		if len(srv.argv) == 0 {

@@ -20,7 +20,8 @@ import (
 //
 //   - an upstream of 2026-07-28 asks by input_required, which the SDK's
 //     client fulfils on the call's own context: the asker is found there;
-//   - an upstream of 2025 sends elicitation/create on its session, which
+//   - an upstream of 2025 sends elicitation/create on its session (on the
+//     call's response stream or on the session's standalone one), which
 //     names no call. The question is the call's when it is the only call
 //     in flight on that session (as log messages, notices.go), and is
 //     refused otherwise: a session is shared by the calls of one server

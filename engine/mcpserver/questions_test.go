@@ -67,6 +67,24 @@ func askingUpstream(t *testing.T) string {
 	add("ask_roots", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
 		return req.Session.ListRoots(ctx, nil)
 	})
+	// The same questions asked aside, on a context not the call's: the
+	// server sends them on the session's standalone stream, as the
+	// TypeScript SDK's server.request from a tool's handler does.
+	aside := func(ask func(context.Context, *sdk.CallToolRequest) (any, error)) func(context.Context, *sdk.CallToolRequest) (any, error) {
+		return func(_ context.Context, req *sdk.CallToolRequest) (any, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			return ask(ctx, req)
+		}
+	}
+	add("ask_form_aside", aside(func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Which colour?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"colour":{"type":"string","enum":["red","blue"],"default":"red"}}}`)})
+	}))
+	add("ask_sampling_aside", aside(func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+	}))
 	add("slow", func(ctx context.Context, _ *sdk.CallToolRequest) (any, error) {
 		time.Sleep(3 * time.Second)
 		return "done", nil
@@ -90,7 +108,7 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	sink := &recordSink{}
 	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
 	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
-	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow"} {
+	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow", "ask_form_aside", "ask_sampling_aside"} {
 		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
 			RequiredCredentials: []string{"shop_token"}})
@@ -286,6 +304,53 @@ func TestUpstreamQuestions(t *testing.T) {
 	}
 	if strings.Contains(all.String(), mcpSecret) {
 		t.Errorf("a record shows the credential: %s", all.String())
+	}
+}
+
+// TestUpstreamQuestionAside: a question the upstream asks on a context not
+// the call's travels on the session's standalone stream, which the engine
+// keeps open: it reaches the person of the only call in flight (a client
+// of 2025-11-25 that declared elicitation), and sampling is refused at
+// once. Without that stream both would wait out their timeout.
+func TestUpstreamQuestionAside(t *testing.T) {
+	url, _, _, _, _ := askingEngine(t)
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, req.Params.Message)
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"colour": "blue"}}, nil
+		}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, tc := range []struct{ tool, want string }{
+		{"ask_form_aside", `"answer":{"action":"accept","content":{"colour":"blue"}}`},
+		{"ask_sampling_aside", `method not found: \"sampling/createMessage\"`},
+	} {
+		start := time.Now()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, tc.want) {
+			t.Errorf("%s: result %s lacks %s", tc.tool, text, tc.want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s took %v: its question waited", tc.tool, d)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "Which colour?") {
+		t.Errorf("the client was asked %q, want the colour once", asked)
 	}
 }
 
