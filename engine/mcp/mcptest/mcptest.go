@@ -84,6 +84,15 @@ func (s *Server) start(t testing.TB) {
 	t.Cleanup(s.Close)
 }
 
+// Close ends every connection, then the server: the engine's upstream
+// sessions keep a standalone GET stream open until their manager closes
+// them, and httptest's Close alone waits for that request to finish, so a
+// test that closes its upstream before the manager would wait forever.
+func (s *Server) Close() {
+	s.Server.CloseClientConnections()
+	s.Server.Close()
+}
+
 func newServer() *Server {
 	s := &Server{}
 	s.MCP = sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, &sdk.ServerOptions{
