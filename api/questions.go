@@ -62,7 +62,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, it *stor
 		return
 	}
 	if !won {
-		writeError(w, http.StatusConflict, "pending_closed", "this question was answered by another request, or its call ended", nil)
+		writeError(w, http.StatusConflict, "question_closed", "this question was answered by another request, or the call that asked it ended", nil)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": store.PendingAnswered, "action": a.Action})

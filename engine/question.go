@@ -129,7 +129,10 @@ type questions struct {
 // record keeps it masked.
 func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	m := callMasker(p)
-	q.Tool, q.User, q.RunID = p.Plugin.Name, p.UserID, p.RunID
+	q.User, q.RunID = p.UserID, p.RunID
+	if p.Plugin != nil {
+		q.Tool = p.Plugin.Name
+	}
 	q.Server, q.Message, q.URL = m.String(q.Server), m.String(q.Message), m.String(q.URL)
 	if n := q.size(); n > MaxQuestion {
 		q.Schema = nil
