@@ -189,7 +189,11 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if it.Status != store.PendingWaiting || time.Now().After(it.ExpireTime) {
-		writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		if it.Kind == store.KindQuestion {
+			writeError(w, http.StatusConflict, "question_closed", "this question was answered, or the call that asked it ended", map[string]string{"status": it.Status})
+		} else {
+			writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		}
 		return
 	}
 	if (it.Kind == store.KindQuestion) != (req.Action != "") {

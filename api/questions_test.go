@@ -106,7 +106,7 @@ func TestExecuteUpstreamQuestion(t *testing.T) {
 		if code, out := e.do("POST", path, e.userTok, map[string]any{"action": "accept", "content": map[string]any{"size": "L", "note": "blue box"}}); code != http.StatusOK || out["status"] != "answered" {
 			t.Fatalf("the user's answer: %d %v", code, out)
 		}
-		if code, out := e.do("POST", path, e.userTok, map[string]any{"action": "decline"}); code != http.StatusConflict || errCode(out) != "pending_closed" {
+		if code, out := e.do("POST", path, e.userTok, map[string]any{"action": "decline"}); code != http.StatusConflict || errCode(out) != "question_closed" {
 			t.Errorf("a second answer: %d %v", code, out)
 		}
 		a := <-done

@@ -127,7 +127,7 @@ func TestQuestionInBrowser(t *testing.T) {
 	eval[bool](tb, `(() => { const q = document.querySelector('#q-quantity'); q.removeAttribute('max'); q.value = '9'; return true; })()`)
 	tb.do(chromedp.Click(chromedp.CSS(`section.question button.approve`)))
 	tb.wait("section.question .outcome .error")
-	if got := tb.text("section.question .outcome"); !strings.Contains(got, "content.quantity: expected a integer from 1 to 5") {
+	if got := tb.text("section.question .outcome"); !strings.Contains(got, "content.quantity: expected an integer from 1 to 5") {
 		t.Errorf("a value outside the bounds: %s", got)
 	}
 	tb.open(e.url, "catalog", "catalog")

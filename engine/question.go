@@ -286,12 +286,16 @@ func (f answerField) check(v any) error {
 			return fmt.Errorf("expected one of %v", allowed)
 		}
 	case "number", "integer":
+		what := "a number"
+		if f.Type == "integer" {
+			what = "an integer"
+		}
 		n, ok := v.(float64)
 		if !ok || f.Type == "integer" && n != math.Trunc(n) {
-			return fmt.Errorf("expected a %s", f.Type)
+			return fmt.Errorf("expected %s", what)
 		}
 		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
-			return fmt.Errorf("expected a %s from %v to %v", f.Type, deref(f.Minimum), deref(f.Maximum))
+			return fmt.Errorf("expected %s from %v to %v", what, deref(f.Minimum), deref(f.Maximum))
 		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {
