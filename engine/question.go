@@ -68,8 +68,9 @@ type Answer struct {
 }
 
 // An Asker puts a question to the person a call is for, through the
-// client the call came from (an MCP session's elicitation), and returns
-// the answer; an error when the person could not be asked.
+// client the call came from (an MCP session's elicitation, input_required)
+// or on the approval page (engine/questions), and returns the answer; an
+// error when the person could not be asked.
 type Asker func(ctx context.Context, q Question) (Answer, error)
 
 type askerKey struct{}
@@ -79,10 +80,11 @@ func WithAsker(ctx context.Context, a Asker) context.Context {
 	return context.WithValue(ctx, askerKey{}, a)
 }
 
-// NobodyToAskError answers an upstream's question at once when the call's
-// client cannot be asked (a run, /v1/execute, an MCP client that declared
-// no elicitation or not the mode asked): no call waits out its timeout for
-// a question nobody was shown.
+// NobodyToAskError answers an upstream's question at once when nobody can
+// be asked it: no asker (an entry point without the approval page), a
+// question the engine will not show (too large, a link not http(s)), or
+// one past the bounds of what waits for a person: no call waits out its
+// timeout for a question nobody was shown.
 type NobodyToAskError struct{ Reason string }
 
 func (e *NobodyToAskError) Error() string {
@@ -122,9 +124,10 @@ type questions struct {
 
 // Ask is the executor's decision on an upstream's question during the
 // call p prepares: the question is masked with the call's masker (an
-// upstream may echo the credentials it was sent), a URL-mode link must be
-// an absolute http or https URL, and it goes to the asker of ctx — the
-// call's client — or, when there is none, is refused at once
+// upstream may echo the credentials it was sent), it is at most
+// MaxQuestion bytes, a URL-mode link must be an absolute http or https
+// URL, and it goes to the asker of ctx — the call's client, or the
+// approval page — or, when there is none, is refused at once
 // (*NobodyToAskError). The answer goes back as the person gave it; the
 // record keeps it masked.
 func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {

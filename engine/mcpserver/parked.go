@@ -165,17 +165,20 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 func (ss *session) handOff(ctx context.Context, pc *parkedCall, p posted) error {
 	pc.mu.Lock()
 	last := pc.last
+	pc.mu.Unlock()
+	if last == "" {
+		select {
+		case pc.first <- p:
+		case <-ctx.Done(): // the request gone: the call ends, its result is the request's
+			return ctx.Err()
+		}
+	} else if err := ss.setOutcome(ctx, last, outcome{Next: p.id}); err != nil {
+		return err
+	}
+	pc.mu.Lock()
 	pc.last = p.id
 	pc.mu.Unlock()
-	if last != "" {
-		return ss.setOutcome(ctx, last, outcome{Next: p.id})
-	}
-	select {
-	case pc.first <- p:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // asked answers the question p as input_required, with a state naming it.
