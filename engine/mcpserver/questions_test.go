@@ -103,7 +103,7 @@ func askingUpstream(t *testing.T) string {
 // server "shop" (bearer auth from user 7's credential), and records the
 // engine's execution records; replica serves another replica of it (the
 // same key and claims, its own calls).
-func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() string, st *store.Store) {
+func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() (string, *mcpserver.Service), st *store.Store) {
 	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: askingUpstream(t),
 		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
 	t.Cleanup(func() { m.Close() })
@@ -133,15 +133,16 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	}
 	st = testdb.Open(t, store.DialectSQLite)
 	rt := &mcpserver.RoundTrips{Key: key, Claims: st}
-	replica = func() string {
+	replica = func() (string, *mcpserver.Service) {
 		// Each replica its own Inbox, on the database they share.
 		svc := mcpserver.NewService(cat, ex, mcpserver.Options{RoundTrips: rt, Inbox: &questions.Inbox{Store: st, Poll: 20 * time.Millisecond}})
 		srv := httptest.NewServer(svc.Handler(authn))
 		t.Cleanup(srv.Close)
 		t.Cleanup(svc.Close) // ends the calls still parked
-		return srv.URL
+		return srv.URL, svc
 	}
-	return replica(), sink.all, ex, cat, replica, st
+	url, _ = replica()
+	return url, sink.all, ex, cat, replica, st
 }
 
 // onPage answers, as the person on the approval page would, every question
@@ -459,7 +460,7 @@ func TestUpstreamQuestionWithoutClient(t *testing.T) {
 // the person's answer to the upstream, which answers the call.
 func TestUpstreamQuestionState(t *testing.T) {
 	url, _, _, _, replica, _ := askingEngine(t)
-	other := replica()
+	other, _ := replica()
 	post := rawCall
 	first := post(t, url, "user-7-token", `"arguments":{"n":1},`)
 	if first.Get("result.resultType").String() != "input_required" {
@@ -638,5 +639,34 @@ func TestUpstreamQuestionBound(t *testing.T) {
 	}
 	if n, err := st.CountWaiting(t.Context(), &user); err != nil || n != 1 {
 		t.Errorf("waiting for user 7 with a call parked: %d, %v; want 1", n, err)
+	}
+}
+
+// TestUpstreamQuestionHolderStops: the replica holding a call parked for
+// a 2026-07-28 client's answer shuts down: the call ends (the question
+// closed as expired, the upstream's call cancelled) and says so in its
+// item, so the retry on another replica is answered at once with the
+// call's end, never left waiting.
+func TestUpstreamQuestionHolderStops(t *testing.T) {
+	_, _, _, _, replica, st := askingEngine(t)
+	holder, svc := replica()
+	other, _ := replica()
+	first := rawCall(t, holder, "user-7-token", `"arguments":{"n":4},`)
+	if first.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("first call: %s", first.Raw)
+	}
+	svc.Close()
+	start := time.Now()
+	state := first.Get("result.requestState").String()
+	got := rawCall(t, other, "user-7-token", `"arguments":{"n":4},"requestState":"`+state+`","inputResponses":{"upstream":{"action":"accept","content":{"size":"S"}}},`)
+	if !got.Get("result.isError").Bool() || !strings.Contains(got.Get("result.content.0.text").String(), "the call was canceled") {
+		t.Errorf("the retry after the holder stopped: %s", got.Raw)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the retry waited %v", d)
+	}
+	user := int64(7)
+	if n, err := st.CountWaiting(t.Context(), &user); err != nil || n != 0 {
+		t.Errorf("%d questions still wait (%v)", n, err)
 	}
 }
