@@ -11,8 +11,10 @@ import (
 	"github.com/chromedp/chromedp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestQuestionInBrowser (issue 48 point 4): an MCP server asks during a
@@ -143,6 +145,15 @@ func TestQuestionInBrowser(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("/v1/execute did not answer after the person did")
+	}
+
+	// The audit log says who answered and how, never what.
+	events, err := st.ListAdminEvents(context.Background(), store.AdminEventFilter{Kind: "decision"})
+	if err != nil || len(events) != 1 || events[0].Action != "answered" {
+		t.Fatalf("the audit log: %+v %v", events, err)
+	}
+	if got := api.Summary(api.LangEN, &events[0]); got != "question during the call “order_shirt” for user 7 answered by user 7" || strings.Contains(events[0].Detail, "blue box") {
+		t.Errorf("the audit log says %q (%s)", got, events[0].Detail)
 	}
 
 	// A link: shown with its host, opened by nobody.
