@@ -110,7 +110,7 @@ var auditValues = map[string]map[string][2]string{
 	"empty":   {"true": {"an empty password", "空密码"}},
 	"outcome": {"approved": {"approved", "批准"}, "denied": {"denied", "拒绝"}, "continued": {"continued after connecting", "在连接后继续"},
 		"cancelled": {"cancelled", "取消"}, "expired": {"expired", "过期"}},
-	"action": {"accept": {"answered", "回答"}, "decline": {"declined", "拒绝回答"}, "cancel": {"cancelled", "取消"}},
+	"action":  {"accept": {"answered", "回答"}, "decline": {"declined", "拒绝回答"}, "cancel": {"cancelled", "取消"}},
 	"applies": {"all": {"all tools", "所有工具"}, "consequential": {"consequential tools", "需确认的工具"}, "run_tokens": {"the model tokens of runs", "运行消耗的模型令牌"}},
 	"who":     {"": {"each user", "每个用户"}},
 }
