@@ -54,6 +54,9 @@ const (
 	// OpDecided is a person's decision on a waiting call; its args say
 	// the outcome (approved, denied, continued, cancelled).
 	OpDecided = "call.decided"
+	// OpAnswered is a person's answer to an MCP server's question; its
+	// args say the action (accept, decline, cancel), never the content.
+	OpAnswered = "question.answered"
 )
 
 // Languages of the log's sentences (and of every page the engine serves).
@@ -94,6 +97,7 @@ var auditWords = map[string][2]string{
 	OpSignIn:             {"signed in to the console", "登录了控制台"},
 	OpSignOut:            {"signed out of the console", "退出了控制台"},
 	OpDecided:            {"call “{tool}” for user {user} {outcome} by {by}[: {reason}]", "用户 {user} 的调用“{tool}”由{by}{outcome}[：{reason}]"},
+	OpAnswered:           {"question during the call “{tool}” for user {user} {action} by {by}", "用户 {user} 的调用“{tool}”中的提问由{by}{action}"},
 }
 
 // auditValues say argument values in words: argument → value → the
@@ -106,6 +110,7 @@ var auditValues = map[string]map[string][2]string{
 	"empty":   {"true": {"an empty password", "空密码"}},
 	"outcome": {"approved": {"approved", "批准"}, "denied": {"denied", "拒绝"}, "continued": {"continued after connecting", "在连接后继续"},
 		"cancelled": {"cancelled", "取消"}, "expired": {"expired", "过期"}},
+	"action":  {"accept": {"answered", "回答"}, "decline": {"declined", "拒绝回答"}, "cancel": {"cancelled", "取消"}},
 	"applies": {"all": {"all tools", "所有工具"}, "consequential": {"consequential tools", "需确认的工具"}, "run_tokens": {"the model tokens of runs", "运行消耗的模型令牌"}},
 	"who":     {"": {"each user", "每个用户"}},
 }
@@ -477,11 +482,20 @@ func SafeURL(s string) string {
 	return auditArg(u.String())
 }
 
-// AuditDecision is the detail of a person's decision on an item.
+// AuditDecision is the detail of a person's decision on an item, or of
+// an answer to a question.
 func AuditDecision(it *store.PendingItem, by string) store.AdminDetail {
 	user := ""
 	if it.UserID != nil {
 		user = strconv.FormatInt(*it.UserID, 10)
+	}
+	if it.Kind == store.KindQuestion {
+		// The action only: what the person typed is the upstream's.
+		var a struct{ Action string }
+		if it.Answer != nil {
+			json.Unmarshal([]byte(*it.Answer), &a)
+		}
+		return store.AdminDetail{Op: OpAnswered, Args: map[string]string{"tool": auditArg(it.Tool), "user": user, "action": a.Action, "by": by, "pending": it.ID}}
 	}
 	args := map[string]string{"tool": auditArg(it.Tool), "user": user, "outcome": it.Status, "by": by, "digest": it.Digest, "pending": it.ID}
 	if it.Reason != "" {

@@ -71,5 +71,13 @@ func TestSummaries(t *testing.T) {
 		if lang == api.LangEN && got != "call “DeleteCustomersCustomer” for user 7 approved by user 7: I asked for it" {
 			t.Errorf("%q", got)
 		}
+		ev.SetDetail(api.Detail(api.OpAnswered, "tool", "order_shirt", "user", "7", "action", "accept", "by", "user 7"))
+		got = api.Summary(lang, ev)
+		if strings.ContainsAny(got, "{}[]") || !strings.Contains(got, "order_shirt") {
+			t.Errorf("%s: %q", lang, got)
+		}
+		if lang == api.LangEN && got != "question during the call “order_shirt” for user 7 answered by user 7" {
+			t.Errorf("%q", got)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func (s *Server) sendDirect(w http.ResponseWriter, r *http.Request, call *engine
 	case it != nil && !s.claim(w, r, it):
 		return nil, nil, false
 	}
-	res, err := s.Executor.Send(r.Context(), plan)
+	res, err := s.Executor.Send(s.asking(r.Context(), p, plan.Plugin), plan)
 	return res, err, true
 }
 

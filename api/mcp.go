@@ -89,6 +89,9 @@ func (s *Server) mcpRoutes(mux *http.ServeMux, cfg *MCPConfig) {
 	mux.HandleFunc("POST /v1/pending/{id}", s.with(roleUser, s.decidePending))
 	opts := mcpserver.Options{Search: cfg.ToolSearch, NewIndex: s.mcpIndex, Logger: s.Logger, Sessions: cfg.Sessions, Tracer: s.Tracer,
 		Access: s.Access}
+	if inbox := s.inbox(); inbox != nil {
+		opts.Inbox = inbox
+	}
 	if s.Confirm != "" && s.Confirm != confirm.Never {
 		opts.Gate = &MCPGate{Store: s.Store, Confirm: s.Confirm, TTL: s.ConfirmTTL, PublicURL: cfg.PublicURL,
 			ViaConsole: s.ConfirmVia == "console", Metrics: s.confirmMetrics, Logger: s.Logger}

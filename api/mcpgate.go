@@ -150,19 +150,28 @@ func (s *Server) mayDecide(w http.ResponseWriter, p principal) bool {
 
 // decidePending is POST /v1/pending/{id}: the user's decision about a
 // pending direct call (an MCP client's, or one /v1/execute prepared),
-// {"decision": "approve"|"deny", "reason"}; the user's own token, or the
-// service or admin token (mayDecide).
+// {"decision": "approve"|"deny", "reason"}, or the person's answer to an
+// upstream's question (kind "question", answerQuestion), {"action",
+// "content"}; the user's own token, or the service or admin token
+// (mayDecide).
 func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason,omitempty"`
+		Decision string          `json:"decision,omitempty"`
+		Reason   string          `json:"reason,omitempty"`
+		Action   string          `json:"action,omitempty"`
+		Content  json.RawMessage `json:"content,omitempty"`
 	}
 	if !decodeStrict(w, r, &req) {
 		return
 	}
 	outcome := map[string]string{confirm.Approve: confirm.Approved, confirm.Deny: confirm.Denied}[req.Decision]
-	if outcome == "" || len(req.Reason) > 500 {
-		writeError(w, http.StatusBadRequest, "invalid_payload", `decision: expected "approve" or "deny" (reason: at most 500 bytes)`, map[string]string{"field": "decision"})
+	answer, answerOK := answerOf(req.Action, req.Content)
+	switch {
+	case req.Action != "" && (req.Decision != "" || !answerOK):
+		writeError(w, http.StatusBadRequest, "invalid_payload", `an answer is {"action": "accept"|"decline"|"cancel", "content": {...}} (content: an object), without a decision`, map[string]string{"field": "action"})
+		return
+	case req.Action == "" && (outcome == "" || len(req.Reason) > 500):
+		writeError(w, http.StatusBadRequest, "invalid_payload", `decision: expected "approve" or "deny" (reason: at most 500 bytes); a question is answered with "action"`, map[string]string{"field": "decision"})
 		return
 	}
 	p := principalFrom(r.Context())
@@ -180,7 +189,23 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if it.Status != store.PendingWaiting || time.Now().After(it.ExpireTime) {
-		writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		if it.Kind == store.KindQuestion {
+			writeError(w, http.StatusConflict, "question_closed", "this question was answered, or the call that asked it ended", map[string]string{"status": it.Status})
+		} else {
+			writeError(w, http.StatusConflict, "pending_closed", "this call was decided or expired", map[string]string{"status": it.Status})
+		}
+		return
+	}
+	if (it.Kind == store.KindQuestion) != (req.Action != "") {
+		if req.Action != "" {
+			writeError(w, http.StatusBadRequest, "invalid_payload", `this pending call waits for a decision, not an answer: {"decision": "approve"|"deny"}`, map[string]string{"field": "action"})
+		} else {
+			writeError(w, http.StatusBadRequest, "invalid_payload", `this is an MCP server's question: answer it with {"action": "accept"|"decline"|"cancel", "content": {...}}`, map[string]string{"field": "decision"})
+		}
+		return
+	}
+	if it.Kind == store.KindQuestion {
+		s.answerQuestion(w, r, it, answer)
 		return
 	}
 	won, err := s.Store.DecideItem(r.Context(), it.ID, outcome, decider(p), req.Reason)

@@ -350,7 +350,7 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		return
 	}
 	defer release()
-	rctx, cancel := context.WithTimeout(r.Context(), runTimeout)
+	rctx, cancel := context.WithTimeout(s.asking(r.Context(), principalFrom(r.Context()), nil), runTimeout)
 	defer cancel()
 	run.State, run.ExpireTime = nil, nil
 	var reply *loop.Reply

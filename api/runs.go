@@ -106,7 +106,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), runTimeout)
+	ctx, cancel := context.WithTimeout(s.asking(r.Context(), principalFrom(r.Context()), nil), runTimeout)
 	defer cancel()
 
 	var reply *loop.Reply

@@ -28,6 +28,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
@@ -130,7 +131,10 @@ type Server struct {
 	operators  operatorHashes
 	tools      toolIndex
 	mcpService *mcpserver.Service // /mcp, when MCP is on
-	agentMCP   sync.Map           // agent name → *agentMCP: /mcp/agents/{name}
+	// questions keeps an upstream's questions for the person (inbox).
+	questions *questions.Inbox
+	inboxOnce sync.Once
+	agentMCP  sync.Map // agent name → *agentMCP: /mcp/agents/{name}
 	// confirmMetrics counts decisions about pending items (nil: none).
 	confirmMetrics *confirm.Metrics
 	// migrated is set once /readyz has seen the schema up to date: a

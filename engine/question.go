@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,6 +27,12 @@ type Question struct {
 	URL     string          // url: the link, never followed by the engine
 	// ElicitationID is a URL-mode request's id, as the upstream gave it.
 	ElicitationID string
+	// Tool, User and RunID are the call the question comes during, as
+	// the executor prepared it (Ask sets them): whom an approval page
+	// shows it to.
+	Tool  string
+	User  int64
+	RunID string
 }
 
 // Question modes.
@@ -60,8 +68,9 @@ type Answer struct {
 }
 
 // An Asker puts a question to the person a call is for, through the
-// client the call came from (an MCP session's elicitation), and returns
-// the answer; an error when the person could not be asked.
+// client the call came from (an MCP session's elicitation, input_required)
+// or on the approval page (engine/questions), and returns the answer; an
+// error when the person could not be asked.
 type Asker func(ctx context.Context, q Question) (Answer, error)
 
 type askerKey struct{}
@@ -71,10 +80,11 @@ func WithAsker(ctx context.Context, a Asker) context.Context {
 	return context.WithValue(ctx, askerKey{}, a)
 }
 
-// NobodyToAskError answers an upstream's question at once when the call's
-// client cannot be asked (a run, /v1/execute, an MCP client that declared
-// no elicitation or not the mode asked): no call waits out its timeout for
-// a question nobody was shown.
+// NobodyToAskError answers an upstream's question at once when nobody can
+// be asked it: no asker (an entry point without the approval page), a
+// question the engine will not show (too large, a link not http(s)), or
+// one past the bounds of what waits for a person: no call waits out its
+// timeout for a question nobody was shown.
 type NobodyToAskError struct{ Reason string }
 
 func (e *NobodyToAskError) Error() string {
@@ -87,6 +97,14 @@ const (
 	maxQuestions = 8
 	maxAnswer    = 2000
 )
+
+// MaxQuestion bounds the bytes of a question (its message, schema and
+// link) the engine shows a person and keeps: an upstream nobody vetted
+// writes it, and it is stored as a pending item and shown on a page.
+const MaxQuestion = 16 << 10
+
+// size is the bytes of q the engine shows and keeps.
+func (q Question) size() int { return len(q.Message) + len(q.Schema) + len(q.URL) + len(q.Server) }
 
 // asked is a question and its answer as the execution record keeps them,
 // masked.
@@ -106,14 +124,23 @@ type questions struct {
 
 // Ask is the executor's decision on an upstream's question during the
 // call p prepares: the question is masked with the call's masker (an
-// upstream may echo the credentials it was sent), a URL-mode link must be
-// an absolute http or https URL, and it goes to the asker of ctx — the
-// call's client — or, when there is none, is refused at once
+// upstream may echo the credentials it was sent), it is at most
+// MaxQuestion bytes, a URL-mode link must be an absolute http or https
+// URL, and it goes to the asker of ctx — the call's client, or the
+// approval page — or, when there is none, is refused at once
 // (*NobodyToAskError). The answer goes back as the person gave it; the
 // record keeps it masked.
 func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	m := callMasker(p)
+	q.User, q.RunID = p.UserID, p.RunID
+	if p.Plugin != nil {
+		q.Tool = p.Plugin.Name
+	}
 	q.Server, q.Message, q.URL = m.String(q.Server), m.String(q.Message), m.String(q.URL)
+	if n := q.size(); n > MaxQuestion {
+		q.Schema = nil
+		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: fmt.Sprintf("the question is %d bytes, more than the %d a question may be", n, MaxQuestion)})
+	}
 	if len(q.Schema) > 0 {
 		if s := m.Bytes(q.Schema); json.Valid(s) {
 			q.Schema = s
@@ -183,4 +210,144 @@ func (p *Prepared) askedRecord() string {
 		return ""
 	}
 	return strings.ToValidUTF8(string(b), "")
+}
+
+// Check reports whether a is an answer to q a person may give: accept,
+// decline or cancel; for an accepted form, content whose fields are the
+// requestedSchema's (its primitive fields: string, number, integer,
+// boolean, an enum or a list of enum values), of their types and within
+// their enums and bounds, the required ones present. The error names the
+// field and what was expected.
+func (q Question) Check(a Answer) error {
+	switch a.Action {
+	case "accept":
+	case "decline", "cancel":
+		if len(a.Content) > 0 {
+			return fmt.Errorf("content: only an accepted answer carries content")
+		}
+		return nil
+	default:
+		return fmt.Errorf(`action: expected "accept", "decline" or "cancel"`)
+	}
+	if q.Mode != QuestionForm {
+		if len(a.Content) > 0 {
+			return fmt.Errorf("content: a link's question takes no content")
+		}
+		return nil
+	}
+	var s struct {
+		Properties map[string]answerField `json:"properties"`
+		Required   []string               `json:"required"`
+	}
+	if len(q.Schema) > 0 {
+		if err := json.Unmarshal(q.Schema, &s); err != nil {
+			return fmt.Errorf("the question's requestedSchema cannot be read: %w", err)
+		}
+	}
+	for k, v := range a.Content {
+		f, ok := s.Properties[k]
+		if !ok {
+			return fmt.Errorf("content.%s: not a field of the question", k)
+		}
+		if err := f.check(v); err != nil {
+			return fmt.Errorf("content.%s: %w", k, err)
+		}
+	}
+	for _, k := range s.Required {
+		if _, ok := a.Content[k]; !ok {
+			return fmt.Errorf("content.%s: required", k)
+		}
+	}
+	return nil
+}
+
+// answerField is what Check reads of a requestedSchema's field.
+type answerField struct {
+	Type      string                `json:"type"`
+	Enum      []any                 `json:"enum"`
+	OneOf     []struct{ Const any } `json:"oneOf"`
+	Items     *answerField          `json:"items"`
+	MinLength *int                  `json:"minLength"`
+	MaxLength *int                  `json:"maxLength"`
+	Minimum   *float64              `json:"minimum"`
+	Maximum   *float64              `json:"maximum"`
+	MaxItems  *int                  `json:"maxItems"`
+}
+
+// check reports whether v is a value of f.
+func (f answerField) check(v any) error {
+	switch f.Type {
+	case "string":
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("expected a string")
+		}
+		if n := len([]rune(s)); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
+			return fmt.Errorf("expected %s characters", bounds(f.MinLength, f.MaxLength))
+		}
+		if allowed := f.allowed(); allowed != nil && !slices.Contains(allowed, any(s)) {
+			return fmt.Errorf("expected one of %v", allowed)
+		}
+	case "number", "integer":
+		what := "a number"
+		if f.Type == "integer" {
+			what = "an integer"
+		}
+		n, ok := v.(float64)
+		if !ok || f.Type == "integer" && n != math.Trunc(n) {
+			return fmt.Errorf("expected %s", what)
+		}
+		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
+			return fmt.Errorf("expected %s from %v to %v", what, deref(f.Minimum), deref(f.Maximum))
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("expected true or false")
+		}
+	case "array":
+		vs, ok := v.([]any)
+		if !ok || f.Items == nil {
+			return fmt.Errorf("expected a list of the field's values")
+		}
+		if f.MaxItems != nil && len(vs) > *f.MaxItems {
+			return fmt.Errorf("expected at most %d values", *f.MaxItems)
+		}
+		for i, e := range vs {
+			if err := f.Items.check(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	default:
+		return fmt.Errorf("a field of type %q cannot be answered", f.Type)
+	}
+	return nil
+}
+
+// allowed is f's enum (or the consts of its oneOf), nil when any value.
+func (f answerField) allowed() []any {
+	if f.Enum != nil {
+		return f.Enum
+	}
+	var out []any
+	for _, o := range f.OneOf {
+		out = append(out, o.Const)
+	}
+	return out
+}
+
+func bounds(lo, hi *int) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("%d to %d", *lo, *hi)
+	case lo != nil:
+		return fmt.Sprintf("at least %d", *lo)
+	}
+	return fmt.Sprintf("at most %d", *hi)
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return "any"
+	}
+	return *f
 }

@@ -40,6 +40,9 @@ type PendingItem struct {
 	DecidedTime *time.Time `gorm:"column:decided_time" json:"decided_time,omitempty"`
 	ExpireTime  time.Time  `gorm:"column:expire_time" json:"expire_time"`
 	CreateTime  time.Time  `gorm:"column:create_time" json:"create_time"`
+	// Answer and Outcome are a question's (KindQuestion, questions.go).
+	Answer  *string `gorm:"column:answer" json:"-"`
+	Outcome *string `gorm:"column:outcome" json:"-"`
 }
 
 // TableName maps PendingItem onto its table.

@@ -134,6 +134,24 @@ func (e MCPServerSpecTransport) Valid() bool {
 	}
 }
 
+// Defines values for PendingItemMode.
+const (
+	PendingItemModeForm PendingItemMode = "form"
+	PendingItemModeUrl  PendingItemMode = "url"
+)
+
+// Valid indicates whether the value is a known member of the PendingItemMode enum.
+func (e PendingItemMode) Valid() bool {
+	switch e {
+	case PendingItemModeForm:
+		return true
+	case PendingItemModeUrl:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginSchemaVersion.
 const (
 	PluginSchemaVersionN1  PluginSchemaVersion = "1"
@@ -175,31 +193,31 @@ func (e PluginStatus) Valid() bool {
 
 // Defines values for PluginArgPlacementStyle.
 const (
-	DeepObject     PluginArgPlacementStyle = "deepObject"
-	Form           PluginArgPlacementStyle = "form"
-	Label          PluginArgPlacementStyle = "label"
-	Matrix         PluginArgPlacementStyle = "matrix"
-	PipeDelimited  PluginArgPlacementStyle = "pipeDelimited"
-	Simple         PluginArgPlacementStyle = "simple"
-	SpaceDelimited PluginArgPlacementStyle = "spaceDelimited"
+	PluginArgPlacementStyleDeepObject     PluginArgPlacementStyle = "deepObject"
+	PluginArgPlacementStyleForm           PluginArgPlacementStyle = "form"
+	PluginArgPlacementStyleLabel          PluginArgPlacementStyle = "label"
+	PluginArgPlacementStyleMatrix         PluginArgPlacementStyle = "matrix"
+	PluginArgPlacementStylePipeDelimited  PluginArgPlacementStyle = "pipeDelimited"
+	PluginArgPlacementStyleSimple         PluginArgPlacementStyle = "simple"
+	PluginArgPlacementStyleSpaceDelimited PluginArgPlacementStyle = "spaceDelimited"
 )
 
 // Valid indicates whether the value is a known member of the PluginArgPlacementStyle enum.
 func (e PluginArgPlacementStyle) Valid() bool {
 	switch e {
-	case DeepObject:
+	case PluginArgPlacementStyleDeepObject:
 		return true
-	case Form:
+	case PluginArgPlacementStyleForm:
 		return true
-	case Label:
+	case PluginArgPlacementStyleLabel:
 		return true
-	case Matrix:
+	case PluginArgPlacementStyleMatrix:
 		return true
-	case PipeDelimited:
+	case PluginArgPlacementStylePipeDelimited:
 		return true
-	case Simple:
+	case PluginArgPlacementStyleSimple:
 		return true
-	case SpaceDelimited:
+	case PluginArgPlacementStyleSpaceDelimited:
 		return true
 	default:
 		return false
@@ -548,18 +566,39 @@ func (e ListAuditParamsKind) Valid() bool {
 	}
 }
 
-// Defines values for DecidePendingJSONBodyDecision.
+// Defines values for DecidePendingJSONBody0Decision.
 const (
-	Approve DecidePendingJSONBodyDecision = "approve"
-	Deny    DecidePendingJSONBodyDecision = "deny"
+	Approve DecidePendingJSONBody0Decision = "approve"
+	Deny    DecidePendingJSONBody0Decision = "deny"
 )
 
-// Valid indicates whether the value is a known member of the DecidePendingJSONBodyDecision enum.
-func (e DecidePendingJSONBodyDecision) Valid() bool {
+// Valid indicates whether the value is a known member of the DecidePendingJSONBody0Decision enum.
+func (e DecidePendingJSONBody0Decision) Valid() bool {
 	switch e {
 	case Approve:
 		return true
 	case Deny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DecidePendingJSONBody1Action.
+const (
+	Accept  DecidePendingJSONBody1Action = "accept"
+	Cancel  DecidePendingJSONBody1Action = "cancel"
+	Decline DecidePendingJSONBody1Action = "decline"
+)
+
+// Valid indicates whether the value is a known member of the DecidePendingJSONBody1Action enum.
+func (e DecidePendingJSONBody1Action) Valid() bool {
+	switch e {
+	case Accept:
+		return true
+	case Cancel:
+		return true
+	case Decline:
 		return true
 	default:
 		return false
@@ -1176,34 +1215,58 @@ type PayloadUser struct {
 // PendingItem A call (or connection) waiting for a person's decision.
 type PendingItem struct {
 	// Arguments The call's arguments, as the model gave them.
-	Arguments     *map[string]interface{} `json:"arguments,omitempty"`
-	ExpireTime    *time.Time              `json:"expire_time,omitempty"`
-	ExpiresAt     *time.Time              `json:"expires_at,omitempty"`
-	Id            *string                 `json:"id,omitempty"`
-	Kind          *string                 `json:"kind,omitempty"`
-	MissingScopes *[]string               `json:"missing_scopes,omitempty"`
+	Arguments *map[string]interface{} `json:"arguments,omitempty"`
 
-	// PreparedBy GET /v1/pending: who made the call (`user:7`, `service`, `admin`).
+	// ElicitationId A link question's id, as the MCP server gave it.
+	ElicitationId *string    `json:"elicitation_id,omitempty"`
+	ExpireTime    *time.Time `json:"expire_time,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+
+	// Host A link question's: the link's host. The engine never follows the link.
+	Host *string `json:"host,omitempty"`
+	Id   *string `json:"id,omitempty"`
+	Kind *string `json:"kind,omitempty"`
+
+	// Message A question's: its message as the MCP server wrote it (masked).
+	Message       *string   `json:"message,omitempty"`
+	MissingScopes *[]string `json:"missing_scopes,omitempty"`
+
+	// Mode A question's: a form or a link.
+	Mode *PendingItemMode `json:"mode,omitempty"`
+
+	// PreparedBy GET /v1/pending: who made the call (`user:7`, `mcp:user:7`, `service`, `admin`).
 	PreparedBy *string `json:"prepared_by,omitempty"`
+
+	// Prompt A question's: the message as the person reads it, naming the server (and a link's host).
+	Prompt *string `json:"prompt,omitempty"`
 
 	// Provider An authorization's provider.
 	Provider *string `json:"provider,omitempty"`
 
 	// Request The request the engine would send, credentials masked (method, url, headers).
-	Request    *map[string]interface{} `json:"request,omitempty"`
-	RunId      *string                 `json:"run_id,omitempty"`
-	Scopes     *[]string               `json:"scopes,omitempty"`
-	Status     *string                 `json:"status,omitempty"`
-	Tool       *string                 `json:"tool,omitempty"`
-	ToolCallId *string                 `json:"tool_call_id,omitempty"`
+	Request *map[string]interface{} `json:"request,omitempty"`
 
-	// Url Where the user connects the account (an authorization's).
+	// RequestedSchema A form question's requestedSchema as the MCP server wrote it: its fields, defaults and enums.
+	RequestedSchema *map[string]interface{} `json:"requested_schema,omitempty"`
+	RunId           *string                 `json:"run_id,omitempty"`
+	Scopes          *[]string               `json:"scopes,omitempty"`
+
+	// Server A question's: the MCP server asking.
+	Server     *string `json:"server,omitempty"`
+	Status     *string `json:"status,omitempty"`
+	Tool       *string `json:"tool,omitempty"`
+	ToolCallId *string `json:"tool_call_id,omitempty"`
+
+	// Url Where the user connects the account (an authorization's); a link question's link.
 	Url    *string `json:"url,omitempty"`
 	UserId *int    `json:"user_id,omitempty"`
 
 	// UserName GET /v1/pending, with BLINDEXEC_PERMISSIONS=ruoyi: the user's name in RuoYi's sys_user.
 	UserName *string `json:"user_name,omitempty"`
 }
+
+// PendingItemMode A question's: a form or a link.
+type PendingItemMode string
 
 // Plugin One tool: what the LLM sees (name, description, parameters) and what only the engine sees (execution, auth_config, fixed_params).
 type Plugin struct {
@@ -1945,12 +2008,28 @@ type ListPendingParams struct {
 
 // DecidePendingJSONBody defines parameters for DecidePending.
 type DecidePendingJSONBody struct {
-	Decision DecidePendingJSONBodyDecision `json:"decision"`
-	Reason   *string                       `json:"reason,omitempty"`
+	union json.RawMessage
 }
 
-// DecidePendingJSONBodyDecision defines parameters for DecidePending.
-type DecidePendingJSONBodyDecision string
+// DecidePendingJSONBody0 defines parameters for DecidePending.
+type DecidePendingJSONBody0 struct {
+	Decision DecidePendingJSONBody0Decision `json:"decision"`
+	Reason   *string                        `json:"reason,omitempty"`
+}
+
+// DecidePendingJSONBody0Decision defines parameters for DecidePending.
+type DecidePendingJSONBody0Decision string
+
+// DecidePendingJSONBody1 defines parameters for DecidePending.
+type DecidePendingJSONBody1 struct {
+	Action DecidePendingJSONBody1Action `json:"action"`
+
+	// Content An accepted form's fields, as its requested_schema asks.
+	Content *map[string]interface{} `json:"content,omitempty"`
+}
+
+// DecidePendingJSONBody1Action defines parameters for DecidePending.
+type DecidePendingJSONBody1Action string
 
 // ListPluginsParams defines parameters for ListPlugins.
 type ListPluginsParams struct {
@@ -2597,6 +2676,68 @@ func (t *Execute200JSONResponseBody) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsDecidePendingJSONBody0 returns the union data inside the DecidePendingJSONBody as a DecidePendingJSONBody0
+func (t DecidePendingJSONBody) AsDecidePendingJSONBody0() (DecidePendingJSONBody0, error) {
+	var body DecidePendingJSONBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDecidePendingJSONBody0 overwrites any union data inside the DecidePendingJSONBody as the provided DecidePendingJSONBody0
+func (t *DecidePendingJSONBody) FromDecidePendingJSONBody0(v DecidePendingJSONBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDecidePendingJSONBody0 performs a merge with any union data inside the DecidePendingJSONBody, using the provided DecidePendingJSONBody0
+func (t *DecidePendingJSONBody) MergeDecidePendingJSONBody0(v DecidePendingJSONBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsDecidePendingJSONBody1 returns the union data inside the DecidePendingJSONBody as a DecidePendingJSONBody1
+func (t DecidePendingJSONBody) AsDecidePendingJSONBody1() (DecidePendingJSONBody1, error) {
+	var body DecidePendingJSONBody1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDecidePendingJSONBody1 overwrites any union data inside the DecidePendingJSONBody as the provided DecidePendingJSONBody1
+func (t *DecidePendingJSONBody) FromDecidePendingJSONBody1(v DecidePendingJSONBody1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDecidePendingJSONBody1 performs a merge with any union data inside the DecidePendingJSONBody, using the provided DecidePendingJSONBody1
+func (t *DecidePendingJSONBody) MergeDecidePendingJSONBody1(v DecidePendingJSONBody1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t DecidePendingJSONBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *DecidePendingJSONBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsRunReply returns the union data inside the GetRun200JSONResponseBody as a RunReply
 func (t GetRun200JSONResponseBody) AsRunReply() (RunReply, error) {
 	var body RunReply
@@ -3118,19 +3259,23 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListPending The calls waiting for the user's decision.
+	// ListPending The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 	//
 	// Corresponds with GET /v1/pending (the `ListPending` operationId).
 	ListPending(ctx context.Context, params *ListPendingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecidePendingWithBody Approve or deny a pending call.
+	// DecidePendingWithBody Approve or deny a pending call, or answer an MCP server's question.
+	//
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/pending/{id} (the `DecidePending` operationId).
 	DecidePendingWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DecidePending Approve or deny a pending call.
+	// DecidePending Approve or deny a pending call, or answer an MCP server's question.
+	//
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4277,7 +4422,7 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// ListPending The calls waiting for the user's decision.
+// ListPending The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 //
 // Corresponds with GET /v1/pending (the `ListPending` operationId).
 func (c *Client) ListPending(ctx context.Context, params *ListPendingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4292,7 +4437,9 @@ func (c *Client) ListPending(ctx context.Context, params *ListPendingParams, req
 	return c.Client.Do(req)
 }
 
-// DecidePendingWithBody Approve or deny a pending call.
+// DecidePendingWithBody Approve or deny a pending call, or answer an MCP server's question.
+//
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4309,7 +4456,9 @@ func (c *Client) DecidePendingWithBody(ctx context.Context, id string, contentTy
 	return c.Client.Do(req)
 }
 
-// DecidePending Approve or deny a pending call.
+// DecidePending Approve or deny a pending call, or answer an MCP server's question.
+//
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8937,21 +9086,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
 
-	// ListPendingWithResponse The calls waiting for the user's decision.
+	// ListPendingWithResponse The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/pending (the `ListPending` operationId).
 	ListPendingWithResponse(ctx context.Context, params *ListPendingParams, reqEditors ...RequestEditorFn) (*ListPendingResponse, error)
 
-	// DecidePendingWithBodyWithResponse Approve or deny a pending call.
+	// DecidePendingWithBodyWithResponse Approve or deny a pending call, or answer an MCP server's question.
+	//
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/pending/{id} (the `DecidePending` operationId).
 	DecidePendingWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DecidePendingResponse, error)
 
-	// DecidePendingWithResponse Approve or deny a pending call.
+	// DecidePendingWithResponse Approve or deny a pending call, or answer an MCP server's question.
+	//
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12595,7 +12748,11 @@ type DecidePendingResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Id     string `json:"id"`
+		// Action A question's: the action answered.
+		Action *string `json:"action,omitempty"`
+		Id     string  `json:"id"`
+
+		// Status `approved`, `denied`, or `answered` (a question).
 		Status string `json:"status"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
@@ -12620,7 +12777,11 @@ type DecidePendingResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r DecidePendingResponse) GetJSON200() *struct {
-	Id     string `json:"id"`
+	// Action A question's: the action answered.
+	Action *string `json:"action,omitempty"`
+	Id     string  `json:"id"`
+
+	// Status `approved`, `denied`, or `answered` (a question).
 	Status string `json:"status"`
 } {
 	return r.JSON200
@@ -15888,7 +16049,7 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 	return ParseGetOpenAPIResponse(rsp)
 }
 
-// ListPendingWithResponse The calls waiting for the user's decision.
+// ListPendingWithResponse The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15901,7 +16062,9 @@ func (c *ClientWithResponses) ListPendingWithResponse(ctx context.Context, param
 	return ParseListPendingResponse(rsp)
 }
 
-// DecidePendingWithBodyWithResponse Approve or deny a pending call.
+// DecidePendingWithBodyWithResponse Approve or deny a pending call, or answer an MCP server's question.
+//
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15914,7 +16077,9 @@ func (c *ClientWithResponses) DecidePendingWithBodyWithResponse(ctx context.Cont
 	return ParseDecidePendingResponse(rsp)
 }
 
-// DecidePendingWithResponse Approve or deny a pending call.
+// DecidePendingWithResponse Approve or deny a pending call, or answer an MCP server's question.
+//
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19295,7 +19460,11 @@ func ParseDecidePendingResponse(rsp *http.Response) (*DecidePendingResponse, err
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Id     string `json:"id"`
+			// Action A question's: the action answered.
+			Action *string `json:"action,omitempty"`
+			Id     string  `json:"id"`
+
+			// Status `approved`, `denied`, or `answered` (a question).
 			Status string `json:"status"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/confirm"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
@@ -228,7 +229,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			go parts.changes.Run(ctx)
 			go parts.quotas.Run(ctx) // leases left idle go back, as under serve
 			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
-			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log, Access: parts.access}
+			// An upstream's questions the client cannot be asked wait on the
+			// approval page, answered on any replica.
+			opts := mcpserver.Options{Search: cfg.toolSearch, Logger: log, Access: parts.access, Inbox: &questions.Inbox{Store: parts.store}}
 			if cfg.confirm != confirm.Never {
 				// Decisions come through the database: POST /v1/pending/{id} on any replica.
 				opts.Gate = &api.MCPGate{Store: parts.store, Confirm: cfg.confirm, TTL: cfg.confirmTTL,

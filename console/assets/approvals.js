@@ -18,6 +18,10 @@
       outcome_expired: 'Not sent: the call expired before the decision.', outcome_approved_direct: 'Approved: the client sends the call when it makes it again.',
       outcome_denied_direct: 'Denied: nothing was sent.', outcome_closed: 'Not decided here: {message}', outcome_waiting: 'Decided; the run waits for another decision.',
       open_run: 'Open the run', filter_user_ph: 'all users', show: 'Show',
+      q_asks: 'The MCP server {server} asks', q_during: 'during a call of {tool}', q_link: 'It asks you to open this link, on {host}. The engine does not open it; open it only if you trust that site.',
+      q_submit: 'Answer', q_decline: 'Decline', q_cancel: 'Cancel', q_required: 'required', q_choose: '(choose)',
+      q_answered_accept: 'Answered: the MCP server gets what you entered, nothing more.', q_answered_decline: 'Declined: the MCP server is told you declined.',
+      q_answered_cancel: 'Cancelled: the MCP server is told you did not answer.', q_not_answerable: 'This field cannot be answered here (type {type}); the MCP server gets the other fields.',
     },
     'zh-CN': {
       for_user: '代表 {user}', user_n: '用户 {id}', no_user: '无用户（用户 0）',
@@ -29,6 +33,10 @@
       outcome_expired: '未发送：决定之前调用已过期。', outcome_approved_direct: '已批准：客户端再次发起调用时发送。',
       outcome_denied_direct: '已拒绝：未发送任何内容。', outcome_closed: '未在此决定：{message}', outcome_waiting: '已决定；该运行还在等待另一项决定。',
       open_run: '查看运行', filter_user_ph: '所有用户', show: '显示',
+      q_asks: 'MCP 服务器 {server} 提问', q_during: '来自 {tool} 的一次调用', q_link: '它请你打开这个链接，位于 {host}。引擎不会打开它；仅在信任该网站时打开。',
+      q_submit: '回答', q_decline: '拒绝', q_cancel: '取消', q_required: '必填', q_choose: '（请选择）',
+      q_answered_accept: '已回答：MCP 服务器只收到你填写的内容。', q_answered_decline: '已拒绝：已告知 MCP 服务器你拒绝回答。',
+      q_answered_cancel: '已取消：已告知 MCP 服务器你没有回答。', q_not_answerable: '此字段无法在此回答（类型 {type}）；MCP 服务器会收到其他字段。',
     },
   },
   pages: { approvals: (page, parts) => pageApprovals(page, parts[1]) },
@@ -83,7 +91,8 @@ async function pageApprovals(page, uid) {
     }
     const shown = items(r.data);
     const tools = await toolTexts(shown.map(({ p }) => p.tool));
-    holder.replaceChildren(...shown.map(({ p, run }) => (p.kind === 'authorization' ? authorizationItem(p, run.run_id) : approvalItem(p, run, tools[p.tool]))));
+    holder.replaceChildren(...shown.map(({ p, run }) => (p.kind === 'authorization' ? authorizationItem(p, run.run_id)
+      : p.kind === 'question' ? questionItem(p, tools[p.tool]) : approvalItem(p, run, tools[p.tool]))));
     if (r.data.next) {
       const next = path.replace(/([?&])cursor=[^&]*&?/, '$1').replace(/[?&]$/, '');
       const more = el('button', { class: 'secondary more', text: t('more'), on: { click: async () => {
@@ -182,4 +191,99 @@ function approvalItem(p, run, tool, onDecided) {
     el('p', { class: 'expires' }, t('expires') + ': ' + fmtTime(p.expires_at)),
     buttons, msg);
   return item;
+}
+
+// questionItem is an MCP server's question waiting for the person's
+// answer (issue 48 point 4): which server asks, during which tool's call,
+// its message as written; a form drawn from its requested_schema (string,
+// number, integer, boolean, enum and enum-list fields, defaults filled),
+// or a link shown with its host, which the engine never opens. Answer,
+// Decline and Cancel POST the answer; the engine checks it against the
+// schema and names a field it refuses.
+function questionItem(p, tool) {
+  const msg = el('div', { class: 'outcome', attrs: { role: 'status' } });
+  const props = (p.requested_schema && p.requested_schema.properties) || {};
+  const required = new Set((p.requested_schema && p.requested_schema.required) || []);
+  const fields = p.mode === 'form' ? Object.entries(props).map(([name, f]) => questionField(name, f || {}, required.has(name))) : [];
+  const form = el('form', { class: 'question-form', on: { submit: (e) => { e.preventDefault(); answer('accept'); } } },
+    fields.map((f) => f.row),
+    el('div', { class: 'row' },
+      el('button', { class: 'approve', attrs: { type: 'submit' }, text: t('q_submit') }), ' ',
+      el('button', { class: 'secondary decline', attrs: { type: 'button' }, text: t('q_decline'), on: { click: () => answer('decline') } }), ' ',
+      el('button', { class: 'secondary cancel', attrs: { type: 'button' }, text: t('q_cancel'), on: { click: () => answer('cancel') } })));
+  let item = null;
+  async function answer(action) {
+    const body = { action };
+    if (action === 'accept' && p.mode === 'form') {
+      body.content = {};
+      for (const f of fields) {
+        const v = f.value();
+        if (v !== undefined) body.content[f.name] = v;
+      }
+    }
+    for (const b of form.querySelectorAll('button')) b.disabled = true;
+    const res = await call('POST', '/v1/pending/' + encodeURIComponent(p.id), body);
+    if (!res.ok) {
+      for (const b of form.querySelectorAll('button')) b.disabled = false;
+      msg.replaceChildren(errorBox(res));
+      if (res.data && res.data.error && res.data.error.code === 'question_closed') form.remove();
+      return;
+    }
+    form.remove();
+    item.dataset.answered = action;
+    msg.replaceChildren(el('p', { class: action === 'accept' ? 'ok' : '', text: t('q_answered_' + action) }));
+  }
+  const who = userLabel(p.user_id, p.user_name);
+  const title = tool && tool.title;
+  item = el('section', { class: 'approval question', attrs: { 'data-id': p.id } },
+    el('h2', null, el('span', { class: 'question-server', text: fill('q_asks', { server: '"' + (p.server || '?') + '"' }) })),
+    el('p', { class: 'for-user' }, el('span', { class: 'badge', text: fill('for_user', { user: who }) }), ' ',
+      el('span', { class: 'question-tool' }, fill('q_during', { tool: '' }), title ? el('span', { class: 'tool-title', text: title + ' ' }) : null, el('code', { text: p.tool })), ' · ',
+      p.run_id ? link(['run', p.run_id], t('from_run') + ' ' + p.run_id.slice(0, 8))
+        : el('span', { class: 'direct-by', text: fill('direct_by', { who: preparedBy(p.prepared_by, { name: p.user_name }) }) })),
+    el('blockquote', { class: 'question-message', attrs: { translate: 'no' }, text: p.message || '' }),
+    p.mode === 'url' ? el('p', { class: 'question-link' }, el('span', { text: fill('q_link', { host: p.host || '?' }) }), ' ',
+      el('a', { attrs: { href: /^https?:\/\//.test(p.url || '') ? p.url : null, target: '_blank', rel: 'noopener noreferrer nofollow', translate: 'no' }, text: p.url || '' })) : null,
+    el('p', { class: 'expires' }, t('expires') + ': ' + fmtTime(p.expires_at)),
+    form, msg);
+  return item;
+}
+
+// questionField draws one field of a question's form: {row, name, value()}
+// where value() is what the person entered, in the field's type, or
+// undefined when left empty.
+function questionField(name, f, required) {
+  const id = 'q-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+  const label = el('label', { attrs: { for: id } }, el('strong', { text: f.title || name }),
+    required ? el('span', { class: 'purpose required', text: ' (' + t('q_required') + ')' }) : null);
+  const desc = f.description ? el('span', { class: 'purpose', text: f.description }) : null;
+  const options = Array.isArray(f.enum) ? f.enum.map((v, i) => ({ v, label: (f.enumNames && f.enumNames[i]) || String(v) }))
+    : Array.isArray(f.oneOf) ? f.oneOf.map((o) => ({ v: o.const, label: o.title || String(o.const) })) : null;
+  let input, value;
+  if (f.type === 'array' && f.items) {
+    const items = Array.isArray(f.items.enum) ? f.items.enum.map((v) => ({ v, label: String(v) }))
+      : Array.isArray(f.items.anyOf) ? f.items.anyOf.map((o) => ({ v: o.const, label: o.title || String(o.const) })) : [];
+    const def = Array.isArray(f.default) ? f.default : [];
+    const boxes = items.map((o) => el('input', { attrs: { type: 'checkbox', value: String(o.v), checked: def.includes(o.v), 'aria-label': o.label } }));
+    input = el('span', { attrs: { id } }, items.map((o, i) => el('label', { class: 'choice' }, boxes[i], ' ', o.label)));
+    value = () => items.filter((_, i) => boxes[i].checked).map((o) => o.v);
+  } else if (options) {
+    input = el('select', { attrs: { id, name, required } }, el('option', { attrs: { value: '' }, text: t('q_choose') }),
+      options.map((o, i) => el('option', { attrs: { value: String(i), selected: o.v === f.default }, text: o.label })));
+    value = () => (input.value === '' ? undefined : options[Number(input.value)].v);
+  } else if (f.type === 'boolean') {
+    input = el('input', { attrs: { id, name, type: 'checkbox', checked: f.default === true } });
+    value = () => input.checked;
+  } else if (f.type === 'number' || f.type === 'integer') {
+    input = el('input', { attrs: { id, name, type: 'number', required, min: f.minimum, max: f.maximum, step: f.type === 'integer' ? 1 : 'any',
+      value: typeof f.default === 'number' ? f.default : null } });
+    value = () => (input.value === '' ? undefined : Number(input.value));
+  } else if (f.type === 'string') {
+    input = el('input', { attrs: { id, name, type: f.format === 'email' ? 'email' : f.format === 'uri' ? 'url' : f.format === 'date' ? 'date' : 'text',
+      required, minlength: f.minLength, maxlength: f.maxLength, value: typeof f.default === 'string' ? f.default : null } });
+    value = () => (input.value === '' ? undefined : input.value);
+  } else {
+    return { name, row: el('p', { class: 'purpose' }, label, ' ', fill('q_not_answerable', { type: String(f.type) })), value: () => undefined };
+  }
+  return { name, row: el('div', { class: 'question-field' }, label, ' ', input, ' ', desc), value };
 }

@@ -105,6 +105,12 @@ type Options struct {
 	// sealed requestState (issue 47); nil: such a client reads the tool
 	// error that names the pending item, as a client without elicitation.
 	RoundTrips *RoundTrips
+	// Inbox, when set, keeps an upstream's questions during a call as
+	// pending items: a client that cannot be asked in its own channel
+	// has them put to the person on the approval page, and one of
+	// 2026-07-28 is asked by input_required, answerable from any replica
+	// (parked.go). nil: such a question is refused at once.
+	Inbox Inbox
 	// ListenPoll is how often a subscriptions/listen stream looks for a
 	// catalog change (DefaultListenPoll when 0).
 	ListenPoll time.Duration
@@ -171,7 +177,10 @@ type Service struct {
 
 	// closing ends the sessions' notification streams (Close).
 	closing context.Context
-	close   context.CancelFunc
+	// parkedCalls are the calls running on for clients of 2026-07-28
+	// (parked.go): Close waits for them to end.
+	parkedCalls sync.WaitGroup
+	close       context.CancelFunc
 
 	// httpSessions holds Handler's sessions.
 	httpSessions sync.Map // session id → *httpSession
@@ -188,9 +197,6 @@ type Service struct {
 	// opened (a catalog that never changes never calls Changed).
 	live   sync.Map // *session → struct{}
 	opened atomic.Int64
-	// parked are the calls of clients of 2026-07-28 waiting for the
-	// answer to an upstream's question (parked.go).
-	parked sync.Map // state's Pending → *parked
 }
 
 // pruneEvery is how many sessions open between two sweeps of the ended
@@ -211,8 +217,12 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 // Close ends the HTTP sessions' long-lived GET streams, which would
 // otherwise hold http.Server.Shutdown until its deadline: register it with
 // RegisterOnShutdown. Requests in flight finish; clients reconnect
-// elsewhere.
-func (s *Service) Close() { s.close() }
+// elsewhere. Calls parked for an answer are ended (their questions
+// answered cancel, a retry told the call ended), and waited for.
+func (s *Service) Close() {
+	s.close()
+	s.parkedCalls.Wait()
+}
 
 // errCatalog is what a client reads when the catalog cannot be read.
 var errCatalog = errors.New("the catalog is unavailable; see the engine's log")

@@ -95,25 +95,30 @@ func (rt *RoundTrips) aead() (cipher.AEAD, error) {
 
 // seal returns st sealed, as the client carries it.
 func (rt *RoundTrips) seal(st *requestState) (string, error) {
-	a, err := rt.aead()
+	plain, err := json.Marshal(st)
 	if err != nil {
 		return "", err
 	}
-	plain, err := json.Marshal(st)
+	return rt.sealBytes(plain, stateAAD)
+}
+
+// sealBytes returns plain sealed under aad (what it is), base64url.
+func (rt *RoundTrips) sealBytes(plain, aad []byte) (string, error) {
+	a, err := rt.aead()
 	if err != nil {
 		return "", err
 	}
 	nonce := make([]byte, a.NonceSize())
 	rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plain, stateAAD)), nil
+	return base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plain, aad)), nil
 }
 
 // errState is any requestState this server did not seal, or sealed
 // otherwise: what was wrong is not told.
 var errState = errors.New("requestState: not a state this server issued for this call")
 
-// open returns the state sealed in s.
-func (rt *RoundTrips) open(s string) (*requestState, error) {
+// openBytes returns what sealBytes sealed in s under aad.
+func (rt *RoundTrips) openBytes(s string, aad []byte) ([]byte, error) {
 	a, err := rt.aead()
 	if err != nil {
 		return nil, err
@@ -122,9 +127,18 @@ func (rt *RoundTrips) open(s string) (*requestState, error) {
 	if err != nil || len(b) < a.NonceSize() {
 		return nil, errState
 	}
-	plain, err := a.Open(nil, b[:a.NonceSize()], b[a.NonceSize():], stateAAD)
+	plain, err := a.Open(nil, b[:a.NonceSize()], b[a.NonceSize():], aad)
 	if err != nil {
 		return nil, errState
+	}
+	return plain, nil
+}
+
+// open returns the state sealed in s.
+func (rt *RoundTrips) open(s string) (*requestState, error) {
+	plain, err := rt.openBytes(s, stateAAD)
+	if err != nil {
+		return nil, err
 	}
 	var st requestState
 	if err := json.Unmarshal(plain, &st); err != nil || st.Version != 1 {

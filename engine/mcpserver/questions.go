@@ -14,8 +14,9 @@ import (
 // upstream wrote it — its requestedSchema whole, defaults and enums
 // included — with a message that names the MCP server asking, and the
 // server's name in _meta (metaServer). A client that cannot be asked
-// (none declared, not the mode asked, no stream to ask on) is not
-// waited for: the upstream gets an error at once.
+// (none declared, not the mode asked, no stream to ask on) has the
+// question put on the approval page (Options.Inbox), or, without one,
+// is not waited for: the upstream gets an error at once.
 
 // metaServer names, in an elicitation's _meta, the MCP server asking.
 const metaServer = "io.blindexec/mcpServer"
@@ -27,18 +28,24 @@ const metaServer = "io.blindexec/mcpServer"
 const streamWait = 2 * time.Second
 
 // asking returns ctx whose calls' upstream questions are put to client,
-// when it declared elicitation; ctx as is otherwise.
+// when it declared elicitation of the question's mode and can be asked,
+// or else to the person on the approval page (the Inbox): a client of
+// 2026-07-28 is asked by input_required (sendParked), or on the page.
+// Without an Inbox, a question the client cannot be asked is refused.
 func (ss *session) asking(ctx context.Context, client peer) context.Context {
 	form, urlMode := elicitation(client)
-	if !form && !urlMode {
+	if speaksStateless(client) {
+		form, urlMode = false, false
+	}
+	if !form && !urlMode && ss.svc.opts.Inbox == nil {
 		return ctx
 	}
 	return engine.WithAsker(ctx, func(ctx context.Context, q engine.Question) (engine.Answer, error) {
 		if err := undeclared(q, form, urlMode); err != nil {
-			return engine.Answer{}, err
+			return ss.onPage(ctx, q, err)
 		}
 		if !ss.direct && !ss.awaitStream(ctx, client.ID()) {
-			return engine.Answer{}, &engine.NobodyToAskError{Reason: "the MCP client has no stream open to be asked on"}
+			return ss.onPage(ctx, q, &engine.NobodyToAskError{Reason: "the MCP client has no stream open to be asked on"})
 		}
 		ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
 		defer cancel()
@@ -51,6 +58,20 @@ func (ss *session) asking(ctx context.Context, client peer) context.Context {
 		}
 		return engine.Answer{Action: res.Action, Content: res.Content}, nil
 	})
+}
+
+// onPage puts q to the person on the approval page and waits for the
+// answer within the call's time; without an Inbox, q is refused (why).
+func (ss *session) onPage(ctx context.Context, q engine.Question, why error) (engine.Answer, error) {
+	inbox := ss.svc.opts.Inbox
+	if inbox == nil {
+		return engine.Answer{}, why
+	}
+	id, err := inbox.Post(ctx, ss.by(), q)
+	if err != nil {
+		return engine.Answer{}, err
+	}
+	return inbox.Await(ctx, id)
 }
 
 // awaitStream reports whether the HTTP session id holds its GET stream,

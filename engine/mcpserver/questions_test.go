@@ -21,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/mcpts"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
@@ -85,6 +86,10 @@ func askingUpstream(t *testing.T) string {
 		return req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
 			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
 	}))
+	add("ask_huge", func(ctx context.Context, req *sdk.CallToolRequest) (any, error) {
+		return req.Session.Elicit(ctx, &sdk.ElicitParams{Message: strings.Repeat("Which size? ", 2000),
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"size":{"type":"string"}}}`)})
+	})
 	add("slow", func(ctx context.Context, _ *sdk.CallToolRequest) (any, error) {
 		time.Sleep(3 * time.Second)
 		return "done", nil
@@ -98,7 +103,7 @@ func askingUpstream(t *testing.T) string {
 // server "shop" (bearer auth from user 7's credential), and records the
 // engine's execution records; replica serves another replica of it (the
 // same key and claims, its own calls).
-func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() string) {
+func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex *engine.Executor, cat catalog, replica func() (string, *mcpserver.Service), st *store.Store) {
 	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: askingUpstream(t),
 		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
 	t.Cleanup(func() { m.Close() })
@@ -108,7 +113,7 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	sink := &recordSink{}
 	ex.Recorder = engine.NewRecorder(sink, engine.RecorderOptions{FlushInterval: time.Millisecond})
 	t.Cleanup(func() { ex.Recorder.Close(context.Background()) })
-	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow", "ask_form_aside", "ask_sampling_aside"} {
+	for _, tool := range []string{"ask_form", "ask_url", "ask_sampling", "ask_roots", "slow", "ask_form_aside", "ask_sampling_aside", "ask_huge"} {
 		cat = append(cat, &plugins.Plugin{Name: tool, Description: "Asks.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 			Execution:           plugins.Execution{Type: plugins.TypeMCP, MCPID: "shop", ToolName: tool},
 			RequiredCredentials: []string{"shop_token"}})
@@ -126,15 +131,58 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := &mcpserver.RoundTrips{Key: key, Claims: testdb.Open(t, store.DialectSQLite)}
-	replica = func() string {
-		svc := mcpserver.NewService(cat, ex, mcpserver.Options{RoundTrips: rt})
+	st = testdb.Open(t, store.DialectSQLite)
+	rt := &mcpserver.RoundTrips{Key: key, Claims: st}
+	replica = func() (string, *mcpserver.Service) {
+		// Each replica its own Inbox, on the database they share.
+		svc := mcpserver.NewService(cat, ex, mcpserver.Options{RoundTrips: rt, Inbox: &questions.Inbox{Store: st, Poll: 20 * time.Millisecond}})
 		srv := httptest.NewServer(svc.Handler(authn))
 		t.Cleanup(srv.Close)
 		t.Cleanup(svc.Close) // ends the calls still parked
-		return srv.URL
+		return srv.URL, svc
 	}
-	return replica(), sink.all, ex, cat, replica
+	url, _ = replica()
+	return url, sink.all, ex, cat, replica, st
+}
+
+// onPage answers, as the person on the approval page would, every question
+// waiting for user 7 with a until the test ends, and returns what it was
+// shown.
+func onPage(t *testing.T, st *store.Store, a engine.Answer) (shown func() []*questions.Item) {
+	var mu sync.Mutex
+	var seen []*questions.Item
+	inbox := &questions.Inbox{Store: st}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		user := int64(7)
+		for ctx.Err() == nil {
+			items, _, _ := st.WaitingPage(ctx, &user, "", 0)
+			for _, it := range items {
+				if it.Kind != store.KindQuestion {
+					continue
+				}
+				doc, err := questions.Parse(it.Item)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				if won, _ := inbox.Answer(ctx, it.ID, "user:7", a); won {
+					mu.Lock()
+					seen = append(seen, doc)
+					mu.Unlock()
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() []*questions.Item {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*questions.Item(nil), seen...)
+	}
 }
 
 type recordSink struct {
@@ -160,7 +208,7 @@ func (s *recordSink) all() []engine.Record {
 // upstream wrote them and naming the server; a client that cannot be
 // asked, and sampling and roots requests, are answered at once.
 func TestUpstreamQuestions(t *testing.T) {
-	url, records, _, _, _ := askingEngine(t)
+	url, records, _, _, _, st := askingEngine(t)
 	tests := []struct {
 		name   string
 		tool   string
@@ -170,6 +218,9 @@ func TestUpstreamQuestions(t *testing.T) {
 		// learned); asked checks the question the client got.
 		want  []string
 		asked func(t *testing.T, p *sdk.ElicitParams)
+		// page is the answer the person gives on the approval page, for a
+		// question the client cannot be asked.
+		page *engine.Answer
 	}{
 		{
 			name: "form with enum and default, answered", tool: "ask_form",
@@ -215,13 +266,20 @@ func TestUpstreamQuestions(t *testing.T) {
 			},
 		},
 		{
-			name: "url mode to a client of form only: refused at once", tool: "ask_url",
+			name: "url mode to a client of form only: on the approval page", tool: "ask_url",
 			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
-			want: []string{`elicitation refused: nobody can be asked: the MCP client did not declare url-mode elicitation`},
+			page: &engine.Answer{Action: "decline"},
+			want: []string{`"answer":{"action":"decline"}`},
 		},
 		{
-			name: "a client without elicitation: refused at once", tool: "ask_form",
-			want: []string{`elicitation refused: nobody can be asked`},
+			name: "a client without elicitation: on the approval page", tool: "ask_form",
+			page: &engine.Answer{Action: "accept", Content: map[string]any{"size": "S"}},
+			want: []string{`"answer":{"action":"accept","content":{"gift":false,"size":"S"}}`},
+		},
+		{
+			name: "a question too large: refused at once", tool: "ask_huge",
+			caps: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{}},
+			want: []string{`elicitation refused: nobody can be asked: the question is 24`, `more than the 16384 a question may be`},
 		},
 		{
 			name: "sampling refused", tool: "ask_sampling",
@@ -257,6 +315,10 @@ func TestUpstreamQuestions(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer cs.Close()
+				var shown func() []*questions.Item
+				if tc.page != nil {
+					shown = onPage(t, st, *tc.page)
+				}
 				start := time.Now()
 				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
 				if err != nil {
@@ -285,6 +347,24 @@ func TestUpstreamQuestions(t *testing.T) {
 				if tc.answer == nil && len(got) > 0 {
 					t.Errorf("the client was asked %+v", got[0])
 				}
+				if tc.page != nil {
+					// Shown on the page as the upstream wrote it: the server,
+					// the schema whole, or the link and its host.
+					seen := shown()
+					if len(seen) != 1 {
+						t.Fatalf("the page showed %d questions, want 1", len(seen))
+					}
+					q := seen[0]
+					if q.Server != "shop" || q.Tool != tc.tool || !strings.Contains(q.Prompt, `The MCP server "shop" asks`) || strings.Contains(q.Message, mcpSecret) {
+						t.Errorf("page showed %+v", q)
+					}
+					if tc.tool == "ask_url" && (q.URL != "https://login.shop.example/authorize?state=abc" || q.Host != "login.shop.example") {
+						t.Errorf("page showed the link %q, host %q", q.URL, q.Host)
+					}
+					if tc.tool == "ask_form" && !strings.Contains(string(q.RequestedSchema), `"default":"M"`) {
+						t.Errorf("page showed the schema %s", q.RequestedSchema)
+					}
+				}
 			})
 		}
 	}
@@ -297,7 +377,8 @@ func TestUpstreamQuestions(t *testing.T) {
 	for _, r := range records() {
 		all.WriteString(r.Questions)
 	}
-	for _, w := range []string{`"server":"shop"`, `"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`, `"host":"login.shop.example"`, `"error":"nobody can be asked`} {
+	for _, w := range []string{`"server":"shop"`, `"answer":{"action":"accept","content":{"gift":true,"size":"L"}}`, `"host":"login.shop.example"`,
+		`"answer":{"action":"accept","content":{"size":"S"}}`, `"error":"nobody can be asked: the question is`} {
 		if !strings.Contains(all.String(), w) {
 			t.Errorf("records' questions %s lack %s", all.String(), w)
 		}
@@ -313,7 +394,7 @@ func TestUpstreamQuestions(t *testing.T) {
 // of 2025-11-25 that declared elicitation), and sampling is refused at
 // once. Without that stream both would wait out their timeout.
 func TestUpstreamQuestionAside(t *testing.T) {
-	url, _, _, _, _ := askingEngine(t)
+	url, _, _, _, _, _ := askingEngine(t)
 	var (
 		mu    sync.Mutex
 		asked []string
@@ -358,7 +439,7 @@ func TestUpstreamQuestionAside(t *testing.T) {
 // run, /v1/execute: the executor without an MCP client) gets the
 // upstream's answer to a refused question at once, not a timeout.
 func TestUpstreamQuestionWithoutClient(t *testing.T) {
-	_, _, ex, cat, _ := askingEngine(t)
+	_, _, ex, cat, _, _ := askingEngine(t)
 	start := time.Now()
 	res, err := ex.Execute(t.Context(), engine.Call{Plugin: cat[0], Arguments: json.RawMessage(`{}`), UserID: 7})
 	if err != nil || !res.OK {
@@ -378,25 +459,9 @@ func TestUpstreamQuestionWithoutClient(t *testing.T) {
 // a replica that does not hold the call; the retry that may use it gives
 // the person's answer to the upstream, which answers the call.
 func TestUpstreamQuestionState(t *testing.T) {
-	url, _, _, _, replica := askingEngine(t)
-	other := replica()
-	post := func(t *testing.T, to, token, params string) gjson.Result {
-		t.Helper()
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_form",` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
-		req, _ := http.NewRequest("POST", to, strings.NewReader(body))
-		for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_form"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return gjson.ParseBytes(b)
-	}
+	url, _, _, _, replica, _ := askingEngine(t)
+	other, _ := replica()
+	post := rawCall
 	first := post(t, url, "user-7-token", `"arguments":{"n":1},`)
 	if first.Get("result.resultType").String() != "input_required" {
 		t.Fatalf("first answer %s, want input_required", first.Raw)
@@ -429,11 +494,16 @@ func TestUpstreamQuestionState(t *testing.T) {
 		})
 	}
 	t.Run("on another replica", func(t *testing.T) {
+		// The call stays on the replica that asked; the answer reaches it
+		// through the database, and its result comes back to the retry.
 		again := post(t, url, "user-7-token", `"arguments":{"n":3},`)
 		s := again.Get("result.requestState").String()
 		got := post(t, other, "user-7-token", `"arguments":{"n":3},"requestState":"`+s+`",`+accept)
-		if !strings.Contains(got.Raw, "no longer held here") || !got.Get("result.isError").Bool() {
+		if text := got.Get("result.content.0.text").String(); text != `{"answer":{"action":"accept","content":{"gift":false,"size":"S"}}}` {
 			t.Errorf("retry on another replica: %s", got.Raw)
+		}
+		if again := post(t, url, "user-7-token", `"arguments":{"n":3},"requestState":"`+s+`",`+accept); !strings.Contains(again.Raw, "already used") {
+			t.Errorf("replayed on the first replica: %s", again.Raw)
 		}
 	})
 }
@@ -443,7 +513,7 @@ func TestUpstreamQuestionState(t *testing.T) {
 // upstream's question, naming the server, and its answer goes upstream.
 func TestUpstreamQuestionToTypeScriptClient(t *testing.T) {
 	mcpts.Require(t)
-	url, _, _, _, _ := askingEngine(t)
+	url, _, _, _, _, _ := askingEngine(t)
 	stdout := mcpts.Run(t, 60*time.Second, nil, "elicit_client.mjs", url, "user-7-token", "ask_form", `{}`, "decline")
 	var out struct {
 		Asked  []string
@@ -466,7 +536,7 @@ func TestUpstreamQuestionToTypeScriptClient(t *testing.T) {
 // call; on a session with another call in flight (the same server and
 // credentials) it is refused, never put to the person of another call.
 func TestUpstreamQuestionSharedSession(t *testing.T) {
-	_, _, ex, cat, _ := askingEngine(t)
+	_, _, ex, cat, _, _ := askingEngine(t)
 	byName := map[string]*plugins.Plugin{}
 	for _, p := range cat {
 		byName[p.Name] = p
@@ -500,5 +570,103 @@ func TestUpstreamQuestionSharedSession(t *testing.T) {
 	defer mu.Unlock()
 	if len(askedOf) > 0 {
 		t.Errorf("asked %v", askedOf)
+	}
+}
+
+// rawCall posts a tools/call of ask_form by a client of 2026-07-28 that
+// declared form elicitation, params its params' start.
+func rawCall(t *testing.T, to, token, params string) gjson.Result {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_form",` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
+	req, _ := http.NewRequest("POST", to, strings.NewReader(body))
+	for k, v := range map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_form"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return gjson.ParseBytes(b)
+}
+
+// TestUpstreamQuestionBound: a call parked for a client of 2026-07-28's
+// answer outlives its request, so it is bounded as a pending item, per
+// user (BLINDEXEC_PENDING_MAX_PER_USER): past the bound the upstream's
+// question is refused at once, naming the setting, and nothing parks; a
+// question for the approval page is bounded alike; a parked call counts.
+func TestUpstreamQuestionBound(t *testing.T) {
+	url, _, _, _, _, st := askingEngine(t)
+	st.SetPendingMax(1)
+	user := int64(7)
+	held := &store.PendingItem{ID: "0123456789abcdef0123456789abcdef", UserID: &user, Principal: "user:7", Kind: "confirmation", Tool: "ask_form",
+		Digest: strings.Repeat("0", 64), Item: store.JSON(`{}`), ExpireTime: time.Now().Add(time.Hour)}
+	if err := st.CreatePendingItem(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	refused := rawCall(t, url, "user-7-token", `"arguments":{"n":1},`)
+	text := refused.Get("result.content.0.text").String()
+	if refused.Get("result.resultType").String() == "input_required" || !strings.Contains(text, "BLINDEXEC_PENDING_MAX_PER_USER allows (1)") {
+		t.Errorf("a call past the bound: %s", refused.Raw)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the refused call took %v", d)
+	}
+	// A client that cannot be asked: the approval page, bounded alike.
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "ask_form", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "BLINDEXEC_PENDING_MAX_PER_USER") {
+		t.Errorf("a question for the page past the bound: %s", text)
+	}
+	// Within the bound the call parks, and counts.
+	if _, err := st.DecideItem(t.Context(), held.ID, "denied", "user:7", ""); err != nil {
+		t.Fatal(err)
+	}
+	if parked := rawCall(t, url, "user-7-token", `"arguments":{"n":2},`); parked.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("a call within the bound: %s, want input_required", parked.Raw)
+	}
+	if n, err := st.CountWaiting(t.Context(), &user); err != nil || n != 1 {
+		t.Errorf("waiting for user 7 with a call parked: %d, %v; want 1", n, err)
+	}
+}
+
+// TestUpstreamQuestionHolderStops: the replica holding a call parked for
+// a 2026-07-28 client's answer shuts down: the call ends (the question
+// closed as expired, the upstream's call cancelled) and says so in its
+// item, so the retry on another replica is answered at once with the
+// call's end, never left waiting.
+func TestUpstreamQuestionHolderStops(t *testing.T) {
+	_, _, _, _, replica, st := askingEngine(t)
+	holder, svc := replica()
+	other, _ := replica()
+	first := rawCall(t, holder, "user-7-token", `"arguments":{"n":4},`)
+	if first.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("first call: %s", first.Raw)
+	}
+	svc.Close()
+	start := time.Now()
+	state := first.Get("result.requestState").String()
+	got := rawCall(t, other, "user-7-token", `"arguments":{"n":4},"requestState":"`+state+`","inputResponses":{"upstream":{"action":"accept","content":{"size":"S"}}},`)
+	if !got.Get("result.isError").Bool() || !strings.Contains(got.Get("result.content.0.text").String(), "the call was canceled") {
+		t.Errorf("the retry after the holder stopped: %s", got.Raw)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the retry waited %v", d)
+	}
+	user := int64(7)
+	if n, err := st.CountWaiting(t.Context(), &user); err != nil || n != 0 {
+		t.Errorf("%d questions still wait (%v)", n, err)
 	}
 }

@@ -87,9 +87,6 @@ func (ss *session) callTool(ctx context.Context, set *toolSet, r *sdk.CallToolRe
 	if r.Session != nil { // the engine's own stateless answer has no stream to notify on
 		ctx = listen(ctx, r)
 	}
-	if !speaksStateless(client) {
-		ctx = ss.asking(ctx, client)
-	}
 	var in *retry
 	if r.Params.RequestState != "" {
 		in = &retry{state: r.Params.RequestState, responses: r.Params.InputResponses}
@@ -308,6 +305,9 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 	}
 	if ss.asks(e, client) {
 		return ss.sendParked(ctx, e, args, plan, client, st)
+	}
+	if e.plugin.Execution.Type == plugins.TypeMCP { // the only kind an upstream can ask during
+		ctx = ss.asking(ctx, client)
 	}
 	res, err := ss.svc.ex.Send(ctx, plan)
 	if out, cerr, ok := ss.connect(ctx, e, args, res, client, st); ok {

@@ -29,7 +29,7 @@ var layers = []struct {
 	{"users' connections to OAuth providers", []string{"connections"}},
 	{"who may use which tool", []string{"access"}},
 	{"the executor", []string{"engine"}},
-	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/recordspool"}},
+	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/questions", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},
 	{"the HTTP API and its generated client", []string{"api", "api/client"}},
 	{"the console", []string{"console"}},
