@@ -20,8 +20,12 @@ func TestAsk(t *testing.T) {
 	size := json.RawMessage(`{"type":"object","properties":{"size":{"type":"string","enum":["S","L"],"default":"S","description":"` + questionSecret + `"},"note":{"type":"string"}}}`)
 	form := Question{Server: "shop", Mode: QuestionForm, Message: "Size?", Schema: size}
 	accepted := Answer{Action: "accept", Content: map[string]any{"size": "L", "note": "mine: " + questionSecret}}
-	link := func(u string) Question { return Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: u} }
-	schema := func(s string) Question { return Question{Server: "shop", Mode: QuestionForm, Message: "?", Schema: json.RawMessage(s)} }
+	link := func(u string) Question {
+		return Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: u}
+	}
+	schema := func(s string) Question {
+		return Question{Server: "shop", Mode: QuestionForm, Message: "?", Schema: json.RawMessage(s)}
+	}
 	for _, tc := range []struct {
 		name    string
 		q       Question

@@ -124,7 +124,7 @@ func TestHostileUpstreamQuestions(t *testing.T) {
 			answers: []*sdk.ElicitResult{{Action: "accept", Content: map[string]any{"size": "L", "password": "hunter2"}}, {Action: "accept", Content: map[string]any{"size": "S"}}},
 			// 2025: the session's answer is refused, the upstream told so;
 			// 2026-07-28: the client is asked again and answers as asked.
-			want: map[string][]string{"2025-11-25": {"not one the question asked for"}, "2026-07-28": {`"answer":{"action":"accept","content":{"gift":false,"size":"S"}}`}},
+			want:  map[string][]string{"2025-11-25": {"not one the question asked for"}, "2026-07-28": {`"answer":{"action":"accept","content":{"gift":false,"size":"S"}}`}},
 			never: []string{"hunter2"}, asked: map[string]int{"2025-11-25": 1, "2026-07-28": 2},
 		},
 	}
