@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/access"
+
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -114,6 +118,83 @@ func TestAnswerUpstreamQuestionAttacks(t *testing.T) {
 		}
 		if code, out := e.do("POST", "/v1/pending/"+id, e.userTok, map[string]any{"action": "accept", "content": map[string]any{"size": "L"}}); code != http.StatusConflict || errCode(out) != "question_closed" {
 			t.Errorf("an answer after the call ended: %d %v", code, out)
+		}
+	})
+}
+
+// TestHostileQuestionEntryPoints: the executor decides on an upstream's
+// question wherever the call came from (issue 48 point 4): a link whose
+// userinfo spoofs its host is refused at once through POST /v1/execute,
+// /v1/tools/{name}/call, /mcp (a 2025 session with and without
+// elicitation, a 2026-07-28 client) and /mcp/agents/{name} — nobody is
+// asked, nothing waits.
+func TestHostileQuestionEntryPoints(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := askingEnv(t, st, func(s *Server) {
+			checker := &access.Checker{} // open: agents need an access rule
+			s.Executor.Access, s.Access = checker, checker
+		})
+		if code, out := e.do("POST", "/v1/agents", mcpAdmin, map[string]any{"name": "helper", "tools": map[string]any{"names": []string{"ask_spoof"}}}); code != http.StatusCreated {
+			t.Fatalf("add agent: %d %v", code, out)
+		}
+		const refused = "carries a user name before its host"
+		viaMCP := func(path, version string, elicit bool) func(t *testing.T) string {
+			return func(t *testing.T) string {
+				opts := &sdk.ClientOptions{}
+				if elicit {
+					opts.Capabilities = &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}}
+					opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						t.Errorf("the client was asked %+v", req.Params)
+						return &sdk.ElicitResult{Action: "accept"}, nil
+					}
+				}
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
+					&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearerRT(e.userTok)}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "ask_spoof", Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(res)
+				return string(b)
+			}
+		}
+		viaAPI := func(path, token string, body any) func(t *testing.T) string {
+			return func(t *testing.T) string {
+				_, out := e.do("POST", path, token, body)
+				b, _ := json.Marshal(out)
+				return string(b)
+			}
+		}
+		for _, tc := range []struct {
+			name string
+			call func(t *testing.T) string
+		}{
+			{"POST /v1/execute", viaAPI("/v1/execute", mcpService, map[string]any{"name": "ask_spoof", "user_id": "7", "arguments": map[string]any{}})},
+			{"/v1/tools/{name}/call", viaAPI("/v1/tools/ask_spoof/call", e.userTok, map[string]any{})},
+			{"/mcp 2025-11-25 without elicitation", viaMCP("/mcp", "2025-11-25", false)},
+			{"/mcp 2025-11-25 with elicitation", viaMCP("/mcp", "2025-11-25", true)},
+			{"/mcp 2026-07-28 with elicitation", viaMCP("/mcp", "2026-07-28", true)},
+			{"/mcp/agents/{name} 2025-11-25", viaMCP("/mcp/agents/helper", "2025-11-25", true)},
+			{"/mcp/agents/{name} 2026-07-28", viaMCP("/mcp/agents/helper", "2026-07-28", true)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				start := time.Now()
+				got := tc.call(t)
+				if !strings.Contains(got, refused) || strings.Contains(got, "opened") {
+					t.Errorf("the upstream's link was not refused: %s", got)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("took %v: it waited for a question nobody was asked", d)
+				}
+				user := int64(7)
+				if n, err := st.CountWaiting(context.Background(), &user); err != nil || n != 0 {
+					t.Errorf("%d questions wait (%v)", n, err)
+				}
+			})
 		}
 	})
 }
