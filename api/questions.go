@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/blindexec/blindexec/engine"
@@ -41,6 +42,10 @@ func (s *Server) asking(ctx context.Context, p principal, plugin *plugins.Plugin
 	})
 }
 
+// codeAnswerTooLarge is an answer whose content is over engine.MaxAnswer
+// (413).
+const codeAnswerTooLarge = "answer_too_large"
+
 // answerQuestion is POST /v1/pending/{id} for a question (it, waiting and
 // the caller's to answer): the person's answer, {"action":
 // "accept"|"decline"|"cancel", "content": {...}}, checked against the
@@ -53,6 +58,11 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, it *stor
 		return
 	}
 	if err := doc.Question().Check(a); err != nil {
+		if large, ok := errors.AsType[*engine.AnswerTooLargeError](err); ok {
+			writeError(w, http.StatusRequestEntityTooLarge, codeAnswerTooLarge, err.Error()+"; the question still waits for an answer: send a shorter one",
+				map[string]any{"field": "content", "size": large.Size, "max": large.Max})
+			return
+		}
 		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error()+"; the question still waits for an answer", map[string]string{"field": "content"})
 		return
 	}

@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/idna"
 )
 
 // A Question is what an upstream MCP server asks the person a call is for
@@ -41,13 +45,28 @@ const (
 	QuestionURL  = "url"
 )
 
-// Host is the host of a URL-mode question's link, shown with it.
+// Host is the host of a URL-mode question's link, shown with it: in
+// ASCII (an internationalised name as its punycode, xn--…), so that a
+// name written in look-alike letters never reads as another; "" when the
+// link has none a browser would reach.
 func (q Question) Host() string {
 	u, err := url.Parse(q.URL)
-	if err != nil {
+	if err != nil || u.Hostname() == "" {
 		return ""
 	}
-	return u.Host
+	h := u.Hostname()
+	if net.ParseIP(h) == nil {
+		if h, err = idna.Lookup.ToASCII(h); err != nil {
+			return ""
+		}
+	}
+	if p := u.Port(); p != "" {
+		return net.JoinHostPort(h, p)
+	}
+	if strings.Contains(h, ":") { // an IPv6 literal
+		return "[" + h + "]"
+	}
+	return h
 }
 
 // Prompt is the question's message as the person reads it: which MCP
@@ -104,7 +123,9 @@ const (
 const MaxQuestion = 16 << 10
 
 // size is the bytes of q the engine shows and keeps.
-func (q Question) size() int { return len(q.Message) + len(q.Schema) + len(q.URL) + len(q.Server) }
+func (q Question) size() int {
+	return len(q.Message) + len(q.Schema) + len(q.URL) + len(q.Server) + len(q.ElicitationID)
+}
 
 // asked is a question and its answer as the execution record keeps them,
 // masked.
@@ -136,7 +157,7 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	if p.Plugin != nil {
 		q.Tool = p.Plugin.Name
 	}
-	q.Server, q.Message, q.URL = m.String(q.Server), m.String(q.Message), m.String(q.URL)
+	q.Server, q.Message, q.URL, q.ElicitationID = m.String(q.Server), m.String(q.Message), m.String(q.URL), m.String(q.ElicitationID)
 	if n := q.size(); n > MaxQuestion {
 		q.Schema = nil
 		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: fmt.Sprintf("the question is %d bytes, more than the %d a question may be", n, MaxQuestion)})
@@ -148,21 +169,120 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 			return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: "the question's schema cannot be shown masked"})
 		}
 	}
-	switch q.Mode {
-	case QuestionForm:
-	case QuestionURL:
-		if u, err := url.Parse(q.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: "the question's link is not an absolute http or https URL"})
-		}
-	default:
-		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: fmt.Sprintf("unknown elicitation mode %q", q.Mode)})
+	if reason := q.unshowable(); reason != "" {
+		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: reason})
 	}
 	a, _ := ctx.Value(askerKey{}).(Asker)
 	if a == nil {
 		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: "the call's client cannot be asked (not an MCP client that declared elicitation)"})
 	}
 	ans, err := a(ctx, q)
+	if err == nil {
+		ans, err = q.given(ans)
+	}
 	return p.answered(ctx, q, ans, err)
+}
+
+// unshowable says why q cannot be put to a person as it is ("" when it
+// can): a link that is not an absolute http(s) URL, or that carries
+// userinfo (https://bank.example@evil.example/ reads as the bank's); a
+// form whose requestedSchema is not what MCP allows — a flat object of
+// primitive fields (string, number, integer, boolean, a list of enum
+// values) — since a field no person can fill (a nested object, a list of
+// objects, a $ref) would be answered by whatever the page sent.
+func (q Question) unshowable() string {
+	switch q.Mode {
+	case QuestionForm:
+		if err := formShape(q.Schema); err != nil {
+			return "the question's requestedSchema is not one MCP allows: " + err.Error()
+		}
+	case QuestionURL:
+		u, err := url.Parse(q.URL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			return "the question's link is not an absolute http or https URL"
+		case u.User != nil:
+			return "the question's link carries a user name before its host (user@host), which disguises the host"
+		case q.Host() == "":
+			return "the question's link has no host a browser would reach"
+		}
+	default:
+		return fmt.Sprintf("unknown elicitation mode %q", q.Mode)
+	}
+	return ""
+}
+
+// given is the answer a as the upstream gets it: a declined or cancelled
+// answer without content (a client may send some: it is not the person's
+// answer), an accepted one only as the question asked (Check), else an
+// error the upstream reads, with nothing the person typed.
+func (q Question) given(a Answer) (Answer, error) {
+	if a.Action == "decline" || a.Action == "cancel" {
+		return Answer{Action: a.Action}, nil
+	}
+	if err := q.Check(a); err != nil {
+		return Answer{}, &AnswerError{Err: err}
+	}
+	return a, nil
+}
+
+// An AnswerError is an answer the question did not ask for (Check): the
+// upstream is told its question was not answered, never the content.
+type AnswerError struct{ Err error }
+
+func (e *AnswerError) Error() string {
+	var large *AnswerTooLargeError
+	if errors.As(e.Err, &large) {
+		return "the answer given is not one the question asked for: " + large.Error()
+	}
+	return "the answer given is not one the question asked for"
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// MaxAnswer bounds the bytes of an answer's content (JSON): a person
+// types it, an upstream reads it, and it waits in a pending item's
+// column (TEXT, 64 KiB on MySQL) until the call takes it.
+const MaxAnswer = 16 << 10
+
+// AnswerTooLargeError is an answer whose content is over MaxAnswer.
+type AnswerTooLargeError struct{ Size, Max int }
+
+func (e *AnswerTooLargeError) Error() string {
+	return fmt.Sprintf("content: %d bytes, more than the %d an answer may be", e.Size, e.Max)
+}
+
+// formShape reports why schema is not a requestedSchema MCP allows: an
+// object (type "object" or none) whose properties are fields a person
+// can fill (answerField.fillable); nil when it is.
+func formShape(schema json.RawMessage) error {
+	if len(schema) == 0 {
+		return nil
+	}
+	var s struct {
+		Type       *string                    `json:"type"`
+		Ref        *string                    `json:"$ref"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("expected an object: %w", err)
+	}
+	switch {
+	case s.Type != nil && *s.Type != "object":
+		return fmt.Errorf("type: expected \"object\", got %q", *s.Type)
+	case s.Ref != nil:
+		return errors.New("$ref: a reference cannot be shown as a form")
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		var f answerField
+		if err := json.Unmarshal(s.Properties[k], &f); err != nil {
+			return fmt.Errorf("properties.%s: %w", k, err)
+		}
+		if err := f.fillable(); err != nil {
+			return fmt.Errorf("properties.%s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // answered records q and its answer (or why it was not asked), masked, on
@@ -229,6 +349,9 @@ func (q Question) Check(a Answer) error {
 	default:
 		return fmt.Errorf(`action: expected "accept", "decline" or "cancel"`)
 	}
+	if b, _ := json.Marshal(a.Content); len(b) > MaxAnswer {
+		return &AnswerTooLargeError{Size: len(b), Max: MaxAnswer}
+	}
 	if q.Mode != QuestionForm {
 		if len(a.Content) > 0 {
 			return fmt.Errorf("content: a link's question takes no content")
@@ -263,15 +386,18 @@ func (q Question) Check(a Answer) error {
 
 // answerField is what Check reads of a requestedSchema's field.
 type answerField struct {
-	Type      string                `json:"type"`
-	Enum      []any                 `json:"enum"`
-	OneOf     []struct{ Const any } `json:"oneOf"`
-	Items     *answerField          `json:"items"`
-	MinLength *int                  `json:"minLength"`
-	MaxLength *int                  `json:"maxLength"`
-	Minimum   *float64              `json:"minimum"`
-	Maximum   *float64              `json:"maximum"`
-	MaxItems  *int                  `json:"maxItems"`
+	Ref        *string                    `json:"$ref"`
+	Properties map[string]json.RawMessage `json:"properties"`
+	Type       string                     `json:"type"`
+	Enum       []any                      `json:"enum"`
+	OneOf      []struct{ Const any }      `json:"oneOf"`
+	AnyOf      []struct{ Const any }      `json:"anyOf"` // a list's titled values
+	Items      *answerField               `json:"items"`
+	MinLength  *int                       `json:"minLength"`
+	MaxLength  *int                       `json:"maxLength"`
+	Minimum    *float64                   `json:"minimum"`
+	Maximum    *float64                   `json:"maximum"`
+	MaxItems   *int                       `json:"maxItems"`
 }
 
 // check reports whether v is a value of f.
@@ -317,19 +443,50 @@ func (f answerField) check(v any) error {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
+	case "": // a list's item of titled values (anyOf) has no type
+		switch v.(type) {
+		case string, float64, bool: // comparable: a map in content and in the consts would panic
+		default:
+			return fmt.Errorf("expected one of %v", f.allowed())
+		}
+		if allowed := f.allowed(); allowed == nil || !slices.Contains(allowed, v) {
+			return fmt.Errorf("expected one of %v", allowed)
+		}
 	default:
 		return fmt.Errorf("a field of type %q cannot be answered", f.Type)
 	}
 	return nil
 }
 
-// allowed is f's enum (or the consts of its oneOf), nil when any value.
+// fillable reports why a person cannot fill f, nil when they can: a
+// primitive field, or a list whose items are enum values.
+func (f answerField) fillable() error {
+	switch {
+	case f.Ref != nil:
+		return errors.New("$ref: a reference cannot be shown as a field")
+	case f.Properties != nil:
+		return errors.New("a nested object cannot be shown as a field")
+	}
+	switch f.Type {
+	case "string", "number", "integer", "boolean":
+		return nil
+	case "array":
+		if f.Items == nil || f.Items.allowed() == nil || f.Items.Type == "object" || f.Items.Properties != nil || f.Items.Ref != nil {
+			return errors.New("items: expected enum values (a list of objects cannot be shown as a field)")
+		}
+		return nil
+	}
+	return fmt.Errorf("type: expected string, number, integer, boolean or array, got %q", f.Type)
+}
+
+// allowed is f's enum (or the consts of its oneOf or anyOf), nil when
+// any value.
 func (f answerField) allowed() []any {
 	if f.Enum != nil {
 		return f.Enum
 	}
 	var out []any
-	for _, o := range f.OneOf {
+	for _, o := range append(f.OneOf, f.AnyOf...) {
 		out = append(out, o.Const)
 	}
 	return out

@@ -10,65 +10,119 @@ import (
 
 const questionSecret = "sk-live-0123456789abcdef"
 
-// TestAsk: the executor's decision on an upstream's question — masked,
-// a link checked, refused at once when nobody can be asked — and what the
-// record keeps.
+// TestAsk: the executor's decision on an upstream's question — masked
+// (an upstream may echo the credential it was sent, anywhere it writes),
+// a link checked and its host shown as a browser reaches it, a form MCP
+// forbids refused, refused at once when nobody can be asked — what the
+// upstream gets of the answer (only what the person gave, as asked), and
+// what the record keeps.
 func TestAsk(t *testing.T) {
-	answer := Answer{Action: "accept", Content: map[string]any{"size": "L", "note": "mine: " + questionSecret}}
+	size := json.RawMessage(`{"type":"object","properties":{"size":{"type":"string","enum":["S","L"],"default":"S","description":"` + questionSecret + `"},"note":{"type":"string"}}}`)
+	form := Question{Server: "shop", Mode: QuestionForm, Message: "Size?", Schema: size}
+	accepted := Answer{Action: "accept", Content: map[string]any{"size": "L", "note": "mine: " + questionSecret}}
+	link := func(u string) Question {
+		return Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: u}
+	}
+	schema := func(s string) Question {
+		return Question{Server: "shop", Mode: QuestionForm, Message: "?", Schema: json.RawMessage(s)}
+	}
 	for _, tc := range []struct {
-		name      string
-		q         Question
-		noAsker   bool
-		wantAsked bool
-		wantErr   string // a substring; "" for none
+		name    string
+		q       Question
+		answer  Answer // what the person gave (zero: accepted for a form, accept for a link)
+		noAsker bool
+		want    Answer // what the upstream gets (zero: the answer as given)
+		wantErr string // a substring; "" for none
+		host    string // a link's host as shown
 	}{
-		{name: "form", q: Question{Server: "shop", Mode: QuestionForm, Message: "Size? token " + questionSecret,
-			Schema: json.RawMessage(`{"type":"object","properties":{"size":{"type":"string","enum":["S","L"],"default":"S","description":"` + questionSecret + `"}}}`)}, wantAsked: true},
-		{name: "https link", q: Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: "https://login.example/a?t=" + questionSecret}, wantAsked: true},
-		{name: "javascript link", q: Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: "javascript:alert(1)"}, wantErr: "not an absolute http or https URL"},
-		{name: "relative link", q: Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: "/login"}, wantErr: "not an absolute http or https URL"},
+		{name: "form", q: Question{Server: "shop", Mode: QuestionForm, Message: "Size? token " + questionSecret, Schema: size}},
+		{name: "https link", q: link("https://login.example/a?t=" + questionSecret), host: "login.example"},
+		{name: "link with a port", q: link("https://login.example:8443/a"), host: "login.example:8443"},
+		{name: "an internationalised host, in punycode", q: link("https://аpple.example/login"), host: "xn--pple-43d.example"},
+		{name: "punycode as written", q: link("https://xn--pple-43d.example/"), host: "xn--pple-43d.example"},
+		{name: "an IPv6 host", q: link("http://[::1]:8080/x"), host: "[::1]:8080"},
+		{name: "the secret as the elicitation id", q: Question{Server: "shop", Mode: QuestionURL, Message: "Sign in", URL: "https://login.example/", ElicitationID: questionSecret}, host: "login.example"},
+		{name: "javascript link", q: link("javascript:alert(1)"), wantErr: "not an absolute http or https URL"},
+		{name: "data link", q: link("data:text/html,<script>alert(1)</script>"), wantErr: "not an absolute http or https URL"},
+		{name: "relative link", q: link("/login"), wantErr: "not an absolute http or https URL"},
+		{name: "userinfo spoofing the host", q: link("https://bank.example@evil.example/"), wantErr: "carries a user name before its host"},
+		{name: "userinfo with a password", q: link("https://bank.example:x@evil.example/"), wantErr: "carries a user name before its host"},
+		{name: "a backslash before @", q: link(`https://evil.example\@bank.example/`), wantErr: "not an absolute http or https URL"},
+		{name: "a host no browser reaches", q: link("https://xn--a.example/"), wantErr: "no host a browser would reach"},
 		{name: "unknown mode", q: Question{Server: "shop", Mode: "telepathy", Message: "?"}, wantErr: `unknown elicitation mode "telepathy"`},
-		{name: "nobody to ask", q: Question{Server: "shop", Mode: QuestionForm, Message: "Size?"}, noAsker: true, wantErr: "nobody can be asked: the call's client cannot be asked"},
+		{name: "nested object", q: schema(`{"type":"object","properties":{"card":{"type":"object","properties":{"number":{"type":"string"}}}}}`), wantErr: "properties.card: a nested object"},
+		{name: "list of objects", q: schema(`{"type":"object","properties":{"cards":{"type":"array","items":{"type":"object","properties":{"n":{"type":"string"}}}}}}`), wantErr: "properties.cards: items: expected enum values"},
+		{name: "a field's $ref", q: schema(`{"type":"object","properties":{"card":{"$ref":"#/$defs/card"}},"$defs":{"card":{"type":"string"}}}`), wantErr: "properties.card: $ref"},
+		{name: "the form's $ref", q: schema(`{"$ref":"#/$defs/f","$defs":{"f":{"type":"object","properties":{"pin":{"type":"string"}}}}}`), wantErr: "$ref: a reference"},
+		{name: "not an object", q: schema(`{"type":"string"}`), wantErr: `type: expected "object"`},
+		{name: "a boolean schema field", q: schema(`{"type":"object","properties":{"x":true}}`), wantErr: "properties.x"},
+		{name: "a list of titled values", q: schema(`{"type":"object","properties":{"tags":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}}}`),
+			answer: Answer{Action: "accept", Content: map[string]any{"tags": []any{"a"}}}},
+		{name: "a list of titled values, one not offered", q: schema(`{"type":"object","properties":{"tags":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}}}`),
+			answer: Answer{Action: "accept", Content: map[string]any{"tags": []any{"zz"}}}, wantErr: "not one the question asked for"},
+		{name: "an object where a titled value is", q: schema(`{"type":"object","properties":{"tags":{"type":"array","items":{"anyOf":[{"const":{"a":1},"title":"A"}]}}}}`),
+			answer: Answer{Action: "accept", Content: map[string]any{"tags": []any{map[string]any{"a": 1.0}}}}, wantErr: "not one the question asked for"},
+		{name: "nobody to ask", q: form, noAsker: true, wantErr: "nobody can be asked: the call's client cannot be asked"},
 		{name: "too large", q: Question{Server: "shop", Mode: QuestionForm, Message: strings.Repeat("Size? ", 3000)}, wantErr: "the question is 18004 bytes, more than the 16384 a question may be"},
+		{name: "an enormous enum", q: schema(`{"type":"object","properties":{"x":{"type":"string","enum":["` + strings.Repeat(`a","`, 5000) + `b"]}}}`), wantErr: "more than the 16384 a question may be"},
 		{name: "largest kept", q: Question{Server: "shop", Mode: QuestionForm, Message: strings.Repeat("s", MaxQuestion-4-32),
-			Schema: json.RawMessage(`{"enum":["S","L"],"default":"S"}`)}, wantAsked: true},
+			Schema: json.RawMessage(`{"enum":["S","L"],"default":"S"}`)}, answer: Answer{Action: "decline"}},
+		{name: "declined carrying content", q: form, answer: Answer{Action: "decline", Content: map[string]any{"note": "typed, then declined"}}, want: Answer{Action: "decline"}},
+		{name: "cancelled carrying content", q: form, answer: Answer{Action: "cancel", Content: map[string]any{"note": "x"}}, want: Answer{Action: "cancel"}},
+		{name: "accepted, a field not asked", q: form, answer: Answer{Action: "accept", Content: map[string]any{"size": "L", "password": "hunter2"}}, wantErr: "the answer given is not one the question asked for"},
+		{name: "a link accepted with content", q: link("https://login.example/"), host: "login.example", answer: Answer{Action: "accept", Content: map[string]any{"code": "123"}}, wantErr: "not one the question asked for"},
+		{name: "huge content", q: form, answer: Answer{Action: "accept", Content: map[string]any{"note": strings.Repeat("x", MaxAnswer)}}, wantErr: "more than the 16384 an answer may be"},
+		{name: "no action", q: form, answer: Answer{Action: "yes"}, wantErr: "not one the question asked for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Prepared{Credentials: map[string]string{"token": questionSecret}}
+			given := tc.answer
+			if given.Action == "" {
+				given = Answer{Action: "accept"}
+				if tc.q.Mode == QuestionForm {
+					given = accepted
+				}
+			}
 			var asked []Question
 			ctx := context.Background()
 			if !tc.noAsker {
 				ctx = WithAsker(ctx, func(_ context.Context, q Question) (Answer, error) {
 					asked = append(asked, q)
-					return answer, nil
+					return given, nil
 				})
 			}
 			got, err := p.Ask(ctx, tc.q)
+			want := tc.want
+			if want.Action == "" {
+				want = given
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Ask = %+v, %v; want error with %q", got, err, tc.wantErr)
 				}
-				if _, ok := errors.AsType[*NobodyToAskError](err); !ok {
-					t.Errorf("error %T, want *NobodyToAskError", err)
+				_, nobody := errors.AsType[*NobodyToAskError](err)
+				_, refused := errors.AsType[*AnswerError](err)
+				if !nobody && !refused || nobody != (len(asked) == 0) {
+					t.Errorf("error %T after %d questions: want *NobodyToAskError before asking, *AnswerError after", err, len(asked))
 				}
-			} else if err != nil || got.Action != "accept" || got.Content["note"] != "mine: "+questionSecret {
-				t.Errorf("Ask = %+v, %v; want the person's answer as given", got, err)
+				if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "123") {
+					t.Errorf("the upstream reads what the person typed in the error: %v", err)
+				}
+			} else if b, w := mustJSON(got), mustJSON(want); err != nil || b != w {
+				t.Errorf("Ask = %s, %v; want %s", b, err, w)
 			}
-			if (len(asked) == 1) != tc.wantAsked {
-				t.Fatalf("asked %d times, want asked %v", len(asked), tc.wantAsked)
-			}
-			if tc.wantAsked {
+			if len(asked) == 1 {
 				b, _ := json.Marshal(asked[0])
-				if strings.Contains(string(b), questionSecret) {
+				if strings.Contains(string(b), questionSecret) || strings.Contains(asked[0].Prompt(), questionSecret) {
 					t.Errorf("the person was shown the credential: %s", b)
 				}
 				if !strings.Contains(asked[0].Prompt(), `The MCP server "shop" asks: `) {
 					t.Errorf("prompt %q does not name the server", asked[0].Prompt())
 				}
-				if tc.q.Mode == QuestionURL && !strings.Contains(asked[0].Prompt(), "login.example") {
-					t.Errorf("prompt %q does not show the link's host", asked[0].Prompt())
+				if tc.q.Mode == QuestionURL && (asked[0].Host() != tc.host || !strings.Contains(asked[0].Prompt(), "a link to "+tc.host+",")) {
+					t.Errorf("host %q, prompt %q; want the host %q", asked[0].Host(), asked[0].Prompt(), tc.host)
 				}
-				if tc.q.Mode == QuestionForm && !strings.Contains(string(asked[0].Schema), `"enum":["S","L"],"default":"S"`) {
+				if tc.q.Schema != nil && len(tc.q.Schema) == len(size) && !strings.Contains(string(asked[0].Schema), `"enum":["S","L"],"default":"S"`) {
 					t.Errorf("schema %s not as written", asked[0].Schema)
 				}
 			}
@@ -78,6 +132,11 @@ func TestAsk(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // FuzzAsk: whatever an upstream asks, with a credential anywhere in it,

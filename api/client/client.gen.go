@@ -2024,7 +2024,7 @@ type DecidePendingJSONBody0Decision string
 type DecidePendingJSONBody1 struct {
 	Action DecidePendingJSONBody1Action `json:"action"`
 
-	// Content An accepted form's fields, as its requested_schema asks.
+	// Content An accepted form's fields, as its requested_schema asks: at most 16384 bytes of JSON.
 	Content *map[string]interface{} `json:"content,omitempty"`
 }
 

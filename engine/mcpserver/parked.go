@@ -254,6 +254,21 @@ func (ss *session) resume(ctx context.Context, e *entry, args json.RawMessage, s
 	if r, ok := in.responses[inputUpstream].(*sdk.ElicitResult); ok {
 		ans = engine.Answer{Action: r.Action, Content: r.Content}
 	}
+	// The answer is the question's as the approval page's is (Check):
+	// content only with an accepted one; one the question did not ask
+	// for is not recorded, and the client is asked again (a fresh state),
+	// the question still waiting.
+	if ans.Action != "accept" {
+		ans.Content = nil
+	}
+	q, _, err := inbox.Question(ctx, st.Pending)
+	if err != nil {
+		return errorResult("the call that asked this question is no longer held: call the tool again without requestState"), nil
+	}
+	if err := q.Check(ans); err != nil {
+		ss.svc.log.InfoContext(ctx, "an answer to an upstream's question refused; asked again", "pending", st.Pending, "err", err)
+		return ss.asked(e, args, posted{st.Pending, q})
+	}
 	if _, err := inbox.Answer(ctx, st.Pending, ss.by(), ans); err != nil {
 		ss.svc.log.ErrorContext(ctx, "an upstream question's answer not recorded", "pending", st.Pending, "err", err)
 		return errorResult("your answer cannot be recorded at the moment; nothing was sent upstream: call the tool again"), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,6 +92,50 @@ func TestPostBounds(t *testing.T) {
 		other.User = 8
 		if _, err := inbox.Post(ctx, "user:8", other); err != nil {
 			t.Errorf("another user: %v", err)
+		}
+	})
+}
+
+// TestPostBoundRace: many questions of one user posted at once, on the
+// database every replica shares, never exceed the bound: exactly as many
+// as it allows wait, the others are refused naming the setting.
+func TestPostBoundRace(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		st.SetPendingMax(5)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			posted  int
+			refused int
+			other   []error
+		)
+		for range 24 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each its own Inbox, as each replica has.
+				_, err := (&questions.Inbox{Store: st}).Post(ctx, "user:7", form)
+				mu.Lock()
+				defer mu.Unlock()
+				if _, ok := errors.AsType[*engine.NobodyToAskError](err); ok {
+					refused++
+				} else if err != nil {
+					other = append(other, err)
+				} else {
+					posted++
+				}
+			}()
+		}
+		wg.Wait()
+		user := int64(7)
+		n, err := st.CountWaiting(ctx, &user)
+		if err != nil || n > 5 || posted > 5 || posted+refused+len(other) != 24 {
+			t.Fatalf("24 at once under a bound of 5: %d posted, %d refused, %d waiting (%v), errors %v", posted, refused, n, err, other)
+		}
+		if posted < 1 || len(other) > 0 {
+			t.Errorf("%d posted, errors %v: a conflict must be a refusal or a retry, never an error", posted, other)
 		}
 	})
 }
