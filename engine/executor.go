@@ -420,8 +420,7 @@ func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
 		return func() {}, nil
 	}
 	release, err := e.Limiter.AcquireCall(call.UserID)
-	var le *LimitError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*LimitError](err); ok {
 		return func() {}, rateLimited(le)
 	}
 	return release, nil

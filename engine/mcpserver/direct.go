@@ -89,12 +89,11 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		return false
 	}
 	body, err := httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
+	if tooLarge, ok := errors.AsType[*http.MaxBytesError](err); ok { // AsType: no pointer to escape a call
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
 		return true
-	case err != nil:
+	}
+	if err != nil {
 		http.Error(w, fmt.Sprintf("failed to read body: %v", err), http.StatusBadRequest)
 		return true
 	}

@@ -342,8 +342,7 @@ func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser,
 
 // result turns the engine's answer into an MCP result.
 func result(res *engine.Result, err error) *sdk.CallToolResult {
-	var refused *engine.RefusedError
-	if err != nil && !errors.As(err, &refused) {
+	if _, refused := errors.AsType[*engine.RefusedError](err); err != nil && !refused {
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the call failed: " + err.Error()}}}
 	}
 	if len(res.Relayed) > 0 {
