@@ -88,7 +88,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
 		return false
 	}
-	body, err := httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
+	body, checked, err := heldOrRead(w, r)
 	if tooLarge, ok := errors.AsType[*http.MaxBytesError](err); ok { // AsType: no pointer to escape a call
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
 		return true
@@ -97,7 +97,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		http.Error(w, fmt.Sprintf("failed to read body: %v", err), http.StatusBadRequest)
 		return true
 	}
-	msg, err := decodeMessage(body)
+	msg, err := decode(body, checked)
 	req, isReq := msg.(*jsonrpc.Request)
 	if err != nil || !isReq || req.Method != method {
 		return leave(r, body)
@@ -114,6 +114,24 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	w.WriteHeader(status)
 	w.Write(b)
 	return true
+}
+
+// heldOrRead is r's body: the bytes the API read and checked already
+// (checked: within the same limit, and jsonlimit.Messages), else read here.
+func heldOrRead(w http.ResponseWriter, r *http.Request) (body []byte, checked bool, err error) {
+	if b, ok := httpbody.Bytes(r.Body); ok && len(b) <= httpbody.MaxJSON {
+		return b, true, nil
+	}
+	body, err = httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
+	return body, false, err
+}
+
+// decode decodes a body heldOrRead returned.
+func decode(body []byte, checked bool) (jsonrpc.Message, error) {
+	if checked {
+		return decodeChecked(body)
+	}
+	return decodeMessage(body)
 }
 
 // leave leaves r, whose body was read, to the SDK's handler: false, its
@@ -233,12 +251,18 @@ func (c *clients) put(meta string, p *sdk.InitializeParams) {
 	c.m[strings.Clone(meta)] = p
 }
 
+// maxFields is the most keys fields reads at once.
+const maxFields = 6
+
 // fields returns obj's values of keys, read as the SDK's decoder reads
 // them (keys unescaped); ok false when one is repeated, which the SDK's
 // decoder reads as its last and gjson's paths as its first: such a
 // request is left to the SDK.
-func fields(obj gjson.Result, keys ...string) (_ []gjson.Result, ok bool) {
-	vals := make([]gjson.Result, len(keys))
+func fields(obj gjson.Result, keys ...string) (_ [maxFields]gjson.Result, ok bool) {
+	var vals [maxFields]gjson.Result // an array, returned by value: no allocation a request
+	if len(keys) > maxFields {
+		panic("mcpserver: fields reads at most maxFields keys")
+	}
 	ok = true
 	obj.ForEach(func(k, v gjson.Result) bool {
 		if i := slices.Index(keys, k.Str); i >= 0 {

@@ -358,9 +358,19 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 		b, _ := json.Marshal(map[string]any{"error": res.Error, "http_status": res.HTTPStatus, "execution_id": res.ExecutionID})
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
 	}
-	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}}
+	r := &textResult{text: sdk.TextContent{Text: res.Text()}}
+	r.content[0] = &r.text
+	r.CallToolResult.Content = r.content[:]
 	if len(res.Output) > 0 && res.Output[0] == '{' {
-		out.StructuredContent = res.Output
+		r.StructuredContent = res.Output
 	}
-	return out
+	return &r.CallToolResult
+}
+
+// textResult is a result of one text block in one allocation, where the
+// result, its content slice and its block were three on every call's path.
+type textResult struct {
+	sdk.CallToolResult
+	content [1]sdk.Content
+	text    sdk.TextContent
 }

@@ -39,6 +39,13 @@ func decodeMessage(line []byte) (jsonrpc.Message, error) {
 	if err := jsonlimit.Check(line, jsonlimit.Messages); err != nil {
 		return nil, &decodeError{jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()}
 	}
+	return decodeChecked(line)
+}
+
+// decodeChecked is decodeMessage of a line that passed its
+// jsonlimit.Messages check already: a body the API read and checked
+// (httpbody.Bytes), which a second scan would only measure again.
+func decodeChecked(line []byte) (jsonrpc.Message, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, &decodeError{jsonrpc.CodeParseError, "parse error: the message is not valid JSON"}
 	}
