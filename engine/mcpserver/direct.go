@@ -126,12 +126,15 @@ func heldOrRead(w http.ResponseWriter, r *http.Request) (body []byte, checked bo
 	return body, false, err
 }
 
-// decode decodes a body heldOrRead returned.
+// decode decodes a body heldOrRead returned, which is the request's for
+// good: its params are a slice of it.
 func decode(body []byte, checked bool) (jsonrpc.Message, error) {
-	if checked {
-		return decodeChecked(body)
+	if !checked {
+		if err := checkLimits(body); err != nil {
+			return nil, err
+		}
 	}
-	return decodeMessage(body)
+	return decodeChecked(body, true)
 }
 
 // leave leaves r, whose body was read, to the SDK's handler: false, its
@@ -379,7 +382,7 @@ func callParams(raw json.RawMessage, name, args gjson.Result, retried bool) (_ *
 	}
 	p := &sdk.CallToolParamsRaw{Name: name.Str}
 	if args.Exists() {
-		p.Arguments = json.RawMessage(args.Raw)
+		p.Arguments = rawOf(raw, args, true) // raw is the request's params, never written again
 	}
 	return p, true
 }
