@@ -102,7 +102,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	if err != nil || !isReq || req.Method != method {
 		return leave(r, body)
 	}
-	m, ok := readMeta(req, &s.clients)
+	m, ok := readDecodedMeta(req, &s.clients)
 	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
 		return leave(r, body)
 	}
@@ -153,14 +153,17 @@ type meta struct {
 	call    *sdk.CallToolParamsRaw // a tools/call's params
 }
 
-// readMeta reads req, a decoded request, when it is one call of
+// readDecodedMeta reads req, a decoded request, when it is one call of
 // tools/list or tools/call of the stateless era as the SDK's server
 // accepts it (a _meta with the version and well-formed capabilities and
 // client info; a tool's name a string, not search_tools, whose finds a
 // server's registry mirrors); ok false otherwise. known holds the clients
-// read before (nil: none).
-func readMeta(req *jsonrpc.Request, known *clients) (_ meta, ok bool) {
-	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") || !gjson.ValidBytes(req.Params) {
+// read before (nil: none). req is as decodeChecked (or the SDK's decoder)
+// returns it, its params valid JSON already: the whole message was
+// validated, and validating its params again was a walk of most of its
+// bytes on every call.
+func readDecodedMeta(req *jsonrpc.Request, known *clients) (_ meta, ok bool) {
+	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") {
 		return meta{}, false
 	}
 	p := gjson.ParseBytes(req.Params)
@@ -277,7 +280,7 @@ func fields(obj gjson.Result, keys ...string) (_ [maxFields]gjson.Result, ok boo
 	return vals, ok
 }
 
-// answer answers req (read by readMeta as m) as the SDK's server would,
+// answer answers req (read by readDecodedMeta as m) as the SDK's server would,
 // header the HTTP request's (nil over stdio).
 func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, header http.Header) (sdk.Result, error) {
 	set, err := ss.svc.current(ctx)
@@ -299,7 +302,7 @@ func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, hea
 }
 
 // lineCalls answers the requests of the stateless era a stdio connection
-// reads that the engine takes (readMeta), each on a goroutine of its own
+// reads that the engine takes (readDecodedMeta), each on a goroutine of its own
 // as the SDK's server runs each request, on the connection's session; a
 // notifications/cancelled naming one ends it.
 type lineCalls struct {
@@ -317,7 +320,7 @@ func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
 		l.cancel(req.Params) // and the SDK's server, for its own requests
 		return false
 	}
-	m, ok := readMeta(req, &l.ss.svc.clients)
+	m, ok := readDecodedMeta(req, &l.ss.svc.clients)
 	if !ok {
 		return false
 	}
