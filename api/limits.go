@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -90,7 +88,7 @@ func scanJSON(next http.Handler) http.HandlerFunc {
 			if !ok {
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = httpbody.Hold(body) // the handler may take the bytes as read (httpbody.Bytes)
 		}
 		next.ServeHTTP(w, r)
 	}

@@ -166,39 +166,46 @@ const errMCPToken = "/mcp needs Authorization: Bearer <token>: a per-user token 
 // X-Account-Id, or ?user_id=), which they must name: an MCP session has
 // no payload to carry it, and acting as no user would silently drop the
 // user's stored credentials.
-func (s *Server) mcpUser(r *http.Request) (int64, error) {
+func (s *Server) mcpUser(r *http.Request) (int64, principal, error) {
 	p, ok := r.Context().Value(principalKey{}).(principal)
 	if !ok {
 		var err error
 		if p, err = s.authenticate(r); err != nil {
-			return 0, fmt.Errorf("%v; %s", err, errMCPToken)
+			return 0, p, fmt.Errorf("%v; %s", err, errMCPToken)
 		}
 	}
 	user, err := s.runtimeUser(r, p)
 	if err != nil {
-		return 0, fmt.Errorf("%v; %s", err, errMCPToken)
+		return 0, p, fmt.Errorf("%v; %s", err, errMCPToken)
 	}
 	if p.role != roleUser && user <= 0 {
-		return 0, fmt.Errorf("the %s token must name the user: X-User-Id is missing; %s", p.role, errMCPToken)
+		return 0, p, fmt.Errorf("the %s token must name the user: X-User-Id is missing; %s", p.role, errMCPToken)
 	}
-	return user, nil
+	return user, p, nil
 }
 
 // mcpIdentity is who a request to /mcp is (mcpUser): a session is bound to
 // the token (its hash) and the user it acts for.
 func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
-	user, err := s.mcpUser(r)
+	user, p, err := s.mcpUser(r)
 	if err != nil {
 		return mcpserver.Identity{}, err
 	}
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return mcpserver.Identity{User: user, Principal: auth.HashToken(tok), Narrow: narrowing(r.Context(), nil)}, nil
+	hash := p.tokenHash
+	if hash == "" { // not found by a bearer token (a console session): the header's, as before
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		hash = auth.HashToken(tok)
+	}
+	return mcpserver.Identity{User: user, Principal: hash, Narrow: narrowing(r.Context(), nil)}, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
 // header, checked against the principal as /v1/execute does.
 func (s *Server) runtimeUser(r *http.Request, p principal) (int64, error) {
-	v := r.URL.Query().Get("user_id")
+	var v string
+	if r.URL.RawQuery != "" { // Query parses into a new map: not for every /mcp request's empty query
+		v = r.URL.Query().Get("user_id")
+	}
 	for _, h := range userHeaders {
 		v = cmp.Or(v, r.Header.Get(h))
 	}

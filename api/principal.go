@@ -44,6 +44,10 @@ type principal struct {
 	// perms are a per-user token's fixed permission strings, nil when it
 	// has none: they narrow what its user may use (issue 46).
 	perms []string
+	// tokenHash is the hash of the bearer token it was found by
+	// (auth.HashToken), "" for a console session: an MCP session is bound
+	// to it, and hashing once a request is enough.
+	tokenHash string
 }
 
 // actsFor reports whether p may act for user id.
@@ -134,7 +138,9 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if !s.isOperatorToken(tok) && !strings.HasPrefix(tok, auth.TokenPrefix) {
 		return principal{}, errors.New("invalid token")
 	}
-	p, err := s.principalFor(r.Context(), auth.HashToken(tok))
+	hash := auth.HashToken(tok)
+	p, err := s.principalFor(r.Context(), hash)
+	p.tokenHash = hash
 	if err == nil && p.consoleOnly && r.Context().Value(signInKey{}) == nil {
 		return principal{}, errConsoleOnly
 	}

@@ -177,3 +177,37 @@ func TestVaultNoMasterKey(t *testing.T) {
 		t.Errorf("ErrNoMasterKey = %q", auth.ErrNoMasterKey)
 	}
 }
+
+// TestDecryptAllocs holds a decryption, made for every stored credential
+// of every call, to its two allocations: the working buffer (cleared
+// after) and the value returned (issue 47 point 4; it was five).
+func TestDecryptAllocs(t *testing.T) {
+	kr := mustKeyring(t, newKeyB64(t), "")
+	stored, _, err := kr.Encrypt(42, "openai_api_key", "sk-0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if v, err := kr.Decrypt(42, "openai_api_key", stored); err != nil || v != "sk-0123456789abcdef" {
+			t.Fatalf("Decrypt = %q, %v", v, err)
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("Decrypt makes %.0f allocations, want at most 2", allocs)
+	}
+}
+
+func BenchmarkDecrypt(b *testing.B) {
+	kr, err := auth.ParseKeyring(base64.StdEncoding.EncodeToString(make([]byte, 32)), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	stored, _, err := kr.Encrypt(42, "openai_api_key", "sk-0123456789abcdef")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		kr.Decrypt(42, "openai_api_key", stored)
+	}
+}

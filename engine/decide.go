@@ -295,10 +295,11 @@ func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(call.Plugin))
 		resp, err := e.invokers[prep.Plugin.ExecType()].Invoke(ctx, prep)
 		cancel()
-		if !errors.As(err, &refused) {
-			e.complete(res, prep, resp, err)
-		} else {
+		if r, ok := errors.AsType[*RefusedError](err); ok { // AsType: refused stays off the heap
+			refused = r
 			undo() // the invoker refused: nothing was sent
+		} else {
+			e.complete(res, prep, resp, err)
 		}
 		if res.Error != nil && res.Error.Code == CodeTransportError {
 			// Canceled with a reason (the engine shutting down): the

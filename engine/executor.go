@@ -420,8 +420,7 @@ func (e *Executor) admit(call Call) (release func(), refused *RefusedError) {
 		return func() {}, nil
 	}
 	release, err := e.Limiter.AcquireCall(call.UserID)
-	var le *LimitError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*LimitError](err); ok {
 		return func() {}, rateLimited(le)
 	}
 	return release, nil
@@ -635,15 +634,18 @@ func invalidArguments(errs []plugins.FieldError) *RefusedError {
 // basic-auth password). The map may be nil (no credentials) and is only
 // read.
 func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []string, mayBeEmpty func(string) bool) (creds map[string]string, fromStore []string, err error) {
-	var missing []string
-	for _, k := range keys {
-		if v, ok := call.Credentials[k]; v != "" || ok && mayBeEmpty(k) {
-			if creds == nil {
-				creds = make(map[string]string, len(keys))
+	missing := keys // a payload without credentials (the usual call): every key is the store's, no copy
+	if len(call.Credentials) > 0 {
+		missing = nil
+		for _, k := range keys {
+			if v, ok := call.Credentials[k]; v != "" || ok && mayBeEmpty(k) {
+				if creds == nil {
+					creds = make(map[string]string, len(keys))
+				}
+				creds[k] = v
+			} else {
+				missing = append(missing, k)
 			}
-			creds[k] = v
-		} else {
-			missing = append(missing, k)
 		}
 	}
 	if len(missing) == 0 || e.Credentials == nil || call.UserID == 0 {
@@ -659,6 +661,7 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 		// for, is the call's; no copy.
 		creds = stored
 	}
+	given := 0
 	for _, k := range missing {
 		v, ok := stored[k]
 		if v == "" && !(ok && mayBeEmpty(k)) {
@@ -668,7 +671,16 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 		if fromPayload {
 			creds[k] = v
 		}
-		fromStore = append(fromStore, k)
+		given++
+	}
+	if given == len(missing) {
+		return creds, missing, nil // the store gave them all (the usual call): the keys asked for, no copy
+	}
+	fromStore = make([]string, 0, given)
+	for _, k := range missing {
+		if _, ok := creds[k]; ok {
+			fromStore = append(fromStore, k)
+		}
 	}
 	return creds, fromStore, nil
 }
@@ -770,6 +782,13 @@ func credentialKeys(p *plugins.Plugin) (required, all []string) {
 	fromAuth := p.AuthConfig.CredentialKeys()
 	if p.RequiredCredentials == nil {
 		return fromAuth, fromAuth
+	}
+	if !slices.ContainsFunc(fromAuth, func(k string) bool { return !slices.Contains(p.RequiredCredentials, k) }) {
+		// Required lists every key the auth config reads (the usual
+		// plugin): the plugin's own list, clipped so that no append
+		// writes into it.
+		all = slices.Clip(p.RequiredCredentials)
+		return all, all
 	}
 	all = slices.Clone(p.RequiredCredentials)
 	for _, k := range fromAuth {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // AcceptedDialects are the JSON Schema dialects an MCP tool's inputSchema
@@ -52,13 +50,13 @@ func CheckWritten(raw json.RawMessage) error {
 }
 
 // writtenSchema compiles an inputSchema as written (cached by its bytes).
-func writtenSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+func writtenSchema(raw json.RawMessage) (*compiledSchema, error) {
 	const variant = "written"
 	compiled.RLock()
-	s := compiled.m[variant][string(raw)]
+	c := compiled.m[variant][string(raw)]
 	compiled.RUnlock()
-	if s != nil {
-		return s, nil
+	if c != nil {
+		return c, nil
 	}
 	root, err := decodeParameters(raw, nil)
 	if err != nil {
@@ -72,11 +70,12 @@ func writtenSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 		}
 		root["$schema"] = d // the validator's own spelling of it
 	}
-	if s, err = compilePlain(root); err != nil {
+	simple := simpleOf(root)
+	s, err := compilePlain(root)
+	if err != nil {
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
-	cache(variant, raw, s)
-	return s, nil
+	return cache(variant, raw, s, simple), nil
 }
 
 // WrittenParameters is the schema an MCP client's tools/list carries: the

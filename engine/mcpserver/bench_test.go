@@ -280,11 +280,12 @@ func postStateless(t testing.TB) (post func() *httptest.ResponseRecorder) {
 // upstream's round trip on loopback and the in-process client's side
 // included (BenchmarkHandlerCallStateless, BenchmarkServeLinesCallStateless),
 // measured when issue 47 point 4 cut them (go1.26): 164 and 147, from 205
-// and 185; two more allowed for the background goroutines' (the record's,
+// and 185; then 145 and 130 (the executor's and the MCP part's own cut
+// again); two more allowed for the background goroutines' (the record's,
 // the HTTP client's idle connections).
 const (
-	allocsStatelessHandler = 166
-	allocsStatelessLines   = 149
+	allocsStatelessHandler = 147
+	allocsStatelessLines   = 132
 )
 
 // TestStatelessCallAllocs holds the allocations of the engine's own

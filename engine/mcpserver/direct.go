@@ -88,22 +88,21 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
 		return false
 	}
-	body, err := httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
+	body, checked, err := heldOrRead(w, r)
+	if tooLarge, ok := errors.AsType[*http.MaxBytesError](err); ok { // AsType: no pointer to escape a call
 		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
 		return true
-	case err != nil:
+	}
+	if err != nil {
 		http.Error(w, fmt.Sprintf("failed to read body: %v", err), http.StatusBadRequest)
 		return true
 	}
-	msg, err := decodeMessage(body)
+	msg, err := decode(body, checked)
 	req, isReq := msg.(*jsonrpc.Request)
 	if err != nil || !isReq || req.Method != method {
 		return leave(r, body)
 	}
-	m, ok := readMeta(req, &s.clients)
+	m, ok := readDecodedMeta(req, &s.clients)
 	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
 		return leave(r, body)
 	}
@@ -115,6 +114,27 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	w.WriteHeader(status)
 	w.Write(b)
 	return true
+}
+
+// heldOrRead is r's body: the bytes the API read and checked already
+// (checked: within the same limit, and jsonlimit.Messages), else read here.
+func heldOrRead(w http.ResponseWriter, r *http.Request) (body []byte, checked bool, err error) {
+	if b, ok := httpbody.Bytes(r.Body); ok && len(b) <= httpbody.MaxJSON {
+		return b, true, nil
+	}
+	body, err = httpbody.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON), r.ContentLength)
+	return body, false, err
+}
+
+// decode decodes a body heldOrRead returned, which is the request's for
+// good: its params are a slice of it.
+func decode(body []byte, checked bool) (jsonrpc.Message, error) {
+	if !checked {
+		if err := checkLimits(body); err != nil {
+			return nil, err
+		}
+	}
+	return decodeChecked(body, true)
 }
 
 // leave leaves r, whose body was read, to the SDK's handler: false, its
@@ -133,14 +153,17 @@ type meta struct {
 	call    *sdk.CallToolParamsRaw // a tools/call's params
 }
 
-// readMeta reads req, a decoded request, when it is one call of
+// readDecodedMeta reads req, a decoded request, when it is one call of
 // tools/list or tools/call of the stateless era as the SDK's server
 // accepts it (a _meta with the version and well-formed capabilities and
 // client info; a tool's name a string, not search_tools, whose finds a
 // server's registry mirrors); ok false otherwise. known holds the clients
-// read before (nil: none).
-func readMeta(req *jsonrpc.Request, known *clients) (_ meta, ok bool) {
-	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") || !gjson.ValidBytes(req.Params) {
+// read before (nil: none). req is as decodeChecked (or the SDK's decoder)
+// returns it, its params valid JSON already: the whole message was
+// validated, and validating its params again was a walk of most of its
+// bytes on every call.
+func readDecodedMeta(req *jsonrpc.Request, known *clients) (_ meta, ok bool) {
+	if !req.IsCall() || (req.Method != "tools/list" && req.Method != "tools/call") {
 		return meta{}, false
 	}
 	p := gjson.ParseBytes(req.Params)
@@ -234,12 +257,18 @@ func (c *clients) put(meta string, p *sdk.InitializeParams) {
 	c.m[strings.Clone(meta)] = p
 }
 
+// maxFields is the most keys fields reads at once.
+const maxFields = 6
+
 // fields returns obj's values of keys, read as the SDK's decoder reads
 // them (keys unescaped); ok false when one is repeated, which the SDK's
 // decoder reads as its last and gjson's paths as its first: such a
 // request is left to the SDK.
-func fields(obj gjson.Result, keys ...string) (_ []gjson.Result, ok bool) {
-	vals := make([]gjson.Result, len(keys))
+func fields(obj gjson.Result, keys ...string) (_ [maxFields]gjson.Result, ok bool) {
+	var vals [maxFields]gjson.Result // an array, returned by value: no allocation a request
+	if len(keys) > maxFields {
+		panic("mcpserver: fields reads at most maxFields keys")
+	}
 	ok = true
 	obj.ForEach(func(k, v gjson.Result) bool {
 		if i := slices.Index(keys, k.Str); i >= 0 {
@@ -251,7 +280,7 @@ func fields(obj gjson.Result, keys ...string) (_ []gjson.Result, ok bool) {
 	return vals, ok
 }
 
-// answer answers req (read by readMeta as m) as the SDK's server would,
+// answer answers req (read by readDecodedMeta as m) as the SDK's server would,
 // header the HTTP request's (nil over stdio).
 func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, header http.Header) (sdk.Result, error) {
 	set, err := ss.svc.current(ctx)
@@ -273,7 +302,7 @@ func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, hea
 }
 
 // lineCalls answers the requests of the stateless era a stdio connection
-// reads that the engine takes (readMeta), each on a goroutine of its own
+// reads that the engine takes (readDecodedMeta), each on a goroutine of its own
 // as the SDK's server runs each request, on the connection's session; a
 // notifications/cancelled naming one ends it.
 type lineCalls struct {
@@ -291,7 +320,7 @@ func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
 		l.cancel(req.Params) // and the SDK's server, for its own requests
 		return false
 	}
-	m, ok := readMeta(req, &l.ss.svc.clients)
+	m, ok := readDecodedMeta(req, &l.ss.svc.clients)
 	if !ok {
 		return false
 	}
@@ -356,7 +385,7 @@ func callParams(raw json.RawMessage, name, args gjson.Result, retried bool) (_ *
 	}
 	p := &sdk.CallToolParamsRaw{Name: name.Str}
 	if args.Exists() {
-		p.Arguments = json.RawMessage(args.Raw)
+		p.Arguments = rawOf(raw, args, true) // raw is the request's params, never written again
 	}
 	return p, true
 }

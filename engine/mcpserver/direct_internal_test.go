@@ -12,6 +12,15 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// readMeta is readDecodedMeta of params as decodeChecked hands them on,
+// valid JSON: the fuzzer's are any bytes.
+func readMeta(req *jsonrpc.Request, known *clients) (meta, bool) {
+	if !gjson.ValidBytes(req.Params) {
+		return meta{}, false
+	}
+	return readDecodedMeta(req, known)
+}
+
 // FuzzReadMeta: readMeta reads any params a client sends without
 // panicking, and takes only what it may answer: a version served of the
 // stateless era, a call's name as the body has it, never search_tools;

@@ -352,8 +352,7 @@ func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser,
 
 // result turns the engine's answer into an MCP result.
 func result(res *engine.Result, err error) *sdk.CallToolResult {
-	var refused *engine.RefusedError
-	if err != nil && !errors.As(err, &refused) {
+	if _, refused := errors.AsType[*engine.RefusedError](err); err != nil && !refused {
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the call failed: " + err.Error()}}}
 	}
 	if len(res.Relayed) > 0 {
@@ -369,9 +368,19 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 		b, _ := json.Marshal(map[string]any{"error": res.Error, "http_status": res.HTTPStatus, "execution_id": res.ExecutionID})
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
 	}
-	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}}
+	r := &textResult{text: sdk.TextContent{Text: res.Text()}}
+	r.content[0] = &r.text
+	r.CallToolResult.Content = r.content[:]
 	if len(res.Output) > 0 && res.Output[0] == '{' {
-		out.StructuredContent = res.Output
+		r.StructuredContent = res.Output
 	}
-	return out
+	return &r.CallToolResult
+}
+
+// textResult is a result of one text block in one allocation, where the
+// result, its content slice and its block were three on every call's path.
+type textResult struct {
+	sdk.CallToolResult
+	content [1]sdk.Content
+	text    sdk.TextContent
 }

@@ -34,11 +34,29 @@ func (e *decodeError) Error() string { return e.msg }
 // takes the SDK's decoder. Batches, which MCP dropped in 2025-06-18, are
 // refused.
 func decodeMessage(line []byte) (jsonrpc.Message, error) {
-	// Measured before anything parses it: gjson, like every decoder,
-	// recurses per level, and a message may be 16 MiB of brackets.
-	if err := jsonlimit.Check(line, jsonlimit.Messages); err != nil {
-		return nil, &decodeError{jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()}
+	if err := checkLimits(line); err != nil {
+		return nil, err
 	}
+	return decodeChecked(line, false)
+}
+
+// checkLimits measures a message before anything parses it: gjson, like
+// every decoder, recurses per level, and a message may be 16 MiB of
+// brackets.
+func checkLimits(line []byte) error {
+	if err := jsonlimit.Check(line, jsonlimit.Messages); err != nil {
+		return &decodeError{jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()}
+	}
+	return nil
+}
+
+// decodeChecked is decodeMessage of a line that passed checkLimits
+// already (a body the API read and checked, httpbody.Bytes, which a
+// second scan would only measure again). owned says the line is the
+// message's for good (a request's body, never written again): a
+// request's params are then a slice of it rather than a copy (a stdio
+// line's buffer is read into again).
+func decodeChecked(line []byte, owned bool) (jsonrpc.Message, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, &decodeError{jsonrpc.CodeParseError, "parse error: the message is not valid JSON"}
 	}
@@ -93,9 +111,18 @@ func decodeMessage(line []byte) (jsonrpc.Message, error) {
 		return nil, &decodeError{jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()}
 	}
 	if params.Exists() {
-		req.Params = json.RawMessage(params.Raw)
+		req.Params = rawOf(line, params, owned)
 	}
 	return req, nil
+}
+
+// rawOf is v's JSON text, v read from src: a slice of src when src is
+// owned (and v's position in it known), else a copy.
+func rawOf(src []byte, v gjson.Result, owned bool) json.RawMessage {
+	if end := v.Index + len(v.Raw); owned && v.Index > 0 && end <= len(src) && string(src[v.Index:end]) == v.Raw {
+		return src[v.Index:end:end]
+	}
+	return json.RawMessage(v.Raw)
 }
 
 // errorLine is the JSON-RPC error answering a message that was not taken;

@@ -19,7 +19,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/access"
-	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // MCP's streamable HTTP transport (2025-03-26 and later, stateful), the
@@ -334,7 +333,7 @@ func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity)
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpbody.MaxJSON))
+	body, checked, err := heldOrRead(w, r)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -347,7 +346,7 @@ func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity)
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
 		return
 	}
-	msg, err := decodeMessage(body)
+	msg, err := decode(body, checked)
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, errorLine(err))
 		return

@@ -1,7 +1,10 @@
 // Package httpbody reads HTTP bodies into memory.
 package httpbody
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // MaxJSON bounds every JSON request body serve reads, /mcp and
 // /mcp/openapi included: the API refuses a longer one (413) and the MCP
@@ -37,4 +40,33 @@ func ReadAll(r io.Reader, declared int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // more than declared: grow as io.ReadAll does
 		}
 	}
+}
+
+// Held is a JSON body read into memory already, within MaxJSON, and
+// checked against jsonlimit.Messages (the API's scan, before the MCP
+// handler gets it): to read again, as a reader or whole with Bytes,
+// without another copy or another scan.
+type Held struct {
+	bytes.Reader
+	b []byte
+}
+
+// Hold returns b, read and checked as Held says, as a request body.
+func Hold(b []byte) *Held {
+	h := &Held{b: b}
+	h.Reset(b)
+	return h
+}
+
+// Close does nothing: the bytes are in memory.
+func (*Held) Close() error { return nil }
+
+// Bytes returns the bytes of body when it is a Held not yet read from,
+// which the caller must not change; ok false otherwise.
+func Bytes(body io.Reader) (b []byte, ok bool) {
+	h, ok := body.(*Held)
+	if !ok || h.Len() != len(h.b) {
+		return nil, false
+	}
+	return h.b, true
 }

@@ -62,3 +62,34 @@ func FuzzReadAll(f *testing.F) {
 		}
 	})
 }
+
+func TestHeld(t *testing.T) {
+	body := []byte(`{"q":"acme"}`)
+	read := Hold(body)
+	if _, err := read.Read(make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+		ok   bool
+	}{
+		{"held, unread", Hold(body), true},
+		{"held, read from", read, false},
+		{"another reader", bytes.NewReader(body), false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok := Bytes(tc.r)
+			if ok != tc.ok || ok && string(b) != string(body) {
+				t.Errorf("Bytes = %q, %v; want ok %v", b, ok, tc.ok)
+			}
+		})
+	}
+	// Read as a body, a held one gives its bytes once, and closes.
+	h := Hold(body)
+	got, err := io.ReadAll(h)
+	if err != nil || string(got) != string(body) || h.Close() != nil {
+		t.Errorf("ReadAll = %q, %v", got, err)
+	}
+}
