@@ -36,9 +36,10 @@ const (
 	// An entry is taken when its question is asked or refused, so only
 	// elicitations the SDK rejected before asking linger.
 	maxHeld = 16
-	// maxObserved bounds an HTTP message read for its elicitations; a
-	// larger one (a big tool result) is not read.
-	maxObserved = 256 << 10
+	// maxObserved bounds an HTTP message read for its elicitations, room
+	// for a few questions of engine.MaxQuestion; a larger one (a big tool
+	// result) is not read, which keeps the reading's cost bounded.
+	maxObserved = 64 << 10
 )
 
 // heldSchemas are the raw requestedSchemas a session read, not yet asked.
@@ -255,6 +256,7 @@ func (r *jsonReader) Close() error {
 type eventReader struct {
 	held *heldSchemas
 	line []byte // the incomplete line
+	long bool   // the line is past maxObserved: skipped to its end
 	data []byte
 	over bool
 }
@@ -266,14 +268,16 @@ func (r *eventReader) Write(p []byte) (int, error) {
 		if i < 0 {
 			if len(r.line)+len(p) <= maxObserved {
 				r.line = append(r.line, p...)
-			} else {
-				r.line, r.over = r.line[:0], true
+			} else { // the rest of the line is skipped, and its event
+				r.line, r.long, r.over = r.line[:0], true, true
 			}
 			break
 		}
-		r.line = append(r.line, p[:i]...)
-		r.endLine(bytes.TrimSuffix(r.line, []byte("\r")))
-		r.line, p = r.line[:0], p[i+1:]
+		if !r.long {
+			r.line = append(r.line, p[:i]...)
+			r.endLine(bytes.TrimSuffix(r.line, []byte("\r")))
+		}
+		r.line, r.long, p = r.line[:0], false, p[i+1:]
 	}
 	return n, nil
 }
@@ -293,10 +297,11 @@ func (r *eventReader) endLine(line []byte) {
 		if r.over {
 			return
 		}
-		if len(r.data) > 0 {
-			r.data = append(r.data, '\n')
+		if len(r.data) == 0 { // the event's first line: its buffer becomes the data's, uncopied
+			r.data, r.line = v, r.data[:0]
+			return
 		}
-		r.data = append(r.data, v...)
+		r.data = append(append(r.data, '\n'), v...)
 	}
 }
 

@@ -2,10 +2,13 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/blindexec/blindexec/engine"
 )
@@ -55,6 +58,7 @@ func TestHeldSchemas(t *testing.T) {
 		{"an event not ended", "text/event-stream", "data: " + request + "\n", false},
 		{"another method", "text/event-stream", "data: " + strings.Replace(request, "elicitation/create", "sampling/createMessage", 1) + "\n\n", false},
 		{"an event too large", "text/event-stream", "data: " + request + "\ndata: " + strings.Repeat(" ", maxObserved) + "\n\n", false},
+		{"a line too large, then an event", "text/event-stream", "data: " + strings.Repeat(" ", maxObserved+5000) + "\n\ndata: " + request + "\n\n", true},
 		{"a schema larger than a question", "text/event-stream",
 			"data: " + strings.Replace(request, `"string"`, `"string","description":"`+strings.Repeat("d", engine.MaxQuestion)+`"`, 1) + "\n\n", false},
 		{"another content type", "text/plain", request, false},
@@ -110,4 +114,38 @@ func FuzzEventReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkObserve: what reading a tool's result of 16 KiB and 1 MiB in
+// an event stream costs with the body observed for elicitations, beside without,
+// and beside the SDK's own decoding of that message.
+func BenchmarkObserve(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20} {
+		msg := `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", size) + `"}]}}`
+		body := "event: message\ndata: " + msg + "\n\n"
+		for _, observed := range []bool{false, true} {
+			name := fmt.Sprintf("%dKiB/plain", size>>10)
+			if observed {
+				name = fmt.Sprintf("%dKiB/observed", size>>10)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}
+					if observed {
+						(&heldSchemas{}).observe(resp)
+					}
+					io.Copy(io.Discard, struct{ io.Reader }{resp.Body})
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("%dKiB/decoded by the SDK", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := jsonrpc.DecodeMessage([]byte(msg)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
