@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,6 +92,16 @@ func TestQuestionInBrowser(t *testing.T) {
 
 	done := execute("order_shirt")
 	waitQuestion()
+	// GET /v1/pending keeps the fields in the upstream's order, not sorted.
+	resp, err := userClient.Get(e.url + "/v1/pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `"properties":{"size":{"type":"string","title":"Size","enum":["S","M","L"],"default":"M"},"quantity":{`; !strings.Contains(string(pending), want) {
+		t.Errorf("GET /v1/pending lacks %s: %s", want, pending)
+	}
 	tb := newTab(t)
 	tb.signIn(e.url, user)
 	tb.open(e.url, "approvals", "approvals")
@@ -100,6 +111,9 @@ func TestQuestionInBrowser(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the Approvals page lacks %q: %s", want, text)
 		}
+	}
+	if got := eval[string](tb, `Array.from(document.querySelectorAll('section.question form [name]'), f => f.name).join(',')`); got != "size,quantity,gift,note" {
+		t.Errorf("the form's fields are %s, want the upstream's order size,quantity,gift,note", got)
 	}
 	if n := eval[int](tb, `document.querySelectorAll('section.question b').length`); n != 0 {
 		t.Error("the server's message was read as HTML")

@@ -590,7 +590,7 @@ func (m *Manager) credHash(keys []string, creds map[string]string) string {
 
 // connect opens a session. The handshake is bounded by ctx and
 // ConnectTimeout; the session outlives ctx.
-func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[string]string) (*sdk.ClientSession, *authTransport, error) {
+func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[string]string, held *heldSchemas) (*sdk.ClientSession, *authTransport, error) {
 	var (
 		t  sdk.Transport
 		at *authTransport
@@ -598,7 +598,7 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 	switch srv.transport {
 	case store.TransportStreamableHTTP, store.TransportSSE:
 		var err error
-		if at, err = newAuthTransport(m.client.Transport, m.auth, srv, creds); err != nil {
+		if at, err = newAuthTransport(m.client.Transport, m.auth, srv, creds, held); err != nil {
 			return nil, nil, err
 		}
 		hc := &http.Client{Transport: at, CheckRedirect: m.client.CheckRedirect}
@@ -617,7 +617,7 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 		}
 		// Credentials are not passed to a stdio server: its command and
 		// environment are the operator's.
-		t = &sdk.CommandTransport{Command: exec.Command(srv.argv[0], srv.argv[1:]...)}
+		t = heldTransport{&sdk.CommandTransport{Command: exec.Command(srv.argv[0], srv.argv[1:]...)}, held}
 	default:
 		return nil, nil, fmt.Errorf("MCP server %s: unknown transport %q", srv.name, srv.transport)
 	}

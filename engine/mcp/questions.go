@@ -31,8 +31,9 @@ import (
 // A question nobody can be asked is answered at once with a JSON-RPC
 // error: no call waits out its timeout for it.
 
-// askFunc puts a question to the person of one call.
-type askFunc func(*sdk.ElicitParams) (*sdk.ElicitResult, error)
+// askFunc puts a question to the person of one call; schema is its
+// requestedSchema as the upstream wrote it (held.go), nil when not held.
+type askFunc func(p *sdk.ElicitParams, schema json.RawMessage) (*sdk.ElicitResult, error)
 
 // askKey carries a call's askFunc on its context, through the SDK, to
 // onElicit (valueless lets it through).
@@ -66,6 +67,7 @@ func refuseUnsupported(next sdk.MethodHandler) sdk.MethodHandler {
 
 // onElicit is the sessions' ElicitationHandler.
 func (m *Manager) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	schema := m.heldSchemaOf(req.Session, req.Params) // taken, asked or not
 	ask, _ := ctx.Value(askKey{}).(askFunc)
 	if ask == nil {
 		ask = m.notices.onlyAsker(req.Session)
@@ -75,19 +77,20 @@ func (m *Manager) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.El
 		return nil, &jsonrpc.Error{Code: codeNotAsked,
 			Message: "elicitation refused: blindexec cannot tell which of the calls in flight on this session asks"}
 	}
-	return ask(req.Params)
+	return ask(req.Params, schema)
 }
 
 // asker is the askFunc of a call to srv: its question, as the upstream
 // wrote it, goes to call.OnAsk; the upstream learns the action and
 // content the person answered, nothing else.
 func asker(srv *serverConfig, onAsk func(engine.Question) (engine.Answer, error)) askFunc {
-	return func(p *sdk.ElicitParams) (*sdk.ElicitResult, error) {
+	return func(p *sdk.ElicitParams, schema json.RawMessage) (*sdk.ElicitResult, error) {
 		q := engine.Question{Server: srv.name, Message: p.Message, Mode: p.Mode, URL: p.URL, ElicitationID: p.ElicitationID}
 		if q.Mode == "" {
 			q.Mode = engine.QuestionForm
 		}
-		if p.RequestedSchema != nil {
+		q.Schema = schema
+		if q.Schema == nil && p.RequestedSchema != nil {
 			b, err := json.Marshal(p.RequestedSchema)
 			if err != nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestedSchema: " + err.Error()}

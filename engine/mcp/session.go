@@ -26,6 +26,7 @@ type session struct {
 	ready    chan struct{}
 	cs       *sdk.ClientSession
 	at       *authTransport // nil for stdio
+	held     *heldSchemas
 	err      error
 	inflight int
 	lastUsed time.Time
@@ -63,7 +64,8 @@ func (m *Manager) acquire(ctx context.Context, key sessionKey, srv *serverConfig
 		for _, e := range evicted {
 			e.close()
 		}
-		s.cs, s.at, s.err = m.connect(ctx, srv, creds)
+		s.held = &heldSchemas{}
+		s.cs, s.at, s.err = m.connect(ctx, srv, creds, s.held)
 		if s.err != nil {
 			m.mu.Lock()
 			if m.sessions[key] == s {
@@ -179,12 +181,13 @@ type authTransport struct {
 	origin string
 	srv    *serverConfig
 	creds  map[string]string
+	held   *heldSchemas // sees the elicitations in the server's responses
 
 	mu      sync.Mutex
 	applied []string
 }
 
-func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string) (*authTransport, error) {
+func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string, held *heldSchemas) (*authTransport, error) {
 	req, err := http.NewRequest(http.MethodGet, srv.url, nil)
 	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
 		return nil, fmt.Errorf("MCP server %s: %q is not an absolute http or https URL", srv.name, srv.url)
@@ -198,7 +201,7 @@ func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *server
 	for _, k := range srv.auth.CredentialKeys() {
 		own[k] = creds[k]
 	}
-	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own}, nil
+	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own, held: held}, nil
 }
 
 func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
@@ -226,7 +229,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.applied = applied.Secrets
 		t.mu.Unlock()
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		t.held.observe(resp)
+	}
+	return resp, err
 }
 
 // callHeadersKey carries a call's own headers (Call.Headers) from

@@ -20,7 +20,8 @@ import (
 )
 
 // metaEchoArg makes the test binary an MCP server over stdio whose tool
-// "meta" answers the params._meta it received.
+// "meta" answers the params._meta it received (and whose tool "ask" asks,
+// order_test.go).
 const metaEchoArg = "mcp-meta-echo"
 
 func TestMain(m *testing.M) {
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 				b, _ := json.Marshal(req.Params.Meta)
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
 			})
+		addAsk(srv)
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			os.Exit(1)
 		}

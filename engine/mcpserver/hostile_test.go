@@ -21,8 +21,8 @@ import (
 // host and forms MCP forbids are refused at once, never shown; a host in
 // look-alike letters is shown in punycode; a question passing for the
 // engine's own still names the server asking, apart from its message; the
-// credential the upstream echoes is masked wherever the question is
-// shown; the upstream learns only what the person answered as the
+// credential the upstream echoes (in a form, once with an escape) is
+// masked wherever the question is shown; the upstream learns only what the person answered as the
 // question asked — a decline's content dropped, content not asked for
 // never sent (a client of 2026-07-28 is asked again).
 func TestHostileUpstreamQuestions(t *testing.T) {
@@ -200,7 +200,13 @@ func TestHostileUpstreamQuestions(t *testing.T) {
 					}
 				}
 				for _, it := range page {
-					if b, _ := json.Marshal(it); strings.Contains(string(b), mcpSecret) {
+					// The schema decoded too: the upstream's bytes are kept,
+					// and ask_echo writes the credential with an escape.
+					var schema any
+					json.Unmarshal(it.RequestedSchema, &schema)
+					b, _ := json.Marshal(it)
+					s, _ := json.Marshal(schema)
+					if strings.Contains(string(b)+string(s), mcpSecret) {
 						t.Errorf("the approval page shows the credential: %s", b)
 					}
 				}
