@@ -198,7 +198,8 @@ func clientCredentialsSecrets(id, secret string) []string {
 // values that could break out of a header or query string, then on
 // secrets too short to mask.
 func checkCredentials(cfg plugins.AuthConfig, creds map[string]string) error {
-	keys := cfg.CredentialKeys()
+	var buf [4]string
+	keys := cfg.CredentialKeysIn(buf[:])
 	var missing []string
 	for _, k := range keys {
 		if v, ok := creds[k]; v == "" && !(ok && cfg.MayBeEmpty(k)) {

@@ -779,10 +779,12 @@ func (e *Executor) identifiers(ctx context.Context, cfg plugins.AuthConfig, stor
 // and those worth resolving: the required plus those its auth config reads
 // (required_credentials may list fewer).
 func credentialKeys(p *plugins.Plugin) (required, all []string) {
-	fromAuth := p.AuthConfig.CredentialKeys()
 	if p.RequiredCredentials == nil {
+		fromAuth := p.AuthConfig.CredentialKeys()
 		return fromAuth, fromAuth
 	}
+	var buf [4]string // never returned: kept on the stack
+	fromAuth := p.AuthConfig.CredentialKeysIn(buf[:])
 	if !slices.ContainsFunc(fromAuth, func(k string) bool { return !slices.Contains(p.RequiredCredentials, k) }) {
 		// Required lists every key the auth config reads (the usual
 		// plugin): the plugin's own list, clipped so that no append

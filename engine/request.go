@@ -24,7 +24,11 @@ import (
 // ({"in": "body", "name": "$"}): an array root, a primitive, a raw text.
 const wholeBody = "$"
 
-const userAgent = "blindexec"
+// Header values of every request (buildRequest).
+var (
+	userAgentValue      = []string{"blindexec"}
+	acceptEncodingValue = []string{"gzip, deflate"}
+)
 
 // outbound is a request built from a call, before auth. Sending consumes
 // it (auth writes into its headers): each attempt builds its own.
@@ -165,12 +169,14 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 		o.body = b
 		o.header.Set("Content-Type", ct)
 	}
+	// The constant values are shared slices, not Set's one a call each:
+	// headers are replaced or read, never written into.
 	if o.header.Get("User-Agent") == "" {
-		o.header.Set("User-Agent", userAgent)
+		o.header["User-Agent"] = userAgentValue
 	}
 	// Compression is negotiated here, not by the transport, so that the
 	// read cap applies to decoded bytes (see readBody).
-	o.header.Set("Accept-Encoding", "gzip, deflate")
+	o.header["Accept-Encoding"] = acceptEncodingValue
 	return o, nil
 }
 

@@ -33,14 +33,24 @@ const (
 // surface both give the model this; the /v1/execute envelope keeps the
 // JSON value.
 func (r *Result) Text() string {
-	var s string
-	if len(r.Output) > 0 && r.Output[0] == '"' && json.Unmarshal(r.Output, &s) == nil {
-		return s
+	if len(r.Output) > 0 && r.Output[0] == '"' {
+		if s, ok := unquote(r.Output); ok {
+			return s
+		}
 	}
 	if len(r.Output) == 0 {
 		return "null"
 	}
 	return string(r.Output)
+}
+
+// unquote decodes a JSON string. Apart from Text, so that the string
+// json.Unmarshal fills, which escapes, is not allocated for every other
+// output as well.
+func unquote(b []byte) (string, bool) {
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err == nil
 }
 
 // shape turns a successful response into the value the LLM sees: JSON as

@@ -30,6 +30,12 @@ func TestAuthConfigKeys(t *testing.T) {
 			if got := tt.cfg.CredentialKeys(); !slices.Equal(got, tt.keys) {
 				t.Errorf("CredentialKeys = %v, want %v", got, tt.keys)
 			}
+			// In a buffer holding other keys already, too small or not.
+			for _, buf := range [][]string{{"Z", "A"}, make([]string, 1), make([]string, 8)} {
+				if got := tt.cfg.CredentialKeysIn(buf); !slices.Equal(got, tt.keys) {
+					t.Errorf("CredentialKeysIn(%d) = %v, want %v", len(buf), got, tt.keys)
+				}
+			}
 			if got := tt.cfg.IdentifierKeys(); !slices.Equal(got, tt.ids) {
 				t.Errorf("IdentifierKeys = %v, want %v", got, tt.ids)
 			}

@@ -341,10 +341,18 @@ func (a AuthConfig) BearerKey() string {
 // CredentialKeys lists every credential key the auth config reads, sorted
 // and without duplicates.
 func (a AuthConfig) CredentialKeys() []string {
+	return a.CredentialKeysIn(make([]string, 0, len(a.Mapping)+2))
+}
+
+// CredentialKeysIn is CredentialKeys in buf's array while it has room
+// (what buf holds is overwritten): a caller that keeps the keys no longer
+// than itself gives an array on its stack, and every call's path asks
+// twice.
+func (a AuthConfig) CredentialKeysIn(buf []string) []string {
 	// Gathered in a slice, not a set: a config reads a handful of keys,
 	// and every call asks (a map and its sorted copy were two allocations
 	// of each).
-	keys := make([]string, 0, len(a.Mapping)+2)
+	keys := buf[:0]
 	a.reads(func(k string, _ bool) { keys = append(keys, k) })
 	slices.Sort(keys)
 	return slices.Compact(keys)

@@ -45,6 +45,10 @@ const (
 // _meta (SEP-2575), as the SDK's server names itself.
 var serverInfo = &sdk.Implementation{Name: "blindexec", Version: "1"}
 
+// contentTypeJSON is every answer's Content-Type, one slice for all of
+// them: net/http only reads it, and Header.Set made one a call.
+var contentTypeJSON = []string{"application/json"}
+
 // peer is the client a call came from: a session of the SDK's server,
 // or metaPeer, what a request of the stateless era declared in its _meta.
 type peer interface {
@@ -110,7 +114,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		endpoint: r.URL.Path, stateless: true}}
 	res, err := ss.answer(r.Context(), req, m, r.Header)
 	b, status := encodeAnswer(req.ID, res, err)
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
 	w.Write(b)
 	return true
@@ -490,6 +494,9 @@ func appendCompleted(b []byte, id jsonrpc.ID, res sdk.Result) ([]byte, bool) {
 		return b, false
 	}
 	structured, ok := c.StructuredContent.(json.RawMessage)
+	if p, isPtr := c.StructuredContent.(*json.RawMessage); isPtr && p != nil { // result's
+		structured, ok = *p, true
+	}
 	if c.StructuredContent != nil && (!ok || !gjson.ValidBytes(structured) || bytes.IndexByte(structured, '\n') >= 0) {
 		return b, false
 	}

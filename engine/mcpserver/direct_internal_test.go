@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/blindexec/blindexec/engine"
 )
 
 // readMeta is readDecodedMeta of params as decodeChecked hands them on,
@@ -125,6 +127,9 @@ func TestAppendCompleted(t *testing.T) {
 	}{
 		{"text and structured content", num, func() sdk.Result {
 			return completed{&sdk.CallToolResult{Content: text(`{"company":"ACME <&>"}`), StructuredContent: json.RawMessage(`{"company":"ACME <&>"}`)}}
+		}, true},
+		{"the engine's output, as result makes it", num, func() sdk.Result {
+			return completed{result(&engine.Result{OK: true, Output: json.RawMessage(`{"company":"ACME"}`)}, nil)}
 		}, true},
 		{"an error, a string id", str, func() sdk.Result {
 			return completed{&sdk.CallToolResult{IsError: true, Content: text("line\nbreak \"quoted\" \u2028 \xff é")}}

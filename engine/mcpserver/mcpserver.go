@@ -372,15 +372,19 @@ func result(res *engine.Result, err error) *sdk.CallToolResult {
 	r.content[0] = &r.text
 	r.CallToolResult.Content = r.content[:]
 	if len(res.Output) > 0 && res.Output[0] == '{' {
-		r.StructuredContent = res.Output
+		r.structured = res.Output
+		r.StructuredContent = &r.structured
 	}
 	return &r.CallToolResult
 }
 
 // textResult is a result of one text block in one allocation, where the
-// result, its content slice and its block were three on every call's path.
+// result, its content slice and its block were three on every call's path;
+// its structured content is held by pointer, since a json.RawMessage put
+// in an interface is a fourth.
 type textResult struct {
 	sdk.CallToolResult
-	content [1]sdk.Content
-	text    sdk.TextContent
+	content    [1]sdk.Content
+	text       sdk.TextContent
+	structured json.RawMessage
 }

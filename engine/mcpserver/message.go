@@ -6,7 +6,9 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/tidwall/gjson"
@@ -60,7 +62,15 @@ func decodeChecked(line []byte, owned bool) (jsonrpc.Message, error) {
 	if !gjson.ValidBytes(line) {
 		return nil, &decodeError{jsonrpc.CodeParseError, "parse error: the message is not valid JSON"}
 	}
-	v := gjson.ParseBytes(line)
+	var v gjson.Result
+	if owned {
+		// Read in place, not from a copy of the whole body: only the
+		// params are kept as a slice of it; the method and a string id,
+		// which may outlive the request (a metric's label), are copied.
+		v = gjson.Parse(unsafe.String(unsafe.SliceData(line), len(line)))
+	} else {
+		v = gjson.ParseBytes(line)
+	}
 	if v.IsArray() {
 		return nil, &decodeError{jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message at a time"}
 	}
@@ -96,14 +106,18 @@ func decodeChecked(line []byte, owned bool) (jsonrpc.Message, error) {
 	if method.Type != gjson.String {
 		return nil, &decodeError{jsonrpc.CodeInvalidRequest, `invalid request: "method" must be a string`}
 	}
-	req := &jsonrpc.Request{Method: method.Str}
+	name, sid := method.Str, id.Str
+	if owned {
+		name, sid = methodName(name), strings.Clone(sid)
+	}
+	req := &jsonrpc.Request{Method: name}
 	var err error
 	switch id.Type {
 	case gjson.Null: // absent or null: a notification
 	case gjson.Number:
 		req.ID, err = jsonrpc.MakeID(id.Num)
 	case gjson.String:
-		req.ID, err = jsonrpc.MakeID(id.Str)
+		req.ID, err = jsonrpc.MakeID(sid)
 	default:
 		err = errors.New(`"id" must be a number or a string`)
 	}
@@ -114,6 +128,18 @@ func decodeChecked(line []byte, owned bool) (jsonrpc.Message, error) {
 		req.Params = rawOf(line, params, owned)
 	}
 	return req, nil
+}
+
+// methodName is m as a string of its own, not a part of the message's
+// bytes: the methods of every call's path as constants, without a copy.
+func methodName(m string) string {
+	switch m {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	}
+	return strings.Clone(m)
 }
 
 // rawOf is v's JSON text, v read from src: a slice of src when src is

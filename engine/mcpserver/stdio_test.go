@@ -65,6 +65,19 @@ func TestDecodeMessage(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("decodeMessage = %#v\nthe SDK's = %#v", got, want)
 			}
+			// A body, read in place: the same message, whose method and
+			// id stay its own when the bytes are written over.
+			body := []byte(tc.line)
+			inPlace, err := decodeChecked(body, true)
+			if err != nil || !reflect.DeepEqual(inPlace, want) {
+				t.Fatalf("decodeChecked(owned) = %#v, %v\nthe SDK's = %#v", inPlace, err, want)
+			}
+			for i := range body {
+				body[i] = 'x'
+			}
+			if r, ok := inPlace.(*jsonrpc.Request); ok && (r.Method != want.(*jsonrpc.Request).Method || r.ID != want.(*jsonrpc.Request).ID) {
+				t.Fatalf("after the body was written over: method %q, id %v", r.Method, r.ID.Raw())
+			}
 		})
 	}
 }
