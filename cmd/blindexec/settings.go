@@ -96,20 +96,20 @@ var (
 	setConfirmTTL = settings.Millis(&registry, "BLINDEXEC_CONFIRM_TTL_MS", confirm.DefaultTTL,
 		"how long a pending call waits for a decision before its run closes as `expired`")
 	setPendingMax = settings.Int(&registry, api.EnvPendingMax, store.DefaultPendingMaxPerUser, 1,
-		"how many calls may wait for a person for one user at once (prepared, held by the rule, over MCP, in paused runs); past it 429 `too_many_pending` naming this setting ([Bounds and paging](confirmation.md#bounds-and-paging))")
+		"how many calls may wait for a person for one user at once (prepared, held by the rule, over MCP, in paused runs, and MCP servers' questions waiting for an answer, a 2026-07-28 client's parked calls included); past it 429 `too_many_pending` naming this setting, or for a question the upstream refused at once ([Bounds and paging](confirmation.md#bounds-and-paging), [MCP](mcp.md#an-upstreams-question-on-the-approval-page))")
 	setPendingRetention = settings.Millis(&registry, api.EnvPendingRetention, store.DefaultPendingRetention,
 		"how long a decided or expired pending item is kept before it is removed; the audit log keeps the decisions ([Bounds and paging](confirmation.md#bounds-and-paging))")
 )
 
-// Who may use which tool (issue 46): read and checked as every setting is;
-// the rule takes effect once wired into the executor.
+// Who may use which tool (issue 46): the executor applies the rule to every
+// call, and every list and search shows only what the user may use.
 var (
 	setToolAccess = settings.OneOf(&registry, access.EnvToolAccess, string(access.ModeOpen),
 		[]string{string(access.ModeOpen), string(access.ModePerms)},
-		"what a plugin without `perms` is: `open`, usable by every user (as before), or `perms`, by no user until an administrator gives it perms ([Permissions and agents](permissions.md#the-rule)); checked, not yet applied to calls and lists")
+		"what a plugin without `perms` is: `open`, usable by every user (as before), or `perms`, by no user until an administrator gives it perms ([Permissions and agents](permissions.md#the-rule)); applied to every call, list and search")
 	setPermissions = settings.OneOf(&registry, access.EnvPermissions, access.SourceNone,
 		[]string{access.SourceRuoYi, access.SourceYudao, access.SourceQuery, access.SourceNone},
-		"where users' permission strings come from: RuoYi-Vue's tables in the same database, ruoyi-vue-pro's, the operator's `BLINDEXEC_PERMISSIONS_QUERY`, or none — a payload's or a token's strings alone ([Permissions and agents](permissions.md#where-a-users-permissions-come-from)); checked, not yet applied")
+		"where users' permission strings come from: RuoYi-Vue's tables in the same database, ruoyi-vue-pro's, the operator's `BLINDEXEC_PERMISSIONS_QUERY`, or none — a payload's or a token's strings alone ([Permissions and agents](permissions.md#where-a-users-permissions-come-from))")
 	setPermissionsQuery = settings.Check(&registry, access.EnvPermissionsQuery, "", "SQL", "one SELECT statement with one ? (the user id)",
 		func(v string) bool { return access.CheckQuery(v) == nil },
 		"with `BLINDEXEC_PERMISSIONS=query`: one `SELECT` with one `?`, the user id, whose one column holds a permission string a row; run read-only, within 2 s, at most 10,000 rows")

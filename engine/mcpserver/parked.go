@@ -75,13 +75,14 @@ const (
 // parkedCall is a call running on for a client of 2026-07-28 that may be
 // asked the upstream's questions.
 type parkedCall struct {
-	first chan posted   // the first question, to the request waiting on the call
+	first chan posted   // the first question, to the request waiting on the call (room for one)
 	done  chan struct{} // closed once res and err are set
 	res   sdk.Result
 	err   error
 
-	mu   sync.Mutex
-	last string // the question the client was last asked: what the call does next is written there
+	mu    sync.Mutex
+	last  string // the question the client was last asked: what the call does next is written there
+	ended bool   // the call ended: no question is handed off after
 }
 
 // posted is a question stored as a pending item.
@@ -112,7 +113,7 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 	// down (Service.Close) ends it.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ss.svc.closing, cancel)
-	pc := &parkedCall{first: make(chan posted), done: make(chan struct{})}
+	pc := &parkedCall{first: make(chan posted, 1), done: make(chan struct{})}
 	ask := func(ctx context.Context, q engine.Question) (engine.Answer, error) {
 		id, err := inbox.Post(ctx, ss.by(), q)
 		if err != nil {
@@ -137,8 +138,12 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 		if !ok {
 			out, cerr = result(res, err), nil
 		}
+		// Whether the call's end is the request's to answer or the
+		// retry's to read is decided under the lock the hand-off takes:
+		// a question handed off is one the client will retry.
 		pc.mu.Lock()
 		last := pc.last
+		pc.ended = true
 		pc.mu.Unlock()
 		if last == "" {
 			pc.res, pc.err = out, cerr
@@ -149,12 +154,20 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 	}()
 	select {
 	case <-pc.done:
-		return pc.res, pc.err
+		select {
+		case p := <-pc.first: // handed off before the call ended: the retry reads the end
+			return ss.asked(e, args, p)
+		default:
+			return pc.res, pc.err
+		}
 	case p := <-pc.first:
 		return ss.asked(e, args, p)
 	case <-ctx.Done():
 		cancel()
 		<-pc.done
+		if pc.res == nil && pc.err == nil { // a question was handed off: its item holds the end
+			return nil, ctx.Err()
+		}
 		return pc.res, pc.err
 	}
 }
@@ -164,15 +177,22 @@ func (ss *session) sendParked(ctx context.Context, e *entry, args json.RawMessag
 // question before was answered.
 func (ss *session) handOff(ctx context.Context, pc *parkedCall, p posted) error {
 	pc.mu.Lock()
-	last := pc.last
+	last, ended := pc.last, pc.ended
+	if last == "" && !ended {
+		// Handed off and named the last under one lock, so that the
+		// call's end (which reads last under it) is written where the
+		// client's retry will look, however soon the call ends.
+		pc.first <- p // room for one: only the first question comes here
+		pc.last = p.id
+	}
 	pc.mu.Unlock()
-	if last == "" {
-		select {
-		case pc.first <- p:
-		case <-ctx.Done(): // the request gone: the call ends, its result is the request's
-			return ctx.Err()
-		}
-	} else if err := ss.setOutcome(ctx, last, outcome{Next: p.id}); err != nil {
+	switch {
+	case ended:
+		return errors.New("the call ended")
+	case last == "":
+		return nil
+	}
+	if err := ss.setOutcome(ctx, last, outcome{Next: p.id}); err != nil {
 		return err
 	}
 	pc.mu.Lock()
