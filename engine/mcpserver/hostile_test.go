@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -148,25 +147,7 @@ func TestHostileUpstreamQuestions(t *testing.T) {
 						return tc.answers[min(len(got), len(tc.answers))-1], nil
 					}
 				}
-				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
-					&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{"user-7-token"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cs.Close()
-				var shown func() []*questions.Item
-				if tc.page != nil {
-					shown = onPage(t, st, *tc.page)
-				}
-				start := time.Now()
-				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the call took %v: it waited for a question", d)
-				}
-				text := res.Content[0].(*sdk.TextContent).Text
+				text, shown := callAsked(t, st, url, version, opts, bearer{"user-7-token"}, tc.tool, tc.page)
 				want := tc.want[version]
 				if want == nil {
 					want = tc.want[""]

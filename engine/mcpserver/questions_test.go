@@ -168,6 +168,32 @@ func askingEngine(t *testing.T) (url string, records func() []engine.Record, ex 
 	return url, sink.all, ex, cat, replica, st
 }
 
+// callAsked calls tool as user 7 at url, as a client of version with opts
+// whose requests go through rt, and returns the result's text; a call
+// that waits for a question fails the test. With page, the approval
+// page answers that (shown: what it was shown).
+func callAsked(t *testing.T, st *store.Store, url, version string, opts *sdk.ClientOptions, rt http.RoundTripper, tool string, page *engine.Answer) (text string, shown func() []*questions.Item) {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if page != nil {
+		shown = onPage(t, st, *page)
+	}
+	start := time.Now()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the call took %v: it waited for a question", d)
+	}
+	return res.Content[0].(*sdk.TextContent).Text, shown
+}
+
 // onPage answers, as the person on the approval page would, every question
 // waiting for user 7 with a until the test ends, and returns what it was
 // shown.
@@ -355,25 +381,7 @@ func TestUpstreamQuestions(t *testing.T) {
 					}
 				}
 				wire := &heard{RoundTripper: bearer{"user-7-token"}}
-				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
-					&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: wire}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cs.Close()
-				var shown func() []*questions.Item
-				if tc.page != nil {
-					shown = onPage(t, st, *tc.page)
-				}
-				start := time.Now()
-				res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the call took %v: it waited for a question", d)
-				}
-				text := res.Content[0].(*sdk.TextContent).Text
+				text, shown := callAsked(t, st, url, version, opts, wire, tc.tool, tc.page)
 				for _, w := range tc.want {
 					if !strings.Contains(text, w) {
 						t.Errorf("result %s lacks %s", text, w)
