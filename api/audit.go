@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/language"
 	"github.com/blindexec/blindexec/store"
 )
@@ -54,9 +55,11 @@ const (
 	// OpDecided is a person's decision on a waiting call; its args say
 	// the outcome (approved, denied, continued, cancelled).
 	OpDecided = "call.decided"
-	// OpAnswered is a person's answer to an MCP server's question; its
-	// args say the action (accept, decline, cancel), never the content.
-	OpAnswered = "question.answered"
+	// OpAnswered is a person's answer to an MCP server's question, by
+	// whichever route, recorded as the call takes it (engine/questions);
+	// its args say the action (accept, decline, cancel) and the route,
+	// never the content.
+	OpAnswered = questions.OpAnswered
 )
 
 // Languages of the log's sentences (and of every page the engine serves).
@@ -97,7 +100,8 @@ var auditWords = map[string][2]string{
 	OpSignIn:             {"signed in to the console", "登录了控制台"},
 	OpSignOut:            {"signed out of the console", "退出了控制台"},
 	OpDecided:            {"call “{tool}” for user {user} {outcome} by {by}[: {reason}]", "用户 {user} 的调用“{tool}”由{by}{outcome}[：{reason}]"},
-	OpAnswered:           {"question during the call “{tool}” for user {user} {action} by {by}", "用户 {user} 的调用“{tool}”中的提问由{by}{action}"},
+	OpAnswered: {"question of the MCP server “{server}” during the call “{tool}”[ for user {user}][ in run {run}] {action} by {by} {route}",
+		"[用户 {user} 的]调用“{tool}”[（运行 {run}）]中 MCP 服务“{server}”的提问由{by}{route}{action}"},
 }
 
 // auditValues say argument values in words: argument → value → the
@@ -110,7 +114,9 @@ var auditValues = map[string]map[string][2]string{
 	"empty":   {"true": {"an empty password", "空密码"}},
 	"outcome": {"approved": {"approved", "批准"}, "denied": {"denied", "拒绝"}, "continued": {"continued after connecting", "在连接后继续"},
 		"cancelled": {"cancelled", "取消"}, "expired": {"expired", "过期"}},
-	"action":  {"accept": {"answered", "回答"}, "decline": {"declined", "拒绝回答"}, "cancel": {"cancelled", "取消"}},
+	"action": {"accept": {"answered", "回答"}, "decline": {"declined", "拒绝回答"}, "cancel": {"cancelled", "取消"}},
+	"route": {"page": {"on the approval page", "在审批页"}, "elicitation": {"in their MCP client's session", "在其 MCP 客户端会话中"},
+		"input_required": {"in their MCP client (input_required)", "在其 MCP 客户端中（input_required）"}},
 	"applies": {"all": {"all tools", "所有工具"}, "consequential": {"consequential tools", "需确认的工具"}, "run_tokens": {"the model tokens of runs", "运行消耗的模型令牌"}},
 	"who":     {"": {"each user", "每个用户"}},
 }
@@ -482,20 +488,12 @@ func SafeURL(s string) string {
 	return auditArg(u.String())
 }
 
-// AuditDecision is the detail of a person's decision on an item, or of
-// an answer to a question.
+// AuditDecision is the detail of a person's decision on an item (an
+// answer to a question is recorded as the call takes it: OpAnswered).
 func AuditDecision(it *store.PendingItem, by string) store.AdminDetail {
 	user := ""
 	if it.UserID != nil {
 		user = strconv.FormatInt(*it.UserID, 10)
-	}
-	if it.Kind == store.KindQuestion {
-		// The action only: what the person typed is the upstream's.
-		var a struct{ Action string }
-		if it.Answer != nil {
-			json.Unmarshal([]byte(*it.Answer), &a)
-		}
-		return store.AdminDetail{Op: OpAnswered, Args: map[string]string{"tool": auditArg(it.Tool), "user": user, "action": a.Action, "by": by, "pending": it.ID}}
 	}
 	args := map[string]string{"tool": auditArg(it.Tool), "user": user, "outcome": it.Status, "by": by, "digest": it.Digest, "pending": it.ID}
 	if it.Reason != "" {

@@ -71,13 +71,30 @@ func TestSummaries(t *testing.T) {
 		if lang == api.LangEN && got != "call “DeleteCustomersCustomer” for user 7 approved by user 7: I asked for it" {
 			t.Errorf("%q", got)
 		}
-		ev.SetDetail(api.Detail(api.OpAnswered, "tool", "order_shirt", "user", "7", "action", "accept", "by", "user 7"))
-		got = api.Summary(lang, ev)
-		if strings.ContainsAny(got, "{}[]") || !strings.Contains(got, "order_shirt") {
-			t.Errorf("%s: %q", lang, got)
-		}
-		if lang == api.LangEN && got != "question during the call “order_shirt” for user 7 answered by user 7" {
-			t.Errorf("%q", got)
+		// An answer to an upstream's question, by each route; the run
+		// and user said when known.
+		for _, tc := range []struct {
+			args   []string
+			en, zh string
+		}{
+			{[]string{"route", "page", "user", "7"},
+				"question of the MCP server “shop” during the call “order_shirt” for user 7 answered by user 7 on the approval page",
+				"用户 7 的调用“order_shirt”中 MCP 服务“shop”的提问由用户 7在审批页回答"},
+			{[]string{"route", "elicitation", "user", "7"},
+				"question of the MCP server “shop” during the call “order_shirt” for user 7 answered by user 7 in their MCP client's session",
+				"用户 7 的调用“order_shirt”中 MCP 服务“shop”的提问由用户 7在其 MCP 客户端会话中回答"},
+			{[]string{"route", "input_required", "user", "7", "run", "run-1"},
+				"question of the MCP server “shop” during the call “order_shirt” for user 7 in run run-1 answered by user 7 in their MCP client (input_required)",
+				"用户 7 的调用“order_shirt”（运行 run-1）中 MCP 服务“shop”的提问由用户 7在其 MCP 客户端中（input_required）回答"},
+		} {
+			ev.SetDetail(api.Detail(api.OpAnswered, append([]string{"server", "shop", "tool", "order_shirt", "action", "accept", "by", "user 7"}, tc.args...)...))
+			want := tc.en
+			if lang == api.LangZH {
+				want = tc.zh
+			}
+			if got := api.Summary(lang, ev); got != want {
+				t.Errorf("%s: %q, want %q", lang, got, want)
+			}
 		}
 	}
 }

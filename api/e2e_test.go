@@ -22,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -104,6 +105,7 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	creds.Identifiers = catalog
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Credentials, ex.Recorder, ex.Logger, ex.Catalog = creds, rec, log, catalog
+	ex.Answers = &questions.Inbox{Store: st}
 	reg := prometheus.NewRegistry()
 	var err2 error
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {

@@ -122,6 +122,10 @@ func decider(p principal) string {
 	return p.role.String()
 }
 
+// actor says who p is as the audit log does: "user 7", "service",
+// "admin".
+func (p principal) actor() string { return strings.Replace(decider(p), ":", " ", 1) }
+
 // expireRuns closes the runs paused past their expiry, whichever
 // replica paused them, before a paused run is read.
 func (s *Server) expireRuns(w http.ResponseWriter, r *http.Request) bool {

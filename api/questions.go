@@ -66,7 +66,12 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request, it *stor
 		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error()+"; the question still waits for an answer", map[string]string{"field": "content"})
 		return
 	}
-	won, err := s.inbox().Answer(r.Context(), it.ID, decider(principalFrom(r.Context())), a)
+	p := principalFrom(r.Context())
+	a.By = &engine.Answerer{Actor: p.actor(), Via: "api", Route: engine.RoutePage}
+	if p.browser {
+		a.By.Via = "console"
+	}
+	won, err := s.inbox().Answer(r.Context(), it.ID, decider(p), a)
 	if err != nil {
 		s.internal(w, r, err)
 		return

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -85,10 +87,15 @@ func TestExecuteUpstreamQuestion(t *testing.T) {
 		if a.code != http.StatusOK || !strings.Contains(string(b), `answered {\"action\":\"accept\",\"content\":{\"note\":\"blue box\",\"size\":\"L\"}}`) {
 			t.Fatalf("/v1/execute = %d %s", a.code, b)
 		}
-		// Answered, the item keeps the action, not what the person typed.
+		// Answered, the item keeps the action, not what the person typed;
+		// so does the audit log, saying who answered and where.
 		it, err := st.GetPendingItem(context.Background(), id)
 		if err != nil || it.Status != store.PendingAnswered || it.Answer == nil || *it.Answer != `{"action":"accept"}` {
 			t.Errorf("the answered item: %+v, %v", it, err)
+		}
+		if row := answeredRow(t, st); row.Actor != "user 7" || row.Via != "api" || !maps.Equal(row.Details().Args, map[string]string{"action": "accept",
+			"route": "page", "by": "user 7", "user": "7", "tool": "ask_person", "server": "med", "pending": id}) {
+			t.Errorf("the audit log: %+v", row)
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			_, list := e.do("GET", "/v1/executions?plugin=ask_person", mcpAdmin, nil)
@@ -107,11 +114,27 @@ func TestExecuteUpstreamQuestion(t *testing.T) {
 	})
 }
 
+// answeredRow is the only audit row of an answer to a question, without
+// what the person typed.
+func answeredRow(t *testing.T, st *store.Store) store.AdminEvent {
+	t.Helper()
+	events, err := st.ListAdminEvents(context.Background(), store.AdminEventFilter{Kind: "decision"})
+	if err != nil || len(events) != 1 || events[0].Details().Op != OpAnswered || events[0].Action != store.PendingAnswered {
+		t.Fatalf("the audit log: %+v, %v; want one answer", events, err)
+	}
+	if strings.Contains(events[0].Detail+events[0].Target, "blue box") || strings.Contains(events[0].Detail, `"size"`) {
+		t.Errorf("the audit log shows what the person typed: %+v", events[0])
+	}
+	return events[0]
+}
+
 // askingEnv is newMCPEnv whose med server's tool ask_person asks the
 // person a size (an enum with a default, a note of at most 20
-// characters) and answers what it was answered; imported, records kept.
+// characters) and answers what it was answered; imported, records and
+// the answers' audit rows kept.
 func askingEnv(t *testing.T, st *store.Store, opts ...func(*Server)) *mcpEnv {
 	e := newMCPEnv(t, st, opts...)
+	e.ex.Answers = &questions.Inbox{Store: st}
 	e.ex.Recorder = engine.NewRecorder(StoreSink{Store: st}, engine.RecorderOptions{FlushInterval: time.Millisecond})
 	t.Cleanup(func() { e.ex.Recorder.Close(context.Background()) })
 	e.up.MCP.AddTool(&sdk.Tool{Name: "ask_person", Description: "Asks the person.", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -197,6 +220,9 @@ func TestRunUpstreamQuestion(t *testing.T) {
 			}
 			if out["status"] != "completed" || len(told.Content) != 1 || told.Content[0].Text != `answered {"action":"accept","content":{"size":"L"}}` {
 				t.Errorf("the run: %s", b)
+			}
+			if row := answeredRow(t, st); row.Details().Args["run"] != out["run_id"] || row.Details().Args["run"] == "" || row.Details().Args["route"] != "page" {
+				t.Errorf("the audit log: %+v, want the run %v", row, out["run_id"])
 			}
 		case <-time.After(15 * time.Second):
 			t.Fatal("the run did not go on after the answer")

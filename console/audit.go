@@ -171,6 +171,9 @@ func (c *Console) decided(ctx context.Context, path string, start time.Time, act
 		if it.DecidedTime == nil || it.DecidedTime.Before(start) || it.Digest == "" {
 			continue // not this request's decision
 		}
+		if it.Kind == store.KindQuestion {
+			continue // recorded as the call takes the answer, whatever its route (engine.AnswerLog)
+		}
 		e := &store.AdminEvent{Actor: actor, Via: via, Action: it.Status, Kind: "decision", Target: path + " digest " + it.Digest, HTTPStatus: status}
 		e.SetDetail(api.AuditDecision(it, actor))
 		c.record(ctx, e)

@@ -21,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/logbuf"
 	"github.com/blindexec/blindexec/store"
 )
@@ -65,6 +66,7 @@ func newEnv(t *testing.T, st *store.Store, master string, opts ...any) *env {
 	creds.Identifiers = catalog
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Credentials, ex.Logger, ex.Catalog = creds, log, catalog
+	ex.Answers = &questions.Inbox{Store: st}
 	ex.Recorder = engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	mcp := enginemcp.NewManager(st, egresstest.Client(t))
 	t.Cleanup(func() { mcp.Close() })

@@ -161,12 +161,14 @@ func TestQuestionInBrowser(t *testing.T) {
 		t.Fatal("/v1/execute did not answer after the person did")
 	}
 
-	// The audit log says who answered and how, never what.
+	// The audit log says who answered and how, never what: one row, from
+	// the console.
 	events, err := st.ListAdminEvents(context.Background(), store.AdminEventFilter{Kind: "decision"})
-	if err != nil || len(events) != 1 || events[0].Action != "answered" {
+	if err != nil || len(events) != 1 || events[0].Action != "answered" || events[0].Via != "console" {
 		t.Fatalf("the audit log: %+v %v", events, err)
 	}
-	if got := api.Summary(api.LangEN, &events[0]); got != "question during the call “order_shirt” for user 7 answered by user 7" || strings.Contains(events[0].Detail, "blue box") {
+	if got := api.Summary(api.LangEN, &events[0]); got != "question of the MCP server “shop” during the call “order_shirt” for user 7 answered by user 7 on the approval page" ||
+		strings.Contains(events[0].Detail, "blue box") {
 		t.Errorf("the audit log says %q (%s)", got, events[0].Detail)
 	}
 

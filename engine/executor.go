@@ -295,6 +295,10 @@ type Prepared struct {
 	built *outbound
 	// questions are the upstream's questions asked during the call (Ask).
 	questions questions
+	// answers records the person's answers to them (Executor.Answers);
+	// log says when it cannot.
+	answers AnswerLog
+	log     *slog.Logger
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -391,6 +395,9 @@ type Executor struct {
 	// Access decides who may use the plugin a call is, right after
 	// binding (nil: everyone, as for the operator's own CLI).
 	Access Access
+	// Answers records the person's answers to upstream questions in the
+	// audit log, as the calls take them (nil: not recorded).
+	Answers AnswerLog
 
 	invokers map[string]Invoker
 }
@@ -527,6 +534,8 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
 		connections:      e.Connections,
+		answers:          e.Answers,
+		log:              e.logger(),
 	}
 	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{

@@ -80,10 +80,44 @@ func (q Question) Prompt() string {
 }
 
 // An Answer is what the person answered: "accept" (with Content for a
-// form), "decline" or "cancel". It is all the upstream learns.
+// form), "decline" or "cancel". Action and Content are all the upstream
+// learns.
 type Answer struct {
 	Action  string         `json:"action"`
 	Content map[string]any `json:"content,omitempty"`
+	// By says who answered and by which route, for the audit log
+	// (AnswerLog); nil for an answer nobody gave (a question closed
+	// unanswered is answered cancel). It never goes upstream.
+	By *Answerer `json:"by,omitempty"`
+}
+
+// An Answerer is who gave an answer, in the audit log's terms, and how.
+type Answerer struct {
+	Actor string `json:"actor"` // who: "user 7", "admin", "service"
+	Via   string `json:"via"`   // the audit log's via: "console", "api", "mcp"
+	Route string `json:"route"` // RoutePage, RouteElicitation or RouteInputRequired
+	// Pending is the pending item answered, for the routes through one.
+	Pending string `json:"pending,omitempty"`
+}
+
+// The routes an answer comes by.
+const (
+	// RoutePage: the approval page (the console's Approvals, POST
+	// /v1/pending/{id}).
+	RoutePage = "page"
+	// RouteElicitation: the MCP client's session (a 2025-era client that
+	// declared elicitation).
+	RouteElicitation = "elicitation"
+	// RouteInputRequired: a 2026-07-28 client's retry with inputResponses.
+	RouteInputRequired = "input_required"
+)
+
+// An AnswerLog records each answer a person gave to an upstream's
+// question as the call takes it — one place whatever the route — in the
+// audit log: who, by which route, the action, the call's user, tool, MCP
+// server and run; never the content, which is the upstream's to know.
+type AnswerLog interface {
+	Answered(ctx context.Context, q Question, a Answer) error
 }
 
 // An Asker puts a question to the person a call is for, through the
@@ -180,6 +214,11 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	if err == nil {
 		ans, err = q.given(ans)
 	}
+	if err == nil && ans.By != nil && p.answers != nil {
+		if lerr := p.answers.Answered(context.WithoutCancel(ctx), q, ans); lerr != nil {
+			p.log.ErrorContext(ctx, "an answer to an upstream's question not recorded in the audit log", "route", ans.By.Route, "err", lerr)
+		}
+	}
 	return p.answered(ctx, q, ans, err)
 }
 
@@ -218,7 +257,7 @@ func (q Question) unshowable() string {
 // error the upstream reads, with nothing the person typed.
 func (q Question) given(a Answer) (Answer, error) {
 	if a.Action == "decline" || a.Action == "cancel" {
-		return Answer{Action: a.Action}, nil
+		return Answer{Action: a.Action, By: a.By}, nil
 	}
 	if err := q.Check(a); err != nil {
 		return Answer{}, &AnswerError{Err: err}
@@ -295,7 +334,7 @@ func (p *Prepared) answered(ctx context.Context, q Question, ans Answer, err err
 	}
 	if err != nil {
 		rec.Error = truncateUTF8(m.String(err.Error()), 200)
-	} else if b, jerr := json.Marshal(ans); jerr == nil {
+	} else if b, jerr := json.Marshal(Answer{Action: ans.Action, Content: ans.Content}); jerr == nil {
 		if len(b) > maxAnswer {
 			b, _ = json.Marshal(map[string]any{"action": ans.Action, "content": fmt.Sprintf("(%d bytes, not kept)", len(b))})
 		}

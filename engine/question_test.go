@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -129,6 +130,51 @@ func TestAsk(t *testing.T) {
 			rec := p.askedRecord()
 			if rec == "" || !json.Valid([]byte(rec)) || strings.Contains(rec, questionSecret) || !strings.Contains(rec, `"server":"shop"`) {
 				t.Errorf("record %s", rec)
+			}
+		})
+	}
+}
+
+// answerRows is an AnswerLog keeping what it was given.
+type answerRows []Answer
+
+func (r *answerRows) Answered(_ context.Context, _ Question, a Answer) error {
+	*r = append(*r, a)
+	return nil
+}
+
+// TestAskLogsAnswers: Ask hands the audit log (Executor.Answers) every
+// answer a person gave that goes upstream, as it goes — a decline
+// without the content the client sent with it — and nothing else: no
+// answer nobody gave (a question closed unanswered is answered cancel), no
+// answer the question did not ask for, no question nobody was asked.
+func TestAskLogsAnswers(t *testing.T) {
+	form := Question{Server: "shop", Mode: QuestionForm, Message: "Size?", Schema: json.RawMessage(`{"type":"object","properties":{"size":{"type":"string"}}}`)}
+	by := &Answerer{Actor: "user 7", Via: "mcp", Route: RouteElicitation}
+	for _, tc := range []struct {
+		name    string
+		given   Answer
+		noAsker bool
+		want    []Answer
+	}{
+		{name: "accepted", given: Answer{Action: "accept", Content: map[string]any{"size": "L"}, By: by},
+			want: []Answer{{Action: "accept", Content: map[string]any{"size": "L"}, By: by}}},
+		{name: "declined, its content dropped", given: Answer{Action: "decline", Content: map[string]any{"size": "L"}, By: by},
+			want: []Answer{{Action: "decline", By: by}}},
+		{name: "closed unanswered", given: Answer{Action: "cancel"}},
+		{name: "not asked for", given: Answer{Action: "accept", Content: map[string]any{"pin": "1234"}, By: by}},
+		{name: "nobody to ask", noAsker: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rows answerRows
+			p := &Prepared{answers: &rows, log: slog.Default()}
+			ctx := context.Background()
+			if !tc.noAsker {
+				ctx = WithAsker(ctx, func(context.Context, Question) (Answer, error) { return tc.given, nil })
+			}
+			p.Ask(ctx, form)
+			if got, want := mustJSON(rows), mustJSON(tc.want); got != want {
+				t.Errorf("logged %s, want %s", got, want)
 			}
 		})
 	}

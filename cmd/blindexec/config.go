@@ -26,6 +26,7 @@ import (
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
@@ -375,6 +376,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	creds.Identifiers = rules
 	ex := engine.NewExecutor(client)
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
+	ex.Answers = &questions.Inbox{Store: st} // the answers to upstream questions, in the audit log
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)

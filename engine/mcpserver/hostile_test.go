@@ -25,7 +25,8 @@ import (
 // question asked — a decline's content dropped, content not asked for
 // never sent (a client of 2026-07-28 is asked again).
 func TestHostileUpstreamQuestions(t *testing.T) {
-	url, records, _, _, _, st := askingEngine(t)
+	a := askingEngine(t)
+	url, records, st := a.url, a.records, a.st
 	all := &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}}}
 	tests := []struct {
 		name string

@@ -270,9 +270,9 @@ func (ss *session) resume(ctx context.Context, e *entry, args json.RawMessage, s
 	if inbox == nil {
 		return errorResult("the call that asked this question is no longer held: call the tool again without requestState"), nil
 	}
-	ans := engine.Answer{Action: "cancel"}
+	ans := engine.Answer{Action: "cancel", By: ss.answerer(engine.RouteInputRequired)}
 	if r, ok := in.responses[inputUpstream].(*sdk.ElicitResult); ok {
-		ans = engine.Answer{Action: r.Action, Content: r.Content}
+		ans.Action, ans.Content = r.Action, r.Content
 	}
 	// The answer is the question's as the approval page's is (Check):
 	// content only with an accepted one; one the question did not ask

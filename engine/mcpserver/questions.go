@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/blindexec/blindexec/engine"
@@ -56,8 +57,14 @@ func (ss *session) asking(ctx context.Context, client peer) context.Context {
 			}
 			return engine.Answer{}, errors.New("the MCP client did not answer: " + err.Error())
 		}
-		return engine.Answer{Action: res.Action, Content: res.Content}, nil
+		return engine.Answer{Action: res.Action, Content: res.Content, By: ss.answerer(engine.RouteElicitation)}, nil
 	})
+}
+
+// answerer is the session's person answering by route, for the audit
+// log.
+func (ss *session) answerer(route string) *engine.Answerer {
+	return &engine.Answerer{Actor: "user " + strconv.FormatInt(ss.user, 10), Via: "mcp", Route: route}
 }
 
 // onPage puts q to the person on the approval page and waits for the

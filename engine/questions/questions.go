@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/blindexec/blindexec/confirm"
@@ -30,7 +32,8 @@ const DefaultPoll = 200 * time.Millisecond
 // (the executor gives every call one: its timeout).
 const noDeadline = 10 * time.Minute
 
-// Inbox keeps the questions in st (implements mcpserver.Inbox).
+// Inbox keeps the questions in st (implements mcpserver.Inbox), and the
+// answers the calls take in its audit log (engine.AnswerLog).
 type Inbox struct {
 	Store *store.Store
 	Poll  time.Duration // DefaultPoll when 0
@@ -137,6 +140,9 @@ func (b *Inbox) take(ctx context.Context, it *store.PendingItem) (engine.Answer,
 	if err := json.Unmarshal([]byte(*it.Answer), &a); err != nil {
 		return engine.Answer{}, fmt.Errorf("the answer to question %s: %w", it.ID, err)
 	}
+	if a.By != nil {
+		a.By.Pending = it.ID
+	}
 	kept, _ := json.Marshal(engine.Answer{Action: a.Action})
 	if err := b.Store.KeepAnswer(context.WithoutCancel(ctx), it.ID, string(kept)); err != nil {
 		return engine.Answer{}, err
@@ -182,8 +188,9 @@ func refused(err error) error {
 	return err
 }
 
-// Answer records by's answer to the question id: false when it was
-// answered, or closed, before.
+// Answer records by's answer to the question id (a.By: who, and by
+// which route, for the audit log once the call takes it): false when it
+// was answered, or closed, before.
 func (b *Inbox) Answer(ctx context.Context, id, by string, a engine.Answer) (bool, error) {
 	doc, err := json.Marshal(a)
 	if err != nil {
@@ -225,4 +232,34 @@ func (b *Inbox) Outcome(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(*it.Outcome), nil
+}
+
+// OpAnswered is the audit log's op of a person's answer to an upstream's
+// question (api's words say it).
+const OpAnswered = "question.answered"
+
+// Answered records in the audit log the answer a to q as the call takes
+// it (implements engine.AnswerLog), whichever route it came by: its
+// action and route, who gave it, the call's user, tool, MCP server and
+// run, and the pending item it answered — never its content. Every
+// argument is a name or an id the engine made (columns of bounded size).
+func (b *Inbox) Answered(ctx context.Context, q engine.Question, a engine.Answer) error {
+	by := a.By
+	args := map[string]string{}
+	for k, v := range map[string]string{"action": a.Action, "route": by.Route, "by": by.Actor, "tool": q.Tool, "server": q.Server,
+		"run": q.RunID, "pending": by.Pending} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	if q.User != 0 {
+		args["user"] = strconv.FormatInt(q.User, 10)
+	}
+	target := "question of " + q.Server + " during " + q.Tool
+	if by.Pending != "" {
+		target += " pending " + by.Pending
+	}
+	e := &store.AdminEvent{Actor: by.Actor, Via: by.Via, Action: store.PendingAnswered, Kind: "decision", Target: target, HTTPStatus: http.StatusOK}
+	e.SetDetail(store.AdminDetail{Op: OpAnswered, Args: args})
+	return b.Store.InsertAdminEvent(ctx, e)
 }
