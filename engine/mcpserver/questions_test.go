@@ -782,6 +782,53 @@ func TestUpstreamQuestionHolderStops(t *testing.T) {
 	}
 }
 
+// TestUpstreamQuestionHolderKilled: the replica holding a call parked for
+// a 2026-07-28 client's answer dies without writing anything — its
+// connection to the database gone, as a killed process's is. The retry on
+// another replica gives the answer, waits for the holder to say what the
+// call did, and once the call's time and 5 s more are past is told to
+// call the tool again without requestState; nothing is sent upstream
+// again. (The call's timeout is 2 s, so that the test is short.)
+func TestUpstreamQuestionHolderKilled(t *testing.T) {
+	a := askingEngine(t)
+	db := testdb.At(t, a.dsn) // the holder's own connection
+	holder, _ := a.replica(db)
+	other, _ := a.replica(nil)
+	first := rawCallOf(t, "ask_form_brief", holder, "user-7-token", `"arguments":{"n":5},`)
+	if first.Get("result.resultType").String() != "input_required" {
+		t.Fatalf("first call: %s", first.Raw)
+	}
+	user := int64(7)
+	waiting, _, err := a.st.WaitingPage(t.Context(), &user, "", 0)
+	if err != nil || len(waiting) != 1 {
+		t.Fatalf("waiting: %+v, %v; want the question", waiting, err)
+	}
+	q := waiting[0]
+	if err := db.Close(); err != nil { // killed: the holder reads and writes nothing more
+		t.Fatal(err)
+	}
+	state := first.Get("result.requestState").String()
+	got := rawCallOf(t, "ask_form_brief", other, "user-7-token",
+		`"arguments":{"n":5},"requestState":"`+state+`","inputResponses":{"upstream":{"action":"accept","content":{"size":"S"}}},`)
+	answered := time.Now()
+	if text := got.Get("result.content.0.text").String(); !got.Get("result.isError").Bool() ||
+		!strings.Contains(text, "the call that asked this question ended without saying what it did (the engine holding it stopped): call the tool again without requestState") {
+		t.Errorf("the retry after the holder died: %s", got.Raw)
+	}
+	// The bound, from the call's deadline (the question's expiry): waited
+	// for the holder until 5 s past it, and not much longer (generously:
+	// a busy machine).
+	if bound := q.ExpireTime.Add(5 * time.Second); answered.Before(bound) || answered.After(bound.Add(15*time.Second)) {
+		t.Errorf("the retry answered at %v, the bound is %v (the call's deadline %v plus 5 s)", answered, bound, q.ExpireTime)
+	}
+	if n := a.calls("ask_form"); n != 1 {
+		t.Errorf("the upstream was called %d times, want once: nothing is sent again", n)
+	}
+	if it, err := a.st.GetPendingItem(t.Context(), q.ID); err != nil || it.Outcome != nil || it.Status != store.PendingAnswered {
+		t.Errorf("the question's item: %+v, %v; want the retry's answer and no outcome (the holder wrote nothing)", it, err)
+	}
+}
+
 // TestUpstreamAnswersAudited: every answer the person gives an
 // upstream's question in their MCP client is in the audit log, as on the
 // approval page: in the session of a client of 2025-11-25, in the retry
