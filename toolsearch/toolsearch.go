@@ -15,6 +15,8 @@
 // verb) scores half as much again, one whose title the request says in
 // full twice as much (in part, in proportion), one that addresses a thing
 // the request numbers ("issue 10") 30% more, a deprecated one half.
+// Last, a request that names no API has its first five diversified by
+// source (diversify): one API's look-alikes do not fill them whole.
 package toolsearch
 
 import (
@@ -320,9 +322,10 @@ func (ix *Index) widen(concepts []concept) {
 func (ix *Index) Len() int { return len(ix.docs) }
 
 // Search returns at most limit tools matching query, best first; ties go
-// by name. A request none of whose words (nor their synonyms in its own
-// script) any tool has finds nothing (speaks). A limit of zero or less
-// means DefaultLimit; above MaxLimit, MaxLimit.
+// by name; the first five diversified by source (diversify). A request
+// none of whose words (nor their synonyms in its own script) any tool has
+// finds nothing (speaks). A limit of zero or less means DefaultLimit;
+// above MaxLimit, MaxLimit.
 func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
 		limit = DefaultLimit
