@@ -340,7 +340,9 @@ func (s *Service) Changed() {
 // or the client disconnects (`blindexec mcp serve --stdio`, the user from
 // BLINDEXEC_MCP_USER).
 func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
-	return s.serveLines(ctx, userID, os.Stdin, os.Stdout)
+	in := polled(os.Stdin)
+	defer in.Close() // and blocking again, as the client handed it over
+	return s.serveLines(ctx, userID, in, os.Stdout)
 }
 
 // serveLines serves one session over newline-delimited JSON-RPC.
