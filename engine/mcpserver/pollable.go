@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -33,25 +34,38 @@ func polled(f *os.File) io.ReadCloser {
 	if flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0); errno != 0 || flags&syscall.O_NONBLOCK != 0 {
 		return f // polled by the runtime already, or another's to manage
 	}
-	if syscall.SetNonblock(fd, true) != nil {
+	// A descriptor of its own (f's stays f's to close), on the same open
+	// file, whose mode the two share.
+	dup, err := syscall.Dup(fd)
+	if err != nil {
 		return f
 	}
-	p := pollingFile{os.NewFile(uintptr(fd), f.Name())}
+	syscall.CloseOnExec(dup)
+	if syscall.SetNonblock(dup, true) != nil {
+		syscall.Close(dup)
+		return f
+	}
+	p := pollingFile{File: os.NewFile(uintptr(dup), f.Name()), of: f}
 	if p.SetReadDeadline(time.Time{}) != nil { // the poller would not take it
-		syscall.SetNonblock(fd, false)
+		syscall.SetNonblock(dup, false)
+		p.File.Close()
 		return f
 	}
 	return p
 }
 
-// pollingFile is a descriptor polled put in non-blocking mode. The mode
-// belongs to the open file, which other processes may share (a pipeline's
-// next command reading what is left), so Close puts it back first.
-type pollingFile struct{ *os.File }
+// pollingFile reads the open file of another (of) in non-blocking mode.
+// The mode belongs to the open file, which other processes may share (a
+// pipeline's next command reading what is left), so Close puts it back
+// first, then closes both.
+type pollingFile struct {
+	*os.File
+	of *os.File
+}
 
 func (f pollingFile) Close() error {
 	if rc, err := f.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { syscall.SetNonblock(int(fd), false) })
 	}
-	return f.File.Close()
+	return errors.Join(f.File.Close(), f.of.Close())
 }
