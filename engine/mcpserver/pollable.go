@@ -4,8 +4,9 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // polled returns f as a reader the runtime's poller waits on, when f is a
@@ -13,8 +14,8 @@ import (
 // --stdio` hands its pipe over): a read of a blocking descriptor holds a
 // thread in the kernel while the client is quiet, and the runtime hands
 // the thread's processor to another thread and back as lines come and go
-// (a sixth of `mcp serve --stdio`'s CPU a call at concurrency, and 40% of
-// its context switches: docs/benchmarks.md, issue 47's fifth pass). A
+// (about 15% of `mcp serve --stdio`'s CPU at concurrency, and 40% of its
+// context switches: docs/benchmarks.md, issue 47's fifth pass). A
 // terminal (whose mode the shell shares), a regular file (no poller waits
 // on one) or a descriptor already non-blocking is returned as it is.
 func polled(f *os.File) io.ReadCloser {
@@ -24,30 +25,29 @@ func polled(f *os.File) io.ReadCloser {
 	}
 	fd := -1
 	rc.Control(func(d uintptr) { fd = int(d) })
-	var st syscall.Stat_t
-	if fd < 0 || syscall.Fstat(fd, &st) != nil {
+	var st unix.Stat_t
+	if fd < 0 || unix.Fstat(fd, &st) != nil {
 		return f
 	}
-	if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+	if kind := st.Mode & unix.S_IFMT; kind != unix.S_IFIFO && kind != unix.S_IFSOCK {
 		return f
 	}
-	if flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0); errno != 0 || flags&syscall.O_NONBLOCK != 0 {
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
 		return f // polled by the runtime already, or another's to manage
 	}
 	// A descriptor of its own (f's stays f's to close), on the same open
 	// file, whose mode the two share.
-	dup, err := syscall.Dup(fd)
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return f
 	}
-	syscall.CloseOnExec(dup)
-	if syscall.SetNonblock(dup, true) != nil {
-		syscall.Close(dup)
+	if unix.SetNonblock(dup, true) != nil {
+		unix.Close(dup)
 		return f
 	}
 	p := pollingFile{File: os.NewFile(uintptr(dup), f.Name()), of: f}
 	if p.SetReadDeadline(time.Time{}) != nil { // the poller would not take it
-		syscall.SetNonblock(dup, false)
+		unix.SetNonblock(dup, false)
 		p.File.Close()
 		return f
 	}
@@ -65,7 +65,7 @@ type pollingFile struct {
 
 func (f pollingFile) Close() error {
 	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { syscall.SetNonblock(int(fd), false) })
+		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
 	}
 	return errors.Join(f.File.Close(), f.of.Close())
 }

@@ -4,19 +4,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // nonBlocking reports the O_NONBLOCK flag of the open file fd refers to.
 func nonBlocking(t *testing.T, fd int) bool {
 	t.Helper()
-	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	if errno != 0 {
-		t.Fatal(errno)
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return flags&syscall.O_NONBLOCK != 0
+	return flags&unix.O_NONBLOCK != 0
 }
 
 // TestPolled: a blocking pipe, as a client hands `mcp serve --stdio` its
@@ -27,16 +28,16 @@ func nonBlocking(t *testing.T, fd int) bool {
 func TestPolled(t *testing.T) {
 	t.Run("a blocking pipe", func(t *testing.T) {
 		var fds [2]int
-		if err := syscall.Pipe(fds[:]); err != nil { // blocking, as a child process gets its stdin
+		if err := unix.Pipe(fds[:]); err != nil { // blocking, as a child process gets its stdin
 			t.Fatal(err)
 		}
 		r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "client")
 		defer w.Close()
-		shared, err := syscall.Dup(fds[0])
+		shared, err := unix.Dup(fds[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer syscall.Close(shared)
+		defer unix.Close(shared)
 		if nonBlocking(t, shared) {
 			t.Fatal("the pipe is not blocking to begin with")
 		}
