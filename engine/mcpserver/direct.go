@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -306,15 +307,63 @@ func (ss *session) answer(ctx context.Context, req *jsonrpc.Request, m meta, hea
 }
 
 // lineCalls answers the requests of the stateless era a stdio connection
-// reads that the engine takes (readDecodedMeta), each on a goroutine of its own
+// reads that the engine takes (readDecodedMeta), each concurrently (callers)
 // as the SDK's server runs each request, on the connection's session; a
 // notifications/cancelled naming one ends it.
 type lineCalls struct {
-	ctx context.Context
-	ss  *session
+	ctx     context.Context
+	ss      *session
+	callers callers
 
 	mu       sync.Mutex
 	inFlight map[jsonrpc.ID]context.CancelFunc
+}
+
+// maxIdleCallers bounds the goroutines a stdio connection keeps waiting
+// for its next request: more than a client's usual concurrency.
+const maxIdleCallers = 32
+
+// callers runs a stdio connection's requests on goroutines kept between
+// them. A goroutine new for each request started at the runtime's
+// smallest stack and grew it (growStack's zeroed frame, the stack's
+// allocation and its release) on every call: 6% of `mcp serve --stdio`'s
+// CPU (docs/benchmarks.md, issue 47's fifth pass). A kept one grows once
+// (the GC may halve an idle one's stack, which its next call grows back).
+type callers struct {
+	next chan func() // unbuffered: a request is handed only to a goroutine waiting
+	idle atomic.Int32
+	stop chan struct{} // closed when the connection ends: the waiting ones return
+}
+
+func newCallers() callers {
+	return callers{next: make(chan func()), stop: make(chan struct{})}
+}
+
+// run runs f on a waiting goroutine, or on a new one when none waits.
+func (c *callers) run(f func()) {
+	select {
+	case c.next <- f:
+	default:
+		go c.serve(f)
+	}
+}
+
+func (c *callers) serve(f func()) {
+	growStack(0, 1) // a goroutine new for a call
+	for {
+		f()
+		if c.idle.Add(1) > maxIdleCallers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case f = <-c.next:
+			c.idle.Add(-1)
+		case <-c.stop:
+			c.idle.Add(-1)
+			return
+		}
+	}
 }
 
 // take answers req when the engine takes it (true), writing the answer's
@@ -332,22 +381,19 @@ func (l *lineCalls) take(req *jsonrpc.Request, write func([]byte) error) bool {
 	l.mu.Lock()
 	l.inFlight[req.ID] = cancel
 	l.mu.Unlock()
-	go func() {
+	l.callers.run(func() {
 		defer func() {
 			l.mu.Lock()
 			delete(l.inFlight, req.ID)
 			l.mu.Unlock()
 			cancel()
 		}()
-		if m.call != nil {
-			growStack(0, 1) // a goroutine of its own, new
-		}
 		res, err := l.ss.answer(ctx, req, m, nil)
 		b, _ := encodeAnswer(req.ID, res, err)
 		if werr := write(append(b, '\n')); werr != nil {
 			l.ss.svc.log.WarnContext(ctx, "MCP answer not written", "err", werr)
 		}
-	}()
+	})
 	return true
 }
 

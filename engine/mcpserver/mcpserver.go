@@ -340,13 +340,16 @@ func (s *Service) Changed() {
 // or the client disconnects (`blindexec mcp serve --stdio`, the user from
 // BLINDEXEC_MCP_USER).
 func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
-	return s.serveLines(ctx, userID, os.Stdin, os.Stdout)
+	in := polled(os.Stdin)
+	defer in.Close() // and blocking again, as the client handed it over
+	return s.serveLines(ctx, userID, in, os.Stdout)
 }
 
 // serveLines serves one session over newline-delimited JSON-RPC.
 func (s *Service) serveLines(ctx context.Context, userID int64, r io.ReadCloser, w io.Writer) error {
 	ss := s.newSession(sessionOptions{user: userID, endpoint: endpointStdio, direct: true})
-	calls := &lineCalls{ctx: ctx, ss: ss, inFlight: map[jsonrpc.ID]context.CancelFunc{}}
+	calls := &lineCalls{ctx: ctx, ss: ss, callers: newCallers(), inFlight: map[jsonrpc.ID]context.CancelFunc{}}
+	defer close(calls.callers.stop)
 	return ss.server.Run(ctx, &lineTransport{r: r, w: w, take: calls.take})
 }
 

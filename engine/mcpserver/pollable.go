@@ -1,0 +1,71 @@
+package mcpserver
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// polled returns f as a reader the runtime's poller waits on, when f is a
+// pipe or a socket in blocking mode (as a client starting `mcp serve
+// --stdio` hands its pipe over): a read of a blocking descriptor holds a
+// thread in the kernel while the client is quiet, and the runtime hands
+// the thread's processor to another thread and back as lines come and go
+// (about 15% of `mcp serve --stdio`'s CPU at concurrency, and 40% of its
+// context switches: docs/benchmarks.md, issue 47's fifth pass). A
+// terminal (whose mode the shell shares), a regular file (no poller waits
+// on one) or a descriptor already non-blocking is returned as it is.
+func polled(f *os.File) io.ReadCloser {
+	rc, err := f.SyscallConn() // its descriptor, left in its mode (Fd would make it blocking)
+	if err != nil {
+		return f
+	}
+	fd := -1
+	rc.Control(func(d uintptr) { fd = int(d) })
+	var st unix.Stat_t
+	if fd < 0 || unix.Fstat(fd, &st) != nil {
+		return f
+	}
+	if kind := st.Mode & unix.S_IFMT; kind != unix.S_IFIFO && kind != unix.S_IFSOCK {
+		return f
+	}
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
+		return f // polled by the runtime already, or another's to manage
+	}
+	// A descriptor of its own (f's stays f's to close), on the same open
+	// file, whose mode the two share.
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return f
+	}
+	if unix.SetNonblock(dup, true) != nil {
+		unix.Close(dup)
+		return f
+	}
+	p := pollingFile{File: os.NewFile(uintptr(dup), f.Name()), of: f}
+	if p.SetReadDeadline(time.Time{}) != nil { // the poller would not take it
+		unix.SetNonblock(dup, false)
+		p.File.Close()
+		return f
+	}
+	return p
+}
+
+// pollingFile reads the open file of another (of) in non-blocking mode.
+// The mode belongs to the open file, which other processes may share (a
+// pipeline's next command reading what is left), so Close puts it back
+// first, then closes both.
+type pollingFile struct {
+	*os.File
+	of *os.File
+}
+
+func (f pollingFile) Close() error {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
+	}
+	return errors.Join(f.File.Close(), f.of.Close())
+}

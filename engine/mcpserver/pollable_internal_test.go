@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// nonBlocking reports the O_NONBLOCK flag of the open file fd refers to.
+func nonBlocking(t *testing.T, fd int) bool {
+	t.Helper()
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flags&unix.O_NONBLOCK != 0
+}
+
+// TestPolled: a blocking pipe, as a client hands `mcp serve --stdio` its
+// stdin, is read through the poller (so that Close ends a read waiting on
+// a quiet client) and is blocking again after Close, for whoever shares
+// it; a regular file and a descriptor already non-blocking are left as
+// they are.
+func TestPolled(t *testing.T) {
+	t.Run("a blocking pipe", func(t *testing.T) {
+		var fds [2]int
+		if err := unix.Pipe(fds[:]); err != nil { // blocking, as a child process gets its stdin
+			t.Fatal(err)
+		}
+		r, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "client")
+		defer w.Close()
+		shared, err := unix.Dup(fds[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(shared)
+		if nonBlocking(t, shared) {
+			t.Fatal("the pipe is not blocking to begin with")
+		}
+		in := polled(r)
+		if _, ok := in.(pollingFile); !ok {
+			t.Fatalf("polled(pipe) = %T, want the pipe polled", in)
+		}
+		if !nonBlocking(t, shared) {
+			t.Fatal("the polled pipe is still blocking")
+		}
+		io.WriteString(w, "a line\n")
+		buf := make([]byte, 64)
+		if n, err := in.Read(buf); err != nil || string(buf[:n]) != "a line\n" {
+			t.Fatalf("Read = %q, %v", buf[:n], err)
+		}
+		read := make(chan error, 1)
+		go func() { _, err := in.Read(buf); read <- err }() // nothing comes
+		time.Sleep(10 * time.Millisecond)
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-read:
+			if err == nil {
+				t.Fatal("a read waiting on a quiet pipe returned no error at Close")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not end a read waiting on a quiet pipe")
+		}
+		if nonBlocking(t, shared) {
+			t.Fatal("the pipe is not blocking again after Close")
+		}
+	})
+	t.Run("a regular file", func(t *testing.T) {
+		f, err := os.Create(filepath.Join(t.TempDir(), "in"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if in := polled(f); in != io.ReadCloser(f) {
+			t.Fatalf("polled(file) = %T, want the file as it is", in)
+		}
+	})
+	t.Run("a pipe already non-blocking", func(t *testing.T) {
+		r, w, err := os.Pipe() // polled by the runtime already
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		if in := polled(r); in != io.ReadCloser(r) {
+			t.Fatalf("polled(non-blocking pipe) = %T, want the pipe as it is", in)
+		}
+	})
+}
