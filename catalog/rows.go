@@ -23,6 +23,8 @@ type executionConfig struct {
 	// their own, so they need no migration.
 	Tags     []string `json:"tags,omitempty"`
 	Keywords []string `json:"keywords,omitempty"`
+	// ResponseWords feed tool search too (plugins.Plugin.ResponseWords).
+	ResponseWords []string `json:"response_words,omitempty"`
 	// ConsequentialHint is the import's suggestion; the administrator's
 	// choice is the consequential column, which syncs keep.
 	ConsequentialHint *bool `json:"consequential_hint,omitempty"`
@@ -37,7 +39,7 @@ type executionConfig struct {
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
-		Tags: p.Tags, Keywords: p.Keywords, ConsequentialHint: p.ConsequentialHint, InvisibleRemoved: p.InvisibleRemoved})
+		Tags: p.Tags, Keywords: p.Keywords, ResponseWords: p.ResponseWords, ConsequentialHint: p.ConsequentialHint, InvisibleRemoved: p.InvisibleRemoved})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
 	}
@@ -93,6 +95,7 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		FixedParams:       cfg.FixedParams,
 		Tags:              cfg.Tags,
 		Keywords:          cfg.Keywords,
+		ResponseWords:     cfg.ResponseWords,
 		Status:            r.Status,
 		ConsequentialHint: cfg.ConsequentialHint,
 		Remark:            r.Remark,

@@ -52,12 +52,12 @@ func TestCheckPlugin(t *testing.T) {
 	})
 }
 
-// TestTagsAndKeywordsRoundTrip: tags and keywords (tool search) survive the
-// row without a column of their own.
+// TestTagsAndKeywordsRoundTrip: tags, keywords and response words (tool
+// search) survive the row without a column of their own.
 func TestTagsAndKeywordsRoundTrip(t *testing.T) {
 	p := &plugins.Plugin{Name: "x", Description: "x", Parameters: []byte(`{"type":"object"}`),
 		Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"},
-		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}}
+		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}, ResponseWords: []string{"AmountDue"}}
 	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +66,8 @@ func TestTagsAndKeywordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) {
-		t.Fatalf("tags %q keywords %q after the round trip", back.Tags, back.Keywords)
+	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) || !slices.Equal(back.ResponseWords, p.ResponseWords) {
+		t.Fatalf("tags %q keywords %q response words %q after the round trip", back.Tags, back.Keywords, back.ResponseWords)
 	}
 }
 

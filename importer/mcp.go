@@ -173,6 +173,10 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string
 	if err != nil {
 		return fmt.Errorf("encode plugin %q: %w", p.Name, err)
 	}
+	if len(p.ResponseWords) > 0 { // stored beside the document (plugins.Plugin.ResponseWords)
+		words, _ := json.Marshal(p.ResponseWords)
+		doc = append(doc, words...)
+	}
 	sum := sha256.Sum256(doc)
 	hash := hex.EncodeToString(sum[:])
 	if old != nil && old.ContentHash != nil && *old.ContentHash == hash {

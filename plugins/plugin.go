@@ -45,8 +45,15 @@ type Plugin struct {
 	// Both feed tool search; the LLM does not see them.
 	Tags     []string `json:"tags,omitempty"`
 	Keywords []string `json:"keywords,omitempty"`
-	Status   string   `json:"status,omitempty"`
-	Remark   string   `json:"remark,omitempty"`
+	// ResponseWords are the property names of what the tool answers (an
+	// OpenAPI operation's success response, an MCP tool's outputSchema),
+	// outer levels first: people ask for what they want back ("how
+	// danceable is this track": danceability). Search reads them as a
+	// weak field; never shown to a model nor part of the document; the
+	// import records them, and a sync refreshes them (issue 49).
+	ResponseWords []string `json:"-"`
+	Status        string   `json:"status,omitempty"`
+	Remark        string   `json:"remark,omitempty"`
 	// Consequential is the administrator's classification of the tool:
 	// true, a call waits for a person's confirmation (BLINDEXEC_CONFIRM);
 	// false, it does not; nil, see IsConsequential. Imports never set it,

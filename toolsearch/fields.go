@@ -49,6 +49,66 @@ var sourceFields = []field{
 	{"tag descriptions", 1, 0.75, tagDescriptions, false},
 }
 
+// responseField is the names of what a tool answers (its response's
+// properties: plugins.Plugin.ResponseWords), a weak field: "how danceable
+// is this track" finds Spotify's audio features by danceability. Measured
+// on the tuned-on sets only (docs/tool-search.md, a sixth session): 0.3
+// found one more of Spotify's requests and lost none; its words counted
+// in the idf, or a generic name kept (weakTerms), lost Zoom's, Xero's,
+// Slack's and GitHub's requests at any weight from 0.1.
+var responseField = field{"response", 0.3, 0.75, func(t *toolText) []string { return t.p.ResponseWords }, false}
+
+// weakTerms is a weak field's terms per document, kept to those that are
+// rare among the field's documents (at most max(3, 0.3%) of them: id,
+// name, created_at, count name no tool apart) and that some tool's own
+// fields have, so that a weak field brings no term to the index, and
+// what a request's word is expanded to or translated into is what it was
+// without it.
+func weakTerms(own [][]fieldDoc, fd field, tools []toolText, an analyzer) []fieldDoc {
+	docs := make([]fieldDoc, len(tools))
+	df := map[string]int{}
+	for d := range tools {
+		doc := fieldDoc{counts: map[string]int{}}
+		for _, text := range fd.text(&tools[d]) {
+			an.each(text, func(t string, _ int) {
+				doc.counts[t]++
+				doc.length++ // the field as written, for its normalization
+			})
+		}
+		for t := range doc.counts {
+			df[t]++
+		}
+		docs[d] = doc
+	}
+	known := map[string]bool{}
+	for _, f := range own {
+		for _, doc := range f {
+			for t := range doc.counts {
+				known[t] = true
+			}
+		}
+	}
+	limit := max(3, len(tools)*3/1000)
+	for d := range docs {
+		for t := range docs[d].counts {
+			if df[t] > limit || !known[t] {
+				delete(docs[d].counts, t)
+			}
+		}
+	}
+	return docs
+}
+
+// ownTerm reports whether document d has term t in one of its own fields.
+func ownTerm(own [][]fieldDoc, d int, t string) bool {
+	for _, f := range own {
+		if f[d].counts[t] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 var baselineFields = []field{
 	{"name", 1, 0.75, func(t *toolText) []string { return []string{t.p.Name} }, false},
 	{"title", 1, 0.75, func(t *toolText) []string { return []string{t.p.Title} }, false},

@@ -127,13 +127,14 @@ type Parts struct {
 	Sources   bool // sources and tag descriptions indexed, a named source first
 	Lexicon   bool // WordNet's synonyms and related words
 	Bilingual bool // CC-CEDICT: a request's words in the catalog's other language
+	Responses bool // the names of what a tool answers, a weak field
 	// Expansion, when set, adds the requests a model wrote for each tool
 	// as a weak field of capped weight (point 4).
 	Expansion *Expansion
 }
 
 // AllParts is every part.
-var AllParts = Parts{Sources: true, Lexicon: true, Bilingual: true}
+var AllParts = Parts{Sources: true, Lexicon: true, Bilingual: true, Responses: true}
 
 // NewWith is New with only the parts given.
 func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
@@ -149,7 +150,11 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	if parts.Sources {
 		fields = append(slices.Clip(engineFields), sourceFields...)
 	}
-	ix, err := build(ps, analyzer{words: parts.Bilingual}, fields)
+	var weak []field
+	if parts.Responses {
+		weak = []field{responseField}
+	}
+	ix, err := build(ps, analyzer{words: parts.Bilingual}, fields, weak)
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +173,13 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 // on what is not a letter or digit, one term per CJK character), no
 // vocabulary. It is the yardstick the runner compares New against.
 func NewBaseline(ps []*plugins.Plugin) (*Index, error) {
-	return build(ps, analyzer{plain: true}, baselineFields)
+	return build(ps, analyzer{plain: true}, baselineFields, nil)
 }
 
-func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
+// build indexes ps by fields, and by the weak fields (weakTerms): words
+// a tool's own text does not say, which lift it a little and never
+// change a term's idf.
+func build(ps []*plugins.Plugin, an analyzer, fields, weak []field) (*Index, error) {
 	ix := &Index{an: an, terms: map[string]int32{}}
 	for _, p := range ps {
 		if p != nil && p.Enabled() {
@@ -180,10 +188,6 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	// Per field: each document's term counts and length, then the average
 	// length for normalization.
-	type fieldDoc struct {
-		counts map[string]int
-		length int
-	}
 	tools := make([]toolText, len(ix.docs))
 	for d, p := range ix.docs {
 		tools[d] = newToolText(p)
@@ -220,6 +224,12 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 			perField[f][d] = fieldDoc{counts, n}
 		}
 	}
+	// the weak fields after the others, kept to the terms weakTerms keeps
+	strongFields := len(fields)
+	for _, fd := range weak {
+		fields = append(slices.Clip(fields), fd)
+		perField = append(perField, weakTerms(perField[:strongFields], fd, tools, builder))
+	}
 	avg := make([]float64, len(fields))
 	for f := range fields {
 		total := 0
@@ -228,6 +238,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 		}
 		avg[f] = math.Max(float64(total)/math.Max(float64(len(ix.docs)), 1), 1)
 	}
+	var df []int // documents whose own fields (not the weak ones) have the term
 	for d := range ix.docs {
 		tf := map[string]float64{}
 		for f, fd := range fields {
@@ -243,6 +254,10 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 				id = int32(len(ix.postings))
 				ix.terms[t] = id
 				ix.postings = append(ix.postings, nil)
+				df = append(df, 0)
+			}
+			if strongFields == len(fields) || ownTerm(perField[:strongFields], d, t) {
+				df[id]++
 			}
 			ix.postings[id] = append(ix.postings[id], posting{int32(d), float32(w * (k1 + 1) / (k1 + w))})
 		}
@@ -283,8 +298,8 @@ func build(ps []*plugins.Plugin, an analyzer, fields []field) (*Index, error) {
 	}
 	n := float64(len(ix.docs))
 	ix.idf = make([]float64, len(ix.postings))
-	for id, ps := range ix.postings {
-		df := float64(len(ps))
+	for id := range ix.postings {
+		df := float64(df[id])
 		ix.idf[id] = math.Log(1 + (n-df+0.5)/(df+0.5))
 	}
 	ix.scratch.New = func() any {
@@ -523,6 +538,12 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		out[i] = Result{Name: p.Name, Title: p.Title, Score: h.score, Plugin: p}
 	}
 	return out, len(touched), nil
+}
+
+// fieldDoc is a document's term counts in one field, and its length.
+type fieldDoc struct {
+	counts map[string]int
+	length int
 }
 
 // hit is a scored document of a search.

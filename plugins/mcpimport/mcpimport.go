@@ -76,10 +76,12 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 	}
 	ac := srv.Auth
 	var output json.RawMessage
+	var answers []string
 	if t.OutputSchema != nil {
 		if output, err = json.Marshal(t.OutputSchema); err != nil {
 			return nil, nil, &ConversionError{Tool: t.Name, Err: fmt.Errorf("outputSchema: %w", err)}
 		}
+		answers = outputWords(output)
 	}
 	p := &plugins.Plugin{
 		SchemaVersion:       "v1",
@@ -91,6 +93,7 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 		AuthConfig:          ac,
 		RequiredCredentials: append([]string{}, ac.CredentialKeys()...),
 		ConsequentialHint:   ConsequentialHint(t.Annotations, srv.Trusted),
+		ResponseWords:       answers,
 	}
 	if _, f := invisible.Remove(t.Name); f.Count > 0 { // the name is made of it (SanitizeName)
 		p.InvisibleRemoved = []invisible.Removal{{Field: "name", Count: f.Count, Kinds: f.Kinds}}
@@ -238,4 +241,14 @@ func ServerNameFromURL(raw string) string {
 	}
 	name := SanitizeName(u.Host)
 	return name[:min(len(name), 64)]
+}
+
+// outputWords are the property names of a tool's outputSchema, as an
+// OpenAPI import keeps its responses' (plugins.Plugin.ResponseWords).
+func outputWords(output json.RawMessage) []string {
+	var root map[string]any
+	if json.Unmarshal(output, &root) != nil {
+		return nil
+	}
+	return schema.PropertyNames(root, schema.JSONSchemaLookup(root))
 }

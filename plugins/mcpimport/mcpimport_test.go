@@ -157,3 +157,30 @@ func TestSchemasAsWritten(t *testing.T) {
 		t.Errorf("an unknown dialect: %v", err)
 	}
 }
+
+// TestOutputWords: a tool's outputSchema gives search the names of what
+// it answers, as an OpenAPI operation's response does; a tool without one
+// answers none.
+func TestOutputWords(t *testing.T) {
+	srv := mcpimport.Server{ID: "s1", Name: "s"}
+	for _, tc := range []struct {
+		name   string
+		output any
+		want   string
+	}{
+		{"an outputSchema", map[string]any{"type": "object", "$defs": map[string]any{"Row": map[string]any{"properties": map[string]any{"amount_due": map[string]any{}}}},
+			"properties": map[string]any{"rows": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/Row"}}}}, "rows amount_due"},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := sdk.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}, OutputSchema: tc.output}
+			p, _, err := mcpimport.Convert(srv, &tool, tool.Name, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(p.ResponseWords, " "); got != tc.want {
+				t.Errorf("response words %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

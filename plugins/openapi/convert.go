@@ -303,6 +303,8 @@ func (c *converter) convert(o rawOperation) (Operation, error) {
 		Status:   plugins.StatusEnabled,
 		Tags:     stringItems(o.op["tags"]),
 		Keywords: keywords(o.op["x-keywords"]),
+		// what the operation answers, for search only
+		ResponseWords: c.responseWords(o.op),
 		// GPT Actions' flag, a suggestion: an administrator's
 		// consequential setting overrides it and survives syncs.
 		ConsequentialHint: boolPtr(o.op["x-openai-isConsequential"]),

@@ -125,7 +125,8 @@ func FuzzEncodeTree(f *testing.F) {
 }
 
 // TestContentHashOfMarshal: the hash written straight from the encoder is
-// that of marshal's bytes, which stored hashes were made of.
+// that of marshal's bytes, which stored hashes were made of (then its
+// response words', when it has any).
 func TestContentHashOfMarshal(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	for _, name := range files {
@@ -145,6 +146,10 @@ func TestContentHashOfMarshal(t *testing.T) {
 			b, err := marshal(op.Plugin)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(op.Plugin.ResponseWords) > 0 {
+				words, _ := marshal(op.Plugin.ResponseWords)
+				b = append(b, words...)
 			}
 			sum := sha256.Sum256(b)
 			got, err := ContentHash(op)

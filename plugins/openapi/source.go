@@ -47,11 +47,11 @@ func (o Options) Fingerprint() (string, error) {
 // conversionRevision counts the changes to what the same document converts
 // to; a source synced by an earlier one is converted again, its changed
 // plugins reported (2: descriptions in plain text, a title for every
-// operation, issue 35).
-const conversionRevision = 2
+// operation, issue 35; 3: response words, issue 49).
+const conversionRevision = 3
 
 // ContentHash is the hex sha256 of the plugin's JSON (as marshal writes
-// it). The JSON goes straight into the hash: a copy of a large import's
+// it), then of its response words' when it has any. The JSON goes straight into the hash: a copy of a large import's
 // every schema, made only to be hashed, was most of its write loop's
 // garbage.
 func ContentHash(op Operation) (string, error) {
@@ -60,6 +60,13 @@ func ContentHash(op Operation) (string, error) {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(op.Plugin); err != nil {
 		return "", fmt.Errorf("encode plugin: %w", err)
+	}
+	// not in the plugin's document, but stored with it: a sync that
+	// changes only them writes them (a plugin without any hashes as before)
+	if words := op.Plugin.ResponseWords; len(words) > 0 {
+		if err := enc.Encode(words); err != nil {
+			return "", fmt.Errorf("encode response words: %w", err)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

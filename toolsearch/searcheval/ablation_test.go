@@ -38,6 +38,7 @@ func TestAblation(t *testing.T) {
 		{"1 sources", toolsearch.Parts{Sources: true}},
 		{"2 lexicon", toolsearch.Parts{Lexicon: true}},
 		{"3 across languages", toolsearch.Parts{Bilingual: true}},
+		{"5 response words", toolsearch.Parts{Responses: true}},
 		{"all", toolsearch.AllParts},
 	}
 	var b strings.Builder
