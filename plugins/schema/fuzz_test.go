@@ -62,3 +62,24 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPropertyNames feeds arbitrary JSON as a response schema, references
+// and cycles included: PropertyNames must not panic or hang, keeps to its
+// bound, and gives the same names twice.
+func FuzzPropertyNames(f *testing.F) {
+	f.Add([]byte(`{"$ref":"#/$defs/A","$defs":{"A":{"properties":{"a":{"$ref":"#/$defs/A"}},"allOf":[{"$ref":"#"}]}}}`))
+	f.Add([]byte(`{"items":{"items":{"anyOf":[{"properties":{"x":{"properties":{"y":{}}}}}]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var root map[string]any
+		if json.Unmarshal(data, &root) != nil || root == nil {
+			return
+		}
+		first := PropertyNames(root, JSONSchemaLookup(root))
+		if len(first) > maxPropertyNames {
+			t.Fatalf("%d names, bound %d", len(first), maxPropertyNames)
+		}
+		if second := PropertyNames(root, JSONSchemaLookup(root)); strings.Join(first, "\x00") != strings.Join(second, "\x00") {
+			t.Fatalf("names differ: %q, %q", first, second)
+		}
+	})
+}
