@@ -78,6 +78,11 @@ func FuzzPropertyNames(f *testing.F) {
 		if len(first) > maxPropertyNames {
 			t.Fatalf("%d names, bound %d", len(first), maxPropertyNames)
 		}
+		for _, name := range first {
+			if len(name) > maxPropertyName {
+				t.Fatalf("a name of %d bytes, bound %d", len(name), maxPropertyName)
+			}
+		}
 		if second := PropertyNames(root, JSONSchemaLookup(root)); strings.Join(first, "\x00") != strings.Join(second, "\x00") {
 			t.Fatalf("names differ: %q, %q", first, second)
 		}

@@ -8,11 +8,15 @@ import "sort"
 const (
 	propertyDepth    = 3
 	maxPropertyNames = 60
+	// maxPropertyName: a longer name is no word a person asks with, and
+	// a hostile document's megabyte-long one is not stored per tool.
+	maxPropertyName = 64
 )
 
 // PropertyNames are the property names of the objects schema s
 // describes, outer levels first, to propertyDepth levels of nesting and
-// at most maxPropertyNames in all: an array's items, allOf, oneOf and anyOf
+// at most maxPropertyNames in all, each at most maxPropertyName bytes
+// (a longer one is left out): an array's items, allOf, oneOf and anyOf
 // members count as the object they describe, each reference followed
 // once (a cycle ends there). Tool search reads them from what a tool
 // answers (issue 49).
@@ -33,7 +37,7 @@ func PropertyNames(s any, lookup Lookup) []string {
 				}
 				sort.Strings(names)
 				for _, name := range names {
-					if len(w.out) < maxPropertyNames {
+					if len(w.out) < maxPropertyNames && len(name) <= maxPropertyName {
 						w.out = append(w.out, name)
 					}
 					props = append(props, ps[name])

@@ -30,6 +30,7 @@ func TestPropertyNames(t *testing.T) {
 		{"a cycle ends", `{"$ref":"#/$defs/Node","$defs":{"Node":{"properties":{"next":{"$ref":"#/$defs/Node"},"value":{}}}}}`, "next value"},
 		{"an unresolvable reference is nothing", `{"properties":{"a":{"$ref":"#/nowhere"}}}`, "a"},
 		{"a scalar answers no names", `{"type":"string"}`, ""},
+		{"a name over 64 bytes is left out", `{"properties":{"` + strings.Repeat("x", 65) + `":{},"` + strings.Repeat("y", 64) + `":{}}}`, strings.Repeat("y", 64)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var root map[string]any
