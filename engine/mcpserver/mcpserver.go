@@ -340,7 +340,7 @@ func (s *Service) Changed() {
 // or the client disconnects (`blindexec mcp serve --stdio`, the user from
 // BLINDEXEC_MCP_USER).
 func (s *Service) ServeStdio(ctx context.Context, userID int64) error {
-	in := polled(os.Stdin)
+	in := polled(os.Stdin, os.Stdout, os.Stderr)
 	defer in.Close() // and blocking again, as the client handed it over
 	return s.serveLines(ctx, userID, in, os.Stdout)
 }

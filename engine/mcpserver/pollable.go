@@ -17,8 +17,12 @@ import (
 // (about 15% of `mcp serve --stdio`'s CPU at concurrency, and 40% of its
 // context switches: docs/benchmarks.md, issue 47's fifth pass). A
 // terminal (whose mode the shell shares), a regular file (no poller waits
-// on one) or a descriptor already non-blocking is returned as it is.
-func polled(f *os.File) io.ReadCloser {
+// on one), a descriptor already non-blocking or one that is also one of
+// others (a socket handed over as stdin and stdout: inetd, systemd's
+// StandardInput=socket) is returned as it is: the mode belongs to the open
+// file, and a write to an unpolled descriptor made non-blocking fails with
+// EAGAIN when the peer reads slowly (an answer or a log line lost).
+func polled(f *os.File, others ...*os.File) io.ReadCloser {
 	rc, err := f.SyscallConn() // its descriptor, left in its mode (Fd would make it blocking)
 	if err != nil {
 		return f
@@ -31,6 +35,11 @@ func polled(f *os.File) io.ReadCloser {
 	}
 	if kind := st.Mode & unix.S_IFMT; kind != unix.S_IFIFO && kind != unix.S_IFSOCK {
 		return f
+	}
+	for _, o := range others {
+		if sharesFile(o, &st) {
+			return f
+		}
 	}
 	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
 		return f // polled by the runtime already, or another's to manage
@@ -68,4 +77,20 @@ func (f pollingFile) Close() error {
 		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
 	}
 	return errors.Join(f.File.Close(), f.of.Close())
+}
+
+// sharesFile reports whether o is the pipe or socket st describes: one
+// has no name to be opened by again, so the same one is a descriptor of
+// the same open file. A closed o shares nothing.
+func sharesFile(o *os.File, st *unix.Stat_t) bool {
+	rc, err := o.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var ost unix.Stat_t
+	var serr error = unix.EBADF
+	if rc.Control(func(d uintptr) { serr = unix.Fstat(int(d), &ost) }) != nil || serr != nil {
+		return false
+	}
+	return ost.Dev == st.Dev && ost.Ino == st.Ino
 }

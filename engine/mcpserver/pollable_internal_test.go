@@ -93,3 +93,42 @@ func TestPolled(t *testing.T) {
 		}
 	})
 }
+
+// TestPolledSharedSocket: a socket handed over as stdin and stdout at once
+// (inetd, systemd's StandardInput=socket, socat's exec) is one open file
+// whose mode the two share; made non-blocking for stdin's poller, stdout
+// (which the runtime does not poll) would fail a write with EAGAIN as soon
+// as the client reads slower than answers come, and an answer would be
+// lost. Such a stdin is left blocking, and so is its stdout.
+func TestPolledSharedSocket(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	out, err := unix.Dup(fds[0]) // stdout, the same open file as stdin
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, stdout := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(out), "stdout")
+	defer in.Close()
+	defer stdout.Close()
+	if got := polled(in, stdout); got != io.ReadCloser(in) {
+		got.Close()
+		t.Fatalf("polled(socket shared with stdout) = %T, want the socket as it is", got)
+	}
+	if nonBlocking(t, out) {
+		t.Fatal("stdout was made non-blocking with stdin")
+	}
+	// A pipe of its own for stdin, the socket for stdout: polled.
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[1])
+	got := polled(os.NewFile(uintptr(p[0]), "stdin"), stdout)
+	defer got.Close()
+	if _, ok := got.(pollingFile); !ok {
+		t.Fatalf("polled(pipe of its own) = %T, want the pipe polled", got)
+	}
+}
