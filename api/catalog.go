@@ -316,6 +316,12 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_plugin", fmt.Sprintf("name: %q does not match the path's %q", p.Name, name), nil)
 		return
 	}
+	// The import's response words are no part of the document a PUT
+	// sends: kept as the row's source and content hash are, else a sync
+	// of the unchanged document (which leaves the row) never restores them.
+	if was, err := catalog.PluginFromRow(old); err == nil {
+		p.ResponseWords = was.ResponseWords
+	}
 	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		s.internal(w, r, err)

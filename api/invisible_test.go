@@ -152,3 +152,53 @@ func TestInvisibleRemovedOnEveryEntry(t *testing.T) {
 		}
 	})
 }
+
+// TestPutKeepsResponseWords: the response words an import recorded
+// (plugins.Plugin.ResponseWords, not part of the document) survive an
+// administrator's PUT of the tool, as its source and content hash do: a
+// sync of the unchanged document leaves the row as it is, so words a PUT
+// dropped would never come back, and GET then PUT of the same document
+// would change what search finds.
+func TestPutKeepsResponseWords(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newMCPEnv(t, st)
+		doc := "openapi: 3.0.3\ninfo: {title: Music, version: '1'}\nservers: [{url: 'https://music.example'}]\npaths:\n  /tracks/{id}:\n    get:\n" +
+			"      operationId: getTrack\n      summary: Get a track\n" +
+			"      parameters: [{name: id, in: path, required: true, schema: {type: string}}]\n" +
+			"      responses: {'200': {description: ok, content: {application/json: {schema: {type: object, properties: {danceability: {type: number}}}}}}}\n"
+		words := func() []string {
+			t.Helper()
+			row, err := st.GetPlugin(context.Background(), "getTrack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg struct {
+				ResponseWords []string `json:"response_words"`
+			}
+			if err := json.Unmarshal(row.ExecutionConfig, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			return cfg.ResponseWords
+		}
+		if code, out := e.do("POST", "/v1/plugins/import/openapi", mcpAdmin, map[string]any{"document": doc}); code != 200 {
+			t.Fatalf("import openapi: %d %v", code, out)
+		}
+		if got := words(); !slices.Equal(got, []string{"danceability"}) {
+			t.Fatalf("imported response words %v", got)
+		}
+		code, view := e.do("GET", "/v1/plugins/getTrack", mcpAdmin, nil)
+		if code != 200 {
+			t.Fatalf("GET: %d %v", code, view)
+		}
+		if strings.Contains(func() string { b, _ := json.Marshal(view); return string(b) }(), "danceability") {
+			t.Errorf("GET shows the response words: %v", view)
+		}
+		view["description"] = "Reads a track's audio features."
+		if code, out := e.do("PUT", "/v1/plugins/getTrack", mcpAdmin, view); code != 200 {
+			t.Fatalf("PUT: %d %v", code, out)
+		}
+		if got := words(); !slices.Equal(got, []string{"danceability"}) {
+			t.Errorf("response words after PUT: %v, want those the import recorded", got)
+		}
+	})
+}
