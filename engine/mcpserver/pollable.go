@@ -65,18 +65,22 @@ func polled(f *os.File, others ...*os.File) io.ReadCloser {
 
 // pollingFile reads the open file of another (of) in non-blocking mode.
 // The mode belongs to the open file, which other processes may share (a
-// pipeline's next command reading what is left), so Close puts it back
-// first, then closes both.
+// pipeline's next command reading what is left), so Close puts it back.
 type pollingFile struct {
 	*os.File
 	of *os.File
 }
 
+// Close closes the duplicate first, then puts the mode back through of:
+// a read of the duplicate begun once the open file is blocking again
+// would wait in the kernel for the client's next line, and the
+// duplicate's Close waits for that read to end.
 func (f pollingFile) Close() error {
-	if rc, err := f.SyscallConn(); err == nil {
+	err := f.File.Close()
+	if rc, cerr := f.of.SyscallConn(); cerr == nil {
 		rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
 	}
-	return errors.Join(f.File.Close(), f.of.Close())
+	return errors.Join(err, f.of.Close())
 }
 
 // sharesFile reports whether o is the pipe or socket st describes: one

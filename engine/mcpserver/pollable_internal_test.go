@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +132,66 @@ func TestPolledSharedSocket(t *testing.T) {
 	defer got.Close()
 	if _, ok := got.(pollingFile); !ok {
 		t.Fatalf("polled(pipe of its own) = %T, want the pipe polled", got)
+	}
+}
+
+// TestPolledCloseWhileReading: Close while the client is still writing
+// and a read runs. Putting the mode back before the duplicate was closed
+// let a read begun in between wait in the kernel for a line that never
+// came (the client stops as the mode is back), and Close waited for that
+// read: the server hung at its end. The window is short: the test repeats
+// the race (without the fix, one run of it in two or three hung).
+func TestPolledCloseWhileReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a race repeated")
+	}
+	for round := range 1000 {
+		var fds [2]int
+		if err := unix.Pipe(fds[:]); err != nil {
+			t.Fatal(err)
+		}
+		shared, err := unix.Dup(fds[0]) // the open file, as the client sees its mode
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := polled(os.NewFile(uintptr(fds[0]), "stdin"))
+		wrote := make(chan struct{})
+		go func() { // the client writes until stdin is blocking again
+			defer close(wrote)
+			for b := []byte("x"); ; {
+				if flags, err := unix.FcntlInt(uintptr(shared), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK == 0 {
+					return
+				}
+				unix.Write(fds[1], b)
+			}
+		}()
+		var reads atomic.Int64
+		readDone := make(chan struct{})
+		go func() {
+			defer close(readDone)
+			buf := make([]byte, 1)
+			for {
+				if _, err := in.Read(buf); err != nil {
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+		for reads.Load() < 20 { // reading
+			runtime.Gosched()
+		}
+		closed := make(chan struct{})
+		go func() { in.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			unix.Close(fds[1]) // ends the read, and Close
+			<-closed
+			t.Fatalf("round %d: Close waited for a read of a quiet client", round)
+		}
+		<-wrote
+		<-readDone
+		unix.Close(fds[1])
+		unix.Close(shared)
 	}
 }
