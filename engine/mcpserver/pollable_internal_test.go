@@ -155,6 +155,7 @@ func TestPolledCloseWhileReading(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := polled(os.NewFile(uintptr(fds[0]), "stdin"))
+		unix.SetNonblock(fds[1], true) // a full pipe does not hold the client once nothing reads
 		wrote := make(chan struct{})
 		go func() { // the client writes until stdin is blocking again
 			defer close(wrote)
