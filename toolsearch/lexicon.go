@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	_ "embed"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -127,12 +128,22 @@ func lemmas(w string) []string {
 //
 // A phrasal verb's words are expanded whatever the catalog has: "take"
 // and "out" are the catalog's words, "take a track out" is WordNet's
-// take_out, remove (phrasalVerbs).
-func (ix *Index) expandLexicon(query string, concepts []concept) {
+// take_out, remove (phrasalVerbs). Its particle is then no concept of
+// the request ("kick Ann out": "out" is not what it asks), unless the
+// verb is the hand vocabulary's, whose groups say what it means ("look
+// up the user": with "up" dropped, GitHub's request fell to the 11th).
+// It returns the concepts, those of such particles removed.
+func (ix *Index) expandLexicon(query string, concepts []concept) []concept {
 	ask, _ := splitPayload(query)
+	var particleTerms []string
 	for _, pv := range phrasalVerbs(ask) {
 		if i := ownConcept(concepts, canonical(ix.an.normalize(pv.verb))); i >= 0 {
 			concepts[i] = ix.withLexicon(concepts[i], pv.fields)
+			if _, known := vocabIndex[pv.verb]; !known {
+				if _, known = vocabIndex[stem(pv.verb)]; !known {
+					particleTerms = append(particleTerms, canonical(ix.an.normalize(pv.particle)))
+				}
+			}
 		}
 	}
 	scan(ask, func(w string) {
@@ -154,6 +165,12 @@ func (ix *Index) expandLexicon(query string, concepts []concept) {
 			}
 		}
 	}, func(string) {})
+	for _, t := range particleTerms {
+		if i := ownConcept(concepts, t); i >= 0 {
+			concepts = slices.Delete(concepts, i, i+1)
+		}
+	}
+	return concepts
 }
 
 // withLexicon adds to c the words of a WordNet line's fields, synonyms
@@ -174,11 +191,11 @@ func (ix *Index) withLexicon(c concept, fs []string) concept {
 	return c
 }
 
-// phrasal is a phrasal verb of a request: the verb as written, and its
-// WordNet line's fields (synonyms, broader words).
+// phrasal is a phrasal verb of a request: the verb and its particle as
+// written, and its WordNet line's fields (synonyms, broader words).
 type phrasal struct {
-	verb   string
-	fields []string
+	verb, particle string
+	fields         []string
 }
 
 // phrasalGap is the most words between a verb and its particle ("kick
@@ -211,7 +228,7 @@ func phrasalVerbs(ask string) []phrasal {
 			}
 			for _, l := range lemmas(w) {
 				if fs := wordnetTable.lookup(l + "_" + words[j]); fs != nil {
-					out = append(out, phrasal{w, fs})
+					out = append(out, phrasal{w, words[j], fs})
 					break
 				}
 			}

@@ -76,7 +76,7 @@ func TestLexicon(t *testing.T) {
 	}
 	concepts := ix.an.analyzeQuery("kick the member")
 	before := fmt.Sprint(concepts)
-	ix.expandLexicon("kick the member", concepts)
+	concepts = ix.expandLexicon("kick the member", concepts)
 	if after := fmt.Sprint(concepts); after != before {
 		t.Errorf("a word the catalog has was widened: %s, was %s", after, before)
 	}
@@ -87,7 +87,8 @@ func TestLexicon(t *testing.T) {
 
 // TestPhrasalVerbs: a verb and a particle up to three words after it
 // are WordNet's phrasal verb ("take a track out": take_out, remove),
-// though the catalog has both words; "in" and "on" are no particles.
+// though the catalog has both words, and the particle no concept of its
+// own; "in" and "on" are no particles.
 func TestPhrasalVerbs(t *testing.T) {
 	for _, tc := range []struct {
 		ask, verb, word string // word: one of the phrasal verb's WordNet words
@@ -124,12 +125,33 @@ func TestPhrasalVerbs(t *testing.T) {
 	// catalog has "take" (a word it has is not widened: TestLexicon)
 	q := "take a track out of the playlist"
 	concepts := ix.an.analyzeQuery(q)
-	ix.expandLexicon(q, concepts)
+	concepts = ix.expandLexicon(q, concepts)
 	take := ownConcept(concepts, canonical(ix.an.normalize("take")))
 	if take < 0 || !slices.ContainsFunc(concepts[take], func(qt qterm) bool {
 		return qt.term == canonical(ix.an.normalize("remove")) && qt.weight == lexSynonym
 	}) {
 		t.Errorf("%q: concepts %v, want remove among take's", q, concepts)
+	}
+	// the particle is no concept of the request after a verb the hand
+	// vocabulary does not know; after one it knows ("look" is get), it
+	// stays
+	for _, tc := range []struct {
+		q, particle string
+		kept        bool
+	}{
+		{"kick Ann out of the launch chat room", "out", false},
+		{"take a track out of the playlist", "out", false},
+		{"look up the user torvalds", "up", true},
+	} {
+		concepts := ix.an.analyzeQuery(tc.q)
+		p := canonical(ix.an.normalize(tc.particle))
+		if ownConcept(concepts, p) < 0 {
+			t.Fatalf("%q: no concept %q to begin with: %v", tc.q, p, concepts)
+		}
+		concepts = ix.expandLexicon(tc.q, concepts)
+		if kept := ownConcept(concepts, p) >= 0; kept != tc.kept {
+			t.Errorf("%q: particle's concept kept %v, want %v: %v", tc.q, kept, tc.kept, concepts)
+		}
 	}
 	plain, _ := NewWith(ps, Parts{})
 	for q, want := range map[string]string{

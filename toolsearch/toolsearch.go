@@ -419,7 +419,7 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		ix.correct(query, concepts)
 		speaks := ix.speaks(scriptOf(query), concepts)
 		if ix.parts.Lexicon {
-			ix.expandLexicon(query, concepts)
+			concepts = ix.expandLexicon(query, concepts)
 		}
 		translated := false
 		if ix.parts.Bilingual {
