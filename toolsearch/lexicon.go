@@ -202,10 +202,12 @@ type phrasal struct {
 // Ann out", "take the wontfix label off").
 const phrasalGap = 3
 
-// particles make phrasal verbs of the words before them. "in" and "on"
-// are left out: more often prepositions ("did the checks pass on this
-// commit" is not pass_on, "put the song on repeat" not put_on), and
-// taking them lost two of the tuned-on requests their first place.
+// particles make phrasal verbs of the words before them; the table has
+// the phrasal verbs of these only (lexgen's particles, the same list).
+// "in" and "on" are left out: more often prepositions ("did the checks
+// pass on this commit" is not pass_on, "put the song on repeat" not
+// put_on), and taking them lost two of the tuned-on requests their
+// first place.
 var particles = setOf(`out up down off back away over`)
 
 // phrasalVerbs are the phrasal verbs of ask that WordNet has, a verb
