@@ -82,9 +82,10 @@ func write(path string, lines []string) error {
 	return f.Close()
 }
 
-// WordNet: for each word of a noun, verb or adjective, the other words of
-// the synsets of its first senses (synonyms) and of those synsets'
-// direct hypernyms (broader words), one line each:
+// WordNet: for each word of a noun, verb or adjective, and each phrasal
+// verb (kick_out), the other single words of the synsets of its first
+// senses (synonyms) and of those synsets' direct hypernyms (broader
+// words), one line each:
 //
 //	word TAB synonym synonym … TAB broader broader …
 const (
@@ -110,7 +111,7 @@ func wordnet(dir string) ([]string, error) {
 	}
 	var lines []string
 	for word, keys := range senses {
-		if !simpleWord(word) {
+		if !simpleWord(word) && !phrasalVerb(word) {
 			continue
 		}
 		var syn, broad []string
@@ -160,6 +161,18 @@ func simpleWord(w string) bool {
 	}
 	return true
 }
+
+// phrasalVerb: a verb and its particle ("kick_out", "take_out"), whose
+// sense is not its words' ("boot a member out" is expel, remove).
+func phrasalVerb(w string) bool {
+	verb, particle, ok := strings.Cut(w, "_")
+	return ok && simpleWord(verb) && particles[particle]
+}
+
+// particles are the adverbs that make a phrasal verb, those tool search
+// looks for (toolsearch's particles: not "in" and "on", more often
+// prepositions in a request).
+var particles = map[string]bool{"out": true, "up": true, "down": true, "off": true, "back": true, "away": true, "over": true}
 
 var posLetter = map[string]string{"noun": "n", "verb": "v", "adj": "a"}
 

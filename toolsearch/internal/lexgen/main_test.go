@@ -45,15 +45,18 @@ func TestCedict(t *testing.T) {
 	}
 }
 
-// TestWordnet reads a two-synset WordNet in the files' format: a word's
-// synonyms and its synsets' hypernyms' words.
+// TestWordnet reads a small WordNet in the files' format: a word's or
+// phrasal verb's synonyms and its synsets' hypernyms' words.
 func TestWordnet(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"data.verb": "  1 This software and database is being provided\n" +
 			"00000001 32 v 02 reboot 0 boot 0 001 @ 00000002 v 0000 | to restart a computer\n" +
-			"00000002 32 v 01 restart 0 000 | start again\n",
-		"index.verb": "  1 licence\nreboot v 1 1 @ 1 0 00000001  \nboot v 1 1 @ 1 0 00000001  \nrestart v 1 0 1 0 00000002  \n",
+			"00000002 32 v 01 restart 0 000 | start again\n" +
+			"00000003 32 v 03 expel 0 kick_out 0 take_care 0 001 @ 00000004 v 0000 | force to leave\n" +
+			"00000004 32 v 01 remove 0 000 | take away\n",
+		"index.verb": "  1 licence\nreboot v 1 1 @ 1 0 00000001  \nboot v 1 1 @ 1 0 00000001  \nrestart v 1 0 1 0 00000002  \n" +
+			"kick_out v 1 1 @ 1 0 00000003  \ntake_care v 1 1 @ 1 0 00000003  \n",
 	}
 	for _, pos := range []string{"noun", "adj"} {
 		files["data."+pos], files["index."+pos] = "", ""
@@ -66,7 +69,9 @@ func TestWordnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(lines)
-	if want := []string{"boot\treboot\trestart", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
+	// a phrasal verb is a line (its words are not its sense), another
+	// compound is not
+	if want := []string{"boot\treboot\trestart", "kick_out\texpel\tremove", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
 		t.Errorf("wordnet = %q, want %q", lines, want)
 	}
 }
