@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/auth"
 )
 
 // maxRetryWait caps one wait between model calls, Retry-After included.
@@ -60,8 +63,39 @@ func (d hintingDoer) Do(req *http.Request) (*http.Response, error) {
 			resp.Body = &cappedBody{ReadCloser: resp.Body, left: h.maxBytes, hint: h}
 		}
 	}
+	if resp != nil {
+		maskKey(req, resp)
+	}
 	return resp, err
 }
+
+// maskKey masks the API key req carried (OpenAI's bearer token, Azure's
+// api-key) in resp's body, every form of it, unless the body is an event
+// stream: an endpoint, or a gateway before it, may echo the key in an
+// error, whose text go-openai quotes (a body it cannot decode whole), and
+// that text becomes the run's error (its caller's to read), a log line
+// and a stored run. The body is read here as go-openai would read it, up
+// to the cap, and its read error kept.
+func maskKey(req *http.Request, resp *http.Response) {
+	key := req.Header.Get("Api-Key")
+	if bearer, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
+		key = bearer
+	}
+	if key == "" || resp.Body == nil || resp.Body == http.NoBody || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		err = io.EOF
+	}
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(auth.NewMasker(key).Bytes(b)), failing{err}))
+}
+
+// failing is a reader that fails with its error (io.EOF at a body's end).
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) { return 0, f.err }
 
 // cappedBody fails a read past the model answer's limit: a 200 MB tool
 // call argument is refused as it arrives instead of decoded.

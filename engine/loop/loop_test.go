@@ -872,3 +872,46 @@ func TestTextStaysText(t *testing.T) {
 		t.Errorf("tool message = %q, want the CSV text %q", contents, csv)
 	}
 }
+
+// TestLLMKeyNeverShown: a model endpoint (or a gateway before it)
+// echoing the API key it was sent, in a JSON error or a plain body, on a
+// plain or a streamed call, shows it in no run error, log line or event:
+// the key is the operator's secret, the run's caller may be any user.
+func TestLLMKeyNeverShown(t *testing.T) {
+	const key = "sk-live-operator-0123456789abcdef"
+	for _, tc := range []struct {
+		name, ct, body string
+		stream         bool
+	}{
+		{"JSON error", "application/json", `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, false},
+		{"plain body", "text/plain", `invalid credentials: %s`, false},
+		{"JSON error, streamed", "application/json", `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, true},
+		{"plain body, streamed", "text/html", `<p>denied: %s</p>`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ct)
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, tc.body, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			}))
+			defer srv.Close()
+			cfg := openai.DefaultConfig(key)
+			cfg.BaseURL = srv.URL + "/v1"
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			r := &loop.Runner{Client: loop.NewClient(cfg), Executor: engine.NewExecutor(egresstest.Client(t)),
+				DefaultModel: "gpt-test", LLMBackoff: time.Millisecond, Logger: log}
+			var ev events
+			reply := r.Run(t.Context(), loop.Request{Messages: user("hi"), Options: loop.Options{Stream: tc.stream}}, ev.emit)
+			wantStatus(t, reply, loop.StatusFailed)
+			b, _ := json.Marshal(reply)
+			all := string(b) + logs.String() + fmt.Sprint(ev)
+			if !strings.Contains(all, "401") {
+				t.Errorf("the failure does not say what happened: %s", all)
+			}
+			if strings.Contains(all, key) || strings.Contains(all, key[8:]) {
+				t.Errorf("the API key shows: %s", all)
+			}
+		})
+	}
+}
