@@ -1,8 +1,6 @@
 package loop
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -65,67 +63,11 @@ func (d hintingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if resp != nil {
-		maskKey(req, resp)
+		// An endpoint echoing the key: masked before any client reads it.
+		auth.MaskEcho(req, resp)
 	}
 	return resp, err
 }
-
-// maskKey masks the API key req carried (OpenAI's bearer token, Azure's
-// api-key) in resp's body, every form of it: an endpoint, or a gateway
-// before it, may echo the key — in an error, whose text go-openai quotes
-// (a body it cannot decode whole), or in an answer — and that text becomes
-// the run's error or message (its caller's to read), a log line and a
-// stored run. A body is read here as go-openai would read it, up to the
-// cap, its read error kept; an event stream line by line, as it comes (a
-// line is one field of an event, a JSON text that cannot hold a newline).
-func maskKey(req *http.Request, resp *http.Response) {
-	key := req.Header.Get("Api-Key")
-	if bearer, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
-		key = bearer
-	}
-	if key == "" || resp.Body == nil || resp.Body == http.NoBody {
-		return
-	}
-	m := auth.NewMasker(key)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &maskedLines{ReadCloser: resp.Body, r: bufio.NewReader(resp.Body), m: m}
-		return
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err == nil {
-		err = io.EOF
-	}
-	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(m.Bytes(b)), failing{err}))
-}
-
-// maskedLines is a body read a line at a time, each masked.
-type maskedLines struct {
-	io.ReadCloser // closes the body
-	r             *bufio.Reader
-	m             *auth.Masker
-	line          []byte // masked, not yet read
-	err           error
-}
-
-func (l *maskedLines) Read(p []byte) (int, error) {
-	for len(l.line) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		var line []byte
-		line, l.err = l.r.ReadBytes('\n')
-		l.line = l.m.Bytes(line)
-	}
-	n := copy(p, l.line)
-	l.line = l.line[n:]
-	return n, nil
-}
-
-// failing is a reader that fails with its error (io.EOF at a body's end).
-type failing struct{ err error }
-
-func (f failing) Read([]byte) (int, error) { return 0, f.err }
 
 // cappedBody fails a read past the model answer's limit: a 200 MB tool
 // call argument is refused as it arrives instead of decoded.
