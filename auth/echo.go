@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // MaskEcho masks, in resp's body, every form of the API key req carried
@@ -51,6 +53,8 @@ func EchoMasking(next http.RoundTripper, max int64) http.RoundTripper {
 	return echoMasking{next, max}
 }
 
+var errTooLarge = errors.New("the answer is larger than the limit")
+
 type echoMasking struct {
 	next http.RoundTripper
 	max  int64
@@ -59,26 +63,10 @@ type echoMasking struct {
 func (t echoMasking) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if resp != nil && resp.Body != nil {
-		resp.Body = &capped{ReadCloser: resp.Body, left: t.max}
+		resp.Body = httpbody.Capped(resp.Body, t.max, func() error { return errTooLarge })
 		MaskEcho(req, resp)
 	}
 	return resp, err
-}
-
-// capped fails a read past its limit.
-type capped struct {
-	io.ReadCloser
-	left int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, errors.New("the answer is larger than the limit")
-	}
-	p = p[:min(int64(len(p)), c.left)]
-	n, err := c.ReadCloser.Read(p)
-	c.left -= int64(n)
-	return n, err
 }
 
 // maskedLines is a body read a line at a time, each masked.

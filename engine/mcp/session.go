@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -247,27 +247,9 @@ func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response,
 		return resp, err
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
-		resp.Body = &boundedBody{ReadCloser: resp.Body, limit: t.limit, left: t.limit}
+		resp.Body = httpbody.Capped(resp.Body, t.limit, func() error { return &messageTooLargeError{Limit: t.limit} })
 	}
 	return resp, nil
-}
-
-// boundedBody fails a read past its limit.
-type boundedBody struct {
-	io.ReadCloser
-	limit, left int64
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, &messageTooLargeError{Limit: b.limit}
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // messageTooLargeError: an MCP server's answer went past
