@@ -705,6 +705,14 @@ func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
 		// credential: an inline plugin naming a provider is bound too.
 		stored = append(stored, "connection:"+provider)
 	}
+	if call.Plugin.ExecType() == plugins.TypeMCP {
+		// So is a registered MCP server, the administrator's (its URL,
+		// static headers and auth), whatever its auth config reads: an
+		// inline MCP plugin is the catalog row of its name, so that it
+		// can neither call another of the server's tools under a row's
+		// name nor shed the perms of the row calling that tool.
+		stored = append(stored, "mcp_server:"+call.Plugin.Execution.MCPID)
+	}
 	if e.Credentials == nil || call.UserID == 0 {
 		return stored
 	}
