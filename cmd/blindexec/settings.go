@@ -53,7 +53,7 @@ var (
 	setLogLevel = settings.OneOf(&registry, "BLINDEXEC_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"},
 		"the least level logged; JSON logs on stderr").WithFlag("--log-level")
 	setEgressAllow = settings.String(&registry, egress.EnvAllow, "",
-		"comma-separated CIDRs, IPs and host names (`*.corp.example` allowed) that outbound calls may reach despite the default deny of loopback, private, link-local, CGNAT, metadata and every other special-purpose address that is not globally reachable ([Egress](egress.md))").WithFlag("--egress-allow")
+		"comma-separated CIDRs, IPs and host names (`*.corp.example` allowed) that outbound calls may reach despite the default deny of loopback, private, link-local, CGNAT, metadata and every other special-purpose address that is not globally reachable ([Egress](egress.md)); for the catalog's plugins and the service's and administrator's inline plugins only: a per-user token's own inline plugin (not a copy of a catalog row) stays under the default deny ([Security](security.md))").WithFlag("--egress-allow")
 	setMaxTimeout = settings.Millis(&registry, "BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second,
 		"ceiling on any call's timeout (the flag takes a Go duration, `90s`)").WithFlag("--max-timeout")
 	setChangePoll = settings.Millis(&registry, "BLINDEXEC_CHANGE_POLL_MS", time.Second,
