@@ -717,7 +717,9 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 // storedKeys lists the credential keys a call of a plugin reading cfg
 // would take from the store: those it reads (required_credentials, its
 // auth config's, an MCP server's) that the payload does not give, when
-// there is a store and a user to ask it for.
+// there is a store and a user to ask it for; and what the engine holds
+// like them: the user's connection ("connection:<provider>"), an MCP
+// plugin's registered server ("mcp_server:<id>").
 func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
 	var stored []string
 	if provider := cfg.ConnectionProvider(); provider != "" && call.UserID != 0 {
