@@ -236,15 +236,20 @@ func (t trustedURLs) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // openapiTools is the handler of /mcp/openapi under serve: files only as
 // the configured default document, never from a call (a client could
-// otherwise probe the server's files). The configured document's host is
-// trusted; this client serves nothing else, so plugins' calls gain nothing.
+// otherwise probe the server's files). The configured document's URL is
+// trusted, a caller's under the default egress policy; this client serves
+// nothing else, so plugins' calls gain nothing.
 func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
 	o := &openapiFlags{baseURL: c.openapiBaseURL, spec: c.openapiSpec, cacheTTL: c.openapiCacheTTL}
 	loc, err := o.location(true)
 	if err != nil {
 		return nil, fmt.Errorf("BLINDEXEC_OPENAPI_BASE_URL / BLINDEXEC_OPENAPI_SPEC: %w", err)
 	}
-	client, err := c.egressClient(loc)
+	// A caller's spec_path is no URL the operator vouched for: under the
+	// default deny, BLINDEXEC_EGRESS_ALLOW being the catalog's opening.
+	callers := *c
+	callers.egressAllow = ""
+	client, err := callers.egressClient(loc)
 	if err != nil {
 		return nil, err
 	}

@@ -106,10 +106,11 @@ func TestOpenAPIToolsWithTypeScriptClient(t *testing.T) {
 
 // TestOpenAPIToolsTrustOnlyTheDocument: the configured document's address
 // is the operator's, so the egress guard lets its fetch through; a
-// caller's spec_path naming another port or path of that address is a
-// caller's URL, refused like any internal address (it was fetched: a
-// per-user token could read or probe every service on the document's
-// host, a redirect from a public URL included).
+// caller's spec_path naming another port or path of that address, or an
+// address BLINDEXEC_EGRESS_ALLOW opens to the catalog, is a caller's URL,
+// refused like any internal address (it was fetched: a per-user token
+// could read or probe every service on the document's host or in the
+// allowlist, a redirect from a public URL included).
 func TestOpenAPIToolsTrustOnlyTheDocument(t *testing.T) {
 	doc, err := os.ReadFile(fastapiDoc(t))
 	if err != nil {
@@ -149,7 +150,9 @@ func TestOpenAPIToolsTrustOnlyTheDocument(t *testing.T) {
 			return res.Content[0].(*mcp.TextContent).Text, res.IsError
 		}
 	}
-	info := tools(&config{openapiBaseURL: docSrv.URL})
+	// Loopback allowed for the catalog (BLINDEXEC_EGRESS_ALLOW): not for a
+	// caller's spec_path.
+	info := tools(&config{openapiBaseURL: docSrv.URL, egressAllow: "127.0.0.1"})
 	if text, isErr := info(map[string]any{}); isErr || !strings.Contains(text, "HR API") {
 		t.Fatalf("the configured document: %v %s", isErr, text)
 	}

@@ -150,7 +150,7 @@ var (
 	setMCPSessionIdle = settings.Millis(&registry, mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle,
 		"`serve`: a `/mcp` session without a request this long is closed (0: the default)")
 	setOpenAPIBaseURL = settings.URL(&registry, "BLINDEXEC_OPENAPI_BASE_URL",
-		"the default document of `/mcp/openapi` under `serve`: a service whose `{base}/openapi.json` to read; with one, the tools' `spec_path` is optional. The egress guard trusts that URL (operator configuration, like the LLM endpoint) and redirects from it within its origin; a caller's `spec_path` naming another port or path of its host is held to `BLINDEXEC_EGRESS_ALLOW` like any URL")
+		"the default document of `/mcp/openapi` under `serve`: a service whose `{base}/openapi.json` to read; with one, the tools' `spec_path` is optional. The egress guard trusts that URL (operator configuration, like the LLM endpoint) and redirects from it within its origin; a caller's `spec_path` (another port or path of its host included) is held to the default deny, `BLINDEXEC_EGRESS_ALLOW` being the catalog's")
 	setOpenAPISpec = settings.String(&registry, "BLINDEXEC_OPENAPI_SPEC", "",
 		"the default document of `/mcp/openapi` under `serve`, instead of `BLINDEXEC_OPENAPI_BASE_URL`: a document's URL or file")
 	setOpenAPICacheTTL = settings.Millis(&registry, "BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0,
