@@ -230,20 +230,30 @@ func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
 	return nil
 }
 
-// classified is p as the confirmation policy and quota rules read it: an
-// inline plugin left unbound keeps its own consequential setting (and
-// suggestion) only when the service or the administrator owns the work;
-// a user's is derived from the method, so that a caller cannot declare
-// its own DELETE harmless. A bound call is the row, with the row's
-// setting. p is shared (plugins.ParseJSON caches documents): a changed
-// plugin is a copy.
-func classified(call *Call, p *plugins.Plugin) *plugins.Plugin {
-	if !call.Inline || p != call.Plugin || call.Owner != OwnerUser || p.Consequential == nil && p.ConsequentialHint == nil {
-		return p
+// classified is p as the confirmation policy and quota rules read it, for
+// a call with args (fixed params merged): an inline plugin left unbound
+// keeps its own consequential setting (and suggestion) only when the
+// service or the administrator owns the work; a user's is derived from
+// the method, so that a caller cannot declare its own DELETE harmless. A
+// bound call is the row, with the row's setting. Either way the method is
+// the one the server reads: a safe call whose request asks for another
+// in a method override (plugins.Plugin.ConsequentialWith: the plugin's
+// headers and query, its fixed params, the caller's arguments) is
+// consequential. p is shared (plugins.ParseJSON caches documents): a
+// changed plugin is a copy.
+func classified(call *Call, p *plugins.Plugin, args map[string]any) *plugins.Plugin {
+	if call.Inline && p == call.Plugin && call.Owner == OwnerUser && (p.Consequential != nil || p.ConsequentialHint != nil) {
+		c := *p
+		c.Consequential, c.ConsequentialHint = nil, nil
+		p = &c
 	}
-	c := *p
-	c.Consequential, c.ConsequentialHint = nil, nil
-	return &c
+	if p.Consequential == nil && !p.IsConsequential() && p.ConsequentialWith(args) {
+		c := *p
+		overridden := true
+		c.Consequential = &overridden
+		p = &c
+	}
+	return p
 }
 
 // refuse records and counts a refusal of plan, made before Send: the
