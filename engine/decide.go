@@ -208,6 +208,26 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 	return plan, nil
 }
 
+// Allowed is the decision's access step alone (step 2 above) on the
+// call's plugin as given, for a route that must know it before it may
+// speak to anyone: the MCP proxy's tool without a catalog row, whose
+// parameters only its server can tell, and whose server is not asked with
+// the user's credentials for a user refused the tool anyway. A refusal is
+// recorded and returned as Decide's is, beside its Result; nil when the
+// user may use the plugin, and Decide then decides the call whole.
+func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
+	if call.Plugin == nil {
+		return nil, errors.New("engine: Allowed without a plugin")
+	}
+	refused := e.allowed(ctx, &call, call.Plugin)
+	if refused == nil {
+		return nil, nil
+	}
+	plan := &Plan{call: call, start: time.Now()}
+	plan.res.ExecutionID = uuid.Must(uuid.NewV7()).String()
+	return &plan.res, e.refuse(ctx, plan, refused)
+}
+
 // confirm is the decision's connection and confirmation steps: whether
 // the plan waits for a person, or is the request a person approved.
 func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
