@@ -437,8 +437,8 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 		return
 	}
-	// The executor resolves the stored credentials again (cached), as
-	// stored: their masking classes are then the catalog's.
+	// The executor resolves the stored credentials, as stored: their
+	// masking classes are then the catalog's.
 	call := engine.Call{Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
 	if call.Plugin, ok = m.proxied(w, r, id, tool, call); !ok {
 		return
