@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/blindexec/blindexec/internal/invisible"
+	"github.com/blindexec/blindexec/internal/jsontext"
 )
 
 // Status values follow RuoYi's convention for sys_ tables.
@@ -221,20 +222,51 @@ func (p *Placement) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the string form when only a default is set.
+// MarshalJSON writes the string form when only a default is set. It
+// writes json.Marshal's bytes for a map of the locations (an argument
+// with no more than one) and ArgPlacements, without making the map: an
+// import encodes every plugin's placement twice (its row and its content
+// hash), and a plugin may have 2,000 arguments.
 func (p Placement) MarshalJSON() ([]byte, error) {
 	if len(p.Args) == 0 {
 		return json.Marshal(p.Default)
 	}
-	out := make(map[string]any, len(p.Args))
-	for name, a := range p.Args {
-		if a.Name == "" && a.Style == "" && a.Explode == nil && a.ContentType == "" && a.Filename == "" {
-			out[name] = a.In
-		} else {
-			out[name] = a
-		}
+	names := make([]string, 0, len(p.Args))
+	for name := range p.Args {
+		names = append(names, name)
 	}
-	return json.Marshal(out)
+	slices.Sort(names)
+	out := make([]byte, 0, 24*len(names))
+	out = append(out, '{')
+	for i, name := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendHTMLString(out, name)
+		out = append(out, ':')
+		a := p.Args[name]
+		if a.Name == "" && a.Style == "" && a.Explode == nil && a.ContentType == "" && a.Filename == "" {
+			out = appendHTMLString(out, a.In)
+			continue
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, '}'), nil
+}
+
+// appendHTMLString appends s as json.Marshal writes it.
+func appendHTMLString(dst []byte, s string) []byte {
+	if jsontext.PlainHTML(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
 }
 
 // Auth types.
