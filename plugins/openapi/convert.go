@@ -187,6 +187,7 @@ type converter struct {
 	meter      *meter
 	limits     plugins.SchemaLimits // of each plugin's parameter schema
 	total      int                  // bytes of the plugins converted so far
+	words      map[any][]string     // response words, by the schema they are of
 	maxTotal   int                  // Options.MaxBytes
 	baseURL    string               // Options.BaseURL, checked
 	source     *url.URL

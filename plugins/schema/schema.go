@@ -428,8 +428,10 @@ func (r *resolver) object(m map[string]any) (map[string]any, flags) {
 		}
 		r.pop()
 	}
+	own := &owned{}
+	_, own.props = out["properties"] // made by schemaMap
 	for _, s := range members {
-		r.merge(out, s)
+		r.merge(out, s, own)
 	}
 	if !r.opts.Raw {
 		out = r.normalize(out)
