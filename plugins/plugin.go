@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blindexec/blindexec/internal/invisible"
@@ -249,13 +250,33 @@ func (p Placement) MarshalJSON() ([]byte, error) {
 			out = appendHTMLString(out, a.In)
 			continue
 		}
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b...)
+		out = a.appendJSON(out)
 	}
 	return append(out, '}'), nil
+}
+
+// appendJSON appends a as json.Marshal writes it (its fields in order,
+// the empty ones omitted).
+func (a ArgPlacement) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"in":`...)
+	dst = appendHTMLString(dst, a.In)
+	for _, f := range []struct{ key, value string }{{"name", a.Name}, {"style", a.Style}} {
+		if f.value != "" {
+			dst = append(dst, `,"`+f.key+`":`...)
+			dst = appendHTMLString(dst, f.value)
+		}
+	}
+	if a.Explode != nil {
+		dst = append(dst, `,"explode":`...)
+		dst = strconv.AppendBool(dst, *a.Explode)
+	}
+	for _, f := range []struct{ key, value string }{{"content_type", a.ContentType}, {"filename", a.Filename}} {
+		if f.value != "" {
+			dst = append(dst, `,"`+f.key+`":`...)
+			dst = appendHTMLString(dst, f.value)
+		}
+	}
+	return append(dst, '}')
 }
 
 // appendHTMLString appends s as json.Marshal writes it.

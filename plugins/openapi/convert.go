@@ -188,6 +188,7 @@ type converter struct {
 	limits     plugins.SchemaLimits // of each plugin's parameter schema
 	total      int                  // bytes of the plugins converted so far
 	words      map[any][]string     // response words, by the schema they are of
+	argNames   map[string]string    // argName's, for the names operations share
 	maxTotal   int                  // Options.MaxBytes
 	baseURL    string               // Options.BaseURL, checked
 	source     *url.URL
@@ -300,7 +301,7 @@ func (b *opBuilder) warn(format string, a ...any) {
 
 // add adds an argument under the first free variant of name.
 func (b *opBuilder) add(a arg) {
-	a.name = argName(a.name)
+	a.name = b.c.argName(a.name)
 	busy := func(name string) bool {
 		return b.taken[name] || slices.Contains(b.templates, name) && (a.place.In != plugins.InPath || a.place.Name != name)
 	}
@@ -617,6 +618,12 @@ func (b *opBuilder) addBody(v any) (string, error) {
 			place: plugins.ArgPlacement{In: plugins.InBody, Name: "$"}})
 		return ct, nil
 	}
+	// Room for the fields at once: a body of 2,000 fields grew these
+	// a dozen times in each operation.
+	b.args = slices.Grow(b.args, len(props))
+	taken := make(map[string]bool, len(b.taken)+len(props))
+	maps.Copy(taken, b.taken)
+	b.taken = taken
 	encoding, _ := media["encoding"].(map[string]any)
 	req := map[any]bool{}
 	if list, ok := s["required"].([]any); ok && required {
@@ -630,7 +637,7 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		ps, _ := props[name].(map[string]any)
 		a := arg{name: name, schema: ps, required: req[name],
 			place: plugins.ArgPlacement{In: plugins.InBody, Name: name}}
-		if n := argName(name); b.taken[n] || slices.Contains(b.templates, n) {
+		if n := b.c.argName(name); b.taken[n] || slices.Contains(b.templates, n) {
 			a.name = "body_" + name
 		}
 		if mediaKind(ct) == "multipart" {
