@@ -2,46 +2,21 @@ package importer_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/hostiledoc"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
 
-// hostileDoc is the attacker review's document: ops operations that all
-// send one request body, a component of props properties with long
-// names. 2,000 operations of 3,000 properties are 0.9 MB of document and
-// took 33 s to import: each plugin held the 3,000 properties.
-func hostileDoc(ops, props int) []byte {
-	p := make(map[string]any, props)
-	for i := range props {
-		p[fmt.Sprintf("property_%04d_%s", i, strings.Repeat("long_name_", 20))] = map[string]any{"type": "string"}
-	}
-	paths := make(map[string]any, ops)
-	for i := range ops {
-		paths[fmt.Sprintf("/o%04d", i)] = map[string]any{"post": map[string]any{"operationId": fmt.Sprintf("op%d", i),
-			"requestBody": map[string]any{"content": map[string]any{"application/json": map[string]any{
-				"schema": map[string]any{"$ref": "#/components/schemas/Body"}}}},
-			"responses": map[string]any{"204": map[string]any{"description": "done"}}}}
-	}
-	b, err := json.Marshal(map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "Hostile", "version": "1"},
-		"servers": []any{map[string]any{"url": "https://api.example.com"}}, "paths": paths,
-		"components": map[string]any{"schemas": map[string]any{"Body": map[string]any{"type": "object", "properties": p}}}})
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// TestHostileImportBounded imports the attack and its variant just within
+// TestHostileImportBounded imports the attack (hostiledoc.SharedBody: 2,000
+// operations of one body of 3,000 long-named properties took 33 s) and its variant just within
 // a plugin's limits, dry and for real: the first fails every operation
 // (each over an inline plugin's 2,000 properties) and writes no plugin,
 // the second is refused whole over the import's limit and writes
@@ -67,7 +42,7 @@ func TestHostileImportBounded(t *testing.T) {
 		{"2,000 operations of one body of 1,999 properties", 2000, plugins.DefaultSchemaLimits.Properties - 1, true, 60_000, 560 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := hostileDoc(tc.ops, tc.props)
+			data := hostiledoc.SharedBody(tc.ops, tc.props)
 			for _, dry := range []bool{true, false} {
 				st := testdb.Open(t, "sqlite")
 				doc, err := openapi.Load(data, "hostile.json")

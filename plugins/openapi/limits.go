@@ -41,7 +41,7 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the document's plugins are over the import's limit of %d MiB (%s): the total passed it at operation %s, the %dth; "+
+	return fmt.Sprintf("the document's plugins are over the import's limit of %d MiB (%s): the total passed it at operation %s (%d converted); "+
 		"select fewer operations (tag, path, operation id) or raise the limit",
 		e.Max>>20, EnvMaxMB, e.Key, e.Operations)
 }
