@@ -15,14 +15,14 @@ import (
 	"github.com/blindexec/blindexec/store"
 )
 
-// TestHostileImportBounded imports the attack (hostiledoc.SharedBody: 2,000
-// operations of one body of 3,000 long-named properties took 33 s) and its variant just within
-// a plugin's limits, dry and for real: the first fails every operation
-// (each over an inline plugin's 2,000 properties) and writes no plugin,
+// TestHostileImportBounded imports the attacker review's document
+// (hostiledoc.SharedBody: 2,000 operations of one body of 3,000
+// long-named properties took 33 s) and its variant just within a
+// plugin's limits, dry and for real. The first fails every operation
+// (each over an inline plugin's 2,000 properties) and writes no plugin;
 // the second is refused whole over the import's limit and writes
-// nothing, not even its source. The work is bounded by allocations and
-// bytes allocated, counted from the decoded document on (the decoding is
-// the document's own size).
+// nothing, not even its source. Its work is held to allocations and bytes
+// allocated, counted from the decoded document on.
 func TestHostileImportBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name          string

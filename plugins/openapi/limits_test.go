@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -254,18 +252,8 @@ func TestHostileShapes(t *testing.T) {
 // parameters' (no invisible character removed), and each plugin is
 // within limits set to its counts and over them by one less.
 func TestMeterAsCheckSchemaCost(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.yaml")
-	more, _ := filepath.Glob("testdata/*.json")
-	docs := map[string][]byte{stripeSpec: readCorpus(t, stripeSpec)}
-	for _, name := range append(files, more...) {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs[name] = b
-	}
 	n := 0
-	for name, data := range docs {
+	for name, data := range testDocuments(t) {
 		ops, _, err := convertDoc(t, data, Options{BaseURL: "https://api.example.com"})
 		if err != nil {
 			t.Fatal(err)
