@@ -299,6 +299,9 @@ type Prepared struct {
 	// log says when it cannot.
 	answers AnswerLog
 	log     *slog.Logger
+	// untrusted: a per-user token's inline plugin left unbound, sent
+	// under the default egress policy (HTTPInvoker.Untrusted).
+	untrusted bool
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -407,8 +410,19 @@ type Executor struct {
 // requests use it too.
 func NewExecutor(client *http.Client) *Executor {
 	e := &Executor{}
-	e.Register(plugins.TypeHTTP, &HTTPInvoker{Client: client, Auth: auth.NewAuthenticator(client)})
+	e.Register(plugins.TypeHTTP, NewHTTPInvoker(client, nil))
 	return e
+}
+
+// NewHTTPInvoker is the invoker of http plugins sending through client,
+// and the calls no operator vouched for through untrusted when it is not
+// nil (HTTPInvoker.Untrusted).
+func NewHTTPInvoker(client, untrusted *http.Client) *HTTPInvoker {
+	h := &HTTPInvoker{Client: client, Auth: auth.NewAuthenticator(client)}
+	if untrusted != nil {
+		h.Untrusted = &HTTPInvoker{Client: untrusted, Auth: auth.NewAuthenticator(untrusted)}
+	}
+	return h
 }
 
 // Register sets the invoker of an execution type (e.g. plugins.TypeMCP).
@@ -474,6 +488,11 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			p, cfg = row, authOf(ctx, inv, row)
 		}
 	}
+	// A per-user token's inline plugin left unbound is no one's but its
+	// caller's: sent under the default egress policy (HTTPInvoker.Untrusted),
+	// BLINDEXEC_EGRESS_ALLOW being the operator's opening for what the
+	// operator vouches for.
+	untrusted := call.Inline && call.Owner == OwnerUser && p == call.Plugin && !e.copyOfRow(ctx, p)
 	// Who may use p is decided here, on the plugin bound, before anything
 	// else reads it.
 	if refused := e.allowed(ctx, &call, p); refused != nil {
@@ -536,6 +555,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		connections:      e.Connections,
 		answers:          e.Answers,
 		log:              e.logger(),
+		untrusted:        untrusted,
 	}
 	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
@@ -697,13 +717,23 @@ func (e *Executor) resolveCredentials(ctx context.Context, call Call, keys []str
 // storedKeys lists the credential keys a call of a plugin reading cfg
 // would take from the store: those it reads (required_credentials, its
 // auth config's, an MCP server's) that the payload does not give, when
-// there is a store and a user to ask it for.
+// there is a store and a user to ask it for; and what the engine holds
+// like them: the user's connection ("connection:<provider>"), an MCP
+// plugin's registered server ("mcp_server:<id>").
 func (e *Executor) storedKeys(call Call, cfg plugins.AuthConfig) []string {
 	var stored []string
 	if provider := cfg.ConnectionProvider(); provider != "" && call.UserID != 0 {
 		// A user's connection is held by the engine like a stored
 		// credential: an inline plugin naming a provider is bound too.
 		stored = append(stored, "connection:"+provider)
+	}
+	if call.Plugin.ExecType() == plugins.TypeMCP {
+		// So is a registered MCP server, the administrator's (its URL,
+		// static headers and auth), whatever its auth config reads: an
+		// inline MCP plugin is the catalog row of its name, so that it
+		// can neither call another of the server's tools under a row's
+		// name nor shed the perms of the row calling that tool.
+		stored = append(stored, "mcp_server:"+call.Plugin.Execution.MCPID)
 	}
 	if e.Credentials == nil || call.UserID == 0 {
 		return stored
@@ -762,6 +792,17 @@ func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string)
 			Details: map[string]any{"key": unbound.Key, "field": unbound.Field}}}
 	}
 	return nil, refuse(CodeAuthError, "the catalog could not be read to check the use of stored credentials: %v", err)
+}
+
+// copyOfRow reports whether p, an inline plugin taking nothing from the
+// store, is a copy of the enabled catalog plugin of its name (the binding
+// rule's equality): the row, as far as where it may be sent goes.
+func (e *Executor) copyOfRow(ctx context.Context, p *plugins.Plugin) bool {
+	if e.Catalog == nil {
+		return false
+	}
+	row, err := e.Catalog.Row(ctx, p.Name)
+	return err == nil && row != nil && plugins.Difference(row, p) == ""
 }
 
 // identifiers returns the credential keys of a call of a plugin reading

@@ -41,10 +41,20 @@ const (
 type HTTPInvoker struct {
 	Client *http.Client // the egress-guarded client
 	Auth   *auth.Authenticator
+	// Untrusted, when set, sends the calls no operator vouched for (a
+	// per-user token's inline plugin left unbound): its client under the
+	// default egress policy, so that BLINDEXEC_EGRESS_ALLOW opens internal
+	// addresses to the catalog's plugins and the service's and
+	// administrator's only; its own connections, so that none a trusted
+	// call opened to an internal address is reused. serve sets it.
+	Untrusted *HTTPInvoker
 }
 
 // Invoke sends the request, with retries, and reads the answer.
 func (h *HTTPInvoker) Invoke(ctx context.Context, p *Prepared) (*Response, error) {
+	if p.untrusted && h.Untrusted != nil {
+		return h.Untrusted.Invoke(ctx, p)
+	}
 	// The request the decision built (and a person approved) is the one
 	// sent; prepared here only when the decision needed none.
 	out, err := p.built, error(nil)

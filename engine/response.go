@@ -85,7 +85,9 @@ func shape(resp *Response, sel string, budget int, m *auth.Masker) json.RawMessa
 	case kindText:
 		return fitText(m.Bytes(body), budget)
 	}
-	return describeBinary(resp.ContentType, len(resp.Body))
+	// The type is the upstream's text, as its body is: it may echo what
+	// it was sent.
+	return describeBinary(m.String(resp.ContentType), len(resp.Body))
 }
 
 func describeBinary(ct string, size int) json.RawMessage {

@@ -492,3 +492,31 @@ func TestCutEchoMasked(t *testing.T) {
 		t.Fatalf("the cut secret's start shows: %s", out)
 	}
 }
+
+// TestEchoInContentTypeMasked: an upstream reflecting the credential it
+// was sent in its Content-Type (a parameter of a binary type, or of a
+// failure's) shows it nowhere: the description of binary content and an
+// error's details carry the type, which is the upstream's text like its
+// body.
+func TestEchoInContentTypeMasked(t *testing.T) {
+	for _, status := range []int{200, 400} {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/octet-stream; note="+r.Header.Get("X-Api-Key"))
+			w.WriteHeader(status)
+			w.Write([]byte{0, 1, 2, 3})
+		})
+		h := newHarness(t)
+		p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+		  "execution":{"method":"GET","base_url":"%s/echo","retry":{"max_attempts":1}},
+		  "auth_config":{"type":"api_key","mapping":[{"source":"KEY","target":"X-Api-Key"}]}}`, up.URL)
+		res, _ := h.call(t, p, `{}`, map[string]string{"KEY": secretKey})
+		out := resultJSON(t, res)
+		if res.HTTPStatus != status || !strings.Contains(out, "application/octet-stream") {
+			t.Fatalf("%d: %s", status, out)
+		}
+		all := out + fmt.Sprint(h.flush(t)) + h.logs.String()
+		if f := leaked(all, secretKey); f != nil {
+			t.Errorf("%d: leaked %q in %s", status, f, all)
+		}
+	}
+}

@@ -52,10 +52,14 @@ func queryActions(q string) actions {
 		a |= lookupAction(k.text)
 	}
 	if a == 0 && imperative(keys) {
-		a = actionIndex["create"] | actionIndex["update"]
+		a = imperativeActions
 	}
 	return a
 }
+
+// imperativeActions are what a request starting with a verb the
+// vocabulary does not know asks for (imperative).
+var imperativeActions = actionIndex["create"] | actionIndex["update"]
 
 // imperative: a request that names no action and starts with a word that
 // is neither a function word (a question starts with one: "who", "what",

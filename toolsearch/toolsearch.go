@@ -419,7 +419,7 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		ix.correct(query, concepts)
 		speaks := ix.speaks(scriptOf(query), concepts)
 		if ix.parts.Lexicon {
-			ix.expandLexicon(query, concepts)
+			concepts = ix.expandLexicon(query, concepts)
 		}
 		translated := false
 		if ix.parts.Bilingual {
@@ -613,6 +613,15 @@ type request struct {
 
 func (ix *Index) request(query string, concepts []concept) request {
 	rq := request{actions: queryActions(query), sources: ix.namedSources(query)}
+	if ix.parts.Lexicon && (rq.actions == 0 || rq.actions == imperativeActions) {
+		// a phrasal verb's actions over none, or over the guess that a
+		// request starting with a verb of its own makes or changes
+		// something ("kick Ann out of the chat room" removes)
+		ask, _ := splitPayload(query)
+		if a := phrasalActions(ask); a != 0 {
+			rq.actions = a
+		}
+	}
 	for _, t := range numberedTerms(ix.an, query) {
 		if id, ok := ix.terms[t]; ok {
 			rq.numbered = append(rq.numbered, id)

@@ -30,6 +30,7 @@ import (
 	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/quota"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
@@ -379,6 +380,9 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	rules := auth.NewCatalog(st, changes)
 	creds.Identifiers = rules
 	ex := engine.NewExecutor(client)
+	// A per-user token's own inline plugin: the default egress policy,
+	// BLINDEXEC_EGRESS_ALLOW being the operator's opening for the catalog.
+	ex.Register(plugins.TypeHTTP, engine.NewHTTPInvoker(client, egress.NewClient(&egress.Dialer{Dial: c.dial})))
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
 	ex.Answers = &questions.Inbox{Store: st} // the answers to upstream questions, in the audit log
 	m := enginemcp.NewManager(st, client)

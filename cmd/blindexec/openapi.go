@@ -174,35 +174,82 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 	return cmd
 }
 
-// egressClient is the egress-guarded client of the configured policy,
-// opened besides to the hosts of the trusted URLs: those the operator gave
-// on the command line or in the settings (an OpenAPI document's location),
-// trusted as the LLM endpoint is. A file path or "" trusts nothing.
+// egressClient is the egress-guarded client of the configured policy. A
+// trusted URL, one the operator gave on the command line or in the
+// settings (an OpenAPI document's location), is trusted as the LLM
+// endpoint is: its host is opened for that URL alone, and for redirects
+// from it within its origin. Any other URL the client is asked for (a
+// spec_path a /mcp/openapi caller names) is held to the policy, so that
+// trusting a document opens no other port or path of its host to a
+// caller. A file path or "" trusts nothing.
 func (c *config) egressClient(trusted ...string) (*http.Client, error) {
+	policy, err := egress.ParsePolicy(c.egressAllow)
+	if err != nil {
+		return nil, err
+	}
+	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
+	t := trustedURLs{urls: map[string]string{}, guarded: client.Transport}
 	allow := c.egressAllow
 	for _, raw := range trusted {
 		if u, err := url.Parse(raw); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" {
 			allow += "," + u.Hostname()
+			t.urls[u.String()] = egress.OriginOf(u)
 		}
 	}
-	policy, err := egress.ParsePolicy(allow)
-	if err != nil {
+	if len(t.urls) == 0 {
+		return client, nil
+	}
+	if policy, err = egress.ParsePolicy(allow); err != nil {
 		return nil, err
 	}
-	return egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial}), nil
+	t.trusted = egress.NewTransport(&egress.Dialer{Policy: policy, Dial: c.dial})
+	client.Transport = t
+	return client, nil
+}
+
+// trustedURLs sends a request through trusted when its redirect chain
+// began at a trusted URL and stayed on that URL's origin, and any other
+// through guarded.
+type trustedURLs struct {
+	urls             map[string]string // URL → its origin
+	trusted, guarded http.RoundTripper
+}
+
+func (t trustedURLs) RoundTrip(req *http.Request) (*http.Response, error) {
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	origin, ok := t.urls[first.URL.String()]
+	for r := req; ok && r != nil; {
+		ok = egress.OriginOf(r.URL) == origin
+		if r.Response == nil {
+			break
+		}
+		r = r.Response.Request
+	}
+	if ok {
+		return t.trusted.RoundTrip(req)
+	}
+	return t.guarded.RoundTrip(req)
 }
 
 // openapiTools is the handler of /mcp/openapi under serve: files only as
 // the configured default document, never from a call (a client could
-// otherwise probe the server's files). The configured document's host is
-// trusted; this client serves nothing else, so plugins' calls gain nothing.
+// otherwise probe the server's files). The configured document's URL is
+// trusted, a caller's under the default egress policy; this client serves
+// nothing else, so plugins' calls gain nothing.
 func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
 	o := &openapiFlags{baseURL: c.openapiBaseURL, spec: c.openapiSpec, cacheTTL: c.openapiCacheTTL}
 	loc, err := o.location(true)
 	if err != nil {
 		return nil, fmt.Errorf("BLINDEXEC_OPENAPI_BASE_URL / BLINDEXEC_OPENAPI_SPEC: %w", err)
 	}
-	client, err := c.egressClient(loc)
+	// A caller's spec_path is no URL the operator vouched for: under the
+	// default deny, BLINDEXEC_EGRESS_ALLOW being the catalog's opening.
+	callers := *c
+	callers.egressAllow = ""
+	client, err := callers.egressClient(loc)
 	if err != nil {
 		return nil, err
 	}

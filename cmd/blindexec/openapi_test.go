@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/internal/mcpts"
@@ -100,4 +102,89 @@ func TestOpenAPIToolsWithTypeScriptClient(t *testing.T) {
 		}
 		node(t, "http", srv.URL+"/mcp/openapi", "tools-token")
 	})
+}
+
+// TestOpenAPIToolsTrustOnlyTheDocument: the configured document's address
+// is the operator's, so the egress guard lets its fetch through; a
+// caller's spec_path naming another port or path of that address, or an
+// address BLINDEXEC_EGRESS_ALLOW opens to the catalog, is a caller's URL,
+// refused like any internal address (it was fetched: a per-user token
+// could read or probe every service on the document's host or in the
+// allowlist, a redirect from a public URL included).
+func TestOpenAPIToolsTrustOnlyTheDocument(t *testing.T) {
+	doc, err := os.ReadFile(fastapiDoc(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := strings.Replace(string(doc), `"HR API"`, `"internal admin API"`, 1)
+	serve := func(body string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	docSrv, other := serve(string(doc)), serve(internal)
+	ctx := t.Context()
+	// tools serves /mcp/openapi with doc as the configured document.
+	tools := func(cfg *config) func(args map[string]any) (string, bool) {
+		cfg.dial = egresstest.LoopbackOnly(nil)
+		h, err := cfg.openapiTools(slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { session.Close() })
+		return func(args map[string]any) (string, bool) {
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "get_api_info", Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Content[0].(*mcp.TextContent).Text, res.IsError
+		}
+	}
+	// Loopback allowed for the catalog (BLINDEXEC_EGRESS_ALLOW): not for a
+	// caller's spec_path.
+	info := tools(&config{openapiBaseURL: docSrv.URL, egressAllow: "127.0.0.1"})
+	if text, isErr := info(map[string]any{}); isErr || !strings.Contains(text, "HR API") {
+		t.Fatalf("the configured document: %v %s", isErr, text)
+	}
+	if text, isErr := info(map[string]any{"spec_path": docSrv.URL + "/openapi.json"}); isErr || !strings.Contains(text, "HR API") {
+		t.Fatalf("the configured document named: %v %s", isErr, text)
+	}
+	for name, specPath := range map[string]string{
+		"another port": other.URL + "/openapi.json",
+		"another path": docSrv.URL + "/admin/openapi.json",
+	} {
+		text, isErr := info(map[string]any{"spec_path": specPath})
+		if !isErr || strings.Contains(text, "internal admin API") || !strings.Contains(text, "egress denied") {
+			t.Errorf("%s: %v %s, want refused by the egress guard", name, isErr, text)
+		}
+	}
+	// The configured document redirecting: followed on its origin, not to
+	// another port.
+	moved := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/here":
+			http.Redirect(w, r, "/doc.json", http.StatusFound)
+		case "/doc.json":
+			w.Write(doc)
+		default:
+			http.Redirect(w, r, other.URL+"/openapi.json", http.StatusFound)
+		}
+	}))
+	t.Cleanup(moved.Close)
+	if text, isErr := tools(&config{openapiSpec: moved.URL + "/here"})(map[string]any{}); isErr || !strings.Contains(text, "HR API") {
+		t.Errorf("the configured document, redirected on its origin: %v %s", isErr, text)
+	}
+	if text, isErr := tools(&config{openapiSpec: moved.URL + "/away"})(map[string]any{}); !isErr || !strings.Contains(text, "egress denied") {
+		t.Errorf("the configured document, redirected to another port: %v %s, want refused", isErr, text)
+	}
 }

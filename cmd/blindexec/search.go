@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -98,6 +99,11 @@ func (e embeddingsSettings) semantic(client *http.Client, st *store.Store) *tool
 	if client == nil {
 		client = &http.Client{Timeout: time.Minute}
 	}
+	// The endpoint may echo the key it was sent: masked before an error
+	// quotes it into a log line.
+	masked := *client
+	masked.Transport = auth.EchoMasking(client.Transport, toolsearch.MaxEmbeddingsAnswer)
+	client = &masked
 	return &toolsearch.Semantic{
 		Embedder: &toolsearch.OpenAIEmbedder{BaseURL: e.url, Model: e.model, APIKey: e.apiKey, HTTP: client},
 		Store:    st,

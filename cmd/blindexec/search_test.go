@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,4 +107,21 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEmbeddingsKeyNeverShown: an embeddings endpoint echoing the key it
+// was sent in its error leaves it out of the error (logged when semantic
+// ranking fails).
+func TestEmbeddingsKeyNeverShown(t *testing.T) {
+	const key = "sk-embeddings-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s"}}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}))
+	defer srv.Close()
+	sem := embeddingsSettings{url: srv.URL, apiKey: key, model: "m"}.semantic(nil, nil)
+	_, err := sem.Embedder.Embed(t.Context(), []string{"hello"})
+	if err == nil || !strings.Contains(err.Error(), "status 401") || strings.Contains(err.Error(), key) {
+		t.Errorf("Embed: %v; want the 401 without the key", err)
+	}
 }

@@ -54,7 +54,7 @@ var (
 	setLogLevel = settings.OneOf(&registry, "BLINDEXEC_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"},
 		"the least level logged; JSON logs on stderr").WithFlag("--log-level")
 	setEgressAllow = settings.String(&registry, egress.EnvAllow, "",
-		"comma-separated CIDRs, IPs and host names (`*.corp.example` allowed) that outbound calls may reach despite the default deny of loopback, private, link-local, CGNAT, metadata and every other special-purpose address that is not globally reachable ([Egress](egress.md))").WithFlag("--egress-allow")
+		"comma-separated CIDRs, IPs and host names (`*.corp.example` allowed) that outbound calls may reach despite the default deny of loopback, private, link-local, CGNAT, metadata and every other special-purpose address that is not globally reachable ([Egress](egress.md)); for the catalog's plugins and the service's and administrator's inline plugins only: a per-user token's own inline plugin (not a copy of a catalog row) stays under the default deny ([Security](security.md))").WithFlag("--egress-allow")
 	setMaxTimeout = settings.Millis(&registry, "BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second,
 		"ceiling on any call's timeout (the flag takes a Go duration, `90s`)").WithFlag("--max-timeout")
 	setChangePoll = settings.Millis(&registry, "BLINDEXEC_CHANGE_POLL_MS", time.Second,
@@ -151,7 +151,7 @@ var (
 	setMCPSessionIdle = settings.Millis(&registry, mcpserver.EnvSessionIdle, mcpserver.DefaultSessionIdle,
 		"`serve`: a `/mcp` session without a request this long is closed (0: the default)")
 	setOpenAPIBaseURL = settings.URL(&registry, "BLINDEXEC_OPENAPI_BASE_URL",
-		"the default document of `/mcp/openapi` under `serve`: a service whose `{base}/openapi.json` to read; with one, the tools' `spec_path` is optional. Its host is trusted by the egress guard (operator configuration, like the LLM endpoint)")
+		"the default document of `/mcp/openapi` under `serve`: a service whose `{base}/openapi.json` to read; with one, the tools' `spec_path` is optional. The egress guard trusts that URL (operator configuration, like the LLM endpoint) and redirects from it within its origin; a caller's `spec_path` (another port or path of its host included) is held to the default deny, `BLINDEXEC_EGRESS_ALLOW` being the catalog's")
 	setOpenAPISpec = settings.String(&registry, "BLINDEXEC_OPENAPI_SPEC", "",
 		"the default document of `/mcp/openapi` under `serve`, instead of `BLINDEXEC_OPENAPI_BASE_URL`: a document's URL or file")
 	setOpenAPICacheTTL = settings.Millis(&registry, "BLINDEXEC_OPENAPI_CACHE_TTL_MS", 0,

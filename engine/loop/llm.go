@@ -13,6 +13,9 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
 // maxRetryWait caps one wait between model calls, Retry-After included.
@@ -57,36 +60,19 @@ func (d hintingDoer) Do(req *http.Request) (*http.Response, error) {
 	if h, _ := req.Context().Value(retryHintKey{}).(*retryHint); h != nil && resp != nil {
 		h.after, h.ok = retryAfter(resp.Header, time.Now())
 		if h.maxBytes > 0 {
-			resp.Body = &cappedBody{ReadCloser: resp.Body, left: h.maxBytes, hint: h}
+			// A 200 MB tool call argument is refused as it arrives
+			// instead of decoded.
+			resp.Body = httpbody.Capped(resp.Body, h.maxBytes, func() error {
+				h.tooLarge = true
+				return &ResponseTooLargeError{Max: h.maxBytes}
+			})
 		}
+	}
+	if resp != nil {
+		// An endpoint echoing the key: masked before any client reads it.
+		auth.MaskEcho(req, resp)
 	}
 	return resp, err
-}
-
-// cappedBody fails a read past the model answer's limit: a 200 MB tool
-// call argument is refused as it arrives instead of decoded.
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-	hint *retryHint
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// At the limit: one byte more is one too many.
-		var one [1]byte
-		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
-			return 0, err
-		}
-		b.hint.tooLarge = true
-		return 0, &ResponseTooLargeError{Max: b.hint.maxBytes}
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // ResponseTooLargeError is a model answer over Runner.MaxResponseBytes.

@@ -872,3 +872,57 @@ func TestTextStaysText(t *testing.T) {
 		t.Errorf("tool message = %q, want the CSV text %q", contents, csv)
 	}
 }
+
+// TestLLMKeyNeverShown: a model endpoint (or a gateway before it)
+// echoing the API key it was sent, in a JSON error or a plain body, on a
+// plain or a streamed call, shows it in no run error, log line or event:
+// the key is the operator's secret, the run's caller may be any user.
+func TestLLMKeyNeverShown(t *testing.T) {
+	const key = "sk-live-operator-0123456789abcdef"
+	const chunk = `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s}]}` + "\n\n"
+	for _, tc := range []struct {
+		name, ct, body string
+		stream         bool
+		status         int
+	}{
+		{"JSON error", "application/json", `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, false, 401},
+		{"plain body", "text/plain", `invalid credentials: %s`, false, 401},
+		{"JSON error, streamed", "application/json", `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error"}}`, true, 401},
+		{"plain body, streamed", "text/html", `<p>denied: %s</p>`, true, 401},
+		{"an answer", "application/json", `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"the key: %s"},"finish_reason":"stop"}]}`, false, 200},
+		{"an event stream", "text/event-stream", fmt.Sprintf(chunk, `{"role":"assistant","content":"the key: %s"}`) +
+			fmt.Sprintf(chunk, `{},"finish_reason":"stop"`) + "data: [DONE]\n\n", true, 200},
+		{"an error event", "text/event-stream", `data: {"error":{"message":"bad key %s","type":"server_error"}}` + "\n\n", true, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ct)
+				w.WriteHeader(tc.status)
+				fmt.Fprintf(w, tc.body, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			}))
+			defer srv.Close()
+			cfg := openai.DefaultConfig(key)
+			cfg.BaseURL = srv.URL + "/v1"
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			r := &loop.Runner{Client: loop.NewClient(cfg), Executor: engine.NewExecutor(egresstest.Client(t)),
+				DefaultModel: "gpt-test", LLMBackoff: time.Millisecond, Logger: log}
+			var ev events
+			r.LLMRetries = -1
+			reply := r.Run(t.Context(), loop.Request{Messages: user("hi"), Options: loop.Options{Stream: tc.stream}}, ev.emit)
+			b, _ := json.Marshal(reply)
+			all := string(b) + logs.String() + fmt.Sprint(ev)
+			if tc.status == 200 {
+				wantStatus(t, reply, loop.StatusCompleted)
+				if !strings.Contains(reply.Message.Content, "the key: [REDACTED]") {
+					t.Errorf("the answer: %s", all)
+				}
+			} else if wantStatus(t, reply, loop.StatusFailed); !strings.Contains(all, fmt.Sprint(tc.status)) && !strings.Contains(all, "bad key") {
+				t.Errorf("the failure does not say what happened: %s", all)
+			}
+			if strings.Contains(all, key) || strings.Contains(all, key[8:]) {
+				t.Errorf("the API key shows: %s", all)
+			}
+		})
+	}
+}

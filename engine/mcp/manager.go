@@ -105,7 +105,13 @@ type Manager struct {
 	IdleTimeout time.Duration
 	// ConnectTimeout bounds opening a session (DefaultConnectTimeout).
 	ConnectTimeout time.Duration
-	Logger         *slog.Logger // nil: slog.Default()
+	// MaxMessageBytes bounds what is read of one message from an HTTP
+	// server: a JSON answer, an event of a stream
+	// (engine.DefaultMaxResponseBytes when 0). The MCP SDK reads a JSON
+	// answer whole: without it, a server's endless answer filled memory
+	// until the call's timeout.
+	MaxMessageBytes int64
+	Logger          *slog.Logger // nil: slog.Default()
 	// Changes, when set, keeps server configurations while the MCP
 	// servers' change counter stands still, instead of for ToolsTTL: a
 	// server changed or disabled anywhere (another replica, SQL) is re-read
@@ -598,18 +604,19 @@ func (m *Manager) connect(ctx context.Context, srv *serverConfig, creds map[stri
 	switch srv.transport {
 	case store.TransportStreamableHTTP, store.TransportSSE:
 		var err error
-		if at, err = newAuthTransport(m.client.Transport, m.auth, srv, creds, held); err != nil {
+		limit := cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes)
+		if at, err = newAuthTransport(m.client.Transport, m.auth, srv, creds, held, limit); err != nil {
 			return nil, nil, err
 		}
 		hc := &http.Client{Transport: at, CheckRedirect: m.client.CheckRedirect}
 		if srv.transport == store.TransportSSE {
-			t = &sdk.SSEClientTransport{Endpoint: srv.url, HTTPClient: hc}
+			t = &sdk.SSEClientTransport{Endpoint: srv.url, HTTPClient: hc, MaxEventSize: int(limit)}
 		} else {
 			// The standalone stream stays open: a server's requests not tied
 			// to a call (the TypeScript SDK's server.request from a tool's
 			// handler) travel only there, and unheard they would hang the
 			// call until its timeout. Close ends it with the session.
-			t = &sdk.StreamableClientTransport{Endpoint: srv.url, HTTPClient: hc}
+			t = &sdk.StreamableClientTransport{Endpoint: srv.url, HTTPClient: hc, MaxEventSize: int(limit)}
 		}
 	case store.TransportStdio:
 		if len(srv.argv) == 0 {

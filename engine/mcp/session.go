@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"mime"
 	"net/http"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -182,12 +184,13 @@ type authTransport struct {
 	srv    *serverConfig
 	creds  map[string]string
 	held   *heldSchemas // sees the elicitations in the server's responses
+	limit  int64        // bytes read of a body that is not an event stream
 
 	mu      sync.Mutex
 	applied []string
 }
 
-func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string, held *heldSchemas) (*authTransport, error) {
+func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string, held *heldSchemas, limit int64) (*authTransport, error) {
 	req, err := http.NewRequest(http.MethodGet, srv.url, nil)
 	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
 		return nil, fmt.Errorf("MCP server %s: %q is not an absolute http or https URL", srv.name, srv.url)
@@ -201,14 +204,14 @@ func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *server
 	for _, k := range srv.auth.CredentialKeys() {
 		own[k] = creds[k]
 	}
-	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own, held: held}, nil
+	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own, held: held, limit: limit}, nil
 }
 
 func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if originOf(req) != t.origin {
-		return t.base.RoundTrip(req)
+		return t.bounded(t.base.RoundTrip(req))
 	}
 	req = req.Clone(req.Context())
 	for k, v := range t.srv.headers {
@@ -233,7 +236,28 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		t.held.observe(resp)
 	}
-	return resp, err
+	return t.bounded(resp, err)
+}
+
+// bounded caps what is read of a body, but for an event stream's, whose
+// events the SDK bounds one by one (MaxEventSize) and which may last as
+// long as the session.
+func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		return resp, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		resp.Body = httpbody.Capped(resp.Body, t.limit, func() error { return &messageTooLargeError{Limit: t.limit} })
+	}
+	return resp, nil
+}
+
+// messageTooLargeError: an MCP server's answer went past
+// Manager.MaxMessageBytes.
+type messageTooLargeError struct{ Limit int64 }
+
+func (e *messageTooLargeError) Error() string {
+	return fmt.Sprintf("the MCP server's answer is larger than %d bytes", e.Limit)
 }
 
 // callHeadersKey carries a call's own headers (Call.Headers) from

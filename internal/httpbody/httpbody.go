@@ -70,3 +70,30 @@ func Bytes(body io.Reader) (b []byte, ok bool) {
 	}
 	return h.b, true
 }
+
+// Capped is body read up to max bytes: a read past them fails with
+// over()'s error, and a body of exactly max bytes still ends with its own
+// io.EOF (one more byte is asked for to tell the two apart).
+func Capped(body io.ReadCloser, max int64, over func() error) io.ReadCloser {
+	return &capped{ReadCloser: body, left: max, over: over}
+}
+
+type capped struct {
+	io.ReadCloser
+	left int64
+	over func() error
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, err := c.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, c.over()
+	}
+	p = p[:min(int64(len(p)), c.left)]
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
+}

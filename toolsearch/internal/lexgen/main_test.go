@@ -16,6 +16,11 @@ func TestGlossWords(t *testing.T) {
 		"variant of 發票|发票[fa1 piao4]":                          nil,
 		"to submit an expense account":                         {"submit", "expense", "account"},
 		"a long explanation of what the word means in context": nil,
+		// the dictionary's annotations, and a gloss of how it is read
+		"fig. beginning":          {"beginning"},
+		"lit. to cut all at once": {"cut", "all", "once"},
+		"Taiwan pr. [xia4 zai3]":  nil,
+		"esp. sb's smile":         {"smile"},
 	} {
 		if got := glossWords(g); !slices.Equal(got, want) {
 			t.Errorf("glossWords(%q) = %q, want %q", g, got, want)
@@ -30,10 +35,15 @@ func TestCedict(t *testing.T) {
 		{"防火墙", []string{"firewall"}},
 		{"火墙", []string{"firewall", "fire wall", "wall of fire"}},
 		{"作废", []string{"to become invalid", "to cancel"}},
-		{"的", []string{"of"}},      // one character: no line of its own
-		{"A型", []string{"type A"}}, // not all Han
+		{"重新启动", []string{"to reboot", "to restart"}},
+		{"重启", []string{"to restart (a machine etc)", "to reactivate"}}, // abbreviates 重新启动
+		{"启事", []string{"announcement"}},
+		{"新启", []string{"to restart"}}, // not from 重新启动's first character
+		{"的", []string{"of"}},          // one character: no line of its own
+		{"A型", []string{"type A"}},     // not all Han
 	})
-	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废"} {
+	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废",
+		"重启\trestart reactivate reboot", "新启\trestart", "启事\tannouncement"} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("no line %q in %q", want, lines)
 		}
@@ -45,15 +55,18 @@ func TestCedict(t *testing.T) {
 	}
 }
 
-// TestWordnet reads a two-synset WordNet in the files' format: a word's
-// synonyms and its synsets' hypernyms' words.
+// TestWordnet reads a small WordNet in the files' format: a word's or
+// phrasal verb's synonyms and its synsets' hypernyms' words.
 func TestWordnet(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"data.verb": "  1 This software and database is being provided\n" +
 			"00000001 32 v 02 reboot 0 boot 0 001 @ 00000002 v 0000 | to restart a computer\n" +
-			"00000002 32 v 01 restart 0 000 | start again\n",
-		"index.verb": "  1 licence\nreboot v 1 1 @ 1 0 00000001  \nboot v 1 1 @ 1 0 00000001  \nrestart v 1 0 1 0 00000002  \n",
+			"00000002 32 v 01 restart 0 000 | start again\n" +
+			"00000003 32 v 03 expel 0 kick_out 0 take_care 0 001 @ 00000004 v 0000 | force to leave\n" +
+			"00000004 32 v 01 remove 0 000 | take away\n",
+		"index.verb": "  1 licence\nreboot v 1 1 @ 1 0 00000001  \nboot v 1 1 @ 1 0 00000001  \nrestart v 1 0 1 0 00000002  \n" +
+			"kick_out v 1 1 @ 1 0 00000003  \ntake_care v 1 1 @ 1 0 00000003  \n",
 	}
 	for _, pos := range []string{"noun", "adj"} {
 		files["data."+pos], files["index."+pos] = "", ""
@@ -66,7 +79,9 @@ func TestWordnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(lines)
-	if want := []string{"boot\treboot\trestart", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
+	// a phrasal verb is a line (its words are not its sense), another
+	// compound is not
+	if want := []string{"boot\treboot\trestart", "kick_out\texpel\tremove", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
 		t.Errorf("wordnet = %q, want %q", lines, want)
 	}
 }
