@@ -594,22 +594,16 @@ func (b *opBuilder) addBody(v any) (string, error) {
 	}
 	required := rb["required"] == true
 	s := b.resolve(media["schema"], "body")
-	// Measured before its fields become arguments: a shared body of
-	// thousands of properties fails each operation at the cost of a
-	// look-up.
-	sz := b.c.meter.measure(s, false, 1)
-	if over := sz.over(b.c.limits); over != nil {
-		return "", &PluginLimitError{Field: "request body", Cost: over}
-	}
-	if b.c.total+sz.bytes > b.c.maxTotal {
-		return "", b.c.tooLarge(b.key)
-	}
 	props, _ := s["properties"].(map[string]any)
 	structured := mediaKind(ct) != "" // JSON, form or multipart: fields by name
 	if structured && len(props) == 0 && s["additionalProperties"] == false {
 		return "", nil // an object that admits nothing (Stripe's GETs): no body
 	}
-	if !structured || len(props) == 0 || !hasType(s, "object") {
+	spread := structured && len(props) > 0 && hasType(s, "object")
+	if err := b.checkBody(s, props, spread, mediaKind(ct) == "multipart"); err != nil {
+		return "", err
+	}
+	if !spread {
 		if d := strings.TrimSpace(str(rb["description"])); d != "" && s["description"] == nil {
 			s = maps.Clone(s)
 			s["description"] = d

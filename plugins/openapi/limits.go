@@ -63,6 +63,34 @@ func (c *converter) tooLarge(key string) *TooLargeError {
 	return &TooLargeError{Max: c.maxTotal, Key: key}
 }
 
+// checkBody refuses a request body before its fields become arguments
+// when the plugin would be over a plugin's limits with it, or the import
+// over its own: a body that thousands of operations share then fails
+// each of them at the cost of a look-up. It counts what the plugin holds
+// at least: a body sent whole is an argument as it is; a body's fields
+// are arguments under names of a character or more (long ones are cut),
+// their schemas as they are, except a multipart field's, which may be
+// rewritten smaller (that body is left to the plugin's own count).
+func (b *opBuilder) checkBody(s, props map[string]any, spread, multipart bool) error {
+	var least size
+	switch {
+	case spread && multipart:
+		return nil
+	case spread:
+		p := b.c.meter.measure(props, true, 0)
+		least = size{bytes: p.bytes - p.keys + len(`"x":`)*len(props), depth: p.depth + 1, props: p.props, nodes: p.nodes + 1}
+	default:
+		least = b.c.meter.measure(s, false, 1)
+	}
+	if over := least.over(b.c.limits); over != nil {
+		return &PluginLimitError{Field: "request body", Cost: over}
+	}
+	if b.c.total+least.bytes > b.c.maxTotal {
+		return b.c.tooLarge(b.key)
+	}
+	return nil
+}
+
 // PluginLimitError is an operation whose parameter schema is over an
 // inline plugin's limits (plugins.DefaultSchemaLimits); the operation
 // fails, the others import.
@@ -81,6 +109,7 @@ func (e *PluginLimitError) Error() string {
 // entries of its "properties" maps and its objects and arrays.
 type size struct {
 	bytes, depth, props, nodes int
+	keys                       int // of a map: the bytes of its own keys and their colons
 }
 
 func (s *size) add(t size) {
@@ -182,6 +211,7 @@ func (m *meter) measure(v any, properties bool, fresh int) size {
 			c := m.measure(x, !properties && k == "properties", fresh-1)
 			c.bytes += kb + 2 // the key, its colon and a comma
 			s.add(c)
+			s.keys += kb + 1
 		}
 		if len(t) > 0 {
 			s.bytes-- // no comma after the last

@@ -107,7 +107,7 @@ func TestPluginLimits(t *testing.T) {
 		{"bytes",
 			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes), 0) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes+1), 0) },
-			"request body: ", plugins.LimitBytes},
+			"parameters: ", plugins.LimitBytes},
 		// the root, its properties and the body's field: three levels
 		{"depth",
 			func(t *testing.T) []byte {
@@ -144,6 +144,30 @@ func TestPluginLimits(t *testing.T) {
 	}
 }
 
+// longNames is an object schema of n string properties with names of
+// 2,000 characters, which arguments' names cut to 64.
+func longNames(n int) map[string]any {
+	p := map[string]any{}
+	for i := range n {
+		p[fmt.Sprintf("f%d_%s", i, strings.Repeat("x", 2000))] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "object", "properties": p}
+}
+
+// TestLimitsCountThePlugin: what is held to the limits is the plugin as
+// written, not the document's body: 600 properties of 2,000-character
+// names are 1.2 MB of body, and a plugin of 81 kB under arguments' names
+// of 64 characters at most.
+func TestLimitsCountThePlugin(t *testing.T) {
+	ops, failures, err := convertDoc(t, limitDoc(t, 2, longNames(600), 0), Options{})
+	if err != nil || len(ops) != 2 || len(failures) != 0 {
+		t.Fatalf("%v, %d operations, failures %v", err, len(ops), failures)
+	}
+	if n := len(ops[0].Plugin.Parameters); n > 100_000 {
+		t.Errorf("%d bytes of parameters", n)
+	}
+}
+
 // enumOfLists is an object whose one property allows n-1 empty lists:
 // n+3 nodes with the object, its properties, the property and its enum,
 // as many as the plugin's parameters.
@@ -171,6 +195,7 @@ func TestImportLimit(t *testing.T) {
 		{"shared parameters", limitDoc(t, 50, nil, 300)},
 		{"operations that fail count", limitDoc(t, 50, props(plugins.DefaultSchemaLimits.Properties+1), 0)},
 		{"a body and parameters", limitDoc(t, 50, props(100), 100)},
+		{"names cut to 64 characters", limitDoc(t, 50, longNames(30), 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc, err := Load(tc.doc, "limits")
