@@ -168,13 +168,18 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	report(openapi.PhaseParsed, len(data))
 	opts := openapi.Options{Prefix: req.Prefix, BaseURL: req.BaseURL, Tags: req.Tags, Methods: req.Methods,
 		Paths: req.Paths, OperationIDs: req.OperationIDs, Strict: req.Strict, Source: req.Source, Force: req.Force, Rename: req.Rename,
-		Progress: progress}
+		Progress: progress, MaxBytes: s.ImportMaxBytes}
 	if req.URL != "" {
 		opts.SourceURL = req.URL
 	}
 	res, err := importer.OpenAPI(r.Context(), s.Store, location, doc, opts, req.DryRun)
 	if errors.Is(err, openapi.ErrNoServer) {
 		writeError(w, http.StatusBadRequest, "no_server", err.Error()+" (base_url)", nil)
+		return
+	}
+	if tl := (*openapi.TooLargeError)(nil); errors.As(err, &tl) {
+		writeError(w, http.StatusBadRequest, "import_too_large", tl.Error(),
+			map[string]any{"limit": "import bytes", "max": tl.Max, "operation": tl.Key})
 		return
 	}
 	if err != nil {

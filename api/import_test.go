@@ -1,10 +1,16 @@
 package api_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/internal/hostiledoc"
 	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -49,4 +55,37 @@ func TestImportInlineSources(t *testing.T) {
 func count(v any) int {
 	l, _ := v.([]any)
 	return len(l)
+}
+
+// TestImportTooLarge: a document whose plugins would be over the import's
+// limit is refused whole, 400 import_too_large naming the limit and the
+// operation, dry or not, and nothing is written; an operation over an
+// inline plugin's limits fails alone.
+func TestImportTooLarge(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) { s.ImportMaxBytes = 1 << 20 })
+	doc := func(props int) map[string]any {
+		return map[string]any{"document": json.RawMessage(hostiledoc.SharedBody(40, props))}
+	}
+	for _, dry := range []bool{true, false} {
+		body := doc(400) // some 34 kB a plugin: 1 MiB passed by the 31st
+		body["dry_run"] = dry
+		code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, body)
+		apiErr, _ := res["error"].(map[string]any)
+		details, _ := apiErr["details"].(map[string]any)
+		if code != http.StatusBadRequest || errCode(res) != "import_too_large" || details["limit"] != "import bytes" ||
+			details["max"] != float64(1<<20) || !strings.HasPrefix(fmt.Sprint(details["operation"]), "POST /o00") ||
+			!strings.Contains(errMessage(res), "BLINDEXEC_IMPORT_MAX_MB") {
+			t.Fatalf("dry %v: %d %v", dry, code, res)
+		}
+	}
+	code, res := e.do("GET", "/v1/plugins", adminToken, nil)
+	if code != http.StatusOK || count(res["plugins"]) != 0 {
+		t.Fatalf("a refused import wrote: %d %v", code, res)
+	}
+	code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, doc(plugins.DefaultSchemaLimits.Properties+1))
+	failed, _ := res["failed"].([]any)
+	if code != http.StatusUnprocessableEntity || len(failed) != 40 ||
+		!strings.Contains(fmt.Sprint(failed[0]), "request body: the schema has more than the limit of 2000 properties") {
+		t.Fatalf("operations over a plugin's limits: %d %v", code, res)
+	}
 }

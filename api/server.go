@@ -87,6 +87,9 @@ type Server struct {
 	// /v1/tools (toolsearch.DefaultMaxQueryChars when 0;
 	// BLINDEXEC_MAX_QUERY_CHARS).
 	MaxQueryChars int
+	// ImportMaxBytes bounds what one OpenAPI import may make
+	// (openapi.DefaultMaxBytes when 0; BLINDEXEC_IMPORT_MAX_MB).
+	ImportMaxBytes int
 	// Version is the engine's version, shown by /healthz so that a caller
 	// knows which payload fields it accepts.
 	Version string

@@ -26,6 +26,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/internal/hostiledoc"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 )
@@ -52,6 +53,11 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 	defer e.close()
 	_, err = e.addCompanyPlugin(ctx, up.URL, 7, "sk-bench-0123456789")
 	if err != nil {
+		return err
+	}
+	// The user at its limit of calls in flight has the tool's credential
+	// too: the limit, not a missing credential, must refuse its call.
+	if err := e.creds.Set(ctx, 9, "QCC_KEY", "sk-bench-held", "bench"); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
@@ -108,6 +114,9 @@ func benchHostile(ctx context.Context, o benchOpts) error {
 	}
 	for _, sc := range hostileSchemas() {
 		probes = append(probes, probe{"MCP inputSchema, " + sc.name + " (tool refused)", 100, mcpRefused(sc.schema)})
+	}
+	for _, r := range hostileImports() {
+		probes = append(probes, probe{r.name, r.n, func(ctx context.Context) error { return r.send(ctx, client, srv.URL, "bench-admin") }})
 	}
 	probes = append(probes, []probe{
 		{"executor, path value %2e%2e (refused)", 300, func(ctx context.Context) error {
@@ -204,6 +213,23 @@ func hostileRequests(t hostileTarget) []hostileRequest {
 		{name: "/v1/execute, inline plugin, 2,001 parameters (400, properties)", n: 100, path: "/v1/execute", body: inline(manyProps(2_001)), status: 400},
 		{name: fmt.Sprintf("/v1/execute, user over %d calls in flight (429)", t.limit), n: 300, path: "/v1/execute",
 			body: fmt.Sprintf(`{"name":%q,"user_id":%d,"arguments":{"keyword":"x"}}`, t.tool, t.heldUser), status: 429},
+	}
+}
+
+// hostileImports are the OpenAPI documents that make far more than they
+// hold (hostiledoc.SharedBody), imported dry by the administrator: the
+// attacker review's 2,000 operations of one body of 3,000 properties
+// (33 s before the import's limits: now each operation fails, over an
+// inline plugin's 2,000 properties), and of 1,999 (refused whole when
+// its plugins pass the import's 64 MiB).
+func hostileImports() []hostileRequest {
+	header := []string{"Content-Type", "application/vnd.oai.openapi+json"}
+	path := "/v1/plugins/import/openapi?dry_run=true&location=hostile.json"
+	return []hostileRequest{
+		{name: "import, 2,000 operations × a body of 3,000 properties, 1 MB (422, every operation failed)", n: 10, path: path,
+			body: string(hostiledoc.SharedBody(2000, 3000)), status: 422, header: header},
+		{name: "import, 2,000 operations × a body of 1,999 properties, 0.8 MB (400 import_too_large)", n: 3, path: path,
+			body: string(hostiledoc.SharedBody(2000, plugins.DefaultSchemaLimits.Properties-1)), status: 400, header: header},
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blindexec/blindexec/internal/invisible"
+	"github.com/blindexec/blindexec/internal/jsontext"
 )
 
 // Status values follow RuoYi's convention for sys_ tables.
@@ -221,20 +223,71 @@ func (p *Placement) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the string form when only a default is set.
+// MarshalJSON writes the string form when only a default is set. It
+// writes json.Marshal's bytes for a map of the locations (an argument
+// with no more than one) and ArgPlacements, without making the map: an
+// import encodes every plugin's placement twice (its row and its content
+// hash), and a plugin may have 2,000 arguments.
 func (p Placement) MarshalJSON() ([]byte, error) {
 	if len(p.Args) == 0 {
 		return json.Marshal(p.Default)
 	}
-	out := make(map[string]any, len(p.Args))
-	for name, a := range p.Args {
+	names := make([]string, 0, len(p.Args))
+	for name := range p.Args {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]byte, 0, 24*len(names))
+	out = append(out, '{')
+	for i, name := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendHTMLString(out, name)
+		out = append(out, ':')
+		a := p.Args[name]
 		if a.Name == "" && a.Style == "" && a.Explode == nil && a.ContentType == "" && a.Filename == "" {
-			out[name] = a.In
-		} else {
-			out[name] = a
+			out = appendHTMLString(out, a.In)
+			continue
+		}
+		out = a.appendJSON(out)
+	}
+	return append(out, '}'), nil
+}
+
+// appendJSON appends a as json.Marshal writes it (its fields in order,
+// the empty ones omitted).
+func (a ArgPlacement) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"in":`...)
+	dst = appendHTMLString(dst, a.In)
+	for _, f := range []struct{ key, value string }{{"name", a.Name}, {"style", a.Style}} {
+		if f.value != "" {
+			dst = append(dst, `,"`+f.key+`":`...)
+			dst = appendHTMLString(dst, f.value)
 		}
 	}
-	return json.Marshal(out)
+	if a.Explode != nil {
+		dst = append(dst, `,"explode":`...)
+		dst = strconv.AppendBool(dst, *a.Explode)
+	}
+	for _, f := range []struct{ key, value string }{{"content_type", a.ContentType}, {"filename", a.Filename}} {
+		if f.value != "" {
+			dst = append(dst, `,"`+f.key+`":`...)
+			dst = appendHTMLString(dst, f.value)
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendHTMLString appends s as json.Marshal writes it.
+func appendHTMLString(dst []byte, s string) []byte {
+	if jsontext.PlainHTML(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
 }
 
 // Auth types.

@@ -204,6 +204,38 @@ func TestAcrossLanguages(t *testing.T) {
 	}
 }
 
+// TestDictionaryGlosses: what the generator reads of CC-CEDICT's
+// glosses. A short word takes the English of the longer word it
+// abbreviates (重启 of 重新启动: reboot, which 重启's own entry lacks);
+// a gloss's annotations are no English words (下载 "download; Taiwan pr.
+// [xia4 zai3]" would otherwise bring "pr", GitHub's pull requests).
+func TestDictionaryGlosses(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		tool("server_delete", "Delete a server", "Deletes the server."),
+		tool("server_reboot", "Reboot a server", "Reboots the server."),
+		tool("archive_download", "Download an archive", "Downloads the repository's archive."),
+		tool("pulls_list", "List pull requests", "Lists the repository's pull requests."),
+	})
+	for _, tc := range []struct {
+		q      string
+		want   string // first
+		absent string // not found at all
+	}{
+		{"重启服务器", "server_reboot", ""},
+		{"下载", "archive_download", "pulls_list"},
+	} {
+		rs := ix.Search(tc.q, 5)
+		if len(rs) == 0 || rs[0].Name != tc.want {
+			t.Errorf("%q: %v, want %s first", tc.q, rs, tc.want)
+		}
+		for _, r := range rs {
+			if r.Name == tc.absent {
+				t.Errorf("%q found %s", tc.q, r.Name)
+			}
+		}
+	}
+}
+
 func TestSegment(t *testing.T) {
 	var got []string
 	segment("删除防火墙规则", func(w string) { got = append(got, w) })

@@ -68,6 +68,9 @@ type config struct {
 	openapiBaseURL  string
 	openapiSpec     string
 	openapiCacheTTL time.Duration
+	// importMaxBytes bounds what one OpenAPI import makes
+	// (BLINDEXEC_IMPORT_MAX_MB).
+	importMaxBytes int
 	// toolSearch is BLINDEXEC_TOOL_SEARCH*: tool search over large
 	// catalogs, in the LLM loop and the MCP server.
 	toolSearch toolset.Config
@@ -148,6 +151,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.openapiBaseURL = setOpenAPIBaseURL.Get(src)
 	c.openapiSpec = setOpenAPISpec.Get(src)
 	c.openapiCacheTTL = setOpenAPICacheTTL.Get(src)
+	c.importMaxBytes = int(min(setImportMaxMB.Get(src), 1<<30) << 20)
 	c.limits = loadServeLimits(src)
 	c.trustedProxies, _ = console.ParseProxies(setTrustedProxies.Get(src))
 	c.mcpSessions = mcpserver.SessionLimits{

@@ -62,6 +62,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
 				opts.SourceURL = src
 			}
+			opts.MaxBytes = cfg.importMaxBytes
 			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
@@ -165,6 +166,8 @@ var (
 		"`serve`: time to answer, from the handler's start; the request's work is cancelled with it. Streaming routes (`POST /v1/runs`, `/mcp`, `/mcp/openapi`) have none (a run is bounded by its 10-minute limit)")
 	setImportTimeout = settings.Millis(&registry, "BLINDEXEC_IMPORT_TIMEOUT_MS", api.DefaultImportTimeout,
 		"`serve`: body and answer time of `POST /v1/plugins/import/*`")
+	setImportMaxMB = settings.Int(&registry, openapi.EnvMaxMB, openapi.DefaultMaxBytes>>20, 1,
+		"what one OpenAPI import (`POST /v1/plugins/import/openapi`, the console's, `blindexec import openapi`) may make, in MiB: its plugins' parameter schemas, titles, descriptions, tags, keywords and response words, 256 bytes a plugin (and a failed operation) for the rest, counted before any schema is encoded; past it the import is refused whole, nothing written ([OpenAPI import](openapi-import.md#limits-on-what-a-document-makes)). Microsoft Graph's description (11,422 operations) counts 41 MiB, GitHub's 2.2 MiB")
 	setHeaderTimeout = settings.Millis(&registry, "BLINDEXEC_HEADER_TIMEOUT_MS", 10*time.Second,
 		"`serve`: time to receive a request's headers")
 	setIdleTimeout = settings.Millis(&registry, "BLINDEXEC_IDLE_TIMEOUT_MS", 120*time.Second,

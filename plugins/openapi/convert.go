@@ -49,6 +49,9 @@ type Options struct {
 	// Progress, if set, is told how far the conversion and the writes
 	// have come (see Reporter for how often).
 	Progress func(Progress) `json:"-"`
+	// MaxBytes bounds what the plugins of one conversion may hold in all
+	// (DefaultMaxBytes when 0; see TooLargeError).
+	MaxBytes int `json:"-"`
 }
 
 // Operation is one converted operation.
@@ -93,9 +96,11 @@ var ErrNoServer = errors.New("no usable server URL in the document: give --base-
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 // Convert turns the selected operations of doc into plugins, in path then
-// method order. An operation that cannot be converted is a Failure and the
-// others still convert; the error is reserved for document-level problems
-// (ErrNoServer, an invalid Options.BaseURL).
+// method order. An operation that cannot be converted, or whose parameter
+// schema is over an inline plugin's limits (a *PluginLimitError), is a
+// Failure and the others still convert; the error is reserved for
+// document-level problems (ErrNoServer, an invalid Options.BaseURL, a
+// *TooLargeError).
 func Convert(doc *Document, opts Options) ([]Operation, []Failure, error) {
 	c, err := newConverter(doc, opts)
 	if err != nil {
@@ -104,14 +109,21 @@ func Convert(doc *Document, opts Options) ([]Operation, []Failure, error) {
 	return c.run()
 }
 
+// built is a converted operation whose parameter schema is not encoded
+// yet: every operation is measured before any is encoded.
+type built struct {
+	op   Operation
+	root map[string]any
+	id   string // the operationId, for the names
+}
+
 func (c *converter) run() ([]Operation, []Failure, error) {
 	var (
-		ops      []Operation
-		ids      []string // operationIds, for the names
+		all      = c.operations()
+		done     []built
 		failures []Failure
 		noServer int
 	)
-	all := c.operations()
 	rep := Reporter{F: c.opts.Progress}
 	rep.Start(PhaseConverting, len(all))
 	for i, o := range all {
@@ -119,20 +131,43 @@ func (c *converter) run() ([]Operation, []Failure, error) {
 		if !c.selected(o) {
 			continue
 		}
-		op, err := c.convert(o)
+		b, n, err := c.convert(o)
+		var tooLarge *TooLargeError
+		if errors.As(err, &tooLarge) {
+			tooLarge.Operations = len(done) + len(failures) + 1
+			return nil, nil, err
+		}
 		if err != nil {
 			if errors.Is(err, ErrNoServer) {
 				noServer++
 			}
-			failures = append(failures, Failure{Key: o.key, Reason: err.Error()})
-			continue
+			f := Failure{Key: o.key, Reason: err.Error()}
+			failures = append(failures, f)
+			n = len(f.Key) + len(f.Reason) + pluginOverhead // reported, so held too
+		} else {
+			done = append(done, b)
 		}
-		ops = append(ops, op)
-		ids = append(ids, str(o.op["operationId"]))
+		if err := c.count(o, n); err != nil {
+			err.Operations = len(done) + len(failures)
+			return nil, nil, err
+		}
 	}
 	rep.Step(len(all))
-	if len(ops) == 0 && noServer > 0 && noServer == len(failures) {
+	if len(done) == 0 && noServer > 0 && noServer == len(failures) {
 		return nil, nil, ErrNoServer
+	}
+	ops := make([]Operation, 0, len(done))
+	ids := make([]string, 0, len(done))
+	for i, b := range done {
+		done[i].root = nil // garbage once encoded
+		var err error
+		if b.op.Plugin.Parameters, err = encodeTree(b.root); err != nil {
+			failures = append(failures, Failure{Key: b.op.Key, Reason: fmt.Sprintf("encode parameters: %v", err)})
+			continue
+		}
+		b.op.Plugin.RemoveInvisible()
+		ops = append(ops, b.op)
+		ids = append(ids, b.id)
 	}
 	assignNames(ops, ids, c.opts.Prefix)
 	return ops, failures, nil
@@ -148,14 +183,23 @@ type converter struct {
 	doc        *Document
 	opts       Options
 	lookup     schema.Lookup
-	baseURL    string // Options.BaseURL, checked
+	memo       *schema.Memo // the request side's expansions, shared by the operations
+	meter      *meter
+	limits     plugins.SchemaLimits // of each plugin's parameter schema
+	total      int                  // bytes of the plugins converted so far
+	words      map[any][]string     // response words, by the schema they are of
+	argNames   map[string]string    // argName's, for the names operations share
+	maxTotal   int                  // Options.MaxBytes
+	baseURL    string               // Options.BaseURL, checked
 	source     *url.URL
 	credPrefix string
 	schemes    map[string]any
 }
 
 func newConverter(doc *Document, opts Options) (*converter, error) {
-	c := &converter{doc: doc, opts: opts, lookup: schema.OpenAPILookup(doc.Raw)}
+	c := &converter{doc: doc, opts: opts, lookup: schema.OpenAPILookup(doc.Raw),
+		memo: schema.NewMemo(), meter: newMeter(), limits: plugins.DefaultSchemaLimits,
+		maxTotal: cmp.Or(opts.MaxBytes, DefaultMaxBytes)}
 	if opts.SourceURL != "" {
 		if u, err := url.Parse(opts.SourceURL); err == nil && u.IsAbs() {
 			c.source = u
@@ -237,8 +281,13 @@ type arg struct {
 // opBuilder collects the arguments of one operation.
 type opBuilder struct {
 	c     *converter
+	key   string // the operation's
 	args  []arg
 	taken map[string]bool
+	// next is the suffix to try next for a name already taken: a
+	// thousand arguments of one name try each suffix once, not a
+	// thousand times.
+	next map[string]int
 	// templates are the path's template names: only the path argument of
 	// that wire name may be called so, since the engine sends an argument
 	// named like a template to the path.
@@ -252,15 +301,21 @@ func (b *opBuilder) warn(format string, a ...any) {
 
 // add adds an argument under the first free variant of name.
 func (b *opBuilder) add(a arg) {
-	a.name = argName(a.name)
+	a.name = b.c.argName(a.name)
 	busy := func(name string) bool {
 		return b.taken[name] || slices.Contains(b.templates, name) && (a.place.In != plugins.InPath || a.place.Name != name)
 	}
 	if busy(a.name) {
 		base := a.name
-		for i := 2; busy(a.name); i++ {
-			a.name = fmt.Sprintf("%s_%d", base, i)
+		if b.next == nil {
+			b.next = map[string]int{}
 		}
+		i := max(b.next[base], 2)
+		for busy(fmt.Sprintf("%s_%d", base, i)) {
+			i++
+		}
+		a.name = fmt.Sprintf("%s_%d", base, i)
+		b.next[base] = i + 1
 	}
 	b.taken[a.name] = true
 	if a.place.Name == a.name {
@@ -269,25 +324,28 @@ func (b *opBuilder) add(a arg) {
 	b.args = append(b.args, a)
 }
 
-// convert builds one operation's plugin (its Name is set later).
-func (c *converter) convert(o rawOperation) (Operation, error) {
+// convert builds one operation's plugin, all but its Name (set later)
+// and its Parameters (the tree root, encoded once the import's total is
+// known to be within its limit), and counts the bytes the plugin will
+// hold.
+func (c *converter) convert(o rawOperation) (built, int, error) {
 	method := strings.ToUpper(o.method)
 	if method == "TRACE" {
-		return Operation{}, errors.New("method TRACE is not supported by the engine")
+		return built{}, 0, errors.New("method TRACE is not supported by the engine")
 	}
 	base, err := c.server(o)
 	if err != nil {
-		return Operation{}, err
+		return built{}, 0, err
 	}
-	b := &opBuilder{c: c, taken: map[string]bool{}, templates: plugins.TemplateNames(o.path)}
+	b := &opBuilder{c: c, key: o.key, taken: map[string]bool{}, templates: plugins.TemplateNames(o.path)}
 	params, err := c.parameters(o)
 	if err != nil {
-		return Operation{}, err
+		return built{}, 0, err
 	}
 	b.addParameters(params, o.path)
 	ct, err := b.addBody(o.op["requestBody"])
 	if err != nil {
-		return Operation{}, err
+		return built{}, 0, err
 	}
 
 	p := &plugins.Plugin{
@@ -339,20 +397,32 @@ func (c *converter) convert(o rawOperation) (Operation, error) {
 	if len(required) > 0 {
 		root["required"] = required
 	}
-	if p.Parameters, err = encodeTree(root); err != nil {
-		return Operation{}, fmt.Errorf("encode parameters: %w", err)
+	sz := c.meter.measure(root, false, 2) // the root and its properties are new
+	if over := sz.over(c.limits); over != nil {
+		return built{}, 0, &PluginLimitError{Field: "parameters", Cost: over}
 	}
 	provider := c.auth(o, p, b)
-	p.RemoveInvisible()
-	return Operation{Key: o.key, Plugin: p, Warnings: b.warnings, Provider: provider}, nil
+	n := sz.bytes + len(p.Title) + len(p.Description) + pluginOverhead
+	for _, list := range [][]string{p.Tags, p.Keywords, p.ResponseWords} {
+		for _, w := range list {
+			n += len(w) + 3
+		}
+	}
+	return built{Operation{Key: o.key, Plugin: p, Warnings: b.warnings, Provider: provider}, root, str(o.op["operationId"])}, n, nil
 }
 
 // parameters merges the path item's parameters with the operation's (the
 // operation's win, by name and location), in that order.
 func (c *converter) parameters(o rawOperation) ([]map[string]any, error) {
+	item, _ := o.item["parameters"].([]any)
+	own, _ := o.op["parameters"].([]any)
+	if n := len(item) + len(own); n > c.limits.Properties {
+		return nil, &PluginLimitError{Field: fmt.Sprintf("parameters (%d)", n), Cost: &plugins.CostError{Limit: plugins.LimitProperties, Max: c.limits.Properties}}
+	}
 	var out []map[string]any
-	for _, list := range []any{o.item["parameters"], o.op["parameters"]} {
-		items, _ := list.([]any)
+	type nameIn struct{ name, in string }
+	at := map[nameIn]int{} // not a search of out per parameter: thousands are quadratic
+	for _, items := range [][]any{item, own} {
 		for _, v := range items {
 			v, err := c.lookup.Deref(v)
 			if err != nil {
@@ -362,10 +432,18 @@ func (c *converter) parameters(o rawOperation) ([]map[string]any, error) {
 			if !ok {
 				return nil, fmt.Errorf("parameter: %s is not a parameter object", kind(v))
 			}
-			if i := slices.IndexFunc(out, func(q map[string]any) bool { return q["name"] == p["name"] && q["in"] == p["in"] }); i >= 0 {
+			name, okName := p["name"].(string)
+			in, okIn := p["in"].(string)
+			if !okName || !okIn {
+				out = append(out, p) // ignored with a warning later
+				continue
+			}
+			k := nameIn{name, in}
+			if i, ok := at[k]; ok {
 				out[i] = p
 				continue
 			}
+			at[k] = len(out)
 			out = append(out, p)
 		}
 	}
@@ -480,7 +558,7 @@ func (b *opBuilder) resolve(raw any, what string) map[string]any {
 	if raw == nil {
 		return map[string]any{}
 	}
-	res, err := schema.Resolve(raw, b.c.lookup, schema.Options{Direction: schema.Request})
+	res, err := schema.Resolve(raw, b.c.lookup, schema.Options{Direction: schema.Request, Memo: b.c.memo})
 	if err != nil {
 		b.warn("%s: %v; any value accepted", what, err)
 		return map[string]any{"description": "Any value (the source's schema could not be read)."}
@@ -521,7 +599,11 @@ func (b *opBuilder) addBody(v any) (string, error) {
 	if structured && len(props) == 0 && s["additionalProperties"] == false {
 		return "", nil // an object that admits nothing (Stripe's GETs): no body
 	}
-	if !structured || len(props) == 0 || !hasType(s, "object") {
+	spread := structured && len(props) > 0 && hasType(s, "object")
+	if err := b.checkBody(s, props, spread, mediaKind(ct) == "multipart"); err != nil {
+		return "", err
+	}
+	if !spread {
 		if d := strings.TrimSpace(str(rb["description"])); d != "" && s["description"] == nil {
 			s = maps.Clone(s)
 			s["description"] = d
@@ -530,13 +612,26 @@ func (b *opBuilder) addBody(v any) (string, error) {
 			place: plugins.ArgPlacement{In: plugins.InBody, Name: "$"}})
 		return ct, nil
 	}
+	// Room for the fields at once: a body of 2,000 fields grew these
+	// a dozen times in each operation.
+	b.args = slices.Grow(b.args, len(props))
+	taken := make(map[string]bool, len(b.taken)+len(props))
+	maps.Copy(taken, b.taken)
+	b.taken = taken
 	encoding, _ := media["encoding"].(map[string]any)
-	req, _ := s["required"].([]any)
+	req := map[any]bool{}
+	if list, ok := s["required"].([]any); ok && required {
+		for _, v := range list {
+			if _, ok := v.(string); ok {
+				req[v] = true
+			}
+		}
+	}
 	for _, name := range sortedKeys(props) {
 		ps, _ := props[name].(map[string]any)
-		a := arg{name: name, schema: ps, required: required && slices.Contains(req, any(name)),
+		a := arg{name: name, schema: ps, required: req[name],
 			place: plugins.ArgPlacement{In: plugins.InBody, Name: name}}
-		if n := argName(name); b.taken[n] || slices.Contains(b.templates, n) {
+		if n := b.c.argName(name); b.taken[n] || slices.Contains(b.templates, n) {
 			a.name = "body_" + name
 		}
 		if mediaKind(ct) == "multipart" {

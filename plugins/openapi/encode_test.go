@@ -61,10 +61,8 @@ func TestEncodeTreeAsEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestEncodeTreeDocuments encodes whole documents as the converter's
-// trees are made of them (decoded JSON and YAML), and every plugin's
-// parameters are those encoding/json makes.
-func TestEncodeTreeDocuments(t *testing.T) {
+// testDocuments are the test documents and Stripe's, by name.
+func testDocuments(t *testing.T) map[string][]byte {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("testdata/*.json")
 	docs := map[string][]byte{stripeSpec: readCorpus(t, stripeSpec)}
@@ -75,7 +73,14 @@ func TestEncodeTreeDocuments(t *testing.T) {
 		}
 		docs[name] = b
 	}
-	for name, data := range docs {
+	return docs
+}
+
+// TestEncodeTreeDocuments encodes whole documents as the converter's
+// trees are made of them (decoded JSON and YAML), and every plugin's
+// parameters are those encoding/json makes.
+func TestEncodeTreeDocuments(t *testing.T) {
+	for name, data := range testDocuments(t) {
 		doc, err := Load(data, name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

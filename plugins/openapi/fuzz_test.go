@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +12,10 @@ import (
 // FuzzLoad feeds arbitrary bytes to the loader and converts whatever
 // loads: neither may panic, every failure must give a reason, and an
 // operation naming an OAuth provider names a valid one, the one its
-// plugin's auth config uses.
+// plugin's auth config uses. Every plugin is within an inline plugin's
+// limits, the import's count is at least what its plugins hold, and the
+// import's limit refuses the conversion a byte under that count and
+// changes nothing at it.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("testdata/*.json")
@@ -29,16 +33,43 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ops, failures, _ := Convert(doc, Options{BaseURL: "https://fuzz.example.com"})
+		opts := Options{BaseURL: "https://fuzz.example.com"}
+		c, err := newConverter(doc, opts)
+		if err != nil {
+			return
+		}
+		ops, failures, err := c.run()
+		if err != nil {
+			return
+		}
 		for _, fl := range failures {
 			if fl.Reason == "" {
 				t.Errorf("%s: failure without a reason", fl.Key)
 			}
 		}
+		held := 0
 		for _, op := range ops {
 			if p := op.Provider; p != nil && (!plugins.ProviderNamePattern.MatchString(p.Name) || op.Plugin.AuthConfig.ConnectionProvider() != p.Name) {
 				t.Errorf("%s: provider %q, the plugin's %q", op.Key, p.Name, op.Plugin.AuthConfig.ConnectionProvider())
 			}
+			if err := plugins.CheckSchemaCost(op.Plugin.Parameters); err != nil {
+				t.Errorf("%s: over an inline plugin's limits: %v", op.Key, err)
+			}
+			held += len(op.Plugin.Parameters) + len(op.Plugin.Title) + len(op.Plugin.Description)
+		}
+		if c.total < held {
+			t.Errorf("counted %d bytes, the plugins hold %d", c.total, held)
+		}
+		if c.total == 0 {
+			return
+		}
+		opts.MaxBytes = c.total
+		if at, _, err := Convert(doc, opts); err != nil || len(at) != len(ops) {
+			t.Errorf("at the limit: %v, %d operations of %d", err, len(at), len(ops))
+		}
+		opts.MaxBytes = c.total - 1
+		if _, _, err := Convert(doc, opts); !errors.As(err, new(*TooLargeError)) {
+			t.Errorf("a byte under the limit: %v", err)
 		}
 	})
 }

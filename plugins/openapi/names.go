@@ -135,6 +135,20 @@ func argName(s string) string {
 	return n
 }
 
+// argName is argName(s), once for each name: the operations sending one
+// body share its names.
+func (c *converter) argName(s string) string {
+	if n, ok := c.argNames[s]; ok {
+		return n
+	}
+	if c.argNames == nil {
+		c.argNames = map[string]string{}
+	}
+	n := argName(s)
+	c.argNames[s] = n
+	return n
+}
+
 // upperSnake is the credential-key form of a name: "Stripe API" → STRIPE_API.
 func upperSnake(s string) string {
 	return strings.ToUpper(sanitize(strings.ReplaceAll(s, "-", "_"), ""))

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -25,8 +26,34 @@ func (c *converter) responseWords(op map[string]any) []string {
 			s = media["schema"]
 		}
 		if s != nil {
-			return schema.PropertyNames(s, c.lookup)
+			return c.propertyNames(s)
 		}
 	}
 	return nil
+}
+
+// propertyNames is schema.PropertyNames of s, once for each schema that
+// operations share: it reads every name of the schema's first levels
+// (a response of 100,000 properties that 200 operations return took 7 s).
+// A reference is known by its target's name (PropertyNames reads nothing
+// beside it), any other schema by its map, the document's, alive as long
+// as c.
+func (c *converter) propertyNames(s any) []string {
+	m, ok := s.(map[string]any)
+	if !ok || len(m) == 0 {
+		return schema.PropertyNames(s, c.lookup)
+	}
+	var key any = reflect.ValueOf(m).UnsafePointer()
+	if ref, ok := m["$ref"].(string); ok {
+		key = ref
+	}
+	if words, ok := c.words[key]; ok {
+		return words
+	}
+	words := schema.PropertyNames(s, c.lookup)
+	if c.words == nil {
+		c.words = map[any][]string{}
+	}
+	c.words[key] = words
+	return words
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,7 +264,8 @@ func readIndex(path, pos string, into map[string][]string) error {
 }
 
 // CC-CEDICT: for each simplified Chinese word of two to four characters,
-// the English words of its first glosses; and for each English word or
+// the English words of its first glosses, then those of a longer word it
+// abbreviates (abbreviations); and for each English word or
 // two-word phrase that is a whole gloss, the Chinese words it glosses,
 // shortest entries first:
 //
@@ -318,7 +320,15 @@ var (
 	glossStop     = map[string]bool{"to": true, "a": true, "an": true, "the": true, "of": true, "and": true, "or": true,
 		"sth": true, "sb": true, "one": true, "etc": true, "in": true, "on": true, "for": true, "with": true, "as": true,
 		"be": true, "is": true, "by": true, "at": true, "from": true, "abbr": true, "variant": true, "see": true,
-		"also": true, "written": true, "used": true, "into": true, "something": true, "someone": true, "one's": true}
+		"also": true, "written": true, "used": true, "into": true, "something": true, "someone": true, "one's": true,
+		// the dictionary's annotations, no English of the word: "lit.",
+		// "fig.", "esp.", "cf.", "by ext.", "(coll.)"; "pr" would be
+		// GitHub's pull requests (下载 "download; Taiwan pr. [xia4 zai3]")
+		"lit": true, "fig": true, "pr": true, "esp": true, "usu": true, "cf": true, "ext": true, "approx": true,
+		"coll": true, "sb's": true, "sth's": true}
+	// a gloss that says how the word is read ("Taiwan pr. [xia4 zai3]",
+	// "also pr. [...]"), not what it means
+	pronunciation = regexp.MustCompile(`\bpr\.`)
 )
 
 const (
@@ -332,7 +342,8 @@ const (
 // or one that refers to another entry.
 func glossWords(g string) []string {
 	g = strings.ToLower(parenthetical.ReplaceAllString(g, " "))
-	if strings.Contains(g, "variant of") || strings.Contains(g, "surname") || strings.Contains(g, "see ") || strings.ContainsAny(g, "|") {
+	if strings.Contains(g, "variant of") || strings.Contains(g, "surname") || strings.Contains(g, "see ") || strings.ContainsAny(g, "|") ||
+		pronunciation.MatchString(g) {
 		return nil
 	}
 	var ws []string
@@ -367,12 +378,58 @@ func allHan(s string) bool {
 	return true
 }
 
+// cand is a Chinese word an English key glosses, and the number of its
+// entry's glosses.
+type cand struct {
+	zh      string
+	glosses int
+}
+
+// abbreviations adds to each word of zh that abbreviates a longer word
+// it shares a whole gloss with (its characters, in order, from the
+// longer one's first: 重启 of 重新启动, both "restart") the longer word's
+// English words after its own: a short form means what the long one
+// does, and the dictionary often glosses only one of them fully
+// (重新启动: reboot).
+func abbreviations(zh map[string][]string, en map[string][]cand) {
+	got := map[string][]string{}
+	for _, k := range slices.Sorted(maps.Keys(en)) {
+		for _, s := range en[k] {
+			for _, l := range en[k] {
+				if !abbreviates(s.zh, l.zh) {
+					continue
+				}
+				for _, w := range zh[l.zh] {
+					if !slices.Contains(zh[s.zh], w) && !slices.Contains(got[s.zh], w) {
+						got[s.zh] = append(got[s.zh], w)
+					}
+				}
+			}
+		}
+	}
+	for w, ws := range got {
+		zh[w] = append(zh[w], ws...)
+	}
+}
+
+// abbreviates: s is shorter than l, and its characters are l's, in
+// order, from l's first.
+func abbreviates(s, l string) bool {
+	rs, rl := []rune(s), []rune(l)
+	if len(rs) >= len(rl) || rs[0] != rl[0] {
+		return false
+	}
+	i := 0
+	for _, r := range rl {
+		if i < len(rs) && rs[i] == r {
+			i++
+		}
+	}
+	return i == len(rs)
+}
+
 func cedict(entries []cedictEntry) []string {
 	zh := map[string][]string{}
-	type cand struct {
-		zh      string
-		glosses int
-	}
 	en := map[string][]cand{}
 	for _, e := range entries {
 		n := utf8.RuneCountInString(e.simplified)
@@ -398,6 +455,7 @@ func cedict(entries []cedictEntry) []string {
 			zh[e.simplified] = append(zh[e.simplified], words...)
 		}
 	}
+	abbreviations(zh, en)
 	var lines []string
 	for w, ws := range zh {
 		lines = append(lines, w+"\t"+strings.Join(ws[:min(len(ws), maxEnWords)], " "))

@@ -16,6 +16,11 @@ func TestGlossWords(t *testing.T) {
 		"variant of 發票|发票[fa1 piao4]":                          nil,
 		"to submit an expense account":                         {"submit", "expense", "account"},
 		"a long explanation of what the word means in context": nil,
+		// the dictionary's annotations, and a gloss of how it is read
+		"fig. beginning":          {"beginning"},
+		"lit. to cut all at once": {"cut", "all", "once"},
+		"Taiwan pr. [xia4 zai3]":  nil,
+		"esp. sb's smile":         {"smile"},
 	} {
 		if got := glossWords(g); !slices.Equal(got, want) {
 			t.Errorf("glossWords(%q) = %q, want %q", g, got, want)
@@ -30,10 +35,15 @@ func TestCedict(t *testing.T) {
 		{"防火墙", []string{"firewall"}},
 		{"火墙", []string{"firewall", "fire wall", "wall of fire"}},
 		{"作废", []string{"to become invalid", "to cancel"}},
-		{"的", []string{"of"}},      // one character: no line of its own
-		{"A型", []string{"type A"}}, // not all Han
+		{"重新启动", []string{"to reboot", "to restart"}},
+		{"重启", []string{"to restart (a machine etc)", "to reactivate"}}, // abbreviates 重新启动
+		{"启事", []string{"announcement"}},
+		{"新启", []string{"to restart"}}, // not from 重新启动's first character
+		{"的", []string{"of"}},          // one character: no line of its own
+		{"A型", []string{"type A"}},     // not all Han
 	})
-	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废"} {
+	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废",
+		"重启\trestart reactivate reboot", "新启\trestart", "启事\tannouncement"} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("no line %q in %q", want, lines)
 		}

@@ -1,0 +1,89 @@
+package importer_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/hostiledoc"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/store"
+)
+
+// TestHostileImportBounded imports the attacker review's document
+// (hostiledoc.SharedBody: 2,000 operations of one body of 3,000
+// long-named properties took 33 s) and its variant just within a
+// plugin's limits, dry and for real. The first fails every operation
+// (each over an inline plugin's 2,000 properties) and writes no plugin;
+// the second is refused whole over the import's limit and writes
+// nothing, not even its source. Its work is held to allocations and bytes
+// allocated, counted from the decoded document on.
+func TestHostileImportBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ops, props    int
+		refused       bool
+		maxAllocs     uint64 // of the import, after Load
+		maxAllocBytes uint64
+	}{
+		// 33 s and 2,000 plugins of 3,000 properties before; now 45,000
+		// allocations and 5 MB
+		{"2,000 operations of one body of 3,000 properties", 2000, 3000, false, 60_000, 16 << 20},
+		// each plugin within its limits: the import's limit stops it,
+		// after converting (not encoding) 64 MiB of plugins: 40,000
+		// allocations and 407 MB (4.7 million and 1.5 GB before names
+		// and placements were written once per name and without
+		// encoding/json)
+		{"2,000 operations of one body of 1,999 properties", 2000, plugins.DefaultSchemaLimits.Properties - 1, true, 60_000, 560 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := hostiledoc.SharedBody(tc.ops, tc.props)
+			for _, dry := range []bool{true, false} {
+				st := testdb.Open(t, "sqlite")
+				doc, err := openapi.Load(data, "hostile.json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				res, err := importer.OpenAPI(context.Background(), st, "hostile.json", doc, openapi.Options{}, dry)
+				runtime.ReadMemStats(&after)
+				allocs, bytes := after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+				t.Logf("%d kB of document, dry %v: %d allocations, %d MB allocated", len(data)>>10, dry, allocs, bytes>>20)
+				if allocs > tc.maxAllocs || bytes > tc.maxAllocBytes {
+					t.Errorf("%d allocations and %d MB, over the bounds of %d and %d MB", allocs, bytes>>20, tc.maxAllocs, tc.maxAllocBytes>>20)
+				}
+				var tl *openapi.TooLargeError
+				if tc.refused {
+					if !errors.As(err, &tl) || res != nil {
+						t.Fatalf("not refused: %v", err)
+					}
+					if _, err := st.FindImportSource(context.Background(), store.SourceOpenAPI, "hostile.json"); !errors.Is(err, store.ErrNotFound) {
+						t.Errorf("a refused import wrote its source: %v", err)
+					}
+				} else {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(res.Failed) != tc.ops || len(res.Added) != 0 {
+						t.Fatalf("%d failed, %d added", len(res.Failed), len(res.Added))
+					}
+					want := "request body: the schema has more than the limit of 2000 properties"
+					if f := res.Failed[0]; f.Key != "POST /o0000" || !strings.HasPrefix(f.Reason, want) {
+						t.Errorf("%s: %s", f.Key, f.Reason)
+					}
+				}
+				rows, err := st.ListPlugins(context.Background(), store.PluginFilter{})
+				if err != nil || len(rows) != 0 {
+					t.Errorf("%d plugins written (%v)", len(rows), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,366 @@
+package openapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/plugins"
+)
+
+// limitDoc is a document of ops POST operations: each sends the body
+// component B (absent when body is nil) and takes the query parameters
+// params. Its body and parameters are shared: what each operation makes
+// is the amplification the limits bound.
+func limitDoc(t testing.TB, ops int, body map[string]any, params int) []byte {
+	t.Helper()
+	var list []any
+	for i := range params {
+		list = append(list, map[string]any{"name": fmt.Sprintf("q%d", i), "in": "query", "schema": map[string]any{"type": "string"}})
+	}
+	paths := map[string]any{}
+	for i := range ops {
+		op := map[string]any{"operationId": fmt.Sprintf("op%d", i), "responses": map[string]any{"204": map[string]any{"description": "done"}}}
+		if body != nil {
+			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]any{"$ref": "#/components/schemas/B"}}}}
+		}
+		if len(list) > 0 {
+			op["parameters"] = list
+		}
+		paths[fmt.Sprintf("/p%05d", i)] = map[string]any{"post": op}
+	}
+	b, err := json.Marshal(map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "Limits", "version": "1"},
+		"servers": []any{map[string]any{"url": "https://api.example.com"}}, "paths": paths,
+		"components": map[string]any{"schemas": map[string]any{"B": body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// props is an object schema of n string properties.
+func props(n int) map[string]any {
+	p := map[string]any{}
+	for i := range n {
+		p[fmt.Sprintf("f%d", i)] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "object", "properties": p}
+}
+
+func convertDoc(t testing.TB, data []byte, opts Options) ([]Operation, []Failure, error) {
+	t.Helper()
+	doc, err := Load(data, "limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Convert(doc, opts)
+}
+
+// paddedBody is a body of one property whose description makes the
+// plugin's parameter schema exactly size bytes.
+func paddedBody(t *testing.T, size int) map[string]any {
+	body := func(n int) map[string]any {
+		return map[string]any{"type": "object", "properties": map[string]any{
+			"f": map[string]any{"type": "string", "description": strings.Repeat("x", n)}}}
+	}
+	ops, _, err := convertDoc(t, limitDoc(t, 1, body(1), 0), Options{})
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("%v, %d operations", err, len(ops))
+	}
+	return body(size - len(ops[0].Plugin.Parameters) + 1)
+}
+
+// nested is an array schema n levels deep.
+func nested(n int) map[string]any {
+	s := map[string]any{"type": "string"}
+	for range n {
+		s = map[string]any{"type": "array", "items": s}
+	}
+	return s
+}
+
+// TestPluginLimits: an operation whose plugin would be just within an
+// inline plugin's limits imports; one just over fails, by its key, with
+// the part and the limit named, and the others import.
+func TestPluginLimits(t *testing.T) {
+	l := plugins.DefaultSchemaLimits
+	for _, tc := range []struct {
+		name         string
+		under, over  func(t *testing.T) []byte
+		field, limit string
+	}{
+		{"body properties",
+			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties), 0) },
+			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties+1), 0) },
+			"request body: ", plugins.LimitProperties},
+		{"parameters",
+			func(t *testing.T) []byte { return limitDoc(t, 1, nil, l.Properties) },
+			func(t *testing.T) []byte { return limitDoc(t, 1, nil, l.Properties+1) },
+			fmt.Sprintf("parameters (%d): ", l.Properties+1), plugins.LimitProperties},
+		{"parameters and body together",
+			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties-10), 10) },
+			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties-10), 11) },
+			"parameters: ", plugins.LimitProperties},
+		{"bytes",
+			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes), 0) },
+			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes+1), 0) },
+			"parameters: ", plugins.LimitBytes},
+		// the root, its properties and the body's field: three levels
+		{"depth",
+			func(t *testing.T) []byte {
+				return limitDoc(t, 1, map[string]any{"type": "object", "properties": map[string]any{"a": nested(l.Depth - 3)}}, 0)
+			},
+			func(t *testing.T) []byte {
+				return limitDoc(t, 1, map[string]any{"type": "object", "properties": map[string]any{"a": nested(l.Depth - 2)}}, 0)
+			},
+			"request body: ", plugins.LimitDepth},
+		// an enum's values are not subschemas: the resolver keeps them
+		// whole, so they are what can make a plugin of many nodes
+		{"nodes",
+			func(t *testing.T) []byte { return limitDoc(t, 1, enumOfLists(l.Nodes-3), 0) },
+			func(t *testing.T) []byte { return limitDoc(t, 1, enumOfLists(l.Nodes-2), 0) },
+			"request body: ", plugins.LimitNodes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, failures, err := convertDoc(t, tc.under(t), Options{})
+			if err != nil || len(ops) != 1 || len(failures) != 0 {
+				t.Fatalf("just under: %v, %d operations, failures %v", err, len(ops), failures)
+			}
+			if err := plugins.CheckSchemaCost(ops[0].Plugin.Parameters); err != nil {
+				t.Errorf("just under: an inline plugin would be refused: %v", err)
+			}
+			ops, failures, err = convertDoc(t, tc.over(t), Options{})
+			if err != nil || len(ops) != 0 || len(failures) != 1 {
+				t.Fatalf("just over: %v, %d operations, failures %v", err, len(ops), failures)
+			}
+			want := tc.field + (&plugins.CostError{Limit: tc.limit, Max: limitOf(l, tc.limit)}).Error()
+			if f := failures[0]; f.Key != "POST /p00000" || !strings.HasPrefix(f.Reason, want) {
+				t.Errorf("just over: %s: %s, want %q", f.Key, f.Reason, want)
+			}
+		})
+	}
+}
+
+// longNames is an object schema of n string properties with names of
+// 2,000 characters, which arguments' names cut to 64.
+func longNames(n int) map[string]any {
+	p := map[string]any{}
+	for i := range n {
+		p[fmt.Sprintf("f%d_%s", i, strings.Repeat("x", 2000))] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "object", "properties": p}
+}
+
+// TestLimitsCountThePlugin: what is held to the limits is the plugin as
+// written, not the document's body: 600 properties of 2,000-character
+// names are 1.2 MB of body, and a plugin of 81 kB under arguments' names
+// of 64 characters at most.
+func TestLimitsCountThePlugin(t *testing.T) {
+	ops, failures, err := convertDoc(t, limitDoc(t, 2, longNames(600), 0), Options{})
+	if err != nil || len(ops) != 2 || len(failures) != 0 {
+		t.Fatalf("%v, %d operations, failures %v", err, len(ops), failures)
+	}
+	if n := len(ops[0].Plugin.Parameters); n > 100_000 {
+		t.Errorf("%d bytes of parameters", n)
+	}
+}
+
+// enumOfLists is an object whose one property allows n-1 empty lists:
+// n+3 nodes with the object, its properties, the property and its enum,
+// as many as the plugin's parameters.
+func enumOfLists(n int) map[string]any {
+	enum := make([]any, n-1)
+	for i := range enum {
+		enum[i] = []any{}
+	}
+	return map[string]any{"type": "object", "properties": map[string]any{"e": map[string]any{"enum": enum}}}
+}
+
+func limitOf(l plugins.SchemaLimits, name string) int {
+	return map[string]int{plugins.LimitBytes: l.Bytes, plugins.LimitDepth: l.Depth, plugins.LimitProperties: l.Properties, plugins.LimitNodes: l.Nodes}[name]
+}
+
+// TestImportLimit: a conversion whose plugins count exactly
+// Options.MaxBytes converts; one byte less refuses it whole, naming the
+// operation at which it passed the limit, and makes no plugin.
+func TestImportLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		doc  []byte
+	}{
+		{"a shared body", limitDoc(t, 50, props(300), 0)},
+		{"shared parameters", limitDoc(t, 50, nil, 300)},
+		{"operations that fail count", limitDoc(t, 50, props(plugins.DefaultSchemaLimits.Properties+1), 0)},
+		{"a body and parameters", limitDoc(t, 50, props(100), 100)},
+		{"names cut to 64 characters", limitDoc(t, 50, longNames(30), 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, err := Load(tc.doc, "limits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := newConverter(doc, Options{MaxBytes: 1 << 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, failures, err := c.run()
+			if err != nil || len(ops)+len(failures) != 50 {
+				t.Fatalf("%v, %d operations, %d failures", err, len(ops), len(failures))
+			}
+			held := 0
+			for _, op := range ops {
+				held += len(op.Plugin.Parameters) + len(op.Plugin.Title) + len(op.Plugin.Description)
+			}
+			if c.total < held {
+				t.Errorf("counted %d bytes, the plugins hold %d", c.total, held)
+			}
+			if ops2, _, err := Convert(doc, Options{MaxBytes: c.total}); err != nil || len(ops2) != len(ops) {
+				t.Fatalf("at the limit: %v, %d operations", err, len(ops2))
+			}
+			ops2, failures2, err := Convert(doc, Options{MaxBytes: c.total - 1})
+			var tl *TooLargeError
+			if !errors.As(err, &tl) || ops2 != nil || failures2 != nil {
+				t.Fatalf("a byte under: %v, %d operations", err, len(ops2))
+			}
+			if tl.Key != "POST /p00049" || tl.Operations != 50 || tl.Max != c.total-1 || !strings.Contains(err.Error(), EnvMaxMB) {
+				t.Errorf("a byte under: %+v: %v", tl, err)
+			}
+		})
+	}
+}
+
+// TestHostileShapes: what a document of a few hundred kB makes through
+// each amplification the importer met, bounded by the limits. Each
+// shape is the attack's (issue: 2,000 operations of one 3,000-property
+// body took 33 s), counted by its outcome, not its time.
+func TestHostileShapes(t *testing.T) {
+	allOf := func(n int) map[string]any {
+		var members []any
+		for i := range n {
+			name := fmt.Sprintf("f%d", i)
+			members = append(members, map[string]any{"type": "object", "required": []any{name},
+				"properties": map[string]any{name: map[string]any{"type": "string"}}})
+		}
+		return map[string]any{"allOf": members}
+	}
+	long := props(1900)
+	for name, s := range long["properties"].(map[string]any) {
+		delete(long["properties"].(map[string]any), name)
+		long["properties"].(map[string]any)[name+strings.Repeat("_long", 40)] = s
+	}
+	for _, tc := range []struct {
+		name     string
+		doc      []byte
+		failed   int
+		tooLarge bool
+	}{
+		{"2,000 operations of one body of 3,000 properties", limitDoc(t, 2000, props(3000), 0), 2000, false},
+		{"an allOf of 5,000 members", limitDoc(t, 1, allOf(5000), 0), 1, false},
+		{"2,000 operations of one body of 1,900 long names", limitDoc(t, 2000, long, 0), 0, true},
+		{"3,000 parameters", limitDoc(t, 10, nil, 3000), 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, failures, err := convertDoc(t, tc.doc, Options{})
+			var tl *TooLargeError
+			if tc.tooLarge != errors.As(err, &tl) || len(failures) != tc.failed {
+				t.Fatalf("%d bytes of document: %v, %d operations, %d failed", len(tc.doc), err, len(ops), len(failures))
+			}
+		})
+	}
+}
+
+// TestMeterAsCheckSchemaCost: the meter counts every plugin of the test
+// documents and Stripe as CheckSchemaCost does: its bytes are the
+// parameters' (no invisible character removed), and each plugin is
+// within limits set to its counts and over them by one less.
+func TestMeterAsCheckSchemaCost(t *testing.T) {
+	n := 0
+	for name, data := range testDocuments(t) {
+		ops, _, err := convertDoc(t, data, Options{BaseURL: "https://api.example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			checkMeter(t, name+" "+op.Key, op.Plugin.Parameters)
+			n++
+		}
+	}
+	if n < 400 {
+		t.Fatalf("%d plugins measured", n)
+	}
+}
+
+// checkMeter measures the schema raw (JSON without $refs) and holds the
+// meter to CheckSchemaCost with limits at and just under each count.
+func checkMeter(t *testing.T, what string, raw []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return
+	}
+	enc, err := encodeTree(v)
+	if err != nil {
+		return
+	}
+	s := newMeter().measure(v, false, 0)
+	if s.bytes != len(enc) {
+		t.Fatalf("%s: measured %d bytes, encoded %d", what, s.bytes, len(enc))
+	}
+	saved := plugins.DefaultSchemaLimits
+	defer func() { plugins.DefaultSchemaLimits = saved }()
+	exact := plugins.SchemaLimits{Bytes: s.bytes, Depth: s.depth, Properties: s.props, RefExpansions: 1 << 30, Nodes: s.nodes}
+	plugins.DefaultSchemaLimits = exact
+	if err := plugins.CheckSchemaCost(enc); err != nil {
+		t.Fatalf("%s: measured %+v, CheckSchemaCost at those limits: %v", what, s, err)
+	}
+	for _, under := range []struct {
+		limit string
+		l     plugins.SchemaLimits
+	}{
+		{plugins.LimitBytes, plugins.SchemaLimits{Bytes: s.bytes - 1}},
+		{plugins.LimitDepth, plugins.SchemaLimits{Depth: s.depth - 1}},
+		{plugins.LimitProperties, plugins.SchemaLimits{Properties: s.props - 1}},
+		{plugins.LimitNodes, plugins.SchemaLimits{Nodes: s.nodes - 1}},
+	} {
+		l := exact
+		switch under.limit {
+		case plugins.LimitBytes:
+			l.Bytes = under.l.Bytes
+		case plugins.LimitDepth:
+			l.Depth = under.l.Depth
+		case plugins.LimitProperties:
+			l.Properties = under.l.Properties
+		case plugins.LimitNodes:
+			l.Nodes = under.l.Nodes
+		}
+		if limitOf(l, under.limit) < 0 || under.limit == plugins.LimitProperties && s.props == 0 || under.limit == plugins.LimitDepth && s.depth == 0 {
+			continue
+		}
+		plugins.DefaultSchemaLimits = l
+		var ce *plugins.CostError
+		if err := plugins.CheckSchemaCost(enc); !errors.As(err, &ce) || ce.Limit != under.limit {
+			t.Fatalf("%s: measured %+v; CheckSchemaCost with %s one less: %v", what, s, under.limit, err)
+		}
+		if got := s.over(l); got == nil || got.Limit != under.limit {
+			t.Fatalf("%s: measured %+v; over %s one less: %v", what, s, under.limit, got)
+		}
+	}
+}
+
+// FuzzMeter: any JSON without $ref is measured as encodeTree writes it
+// and as CheckSchemaCost counts it.
+func FuzzMeter(f *testing.F) {
+	for _, s := range []string{`{"type":"object","properties":{"a":{"type":"array","items":{}},"properties":{}}}`,
+		`{"properties":{"properties":{"properties":{"x":1}}}}`, `[[[]],{"a":"\u2028<"}]`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if strings.Contains(string(data), "$ref") || strings.Contains(string(data), `\u0024`) {
+			return // CheckSchemaCost would expand it
+		}
+		checkMeter(t, string(data), data)
+	})
+}
