@@ -415,9 +415,9 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_./-]{1,128}$`)
 // proxyCall is seed 004 FR-004: the flat JSON body is the arguments of
 // tools/call of tool_name on server mcp_id, with the calling user's
 // credentials; the MCP result comes back with 200, isError included. The
-// call goes through the executor (a plugin of type enginemcp.TypeProxy
-// built from the tool's inputSchema): validated, recorded and counted like
-// every other call.
+// call goes through the executor (the tool's catalog row, else a plugin
+// of type enginemcp.TypeProxy built from its inputSchema: proxied):
+// validated, recorded and counted like every other call.
 func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	id, tool := r.PathValue("mcp_id"), r.PathValue("tool_name")
 	if !enginemcp.ValidServerID(id) {
@@ -437,28 +437,12 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", err.Error(), nil)
 		return
 	}
-	creds, ok := m.serverCreds(w, r, id, user, nil)
-	if !ok {
+	// The executor resolves the stored credentials, as stored: their
+	// masking classes are then the catalog's.
+	call := engine.Call{Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
+	if call.Plugin, ok = m.proxied(w, r, id, tool, call); !ok {
 		return
 	}
-	p, err := m.proxyPlugin(r.Context(), id, tool, creds)
-	var conv *mcpimport.ConversionError
-	switch {
-	case errors.As(err, &conv):
-		m.Logger.ErrorContext(r.Context(), "MCP schema conversion failed", "mcp_id", id, "tool", tool, "err", err)
-		writeError(w, http.StatusInternalServerError, codeSchemaConvert, conv.Error(), limitDetails(err))
-		return
-	case err != nil:
-		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
-		return
-	}
-	if p, err = m.proxiedRow(r.Context(), p); err != nil {
-		m.internal(w, r, err)
-		return
-	}
-	// The executor resolves the stored credentials again (cached), as
-	// stored: their masking classes are then the catalog's.
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
 	res, err, ok := m.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation))
 	if !ok {
 		return
@@ -486,24 +470,69 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// proxiedRow is the plugin a proxied call of p's tool is: the enabled
-// catalog row calling that tool, as the catalog route finds it — its id,
-// name, tags, classification, parameters and fixed params — passing the
-// MCP result through as the proxy does; p itself when no row calls the
-// tool. The route names the server and the tool, never the row, whose
-// name an import may have prefixed (issue 44 point 3): nothing about
-// the call is found by a name rebuilt from the tool's.
-func (m *mcpAPI) proxiedRow(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error) {
-	row, err := m.Catalog.MCPTool(ctx, p.Execution.MCPID, p.Execution.ToolName)
+// proxied is the plugin a proxied call of tool on server id is, decided
+// from the catalog before anything is asked of the server: the row
+// calling the tool, as the catalog route finds it — its id, name, tags,
+// classification, parameters and fixed params, its status (a disabled
+// row refuses the call as a disabled plugin does everywhere) — passing
+// the MCP result through as the proxy does. The route names the server
+// and the tool, never the row, whose name an import may have prefixed
+// (issue 44 point 3): nothing about the call is found by a name rebuilt
+// from the tool's. Without a row the tool is the server's alone: the
+// access rule judges it first (engine.Executor.Allowed), so that a user
+// refused it makes no request with the user's credentials and learns
+// nothing of what the server holds (a tool it lacks is refused alike);
+// only then is the server asked for its schema (proxyPlugin). ok false:
+// answered.
+func (m *mcpAPI) proxied(w http.ResponseWriter, r *http.Request, id, tool string, call engine.Call) (_ *plugins.Plugin, ok bool) {
+	row, err := m.Catalog.MCPTool(r.Context(), id, tool)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return p, nil
-	case err != nil:
-		return nil, err
+	case err == nil:
+		c := *row
+		c.Execution.Type, c.Execution.Response = enginemcp.TypeProxy, proxyResponse
+		return &c, true
+	case !errors.Is(err, store.ErrNotFound):
+		m.internal(w, r, err)
+		return nil, false
 	}
-	c := *row
-	c.Execution.Type, c.Execution.Response = enginemcp.TypeProxy, p.Execution.Response
-	return &c, nil
+	asked := call
+	asked.Plugin = &plugins.Plugin{Name: proxyName(tool), Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: tool}}
+	if res, err := m.Executor.Allowed(r.Context(), asked); err != nil {
+		if res == nil {
+			m.internal(w, r, err)
+		} else {
+			writeResult(w, res, err)
+		}
+		return nil, false
+	}
+	creds, ok := m.serverCreds(w, r, id, call.UserID, nil)
+	if !ok {
+		return nil, false
+	}
+	p, err := m.proxyPlugin(r.Context(), id, tool, creds)
+	var conv *mcpimport.ConversionError
+	switch {
+	case errors.As(err, &conv):
+		m.Logger.ErrorContext(r.Context(), "MCP schema conversion failed", "mcp_id", id, "tool", tool, "err", err)
+		writeError(w, http.StatusInternalServerError, codeSchemaConvert, conv.Error(), limitDetails(err))
+		return nil, false
+	case err != nil:
+		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), id, creds))
+		return nil, false
+	}
+	return p, true
+}
+
+// proxyResponse is the output budget of a proxied call: the MCP result
+// whole, within MaxResponseBytes.
+var proxyResponse = &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}
+
+// proxyName is the plugin name of a proxied tool without a row: its
+// name sanitized, cut to the 64 of the record's plugin_name (ASCII:
+// anywhere).
+func proxyName(tool string) string {
+	name := mcpimport.SanitizeName(tool)
+	return name[:min(len(name), 64)]
 }
 
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
@@ -532,16 +561,15 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 	if err != nil {
 		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
 	}
-	name := mcpimport.SanitizeName(t.Name) // ASCII: cut anywhere to the 64 of the record's plugin_name
 	p := &plugins.Plugin{
-		Name:       name[:min(len(name), 64)],
+		Name:       proxyName(t.Name),
 		Parameters: params,
 		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name, InputSchema: written,
-			Response: &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}},
+			Response: proxyResponse},
 		RequiredCredentials: keys,
 		// Consequential unless its trusted server marks it read-only (a
 		// catalog row of the tool, when there is one, is the call:
-		// proxiedRow).
+		// proxied).
 		ConsequentialHint: mcpimport.ConsequentialHint(t.Annotations, trusted),
 	}
 	m.proxies.put(key, p)

@@ -40,8 +40,8 @@ type snapshot struct {
 	version int64
 	byName  map[string]*plugins.Plugin
 	enabled []*plugins.Plugin // in name order
-	// byTool is the enabled row calling each tool of each MCP server:
-	// of several, the oldest (lowest plugin_id).
+	// byTool is the row calling each tool of each MCP server: an enabled
+	// one before a disabled one, then the oldest (lowest plugin_id).
 	byTool map[mcpTool]*plugins.Plugin
 }
 
@@ -125,15 +125,24 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		s.byName[p.Name] = p
 		if p.Enabled() {
 			s.enabled = append(s.enabled, p)
-			if p.ExecType() == plugins.TypeMCP {
-				k := mcpTool{p.Execution.MCPID, p.Execution.ToolName}
-				if held := s.byTool[k]; held == nil || p.ID < held.ID {
-					s.byTool[k] = p
-				}
+		}
+		if p.ExecType() == plugins.TypeMCP {
+			k := mcpTool{p.Execution.MCPID, p.Execution.ToolName}
+			if held := s.byTool[k]; held == nil || callsBefore(p, held) {
+				s.byTool[k] = p
 			}
 		}
 	}
 	return s, nil
+}
+
+// callsBefore reports whether p rather than held is the row a call of
+// their tool is: an enabled one first, then the oldest.
+func callsBefore(p, held *plugins.Plugin) bool {
+	if p.Enabled() != held.Enabled() {
+		return p.Enabled()
+	}
+	return p.ID < held.ID
 }
 
 // Plugin returns the plugin called name, enabled or not, or an error
@@ -150,10 +159,12 @@ func (c *Catalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, err
 	return p, nil
 }
 
-// MCPTool returns the enabled catalog row calling tool on the MCP server
-// mcpID — of several, the oldest — or an error wrapping
-// store.ErrNotFound: the row a call of that tool is, whichever route
-// named it (the MCP proxy names the server and the tool, never the row).
+// MCPTool returns the catalog row calling tool on the MCP server mcpID —
+// an enabled one, else a disabled one (a call of the tool is refused as
+// that row is, never let through as no row's); of several, the oldest —
+// or an error wrapping store.ErrNotFound: the row a call of that tool
+// is, whichever route named it (the MCP proxy names the server and the
+// tool, never the row).
 func (c *Catalog) MCPTool(ctx context.Context, mcpID, tool string) (*plugins.Plugin, error) {
 	s, err := c.current(ctx)
 	if err != nil {
@@ -161,7 +172,7 @@ func (c *Catalog) MCPTool(ctx context.Context, mcpID, tool string) (*plugins.Plu
 	}
 	p, ok := s.byTool[mcpTool{mcpID, tool}]
 	if !ok {
-		return nil, fmt.Errorf("no enabled plugin calls tool %q of MCP server %q: %w", tool, mcpID, store.ErrNotFound)
+		return nil, fmt.Errorf("no plugin calls tool %q of MCP server %q: %w", tool, mcpID, store.ErrNotFound)
 	}
 	return p, nil
 }

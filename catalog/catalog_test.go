@@ -105,3 +105,39 @@ func TestCatalogFollowsTheCounter(t *testing.T) {
 		t.Fatal("a catalog that cannot load: no error")
 	}
 }
+
+// TestMCPToolRow: the row a call of an MCP server's tool is — an enabled
+// one before a disabled one, then the oldest — and a disabled one when no
+// enabled row calls the tool, so that the call is refused as that row
+// rather than let through as no row's.
+func TestMCPToolRow(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	ids := map[string]int64{}
+	add := func(name, tool, status string) {
+		t.Helper()
+		p := &store.Plugin{Name: name, Description: "d", Status: status, ParameterSchema: store.JSON(`{"type":"object"}`),
+			ExecutionConfig: store.JSON(`{"execution":{"type":"mcp","mcp_id":"srv","tool_name":"` + tool + `"}}`)}
+		if err := st.CreatePlugin(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = p.ID
+	}
+	add("old_off", "both", store.StatusDisabled)
+	add("mid_on", "both", store.StatusEnabled)
+	add("new_on", "both", store.StatusEnabled)
+	add("off_a", "gone", store.StatusDisabled)
+	add("off_b", "gone", store.StatusDisabled)
+	changes := store.NewWatcher(st, 0, nil)
+	changes.Poll(ctx)
+	c := catalog.New(st, changes, nil)
+	for tool, want := range map[string]string{"both": "mid_on", "gone": "off_a"} {
+		p, err := c.MCPTool(ctx, "srv", tool)
+		if err != nil || p.ID != ids[want] {
+			t.Errorf("MCPTool(srv, %s) = %v, %v; want the row %s", tool, p, err, want)
+		}
+	}
+	if _, err := c.MCPTool(ctx, "srv", "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a tool no row calls: %v, want ErrNotFound", err)
+	}
+}

@@ -208,6 +208,26 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 	return plan, nil
 }
 
+// Allowed is the decision's access step alone (step 2 above) on the
+// call's plugin as given, for a route that must know it before it may
+// speak to anyone: the MCP proxy's tool without a catalog row, whose
+// parameters only its server can tell, and whose server is not asked with
+// the user's credentials for a user refused the tool anyway. A refusal is
+// recorded and returned as Decide's is, beside its Result; nil when the
+// user may use the plugin, and Decide then decides the call whole.
+func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
+	if call.Plugin == nil {
+		return nil, errors.New("engine: Allowed without a plugin")
+	}
+	refused := e.allowed(ctx, &call, call.Plugin)
+	if refused == nil {
+		return nil, nil
+	}
+	plan := &Plan{call: call, start: time.Now()}
+	plan.res.ExecutionID = uuid.Must(uuid.NewV7()).String()
+	return &plan.res, e.refuse(ctx, plan, refused)
+}
+
 // confirm is the decision's connection and confirmation steps: whether
 // the plan waits for a person, or is the request a person approved.
 func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
@@ -230,20 +250,30 @@ func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {
 	return nil
 }
 
-// classified is p as the confirmation policy and quota rules read it: an
-// inline plugin left unbound keeps its own consequential setting (and
-// suggestion) only when the service or the administrator owns the work;
-// a user's is derived from the method, so that a caller cannot declare
-// its own DELETE harmless. A bound call is the row, with the row's
-// setting. p is shared (plugins.ParseJSON caches documents): a changed
-// plugin is a copy.
-func classified(call *Call, p *plugins.Plugin) *plugins.Plugin {
-	if !call.Inline || p != call.Plugin || call.Owner != OwnerUser || p.Consequential == nil && p.ConsequentialHint == nil {
-		return p
+// classified is p as the confirmation policy and quota rules read it, for
+// a call with args (fixed params merged): an inline plugin left unbound
+// keeps its own consequential setting (and suggestion) only when the
+// service or the administrator owns the work; a user's is derived from
+// the method, so that a caller cannot declare its own DELETE harmless. A
+// bound call is the row, with the row's setting. Either way the method is
+// the one the server reads: a safe call whose request asks for another
+// in a method override (plugins.Plugin.ConsequentialWith: the plugin's
+// headers and query, its fixed params, the caller's arguments) is
+// consequential. p is shared (plugins.ParseJSON caches documents): a
+// changed plugin is a copy.
+func classified(call *Call, p *plugins.Plugin, args map[string]any) *plugins.Plugin {
+	if call.Inline && p == call.Plugin && call.Owner == OwnerUser && (p.Consequential != nil || p.ConsequentialHint != nil) {
+		c := *p
+		c.Consequential, c.ConsequentialHint = nil, nil
+		p = &c
 	}
-	c := *p
-	c.Consequential, c.ConsequentialHint = nil, nil
-	return &c
+	if p.Consequential == nil && !p.IsConsequential() && p.ConsequentialWith(args) {
+		c := *p
+		overridden := true
+		c.Consequential = &overridden
+		p = &c
+	}
+	return p
 }
 
 // refuse records and counts a refusal of plan, made before Send: the

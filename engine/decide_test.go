@@ -234,3 +234,70 @@ func TestApprovalBindsDigest(t *testing.T) {
 		t.Errorf("records %v", confirmed)
 	}
 }
+
+// consequentialQuota records how the quota rules read each call's plugin
+// (quota.Consequential) and lets it through.
+type consequentialQuota struct{ seen *[]bool }
+
+func (q consequentialQuota) Take(_ context.Context, _ int64, p *plugins.Plugin) (func(), error) {
+	*q.seen = append(*q.seen, quota.Consequential(p))
+	return func() {}, nil
+}
+
+// TestMethodOverrideDecision: a GET whose request asks its server for
+// another method (X-HTTP-Method-Override, X-HTTP-Method,
+// X-Method-Override, _method) is that method to the decision: a per-user
+// token's inline plugin carrying one waits for a person, as does an
+// administrator's row, whether the plugin sends the override itself or
+// the caller's arguments put it there; the quota rules read the call
+// alike.
+func TestMethodOverrideDecision(t *testing.T) {
+	up := newUpstream(t, nil)
+	get := func(extra string) *plugins.Plugin {
+		return mustPlugin(t, `{"name":"items","description":"Lists items.",
+		  "parameters":{"type":"object","properties":{"q":{"type":"string"},"how":{"type":"string"},"_method":{"type":"string"}}},
+		  "execution":{"method":"GET","base_url":"%s/items"`+extra+`}}`, up.URL)
+	}
+	for _, tc := range []struct {
+		name   string
+		p      *plugins.Plugin
+		inline bool
+		args   string
+		person bool
+	}{
+		{"a plain GET", get(""), true, `{"q":"x"}`, false},
+		{"X-HTTP-Method-Override in execution.headers", get(`,"headers":{"X-HTTP-Method-Override":"DELETE"}`), true, `{}`, true},
+		{"X-HTTP-Method in execution.headers", get(`,"headers":{"x-http-method":"PUT"}`), true, `{}`, true},
+		{"X-Method-Override in execution.headers", get(`,"headers":{"X-Method-Override":"PATCH"}`), true, `{}`, true},
+		{"an override asking GET", get(`,"headers":{"X-HTTP-Method-Override":"GET"}`), true, `{}`, false},
+		{"_method in execution.query", get(`,"query":{"_method":"DELETE"}`), true, `{}`, true},
+		{"the caller's argument in an override header", get(`,"param_placement":{"how":{"in":"header","name":"X-HTTP-Method-Override"}}`), true, `{"how":"DELETE"}`, true},
+		{"the caller's _method argument in the query", get(""), true, `{"_method":"DELETE"}`, true},
+		{"a fixed param in an override header", get(`,"param_placement":{"how":{"in":"header","name":"X-HTTP-Method"}}},"fixed_params":{"how":"DELETE"`), true, `{}`, true},
+		{"the administrator's row with an override header", get(`,"headers":{"X-HTTP-Method-Override":"DELETE"}`), false, `{}`, true},
+		{"the administrator's row, the caller's _method", get(""), false, `{"_method":"delete"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			var seen []bool
+			h.Quota = consequentialQuota{&seen}
+			call := Call{Plugin: tc.p, Inline: tc.inline, Owner: OwnerUser, Policy: confirm.Consequential, UserID: 7,
+				Arguments: json.RawMessage(tc.args)}
+			plan, err := h.Decide(t.Context(), call)
+			if err != nil {
+				t.Fatalf("decide: %v", err)
+			}
+			if got := plan.Verdict() == VerdictPerson; got != tc.person {
+				t.Fatalf("waits for a person: %v, want %v", got, tc.person)
+			}
+			// Sent (no policy): the quota rules read the same class.
+			call.Policy = ""
+			if _, err := h.Execute(t.Context(), call); err != nil {
+				t.Fatalf("execute: %v", err)
+			}
+			if len(seen) != 1 || seen[0] != tc.person {
+				t.Errorf("the quota rules read consequential %v, want [%v]", seen, tc.person)
+			}
+		})
+	}
+}

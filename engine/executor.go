@@ -498,7 +498,6 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if refused := e.allowed(ctx, &call, p); refused != nil {
 		return nil, refused
 	}
-	p = classified(&call, p)
 	if provider := cfg.ConnectionProvider(); provider != "" {
 		if refused := e.connectionUsable(call, p, provider); refused != nil {
 			return nil, refused
@@ -537,6 +536,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if len(errs) > 0 {
 		return nil, invalidArguments(errs)
 	}
+	p = classified(&call, p, args)
 	required, keys := credentialKeys(p)
 	creds, stored, err := e.resolveCredentials(ctx, call, keys, cfg.MayBeEmpty)
 	if err != nil {

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -176,8 +178,14 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 	if p.Trace {
 		p.Sent(httpSent(req, applied.Headers, out.body))
 	}
-	if len(applied.Headers) > 0 {
-		req = req.WithContext(egress.WithSensitiveHeaders(ctx, applied.Headers))
+	sensitive := applied.Headers
+	if len(p.Plugin.Execution.Headers) > 0 {
+		// An administrator's static header may hold a secret pasted there
+		// rather than stored as a credential: it stays on its origin too.
+		sensitive = slices.AppendSeq(slices.Clip(sensitive), maps.Keys(p.Plugin.Execution.Headers))
+	}
+	if len(sensitive) > 0 {
+		req = req.WithContext(egress.WithSensitiveHeaders(ctx, sensitive))
 	}
 	resp, err := h.Client.Do(req)
 	endAttempt(span, p, resp, err)

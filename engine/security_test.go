@@ -77,6 +77,38 @@ func TestRedirectToAnotherHostDropsCredentials(t *testing.T) {
 	}
 }
 
+// An administrator's static header (execution.headers) may hold a secret
+// pasted there rather than stored as a credential: a redirect to another
+// host drops it as it drops credentials, and a same-origin hop keeps it.
+func TestRedirectToAnotherHostDropsStaticHeaders(t *testing.T) {
+	other := newUpstream(t, nil)
+	first := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/start" {
+			http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+			return
+		}
+		http.Redirect(w, r, other.URL+"/landing", http.StatusTemporaryRedirect)
+	})
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/start","headers":{"X-Pasted-Key":"pasted-abcdef123","Accept":"application/json"}}}`, first.URL)
+	h := newHarness(t)
+	res, err := h.call(t, p, `{"q":"x"}`, nil)
+	if err != nil || !res.OK {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	if hits := first.Hits(); len(hits) != 2 || hits[1].RequestURI != "/moved" || hits[1].Header.Get("X-Pasted-Key") != "pasted-abcdef123" {
+		t.Fatalf("the same-origin hop: %v, want the static header kept", hits)
+	}
+	landed := other.last(t)
+	if landed.RequestURI != "/landing" {
+		t.Fatalf("redirect not followed: %s", landed.RequestURI)
+	}
+	if v := landed.Header.Values("X-Pasted-Key"); len(v) > 0 || landed.Header.Get("Accept") != "" {
+		t.Fatalf("the other host received the static headers: %v", landed.Header)
+	}
+}
+
 // Issue 3, point 6: an upstream echoing a credential back gets it masked
 // in the output, in plain, URL-escaped and base64 forms; so for an error's
 // excerpt; basic auth and oauth2 tokens included.

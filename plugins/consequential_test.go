@@ -37,3 +37,74 @@ func TestIsConsequential(t *testing.T) {
 		t.Error("DerivedConsequential of a DELETE reads the setting; it must not")
 	}
 }
+
+// TestConsequentialOverride: a server reads the method a request asks for
+// in an override header or a _method parameter, so a GET carrying one
+// asking for DELETE is consequential, whether the plugin sends it itself
+// or an argument lands there.
+func TestConsequentialOverride(t *testing.T) {
+	yes, no := true, false
+	get := func(mod func(*Plugin)) *Plugin {
+		p := &Plugin{Execution: Execution{Method: "GET", BaseURL: "https://api.example/items"}}
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	inHeader := func(wire string) func(*Plugin) {
+		return func(p *Plugin) {
+			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"how": {In: InHeader, Name: wire}}}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		p      *Plugin
+		args   map[string]any
+		static bool // IsConsequential: what the plugin sends itself
+		call   bool // ConsequentialWith(args)
+	}{
+		{"plain GET", get(nil), map[string]any{"q": "x"}, false, false},
+		{"execution.headers X-HTTP-Method-Override", get(func(p *Plugin) { p.Execution.Headers = map[string]string{"X-HTTP-Method-Override": "DELETE"} }), nil, true, true},
+		{"execution.headers lower case x-http-method", get(func(p *Plugin) { p.Execution.Headers = map[string]string{"x-http-method": "patch"} }), nil, true, true},
+		{"execution.headers X-Method-Override GET", get(func(p *Plugin) { p.Execution.Headers = map[string]string{"X-Method-Override": "GET"} }), nil, false, false},
+		{"execution.query _method", get(func(p *Plugin) { p.Execution.Query = map[string]string{"_method": "DELETE"} }), nil, true, true},
+		{"base_url query _method", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/items?a=1&_method=PUT" }), nil, true, true},
+		{"base_url query escaped name", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/items?%5Fmethod=delete" }), nil, true, true},
+		{"fixed param in an override header", get(func(p *Plugin) {
+			inHeader("X-HTTP-Method-Override")(p)
+			p.FixedParams = map[string]any{"how": "DELETE"}
+		}), map[string]any{"how": "DELETE"}, true, true},
+		{"argument in an override header", get(inHeader("X-HTTP-Method-Override")), map[string]any{"how": "DELETE"}, false, true},
+		{"argument in an override header asking HEAD", get(inHeader("X-HTTP-Method")), map[string]any{"how": " head "}, false, false},
+		{"argument in an override header, a list", get(inHeader("X-HTTP-Method")), map[string]any{"how": []any{"GET", "DELETE"}}, false, true},
+		{"argument in an override header, a number", get(inHeader("X-HTTP-Method")), map[string]any{"how": 1.0}, false, true},
+		{"argument in an override header, null", get(inHeader("X-HTTP-Method")), map[string]any{"how": nil}, false, false},
+		{"argument in another header", get(inHeader("X-Trace")), map[string]any{"how": "DELETE"}, false, false},
+		{"argument _method in the query", get(nil), map[string]any{"_method": "DELETE"}, false, true},
+		{"argument renamed _method in a form", get(func(p *Plugin) {
+			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"m": {In: InBody, Name: "_method"}}}
+		}), map[string]any{"m": "delete"}, false, true},
+		{"whole body with _method", get(func(p *Plugin) {
+			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"body": {In: InBody, Name: "$"}}}
+		}), map[string]any{"body": map[string]any{"_method": "DELETE"}}, false, true},
+		{"_method in the path is no override", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/{_method}" }), map[string]any{"_method": "DELETE"}, false, false},
+		{"override over an import's hint", get(func(p *Plugin) {
+			p.ConsequentialHint = &no
+			p.Execution.Headers = map[string]string{"X-HTTP-Method-Override": "DELETE"}
+		}), nil, true, true},
+		{"hint false on a POST, argument asks DELETE", &Plugin{Execution: Execution{Method: "POST", BaseURL: "https://api.example/search"}, ConsequentialHint: &no},
+			map[string]any{"_method": "DELETE"}, false, true},
+		{"the administrator's setting stands", get(func(p *Plugin) {
+			p.Consequential = &no
+			p.Execution.Headers = map[string]string{"X-HTTP-Method-Override": "DELETE"}
+		}), map[string]any{"_method": "DELETE"}, false, false},
+		{"setting true stands", get(func(p *Plugin) { p.Consequential = &yes }), nil, true, true},
+	} {
+		if got := tc.p.IsConsequential(); got != tc.static {
+			t.Errorf("%s: IsConsequential = %v, want %v", tc.name, got, tc.static)
+		}
+		if got := tc.p.ConsequentialWith(tc.args); got != tc.call {
+			t.Errorf("%s: ConsequentialWith(%v) = %v, want %v", tc.name, tc.args, got, tc.call)
+		}
+	}
+}
