@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/egress"
+	field "github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -300,7 +301,7 @@ func discard(resp *http.Response) {
 // and a few KiB for anything else (only an excerpt is shown).
 func readResponse(resp *http.Response, limit int64, attempts int) (*Response, error) {
 	defer resp.Body.Close()
-	r := &Response{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Attempts: attempts}
+	r := &Response{StatusCode: resp.StatusCode, ContentType: field.Get(resp.Header, "Content-Type"), Attempts: attempts}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	if !ok {
 		// Twice the excerpt, so that masking before the cut sees whole
@@ -337,7 +338,7 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 // (egress.NewTransport disables it), so that the read cap counts decoded
 // bytes and a compression bomb stops at the cap.
 func decoded(resp *http.Response) (io.Reader, error) {
-	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	switch strings.ToLower(strings.TrimSpace(field.Get(resp.Header, "Content-Encoding"))) {
 	case "gzip", "x-gzip":
 		return gzip.NewReader(resp.Body)
 	case "deflate":
