@@ -318,7 +318,13 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 	if body == io.Reader(resp.Body) && resp.ContentLength <= limit {
 		declared = resp.ContentLength
 	}
-	r.Body, err = httpbody.ReadAll(io.LimitReader(body, limit+1), declared)
+	if declared < 0 {
+		// A body of a declared length within the limit is bounded
+		// already: net/http ends it there (HTTP/1.1) or fails it past it
+		// (HTTP/2). Any other is read to the limit and a byte.
+		body = io.LimitReader(body, limit+1)
+	}
+	r.Body, err = httpbody.ReadAll(body, declared)
 	if err != nil {
 		return r, fmt.Errorf("reading the response: %w", err)
 	}

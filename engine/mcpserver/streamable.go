@@ -466,6 +466,9 @@ func (s *Service) holdsStream(id string) bool {
 // accepts reports whether an Accept header's values take JSON and event
 // streams, as the SDK's handler reads them.
 func accepts(values []string) (jsonOK, streamOK bool) {
+	if len(values) == 1 && values[0] == acceptBoth {
+		return true, true // what the SDKs' clients send: nothing to split
+	}
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(t, ";")
@@ -481,6 +484,10 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 	}
 	return jsonOK, streamOK
 }
+
+// acceptBoth is the Accept header the go-sdk's and the TypeScript SDK's
+// clients send with every POST.
+const acceptBoth = "application/json, text/event-stream"
 
 // rebound reports a request to a loopback address naming another host:
 // a web page's DNS rebinding, which the SDK's handler refuses too.
