@@ -31,11 +31,11 @@ const (
 // (go1.26): 186, from 226; then 157 (the body read and scanned once, the
 // token hashed once, the executor's own cut again); then 149 (credential
 // keys on the stack, constant headers shared, the structured content by
-// pointer, the body read in place); then 147 (a response body of declared
-// length read without another LimitReader, the applied secrets kept);
-// two more allowed for the background goroutines'. They may not grow
+// pointer, the body read in place); then 146 (a response body of declared
+// length read without another LimitReader, the applied secrets kept, the
+// token hashed from a copy on the stack); two more allowed for the background goroutines'. They may not grow
 // back.
-const allocsMCPStateless = 149
+const allocsMCPStateless = 148
 
 // TestTracingOffAllocs holds the allocations of POST /v1/execute and of a
 // tools/call on /mcp, served in-process with the upstream on loopback, to
