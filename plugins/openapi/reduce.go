@@ -146,8 +146,8 @@ func (b *opBuilder) schemaRoot() map[string]any {
 }
 
 // wholeBody replaces the body's field arguments by one free-form object
-// argument sent as the body, the plugin being over the limit over with
-// them; false if the body cannot be sent so (multipart: each field is a
+// argument sent as the body, with them the plugin being over the limit
+// over; false if the body cannot be sent so (multipart: each field is a
 // part) or was already.
 func (b *opBuilder) wholeBody(over *plugins.CostError) bool {
 	if b.body == nil {
