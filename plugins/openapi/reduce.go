@@ -64,26 +64,37 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 	if over == nil {
 		return root, sz, nil
 	}
+	// Each try counts the root from its arguments' sizes, not by building
+	// and measuring it: an operation of 2,000 arguments tries a dozen
+	// levels. Only arguments that a cut can change are tried.
 	orig := make([]map[string]any, len(b.args))
-	levels := 0
+	var cands []int
+	levels, rest := 0, 0 // the deepest argument; the deepest a cut leaves as it is
 	for i, a := range b.args {
 		orig[i] = a.schema
-		levels = max(levels, b.c.meter.measure(a.schema, false, 1).depth)
+		d := b.c.meter.measure(a.schema, false, 1).depth
+		levels = max(levels, d)
+		if d > 1 || len(str(a.schema["description"])) > maxCutDescription {
+			cands = append(cands, i)
+		} else {
+			rest = max(rest, d)
+		}
 	}
 	target := b.c.limits
 	target.Bytes /= reducedShare
-	try := func(keep int) (map[string]any, size, bool) {
-		for i := range b.args {
-			b.args[i].schema = b.c.cut(orig[i], keep)
+	try := func(keep int) size {
+		s, deepest := sz, rest
+		for _, i := range cands {
+			o, c := b.c.meter.measure(orig[i], false, 1), b.c.meter.measure(b.c.cut(orig[i], keep), false, 1)
+			s.bytes += c.bytes - o.bytes
+			s.props += c.props - o.props
+			s.nodes += c.nodes - o.nodes
+			deepest = max(deepest, c.depth)
 		}
-		r := b.schemaRoot()
-		s := b.c.meter.measure(r, false, 2)
-		return r, s, s.over(target) == nil
+		s.depth = 2 + deepest // the root, its properties, an argument
+		return s
 	}
-	if _, s, ok := try(0); !ok && s.over(b.c.limits) != nil {
-		for i := range b.args {
-			b.args[i].schema = orig[i]
-		}
+	if s := try(0); s.over(target) != nil && s.over(b.c.limits) != nil {
 		if !b.wholeBody(over) {
 			return nil, size{}, &PluginLimitError{Field: "parameters", Cost: over}
 		}
@@ -94,13 +105,17 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 	// levels kept only shrink what is cut, so the search halves.
 	lo, hi := 0, levels
 	for hi-lo > 1 {
-		if mid := (lo + hi) / 2; func() bool { _, _, ok := try(mid); return ok }() {
+		if mid := (lo + hi) / 2; try(mid).over(target) == nil {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	root, sz, _ = try(lo)
+	for _, i := range cands {
+		b.args[i].schema = b.c.cut(orig[i], lo)
+	}
+	root = b.schemaRoot()
+	sz = b.c.meter.measure(root, false, 2)
 	var cut []string
 	for i, a := range b.args {
 		if !sameMap(a.schema, orig[i]) {
