@@ -167,7 +167,7 @@ var (
 	setImportTimeout = settings.Millis(&registry, "BLINDEXEC_IMPORT_TIMEOUT_MS", api.DefaultImportTimeout,
 		"`serve`: body and answer time of `POST /v1/plugins/import/*`")
 	setImportMaxMB = settings.Int(&registry, openapi.EnvMaxMB, openapi.DefaultMaxBytes>>20, 1,
-		"what one OpenAPI import (`POST /v1/plugins/import/openapi`, the console's, `blindexec import openapi`) may make, in MiB: its plugins' parameter schemas, titles, descriptions, tags, keywords and response words, 256 bytes a plugin (and a failed operation) for the rest, counted before any schema is encoded; past it the import is refused whole, nothing written ([OpenAPI import](openapi-import.md#limits-on-what-a-document-makes)). Microsoft Graph's description (11,422 operations) counts 41 MiB, GitHub's 2.2 MiB")
+		"what one OpenAPI import (`POST /v1/plugins/import/openapi`, the console's, `blindexec import openapi`) may make, in MiB: its plugins' parameter schemas, titles, descriptions, tags, keywords and response words, 256 bytes a plugin (and a failed operation) for the rest, counted before any schema is encoded; past it the import is refused whole, nothing written ([OpenAPI import](openapi-import.md#limits-on-what-a-document-makes)). Microsoft Graph's description (11,422 operations) counts 41 MiB, GitHub's 2.2 MiB. An MCP server's import too (`POST /v1/plugins/import/mcp`, `blindexec import mcp`): its `tools/list` answer, all pages, as its tools encode, and the plugins they make ([MCP](mcp.md))")
 	setHeaderTimeout = settings.Millis(&registry, "BLINDEXEC_HEADER_TIMEOUT_MS", 10*time.Second,
 		"`serve`: time to receive a request's headers")
 	setIdleTimeout = settings.Millis(&registry, "BLINDEXEC_IDLE_TIMEOUT_MS", 120*time.Second,

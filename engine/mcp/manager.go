@@ -43,6 +43,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -111,7 +112,13 @@ type Manager struct {
 	// answer whole: without it, a server's endless answer filled memory
 	// until the call's timeout.
 	MaxMessageBytes int64
-	Logger          *slog.Logger // nil: slog.Default()
+	// MaxToolsBytes bounds a tools/list answer whole, its pages together,
+	// as its tools encode (plugins.DefaultImportMaxBytes when 0;
+	// BLINDEXEC_IMPORT_MAX_MB): MaxMessageBytes bounds a page, not the
+	// pages a server's next cursors ask for, and a list is held, cached
+	// and imported whole. Past it the list fails (mcpimport.TooLargeError).
+	MaxToolsBytes int
+	Logger        *slog.Logger // nil: slog.Default()
 	// Changes, when set, keeps server configurations while the MCP
 	// servers' change counter stands still, instead of for ToolsTTL: a
 	// server changed or disabled anywhere (another replica, SQL) is re-read
@@ -475,15 +482,30 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	if c != nil && !refresh && time.Since(c.at) < ttl {
 		return c.v, nil
 	}
-	var tools []*sdk.Tool
+	var (
+		tools   []*sdk.Tool
+		encoded []byte // the list as the cache stores it, counted as it comes
+	)
+	limit := cmp.Or(m.MaxToolsBytes, plugins.DefaultImportMaxBytes)
 	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
-		tools = tools[:0]
+		tools, encoded = tools[:0], append(encoded[:0], '[')
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				return err
 			}
 			tools = append(tools, t)
+			if len(tools) > 1 {
+				encoded = append(encoded, ',')
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			if encoded = append(encoded, b...); len(encoded) > limit {
+				return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
+			}
 		}
+		encoded = append(encoded, ']')
 		return nil
 	})
 	if err != nil {
@@ -493,10 +515,8 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	m.mu.Lock()
 	m.tools[key] = &cached[[]*sdk.Tool]{v: tools, at: now}
 	m.mu.Unlock()
-	if b, err := json.Marshal(tools); err == nil {
-		if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, b, now); err != nil {
-			m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
-		}
+	if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, encoded, now); err != nil {
+		m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
 	}
 	return tools, nil
 }

@@ -21,11 +21,12 @@ import (
 // DefaultMaxBytes is the default of Options.MaxBytes: 64 MiB, some 30
 // times what the corpus's largest documents count (GitHub's 2.2 MiB,
 // OpenAI's 2.1, Stripe's 1.5), and room for Microsoft Graph's 41 MiB.
-const DefaultMaxBytes = 64 << 20
+// The limit is an MCP import's too (plugins.DefaultImportMaxBytes).
+const DefaultMaxBytes = plugins.DefaultImportMaxBytes
 
 // EnvMaxMB is the setting of Options.MaxBytes, in MiB, under serve and
 // the CLI.
-const EnvMaxMB = "BLINDEXEC_IMPORT_MAX_MB"
+const EnvMaxMB = plugins.EnvImportMaxMB
 
 // pluginOverhead is what an import counts for each plugin besides its
 // parameter schema and texts: its row's other columns. It also bounds
@@ -41,13 +42,9 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	limit := fmt.Sprintf("%d MiB", e.Max>>20)
-	if e.Max%(1<<20) != 0 {
-		limit = fmt.Sprintf("%d bytes", e.Max)
-	}
-	return fmt.Sprintf("the document's plugins are over the import's limit of %s (%s): the total passed it at operation %s (%d converted); "+
+	return fmt.Sprintf("the document's plugins are over the import's limit of %s: the total passed it at operation %s (%d converted); "+
 		"select fewer operations (tag, path, operation id) or raise the limit",
-		limit, EnvMaxMB, e.Key, e.Operations)
+		plugins.ImportLimitText(e.Max), e.Key, e.Operations)
 }
 
 // count adds the n bytes of operation o's plugin (or failure) to the
