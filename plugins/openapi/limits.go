@@ -39,9 +39,18 @@ type TooLargeError struct {
 	Max        int    // the limit, in bytes
 	Key        string // the operation at which the total passed it
 	Operations int    // operations converted up to it, that one included
+	// Listed, when set, is the selected operations listed up to Key: more
+	// than the limit holds at its least a plugin, refused before any is
+	// converted.
+	Listed int
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Listed > 0 {
+		return fmt.Sprintf("the document has more operations than the import's limit of %s holds at %d bytes each: "+
+			"%d up to operation %s; select fewer operations (tag, path, operation id) or raise the limit",
+			plugins.ImportLimitText(e.Max), pluginOverhead, e.Listed, e.Key)
+	}
 	return fmt.Sprintf("the document's plugins are over the import's limit of %s: the total passed it at operation %s (%d converted); "+
 		"select fewer operations (tag, path, operation id) or raise the limit",
 		plugins.ImportLimitText(e.Max), e.Key, e.Operations)

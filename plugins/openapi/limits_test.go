@@ -364,3 +364,45 @@ func FuzzMeter(f *testing.F) {
 		checkMeter(t, string(data), data)
 	})
 }
+
+// TestSharedPathItemsListed: paths that all $ref one path item of eight
+// operations make operations without their bytes (20,000 paths of 35
+// bytes, 160,000 operations). The import is refused once its selected
+// operations are more than its limit holds at their least, before any is
+// converted: every one was listed, then converted up to the limit, 428,000
+// allocations; a selection lists only what it selects.
+func TestSharedPathItemsListed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://x.example"}],"paths":{"/a":{`)
+	for i, m := range methods {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s":{"responses":{"200":{"description":"ok"}}}`, m)
+	}
+	b.WriteString(`}`)
+	for i := range 20_000 {
+		fmt.Fprintf(&b, `,"/p%05d":{"$ref":"#/paths/~1a"}`, i)
+	}
+	b.WriteString(`}}`)
+	doc, err := Load([]byte(b.String()), "refs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 20
+	var tl *TooLargeError
+	allocs := testing.AllocsPerRun(1, func() {
+		_, _, err = Convert(doc, Options{MaxBytes: limit})
+	})
+	if !errors.As(err, &tl) || tl.Listed != limit/pluginOverhead+1 || !strings.Contains(err.Error(), "more operations than the import's limit of 1 MiB") {
+		t.Fatalf("Convert = %v; want a TooLargeError of the listing at operation %d", err, limit/pluginOverhead+1)
+	}
+	t.Logf("%.0f allocations", allocs)
+	if allocs > 30_000 {
+		t.Errorf("%.0f allocations to refuse the import, want under 30,000", allocs)
+	}
+	ops, failures, err := Convert(doc, Options{MaxBytes: limit, Paths: []string{"/p0000*"}})
+	if err != nil || len(ops)+len(failures) != 80 {
+		t.Errorf("a selection of 10 paths: %d operations, %d failed, %v; want 80", len(ops), len(failures), err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"math"
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -83,8 +84,8 @@ func (l lineHasher) Write(b []byte) (int, error) {
 // OperationKeys lists the key ("METHOD /path") of every operation of the
 // document, selected or not.
 func OperationKeys(doc *Document) []string {
-	c := &converter{doc: doc, lookup: schema.OpenAPILookup(doc.Raw)}
-	ops := c.operations()
+	c := &converter{doc: doc, lookup: schema.OpenAPILookup(doc.Raw), maxTotal: math.MaxInt}
+	ops, _ := c.operations() // every one: no selection, no limit
 	keys := make([]string, len(ops))
 	for i, o := range ops {
 		keys[i] = o.key
