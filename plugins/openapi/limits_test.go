@@ -406,3 +406,25 @@ func TestSharedPathItemsListed(t *testing.T) {
 		t.Errorf("a selection of 10 paths: %d operations, %d failed, %v; want 80", len(ops), len(failures), err)
 	}
 }
+
+// TestHasOperation: a sync's question of each plugin it holds answers as
+// the listing of the document's operations would, path items that $ref
+// another included.
+func TestHasOperation(t *testing.T) {
+	doc, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+		"/a":{"get":{"responses":{"200":{"description":"ok"}}},"parameters":[]},
+		"/b":{"$ref":"#/paths/~1a"},
+		"/c":{"$ref":"#/paths/~1missing"},
+		"x-ext":{"get":{"responses":{"200":{"description":"ok"}}}}}}`), "has")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{
+		"GET /a": true, "GET /b": true, "POST /a": false, "get /a": false, "PARAMETERS /a": false,
+		"GET /c": false, "GET x-ext": false, "GET /d": false, "GET": false, "": false,
+	} {
+		if got := HasOperation(doc, key); got != want {
+			t.Errorf("HasOperation(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
