@@ -428,3 +428,31 @@ func TestHasOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoSharedNotWritten: operations sharing a component through the
+// import's memo (schema.Memo) each get their own parameter description,
+// deprecation and body description: what one operation adds to a shared
+// expansion never reaches another.
+func TestMemoSharedNotWritten(t *testing.T) {
+	doc, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://x.example"}],
+	"components":{"schemas":{"Id":{"type":"string"},"Note":{"type":"string"}}},
+	"paths":{
+	"/a":{"post":{"operationId":"a","parameters":[{"name":"id","in":"query","description":"A's id","deprecated":true,"example":"a1","schema":{"$ref":"#/components/schemas/Id"}}],
+		"requestBody":{"description":"A's note","content":{"text/plain":{"schema":{"$ref":"#/components/schemas/Note"}}}},"responses":{"200":{"description":"ok"}}}},
+	"/b":{"post":{"operationId":"b","parameters":[{"name":"id","in":"query","schema":{"$ref":"#/components/schemas/Id"}}],
+		"requestBody":{"content":{"text/plain":{"schema":{"$ref":"#/components/schemas/Note"}}}},"responses":{"200":{"description":"ok"}}}}}}`), "memo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, failures, err := Convert(doc, Options{})
+	if err != nil || len(failures) != 0 || len(ops) != 2 {
+		t.Fatalf("Convert = %d operations, %v, %v", len(ops), failures, err)
+	}
+	for _, o := range ops {
+		params := string(o.Plugin.Parameters)
+		leaked := strings.Contains(params, "A's") || strings.Contains(params, "Deprecated") || strings.Contains(params, "a1")
+		if (o.Key == "POST /b") == leaked {
+			t.Errorf("%s: parameters %s", o.Key, params)
+		}
+	}
+}
