@@ -117,14 +117,15 @@ func (p *Plugin) overridesUnsafe(args map[string]any) bool {
 		if place.Name != "" {
 			wire = place.Name
 		}
-		if wire == "$" && place.In == InBody {
-			// The whole body: its own _method field is the form's.
-			if m, ok := v.(map[string]any); ok && unsafeOverride(m["_method"]) {
-				return true
-			}
-			continue
-		}
 		if MethodOverride(place.In, wire) && unsafeOverride(v) {
+			return true
+		}
+		// An object spread into parameters of its own keys: the whole
+		// body's fields, an object in the query (style form exploded,
+		// OpenAPI's default) or in a form encoded so: its own _method
+		// is one ({"filter": {"_method": "DELETE"}} sends ?_method=DELETE).
+		spread := place.In == InQuery || place.In == InBody && (wire == "$" || place.Style != "" || place.Explode != nil)
+		if m, ok := v.(map[string]any); ok && spread && unsafeOverride(m["_method"]) {
 			return true
 		}
 	}
