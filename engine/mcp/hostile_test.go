@@ -137,3 +137,46 @@ func TestToolsListBounded(t *testing.T) {
 		t.Errorf("%d pages read, want the listing stopped at the bound (about 17)", n)
 	}
 }
+
+// TestToolsCacheBounded: the tool lists cached per credential set hold at
+// most MaxToolsBytes together: a server listing near the limit to each of
+// many users was held once a user. Past it the oldest list is dropped (and
+// listed afresh when asked again); within it each is kept.
+func TestToolsCacheBounded(t *testing.T) {
+	up := mcptest.New(t)
+	_, m := setup(t, httpServer(up))
+	ctx := context.Background()
+	tools, err := m.Tools(ctx, "srv-1", tokenA, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := json.Marshal(tools)
+	m.MaxToolsBytes = len(one) + len(one)/2 // room for one list, not two
+	tokenB := map[string]string{"mcp_token": "tok-user-b-9876543210"}
+	tokenC := map[string]string{"mcp_token": "tok-user-c-5555555555"}
+	if _, err := m.Tools(ctx, "srv-1", tokenA, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Tools(ctx, "srv-1", tokenB, false); err != nil { // A's list dropped
+		t.Fatal(err)
+	}
+	up.AddTool("added_later", "new", `{"type":"object"}`, nil)
+	if tools, _ := m.Tools(ctx, "srv-1", tokenA, false); !hasTool(tools, "added_later") {
+		t.Error("A's list was kept beside B's past the bound: the cached one came back")
+	}
+	// Now A's is the newest, B's dropped; C's drops A's. Within the bound
+	// (raised), B's and C's are both kept.
+	m.MaxToolsBytes = 4 * len(one)
+	if _, err := m.Tools(ctx, "srv-1", tokenB, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Tools(ctx, "srv-1", tokenC, false); err != nil {
+		t.Fatal(err)
+	}
+	up.AddTool("added_last", "new", `{"type":"object"}`, nil)
+	for _, tok := range []map[string]string{tokenB, tokenC} {
+		if tools, _ := m.Tools(ctx, "srv-1", tok, false); hasTool(tools, "added_last") {
+			t.Errorf("%s: a list within the bound was dropped", tok["mcp_token"])
+		}
+	}
+}

@@ -142,9 +142,13 @@ type Manager struct {
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
 	// Tool lists by server and credential set: a server may list other
-	// tools to another user's credentials.
-	tools  map[sessionKey]*cached[[]*sdk.Tool]
-	closed bool
+	// tools to another user's credentials. toolsBytes is what they hold,
+	// as encoded: at most MaxToolsBytes in all, the oldest dropped first,
+	// so that a server listing near the limit to each of many users'
+	// credentials is not held once a user.
+	tools      map[sessionKey]*cached[[]*sdk.Tool]
+	toolsBytes int
+	closed     bool
 	stop   chan struct{}
 }
 
@@ -152,6 +156,7 @@ type cached[T any] struct {
 	v       T
 	at      time.Time
 	version int64 // of the MCP servers' change counter when read
+	size    int   // a tool list's bytes, as encoded
 }
 
 // NewManager returns a Manager finding servers in servers and sending
@@ -208,7 +213,7 @@ func (m *Manager) Forget(ref string) {
 		delete(m.configs, id)
 		for k := range m.tools {
 			if k.server == id {
-				delete(m.tools, k)
+				m.dropTools(k)
 			}
 		}
 		for k, s := range m.sessions {
@@ -513,12 +518,40 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	}
 	now := time.Now()
 	m.mu.Lock()
-	m.tools[key] = &cached[[]*sdk.Tool]{v: tools, at: now}
+	m.keepTools(key, &cached[[]*sdk.Tool]{v: tools, at: now, size: len(encoded)}, limit)
 	m.mu.Unlock()
 	if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, encoded, now); err != nil {
 		m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
 	}
 	return tools, nil
+}
+
+// keepTools caches a tool list under key, dropping the oldest others
+// while the lists hold more than limit bytes. m.mu is held.
+func (m *Manager) keepTools(key sessionKey, c *cached[[]*sdk.Tool], limit int) {
+	m.dropTools(key)
+	m.tools[key] = c
+	m.toolsBytes += c.size
+	for m.toolsBytes > limit {
+		var oldest *sessionKey
+		for k, o := range m.tools {
+			if k != key && (oldest == nil || o.at.Before(m.tools[*oldest].at)) {
+				oldest = &k
+			}
+		}
+		if oldest == nil {
+			return // the list alone: within limit, as listed
+		}
+		m.dropTools(*oldest)
+	}
+}
+
+// dropTools forgets the tool list cached under key. m.mu is held.
+func (m *Manager) dropTools(key sessionKey) {
+	if c := m.tools[key]; c != nil {
+		m.toolsBytes -= c.size
+		delete(m.tools, key)
+	}
 }
 
 // Tool returns the tool called name on server ref, looking it up in the
