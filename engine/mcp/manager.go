@@ -149,7 +149,7 @@ type Manager struct {
 	tools      map[sessionKey]*cached[[]*sdk.Tool]
 	toolsBytes int
 	closed     bool
-	stop   chan struct{}
+	stop       chan struct{}
 }
 
 type cached[T any] struct {
