@@ -25,6 +25,7 @@ import (
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -207,7 +208,7 @@ func (s *Server) runtimeUser(r *http.Request, p principal) (int64, error) {
 		v = r.URL.Query().Get("user_id")
 	}
 	for _, h := range userHeaders {
-		v = cmp.Or(v, r.Header.Get(h))
+		v = cmp.Or(v, header.Get(r.Header, h))
 	}
 	var named int64
 	if v != "" {

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/blindexec/blindexec/internal/header"
 )
 
 // codeOriginNotAllowed refuses a browser page of another site: the
@@ -21,7 +23,7 @@ const codeOriginNotAllowed = "origin_not_allowed"
 // send on cross-origin POSTs, is a non-browser client's and is served.
 func (s *Server) sameOrigin(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o := r.Header.Get("Origin")
+		o := header.Get(r.Header, "Origin")
 		if o == "" {
 			h.ServeHTTP(w, r)
 			return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -119,7 +120,7 @@ type Sessions interface {
 var ErrNoSession = errors.New("no session")
 
 func (s *Server) authenticate(r *http.Request) (principal, error) {
-	h := r.Header.Get("Authorization")
+	h := header.Get(r.Header, "Authorization")
 	if h == "" && s.Sessions != nil {
 		hash, err := s.Sessions.TokenHash(r)
 		switch {

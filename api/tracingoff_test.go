@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,9 +31,11 @@ const (
 // (go1.26): 186, from 226; then 157 (the body read and scanned once, the
 // token hashed once, the executor's own cut again); then 149 (credential
 // keys on the stack, constant headers shared, the structured content by
-// pointer, the body read in place); two more allowed for the background
-// goroutines'. They may not grow back.
-const allocsMCPStateless = 151
+// pointer, the body read in place); then 146 (a response body of declared
+// length read without another LimitReader, the applied secrets kept, the
+// token hashed from a copy on the stack); two more allowed for the background goroutines'. They may not grow
+// back.
+const allocsMCPStateless = 148
 
 // TestTracingOffAllocs holds the allocations of POST /v1/execute and of a
 // tools/call on /mcp, served in-process with the upstream on loopback, to
@@ -81,30 +84,7 @@ func TestConfirmationPolicyAllocs(t *testing.T) {
 // tools/call on /mcp of a GET tool, in a session and of 2026-07-28, served in-process with the upstream on
 // loopback and the records off.
 func callAllocs(t *testing.T, configure func(*api.Server)) (execute, mcp, stateless float64) {
-	st := testdb.Open(t, store.DialectSQLite)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"company":"ACME"}`)
-	}))
-	t.Cleanup(up.Close)
-	e := newEnv(t, st, func(s *api.Server) {
-		s.MCP = &api.MCPConfig{}
-		s.Executor.Recorder = nil // records are written in the background: their allocations would blur the count
-		if configure != nil {
-			configure(s)
-		}
-	})
-	token := e.addLookup(up.URL, "sk-allocs-0123456789")
-	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
-		req.Header = header.Clone()
-		w := httptest.NewRecorder()
-		e.handler.ServeHTTP(w, req)
-		return w
-	}
-	h := http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"},
-		"Accept": {"application/json, text/event-stream"}}
-
+	serve, h := inProcess(t, configure)
 	body := []byte(`{"name":"lookup","arguments":{"q":"acme"}}`)
 	if w := serve("/v1/execute", body, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") {
 		t.Fatalf("execute: %d %s", w.Code, w.Body)
@@ -130,17 +110,84 @@ func callAllocs(t *testing.T, configure func(*api.Server)) (execute, mcp, statel
 	mcp = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
 	t.Logf("/mcp tools/call: %.0f allocations a call", mcp)
 
-	// The stateless era's call: no session, the client in _meta.
 	h.Del("Mcp-Session-Id")
+	call = statelessCall(t, serve, h)
+	stateless = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
+	t.Logf("/mcp tools/call of 2026-07-28: %.0f allocations a call", stateless)
+	return execute, mcp, stateless
+}
+
+// BenchmarkStatelessCall is a tools/call of 2026-07-28 on /mcp through
+// the API's whole handler (the token, the principal, deadlines, the
+// body's scan, the Host check, the MCP handler, the executor), served
+// in-process with the upstream on loopback and the records off, as
+// TestTracingOffAllocs counts it: for instructions a call (callgrind)
+// and allocations, which a shared machine does not change:
+//
+//	go test -run '^$' -bench StatelessCall -benchmem ./api/
+func BenchmarkStatelessCall(b *testing.B) {
+	serve, h := inProcess(b, func(s *api.Server) {
+		// At serve's default level (info): the tests' debug lines are not
+		// what an engine writes a call.
+		s.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		s.Executor.Logger = s.Logger
+	})
+	call := statelessCall(b, serve, h)
+	b.ReportAllocs()
+	for b.Loop() {
+		serve("/mcp", call, h)
+	}
+}
+
+// serveFunc serves one request in-process: its recorded answer.
+type serveFunc func(path string, body []byte, header http.Header) *httptest.ResponseRecorder
+
+// inProcess is the API's handler serving the lookup plugin, the upstream
+// on loopback, the records off and the tool search index built (work in
+// the background would blur a count): how to serve a request, and the
+// headers of a per-user token's JSON request.
+func inProcess(t testing.TB, configure func(*api.Server)) (serveFunc, http.Header) {
+	st := testdb.Open(t, store.DialectSQLite)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"company":"ACME"}`)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnv(t, st, func(s *api.Server) {
+		s.MCP = &api.MCPConfig{}
+		s.Executor.Recorder = nil
+		if configure != nil {
+			configure(s)
+		}
+	})
+	token := e.addLookup(up.URL, "sk-allocs-0123456789")
+	// The tool search index is built in the background after the plugin
+	// is added (loading its dictionaries): a search waits for it, so that
+	// its work is not counted as the calls'.
+	if code, body := e.do("GET", "/v1/tools/search?q=lookup", token, nil); code != http.StatusOK {
+		t.Fatalf("search: %d %v", code, body)
+	}
+	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header = header.Clone()
+		w := httptest.NewRecorder()
+		e.handler.ServeHTTP(w, req)
+		return w
+	}
+	return serve, http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"},
+		"Accept": {"application/json, text/event-stream"}}
+}
+
+// statelessCall sets h for a tools/call of the stateless era (no session,
+// the client in _meta) and returns its body, which must answer.
+func statelessCall(t testing.TB, serve serveFunc, h http.Header) []byte {
 	h.Set("Mcp-Protocol-Version", "2026-07-28")
 	h.Set("Mcp-Method", "tools/call")
 	h.Set("Mcp-Name", "lookup")
-	call = []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"},"_meta":{` +
+	call := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lookup","arguments":{"q":"acme"},"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`)
 	if w := serve("/mcp", call, h); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "ACME") || !strings.Contains(w.Body.String(), `"resultType":"complete"`) {
 		t.Fatalf("tools/call of 2026-07-28: %d %s", w.Code, w.Body)
 	}
-	stateless = testing.AllocsPerRun(200, func() { serve("/mcp", call, h) })
-	t.Logf("/mcp tools/call of 2026-07-28: %.0f allocations a call", stateless)
-	return execute, mcp, stateless
+	return call
 }

@@ -307,10 +307,16 @@ type Prepared struct {
 // AddSecrets registers values derived from the credentials (an oauth2
 // access token, a basic-auth header) so that they are masked like the
 // credentials themselves.
-// An upstream's notices (Notify) read them while the call runs.
+// An upstream's notices (Notify) read them while the call runs. The
+// first slice given is kept, not copied (a copy was an allocation on
+// every call): the caller does not change it afterwards.
 func (p *Prepared) AddSecrets(s ...string) {
 	p.secretsMu.Lock()
-	p.secrets = append(p.secrets, s...)
+	if len(p.secrets) == 0 {
+		p.secrets = slices.Clip(s) // a later append copies it
+	} else {
+		p.secrets = append(p.secrets, s...)
+	}
 	p.secretsMu.Unlock()
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/egress"
+	field "github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -318,7 +319,7 @@ func discard(resp *http.Response) {
 // and a few KiB for anything else (only an excerpt is shown).
 func readResponse(resp *http.Response, limit int64, attempts int) (*Response, error) {
 	defer resp.Body.Close()
-	r := &Response{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Attempts: attempts}
+	r := &Response{StatusCode: resp.StatusCode, ContentType: field.Get(resp.Header, "Content-Type"), Attempts: attempts}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	if !ok {
 		// Twice the excerpt, so that masking before the cut sees whole
@@ -335,7 +336,13 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 	if body == io.Reader(resp.Body) && resp.ContentLength <= limit {
 		declared = resp.ContentLength
 	}
-	r.Body, err = httpbody.ReadAll(io.LimitReader(body, limit+1), declared)
+	if declared < 0 {
+		// A body of a declared length within the limit is bounded
+		// already: net/http ends it there (HTTP/1.1) or fails it past it
+		// (HTTP/2). Any other is read to the limit and a byte.
+		body = io.LimitReader(body, limit+1)
+	}
+	r.Body, err = httpbody.ReadAll(body, declared)
 	if err != nil {
 		return r, fmt.Errorf("reading the response: %w", err)
 	}
@@ -355,7 +362,7 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 // (egress.NewTransport disables it), so that the read cap counts decoded
 // bytes and a compression bomb stops at the cap.
 func decoded(resp *http.Response) (io.Reader, error) {
-	switch strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))) {
+	switch strings.ToLower(strings.TrimSpace(field.Get(resp.Header, "Content-Encoding"))) {
 	case "gzip", "x-gzip":
 		return gzip.NewReader(resp.Body)
 	case "deflate":

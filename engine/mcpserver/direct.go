@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/internal/jsontext"
 	"github.com/blindexec/blindexec/plugins"
@@ -83,14 +84,14 @@ type clientCapabilities struct {
 // is a tools/list or tools/call it takes (true); false leaves r, its body
 // intact, to the SDK's handler.
 func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bool {
-	method := r.Header.Get(headerMethod)
+	method := header.Get(r.Header, headerMethod)
 	if r.Method != http.MethodPost || (method != "tools/list" && method != "tools/call") {
 		return false
 	}
-	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+	if ct, _, _ := strings.Cut(header.Get(r.Header, "Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
 		return false
 	}
-	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
+	if j, stream := accepts(header.Values(r.Header, "Accept")); !j || !stream {
 		return false
 	}
 	body, checked, err := heldOrRead(w, r)
@@ -108,7 +109,7 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 		return leave(r, body)
 	}
 	m, ok := readDecodedMeta(req, &s.clients)
-	if !ok || m.version != r.Header.Get(headerProtocol) || method == "tools/call" && m.name != r.Header.Get(headerName) {
+	if !ok || m.version != header.Get(r.Header, headerProtocol) || method == "tools/call" && m.name != header.Get(r.Header, headerName) {
 		return leave(r, body)
 	}
 	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/internal/httpbody"
 )
 
@@ -57,13 +58,13 @@ func (s *Service) statelessHandler() http.Handler {
 // statelessRequest reports whether r is a request of the stateless era by
 // its Mcp-Protocol-Version header.
 func statelessRequest(r *http.Request) bool {
-	return r.Header.Get(headerProtocol) >= firstStateless
+	return header.Get(r.Header, headerProtocol) >= firstStateless
 }
 
 // serveStateless serves one request of the stateless era for id: within
 // the user's bound on requests in flight, on a server made for it.
 func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Identity) {
-	v := r.Header.Get(headerProtocol)
+	v := header.Get(r.Header, headerProtocol)
 	if v != "" && !slices.Contains(versions, v) {
 		unsupported(w, jsonrpc.ID{}, v)
 		return

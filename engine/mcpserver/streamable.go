@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/internal/header"
 )
 
 // MCP's streamable HTTP transport (2025-03-26 and later, stateful), the
@@ -275,7 +276,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			s.serveStateless(w, r, id)
 			return
 		}
-		if v := r.Header.Get(headerProtocol); v != "" && !slices.Contains(statefulVersions, v) {
+		if v := header.Get(r.Header, headerProtocol); v != "" && !slices.Contains(statefulVersions, v) {
 			http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(statefulVersions, ",")), http.StatusBadRequest)
 			return
 		}
@@ -283,7 +284,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 		case http.MethodPost:
 			s.servePOST(w, r, id)
 		case http.MethodGet:
-			if _, stream := accepts(r.Header.Values("Accept")); !stream {
+			if _, stream := accepts(header.Values(r.Header, "Accept")); !stream {
 				http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 				return
 			}
@@ -305,7 +306,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 // session is the session r names, bound to id; nil when there is none
 // for id, the error written.
 func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *httpSession {
-	sid := r.Header.Get(headerSession)
+	sid := header.Get(r.Header, headerSession)
 	if sid == "" {
 		http.Error(w, fmt.Sprintf("Bad Request: %s requires an %s header", r.Method, headerSession), http.StatusBadRequest)
 		return nil
@@ -325,11 +326,11 @@ func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *
 // servePOST serves one POSTed JSON-RPC message: an initialize without a
 // session opens one; anything else goes to the session named.
 func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity) {
-	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+	if ct, _, _ := strings.Cut(header.Get(r.Header, "Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return
 	}
-	if j, stream := accepts(r.Header.Values("Accept")); !j || !stream {
+	if j, stream := accepts(header.Values(r.Header, "Accept")); !j || !stream {
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return
 	}
@@ -351,7 +352,7 @@ func (s *Service) servePOST(w http.ResponseWriter, r *http.Request, id Identity)
 		writeJSONError(w, http.StatusBadRequest, errorLine(err))
 		return
 	}
-	if r.Header.Get(headerSession) != "" {
+	if header.Get(r.Header, headerSession) != "" {
 		if hs := s.session(w, r, id); hs != nil {
 			defer s.sessions.use(hs.id, id.User)()
 			hs.serve(w, r, msg)
@@ -465,6 +466,9 @@ func (s *Service) holdsStream(id string) bool {
 // accepts reports whether an Accept header's values take JSON and event
 // streams, as the SDK's handler reads them.
 func accepts(values []string) (jsonOK, streamOK bool) {
+	if len(values) == 1 && values[0] == acceptBoth {
+		return true, true // what the SDKs' clients send: nothing to split
+	}
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(t, ";")
@@ -481,11 +485,24 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 	return jsonOK, streamOK
 }
 
+// acceptBoth is the Accept header the go-sdk's and the TypeScript SDK's
+// clients send with every POST.
+const acceptBoth = "application/json, text/event-stream"
+
 // rebound reports a request to a loopback address naming another host:
 // a web page's DNS rebinding, which the SDK's handler refuses too.
 func rebound(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && loopback(local.String()) && !loopback(r.Host)
+	return ok && local != nil && loopbackAddr(local) && !loopback(r.Host)
+}
+
+// loopbackAddr is loopback(a.String()) without making the string (two
+// allocations on every request) for the usual TCP address.
+func loopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return loopback(a.String())
 }
 
 func loopback(hostport string) bool {

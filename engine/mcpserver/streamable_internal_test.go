@@ -87,3 +87,24 @@ func TestStreamClientNotReading(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoopbackAddr holds the Host check's reading of the local address
+// without its string to the reading of its string.
+func TestLoopbackAddr(t *testing.T) {
+	for _, a := range []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080},
+		&net.TCPAddr{IP: net.IPv4(127, 3, 2, 1), Port: 1},
+		&net.TCPAddr{IP: net.IPv6loopback, Port: 443},
+		&net.TCPAddr{IP: net.IPv6loopback, Port: 443, Zone: "lo"},
+		&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 80},
+		&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 80},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 80, Zone: "eth0"},
+		&net.TCPAddr{IP: net.IPv6unspecified, Port: 80},
+		&net.TCPAddr{Port: 80},
+		&net.UnixAddr{Name: "/run/blindexec.sock", Net: "unix"},
+	} {
+		if got, want := loopbackAddr(a), loopback(a.String()); got != want {
+			t.Errorf("%s: loopbackAddr %v, loopback of its string %v", a, got, want)
+		}
+	}
+}

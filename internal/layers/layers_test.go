@@ -15,7 +15,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/httpbody", "internal/invisible",
+	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/header", "internal/httpbody", "internal/invisible",
 		"internal/csp", "internal/hostiledoc", "internal/jsonlimit", "internal/jsontext", "internal/language", "internal/layers", "internal/logbuf", "internal/mcpconformance", "internal/mcpts", "internal/settings", "tracing",
 		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc",
 		"toolsearch/internal/lexgen"}},

@@ -52,6 +52,12 @@ type Options struct {
 	// MaxBytes bounds what the plugins of one conversion may hold in all
 	// (DefaultMaxBytes when 0; see TooLargeError).
 	MaxBytes int `json:"-"`
+	// PluginLimits bound each plugin's parameter schema
+	// (plugins.DefaultSchemaLimits when zero: the catalog then holds no
+	// plugin that POST /v1/plugins would refuse). Only a measurement
+	// lifts them: toolsearch/searcheval keeps the crowd its figures were
+	// taken on.
+	PluginLimits plugins.SchemaLimits `json:"-"`
 }
 
 // Operation is one converted operation.
@@ -198,7 +204,7 @@ type converter struct {
 
 func newConverter(doc *Document, opts Options) (*converter, error) {
 	c := &converter{doc: doc, opts: opts, lookup: schema.OpenAPILookup(doc.Raw),
-		memo: schema.NewMemo(), meter: newMeter(), limits: plugins.DefaultSchemaLimits,
+		memo: schema.NewMemo(), meter: newMeter(), limits: cmp.Or(opts.PluginLimits, plugins.DefaultSchemaLimits),
 		maxTotal: cmp.Or(opts.MaxBytes, DefaultMaxBytes)}
 	if opts.SourceURL != "" {
 		if u, err := url.Parse(opts.SourceURL); err == nil && u.IsAbs() {

@@ -456,3 +456,23 @@ func TestMemoSharedNotWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginLimitsLifted: Options.PluginLimits replaces an inline
+// plugin's limits (a measurement's crowd keeps its operations); zero
+// keeps them.
+func TestPluginLimitsLifted(t *testing.T) {
+	l := plugins.DefaultSchemaLimits
+	data := limitDoc(t, 1, props(l.Properties+1), 0)
+	for _, tc := range []struct {
+		limits plugins.SchemaLimits
+		ops    int
+	}{
+		{plugins.SchemaLimits{}, 0},
+		{plugins.SchemaLimits{Bytes: l.Bytes, Depth: l.Depth, Properties: l.Properties + 1, Nodes: l.Nodes}, 1},
+	} {
+		ops, failed, err := convertDoc(t, data, Options{PluginLimits: tc.limits})
+		if err != nil || len(ops) != tc.ops || len(ops)+len(failed) != 1 {
+			t.Errorf("limits %+v: %v, %d operations, %d failed; want %d operations", tc.limits, err, len(ops), len(failed), tc.ops)
+		}
+	}
+}
