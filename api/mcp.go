@@ -370,16 +370,22 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, true)
-	if err != nil {
-		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
+	if err == nil {
+		var rep *importer.MCPReport
+		opts := importer.MCPOptions{By: principalFrom(r.Context()).role.String(), MaxBytes: m.ImportMaxBytes}
+		if rep, err = importer.MCPTools(r.Context(), m.Store, srv, tools, opts); err == nil {
+			writeJSON(w, http.StatusOK, rep)
+			return
+		}
+	}
+	// As an OpenAPI import's: the server's list, or what it makes, is
+	// over the import's limit; nothing was written.
+	if tl := (*mcpimport.TooLargeError)(nil); errors.As(err, &tl) {
+		writeError(w, http.StatusBadRequest, "import_too_large", tl.Error(),
+			map[string]any{"limit": "import bytes", "max": tl.Max, "tool": tl.Tool})
 		return
 	}
-	rep, err := importer.MCPTools(r.Context(), m.Store, srv, tools, importer.MCPOptions{By: principalFrom(r.Context()).role.String()})
-	if err != nil {
-		m.internal(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 }
 
 // serverCreds resolves the credentials a server's auth config reads: those

@@ -255,7 +255,7 @@ func TestMethodOverrideDecision(t *testing.T) {
 	up := newUpstream(t, nil)
 	get := func(extra string) *plugins.Plugin {
 		return mustPlugin(t, `{"name":"items","description":"Lists items.",
-		  "parameters":{"type":"object","properties":{"q":{"type":"string"},"how":{"type":"string"},"_method":{"type":"string"}}},
+		  "parameters":{"type":"object","properties":{"q":{"type":"string"},"how":{"type":"string"},"_method":{"type":"string"},"filter":{"type":"object"},"k":{"type":"string"}}},
 		  "execution":{"method":"GET","base_url":"%s/items"`+extra+`}}`, up.URL)
 	}
 	for _, tc := range []struct {
@@ -276,6 +276,10 @@ func TestMethodOverrideDecision(t *testing.T) {
 		{"a fixed param in an override header", get(`,"param_placement":{"how":{"in":"header","name":"X-HTTP-Method"}}},"fixed_params":{"how":"DELETE"`), true, `{}`, true},
 		{"the administrator's row with an override header", get(`,"headers":{"X-HTTP-Method-Override":"DELETE"}`), false, `{}`, true},
 		{"the administrator's row, the caller's _method", get(""), false, `{"_method":"delete"}`, true},
+		{"the caller's object in the query, exploded", get(""), true, `{"filter":{"_method":"DELETE"}}`, true},
+		{"a query name the caller's path argument fills", mustPlugin(t, `{"name":"items","description":"Lists items.",
+		  "parameters":{"type":"object","properties":{"k":{"type":"string"}}},
+		  "execution":{"method":"GET","base_url":"%s/items?{k}=DELETE"}}`, up.URL), true, `{"k":"_method"}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,6 +33,10 @@ import (
 type MCPOptions struct {
 	By       string // create_by / update_by of the rows written
 	MaxDepth int    // DefaultMaxDepth when zero
+	// MaxBytes bounds what the import holds in all: its plugins, its
+	// report's lines (plugins.DefaultImportMaxBytes when 0;
+	// BLINDEXEC_IMPORT_MAX_MB, as an OpenAPI import's).
+	MaxBytes int
 }
 
 // MCPReport says what an MCP import did, by plugin name.
@@ -62,34 +67,40 @@ type MCPFailure struct {
 
 // MCPTools writes tools, the server's tools/list answer, to st as plugins,
 // as a sync against the server's earlier import. Tools that fail to convert
-// are reported, not fatal; the error is the store's.
+// are reported, not fatal; the error is the store's, or a
+// *mcpimport.TooLargeError when the plugins would be over the import's
+// limit (MCPOptions.MaxBytes): every tool is converted and counted before
+// anything is written, so that a refused import writes nothing.
 func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools []*sdk.Tool, opts MCPOptions) (*MCPReport, error) {
 	src, err := st.FindImportSource(ctx, store.SourceMCP, srv.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		src = &store.ImportSource{Kind: store.SourceMCP, Location: srv.ID, Audit: store.Audit{CreateBy: opts.By, UpdateBy: opts.By}}
-		err = st.CreateImportSource(ctx, src)
+		src, err = nil, nil // created once the tools are known to fit
 	}
 	if err != nil {
 		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
 	}
-	rows, err := st.ListPlugins(ctx, store.PluginFilter{SourceID: &src.ID})
-	if err != nil {
-		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
-	}
-	existing := make(map[string]*store.Plugin, len(rows)) // by tool name
-	for i := range rows {
-		if k := rows[i].SourceKey; k != nil {
-			existing[*k] = &rows[i]
+	existing := map[string]*store.Plugin{} // by tool name
+	if src != nil {
+		rows, err := st.ListPlugins(ctx, store.PluginFilter{SourceID: &src.ID})
+		if err != nil {
+			return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+		}
+		for i := range rows {
+			if k := rows[i].SourceKey; k != nil {
+				existing[*k] = &rows[i]
+			}
 		}
 	}
 
-	rep := &MCPReport{SourceID: src.ID, Server: srv.Name, Added: []string{}, Updated: []string{}, Unchanged: []string{}, Disabled: []string{}, Failed: []MCPFailure{}}
+	rep := &MCPReport{Server: srv.Name, Added: []string{}, Updated: []string{}, Unchanged: []string{}, Disabled: []string{}, Failed: []MCPFailure{}}
 	auth, authErr := catalog.MCPServerAuth(srv)
 	conv := mcpimport.Server{ID: srv.ID, Name: srv.Name, Auth: auth, Trusted: srv.Trusted}
 	tools = slices.Clone(tools)
 	slices.SortFunc(tools, func(a, b *sdk.Tool) int { return strings.Compare(a.Name, b.Name) })
 	seen := make(map[string]bool, len(tools))
 	assigned := make(map[string]bool, len(tools))
+	limit, total := cmp.Or(opts.MaxBytes, plugins.DefaultImportMaxBytes), 0
+	var made []convertedTool
 	for _, t := range tools {
 		if seen[t.Name] {
 			continue // a server listing a tool twice
@@ -103,34 +114,54 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 			return nil, err
 		}
 		assigned[name] = true
+		// What the import holds of the tool: its plugin, its report's
+		// lines; a failure's message too.
+		size := len(name) + len(t.Name)
 		if authErr != nil {
 			rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: authErr.Error()})
-			continue
-		}
-		p, warnings, err := mcpimport.Convert(conv, t, name, opts.MaxDepth)
-		if err != nil {
+			size += len(authErr.Error())
+		} else if p, warnings, err := mcpimport.Convert(conv, t, name, opts.MaxDepth); err != nil {
 			rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: err.Error()})
-			continue
+			size += len(err.Error())
+		} else if doc, err := pluginDocument(p); err != nil {
+			return nil, err
+		} else {
+			for _, w := range warnings {
+				rep.Warnings = append(rep.Warnings, t.Name+": "+w)
+				size += len(t.Name) + len(w)
+			}
+			rep.InvisibleRemoved = invisibleRemoved(rep.InvisibleRemoved, p)
+			for _, r := range p.InvisibleRemoved {
+				rep.Warnings = append(rep.Warnings, p.Name+": "+r.String())
+			}
+			made = append(made, convertedTool{tool: t.Name, p: p, doc: doc, old: old})
+			size += len(doc)
 		}
-		for _, w := range warnings {
-			rep.Warnings = append(rep.Warnings, t.Name+": "+w)
+		if total += size; total > limit {
+			return nil, &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(seen)}
 		}
-		rep.InvisibleRemoved = invisibleRemoved(rep.InvisibleRemoved, p)
-		for _, r := range p.InvisibleRemoved {
-			rep.Warnings = append(rep.Warnings, p.Name+": "+r.String())
+	}
+	if src == nil {
+		src = &store.ImportSource{Kind: store.SourceMCP, Location: srv.ID, Audit: store.Audit{CreateBy: opts.By, UpdateBy: opts.By}}
+		if err := st.CreateImportSource(ctx, src); err != nil {
+			return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
 		}
-		if err := writeTool(ctx, st, src.ID, t.Name, p, old, opts.By, rep); err != nil {
+	}
+	rep.SourceID = src.ID
+	for _, c := range made {
+		p := c.p
+		if err := writeTool(ctx, st, src.ID, c, opts.By, rep); err != nil {
 			var ns notStorable
 			if errors.As(err, &ns) {
-				rep.Failed = append(rep.Failed, MCPFailure{Tool: t.Name, Error: err.Error()})
+				rep.Failed = append(rep.Failed, MCPFailure{Tool: c.tool, Error: err.Error()})
 				continue
 			}
 			return nil, err
 		}
-		if old != nil {
+		if c.old != nil {
 			// The column was written by this engine or checked by the
 			// catalog's load; an unreadable one leaves the suggestion.
-			p.Consequential, _ = catalog.ConsequentialSetting(old.Consequential)
+			p.Consequential, _ = catalog.ConsequentialSetting(c.old.Consequential)
 		}
 		if rep.Consequential == nil {
 			rep.Consequential = map[string]bool{}
@@ -166,18 +197,34 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 	return rep, nil
 }
 
-// writeTool creates or updates the plugin of one tool, or leaves it alone when
-// its content is unchanged.
-func writeTool(ctx context.Context, st *store.Store, sourceID int64, tool string, p *plugins.Plugin, old *store.Plugin, by string, rep *MCPReport) error {
+// convertedTool is a tool's plugin, encoded and counted, waiting to be
+// written.
+type convertedTool struct {
+	tool string
+	p    *plugins.Plugin
+	doc  []byte // pluginDocument(p): its content hash's input
+	old  *store.Plugin
+}
+
+// pluginDocument is what a tool's content hash reads: the plugin's JSON,
+// and its response words stored beside it (plugins.Plugin.ResponseWords).
+func pluginDocument(p *plugins.Plugin) ([]byte, error) {
 	doc, err := json.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("encode plugin %q: %w", p.Name, err)
+		return nil, fmt.Errorf("encode plugin %q: %w", p.Name, err)
 	}
-	if len(p.ResponseWords) > 0 { // stored beside the document (plugins.Plugin.ResponseWords)
+	if len(p.ResponseWords) > 0 {
 		words, _ := json.Marshal(p.ResponseWords)
 		doc = append(doc, words...)
 	}
-	sum := sha256.Sum256(doc)
+	return doc, nil
+}
+
+// writeTool creates or updates the plugin of one tool, or leaves it alone when
+// its content is unchanged.
+func writeTool(ctx context.Context, st *store.Store, sourceID int64, c convertedTool, by string, rep *MCPReport) error {
+	p, old, tool := c.p, c.old, c.tool
+	sum := sha256.Sum256(c.doc)
 	hash := hex.EncodeToString(sum[:])
 	if old != nil && old.ContentHash != nil && *old.ContentHash == hash {
 		rep.Unchanged = append(rep.Unchanged, p.Name)

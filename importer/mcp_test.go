@@ -3,6 +3,7 @@ package importer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -188,5 +190,52 @@ func TestImportSchemaCost(t *testing.T) {
 	}
 	if len(rep.Failed) != 1 || rep.Failed[0].Tool != "huge" || !strings.Contains(rep.Failed[0].Error, "limit of 2000 properties") {
 		t.Errorf("failed %+v, want huge over the properties limit", rep.Failed)
+	}
+}
+
+// TestImportTotalBounded: a server's tools each within a plugin's limits
+// but, together, over the import's (MCPOptions.MaxBytes,
+// BLINDEXEC_IMPORT_MAX_MB) refuse the import whole, naming the limit and
+// the tool at which it passed: nothing is written, not even the import
+// source; under the limit they import. A tool's outputSchema is held to a
+// plugin's limits as its inputSchema is.
+func TestImportTotalBounded(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	srv := &store.MCPServer{ID: "s-total", Name: "srv", Transport: store.TransportStdio, Command: store.JSON(`["true"]`)}
+	props := map[string]any{}
+	for i := range 1000 {
+		props[fmt.Sprintf("property_%04d", i)] = map[string]any{"type": "string", "description": strings.Repeat("d", 40)}
+	}
+	tools := make([]*sdk.Tool, 40) // some 75 kB each: 3 MB in all
+	for i := range tools {
+		tools[i] = &sdk.Tool{Name: fmt.Sprintf("tool_%02d", i), InputSchema: map[string]any{"type": "object", "properties": props}}
+	}
+	_, err := importer.MCPTools(ctx, st, srv, tools, importer.MCPOptions{MaxBytes: 1 << 20})
+	var tl *mcpimport.TooLargeError
+	if !errors.As(err, &tl) || tl.Listed || tl.Max != 1<<20 || tl.Tools < 2 || tl.Tools >= len(tools) ||
+		!strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)") || !strings.Contains(err.Error(), tl.Tool) {
+		t.Fatalf("MCPTools = %v; want a TooLargeError of the plugins naming 1 MiB, its setting and the tool", err)
+	}
+	if _, err := st.FindImportSource(ctx, store.SourceMCP, srv.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("import source after the refusal: %v, want none", err)
+	}
+	if rows, err := st.ListPlugins(ctx, store.PluginFilter{}); err != nil || len(rows) != 0 {
+		t.Errorf("plugins after the refusal: %d, %v; want none", len(rows), err)
+	}
+
+	big := map[string]any{}
+	for i := range plugins.DefaultSchemaLimits.Properties + 1 {
+		big[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+	}
+	few := append(tools[:3:3], &sdk.Tool{Name: "huge_output", InputSchema: map[string]any{"type": "object"},
+		OutputSchema: map[string]any{"type": "object", "properties": big}})
+	rep, err := importer.MCPTools(ctx, st, srv, few, importer.MCPOptions{MaxBytes: 1 << 20})
+	if err != nil || len(rep.Added) != 3 {
+		t.Fatalf("three tools under the limit: %+v, %v; want them added", rep, err)
+	}
+	if len(rep.Failed) != 1 || rep.Failed[0].Tool != "huge_output" || !strings.Contains(rep.Failed[0].Error, "outputSchema") ||
+		!strings.Contains(rep.Failed[0].Error, "limit of 2000 properties") {
+		t.Errorf("failed %+v, want huge_output's outputSchema over the properties limit", rep.Failed)
 	}
 }

@@ -230,13 +230,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	}
 	rep.Step(len(ops))
 
-	inDoc := map[string]bool{}
-	for _, key := range openapi.OperationKeys(doc) {
-		inDoc[key] = true
-	}
 	for _, key := range slices.Sorted(maps.Keys(existing)) {
 		row := existing[key]
-		if inDoc[key] || row.ContentHash == nil {
+		if row.ContentHash == nil || openapi.HasOperation(doc, key) {
 			continue // still there (perhaps not selected), or removed before
 		}
 		res.Removed = append(res.Removed, row.Name)

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"cmp"
 	"net/url"
 	"strings"
 )
@@ -70,8 +71,9 @@ func MethodOverride(in, name string) bool {
 
 // overridesUnsafe reports whether the request of a call with args asks,
 // through a method override (MethodOverride), for a method that is not
-// safe: in execution.headers, execution.query, base_url's query, or an
-// argument placed there. A value that is no method (a number, a list of
+// safe: in execution.headers, execution.query, base_url's query (a name
+// a path argument fills included), an argument placed there, or a
+// credential auth_config.mapping places there. A value that is no method (a number, a list of
 // several) is taken as unsafe: the server's reading of it is unknown.
 func (p *Plugin) overridesUnsafe(args map[string]any) bool {
 	e := &p.Execution
@@ -87,12 +89,26 @@ func (p *Plugin) overridesUnsafe(args map[string]any) bool {
 	}
 	if _, q, ok := strings.Cut(e.BaseURL, "?"); ok {
 		// Every value of the parameter, whatever the decoding errors
-		// around it: ParseQuery keeps what it could read.
+		// around it: ParseQuery keeps what it could read. A name holding
+		// a template is filled by a path argument ("?{k}=DELETE" with k
+		// "_method"): it may be the override, whatever its value.
 		vals, _ := url.ParseQuery(q)
-		for _, v := range vals["_method"] {
-			if unsafeOverride(v) {
-				return true
+		for k, vs := range vals {
+			if k != "_method" && !strings.Contains(k, "{") {
+				continue
 			}
+			for _, v := range vs {
+				if unsafeOverride(v) {
+					return true
+				}
+			}
+		}
+	}
+	for _, m := range p.AuthConfig.Mapping {
+		// A credential is sent where the server reads the method: its
+		// value is the caller's and unknown here (a payload's "DELETE").
+		if MethodOverride(cmp.Or(m.Location, InHeader), m.Target) {
+			return true
 		}
 	}
 	for name, v := range args {
@@ -101,14 +117,15 @@ func (p *Plugin) overridesUnsafe(args map[string]any) bool {
 		if place.Name != "" {
 			wire = place.Name
 		}
-		if wire == "$" && place.In == InBody {
-			// The whole body: its own _method field is the form's.
-			if m, ok := v.(map[string]any); ok && unsafeOverride(m["_method"]) {
-				return true
-			}
-			continue
-		}
 		if MethodOverride(place.In, wire) && unsafeOverride(v) {
+			return true
+		}
+		// An object spread into parameters of its own keys: the whole
+		// body's fields, an object in the query (style form exploded,
+		// OpenAPI's default) or in a form encoded so: its own _method
+		// is one ({"filter": {"_method": "DELETE"}} sends ?_method=DELETE).
+		spread := place.In == InQuery || place.In == InBody && (wire == "$" || place.Style != "" || place.Explode != nil)
+		if m, ok := v.(map[string]any); ok && spread && unsafeOverride(m["_method"]) {
 			return true
 		}
 	}

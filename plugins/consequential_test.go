@@ -87,6 +87,25 @@ func TestConsequentialOverride(t *testing.T) {
 		{"whole body with _method", get(func(p *Plugin) {
 			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"body": {In: InBody, Name: "$"}}}
 		}), map[string]any{"body": map[string]any{"_method": "DELETE"}}, false, true},
+		{"base_url query name filled by a path argument", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/items?{k}=DELETE" }), map[string]any{"k": "_method"}, true, true},
+		{"base_url query name filled, value GET", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/items?{k}=GET" }), map[string]any{"k": "_method"}, false, false},
+		{"credential mapped to an override header", get(func(p *Plugin) {
+			p.AuthConfig.Mapping = []AuthMapping{{Source: "VERB", Target: "x-http-method-override"}}
+		}), nil, true, true},
+		{"credential mapped to _method in the query", get(func(p *Plugin) {
+			p.AuthConfig.Mapping = []AuthMapping{{Source: "VERB", Target: "_method", Location: InQuery}}
+		}), nil, true, true},
+		{"credential mapped to another header", get(func(p *Plugin) {
+			p.AuthConfig.Mapping = []AuthMapping{{Source: "KEY", Target: "X-Api-Key"}}
+		}), nil, false, false},
+		{"object argument in the query, exploded", get(nil), map[string]any{"filter": map[string]any{"_method": "DELETE", "q": "x"}}, false, true},
+		{"object argument in the query asking GET", get(nil), map[string]any{"filter": map[string]any{"_method": "GET"}}, false, false},
+		{"object field of a form, style form", get(func(p *Plugin) {
+			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"f": {In: InBody, Name: "f", Style: "form"}}}
+		}), map[string]any{"f": map[string]any{"_method": "PUT"}}, false, true},
+		{"object field of a JSON body is nested", get(func(p *Plugin) {
+			p.Execution.ParamPlacement = Placement{Args: map[string]ArgPlacement{"data": {In: InBody, Name: "data"}}}
+		}), map[string]any{"data": map[string]any{"_method": "DELETE"}}, false, false},
 		{"_method in the path is no override", get(func(p *Plugin) { p.Execution.BaseURL = "https://api.example/{_method}" }), map[string]any{"_method": "DELETE"}, false, false},
 		{"override over an import's hint", get(func(p *Plugin) {
 			p.ConsequentialHint = &no

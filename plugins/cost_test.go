@@ -34,6 +34,21 @@ func laughs(n int) string {
 	return b.String()
 }
 
+// refText is a schema of n properties that $ref one definition holding a
+// description of size bytes: small as written, n times the text expanded.
+func refText(n, size int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"object","$defs":{"d":{"type":"string","description":"%s"}},"properties":{`, strings.Repeat("d", size))
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/d"}`, i)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
 // Issue 13, point 2: a schema over a limit is refused naming it; ordinary
 // schemas (cycles included) pass.
 func TestCheckSchemaCost(t *testing.T) {
@@ -54,6 +69,9 @@ func TestCheckSchemaCost(t *testing.T) {
 		{"billion laughs", laughs(30), LimitRefExpansions},
 		{"nodes", `{"type":"object","anyOf":[` + strings.Repeat(`{},`, l.Nodes) + `{}]}`, LimitNodes},
 		{"a property named $ref", `{"type":"object","properties":{"$ref":{"type":"string"}}}`, ""},
+		{"a long text $ref'd by many", refText(1000, 900<<10), LimitBytes},
+		{"a long text $ref'd once", refText(1, 600<<10), ""},
+		{"a long text $ref'd by a few", refText(3, 300<<10), ""},
 	} {
 		err := CheckSchemaCost([]byte(tc.schema))
 		var ce *CostError

@@ -387,6 +387,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	ex.Answers = &questions.Inbox{Store: st} // the answers to upstream questions, in the audit log
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
+	m.MaxToolsBytes = c.importMaxBytes // a tools/list is held and imported whole
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
 	cat := catalog.New(st, changes, log)
 	agents := catalog.NewAgents(st, changes, cat)

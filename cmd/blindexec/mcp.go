@@ -176,7 +176,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 			for k, v := range given {
 				all[k] = v
 			}
-			rep, err := importer.MCPServer(ctx, parts.store, parts.mcp, ref, all, importer.MCPOptions{By: "cli"})
+			rep, err := importer.MCPServer(ctx, parts.store, parts.mcp, ref, all, importer.MCPOptions{By: "cli", MaxBytes: cfg.importMaxBytes})
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +14,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestUpstreamMessageBounded: an MCP server answering a call with a JSON
@@ -70,5 +75,108 @@ func TestUpstreamMessageBounded(t *testing.T) {
 	res, err = ex.Execute(context.Background(), engine.Call{Plugin: p, Arguments: json.RawMessage(`{"text":"calm"}`), Credentials: tokenA})
 	if err != nil || !res.OK {
 		t.Errorf("the next call: %+v (%v), %v", res, res.Error, err)
+	}
+}
+
+// TestToolsListBounded: a server whose tools/list pages never end (each
+// page small, a next cursor always) is read up to the manager's bound on
+// the whole list, not until memory or the timeout runs out: the listing
+// fails naming the limit and its setting, and nothing is cached.
+func TestToolsListBounded(t *testing.T) {
+	var pages atomic.Int64
+	desc := strings.Repeat("d", 4<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var result any
+		switch msg.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "endless", "version": "1"}}
+		case "tools/list":
+			n := pages.Add(1)
+			tools := make([]any, 16)
+			for i := range tools {
+				tools[i] = map[string]any{"name": fmt.Sprintf("t%d_%d", n, i), "description": desc,
+					"inputSchema": map[string]any{"type": "object"}}
+			}
+			result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n)}
+		default:
+			if len(msg.ID) > 0 { // a request this server does not know
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+					"error": map[string]any{"code": -32601, "message": "method not found"}})
+				return
+			}
+			w.WriteHeader(http.StatusAccepted) // a notification
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+	}))
+	t.Cleanup(srv.Close)
+	row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: store.TransportStreamableHTTP, URL: srv.URL}
+	_, m := setup(t, row)
+	m.MaxToolsBytes = 1 << 20
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tools, err := m.Tools(ctx, "srv-1", nil, true)
+	var tl *mcpimport.TooLargeError
+	if !errors.As(err, &tl) || !tl.Listed || tl.Max != 1<<20 || !strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)") {
+		t.Fatalf("Tools = %d tools, %v; want a TooLargeError of the listing naming 1 MiB and its setting", len(tools), err)
+	}
+	// 16 tools of some 4 kB a page: the bound is passed on the 17th page.
+	if n := pages.Load(); n > 20 {
+		t.Errorf("%d pages read, want the listing stopped at the bound (about 17)", n)
+	}
+}
+
+// TestToolsCacheBounded: the tool lists cached per credential set hold at
+// most MaxToolsBytes together: a server listing near the limit to each of
+// many users was held once a user. Past it the oldest list is dropped (and
+// listed afresh when asked again); within it each is kept.
+func TestToolsCacheBounded(t *testing.T) {
+	up := mcptest.New(t)
+	_, m := setup(t, httpServer(up))
+	ctx := context.Background()
+	tools, err := m.Tools(ctx, "srv-1", tokenA, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := json.Marshal(tools)
+	m.MaxToolsBytes = len(one) + len(one)/2 // room for one list, not two
+	tokenB := map[string]string{"mcp_token": "tok-user-b-9876543210"}
+	tokenC := map[string]string{"mcp_token": "tok-user-c-5555555555"}
+	if _, err := m.Tools(ctx, "srv-1", tokenA, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Tools(ctx, "srv-1", tokenB, false); err != nil { // A's list dropped
+		t.Fatal(err)
+	}
+	up.AddTool("added_later", "new", `{"type":"object"}`, nil)
+	if tools, _ := m.Tools(ctx, "srv-1", tokenA, false); !hasTool(tools, "added_later") {
+		t.Error("A's list was kept beside B's past the bound: the cached one came back")
+	}
+	// Now A's is the newest, B's dropped; C's drops A's. Within the bound
+	// (raised), B's and C's are both kept.
+	m.MaxToolsBytes = 4 * len(one)
+	if _, err := m.Tools(ctx, "srv-1", tokenB, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Tools(ctx, "srv-1", tokenC, false); err != nil {
+		t.Fatal(err)
+	}
+	up.AddTool("added_last", "new", `{"type":"object"}`, nil)
+	for _, tok := range []map[string]string{tokenB, tokenC} {
+		if tools, _ := m.Tools(ctx, "srv-1", tok, false); hasTool(tools, "added_last") {
+			t.Errorf("%s: a list within the bound was dropped", tok["mcp_token"])
+		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -111,7 +112,13 @@ type Manager struct {
 	// answer whole: without it, a server's endless answer filled memory
 	// until the call's timeout.
 	MaxMessageBytes int64
-	Logger          *slog.Logger // nil: slog.Default()
+	// MaxToolsBytes bounds a tools/list answer whole, its pages together,
+	// as its tools encode (plugins.DefaultImportMaxBytes when 0;
+	// BLINDEXEC_IMPORT_MAX_MB): MaxMessageBytes bounds a page, not the
+	// pages a server's next cursors ask for, and a list is held, cached
+	// and imported whole. Past it the list fails (mcpimport.TooLargeError).
+	MaxToolsBytes int
+	Logger        *slog.Logger // nil: slog.Default()
 	// Changes, when set, keeps server configurations while the MCP
 	// servers' change counter stands still, instead of for ToolsTTL: a
 	// server changed or disabled anywhere (another replica, SQL) is re-read
@@ -135,16 +142,21 @@ type Manager struct {
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
 	// Tool lists by server and credential set: a server may list other
-	// tools to another user's credentials.
-	tools  map[sessionKey]*cached[[]*sdk.Tool]
-	closed bool
-	stop   chan struct{}
+	// tools to another user's credentials. toolsBytes is what they hold,
+	// as encoded: at most MaxToolsBytes in all, the oldest dropped first,
+	// so that a server listing near the limit to each of many users'
+	// credentials is not held once a user.
+	tools      map[sessionKey]*cached[[]*sdk.Tool]
+	toolsBytes int
+	closed     bool
+	stop       chan struct{}
 }
 
 type cached[T any] struct {
 	v       T
 	at      time.Time
 	version int64 // of the MCP servers' change counter when read
+	size    int   // a tool list's bytes, as encoded
 }
 
 // NewManager returns a Manager finding servers in servers and sending
@@ -201,7 +213,7 @@ func (m *Manager) Forget(ref string) {
 		delete(m.configs, id)
 		for k := range m.tools {
 			if k.server == id {
-				delete(m.tools, k)
+				m.dropTools(k)
 			}
 		}
 		for k, s := range m.sessions {
@@ -475,15 +487,30 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	if c != nil && !refresh && time.Since(c.at) < ttl {
 		return c.v, nil
 	}
-	var tools []*sdk.Tool
+	var (
+		tools   []*sdk.Tool
+		encoded []byte // the list as the cache stores it, counted as it comes
+	)
+	limit := cmp.Or(m.MaxToolsBytes, plugins.DefaultImportMaxBytes)
 	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
-		tools = tools[:0]
+		tools, encoded = tools[:0], append(encoded[:0], '[')
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				return err
 			}
 			tools = append(tools, t)
+			if len(tools) > 1 {
+				encoded = append(encoded, ',')
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			if encoded = append(encoded, b...); len(encoded) > limit {
+				return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
+			}
 		}
+		encoded = append(encoded, ']')
 		return nil
 	})
 	if err != nil {
@@ -491,14 +518,40 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	}
 	now := time.Now()
 	m.mu.Lock()
-	m.tools[key] = &cached[[]*sdk.Tool]{v: tools, at: now}
+	m.keepTools(key, &cached[[]*sdk.Tool]{v: tools, at: now, size: len(encoded)}, limit)
 	m.mu.Unlock()
-	if b, err := json.Marshal(tools); err == nil {
-		if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, b, now); err != nil {
-			m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
-		}
+	if err := m.servers.UpdateMCPToolsCache(ctx, srv.id, encoded, now); err != nil {
+		m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
 	}
 	return tools, nil
+}
+
+// keepTools caches a tool list under key, dropping the oldest others
+// while the lists hold more than limit bytes. m.mu is held.
+func (m *Manager) keepTools(key sessionKey, c *cached[[]*sdk.Tool], limit int) {
+	m.dropTools(key)
+	m.tools[key] = c
+	m.toolsBytes += c.size
+	for m.toolsBytes > limit {
+		var oldest *sessionKey
+		for k, o := range m.tools {
+			if k != key && (oldest == nil || o.at.Before(m.tools[*oldest].at)) {
+				oldest = &k
+			}
+		}
+		if oldest == nil {
+			return // the list alone: within limit, as listed
+		}
+		m.dropTools(*oldest)
+	}
+}
+
+// dropTools forgets the tool list cached under key. m.mu is held.
+func (m *Manager) dropTools(key sessionKey) {
+	if c := m.tools[key]; c != nil {
+		m.toolsBytes -= c.size
+		delete(m.tools, key)
+	}
 }
 
 // Tool returns the tool called name on server ref, looking it up in the

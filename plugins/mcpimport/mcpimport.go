@@ -78,7 +78,12 @@ func Convert(srv Server, t *sdk.Tool, name string, maxDepth int) (*plugins.Plugi
 	var output json.RawMessage
 	var answers []string
 	if t.OutputSchema != nil {
-		if output, err = json.Marshal(t.OutputSchema); err != nil {
+		if output, err = json.Marshal(t.OutputSchema); err == nil {
+			// Held by the plugin and listed to MCP clients: bounded as
+			// inputSchema is.
+			err = plugins.CheckSchemaCost(output)
+		}
+		if err != nil {
 			return nil, nil, &ConversionError{Tool: t.Name, Err: fmt.Errorf("outputSchema: %w", err)}
 		}
 		answers = outputWords(output)
@@ -251,4 +256,25 @@ func outputWords(output json.RawMessage) []string {
 		return nil
 	}
 	return schema.PropertyNames(root, schema.JSONSchemaLookup(root))
+}
+
+// TooLargeError refuses a server's tools whole: their tools/list answer
+// (Listed) or the plugins they make would be over the import's limit
+// (plugins.DefaultImportMaxBytes, BLINDEXEC_IMPORT_MAX_MB). Every page of
+// a tools/list is bounded alone, not their number, and a tool's schema by
+// a plugin's limits, not the number of tools. Nothing is written.
+type TooLargeError struct {
+	Max    int    // the limit, in bytes
+	Tool   string // the tool at which the total passed it
+	Tools  int    // tools read up to it, that one included
+	Listed bool   // the tools/list answer, not the plugins
+}
+
+func (e *TooLargeError) Error() string {
+	what, done := "the server's tools make plugins", "converted"
+	if e.Listed {
+		what, done = "the server's tools/list answer is", "listed"
+	}
+	return fmt.Sprintf("%s over the import's limit of %s: the total passed it at tool %q (%d %s); raise the limit",
+		what, plugins.ImportLimitText(e.Max), e.Tool, e.Tools, done)
 }

@@ -118,7 +118,11 @@ func perOperation(t *testing.T, doc *Document) (p50, p99, max time.Duration) {
 		t.Fatal(err)
 	}
 	var times []time.Duration
-	for _, o := range c.operations() {
+	ops, tl := c.operations()
+	if tl != nil {
+		t.Fatal(tl)
+	}
+	for _, o := range ops {
 		start := time.Now()
 		c.convert(o)
 		times = append(times, time.Since(start))

@@ -21,11 +21,12 @@ import (
 // DefaultMaxBytes is the default of Options.MaxBytes: 64 MiB, some 30
 // times what the corpus's largest documents count (GitHub's 2.2 MiB,
 // OpenAI's 2.1, Stripe's 1.5), and room for Microsoft Graph's 41 MiB.
-const DefaultMaxBytes = 64 << 20
+// The limit is an MCP import's too (plugins.DefaultImportMaxBytes).
+const DefaultMaxBytes = plugins.DefaultImportMaxBytes
 
 // EnvMaxMB is the setting of Options.MaxBytes, in MiB, under serve and
 // the CLI.
-const EnvMaxMB = "BLINDEXEC_IMPORT_MAX_MB"
+const EnvMaxMB = plugins.EnvImportMaxMB
 
 // pluginOverhead is what an import counts for each plugin besides its
 // parameter schema and texts: its row's other columns. It also bounds
@@ -38,16 +39,21 @@ type TooLargeError struct {
 	Max        int    // the limit, in bytes
 	Key        string // the operation at which the total passed it
 	Operations int    // operations converted up to it, that one included
+	// Listed, when set, is the selected operations listed up to Key: more
+	// than the limit holds at its least a plugin, refused before any is
+	// converted.
+	Listed int
 }
 
 func (e *TooLargeError) Error() string {
-	limit := fmt.Sprintf("%d MiB", e.Max>>20)
-	if e.Max%(1<<20) != 0 {
-		limit = fmt.Sprintf("%d bytes", e.Max)
+	if e.Listed > 0 {
+		return fmt.Sprintf("the document has more operations than the import's limit of %s holds at %d bytes each: "+
+			"%d up to operation %s; select fewer operations (tag, path, operation id) or raise the limit",
+			plugins.ImportLimitText(e.Max), pluginOverhead, e.Listed, e.Key)
 	}
-	return fmt.Sprintf("the document's plugins are over the import's limit of %s (%s): the total passed it at operation %s (%d converted); "+
+	return fmt.Sprintf("the document's plugins are over the import's limit of %s: the total passed it at operation %s (%d converted); "+
 		"select fewer operations (tag, path, operation id) or raise the limit",
-		limit, EnvMaxMB, e.Key, e.Operations)
+		plugins.ImportLimitText(e.Max), e.Key, e.Operations)
 }
 
 // count adds the n bytes of operation o's plugin (or failure) to the

@@ -402,6 +402,98 @@ func FuzzMeter(f *testing.F) {
 	})
 }
 
+// TestSharedPathItemsListed: paths that all $ref one path item of eight
+// operations make operations without their bytes (20,000 paths of 35
+// bytes, 160,000 operations). The import is refused once its selected
+// operations are more than its limit holds at their least, before any is
+// converted: every one was listed, then converted up to the limit, 428,000
+// allocations; a selection lists only what it selects.
+func TestSharedPathItemsListed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://x.example"}],"paths":{"/a":{`)
+	for i, m := range methods {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s":{"responses":{"200":{"description":"ok"}}}`, m)
+	}
+	b.WriteString(`}`)
+	for i := range 20_000 {
+		fmt.Fprintf(&b, `,"/p%05d":{"$ref":"#/paths/~1a"}`, i)
+	}
+	b.WriteString(`}}`)
+	doc, err := Load([]byte(b.String()), "refs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 1 << 20
+	var tl *TooLargeError
+	allocs := testing.AllocsPerRun(1, func() {
+		_, _, err = Convert(doc, Options{MaxBytes: limit})
+	})
+	if !errors.As(err, &tl) || tl.Listed != limit/pluginOverhead+1 || !strings.Contains(err.Error(), "more operations than the import's limit of 1 MiB") {
+		t.Fatalf("Convert = %v; want a TooLargeError of the listing at operation %d", err, limit/pluginOverhead+1)
+	}
+	t.Logf("%.0f allocations", allocs)
+	if allocs > 30_000 {
+		t.Errorf("%.0f allocations to refuse the import, want under 30,000", allocs)
+	}
+	ops, failures, err := Convert(doc, Options{MaxBytes: limit, Paths: []string{"/p0000*"}})
+	if err != nil || len(ops)+len(failures) != 80 {
+		t.Errorf("a selection of 10 paths: %d operations, %d failed, %v; want 80", len(ops), len(failures), err)
+	}
+}
+
+// TestHasOperation: a sync's question of each plugin it holds answers as
+// the listing of the document's operations would, path items that $ref
+// another included.
+func TestHasOperation(t *testing.T) {
+	doc, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+		"/a":{"get":{"responses":{"200":{"description":"ok"}}},"parameters":[]},
+		"/b":{"$ref":"#/paths/~1a"},
+		"/c":{"$ref":"#/paths/~1missing"},
+		"x-ext":{"get":{"responses":{"200":{"description":"ok"}}}}}}`), "has")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{
+		"GET /a": true, "GET /b": true, "POST /a": false, "get /a": false, "PARAMETERS /a": false,
+		"GET /c": false, "GET x-ext": false, "GET /d": false, "GET": false, "": false,
+	} {
+		if got := HasOperation(doc, key); got != want {
+			t.Errorf("HasOperation(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// TestMemoSharedNotWritten: operations sharing a component through the
+// import's memo (schema.Memo) each get their own parameter description,
+// deprecation and body description: what one operation adds to a shared
+// expansion never reaches another.
+func TestMemoSharedNotWritten(t *testing.T) {
+	doc, err := Load([]byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://x.example"}],
+	"components":{"schemas":{"Id":{"type":"string"},"Note":{"type":"string"}}},
+	"paths":{
+	"/a":{"post":{"operationId":"a","parameters":[{"name":"id","in":"query","description":"A's id","deprecated":true,"example":"a1","schema":{"$ref":"#/components/schemas/Id"}}],
+		"requestBody":{"description":"A's note","content":{"text/plain":{"schema":{"$ref":"#/components/schemas/Note"}}}},"responses":{"200":{"description":"ok"}}}},
+	"/b":{"post":{"operationId":"b","parameters":[{"name":"id","in":"query","schema":{"$ref":"#/components/schemas/Id"}}],
+		"requestBody":{"content":{"text/plain":{"schema":{"$ref":"#/components/schemas/Note"}}}},"responses":{"200":{"description":"ok"}}}}}}`), "memo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, failures, err := Convert(doc, Options{})
+	if err != nil || len(failures) != 0 || len(ops) != 2 {
+		t.Fatalf("Convert = %d operations, %v, %v", len(ops), failures, err)
+	}
+	for _, o := range ops {
+		params := string(o.Plugin.Parameters)
+		leaked := strings.Contains(params, "A's") || strings.Contains(params, "Deprecated") || strings.Contains(params, "a1")
+		if (o.Key == "POST /b") == leaked {
+			t.Errorf("%s: parameters %s", o.Key, params)
+		}
+	}
+}
+
 // TestPluginLimitsLifted: Options.PluginLimits replaces an inline
 // plugin's limits (a measurement's crowd keeps its operations whole);
 // zero keeps them.

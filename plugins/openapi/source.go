@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"slices"
 	"strings"
 
 	"github.com/blindexec/blindexec/plugins/schema"
@@ -80,16 +81,21 @@ func (l lineHasher) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// OperationKeys lists the key ("METHOD /path") of every operation of the
-// document, selected or not.
-func OperationKeys(doc *Document) []string {
-	c := &converter{doc: doc, lookup: schema.OpenAPILookup(doc.Raw)}
-	ops := c.operations()
-	keys := make([]string, len(ops))
-	for i, o := range ops {
-		keys[i] = o.key
+// HasOperation reports whether the document has the operation key
+// ("METHOD /path"), selected or not: a sync asks it of each plugin it
+// holds, rather than listing every operation of a document whose path
+// items may $ref one another (TestSharedPathItemsListed).
+func HasOperation(doc *Document, key string) bool {
+	m, p, ok := strings.Cut(key, " ")
+	paths, _ := doc.Raw["paths"].(map[string]any)
+	if !ok || !strings.HasPrefix(p, "/") || paths[p] == nil {
+		return false
 	}
-	return keys
+	m = strings.ToLower(m)
+	v, err := schema.OpenAPILookup(doc.Raw).Deref(paths[p])
+	item, _ := v.(map[string]any)
+	_, isOp := item[m].(map[string]any)
+	return err == nil && isOp && slices.Contains(methods, m) && key == strings.ToUpper(m)+" "+p
 }
 
 // QualifiedName is the name of a new plugin whose name another source's

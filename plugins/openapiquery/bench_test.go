@@ -2,8 +2,10 @@ package openapiquery
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +187,38 @@ func encoded[T any](v T, err error) error {
 	}
 	_, err = json.Marshal(v)
 	return err
+}
+
+// BenchmarkRequestSchemaParameters: get_request_schema of an operation
+// whose path item and operation declare n parameters each (a hostile
+// document's): the merge by name and location is linear in them.
+func BenchmarkRequestSchemaParameters(b *testing.B) {
+	for _, n := range []int{2_000, 8_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var doc strings.Builder
+			list := func(prefix string) {
+				for i := range n {
+					if i > 0 {
+						doc.WriteByte(',')
+					}
+					fmt.Fprintf(&doc, `{"name":"%s%d","in":"query","schema":{"type":"string"}}`, prefix, i)
+				}
+			}
+			doc.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/x":{"parameters":[`)
+			list("p")
+			doc.WriteString(`],"get":{"operationId":"op","parameters":[`)
+			list("q")
+			doc.WriteString(`],"responses":{"200":{"description":"ok"}}}}}}`)
+			d, err := openapi.Load([]byte(doc.String()), "params")
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := NewIndex(d)
+			for b.Loop() {
+				if r, err := x.RequestSchema("op"); err != nil || len(r.Params.Query.Properties) != 2*n {
+					b.Fatalf("%v", err)
+				}
+			}
+		})
+	}
 }

@@ -147,9 +147,13 @@ func (x *Index) RequestSchema(id string) (*RequestSchema, error) {
 var paramLocations = []string{"path", "query", "header", "cookie"}
 
 // parameters merges the path item's parameters with the operation's (the
-// operation's win, by name and location), references followed.
+// operation's win, by name and location), references followed. Found by
+// a map, not a search of those merged so far: a document's 32,000
+// parameters took 47 s a request.
 func (x *Index) parameters(o *Operation) ([]map[string]any, error) {
+	type key struct{ name, in string }
 	var out []map[string]any
+	at := map[key]int{}
 	for _, list := range []any{o.item["parameters"], o.op["parameters"]} {
 		items, _ := list.([]any)
 		for i, v := range items {
@@ -165,10 +169,11 @@ func (x *Index) parameters(o *Operation) ([]map[string]any, error) {
 					Message: o.key() + ": parameter " + strconv.Itoa(i) + " is not a parameter object with a name and an \"in\" of path, query, header or cookie",
 					Details: map[string]any{"operation": o.key(), "parameter": v}}
 			}
-			if j := slices.IndexFunc(out, func(q map[string]any) bool { return q["name"] == name && q["in"] == in }); j >= 0 {
+			if j, ok := at[key{name, in}]; ok {
 				out[j] = p
 				continue
 			}
+			at[key{name, in}] = len(out)
 			out = append(out, p)
 		}
 	}
