@@ -191,6 +191,7 @@ type converter struct {
 	lookup     schema.Lookup
 	memo       *schema.Memo // the request side's expansions, shared by the operations
 	meter      *meter
+	cuts       map[cutKey]cutEntry  // reduced subschemas, shared by the operations
 	limits     plugins.SchemaLimits // of each plugin's parameter schema
 	total      int                  // bytes of the plugins converted so far
 	words      map[any][]string     // response words, by the schema they are of
@@ -315,6 +316,7 @@ type opBuilder struct {
 	// named like a template to the path.
 	templates []string
 	warnings  []string
+	body      *bodyFields // a JSON or form body spread into arguments
 }
 
 func (b *opBuilder) warn(format string, a ...any) {
@@ -396,14 +398,12 @@ func (c *converter) convert(o rawOperation) (built, int, error) {
 	if o.op["deprecated"] == true {
 		p.Description = "Deprecated: the API may remove this operation; prefer another if one fits.\n\n" + p.Description
 	}
-	props := make(map[string]any, len(b.args))
-	required := []string{}
+	root, sz, err := b.fit()
+	if err != nil {
+		return built{}, 0, err
+	}
 	place := make(map[string]plugins.ArgPlacement, len(b.args))
 	for _, a := range b.args {
-		props[a.name] = a.schema
-		if a.required {
-			required = append(required, a.name)
-		}
 		if v, ok := fixedValue(a.schema); ok {
 			if p.FixedParams == nil {
 				p.FixedParams = map[string]any{}
@@ -414,14 +414,6 @@ func (c *converter) convert(o rawOperation) (built, int, error) {
 	}
 	if len(place) > 0 {
 		p.Execution.ParamPlacement.Args = place
-	}
-	root := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		root["required"] = required
-	}
-	sz := c.meter.measure(root, false, 2) // the root and its properties are new
-	if over := sz.over(c.limits); over != nil {
-		return built{}, 0, &PluginLimitError{Field: "parameters", Cost: over}
 	}
 	provider := c.auth(o, p, b)
 	n := sz.bytes + len(p.Title) + len(p.Description) + pluginOverhead
@@ -622,8 +614,16 @@ func (b *opBuilder) addBody(v any) (string, error) {
 		return "", nil // an object that admits nothing (Stripe's GETs): no body
 	}
 	spread := structured && len(props) > 0 && hasType(s, "object")
-	if err := b.checkBody(s, props, spread, mediaKind(ct) == "multipart"); err != nil {
+	whole, err := b.checkBody(s, props, spread, mediaKind(ct) == "multipart")
+	if err != nil {
 		return "", err
+	}
+	if spread && mediaKind(ct) != "multipart" {
+		b.body = &bodyFields{schema: s, required: required, fields: len(props)}
+	}
+	if whole {
+		b.wholeBody(&plugins.CostError{Limit: plugins.LimitProperties, Max: b.c.limits.Properties})
+		return ct, nil
 	}
 	if !spread {
 		if d := strings.TrimSpace(str(rb["description"])); d != "" && s["description"] == nil {

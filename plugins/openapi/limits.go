@@ -69,39 +69,46 @@ func (c *converter) tooLarge(key string) *TooLargeError {
 	return &TooLargeError{Max: c.maxTotal, Key: key}
 }
 
-// checkBody refuses a request body before its fields become arguments
-// when the plugin would be over a plugin's limits with it, or the import
-// over its own: a body that thousands of operations share then fails
-// each of them at the cost of a look-up. It counts what the plugin holds
-// at least: a body sent whole is an argument as it is; a body's fields
-// are arguments under names of a character or more (long ones are cut),
-// their schemas as they are, except a multipart field's, which may be
-// rewritten smaller (that body is left to the plugin's own count).
-func (b *opBuilder) checkBody(s, props map[string]any, spread, multipart bool) error {
+// checkBody looks at a request body before its fields become arguments.
+// A body whose fields are over a plugin's properties even if each were
+// free-form is sent whole (whole): a body that thousands of operations
+// share then costs each a look-up. A body whose plugin would be within a
+// plugin's limits but over the import's refuses the import. It counts
+// what the plugin holds at least: a body sent whole is an argument as it
+// is; a body's fields are arguments under names of a character or more
+// (long ones are cut), their schemas as they are, except a multipart
+// field's, which may be rewritten smaller (that body is left to the
+// plugin's own count). A plugin over its limits is left to fit, which
+// may reduce it below that least.
+func (b *opBuilder) checkBody(s, props map[string]any, spread, multipart bool) (whole bool, err error) {
 	var least size
 	switch {
 	case spread && multipart:
-		return nil
+		return false, nil
 	case spread:
+		if len(b.args)+len(props) > b.c.limits.Properties {
+			return true, nil
+		}
 		p := b.c.meter.measure(props, true, 0)
 		least = size{bytes: p.bytes - p.keys + len(`"x":`)*len(props), depth: p.depth + 1, props: p.props, nodes: p.nodes + 1}
 	default:
 		least = b.c.meter.measure(s, false, 1)
 	}
-	if over := least.over(b.c.limits); over != nil {
-		return &PluginLimitError{Field: "request body", Cost: over}
+	for _, a := range b.args {
+		least.add(b.c.meter.measure(a.schema, false, 1))
 	}
-	if b.c.total+least.bytes > b.c.maxTotal {
-		return b.c.tooLarge(b.key)
+	if least.over(b.c.limits) == nil && b.c.total+least.bytes > b.c.maxTotal {
+		return false, b.c.tooLarge(b.key)
 	}
-	return nil
+	return false, nil
 }
 
 // PluginLimitError is an operation whose parameter schema is over an
-// inline plugin's limits (plugins.DefaultSchemaLimits); the operation
-// fails, the others import.
+// inline plugin's limits (plugins.DefaultSchemaLimits) even reduced (its
+// parameters, not a body, are too many); the operation fails, the
+// others import.
 type PluginLimitError struct {
-	Field string // "parameters", or the part measured first: "request body", "parameters (N)"
+	Field string // "parameters (N)": more parameters than a plugin's properties; "parameters" otherwise
 	Cost  *plugins.CostError
 }
 

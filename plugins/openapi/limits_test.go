@@ -1,9 +1,14 @@
 package openapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,31 +88,35 @@ func nested(n int) map[string]any {
 }
 
 // TestPluginLimits: an operation whose plugin would be just within an
-// inline plugin's limits imports; one just over fails, by its key, with
-// the part and the limit named, and the others import.
+// inline plugin's limits imports as it is; one just over imports
+// reduced, within the limits, with a warning naming what was reduced
+// and the limit; parameters too many to reduce fail the operation, by
+// its key, with the part and the limit named.
 func TestPluginLimits(t *testing.T) {
 	l := plugins.DefaultSchemaLimits
 	for _, tc := range []struct {
-		name         string
-		under, over  func(t *testing.T) []byte
-		field, limit string
+		name        string
+		under, over func(t *testing.T) []byte
+		limit       string
+		warning     string // of the operation just over; "" when it fails
+		args        int    // the arguments of the reduced plugin
 	}{
 		{"body properties",
 			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties), 0) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties+1), 0) },
-			"request body: ", plugins.LimitProperties},
+			plugins.LimitProperties, "request body of 2001 fields made one free-form object argument (", 1},
 		{"parameters",
 			func(t *testing.T) []byte { return limitDoc(t, 1, nil, l.Properties) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, nil, l.Properties+1) },
-			fmt.Sprintf("parameters (%d): ", l.Properties+1), plugins.LimitProperties},
+			plugins.LimitProperties, "", 0},
 		{"parameters and body together",
 			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties-10), 10) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, props(l.Properties-10), 11) },
-			"parameters: ", plugins.LimitProperties},
+			plugins.LimitProperties, "request body of 1990 fields made one free-form object argument (", 12},
 		{"bytes",
 			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes), 0) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, paddedBody(t, l.Bytes+1), 0) },
-			"parameters: ", plugins.LimitBytes},
+			plugins.LimitBytes, "parameters reduced: ", 1},
 		// the root, its properties and the body's field: three levels
 		{"depth",
 			func(t *testing.T) []byte {
@@ -116,29 +125,49 @@ func TestPluginLimits(t *testing.T) {
 			func(t *testing.T) []byte {
 				return limitDoc(t, 1, map[string]any{"type": "object", "properties": map[string]any{"a": nested(l.Depth - 2)}}, 0)
 			},
-			"request body: ", plugins.LimitDepth},
+			plugins.LimitDepth, "parameters reduced: ", 1},
 		// an enum's values are not subschemas: the resolver keeps them
 		// whole, so they are what can make a plugin of many nodes
 		{"nodes",
 			func(t *testing.T) []byte { return limitDoc(t, 1, enumOfLists(l.Nodes-3), 0) },
 			func(t *testing.T) []byte { return limitDoc(t, 1, enumOfLists(l.Nodes-2), 0) },
-			"request body: ", plugins.LimitNodes},
+			plugins.LimitNodes, "parameters reduced: ", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, failures, err := convertDoc(t, tc.under(t), Options{})
-			if err != nil || len(ops) != 1 || len(failures) != 0 {
+			if err != nil || len(ops) != 1 || len(failures) != 0 || len(ops[0].Warnings) != 0 {
 				t.Fatalf("just under: %v, %d operations, failures %v", err, len(ops), failures)
 			}
 			if err := plugins.CheckSchemaCost(ops[0].Plugin.Parameters); err != nil {
 				t.Errorf("just under: an inline plugin would be refused: %v", err)
 			}
 			ops, failures, err = convertDoc(t, tc.over(t), Options{})
-			if err != nil || len(ops) != 0 || len(failures) != 1 {
+			cost := (&plugins.CostError{Limit: tc.limit, Max: limitOf(l, tc.limit)}).Error()
+			if tc.warning == "" {
+				if err != nil || len(ops) != 0 || len(failures) != 1 {
+					t.Fatalf("just over: %v, %d operations, failures %v", err, len(ops), failures)
+				}
+				want := fmt.Sprintf("parameters (%d): %s", l.Properties+1, cost)
+				if f := failures[0]; f.Key != "POST /p00000" || !strings.HasPrefix(f.Reason, want) {
+					t.Errorf("just over: %s: %s, want %q", f.Key, f.Reason, want)
+				}
+				return
+			}
+			if err != nil || len(ops) != 1 || len(failures) != 0 {
 				t.Fatalf("just over: %v, %d operations, failures %v", err, len(ops), failures)
 			}
-			want := tc.field + (&plugins.CostError{Limit: tc.limit, Max: limitOf(l, tc.limit)}).Error()
-			if f := failures[0]; f.Key != "POST /p00000" || !strings.HasPrefix(f.Reason, want) {
-				t.Errorf("just over: %s: %s, want %q", f.Key, f.Reason, want)
+			p := ops[0].Plugin
+			if err := plugins.CheckSchemaCost(p.Parameters); err != nil {
+				t.Errorf("just over: reduced, an inline plugin would still be refused: %v", err)
+			}
+			if w := strings.Join(ops[0].Warnings, "\n"); !strings.HasPrefix(w, tc.warning) || !strings.Contains(w, cost) {
+				t.Errorf("just over: warnings %q, want %q and %q", w, tc.warning, cost)
+			}
+			if !strings.Contains(string(p.Parameters), omittedNote) {
+				t.Errorf("just over: no free-form part in %.300s", p.Parameters)
+			}
+			if n := len(p.Execution.ParamPlacement.Args); n != tc.args {
+				t.Errorf("just over: %d arguments, want %d", n, tc.args)
 			}
 		})
 	}
@@ -193,7 +222,8 @@ func TestImportLimit(t *testing.T) {
 	}{
 		{"a shared body", limitDoc(t, 50, props(300), 0)},
 		{"shared parameters", limitDoc(t, 50, nil, 300)},
-		{"operations that fail count", limitDoc(t, 50, props(plugins.DefaultSchemaLimits.Properties+1), 0)},
+		{"operations that fail count", limitDoc(t, 50, nil, plugins.DefaultSchemaLimits.Properties+1)},
+		{"reduced operations", limitDoc(t, 50, props(plugins.DefaultSchemaLimits.Properties+1), 0)},
 		{"a body and parameters", limitDoc(t, 50, props(100), 100)},
 		{"names cut to 64 characters", limitDoc(t, 50, longNames(30), 0)},
 	} {
@@ -235,7 +265,9 @@ func TestImportLimit(t *testing.T) {
 // TestHostileShapes: what a document of a few hundred kB makes through
 // each amplification the importer met, bounded by the limits. Each
 // shape is the attack's (issue: 2,000 operations of one 3,000-property
-// body took 33 s), counted by its outcome, not its time.
+// body took 33 s), counted by its outcome, not its time: a body over
+// the limits imports as one free-form argument, a plugin of a few
+// hundred bytes.
 func TestHostileShapes(t *testing.T) {
 	allOf := func(n int) map[string]any {
 		var members []any
@@ -252,21 +284,26 @@ func TestHostileShapes(t *testing.T) {
 		long["properties"].(map[string]any)[name+strings.Repeat("_long", 40)] = s
 	}
 	for _, tc := range []struct {
-		name     string
-		doc      []byte
-		failed   int
-		tooLarge bool
+		name             string
+		doc              []byte
+		imported, failed int
+		tooLarge         bool
 	}{
-		{"2,000 operations of one body of 3,000 properties", limitDoc(t, 2000, props(3000), 0), 2000, false},
-		{"an allOf of 5,000 members", limitDoc(t, 1, allOf(5000), 0), 1, false},
-		{"2,000 operations of one body of 1,900 long names", limitDoc(t, 2000, long, 0), 0, true},
-		{"3,000 parameters", limitDoc(t, 10, nil, 3000), 10, false},
+		{"2,000 operations of one body of 3,000 properties", limitDoc(t, 2000, props(3000), 0), 2000, 0, false},
+		{"an allOf of 5,000 members", limitDoc(t, 1, allOf(5000), 0), 1, 0, false},
+		{"2,000 operations of one body of 1,900 long names", limitDoc(t, 2000, long, 0), 0, 0, true},
+		{"3,000 parameters", limitDoc(t, 10, nil, 3000), 0, 10, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, failures, err := convertDoc(t, tc.doc, Options{})
 			var tl *TooLargeError
-			if tc.tooLarge != errors.As(err, &tl) || len(failures) != tc.failed {
+			if tc.tooLarge != errors.As(err, &tl) || len(ops) != tc.imported || len(failures) != tc.failed {
 				t.Fatalf("%d bytes of document: %v, %d operations, %d failed", len(tc.doc), err, len(ops), len(failures))
+			}
+			for _, op := range ops {
+				if n := len(op.Plugin.Parameters); n > 500 {
+					t.Fatalf("%s: %d bytes of parameters", op.Key, n)
+				}
 			}
 		})
 	}
@@ -458,21 +495,129 @@ func TestMemoSharedNotWritten(t *testing.T) {
 }
 
 // TestPluginLimitsLifted: Options.PluginLimits replaces an inline
-// plugin's limits (a measurement's crowd keeps its operations); zero
-// keeps them.
+// plugin's limits (a measurement's crowd keeps its operations whole);
+// zero keeps them.
 func TestPluginLimitsLifted(t *testing.T) {
 	l := plugins.DefaultSchemaLimits
 	data := limitDoc(t, 1, props(l.Properties+1), 0)
 	for _, tc := range []struct {
 		limits plugins.SchemaLimits
-		ops    int
+		args   int // a body reduced to one, or its fields
 	}{
-		{plugins.SchemaLimits{}, 0},
-		{plugins.SchemaLimits{Bytes: l.Bytes, Depth: l.Depth, Properties: l.Properties + 1, Nodes: l.Nodes}, 1},
+		{plugins.SchemaLimits{}, 1},
+		{plugins.SchemaLimits{Bytes: l.Bytes, Depth: l.Depth, Properties: l.Properties + 1, Nodes: l.Nodes}, l.Properties + 1},
 	} {
 		ops, failed, err := convertDoc(t, data, Options{PluginLimits: tc.limits})
-		if err != nil || len(ops) != tc.ops || len(ops)+len(failed) != 1 {
-			t.Errorf("limits %+v: %v, %d operations, %d failed; want %d operations", tc.limits, err, len(ops), len(failed), tc.ops)
+		if err != nil || len(ops) != 1 || len(failed) != 0 {
+			t.Fatalf("limits %+v: %v, %d operations, %d failed", tc.limits, err, len(ops), len(failed))
 		}
+		if n := len(ops[0].Plugin.Execution.ParamPlacement.Args); n != tc.args {
+			t.Errorf("limits %+v: %d arguments, want %d", tc.limits, n, tc.args)
+		}
+	}
+}
+
+// TestDocuSignReduced: DocuSign's eSignature API, whose envelope
+// definition expands recipients and tabs past an inline plugin's limits,
+// imports whole: its 37 operations over them reduced (create-envelope
+// among them), each within the limits, with a warning, and the same
+// plugins from a second conversion.
+func TestDocuSignReduced(t *testing.T) {
+	f, err := os.Open("../../toolsearch/testdata/crowd-docusign.net.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convert := func() map[string]Operation {
+		ops, failures, err := convertDoc(t, data, Options{})
+		if err != nil || len(failures) != 0 {
+			t.Fatalf("%v, %d operations, failures %v", err, len(ops), failures)
+		}
+		byKey := map[string]Operation{}
+		for _, op := range ops {
+			byKey[op.Key] = op
+		}
+		return byKey
+	}
+	ops, again := convert(), convert()
+	reduced := 0
+	for key, op := range ops {
+		if !slices.ContainsFunc(op.Warnings, func(w string) bool { return strings.Contains(w, "an inline plugin's limit") }) {
+			continue
+		}
+		reduced++
+		if err := plugins.CheckSchemaCost(op.Plugin.Parameters); err != nil {
+			t.Errorf("%s: reduced, still over: %v", key, err)
+		}
+		if !bytes.Equal(op.Plugin.Parameters, again[key].Plugin.Parameters) {
+			t.Errorf("%s: two conversions, two reductions", key)
+		}
+	}
+	if len(ops) != 402 || reduced != 37 {
+		t.Errorf("%d operations, %d reduced; want 402 and 37", len(ops), reduced)
+	}
+	create, ok := ops["POST /v2.1/accounts/{accountId}/envelopes"]
+	if !ok {
+		t.Fatal("no create-envelope")
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(create.Plugin.Parameters, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"accountId", "recipients", "documents", "emailSubject", "status"} {
+		if _, ok := s.Properties[name]; !ok {
+			t.Errorf("create-envelope: no argument %s in %d", name, len(s.Properties))
+		}
+	}
+	t.Logf("create-envelope %s: %d bytes, %q", create.Plugin.Name, len(create.Plugin.Parameters), create.Warnings)
+}
+
+// TestReducedValidates: the executor validates arguments against the
+// reduced schema: a free-form part accepts any value of its type, and
+// only of its type.
+func TestReducedValidates(t *testing.T) {
+	l := plugins.DefaultSchemaLimits
+	deep := any("x")
+	for range l.Depth + 5 {
+		deep = []any{deep}
+	}
+	for _, tc := range []struct {
+		name      string
+		doc       []byte
+		good, bad map[string]any
+	}{
+		{"a body made one argument", limitDoc(t, 1, props(l.Properties+1), 0),
+			map[string]any{"body": map[string]any{"f0": "x", "other": []any{1, map[string]any{}}}},
+			map[string]any{"body": "x"}},
+		{"a subschema cut", limitDoc(t, 1, map[string]any{"type": "object", "properties": map[string]any{"a": nested(l.Depth)}}, 0),
+			map[string]any{"a": deep},
+			map[string]any{"a": "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, failures, err := convertDoc(t, tc.doc, Options{})
+			if err != nil || len(ops) != 1 || len(failures) != 0 {
+				t.Fatalf("%v, %d operations, failures %v", err, len(ops), failures)
+			}
+			p := ops[0].Plugin
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if errs := p.ValidateArguments(tc.good); len(errs) != 0 {
+				t.Errorf("any value of the type refused: %v", errs)
+			}
+			if errs := p.ValidateArguments(tc.bad); len(errs) == 0 {
+				t.Errorf("a value of another type accepted: %v", tc.bad)
+			}
+		})
 	}
 }

@@ -81,9 +81,9 @@ func LoadPrefixed(path, prefix string) (*Catalog, error) {
 // crowdLimits lift an import's bounds of what a plugin may hold, so that
 // the catalog stays the one every figure of issues 35 and 49 was taken
 // on (4,070 tools): DocuSign's 37 operations whose schemas are over an
-// inline plugin's limits, which an import now refuses, remain in the
-// crowd, so that a ranking change is never confused with a change of
-// the crowd (alone, dropping them moved a held-out request of
+// inline plugin's limits, which an import now reduces, remain in the
+// crowd whole, so that a ranking change is never confused with a change
+// of the crowd (alone, dropping them moved a held-out request of
 // Hetzner's).
 var crowdLimits = plugins.SchemaLimits{Bytes: 1 << 30, Depth: 1 << 10, Properties: 1 << 30, RefExpansions: 1 << 30, Nodes: 1 << 30}
 
