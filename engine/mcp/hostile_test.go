@@ -78,63 +78,80 @@ func TestUpstreamMessageBounded(t *testing.T) {
 	}
 }
 
-// TestToolsListBounded: a server whose tools/list pages never end (each
-// page small, a next cursor always) is read up to the manager's bound on
-// the whole list, not until memory or the timeout runs out: the listing
-// fails naming the limit and its setting, and nothing is cached.
+// TestToolsListBounded: a server whose tools/list pages never end (a
+// next cursor always) is read up to the manager's bound on the whole
+// list, not until memory or the timeout runs out: with tools on each page
+// the listing fails naming the byte limit and its setting; with empty
+// pages, naming the pages' limit. Nothing is cached either way.
 func TestToolsListBounded(t *testing.T) {
-	var pages atomic.Int64
 	desc := strings.Repeat("d", 4<<10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var result any
-		switch msg.Method {
-		case "initialize":
-			result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "endless", "version": "1"}}
-		case "tools/list":
-			n := pages.Add(1)
-			tools := make([]any, 16)
-			for i := range tools {
-				tools[i] = map[string]any{"name": fmt.Sprintf("t%d_%d", n, i), "description": desc,
-					"inputSchema": map[string]any{"type": "object"}}
-			}
-			result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n)}
-		default:
-			if len(msg.ID) > 0 { // a request this server does not know
+	for _, tc := range []struct {
+		name      string
+		perPage   int
+		maxPages  int64
+		wantError func(error) bool
+	}{
+		// 16 tools of some 4 kB a page: the bound is passed on the 17th page.
+		{"tools on every page", 16, 20, func(err error) bool {
+			var tl *mcpimport.TooLargeError
+			return errors.As(err, &tl) && tl.Listed && tl.Max == 1<<20 && strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)")
+		}},
+		{"empty pages", 0, 1000, func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "more than 1000 pages")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pages atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var msg struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				var result any
+				switch msg.Method {
+				case "initialize":
+					result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+						"serverInfo": map[string]any{"name": "endless", "version": "1"}}
+				case "tools/list":
+					n := pages.Add(1)
+					tools := make([]any, tc.perPage)
+					for i := range tools {
+						tools[i] = map[string]any{"name": fmt.Sprintf("t%d_%d", n, i), "description": desc,
+							"inputSchema": map[string]any{"type": "object"}}
+					}
+					result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n)}
+				default:
+					if len(msg.ID) > 0 { // a request this server does not know
+						w.Header().Set("Content-Type", "application/json")
+						_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+							"error": map[string]any{"code": -32601, "message": "method not found"}})
+						return
+					}
+					w.WriteHeader(http.StatusAccepted) // a notification
+					return
+				}
 				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-					"error": map[string]any{"code": -32601, "message": "method not found"}})
-				return
-			}
-			w.WriteHeader(http.StatusAccepted) // a notification
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
-	}))
-	t.Cleanup(srv.Close)
-	row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: store.TransportStreamableHTTP, URL: srv.URL}
-	_, m := setup(t, row)
-	m.MaxToolsBytes = 1 << 20
+				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+			}))
+			t.Cleanup(srv.Close)
+			row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: store.TransportStreamableHTTP, URL: srv.URL}
+			_, m := setup(t, row)
+			m.MaxToolsBytes = 1 << 20
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tools, err := m.Tools(ctx, "srv-1", nil, true)
-	var tl *mcpimport.TooLargeError
-	if !errors.As(err, &tl) || !tl.Listed || tl.Max != 1<<20 || !strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)") {
-		t.Fatalf("Tools = %d tools, %v; want a TooLargeError of the listing naming 1 MiB and its setting", len(tools), err)
-	}
-	// 16 tools of some 4 kB a page: the bound is passed on the 17th page.
-	if n := pages.Load(); n > 20 {
-		t.Errorf("%d pages read, want the listing stopped at the bound (about 17)", n)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			tools, err := m.Tools(ctx, "srv-1", nil, true)
+			if !tc.wantError(err) {
+				t.Fatalf("Tools = %d tools, %v; want the listing stopped at its bound", len(tools), err)
+			}
+			if n := pages.Load(); n > tc.maxPages {
+				t.Errorf("%d pages read, want at most %d", n, tc.maxPages)
+			}
+		})
 	}
 }
 

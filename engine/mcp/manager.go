@@ -470,6 +470,12 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 	return res, nil
 }
 
+// maxToolPages bounds the pages of one tools/list: the bound on the
+// list's bytes does not stop a server handing out a next cursor with
+// empty pages, which was read until the request's deadline. Real
+// servers list tens of tools a page.
+const maxToolPages = 1000
+
 // Tools returns the tools of server ref as creds see them: the list cached
 // for that credential set while younger than ToolsTTL unless refresh is
 // set, else a fresh tools/list made with creds, which is cached and stored
@@ -494,21 +500,32 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	limit := cmp.Or(m.MaxToolsBytes, plugins.DefaultImportMaxBytes)
 	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
 		tools, encoded = tools[:0], append(encoded[:0], '[')
-		for t, err := range cs.Tools(ctx, nil) {
+		params := &sdk.ListToolsParams{}
+		for page := 1; ; page++ {
+			if page > maxToolPages {
+				return fmt.Errorf("more than %d pages (%d tools): the server's listing does not end", maxToolPages, len(tools))
+			}
+			res, err := cs.ListTools(ctx, params)
 			if err != nil {
 				return err
 			}
-			tools = append(tools, t)
-			if len(tools) > 1 {
-				encoded = append(encoded, ',')
+			for _, t := range res.Tools {
+				tools = append(tools, t)
+				if len(tools) > 1 {
+					encoded = append(encoded, ',')
+				}
+				b, err := json.Marshal(t)
+				if err != nil {
+					return err
+				}
+				if encoded = append(encoded, b...); len(encoded) > limit {
+					return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
+				}
 			}
-			b, err := json.Marshal(t)
-			if err != nil {
-				return err
+			if res.NextCursor == "" {
+				break
 			}
-			if encoded = append(encoded, b...); len(encoded) > limit {
-				return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
-			}
+			params.Cursor = res.NextCursor
 		}
 		encoded = append(encoded, ']')
 		return nil
