@@ -416,7 +416,7 @@ func (c *converter) convert(o rawOperation) (built, int, error) {
 		p.Execution.ParamPlacement.Args = place
 	}
 	provider := c.auth(o, p, b)
-	n := sz.bytes + len(p.Title) + len(p.Description) + pluginOverhead
+	n := max(sz.bytes, len(b.args)*argOverhead) + len(p.Title) + len(p.Description) + pluginOverhead
 	for _, list := range [][]string{p.Tags, p.Keywords, p.ResponseWords} {
 		for _, w := range list {
 			n += len(w) + 3

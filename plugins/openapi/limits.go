@@ -33,6 +33,17 @@ const EnvMaxMB = plugins.EnvImportMaxMB
 // the plugins a document of path items sharing one $ref can make.
 const pluginOverhead = 256
 
+// argOverhead is what an import counts an argument at least: what it
+// holds until the import is encoded besides its schema (which the
+// operations that share a schema share), its placement and its entry in
+// the root's properties, as map slots (more as the maps round up). A
+// plugin counts the larger of its schema's bytes and its arguments'
+// overhead: 2,000 operations of one body of 1,999 short fields encode 27
+// bytes a field but held some 300 (1.3 GB allocated before the limit
+// was passed, 257 MB now); Graph's 74,484 arguments, mostly of larger
+// schemas, add 1.2 MiB to its count.
+const argOverhead = int(unsafe.Sizeof("")+unsafe.Sizeof(plugins.ArgPlacement{})) + int(unsafe.Sizeof("")+unsafe.Sizeof(any(nil)))
+
 // TooLargeError refuses a whole import: its plugins would be over
 // Options.MaxBytes. Nothing of it is encoded or written.
 type TooLargeError struct {
