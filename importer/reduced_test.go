@@ -1,13 +1,11 @@
 package importer_test
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
-	"os"
 	"testing"
 
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/corpus"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
@@ -17,19 +15,7 @@ import (
 // when forced again: the reductions and what the rows read back are the
 // same.
 func TestReducedSyncStable(t *testing.T) {
-	f, err := os.Open("../toolsearch/testdata/crowd-docusign.net.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := corpus.File(t, "../toolsearch/testdata/crowd-docusign.net.json.gz")
 	st := testdb.Open(t, "sqlite")
 	for i, opts := range []openapi.Options{{}, {Force: true}} {
 		doc, err := openapi.Load(data, "docusign.json")
