@@ -49,13 +49,20 @@ func Read(tb testing.TB, name string) []byte {
 	if dir == "" {
 		tb.Skip("corpus not available: ../shared/corpus beside the repository, or $" + EnvDir)
 	}
-	f, err := os.Open(filepath.Join(dir, name))
+	return File(tb, filepath.Join(dir, name))
+}
+
+// File returns the bytes of the document at path (one of the
+// repository's test data), gunzipped when its name ends in .gz.
+func File(tb testing.TB, path string) []byte {
+	tb.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
 	var r io.Reader = f
-	if strings.HasSuffix(name, ".gz") {
+	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
 			tb.Fatal(err)

@@ -2,16 +2,14 @@ package openapi
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/internal/corpus"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -523,19 +521,7 @@ func TestPluginLimitsLifted(t *testing.T) {
 // among them), each within the limits, with a warning, and the same
 // plugins from a second conversion.
 func TestDocuSignReduced(t *testing.T) {
-	f, err := os.Open("../../toolsearch/testdata/crowd-docusign.net.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := corpus.File(t, "../../toolsearch/testdata/crowd-docusign.net.json.gz")
 	convert := func() map[string]Operation {
 		ops, failures, err := convertDoc(t, data, Options{})
 		if err != nil || len(failures) != 0 {

@@ -176,9 +176,21 @@ func (b *opBuilder) wholeBody(over *plugins.CostError) bool {
 		}
 	}
 	b.args = kept
-	s := freeForm(b.body.schema)
+	// A body thousands of operations share is read once (cut's cache).
+	s := maps.Clone(b.c.cut(b.body.schema, 0))
 	s["type"] = "object"
-	b.add(arg{name: "body", schema: s, required: b.body.required,
+	// The fields the document fixes were fixed params, always sent: the
+	// caller now sends them, at their value.
+	required := b.body.required
+	if fixed, ok := s["properties"].(map[string]any); ok {
+		names := make([]any, 0, len(fixed))
+		for _, k := range sortedKeys(fixed) {
+			names = append(names, k)
+		}
+		s["required"] = names
+		required = true
+	}
+	b.add(arg{name: "body", schema: s, required: required,
 		place: plugins.ArgPlacement{In: plugins.InBody, Name: "$"}})
 	b.body = nil
 	return true
@@ -287,9 +299,12 @@ func structured(s map[string]any) bool {
 }
 
 // freeForm is a schema that accepts any value of s's JSON type, with its
-// description (cut) and the note that its structure was omitted.
+// description (cut) and the note that its structure was omitted. It
+// keeps what the import and the executor read of it (kept), of its
+// items, and of its properties those that fix a value: a body sent
+// whole still refuses another value of a field the document fixes.
 func freeForm(s map[string]any) map[string]any {
-	out := map[string]any{}
+	out := kept(s)
 	switch {
 	case s["type"] != nil:
 		out["type"] = s["type"]
@@ -298,8 +313,55 @@ func freeForm(s map[string]any) map[string]any {
 	case s["items"] != nil || s["prefixItems"] != nil:
 		out["type"] = "array"
 	}
+	if items, ok := s["items"].(map[string]any); ok {
+		if k := kept(items); len(k) > 0 {
+			out["items"] = k
+		}
+	}
+	props, _ := s["properties"].(map[string]any)
+	var fixed map[string]any
+	for name, v := range props {
+		if p, ok := v.(map[string]any); ok {
+			if _, ok := fixedValue(p); ok {
+				if fixed == nil {
+					fixed = map[string]any{}
+				}
+				fixed[name] = kept(p)
+			}
+		}
+	}
+	if fixed != nil {
+		out["properties"] = fixed
+		var required []any
+		for _, r := range asList(s["required"]) {
+			if _, ok := fixed[str(r)]; ok {
+				required = append(required, r)
+			}
+		}
+		if len(required) > 0 {
+			out["required"] = required
+		}
+	}
 	d := plugins.Cut(strings.TrimSpace(str(s["description"])), maxCutDescription)
 	out["description"] = strings.TrimSpace(d + "\n\n" + omittedNote)
+	return out
+}
+
+// kept is what a free-form schema keeps of s: the value s fixes (a const,
+// a one-value enum), which the import makes a fixed param the executor
+// forces over the caller's, and a file's format and encoding, by which
+// the executor sends a multipart field as a file part and decodes its
+// base64.
+func kept(s map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"const", "format", "contentEncoding"} {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) == 1 {
+		out["enum"] = e
+	}
 	return out
 }
 
