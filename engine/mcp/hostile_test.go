@@ -82,22 +82,29 @@ func TestUpstreamMessageBounded(t *testing.T) {
 // next cursor always) is read up to the manager's bound on the whole
 // list, not until memory or the timeout runs out: with tools on each page
 // the listing fails naming the byte limit and its setting; with empty
-// pages, naming the pages' limit. Nothing is cached either way.
+// pages, naming the pages' limit; with pages padded by a field the engine
+// ignores, naming the bound on the answers as read (twice the list's).
+// Nothing is cached either way.
 func TestToolsListBounded(t *testing.T) {
 	desc := strings.Repeat("d", 4<<10)
 	for _, tc := range []struct {
 		name      string
 		perPage   int
+		pad       int
 		maxPages  int64
 		wantError func(error) bool
 	}{
 		// 16 tools of some 4 kB a page: the bound is passed on the 17th page.
-		{"tools on every page", 16, 20, func(err error) bool {
+		{"tools on every page", 16, 0, 20, func(err error) bool {
 			var tl *mcpimport.TooLargeError
 			return errors.As(err, &tl) && tl.Listed && tl.Max == 1<<20 && strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)")
 		}},
-		{"empty pages", 0, 1000, func(err error) bool {
+		{"empty pages", 0, 0, 1000, func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "more than 1000 pages")
+		}},
+		// 2 MiB of answers read in all: the fifth page of 512 kB passes it.
+		{"padded pages", 0, 512 << 10, 6, func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "answers to one listing are larger than 2097152 bytes")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,7 +130,7 @@ func TestToolsListBounded(t *testing.T) {
 						tools[i] = map[string]any{"name": fmt.Sprintf("t%d_%d", n, i), "description": desc,
 							"inputSchema": map[string]any{"type": "object"}}
 					}
-					result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n)}
+					result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n), "padding": strings.Repeat("p", tc.pad)}
 				default:
 					if len(msg.ID) > 0 { // a request this server does not know
 						w.Header().Set("Content-Type", "application/json")

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -249,11 +251,59 @@ func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response,
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 		resp.Body = httpbody.Capped(resp.Body, t.limit, func() error { return &messageTooLargeError{Limit: t.limit} })
 	}
+	if resp.Request != nil {
+		if b, ok := resp.Request.Context().Value(readBudgetKey{}).(*readBudget); ok {
+			resp.Body = &budgeted{ReadCloser: resp.Body, budget: b}
+		}
+	}
 	return resp, nil
+}
+
+// readBudget is what the answers to one listing's requests may hold
+// together, raw: the bound on the tools a listing keeps does not count
+// what a server pads its pages with (fields the engine ignores), which
+// over its pages could be gigabytes read. It follows the requests of a
+// streamable HTTP session, which carry the listing's context; the SSE
+// transport's answers come on the session's stream, bounded an event
+// at a time.
+type readBudget struct {
+	left atomic.Int64
+	max  int64
+}
+
+type readBudgetKey struct{}
+
+// withReadBudget gives ctx's requests max bytes of answers together.
+func withReadBudget(ctx context.Context, max int64) context.Context {
+	b := &readBudget{max: max}
+	b.left.Store(max)
+	return context.WithValue(ctx, readBudgetKey{}, b)
+}
+
+// budgeted is a body whose reads are taken from a readBudget.
+type budgeted struct {
+	io.ReadCloser
+	budget *readBudget
+}
+
+func (b *budgeted) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.budget.left.Add(-int64(n)) < 0 {
+		return n, &answersTooLargeError{Limit: b.budget.max}
+	}
+	return n, err
 }
 
 // messageTooLargeError: an MCP server's answer went past
 // Manager.MaxMessageBytes.
+// answersTooLargeError ends a listing whose answers, as read, are over
+// its readBudget.
+type answersTooLargeError struct{ Limit int64 }
+
+func (e *answersTooLargeError) Error() string {
+	return fmt.Sprintf("the MCP server's answers to one listing are larger than %d bytes in all (twice %s)", e.Limit, plugins.EnvImportMaxMB)
+}
+
 type messageTooLargeError struct{ Limit int64 }
 
 func (e *messageTooLargeError) Error() string {
