@@ -67,8 +67,15 @@ func TestHostileImportBounded(t *testing.T) {
 				runtime.ReadMemStats(&after)
 				allocs, bytes := after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
 				t.Logf("%d kB of document, dry %v: %d allocations, %d MB allocated", len(data)>>10, dry, allocs, bytes>>20)
-				if allocs > tc.maxAllocs || bytes > tc.maxAllocBytes {
-					t.Errorf("%d allocations and %d MB, over the bounds of %d and %d MB", allocs, bytes>>20, tc.maxAllocs, tc.maxAllocBytes>>20)
+				maxAllocs, maxBytes := tc.maxAllocs, tc.maxAllocBytes
+				if raceEnabled {
+					// 174,000 allocations and 55 MB for the first under the
+					// race detector: four times the bounds still catch what
+					// they were set for (84 million and 21 GB before).
+					maxAllocs, maxBytes = 4*maxAllocs, 4*maxBytes
+				}
+				if allocs > maxAllocs || bytes > maxBytes {
+					t.Errorf("%d allocations and %d MB, over the bounds of %d and %d MB", allocs, bytes>>20, maxAllocs, maxBytes>>20)
 				}
 				var tl *openapi.TooLargeError
 				if tc.refused {

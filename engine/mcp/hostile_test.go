@@ -83,7 +83,8 @@ func TestUpstreamMessageBounded(t *testing.T) {
 // list, not until memory or the timeout runs out: with tools on each page
 // the listing fails naming the byte limit and its setting; with empty
 // pages, naming the pages' limit; with pages padded by a field the engine
-// ignores, naming the bound on the answers as read (twice the list's).
+// ignores, naming the bound on the answers as read (twice the list's and
+// one answer's).
 // Nothing is cached either way.
 func TestToolsListBounded(t *testing.T) {
 	desc := strings.Repeat("d", 4<<10)
@@ -102,9 +103,10 @@ func TestToolsListBounded(t *testing.T) {
 		{"empty pages", 0, 0, 1000, func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "more than 1000 pages")
 		}},
-		// 2 MiB of answers read in all: the fifth page of 512 kB passes it.
-		{"padded pages", 0, 512 << 10, 6, func(err error) bool {
-			return err != nil && strings.Contains(err.Error(), "answers to one listing are larger than 2097152 bytes")
+		// 12 MiB of answers read in all (twice the list's 1 MiB and one
+		// answer's 10): the 25th page of 512 kB passes it.
+		{"padded pages", 0, 512 << 10, 26, func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), "answers to one listing are larger than 12582912 bytes")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -499,10 +499,11 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	)
 	limit := cmp.Or(m.MaxToolsBytes, plugins.DefaultImportMaxBytes)
 	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
-		// The answers as read, twice the tools' own bound: a page's
-		// envelope and ignored fields count, and a listing within the
-		// bound is never refused by them.
-		ctx = withReadBudget(ctx, 2*int64(limit))
+		// The answers as read, twice the tools' own bound and one
+		// answer's: a page's envelope and ignored fields count, and a
+		// listing within the bound, or one answer over it (which the
+		// tools' count refuses by name), is never refused by them.
+		ctx = withReadBudget(ctx, 2*int64(limit)+cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes))
 		tools, encoded = tools[:0], append(encoded[:0], '[')
 		params := &sdk.ListToolsParams{}
 		for page := 1; ; page++ {

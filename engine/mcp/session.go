@@ -301,7 +301,7 @@ func (b *budgeted) Read(p []byte) (int, error) {
 type answersTooLargeError struct{ Limit int64 }
 
 func (e *answersTooLargeError) Error() string {
-	return fmt.Sprintf("the MCP server's answers to one listing are larger than %d bytes in all (twice %s)", e.Limit, plugins.EnvImportMaxMB)
+	return fmt.Sprintf("the MCP server's answers to one listing are larger than %d bytes in all (twice %s and one answer's bound)", e.Limit, plugins.EnvImportMaxMB)
 }
 
 type messageTooLargeError struct{ Limit int64 }
