@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -57,8 +58,11 @@ type Console struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client of a sign-in (BLINDEXEC_TRUSTED_PROXIES); set before serving.
 	TrustedProxies []netip.Prefix
-	reports        *reports
-	logins         *logins
+	// BrowserURL is BLINDEXEC_BROWSER_URL: with https:// the session
+	// cookie is Secure whatever a request came by (secure).
+	BrowserURL string
+	reports    *reports
+	logins     *logins
 
 	mu   sync.Mutex
 	kept []json.RawMessage // the latest distinct CSP violation reports
@@ -184,7 +188,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	rand.Read(sid)
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
-		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r),
 		MaxAge: int(sessionTTL / time.Second),
 	})
 	in := &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
@@ -215,8 +219,36 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.endMu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: -1})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// secure reports whether the browser reached the console over HTTPS, so
+// that the session cookie is Secure and never sent over plain HTTP: the
+// engine serves no TLS itself, so r.TLS alone is never set behind the
+// reverse proxy that terminates it. HTTPS is known from the proxy's
+// X-Forwarded-Proto when the connection comes from a trusted proxy
+// (BLINDEXEC_TRUSTED_PROXIES), or from BrowserURL.
+func (c *Console) secure(r *http.Request) bool {
+	if r.TLS != nil || strings.HasPrefix(strings.ToLower(c.BrowserURL), "https://") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !isTrusted(addr, c.TrustedProxies) {
+		return false
+	}
+	// Any hop saying https: a Secure cookie wrongly set over HTTP costs
+	// that browser its sign-in, never the cookie.
+	for _, p := range strings.Split(strings.Join(r.Header.Values("X-Forwarded-Proto"), ","), ",") {
+		if strings.EqualFold(strings.TrimSpace(p), "https") {
+			return true
+		}
+	}
+	return false
 }
 
 // session tells the page who is signed in and the CSRF token its
