@@ -37,8 +37,24 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// CookieName is the session cookie's name.
+// CookieName is the session cookie's name over plain HTTP; over HTTPS it
+// is SecureCookieName.
 const CookieName = "blindexec_session"
+
+// SecureCookieName is the session cookie's name over HTTPS: a __Host-
+// cookie, which the browser takes only Secure, for this host alone
+// (no Domain) and the whole site (Path=/), so that a page of a sibling
+// subdomain cannot set one in its place and sign the browser in to the
+// session it chose.
+const SecureCookieName = "__Host-" + CookieName
+
+// cookieName is the session cookie's name for a request (secure).
+func (c *Console) cookieName(r *http.Request) string {
+	if c.secure(r) {
+		return SecureCookieName
+	}
+	return CookieName
+}
 
 // sessionTTL bounds a session even while its token stays valid.
 const sessionTTL = 8 * time.Hour
@@ -187,7 +203,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	sid := make([]byte, 16)
 	rand.Read(sid)
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
+		Name: c.cookieName(r), Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
 		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r),
 		MaxAge: int(sessionTTL / time.Second),
 	})
@@ -218,7 +234,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.endRead = time.Time{} // reread, with this one
 		c.endMu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(r), Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: -1})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
@@ -328,7 +344,7 @@ var errBadSession = errors.New("the console session is not valid or has ended: s
 
 // parse checks the request's session cookie.
 func (c *Console) parse(r *http.Request) (sessionData, error) {
-	ck, err := r.Cookie(CookieName)
+	ck, err := r.Cookie(c.cookieName(r))
 	if err != nil || ck.Value == "" {
 		return sessionData{}, api.ErrNoSession
 	}
