@@ -263,7 +263,7 @@ const breakable = (name) => String(name).split(/(?<=[_\-./])|(?<=[a-z0-9])(?=[A-
   .flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
 
 // Entities a description may hold, beyond the numeric ones.
-const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', mdash: '—', ndash: '–', hellip: '…' };
+const ENTITIES = Object.assign(byName(), { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', mdash: '—', ndash: '–', hellip: '…' });
 // Tags that end a block of text: they become a space, the others nothing.
 const BLOCK = /^\/?(p|br|div|li|ul|ol|h[1-6]|tr|td|th|table|pre|blockquote|hr|dt|dd)\b/i;
 
