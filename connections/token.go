@@ -317,11 +317,21 @@ func expiry(tok *oauth2.Token) *time.Time {
 }
 
 // grantedScopes is the token response's scope (RFC 6749 §5.1), nil when
-// absent: the scopes are then those requested.
+// absent: the scopes are then those requested. It keeps the scope tokens
+// only (validScope): the provider's text is shown on the confirmation
+// page, in the console and in a terminal, and asked for again at the next
+// connect, so an escape sequence or a bidirectional control there would
+// act on whoever reads it; a scope dropped is one not granted.
 func grantedScopes(tok *oauth2.Token) []string {
 	s, _ := tok.Extra("scope").(string)
 	if s == "" {
 		return nil
 	}
-	return strings.Fields(s)
+	out := []string{}
+	for _, sc := range strings.Fields(s) {
+		if validScope(sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
 }

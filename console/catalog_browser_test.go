@@ -413,6 +413,7 @@ func TestTextHelpersInBrowser(t *testing.T) {
 		{`Emoji &#x1F600; and &#233;t&eacute;`, "Emoji 😀 and ét&eacute;"},
 		{`a < b and c > d`, "a < b and c > d"},
 		{`unclosed <a href="x`, "unclosed"},
+		{`not entities: &constructor; &toString; &__proto__;`, "not entities: &constructor; &toString; &__proto__;"},
 		{"", ""},
 	} {
 		if got := eval[string](tb, `plainText(`+strconvQuote(c.in)+`)`); got != c.want {

@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -36,8 +37,24 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// CookieName is the session cookie's name.
+// CookieName is the session cookie's name over plain HTTP; over HTTPS it
+// is SecureCookieName.
 const CookieName = "blindexec_session"
+
+// SecureCookieName is the session cookie's name over HTTPS: a __Host-
+// cookie, which the browser takes only Secure, for this host alone
+// (no Domain) and the whole site (Path=/), so that a page of a sibling
+// subdomain cannot set one in its place and sign the browser in to the
+// session it chose.
+const SecureCookieName = "__Host-" + CookieName
+
+// cookieName is the session cookie's name for a request (secure).
+func (c *Console) cookieName(r *http.Request) string {
+	if c.secure(r) {
+		return SecureCookieName
+	}
+	return CookieName
+}
 
 // sessionTTL bounds a session even while its token stays valid.
 const sessionTTL = 8 * time.Hour
@@ -57,8 +74,11 @@ type Console struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client of a sign-in (BLINDEXEC_TRUSTED_PROXIES); set before serving.
 	TrustedProxies []netip.Prefix
-	reports        *reports
-	logins         *logins
+	// BrowserURL is BLINDEXEC_BROWSER_URL: with https:// the session
+	// cookie is Secure whatever a request came by (secure).
+	BrowserURL string
+	reports    *reports
+	logins     *logins
 
 	mu   sync.Mutex
 	kept []json.RawMessage // the latest distinct CSP violation reports
@@ -183,8 +203,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	sid := make([]byte, 16)
 	rand.Read(sid)
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
-		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		Name: c.cookieName(r), Value: c.sign(auth.HashToken(tok), hex.EncodeToString(sid), time.Now().Add(sessionTTL)),
+		Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r),
 		MaxAge: int(sessionTTL / time.Second),
 	})
 	in := &store.AdminEvent{Actor: actorOf(who), Via: "console", Action: store.AdminSignIn,
@@ -214,9 +234,37 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.endRead = time.Time{} // reread, with this one
 		c.endMu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(r), Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: -1})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// secure reports whether the browser reached the console over HTTPS, so
+// that the session cookie is Secure and never sent over plain HTTP: the
+// engine serves no TLS itself, so r.TLS alone is never set behind the
+// reverse proxy that terminates it. HTTPS is known from the proxy's
+// X-Forwarded-Proto when the connection comes from a trusted proxy
+// (BLINDEXEC_TRUSTED_PROXIES), or from BrowserURL.
+func (c *Console) secure(r *http.Request) bool {
+	if r.TLS != nil || strings.HasPrefix(strings.ToLower(c.BrowserURL), "https://") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !isTrusted(addr, c.TrustedProxies) {
+		return false
+	}
+	// Any hop saying https: a Secure cookie wrongly set over HTTP costs
+	// that browser its sign-in, never the cookie.
+	for _, p := range strings.Split(strings.Join(r.Header.Values("X-Forwarded-Proto"), ","), ",") {
+		if strings.EqualFold(strings.TrimSpace(p), "https") {
+			return true
+		}
+	}
+	return false
 }
 
 // session tells the page who is signed in and the CSRF token its
@@ -296,7 +344,7 @@ var errBadSession = errors.New("the console session is not valid or has ended: s
 
 // parse checks the request's session cookie.
 func (c *Console) parse(r *http.Request) (sessionData, error) {
-	ck, err := r.Cookie(CookieName)
+	ck, err := r.Cookie(c.cookieName(r))
 	if err != nil || ck.Value == "" {
 		return sessionData{}, api.ErrNoSession
 	}

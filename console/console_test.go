@@ -276,3 +276,93 @@ func TestConsoleAnswersMasked(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionCookieSecure: the engine serves no TLS itself, so behind the
+// reverse proxy that terminates it r.TLS is never set; the session cookie
+// (and its removal at sign-out) is Secure when the browser's address is
+// https (BLINDEXEC_BROWSER_URL) or a trusted proxy says the request came
+// over https, so that it is never sent over plain HTTP, and is then a
+// __Host- cookie, which no page of a sibling subdomain can set in its
+// place. Before, it never was Secure: a network attacker who got the
+// browser to request any http:// URL of the engine's host from one of its
+// pages read it; and a sibling subdomain's page could sign the browser in
+// to a session of its choosing.
+func TestSessionCookieSecure(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	for _, tc := range []struct {
+		name, browserURL, proxies, proto string
+		secure                           bool
+	}{
+		{"plain http, no browser URL", "", "", "", false},
+		{"browser URL https", "https://ai.example.com", "", "", true},
+		{"browser URL https under a path", "HTTPS://ai.example.com/engine", "", "", true},
+		{"browser URL http", "http://ai.example.com", "", "", false},
+		{"trusted proxy says https", "", "127.0.0.1", "https", true},
+		{"trusted proxies, the client's hop https", "", "127.0.0.1", "https, http", true},
+		{"trusted proxy says http", "", "127.0.0.1", "http", false},
+		{"untrusted client says https", "", "", "https", false},
+		{"untrusted client says https, other proxies trusted", "", "10.0.0.0/8", "https", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxies, err := console.ParseProxies(tc.proxies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, st, newMasterKey(), func(c *console.Console) { c.BrowserURL, c.TrustedProxies = tc.browserURL, proxies })
+			c := e.client()
+			post := func(path, body string) *http.Cookie {
+				req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", e.url)
+				if tc.proto != "" {
+					req.Header.Set("X-Forwarded-Proto", tc.proto)
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				for _, ck := range resp.Cookies() {
+					if ck.Name == console.CookieName || ck.Name == console.SecureCookieName {
+						return ck
+					}
+				}
+				t.Fatalf("%s set no session cookie (%d)", path, resp.StatusCode)
+				return nil
+			}
+			name := console.CookieName
+			if tc.secure {
+				name = console.SecureCookieName
+			}
+			ck := post("/console/login", "token="+adminToken)
+			if ck.Name != name || ck.Secure != tc.secure || !ck.HttpOnly || ck.Path != "/" || ck.Domain != "" || ck.Value == "" {
+				t.Errorf("sign-in cookie %s Secure=%v HttpOnly=%v Path=%q Domain=%q, want %s Secure=%v", ck.Name, ck.Secure, ck.HttpOnly, ck.Path, ck.Domain, name, tc.secure)
+			}
+			// A valid session's value under the other name — a cookie a
+			// page of a sibling subdomain sets for the parent domain
+			// (cookie tossing) — signs nobody in over HTTPS.
+			session := func(cookie string) int {
+				req, _ := http.NewRequest("GET", e.url+"/console/api/session", nil)
+				req.Header.Set("Cookie", cookie+"="+ck.Value)
+				if tc.proto != "" {
+					req.Header.Set("X-Forwarded-Proto", tc.proto)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := session(name); code != http.StatusOK {
+				t.Errorf("the session cookie %s: %d", name, code)
+			}
+			if code := session(console.CookieName); tc.secure && code != http.StatusUnauthorized {
+				t.Errorf("over HTTPS, a tossed %s cookie holding a session: %d, want 401", console.CookieName, code)
+			}
+			if out := post("/console/logout", ""); out.Name != name || out.Secure != tc.secure || out.MaxAge >= 0 {
+				t.Errorf("sign-out cookie %s Secure=%v MaxAge=%d, want %s Secure=%v", out.Name, out.Secure, out.MaxAge, name, tc.secure)
+			}
+		})
+	}
+}

@@ -299,6 +299,8 @@ type Prepared struct {
 	// log says when it cannot.
 	answers AnswerLog
 	log     *slog.Logger
+	// browserURL is Executor.BrowserURL, read by Ask.
+	browserURL string
 	// untrusted: a per-user token's inline plugin left unbound, sent
 	// under the default egress policy (HTTPInvoker.Untrusted).
 	untrusted bool
@@ -407,6 +409,10 @@ type Executor struct {
 	// Answers records the person's answers to upstream questions in the
 	// audit log, as the calls take them (nil: not recorded).
 	Answers AnswerLog
+	// BrowserURL is where people's browsers reach the engine
+	// (BLINDEXEC_BROWSER_URL): an upstream's question linking to its host
+	// is refused (Question.unshowable).
+	BrowserURL string
 
 	invokers map[string]Invoker
 }
@@ -561,6 +567,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		connections:      e.Connections,
 		answers:          e.Answers,
 		log:              e.logger(),
+		browserURL:       e.BrowserURL,
 		untrusted:        untrusted,
 	}
 	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {

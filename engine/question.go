@@ -51,14 +51,12 @@ const (
 // link has none a browser would reach.
 func (q Question) Host() string {
 	u, err := url.Parse(q.URL)
-	if err != nil || u.Hostname() == "" {
+	if err != nil {
 		return ""
 	}
-	h := u.Hostname()
-	if net.ParseIP(h) == nil {
-		if h, err = idna.Lookup.ToASCII(h); err != nil {
-			return ""
-		}
+	h := asciiHost(u.Hostname())
+	if h == "" {
+		return ""
 	}
 	if p := u.Port(); p != "" {
 		return net.JoinHostPort(h, p)
@@ -67,6 +65,30 @@ func (q Question) Host() string {
 		return "[" + h + "]"
 	}
 	return h
+}
+
+// asciiHost is a host name as a browser reaches it, in ASCII (idna's
+// lookup profile: lower case, punycode), or an IP address as written; ""
+// when a browser reaches none.
+func asciiHost(h string) string {
+	if h == "" || net.ParseIP(h) != nil {
+		return h
+	}
+	h, err := idna.Lookup.ToASCII(h)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// ownHost is the host name of the engine's own pages, browserURL's
+// (BLINDEXEC_BROWSER_URL), as asciiHost writes it; "" when unset.
+func ownHost(browserURL string) string {
+	u, err := url.Parse(browserURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(asciiHost(u.Hostname()), ".")
 }
 
 // Prompt is the question's message as the person reads it: which MCP
@@ -203,7 +225,7 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 			return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: "the question's schema cannot be shown masked"})
 		}
 	}
-	if reason := q.unshowable(); reason != "" {
+	if reason := q.unshowable(ownHost(p.browserURL)); reason != "" {
 		return p.answered(ctx, q, Answer{}, &NobodyToAskError{Reason: reason})
 	}
 	a, _ := ctx.Value(askerKey{}).(Asker)
@@ -223,13 +245,16 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 }
 
 // unshowable says why q cannot be put to a person as it is ("" when it
-// can): a link that is not an absolute http(s) URL, or that carries
-// userinfo (https://bank.example@evil.example/ reads as the bank's); a
+// can): a link that is not an absolute http(s) URL, that carries
+// userinfo (https://bank.example@evil.example/ reads as the bank's), or
+// that leads to the engine's own pages, own (another user's start URL
+// there, shown as "a link to" the engine, connects the person's account
+// to that user; a console page asks what only the engine asks); a
 // form whose requestedSchema is not what MCP allows — a flat object of
 // primitive fields (string, number, integer, boolean, a list of enum
 // values) — since a field no person can fill (a nested object, a list of
 // objects, a $ref) would be answered by whatever the page sent.
-func (q Question) unshowable() string {
+func (q Question) unshowable(own string) string {
 	switch q.Mode {
 	case QuestionForm:
 		if err := formShape(q.Schema); err != nil {
@@ -244,6 +269,8 @@ func (q Question) unshowable() string {
 			return "the question's link carries a user name before its host (user@host), which disguises the host"
 		case q.Host() == "":
 			return "the question's link has no host a browser would reach"
+		case own != "" && strings.TrimSuffix(asciiHost(u.Hostname()), ".") == own:
+			return "the question's link leads to the engine's own pages (" + own + "): an upstream does not send a person there, where the engine asks for approvals and connections itself"
 		}
 	default:
 		return fmt.Sprintf("unknown elicitation mode %q", q.Mode)

@@ -13,7 +13,8 @@ const questionSecret = "sk-live-0123456789abcdef"
 
 // TestAsk: the executor's decision on an upstream's question — masked
 // (an upstream may echo the credential it was sent, anywhere it writes),
-// a link checked and its host shown as a browser reaches it, a form MCP
+// a link checked and its host shown as a browser reaches it, a link to
+// the engine's own pages refused, a form MCP
 // forbids refused, refused at once when nobody can be asked — what the
 // upstream gets of the answer (only what the person gave, as asked), and
 // what the record keeps.
@@ -32,6 +33,7 @@ func TestAsk(t *testing.T) {
 		q       Question
 		answer  Answer // what the person gave (zero: accepted for a form, accept for a link)
 		noAsker bool
+		noOwn   bool   // BLINDEXEC_BROWSER_URL unset (else https://AI.example.com/engine)
 		want    Answer // what the upstream gets (zero: the answer as given)
 		wantErr string // a substring; "" for none
 		host    string // a link's host as shown
@@ -50,6 +52,11 @@ func TestAsk(t *testing.T) {
 		{name: "userinfo with a password", q: link("https://bank.example:x@evil.example/"), wantErr: "carries a user name before its host"},
 		{name: "a backslash before @", q: link(`https://evil.example\@bank.example/`), wantErr: "not an absolute http or https URL"},
 		{name: "a host no browser reaches", q: link("https://xn--a.example/"), wantErr: "no host a browser would reach"},
+		{name: "another user's start URL at the engine", q: link("https://ai.example.com/engine/oauth/start/Q3vXhandle"), wantErr: "leads to the engine's own pages (ai.example.com)"},
+		{name: "the engine's console, written otherwise", q: link("http://AI.EXAMPLE.COM.:8080/console/#/credentials/9"), wantErr: "leads to the engine's own pages"},
+		{name: "the engine's host in other letters", q: link("https://ａｉ.example.com/"), wantErr: "leads to the engine's own pages"},
+		{name: "a subdomain of the engine's host", q: link("https://login.ai.example.com/"), host: "login.ai.example.com"},
+		{name: "the engine's host, no browser URL set", q: link("https://ai.example.com/engine/oauth/start/x"), noOwn: true, host: "ai.example.com"},
 		{name: "unknown mode", q: Question{Server: "shop", Mode: "telepathy", Message: "?"}, wantErr: `unknown elicitation mode "telepathy"`},
 		{name: "nested object", q: schema(`{"type":"object","properties":{"card":{"type":"object","properties":{"number":{"type":"string"}}}}}`), wantErr: "properties.card: a nested object"},
 		{name: "list of objects", q: schema(`{"type":"object","properties":{"cards":{"type":"array","items":{"type":"object","properties":{"n":{"type":"string"}}}}}}`), wantErr: "properties.cards: items: expected enum values"},
@@ -76,7 +83,10 @@ func TestAsk(t *testing.T) {
 		{name: "no action", q: form, answer: Answer{Action: "yes"}, wantErr: "not one the question asked for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Prepared{Credentials: map[string]string{"token": questionSecret}}
+			p := &Prepared{Credentials: map[string]string{"token": questionSecret}, browserURL: "https://AI.example.com/engine"}
+			if tc.noOwn {
+				p.browserURL = ""
+			}
 			given := tc.answer
 			if given.Action == "" {
 				given = Answer{Action: "accept"}

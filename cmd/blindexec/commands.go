@@ -139,7 +139,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			con.TrustedProxies = cfg.trustedProxies
+			con.TrustedProxies, con.BrowserURL = cfg.trustedProxies, cfg.browserURL
 			gate.open(con.Handler(srv.Handler()))
 			log.Info("blindexec serving", "addr", cfg.addr, "db", parts.store.Dialect())
 			select {

@@ -66,7 +66,7 @@ var (
 	setPublicURL = settings.URL(&registry, "BLINDEXEC_PUBLIC_URL",
 		"base of the `api_url`s of `GET /v1/tools?format=dynamic` (e.g. `http://blindexec:8080`); unset: the scheme and host the request came to")
 	setBrowserURL = settings.URL(&registry, "BLINDEXEC_BROWSER_URL",
-		"the address people's browsers reach the engine at (e.g. `https://ai.example.com`, or `https://ai.example.com/engine` behind a reverse proxy serving it under a path: the flow's cookie, form and links stay under that path), required for [connections](connections.md#connections): the OAuth callback is `<BLINDEXEC_BROWSER_URL>/oauth/callback`, registered at each provider as an exact match, and start URLs are `<BLINDEXEC_BROWSER_URL>/oauth/start/<handle>`. Never derived from a request's `Host`; while unset, `POST /v1/connections/{provider}/authorize` answers 503 `connections_not_configured`. With `https://` the flow cookie is `Secure`")
+		"the address people's browsers reach the engine at (e.g. `https://ai.example.com`, or `https://ai.example.com/engine` behind a reverse proxy serving it under a path: the flow's cookie, form and links stay under that path), required for [connections](connections.md#connections): the OAuth callback is `<BLINDEXEC_BROWSER_URL>/oauth/callback`, registered at each provider as an exact match, and start URLs are `<BLINDEXEC_BROWSER_URL>/oauth/start/<handle>`. Never derived from a request's `Host`; while unset, `POST /v1/connections/{provider}/authorize` answers 503 `connections_not_configured`. With `https://` the flow cookie and the console's session cookie are `Secure` (the console then signs in over HTTPS, or at a loopback address, only)")
 	setAllowedOrigins = settings.Check(&registry, "BLINDEXEC_ALLOWED_ORIGINS", "", "origins", "comma-separated http(s) origins, e.g. https://chat.example.com,http://localhost:6274", func(v string) bool {
 		_, ok := mcpOrigins("", v)
 		return ok
@@ -74,7 +74,7 @@ var (
 	setTrustedProxies = settings.Check(&registry, console.EnvTrustedProxies, "", "IPs and CIDRs", "comma-separated IP addresses and CIDRs, e.g. 10.0.0.5,192.168.0.0/16", func(v string) bool {
 		_, err := console.ParseProxies(v)
 		return err == nil
-	}, "`serve`: comma-separated IPs and CIDRs of the reverse proxies whose `X-Forwarded-For` names the client of a console sign-in (unset: the connection's address)")
+	}, "`serve`: comma-separated IPs and CIDRs of the reverse proxies whose `X-Forwarded-For` names the client of a console sign-in (unset: the connection's address) and whose `X-Forwarded-Proto: https` makes the console's session cookie `Secure`")
 )
 
 // The LLM loop and confirmation.

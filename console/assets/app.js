@@ -240,6 +240,13 @@ function el(tag, props, ...kids) {
   return n;
 }
 
+// byName is an object to index data by a name, an id or a key the engine
+// or an upstream chose: without a prototype, so that a plugin named
+// constructor, __proto__ or toString is a key like any other, never one
+// of Object's own properties (a chart that found Object's constructor
+// for such a name threw, and the Activity page showed nothing).
+const byName = () => Object.create(null);
+
 // asData marks a node as the engine's data (a name, a description, what an
 // upstream wrote): never translated, by a browser's translator or by the
 // translation test.
@@ -256,7 +263,7 @@ const breakable = (name) => String(name).split(/(?<=[_\-./])|(?<=[a-z0-9])(?=[A-
   .flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
 
 // Entities a description may hold, beyond the numeric ones.
-const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', mdash: '—', ndash: '–', hellip: '…' };
+const ENTITIES = Object.assign(byName(), { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', mdash: '—', ndash: '–', hellip: '…' });
 // Tags that end a block of text: they become a space, the others nothing.
 const BLOCK = /^\/?(p|br|div|li|ul|ol|h[1-6]|tr|td|th|table|pre|blockquote|hr|dt|dd)\b/i;
 
@@ -829,7 +836,7 @@ async function pageCredentials(page, uid) {
   const r = await call('GET', '/v1/credentials/' + encodeURIComponent(user) + '?needed=true');
   if (!r.ok) return page.append(errorBox(r));
   const creds = r.data.credentials || [], needed = r.data.needed || [];
-  const readers = {};
+  const readers = byName();
   for (const n of needed) readers[n.key] = n;
   const toolsOf = (n) => (n && n.tools.length ? n.tools.join(', ') + (n.tools_total > n.tools.length ? ' ' + fill('more_tools', { n: n.tools_total - n.tools.length }) : '') : t('no_tools_read'));
   // The keys the user's enabled tools read: the missing ones first, each
@@ -874,7 +881,7 @@ function chart(execs) {
   const times = execs.map((e) => Date.parse(e.create_time));
   const lo = Math.min(...times), hi = Math.max(...times) + 1;
   const buckets = 24, W = 720, head = 18, plotH = 44, rowH = head + plotH + 14, axisH = 20;
-  const byPlugin = {};
+  const byPlugin = byName();
   for (const e of execs) {
     const b = Math.min(buckets - 1, Math.floor(((Date.parse(e.create_time) - lo) / (hi - lo)) * buckets));
     const row = byPlugin[e.plugin_name] || (byPlugin[e.plugin_name] = Array.from({ length: buckets }, () => ({ n: 0, ms: 0 })));

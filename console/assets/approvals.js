@@ -113,9 +113,9 @@ async function pageApprovals(page, uid) {
 // request: {name: {title, description}}.
 async function toolTexts(names) {
   const uniq = [...new Set(names.filter(Boolean))];
-  if (!uniq.length) return {};
+  if (!uniq.length) return byName();
   const r = await call('GET', '/v1/tools?names=' + uniq.map(encodeURIComponent).join(','));
-  const out = {};
+  const out = byName();
   for (const tool of (r.ok && r.data.tools) || []) {
     const f = tool.function || tool;
     out[f.name] = { title: plainText(tool.title), description: plainText(f.description) };

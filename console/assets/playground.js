@@ -75,7 +75,7 @@ async function pagePlayground(page) {
   let history = []; // the conversation so far, as the next run's messages
   let agentTools = null;
   const ag = admin ? await call('GET', '/v1/agents') : { ok: false };
-  const agents = {};
+  const agents = byName();
   for (const a of (ag.ok && ag.data.agents) || []) {
     if (a.status === '1') continue;
     agents[a.name] = a;

@@ -137,11 +137,11 @@ function stepFacts(step, pending) {
 // — each tool call with its decision, outcome and result beneath it (a
 // call still waiting, with a link to Approvals).
 function conversation(run) {
-  const steps = {};
+  const steps = byName();
   for (const s of run.steps || []) if (s.tool_call_id) steps[s.tool_call_id] = s;
-  const pending = {};
+  const pending = byName();
   for (const p of run.pending || []) pending[p.tool_call_id] = p;
-  const results = {};
+  const results = byName();
   for (const m of run.messages || []) if (m.role === 'tool' && m.tool_call_id) results[m.tool_call_id] = m;
   const called = new Set((run.messages || []).flatMap((m) => (m.tool_calls || []).map((c) => c.id)));
   const convo = el('ol', { class: 'conversation' });

@@ -17,7 +17,8 @@ import (
 // TestHostileUpstreamQuestions: an upstream nobody vetted asks during a
 // call (issue 48 point 4), through a client of each era that declared
 // elicitation, and on the approval page. A link whose userinfo spoofs its
-// host and forms MCP forbids are refused at once, never shown; a host in
+// host, a link to the engine's own pages (another user's start URL there)
+// and forms MCP forbids are refused at once, never shown; a host in
 // look-alike letters is shown in punycode; a question passing for the
 // engine's own still names the server asking, apart from its message; the
 // credential the upstream echoes (in a form, once with an escape) is
@@ -67,6 +68,14 @@ func TestHostileUpstreamQuestions(t *testing.T) {
 					t.Errorf("page shows the host %q, prompt %q", it.Host, it.Prompt)
 				}
 			},
+		},
+		{
+			name: "a link to the engine's own pages: refused at once", tool: "ask_engine_link", caps: all,
+			want: map[string][]string{"": {"elicitation refused", "the engine's own pages (ai.example.com)"}},
+		},
+		{
+			name: "a link to the engine's own pages on the approval page: refused at once", tool: "ask_engine_link", page: &engine.Answer{Action: "accept"},
+			want: map[string][]string{"": {"elicitation refused", "the engine's own pages"}},
 		},
 		{
 			name: "a form by $ref: refused at once", tool: "ask_ref", caps: all,
