@@ -36,6 +36,13 @@ func (rowCatalog) Identifiers(context.Context, []string) ([]string, error) { ret
 
 func (c rowCatalog) Row(_ context.Context, name string) (*plugins.Plugin, error) { return c[name], nil }
 
+func (c rowCatalog) Copy(_ context.Context, p *plugins.Plugin) (*plugins.Plugin, error) {
+	if row := c[p.Name]; row != nil && plugins.Difference(row, p) == "" {
+		return row, nil
+	}
+	return nil, nil
+}
+
 // oneConnection is a user's connection to the provider "acme": working
 // or not.
 type oneConnection struct{ connected bool }

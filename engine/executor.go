@@ -150,6 +150,10 @@ type CatalogRules interface {
 	// is none: what an inline plugin named like it is judged as by the
 	// access rule, bound or not.
 	Row(ctx context.Context, name string) (*plugins.Plugin, error)
+	// Copy returns the enabled catalog plugin the inline plugin p is a
+	// copy of (Bind's equality), nil when none: the plugin a call of p
+	// taking nothing from the store is.
+	Copy(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error)
 }
 
 // Access is who may use which plugin (issue 46); *access.Checker
@@ -807,16 +811,16 @@ func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string)
 	return nil, refuse(CodeAuthError, "the catalog could not be read to check the use of stored credentials: %v", err)
 }
 
-// copiedRow returns the enabled catalog plugin of p's name when p, an
-// inline plugin taking nothing from the store, is a copy of it (the
-// binding rule's equality), else nil: a catalog that cannot be read
-// leaves p its caller's, sent as untrusted.
+// copiedRow returns the enabled catalog plugin p, an inline plugin taking
+// nothing from the store, is a copy of (the binding rule's equality),
+// else nil: a catalog that cannot be read leaves p its caller's, sent as
+// untrusted.
 func (e *Executor) copiedRow(ctx context.Context, p *plugins.Plugin) *plugins.Plugin {
 	if e.Catalog == nil {
 		return nil
 	}
-	row, err := e.Catalog.Row(ctx, p.Name)
-	if err != nil || row == nil || plugins.Difference(row, p) != "" {
+	row, err := e.Catalog.Copy(ctx, p)
+	if err != nil {
 		return nil
 	}
 	return row

@@ -362,6 +362,8 @@ func (c catalogStub) Bind(_ context.Context, p *plugins.Plugin, keys []string) (
 
 func (catalogStub) Row(context.Context, string) (*plugins.Plugin, error) { return nil, nil }
 
+func (catalogStub) Copy(context.Context, *plugins.Plugin) (*plugins.Plugin, error) { return nil, nil }
+
 func (c catalogStub) Identifiers(_ context.Context, keys []string) ([]string, error) {
 	var out []string
 	for _, k := range keys {
