@@ -95,6 +95,40 @@ func TestInlineCopyIsTheRow(t *testing.T) {
 	})
 }
 
+// TestInlineCopyWithOwnCredentialsIsTheRow: an inline copy of a row
+// taking nothing from the store — the user's own credential in the
+// payload — is the row all the same, for confirmation too: a per-user
+// token's copy of the GET the administrator classified consequential, on
+// /v1/execute and in a run, and the service token's copy of a DELETE
+// claiming "consequential": false, in a run, wait for a person, nothing
+// sent (review64: they were sent unapproved, the copy being trusted with
+// the row's egress but classified as the caller's own plugin).
+func TestInlineCopyWithOwnCredentialsIsTheRow(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e, up, userToken, copyOf, llm := decisionEnv(t, st)
+		own := map[string]string{"GH_TOKEN": "the-users-own-token-0123456789"}
+
+		code, body := e.do("POST", "/v1/execute", userToken, map[string]any{"plugin": copyOf(notesGet, ""), "arguments": map[string]any{"q": "x"}, "credentials": own})
+		if code != http.StatusConflict || errCode(body) != "confirmation_required" || len(up.received()) != 0 {
+			t.Fatalf("a per-user token's copy, /v1/execute: %d %v, %d sent; want 409 confirmation_required, nothing sent", code, body, len(up.received()))
+		}
+		for _, c := range []struct {
+			name, token, tool string
+			doc               json.RawMessage
+		}{
+			{"a per-user token's run", userToken, "notes_get", copyOf(notesGet, "")},
+			{"the service token's run", serviceToken, "drop_note", copyOf(dropNote, `"consequential":false,`)},
+		} {
+			llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: c.tool, Arguments: `{"q":"x"}`}}}) // it pauses: no later turn
+			code, reply := e.do("POST", "/v1/runs", c.token, map[string]any{"user_id": "7", "messages": []map[string]string{{"role": "user", "content": "go"}},
+				"plugins": []json.RawMessage{c.doc}, "credentials": own})
+			if code != http.StatusOK || reply["status"] != "paused" || len(up.received()) != 0 {
+				t.Fatalf("%s: %d %v, %d sent; want paused, nothing sent", c.name, code, reply, len(up.received()))
+			}
+		}
+	})
+}
+
 // TestRunKeepsItsPrincipal (issue 44, cases 3 and 4): a per-user token's
 // run paused on a call is resumed by each kind of resumer — the user's
 // own token, the service token, the administrator's token, the

@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -103,6 +106,58 @@ func TestQuotaInRuns(t *testing.T) {
 		run["user_id"] = 8
 		if code, reply := e.do("POST", "/v1/runs", serviceToken, run); code != http.StatusOK || reply["status"] != "completed" {
 			t.Fatalf("user 8: %d %v", code, reply)
+		}
+	})
+}
+
+// TestRunTokensCountedWhenCut: a model call cut off — its run's client
+// gone while the model answered — is counted against the user's run
+// token budget (its usage, else its estimate), so that a per-user token
+// disconnecting before every answer cannot run the model without end
+// past a spent budget (review64: such a call was never counted).
+func TestRunTokensCountedWhenCut(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		llm := openaitest.New(t)
+		e := newEnv(t, st, withModel(llm))
+		if code, body := e.do("POST", "/v1/quotas/rules", adminToken, map[string]any{"name": "tokens-7", "user_id": 7, "run_tokens_per_day": 1000}); code != http.StatusCreated {
+			t.Fatalf("add rule: %d %v", code, body)
+		}
+		_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
+		userToken := tok["token"].(string)
+		used := func() float64 {
+			_, use := e.do("GET", "/v1/quotas?user_id=7", serviceToken, nil)
+			for _, q := range use["quotas"].([]any) {
+				if q := q.(map[string]any); q["rule"] == "tokens-7" {
+					return q["used"].(float64)
+				}
+			}
+			return 0
+		}
+		// A prompt of some 2,000 tokens (estimated), answered by a model
+		// the client does not wait for.
+		llm.Script(openaitest.Turn{Hang: true})
+		body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": strings.Repeat("summarise this ", 500)}}})
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/runs", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+userToken)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("the run answered %d before the model did", resp.StatusCode)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for used() < 1000 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := used(); n < 1000 {
+			t.Fatalf("run tokens used after a cut model call: %v, want its prompt's estimate (over 1,000)", n)
+		}
+		// Spent: the next run stops before the model is called.
+		calls := len(llm.Requests())
+		code, reply := e.do("POST", "/v1/runs", userToken, map[string]any{"messages": []map[string]string{{"role": "user", "content": "again"}}})
+		if code != http.StatusOK || reply["status"] != "budget_exhausted" || len(llm.Requests()) != calls {
+			t.Fatalf("the next run: %d %v, %d model calls; want budget_exhausted, none", code, reply, len(llm.Requests())-calls)
 		}
 	})
 }

@@ -232,6 +232,23 @@ func (c *Catalog) Row(ctx context.Context, name string) (*plugins.Plugin, error)
 	return nil, nil
 }
 
+// Copy returns the enabled catalog plugin the inline plugin p is a copy
+// of (Bind's equality, remembered per plugin as Bind remembers it), nil
+// when p is none's: an inline plugin taking nothing from the store is
+// that row all the same (engine: its classification, quotas, egress).
+func (c *Catalog) Copy(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error) {
+	for _, recheck := range []bool{false, true} {
+		idx, err := c.index(ctx, recheck)
+		if err != nil {
+			return nil, err
+		}
+		if row := idx.plugins[p.Name]; row != nil && idx.difference(row, p) == "" {
+			return row, nil
+		}
+	}
+	return nil, nil
+}
+
 func (idx *catalogIndex) difference(row, p *plugins.Plugin) string {
 	idx.mu.Lock()
 	d, ok := idx.diffs[p]

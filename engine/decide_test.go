@@ -36,6 +36,13 @@ func (rowCatalog) Identifiers(context.Context, []string) ([]string, error) { ret
 
 func (c rowCatalog) Row(_ context.Context, name string) (*plugins.Plugin, error) { return c[name], nil }
 
+func (c rowCatalog) Copy(_ context.Context, p *plugins.Plugin) (*plugins.Plugin, error) {
+	if row := c[p.Name]; row != nil && plugins.Difference(row, p) == "" {
+		return row, nil
+	}
+	return nil, nil
+}
+
 // oneConnection is a user's connection to the provider "acme": working
 // or not.
 type oneConnection struct{ connected bool }
@@ -88,6 +95,8 @@ func TestDecision(t *testing.T) {
 	rowGet, rowDelete := doc(getDoc, `,"consequential":true`), doc(deleteDoc, "")
 	claimGet, claimDelete := doc(getDoc, `,"consequential":false`), doc(deleteDoc, `,"consequential":false`)
 	moved := mustPlugin(t, strings.Replace(getDoc, "CLASS", "", 1), up.URL+"/elsewhere")
+	// The service's own DELETE: not a copy of the row (another URL).
+	ownDelete := mustPlugin(t, strings.Replace(deleteDoc, "CLASS", `,"consequential":false`, 1), up.URL+"/own")
 	conn := doc(connDoc, "")
 	stored := map[string]string{"TOKEN": "stored-token-0123456789"}
 	payload := map[string]string{"TOKEN": "payload-token-0123456789"}
@@ -115,7 +124,9 @@ func TestDecision(t *testing.T) {
 		{"issue case 2: the service's inline copy claiming false is the row", OwnerService, claimDelete, true, nil, confirm.Consequential, false, false, person},
 		{"the administrator's inline plugin is not bound: its claim stands", OwnerAdmin, claimGet, true, nil, confirm.Consequential, false, false, send},
 		{"a user's unbound inline DELETE: derived from the method", OwnerUser, claimDelete, true, payload, confirm.Consequential, false, false, person},
-		{"the service's unbound inline DELETE: its claim stands", OwnerService, claimDelete, true, payload, confirm.Consequential, false, false, send},
+		{"a user's copy with payload credentials is the row", OwnerUser, claimGet, true, payload, confirm.Consequential, false, false, person},
+		{"the service's copy with payload credentials is the row", OwnerService, claimDelete, true, payload, confirm.Consequential, false, false, person},
+		{"the service's unbound inline DELETE: its claim stands", OwnerService, ownDelete, true, payload, confirm.Consequential, false, false, send},
 		{"the administrator's unbound inline DELETE: its claim stands", OwnerAdmin, claimDelete, true, payload, confirm.Consequential, false, false, send},
 		{"the row's DELETE by name", OwnerService, rowDelete, false, nil, confirm.Consequential, false, false, person},
 		{"no policy: the caller is its own loop", OwnerService, rowDelete, false, nil, "", false, false, send},

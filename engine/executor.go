@@ -150,6 +150,10 @@ type CatalogRules interface {
 	// is none: what an inline plugin named like it is judged as by the
 	// access rule, bound or not.
 	Row(ctx context.Context, name string) (*plugins.Plugin, error)
+	// Copy returns the enabled catalog plugin the inline plugin p is a
+	// copy of (Bind's equality), nil when none: the plugin a call of p
+	// taking nothing from the store is.
+	Copy(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error)
 }
 
 // Access is who may use which plugin (issue 46); *access.Checker
@@ -498,13 +502,20 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 				return nil, refused
 			}
 			p, cfg = row, authOf(ctx, inv, row)
+		} else if row := e.copiedRow(ctx, p); row != nil {
+			// A copy of a row taking nothing from the store (its
+			// credentials in the payload, or none) is the row all the
+			// same: its classification, quotas and egress are the row's,
+			// never the copy's (before, a user's copy of a GET the
+			// administrator classified consequential was sent unapproved).
+			p, cfg = row, authOf(ctx, inv, row)
 		}
 	}
 	// A per-user token's inline plugin left unbound is no one's but its
 	// caller's: sent under the default egress policy (HTTPInvoker.Untrusted),
 	// BLINDEXEC_EGRESS_ALLOW being the operator's opening for what the
 	// operator vouches for.
-	untrusted := call.Inline && call.Owner == OwnerUser && p == call.Plugin && !e.copyOfRow(ctx, p)
+	untrusted := call.Inline && call.Owner == OwnerUser && p == call.Plugin
 	// Who may use p is decided here, on the plugin bound, before anything
 	// else reads it.
 	if refused := e.allowed(ctx, &call, p); refused != nil {
@@ -807,15 +818,19 @@ func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string)
 	return nil, refuse(CodeAuthError, "the catalog could not be read to check the use of stored credentials: %v", err)
 }
 
-// copyOfRow reports whether p, an inline plugin taking nothing from the
-// store, is a copy of the enabled catalog plugin of its name (the binding
-// rule's equality): the row, as far as where it may be sent goes.
-func (e *Executor) copyOfRow(ctx context.Context, p *plugins.Plugin) bool {
+// copiedRow returns the enabled catalog plugin p, an inline plugin taking
+// nothing from the store, is a copy of (the binding rule's equality),
+// else nil: a catalog that cannot be read leaves p its caller's, sent as
+// untrusted.
+func (e *Executor) copiedRow(ctx context.Context, p *plugins.Plugin) *plugins.Plugin {
 	if e.Catalog == nil {
-		return false
+		return nil
 	}
-	row, err := e.Catalog.Row(ctx, p.Name)
-	return err == nil && row != nil && plugins.Difference(row, p) == ""
+	row, err := e.Catalog.Copy(ctx, p)
+	if err != nil {
+		return nil
+	}
+	return row
 }
 
 // identifiers returns the credential keys of a call of a plugin reading
@@ -938,6 +953,13 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 		if out != nil {
 			sel = out.Select
 			budget = cmp.Or(out.MaxBytes, DefaultOutputBytes)
+		}
+		if prep.untrusted {
+			// A per-user token's own plugin does not raise what the model
+			// reads past the engine's default: its max_bytes up to the
+			// read cap made each of a run's 32 calls a turn 10 MiB of the
+			// model's request, held in memory for every later turn.
+			budget = min(budget, DefaultOutputBytes)
 		}
 		res.Output = shape(resp, sel, budget, m)
 	}

@@ -362,6 +362,8 @@ func (c catalogStub) Bind(_ context.Context, p *plugins.Plugin, keys []string) (
 
 func (catalogStub) Row(context.Context, string) (*plugins.Plugin, error) { return nil, nil }
 
+func (catalogStub) Copy(context.Context, *plugins.Plugin) (*plugins.Plugin, error) { return nil, nil }
+
 func (c catalogStub) Identifiers(_ context.Context, keys []string) ([]string, error) {
 	var out []string
 	for _, k := range keys {
@@ -551,4 +553,56 @@ func TestEchoInContentTypeMasked(t *testing.T) {
 			t.Errorf("%d: leaked %q in %s", status, f, all)
 		}
 	}
+}
+
+// TestOwnPluginOutputBudget: a per-user token's own inline plugin (not
+// a copy of a row) reads at most the engine's default output budget,
+// whatever its execution.response.max_bytes says; the catalog's rows, a
+// copy of one, and the service's plugins keep theirs (review64: a user's
+// max_bytes up to the 10 MiB read cap made each call of a run a 10 MiB
+// part of the model's request).
+func TestOwnPluginOutputBudget(t *testing.T) {
+	big := `"` + strings.Repeat("a", 200<<10) + `"`
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, big)
+	})
+	const doc = `{"name":"dump","description":"Dumps.","parameters":{"type":"object","properties":{}},
+	  "execution":{"method":"GET","base_url":"%s/dump","response":{"max_bytes":1048576}}}`
+	// Two documents: ParseJSON shares the plugin of the same bytes, and a
+	// catalog's row is never the payload's.
+	p, row := mustPlugin(t, doc, up.URL), mustPlugin(t, doc+" ", up.URL)
+	for _, tt := range []struct {
+		name   string
+		owner  Owner
+		inline bool
+		whole  bool
+	}{
+		{"a user's own inline plugin: the default budget", OwnerUser, true, false},
+		{"the service's inline plugin: its own budget", OwnerService, true, true},
+		{"the row, by name, for a user: the row's budget", OwnerUser, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			plugin := p
+			if !tt.inline {
+				plugin = row
+			}
+			res, err := h.Execute(t.Context(), Call{Plugin: plugin, Inline: tt.inline, Owner: tt.owner, UserID: 7, Arguments: json.RawMessage(`{}`)})
+			if err != nil || !res.OK {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if whole := len(res.Output) >= 200<<10; whole != tt.whole || !whole && len(res.Output) > DefaultOutputBytes+100 {
+				t.Fatalf("output of %d bytes, want whole: %v", len(res.Output), tt.whole)
+			}
+		})
+	}
+	t.Run("a user's copy of the row: the row's budget", func(t *testing.T) {
+		h := newHarness(t)
+		h.Catalog = rowCatalog{"dump": row}
+		res, err := h.Execute(t.Context(), Call{Plugin: p, Inline: true, Owner: OwnerUser, UserID: 7, Arguments: json.RawMessage(`{}`)})
+		if err != nil || len(res.Output) < 200<<10 {
+			t.Fatalf("%v: output of %d bytes, want the whole answer", err, len(res.Output))
+		}
+	})
 }

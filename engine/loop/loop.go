@@ -18,9 +18,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"time"
 
@@ -469,7 +471,7 @@ func (s *state) turns(ctx context.Context, model string, msgs []openai.ChatCompl
 		}
 		spent := s.reply.Usage.TotalTokens
 		msg, err := s.complete(ctx, creq, turn)
-		if budget.Limited && err == nil {
+		if budget.Limited && (err == nil || mayHaveSpent(err)) {
 			n := int64(s.reply.Usage.TotalTokens - spent)
 			if n == 0 {
 				n = estimateTokens(creq, msg) // the endpoint reported no usage
@@ -517,6 +519,20 @@ func (s *state) budget(ctx context.Context) (quota.RunBudget, *RunError) {
 		return b, &RunError{Code: CodeBudget, Message: b.Exhausted()}
 	}
 	return b, nil
+}
+
+// mayHaveSpent reports whether a failed model call may have spent tokens:
+// the endpoint had the request — the run cancelled (its client gone) or
+// timed out while it answered, an answer too large or malformed — unless
+// it answered an error status or was never reached. Such a call is
+// counted (its usage, else its estimate), or a client disconnecting
+// before each answer ran the model without end on a spent budget.
+func mayHaveSpent(err error) bool {
+	if status, _ := retryable(err); status != 0 {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
 }
 
 // estimateTokens is what a model call spent when its endpoint reports no
