@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +116,28 @@ func TestAccessCallsRuoYi(t *testing.T) {
 					}
 				})
 			}
+			// An inline copy named like the row, reading a stored key, that
+			// differs from it: binding refuses it naming the field — for a
+			// row the user may not use, an oracle of the row's execution,
+			// fixed params and parameters; the access rule answers first.
+			t.Run(fmt.Sprintf("user %d %s inline probe", user, tool), func(t *testing.T) {
+				probe := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+				  "execution":{"method":"GET","base_url":"%s/guess"},"auth_config":{"type":"bearer","token":"TOKEN"}}`, tool, e.up.URL)
+				before := len(e.up.received())
+				code, out := e.do("POST", "/v1/execute", e.tokens[user], map[string]any{"plugin": json.RawMessage(probe), "arguments": map[string]any{"q": "x"}})
+				errBody, _ := out["error"].(map[string]any)
+				details, _ := errBody["details"].(map[string]any)
+				want, status := "permission_denied", http.StatusForbidden
+				if grants[tool] {
+					want, status = "credential_not_bound", http.StatusUnprocessableEntity
+				}
+				if code != status || errBody["code"] != want || len(e.up.received()) > before {
+					t.Fatalf("%d %v", code, out)
+				}
+				if !grants[tool] && (details["field"] != nil || strings.Contains(fmt.Sprint(errBody["message"]), "execution")) {
+					t.Fatalf("the refusal describes the row: %v", out)
+				}
+			})
 		}
 	}
 }

@@ -489,6 +489,14 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		if stored := e.storedKeys(call, cfg); len(stored) > 0 {
 			row, refused := e.bind(ctx, p, stored)
 			if refused != nil {
+				// A binding refusal names the first field the copy differs
+				// in from the row of its name: for a row the caller may not
+				// use, an oracle of its execution, fixed params, credential
+				// keys and parameters, field by field. Who may use it speaks
+				// first (judged as that row, as below).
+				if denied := e.allowed(ctx, &call, p); denied != nil {
+					return nil, denied
+				}
 				return nil, refused
 			}
 			p, cfg = row, authOf(ctx, inv, row)
