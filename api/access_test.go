@@ -353,3 +353,53 @@ func TestAccessSearchFollowsCatalog(t *testing.T) {
 		t.Errorf("list_users given perms user 2 lacks: users finds %v (the kept set outlived the catalog)", got)
 	}
 }
+
+// TestQuotaUseNarrowed: GET /v1/quotas named, in each rule's applies_to,
+// every plugin and tag of the rule, those of tools hidden from the user
+// asking included. A per-user caller is told of its rules only the
+// tools it may use; a rule of none of them is left out. The service
+// sees them whole.
+func TestQuotaUseNarrowed(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	payroll := fmt.Sprintf(`{"name":"payroll","description":"d","parameters":{"type":"object","properties":{}},"tags":["payroll","hr"],
+	  "execution":{"method":"GET","base_url":"%s/payroll"},"perms":["hr:payroll:list"]}`, e.up.URL)
+	weather := fmt.Sprintf(`{"name":"forecast","description":"d","parameters":{"type":"object","properties":{}},"tags":["hr"],
+	  "execution":{"method":"GET","base_url":"%s/forecast"}}`, e.up.URL)
+	for _, doc := range []string{payroll, weather} {
+		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+			t.Fatalf("add: %d %v", code, out)
+		}
+	}
+	for _, rule := range []map[string]any{
+		{"name": "lists", "plugins": []string{"list_roles", "list_users"}, "calls": 5, "window": "day"},
+		{"name": "secret-ones", "plugins": []string{"list_roles", "leave"}, "calls": 5, "window": "day"},
+		{"name": "by-tag", "tags": []string{"payroll", "hr"}, "calls": 5, "window": "day"},
+		{"name": "payroll-only", "tags": []string{"payroll"}, "calls": 5, "window": "day"},
+		{"name": "everything", "calls": 50, "window": "day"},
+	} {
+		if code, out := e.do("POST", "/v1/quotas/rules", adminToken, rule); code != http.StatusCreated {
+			t.Fatalf("rule: %d %v", code, out)
+		}
+	}
+	use := func(token, query string) map[string]string {
+		code, out := e.do("GET", "/v1/quotas"+query, token, nil)
+		if code != http.StatusOK {
+			t.Fatalf("%d %v", code, out)
+		}
+		got := map[string]string{}
+		for _, q := range out["quotas"].([]any) {
+			m := q.(map[string]any)
+			got[m["rule"].(string)] = m["applies_to"].(string)
+		}
+		return got
+	}
+	if got, want := use(e.tokens[2], ""), map[string]string{"lists": "list_users", "by-tag": "tools tagged hr", "everything": "all tools"}; !maps.Equal(got, want) {
+		t.Errorf("user 2's own quotas %v, want %v", got, want)
+	}
+	if got := use(e.tokens[1], ""); got["secret-ones"] != "list_roles, leave" || got["payroll-only"] != "tools tagged payroll" || len(got) != 5 {
+		t.Errorf("user 1 (*:*:*) sees %v", got)
+	}
+	if got := use(serviceToken, "?user_id=2"); got["secret-ones"] != "list_roles, leave" || got["by-tag"] != "tools tagged payroll or hr" || len(got) != 5 {
+		t.Errorf("the service sees %v", got)
+	}
+}
