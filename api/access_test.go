@@ -403,3 +403,44 @@ func TestQuotaUseNarrowed(t *testing.T) {
 		t.Errorf("the service sees %v", got)
 	}
 }
+
+// TestAccessDisabledUserRuoYi: a user RuoYi would not log in — disabled
+// (sys_user.status '1') — used every plugin without perms under
+// BLINDEXEC_TOOL_ACCESS=open with its per-user token: listed them, called
+// them with its stored credentials. Now such a user may use no tool, with
+// or without perms, over every route, and the access route says why.
+func TestAccessDisabledUserRuoYi(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	if _, err := e.st.DB().Exec("update sys_user set status = '1' where user_id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.do("GET", "/v1/tools", e.tokens[2], nil)
+	if code != http.StatusOK || len(out["tools"].([]any)) != 0 {
+		t.Errorf("a disabled user's tools: %d %v, want none", code, out)
+	}
+	before := len(e.up.received())
+	code, out = e.do("POST", "/v1/tools/weather/call", e.tokens[2], map[string]any{"q": "x"})
+	errBody, _ := out["error"].(map[string]any)
+	if code != http.StatusForbidden || errBody["code"] != "permission_denied" || len(e.up.received()) != before {
+		t.Errorf("a disabled user's call of an open plugin: %d %v", code, out)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if listed, err := cs.ListTools(t.Context(), nil); err != nil || len(listed.Tools) != 0 {
+		t.Errorf("a disabled user's tools/list: %v %v", listed, err)
+	}
+	code, out = e.do("GET", "/v1/tools/weather/access?user_id=2", serviceToken, nil)
+	decision, _ := out["decision"].(map[string]any)
+	steps, _ := decision["steps"].([]any)
+	if code != http.StatusOK || decision["allowed"] != false || len(steps) == 0 || steps[len(steps)-1].(map[string]any)["reason"] != "login" {
+		t.Errorf("why a disabled user may not use weather: %d %v", code, out)
+	}
+	// User 1 is still RuoYi's: the open plugin is its.
+	if code, out := e.do("POST", "/v1/tools/weather/call", e.tokens[1], map[string]any{"q": "x"}); code != http.StatusOK {
+		t.Errorf("user 1: %d %v", code, out)
+	}
+}

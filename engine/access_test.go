@@ -102,7 +102,8 @@ func TestAccessDecision(t *testing.T) {
 		{"a payload's perms granting it too", access.ModeOpen, OwnerService, row, false, nil, admin, []access.Held{access.HeldOf("system:user:list")}, "", false, send},
 		{"a payload's perms never widen", access.ModeOpen, OwnerService, row, false, nil, clerk, []access.Held{access.HeldOf(plugins.AllPerms)}, "", false, CodePermissionDenied},
 		{"a source down fails closed", access.ModeOpen, OwnerUser, row, false, nil, admin, nil, "", true, CodePermissionsUnavailable},
-		{"a source down is not asked of a plugin without perms", access.ModeOpen, OwnerUser, rowFree, false, nil, admin, nil, "", true, send},
+		{"a source down refuses a plugin without perms too: it says who may log in", access.ModeOpen, OwnerUser, rowFree, false, nil, admin, nil, "", true, CodePermissionsUnavailable},
+		{"user 0 is no one to log in: a source down is not asked", access.ModeOpen, OwnerService, rowFree, false, nil, nobody, nil, "", true, send},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
