@@ -444,3 +444,66 @@ func TestAccessDisabledUserRuoYi(t *testing.T) {
 		t.Errorf("user 1: %d %v", code, out)
 	}
 }
+
+// TestMCPRevokedTokenStreams: a per-user token revoked while its client
+// holds a stream open — a 2025-11-25 session's GET stream, a 2026-07-28
+// subscriptions/listen — went on being told of catalog changes (a tool
+// hidden from the user added included), its requests refused but the
+// stream kept. Now the revocation ends the token's sessions and streams.
+func TestMCPRevokedTokenStreams(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	for i, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			code, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 2})
+			if code != http.StatusCreated {
+				t.Fatal(code, tok)
+			}
+			changed := make(chan struct{}, 8)
+			opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
+				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+				&sdk.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v != era {
+				t.Fatalf("negotiated %s", v)
+			}
+			hidden := func(name string) {
+				doc := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{}},
+				  "execution":{"method":"GET","base_url":"%s/x"},"perms":["x:y:z"]}`, name, e.up.URL)
+				if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+					t.Fatal(code, out)
+				}
+			}
+			// The stream is open: a change reaches it (the test's own check).
+			deadline := time.After(5 * time.Second)
+			for n := 0; ; n++ {
+				hidden(fmt.Sprintf("hidden_%d_%d", i, n))
+				select {
+				case <-changed:
+				case <-time.After(300 * time.Millisecond):
+					continue
+				case <-deadline:
+					t.Fatal("the open stream is told of no change")
+				}
+				break
+			}
+			id := int64(tok["token_id"].(float64))
+			if code, _ := e.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+				t.Fatal(code)
+			}
+			time.Sleep(200 * time.Millisecond)
+			for len(changed) > 0 {
+				<-changed
+			}
+			hidden(fmt.Sprintf("hidden_%d_after", i))
+			select {
+			case <-changed:
+				t.Error("a revoked token's stream was told of a catalog change")
+			case <-time.After(2 * time.Second):
+			}
+		})
+	}
+}
