@@ -102,6 +102,23 @@ func (h Held) Grants(needs []string) bool {
 	return false
 }
 
+// notUser is the one string of what a source that knows who may log in
+// (RuoYi's tables, ruoyi-vue-pro's) holds for a user it would not log in:
+// missing, disabled, deleted (yudao: of a tenant refused too). No
+// permission string holds a NUL, so it grants nothing; it tells such a
+// user from one who holds no permission.
+const notUser = "\x00not a user"
+
+// NotUser is what a source holds for a user it would not log in.
+func NotUser() Held { return HeldOf(notUser) }
+
+// LoggedOut reports whether h is NotUser's: the source would not log its
+// user in.
+func (h Held) LoggedOut() bool {
+	_, out := h[notUser]
+	return out
+}
+
 // Source reads the permission strings a user holds in one place: RuoYi's
 // tables, ruoyi-vue-pro's, the operator's query.
 type Source interface {
@@ -117,6 +134,9 @@ type DeniedError struct {
 	Plugin string
 	Agent  string // alone: the agent's perms are not held
 	Needs  []string
+	// Login names the source that would not log the user in, for a
+	// plugin without perms (Needs empty) refused for that alone.
+	Login string
 }
 
 func (e *DeniedError) Error() string {
@@ -125,6 +145,9 @@ func (e *DeniedError) Error() string {
 		return fmt.Sprintf("%s: plugin %q is not among the tools of agent %q", CodeDenied, e.Plugin, e.Agent)
 	case e.Agent != "":
 		return fmt.Sprintf("%s: agent %q needs one of the permissions %s", CodeDenied, e.Agent, strings.Join(e.Needs, ", "))
+	}
+	if e.Login != "" {
+		return fmt.Sprintf("%s: plugin %q is for users %s=%s would log in, and it would not log this one in (missing, disabled or deleted)", CodeDenied, e.Plugin, EnvPermissions, e.Login)
 	}
 	if len(e.Needs) == 0 {
 		return fmt.Sprintf("%s: plugin %q has no perms, and %s=%s makes such plugins usable by no one until an administrator gives them perms", CodeDenied, e.Plugin, EnvToolAccess, ModePerms)
@@ -257,9 +280,28 @@ func (c *Checker) allowed(ctx context.Context, sub Subject, p *plugins.Plugin) e
 		if c.Mode == ModePerms {
 			return &DeniedError{Plugin: p.Name}
 		}
+		if !c.asksLogin(sub) {
+			return nil
+		}
+		held, err := c.Source.Held(ctx, sub.User)
+		if err != nil {
+			return &UnavailableError{Source: c.Name, Err: err}
+		}
+		if held.LoggedOut() {
+			return &DeniedError{Plugin: p.Name, Login: c.Name}
+		}
 		return nil
 	}
 	return c.holds(ctx, sub, &DeniedError{Plugin: p.Name, Needs: p.Perms})
+}
+
+// asksLogin reports whether a plugin without perms asks the database
+// source about sub's user: a user RuoYi's or yudao's tables would not log
+// in (missing, disabled, deleted) uses no tool, as that user could not
+// use RuoYi, so that a user disabled there loses every tool with the
+// permissions, within one TTL. The operator's query knows strings only.
+func (c *Checker) asksLogin(sub Subject) bool {
+	return sub.User > 0 && c.Source != nil && (c.Name == SourceRuoYi || c.Name == SourceYudao)
 }
 
 // AgentAllowed is Allowed for an agent named name that needs one of
@@ -357,6 +399,17 @@ func (c *Checker) Usable(ctx context.Context, sub Subject, ps []*plugins.Plugin)
 // needs them when held is nil.
 func (c *Checker) decide(ctx context.Context, sub Subject, a *catalog.Agent, ps []*plugins.Plugin, held Held, keep func(i int)) error {
 	read := held != nil
+	readHeld := func() error {
+		if read {
+			return nil
+		}
+		var err error
+		if held, err = c.Source.Held(ctx, sub.User); err != nil {
+			return &UnavailableError{Source: c.Name, Err: err}
+		}
+		read = true
+		return nil
+	}
 	for i, p := range ps {
 		if in, err := c.within(ctx, a, p); err != nil {
 			return err
@@ -368,15 +421,19 @@ func (c *Checker) decide(ctx context.Context, sub Subject, a *catalog.Agent, ps 
 			if c.Mode == ModePerms {
 				continue
 			}
+			if c.asksLogin(sub) {
+				if err := readHeld(); err != nil {
+					return err
+				}
+				if held.LoggedOut() {
+					continue
+				}
+			}
 		case !c.narrowed(sub, p.Perms):
 			continue
 		case c.Source != nil:
-			if !read {
-				var err error
-				if held, err = c.Source.Held(ctx, sub.User); err != nil {
-					return &UnavailableError{Source: c.Name, Err: err}
-				}
-				read = true
+			if err := readHeld(); err != nil {
+				return err
 			}
 			if !held.Grants(p.Perms) {
 				continue

@@ -38,7 +38,10 @@ func TestAllowed(t *testing.T) {
 		want   string // "" allowed, else the error's code
 		reads  int    // source reads
 	}{
-		{"open: no perms, anyone", ModeOpen, &held{perms: HeldOf()}, Subject{User: 7}, needs(), "", 0},
+		{"open: no perms, any user the source would log in", ModeOpen, &held{perms: HeldOf()}, Subject{User: 7}, needs(), "", 1},
+		{"open: no perms, not for a user the source would not log in", ModeOpen, &held{perms: NotUser()}, Subject{User: 7}, needs(), CodeDenied, 1},
+		{"nor a plugin with perms", ModeOpen, &held{perms: NotUser()}, Subject{User: 7}, needs("system:user:list"), CodeDenied, 1},
+		{"user 0 is no one to log in: not asked", ModeOpen, &held{perms: NotUser()}, Subject{}, needs(), "", 0},
 		{"open: no perms, user 0", "", nil, Subject{}, needs(), "", 0},
 		{"perms: no perms, no one", ModePerms, &held{perms: HeldOf(plugins.AllPerms)}, Subject{User: 1}, needs(), CodeDenied, 0},
 		{"held exactly", ModePerms, &held{perms: HeldOf("system:user:list")}, Subject{User: 7}, needs("system:user:list"), "", 1},
@@ -56,7 +59,7 @@ func TestAllowed(t *testing.T) {
 		{"each judged on its own", ModeOpen, &held{perms: HeldOf("system:user:add")}, Subject{User: 7, Narrow: []Held{HeldOf("system:user:list")}}, needs("system:user:list", "system:user:add"), "", 1},
 		{"database and payload agree", ModeOpen, &held{perms: HeldOf(plugins.AllPerms)}, Subject{User: 1, Narrow: []Held{HeldOf("system:user:list")}}, needs("system:user:list"), "", 1},
 		{"unreadable fails closed", ModeOpen, &held{err: broken}, Subject{User: 7}, needs("system:user:list"), CodeUnavailable, 1},
-		{"unreadable, not asked without perms", ModeOpen, &held{err: broken}, Subject{User: 7}, needs(), "", 0},
+		{"unreadable fails closed without perms too: it says who may log in", ModeOpen, &held{err: broken}, Subject{User: 7}, needs(), CodeUnavailable, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Checker{Mode: tt.mode, Name: SourceRuoYi}

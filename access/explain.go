@@ -23,6 +23,7 @@ const (
 	ReasonAllPerms    = "all_perms"   // the source grants *:*:* (RuoYi's user 1)
 	ReasonUnchecked   = "unchecked"   // the engine applies no rule
 	ReasonDisabled    = "disabled"    // the plugin is disabled
+	ReasonLogin       = "login"       // the database source would not log the user in
 )
 
 // Step is one finding of the rule about a user and a plugin: Grants false
@@ -68,6 +69,15 @@ func (c *Checker) explain(ctx context.Context, sub Subject, p *plugins.Plugin, n
 		if c.Mode == ModePerms {
 			return step(ReasonPermsMode, false, "", "plugin %q has no perms, and %s=%s makes such plugins usable by no user", p.Name, EnvToolAccess, ModePerms)
 		}
+		if c.asksLogin(sub) {
+			held, err := c.Source.Held(ctx, sub.User)
+			if err != nil {
+				return step(ReasonUnavailable, false, c.Name, "%s", (&UnavailableError{Source: c.Name, Err: err}).Error())
+			}
+			if held.LoggedOut() {
+				return c.loginStep(sub, step)
+			}
+		}
 		return step(ReasonOpen, true, "", "plugin %q has no perms, and %s=%s makes such plugins usable by every user", p.Name, EnvToolAccess, ModeOpen)
 	}
 	needs := strings.Join(p.Perms, ", ")
@@ -94,6 +104,9 @@ func (c *Checker) explain(ctx context.Context, sub Subject, p *plugins.Plugin, n
 	if err != nil {
 		return step(ReasonUnavailable, false, c.Name, "%s", (&UnavailableError{Source: c.Name, Err: err}).Error())
 	}
+	if held.LoggedOut() {
+		return c.loginStep(sub, step)
+	}
 	if _, all := held[plugins.AllPerms]; all {
 		return step(ReasonAllPerms, true, c.Name, "%s=%s grants user %d %s, which holds every permission", EnvPermissions, c.Name, sub.User, plugins.AllPerms)
 	}
@@ -103,6 +116,12 @@ func (c *Checker) explain(ctx context.Context, sub Subject, p *plugins.Plugin, n
 		}
 	}
 	return step(ReasonSource, false, c.Name, "%s=%s grants user %d none of %s", EnvPermissions, c.Name, sub.User, needs)
+}
+
+// loginStep is the step refusing a user the database source would not
+// log in.
+func (c *Checker) loginStep(sub Subject, step func(string, bool, string, string, ...any) bool) bool {
+	return step(ReasonLogin, false, c.Name, "%s=%s would not log user %d in (missing, disabled or deleted): it may use no tool", EnvPermissions, c.Name, sub.User)
 }
 
 func cmpMode(m Mode) Mode {

@@ -99,6 +99,13 @@ func (st *sourceTest) change(t *testing.T, user int64, do, undo []string, still 
 		t.Errorf("after the TTL user %d may use %s: %v, want %v", user, st.subject.Name, got, still)
 	}
 	st.holdsAsComputed(t, user, 0)
+	// A plugin without perms, open to every user: not to one the project
+	// would not log in (disabled, deleted; yudao: its tenant refused).
+	open := &Checker{Mode: ModeOpen, Source: st.c.Source, Name: st.c.Name}
+	loggedIn := !st.oracle(t, st.db, user).LoggedOut()
+	if err := open.Allowed(t.Context(), Subject{User: user}, &plugins.Plugin{Name: "weather"}); (err == nil) != loggedIn {
+		t.Errorf("after the TTL user %d may use an open plugin: %v, want %v", user, err, loggedIn)
+	}
 	exec(t, st.db, undo...)
 	st.advance(st.ttl)
 	if !st.allowed(t, user, st.subject) {
@@ -133,7 +140,7 @@ func ruoyiOracle(t *testing.T, db *sql.DB, user int64) Held {
 	var status, delFlag string
 	err := db.QueryRowContext(ctx, "select u.status, u.del_flag from sys_user u where u.user_id = ?", user).Scan(&status, &delFlag)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && (delFlag == "2" || status == "1") {
-		return Held{}
+		return NotUser() // not logged in at all
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +210,8 @@ func TestRuoYi(t *testing.T) {
 	if _, all := ry[plugins.AllPerms]; all {
 		t.Fatal("user 2 holds *:*:*")
 	}
-	if got := st.held(t, 99); len(got) != 0 {
-		t.Errorf("a user RuoYi does not have holds %v", sorted(got))
+	if got := st.held(t, 99); !got.LoggedOut() || len(got) != 1 {
+		t.Errorf("a user RuoYi does not have holds %v, want NotUser", sorted(got))
 	}
 
 	listUsers := st.subject

@@ -53,7 +53,7 @@ func (s RuoYi) Held(ctx context.Context, user int64) (Held, error) {
 	var id int64
 	switch err := s.DB.QueryRowContext(ctx, ruoyiUser, user).Scan(&id); {
 	case errors.Is(err, sql.ErrNoRows):
-		return Held{}, nil
+		return NotUser(), nil
 	case err != nil:
 		return nil, fmt.Errorf("read sys_user: %w", err)
 	case id == 1:
@@ -87,11 +87,12 @@ func (s RuoYi) Held(ctx context.Context, user int64) (Held, error) {
 //     tenant, the menu not deleted: yudao does not consult a menu's
 //     status when it checks a permission (getMenuIdListByPermission), so
 //     neither does this. A role without menus still counts (LEFT JOIN),
-//     for its code.
+//     for its code; a user without roles still has a row (LEFT JOIN):
+//     no row at all is a user yudao would not log in (NotUser).
 const yudaoRoles = `SELECT r.code, m.permission FROM system_users u
   JOIN system_tenant t ON t.id = u.tenant_id AND t.status = 0 AND t.deleted = 0 AND t.expire_time > CURRENT_TIMESTAMP
-  JOIN system_user_role ur ON ur.user_id = u.id AND ur.deleted = 0 AND ur.tenant_id = u.tenant_id
-  JOIN system_role r ON r.id = ur.role_id AND r.status = 0 AND r.deleted = 0 AND r.tenant_id = u.tenant_id
+  LEFT JOIN system_user_role ur ON ur.user_id = u.id AND ur.deleted = 0 AND ur.tenant_id = u.tenant_id
+  LEFT JOIN system_role r ON r.id = ur.role_id AND r.status = 0 AND r.deleted = 0 AND r.tenant_id = u.tenant_id
   LEFT JOIN system_role_menu rm ON rm.role_id = r.id AND rm.deleted = 0 AND rm.tenant_id = u.tenant_id
   LEFT JOIN system_menu m ON m.id = rm.menu_id AND m.deleted = 0
  WHERE u.id = ? AND u.status = 0 AND u.deleted = 0`
@@ -110,13 +111,14 @@ type Yudao struct{ DB *sql.DB }
 
 // Held reads user's strings: one query.
 func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
-	held := Held{}
+	held, none := Held{}, true
 	rows, err := s.DB.QueryContext(ctx, yudaoRoles, user)
 	if err != nil {
 		return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
+		none = false
 		var code, perm sql.NullString
 		if err := rows.Scan(&code, &perm); err != nil {
 			return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
@@ -130,6 +132,9 @@ func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the roles of system_users %d: %w", user, err)
+	}
+	if none {
+		return NotUser(), nil
 	}
 	return held, nil
 }
@@ -184,7 +189,7 @@ func (s Query) Held(ctx context.Context, user int64) (Held, error) {
 	defer tx.Rollback()
 	held := Held{}
 	err = scanStrings(ctx, tx, s.SQL, user, limit, func(v string) {
-		if v = strings.TrimSpace(v); v != "" {
+		if v = strings.TrimSpace(v); v != "" && !strings.ContainsRune(v, 0) { // no string of RuoYi's form holds one: never NotUser's
 			held[v] = struct{}{}
 		}
 	})

@@ -27,7 +27,7 @@ func yudaoOracle(t *testing.T, db *sql.DB, user int64) Held {
 	var deleted bool
 	err := db.QueryRowContext(ctx, "SELECT status, deleted = 1, tenant_id FROM system_users WHERE id = ?", user).Scan(&status, &deleted, &tenant)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && (deleted || status != 0) {
-		return Held{}
+		return NotUser() // not logged in at all
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func yudaoOracle(t *testing.T, db *sql.DB, user int64) Held {
 	var tdeleted, expired bool
 	err = db.QueryRowContext(ctx, "SELECT status, deleted = 1, expire_time <= NOW() FROM system_tenant WHERE id = ?", tenant).Scan(&tstatus, &tdeleted, &expired)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && (tdeleted || tstatus != 0 || expired) {
-		return Held{}
+		return NotUser() // not logged in at all
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +116,28 @@ func TestAccessCallsRuoYi(t *testing.T) {
 					}
 				})
 			}
+			// An inline copy named like the row, reading a stored key, that
+			// differs from it: binding refuses it naming the field — for a
+			// row the user may not use, an oracle of the row's execution,
+			// fixed params and parameters; the access rule answers first.
+			t.Run(fmt.Sprintf("user %d %s inline probe", user, tool), func(t *testing.T) {
+				probe := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+				  "execution":{"method":"GET","base_url":"%s/guess"},"auth_config":{"type":"bearer","token":"TOKEN"}}`, tool, e.up.URL)
+				before := len(e.up.received())
+				code, out := e.do("POST", "/v1/execute", e.tokens[user], map[string]any{"plugin": json.RawMessage(probe), "arguments": map[string]any{"q": "x"}})
+				errBody, _ := out["error"].(map[string]any)
+				details, _ := errBody["details"].(map[string]any)
+				want, status := "permission_denied", http.StatusForbidden
+				if grants[tool] {
+					want, status = "credential_not_bound", http.StatusUnprocessableEntity
+				}
+				if code != status || errBody["code"] != want || len(e.up.received()) > before {
+					t.Fatalf("%d %v", code, out)
+				}
+				if !grants[tool] && (details["field"] != nil || strings.Contains(fmt.Sprint(errBody["message"]), "execution")) {
+					t.Fatalf("the refusal describes the row: %v", out)
+				}
+			})
 		}
 	}
 }
@@ -327,5 +351,159 @@ func TestAccessSearchFollowsCatalog(t *testing.T) {
 	setPerms("list_users", "hr:leave:list")
 	if got := found("users"); slices.Contains(got, "list_users") {
 		t.Errorf("list_users given perms user 2 lacks: users finds %v (the kept set outlived the catalog)", got)
+	}
+}
+
+// TestQuotaUseNarrowed: GET /v1/quotas named, in each rule's applies_to,
+// every plugin and tag of the rule, those of tools hidden from the user
+// asking included. A per-user caller is told of its rules only the
+// tools it may use; a rule of none of them is left out. The service
+// sees them whole.
+func TestQuotaUseNarrowed(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	payroll := fmt.Sprintf(`{"name":"payroll","description":"d","parameters":{"type":"object","properties":{}},"tags":["payroll","hr"],
+	  "execution":{"method":"GET","base_url":"%s/payroll"},"perms":["hr:payroll:list"]}`, e.up.URL)
+	weather := fmt.Sprintf(`{"name":"forecast","description":"d","parameters":{"type":"object","properties":{}},"tags":["hr"],
+	  "execution":{"method":"GET","base_url":"%s/forecast"}}`, e.up.URL)
+	for _, doc := range []string{payroll, weather} {
+		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+			t.Fatalf("add: %d %v", code, out)
+		}
+	}
+	for _, rule := range []map[string]any{
+		{"name": "lists", "plugins": []string{"list_roles", "list_users"}, "calls": 5, "window": "day"},
+		{"name": "secret-ones", "plugins": []string{"list_roles", "leave"}, "calls": 5, "window": "day"},
+		{"name": "by-tag", "tags": []string{"payroll", "hr"}, "calls": 5, "window": "day"},
+		{"name": "payroll-only", "tags": []string{"payroll"}, "calls": 5, "window": "day"},
+		{"name": "everything", "calls": 50, "window": "day"},
+	} {
+		if code, out := e.do("POST", "/v1/quotas/rules", adminToken, rule); code != http.StatusCreated {
+			t.Fatalf("rule: %d %v", code, out)
+		}
+	}
+	use := func(token, query string) map[string]string {
+		code, out := e.do("GET", "/v1/quotas"+query, token, nil)
+		if code != http.StatusOK {
+			t.Fatalf("%d %v", code, out)
+		}
+		got := map[string]string{}
+		for _, q := range out["quotas"].([]any) {
+			m := q.(map[string]any)
+			got[m["rule"].(string)] = m["applies_to"].(string)
+		}
+		return got
+	}
+	if got, want := use(e.tokens[2], ""), map[string]string{"lists": "list_users", "by-tag": "tools tagged hr", "everything": "all tools"}; !maps.Equal(got, want) {
+		t.Errorf("user 2's own quotas %v, want %v", got, want)
+	}
+	if got := use(e.tokens[1], ""); got["secret-ones"] != "list_roles, leave" || got["payroll-only"] != "tools tagged payroll" || len(got) != 5 {
+		t.Errorf("user 1 (*:*:*) sees %v", got)
+	}
+	if got := use(serviceToken, "?user_id=2"); got["secret-ones"] != "list_roles, leave" || got["by-tag"] != "tools tagged payroll or hr" || len(got) != 5 {
+		t.Errorf("the service sees %v", got)
+	}
+}
+
+// TestAccessDisabledUserRuoYi: a user RuoYi would not log in — disabled
+// (sys_user.status '1') — used every plugin without perms under
+// BLINDEXEC_TOOL_ACCESS=open with its per-user token: listed them, called
+// them with its stored credentials. Now such a user may use no tool, with
+// or without perms, over every route, and the access route says why.
+func TestAccessDisabledUserRuoYi(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	if _, err := e.st.DB().Exec("update sys_user set status = '1' where user_id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.do("GET", "/v1/tools", e.tokens[2], nil)
+	if code != http.StatusOK || len(out["tools"].([]any)) != 0 {
+		t.Errorf("a disabled user's tools: %d %v, want none", code, out)
+	}
+	before := len(e.up.received())
+	code, out = e.do("POST", "/v1/tools/weather/call", e.tokens[2], map[string]any{"q": "x"})
+	errBody, _ := out["error"].(map[string]any)
+	if code != http.StatusForbidden || errBody["code"] != "permission_denied" || len(e.up.received()) != before {
+		t.Errorf("a disabled user's call of an open plugin: %d %v", code, out)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if listed, err := cs.ListTools(t.Context(), nil); err != nil || len(listed.Tools) != 0 {
+		t.Errorf("a disabled user's tools/list: %v %v", listed, err)
+	}
+	code, out = e.do("GET", "/v1/tools/weather/access?user_id=2", serviceToken, nil)
+	decision, _ := out["decision"].(map[string]any)
+	steps, _ := decision["steps"].([]any)
+	if code != http.StatusOK || decision["allowed"] != false || len(steps) == 0 || steps[len(steps)-1].(map[string]any)["reason"] != "login" {
+		t.Errorf("why a disabled user may not use weather: %d %v", code, out)
+	}
+	// User 1 is still RuoYi's: the open plugin is its.
+	if code, out := e.do("POST", "/v1/tools/weather/call", e.tokens[1], map[string]any{"q": "x"}); code != http.StatusOK {
+		t.Errorf("user 1: %d %v", code, out)
+	}
+}
+
+// TestMCPRevokedTokenStreams: a per-user token revoked while its client
+// holds a stream open — a 2025-11-25 session's GET stream, a 2026-07-28
+// subscriptions/listen — went on being told of catalog changes (a tool
+// hidden from the user added included), its requests refused but the
+// stream kept. Now the revocation ends the token's sessions and streams.
+func TestMCPRevokedTokenStreams(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	for i, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			code, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 2})
+			if code != http.StatusCreated {
+				t.Fatal(code, tok)
+			}
+			changed := make(chan struct{}, 8)
+			opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
+				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+				&sdk.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v != era {
+				t.Fatalf("negotiated %s", v)
+			}
+			hidden := func(name string) {
+				doc := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{}},
+				  "execution":{"method":"GET","base_url":"%s/x"},"perms":["x:y:z"]}`, name, e.up.URL)
+				if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+					t.Fatal(code, out)
+				}
+			}
+			// The stream is open: a change reaches it (the test's own check).
+			deadline := time.After(5 * time.Second)
+			for n := 0; ; n++ {
+				hidden(fmt.Sprintf("hidden_%d_%d", i, n))
+				select {
+				case <-changed:
+				case <-time.After(300 * time.Millisecond):
+					continue
+				case <-deadline:
+					t.Fatal("the open stream is told of no change")
+				}
+				break
+			}
+			id := int64(tok["token_id"].(float64))
+			if code, _ := e.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+				t.Fatal(code)
+			}
+			time.Sleep(200 * time.Millisecond)
+			for len(changed) > 0 {
+				<-changed
+			}
+			hidden(fmt.Sprintf("hidden_%d_after", i))
+			select {
+			case <-changed:
+				t.Error("a revoked token's stream was told of a catalog change")
+			case <-time.After(2 * time.Second):
+			}
+		})
 	}
 }

@@ -36,7 +36,7 @@ func TestToolAccessRuoYi(t *testing.T) {
 		{"leave", "2", access.ReasonSource},
 		{"weather", "2", access.ReasonPermsMode},
 		{"list_users", "0", access.ReasonNoUser},
-		{"list_users", "99", access.ReasonSource},
+		{"list_users", "99", access.ReasonLogin}, // RuoYi has no user 99: it would not log one in
 	} {
 		code, out := e.do("GET", "/v1/tools/"+tt.tool+"/access?user_id="+tt.user, adminToken, nil)
 		d, _ := out["decision"].(map[string]any)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
@@ -138,6 +139,32 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, p principal, h
 		return
 	}
 	scanJSON(h)(w, r)
+}
+
+// endRevoked ends the MCP sessions and listen streams of per-user tokens
+// revoked or expired, on /mcp and every agent's: their requests are
+// refused already (principalFor), but a stream held open would go on
+// telling a revoked token of catalog changes, hidden tools' included.
+// A token that cannot be checked now (the database) is kept; a console
+// session's streams end with its sign-out.
+func (s *Server) endRevoked(ctx context.Context) {
+	admin, service := s.operators.get(s)
+	console := auth.HashToken("")
+	gone := func(id mcpserver.Identity) bool {
+		switch id.Principal {
+		case "", console, admin, service:
+			return false
+		}
+		t, err := s.lookupToken(ctx, id.Principal)
+		return err == nil && (!t.found || t.expires != nil && time.Now().After(*t.expires))
+	}
+	if s.mcpService != nil {
+		s.mcpService.End(gone)
+	}
+	s.agentMCP.Range(func(_, v any) bool {
+		v.(*agentMCP).svc.End(gone)
+		return true
+	})
 }
 
 // CloseStreams ends the long-lived streams of /mcp sessions, which would

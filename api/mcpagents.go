@@ -66,6 +66,9 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 					return true
 				})
 			}
+			if new.Tokens != old.Tokens {
+				s.endRevoked(context.Background())
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -90,8 +91,13 @@ func (s *Server) quotaUse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	use, err := s.Quota.UseOf(r.Context(), user)
+	if err == nil && s.Access != nil && principalFrom(r.Context()).role < roleService {
+		use, err = s.ownQuotas(r.Context(), use)
+	}
 	if err != nil {
-		s.internal(w, r, err)
+		if !unavailable(w, err) {
+			s.internal(w, r, err)
+		}
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"user_id": user, "time_zone": s.Quota.Location().String(), "quotas": use})
@@ -123,4 +129,31 @@ func refusedStatus(refused *engine.RefusedError) (status int, retryAfter time.Du
 		return http.StatusServiceUnavailable, retryAfter, true
 	}
 	return 0, 0, false
+}
+
+// ownQuotas narrows a per-user caller's quotas to what its user may be
+// told: a rule's plugin names and tags those of the enabled tools the
+// user may use (the list rule, s.usable), a rule of none of them left
+// out — its names would be of tools hidden from the user.
+func (s *Server) ownQuotas(ctx context.Context, use []quota.Use) ([]quota.Use, error) {
+	enabled, err := s.Catalog.EnabledPlugins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mine, err := s.usable(ctx, "", enabled)
+	if err != nil {
+		return nil, err
+	}
+	var names, tags []string
+	for _, p := range mine {
+		names = append(names, p.Name)
+		tags = append(tags, p.Tags...)
+	}
+	kept := use[:0]
+	for _, u := range use {
+		if u.Narrow(names, tags) {
+			kept = append(kept, u)
+		}
+	}
+	return kept, nil
 }

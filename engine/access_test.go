@@ -55,6 +55,10 @@ func TestAccessDecision(t *testing.T) {
 	row, rowFree := doc(guarded, `,"perms":["system:user:list"]`), doc(free, "")
 	copyOf := doc(guarded, `,"perms":["system:user:list"]`) // an inline copy: bound to the row when stored keys are used
 	unguarded := doc(guarded, "")                           // named like the row, perms left out
+	// probe is named like the row and reads its stored key, but differs
+	// in execution: binding refuses it naming the field it differs in,
+	// which must tell nothing of a row its caller may not use.
+	probe := mustPlugin(t, strings.Replace(strings.Replace(guarded, "PERMS", "", 1), "/users", "/guess", 1), up.URL)
 	ownPerms := mustPlugin(t, `{"name":"own","description":"Own.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
 	  "execution":{"method":"GET","base_url":"%s/own"},"perms":["own:thing:use"]}`, up.URL)
 	payload := map[string]string{"TOKEN": "payload-token-0123456789"}
@@ -87,6 +91,9 @@ func TestAccessDecision(t *testing.T) {
 		{"the service's unbound copy too", access.ModeOpen, OwnerService, unguarded, true, payload, clerk, nil, "", false, CodePermissionDenied},
 		{"the administrator's unbound copy too", access.ModeOpen, OwnerAdmin, unguarded, true, payload, clerk, nil, "", false, CodePermissionDenied},
 		{"an unbound copy named like the row, for a user holding it", access.ModeOpen, OwnerUser, unguarded, true, payload, admin, nil, "", false, send},
+		{"a copy of a row the user may not use, differing: refused by access, not by binding", access.ModeOpen, OwnerUser, probe, true, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"the service's differing copy for that user too", access.ModeOpen, OwnerService, probe, true, nil, clerk, nil, "", false, CodePermissionDenied},
+		{"a differing copy of a row the user may use: the binding's refusal", access.ModeOpen, OwnerUser, probe, true, nil, admin, nil, "", false, CodeCredentialNotBound},
 		{"a user's inline plugin of no row under open", access.ModeOpen, OwnerUser, ownPerms, true, nil, clerk, nil, "", false, send},
 		{"a user's inline plugin of no row under perms, whatever it declares", access.ModePerms, OwnerUser, ownPerms, true, nil, admin, nil, "", false, CodePermissionDenied},
 		{"the service's inline plugin of no row: its perms judged", access.ModePerms, OwnerService, ownPerms, true, nil, admin, nil, "", false, send},
@@ -95,7 +102,8 @@ func TestAccessDecision(t *testing.T) {
 		{"a payload's perms granting it too", access.ModeOpen, OwnerService, row, false, nil, admin, []access.Held{access.HeldOf("system:user:list")}, "", false, send},
 		{"a payload's perms never widen", access.ModeOpen, OwnerService, row, false, nil, clerk, []access.Held{access.HeldOf(plugins.AllPerms)}, "", false, CodePermissionDenied},
 		{"a source down fails closed", access.ModeOpen, OwnerUser, row, false, nil, admin, nil, "", true, CodePermissionsUnavailable},
-		{"a source down is not asked of a plugin without perms", access.ModeOpen, OwnerUser, rowFree, false, nil, admin, nil, "", true, send},
+		{"a source down refuses a plugin without perms too: it says who may log in", access.ModeOpen, OwnerUser, rowFree, false, nil, admin, nil, "", true, CodePermissionsUnavailable},
+		{"user 0 is no one to log in: a source down is not asked", access.ModeOpen, OwnerService, rowFree, false, nil, nobody, nil, "", true, send},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +134,8 @@ func TestAccessDecision(t *testing.T) {
 			}
 			if tt.want == CodePermissionDenied {
 				d := res.Error.Details.(map[string]any)
-				if d["plugin"] != tt.plugin.Name || strings.Contains(res.Error.Message, "system:role:list") {
+				if d["plugin"] != tt.plugin.Name || d["field"] != nil || strings.Contains(res.Error.Message, "system:role:list") ||
+					strings.Contains(res.Error.Message, "execution") {
 					t.Errorf("the refusal %q %v names more or less than the plugin and its needs", res.Error.Message, d)
 				}
 			}

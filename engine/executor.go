@@ -497,7 +497,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		// Bind: the call of an inline copy of a catalog row is the row's,
 		// and every rule below reads the row.
 		if stored := e.storedKeys(call, cfg); len(stored) > 0 {
-			row, refused := e.bind(ctx, p, stored)
+			row, refused := e.bind(ctx, &call, p, stored)
 			if refused != nil {
 				return nil, refused
 			}
@@ -801,8 +801,9 @@ func nonNilStrings(s []string) []string {
 
 // bind applies the binding rule (auth.Catalog.Bind) to an inline plugin
 // whose call would take the stored keys from the store: the catalog
-// plugin the call then is, or a refusal.
-func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string) (*plugins.Plugin, *RefusedError) {
+// plugin the call then is, or a refusal: for an inline copy differing
+// from a row of its name that call may not use, the access step's.
+func (e *Executor) bind(ctx context.Context, call *Call, p *plugins.Plugin, stored []string) (*plugins.Plugin, *RefusedError) {
 	if e.Catalog == nil {
 		return nil, refuse(CodeCredentialNotBound, "the tool %s is not in the catalog, and no catalog is configured to bind stored credentials to: pass the credentials in the payload", p.Name)
 	}
@@ -812,6 +813,16 @@ func (e *Executor) bind(ctx context.Context, p *plugins.Plugin, stored []string)
 	case err == nil:
 		return row, nil
 	case errors.As(err, &unbound):
+		if unbound.Field != "" {
+			// The refusal names the first field p differs in from the row
+			// of its name: of a row the caller may not use, an oracle of
+			// its execution, fixed params, credential keys and parameters,
+			// field by field. Who may use it speaks first, judging p as
+			// that row (allowed).
+			if denied := e.allowed(ctx, call, p); denied != nil {
+				return nil, denied
+			}
+		}
 		return nil, &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: err.Error(),
 			Details: map[string]any{"key": unbound.Key, "field": unbound.Field}}}
 	}

@@ -621,6 +621,29 @@ type Use struct {
 	Window   string    `json:"window"`
 	Used     int64     `json:"used"`
 	ResetsAt time.Time `json:"resets_at"`
+	// Plugins and Tags are the rule's selectors, for narrowing what a
+	// user is shown of it to the tools the user may use (Narrow).
+	Plugins []string `json:"-"`
+	Tags    []string `json:"-"`
+}
+
+// Narrow keeps of u's selectors the plugin names and tags of the tools a
+// user may use, given as plugins and tags, and says what u applies to in
+// those terms; false when its selectors name none of them: a rule of
+// only tools the user may not use says nothing the user may be told.
+func (u *Use) Narrow(plugins, tags []string) bool {
+	in := func(x string, set []string) bool { return slices.Contains(set, x) }
+	switch {
+	case len(u.Plugins) > 0:
+		u.Plugins = slices.DeleteFunc(slices.Clone(u.Plugins), func(n string) bool { return !in(n, plugins) })
+		u.What = (&Rule{Plugins: u.Plugins}).AppliesTo()
+		return len(u.Plugins) > 0
+	case len(u.Tags) > 0:
+		u.Tags = slices.DeleteFunc(slices.Clone(u.Tags), func(t string) bool { return !in(t, tags) })
+		u.What = (&Rule{Tags: u.Tags}).AppliesTo()
+		return len(u.Tags) > 0
+	}
+	return true
 }
 
 // UseOf returns the use of every rule that applies to user. Used counts
@@ -655,7 +678,8 @@ func (k *Keeper) UseOf(ctx context.Context, user int64) ([]Use, error) {
 		if r.RunTokensPerDay > 0 {
 			unit = "run tokens"
 		}
-		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.amount(), Unit: unit, Window: r.window(), Used: max(0, used), ResetsAt: end})
+		out = append(out, Use{Rule: r.Name, What: r.AppliesTo(), Limit: r.amount(), Unit: unit, Window: r.window(), Used: max(0, used), ResetsAt: end,
+			Plugins: r.Plugins, Tags: r.Tags})
 	}
 	return out, nil
 }

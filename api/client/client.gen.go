@@ -771,6 +771,7 @@ func (e ListToolsParamsFormat) Valid() bool {
 const (
 	ToolAccess200JSONResponseBodyDecisionStepsReasonAllPerms    ToolAccess200JSONResponseBodyDecisionStepsReason = "all_perms"
 	ToolAccess200JSONResponseBodyDecisionStepsReasonDisabled    ToolAccess200JSONResponseBodyDecisionStepsReason = "disabled"
+	ToolAccess200JSONResponseBodyDecisionStepsReasonLogin       ToolAccess200JSONResponseBodyDecisionStepsReason = "login"
 	ToolAccess200JSONResponseBodyDecisionStepsReasonNarrow      ToolAccess200JSONResponseBodyDecisionStepsReason = "narrow"
 	ToolAccess200JSONResponseBodyDecisionStepsReasonNoSource    ToolAccess200JSONResponseBodyDecisionStepsReason = "no_source"
 	ToolAccess200JSONResponseBodyDecisionStepsReasonNoUser      ToolAccess200JSONResponseBodyDecisionStepsReason = "no_user"
@@ -787,6 +788,8 @@ func (e ToolAccess200JSONResponseBodyDecisionStepsReason) Valid() bool {
 	case ToolAccess200JSONResponseBodyDecisionStepsReasonAllPerms:
 		return true
 	case ToolAccess200JSONResponseBodyDecisionStepsReasonDisabled:
+		return true
+	case ToolAccess200JSONResponseBodyDecisionStepsReasonLogin:
 		return true
 	case ToolAccess200JSONResponseBodyDecisionStepsReasonNarrow:
 		return true

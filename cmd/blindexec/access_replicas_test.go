@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,11 @@ func TestAccessAcrossReplicas(t *testing.T) {
 		t.Fatalf("create plugin on A: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	weather := fmt.Sprintf(`{"name":"weather","description":"The weather","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/weather"}}`, up.URL)
+	if code, out := a.do(t, "POST", "/v1/plugins", admin, json.RawMessage(weather)); code != http.StatusCreated {
+		t.Fatalf("create weather on A: %d %v", code, out)
+	}
 	if code, out := a.do(t, "POST", "/v1/agents", admin, map[string]any{"name": "staff", "tools": map[string]any{"names": []string{"list_users"}}}); code != http.StatusCreated {
 		t.Fatalf("create agent on A: %d %v", code, out)
 	}
@@ -109,6 +115,34 @@ func TestAccessAcrossReplicas(t *testing.T) {
 			sql(q)
 		}
 		within("undo: "+tt.name, true)
+	}
+
+	// A user RuoYi no longer logs in uses no tool, one without perms
+	// too, on both replicas within the TTL; enabled again, the tools are
+	// back as fast.
+	open := func(r *replica) bool {
+		_, list := r.do(t, "GET", "/v1/tools", tok, nil)
+		code, out := r.do(t, "POST", "/v1/execute", tok, map[string]any{"name": "weather", "arguments": map[string]any{"q": "x"}})
+		if code != http.StatusOK && code != http.StatusForbidden {
+			t.Fatalf("replica %s, weather: %d %v", r.name, code, out)
+		}
+		return list["total"] != float64(0) && code == http.StatusOK
+	}
+	for _, step := range []struct {
+		sql  string
+		want bool
+	}{{"update sys_user set status = '1' where user_id = 2", false}, {"update sys_user set status = '0' where user_id = 2", true}} {
+		sql(step.sql)
+		start := time.Now()
+		for _, r := range rs {
+			for open(r) != step.want {
+				if time.Since(start) > ttl+time.Second {
+					t.Fatalf("%s: replica %s still answers as before %v after", step.sql, r.name, time.Since(start))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		t.Logf("%s: an open plugin's use %v on both replicas within %v", step.sql, step.want, time.Since(start).Round(10*time.Millisecond))
 	}
 
 	// The agent changes through A: B refuses it after one poll.

@@ -26,6 +26,11 @@ var changeMarker = &sdk.Tool{Name: "blindexec_catalog_changed", InputSchema: map
 func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// End finds the stream here: a stateless request's session is in no
+	// other registry.
+	l := &listener{ss: ss, stop: stop}
+	ss.svc.listeners.Store(l, struct{}{})
+	defer ss.svc.listeners.Delete(l)
 	// Shutdown ends the stream, as it ends a session's GET stream: it
 	// would otherwise hold http.Server.Shutdown until its deadline.
 	defer context.AfterFunc(ss.svc.closing, stop)()
@@ -62,4 +67,10 @@ func (ss *session) watch(ctx context.Context) {
 		})
 		ss.server.RemoveTools(changeMarker.Name)
 	}
+}
+
+// listener is a subscriptions/listen stream held open, and how to end it.
+type listener struct {
+	ss   *session
+	stop context.CancelFunc
 }

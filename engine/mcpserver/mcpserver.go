@@ -197,6 +197,8 @@ type Service struct {
 	// opened (a catalog that never changes never calls Changed).
 	live   sync.Map // *session → struct{}
 	opened atomic.Int64
+	// listeners are the subscriptions/listen streams open (End).
+	listeners sync.Map // *listener → struct{}
 }
 
 // pruneEvery is how many sessions open between two sweeps of the ended
@@ -334,6 +336,31 @@ func (s *Service) Changed() {
 		})
 		ss.server.RemoveTools(changedTool.Name)
 	})
+}
+
+// End ends every session whose identity gone reports: its requests
+// would be refused already (a revoked token), but a stream it holds open
+// — a session's GET stream, a subscriptions/listen stream — would go on
+// telling it of catalog changes and its calls' progress.
+func (s *Service) End(gone func(Identity) bool) {
+	s.httpSessions.Range(func(_, v any) bool {
+		if hs := v.(*httpSession); hs.ss != nil && gone(hs.ident) {
+			hs.ss.Close()
+		}
+		return true
+	})
+	s.listeners.Range(func(k, _ any) bool {
+		if l := k.(*listener); gone(l.ss.identity()) {
+			l.stop()
+		}
+		return true
+	})
+}
+
+// identity is whom the session acts for, as the request that made it
+// was authenticated.
+func (ss *session) identity() Identity {
+	return Identity{User: ss.user, Principal: ss.principal, Narrow: ss.narrow}
 }
 
 // ServeStdio serves the catalog over stdin/stdout for userID until ctx ends
