@@ -388,8 +388,6 @@ func (m *metered) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// messageTooLargeError: an MCP server's answer went past
-// Manager.MaxMessageBytes.
 // answersTooLargeError ends a listing whose answers, as read, are over
 // its readBudget.
 type answersTooLargeError struct{ Limit int64 }
@@ -398,6 +396,8 @@ func (e *answersTooLargeError) Error() string {
 	return fmt.Sprintf("the MCP server's answers to one listing are larger than %d bytes in all (twice %s and one answer's bound)", e.Limit, plugins.EnvImportMaxMB)
 }
 
+// messageTooLargeError: an MCP server's answer went past
+// Manager.MaxMessageBytes.
 type messageTooLargeError struct{ Limit int64 }
 
 func (e *messageTooLargeError) Error() string {
