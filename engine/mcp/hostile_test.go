@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -84,44 +85,42 @@ func TestUpstreamMessageBounded(t *testing.T) {
 // the listing fails naming the byte limit and its setting; with empty
 // pages, naming the pages' limit; with pages padded by a field the engine
 // ignores, naming the bound on the answers as read (twice the list's and
-// one answer's).
+// one answer's), over streamable HTTP as over SSE, where the pages come
+// on the session's event stream (before, each within the 10 MiB event
+// bound, they were read to the 1,000th page: 500 MiB here, 10 GB at 10
+// MiB a page).
 // Nothing is cached either way.
 func TestToolsListBounded(t *testing.T) {
 	desc := strings.Repeat("d", 4<<10)
+	padded := func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "answers to one listing are larger than 12582912 bytes")
+	}
 	for _, tc := range []struct {
 		name      string
+		transport string
 		perPage   int
 		pad       int
 		maxPages  int64
 		wantError func(error) bool
 	}{
 		// 16 tools of some 4 kB a page: the bound is passed on the 17th page.
-		{"tools on every page", 16, 0, 20, func(err error) bool {
+		{"tools on every page", store.TransportStreamableHTTP, 16, 0, 20, func(err error) bool {
 			var tl *mcpimport.TooLargeError
 			return errors.As(err, &tl) && tl.Listed && tl.Max == 1<<20 && strings.Contains(err.Error(), "1 MiB (BLINDEXEC_IMPORT_MAX_MB)")
 		}},
-		{"empty pages", 0, 0, 1000, func(err error) bool {
+		{"empty pages", store.TransportStreamableHTTP, 0, 0, 1000, func(err error) bool {
 			return err != nil && strings.Contains(err.Error(), "more than 1000 pages")
 		}},
 		// 12 MiB of answers read in all (twice the list's 1 MiB and one
 		// answer's 10): the 25th page of 512 kB passes it.
-		{"padded pages", 0, 512 << 10, 26, func(err error) bool {
-			return err != nil && strings.Contains(err.Error(), "answers to one listing are larger than 12582912 bytes")
-		}},
+		{"padded pages", store.TransportStreamableHTTP, 0, 512 << 10, 26, padded},
+		{"padded pages over SSE", store.TransportSSE, 0, 512 << 10, 26, padded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var pages atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var msg struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
-					w.WriteHeader(http.StatusMethodNotAllowed)
-					return
-				}
+			var pages, written, streams atomic.Int64
+			answer := func(id json.RawMessage, method string) any {
 				var result any
-				switch msg.Method {
+				switch method {
 				case "initialize":
 					result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
 						"serverInfo": map[string]any{"name": "endless", "version": "1"}}
@@ -134,20 +133,62 @@ func TestToolsListBounded(t *testing.T) {
 					}
 					result = map[string]any{"tools": tools, "nextCursor": fmt.Sprint(n), "padding": strings.Repeat("p", tc.pad)}
 				default:
-					if len(msg.ID) > 0 { // a request this server does not know
-						w.Header().Set("Content-Type", "application/json")
-						_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-							"error": map[string]any{"code": -32601, "message": "method not found"}})
-						return
+					if len(id) == 0 {
+						return nil // a notification
 					}
-					w.WriteHeader(http.StatusAccepted) // a notification
+					return map[string]any{"jsonrpc": "2.0", "id": id, // a request this server does not know
+						"error": map[string]any{"code": -32601, "message": "method not found"}}
+				}
+				return map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
+			}
+			events := make(chan []byte, 1) // the SSE stream's answers
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.transport == store.TransportSSE && r.Method == http.MethodGet {
+					streams.Add(1)
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+					w.(http.Flusher).Flush()
+					for {
+						select {
+						case <-r.Context().Done():
+							return
+						case b := <-events:
+							n, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+							written.Add(int64(n))
+							if err != nil {
+								return
+							}
+							w.(http.Flusher).Flush()
+						}
+					}
+				}
+				var msg struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				a := answer(msg.ID, msg.Method)
+				if a == nil || tc.transport == store.TransportSSE {
+					w.WriteHeader(http.StatusAccepted)
+					if a != nil {
+						b, _ := json.Marshal(a)
+						select {
+						case events <- b:
+						case <-r.Context().Done():
+						}
+					}
 					return
 				}
 				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
+				b, _ := json.Marshal(a)
+				n, _ := w.Write(b)
+				written.Add(int64(n))
 			}))
-			t.Cleanup(srv.Close)
-			row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: store.TransportStreamableHTTP, URL: srv.URL}
+			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: tc.transport, URL: srv.URL}
 			_, m := setup(t, row)
 			m.MaxToolsBytes = 1 << 20
 
@@ -159,6 +200,18 @@ func TestToolsListBounded(t *testing.T) {
 			}
 			if n := pages.Load(); n > tc.maxPages {
 				t.Errorf("%d pages read, want at most %d", n, tc.maxPages)
+			}
+			// The budget (12 MiB) and at most the page that passed it.
+			if w := written.Load(); tc.pad > 0 && w > 12<<20+int64(tc.pad)+64<<10 {
+				t.Errorf("%d bytes of answers sent and read, want at most the budget and one page", w)
+			}
+			// The refusal ended the listing, not the session's stream: the
+			// next request's answer comes on it.
+			if tc.transport == store.TransportSSE {
+				_, err := m.CallTool(ctx, mcp.Call{Server: "srv-1", Tool: "any"})
+				if err == nil || !strings.Contains(err.Error(), "method not found") || streams.Load() != 1 {
+					t.Errorf("a call after the refusal: %v over %d streams; want the server's answer on the one stream", err, streams.Load())
+				}
 			}
 		})
 	}

@@ -503,7 +503,8 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		// answer's: a page's envelope and ignored fields count, and a
 		// listing within the bound, or one answer over it (which the
 		// tools' count refuses by name), is never refused by them.
-		ctx = withReadBudget(ctx, 2*int64(limit)+cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes))
+		ctx, end := withReadBudget(ctx, 2*int64(limit)+cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes))
+		defer end()
 		tools, encoded = tools[:0], append(encoded[:0], '[')
 		params := &sdk.ListToolsParams{}
 		for page := 1; ; page++ {
@@ -512,7 +513,7 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 			}
 			res, err := cs.ListTools(ctx, params)
 			if err != nil {
-				return err
+				return overBudget(ctx, err)
 			}
 			for _, t := range res.Tools {
 				tools = append(tools, t)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -17,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/plugins"
+	"github.com/blindexec/blindexec/store"
 )
 
 // sessionKey identifies a session: the server's id and the hash of the
@@ -187,9 +189,11 @@ type authTransport struct {
 	creds  map[string]string
 	held   *heldSchemas // sees the elicitations in the server's responses
 	limit  int64        // bytes read of a body that is not an event stream
+	sse    bool         // the SSE transport: answers come on the session's stream
 
-	mu      sync.Mutex
-	applied []string
+	mu       sync.Mutex
+	applied  []string
+	listings map[*readBudget]struct{} // charged what the SSE stream brings
 }
 
 func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string, held *heldSchemas, limit int64) (*authTransport, error) {
@@ -206,7 +210,8 @@ func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *server
 	for _, k := range srv.auth.CredentialKeys() {
 		own[k] = creds[k]
 	}
-	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own, held: held, limit: limit}, nil
+	return &authTransport{base: base, auth: a, origin: originOf(req), srv: srv, creds: own, held: held, limit: limit,
+		sse: srv.transport == store.TransportSSE}, nil
 }
 
 func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
@@ -214,6 +219,9 @@ func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if originOf(req) != t.origin {
 		return t.bounded(t.base.RoundTrip(req))
+	}
+	if b, ok := req.Context().Value(readBudgetKey{}).(*readBudget); ok && t.sse {
+		b.charge(t)
 	}
 	req = req.Clone(req.Context())
 	for k, v := range t.srv.headers {
@@ -250,6 +258,8 @@ func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response,
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 		resp.Body = httpbody.Capped(resp.Body, t.limit, func() error { return &messageTooLargeError{Limit: t.limit} })
+	} else if t.sse {
+		resp.Body = &metered{ReadCloser: resp.Body, t: t}
 	}
 	if resp.Request != nil {
 		if b, ok := resp.Request.Context().Value(readBudgetKey{}).(*readBudget); ok {
@@ -262,22 +272,85 @@ func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response,
 // readBudget is what the answers to one listing's requests may hold
 // together, raw: the bound on the tools a listing keeps does not count
 // what a server pads its pages with (fields the engine ignores), which
-// over its pages could be gigabytes read. It follows the requests of a
-// streamable HTTP session, which carry the listing's context; the SSE
-// transport's answers come on the session's stream, bounded an event
-// at a time.
+// over its pages could be gigabytes read. Over streamable HTTP it follows
+// the listing's requests, which carry its context, and their answers'
+// bodies. Over SSE the answers come on the session's one event stream,
+// which the SDK reads ahead and splits into messages out of sight: the
+// listing is charged all that stream brings while it is in flight (from
+// its first request to its end), its own answers and whatever else the
+// session receives then, and is ended, with the stream left to the
+// session's other calls, once that is over the budget.
 type readBudget struct {
-	left atomic.Int64
-	max  int64
+	left   atomic.Int64
+	max    int64
+	refuse context.CancelCauseFunc // ends the listing's context
+
+	mu    sync.Mutex
+	on    []*authTransport // SSE sessions charging this budget
+	ended bool
 }
 
 type readBudgetKey struct{}
 
-// withReadBudget gives ctx's requests max bytes of answers together.
-func withReadBudget(ctx context.Context, max int64) context.Context {
-	b := &readBudget{max: max}
+// withReadBudget gives ctx's requests max bytes of answers together. end
+// stops charging it; a listing over it is cancelled with an
+// *answersTooLargeError as the cause (see overBudget).
+func withReadBudget(ctx context.Context, max int64) (_ context.Context, end func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	b := &readBudget{max: max, refuse: cancel}
 	b.left.Store(max)
-	return context.WithValue(ctx, readBudgetKey{}, b)
+	return context.WithValue(ctx, readBudgetKey{}, b), func() {
+		b.mu.Lock()
+		b.ended = true
+		on := b.on
+		b.mu.Unlock()
+		for _, t := range on {
+			t.mu.Lock()
+			delete(t.listings, b)
+			t.mu.Unlock()
+		}
+		cancel(nil)
+	}
+}
+
+// take charges n bytes read, refusing the listing once over.
+func (b *readBudget) take(n int) error {
+	if b.left.Add(-int64(n)) < 0 {
+		err := &answersTooLargeError{Limit: b.max}
+		b.refuse(err)
+		return err
+	}
+	return nil
+}
+
+// charge makes the SSE stream of t charged to b from now until b ends.
+func (b *readBudget) charge(t *authTransport) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.listings[b]; ok {
+		return
+	}
+	if t.listings == nil {
+		t.listings = make(map[*readBudget]struct{})
+	}
+	t.listings[b] = struct{}{}
+	b.on = append(b.on, t)
+}
+
+// overBudget is the cause of ctx's end when a listing's answers went over
+// its budget: the SDK reports a call's cancelled context as such, or the
+// budgeted body's error as read, depending on which comes first.
+func overBudget(ctx context.Context, err error) error {
+	var tl *answersTooLargeError
+	if errors.As(context.Cause(ctx), &tl) || errors.As(err, &tl) {
+		return tl
+	}
+	return err
 }
 
 // budgeted is a body whose reads are taken from a readBudget.
@@ -288,14 +361,33 @@ type budgeted struct {
 
 func (b *budgeted) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if b.budget.left.Add(-int64(n)) < 0 {
-		return n, &answersTooLargeError{Limit: b.budget.max}
+	if err := b.budget.take(n); err != nil {
+		return n, err
 	}
 	return n, err
 }
 
-// messageTooLargeError: an MCP server's answer went past
-// Manager.MaxMessageBytes.
+// metered is an SSE session's event stream, whose reads are charged to
+// the listings in flight on the session; it is never ended by them.
+type metered struct {
+	io.ReadCloser
+	t *authTransport
+}
+
+func (m *metered) Read(p []byte) (int, error) {
+	n, err := m.ReadCloser.Read(p)
+	if n > 0 {
+		m.t.mu.Lock()
+		for b := range m.t.listings {
+			if b.take(n) != nil {
+				delete(m.t.listings, b) // refused already
+			}
+		}
+		m.t.mu.Unlock()
+	}
+	return n, err
+}
+
 // answersTooLargeError ends a listing whose answers, as read, are over
 // its readBudget.
 type answersTooLargeError struct{ Limit int64 }
@@ -304,6 +396,8 @@ func (e *answersTooLargeError) Error() string {
 	return fmt.Sprintf("the MCP server's answers to one listing are larger than %d bytes in all (twice %s and one answer's bound)", e.Limit, plugins.EnvImportMaxMB)
 }
 
+// messageTooLargeError: an MCP server's answer went past
+// Manager.MaxMessageBytes.
 type messageTooLargeError struct{ Limit int64 }
 
 func (e *messageTooLargeError) Error() string {

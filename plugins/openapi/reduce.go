@@ -34,12 +34,26 @@ const omittedNote = "Structure omitted: over the plugin's size limits; see the A
 // of thousands of cuts stays small.
 const maxCutDescription = 300
 
+// A scalar's enum of a few values (a status, a kind) is what keeps a
+// caller's argument within what the API allows, and costs little: a
+// reduction keeps it (see smallEnum) where it cuts. Fifty values cover
+// the enums of real documents (Graph's 9,648 have 4 at the median, and
+// none of 50 or fewer is over 2 KiB); a longer list is a catalogue
+// (Graph's 208 over 50, up to 826, name properties for $orderby and
+// $select), which would take more of the reduced plugin's bytes than it
+// saves the API.
+const (
+	maxKeptEnum      = 50
+	maxKeptEnumBytes = 2 << 10
+)
+
 // cutKey is a subschema cut to a number of levels: the resolver shares
 // expansions, so a cut is made once for every place (and operation)
 // that uses it.
 type cutKey struct {
-	p    unsafe.Pointer
-	keep int // levels kept below it
+	p     unsafe.Pointer
+	keep  int  // levels kept below it
+	enums bool // small enums kept where cut
 }
 
 type cutEntry struct {
@@ -82,10 +96,11 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 	}
 	target := b.c.limits
 	target.Bytes /= reducedShare
+	enums := true
 	try := func(keep int) size {
 		s, deepest := sz, rest
 		for _, i := range cands {
-			o, c := b.c.meter.measure(orig[i], false, 1), b.c.meter.measure(b.c.cut(orig[i], keep), false, 1)
+			o, c := b.c.meter.measure(orig[i], false, 1), b.c.meter.measure(b.c.cut(orig[i], keep, enums), false, 1)
 			s.bytes += c.bytes - o.bytes
 			s.props += c.props - o.props
 			s.nodes += c.nodes - o.nodes
@@ -93,6 +108,13 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 		}
 		s.depth = 2 + deepest // the root, its properties, an argument
 		return s
+	}
+	// The small enums kept are counted in each try; when even every
+	// argument free-form is over the target with them, they go too.
+	dropped := false
+	if with := try(0); with.over(target) != nil {
+		enums = false
+		dropped = try(0).bytes < with.bytes
 	}
 	if s := try(0); s.over(target) != nil && s.over(b.c.limits) != nil {
 		if !b.wholeBody(over) {
@@ -112,7 +134,7 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 		}
 	}
 	for _, i := range cands {
-		b.args[i].schema = b.c.cut(orig[i], lo)
+		b.args[i].schema = b.c.cut(orig[i], lo, enums)
 	}
 	root = b.schemaRoot()
 	sz = b.c.meter.measure(root, false, 2)
@@ -125,6 +147,9 @@ func (b *opBuilder) fit() (map[string]any, size, error) {
 	what := fmt.Sprintf("subschemas nested %d levels deep made free-form", lo)
 	if lo == 0 {
 		what = "made free-form"
+	}
+	if dropped {
+		what += ", their enums dropped too (kept, they were over the limit)"
 	}
 	b.warn("parameters reduced: %s %s (%v: an inline plugin's limit)", argList(cut), what, over)
 	return root, sz, nil
@@ -177,7 +202,7 @@ func (b *opBuilder) wholeBody(over *plugins.CostError) bool {
 	}
 	b.args = kept
 	// A body thousands of operations share is read once (cut's cache).
-	s := maps.Clone(b.c.cut(b.body.schema, 0))
+	s := maps.Clone(b.c.cut(b.body.schema, 0, false))
 	s["type"] = "object"
 	// The fields the document fixes were fixed params, always sent: the
 	// caller now sends them, at their value.
@@ -198,12 +223,13 @@ func (b *opBuilder) wholeBody(over *plugins.CostError) bool {
 
 // cut returns s with every subschema keep levels below it that has
 // structure, or a long description, made free-form (s itself when keep
-// is 0), sharing what is unchanged.
-func (c *converter) cut(s map[string]any, keep int) map[string]any {
+// is 0), keeping a scalar's small enum if enums is set, sharing what is
+// unchanged.
+func (c *converter) cut(s map[string]any, keep int, enums bool) map[string]any {
 	if s == nil || keep > 0 && c.meter.measure(s, false, 0).depth <= keep {
 		return s // no subschema that deep
 	}
-	key := cutKey{p: reflect.ValueOf(s).UnsafePointer(), keep: keep}
+	key := cutKey{p: reflect.ValueOf(s).UnsafePointer(), keep: keep, enums: enums}
 	if e, ok := c.cuts[key]; ok {
 		return e.out
 	}
@@ -215,8 +241,8 @@ func (c *converter) cut(s map[string]any, keep int) map[string]any {
 		out[k] = v
 	}
 	if keep == 0 {
-		if structured(s) || len(str(s["description"])) > maxCutDescription {
-			out = freeForm(s)
+		if structured(s, enums) || len(str(s["description"])) > maxCutDescription {
+			out = freeForm(s, enums)
 		}
 	} else {
 		for k, v := range s {
@@ -224,18 +250,18 @@ func (c *converter) cut(s map[string]any, keep int) map[string]any {
 			case map[string]any:
 				switch k {
 				case "properties", "patternProperties", "dependentSchemas":
-					if m := c.cutEach(v, keep-1); !sameMap(m, v) {
+					if m := c.cutEach(v, keep-1, enums); !sameMap(m, v) {
 						set(k, m)
 					}
 				case "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else":
-					if m := c.cut(v, keep-1); !sameMap(m, v) {
+					if m := c.cut(v, keep-1, enums); !sameMap(m, v) {
 						set(k, m)
 					}
 				}
 			case []any:
 				switch k {
 				case "items", "prefixItems", "anyOf", "oneOf", "allOf":
-					if l, changed := c.cutList(v, keep-1); changed {
+					if l, changed := c.cutList(v, keep-1, enums); changed {
 						set(k, l)
 					}
 				}
@@ -250,14 +276,14 @@ func (c *converter) cut(s map[string]any, keep int) map[string]any {
 }
 
 // cutEach cuts each subschema of a map of them (properties).
-func (c *converter) cutEach(m map[string]any, keep int) map[string]any {
+func (c *converter) cutEach(m map[string]any, keep int, enums bool) map[string]any {
 	out := m
 	for k, v := range m {
 		sub, ok := v.(map[string]any)
 		if !ok {
 			continue
 		}
-		if x := c.cut(sub, keep); !sameMap(x, sub) {
+		if x := c.cut(sub, keep, enums); !sameMap(x, sub) {
 			if sameMap(out, m) {
 				out = maps.Clone(m)
 			}
@@ -267,14 +293,14 @@ func (c *converter) cutEach(m map[string]any, keep int) map[string]any {
 	return out
 }
 
-func (c *converter) cutList(l []any, keep int) ([]any, bool) {
+func (c *converter) cutList(l []any, keep int, enums bool) ([]any, bool) {
 	var out []any
 	for i, v := range l {
 		sub, ok := v.(map[string]any)
 		if !ok {
 			continue
 		}
-		if x := c.cut(sub, keep); !sameMap(x, sub) {
+		if x := c.cut(sub, keep, enums); !sameMap(x, sub) {
 			if out == nil {
 				out = append([]any(nil), l...)
 			}
@@ -285,12 +311,13 @@ func (c *converter) cutList(l []any, keep int) ([]any, bool) {
 }
 
 // structured reports a schema with more than a type and texts: nested
-// schemas or lists of values, which a free-form schema drops.
-func structured(s map[string]any) bool {
+// schemas or lists of values, which a free-form schema drops (but a
+// small enum, when enums are kept).
+func structured(s map[string]any, enums bool) bool {
 	for k, v := range s {
 		switch v.(type) {
 		case map[string]any, []any:
-			if k != "type" {
+			if k != "type" && !(k == "enum" && enums && smallEnum(s)) {
 				return true
 			}
 		}
@@ -298,13 +325,47 @@ func structured(s map[string]any) bool {
 	return false
 }
 
+// smallEnum reports an enum a reduction keeps: a scalar's (its type, if
+// given, string, number, integer or boolean, or null beside one; its
+// values no objects or lists), of at most maxKeptEnum values and
+// maxKeptEnumBytes, each counted as it encodes.
+func smallEnum(s map[string]any) bool {
+	e, ok := s["enum"].([]any)
+	if !ok || len(e) > maxKeptEnum {
+		return false
+	}
+	types := asList(s["type"])
+	if t, ok := s["type"].(string); ok {
+		types = []any{t}
+	}
+	for _, t := range types {
+		switch t {
+		case "string", "number", "integer", "boolean", "null":
+		default:
+			return false
+		}
+	}
+	n := 0
+	for _, v := range e {
+		switch v := v.(type) {
+		case map[string]any, []any:
+			return false
+		case string:
+			n += len(v) + 3 // quoted, a comma
+		default:
+			n += len(fmt.Sprint(v)) + 1
+		}
+	}
+	return n <= maxKeptEnumBytes
+}
+
 // freeForm is a schema that accepts any value of s's JSON type, with its
 // description (cut) and the note that its structure was omitted. It
 // keeps what the import and the executor read of it (kept), of its
 // items, and of its properties those that fix a value: a body sent
 // whole still refuses another value of a field the document fixes.
-func freeForm(s map[string]any) map[string]any {
-	out := kept(s)
+func freeForm(s map[string]any, enums bool) map[string]any {
+	out := kept(s, enums)
 	switch {
 	case s["type"] != nil:
 		out["type"] = s["type"]
@@ -314,7 +375,7 @@ func freeForm(s map[string]any) map[string]any {
 		out["type"] = "array"
 	}
 	if items, ok := s["items"].(map[string]any); ok {
-		if k := kept(items); len(k) > 0 {
+		if k := kept(items, enums); len(k) > 0 {
 			out["items"] = k
 		}
 	}
@@ -326,7 +387,7 @@ func freeForm(s map[string]any) map[string]any {
 				if fixed == nil {
 					fixed = map[string]any{}
 				}
-				fixed[name] = kept(p)
+				fixed[name] = kept(p, false)
 			}
 		}
 	}
@@ -349,17 +410,17 @@ func freeForm(s map[string]any) map[string]any {
 
 // kept is what a free-form schema keeps of s: the value s fixes (a const,
 // a one-value enum), which the import makes a fixed param the executor
-// forces over the caller's, and a file's format and encoding, by which
-// the executor sends a multipart field as a file part and decodes its
-// base64.
-func kept(s map[string]any) map[string]any {
+// forces over the caller's, a file's format and encoding, by which the
+// executor sends a multipart field as a file part and decodes its
+// base64, and, if enums is set, a scalar's small enum.
+func kept(s map[string]any, enums bool) map[string]any {
 	out := map[string]any{}
 	for _, k := range []string{"const", "format", "contentEncoding"} {
 		if v, ok := s[k]; ok {
 			out[k] = v
 		}
 	}
-	if e, ok := s["enum"].([]any); ok && len(e) == 1 {
+	if e, ok := s["enum"].([]any); ok && (len(e) == 1 || enums && smallEnum(s)) {
 		out["enum"] = e
 	}
 	return out

@@ -299,3 +299,89 @@ func TestReducedDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestReducedKeepsSmallEnums: where a reduction cuts, a scalar's enum of
+// at most 50 values and 2 KiB stays (a list's items' too): a value out
+// of it is still refused, as by the operation unreduced, where before
+// the API was left to refuse it. A larger enum goes with the structure.
+// When the enums kept would not let the plugin meet the reduction's
+// target even with every argument free-form, they are dropped as before,
+// and the warning says so.
+func TestReducedKeepsSmallEnums(t *testing.T) {
+	var large []any
+	for i := range maxKeptEnum + 1 {
+		large = append(large, fmt.Sprintf("v%02d", i))
+	}
+	// a: 70 objects of 20 long-described fields (1.1 MB, cut one level
+	// down: each made free-form) beside the scalars with enums.
+	a := map[string]any{
+		"status": map[string]any{"type": "string", "enum": []any{"open", "closed"}},
+		"level":  map[string]any{"type": []any{"integer", "null"}, "enum": []any{1.0, 2.0, 3.0}, "allOf": []any{map[string]any{"minimum": 1}}},
+		"tags":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []any{"red", "blue"}}},
+		"code":   map[string]any{"type": "string", "enum": large},
+	}
+	for i := range 70 {
+		a[fmt.Sprintf("s%02d", i)] = described(20, nil)
+	}
+	// 1,000 arguments of 50-value enums of 2,000 bytes each: 2 MB kept.
+	crowd := map[string]any{}
+	for i := range 1000 {
+		var e []any
+		for j := range maxKeptEnum {
+			e = append(e, fmt.Sprintf("%03d-%s", j, strings.Repeat("e", 33)))
+		}
+		crowd[fmt.Sprintf("c%04d", i)] = longDescribed(map[string]any{"type": "string", "enum": e})
+	}
+	for _, tc := range []struct {
+		name     string
+		body     map[string]any
+		warning  string
+		good     []map[string]any
+		bad      []map[string]any
+		original []map[string]any // refused unreduced, accepted reduced
+	}{
+		{"kept where cut", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "object", "properties": a}}},
+			"parameters reduced: argument a: subschemas nested 1 levels deep made free-form (",
+			[]map[string]any{{"a": map[string]any{"status": "open", "level": 2, "tags": []any{"red", "blue"}, "code": "v00"}}},
+			[]map[string]any{{"a": map[string]any{"status": "bogus"}}, {"a": map[string]any{"level": 7}}, {"a": map[string]any{"tags": []any{"green"}}}},
+			[]map[string]any{{"a": map[string]any{"code": "bogus"}}}},
+		{"dropped when over", map[string]any{"type": "object", "properties": crowd},
+			"their enums dropped too (kept, they were over the limit)",
+			[]map[string]any{{"c0000": "000-" + strings.Repeat("e", 33)}},
+			nil,
+			[]map[string]any{{"c0000": "bogus"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bodyDoc(t, "post", "application/json", tc.body, 0)
+			whole, reduced := convertOne(t, data, unlimited), convertOne(t, data, plugins.SchemaLimits{})
+			if w := strings.Join(reduced.Warnings, "\n"); !strings.Contains(w, tc.warning) {
+				t.Fatalf("warnings %q, want %q", w, tc.warning)
+			}
+			rp := reduced.Plugin
+			if err := rp.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := plugins.CheckSchemaCost(rp.Parameters); err != nil {
+				t.Fatalf("reduced, still over: %v", err)
+			}
+			for _, args := range tc.good {
+				if errs := rp.ValidateArguments(args); len(errs) != 0 {
+					t.Errorf("%v refused: %v", args, errs)
+				}
+			}
+			for _, args := range tc.bad {
+				if errs := whole.Plugin.ValidateArguments(args); len(errs) == 0 {
+					t.Fatalf("%v accepted unreduced", args)
+				}
+				if errs := rp.ValidateArguments(args); len(errs) == 0 {
+					t.Errorf("%v accepted reduced, refused unreduced", args)
+				}
+			}
+			for _, args := range tc.original {
+				if errs := rp.ValidateArguments(args); len(errs) != 0 {
+					t.Errorf("%v refused: %v; want its enum dropped", args, errs)
+				}
+			}
+		})
+	}
+}
