@@ -1,6 +1,7 @@
 package searcheval
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand"
@@ -46,7 +47,10 @@ func TestTuneWeights(t *testing.T) {
 	slices.Sort(sets)
 	tn := &tuner{e: e, sets: sets}
 	start := time.Now()
-	base := tn.score(toolsearch.DefaultWeights())
+	base, err := tn.score(toolsearch.DefaultWeights())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("defaults (%v): %s", time.Since(start).Round(time.Millisecond), base.describe(sets, nil))
 	if !base.alone {
 		t.Fatal("the default weights miss the floors alone")
@@ -108,7 +112,7 @@ var tunables = []tunable{
 // steps multiply a weight; minGain is the least rise of the mean MRR@10
 // a step must bring (a fifth of one request's first place in a set of
 // twenty, over ten sets).
-var steps = []float64{0.5, 0.75, 1.33, 2}
+var steps = []float64{0.5, 0.75, 0.9, 1.1, 1.33, 2}
 
 const minGain = 0.001
 
@@ -130,12 +134,12 @@ type tuneScore struct {
 }
 
 // score ranks every tuned-on set with weights w.
-func (tn *tuner) score(w toolsearch.Weights) tuneScore {
+func (tn *tuner) score(w toolsearch.Weights) (tuneScore, error) {
 	parts := toolsearch.AllParts
 	parts.Weights = &w
 	ix, err := toolsearch.NewWith(tn.e.all.Plugins, parts)
 	if err != nil {
-		panic(err)
+		return tuneScore{}, err
 	}
 	s := tuneScore{sets: map[string]setScore{}, alone: true}
 	for _, set := range tn.sets {
@@ -150,13 +154,13 @@ func (tn *tuner) score(w toolsearch.Weights) tuneScore {
 		}
 		alone, err := toolsearch.NewWith(tn.e.catalogs[src].Plugins, parts)
 		if err != nil {
-			panic(err)
+			return tuneScore{}, err
 		}
 		if Evaluate(alone.Search, tn.e.cases[set]).Recall5 < floor-1e-9 {
 			s.alone = false
 		}
 	}
-	return s
+	return s, nil
 }
 
 // ascend runs coordinate ascent from the defaults over the tunables in
@@ -176,17 +180,26 @@ func (tn *tuner) ascend(t *testing.T, order []tunable, base tuneScore) (toolsear
 				p.set(&w, x)
 				cands = append(cands, w)
 			}
-			scores := tn.scoreAll(cands)
-			pick := -1
+			scores, err := tn.scoreAll(cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pick, top := -1, -1
 			for i, s := range scores {
-				if tn.acceptable(s, base, bestScore) && (pick < 0 || s.mean > scores[pick].mean) {
+				if tn.refusal(s, base, bestScore) == "" && (pick < 0 || s.mean > scores[pick].mean) {
 					pick = i
+				}
+				if top < 0 || s.mean > scores[top].mean {
+					top = i
 				}
 			}
 			if pick >= 0 {
 				t.Logf("round %d: %s %.3g → %.3g: %s", round, p.name, p.get(&best), p.get(&cands[pick]),
 					scores[pick].describe(tn.sets, &bestScore))
 				best, bestScore, kept = cands[pick], scores[pick], true
+			} else if top >= 0 {
+				t.Logf("round %d: %s stays %.3g; its best step, %.3g, %s: %s", round, p.name, p.get(&best),
+					p.get(&cands[top]), tn.refusal(scores[top], base, bestScore), scores[top].describe(tn.sets, &bestScore))
 			}
 		}
 		if !kept {
@@ -195,28 +208,35 @@ func (tn *tuner) ascend(t *testing.T, order []tunable, base tuneScore) (toolsear
 	}
 }
 
-// acceptable: s raises the mean MRR@10 over cur's by minGain, on two
-// sets at least, and keeps every set's recall@5 of base and the floors
-// alone.
-func (tn *tuner) acceptable(s, base, cur tuneScore) bool {
-	if !s.alone || s.mean < cur.mean+minGain {
-		return false
+// refusal is why s is no step from cur ("" when it is one): it must
+// raise the mean MRR@10 by minGain, on two sets at least, and keep every
+// set's recall@5 of base and the floors alone.
+func (tn *tuner) refusal(s, base, cur tuneScore) string {
+	if !s.alone {
+		return "under a floor alone"
 	}
 	rises := 0
 	for _, set := range tn.sets {
 		if s.sets[set].hits5 < base.sets[set].hits5 {
-			return false
+			return "loses recall@5 on " + set
 		}
 		if s.sets[set].mrr10 > cur.sets[set].mrr10+1e-9 {
 			rises++
 		}
 	}
-	return rises >= 2
+	switch {
+	case s.mean < cur.mean+minGain:
+		return "gains too little"
+	case rises < 2:
+		return "raises one set only"
+	}
+	return ""
 }
 
 // scoreAll scores ws, two at a time (the machine has two cores).
-func (tn *tuner) scoreAll(ws []toolsearch.Weights) []tuneScore {
+func (tn *tuner) scoreAll(ws []toolsearch.Weights) ([]tuneScore, error) {
 	out := make([]tuneScore, len(ws))
+	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
 	for i := range ws {
@@ -224,12 +244,12 @@ func (tn *tuner) scoreAll(ws []toolsearch.Weights) []tuneScore {
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			out[i] = tn.score(ws[i])
+			out[i], errs[i] = tn.score(ws[i])
 			<-sem
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, errors.Join(errs...)
 }
 
 func copyWeights(w toolsearch.Weights) toolsearch.Weights {
