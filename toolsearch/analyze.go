@@ -27,6 +27,8 @@ type analyzer struct {
 	// which meets the same words thousands of times; not shared between
 	// goroutines).
 	stems map[string]string
+	// w are the weights of a request's terms; nil: DefaultWeights'.
+	w *Weights
 }
 
 // term kinds: a CJK single character weighs less in a query than a pair.

@@ -35,7 +35,7 @@ func (ix *Index) diversify(hits []hit, rq *request) {
 	if ix.docSource == nil || len(rq.sources) > 0 || len(hits) <= k {
 		return
 	}
-	floor := diversityRatio * hits[0].score
+	floor := ix.w.Diversity * hits[0].score
 	for c := k; c < min(len(hits), diversityWindow) && hits[c].score >= floor; c++ {
 		src := ix.docSource[hits[c].doc]
 		if src < 0 || ix.sourceAt(hits[:k], src) >= 0 {

@@ -46,7 +46,7 @@ func TestDiversify(t *testing.T) {
 	cases = append(cases, tc{"past the window", deep, false, deep})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ix := &Index{}
+			ix := &Index{w: DefaultWeights()}
 			var hits []hit
 			for i, f := range strings.Split(c.hits, ", ") {
 				var src string

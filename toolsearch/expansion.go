@@ -359,7 +359,7 @@ func (ix *Index) indexRequests(e *Expansion) {
 				w.postings = append(w.postings, nil)
 			}
 			tf := float64(c) / norm
-			w.postings[id] = append(w.postings[id], posting{int32(d), float32(tf * (k1 + 1) / (k1 + tf))})
+			w.postings[id] = append(w.postings[id], posting{int32(d), float32(tf * (ix.w.K1 + 1) / (ix.w.K1 + tf))})
 		}
 	}
 	n := float64(len(ix.docs))

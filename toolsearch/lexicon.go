@@ -176,7 +176,7 @@ func (ix *Index) expandLexicon(query string, concepts []concept) []concept {
 // withLexicon adds to c the words of a WordNet line's fields, synonyms
 // then broader words, that are terms of the catalog, at their weights.
 func (ix *Index) withLexicon(c concept, fs []string) concept {
-	for r, weight := range []float64{lexSynonym, lexBroader} {
+	for r, weight := range []float64{ix.w.Lexicon, ix.w.Broader} {
 		if r >= len(fs) {
 			break
 		}
@@ -271,9 +271,9 @@ func ownConcept(concepts []concept, t string) int {
 func (ix *Index) translationWeight(own, t string) float64 {
 	o, ok := ix.terms[own]
 	if !ok {
-		return translated
+		return ix.w.Translation
 	}
-	return translated * min(1, ix.idf[o]/ix.idf[ix.terms[t]])
+	return ix.w.Translation * min(1, ix.idf[o]/ix.idf[ix.terms[t]])
 }
 
 // maxWordRunes bounds a Chinese dictionary word.

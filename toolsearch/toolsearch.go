@@ -80,6 +80,7 @@ func isDeprecated(p *plugins.Plugin) bool {
 type Index struct {
 	an         analyzer
 	parts      Parts
+	w          Weights
 	docs       []*plugins.Plugin
 	actions    []actions         // of each doc
 	deprecated []bool            // of each doc
@@ -131,6 +132,8 @@ type Parts struct {
 	// Expansion, when set, adds the requests a model wrote for each tool
 	// as a weak field of capped weight (point 4).
 	Expansion *Expansion
+	// Weights, when set, replace DefaultWeights (the evaluation's tuning).
+	Weights *Weights
 }
 
 // AllParts is every part.
@@ -146,15 +149,19 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	if parts.Bilingual && len(ps) > 0 {
 		cedictTable.load()
 	}
-	fields := engineFields
+	w := DefaultWeights()
+	if parts.Weights != nil {
+		w = *parts.Weights
+	}
+	fields := weighted(engineFields, &w)
 	if parts.Sources {
-		fields = append(slices.Clip(engineFields), sourceFields...)
+		fields = append(fields, weighted(sourceFields, &w)...)
 	}
 	var weak []field
 	if parts.Responses {
-		weak = []field{responseField}
+		weak = weighted([]field{responseField}, &w)
 	}
-	ix, err := build(ps, analyzer{words: parts.Bilingual}, fields, weak)
+	ix, err := build(ps, analyzer{words: parts.Bilingual}, fields, weak, w)
 	if err != nil {
 		return nil, err
 	}
@@ -173,14 +180,16 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 // on what is not a letter or digit, one term per CJK character), no
 // vocabulary. It is the yardstick the runner compares New against.
 func NewBaseline(ps []*plugins.Plugin) (*Index, error) {
-	return build(ps, analyzer{plain: true}, baselineFields, nil)
+	return build(ps, analyzer{plain: true}, baselineFields, nil, DefaultWeights())
 }
 
 // build indexes ps by fields, and by the weak fields (weakTerms): words
 // a tool's own text does not say, which lift it a little and never
-// change a term's idf.
-func build(ps []*plugins.Plugin, an analyzer, fields, weak []field) (*Index, error) {
-	ix := &Index{an: an, terms: map[string]int32{}}
+// change a term's idf; w are its weights.
+func build(ps []*plugins.Plugin, an analyzer, fields, weak []field, w Weights) (*Index, error) {
+	ix := &Index{an: an, w: w, terms: map[string]int32{}}
+	ix.an.w = &ix.w
+	k1 := w.K1
 	for _, p := range ps {
 		if p != nil && p.Enabled() {
 			ix.docs = append(ix.docs, p)
@@ -200,7 +209,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields, weak []field) (*Index, err
 		}
 	}
 	// Building stems each distinct word once.
-	builder := an
+	builder := ix.an
 	builder.stems = map[string]string{}
 	perField := make([][]fieldDoc, len(fields))
 	for f, fd := range fields {
@@ -327,7 +336,7 @@ func (ix *Index) widen(concepts []concept) {
 		}
 		for j := sort.SearchStrings(ix.sorted, t); j < len(ix.sorted) && strings.HasPrefix(ix.sorted[j], t); j++ {
 			if u := ix.sorted[j]; u != t && len(u) <= len(t)+prefixExtra {
-				concepts[i] = concepts[i].with(qterm{term: u, weight: synonym})
+				concepts[i] = concepts[i].with(qterm{term: u, weight: ix.w.Vocabulary})
 			}
 		}
 	}
@@ -506,7 +515,7 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 			// place nor that is passed over too.
 			bounds := slices.Sorted(slices.Values(lower.items))
 			nth, first := bounds[len(bounds)-n], bounds[len(bounds)-1]
-			floor = max(floor, min(nth, diversityRatio*first))
+			floor = max(floor, min(nth, ix.w.Diversity*first))
 		}
 	}
 	top := topK[hit]{items: make([]hit, 0, limit+1), worse: ix.worseHit}
@@ -514,7 +523,7 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		score := acc[d]
 		acc[d] = 0
 		if !ix.an.plain {
-			if score*(1+titleBoost) < floor {
+			if score*(1+ix.w.Title) < floor {
 				continue
 			}
 			score *= ix.titleShare(d, &rq)
@@ -629,7 +638,7 @@ func (ix *Index) request(query string, concepts []concept) request {
 	}
 	for _, c := range concepts {
 		for _, qt := range c {
-			if id, ok := ix.terms[qt.term]; ok && qt.weight >= synonym && !slices.Contains(rq.named, id) {
+			if id, ok := ix.terms[qt.term]; ok && qt.weight >= ix.w.Vocabulary && !slices.Contains(rq.named, id) {
 				rq.named = append(rq.named, id)
 			}
 		}
@@ -643,19 +652,19 @@ func (ix *Index) request(query string, concepts []concept) request {
 func (ix *Index) fitExceptTitle(d int32, rq *request) float64 {
 	f := 1.0
 	if ix.actions[d]&rq.actions != 0 {
-		f *= 1 + actionBoost
+		f *= 1 + ix.w.Action
 	}
 	for _, id := range rq.numbered {
 		if slices.Contains(ix.addressed[d], id) {
-			f *= 1 + addressedBoost
+			f *= 1 + ix.w.Addressed
 			break
 		}
 	}
 	if ix.deprecated[d] {
-		f *= deprecatedFactor
+		f *= ix.w.Deprecated
 	}
 	if len(rq.sources) > 0 && slices.Contains(rq.sources, ix.docSource[d]) {
-		f *= sourceBoost
+		f *= ix.w.Source
 	}
 	return f
 }
@@ -673,7 +682,7 @@ func (ix *Index) titleShare(d int32, rq *request) float64 {
 			n++
 		}
 	}
-	return 1 + titleBoost*float64(n)/float64(len(title))
+	return 1 + ix.w.Title*float64(n)/float64(len(title))
 }
 
 // worse orders results: lower score, then later name.

@@ -38,7 +38,7 @@ func (ix *Index) correct(query string, concepts []concept) {
 			}
 			oneEdit(part, func(v []byte) {
 				if t, ok := ix.words[string(v)]; ok { // no allocation: a map index
-					concepts[i] = concepts[i].with(qterm{term: t, weight: typoWeight})
+					concepts[i] = concepts[i].with(qterm{term: t, weight: ix.w.Typo})
 				}
 			})
 		}

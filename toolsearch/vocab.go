@@ -167,9 +167,18 @@ func (q qterm) String() string {
 	return fmt.Sprintf("{%s %v}", q.term, q.weight)
 }
 
-// Weights of query terms by kind: a CJK pair is the unit of a Chinese
-// word; a single character only breaks ties.
-var kindWeight = [...]float64{kindWord: 1, kindCJKChar: 0.3, kindCJKPair: 1}
+// cjkCharWeight is a request's single CJK character's weight, against 1
+// for a word or a CJK pair: a pair is the unit of a Chinese word; a
+// single character only breaks ties.
+const cjkCharWeight = 0.3
+
+// weights are a's weights of a request's terms.
+func (a analyzer) weights() *Weights {
+	if a.w == nil {
+		return &defaultWeights
+	}
+	return a.w
+}
 
 // concept is one idea of a request with the terms that may express it,
 // each weighted: a tool scores by the best of them, so that "repo" and
@@ -193,7 +202,10 @@ func (a analyzer) analyzeQuery(q string) []concept {
 	own := map[string]int{} // own term → its concept
 	add := func(factor float64) func(string, int) {
 		return func(t string, kind int) {
-			w := factor * kindWeight[kind]
+			w := factor
+			if kind == kindCJKChar {
+				w *= a.weights().CJKChar
+			}
 			if i, ok := own[t]; ok {
 				concepts[i][0].weight = max(concepts[i][0].weight, w)
 				return
@@ -209,7 +221,7 @@ func (a analyzer) analyzeQuery(q string) []concept {
 	for _, words := range valueKinds(q) {
 		var c concept
 		for _, w := range words {
-			c = c.with(qterm{term: normalizeWord(w), weight: synonym})
+			c = c.with(qterm{term: normalizeWord(w), weight: a.weights().Vocabulary})
 		}
 		concepts = append(concepts, c)
 	}
@@ -224,7 +236,7 @@ func (a analyzer) analyzeQuery(q string) []concept {
 	} else {
 		a.each(q, own1)
 	}
-	a.each(payload, add(payloadWeight))
+	a.each(payload, add(a.weights().Payload))
 	dropped := map[int]bool{}
 	for _, key := range vocabKeys(q) {
 		adds, ok := vocabIndex[key.text]
@@ -253,6 +265,7 @@ func (a analyzer) analyzeQuery(q string) []concept {
 		}
 		for _, qt := range adds {
 			if _, isOwn := own[qt.term]; !isOwn {
+				qt.weight = a.weights().Vocabulary // every group of vocabIndex weighs synonym
 				concepts[i] = concepts[i].with(qt)
 			}
 		}
