@@ -442,6 +442,17 @@ type listedTool struct {
 
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 	s.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	// A rule whose state is in the database (a confirmation, a question,
+	// a pending item) failed closed because it is unreachable: say so,
+	// as the routes past the outage grace do, not "internal" — the
+	// caller retries later rather than report a bug.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
+	defer cancel()
+	if s.Store != nil && s.Store.Ping(ctx) != nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database cannot be reached at the moment, so this request was not completed; retry later", nil)
+		return
+	}
 	writeError(w, http.StatusInternalServerError, "internal", "internal error; see the engine's log", nil)
 }
 

@@ -145,3 +145,27 @@ func TestConfirmedCallIsNeverRetried(t *testing.T) {
 		t.Errorf("a confirmed PUT answered 503 was sent %d times, want once", n-3)
 	}
 }
+
+// TestConfirmationDuringOutage: a confirmation sent while the database is
+// unreachable cannot be checked, so nothing is sent — and the caller is
+// told why, 503 database_unavailable with Retry-After, not 500 internal.
+func TestConfirmationDuringOutage(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite) // closed mid-test: the outage
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	e := newEnv(t, st, func(*api.Server) {})
+	p := map[string]any{"name": "delete_repo", "description": "d", "parameters": map[string]any{"type": "object"},
+		"execution": map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"}}
+	if code, body := e.do("POST", "/v1/plugins", adminToken, p); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	code, body := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "delete_repo", "user_id": 7, "prepare": true})
+	if code != http.StatusOK || body["status"] != "prepared" {
+		t.Fatalf("prepare: %d %v", code, body)
+	}
+	id := body["pending"].(map[string]any)["id"].(string)
+	st.Close()
+	code, body = e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "delete_repo", "user_id": 7, "confirmation": id})
+	if code != http.StatusServiceUnavailable || errCodeOf(body) != "database_unavailable" || up.count(http.MethodDelete) != 0 {
+		t.Errorf("a confirmation during the outage: %d %v, %d sent; want 503 database_unavailable, nothing sent", code, body, up.count(http.MethodDelete))
+	}
+}

@@ -96,7 +96,7 @@ func writeResult(w http.ResponseWriter, res *engine.Result, err error) {
 			status = http.StatusNotFound
 		case catalog.CodeAgentDisabled:
 			status = http.StatusConflict
-		case engine.CodeRecordsUnavailable:
+		case engine.CodeRecordsUnavailable, engine.CodeDatabaseUnavailable:
 			status = http.StatusServiceUnavailable
 		}
 		writeError(w, status, refused.Code, refused.Message, mergeDetails(refused.Details, res.ExecutionID))

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -14,37 +13,25 @@ import (
 // while the database is unreachable.
 const DefaultOutageGrace = 5 * time.Minute
 
-// staleError is the answer past the outage grace: what the engine holds
-// (catalog, tokens, credentials) may have been changed or revoked since it
-// was read, and cannot be checked.
-type staleError struct {
-	lastRead time.Time
-	grace    time.Duration
-}
-
-func (e *staleError) Error() string {
-	return fmt.Sprintf("the database has not been reachable since %s, longer than the %s grace: the catalog, tokens and credentials held cannot be revalidated, so nothing is served until it is back",
-		e.lastRead.UTC().Format(time.RFC3339), e.grace)
-}
-
-// stale is a *staleError when the change counters were last read longer
-// than OutageGrace ago, else nil. While they are read, every cache is
-// revalidated each poll; while they cannot be, the caches are served as
-// they are for OutageGrace.
+// stale is a *store.StaleError when the change counters were last read
+// longer than OutageGrace ago, else nil. While they are read, every cache
+// is revalidated each poll; while they cannot be, the caches are served
+// as they are for OutageGrace. The executor refuses calls by the same
+// rule (engine.Executor.Fresh), for what a request started within the
+// grace goes on calling.
 func (s *Server) stale() error {
-	if s.OutageGrace <= 0 || s.Changes == nil {
+	if s.Changes == nil {
 		return nil
 	}
-	last := s.Changes.LastRead()
-	if time.Since(last) <= s.OutageGrace {
+	err := s.Changes.Stale(s.OutageGrace)
+	if err == nil {
 		if s.closed.CompareAndSwap(true, false) {
 			s.Logger.Info("the change counters are read again: serving")
 		}
 		return nil
 	}
-	err := &staleError{lastRead: last, grace: s.OutageGrace}
 	if s.closed.CompareAndSwap(false, true) {
-		s.Logger.Error("failing closed: "+err.Error(), "last_read", last)
+		s.Logger.Error("failing closed: "+err.Error(), "last_read", s.Changes.LastRead())
 	}
 	return err
 }

@@ -185,6 +185,12 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 	}
 	plan := &Plan{call: call, start: time.Now()}
 	plan.res.ExecutionID = uuid.Must(uuid.NewV7()).String()
+	if e.Fresh != nil {
+		// Said first: past the grace the outage, not the records, is why.
+		if err := e.Fresh(); err != nil {
+			return plan, e.refuse(ctx, plan, refuse(CodeDatabaseUnavailable, "%v; nothing was sent", err))
+		}
+	}
 	if e.Recorder != nil {
 		if err := e.Recorder.Admit(); err != nil {
 			// Not recorded: the records are what is unavailable.

@@ -99,6 +99,11 @@ const (
 	// (the record spool is full): nothing was sent, nothing recorded.
 	CodeRecordsUnavailable = "records_unavailable"
 
+	// CodeDatabaseUnavailable refuses a call past the outage grace
+	// (Executor.Fresh): what the engine holds cannot be revalidated.
+	// Nothing was sent.
+	CodeDatabaseUnavailable = "database_unavailable"
+
 	// CodeConfirmationStale refuses a call a person approved whose
 	// request, prepared again, is not the one approved: its plugin, its
 	// MCP server, arguments or credentials changed. Nothing was sent.
@@ -413,6 +418,12 @@ type Executor struct {
 	// Answers records the person's answers to upstream questions in the
 	// audit log, as the calls take them (nil: not recorded).
 	Answers AnswerLog
+	// Fresh says whether what the engine holds (catalog, tokens,
+	// credentials, read while the database answered) may still be served:
+	// an error past the outage grace (store.Watcher.Stale), which refuses
+	// every call whatever started it — a stdio session, a run begun
+	// within the grace (nil: always).
+	Fresh func() error
 	// BrowserURL is where people's browsers reach the engine
 	// (BLINDEXEC_BROWSER_URL): an upstream's question linking to its host
 	// is refused (Question.unshowable).

@@ -238,7 +238,12 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	}
 	if err == nil && ans.By != nil && p.answers != nil {
 		if lerr := p.answers.Answered(context.WithoutCancel(ctx), q, ans); lerr != nil {
-			p.log.ErrorContext(ctx, "an answer to an upstream's question not recorded in the audit log", "route", ans.By.Route, "err", lerr)
+			// An answer goes upstream only with its row: a database that
+			// fails the write (an outage; the session's own elicitation
+			// needs it for nothing else) would otherwise leave an answer
+			// acted on that the audit log never shows.
+			p.log.ErrorContext(ctx, "an answer to an upstream's question not recorded in the audit log: not passed on", "route", ans.By.Route, "err", lerr)
+			ans, err = Answer{}, errUnrecordedAnswer
 		}
 	}
 	return p.answered(ctx, q, ans, err)
@@ -291,6 +296,10 @@ func (q Question) given(a Answer) (Answer, error) {
 	}
 	return a, nil
 }
+
+// errUnrecordedAnswer is what the upstream reads for an answer the audit
+// log could not take (Ask): nothing the person answered.
+var errUnrecordedAnswer = errors.New("the answer could not be recorded in the engine's audit log (its database is unreachable), so it was not passed on")
 
 // An AnswerError is an answer the question did not ask for (Check): the
 // upstream is told its question was not answered, never the content.

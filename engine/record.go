@@ -3,9 +3,11 @@ package engine
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,11 +76,19 @@ type RecorderOptions struct {
 // one is full or at the flush interval (without waiting for the previous
 // write, up to InFlight at once), so a call costs no goroutine wake-up;
 // Close writes what is left. A full queue makes Record wait rather than
-// drop; a failed write is logged and retried once.
+// drop; a failed write is kept, first in the queue, and tried again at
+// the next flush, and while the sink refuses writes no call is admitted
+// (Admit): a process whose sink is the database itself (mcp serve
+// --stdio, the CLI) would otherwise go on calling during an outage and
+// lose every call's record. Only at Close is a batch the sink refuses
+// twice lost, and logged.
 type Recorder struct {
 	sink RecordSink
 	opts RecorderOptions
 	log  *slog.Logger
+	// down is the sink's last error while it refuses writes, nil once
+	// one is written.
+	down atomic.Pointer[error]
 
 	mu      sync.Mutex
 	drained *sync.Cond // the queue was emptied (Record waits on it when full)
@@ -136,8 +146,13 @@ func (r *Recorder) Record(rec Record) {
 	}
 }
 
-// Admit is the sink's Admit when it is an AdmittingSink, else nil.
+// Admit refuses while the sink refuses writes (the records of calls made
+// wait in the queue); else it is the sink's Admit when it is an
+// AdmittingSink, else nil.
 func (r *Recorder) Admit() error {
+	if err := r.down.Load(); err != nil {
+		return fmt.Errorf("the execution records are not being written: %w", *err)
+	}
 	if a, ok := r.sink.(AdmittingSink); ok {
 		return a.Admit()
 	}
@@ -206,9 +221,31 @@ func (r *Recorder) write(batch []Record) {
 		err = r.sink.WriteRecords(ctx, batch)
 		cancel()
 		if err == nil {
+			if r.down.Swap(nil) != nil {
+				r.log.Info("execution records are written again: admitting calls")
+			}
 			return
 		}
-		r.log.Warn("writing execution records failed", "records", len(batch), "try", try, "err", err)
+		if r.down.Load() == nil {
+			r.log.Warn("writing execution records failed", "records", len(batch), "try", try, "err", err)
+		}
 	}
-	r.log.Error("execution records lost", "records", len(batch), "first_id", batch[0].ID, "err", err)
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		// Kept for the next flush; Close's last flush takes it too,
+		// since it reads the queue once closed is set.
+		r.queue = slices.Concat(batch, r.queue)
+	}
+	r.mu.Unlock()
+	if closed {
+		r.log.Error("execution records lost", "records", len(batch), "first_id", batch[0].ID, "err", err)
+		return
+	}
+	if r.down.Swap(&err) == nil {
+		r.log.Error("execution records not written: refusing calls until they are; the records are kept", "records", len(batch), "err", err)
+	}
+	// Tried again after a pause even when no flush is due (a full queue
+	// makes Record wait for one).
+	time.AfterFunc(min(r.opts.FlushInterval, time.Second), r.wake)
 }

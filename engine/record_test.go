@@ -269,3 +269,49 @@ func TestCanceledCallRecordsTheCause(t *testing.T) {
 		t.Fatalf("records %+v, want the canceled call with its cause", recs)
 	}
 }
+
+// A sink that refuses writes (the database itself, under mcp serve
+// --stdio or the CLI, during an outage) loses no record: the records of
+// calls made are kept and written once it takes them again, and
+// meanwhile no call is made. Before, each batch was tried twice, then
+// dropped, while calls went on.
+func TestRecorderKeepsRecordsWhileSinkDown(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"lookup","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"%s/r"}}`, up.URL)
+	h := newHarness(t)
+	sink := &memSink{fail: 5} // five writes refused: the outage
+	h.Recorder = NewRecorder(sink, RecorderOptions{FlushInterval: 5 * time.Millisecond, Logger: h.Logger})
+	call := Call{Plugin: p, Arguments: json.RawMessage(`{}`)}
+	first, err := h.Execute(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedOnce := false
+	for deadline := time.Now().Add(5 * time.Second); len(sink.records()) == 0 && time.Now().Before(deadline); {
+		if !refusedOnce && h.Recorder.Admit() != nil {
+			refusedOnce = true
+			res, err := h.Execute(context.Background(), call)
+			var refused *RefusedError
+			if !errors.As(err, &refused) || refused.Code != CodeRecordsUnavailable || !strings.Contains(res.Error.Message, "sink down") {
+				t.Errorf("a call while the records are not written: %+v, %v; want records_unavailable saying why", res.Error, err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !refusedOnce {
+		t.Error("calls were admitted while the sink refused every write")
+	}
+	recs := sink.records()
+	if len(recs) != 1 || recs[0].ID != first.ExecutionID {
+		t.Fatalf("records written once the sink is back: %+v, want the first call's", recs)
+	}
+	if err := h.Recorder.Admit(); err != nil {
+		t.Errorf("calls still refused once the records are written: %v", err)
+	}
+	if len(up.Hits()) != 1 {
+		t.Errorf("%d requests sent, want the first call's only", len(up.Hits()))
+	}
+	if err := h.Recorder.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

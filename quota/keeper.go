@@ -467,12 +467,14 @@ func (k *Keeper) RunTokensLeft(ctx context.Context, user int64) (RunBudget, erro
 		key, b := k.runBucket(r, user, now)
 		b.mu.Lock()
 		if b.held <= 0 && (b.spentSeen.IsZero() || now.Sub(b.spentSeen) >= Recheck) {
-			if _, err := k.lease(ctx, b, key, r, LeaseSize(r.RunTokensPerDay)); err != nil {
+			// A debt (tokens spent while the database was out) is leased
+			// with the next lease: it was spent, the window counts it.
+			if _, err := k.lease(ctx, b, key, r, LeaseSize(r.RunTokensPerDay)-min(0, b.held)); err != nil {
 				b.mu.Unlock()
 				return RunBudget{}, &UnavailableError{Rule: r.Name, Err: err}
 			}
 			if b.held <= 0 {
-				b.spentSeen = now
+				b.held, b.spentSeen = 0, now // what the window could not take is the documented overshoot
 			}
 		}
 		left := max(0, b.held) + max(0, b.left)
@@ -503,9 +505,13 @@ func (k *Keeper) SpendRunTokens(ctx context.Context, user, n int64) {
 		b.held -= n
 		if b.held < 0 {
 			if _, err := k.lease(ctx, b, key, r, max(-b.held, LeaseSize(r.RunTokensPerDay))); err != nil {
-				k.logger.WarnContext(ctx, "run tokens not counted: the database is unreachable", "rule", r.Name, "tokens", -b.held, "err", err)
+				// Kept as a debt (held below zero), leased once the
+				// database answers: forgetting it would let the tokens
+				// spent during an outage go uncounted for the day.
+				k.logger.WarnContext(ctx, "run tokens not counted yet: the database is unreachable; they are counted once it is back", "rule", r.Name, "tokens", -b.held, "err", err)
+			} else {
+				b.held = max(0, b.held) // past the day's limit: the one call's overshoot
 			}
-			b.held = max(0, b.held)
 		}
 		b.mu.Unlock()
 	}
@@ -550,6 +556,13 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 		if current && b.held > 0 && b.refilled == nil && (all || now.Sub(b.lastUse) >= IdleReturn) {
 			back, b.held = b.held, 0
 		}
+		if b.held < 0 && r != nil {
+			// Run tokens spent during an outage, counted in their window
+			// once the database answers (or at shutdown), never dropped.
+			if _, err := k.lease(ctx, b, key, r, -b.held); err == nil {
+				b.held = 0
+			}
+		}
 		b.mu.Unlock()
 		if back > 0 {
 			err := k.src.ReturnQuota(ctx, key, back)
@@ -564,7 +577,7 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 			b.mu.Unlock()
 		}
 		b.mu.Lock()
-		forget := !current || (b.held == 0 && b.refilled == nil && now.Sub(b.lastUse) >= time.Minute)
+		forget := r == nil || !current && b.held >= 0 || (b.held == 0 && b.refilled == nil && now.Sub(b.lastUse) >= time.Minute)
 		b.mu.Unlock()
 		if forget {
 			k.bmu.Lock()

@@ -349,3 +349,68 @@ func TestTidyAllWaitsForGiveBacks(t *testing.T) {
 		t.Errorf("used %d (%v) after the give-back, want the 3 spent", used, err)
 	}
 }
+
+// downStore is a real store whose quota writes fail while down is set:
+// the database unreachable, then back, on one replica's keeper.
+type downStore struct {
+	*store.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
+
+func (d *downStore) LeaseQuota(ctx context.Context, k store.QuotaKey, limit, want int64) (int64, int64, error) {
+	if d.down.Load() {
+		return 0, 0, errDown
+	}
+	return d.Store.LeaseQuota(ctx, k, limit, want)
+}
+
+// TestRunTokensSpentDuringOutageCounted: the model tokens a run spends
+// beyond the lease held while the database is unreachable are counted
+// in the day's window once it answers again (by the next run's lease,
+// or by Tidy), never forgotten: else every outage hands out a call's
+// worth of tokens the day's budget never sees.
+func TestRunTokensSpentDuringOutageCounted(t *testing.T) {
+	for _, settle := range []string{"next run", "tidy"} {
+		t.Run(settle, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, st *store.Store) {
+				ctx := t.Context()
+				addRule(t, st, quota.Rule{Name: "tokens", RunTokensPerDay: 100_000}) // leases of 1000
+				w := store.NewWatcher(st, time.Hour, nil)
+				if _, err := w.Poll(ctx); err != nil {
+					t.Fatal(err)
+				}
+				d := &downStore{Store: st}
+				k := quota.New(d, w, nil, time.UTC, nil)
+				if b, err := k.RunTokensLeft(ctx, 7); err != nil || !b.Limited {
+					t.Fatalf("budget: %+v %v", b, err)
+				}
+				d.down.Store(true)
+				k.SpendRunTokens(ctx, 7, 5000) // 1000 held, 4000 beyond it
+				if _, err := k.RunTokensLeft(ctx, 7); err == nil {
+					t.Error("a run admitted during the outage with nothing held")
+				}
+				d.down.Store(false)
+				switch settle {
+				case "next run":
+					if _, err := k.RunTokensLeft(ctx, 7); err != nil {
+						t.Fatal(err)
+					}
+				case "tidy":
+					k.Tidy(ctx, false)
+				}
+				k.Tidy(ctx, true) // what is held unspent goes back
+				rules, err := st.ListQuotaRules(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start, _ := quota.WindowOf(time.Now(), quota.Day, time.UTC)
+				used, err := st.QuotaUsed(ctx, store.QuotaKey{Rule: rules[0].ID, User: 7, WindowStart: start.Unix()})
+				if err != nil || used != 5000 {
+					t.Errorf("the day's window counts %d (%v), want the 5000 tokens spent", used, err)
+				}
+			})
+		})
+	}
+}

@@ -455,6 +455,32 @@ func (w *Watcher) LastRead() time.Time {
 	return time.Time{}
 }
 
+// StaleError is what a process serves past the outage grace: the change
+// counters have not been read for longer, so what it holds (catalog,
+// tokens, credentials) may have been changed or revoked since and cannot
+// be checked.
+type StaleError struct {
+	LastRead time.Time
+	Grace    time.Duration
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the database has not been reachable since %s, longer than the %s grace: the catalog, tokens and credentials held cannot be revalidated, so nothing is served until it is back",
+		e.LastRead.UTC().Format(time.RFC3339), e.Grace)
+}
+
+// Stale is a *StaleError when the counters were last read longer than
+// grace ago, else nil (nil too when grace is not positive: no grace).
+func (w *Watcher) Stale(grace time.Duration) error {
+	if grace <= 0 {
+		return nil
+	}
+	if last := w.LastRead(); time.Since(last) > grace {
+		return &StaleError{LastRead: last, Grace: grace}
+	}
+	return nil
+}
+
 // Problem is what the last audit found wrong with the counters' triggers,
 // or nil: while a trigger is missing, changes it would count go unseen
 // (/readyz answers not ready).

@@ -386,6 +386,9 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
 	ex.Answers = &questions.Inbox{Store: st} // the answers to upstream questions, in the audit log
 	ex.BrowserURL = c.browserURL             // an upstream's link to the engine's own pages is refused
+	// Past the outage grace no call is made, whichever entry point (stdio
+	// too) and however long ago its request began.
+	ex.Fresh = func() error { return changes.Stale(c.outageGrace) }
 	m := enginemcp.NewManager(st, client)
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	m.MaxToolsBytes = c.importMaxBytes // a tools/list is held and imported whole

@@ -882,3 +882,33 @@ func TestUpstreamAnswersAudited(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauditedAnswerNotPassedOn: an answer given in the session of a
+// 2025-era client while the database is down (the session needs it for
+// nothing else) cannot have its audit row: it does not reach the
+// upstream, which reads why; the record says so too. Before, the
+// upstream acted on an answer the audit log never showed.
+func TestUnauditedAnswerNotPassedOn(t *testing.T) {
+	a := askingEngine(t)
+	const typed = "4 Privet Drive, Little Whinging"
+	caps := &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}}
+	opts := &sdk.ClientOptions{Capabilities: caps, ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		a.st.Close() // the outage, while the person answers
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"address": typed}}, nil
+	}}
+	text, _ := callAsked(t, a.st, a.url, "2025-11-25", opts, bearer{"user-7-token"}, "ask_address", nil)
+	if strings.Contains(text, "Privet") || !strings.Contains(text, "could not be recorded in the engine's audit log") {
+		t.Errorf("the upstream learned %s; want no answer, and why", text)
+	}
+	var rec string
+	for range 200 {
+		if recs := a.records(); len(recs) > 0 {
+			rec = recs[len(recs)-1].Questions
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(rec, "Privet") || !strings.Contains(rec, "not passed on") {
+		t.Errorf("the record's questions: %s; want the answer's refusal", rec)
+	}
+}
