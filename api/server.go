@@ -3,11 +3,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -286,7 +288,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := readJSON(w, r)
-	return ok && decodeBytes(w, body, v)
+	if !ok {
+		return false
+	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return true
+	}
+	return decodeJSON(w, r, body, v)
 }
 
 // decodeStrict is decodeBody for the runtime payloads, whose fields are
@@ -306,28 +314,27 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 			map[string]any{"field": field, "accepted": accepted})
 		return false
 	}
-	return decodeJSON(w, body, v)
-}
-
-func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
-	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
-		return true
-	}
-	return decodeJSON(w, body, v)
+	return decodeJSON(w, r, body, v)
 }
 
 // decodeJSON decodes body into v with encoding/json; an error answers 400
 // naming the field.
-func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
+func decodeJSON(w http.ResponseWriter, r *http.Request, body []byte, v any) bool {
 	if err := json.Unmarshal(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err), nil)
+		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err, body, r.Header.Get("Content-Type")), nil)
 		return false
 	}
 	return true
 }
 
-// describeJSONError names the field of a decoding error.
-func describeJSONError(err error) string {
+// describeJSONError names the field of a decoding error. A body that is not
+// JSON at all says so, with the content type it came as when that is not
+// JSON's: a form or multipart body (a Java client's default, curl's
+// -F) is the likely mistake, and "invalid character" alone does not name it.
+func describeJSONError(err error, body []byte, contentType string) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "body: empty; expected a JSON object"
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
@@ -342,7 +349,11 @@ func describeJSONError(err error) string {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("body is not valid JSON at byte %d: %v", se.Offset, err)
+		msg := fmt.Sprintf("body is not valid JSON at byte %d: %v", se.Offset, err)
+		if mt, _, _ := mime.ParseMediaType(contentType); mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			msg += fmt.Sprintf(" (sent as %s: the body is read as JSON whatever its Content-Type)", mt)
+		}
+		return msg
 	}
 	return "body: " + err.Error()
 }

@@ -12,23 +12,35 @@ import (
 // TestMalformedBodyNamesTheField: a body that does not decode answers 400
 // saying which field and what was expected.
 func TestMalformedBodyNamesTheField(t *testing.T) {
-	tests := []struct{ body, want string }{
-		{`{"user_id":"abc"}`, `user_id: expected a user id (a positive integer, or a string of digits), got "abc"`},
-		{`{"user_id":-3}`, `user_id: expected a user id`},
-		{`{"name":5}`, `name: expected string, got number`},
-		{`{"credentials":{"a":1}}`, `credentials`},
-		{`{`, `body is not valid JSON at byte 1`},
+	tests := []struct{ body, contentType, want string }{
+		{`{"user_id":"abc"}`, "", `user_id: expected a user id (a positive integer, or a string of digits), got "abc"`},
+		{`{"user_id":-3}`, "", `user_id: expected a user id`},
+		{`{"name":5}`, "", `name: expected string, got number`},
+		{`{"credentials":{"a":1}}`, "", `credentials`},
+		{`{`, "", `body is not valid JSON at byte 1: unexpected end of JSON input`},
+		{`{`, "application/json; charset=utf-8", `body is not valid JSON at byte 1: unexpected end of JSON input`},
+		{``, "", `body: empty; expected a JSON object`},
+		{" \n", "application/json", `body: empty; expected a JSON object`},
+		// A form (a Java client's default, or curl's -d with a form) is named.
+		{`name=search_company_basic&user_id=7`, "application/x-www-form-urlencoded",
+			`body is not valid JSON at byte 2: invalid character 'a' in literal null (expecting 'u') (sent as application/x-www-form-urlencoded: the body is read as JSON whatever its Content-Type)`},
+		{`--x`, "multipart/form-data; boundary=x", `(sent as multipart/form-data: the body`},
 	}
 	for _, tt := range tests {
 		w := httptest.NewRecorder()
 		var req ExecuteRequest
-		if decodeBody(w, httptest.NewRequest("POST", "/", strings.NewReader(tt.body)), &req) {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+		if tt.contentType != "" {
+			r.Header.Set("Content-Type", tt.contentType)
+		}
+		if decodeBody(w, r, &req) {
 			t.Errorf("%s decoded", tt.body)
 			continue
 		}
 		var got map[string]Error
 		json.Unmarshal(w.Body.Bytes(), &got)
-		if w.Code != 400 || got["error"].Code != "malformed_request" || !strings.Contains(got["error"].Message, tt.want) {
+		if w.Code != 400 || got["error"].Code != "malformed_request" || !strings.Contains(got["error"].Message, tt.want) ||
+			(tt.contentType == "" || strings.Contains(tt.contentType, "json")) && strings.Contains(got["error"].Message, "sent as") {
 			t.Errorf("%s: %d %s, want a message with %q", tt.body, w.Code, w.Body, tt.want)
 		}
 	}
