@@ -341,7 +341,7 @@ func describeJSONError(err error, body []byte, contentType string) string {
 		if field == "" {
 			field = "(body)"
 		}
-		expected := te.Type.String()
+		expected := jsonKind(te.Type)
 		if te.Type == userIDType {
 			expected = "a user id (a positive integer, or a string of digits)"
 		}
@@ -356,6 +356,32 @@ func describeJSONError(err error, body []byte, contentType string) string {
 		return msg
 	}
 	return "body: " + err.Error()
+}
+
+// jsonKind names what JSON value decodes into t, in JSON's words rather
+// than Go's (map[string]interface {} means nothing to a Java caller).
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t != reflect.TypeFor[json.RawMessage]() {
+			return "a string (base64)"
+		}
+		return "an array"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.Kind().String()
 }
 
 // UserID is RuoYi's numeric user id, accepted as a number or a string of

@@ -15,7 +15,10 @@ func TestMalformedBodyNamesTheField(t *testing.T) {
 	tests := []struct{ body, contentType, want string }{
 		{`{"user_id":"abc"}`, "", `user_id: expected a user id (a positive integer, or a string of digits), got "abc"`},
 		{`{"user_id":-3}`, "", `user_id: expected a user id`},
-		{`{"name":5}`, "", `name: expected string, got number`},
+		{`{"name":5}`, "", `name: expected a string, got number`},
+		// In JSON's words, never Go's (map[string]string).
+		{`{"credentials":"sk-123"}`, "", `credentials: expected an object, got string`},
+		{`{"trace":"yes"}`, "", `trace: expected true or false, got string`},
 		{`{"credentials":{"a":1}}`, "", `credentials`},
 		{`{`, "", `body is not valid JSON at byte 1: unexpected end of JSON input`},
 		{`{`, "application/json; charset=utf-8", `body is not valid JSON at byte 1: unexpected end of JSON input`},
