@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -142,23 +141,12 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: started.owner(),
 		Narrow: narrow, Agent: req.Agent}
 	for i, raw := range req.Plugins {
-		field := fmt.Sprintf("plugins[%d]", i)
-		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
-			// A catalog plugin's name where a document goes: say where names go.
-			fields = append(fields, plugins.FieldError{Field: field,
-				Message: "got a string, want a protocol v1 document (an object); a catalog plugin is named in plugin_names"})
-			continue
-		}
-		p, err := plugins.ParseJSON(raw)
-		var ve *plugins.ValidationError
+		p, errs, err := parseInline(raw, fmt.Sprintf("plugins[%d]", i), "plugin_names")
 		switch {
-		case errors.As(err, &ve):
-			for _, f := range ve.Fields {
-				f.Field = strings.TrimSuffix(field+"."+f.Field, ".")
-				fields = append(fields, f)
-			}
+		case errs != nil:
+			fields = append(fields, errs...)
 		case err != nil:
-			fields = append(fields, plugins.FieldError{Field: field, Message: err.Error()})
+			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:
 			out.Plugins = append(out.Plugins, p)
 			if out.Inline == nil {

@@ -66,3 +66,36 @@ func TestRecordsUnavailableAnswers503(t *testing.T) {
 		t.Fatalf("%d %s, want 503 records_unavailable", w.Code, w.Body)
 	}
 }
+
+// An inline plugin's errors are named under the field that held it, its
+// root error that field itself (not "plugin."), and a name where the
+// document goes says where names go.
+func TestParseInlineNamesTheField(t *testing.T) {
+	tests := []struct {
+		raw, field, names string
+		want              []string // field: message
+	}{
+		{`"search_company_basic"`, "plugin", "name",
+			[]string{"plugin: got a string, want a protocol v1 document (an object); a catalog plugin is named in name"}},
+		{` "search_company_basic"`, "plugins[2]", "plugin_names",
+			[]string{"plugins[2]: got a string, want a protocol v1 document (an object); a catalog plugin is named in plugin_names"}},
+		{`[]`, "plugin", "name", []string{"plugin: got array, want object"}},
+		{`{"name":"x","description":"d","parameters":{"type":"object"}}`, "plugin", "name", []string{"plugin: missing property 'execution'"}},
+		{`{"name":"x","description":"d","parameters":{"type":"object"},"execution":{"method":"FETCH","base_url":"https://api.example.com"}}`, "plugins[0]", "plugin_names",
+			[]string{`plugins[0].execution.method: "FETCH" is not an HTTP method`}},
+	}
+	for _, tt := range tests {
+		p, fields, err := parseInline(json.RawMessage(tt.raw), tt.field, tt.names)
+		var got []string
+		for _, f := range fields {
+			got = append(got, f.Field+": "+f.Message)
+		}
+		if p != nil || err != nil || strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("%s: %v %v %q, want %q", tt.raw, p, err, got, tt.want)
+		}
+	}
+	p, fields, err := parseInline(json.RawMessage(`{"name":"x","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://api.example.com"}}`), "plugin", "name")
+	if p == nil || fields != nil || err != nil {
+		t.Errorf("a valid document: %v %v %v", p, fields, err)
+	}
+}
