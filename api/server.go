@@ -251,9 +251,28 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
+		msg := fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)
+		if allowed := methodsOf(mux, r); len(allowed) > 0 {
+			msg += " (the path takes " + strings.Join(allowed, ", ") + ")"
+		}
+		writeError(w, http.StatusNotFound, "not_found", msg, nil)
 	})
 	return s.withDeadlines(mux)
+}
+
+// methodsOf lists the methods mux routes r's path with: a POST where the
+// route is a PUT lands on the catch-all, whose 404 alone reads as a wrong path.
+func methodsOf(mux *http.ServeMux, r *http.Request) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }
 
 // changed makes this server's own write visible to it at once, rather than

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestMalformedBodyNamesTheField: a body that does not decode answers 400
@@ -97,5 +99,29 @@ func TestParseInlineNamesTheField(t *testing.T) {
 	p, fields, err := parseInline(json.RawMessage(`{"name":"x","description":"d","parameters":{"type":"object"},"execution":{"method":"GET","base_url":"https://api.example.com"}}`), "plugin", "name")
 	if p == nil || fields != nil || err != nil {
 		t.Errorf("a valid document: %v %v %v", p, fields, err)
+	}
+}
+
+// A known path with the wrong method (a POST where the route is a PUT)
+// says which methods the path takes; an unknown path says only that.
+func TestNoRouteNamesThePathsMethods(t *testing.T) {
+	e := newMCPEnv(t, testdb.Open(t, store.DialectSQLite))
+	for _, tc := range []struct{ method, path, want string }{
+		{"POST", "/v1/credentials/8/QCC_KEY", "no route POST /v1/credentials/8/QCC_KEY (the path takes PUT, DELETE)"},
+		{"GET", "/v1/execute", "no route GET /v1/execute (the path takes POST)"},
+		{"PUT", "/v1/plugins/x", ""}, // a route: not the catch-all
+		{"GET", "/v1/nothing", "no route GET /v1/nothing"},
+		{"GET", "/v1/tool", "no route GET /v1/tool"},
+	} {
+		code, out := e.do(tc.method, tc.path, mcpAdmin, `{}`)
+		if tc.want == "" {
+			if errCode(out) == "not_found" {
+				t.Errorf("%s %s: %d %v, the catch-all", tc.method, tc.path, code, out)
+			}
+			continue
+		}
+		if code != 404 || errCode(out) != "not_found" || errMessage(out) != tc.want {
+			t.Errorf("%s %s: %d %v, want 404 %q", tc.method, tc.path, code, out, tc.want)
+		}
 	}
 }
