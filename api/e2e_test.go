@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -435,6 +436,32 @@ func TestImportOpenAPIRoute(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || len(up2["added"].([]any)) != 1 || up2["added"].([]any)[0] != "up_getX" {
 			t.Fatalf("upload: %d %v", resp.StatusCode, up2)
+		}
+		// curl -d sends its JSON with a form's content type: the request
+		// naming url is read as the JSON request it is, not as an upload
+		// (which is refused as no OpenAPI document); a JSON document so sent
+		// is still an upload. (Unchecked: the description names no form
+		// type, on this route or any other that reads such a body as JSON.)
+		for _, tc := range []struct {
+			body string
+			want func(map[string]any) bool
+		}{
+			{`{"url": "` + up.URL + `/openapi.json", "base_url": "` + up.URL + `/api", "dry_run": true}`,
+				func(got map[string]any) bool { return got["up_to_date"] == true }}, // imported above
+			{`{"openapi": "3.0.3", "info": {"title": "Form", "version": "1"}, "servers": [{"url": "https://form.example"}],
+			  "paths": {"/y": {"get": {"operationId": "getY", "responses": {"200": {"description": "ok"}}}}}}`,
+				func(got map[string]any) bool { added, _ := got["added"].([]any); return slices.Equal(added, []any{"getY"}) }},
+		} {
+			req := httptest.NewRequest("POST", "/v1/plugins/import/openapi?dry_run=true", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			w := httptest.NewRecorder()
+			e.handler.ServeHTTP(w, req)
+			var got map[string]any
+			json.Unmarshal(w.Body.Bytes(), &got)
+			if w.Code != http.StatusOK || got["dry_run"] != true || !tc.want(got) {
+				t.Errorf("a form-typed %.20s…: %d %v", tc.body, w.Code, got)
+			}
 		}
 		// A document that is not one: 400 naming the problem.
 		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": "openapi: 3.0.3\n  bad: [indent"})
