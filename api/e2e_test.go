@@ -450,7 +450,10 @@ func TestImportOpenAPIRoute(t *testing.T) {
 				func(got map[string]any) bool { return got["up_to_date"] == true }}, // imported above
 			{`{"openapi": "3.0.3", "info": {"title": "Form", "version": "1"}, "servers": [{"url": "https://form.example"}],
 			  "paths": {"/y": {"get": {"operationId": "getY", "responses": {"200": {"description": "ok"}}}}}}`,
-				func(got map[string]any) bool { added, _ := got["added"].([]any); return slices.Equal(added, []any{"getY"}) }},
+				func(got map[string]any) bool {
+					added, _ := got["added"].([]any)
+					return slices.Equal(added, []any{"getY"})
+				}},
 		} {
 			req := httptest.NewRequest("POST", "/v1/plugins/import/openapi?dry_run=true", strings.NewReader(tc.body))
 			req.Header.Set("Authorization", "Bearer "+adminToken)
