@@ -551,8 +551,9 @@ func execCmd(cfg *config) *cobra.Command {
 		Short: "Execute one blind call and print the result JSON (exit 0 ok, 1 tool error, 2 bad usage)",
 		Args:  argsExactly(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !json.Valid([]byte(argsJSON)) {
-				return usagef("exec: --args is not valid JSON")
+			var probe any
+			if err := json.Unmarshal([]byte(argsJSON), &probe); err != nil {
+				return usagef("exec: --args is not valid JSON (%v): give the arguments as one JSON object, e.g. --args '{\"keyword\":\"x\"}'", err)
 			}
 			payloadCreds, err := parseCreds(creds)
 			if err != nil {

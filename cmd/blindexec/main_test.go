@@ -130,6 +130,11 @@ func TestCLIEndToEnd(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errs)
 		}
 	}
+	// Arguments that are not JSON say where and what to give.
+	if _, _, errs := c.run("", "exec", "search_company_basic", "--args", "keyword=x"); !strings.Contains(errs,
+		`exec: --args is not valid JSON (invalid character 'k' looking for beginning of value): give the arguments as one JSON object, e.g. --args '{"keyword":"x"}'`) {
+		t.Errorf("--args keyword=x: %q", errs)
+	}
 
 	if code, _, _ := c.run("", "plugin", "disable", "search_company_basic"); code != 0 {
 		t.Fatal("disable")
