@@ -238,11 +238,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					status := "enabled"
-					if !p.Enabled() {
-						status = "disabled"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, status, p.ExecType(), p.Title)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, statusWord(p.Enabled()), p.ExecType(), p.Title)
 				}
 				return tw.Flush()
 			})
@@ -540,6 +536,15 @@ func toolsCmd(cfg *config) *cobra.Command {
 			})
 		},
 	}
+}
+
+// statusWord is a row's status as the lists print it: the column's "0"
+// and "1" read as their meaning.
+func statusWord(enabled bool) string {
+	if enabled {
+		return "enabled"
+	}
+	return "disabled"
 }
 
 func execCmd(cfg *config) *cobra.Command {

@@ -101,7 +101,7 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 					if argv, err := r.Argv(); target == "" && err == nil {
 						target = strings.Join(argv, " ")
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Transport, target, r.Status)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Transport, target, statusWord(r.Status == store.StatusEnabled))
 				}
 				return tw.Flush()
 			})

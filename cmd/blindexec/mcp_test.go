@@ -38,7 +38,7 @@ func TestCLIMCP(t *testing.T) {
 	if code, _, errs := c.run("", "mcp", "server", "add", "nothing"); code != 2 {
 		t.Fatalf("add without a target: %d %q", code, errs)
 	}
-	if code, out, _ := c.run("", "mcp", "server", "list"); code != 0 || !strings.Contains(out, up.Endpoint) {
+	if code, out, _ := c.run("", "mcp", "server", "list"); code != 0 || !strings.Contains(out, up.Endpoint) || !strings.Contains(out, "  enabled") {
 		t.Fatalf("mcp server list: %q", out)
 	}
 	code, out, errs := c.run("", "import", "mcp", "med")
