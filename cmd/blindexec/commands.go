@@ -214,7 +214,11 @@ func pluginCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				recordChange(ctx, cmd, st, "plugin", api.Detail(op, "name", p.Name))
-				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				verb := "added"
+				if op == api.OpPluginReplaced {
+					verb = "replaced"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, strings.Join(p.Credentials(), ", "))
 				for _, r := range p.InvisibleRemoved {
 					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
 				}

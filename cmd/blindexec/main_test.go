@@ -71,11 +71,14 @@ func TestCLIEndToEnd(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "plugin.jsonc")
 	os.WriteFile(file, []byte(strings.Replace(string(seed), "http://api.qichacha.com", up.URL, 1)), 0o600)
 
-	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || !strings.Contains(out, "QCC_KEY, QCC_SECRET") {
+	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || out != "added search_company_basic (required credentials: QCC_KEY, QCC_SECRET)\n" {
 		t.Fatalf("plugin add: %d %q %q", code, out, errs)
 	}
 	if code, _, errs := c.run("", "plugin", "add", file); code != 1 || !strings.Contains(errs, "exists") {
 		t.Fatalf("duplicate add: %d %q", code, errs)
+	}
+	if code, out, errs := c.run("", "plugin", "add", file, "--replace"); code != 0 || out != "replaced search_company_basic (required credentials: QCC_KEY, QCC_SECRET)\n" {
+		t.Fatalf("plugin add --replace: %d %q %q", code, out, errs)
 	}
 	for k, v := range map[string]string{"QCC_KEY": "sk-cli-0123456789abcd", "QCC_SECRET": "cli-secret-0123456789"} {
 		if code, _, errs := c.run(v+"\n", "cred", "set", "7", k); code != 0 {
