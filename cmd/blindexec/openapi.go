@@ -187,6 +187,9 @@ func (c *config) egressClient(trusted ...string) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.egressClosed != "" {
+		policy = egress.Closed(c.egressClosed)
+	}
 	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
 	t := trustedURLs{urls: map[string]string{}, guarded: client.Transport}
 	allow := c.egressAllow
@@ -249,6 +252,8 @@ func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
 	// default deny, BLINDEXEC_EGRESS_ALLOW being the catalog's opening.
 	callers := *c
 	callers.egressAllow = ""
+	callers.egressClosed = "a caller's spec_path stays under the default deny, whatever " + egress.EnvAllow +
+		" opens to the catalog's plugins; the server's own document (BLINDEXEC_OPENAPI_BASE_URL, BLINDEXEC_OPENAPI_SPEC) is trusted"
 	client, err := callers.egressClient(loc)
 	if err != nil {
 		return nil, err
