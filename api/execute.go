@@ -179,7 +179,7 @@ func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != 
 func parseInline(raw json.RawMessage, field, namesField string) (*plugins.Plugin, []plugins.FieldError, error) {
 	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
 		return nil, []plugins.FieldError{{Field: field,
-			Message: "got a string, want a protocol v1 document (an object); a catalog plugin is named in " + namesField}}, nil
+			Message: "got a string, want a protocol v1 document (an object); a catalog plugin is named by the field " + namesField}}, nil
 	}
 	p, err := plugins.ParseJSON(raw)
 	var ve *plugins.ValidationError

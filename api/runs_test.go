@@ -149,7 +149,7 @@ func TestRunPayloadErrors(t *testing.T) {
 		want    string
 	}{
 		{map[string]any{"plugins": []any{"search_company_basic"}},
-			"invalid request: plugins[0]: got a string, want a protocol v1 document (an object); a catalog plugin is named in plugin_names"},
+			"invalid request: plugins[0]: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field plugin_names"},
 		{map[string]any{"plugins": []any{[]any{}}}, "invalid request: plugins[0]: "},
 		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params: expected an object, got number"},
 	} {

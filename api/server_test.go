@@ -78,9 +78,9 @@ func TestParseInlineNamesTheField(t *testing.T) {
 		want              []string // field: message
 	}{
 		{`"search_company_basic"`, "plugin", "name",
-			[]string{"plugin: got a string, want a protocol v1 document (an object); a catalog plugin is named in name"}},
+			[]string{"plugin: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field name"}},
 		{` "search_company_basic"`, "plugins[2]", "plugin_names",
-			[]string{"plugins[2]: got a string, want a protocol v1 document (an object); a catalog plugin is named in plugin_names"}},
+			[]string{"plugins[2]: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field plugin_names"}},
 		{`[]`, "plugin", "name", []string{"plugin: got array, want object"}},
 		{`{"name":"x","description":"d","parameters":{"type":"object"}}`, "plugin", "name", []string{"plugin: missing property 'execution'"}},
 		{`{"name":"x","description":"d","parameters":{"type":"object"},"execution":{"method":"FETCH","base_url":"https://api.example.com"}}`, "plugins[0]", "plugin_names",
