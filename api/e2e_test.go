@@ -561,3 +561,31 @@ func TestCachesFollowTheCounter(t *testing.T) {
 		}
 	})
 }
+
+// A plugin's status is "0" or "1", strings as RuoYi's char column holds
+// them: a number, another string or none says what is expected and what
+// came.
+func TestPatchPluginStatusSaysWhatIsExpected(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+		t.Fatal(code)
+	}
+	for _, tc := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"status": 1}, `status: expected "0" (enabled) or "1" (disabled), a string; got 1`},
+		{map[string]any{"status": "2"}, `status: expected "0" (enabled) or "1" (disabled), a string; got "2"`},
+		{map[string]any{"enabled": true}, `status: expected "0" (enabled) or "1" (disabled), a string; got nothing`},
+	} {
+		code, out := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, tc.body)
+		errObj, _ := out["error"].(map[string]any)
+		if code != http.StatusBadRequest || errObj["message"] != tc.want {
+			t.Errorf("%v: %d %v, want 400 %q", tc.body, code, out, tc.want)
+		}
+	}
+	if code, out := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]any{"status": "1"}); code != http.StatusOK || out["status"] != "1" {
+		t.Errorf("disable: %d %v", code, out)
+	}
+}
