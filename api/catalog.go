@@ -343,16 +343,23 @@ func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {
 func (s *Server) patchPlugin(w http.ResponseWriter, r *http.Request) {
 	defer s.changed(r.Context())
 	var req struct {
-		Status *string `json:"status"`
+		Status json.RawMessage `json:"status"`
 	}
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.Status == nil || (*req.Status != store.StatusEnabled && *req.Status != store.StatusDisabled) {
-		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "0" (enabled) or "1" (disabled)`, nil)
+	// One message for every wrong value, a number (RuoYi's column is a
+	// char) included: what is expected, and what came.
+	var status string
+	if json.Unmarshal(req.Status, &status) != nil || (status != store.StatusEnabled && status != store.StatusDisabled) {
+		got := "nothing"
+		if len(req.Status) > 0 {
+			got = string(req.Status[:min(len(req.Status), 64)])
+		}
+		writeError(w, http.StatusBadRequest, "malformed_request", `status: expected "0" (enabled) or "1" (disabled), a string; got `+got, nil)
 		return
 	}
-	err := s.Store.SetPluginStatus(r.Context(), r.PathValue("name"), *req.Status, "admin")
+	err := s.Store.SetPluginStatus(r.Context(), r.PathValue("name"), status, "admin")
 	if errors.Is(err, store.ErrNotFound) {
 		notFoundPlugin(w, r.PathValue("name"))
 		return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -436,6 +437,35 @@ func TestImportOpenAPIRoute(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || len(up2["added"].([]any)) != 1 || up2["added"].([]any)[0] != "up_getX" {
 			t.Fatalf("upload: %d %v", resp.StatusCode, up2)
 		}
+		// curl -d sends its JSON with a form's content type: the request
+		// naming url is read as the JSON request it is, not as an upload
+		// (which is refused as no OpenAPI document); a JSON document so sent
+		// is still an upload. (Unchecked: the description names no form
+		// type, on this route or any other that reads such a body as JSON.)
+		for _, tc := range []struct {
+			body string
+			want func(map[string]any) bool
+		}{
+			{`{"url": "` + up.URL + `/openapi.json", "base_url": "` + up.URL + `/api", "dry_run": true}`,
+				func(got map[string]any) bool { return got["up_to_date"] == true }}, // imported above
+			{`{"openapi": "3.0.3", "info": {"title": "Form", "version": "1"}, "servers": [{"url": "https://form.example"}],
+			  "paths": {"/y": {"get": {"operationId": "getY", "responses": {"200": {"description": "ok"}}}}}}`,
+				func(got map[string]any) bool {
+					added, _ := got["added"].([]any)
+					return slices.Equal(added, []any{"getY"})
+				}},
+		} {
+			req := httptest.NewRequest("POST", "/v1/plugins/import/openapi?dry_run=true", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			w := httptest.NewRecorder()
+			e.handler.ServeHTTP(w, req)
+			var got map[string]any
+			json.Unmarshal(w.Body.Bytes(), &got)
+			if w.Code != http.StatusOK || got["dry_run"] != true || !tc.want(got) {
+				t.Errorf("a form-typed %.20s…: %d %v", tc.body, w.Code, got)
+			}
+		}
 		// A document that is not one: 400 naming the problem.
 		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": "openapi: 3.0.3\n  bad: [indent"})
 		if code != http.StatusBadRequest || !strings.Contains(errMessage(body), "line") {
@@ -530,4 +560,32 @@ func TestCachesFollowTheCounter(t *testing.T) {
 			t.Fatalf("after the poll a token deleted by SQL is refused: %d", code)
 		}
 	})
+}
+
+// A plugin's status is "0" or "1", strings as RuoYi's char column holds
+// them: a number, another string or none says what is expected and what
+// came.
+func TestPatchPluginStatusSaysWhatIsExpected(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	if code, _ := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+		t.Fatal(code)
+	}
+	for _, tc := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"status": 1}, `status: expected "0" (enabled) or "1" (disabled), a string; got 1`},
+		{map[string]any{"status": "2"}, `status: expected "0" (enabled) or "1" (disabled), a string; got "2"`},
+		{map[string]any{"enabled": true}, `status: expected "0" (enabled) or "1" (disabled), a string; got nothing`},
+	} {
+		code, out := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, tc.body)
+		errObj, _ := out["error"].(map[string]any)
+		if code != http.StatusBadRequest || errObj["message"] != tc.want {
+			t.Errorf("%v: %d %v, want 400 %q", tc.body, code, out, tc.want)
+		}
+	}
+	if code, out := e.do("PATCH", "/v1/plugins/search_company_basic", adminToken, map[string]any{"status": "1"}); code != http.StatusOK || out["status"] != "1" {
+		t.Errorf("disable: %d %v", code, out)
+	}
 }

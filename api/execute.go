@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,19 +173,33 @@ func mergeDetails(d any, executionID string) any {
 // (engine.Call.Inline).
 func isInline(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
+// parseInline parses an inline plugin document, its errors named under
+// field. A string where the document goes is most often a catalog plugin's
+// name: the error says names go in namesField.
+func parseInline(raw json.RawMessage, field, namesField string) (*plugins.Plugin, []plugins.FieldError, error) {
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
+		return nil, []plugins.FieldError{{Field: field,
+			Message: "got a string, want a protocol v1 document (an object); a catalog plugin is named by the field " + namesField}}, nil
+	}
+	p, err := plugins.ParseJSON(raw)
+	var ve *plugins.ValidationError
+	if !errors.As(err, &ve) {
+		return p, nil, err
+	}
+	fields := make([]plugins.FieldError, len(ve.Fields))
+	for i, f := range ve.Fields {
+		fields[i] = f.Under(field)
+	}
+	return nil, fields, nil
+}
+
 // resolvePlugin finds the plugin of a runtime request: inline, or by name
 // from the catalog.
 func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name string, inline json.RawMessage) (*plugins.Plugin, bool) {
 	if isInline(inline) {
-		p, err := plugins.ParseJSON(inline)
-		var ve *plugins.ValidationError
+		p, fields, err := parseInline(inline, "plugin", "name")
 		switch {
-		case errors.As(err, &ve):
-			fields := make([]plugins.FieldError, len(ve.Fields))
-			for i, f := range ve.Fields {
-				f.Field = "plugin." + f.Field
-				fields[i] = f
-			}
+		case fields != nil:
 			writeError(w, http.StatusBadRequest, "invalid_plugin", (&plugins.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
 			return nil, false
 		case err != nil:

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/jsonlimit"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
@@ -42,6 +44,23 @@ type importOpenAPIRequest struct {
 	// imported plugins the names the importer now derives.
 	Force  bool `json:"force,omitempty"`
 	Rename bool `json:"rename,omitempty"`
+}
+
+// isImportRequest reports whether a body sent with another content type
+// than JSON's is the JSON request all the same: an object naming url or
+// document, which no OpenAPI document is (it has openapi or swagger).
+// curl's -d sends a form's content type, and every other route reads such
+// a body as JSON; here it was taken for an upload and refused as no
+// OpenAPI document.
+func isImportRequest(b []byte) bool {
+	if !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) || jsonlimit.Check(b, jsonlimit.Messages) != nil {
+		return false
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil || probe["openapi"] != nil || probe["swagger"] != nil {
+		return false
+	}
+	return probe["url"] != nil || probe["document"] != nil
 }
 
 type importResponse struct {
@@ -111,10 +130,23 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	var data []byte
 	location := "" // inline: the source is known by the document's title
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var upload []byte
 	if mt == "application/json" || mt == "" {
 		if !decodeBody(w, r, &req) {
 			return
 		}
+	} else {
+		b, ok := readBody(w, r, openapi.MaxDocumentBytes)
+		if !ok {
+			return
+		}
+		if !isImportRequest(b) {
+			upload = b
+		} else if !decodeJSON(w, r, b, &req) {
+			return
+		}
+	}
+	if upload == nil {
 		switch {
 		case req.URL != "" && len(req.Document) > 0:
 			writeError(w, http.StatusBadRequest, "malformed_request", "url, document: give one, not both", nil)
@@ -146,12 +178,8 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		b, ok := readBody(w, r, openapi.MaxDocumentBytes)
-		if !ok {
-			return
-		}
 		q := r.URL.Query()
-		data = b
+		data = upload
 		req = importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
 			Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: q.Get("dry_run") == "true",
 			Strict: q.Get("strict") == "true", Source: q.Get("source"), Force: q.Get("force") == "true", Rename: q.Get("rename") == "true"}

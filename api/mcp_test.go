@@ -343,7 +343,8 @@ func TestCatalogRoute(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "X-User-Id") || !strings.Contains(string(body), "per-user token") {
+		// The body as an SDK shows it raw: "Bearer <token>", not \u003ctoken\u003e.
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "X-User-Id: <user id>") || !strings.Contains(string(body), "per-user token") {
 			t.Errorf("/mcp with token %q and no user: %d %s", tok, resp.StatusCode, body)
 		}
 	}

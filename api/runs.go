@@ -141,14 +141,10 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: started.owner(),
 		Narrow: narrow, Agent: req.Agent}
 	for i, raw := range req.Plugins {
-		p, err := plugins.ParseJSON(raw)
-		var ve *plugins.ValidationError
+		p, errs, err := parseInline(raw, fmt.Sprintf("plugins[%d]", i), "plugin_names")
 		switch {
-		case errors.As(err, &ve):
-			for _, f := range ve.Fields {
-				f.Field = fmt.Sprintf("plugins[%d].%s", i, f.Field)
-				fields = append(fields, f)
-			}
+		case errs != nil:
+			fields = append(fields, errs...)
 		case err != nil:
 			fields = append(fields, plugins.FieldError{Field: fmt.Sprintf("plugins[%d]", i), Message: err.Error()})
 		default:

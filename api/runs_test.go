@@ -143,6 +143,22 @@ func TestRunPayloadErrors(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(errMessage(body), `plugins[0].execution.method: \"FETCH\" is not an HTTP method`) {
 		t.Fatalf("invalid plugin: %d %v", code, body)
 	}
+	// A newcomer's mistakes name the field, not a Go type or an empty path.
+	for _, tt := range []struct {
+		payload map[string]any
+		want    string
+	}{
+		{map[string]any{"plugins": []any{"search_company_basic"}},
+			"invalid request: plugins[0]: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field plugin_names"},
+		{map[string]any{"plugins": []any{[]any{}}}, "invalid request: plugins[0]: "},
+		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params: expected an object, got number"},
+	} {
+		code, body := e.do("POST", "/v1/runs", serviceToken, seedPayload(t, up.URL, tt.payload))
+		errObj, _ := body["error"].(map[string]any)
+		if msg, _ := errObj["message"].(string); code != http.StatusBadRequest || !strings.HasPrefix(msg, tt.want) || strings.Contains(msg, "].:") {
+			t.Errorf("%v: %d %s, want 400 %q", tt.payload, code, msg, tt.want)
+		}
+	}
 	code, body = e.do("POST", "/v1/runs", serviceToken, seedPayload(t, up.URL, map[string]any{"plugin_names": []string{"nope"}}))
 	if code != http.StatusBadRequest || !strings.Contains(errMessage(body), "plugin_names[0]") {
 		t.Fatalf("unknown plugin name: %d %v", code, body)

@@ -3,11 +3,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -249,9 +251,28 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), nil)
+		msg := fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)
+		if allowed := methodsOf(mux, r); len(allowed) > 0 {
+			msg += " (the path takes " + strings.Join(allowed, ", ") + ")"
+		}
+		writeError(w, http.StatusNotFound, "not_found", msg, nil)
 	})
 	return s.withDeadlines(mux)
+}
+
+// methodsOf lists the methods mux routes r's path with: a POST where the
+// route is a PUT lands on the catch-all, whose 404 alone reads as a wrong path.
+func methodsOf(mux *http.ServeMux, r *http.Request) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		if _, pattern := mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL}); pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }
 
 // changed makes this server's own write visible to it at once, rather than
@@ -286,7 +307,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // where it went wrong.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, ok := readJSON(w, r)
-	return ok && decodeBytes(w, body, v)
+	if !ok {
+		return false
+	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return true
+	}
+	return decodeJSON(w, r, body, v)
 }
 
 // decodeStrict is decodeBody for the runtime payloads, whose fields are
@@ -306,35 +333,34 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 			map[string]any{"field": field, "accepted": accepted})
 		return false
 	}
-	return decodeJSON(w, body, v)
-}
-
-func decodeBytes(w http.ResponseWriter, body []byte, v any) bool {
-	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
-		return true
-	}
-	return decodeJSON(w, body, v)
+	return decodeJSON(w, r, body, v)
 }
 
 // decodeJSON decodes body into v with encoding/json; an error answers 400
 // naming the field.
-func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
+func decodeJSON(w http.ResponseWriter, r *http.Request, body []byte, v any) bool {
 	if err := json.Unmarshal(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err), nil)
+		writeError(w, http.StatusBadRequest, "malformed_request", describeJSONError(err, body, r.Header.Get("Content-Type")), nil)
 		return false
 	}
 	return true
 }
 
-// describeJSONError names the field of a decoding error.
-func describeJSONError(err error) string {
+// describeJSONError names the field of a decoding error. A body that is not
+// JSON at all says so, with the content type it came as when that is not
+// JSON's: a form or multipart body (a Java client's default, curl's
+// -F) is the likely mistake, and "invalid character" alone does not name it.
+func describeJSONError(err error, body []byte, contentType string) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "body: empty; expected a JSON object"
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {
 			field = "(body)"
 		}
-		expected := te.Type.String()
+		expected := jsonKind(te.Type)
 		if te.Type == userIDType {
 			expected = "a user id (a positive integer, or a string of digits)"
 		}
@@ -342,9 +368,39 @@ func describeJSONError(err error) string {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("body is not valid JSON at byte %d: %v", se.Offset, err)
+		msg := fmt.Sprintf("body is not valid JSON at byte %d: %v", se.Offset, err)
+		if mt, _, _ := mime.ParseMediaType(contentType); mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			msg += fmt.Sprintf(" (sent as %s: the body is read as JSON whatever its Content-Type)", mt)
+		}
+		return msg
 	}
 	return "body: " + err.Error()
+}
+
+// jsonKind names what JSON value decodes into t, in JSON's words rather
+// than Go's (map[string]interface {} means nothing to a Java caller).
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t != reflect.TypeFor[json.RawMessage]() {
+			return "a string (base64)"
+		}
+		return "an array"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.Kind().String()
 }
 
 // UserID is RuoYi's numeric user id, accepted as a number or a string of

@@ -10,6 +10,7 @@
 package egress
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -39,7 +40,14 @@ type Policy struct {
 	prefixes []netip.Prefix
 	hosts    map[string]bool // exact names, lower case, no trailing dot
 	suffixes []string        // from "*.example.com": ".example.com"
+	closed   string          // Closed's reason
 }
+
+// Closed is the default policy for calls that BLINDEXEC_EGRESS_ALLOW does
+// not open (a per-user token's own inline plugin, a caller's spec_path):
+// its denials give reason instead of pointing at the setting, which an
+// operator who set it would find already set.
+func Closed(reason string) *Policy { return &Policy{closed: reason} }
 
 // ParsePolicy parses an allowlist (the value of BLINDEXEC_EGRESS_ALLOW):
 // comma-separated CIDRs ("10.0.0.0/8"), single IPs ("192.168.1.5",
@@ -103,7 +111,11 @@ func (p *Policy) Check(host string, ip netip.Addr) error {
 	if !denied(ip) || p.allows(host, ip) {
 		return nil
 	}
-	return &DeniedError{Host: host, IP: ip}
+	hint := "allow it with " + EnvAllow
+	if p != nil && p.closed != "" {
+		hint = p.closed
+	}
+	return &DeniedError{Host: host, IP: ip, Hint: hint}
 }
 
 func (p *Policy) allows(host string, ip netip.Addr) bool {
@@ -163,11 +175,12 @@ func denied(ip netip.Addr) bool {
 type DeniedError struct {
 	Host string     // the name dialed (or the IP literal)
 	IP   netip.Addr // the address it resolved to
+	Hint string     // what would open it, or why nothing does
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("egress denied: %s resolves to %s, not a globally reachable address (loopback, private, link-local or another special-purpose range); allow it with %s",
-		e.Host, e.IP, EnvAllow)
+	return fmt.Sprintf("egress denied: %s resolves to %s, not a globally reachable address (loopback, private, link-local or another special-purpose range); %s",
+		e.Host, e.IP, cmp.Or(e.Hint, "allow it with "+EnvAllow))
 }
 
 func normalizeHost(h string) string {

@@ -54,6 +54,15 @@ func TestDeniedErrorMessage(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
+	// A closed policy says why nothing opens it, not to set the allowlist;
+	// a nil policy is the default's.
+	err = egress.Closed("a per-user token's own inline plugin stays under the default deny").Check("x", netip.MustParseAddr("10.0.0.1"))
+	if want := "egress denied: x resolves to 10.0.0.1, not a globally reachable address (loopback, private, link-local or another special-purpose range); a per-user token's own inline plugin stays under the default deny"; err == nil || err.Error() != want {
+		t.Errorf("closed: %v\nwant %s", err, want)
+	}
+	if err := (*egress.Policy)(nil).Check("x", netip.MustParseAddr("10.0.0.1")); err == nil || !strings.HasSuffix(err.Error(), "allow it with BLINDEXEC_EGRESS_ALLOW") {
+		t.Errorf("nil policy: %v", err)
+	}
 }
 
 func TestParsePolicyAllowlist(t *testing.T) {

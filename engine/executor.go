@@ -595,7 +595,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{
 			Code:    CodeMissingCredentials,
-			Message: "missing credentials: " + strings.Join(missing, ", ") + " (store them for the user or pass them in the payload)",
+			Message: missingCredentialsMessage(missing, call.UserID),
 			Details: map[string]any{"missing": missing},
 		}}
 	}
@@ -603,6 +603,17 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		return prep, refuse(CodeAuthError, "a credential cannot be sent: %v", err)
 	}
 	return prep, nil
+}
+
+// missingCredentialsMessage says which keys a call lacks and where they
+// come from; a call naming no user says so, since a caller who forgot the
+// user id would otherwise look for credentials that are stored.
+func missingCredentialsMessage(keys []string, userID int64) string {
+	where := "store them for the user or pass them in the payload"
+	if userID == 0 {
+		where = "the call names no user (user_id), so no stored credential applies: name the user or pass them in the payload"
+	}
+	return "missing credentials: " + strings.Join(keys, ", ") + " (" + where + ")"
 }
 
 // authOf is the auth config that reads the credentials of a call of p:

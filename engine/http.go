@@ -157,7 +157,7 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 	if err != nil {
 		var missing *auth.MissingCredentialsError
 		if errors.As(err, &missing) {
-			return nil, refuse(CodeMissingCredentials, "missing credentials: %s (store them for the user or pass them in the payload)", strings.Join(missing.Keys, ", "))
+			return nil, refuse(CodeMissingCredentials, "%s", missingCredentialsMessage(missing.Keys, p.UserID))
 		}
 		if errors.Is(err, auth.ErrCredentialValue) || errors.Is(err, auth.ErrCookieValue) || errors.Is(err, auth.ErrSecretTooShort) {
 			return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "a credential cannot be sent: " + err.Error()}}

@@ -310,6 +310,20 @@ func TestCredentials(t *testing.T) {
 	if !errors.As(err, &refused) || res.Error.Code != CodeMissingCredentials || !strings.Contains(res.Error.Message, "B") {
 		t.Fatalf("anonymous call without B: %v %s", err, resultJSON(t, res))
 	}
+	// Which of the two mistakes: a call naming no user (a caller who forgot
+	// user_id) is told so, one naming a user without B where to put it.
+	for _, tt := range []struct {
+		user int64
+		want string
+	}{
+		{0, "missing credentials: B (the call names no user (user_id), so no stored credential applies: name the user or pass them in the payload)"},
+		{8, "missing credentials: B (store them for the user or pass them in the payload)"},
+	} {
+		res, _ = h.Execute(context.Background(), Call{Plugin: p, Arguments: json.RawMessage(`{}`), UserID: tt.user, Credentials: map[string]string{"A": "x-value"}})
+		if res.Error == nil || res.Error.Message != tt.want {
+			t.Errorf("user %d: %s, want %q", tt.user, resultJSON(t, res), tt.want)
+		}
+	}
 	if n := len(up.Hits()); n != 1 {
 		t.Fatalf("a call with missing credentials was sent")
 	}

@@ -31,6 +31,17 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Under names f within the field that held the document (plugins[0]): its
+// root error is that field's own.
+func (f FieldError) Under(field string) FieldError {
+	if f.Field == "" {
+		f.Field = field
+	} else {
+		f.Field = field + "." + f.Field
+	}
+	return f
+}
+
 // Sentence reads an argument error as a person says it:
 // "quantity must be greater than 0".
 func (e FieldError) Sentence() string {

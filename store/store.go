@@ -62,8 +62,12 @@ type Store struct {
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	scheme, rest, _ := strings.Cut(dsn, ":")
 	if strings.HasPrefix(rest, "//") && (scheme == DialectSQLite || scheme == DialectMySQL) {
+		if scheme == DialectMySQL {
+			// A URL (mysql://host:3306/db) is what other tools take.
+			return nil, fmt.Errorf("open database: %q: mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db", redactDSN(dsn))
+		}
 		// sqlite://file.db is file.db to some tools and /file.db to others.
-		return nil, fmt.Errorf("open database: %q: write %s:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path; mysql: takes a go-sql-driver DSN such as mysql:user:pass@tcp(host:3306)/db)", redactDSN(dsn), scheme)
+		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", redactDSN(dsn))
 	}
 	var (
 		dialector gorm.Dialector

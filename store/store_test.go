@@ -164,10 +164,16 @@ func TestCheckMigrated(t *testing.T) {
 }
 
 func TestOpenRefusesSchemeSlashes(t *testing.T) {
-	for _, dsn := range []string{"sqlite://file.db", "sqlite:///abs/file.db", "mysql://root@tcp(h)/db"} {
-		_, err := store.Open(context.Background(), dsn)
-		if err == nil || !strings.Contains(err.Error(), "without //") {
-			t.Errorf("%s: %v, want a refusal with a hint", dsn, err)
+	for _, tt := range []struct{ dsn, hint string }{
+		{"sqlite://file.db", "write sqlite:PATH without // (sqlite:blindexec.db for a file"},
+		{"sqlite:///abs/file.db", "sqlite:/var/lib/blindexec.db for an absolute path"},
+		// A MySQL URL is told the DSN form, not sqlite's PATH.
+		{"mysql://root@tcp(h)/db", "mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db"},
+		{"mysql://root@127.0.0.1:3306/db", "not a URL"},
+	} {
+		_, err := store.Open(context.Background(), tt.dsn)
+		if err == nil || !strings.Contains(err.Error(), tt.hint) {
+			t.Errorf("%s: %v, want a refusal saying %q", tt.dsn, err, tt.hint)
 		}
 	}
 }

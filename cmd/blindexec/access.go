@@ -137,11 +137,7 @@ func agentCmd(cfg *config) *cobra.Command {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tSTATUS\tTOOLS\tPERMS\tDESCRIPTION")
 				for _, a := range agents {
-					status := "enabled"
-					if !a.Enabled() {
-						status = "disabled"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Name, status, len(tools(a)), strings.Join(a.Perms, ","), a.Description)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", a.Name, statusWord(a.Enabled()), len(tools(a)), strings.Join(a.Perms, ","), a.Description)
 				}
 				return tw.Flush()
 			})

@@ -214,7 +214,11 @@ func pluginCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				recordChange(ctx, cmd, st, "plugin", api.Detail(op, "name", p.Name))
-				fmt.Fprintf(cmd.OutOrStdout(), "added %s (required credentials: %s)\n", p.Name, strings.Join(p.Credentials(), ", "))
+				verb := "added"
+				if op == api.OpPluginReplaced {
+					verb = "replaced"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, strings.Join(p.Credentials(), ", "))
 				for _, r := range p.InvisibleRemoved {
 					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
 				}
@@ -238,11 +242,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					status := "enabled"
-					if !p.Enabled() {
-						status = "disabled"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, status, p.ExecType(), p.Title)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, statusWord(p.Enabled()), p.ExecType(), p.Title)
 				}
 				return tw.Flush()
 			})
@@ -542,6 +542,15 @@ func toolsCmd(cfg *config) *cobra.Command {
 	}
 }
 
+// statusWord is a row's status as the lists print it: the column's "0"
+// and "1" read as their meaning.
+func statusWord(enabled bool) string {
+	if enabled {
+		return "enabled"
+	}
+	return "disabled"
+}
+
 func execCmd(cfg *config) *cobra.Command {
 	var argsJSON, pluginFile string
 	var user int64
@@ -551,8 +560,9 @@ func execCmd(cfg *config) *cobra.Command {
 		Short: "Execute one blind call and print the result JSON (exit 0 ok, 1 tool error, 2 bad usage)",
 		Args:  argsExactly(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !json.Valid([]byte(argsJSON)) {
-				return usagef("exec: --args is not valid JSON")
+			var probe any
+			if err := json.Unmarshal([]byte(argsJSON), &probe); err != nil {
+				return usagef("exec: --args is not valid JSON (%v): give the arguments as one JSON object, e.g. --args '{\"keyword\":\"x\"}'", err)
 			}
 			payloadCreds, err := parseCreds(creds)
 			if err != nil {

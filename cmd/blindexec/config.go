@@ -48,6 +48,9 @@ type config struct {
 	serviceToken string
 	addr         string
 	egressAllow  string
+	// egressClosed, when set, holds egressClient's calls to the default deny
+	// whatever egressAllow says, its denials giving this reason.
+	egressClosed string
 	maxTimeout   time.Duration
 	changePoll   time.Duration
 	changeDetect string // store.ChangeTriggers or store.ChangePoll
@@ -382,7 +385,8 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	ex := engine.NewExecutor(client)
 	// A per-user token's own inline plugin: the default egress policy,
 	// BLINDEXEC_EGRESS_ALLOW being the operator's opening for the catalog.
-	ex.Register(plugins.TypeHTTP, engine.NewHTTPInvoker(client, egress.NewClient(&egress.Dialer{Dial: c.dial})))
+	ex.Register(plugins.TypeHTTP, engine.NewHTTPInvoker(client, egress.NewClient(&egress.Dialer{Dial: c.dial,
+		Policy: egress.Closed("a per-user token's own inline plugin stays under the default deny, whatever " + egress.EnvAllow + " opens to the catalog's plugins")})))
 	ex.Credentials, ex.Recorder, ex.MaxTimeout, ex.Logger, ex.Catalog = creds, rec, c.maxTimeout, log, rules
 	ex.Answers = &questions.Inbox{Store: st} // the answers to upstream questions, in the audit log
 	ex.BrowserURL = c.browserURL             // an upstream's link to the engine's own pages is refused

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -61,6 +63,9 @@ func TestEgressAllowIsTheOperators(t *testing.T) {
 			t.Errorf("%s: %d %v, sent %v; want sent", tc.name, code, out, sent)
 		case !tc.sent && (sent || errBody["code"] != "egress_denied"):
 			t.Errorf("%s: %d %v, sent %v; want egress_denied", tc.name, code, out, sent)
+		case !tc.sent && !strings.Contains(fmt.Sprint(errBody["message"]), "a per-user token's own inline plugin stays under the default deny"):
+			// Not "allow it with BLINDEXEC_EGRESS_ALLOW": it is set, and opens nothing here.
+			t.Errorf("%s: %v, want the reason no allowance applies", tc.name, errBody["message"])
 		}
 	}
 }

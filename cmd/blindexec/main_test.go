@@ -71,11 +71,14 @@ func TestCLIEndToEnd(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "plugin.jsonc")
 	os.WriteFile(file, []byte(strings.Replace(string(seed), "http://api.qichacha.com", up.URL, 1)), 0o600)
 
-	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || !strings.Contains(out, "QCC_KEY, QCC_SECRET") {
+	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || out != "added search_company_basic (required credentials: QCC_KEY, QCC_SECRET)\n" {
 		t.Fatalf("plugin add: %d %q %q", code, out, errs)
 	}
 	if code, _, errs := c.run("", "plugin", "add", file); code != 1 || !strings.Contains(errs, "exists") {
 		t.Fatalf("duplicate add: %d %q", code, errs)
+	}
+	if code, out, errs := c.run("", "plugin", "add", file, "--replace"); code != 0 || out != "replaced search_company_basic (required credentials: QCC_KEY, QCC_SECRET)\n" {
+		t.Fatalf("plugin add --replace: %d %q %q", code, out, errs)
 	}
 	for k, v := range map[string]string{"QCC_KEY": "sk-cli-0123456789abcd", "QCC_SECRET": "cli-secret-0123456789"} {
 		if code, _, errs := c.run(v+"\n", "cred", "set", "7", k); code != 0 {
@@ -129,6 +132,11 @@ func TestCLIEndToEnd(t *testing.T) {
 		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errs)
 		}
+	}
+	// Arguments that are not JSON say where and what to give.
+	if _, _, errs := c.run("", "exec", "search_company_basic", "--args", "keyword=x"); !strings.Contains(errs,
+		`exec: --args is not valid JSON (invalid character 'k' looking for beginning of value): give the arguments as one JSON object, e.g. --args '{"keyword":"x"}'`) {
+		t.Errorf("--args keyword=x: %q", errs)
 	}
 
 	if code, _, _ := c.run("", "plugin", "disable", "search_company_basic"); code != 0 {

@@ -101,7 +101,7 @@ func mcpServerCmd(cfg *config) *cobra.Command {
 					if argv, err := r.Argv(); target == "" && err == nil {
 						target = strings.Join(argv, " ")
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Transport, target, r.Status)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Transport, target, statusWord(r.Status == store.StatusEnabled))
 				}
 				return tw.Flush()
 			})
@@ -218,6 +218,10 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			}
 			// stdout carries the protocol: logs go to stderr only.
 			log := cfg.logger()
+			if cfg.mcpUser == 0 {
+				// Else the first sign is a tool's missing_credentials.
+				log.Warn("acting for no user: stored credentials do not apply; set " + mcpserver.EnvUser + " to the user whose credentials the tools use")
+			}
 			parts, err := cfg.engine(cmd.Context(), schemaRequire, log)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -37,7 +38,7 @@ func TestCLIMCP(t *testing.T) {
 	if code, _, errs := c.run("", "mcp", "server", "add", "nothing"); code != 2 {
 		t.Fatalf("add without a target: %d %q", code, errs)
 	}
-	if code, out, _ := c.run("", "mcp", "server", "list"); code != 0 || !strings.Contains(out, up.Endpoint) {
+	if code, out, _ := c.run("", "mcp", "server", "list"); code != 0 || !strings.Contains(out, up.Endpoint) || !strings.Contains(out, "  enabled") {
 		t.Fatalf("mcp server list: %q", out)
 	}
 	code, out, errs := c.run("", "import", "mcp", "med")
@@ -157,5 +158,27 @@ func TestCLIMCP(t *testing.T) {
 
 	if code, _, _ := c.run("", "mcp", "server", "rm", "med"); code != 0 {
 		t.Fatal("mcp server rm")
+	}
+}
+
+// mcp serve --stdio acting for no user (BLINDEXEC_MCP_USER unset) says so
+// as it starts, naming the setting: otherwise a newcomer's first sign is a
+// tool's missing_credentials.
+func TestMCPServeStdioWarnsWithoutUser(t *testing.T) {
+	c := newCLI(t)
+	for _, tt := range []struct {
+		user string
+		warn bool
+	}{{"", true}, {"7", false}} {
+		cmd := exec.Command(os.Args[0], "--db", c.db, "mcp", "serve", "--stdio") // stdin empty: the session ends at once
+		cmd.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_LOG_LEVEL=warn", "BLINDEXEC_MCP_USER="+tt.user)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("user %q: %v %s", tt.user, err, stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), "acting for no user: stored credentials do not apply; set BLINDEXEC_MCP_USER"); got != tt.warn {
+			t.Errorf("BLINDEXEC_MCP_USER=%q: warned %v, want %v: %s", tt.user, got, tt.warn, stderr.String())
+		}
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/blindexec/blindexec/internal/settings"
 )
@@ -367,4 +369,61 @@ func TestEnvFileMisspeltSetting(t *testing.T) {
 	if want := `BLINDEXEC_MAX_TIMOUT_MS="5000" (from ` + env + `:1): want the name of a setting`; code != exitUsage || !strings.Contains(errs, want) {
 		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errs, want)
 	}
+}
+
+// TestCLIPageListsEveryFlag: docs/cli.md says it lists every command and
+// its flags; a flag added to a command and not to its line there (chat
+// --max-steps, import openapi --source, mcp server add --trusted were
+// missing) fails here. A command's line is the list's entry that begins
+// with its path, or with its parent's for a line naming several
+// subcommands (openapi fetch|index|...); the root's flags, which every
+// command takes, are named anywhere on the page.
+func TestCLIPageListsEveryFlag(t *testing.T) {
+	page, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(page), "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	var entries []string // each "blindexec ..." line with its indented continuations
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "blindexec ") || len(entries) == 0 {
+			entries = append(entries, line)
+		} else {
+			entries[len(entries)-1] += "\n" + line
+		}
+	}
+	root := newRoot(&config{}, settings.FromEnv(os.LookupEnv), strings.NewReader(""), io.Discard, io.Discard)
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(string(page), "--"+f.Name) {
+			t.Errorf("docs/cli.md does not name the global flag --%s", f.Name)
+		}
+	})
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, c := range cmd.Commands() {
+			walk(c)
+		}
+		if cmd == root || cmd.Hidden || cmd.Name() == "help" || strings.HasPrefix(cmd.CommandPath(), "blindexec completion") {
+			return
+		}
+		var lines []string
+		for words := strings.Fields(cmd.CommandPath()); len(lines) == 0 && len(words) > 1; words = words[:len(words)-1] {
+			prefix := strings.Join(words, " ")
+			for _, e := range entries {
+				if e == prefix || strings.HasPrefix(e, prefix+" ") {
+					lines = append(lines, e)
+				}
+			}
+		}
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" || f.Hidden || root.PersistentFlags().Lookup(f.Name) != nil {
+				return
+			}
+			if !slices.ContainsFunc(lines, func(e string) bool { return strings.Contains(e, "--"+f.Name) }) {
+				t.Errorf("docs/cli.md: %s's line does not name --%s", cmd.CommandPath(), f.Name)
+			}
+		})
+	}
+	walk(root)
 }

@@ -22,11 +22,15 @@ type openapiFlags struct {
 	cacheTTL           time.Duration
 }
 
-func (o *openapiFlags) bind(cmd *cobra.Command, cfg *config) {
+// bind declares the flags on cmd; --out only where a result is written
+// (not over stdio, where stdout is the protocol).
+func (o *openapiFlags) bind(cmd *cobra.Command, cfg *config, out bool) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.baseURL, "base-url", "", "the service whose {base-url}/openapi.json to read")
 	f.StringVar(&o.spec, "spec", "", "a document's URL or file path instead")
-	f.StringVar(&o.out, "out", "", "write the JSON result to this file instead of stdout")
+	if out {
+		f.StringVar(&o.out, "out", "", "write the JSON result to this file instead of stdout")
+	}
 	f.DurationVar(&o.cacheTTL, "cache-ttl", cfg.openapiCacheTTL, "skip fetching a document again within this time of its last fetch (BLINDEXEC_OPENAPI_CACHE_TTL_MS; off by default: every fetch is hashed and an unchanged hash reuses the index)")
 }
 
@@ -56,7 +60,7 @@ func (o *openapiFlags) cache(cfg *config, loc string) (*openapiquery.Cache, erro
 func openapiCmd(cfg *config) *cobra.Command {
 	o := &openapiFlags{}
 	cmd := &cobra.Command{Use: "openapi", Short: "Find an endpoint in an OpenAPI document: fetch, index, search, schema request|response"}
-	o.bind(cmd, cfg)
+	o.bind(cmd, cfg, true)
 	// run loads the index and prints what query returns, or the error
 	// object (exit 1).
 	run := func(query func(ctx context.Context, c *openapiquery.Cache, loc string) (any, error)) func(*cobra.Command, []string) error {
@@ -169,7 +173,7 @@ func mcpOpenAPICmd(cfg *config) *cobra.Command {
 				MaxQueryChars: cfg.toolSearch.MaxQueryChars})
 		},
 	}
-	o.bind(cmd, cfg)
+	o.bind(cmd, cfg, false)
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "speak MCP on stdin and stdout")
 	return cmd
 }
@@ -186,6 +190,9 @@ func (c *config) egressClient(trusted ...string) (*http.Client, error) {
 	policy, err := egress.ParsePolicy(c.egressAllow)
 	if err != nil {
 		return nil, err
+	}
+	if c.egressClosed != "" {
+		policy = egress.Closed(c.egressClosed)
 	}
 	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
 	t := trustedURLs{urls: map[string]string{}, guarded: client.Transport}
@@ -249,6 +256,8 @@ func (c *config) openapiTools(log *slog.Logger) (http.Handler, error) {
 	// default deny, BLINDEXEC_EGRESS_ALLOW being the catalog's opening.
 	callers := *c
 	callers.egressAllow = ""
+	callers.egressClosed = "a caller's spec_path stays under the default deny, whatever " + egress.EnvAllow +
+		" opens to the catalog's plugins; the server's own document (BLINDEXEC_OPENAPI_BASE_URL, BLINDEXEC_OPENAPI_SPEC) is trusted"
 	client, err := callers.egressClient(loc)
 	if err != nil {
 		return nil, err

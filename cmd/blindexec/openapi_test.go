@@ -167,6 +167,10 @@ func TestOpenAPIToolsTrustOnlyTheDocument(t *testing.T) {
 		if !isErr || strings.Contains(text, "internal admin API") || !strings.Contains(text, "egress denied") {
 			t.Errorf("%s: %v %s, want refused by the egress guard", name, isErr, text)
 		}
+		// Not "allow it with BLINDEXEC_EGRESS_ALLOW": it is set, and opens nothing here.
+		if strings.Contains(text, "allow it with") || !strings.Contains(text, "a caller's spec_path stays under the default deny, whatever BLINDEXEC_EGRESS_ALLOW opens") {
+			t.Errorf("%s: %s, want the reason no allowance applies", name, text)
+		}
 	}
 	// The configured document redirecting: followed on its origin, not to
 	// another port.

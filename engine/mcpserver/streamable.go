@@ -264,8 +264,11 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusUnauthorized)
-			body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
-			w.Write(append(body, '\n'))
+			// Unescaped as the API's errors are: an SDK shows the body raw,
+			// and "Bearer \u003ctoken\u003e" is no way to tell a person.
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			enc.Encode(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
 			return
 		}
 		if rebound(r) {

@@ -65,6 +65,12 @@ func parseEnvFile(path string, data []byte) (*envFile, error) {
 		case name == EnvFileVar:
 			return nil, fmt.Errorf("%s:%d: %s cannot be set in the env file itself", path, i+1, name)
 		}
+		if v := strings.TrimSpace(value); len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			// Taken as written, the quotes would be part of the value: a
+			// level "debug" in quotes is no level, a model name in quotes
+			// another model. (The value is not quoted back: it may be a secret.)
+			return nil, fmt.Errorf("%s:%d: %s's value is in quotes, which the env file does not take: write %s=VALUE, without them", path, i+1, name, name)
+		}
 		if prev, dup := f.vars[name]; dup {
 			return nil, fmt.Errorf("%s:%d: %s is already set on line %d", path, i+1, name, prev.line)
 		}

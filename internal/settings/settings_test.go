@@ -119,9 +119,19 @@ func TestEnvFileErrors(t *testing.T) {
 		{"BLINDEXEC_A=1\nBLINDEXEC_A=2\n", "f.env:2: BLINDEXEC_A is already set on line 1"},
 		{"BLINDEXEC_ENV_FILE=x\n", "cannot be set in the env file"},
 		{"OTEL_EXPORTER_OTLP_HEADERS=x\n", `"OTEL_EXPORTER_OTLP_HEADERS" is not a BLINDEXEC_ setting (nor one of OTEL_SDK_DISABLED, `},
+		// Quotes as other env files take them: refused, the value not shown.
+		{"BLINDEXEC_LOG_LEVEL=\"debug\"\n", `f.env:1: BLINDEXEC_LOG_LEVEL's value is in quotes, which the env file does not take: write BLINDEXEC_LOG_LEVEL=VALUE, without them`},
+		{"export BLINDEXEC_ADMIN_TOKEN='s3cret-token'\n", "BLINDEXEC_ADMIN_TOKEN's value is in quotes"},
 	} {
-		if _, err := parseEnvFile("f.env", []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := parseEnvFile("f.env", []byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: error %v, want %q", tc.data, err, tc.want)
+		}
+	}
+	// A quote inside a value, or one side only, is the value's own.
+	for _, data := range []string{`BLINDEXEC_LLM_MODEL=a"b` + "\n", `BLINDEXEC_LLM_MODEL="` + "\n", `BLINDEXEC_LLM_MODEL=x'` + "\n"} {
+		if _, err := parseEnvFile("f.env", []byte(data)); err != nil {
+			t.Errorf("%q: %v", data, err)
 		}
 	}
 }
