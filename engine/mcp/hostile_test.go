@@ -115,6 +115,10 @@ func TestToolsListBounded(t *testing.T) {
 		// answer's 10): the 25th page of 512 kB passes it.
 		{"padded pages", store.TransportStreamableHTTP, 0, 512 << 10, 26, padded},
 		{"padded pages over SSE", store.TransportSSE, 0, 512 << 10, 26, padded},
+		// The endpoint event may name another origin, where the engine
+		// posts without the server's credentials; its answers still come
+		// on the session's stream, and count.
+		{"padded pages over SSE posted to another origin", store.TransportSSE, 0, 512 << 10, 26, padded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var pages, written, streams atomic.Int64
@@ -142,11 +146,12 @@ func TestToolsListBounded(t *testing.T) {
 				return map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
 			}
 			events := make(chan []byte, 1) // the SSE stream's answers
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			endpoint := "/message"
+			var handler http.HandlerFunc = func(w http.ResponseWriter, r *http.Request) {
 				if tc.transport == store.TransportSSE && r.Method == http.MethodGet {
 					streams.Add(1)
 					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+					_, _ = io.WriteString(w, "event: endpoint\ndata: "+endpoint+"\n\n")
 					w.(http.Flusher).Flush()
 					for {
 						select {
@@ -186,8 +191,14 @@ func TestToolsListBounded(t *testing.T) {
 				b, _ := json.Marshal(a)
 				n, _ := w.Write(b)
 				written.Add(int64(n))
-			}))
+			}
+			srv := httptest.NewServer(handler)
 			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			if strings.Contains(tc.name, "another origin") {
+				other := httptest.NewServer(handler)
+				t.Cleanup(func() { other.CloseClientConnections(); other.Close() })
+				endpoint = other.URL + "/message"
+			}
 			row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: tc.transport, URL: srv.URL}
 			_, m := setup(t, row)
 			m.MaxToolsBytes = 1 << 20

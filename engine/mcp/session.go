@@ -217,11 +217,14 @@ func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *server
 func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b, ok := req.Context().Value(readBudgetKey{}).(*readBudget); ok && t.sse {
+		// Whatever origin the endpoint event named: the answers come on
+		// the stream all the same (before, an endpoint elsewhere left a
+		// listing uncharged, read to its 1,000th page).
+		b.charge(t)
+	}
 	if originOf(req) != t.origin {
 		return t.bounded(t.base.RoundTrip(req))
-	}
-	if b, ok := req.Context().Value(readBudgetKey{}).(*readBudget); ok && t.sse {
-		b.charge(t)
 	}
 	req = req.Clone(req.Context())
 	for k, v := range t.srv.headers {
