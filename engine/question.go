@@ -8,8 +8,10 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -68,17 +70,71 @@ func (q Question) Host() string {
 }
 
 // asciiHost is a host name as a browser reaches it, in ASCII (idna's
-// lookup profile: lower case, punycode), or an IP address as written; ""
-// when a browser reaches none.
+// lookup profile: lower case, punycode), or an IP address as a browser
+// reads it, in its one spelling (an IPv4 host in hex, octal, as one
+// number or short, an IPv6 one written in full or mapping an IPv4 one:
+// the same address, which the engine's own must not pass as another);
+// "" when a browser reaches none.
 func asciiHost(h string) string {
-	if h == "" || net.ParseIP(h) != nil {
-		return h
+	if h == "" {
+		return ""
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().WithZone("").String()
 	}
 	h, err := idna.Lookup.ToASCII(h)
 	if err != nil {
 		return ""
 	}
+	if a, number, ok := browserIPv4(h); number {
+		if !ok {
+			return ""
+		}
+		return a.String()
+	}
 	return h
+}
+
+// browserIPv4 reads h as the WHATWG URL standard's IPv4 parser does: a
+// host whose last label is a number (decimal, 0x hex, 0-led octal) is an
+// IPv4 address of at most four parts, the last filling the bytes left
+// (number; ok when it is one).
+func browserIPv4(h string) (_ netip.Addr, number, ok bool) {
+	parts := strings.Split(h, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	last := parts[len(parts)-1]
+	if strings.Trim(last, "0123456789") != "" && !(len(last) >= 2 && last[0] == '0' && last[1] == 'x' &&
+		strings.Trim(last[2:], "0123456789abcdef") == "") {
+		return netip.Addr{}, false, false
+	}
+	if len(parts) > 4 {
+		return netip.Addr{}, true, false
+	}
+	var v uint64
+	for i, p := range parts {
+		base := 10
+		switch {
+		case strings.HasPrefix(p, "0x"):
+			base, p = 16, p[2:]
+			if p == "" {
+				p = "0"
+			}
+		case len(p) > 1 && p[0] == '0':
+			base, p = 8, p[1:]
+		}
+		n, err := strconv.ParseUint(p, base, 64)
+		bits := 8
+		if i == len(parts)-1 {
+			bits = 8 * (5 - len(parts))
+		}
+		if err != nil || n >= 1<<bits {
+			return netip.Addr{}, true, false
+		}
+		v = v<<bits | n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, true
 }
 
 // ownHost is the host name of the engine's own pages, browserURL's

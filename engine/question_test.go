@@ -34,6 +34,7 @@ func TestAsk(t *testing.T) {
 		answer  Answer // what the person gave (zero: accepted for a form, accept for a link)
 		noAsker bool
 		noOwn   bool   // BLINDEXEC_BROWSER_URL unset (else https://AI.example.com/engine)
+		own     string // BLINDEXEC_BROWSER_URL, when another
 		want    Answer // what the upstream gets (zero: the answer as given)
 		wantErr string // a substring; "" for none
 		host    string // a link's host as shown
@@ -56,6 +57,17 @@ func TestAsk(t *testing.T) {
 		{name: "the engine's console, written otherwise", q: link("http://AI.EXAMPLE.COM.:8080/console/#/credentials/9"), wantErr: "leads to the engine's own pages"},
 		{name: "the engine's host in other letters", q: link("https://ａｉ.example.com/"), wantErr: "leads to the engine's own pages"},
 		{name: "a subdomain of the engine's host", q: link("https://login.ai.example.com/"), host: "login.ai.example.com"},
+		// A browser reads an IPv4 host in hex, octal, decimal or short
+		// form, an IPv6 one in any of its spellings: the engine at an
+		// address is refused however the link writes it.
+		{name: "the engine's IPv4 address in hex", q: link("http://0x0a.0.0.5:8080/console/"), own: "http://10.0.0.5:8080", wantErr: "leads to the engine's own pages (10.0.0.5)"},
+		{name: "the engine's IPv4 address as one number", q: link("http://167772165/"), own: "http://10.0.0.5:8080", wantErr: "leads to the engine's own pages"},
+		{name: "the engine's IPv4 address in octal, short", q: link("http://012.5./"), own: "http://10.0.0.5:8080", wantErr: "leads to the engine's own pages"},
+		{name: "the engine's IPv4 address in full-width digits", q: link("http://１０.０.０.５/"), own: "http://10.0.0.5:8080", wantErr: "leads to the engine's own pages"},
+		{name: "the engine's IPv4 address mapped in IPv6", q: link("http://[::ffff:10.0.0.5]/"), own: "http://10.0.0.5:8080", wantErr: "leads to the engine's own pages"},
+		{name: "the engine's IPv6 address written in full", q: link("http://[fd00:0:0:0:0:0:0:5]/"), own: "http://[FD00::5]:8080", wantErr: "leads to the engine's own pages (fd00::5)"},
+		{name: "another address in hex, shown as reached", q: link("http://0x0a.0.0.6/"), own: "http://10.0.0.5:8080", host: "10.0.0.6"},
+		{name: "an IPv4 host no browser reaches", q: link("http://10.0.0.256/"), own: "http://10.0.0.5:8080", wantErr: "no host a browser would reach"},
 		{name: "the engine's host, no browser URL set", q: link("https://ai.example.com/engine/oauth/start/x"), noOwn: true, host: "ai.example.com"},
 		{name: "unknown mode", q: Question{Server: "shop", Mode: "telepathy", Message: "?"}, wantErr: `unknown elicitation mode "telepathy"`},
 		{name: "nested object", q: schema(`{"type":"object","properties":{"card":{"type":"object","properties":{"number":{"type":"string"}}}}}`), wantErr: "properties.card: a nested object"},
@@ -86,6 +98,8 @@ func TestAsk(t *testing.T) {
 			p := &Prepared{Credentials: map[string]string{"token": questionSecret}, browserURL: "https://AI.example.com/engine"}
 			if tc.noOwn {
 				p.browserURL = ""
+			} else if tc.own != "" {
+				p.browserURL = tc.own
 			}
 			given := tc.answer
 			if given.Action == "" {

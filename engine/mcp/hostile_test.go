@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestUpstreamMessageBounded: an MCP server answering a call with a JSON
@@ -115,6 +117,10 @@ func TestToolsListBounded(t *testing.T) {
 		// answer's 10): the 25th page of 512 kB passes it.
 		{"padded pages", store.TransportStreamableHTTP, 0, 512 << 10, 26, padded},
 		{"padded pages over SSE", store.TransportSSE, 0, 512 << 10, 26, padded},
+		// The endpoint event may name another origin, where the engine
+		// posts without the server's credentials; its answers still come
+		// on the session's stream, and count.
+		{"padded pages over SSE posted to another origin", store.TransportSSE, 0, 512 << 10, 26, padded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var pages, written, streams atomic.Int64
@@ -142,11 +148,12 @@ func TestToolsListBounded(t *testing.T) {
 				return map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
 			}
 			events := make(chan []byte, 1) // the SSE stream's answers
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			endpoint := "/message"
+			var handler http.HandlerFunc = func(w http.ResponseWriter, r *http.Request) {
 				if tc.transport == store.TransportSSE && r.Method == http.MethodGet {
 					streams.Add(1)
 					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = io.WriteString(w, "event: endpoint\ndata: /message\n\n")
+					_, _ = io.WriteString(w, "event: endpoint\ndata: "+endpoint+"\n\n")
 					w.(http.Flusher).Flush()
 					for {
 						select {
@@ -186,8 +193,14 @@ func TestToolsListBounded(t *testing.T) {
 				b, _ := json.Marshal(a)
 				n, _ := w.Write(b)
 				written.Add(int64(n))
-			}))
+			}
+			srv := httptest.NewServer(handler)
 			t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+			if strings.Contains(tc.name, "another origin") {
+				other := httptest.NewServer(handler)
+				t.Cleanup(func() { other.CloseClientConnections(); other.Close() })
+				endpoint = other.URL + "/message"
+			}
 			row := store.MCPServer{ID: "srv-1", Name: "endless", Transport: tc.transport, URL: srv.URL}
 			_, m := setup(t, row)
 			m.MaxToolsBytes = 1 << 20
@@ -205,15 +218,101 @@ func TestToolsListBounded(t *testing.T) {
 			if w := written.Load(); tc.pad > 0 && w > 12<<20+int64(tc.pad)+64<<10 {
 				t.Errorf("%d bytes of answers sent and read, want at most the budget and one page", w)
 			}
-			// The refusal ended the listing, not the session's stream: the
-			// next request's answer comes on it.
+			// The listing had a session of its own, which the refusal
+			// ended: the next call is answered on the shared session's.
 			if tc.transport == store.TransportSSE {
 				_, err := m.CallTool(ctx, mcp.Call{Server: "srv-1", Tool: "any"})
-				if err == nil || !strings.Contains(err.Error(), "method not found") || streams.Load() != 1 {
-					t.Errorf("a call after the refusal: %v over %d streams; want the server's answer on the one stream", err, streams.Load())
+				if err == nil || !strings.Contains(err.Error(), "method not found") || streams.Load() != 2 {
+					t.Errorf("a call after the refusal: %v over %d streams; want the server's answer on a second stream", err, streams.Load())
 				}
 			}
 		})
+	}
+}
+
+// TestSSEListingAlone: an SSE listing is charged all its session's event
+// stream brings while it is in flight, so it runs on a session of its
+// own. Before, on the session shared by every user of the same
+// credentials (none here), four calls of another user reading 4 MiB
+// answers during a listing of one tool made it fail over its 12 MiB
+// budget.
+func TestSSEListingAlone(t *testing.T) {
+	big := strings.Repeat("b", 4<<20)
+	var streams sync.Map // the stream's number → chan of its answers
+	var opened atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			n := opened.Add(1)
+			events := make(chan []byte, 16)
+			streams.Store(fmt.Sprint(n), events)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: /message?s=%d\n\n", n)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case b := <-events:
+					fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+					w.(http.Flusher).Flush()
+				}
+			}
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		w.WriteHeader(http.StatusAccepted)
+		if len(msg.ID) == 0 {
+			return // a notification
+		}
+		var result any
+		switch msg.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "big", "version": "1"}}
+		case "tools/list":
+			time.Sleep(300 * time.Millisecond) // the other calls come meanwhile
+			result = map[string]any{"tools": []any{map[string]any{"name": "read", "inputSchema": map[string]any{"type": "object"}}}}
+		case "tools/call":
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": big}}}
+		}
+		answer := map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result}
+		if result == nil {
+			answer = map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "method not found"}}
+		}
+		b, _ := json.Marshal(answer)
+		if ch, ok := streams.Load(r.URL.Query().Get("s")); ok {
+			ch.(chan []byte) <- b
+		}
+	}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	_, m := setup(t, store.MCPServer{ID: "srv-1", Name: "big", Transport: store.TransportSSE, URL: srv.URL})
+	m.MaxToolsBytes = 1 << 20
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := m.CallTool(ctx, mcp.Call{Server: "srv-1", Tool: "read"}); err != nil { // the shared session open
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var tools []*sdk.Tool
+	var listErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); tools, listErr = m.Tools(ctx, "srv-1", nil, true) }()
+	time.Sleep(100 * time.Millisecond)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.CallTool(ctx, mcp.Call{Server: "srv-1", Tool: "read"}); err != nil {
+				t.Errorf("a call during the listing: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if listErr != nil || len(tools) != 1 {
+		t.Errorf("Tools = %d tools, %v; want the one tool, whatever the shared session read meanwhile", len(tools), listErr)
 	}
 }
 

@@ -138,6 +138,7 @@ type Manager struct {
 	salt    []byte // keys the credential hashes of session keys
 
 	notices  notices
+	owned    atomic.Uint64 // the last sessionKey.own given
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
 	configs  map[string]*cached[*serverConfig] // by id and by name
@@ -423,7 +424,7 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 		args = map[string]any{}
 	}
 	var res *sdk.CallToolResult
-	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, false, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		params := &sdk.CallToolParams{Name: call.Tool, Arguments: args}
 		headers := call.Headers
@@ -498,7 +499,13 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		encoded []byte // the list as the cache stores it, counted as it comes
 	)
 	limit := cmp.Or(m.MaxToolsBytes, plugins.DefaultImportMaxBytes)
-	err = m.withSession(ctx, srv, creds, nil, func(ctx context.Context, cs *sdk.ClientSession) error {
+	// Over SSE the answers come on the session's one event stream, and a
+	// listing is charged all of it (readBudget): on a session of its own,
+	// so that what the shared session's other calls read meanwhile is
+	// never charged to it (before, another user's calls reading large
+	// answers during a listing made it fail).
+	own := srv.transport == store.TransportSSE
+	err = m.withSession(ctx, srv, creds, nil, own, func(ctx context.Context, cs *sdk.ClientSession) error {
 		// The answers as read, twice the tools' own bound and one
 		// answer's: a page's envelope and ignored fields count, and a
 		// listing within the bound, or one answer over it (which the
@@ -611,8 +618,9 @@ func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool stri
 // withSession runs f on a session for (srv, creds), reopening it once when
 // it turns out broken (closed by the server, or its session forgotten
 // there): in both cases the request never reached a live session, so
-// repeating it cannot run a tool twice.
-func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[string]string, onSecrets func(...string), f func(context.Context, *sdk.ClientSession) error) error {
+// repeating it cannot run a tool twice. own: on a session of its own,
+// closed after f.
+func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[string]string, onSecrets func(...string), own bool, f func(context.Context, *sdk.ClientSession) error) error {
 	ctx = valueless{ctx}
 	if srv.disabled {
 		return fmt.Errorf("%w: %s", ErrServerDisabled, srv.name)
@@ -625,6 +633,9 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 		return err
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
+	if own {
+		key.own = m.owned.Add(1)
+	}
 	for attempt := 1; ; attempt++ {
 		s, err := m.acquire(ctx, key, srv, creds)
 		if err != nil {
@@ -639,6 +650,9 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 			m.logger().DebugContext(ctx, "MCP session broken; reopening", "mcp_id", srv.id, "err", err)
 			m.drop(s)
 			continue
+		}
+		if own {
+			m.drop(s)
 		}
 		return err
 	}

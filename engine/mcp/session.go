@@ -22,8 +22,13 @@ import (
 )
 
 // sessionKey identifies a session: the server's id and the hash of the
-// credentials its auth config reads ("" when it reads none).
-type sessionKey struct{ server, creds string }
+// credentials its auth config reads ("" when it reads none); own, when
+// not 0, makes it a session of one use, which nothing else shares (an SSE
+// listing's, Manager.Tools).
+type sessionKey struct {
+	server, creds string
+	own           uint64
+}
 
 // session is an open (or opening) client session. ready is closed once cs
 // or err is set; inflight and lastUsed are guarded by Manager.mu.
@@ -217,11 +222,14 @@ func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *server
 func originOf(r *http.Request) string { return r.URL.Scheme + "://" + r.URL.Host }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b, ok := req.Context().Value(readBudgetKey{}).(*readBudget); ok && t.sse {
+		// Whatever origin the endpoint event named: the answers come on
+		// the stream all the same (before, an endpoint elsewhere left a
+		// listing uncharged, read to its 1,000th page).
+		b.charge(t)
+	}
 	if originOf(req) != t.origin {
 		return t.bounded(t.base.RoundTrip(req))
-	}
-	if b, ok := req.Context().Value(readBudgetKey{}).(*readBudget); ok && t.sse {
-		b.charge(t)
 	}
 	req = req.Clone(req.Context())
 	for k, v := range t.srv.headers {
@@ -277,9 +285,9 @@ func (t *authTransport) bounded(resp *http.Response, err error) (*http.Response,
 // bodies. Over SSE the answers come on the session's one event stream,
 // which the SDK reads ahead and splits into messages out of sight: the
 // listing is charged all that stream brings while it is in flight (from
-// its first request to its end), its own answers and whatever else the
-// session receives then, and is ended, with the stream left to the
-// session's other calls, once that is over the budget.
+// its first request to its end), on a session of its own (Manager.Tools)
+// so that this is its own answers and what the server sends unasked, and
+// is ended once that is over the budget.
 type readBudget struct {
 	left   atomic.Int64
 	max    int64
