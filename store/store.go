@@ -33,6 +33,12 @@ const (
 // DefaultDSN is the database used when none is configured.
 const DefaultDSN = "sqlite:blindexec.db"
 
+// QueryTimeout bounds a query that other calls wait behind (a reload
+// under a lock, a lease held under a user's bucket, a single-use claim):
+// a database that stops answering without closing the connection would
+// otherwise hold them until the operating system gives up.
+const QueryTimeout = 5 * time.Second
+
 var (
 	// ErrNotFound reports that the addressed row does not exist.
 	ErrNotFound = errors.New("not found")
