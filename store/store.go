@@ -47,6 +47,22 @@ var (
 	ErrDuplicate = errors.New("already exists")
 )
 
+// boundedPrepare bounds the preparation of a statement by QueryTimeout:
+// gorm prepares a statement once for every caller of it, and they all
+// wait for that preparation whatever their own deadline, so a first
+// caller without one would hold them all on a database that stopped
+// answering. The statement's executions keep their callers' contexts.
+type boundedPrepare struct{ *sql.DB }
+
+func (b boundedPrepare) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	defer cancel()
+	return b.DB.PrepareContext(ctx, query)
+}
+
+// GetDBConn is the pool under it, for gorm's DB and Ping.
+func (b boundedPrepare) GetDBConn() (*sql.DB, error) { return b.DB, nil }
+
 // Store is a handle on the database. It is safe for concurrent use.
 type Store struct {
 	db      *gorm.DB
@@ -105,6 +121,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
+	if p, ok := db.ConnPool.(*gorm.PreparedStmtDB); ok {
+		p.ConnPool = boundedPrepare{sqlDB}
 	}
 	if scheme == DialectSQLite {
 		// WAL allows concurrent readers; writers queue on busy_timeout, so a
