@@ -459,17 +459,17 @@ func TestBlackholedDatabaseHoldsNoOtherCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	bound := store.QueryTimeout + 2*time.Second
-	start := func(what string, fn func() error) func() (error, time.Duration) {
+	start := func(what string, fn func() error) func() (time.Duration, error) {
 		done := make(chan error, 1)
 		began := time.Now()
 		go func() { done <- fn() }()
-		return func() (error, time.Duration) {
+		return func() (time.Duration, error) {
 			select {
 			case err := <-done:
-				return err, time.Since(began)
+				return time.Since(began), err
 			case <-time.After(bound - time.Since(began)):
 				t.Fatalf("%s not decided within %v: held by the database", what, bound)
-				return nil, 0
+				return 0, nil
 			}
 		}
 	}
@@ -479,14 +479,14 @@ func TestBlackholedDatabaseHoldsNoOtherCall(t *testing.T) {
 
 	first := start("user 7's call, reloading the rules", take(7))
 	time.Sleep(200 * time.Millisecond) // its reload is on the blackholed connection
-	if err, took := start("user 8's call during user 7's reload", take(8))(); err != nil {
+	if took, err := start("user 8's call during user 7's reload", take(8))(); err != nil {
 		t.Errorf("user 8's call during the reload: %v (after %v), want it admitted on the rules and lease held", err, took)
 	}
-	if err, took := first(); err != nil {
+	if took, err := first(); err != nil {
 		t.Errorf("user 7's call: %v (after %v), want it admitted on the rules held", err, took)
 	}
 	// The reload failed: the calls apply the rules held without waiting.
-	if err, took := start("a call once the reload failed", take(8))(); err != nil || took > time.Second {
+	if took, err := start("a call once the reload failed", take(8))(); err != nil || took > time.Second {
 		t.Errorf("a call once the reload failed: %v after %v, want admitted at once", err, took)
 	}
 
@@ -494,7 +494,7 @@ func TestBlackholedDatabaseHoldsNoOtherCall(t *testing.T) {
 	// bounded, kept as a debt; user 8's run is not held by it.
 	spend := start("user 7's run tokens beyond the lease", func() error { k.SpendRunTokens(ctx, 7, 5000); return nil })
 	time.Sleep(200 * time.Millisecond)
-	err, took := start("user 8's run budget", func() error { _, err := k.RunTokensLeft(ctx, 8); return err })()
+	took, err := start("user 8's run budget", func() error { _, err := k.RunTokensLeft(ctx, 8); return err })()
 	if err != nil || took > time.Second {
 		t.Errorf("user 8's run budget during user 7's lease: %v after %v, want what is held, at once", err, took)
 	}
