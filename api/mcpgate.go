@@ -54,6 +54,10 @@ func (g *MCPGate) Policy() confirm.Policy { return g.Confirm }
 func (g *MCPGate) Hold(ctx context.Context, call *engine.Call, plan *engine.Plan) *mcpserver.Waiting {
 	prev := plan.Person
 	principal := mcpPrincipal + strconv.FormatInt(call.UserID, 10)
+	// Bounded: a database that stops answering would hold the call for
+	// as long as the connection lives; unread, the call fails closed.
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	approved, err := g.Store.FindItem(ctx, principal, prev.Digest, confirm.Approved)
 	if err == nil && time.Now().Before(approved.ExpireTime) {
 		won, err := g.Store.ClaimApproved(ctx, approved.ID)
@@ -109,6 +113,8 @@ func (g *MCPGate) Decide(ctx context.Context, call *engine.Call, plan *engine.Pl
 	if approve {
 		outcome = confirm.Approved
 	}
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout) // as Hold
+	defer cancel()
 	won, err := g.Store.DecideItem(ctx, id, outcome, by, "")
 	if won {
 		g.Metrics.Count(outcome, 1)

@@ -279,7 +279,11 @@ func methodsOf(mux *http.ServeMux, r *http.Request) []string {
 // after the next poll: the triggers moved the counters in the write's
 // transaction. Handlers defer it, so it runs before the answer is sent.
 func (s *Server) changed(ctx context.Context) {
-	if _, err := s.Changes.Poll(context.WithoutCancel(ctx)); err != nil {
+	// Bounded: the poll holds the watcher's lock, which the background
+	// poll and every other write's wait on.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	defer cancel()
+	if _, err := s.Changes.Poll(ctx); err != nil {
 		s.Logger.WarnContext(ctx, "change counters not read after a write; it takes effect at the next poll", "err", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/plugins"
@@ -140,8 +141,9 @@ type Agents struct {
 	changes Versions
 	catalog *Catalog
 
-	mu   sync.Mutex // serializes reloads
-	snap atomic.Pointer[agentSnapshot]
+	mu       sync.Mutex // serializes reloads
+	failedAt time.Time  // when the last reload failed (zero once one succeeds), under mu
+	snap     atomic.Pointer[agentSnapshot]
 }
 
 type agentSnapshot struct {
@@ -163,16 +165,21 @@ func (s *Agents) current(ctx context.Context) (*agentSnapshot, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if snap := s.snap.Load(); snap != nil && snap.version == want {
-		return snap, nil
+	held := s.snap.Load()
+	if held != nil && (held.version == want || time.Since(s.failedAt) < ReloadRetry) {
+		return held, nil // reloaded while this call waited, or failed a moment ago (as the catalog)
 	}
-	rows, err := s.src.ListAgents(ctx)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	rows, err := s.src.ListAgents(lctx)
+	cancel()
 	if err != nil {
-		if held := s.snap.Load(); held != nil {
+		if held != nil {
+			s.failedAt = time.Now()
 			return held, nil // the database briefly away: the agents last read
 		}
 		return nil, err
 	}
+	s.failedAt = time.Time{}
 	snap := &agentSnapshot{version: want, byName: make(map[string]*Agent, len(rows)), broken: map[string]error{}}
 	for i := range rows {
 		a, err := AgentFromRow(&rows[i])

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
@@ -25,15 +26,21 @@ type Versions interface {
 	Current() store.Versions
 }
 
+// ReloadRetry is how long after a failed reload the calls serve what is
+// held without asking the database again: a database that does not
+// answer holds one reload (store.QueryTimeout), not every call's in turn.
+const ReloadRetry = time.Second
+
 // Catalog is the parsed catalog. It is safe for concurrent use.
 type Catalog struct {
 	src     Source
 	changes Versions
 	logger  *slog.Logger
 
-	mu      sync.Mutex // serializes reloads
-	snap    atomic.Pointer[snapshot]
-	reloads []func(enabled []*plugins.Plugin, version int64)
+	mu       sync.Mutex // serializes reloads
+	failedAt time.Time  // when the last reload failed (zero once one succeeds), under mu
+	snap     atomic.Pointer[snapshot]
+	reloads  []func(enabled []*plugins.Plugin, version int64)
 }
 
 type snapshot struct {
@@ -82,14 +89,23 @@ func (c *Catalog) current(ctx context.Context) (*snapshot, error) {
 	if held != nil && held.version == want {
 		return held, nil // reloaded while this call waited
 	}
-	s, err := c.load(ctx, want)
+	if held != nil && time.Since(c.failedAt) < ReloadRetry {
+		return held, nil // a reload failed a moment ago, maybe while this call waited: not asked again per call
+	}
+	// Bounded, and not the call's cancellation: the calls queued on mu
+	// wait for it.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	s, err := c.load(lctx, want)
+	cancel()
 	if err != nil {
 		if held != nil {
+			c.failedAt = time.Now()
 			c.logger.WarnContext(ctx, "catalog reload failed; serving the last one read", "version", held.version, "err", err)
 			return held, nil
 		}
 		return nil, err
 	}
+	c.failedAt = time.Time{}
 	c.snap.Store(s)
 	for _, fn := range c.reloads {
 		fn(s.enabled, s.version)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -139,5 +140,58 @@ func TestMCPToolRow(t *testing.T) {
 	}
 	if _, err := c.MCPTool(ctx, "srv", "none"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a tool no row calls: %v, want ErrNotFound", err)
+	}
+}
+
+// TestBlackholedReloadHoldsNoCall: with the database blackholed
+// (connections open, nothing answered), a catalog reload stuck on it
+// holds the calls queued behind it only until store.QueryTimeout: they
+// are then served the catalog held, and the calls after them at once.
+// Before, the reload held the catalog's lock with the call's context (no
+// deadline) and every call of the replica waited behind it.
+func TestBlackholedReloadHoldsNoCall(t *testing.T) {
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	direct := testdb.At(t, dsn)
+	if err := direct.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy, through := testdb.Proxied(t, dsn)
+	add := func(name string) {
+		t.Helper()
+		if err := direct.CreatePlugin(t.Context(), &store.Plugin{Name: name, Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type":"object"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("lookup")
+	changes := store.NewWatcher(direct, time.Hour, nil) // the counters read past the proxy
+	changes.Poll(t.Context())
+	c := catalog.New(testdb.At(t, through), changes, nil)
+	if _, err := c.Plugin(t.Context(), "lookup"); err != nil {
+		t.Fatal(err)
+	}
+	add("search") // the catalog changes, then the database stops answering
+	changes.Poll(t.Context())
+	proxy.Blackhole()
+
+	// The test's own bound: the code under test's must come well before.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bound := store.QueryTimeout + 2*time.Second
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 4 { // calls of several users at once: one reloads, the others queue
+		wg.Go(func() {
+			_, err := c.Plugin(ctx, "lookup")
+			if took := time.Since(began); took > bound {
+				t.Errorf("a call behind a reload not decided within %v (%v): held by the database", bound, took)
+			} else if err != nil {
+				t.Errorf("a call behind a failed reload: %v, want the catalog held", err)
+			}
+		})
+	}
+	wg.Wait()
+	began = time.Now()
+	if _, err := c.Plugin(ctx, "lookup"); err != nil || time.Since(began) > time.Second {
+		t.Errorf("a call once the reload failed: %v after %v, want the catalog held at once", err, time.Since(began))
 	}
 }

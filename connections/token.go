@@ -202,7 +202,11 @@ func (s *Service) refresh(ctx context.Context, row *store.OAuthConnection) (Toke
 				s.mu.Unlock()
 				close(f.done)
 			}()
-			f.token, f.err = s.refreshOnce(context.WithoutCancel(ctx), row)
+			// Bounded by the claim's life: every caller of this row
+			// waits on the flight, and past it the claim is void anyway.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(s.ClaimTTL, DefaultClaimTTL))
+			defer cancel()
+			f.token, f.err = s.refreshOnce(fctx, row)
 		}()
 	}
 	s.mu.Unlock()
@@ -219,7 +223,9 @@ func (s *Service) refresh(ctx context.Context, row *store.OAuthConnection) (Toke
 // and returns the new access token: a token is used only once written.
 func (s *Service) refreshOnce(ctx context.Context, row *store.OAuthConnection) (Token, error) {
 	owner := s.replica() + "/" + randomHex(4)
-	claimed, err := s.Store.ClaimOAuthRefresh(ctx, row.ID, row.Version, owner, time.Now().Add(cmp.Or(s.ClaimTTL, DefaultClaimTTL)))
+	cctx, cancel := context.WithTimeout(ctx, store.QueryTimeout) // nothing sent yet: a database not answering fails it
+	claimed, err := s.Store.ClaimOAuthRefresh(cctx, row.ID, row.Version, owner, time.Now().Add(cmp.Or(s.ClaimTTL, DefaultClaimTTL)))
+	cancel()
 	if err != nil {
 		return Token{}, err
 	}

@@ -45,8 +45,6 @@ const (
 	// before it asks the database again (another replica may have given
 	// some back).
 	Recheck = time.Second
-	// refillTimeout bounds a top-up made in the background.
-	refillTimeout = 5 * time.Second
 )
 
 // Keeper applies the rules on one replica. It is safe for concurrent use.
@@ -63,7 +61,9 @@ type Keeper struct {
 	writes   atomic.Int64   // leases and give-backs written
 	refills  sync.WaitGroup // top-ups under way
 
-	mu sync.Mutex // serializes reloads
+	mu           sync.Mutex // guards loading and reloadFailed
+	loading      *reload    // the reload under way, nil when none
+	reloadFailed time.Time  // when the last reload failed; zero once one succeeds
 	// tidy runs one Tidy at a time, so that Tidy(all) returns only once
 	// every give-back under way has landed: at shutdown, Run's and the
 	// caller's run together, and the store is closed right after.
@@ -139,27 +139,71 @@ func (k *Keeper) now() time.Time {
 	return time.Now()
 }
 
-// ruleSet returns rules at least as new as the counter. When a reload
-// fails, the rules held are kept; with none ever read, the error.
+// reload is a read of the rules under way, that every call needing them
+// waits for rather than reading them again.
+type reload struct {
+	done chan struct{}
+	rs   *ruleSet
+	err  error
+}
+
+// ruleSet returns rules as new as the counter. When a reload fails, the
+// rules held are kept; with none ever read, the error. A reload is bounded
+// (store.QueryTimeout) and shared: no call waits behind another's
+// unbounded query, and while reloads fail, the calls apply the rules held
+// without waiting, one reload being tried again each Recheck.
 func (k *Keeper) ruleSet(ctx context.Context) (*ruleSet, error) {
 	want := k.changes.Current().QuotaRules
-	if rs := k.rules.Load(); rs != nil && rs.version == want {
-		return rs, nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	held := k.rules.Load()
 	if held != nil && held.version == want {
 		return held, nil
 	}
-	rows, err := k.src.ListQuotaRules(ctx)
-	if err != nil {
+	k.mu.Lock()
+	ld := k.loading
+	failing := held != nil && !k.reloadFailed.IsZero()
+	if ld == nil && (!failing || k.now().Sub(k.reloadFailed) >= Recheck) {
+		ld = &reload{done: make(chan struct{})}
+		k.loading = ld
+		// Not the call's cancellation: the rules read are every call's.
+		go k.reload(context.WithoutCancel(ctx), ld, want)
+	}
+	k.mu.Unlock()
+	if failing {
+		return held, nil
+	}
+	select {
+	case <-ld.done:
+		return ld.rs, ld.err
+	case <-ctx.Done():
 		if held != nil {
-			k.logger.WarnContext(ctx, "quota rules reload failed; applying the last ones read", "err", err)
 			return held, nil
 		}
-		return nil, fmt.Errorf("read quota rules: %w", err)
+		return nil, fmt.Errorf("read quota rules: %w", context.Cause(ctx))
 	}
+}
+
+// reload reads the rules of version want into ld.
+func (k *Keeper) reload(ctx context.Context, ld *reload, want int64) {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
+	rows, err := k.src.ListQuotaRules(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	defer close(ld.done)
+	k.loading = nil
+	held := k.rules.Load()
+	if err != nil {
+		if held == nil {
+			ld.err = fmt.Errorf("read quota rules: %w", err)
+			return
+		}
+		if k.reloadFailed.IsZero() {
+			k.logger.WarnContext(ctx, "quota rules reload failed; applying the last ones read", "err", err)
+		}
+		k.reloadFailed, ld.rs = k.now(), held
+		return
+	}
+	k.reloadFailed = time.Time{}
 	rs := &ruleSet{version: want}
 	for i := range rows {
 		r, err := FromRow(&rows[i])
@@ -182,7 +226,7 @@ func (k *Keeper) ruleSet(ctx context.Context) (*ruleSet, error) {
 	}
 	rs.wins = make([]atomic.Pointer[window], len(rs.calls))
 	k.rules.Store(rs)
-	return rs, nil
+	ld.rs = rs
 }
 
 func (rs *ruleSet) has(name string) bool {
@@ -377,7 +421,7 @@ func (k *Keeper) topUp(ctx context.Context, b *bucket, key store.QuotaKey, r *Ru
 	b.refilled = make(chan struct{})
 	k.refills.Add(1)
 	// Not the call's cancellation: the top-up is for the calls after it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refillTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
 	go func() {
 		defer k.refills.Done()
 		defer cancel()
@@ -414,8 +458,12 @@ func (k *Keeper) leased(ctx context.Context, b *bucket, r *Rule, granted int64, 
 	return nil
 }
 
-// lease takes up to want more of r's window for b; b is locked.
+// lease takes up to want more of r's window for b; b is locked, so the
+// lease is bounded (store.QueryTimeout): the user's other calls, and Tidy,
+// wait on it.
 func (k *Keeper) lease(ctx context.Context, b *bucket, key store.QuotaKey, r *Rule, want int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	granted, used, err := k.src.LeaseQuota(ctx, key, r.amount(), want)
 	if err != nil {
 		return 0, err
@@ -565,7 +613,9 @@ func (k *Keeper) Tidy(ctx context.Context, all bool) {
 		}
 		b.mu.Unlock()
 		if back > 0 {
-			err := k.src.ReturnQuota(ctx, key, back)
+			rctx, cancel := context.WithTimeout(ctx, store.QueryTimeout) // the next Tidy waits on it
+			err := k.src.ReturnQuota(rctx, key, back)
+			cancel()
 			b.mu.Lock()
 			if err != nil {
 				k.logger.WarnContext(ctx, "quota lease not given back; it is kept for now", "rule", r.Name, "err", err)
@@ -616,7 +666,10 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-t.C:
 			k.Tidy(ctx, false)
 			if now := k.now(); now.Sub(pruned) > time.Hour {
-				if err := k.src.PruneQuotaUse(ctx, now.Add(-48*time.Hour).Unix()); err != nil {
+				pctx, cancel := context.WithTimeout(ctx, store.QueryTimeout) // the next Tidy waits on it
+				err := k.src.PruneQuotaUse(pctx, now.Add(-48*time.Hour).Unix())
+				cancel()
+				if err != nil {
 					k.logger.WarnContext(ctx, "quota use not pruned", "err", err)
 				}
 				pruned = now

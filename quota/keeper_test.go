@@ -414,3 +414,89 @@ func TestRunTokensSpentDuringOutageCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestBlackholedDatabaseHoldsNoOtherCall: with the database blackholed
+// (connections open, nothing answered), what waits on it gives up within
+// store.QueryTimeout and holds no other user's call: a rules reload
+// stuck for one call leaves another user's call decided on the rules
+// held, both within the bound, and the calls after it decided at once;
+// run tokens spent beyond the lease are kept as a debt within the bound.
+// Before, the reload held the keeper's lock with the call's context (no
+// deadline) and every call waited behind it, as did a run's lease under
+// the user's bucket.
+func TestBlackholedDatabaseHoldsNoOtherCall(t *testing.T) {
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	direct := testdb.At(t, dsn)
+	if err := direct.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy, through := testdb.Proxied(t, dsn)
+	st := testdb.At(t, through)
+	addRule(t, direct, quota.Rule{Name: "calls", Calls: 1000, Window: quota.Day}) // leases of 10
+	addRule(t, direct, quota.Rule{Name: "tokens", RunTokensPerDay: 100_000})      // leases of 1000
+	w := store.NewWatcher(direct, time.Hour, nil)                                 // the counters read past the proxy
+	if _, err := w.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	k := quota.New(st, w, nil, time.UTC, nil)
+	for _, u := range []int64{7, 8} {
+		if _, err := k.Take(t.Context(), u, refund); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := k.RunTokensLeft(t.Context(), u); err != nil || !b.Limited {
+			t.Fatalf("budget: %+v %v", b, err)
+		}
+	}
+	// The rules change, then the database stops answering: the next call
+	// reloads them from a database that never answers.
+	addRule(t, direct, quota.Rule{Name: "refunds", Plugins: []string{"refund"}, Calls: 500, Window: quota.Day})
+	if _, err := w.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+
+	// The test's own bound: the code under test's must come well before.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bound := store.QueryTimeout + 2*time.Second
+	start := func(what string, fn func() error) func() (time.Duration, error) {
+		done := make(chan error, 1)
+		began := time.Now()
+		go func() { done <- fn() }()
+		return func() (time.Duration, error) {
+			select {
+			case err := <-done:
+				return time.Since(began), err
+			case <-time.After(bound - time.Since(began)):
+				t.Fatalf("%s not decided within %v: held by the database", what, bound)
+				return 0, nil
+			}
+		}
+	}
+	take := func(u int64) func() error {
+		return func() error { _, err := k.Take(ctx, u, refund); return err }
+	}
+
+	first := start("user 7's call, reloading the rules", take(7))
+	time.Sleep(200 * time.Millisecond) // its reload is on the blackholed connection
+	if took, err := start("user 8's call during user 7's reload", take(8))(); err != nil {
+		t.Errorf("user 8's call during the reload: %v (after %v), want it admitted on the rules and lease held", err, took)
+	}
+	if took, err := first(); err != nil {
+		t.Errorf("user 7's call: %v (after %v), want it admitted on the rules held", err, took)
+	}
+	// The reload failed: the calls apply the rules held without waiting.
+	if took, err := start("a call once the reload failed", take(8))(); err != nil || took > time.Second {
+		t.Errorf("a call once the reload failed: %v after %v, want admitted at once", err, took)
+	}
+
+	// A run's tokens beyond its lease are leased under user 7's bucket:
+	// bounded, kept as a debt; user 8's run is not held by it.
+	spend := start("user 7's run tokens beyond the lease", func() error { k.SpendRunTokens(ctx, 7, 5000); return nil })
+	time.Sleep(200 * time.Millisecond)
+	took, err := start("user 8's run budget", func() error { _, err := k.RunTokensLeft(ctx, 8); return err })()
+	if err != nil || took > time.Second {
+		t.Errorf("user 8's run budget during user 7's lease: %v after %v, want what is held, at once", err, took)
+	}
+	spend()
+}

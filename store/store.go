@@ -33,6 +33,12 @@ const (
 // DefaultDSN is the database used when none is configured.
 const DefaultDSN = "sqlite:blindexec.db"
 
+// QueryTimeout bounds a query that other calls wait behind (a reload
+// under a lock, a lease held under a user's bucket, a single-use claim):
+// a database that stops answering without closing the connection would
+// otherwise hold them until the operating system gives up.
+const QueryTimeout = 5 * time.Second
+
 var (
 	// ErrNotFound reports that the addressed row does not exist.
 	ErrNotFound = errors.New("not found")
@@ -40,6 +46,22 @@ var (
 	// UNIQUE constraint failed).
 	ErrDuplicate = errors.New("already exists")
 )
+
+// boundedPrepare bounds the preparation of a statement by QueryTimeout:
+// gorm prepares a statement once for every caller of it, and they all
+// wait for that preparation whatever their own deadline, so a first
+// caller without one would hold them all on a database that stopped
+// answering. The statement's executions keep their callers' contexts.
+type boundedPrepare struct{ *sql.DB }
+
+func (b boundedPrepare) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	defer cancel()
+	return b.DB.PrepareContext(ctx, query)
+}
+
+// GetDBConn is the pool under it, for gorm's DB and Ping.
+func (b boundedPrepare) GetDBConn() (*sql.DB, error) { return b.DB, nil }
 
 // Store is a handle on the database. It is safe for concurrent use.
 type Store struct {
@@ -103,6 +125,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
+	if p, ok := db.ConnPool.(*gorm.PreparedStmtDB); ok {
+		p.ConnPool = boundedPrepare{sqlDB}
 	}
 	if scheme == DialectSQLite {
 		// WAL allows concurrent readers; writers queue on busy_timeout, so a

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/store"
 )
 
 // Multi round-trip requests (SEP-2322, 2026-07-28): a call that waits for
@@ -212,7 +213,11 @@ func (ss *session) claim(ctx context.Context, e *entry, args json.RawMessage, in
 	case time.Now().UnixMilli() > st.Expires:
 		return nil, errors.New("requestState: expired; call the tool again without it")
 	}
-	won, err := rt.Claims.ClaimRequestState(ctx, st.Nonce, time.UnixMilli(st.Expires))
+	// Bounded: a database that stops answering would hold the retry for
+	// as long as the connection lives; unchecked, the state is refused.
+	cctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	won, err := rt.Claims.ClaimRequestState(cctx, st.Nonce, time.UnixMilli(st.Expires))
+	cancel()
 	switch {
 	case err != nil:
 		ss.svc.log.ErrorContext(ctx, "MCP requestState not claimed", "err", err)

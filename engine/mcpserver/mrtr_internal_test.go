@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +74,51 @@ func TestRequestState(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	if _, err := ss.claim(t.Context(), e, args, &retry{state: late}); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired: %v", err)
+	}
+}
+
+// TestRequestStateClaimBlackholed: with the database blackholed
+// (connections open, nothing answered), a retry whose state cannot be
+// claimed is refused within store.QueryTimeout, failing closed with the
+// clear error, however many retries wait on it at once. Before, the claim
+// waited on the call's context, with no deadline: as long as the
+// connection lived.
+func TestRequestStateClaimBlackholed(t *testing.T) {
+	key, err := StateKey("master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy, through := testdb.Proxied(t, dsn)
+	svc := &Service{opts: Options{RoundTrips: &RoundTrips{Key: key, Claims: testdb.At(t, through), TTL: time.Minute}}, log: slog.Default()}
+	e := &entry{plugin: &plugins.Plugin{Name: "delete_repo"}}
+	args := json.RawMessage(`{"repo":"a"}`)
+	proxy.Blackhole()
+	// The test's own bound: the code under test's must come well before.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bound := store.QueryTimeout + 2*time.Second
+	done := make(chan error, 2)
+	for _, user := range []int64{7, 8} {
+		ss := &session{svc: svc, sessionOptions: sessionOptions{user: user, principal: "tok", endpoint: "/mcp"}}
+		state, err := ss.stateFor(e, args, nil, "p1", modeForm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, err := ss.claim(ctx, e, args, &retry{state: state}); done <- err }()
+	}
+	timeout := time.After(bound)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "cannot be checked at the moment; nothing was sent") {
+				t.Errorf("a claim on a blackholed database: %v, want it refused as unchecked", err)
+			}
+		case <-timeout:
+			t.Fatalf("a claim not decided within %v: held by the database", bound)
+		}
 	}
 }

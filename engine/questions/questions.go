@@ -97,6 +97,8 @@ func (b *Inbox) Post(ctx context.Context, by string, q engine.Question) (string,
 		user = &q.User
 	}
 	sum := sha256.Sum256(doc)
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	err = b.Store.CreatePendingItem(ctx, &store.PendingItem{ID: it.ID, UserID: user, Principal: by, Kind: store.KindQuestion,
 		Tool: q.Tool, Digest: hex.EncodeToString(sum[:]), Item: doc, ExpireTime: it.ExpiresAt})
 	if err != nil {
@@ -113,8 +115,12 @@ func (b *Inbox) Await(ctx context.Context, id string) (engine.Answer, error) {
 	t := time.NewTicker(cmp.Or(b.Poll, DefaultPoll))
 	defer t.Stop()
 	for {
-		// An error reading is the database away for a moment: read again.
-		if it, err := b.Store.GetPendingItem(ctx, id); err == nil {
+		// An error reading is the database away for a moment: read again,
+		// each read bounded, so that one never answered holds no call.
+		rctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+		it, err := b.Store.GetPendingItem(rctx, id)
+		cancel()
+		if err == nil {
 			if it.Status != store.PendingWaiting {
 				return b.take(ctx, it)
 			}
@@ -144,7 +150,9 @@ func (b *Inbox) take(ctx context.Context, it *store.PendingItem) (engine.Answer,
 		a.By.Pending = it.ID
 	}
 	kept, _ := json.Marshal(engine.Answer{Action: a.Action})
-	if err := b.Store.KeepAnswer(context.WithoutCancel(ctx), it.ID, string(kept)); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	defer cancel()
+	if err := b.Store.KeepAnswer(ctx, it.ID, string(kept)); err != nil {
 		return engine.Answer{}, err
 	}
 	return a, nil
@@ -153,7 +161,8 @@ func (b *Inbox) take(ctx context.Context, it *store.PendingItem) (engine.Answer,
 // close closes the question id as expired, unless an answer came first
 // (then taken), and answers cancel.
 func (b *Inbox) close(ctx context.Context, id string) (engine.Answer, error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	defer cancel()
 	won, err := b.Store.DecideItem(ctx, id, store.RunExpired, "", "")
 	if err != nil {
 		return engine.Answer{}, err
@@ -196,11 +205,15 @@ func (b *Inbox) Answer(ctx context.Context, id, by string, a engine.Answer) (boo
 	if err != nil {
 		return false, fmt.Errorf("encode answer: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	return b.Store.AnswerItem(ctx, id, by, string(doc))
 }
 
 // Question reads the question id, and until when its call may wait.
 func (b *Inbox) Question(ctx context.Context, id string) (engine.Question, time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	it, err := b.Store.GetPendingItem(ctx, id)
 	if err != nil {
 		return engine.Question{}, time.Time{}, err
@@ -221,12 +234,16 @@ func (b *Inbox) Question(ctx context.Context, id string) (engine.Question, time.
 
 // SetOutcome keeps what the call did after the question id was answered.
 func (b *Inbox) SetOutcome(ctx context.Context, id string, outcome []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	return b.Store.SetOutcome(ctx, id, string(outcome))
 }
 
 // Outcome reads what the call did after the question id was answered (nil:
 // nothing yet).
 func (b *Inbox) Outcome(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	defer cancel()
 	it, err := b.Store.GetPendingItem(ctx, id)
 	if err != nil || it.Outcome == nil {
 		return nil, err

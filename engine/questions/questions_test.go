@@ -139,3 +139,43 @@ func TestPostBoundRace(t *testing.T) {
 		}
 	})
 }
+
+// TestBlackholedDatabase: with the database blackholed (connections
+// open, nothing answered), a question's reads and its closing give up
+// within store.QueryTimeout: a call awaiting an answer ends at its own
+// deadline plus that bound, and a retry reading a question's outcome is
+// answered within it, with an error. Before, the question was closed on
+// a context without deadline, and the reads waited on the call's: the
+// call waited as long as the connection lived.
+func TestBlackholedDatabase(t *testing.T) {
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy, through := testdb.Proxied(t, dsn)
+	inbox := &questions.Inbox{Store: testdb.At(t, through), Poll: 10 * time.Millisecond}
+	id, err := inbox.Post(t.Context(), "user:7", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	// The test's own bound: the code under test's must come well before.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	call, stop := context.WithTimeout(ctx, time.Second) // the call's time
+	defer stop()
+	check := func(name string, bound time.Duration, fn func() error) {
+		began := time.Now()
+		err := fn()
+		if took := time.Since(began); took > bound {
+			t.Errorf("%s not decided within %v (%v): held by the database", name, bound, took)
+		} else if err == nil {
+			t.Errorf("%s on a blackholed database: no error", name)
+		}
+	}
+	// One at a time: the reads share one statement, whose first
+	// preparation the others wait for (gorm's statement cache).
+	check("Await", time.Second+store.QueryTimeout+2*time.Second, func() error { _, err := inbox.Await(call, id); return err })
+	check("Outcome", store.QueryTimeout+2*time.Second, func() error { _, err := inbox.Outcome(ctx, id); return err })
+	check("Question", store.QueryTimeout+2*time.Second, func() error { _, _, err := inbox.Question(ctx, id); return err })
+}
