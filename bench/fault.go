@@ -28,6 +28,8 @@ import (
 
 	_ "github.com/glebarez/go-sqlite" // the "sqlite" driver, for counting records
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/blindexec/blindexec/internal/tcpproxy"
 )
 
 // benchFault is the fault and load runner (issue 15): `serve` as a child
@@ -149,7 +151,7 @@ type faultRun struct {
 	countDSN  string // what the runner counts records with (driver name + DSN)
 	driver    string
 	dbName    string // MariaDB: the database created for this run
-	proxy     *dbProxy
+	proxy     *tcpproxy.Proxy
 	logPath   string
 	eng       *engineProc
 }
@@ -182,14 +184,14 @@ func (r *faultRun) setup(ctx context.Context) error {
 		if _, err := db.ExecContext(ctx, "CREATE DATABASE "+r.dbName); err != nil {
 			return err
 		}
-		if r.proxy, err = newDBProxy(cfg.Addr); err != nil {
+		if r.proxy, err = tcpproxy.New(cfg.Addr); err != nil {
 			return err
 		}
 		direct := *cfg
 		direct.DBName, direct.ParseTime = r.dbName, true
 		r.driver, r.countDSN = "mysql", direct.FormatDSN()
 		viaProxy := direct
-		viaProxy.Addr = r.proxy.addr
+		viaProxy.Addr = r.proxy.Addr()
 		r.engineDSN = "mysql:" + viaProxy.FormatDSN()
 	default:
 		return fmt.Errorf("-fault-db: unknown database %q (sqlite, mysql)", r.dbKind)
@@ -202,7 +204,7 @@ func (r *faultRun) teardown() {
 		r.eng.kill()
 	}
 	if r.proxy != nil {
-		r.proxy.close()
+		r.proxy.Close()
 	}
 	if r.dbName != "" {
 		if cfg, err := mysql.ParseDSN(r.o.faultMySQL); err == nil {
@@ -311,14 +313,16 @@ func (r *faultRun) outage(ctx context.Context) (*faultResult, error) {
 		case "mysql":
 			half := r.o.faultOutage / 2
 			s := time.Now()
-			r.proxy.blackhole()
+			r.proxy.Blackhole()
 			time.Sleep(half)
 			phases = append(phases, phase{"blackholed", s, time.Now()})
 			s = time.Now()
-			r.proxy.refuse()
+			r.proxy.Refuse()
 			time.Sleep(r.o.faultOutage - half)
 			phases = append(phases, phase{"refusing", s, time.Now()})
-			r.proxy.restore()
+			if err := r.proxy.Restore(); err != nil {
+				fmt.Fprintln(os.Stderr, "fault: proxy: listen again:", err)
+			}
 		case "sqlite":
 			s := time.Now()
 			unlock, err := lockSQLite(ctx, r.countDSN)
@@ -787,113 +791,6 @@ func execOnce(ctx context.Context, client *http.Client, base, body string) (id s
 	json.Unmarshal(b, &v)
 	return cmp.Or(v.ExecutionID, v.Error.Details.ExecutionID), resp.StatusCode, nil
 }
-
-// dbProxy is a loopback TCP proxy in front of MariaDB that the runner can
-// blackhole (connections stay open, nothing goes through) and make refuse
-// (nothing listens).
-type dbProxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        map[net.Conn]struct{}
-	holed        atomic.Bool
-}
-
-func newDBProxy(target string) (*dbProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &dbProxy{addr: ln.Addr().String(), target: target, conns: map[net.Conn]struct{}{}}
-	p.serve(ln)
-	return p, nil
-}
-
-func (p *dbProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.pipe(c)
-		}
-	}()
-}
-
-func (p *dbProxy) track(c net.Conn, on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
-}
-
-func (p *dbProxy) pipe(c net.Conn) {
-	p.track(c, true)
-	defer p.track(c, false)
-	defer c.Close()
-	if p.holed.Load() {
-		io.Copy(io.Discard, c) // accepted, never answered
-		return
-	}
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	p.track(s, true)
-	defer p.track(s, false)
-	defer s.Close()
-	done := make(chan struct{}, 2)
-	copyHoled := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 && !p.holed.Load() {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		done <- struct{}{}
-	}
-	go copyHoled(s, c)
-	go copyHoled(c, s)
-	<-done
-}
-
-func (p *dbProxy) blackhole() { p.holed.Store(true) }
-
-// refuse closes the listener and every connection: connects are refused.
-func (p *dbProxy) refuse() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ln.Close()
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// restore listens again on the same address and forwards.
-func (p *dbProxy) restore() {
-	p.holed.Store(false)
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fault: proxy: listen again:", err)
-		return
-	}
-	p.serve(ln)
-}
-
-func (p *dbProxy) close() { p.refuse() }
 
 // hostile: issue 13's and issue 30's attacks on serve, a burst of each from -c workers:
 // the CPU the engine spent per request (utime+stime of the process) and

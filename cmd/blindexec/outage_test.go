@@ -3,76 +3,22 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/internal/tcpproxy"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
-
-// dbProxy forwards TCP connections to the database until cut: then it
-// refuses new ones and closes those open, as a database that went away.
-type dbProxy struct {
-	ln     net.Listener
-	target string
-	cut    atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func newDBProxy(t *testing.T, target string) *dbProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dbProxy{ln: ln, target: target}
-	t.Cleanup(func() { p.outage(); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if p.cut.Load() {
-				c.Close()
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-// outage cuts every connection, and every one to come.
-func (p *dbProxy) outage() {
-	p.cut.Store(true)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
 
 // TestStdioOutageGrace: `mcp serve --stdio` keeps to the outage grace as
 // serve does. With the database cut, a call within the grace is served
@@ -86,7 +32,11 @@ func TestStdioOutageGrace(t *testing.T) {
 	if !strings.Contains(dsn, "tcp("+db+")") {
 		t.Skipf("the test database is not at %s: %s", db, dsn)
 	}
-	proxy := newDBProxy(t, db)
+	proxy, err := tcpproxy.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
 	var hits atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -95,7 +45,7 @@ func TestStdioOutageGrace(t *testing.T) {
 	}))
 	defer up.Close()
 	c := newCLI(t)
-	c.db = strings.Replace(dsn, "tcp("+db+")", "tcp("+proxy.ln.Addr().String()+")", 1)
+	c.db = strings.Replace(dsn, "tcp("+db+")", "tcp("+proxy.Addr()+")", 1)
 	if strings.Contains(c.db, "?") {
 		c.db += "&timeout=1s&readTimeout=2s&writeTimeout=2s"
 	} else {
@@ -132,7 +82,7 @@ func TestStdioOutageGrace(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // its record written
 
-	proxy.outage()
+	proxy.Refuse()
 	if res, text := call(); res.IsError || hits.Load() != 2 {
 		t.Errorf("a call within the grace: %s, %d sent; want it served", text, hits.Load())
 	}
