@@ -420,6 +420,15 @@ func TestTextHelpersInBrowser(t *testing.T) {
 			t.Errorf("plainText(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
+	// A schema's property named __proto__ is an argument like any other:
+	// set on a plain object it changed the object's prototype, or was
+	// dropped for a string, and never reached the call.
+	protoArgs := `(() => { const f = field('x', JSON.parse('{"type":"object","properties":{"__proto__":{"type":"string"},"a":{"type":"string"}}}'), true);
+		for (const i of f.node.querySelectorAll('input')) i.value = 'v';
+		return JSON.stringify(f.get()); })()`
+	if got, want := eval[string](tb, protoArgs), `{"__proto__":"v","a":"v"}`; got != want {
+		t.Errorf("a schema's __proto__ property: arguments %s, want %s", got, want)
+	}
 	for in, want := range map[string]string{
 		"repos_list-for-org":          "repos_|list-|for-|org",
 		"GetCustomersCustomerSources": "Get|Customers|Customer|Sources",

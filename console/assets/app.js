@@ -643,7 +643,7 @@ function field(name, schema, required) {
     const kids = Object.entries(s.properties || {}).map(([k, v]) => [k, field(k, v, req.has(k))]);
     return { node: el('fieldset', null, el('legend', { text: name + (required ? ' *' : '') }), kids.map(([, f]) => f.node)),
       get: () => {
-        const o = {};
+        const o = byName(); // a property named __proto__ is an argument like any other
         for (const [k, f] of kids) { const v = f.get(); if (v !== undefined) o[k] = v; }
         return Object.keys(o).length || required ? o : undefined;
       } };

@@ -215,7 +215,7 @@ function questionItem(p, tool) {
   async function answer(action) {
     const body = { action };
     if (action === 'accept' && p.mode === 'form') {
-      body.content = {};
+      body.content = byName(); // a field named __proto__ is answered like any other
       for (const f of fields) {
         const v = f.value();
         if (v !== undefined) body.content[f.name] = v;
