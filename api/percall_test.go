@@ -10,6 +10,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -26,7 +28,10 @@ func (b bearerToken) RoundTrip(r *http.Request) (*http.Response, error) {
 // plugin, and no request looks its token up there, while the change
 // counters stand still. The proof: with the database gone (within the
 // outage grace), /mcp still lists and calls for a per-user token, and
-// /v1/execute still answers for it, from what the caches hold.
+// /v1/execute still answers for it, from what the caches hold. Records go
+// through a spool, as serve writes them: with none, a call the engine
+// cannot record is refused (records_unavailable), so the test would
+// depend on whether the last records were flushed before the outage.
 func TestNoDatabaseReadPerCall(t *testing.T) {
 	ctx := context.Background()
 	st := testdb.Open(t, store.DialectSQLite) // closed mid-test: the outage
@@ -34,7 +39,18 @@ func TestNoDatabaseReadPerCall(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"company":"`+r.URL.Query().Get("q")+`","key_seen":`+map[bool]string{true: "true", false: "false"}[r.Header.Get("X-Api-Key") == "sk-percall-0123456789"]+`}`)
 	})
-	e := newEnv(t, st, func(s *api.Server) { s.OutageGrace, s.MCP = time.Hour, &api.MCPConfig{} })
+	sp, err := recordspool.Open(t.TempDir(), api.StoreSink{Store: st}, recordspool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := engine.NewRecorder(sp, engine.RecorderOptions{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rec.Close(ctx)
+		sp.Close(ctx)
+	})
+	e := newEnv(t, st, func(s *api.Server) { s.OutageGrace, s.MCP, s.Executor.Recorder = time.Hour, &api.MCPConfig{}, rec })
 	plugin := `{"name":"lookup","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]},
 	"execution":{"method":"GET","base_url":"` + up.URL + `","param_placement":"query"},
 	"auth_config":{"type":"api_key","mapping":[{"source":"API_KEY","target":"X-Api-Key","location":"header"}]}}`
