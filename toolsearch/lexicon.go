@@ -157,11 +157,8 @@ func (ix *Index) expandLexicon(query string, concepts []concept) []concept {
 			if _, known := ix.terms[own]; i < 0 || known {
 				continue
 			}
-			for _, l := range lemmas(part) {
-				if fs := wordnetTable.lookup(l); fs != nil {
-					concepts[i] = ix.withLexicon(concepts[i], fs)
-					break
-				}
+			if fs := wordnetLine(part); fs != nil {
+				concepts[i] = ix.withLexicon(concepts[i], fs)
 			}
 		}
 	}, func(string) {})
@@ -173,9 +170,28 @@ func (ix *Index) expandLexicon(query string, concepts []concept) []concept {
 	return concepts
 }
 
+// wordnetLine is the WordNet line of an English word, under the first
+// of its lemmas the table has; nil for none.
+func wordnetLine(w string) []string {
+	for _, l := range lemmas(w) {
+		if fs := wordnetTable.lookup(l); fs != nil {
+			return fs
+		}
+	}
+	return nil
+}
+
 // withLexicon adds to c the words of a WordNet line's fields, synonyms
 // then broader words, that are terms of the catalog, at their weights.
 func (ix *Index) withLexicon(c concept, fs []string) concept {
+	ix.lexiconTerms(fs, func(t string, weight float64) { c = c.with(qterm{t, weight, scriptNone}) })
+	return c
+}
+
+// lexiconTerms calls add with each word of a WordNet line's fields,
+// synonyms then broader words, that is a term of the catalog, and its
+// weight.
+func (ix *Index) lexiconTerms(fs []string, add func(t string, weight float64)) {
 	for r, weight := range []float64{ix.w.Lexicon, ix.w.Broader} {
 		if r >= len(fs) {
 			break
@@ -183,12 +199,11 @@ func (ix *Index) withLexicon(c concept, fs []string) concept {
 		for _, x := range strings.Fields(fs[r]) {
 			if t := canonical(ix.an.normalize(x)); t != "" {
 				if _, ok := ix.terms[t]; ok {
-					c = c.with(qterm{t, weight, scriptNone})
+					add(t, weight)
 				}
 			}
 		}
 	}
-	return c
 }
 
 // phrasal is a phrasal verb of a request: the verb and its particle as
@@ -403,8 +418,21 @@ func (ix *Index) translate(query string, concepts []concept) ([]concept, bool) {
 			add := func(zh string) {
 				for _, en := range cedictTable.lookup(zh) {
 					for _, x := range strings.Fields(en) {
-						if t := canonical(ix.an.normalize(x)); t != "" && has(t) {
+						t := canonical(ix.an.normalize(x))
+						switch {
+						case t == "":
+						case has(t):
 							c = c.with(qterm{t, ix.translationWeight(own, t), scriptLatin})
+						case ix.parts.Lexicon:
+							// an English word no tool has, as a request's
+							// own (expandLexicon): its WordNet words that
+							// tools have (利润 "profits": earnings, income)
+							if fs := wordnetLine(x); fs != nil {
+								ix.lexiconTerms(fs, func(u string, weight float64) {
+									found = true
+									c = c.with(qterm{u, weight * ix.translationWeight(own, u), scriptLatin})
+								})
+							}
 						}
 					}
 				}

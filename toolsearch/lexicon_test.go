@@ -209,6 +209,26 @@ func TestAcrossLanguages(t *testing.T) {
 // abbreviates (重启 of 重新启动: reboot, which 重启's own entry lacks);
 // a gloss's annotations are no English words (下载 "download; Taiwan pr.
 // [xia4 zai3]" would otherwise bring "pr", GitHub's pull requests).
+// TestTranslationsThroughWordNet: a Chinese word whose English words no
+// tool has is translated through WordNet, as a request's own English
+// word no tool has is (利润 "profits": earnings, income); the English
+// words tools have are not expanded.
+func TestTranslationsThroughWordNet(t *testing.T) {
+	en := []*plugins.Plugin{
+		tool("customers_list", "List customers", "Lists the customers."),
+		tool("earnings_list", "List earnings", "Lists the earnings of a period."),
+		tool("expenses_list", "List expenses", "Lists the expenses of a period."),
+	}
+	ix, _ := New(en)
+	if got := first(t, ix, "查看利润"); got != "earnings_list" {
+		t.Errorf("查看利润: %s first, want earnings_list", got)
+	}
+	off, _ := NewWith(en, Parts{Sources: true, Bilingual: true, Responses: true})
+	if got := first(t, off, "查看利润"); got == "earnings_list" {
+		t.Error("without WordNet, 利润 found the earnings")
+	}
+}
+
 func TestDictionaryGlosses(t *testing.T) {
 	ix, _ := New([]*plugins.Plugin{
 		tool("server_delete", "Delete a server", "Deletes the server."),
