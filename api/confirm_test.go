@@ -349,6 +349,7 @@ func TestPauseResumeReplicas(t *testing.T) {
 			t.Fatalf("put: %d %v", code, body)
 		}
 		wid := reply["pending"].([]any)[0].(map[string]any)["id"].(string)
+		b.changes.Poll(t.Context()) // replica b sees the change, as within one poll
 		code, done := b.do("POST", "/v1/runs/"+reply["run_id"].(string)+"/resume", serviceToken, map[string]any{
 			"decisions": []map[string]string{{"id": wid, "decision": "approve"}}})
 		steps := done["steps"].([]any)

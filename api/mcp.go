@@ -448,8 +448,8 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_./-]{1,128}$`)
 
 // proxyCall is seed 004 FR-004: the flat JSON body is the arguments of
 // tools/call of tool_name on server mcp_id, with the calling user's
-// credentials; the MCP result comes back with 200, isError included. The
-// call goes through the executor (the tool's catalog row, else a plugin
+// credentials; the MCP result comes back with 200, isError included
+// (engine.Call.Relay). The call goes through the executor (the tool's catalog row, else a plugin
 // of type enginemcp.TypeProxy built from its inputSchema: proxied):
 // validated, recorded and counted like every other call.
 func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +473,7 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	// The executor resolves the stored credentials, as stored: their
 	// masking classes are then the catalog's.
-	call := engine.Call{Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
+	call := engine.Call{Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r), Relay: true}
 	if call.Plugin, ok = m.proxied(w, r, id, tool, call); !ok {
 		return
 	}
@@ -508,8 +508,8 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 // from the catalog before anything is asked of the server: the row
 // calling the tool, as the catalog route finds it — its id, name, tags,
 // classification, parameters and fixed params, its status (a disabled
-// row refuses the call as a disabled plugin does everywhere) — passing
-// the MCP result through as the proxy does. The route names the server
+// row refuses the call as a disabled plugin does everywhere), its MCP
+// result passed through (engine.Call.Relay). The route names the server
 // and the tool, never the row, whose name an import may have prefixed
 // (issue 44 point 3): nothing about the call is found by a name rebuilt
 // from the tool's. Without a row the tool is the server's alone: the
@@ -522,9 +522,7 @@ func (m *mcpAPI) proxied(w http.ResponseWriter, r *http.Request, id, tool string
 	row, err := m.Catalog.MCPTool(r.Context(), id, tool)
 	switch {
 	case err == nil:
-		c := *row
-		c.Execution.Type, c.Execution.Response = enginemcp.TypeProxy, proxyResponse
-		return &c, true
+		return row, true
 	case !errors.Is(err, store.ErrNotFound):
 		m.internal(w, r, err)
 		return nil, false
@@ -556,10 +554,6 @@ func (m *mcpAPI) proxied(w http.ResponseWriter, r *http.Request, id, tool string
 	}
 	return p, true
 }
-
-// proxyResponse is the output budget of a proxied call: the MCP result
-// whole, within MaxResponseBytes.
-var proxyResponse = &plugins.Response{MaxBytes: engine.DefaultMaxResponseBytes}
 
 // proxyName is the plugin name of a proxied tool without a row: its
 // name sanitized, cut to the 64 of the record's plugin_name (ASCII:
@@ -596,10 +590,9 @@ func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[str
 		return nil, &mcpimport.ConversionError{Tool: t.Name, Err: err}
 	}
 	p := &plugins.Plugin{
-		Name:       proxyName(t.Name),
-		Parameters: params,
-		Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name, InputSchema: written,
-			Response: proxyResponse},
+		Name:                proxyName(t.Name),
+		Parameters:          params,
+		Execution:           plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: t.Name, InputSchema: written},
 		RequiredCredentials: keys,
 		// Consequential unless its trusted server marks it read-only (a
 		// catalog row of the tool, when there is one, is the call:

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -64,4 +66,32 @@ func anyStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestProxyRowRelays: a proxied tool with a catalog row is that row as
+// the catalog has it when called (engine: a held copy of a row is never
+// the call), and its MCP result comes back whole, isError included (seed
+// 004 FR-004), as for a tool without one.
+func TestProxyRowRelays(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newMCPEnv(t, st, func(s *Server) { // as serve wires it: the executor follows the catalog
+			s.Changes = store.NewWatcher(st, time.Hour, s.Logger)
+			s.Changes.Poll(t.Context())
+			s.Executor.Catalog = auth.NewCatalog(st, s.Changes)
+		})
+		e.register()
+		if code, out := e.do("POST", "/v1/plugins/import/mcp", mcpAdmin, map[string]any{"server": "med", "user_id": 7}); code != http.StatusOK {
+			t.Fatalf("import: %d %v", code, out)
+		}
+		code, out := e.do("POST", "/v1/mcp/proxy/med/tools/fail/call", e.userTok, map[string]any{"reason": "boom"})
+		if code != http.StatusOK || out["isError"] != true {
+			t.Fatalf("a row's tool error: %d %v, want 200 with isError", code, out)
+		}
+		if code, out := e.do("PATCH", "/v1/plugins/fail", mcpAdmin, map[string]string{"status": "1"}); code != http.StatusOK {
+			t.Fatalf("disable: %d %v", code, out)
+		}
+		if code, out := e.do("POST", "/v1/mcp/proxy/med/tools/fail/call", e.userTok, map[string]any{"reason": "boom"}); code != http.StatusConflict || errCode(out) != "plugin_disabled" {
+			t.Fatalf("the disabled row: %d %v, want 409 plugin_disabled", code, out)
+		}
+	})
 }

@@ -96,6 +96,10 @@ type Plan struct {
 	refused      *RefusedError
 	start        time.Time
 	confirmation string
+	// approved is the approval Approve recorded: Send decides the call
+	// again with it, since the person may have answered minutes after the
+	// decision (the rule as it is when the request goes out).
+	approved *Approval
 	// res is the call's Result, allocated with the plan.
 	res Result
 }
@@ -105,14 +109,15 @@ func (p *Plan) Verdict() Verdict { return p.verdict }
 
 // Approve marks a plan waiting for a person as approved by by under the
 // pending item id: the caller matched an approval of exactly
-// Plan.Person.Digest. The request is sent once (Call.Approval).
+// Plan.Person.Digest. Send decides the call again with that approval
+// (Call.Approval): sent once, only if the request prepared then is the
+// one approved and every rule still lets it through.
 func (p *Plan) Approve(by, id string) {
 	if p.verdict != VerdictPerson {
 		return
 	}
 	p.verdict = VerdictSend
-	p.prep.Once = true
-	p.confirmation = (&Approval{PendingID: id, By: by}).confirmation()
+	p.approved = &Approval{PendingID: id, Digest: p.Person.Digest, By: by}
 }
 
 // Result is the Result of a refused plan (recorded, with its execution
@@ -201,7 +206,11 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 			return plan, plan.refused
 		}
 	}
-	prep, refused := e.prepare(ctx, call)
+	refused := e.current(ctx, &plan.call)
+	var prep *Prepared
+	if refused == nil {
+		prep, refused = e.prepare(ctx, plan.call)
+	}
 	if prep != nil {
 		plan.Plugin, plan.prep = prep.Plugin, prep
 	}
@@ -212,6 +221,29 @@ func (e *Executor) Decide(ctx context.Context, call Call) (*Plan, error) {
 		return plan, e.refuse(ctx, plan, refused)
 	}
 	return plan, nil
+}
+
+// current makes a call of a catalog plugin a call of the catalog row as
+// it is now: a caller holds the rows it was offered (a run for its
+// minutes, an MCP tool set, a call waiting for a person), and a row
+// disabled, deleted or changed since (its perms, classification,
+// execution, credentials) is decided as the catalog now has it, on every
+// route within one poll. A row of the name that is another row (deleted,
+// then added again) is not the tool the caller was offered: refused.
+func (e *Executor) current(ctx context.Context, call *Call) *RefusedError {
+	p := call.Plugin
+	if !p.Catalog || call.Inline || e.Catalog == nil {
+		return nil
+	}
+	row, err := e.Catalog.Row(ctx, p.Name)
+	switch {
+	case err != nil:
+		return refuse(CodePermissionsUnavailable, "the catalog could not be read to decide the call of %s, so it is refused: %v", p.Name, err)
+	case row == nil || row.ID != p.ID:
+		return refuse(CodePluginDisabled, "the tool %s is disabled or was removed", p.Name)
+	}
+	call.Plugin = row
+	return nil
 }
 
 // Allowed is the decision's access step alone (step 2 above) on the
@@ -310,6 +342,9 @@ func (e *Executor) refuse(ctx context.Context, plan *Plan, refused *RefusedError
 // returns its recorded Result and refusal again; a plan waiting for a
 // person is an error (nothing is sent).
 func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
+	if plan.approved != nil {
+		e.again(ctx, plan)
+	}
 	switch plan.verdict {
 	case VerdictRefused, VerdictConnect:
 		return &plan.res, plan.refused
@@ -359,6 +394,18 @@ func (e *Executor) Send(ctx context.Context, plan *Plan) (*Result, error) {
 		return res, refused
 	}
 	return res, nil
+}
+
+// again decides an approved plan again, with its approval, as it is
+// sent: a tool disabled, a permission withdrawn or a request changed
+// while the person read the question stops it (the refusal recorded by
+// Decide). The plan becomes the new decision.
+func (e *Executor) again(ctx context.Context, plan *Plan) {
+	call := plan.call
+	call.Approval = plan.approved
+	now, _ := e.Decide(ctx, call) // never nil: the call has its plugin
+	plan.verdict, plan.refused, plan.Person, plan.approved = now.verdict, now.refused, now.Person, nil
+	plan.call, plan.Plugin, plan.prep, plan.confirmation, plan.start, plan.res = now.call, now.Plugin, now.prep, now.confirmation, now.start, now.res
 }
 
 // Execute decides call and sends it, for a caller without a person to

@@ -316,3 +316,62 @@ func TestMethodOverrideDecision(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldRowIsTheCatalogs: a catalog plugin a caller holds (a run's, an
+// MCP tool set's, a plan waiting for a person) is decided as the catalog
+// has its row when decided and when an approved plan is sent: gone,
+// disabled or another row of its name refuses it, a row classified
+// consequential since waits for a person (review68).
+func TestHeldRowIsTheCatalogs(t *testing.T) {
+	up := newUpstream(t, nil)
+	row := func(id int64, mutate func(*plugins.Plugin)) *plugins.Plugin {
+		p := mustPlugin(t, `{"name":"lookup","description":"Looks up.","parameters":{"type":"object","properties":{}},
+		  "execution":{"method":"GET","base_url":"%s/lookup"}}`, up.URL)
+		c := *p
+		c.ID, c.Catalog = id, true
+		if mutate != nil {
+			mutate(&c)
+		}
+		return &c
+	}
+	held := row(1, nil)
+	yes := true
+	for _, tt := range []struct {
+		name    string
+		catalog rowCatalog
+		held    *plugins.Plugin
+		verdict Verdict
+		code    string
+	}{
+		{"the row as held", rowCatalog{"lookup": row(1, nil)}, held, VerdictSend, ""},
+		{"the row gone or disabled", rowCatalog{}, held, VerdictRefused, CodePluginDisabled},
+		{"another row of the name", rowCatalog{"lookup": row(2, nil)}, held, VerdictRefused, CodePluginDisabled},
+		{"classified consequential since", rowCatalog{"lookup": row(1, func(p *plugins.Plugin) { p.Consequential = &yes })}, held, VerdictPerson, ""},
+		{"no row held (the proxy's tool without one)", rowCatalog{}, row(0, func(p *plugins.Plugin) { p.Catalog = false }), VerdictSend, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.Catalog = tt.catalog
+			plan, err := h.Decide(t.Context(), Call{Plugin: tt.held, UserID: 7, Arguments: json.RawMessage(`{}`), Policy: confirm.Consequential})
+			if plan.Verdict() != tt.verdict || tt.code != "" && (err == nil || plan.Result().Error.Code != tt.code) {
+				t.Fatalf("verdict %d (%v), want %d %s", plan.Verdict(), err, tt.verdict, tt.code)
+			}
+		})
+	}
+	t.Run("an approved plan whose row went while the person read", func(t *testing.T) {
+		h := newHarness(t)
+		cat := rowCatalog{"lookup": row(1, func(p *plugins.Plugin) { p.Consequential = &yes })}
+		h.Catalog = cat
+		plan, _ := h.Decide(t.Context(), Call{Plugin: cat["lookup"], UserID: 7, Arguments: json.RawMessage(`{}`), Policy: confirm.Consequential})
+		if plan.Verdict() != VerdictPerson {
+			t.Fatalf("verdict %d, want a person", plan.Verdict())
+		}
+		before := len(up.Hits())
+		delete(cat, "lookup")
+		plan.Approve("user:7", "p1")
+		res, err := h.Send(t.Context(), plan)
+		if refused, ok := errors.AsType[*RefusedError](err); !ok || refused.Code != CodePluginDisabled || res.OK || len(up.Hits()) != before {
+			t.Fatalf("sent after its row went: %v %+v, %d requests", err, res, len(up.Hits())-before)
+		}
+	})
+}

@@ -225,6 +225,12 @@ type Call struct {
 	// ToolCallID is the model's id of the call, in a run: its span's
 	// gen_ai.tool.call.id.
 	ToolCallID string
+	// Relay hands the upstream's result back whole, as its protocol has
+	// it (the MCP proxy route, seed 004 FR-004): an MCP result is the
+	// output whatever its isError, within MaxResponseBytes rather than
+	// the output budget. How the route renders the result, not a rule:
+	// the call is decided on the plugin it is, a row as the catalog has it.
+	Relay bool
 }
 
 // Result is what a call produced, as the API and the LLM loop return it.
@@ -284,6 +290,9 @@ type Prepared struct {
 	Trace bool
 	// Once forbids retries (Call.Approval).
 	Once bool
+	// Relay is Call.Relay: the invoker reports the upstream's own error
+	// (an MCP result's isError) as the result, not as a failed call.
+	Relay bool
 	// Destination is, for a call a person approved, the digest of where
 	// its invoker sends it (Destinations): the invoker refuses to send
 	// elsewhere (CodeConfirmationStale). "" when not approved.
@@ -584,6 +593,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		RunID:            call.RunID,
 		Trace:            call.Trace,
 		MaxResponseBytes: cmp.Or(e.MaxResponseBytes, DefaultMaxResponseBytes),
+		Relay:            call.Relay,
 		schema:           schema,
 		ids:              e.identifiers(ctx, cfg, stored),
 		connections:      e.Connections,
@@ -986,6 +996,9 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 		if out != nil {
 			sel = out.Select
 			budget = cmp.Or(out.MaxBytes, DefaultOutputBytes)
+		}
+		if prep.Relay {
+			sel, budget = "", int(prep.MaxResponseBytes) // the result whole, as read
 		}
 		if prep.untrusted {
 			// A per-user token's own plugin does not raise what the model

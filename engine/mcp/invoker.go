@@ -158,7 +158,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		return &engine.Response{Attempts: 1}, &engine.ToolError{Code: engine.CodeResponseTooLarge,
 			Message: fmt.Sprintf("the MCP result is %d bytes, over the limit of %d", len(body), p.MaxResponseBytes)}
 	}
-	if out.IsError && p.Plugin.Execution.Type != TypeProxy {
+	if out.IsError && !p.Relay {
 		// Whole: the executor cuts it after masking, so that no cut splits
 		// an echoed secret into a part the masker cannot recognize.
 		return resp, &engine.ToolError{Code: CodeToolError, Message: strings.ToValidUTF8("the tool reported an error: "+out.Text(), "")}
