@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -679,7 +679,7 @@ func TestRequestBodyStaysOnItsOrigin(t *testing.T) {
 	})
 	tests := []struct {
 		path, method, body string // what the other host got ("" nothing)
-		ok                       bool
+		ok                 bool
 	}{
 		{"/same", "", "", true},
 		{"/other", "", "", false},
