@@ -453,7 +453,11 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 		style = "form"
 	}
 	if style == "deepObject" {
-		if _, ok := v.(map[string]any); ok {
+		// OpenAPI defines deepObject for objects; Stripe's documents give
+		// it to arrays too, and Stripe reads those indexed (expand[0]=x),
+		// answering "Invalid array" to expand=x.
+		switch v.(type) {
+		case map[string]any, []any:
 			flatten(key, v, esc, func(k, val string) { appendQuery(b, k, val) })
 			return
 		}

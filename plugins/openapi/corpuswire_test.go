@@ -1,0 +1,92 @@
+package openapi
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/blindexec/blindexec/egress/egresstest"
+	"github.com/blindexec/blindexec/engine"
+)
+
+// TestCorpusWire imports real documents of the corpus against a loopback
+// upstream, calls operations whose parameters serialize unusually and
+// checks the request the upstream received, byte for byte: what the
+// document (and, where it says nothing, what its API's own clients send)
+// asks for.
+func TestCorpusWire(t *testing.T) {
+	tests := []struct {
+		doc, op, args string
+		uri, body     string
+	}{
+		// Stripe declares its arrays deepObject, which OpenAPI defines for
+		// objects only; Stripe reads them indexed, as its clients send
+		// them (expand[0]=…), and answers "Invalid array" to expand=….
+		{"stripe/spec3.2022-04-12.e0123a38.json.gz", "GET /v1/customers",
+			`{"expand":["data.default_source","data.tax"],"created":{"gte":1,"lt":5},"email":"a@b.c"}`,
+			"/v1/customers?created[gte]=1&created[lt]=5&email=a%40b.c&expand[0]=data.default_source&expand[1]=data.tax", ""},
+		{"stripe/spec3.2022-04-12.e0123a38.json.gz", "POST /v1/customers",
+			`{"expand":["tax"],"preferred_locales":["en","fr"],"tax_id_data":[{"type":"eu_vat","value":"DE123"}],"metadata":{"k":"v"},"name":"Ann Lee"}`,
+			"/v1/customers", "expand[0]=tax&metadata[k]=v&name=Ann+Lee&preferred_locales[0]=en&preferred_locales[1]=fr&tax_id_data[0][type]=eu_vat&tax_id_data[0][value]=DE123"},
+		{"stripe/spec3.2022-04-12.e0123a38.json.gz", "GET /v1/customers/{customer}",
+			`{"customer":"cus_1","expand":["tax"]}`,
+			"/v1/customers/cus_1?expand[0]=tax", ""},
+		// readme.io's suite of every parameter style: OpenAPI's table.
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/path/matrix/{primitive}/{array}/{object}",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/path/matrix/;primitive=blue/;array=blue;array=black/;G=200;R=100", ""},
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/path/label/{primitive}/{array}/{object}",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/path/label/.blue/.blue.black/.G=200.R=100", ""},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/form",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/query/form?array=blue,black&object=G,200,R,100&primitive=blue", ""},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/spaceDelimited",
+			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/query/spaceDelimited?array=blue%20black&object=G%20200%20R%20100", ""},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/pipeDelimited",
+			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/query/pipeDelimited?array=blue|black&object=G|200|R|100", ""},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/deepObject",
+			`{"object":{"R":100,"G":200}}`,
+			"/anything/query/deepObject?object[G]=200&object[R]=100", ""},
+	}
+	up := newUpstream(t, nil)
+	exec := engine.NewExecutor(egresstest.Client(t))
+	converted := map[string][]Operation{}
+	for _, tt := range tests {
+		t.Run(tt.op, func(t *testing.T) {
+			ops, ok := converted[tt.doc]
+			if !ok {
+				doc, err := Load(readCorpus(t, tt.doc), tt.doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ops, _, err = Convert(doc, Options{BaseURL: up.URL}); err != nil {
+					t.Fatal(err)
+				}
+				converted[tt.doc] = ops
+			}
+			var op *Operation
+			for i := range ops {
+				if ops[i].Key == tt.op {
+					op = &ops[i]
+				}
+			}
+			if op == nil {
+				t.Fatalf("%s: no operation %s", tt.doc, tt.op)
+			}
+			creds := map[string]string{}
+			for _, k := range op.Plugin.AuthConfig.CredentialKeys() {
+				creds[k] = "sk_test_0123456789"
+			}
+			res, err := exec.Execute(t.Context(), engine.Call{Plugin: op.Plugin, Arguments: json.RawMessage(tt.args), Credentials: creds})
+			if err != nil || !res.OK {
+				t.Fatalf("Execute: %v %+v", err, res.Error)
+			}
+			got := up.last(t)
+			if got.RequestURI != tt.uri || string(got.Body) != tt.body {
+				t.Errorf("sent %s %s\n%s\nwant %s\n%s", got.Method, got.RequestURI, got.Body, tt.uri, tt.body)
+			}
+		})
+	}
+}
