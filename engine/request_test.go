@@ -171,7 +171,7 @@ func TestPlacement(t *testing.T) {
 		// as the LLM said, typed by the name or the encoding.
 		{"multipart file lists", multipartListDoc,
 			`{"files":["plain text",{"content":"{}","filename":"a.json"},{"content":"x","filename":"b.bin","content_type":"text/x-custom"}],
-			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"]}`, nil, checkMultipartList},
+			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"],"meta":{"k":"v"}}`, nil, checkMultipartList},
 
 		// fixed_params: merged over the LLM's, the call's filling what the
 		// plugin's leave open.
@@ -279,9 +279,10 @@ const multipartListDoc = `{"name":"t","description":"d",
  "parameters":{"type":"object","properties":{
    "files":{"type":"array","items":{"format":"binary"}},
    "pics":{"type":"array","items":{"format":"byte"}},
-   "tags":{"type":"array","items":{"type":"string"}}}},
+   "tags":{"type":"array","items":{"type":"string"}},
+   "meta":{"type":"object"}}},
  "execution":{"method":"POST","base_url":"%s/upload","content_type":"multipart/form-data",
-   "param_placement":{"pics":{"in":"body","content_type":"image/*"}}}}`
+   "param_placement":{"pics":{"in":"body","content_type":"image/*"},"meta":{"in":"body","content_type":"application/json"}}}}`
 
 func checkMultipartList(t *testing.T, h hit) {
 	_, params, _ := mime.ParseMediaType(h.Header.Get("Content-Type"))
@@ -302,6 +303,8 @@ func checkMultipartList(t *testing.T, h hit) {
 		`files|files|application/octet-stream|"plain text"`,
 		`files|a.json|application/json|"{}"`,
 		`files|b.bin|text/x-custom|"x"`,
+		// A typed part that is no file has no filename (review 69).
+		`meta||application/json|"{\"k\":\"v\"}"`,
 		`pics|p.png|image/png|"\x89PNG"`,
 		`tags|||"a"`,
 		`tags|||"b"`,
