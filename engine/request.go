@@ -98,6 +98,18 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 	for _, name := range names {
 		v := args[name]
 		place := e.PlacementOf(name)
+		if place.ContentType != "" && place.In != plugins.InBody && v != nil {
+			// A parameter given as content (OpenAPI's content, not
+			// style): its media type's text, which its location then
+			// escapes as one string.
+			if mediaType(place.ContentType) != "application/json" {
+				v = scalar(v)
+			} else if b, err := marshalJSON(v); err != nil {
+				return nil, err
+			} else {
+				v = string(b)
+			}
+		}
 		wire := name
 		// A path argument keeps its name when base_url holds {name}
 		// (PlacementOf put it there for that reason).

@@ -131,6 +131,7 @@ func TestPlacement(t *testing.T) {
 		{"query object form no explode", queryDoc(`{"in":"query","explode":false}`), `{"a":{"k":"v","k2":"v2"}}`, nil, uri("/q?a=k,v,k2,v2")},
 		{"query deepObject", queryDoc(`{"in":"query","style":"deepObject"}`), `{"a":{"k":"v","n":{"x":1}}}`, nil, uri("/q?a[k]=v&a[n][x]=1")},
 		{"query deepObject array (Stripe's expand)", queryDoc(`{"in":"query","style":"deepObject","explode":true}`), `{"a":["x",{"k":"v"}]}`, nil, uri("/q?a[0]=x&a[1][k]=v")},
+		{"query as JSON content", queryDoc(`{"in":"query","content_type":"application/json"}`), `{"a":{"k":"v w"}}`, nil, uri("/q?a=%7B%22k%22%3A%22v%20w%22%7D")},
 		{"query escaping", queryDoc(`{"in":"query","name":"the q"}`), `{"a":"x&y=z +/字"}`, nil, uri("/q?the%20q=x%26y%3Dz%20%2B%2F%E5%AD%97")},
 		{"query comma in item", queryDoc(`{"in":"query","explode":false}`), `{"a":["x,y","z"]}`, nil, uri("/q?a=x%2Cy,z")},
 
