@@ -398,3 +398,32 @@ func TestUnattributedLogsBounded(t *testing.T) {
 		t.Fatalf("%d log lines for %d unattributable messages, want 1 to 10", n, flood)
 	}
 }
+
+// Review 69: a call's upstream logging thousands of messages while it
+// runs made one engine log line each (the client hears them all, within
+// its stream's bound): now a call logs its first messages and then how
+// many more came.
+func TestCallLogsBounded(t *testing.T) {
+	up := mcptest.New(t)
+	const flood = 3000
+	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			for i := range flood {
+				req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: i})
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	ex, m := setup(t, httpServer(up))
+	var log logbuf.Buffer
+	m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	if err != nil || !res.OK {
+		t.Fatalf("%+v %v", res, err)
+	}
+	time.Sleep(300 * time.Millisecond) // notices the SDK still queues
+	lines := strings.Count(log.String(), `msg="upstream MCP log message"`)
+	if lines == 0 || lines > 50 {
+		t.Fatalf("%d log lines for a call's %d log messages, want 1 to 50", lines, flood)
+	}
+}
+
