@@ -243,3 +243,27 @@ func TestContentCodings(t *testing.T) {
 		})
 	}
 }
+
+// Review 69: an upstream's response headers are read up to 1 MiB (nginx
+// proxies refuse past 8 KiB; net/http's client default was 10 MiB): a
+// hostile upstream's 9.6 MiB of headers were accepted, 46 MB allocated for
+// one call. Past it the call fails saying so, and little is allocated.
+func TestResponseHeadersBounded(t *testing.T) {
+	pad := strings.Repeat("a", 64<<10)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		for range 32 { // 2 MiB
+			w.Header().Add("X-Pad", pad)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, _ := newHarness(t).call(t, mustPlugin(t, getDoc, up.URL), `{}`, nil)
+	runtime.ReadMemStats(&after)
+	if res.OK || res.Error.Code != CodeTransportError || !strings.Contains(res.Error.Message, "headers exceeded 1048576 bytes") {
+		t.Fatalf("%.400s", resultJSON(t, res))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d bytes for refused headers", alloc)
+	}
+}
