@@ -301,11 +301,13 @@ func retryableStatus(code int) bool {
 }
 
 // retryable reports a connection failure worth another attempt: not a
-// policy denial, not an auth failure, not the call's own deadline.
+// policy denial, not an auth failure, not a redirect refused (each attempt
+// would be), not the call's own deadline.
 func retryable(ctx context.Context, err error) bool {
 	var denied *egress.DeniedError
 	var ae authError
-	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) && !errors.Is(err, egress.ErrTooManyRedirects)
+	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) &&
+		!errors.Is(err, egress.ErrTooManyRedirects) && !errors.Is(err, egress.ErrBodyToAnotherOrigin)
 }
 
 // discard drains a little of a body we will not use, so that the

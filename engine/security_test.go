@@ -660,8 +660,9 @@ func TestTokenRequestBodyStaysOnItsOrigin(t *testing.T) {
 
 // Review 69: a plugin's body (the arguments, and the catalog's fixed
 // params, which may hold a value pasted there) does not follow a 307 or
-// 308 to another origin, as its static headers do not; a same-origin
-// 307 keeps it, and a 303 to another origin is followed without one.
+// 308 to another origin, as its static headers do not, and the refusal
+// is not retried; a same-origin 307 keeps it, and a 303 to another
+// origin is followed without one.
 func TestRequestBodyStaysOnItsOrigin(t *testing.T) {
 	other := newUpstream(t, nil)
 	first := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -689,12 +690,13 @@ func TestRequestBodyStaysOnItsOrigin(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			before := len(other.Hits())
 			p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
-			  "execution":{"method":"POST","base_url":"%s`+tt.path+`","retry":{"max_attempts":1}}}`, first.URL)
+			  "execution":{"method":"PUT","base_url":"%s`+tt.path+`","retry":{"max_attempts":3,"backoff_ms":1}}}`, first.URL)
 			res, _ := newHarness(t).call(t, p, `{"q":"private words"}`, nil)
 			if res.OK != tt.ok {
 				t.Fatalf("%s", resultJSON(t, res))
 			}
-			if !tt.ok && (res.Error.Code != CodeTransportError || !strings.Contains(res.Error.Message, "another origin")) {
+			// Not retried either: every attempt would be refused alike.
+			if !tt.ok && (res.Error.Code != CodeTransportError || !strings.Contains(res.Error.Message, "another origin") || res.Attempts != 1) {
 				t.Fatalf("%s", resultJSON(t, res))
 			}
 			hits := other.Hits()[before:]
