@@ -52,6 +52,12 @@ func TestCorpusWire(t *testing.T) {
 		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/deepObject",
 			`{"object":{"R":100,"G":200}}`,
 			"/anything/query/deepObject?object[G]=200&object[R]=100", "", nil},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /cookies#formNonExploded",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/cookies", "", map[string]string{"Cookie": "array=blue,black; object=G,200,R,100; primitive=blue"}},
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/headers/simple",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/headers/simple", "", map[string]string{"Primitive": "blue", "Array": "blue,black", "Object": "G=200,R=100"}},
 		// OpenAI's paths that hold a query of their own.
 		{"oas31/openai-openapi.f85dbe22.json.gz", "GET /responses/{response_id}?beta=true",
 			`{"response_id":"resp_1","include":["file_search_call.results","reasoning.encrypted_content"],"stream":false,"openai-beta":["responses_multi_agent=v1"]}`,
