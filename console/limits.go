@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blindexec/blindexec/internal/loglimit"
 )
 
 // The console's open endpoints need no credentials: what a client can
@@ -101,39 +103,10 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// logLimiter lets through at most n log lines per period, and counts the
-// ones it holds back for the next line to report.
-type logLimiter struct {
-	n      int
-	period time.Duration
-
-	mu         sync.Mutex
-	start      time.Time
-	used       int
-	suppressed int
-}
-
-// allow reports whether a line may be logged now and, when it may, how
-// many were held back since the last one.
-func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.start) >= l.period {
-		l.start, l.used = now, 0
-	}
-	if l.used >= l.n {
-		l.suppressed++
-		return false, 0
-	}
-	l.used++
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
-}
-
 // reports bounds what CSP reports cost: identical ones are counted, not
 // kept or logged again; log lines are rate limited.
 type reports struct {
-	log logLimiter
+	log loglimit.Limiter
 
 	mu   sync.Mutex
 	seen map[[32]byte]int // by the report's hash: times received
@@ -154,7 +127,7 @@ const (
 )
 
 func newReports() *reports {
-	return &reports{log: logLimiter{n: reportLogsPerMinute, period: time.Minute}, seen: map[[32]byte]int{},
+	return &reports{log: loglimit.Limiter{N: reportLogsPerMinute, Period: time.Minute}, seen: map[[32]byte]int{},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_console_csp_reports_total",
 			Help: "CSP violation reports received by the console, by outcome (logged, repeated, not_logged, too_large, malformed)."}, []string{"outcome"})}
 }
@@ -174,7 +147,7 @@ func (rp *reports) add(body []byte, now time.Time) (isNew, log bool, suppressed 
 		rp.outcomes.WithLabelValues(reportRepeated).Inc()
 		return false, false, 0
 	}
-	if log, suppressed = rp.log.allow(now); !log {
+	if log, suppressed = rp.log.Allow(now); !log {
 		rp.outcomes.WithLabelValues(reportNotLogged).Inc()
 		return true, false, 0
 	}
@@ -184,7 +157,7 @@ func (rp *reports) add(body []byte, now time.Time) (isNew, log bool, suppressed 
 
 // logins limits failed sign-ins per client address and their log lines.
 type logins struct {
-	log logLimiter
+	log loglimit.Limiter
 
 	mu      sync.Mutex
 	clients map[string]*failures
@@ -198,7 +171,7 @@ type failures struct {
 }
 
 func newLogins() *logins {
-	return &logins{log: logLimiter{n: 1, period: loginLogEvery}, clients: map[string]*failures{},
+	return &logins{log: loglimit.Limiter{N: 1, Period: loginLogEvery}, clients: map[string]*failures{},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_console_sign_in_failures_total",
 			Help: "Failed console sign-ins, by outcome (refused: a wrong token; rate_limited: refused unchecked, the address failed too often)."}, []string{"outcome"})}
 }
@@ -251,7 +224,7 @@ func (l *logins) succeeded(addr string) {
 // with the number held back since the last line.
 func (l *logins) logFailure(ctx context.Context, log *slog.Logger, addr, outcome string, err error) {
 	l.outcomes.WithLabelValues(outcome).Inc()
-	ok, suppressed := l.log.allow(time.Now())
+	ok, suppressed := l.log.Allow(time.Now())
 	if !ok {
 		return
 	}

@@ -95,21 +95,27 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	return nil, denied
 }
 
+// MaxResponseHeaderBytes bounds an answer's headers: net/http's default
+// of 10 MiB let a hostile upstream make one call allocate 46 MB, where
+// real APIs send a few KiB (nginx in front of one refuses past 8 KiB).
+const MaxResponseHeaderBytes = 1 << 20
+
 // NewTransport returns a transport that dials through d and never through
 // an environment proxy (a proxy would dial for us, past the check). It is
 // tuned for many calls to a few hosts, and leaves decompression to the
 // caller, which caps the decoded size.
 func NewTransport(d *Dialer) *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-		ForceAttemptHTTP2:     true,
-		DisableCompression:    true,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		ForceAttemptHTTP2:      true,
+		DisableCompression:     true,
 	}
 }
 

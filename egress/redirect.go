@@ -35,6 +35,10 @@ func SensitiveHeaders(ctx context.Context) []string {
 // maxRedirects hops.
 var ErrTooManyRedirects = errors.New("egress: stopped after 10 redirects")
 
+// ErrBodyToAnotherOrigin is returned (wrapped in a *url.Error) for a 307
+// or 308 redirect that would send the request's body to another origin.
+var ErrBodyToAnotherOrigin = errors.New("egress: a redirect to another origin would send the request body there; not followed")
+
 // CheckRedirect is an http.Client.CheckRedirect that follows at most 10
 // hops and keeps credentials on their origin: once any hop's scheme, host
 // or port differs from the first request's (an https to http downgrade
@@ -43,6 +47,12 @@ var ErrTooManyRedirects = errors.New("egress: stopped after 10 redirects")
 // request's headers onto every hop before calling this, so the check
 // covers the whole chain, not just the last hop; the dialer re-checks the
 // address policy on every hop by itself.
+//
+// A 307 or 308 hop out of the origin that would send the request body
+// again is not followed (ErrBodyToAnotherOrigin): a body may carry a
+// credential no header marks (an oauth2 client secret sent as a form
+// parameter) or a value the operator fixed, and dropping it would send
+// another request than the one built. A 301, 302 or 303 sends none.
 //
 // Referer is always removed: it would carry the previous URL, query-string
 // credentials included, to the next host.
@@ -61,6 +71,9 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if !crossed {
 		return nil
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		return ErrBodyToAnotherOrigin
 	}
 	for _, name := range alwaysSensitive {
 		req.Header.Del(name)

@@ -3,6 +3,7 @@ package egress_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,6 +73,33 @@ func TestCheckRedirectOrigins(t *testing.T) {
 			}
 			if req.Header.Get("Referer") != "" {
 				t.Error("Referer kept: it can carry query-string credentials")
+			}
+		})
+	}
+}
+
+// Review 69: a hop re-sending a body (what net/http does on 307 and 308)
+// stays on the origin; a 301-303 hop sends none and goes on.
+func TestCheckRedirectBody(t *testing.T) {
+	tests := []struct {
+		name string
+		next string
+		body bool
+		want error
+	}{
+		{"same origin with a body", "https://api.example/b", true, nil},
+		{"another origin with a body", "https://evil.example/b", true, egress.ErrBodyToAnotherOrigin},
+		{"downgrade with a body", "http://api.example/b", true, egress.ErrBodyToAnotherOrigin},
+		{"another origin without a body", "https://evil.example/b", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := newRequest(t.Context(), tt.next)
+			if tt.body {
+				req.Body = io.NopCloser(strings.NewReader("client_secret=s"))
+			}
+			if err := egress.CheckRedirect(req, []*http.Request{newRequest(t.Context(), "https://api.example/a")}); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
 			}
 		})
 	}

@@ -301,11 +301,13 @@ func retryableStatus(code int) bool {
 }
 
 // retryable reports a connection failure worth another attempt: not a
-// policy denial, not an auth failure, not the call's own deadline.
+// policy denial, not an auth failure, not a redirect refused (each attempt
+// would be), not the call's own deadline.
 func retryable(ctx context.Context, err error) bool {
 	var denied *egress.DeniedError
 	var ae authError
-	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) && !errors.Is(err, egress.ErrTooManyRedirects)
+	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) &&
+		!errors.Is(err, egress.ErrTooManyRedirects) && !errors.Is(err, egress.ErrBodyToAnotherOrigin)
 }
 
 // discard drains a little of a body we will not use, so that the
@@ -360,21 +362,37 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 
 // decoded undoes gzip or deflate content coding. The transport does not
 // (egress.NewTransport disables it), so that the read cap counts decoded
-// bytes and a compression bomb stops at the cap.
+// bytes and a compression bomb stops at the cap. An empty body is empty
+// whatever coding is named (a HEAD's, a 204's). A compression the engine
+// did not ask for is refused: its bytes read as text would be the
+// model's, where no masking can see into them. Another token (identity,
+// or a server's mistake such as "utf-8") leaves the body as it is.
 func decoded(resp *http.Response) (io.Reader, error) {
-	switch strings.ToLower(strings.TrimSpace(field.Get(resp.Header, "Content-Encoding"))) {
+	coding := strings.ToLower(strings.TrimSpace(field.Get(resp.Header, "Content-Encoding")))
+	if coding == "" || coding == "identity" {
+		return resp.Body, nil
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.Peek(1); err == io.EOF {
+		return br, nil
+	}
+	switch coding {
 	case "gzip", "x-gzip":
-		return gzip.NewReader(resp.Body)
+		return gzip.NewReader(br)
 	case "deflate":
 		// HTTP's deflate is zlib-wrapped, but some servers send raw
 		// deflate: tell them apart by the zlib header.
-		br := bufio.NewReader(resp.Body)
 		if h, err := br.Peek(2); err == nil && h[0]&0x0f == 8 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0 {
 			return zlib.NewReader(br)
 		}
 		return flate.NewReader(br), nil
+	case "br", "zstd", "compress", "x-compress":
+	default:
+		if !strings.Contains(coding, ",") {
+			return br, nil
+		}
 	}
-	return resp.Body, nil
+	return nil, fmt.Errorf("its content coding %q is not one the engine asked for (%s)", coding, acceptEncodingValue[0])
 }
 
 // classify turns an invoker's error into the ToolError the LLM sees. The

@@ -196,3 +196,74 @@ func TestEndlessResponseIsCapped(t *testing.T) {
 		})
 	}
 }
+
+// Review 69: an empty body is empty whatever content coding its headers
+// name (a 204 or a 200 with Content-Encoding: gzip failed the call with
+// "could not be decoded: EOF"), and a compression the engine did not ask
+// for and cannot undo fails the call naming it, where its compressed bytes
+// were the model's output, as text no masking could read.
+func TestContentCodings(t *testing.T) {
+	var gz strings.Builder
+	w := gzip.NewWriter(&gz)
+	io.WriteString(w, `{"ok":true}`)
+	w.Close()
+	tests := []struct {
+		name, method, coding, body string
+		status                     int
+		ok                         bool
+		output                     string // the output, or the error's message
+	}{
+		{"204 gzip empty", "GET", "gzip", "", 204, true, `"(no content: HTTP 204)"`},
+		{"200 gzip empty", "GET", "gzip", "", 200, true, `"(no content: HTTP 200)"`},
+		{"200 deflate empty", "GET", "deflate", "", 200, true, `"(no content: HTTP 200)"`},
+		{"HEAD gzip", "HEAD", "gzip", "", 200, true, `"(no content: HTTP 200)"`},
+		{"gzip", "GET", "GZIP", gz.String(), 200, true, `{"ok":true}`},
+		{"identity", "GET", "identity", `{"ok":true}`, 200, true, `{"ok":true}`},
+		{"br", "GET", "br", "\x1b\x0a\x00\xf8\xa5", 200, false, `the API's response could not be decoded: its content coding "br" is not one the engine asked for (gzip, deflate)`},
+		{"zstd", "GET", "zstd", "\x28\xb5\x2f\xfd", 200, false, `its content coding "zstd"`},
+		{"two codings", "GET", "gzip, gzip", gz.String(), 200, false, `its content coding "gzip, gzip"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Encoding", tt.coding)
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			})
+			p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+			  "execution":{"method":"`+tt.method+`","base_url":"%s/x","retry":{"max_attempts":1}}}`, up.URL)
+			res, _ := newHarness(t).call(t, p, `{}`, nil)
+			if res.OK != tt.ok {
+				t.Fatalf("%s", resultJSON(t, res))
+			}
+			if tt.ok && string(res.Output) != tt.output || !tt.ok && !strings.Contains(res.Error.Message, tt.output) {
+				t.Fatalf("%s, want %s", resultJSON(t, res), tt.output)
+			}
+		})
+	}
+}
+
+// Review 69: an upstream's response headers are read up to 1 MiB (nginx
+// proxies refuse past 8 KiB; net/http's client default was 10 MiB): a
+// hostile upstream's 9.6 MiB of headers were accepted, 46 MB allocated for
+// one call. Past it the call fails saying so, and little is allocated.
+func TestResponseHeadersBounded(t *testing.T) {
+	pad := strings.Repeat("a", 64<<10)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		for range 32 { // 2 MiB
+			w.Header().Add("X-Pad", pad)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, _ := newHarness(t).call(t, mustPlugin(t, getDoc, up.URL), `{}`, nil)
+	runtime.ReadMemStats(&after)
+	if res.OK || res.Error.Code != CodeTransportError || !strings.Contains(res.Error.Message, "headers exceeded 1048576 bytes") {
+		t.Fatalf("%.400s", resultJSON(t, res))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("allocated %d bytes for refused headers", alloc)
+	}
+}

@@ -98,6 +98,18 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 	for _, name := range names {
 		v := args[name]
 		place := e.PlacementOf(name)
+		if place.ContentType != "" && place.In != plugins.InBody && v != nil {
+			// A parameter given as content (OpenAPI's content, not
+			// style): its media type's text, which its location then
+			// escapes as one string.
+			if mediaType(place.ContentType) != "application/json" {
+				v = scalar(v)
+			} else if b, err := marshalJSON(v); err != nil {
+				return nil, err
+			} else {
+				v = string(b)
+			}
+		}
 		wire := name
 		// A path argument keeps its name when base_url holds {name}
 		// (PlacementOf put it there for that reason).
@@ -453,7 +465,11 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 		style = "form"
 	}
 	if style == "deepObject" {
-		if _, ok := v.(map[string]any); ok {
+		// OpenAPI defines deepObject for objects; Stripe's documents give
+		// it to arrays too, and Stripe reads those indexed (expand[0]=x),
+		// answering "Invalid array" to expand=x.
+		switch v.(type) {
+		case map[string]any, []any:
 			flatten(key, v, esc, func(k, val string) { appendQuery(b, k, val) })
 			return
 		}
@@ -576,12 +592,14 @@ func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
 }
 
 // encodeMultipart writes one part per field, and one per item of a list;
-// a file part is a field whose placement names a filename or content type,
-// or whose schema (or that of its items) says format: binary or base64
-// content. A file is its content as a string, or an object {content,
-// filename, content_type}; its part's type is content_type, else the
-// document's encoding when it names one type, else the filename's, else
-// application/octet-stream.
+// a file part is a field whose placement names a filename, or whose
+// schema (or that of its items) says format: binary or base64 content. A
+// file is its content as a string, or an object {content, filename,
+// content_type}; its part's type is content_type, else the document's
+// encoding when it names one type, else the filename's, else
+// application/octet-stream. Another field whose placement names a content
+// type (OpenAI's sdp as application/sdp) is a part of that type without a
+// filename: with one, the servers reading the form take it for a file.
 func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
@@ -590,14 +608,18 @@ func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 		if !ok {
 			values = []any{f.value}
 		}
-		file := f.place.Filename != "" || f.place.ContentType != "" || f.prop.binary || f.prop.base64
+		file := f.place.Filename != "" || f.prop.binary || f.prop.base64
 		for _, v := range values {
-			if !file {
+			switch {
+			case file:
+				if err := writeFilePart(w, f, v); err != nil {
+					return nil, "", err
+				}
+			case f.place.ContentType != "":
+				part, _ := w.CreatePart(partHeader(f.wire, "", f.place.ContentType))
+				io.WriteString(part, scalar(v))
+			default:
 				w.WriteField(f.wire, scalar(v))
-				continue
-			}
-			if err := writeFilePart(w, f, v); err != nil {
-				return nil, "", err
 			}
 		}
 	}
@@ -628,17 +650,27 @@ func writeFilePart(w *multipart.Writer, f bodyField, v any) error {
 	if ctype == "" {
 		ctype = partType(f.place.ContentType, filename)
 	}
+	part, _ := w.CreatePart(partHeader(f.wire, filename, ctype))
+	part.Write(data)
+	return nil
+}
+
+// partHeader is a part's header: its name, its filename when it is a
+// file, and its type with control characters removed.
+func partHeader(name, filename, ctype string) textproto.MIMEHeader {
+	disposition := fmt.Sprintf(`form-data; name="%s"`, quoteEscape(name))
+	if filename != "" {
+		disposition += fmt.Sprintf(`; filename="%s"`, quoteEscape(filename))
+	}
 	h := make(textproto.MIMEHeader, 2)
-	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"; filename="%s"`, quoteEscape(f.wire), quoteEscape(filename)))
+	h.Set("Content-Disposition", disposition)
 	h.Set("Content-Type", strings.Map(func(r rune) rune {
 		if isCTL(r) {
 			return -1
 		}
 		return r
 	}, ctype))
-	part, _ := w.CreatePart(h)
-	part.Write(data)
-	return nil
+	return h
 }
 
 // partType is a file part's content type: the document's encoding when it

@@ -130,6 +130,8 @@ func TestPlacement(t *testing.T) {
 		{"query object form explode", queryDoc(`{"in":"query"}`), `{"a":{"k":"v","k2":"v2"}}`, nil, uri("/q?k=v&k2=v2")},
 		{"query object form no explode", queryDoc(`{"in":"query","explode":false}`), `{"a":{"k":"v","k2":"v2"}}`, nil, uri("/q?a=k,v,k2,v2")},
 		{"query deepObject", queryDoc(`{"in":"query","style":"deepObject"}`), `{"a":{"k":"v","n":{"x":1}}}`, nil, uri("/q?a[k]=v&a[n][x]=1")},
+		{"query deepObject array (Stripe's expand)", queryDoc(`{"in":"query","style":"deepObject","explode":true}`), `{"a":["x",{"k":"v"}]}`, nil, uri("/q?a[0]=x&a[1][k]=v")},
+		{"query as JSON content", queryDoc(`{"in":"query","content_type":"application/json"}`), `{"a":{"k":"v w"}}`, nil, uri("/q?a=%7B%22k%22%3A%22v%20w%22%7D")},
 		{"query escaping", queryDoc(`{"in":"query","name":"the q"}`), `{"a":"x&y=z +/字"}`, nil, uri("/q?the%20q=x%26y%3Dz%20%2B%2F%E5%AD%97")},
 		{"query comma in item", queryDoc(`{"in":"query","explode":false}`), `{"a":["x,y","z"]}`, nil, uri("/q?a=x%2Cy,z")},
 
@@ -170,7 +172,7 @@ func TestPlacement(t *testing.T) {
 		// as the LLM said, typed by the name or the encoding.
 		{"multipart file lists", multipartListDoc,
 			`{"files":["plain text",{"content":"{}","filename":"a.json"},{"content":"x","filename":"b.bin","content_type":"text/x-custom"}],
-			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"]}`, nil, checkMultipartList},
+			  "pics":[{"content":"iVBORw==","filename":"p.png"}],"tags":["a","b"],"meta":{"k":"v"}}`, nil, checkMultipartList},
 
 		// fixed_params: merged over the LLM's, the call's filling what the
 		// plugin's leave open.
@@ -278,9 +280,10 @@ const multipartListDoc = `{"name":"t","description":"d",
  "parameters":{"type":"object","properties":{
    "files":{"type":"array","items":{"format":"binary"}},
    "pics":{"type":"array","items":{"format":"byte"}},
-   "tags":{"type":"array","items":{"type":"string"}}}},
+   "tags":{"type":"array","items":{"type":"string"}},
+   "meta":{"type":"object"}}},
  "execution":{"method":"POST","base_url":"%s/upload","content_type":"multipart/form-data",
-   "param_placement":{"pics":{"in":"body","content_type":"image/*"}}}}`
+   "param_placement":{"pics":{"in":"body","content_type":"image/*"},"meta":{"in":"body","content_type":"application/json"}}}}`
 
 func checkMultipartList(t *testing.T, h hit) {
 	_, params, _ := mime.ParseMediaType(h.Header.Get("Content-Type"))
@@ -301,6 +304,8 @@ func checkMultipartList(t *testing.T, h hit) {
 		`files|files|application/octet-stream|"plain text"`,
 		`files|a.json|application/json|"{}"`,
 		`files|b.bin|text/x-custom|"x"`,
+		// A typed part that is no file has no filename (review 69).
+		`meta||application/json|"{\"k\":\"v\"}"`,
 		`pics|p.png|image/png|"\x89PNG"`,
 		`tags|||"a"`,
 		`tags|||"b"`,

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -619,4 +620,95 @@ func TestOwnPluginOutputBudget(t *testing.T) {
 			t.Fatalf("%v: output of %d bytes, want the whole answer", err, len(res.Output))
 		}
 	})
+}
+
+// Review 69: a token endpoint answering 307 or 308 with another origin
+// got the client secret sent there in the re-posted form (auth_style
+// params; net/http re-sends a body on those codes). The redirect is not
+// followed; the call fails naming why, and the other host gets nothing.
+func TestTokenRequestBodyStaysOnItsOrigin(t *testing.T) {
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			other := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600}`, secretToken)
+			})
+			tokenServer := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/token", code)
+			})
+			api := newUpstream(t, nil)
+			p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object"},
+			  "execution":{"method":"GET","base_url":"%s/x","retry":{"max_attempts":1}},
+			  "auth_config":{"type":"oauth2","oauth2":{"token_url":"`+tokenServer.URL+`/token","client_id":"CID","client_secret":"CSECRET","auth_style":"params"}}}`, api.URL)
+			h := newHarness(t)
+			res, _ := h.call(t, p, `{}`, map[string]string{"CID": "client-id-1", "CSECRET": "client-secret-1"})
+			if hits := tokenServer.Hits(); len(hits) != 1 || !strings.Contains(string(hits[0].Body), "client-secret-1") {
+				t.Fatalf("the token endpoint did not get the secret: the test proves nothing: %v", hits)
+			}
+			if hits := other.Hits(); len(hits) > 0 {
+				t.Fatalf("the other origin got %s %s", hits[0].Method, hits[0].Body)
+			}
+			if res.OK || res.Error.Code != CodeAuthError || !strings.Contains(res.Error.Message, "another origin") {
+				t.Fatalf("%s", resultJSON(t, res))
+			}
+			if len(api.Hits()) > 0 {
+				t.Fatal("the API was called without a token")
+			}
+		})
+	}
+}
+
+// Review 69: a plugin's body (the arguments, and the catalog's fixed
+// params, which may hold a value pasted there) does not follow a 307 or
+// 308 to another origin, as its static headers do not, and the refusal
+// is not retried; a same-origin 307 keeps it, and a 303 to another
+// origin is followed without one.
+func TestRequestBodyStaysOnItsOrigin(t *testing.T) {
+	other := newUpstream(t, nil)
+	first := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/same":
+			http.Redirect(w, r, "/landed", http.StatusTemporaryRedirect)
+		case "/other":
+			http.Redirect(w, r, other.URL+"/landing", http.StatusPermanentRedirect)
+		case "/see-other":
+			http.Redirect(w, r, other.URL+"/landing", http.StatusSeeOther)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true}`)
+		}
+	})
+	tests := []struct {
+		path, method, body string // what the other host got ("" nothing)
+		ok                 bool
+	}{
+		{"/same", "", "", true},
+		{"/other", "", "", false},
+		{"/see-other", http.MethodGet, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			before := len(other.Hits())
+			p := mustPlugin(t, `{"name":"t","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+			  "execution":{"method":"PUT","base_url":"%s`+tt.path+`","retry":{"max_attempts":3,"backoff_ms":1}}}`, first.URL)
+			res, _ := newHarness(t).call(t, p, `{"q":"private words"}`, nil)
+			if res.OK != tt.ok {
+				t.Fatalf("%s", resultJSON(t, res))
+			}
+			// Not retried either: every attempt would be refused alike.
+			if !tt.ok && (res.Error.Code != CodeTransportError || !strings.Contains(res.Error.Message, "another origin") || res.Attempts != 1) {
+				t.Fatalf("%s", resultJSON(t, res))
+			}
+			hits := other.Hits()[before:]
+			switch {
+			case tt.method == "" && len(hits) > 0:
+				t.Fatalf("the other origin got %s %s", hits[0].Method, hits[0].Body)
+			case tt.method != "" && (len(hits) != 1 || hits[0].Method != tt.method || len(hits[0].Body) > 0):
+				t.Fatalf("the other origin got %v", hits)
+			}
+		})
+	}
+	if hits := first.Hits(); hits[1].RequestURI != "/landed" || string(hits[1].Body) != `{"q":"private words"}` {
+		t.Fatalf("the same-origin 307 lost the body: %v", hits[1])
+	}
 }

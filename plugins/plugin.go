@@ -189,7 +189,9 @@ type ArgPlacement struct {
 	Name    string `json:"name,omitempty"`
 	Style   string `json:"style,omitempty"`
 	Explode *bool  `json:"explode,omitempty"`
-	// ContentType of a multipart part (e.g. a file); Filename of a file part.
+	// ContentType of a multipart part (a file's, or a field's), or of a
+	// parameter given as content (sent as that media type's text: JSON
+	// for a JSON type); Filename of a file part.
 	ContentType string `json:"content_type,omitempty"`
 	Filename    string `json:"filename,omitempty"`
 }

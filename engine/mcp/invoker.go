@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,6 +100,10 @@ func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, 
 	return c.digest, nil
 }
 
+// callLogLines bounds the engine's log lines of one call's upstream log
+// messages; the call's client hears them all.
+const callLogLines = 20
+
 // Invoke implements engine.Invoker.
 func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Response, error) {
 	e := &p.Plugin.Execution
@@ -111,6 +116,7 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	if e.PropagatesTrace() {
 		traceparent = tracing.Traceparent(ctx)
 	}
+	var logs atomic.Int64 // the upstream's log messages while the call runs
 	call := Call{
 		Server:      e.MCPID,
 		Tool:        e.ToolName,
@@ -124,7 +130,9 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		// call's masker (Prepared.Notify), to the call's client only.
 		OnLog: func(lp *logMessage) {
 			n := p.Notify(ctx, engine.Notice{Log: true, Level: string(lp.Level), Logger: lp.Logger, Data: logData(lp.Data)})
-			inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
+			if logs.Add(1) <= callLogLines { // the upstream decides how many come
+				inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
+			}
 		},
 	}
 	// The server's questions go to the executor, which decides whom to
@@ -138,6 +146,9 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		}
 	}
 	res, err := inv.Manager.CallTool(ctx, call)
+	if more := logs.Load() - callLogLines; more > 0 {
+		inv.Manager.logger().InfoContext(ctx, "upstream MCP log messages not logged", "plugin", p.Plugin.Name, "count", more, "logged", callLogLines)
+	}
 	if changed, ok := errors.AsType[*DestinationChangedError](err); ok {
 		endCall(span, err)
 		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeConfirmationStale,

@@ -177,6 +177,7 @@ func NewManager(servers Servers, client *http.Client) *Manager {
 		tools:    make(map[sessionKey]*cached[[]*sdk.Tool]),
 		stop:     make(chan struct{}),
 	}
+	m.notices.unattributed.N, m.notices.unattributed.Period = unattributedLogsPerMinute, time.Minute
 	go m.janitor()
 	return m
 }

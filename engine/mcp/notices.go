@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/internal/loglimit"
 )
 
 // notices routes what upstream sessions say about calls in flight to
@@ -29,6 +31,23 @@ type notices struct {
 	// logs are the calls in flight on each session, with what hears their
 	// log messages and asks their questions (questions.go).
 	logs map[*sdk.ClientSession]map[*logListener]bool
+	// unattributed bounds the engine's log lines about what no call in
+	// flight can be given: an upstream decides how many it sends.
+	unattributed loglimit.Limiter
+}
+
+// Unattributed log lines: at most this many a minute, all servers together.
+const unattributedLogsPerMinute = 5
+
+// logUnattributed logs, within the notices' bound, what an upstream said
+// that no call in flight can be given, with how many such lines were
+// held back since the last.
+func (m *Manager) logUnattributed(ctx context.Context, msg string, attrs ...any) {
+	ok, held := m.notices.unattributed.Allow(time.Now())
+	if !ok {
+		return
+	}
+	m.logger().InfoContext(ctx, msg, append(attrs, "not_logged_since_last", held)...)
 }
 
 // logMessage is an upstream's notifications/message.
@@ -96,7 +115,7 @@ func (m *Manager) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		only.f(req.Params)
 		return
 	}
-	m.logger().InfoContext(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", req.Params.Level)
+	m.logUnattributed(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", req.Params.Level)
 }
 
 // logEverything asks an upstream that logs for every level: a call's

@@ -73,7 +73,7 @@ func (m *Manager) onElicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.El
 		ask = m.notices.onlyAsker(req.Session)
 	}
 	if ask == nil {
-		m.logger().InfoContext(ctx, "upstream MCP question not attributable to one call: refused")
+		m.logUnattributed(ctx, "upstream MCP question not attributable to one call: refused")
 		return nil, &jsonrpc.Error{Code: codeNotAsked,
 			Message: "elicitation refused: blindexec cannot tell which of the calls in flight on this session asks"}
 	}

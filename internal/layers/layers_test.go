@@ -16,7 +16,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/header", "internal/httpbody", "internal/invisible",
-		"internal/csp", "internal/hostiledoc", "internal/jsonlimit", "internal/jsontext", "internal/language", "internal/layers", "internal/logbuf", "internal/mcpconformance", "internal/mcpts", "internal/settings", "internal/tcpproxy", "tracing",
+		"internal/csp", "internal/hostiledoc", "internal/jsonlimit", "internal/jsontext", "internal/language", "internal/layers", "internal/logbuf", "internal/loglimit", "internal/mcpconformance", "internal/mcpts", "internal/settings", "internal/tcpproxy", "tracing",
 		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc",
 		"toolsearch/internal/lexgen"}},
 	{"schemas and test kits", []string{"plugins/schema", "egress/egresstest", "tracing/tracingtest", "internal/invisible/invisibletest"}},

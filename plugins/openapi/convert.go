@@ -509,6 +509,10 @@ func (b *opBuilder) addParameters(params []map[string]any, p string) {
 		if ex, ok := prm["explode"].(bool); ok {
 			a.place.Explode = &ex
 		}
+		if content, ok := prm["content"].(map[string]any); ok && prm["schema"] == nil {
+			// Serialized as that media type (JSON text), not by style.
+			a.place.ContentType = PickMediaType(content)
+		}
 		a.schema = b.paramSchema(prm)
 		b.add(a)
 	}

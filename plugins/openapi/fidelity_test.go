@@ -161,6 +161,12 @@ func TestFidelity(t *testing.T) {
 				{name: "note", content: "n1"},
 			},
 		},
+		"GET /search": {
+			args:   `{"filter": {"kind": "pet", "max": 5}, "X-Trace": {"id": "t 1"}}`,
+			method: "GET",
+			uri:    "/api/v2/search?filter=%7B%22kind%22%3A%22pet%22%2C%22max%22%3A5%7D",
+			header: map[string]string{"X-Trace": `{"id":"t 1"}`, "X-Api-Key": "key-h"},
+		},
 		"POST /notes": {
 			args:   `{"body": "just text"}`,
 			method: "POST",

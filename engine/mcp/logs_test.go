@@ -1,0 +1,84 @@
+//lint:file-ignore SA1019 MCP logging is deprecated from 2026-07-28 (SEP-2577), but upstreams of 2025 send logs: these servers do
+
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/logbuf"
+)
+
+// Review 69: an MCP server's log messages that no call in flight can be
+// given (sent between calls, on the session's standalone stream) were one
+// engine log line each: a server sending thousands filled the engine's
+// log. Now they are a few lines a minute, the next saying how many were
+// held back.
+func TestUnattributedLogsBounded(t *testing.T) {
+	up := mcptest.New(t)
+	const flood = 3000
+	sent := make(chan struct{})
+	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			go func() { // after the call: no call to give them to
+				defer close(sent)
+				time.Sleep(200 * time.Millisecond)
+				for i := range flood {
+					req.Session.Log(context.Background(), &sdk.LoggingMessageParams{Level: "info", Data: i})
+				}
+			}()
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	ex, m := setup(t, httpServer(up))
+	var log logbuf.Buffer
+	m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	if err != nil || !res.OK {
+		t.Fatalf("%+v %v", res, err)
+	}
+	<-sent
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), "not attributable") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the rest of the flood arriving
+	if n := strings.Count(log.String(), "not attributable"); n == 0 || n > 10 {
+		t.Fatalf("%d log lines for %d unattributable messages, want 1 to 10", n, flood)
+	}
+}
+
+// Review 69: a call's upstream logging thousands of messages while it
+// runs made one engine log line each (the client hears them all, within
+// its stream's bound): now a call logs its first messages and then how
+// many more came.
+func TestCallLogsBounded(t *testing.T) {
+	up := mcptest.New(t)
+	const flood = 3000
+	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			for i := range flood {
+				req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: i})
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	ex, m := setup(t, httpServer(up))
+	var log logbuf.Buffer
+	m.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	if err != nil || !res.OK {
+		t.Fatalf("%+v %v", res, err)
+	}
+	time.Sleep(300 * time.Millisecond) // notices the SDK still queues
+	lines := strings.Count(log.String(), `msg="upstream MCP log message"`)
+	if lines == 0 || lines > 50 {
+		t.Fatalf("%d log lines for a call's %d log messages, want 1 to 50", lines, flood)
+	}
+}
