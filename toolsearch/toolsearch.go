@@ -97,6 +97,8 @@ type Index struct {
 	idf        []float64
 	written    *writtenField // the requests a model wrote (Parts.Expansion), nil for none
 	scratch    sync.Pool     // *scratch
+	verbsOnce  sync.Once
+	zhByVerb   map[string][]string // a verb → the catalog's Chinese words whose verb glosses start with it (byVerb)
 }
 
 // scratch are a search's accumulators, one per document, all zero

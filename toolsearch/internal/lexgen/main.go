@@ -269,7 +269,8 @@ func readIndex(path, pos string, into map[string][]string) error {
 // two-word phrase that is a whole gloss, the Chinese words it glosses,
 // shortest entries first:
 //
-//	zh TAB word word …        (Chinese to English)
+//	zh TAB word word … [TAB verb verb …]   (Chinese to English; then the
+//	                                       verbs its verb glosses start with)
 //	en TAB 中文 中文 …          (English to Chinese; the key is ASCII)
 type cedictEntry struct {
 	simplified string
@@ -360,6 +361,19 @@ func glossWords(g string) []string {
 	return ws
 }
 
+// headVerb is the verb a gloss of a verb starts with ("to send by post":
+// send), "" for a gloss that is no verb's: two words whose glosses start
+// with one verb do one thing in other words (寄出 "to send by post", 发货
+// "to send out goods"), where sharing any word of a gloss is too loose
+// (今天 "today" and 今日, right but no operation's word; 打电话 "to make a
+// telephone call" and 取消 "to call off").
+func headVerb(g string, ws []string) string {
+	if len(ws) == 0 || !strings.HasPrefix(strings.ToLower(strings.TrimSpace(g)), "to ") {
+		return ""
+	}
+	return ws[0]
+}
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
@@ -430,6 +444,7 @@ func abbreviates(s, l string) bool {
 
 func cedict(entries []cedictEntry) []string {
 	zh := map[string][]string{}
+	verbs := map[string][]string{}
 	en := map[string][]cand{}
 	for _, e := range entries {
 		n := utf8.RuneCountInString(e.simplified)
@@ -445,6 +460,9 @@ func cedict(entries []cedictEntry) []string {
 						words = append(words, w)
 					}
 				}
+				if v := headVerb(g, ws); n >= 2 && v != "" && !slices.Contains(verbs[e.simplified], v) {
+					verbs[e.simplified] = append(verbs[e.simplified], v)
+				}
 			}
 			if n >= 2 && len(ws) >= 1 && len(ws) <= 2 {
 				key := strings.Join(ws, " ")
@@ -458,7 +476,11 @@ func cedict(entries []cedictEntry) []string {
 	abbreviations(zh, en)
 	var lines []string
 	for w, ws := range zh {
-		lines = append(lines, w+"\t"+strings.Join(ws[:min(len(ws), maxEnWords)], " "))
+		l := w + "\t" + strings.Join(ws[:min(len(ws), maxEnWords)], " ")
+		if vs := verbs[w]; len(vs) > 0 {
+			l += "\t" + strings.Join(vs, " ")
+		}
+		lines = append(lines, l)
 	}
 	for k, cs := range en {
 		// the most specific translations first: an entry with few glosses

@@ -38,12 +38,15 @@ func TestCedict(t *testing.T) {
 		{"重新启动", []string{"to reboot", "to restart"}},
 		{"重启", []string{"to restart (a machine etc)", "to reactivate"}}, // abbreviates 重新启动
 		{"启事", []string{"announcement"}},
-		{"新启", []string{"to restart"}}, // not from 重新启动's first character
-		{"的", []string{"of"}},          // one character: no line of its own
-		{"A型", []string{"type A"}},     // not all Han
+		{"新启", []string{"to restart"}},                       // not from 重新启动's first character
+		{"的", []string{"of"}},                                // one character: no line of its own
+		{"A型", []string{"type A"}},                           // not all Han
+		{"寄出", []string{"to mail", " to send by post"}},      // verbs: the verb each gloss starts with
+		{"今天", []string{"today", " at the present", " now"}}, // no verb
 	})
-	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel", "cancel\t作废",
-		"重启\trestart reactivate reboot", "新启\trestart", "启事\tannouncement"} {
+	for _, want := range []string{"防火墙\tfirewall", "firewall\t防火墙 火墙", "作废\tbecome invalid cancel\tbecome cancel", "cancel\t作废",
+		"重启\trestart reactivate reboot\trestart reactivate", "新启\trestart\trestart", "启事\tannouncement",
+		"寄出\tmail send post\tmail send", "今天\ttoday present now"} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("no line %q in %q", want, lines)
 		}
