@@ -82,7 +82,7 @@ func TestPendingBoundedPerUser(t *testing.T) {
 			t.Fatalf("a refused pause stored %d items", len(got))
 		}
 		// Decided, an item no longer counts.
-		waiting, _, err := st.WaitingPage(ctx, new(int64(7)), "", 0)
+		waiting, _, err := st.WaitingPage(ctx, store.WaitingFilter{User: new(int64(7))}, "", 0)
 		if err != nil || len(waiting) != 5 {
 			t.Fatalf("user 7's waiting items: %d, %v", len(waiting), err)
 		}
@@ -127,7 +127,7 @@ func TestInboxPages(t *testing.T) {
 		var got []string
 		after := ""
 		for {
-			items, next, err := st.WaitingPage(ctx, nil, after, 3)
+			items, next, err := st.WaitingPage(ctx, store.WaitingFilter{}, after, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestInboxPages(t *testing.T) {
 		if strings.Join(got, " ") != "p6 p5 p4 p3 p2 p1 p0" {
 			t.Fatalf("waiting items paged: %v, want newest first, each once", got)
 		}
-		items, next, err := st.WaitingPage(ctx, new(int64(2)), "", 0)
+		items, next, err := st.WaitingPage(ctx, store.WaitingFilter{User: new(int64(2))}, "", 0)
 		if err != nil || next != "" || len(items) != 3 || items[0].ID != "p5" {
 			t.Fatalf("user 2's items: %v %q %v", items, next, err)
 		}
@@ -165,7 +165,7 @@ func TestInboxPages(t *testing.T) {
 			t.Fatalf("items of a page of runs: %v %v", its, err)
 		}
 		for _, bad := range []string{"x", "bm90LWEtY3Vyc29y", "MTIz"} {
-			if _, _, err := st.WaitingPage(ctx, nil, bad, 0); !errors.Is(err, store.ErrBadCursor) {
+			if _, _, err := st.WaitingPage(ctx, store.WaitingFilter{}, bad, 0); !errors.Is(err, store.ErrBadCursor) {
 				t.Errorf("cursor %q: %v, want ErrBadCursor", bad, err)
 			}
 		}
