@@ -224,7 +224,9 @@ func (s *Server) resolvePlugin(w http.ResponseWriter, r *http.Request, name stri
 	return p, true
 }
 
-// listExecutions answers GET /v1/executions?plugin=&user_id=&run_id=&trace_id=&since=&until=&limit=.
+// listExecutions answers GET /v1/executions?plugin=&user_id=&run_id=&trace_id=&since=&until=&limit=:
+// a per-user token reads its own user's, and one with fixed perms those
+// of the tools its perms allow (seen).
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.ExecutionFilter{PluginName: q.Get("plugin"), RunID: q.Get("run_id"), TraceID: q.Get("trace_id")}
@@ -243,6 +245,11 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 		}
 		f.UserID = &p.userID
 	}
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return
+	}
+	f.Tools = sn.toolFilter()
 	for _, t := range []struct {
 		name string
 		dst  *time.Time

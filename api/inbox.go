@@ -114,9 +114,10 @@ func inboxPage(key string, rows any, next string) map[string]any {
 // listPending is GET /v1/pending[?user_id=&limit=&cursor=]: the direct
 // calls (MCP clients', prepared ones) waiting for a person, newest first,
 // one page at a time ({"pending": [...], "next": cursor}), each with its
-// user and who prepared it; a per-user token sees its own.
+// user and who prepared it; a per-user token sees its own user's, and one
+// with fixed perms those of the tools its perms allow (seen).
 func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
-	filter, ok := inboxUser(w, r)
+	user, ok := inboxUser(w, r)
 	if !ok {
 		return
 	}
@@ -124,7 +125,11 @@ func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items, next, err := s.Store.WaitingPage(r.Context(), filter, cursor, limit)
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return
+	}
+	items, next, err := s.Store.WaitingPage(r.Context(), store.WaitingFilter{User: user, Tools: sn.toolFilter()}, cursor, limit)
 	if err != nil {
 		s.pageFailed(w, r, err)
 		return
@@ -162,7 +167,8 @@ var runStatuses = map[string]bool{store.RunRunning: true, store.RunPaused: true,
 
 // listRuns is GET /v1/runs[?status=&user_id=&since=&until=&limit=&cursor=]:
 // the runs, newest first, one page at a time ({"runs": [...], "next":
-// cursor}); a per-user token sees its own. A paused run carries its
+// cursor}); a per-user token sees its own user's, and one with fixed
+// perms the runs it started (seen). A paused run carries its
 // waiting items and what its user last asked (RuoYi's inbox, the
 // console's Approvals). Neither a run's reply, nor its state, nor its
 // messages is read.
@@ -197,6 +203,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok || !s.expireRuns(w, r) {
 		return
 	}
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return
+	}
+	filter.Token = sn.runFilter()
 	runs, next, err := s.Store.RunsPage(r.Context(), filter, cursor, limit)
 	if err != nil {
 		s.pageFailed(w, r, err)

@@ -158,8 +158,8 @@ func (s *Server) mayDecide(w http.ResponseWriter, p principal) bool {
 // pending direct call (an MCP client's, or one /v1/execute prepared),
 // {"decision": "approve"|"deny", "reason"}, or the person's answer to an
 // upstream's question (kind "question", answerQuestion), {"action",
-// "content"}; the user's own token, or the service or admin token
-// (mayDecide).
+// "content"}; the user's own token (one with fixed perms for the tools
+// they allow: seen), or the service or admin token (mayDecide).
 func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Decision string          `json:"decision,omitempty"`
@@ -184,9 +184,12 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	if !s.mayDecide(w, p) {
 		return
 	}
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return
+	}
 	it, err := s.Store.GetPendingItem(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" ||
-		p.role == roleUser && (it.UserID == nil || *it.UserID != p.userID)) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" || !sn.item(it)) {
 		writeError(w, http.StatusNotFound, "pending_not_found", "no pending call of yours has this id", nil)
 		return
 	}

@@ -142,15 +142,19 @@ func (s *Server) expireRuns(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // pausedRun loads run_id for the caller: 404 when it does not exist or
-// is another user's (whoever asks cannot tell which).
+// is not one the caller sees (seen: another user's, or another token's
+// for a token with fixed perms; whoever asks cannot tell which).
 func (s *Server) pausedRun(w http.ResponseWriter, r *http.Request) (*store.Run, bool) {
 	if !s.expireRuns(w, r) {
 		return nil, false
 	}
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return nil, false
+	}
 	id := r.PathValue("run_id")
 	run, err := s.Store.GetRun(r.Context(), id)
-	p := principalFrom(r.Context())
-	if errors.Is(err, store.ErrNotFound) || err == nil && p.role == roleUser && (run.UserID == nil || *run.UserID != p.userID) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !sn.run(run) {
 		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", id), nil)
 		return nil, false
 	}

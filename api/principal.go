@@ -45,6 +45,9 @@ type principal struct {
 	// perms are a per-user token's fixed permission strings, nil when it
 	// has none: they narrow what its user may use (issue 46).
 	perms []string
+	// tokenID is a per-user token's sys_ai_token.token_id: a run keeps
+	// the token that started it.
+	tokenID int64
 	// tokenHash is the hash of the bearer token it was found by
 	// (auth.HashToken), "" for a console session: an MCP session is bound
 	// to it, and hashing once a request is enough.
@@ -181,7 +184,7 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 	if t.expires != nil && time.Now().After(*t.expires) {
 		return principal{}, errors.New("token expired")
 	}
-	return principal{role: roleUser, userID: t.userID, consoleOnly: t.consoleOnly, perms: t.perms}, nil
+	return principal{role: roleUser, userID: t.userID, consoleOnly: t.consoleOnly, perms: t.perms, tokenID: t.id}, nil
 }
 
 // operatorHashes are the hashes of the operator's tokens, taken once: the
@@ -241,6 +244,7 @@ type tokenCache struct {
 
 type cachedToken struct {
 	found   bool
+	id      int64
 	userID  int64
 	expires *time.Time
 	// consoleOnly: the token's scope is store.TokenScopeConsole.
@@ -271,7 +275,7 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, err
 	case err != nil:
 		return cachedToken{}, fmt.Errorf("check token: %w", err)
 	default:
-		t = cachedToken{found: true, userID: row.UserID, expires: row.ExpireTime, consoleOnly: row.Scope == store.TokenScopeConsole}
+		t = cachedToken{found: true, id: row.ID, userID: row.UserID, expires: row.ExpireTime, consoleOnly: row.Scope == store.TokenScopeConsole}
 		if t.perms, err = plugins.SplitPerms(row.Perms); err != nil {
 			// A cell RuoYi's SQL wrote that is not in the form grants
 			// nothing rather than nothing narrowed: deny when unsure.

@@ -100,6 +100,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		uid = &user
 	}
 	run := &store.Run{ID: lreq.RunID, UserID: uid, Status: store.RunRunning, Model: lreq.Model, TraceID: tracing.TraceID(r.Context())}
+	if p := principalFrom(r.Context()); p.tokenID != 0 {
+		run.TokenID = &p.tokenID
+	}
 	kept := loop.StoredMessages(req.Messages)
 	run.Messages, run.FirstMessage, run.Asked = kept.Messages, kept.First, kept.Asked
 	if err := s.Store.SaveRun(r.Context(), run); err != nil {
@@ -255,18 +258,17 @@ func (s *Server) saveReply(ctx context.Context, run *store.Run, reply *loop.Repl
 // {run_id, status: running} while it goes on, with what the run keeps of
 // its request (request_messages) and its user, trace and times.
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return
+	}
 	run, err := s.Store.GetRun(r.Context(), r.PathValue("run_id"))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !sn.run(run) {
 		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", r.PathValue("run_id")), nil)
 		return
 	}
 	if err != nil {
 		s.internal(w, r, err)
-		return
-	}
-	p := principalFrom(r.Context())
-	if p.role == roleUser && (run.UserID == nil || *run.UserID != p.userID) {
-		writeError(w, http.StatusNotFound, "run_not_found", fmt.Sprintf("no run %q", run.ID), nil)
 		return
 	}
 	out := map[string]json.RawMessage{}

@@ -47,6 +47,7 @@ type snapshot struct {
 	version int64
 	byName  map[string]*plugins.Plugin
 	enabled []*plugins.Plugin // in name order
+	all     []*plugins.Plugin // enabled or not, in name order
 	// byTool is the row calling each tool of each MCP server: an enabled
 	// one before a disabled one, then the oldest (lowest plugin_id).
 	byTool map[mcpTool]*plugins.Plugin
@@ -139,6 +140,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		}
 		p.Source = sources[p.SourceID]
 		s.byName[p.Name] = p
+		s.all = append(s.all, p)
 		if p.Enabled() {
 			s.enabled = append(s.enabled, p)
 		}
@@ -201,6 +203,17 @@ func (c *Catalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
 		return nil, err
 	}
 	return s.enabled, nil
+}
+
+// Plugins returns every plugin, enabled or not, in name order: what a
+// rule about a tool's records and waiting calls, which outlive its
+// disabling, is decided over. Shared as EnabledPlugins' are.
+func (c *Catalog) Plugins(ctx context.Context) ([]*plugins.Plugin, error) {
+	s, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.all, nil
 }
 
 // Version is the counter value of the catalog held (0: none loaded yet).

@@ -174,12 +174,15 @@ func appendSQLiteText(b []byte, s string) []byte {
 // DefaultExecutionLimit and is capped at MaxExecutionLimit.
 type ExecutionFilter struct {
 	PluginName string
-	UserID     *int64
-	RunID      string
-	TraceID    string
-	Since      time.Time
-	Until      time.Time
-	Limit      int
+	// Tools, when not nil, keeps the records of these plugins only (none
+	// when empty).
+	Tools   []string
+	UserID  *int64
+	RunID   string
+	TraceID string
+	Since   time.Time
+	Until   time.Time
+	Limit   int
 }
 
 // InsertExecutions appends es to the execution log in one batch. Missing
@@ -227,6 +230,7 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	if f.PluginName != "" {
 		q = q.Where("plugin_name = ?", f.PluginName)
 	}
+	q = keepIn(q, "plugin_name", f.Tools)
 	if f.UserID != nil {
 		q = q.Where("user_id = ?", *f.UserID)
 	}

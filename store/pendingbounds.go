@@ -194,13 +194,35 @@ func readPage[T any](q *gorm.DB, idCol, after string, limit int, at func(*T) cur
 	return out, at(&out[limit-1]).String(), nil
 }
 
-// WaitingPage lists the waiting items of direct calls, of user when not
-// nil, newest first, a page at a time (readPage).
-func (s *Store) WaitingPage(ctx context.Context, user *int64, after string, limit int) ([]PendingItem, string, error) {
-	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND expire_time > ?", "", PendingWaiting, msNow())
-	if user != nil {
-		q = q.Where("user_id = ?", *user)
+// keepIn narrows q to the rows whose col is one of vals: nil vals keep
+// every row, an empty list none.
+func keepIn(q *gorm.DB, col string, vals []string) *gorm.DB {
+	switch {
+	case vals == nil:
+		return q
+	case len(vals) == 0:
+		return q.Where("1 = 0")
 	}
+	return q.Where(col+" IN ?", vals)
+}
+
+// WaitingFilter selects the items WaitingPage lists: each set field
+// narrows.
+type WaitingFilter struct {
+	User *int64
+	// Tools, when not nil, keeps the items of these tools only (none
+	// when empty).
+	Tools []string
+}
+
+// WaitingPage lists the waiting items of direct calls filter selects,
+// newest first, a page at a time (readPage).
+func (s *Store) WaitingPage(ctx context.Context, filter WaitingFilter, after string, limit int) ([]PendingItem, string, error) {
+	q := s.db.WithContext(ctx).Where("run_id = ? AND status = ? AND expire_time > ?", "", PendingWaiting, msNow())
+	if filter.User != nil {
+		q = q.Where("user_id = ?", *filter.User)
+	}
+	q = keepIn(q, "tool", filter.Tools)
 	out, next, err := readPage(q, "pending_id", after, limit, func(it *PendingItem) cursor { return cursor{ms: it.CreateTime.UnixMilli(), id: it.ID} })
 	if err != nil {
 		return nil, "", fmt.Errorf("waiting items: %w", err)

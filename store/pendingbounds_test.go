@@ -82,7 +82,7 @@ func TestPendingBoundedPerUser(t *testing.T) {
 			t.Fatalf("a refused pause stored %d items", len(got))
 		}
 		// Decided, an item no longer counts.
-		waiting, _, err := st.WaitingPage(ctx, new(int64(7)), "", 0)
+		waiting, _, err := st.WaitingPage(ctx, store.WaitingFilter{User: new(int64(7))}, "", 0)
 		if err != nil || len(waiting) != 5 {
 			t.Fatalf("user 7's waiting items: %d, %v", len(waiting), err)
 		}
@@ -108,10 +108,15 @@ func TestInboxPages(t *testing.T) {
 		ctx := t.Context()
 		for i := range 7 {
 			user := int64(1 + i%2) // 1, 2, 1, 2…
-			if err := st.CreatePendingItem(ctx, pendingItem(fmt.Sprintf("p%d", i), user, `{}`)); err != nil {
+			direct := pendingItem(fmt.Sprintf("p%d", i), user, `{}`)
+			direct.Tool = []string{"search", "payroll", "mail"}[i%3]
+			if err := st.CreatePendingItem(ctx, direct); err != nil {
 				t.Fatal(err)
 			}
 			run := &store.Run{ID: fmt.Sprintf("run%d", i), UserID: &user, Status: store.RunRunning, Reply: store.JSON(`{"big":"` + strings.Repeat("r", 1000) + `"}`)}
+			if i%3 == 0 {
+				run.TokenID = new(int64(40 + i%2)) // run0, run6: token 40; run3: 41
+			}
 			if err := st.SaveRun(ctx, run); err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +132,7 @@ func TestInboxPages(t *testing.T) {
 		var got []string
 		after := ""
 		for {
-			items, next, err := st.WaitingPage(ctx, nil, after, 3)
+			items, next, err := st.WaitingPage(ctx, store.WaitingFilter{}, after, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,9 +150,28 @@ func TestInboxPages(t *testing.T) {
 		if strings.Join(got, " ") != "p6 p5 p4 p3 p2 p1 p0" {
 			t.Fatalf("waiting items paged: %v, want newest first, each once", got)
 		}
-		items, next, err := st.WaitingPage(ctx, new(int64(2)), "", 0)
+		items, next, err := st.WaitingPage(ctx, store.WaitingFilter{User: new(int64(2))}, "", 0)
 		if err != nil || next != "" || len(items) != 3 || items[0].ID != "p5" {
 			t.Fatalf("user 2's items: %v %q %v", items, next, err)
+		}
+		// A token with fixed perms: the items of the tools it may use,
+		// the runs it started (review 68).
+		for _, tt := range []struct {
+			tools []string
+			want  string
+		}{{[]string{"search", "mail"}, "p6 p5 p3 p2 p0"}, {[]string{"payroll"}, "p4 p1"}, {[]string{}, ""}} {
+			items, _, err := st.WaitingPage(ctx, store.WaitingFilter{Tools: tt.tools}, "", 0)
+			var ids []string
+			for _, it := range items {
+				ids = append(ids, it.ID)
+			}
+			if err != nil || strings.Join(ids, " ") != tt.want {
+				t.Errorf("items of tools %v: %v %v, want %s", tt.tools, ids, err, tt.want)
+			}
+		}
+		mine, _, err := st.RunsPage(ctx, store.RunFilter{Token: new(int64(40))}, "", 0)
+		if err != nil || len(mine) != 2 || mine[0].ID != "run6" || mine[1].ID != "run0" || *mine[0].TokenID != 40 {
+			t.Errorf("runs of token 40: %v %v, want run6 run0", mine, err)
 		}
 		runs, next, err := st.RunsPage(ctx, store.RunFilter{Status: store.RunPaused}, "", 4)
 		if err != nil || len(runs) != 4 || runs[0].ID != "run6" || next == "" {
@@ -165,7 +189,7 @@ func TestInboxPages(t *testing.T) {
 			t.Fatalf("items of a page of runs: %v %v", its, err)
 		}
 		for _, bad := range []string{"x", "bm90LWEtY3Vyc29y", "MTIz"} {
-			if _, _, err := st.WaitingPage(ctx, nil, bad, 0); !errors.Is(err, store.ErrBadCursor) {
+			if _, _, err := st.WaitingPage(ctx, store.WaitingFilter{}, bad, 0); !errors.Is(err, store.ErrBadCursor) {
 				t.Errorf("cursor %q: %v, want ErrBadCursor", bad, err)
 			}
 		}

@@ -20,8 +20,12 @@ const MaxRunReply = 16<<20 - 64<<10
 
 // Run is a row of sys_ai_run: one run of the LLM loop and its reply body.
 type Run struct {
-	ID        string `gorm:"column:run_id;primaryKey" json:"run_id"`
-	UserID    *int64 `gorm:"column:user_id" json:"user_id,omitempty"`
+	ID     string `gorm:"column:run_id;primaryKey" json:"run_id"`
+	UserID *int64 `gorm:"column:user_id" json:"user_id,omitempty"`
+	// TokenID is the per-user token that started the run (migration
+	// 00028), nil for the service's, the administrator's and older runs:
+	// a token with fixed perms sees only the runs it started.
+	TokenID   *int64 `gorm:"column:token_id" json:"-"`
 	Status    string `gorm:"column:status" json:"status"`
 	Model     string `gorm:"column:model" json:"model,omitempty"`
 	Reply     JSON   `gorm:"column:reply" json:"reply,omitempty"`
@@ -84,7 +88,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 
 // RunFilter selects runs for RunsPage: each set field narrows.
 type RunFilter struct {
-	User   *int64
+	User *int64
+	// Token keeps the runs that token started only.
+	Token  *int64
 	Status string
 	// Since and Until bound the run's create_time: Since included, Until
 	// not.
@@ -96,10 +102,13 @@ type RunFilter struct {
 // reply may hold megabytes): id, user, status, model, error, trace, the
 // start of its first message, its last user message and times.
 func (s *Store) RunsPage(ctx context.Context, filter RunFilter, after string, limit int) ([]Run, string, error) {
-	q := s.db.WithContext(ctx).Select("run_id", "user_id", "status", "model", "error_code", "trace_id", "first_message",
+	q := s.db.WithContext(ctx).Select("run_id", "user_id", "token_id", "status", "model", "error_code", "trace_id", "first_message",
 		"asked", "expire_time", "create_time", "update_time")
 	if filter.User != nil {
 		q = q.Where("user_id = ?", *filter.User)
+	}
+	if filter.Token != nil {
+		q = q.Where("token_id = ?", *filter.Token)
 	}
 	if filter.Status != "" {
 		q = q.Where("status = ?", filter.Status)

@@ -3180,7 +3180,9 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/execute (the `Execute` operationId).
 	Execute(ctx context.Context, body ExecuteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListExecutions The execution records (a per-user token sees its own).
+	// ListExecutions The execution records (a per-user token sees its own user's).
+	//
+	// A per-user token reads its own user's records; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
 	//
 	// Corresponds with GET /v1/executions (the `ListExecutions` operationId).
 	ListExecutions(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3264,12 +3266,14 @@ type ClientInterface interface {
 
 	// ListPending The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 	//
+	// A per-user token lists its own user's; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
+	//
 	// Corresponds with GET /v1/pending (the `ListPending` operationId).
 	ListPending(ctx context.Context, params *ListPendingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DecidePendingWithBody Approve or deny a pending call, or answer an MCP server's question.
 	//
-	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3278,7 +3282,7 @@ type ClientInterface interface {
 
 	// DecidePending Approve or deny a pending call, or answer an MCP server's question.
 	//
-	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3467,7 +3471,7 @@ type ClientInterface interface {
 
 	// ListRuns The runs, newest first, a page at a time.
 	//
-	// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
+	// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own user's, and a token with fixed `perms` only the runs it started itself. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3492,10 +3496,14 @@ type ClientInterface interface {
 
 	// GetRun A run's reply, or {run_id, status} while it goes on.
 	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself. Another is 404, as one that does not exist.
+	//
 	// Corresponds with GET /v1/runs/{run_id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, runId RunID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeRunWithBody Decide a paused run's pending calls and go on.
+	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3503,6 +3511,8 @@ type ClientInterface interface {
 	ResumeRunWithBody(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeRun Decide a paused run's pending calls and go on.
+	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4203,7 +4213,9 @@ func (c *Client) Execute(ctx context.Context, body ExecuteJSONRequestBody, reqEd
 	return c.Client.Do(req)
 }
 
-// ListExecutions The execution records (a per-user token sees its own).
+// ListExecutions The execution records (a per-user token sees its own user's).
+//
+// A per-user token reads its own user's records; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
 //
 // Corresponds with GET /v1/executions (the `ListExecutions` operationId).
 func (c *Client) ListExecutions(ctx context.Context, params *ListExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4427,6 +4439,8 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // ListPending The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 //
+// A per-user token lists its own user's; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
+//
 // Corresponds with GET /v1/pending (the `ListPending` operationId).
 func (c *Client) ListPending(ctx context.Context, params *ListPendingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPendingRequest(c.Server, params)
@@ -4442,7 +4456,7 @@ func (c *Client) ListPending(ctx context.Context, params *ListPendingParams, req
 
 // DecidePendingWithBody Approve or deny a pending call, or answer an MCP server's question.
 //
-// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4461,7 +4475,7 @@ func (c *Client) DecidePendingWithBody(ctx context.Context, id string, contentTy
 
 // DecidePending Approve or deny a pending call, or answer an MCP server's question.
 //
-// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4900,7 +4914,7 @@ func (c *Client) DeleteQuotaRule(ctx context.Context, name string, reqEditors ..
 
 // ListRuns The runs, newest first, a page at a time.
 //
-// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
+// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own user's, and a token with fixed `perms` only the runs it started itself. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4955,6 +4969,8 @@ func (c *Client) CreateRun(ctx context.Context, body CreateRunJSONRequestBody, r
 
 // GetRun A run's reply, or {run_id, status} while it goes on.
 //
+// The run of the token's user; for a token with fixed `perms`, a run it started itself. Another is 404, as one that does not exist.
+//
 // Corresponds with GET /v1/runs/{run_id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, runId RunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunRequest(c.Server, runId)
@@ -4969,6 +4985,8 @@ func (c *Client) GetRun(ctx context.Context, runId RunID, reqEditors ...RequestE
 }
 
 // ResumeRunWithBody Decide a paused run's pending calls and go on.
+//
+// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4986,6 +5004,8 @@ func (c *Client) ResumeRunWithBody(ctx context.Context, runId RunID, contentType
 }
 
 // ResumeRun Decide a paused run's pending calls and go on.
+//
+// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8991,7 +9011,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/execute (the `Execute` operationId).
 	ExecuteWithResponse(ctx context.Context, body ExecuteJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteResponse, error)
 
-	// ListExecutionsWithResponse The execution records (a per-user token sees its own).
+	// ListExecutionsWithResponse The execution records (a per-user token sees its own user's).
+	//
+	// A per-user token reads its own user's records; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9091,6 +9113,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListPendingWithResponse The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 	//
+	// A per-user token lists its own user's; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/pending (the `ListPending` operationId).
@@ -9098,7 +9122,7 @@ type ClientWithResponsesInterface interface {
 
 	// DecidePendingWithBodyWithResponse Approve or deny a pending call, or answer an MCP server's question.
 	//
-	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9107,7 +9131,7 @@ type ClientWithResponsesInterface interface {
 
 	// DecidePendingWithResponse Approve or deny a pending call, or answer an MCP server's question.
 	//
-	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+	// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9308,7 +9332,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunsWithResponse The runs, newest first, a page at a time.
 	//
-	// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
+	// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own user's, and a token with fixed `perms` only the runs it started itself. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9335,6 +9359,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetRunWithResponse A run's reply, or {run_id, status} while it goes on.
 	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself. Another is 404, as one that does not exist.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/runs/{run_id} (the `GetRun` operationId).
@@ -9342,12 +9368,16 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeRunWithBodyWithResponse Decide a paused run's pending calls and go on.
 	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs/{run_id}/resume (the `ResumeRun` operationId).
 	ResumeRunWithBodyWithResponse(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeRunResponse, error)
 
 	// ResumeRunWithResponse Decide a paused run's pending calls and go on.
+	//
+	// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15870,7 +15900,9 @@ func (c *ClientWithResponses) ExecuteWithResponse(ctx context.Context, body Exec
 	return ParseExecuteResponse(rsp)
 }
 
-// ListExecutionsWithResponse The execution records (a per-user token sees its own).
+// ListExecutionsWithResponse The execution records (a per-user token sees its own user's).
+//
+// A per-user token reads its own user's records; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16054,6 +16086,8 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // ListPendingWithResponse The calls waiting for the user's decision, and MCP servers' questions waiting for the user's answer.
 //
+// A per-user token lists its own user's; a token with fixed `perms` only those of the tools its perms let it use (the rule of its tool lists, disabled tools included): another tool's are absent.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/pending (the `ListPending` operationId).
@@ -16067,7 +16101,7 @@ func (c *ClientWithResponses) ListPendingWithResponse(ctx context.Context, param
 
 // DecidePendingWithBodyWithResponse Approve or deny a pending call, or answer an MCP server's question.
 //
-// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16082,7 +16116,7 @@ func (c *ClientWithResponses) DecidePendingWithBodyWithResponse(ctx context.Cont
 
 // DecidePendingWithResponse Approve or deny a pending call, or answer an MCP server's question.
 //
-// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout.
+// A pending call is decided (`decision`); a pending item of kind `question` — an upstream MCP server's question during a call whose caller could not be asked in its own channel — is answered (`action`, and for an accepted form its `content`, checked against the question's `requested_schema`). The call waiting for the answer, on whichever replica holds it, takes it within its timeout. A token with fixed `perms` decides only the items of the tools its perms let it use; another's is 404, as another user's.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16433,7 +16467,7 @@ func (c *ClientWithResponses) DeleteQuotaRuleWithResponse(ctx context.Context, n
 
 // ListRunsWithResponse The runs, newest first, a page at a time.
 //
-// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
+// Every run (running, paused, completed, failed, denied calls included), filtered by status, user and time; a per-user token sees its own user's, and a token with fixed `perms` only the runs it started itself. A paused run carries its waiting items and what its user last asked (`asked`, the last user message of the request): RuoYi's inbox is `?status=paused`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16478,6 +16512,8 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, body Cr
 
 // GetRunWithResponse A run's reply, or {run_id, status} while it goes on.
 //
+// The run of the token's user; for a token with fixed `perms`, a run it started itself. Another is 404, as one that does not exist.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/runs/{run_id} (the `GetRun` operationId).
@@ -16491,6 +16527,8 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runId RunI
 
 // ResumeRunWithBodyWithResponse Decide a paused run's pending calls and go on.
 //
+// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs/{run_id}/resume (the `ResumeRun` operationId).
@@ -16503,6 +16541,8 @@ func (c *ClientWithResponses) ResumeRunWithBodyWithResponse(ctx context.Context,
 }
 
 // ResumeRunWithResponse Decide a paused run's pending calls and go on.
+//
+// The run of the token's user; for a token with fixed `perms`, a run it started itself (another is 404, as one that does not exist). The run goes on as its starter, whoever resumes it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

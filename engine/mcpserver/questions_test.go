@@ -250,7 +250,7 @@ func onPage(t *testing.T, st *store.Store, a engine.Answer) (shown func() []*que
 		defer close(done)
 		user := int64(7)
 		for ctx.Err() == nil {
-			items, _, _ := st.WaitingPage(ctx, &user, "", 0)
+			items, _, _ := st.WaitingPage(ctx, store.WaitingFilter{User: &user}, "", 0)
 			for _, it := range items {
 				if it.Kind != store.KindQuestion {
 					continue
@@ -802,7 +802,7 @@ func TestUpstreamQuestionHolderKilled(t *testing.T) {
 		t.Fatalf("first call: %s", first.Raw)
 	}
 	user := int64(7)
-	waiting, _, err := a.st.WaitingPage(t.Context(), &user, "", 0)
+	waiting, _, err := a.st.WaitingPage(t.Context(), store.WaitingFilter{User: &user}, "", 0)
 	if err != nil || len(waiting) != 1 {
 		t.Fatalf("waiting: %+v, %v; want the question", waiting, err)
 	}
