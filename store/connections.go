@@ -24,6 +24,9 @@ type OAuthProvider struct {
 	ClientSecret     string `gorm:"column:client_secret"`
 	KeyID            string `gorm:"column:key_id"`
 	PKCE             string `gorm:"column:pkce"` // "1" or "0"
+	// IssSupported "1": every authorization response must carry iss
+	// (RFC 9207).
+	IssSupported string `gorm:"column:iss_supported"`
 	ExtraParams      JSON   `gorm:"column:extra_params"`
 	Status           string `gorm:"column:status"` // StatusEnabled or StatusDisabled
 	Audit
