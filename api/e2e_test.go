@@ -97,6 +97,15 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	creds := auth.NewCredentialService(st, kr)
 	rec := engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
+	// Closed (its records flushed) before st is: a recorder left running
+	// retries the records a closed store refuses every 200 ms, for the
+	// rest of the package's tests, and its work is counted as theirs
+	// (TestTracingOffAllocs counts the whole process's allocations).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rec.Close(ctx)
+	})
 	// Wired as serve wires it, the watcher polled by hand (writes through
 	// the API poll it themselves).
 	changes := store.NewWatcher(st, time.Hour, log)

@@ -70,10 +70,12 @@ type Catalog struct {
 	src     CatalogSource
 	changes Versions
 
-	mu      sync.Mutex
-	idx     *catalogIndex
-	loaded  time.Time
-	version [2]int64 // the plugins' and MCP servers' counters idx was read at
+	mu       sync.Mutex
+	idx      *catalogIndex
+	loaded   time.Time
+	failedAt time.Time // when the last read failed (zero once one succeeds)
+	failed   error     // why
+	version  [2]int64  // the plugins' and MCP servers' counters idx was read at
 }
 
 // catalogIndex is what the enabled catalog does with each credential key.
@@ -106,7 +108,10 @@ func NewCatalog(src CatalogSource, changes Versions) *Catalog {
 }
 
 // index returns the index, read afresh when the counters moved or, with
-// recheck, when older than catalogRetry.
+// recheck, when older than catalogRetry. A read that fails serves the
+// index held, as the catalog does (catalog.Catalog), and for
+// catalogRetry after without asking again: a database that does not
+// answer holds one read (store.QueryTimeout), not every call's in turn.
 func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error) {
 	v := c.changes.Current()
 	version := [2]int64{v.Plugins, v.MCPServers}
@@ -115,11 +120,25 @@ func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error
 	if c.idx != nil && c.version == version && (!recheck || time.Since(c.loaded) < catalogRetry) {
 		return c.idx, nil
 	}
-	idx, err := readCatalog(ctx, c.src)
+	if time.Since(c.failedAt) < catalogRetry { // a read failed a moment ago, maybe while this call waited
+		if c.idx != nil {
+			return c.idx, nil
+		}
+		return nil, c.failed
+	}
+	// Bounded, and not the call's cancellation: the calls queued on mu
+	// wait for it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	idx, err := readCatalog(rctx, c.src)
+	cancel()
 	if err != nil {
+		c.failedAt, c.failed = time.Now(), err
+		if c.idx != nil {
+			return c.idx, nil
+		}
 		return nil, err
 	}
-	c.idx, c.loaded, c.version = idx, time.Now(), version
+	c.idx, c.loaded, c.version, c.failedAt, c.failed = idx, time.Now(), version, time.Time{}, nil
 	return idx, nil
 }
 

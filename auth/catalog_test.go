@@ -1,9 +1,11 @@
 package auth_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,4 +211,73 @@ func TestCatalogIdentifiers(t *testing.T) {
 			t.Errorf("Set(K, empty) = %v, want ErrEmptyValue", err)
 		}
 	})
+}
+
+// TestBlackholedCatalogHoldsNoCall: with the database blackholed
+// (connections open, nothing answered), a read of the credential rules'
+// catalog (where a connection's token may go, the binding rule) stuck on
+// it holds the calls queued behind it only until store.QueryTimeout: they
+// are then served the catalog held, and the calls after them at once; with
+// none held, each fails within the bound. Before, the read held the lock
+// with the call's context, and every call behind it waited its turn.
+func TestBlackholedCatalogHoldsNoCall(t *testing.T) {
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	direct := testdb.At(t, dsn)
+	if err := direct.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	proxy, through := testdb.Proxied(t, dsn)
+	add := func(name string) {
+		t.Helper()
+		row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "`+name+`", "description": "d", "parameters": {"type": "object"},
+			"execution": {"method": "GET", "base_url": "https://api.example/`+name+`"},
+			"auth_config": {"type": "oauth2", "oauth2": {"grant": "authorization_code", "provider": "acme", "scopes": ["read"]}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.CreatePlugin(t.Context(), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("me")
+	changes := store.NewWatcher(direct, time.Hour, nil) // the counters read past the proxy
+	changes.Poll(t.Context())
+	held := auth.NewCatalog(testdb.At(t, through), changes)
+	if ok, err := held.ServesProvider(t.Context(), "acme", "https://api.example"); !ok || err != nil {
+		t.Fatalf("a live read: %v %v", ok, err)
+	}
+	none := auth.NewCatalog(testdb.At(t, through), changes)
+	add("repos") // the catalog changes, then the database stops answering
+	changes.Poll(t.Context())
+	proxy.Blackhole()
+
+	// The test's own bound: the code under test's must come well before.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bound := store.QueryTimeout + 2*time.Second
+	for _, c := range []struct {
+		name    string
+		catalog *auth.Catalog
+	}{{"held", held}, {"none held", none}} {
+		began := time.Now()
+		var wg sync.WaitGroup
+		for range 4 { // calls of several users at once: one reads, the others queue
+			wg.Go(func() {
+				ok, err := c.catalog.ServesProvider(ctx, "acme", "https://api.example")
+				if took := time.Since(began); took > bound {
+					t.Errorf("%s: a call behind a read not decided within %v (%v): held by the database", c.name, bound, took)
+				} else if c.catalog == held && (!ok || err != nil) {
+					t.Errorf("%s: a call behind a failed read: %v %v, want the catalog held", c.name, ok, err)
+				} else if c.catalog == none && (ok || err == nil) {
+					t.Errorf("%s: a call behind a failed read: %v %v, want an error", c.name, ok, err)
+				}
+			})
+		}
+		wg.Wait()
+		began = time.Now()
+		ok, err := c.catalog.ServesProvider(ctx, "acme", "https://api.example")
+		if took := time.Since(began); took > time.Second || c.catalog == held && (!ok || err != nil) || c.catalog == none && err == nil {
+			t.Errorf("%s: a call once the read failed: %v %v after %v, want the same answer at once", c.name, ok, err, took)
+		}
+	}
 }

@@ -67,6 +67,8 @@ type env struct {
 	// for another reason).
 	api401 atomic.Bool
 	next   atomic.Int64
+	// issSupported: envOptions.issSupported
+	issSupported bool
 }
 
 type envOptions struct {
@@ -74,7 +76,10 @@ type envOptions struct {
 	lifespan   time.Duration
 	noBrowser  bool // BLINDEXEC_BROWSER_URL unset
 	withIssuer bool
-	console    bool // serve the console (its sessions) too
+	// issSupported registers the provider as its metadata says
+	// authorization_response_iss_parameter_supported (RFC 9207).
+	issSupported bool
+	console      bool // serve the console (its sessions) too
 	// prefix is the path BLINDEXEC_BROWSER_URL ends in: a reverse proxy
 	// serving the engine under it, stripping it on the way in.
 	prefix string
@@ -82,7 +87,7 @@ type envOptions struct {
 
 func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, st: st, logs: &logbuf.Buffer{}, prefix: o.prefix}
+	e := &env{t: t, st: st, logs: &logbuf.Buffer{}, prefix: o.prefix, issSupported: o.issSupported}
 	var err error
 	if e.keys, err = auth.ParseKeyring(masterKey, ""); err != nil {
 		t.Fatal(err)
@@ -212,6 +217,9 @@ func (e *env) registerProvider() {
 		"client_secret": oauthtest.ClientSecret}
 	if e.as.Issuer != "" {
 		p["issuer"] = e.as.Issuer
+	}
+	if e.issSupported {
+		p["authorization_response_iss_parameter_supported"] = true
 	}
 	if code, body := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
 		e.t.Fatalf("register provider: %d %v", code, body)

@@ -252,25 +252,26 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err, http.StatusConflict, "provider_gone_t", "provider_gone_nothing")
 		return
 	}
+	// RFC 9207, before anything of the answer is used (its error text
+	// included): a mix-up attack brings another issuer's answer.
+	if why := issuerRefusal(p.Issuer, p.IssSupported == "1", q); why != "" {
+		done()
+		if why == "issuer_unregistered" {
+			// Not an attack as such: the administrator left the issuer
+			// out, and cannot see the refusal otherwise.
+			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",
+				"provider", p.Name, "iss", clip(q.Get("iss"), 255))
+			why = "issuer"
+		}
+		page(w, r, http.StatusBadRequest, pageData{Title: why + "_t",
+			Text: why, Args: map[string]string{"provider": p.Name}})
+		return
+	}
 	if e := q.Get("error"); e != "" {
 		done()
 		page(w, r, http.StatusBadRequest, pageData{Title: "denied_t",
 			Text: "denied", Args: map[string]string{"provider": p.Name},
 			Provider: clip(e+": "+q.Get("error_description"), 500)})
-		return
-	}
-	// RFC 9207: an iss in the answer must be the provider's issuer (a
-	// mix-up attack would bring another's).
-	if iss, sent := q["iss"]; sent && (p.Issuer == "" || iss[0] != p.Issuer) {
-		done()
-		if p.Issuer == "" {
-			// Not an attack as such: the administrator left the issuer
-			// out, and cannot see the refusal otherwise.
-			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",
-				"provider", p.Name, "iss", clip(iss[0], 255))
-		}
-		page(w, r, http.StatusBadRequest, pageData{Title: "issuer_t",
-			Text: "issuer", Args: map[string]string{"provider": p.Name}})
 		return
 	}
 	code := q.Get("code")
@@ -318,6 +319,28 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	page(w, r, http.StatusOK, pageData{Title: "confirm_t", Args: map[string]string{"provider": p.Name}, Confirm: true,
 		Account: account, ProviderName: p.Name, Who: who, Scopes: strings.Join(granted, " "), FlowID: f.ID, CSRF: csrf,
 		Action: s.browserPath() + ConfirmPath})
+}
+
+// issuerRefusal is why an authorization response q is refused under
+// RFC 9207, "" when it is not: "issuer" for an iss other than the
+// provider's issuer (sent more than once included: which one a reader
+// takes is not defined), "issuer_unregistered" for an iss where no
+// issuer is registered (the engine cannot tell the provider's own from
+// a mix-up's), "iss_missing" for no iss where the provider's metadata
+// says it always sends one (issSupported).
+func issuerRefusal(issuer string, issSupported bool, q url.Values) string {
+	iss, sent := q["iss"]
+	switch {
+	case !sent && issSupported:
+		return "iss_missing"
+	case !sent:
+		return ""
+	case issuer == "":
+		return "issuer_unregistered"
+	case len(iss) != 1 || iss[0] != issuer:
+		return "issuer"
+	}
+	return ""
 }
 
 // exchange trades the code for tokens with the stored PKCE verifier.
@@ -545,6 +568,7 @@ var flowWords = map[string][2]string{
 	"nothing_more":          {"Nothing more was connected. Start again.", "没有再连接任何账号。请重新开始。"},
 	"provider_gone_nothing": {"The administrator removed or disabled it. Nothing was connected.", "管理员已移除或停用它。未连接任何账号。"},
 	"denied_t":              {"The provider did not grant access", "提供方未授予访问权限"},
+	"iss_missing_t":         {"The sign-in answer does not say who issued it", "登录应答未注明签发者"},
 	"issuer_t":              {"The sign-in answer came from another issuer", "登录应答来自其他签发者"},
 	"no_code":               {"It carries no code. Nothing was connected.", "它没有 code 参数。未连接任何账号。"},
 	"exchange_t":            {"The provider did not give access", "提供方未给予访问权限"},
@@ -564,6 +588,7 @@ var flowWords = map[string][2]string{
 	"connected_t":           {"Connected", "已连接"},
 	"unavailable":           {"The engine cannot read or store the sign-in at the moment. Nothing was connected. Try again later.", "引擎暂时无法读取或保存登录。未连接任何账号。请稍后再试。"},
 	"denied":                {"Nothing was connected. The provider {provider} answered:", "未连接任何账号。提供方 {provider} 的应答："},
+	"iss_missing":           {"Its answer carries no iss parameter, which {provider} is registered as always sending (RFC 9207). Nothing was connected.", "其应答没有 iss 参数，而 {provider} 注册为总会发送它（RFC 9207）。未连接任何账号。"},
 	"issuer":                {"Its iss parameter is not the issuer registered for {provider}. Nothing was connected.", "其 iss 参数不是为 {provider} 注册的签发者。未连接任何账号。"},
 	"confirm_t":             {"Connect your {provider} account?", "连接你的 {provider} 账号？"},
 	"declined":              {"The access the provider {provider} just granted was revoked. You may close this window.", "提供方 {provider} 刚授予的访问权限已吊销。你可以关闭此窗口。"},

@@ -22,15 +22,19 @@ import (
 // re-encrypted by `cred rotate`, and never returned: ClientSecret is
 // write-only, ClientSecretSet says whether one is stored.
 type Provider struct {
-	Name             string   `json:"name"`
-	AuthorizationURL string   `json:"authorization_url"`
-	TokenURL         string   `json:"token_url"`
-	RevocationURL    string   `json:"revocation_url,omitempty"`
-	Issuer           string   `json:"issuer,omitempty"`
-	Scopes           []string `json:"scopes"`
-	ClientID         string   `json:"client_id"`
-	ClientSecret     string   `json:"client_secret,omitempty"`
-	ClientSecretSet  bool     `json:"client_secret_set"`
+	Name             string `json:"name"`
+	AuthorizationURL string `json:"authorization_url"`
+	TokenURL         string `json:"token_url"`
+	RevocationURL    string `json:"revocation_url,omitempty"`
+	Issuer           string `json:"issuer,omitempty"`
+	// IssSupported is the provider's metadata's
+	// authorization_response_iss_parameter_supported (RFC 8414, RFC 9207):
+	// true, an authorization response without iss is refused.
+	IssSupported    bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
+	Scopes          []string `json:"scopes"`
+	ClientID        string   `json:"client_id"`
+	ClientSecret    string   `json:"client_secret,omitempty"`
+	ClientSecretSet bool     `json:"client_secret_set"`
 	// PKCE sends an S256 code challenge (RFC 7636); true unless set false.
 	PKCE bool `json:"pkce"`
 	// ExtraParams are added to the authorization request (e.g.
@@ -102,6 +106,9 @@ func (p *Provider) Validate() error {
 	checkURL("token_url", p.TokenURL, true)
 	checkURL("revocation_url", p.RevocationURL, false)
 	checkURL("issuer", p.Issuer, false)
+	if p.IssSupported && p.Issuer == "" {
+		add("authorization_response_iss_parameter_supported", "true needs the provider's issuer: the iss of its answers must be it")
+	}
 	for i, s := range p.Scopes {
 		if !validScope(s) {
 			add(fmt.Sprintf("scopes[%d]", i), "%q is not a scope (printable ASCII without spaces, quotes or backslashes)", s)
@@ -193,7 +200,7 @@ func (s *Service) providerRowOf(p Provider) (*store.OAuthProvider, error) {
 	}
 	row := &store.OAuthProvider{
 		Name: p.Name, AuthorizationURL: p.AuthorizationURL, TokenURL: p.TokenURL, RevocationURL: p.RevocationURL,
-		Issuer: p.Issuer, ClientID: p.ClientID, PKCE: flag(p.PKCE), Status: store.StatusDisabled,
+		Issuer: p.Issuer, IssSupported: flag(p.IssSupported), ClientID: p.ClientID, PKCE: flag(p.PKCE), Status: store.StatusDisabled,
 	}
 	if p.Enabled {
 		row.Status = store.StatusEnabled
@@ -323,7 +330,7 @@ func sameURL(a, b string) bool {
 func providerOf(row *store.OAuthProvider) (Provider, error) {
 	p := Provider{
 		Name: row.Name, AuthorizationURL: row.AuthorizationURL, TokenURL: row.TokenURL, RevocationURL: row.RevocationURL,
-		Issuer: row.Issuer, ClientID: row.ClientID, ClientSecretSet: row.ClientSecret != "",
+		Issuer: row.Issuer, IssSupported: row.IssSupported == "1", ClientID: row.ClientID, ClientSecretSet: row.ClientSecret != "",
 		PKCE: row.PKCE != "0", Enabled: row.Status == store.StatusEnabled, Scopes: []string{},
 	}
 	if len(row.Scopes) > 0 {

@@ -33,6 +33,7 @@ func TestProviderValidate(t *testing.T) {
 		{`{"name": "a", "authorization_url": "https://a/x", "token_url": "https://a/t", "client_id": "c\n"}`, "client_id"},
 		{`{"name": "a", "authorization_url": "https://a/x", "token_url": "https://a/t", "client_id": "c", "extra_params": {"redirect_uri": "x"}}`, "extra_params.redirect_uri"},
 		{`{"name": "a", "authorization_url": "https://a/x", "token_url": "https://a/t", "enabled": true}`, "client_id"},
+		{`{"name": "a", "authorization_url": "https://a/x", "token_url": "https://a/t", "client_id": "c", "authorization_response_iss_parameter_supported": true}`, "authorization_response_iss_parameter_supported"},
 	} {
 		var p Provider
 		if err := json.Unmarshal([]byte(tt.doc), &p); err != nil {

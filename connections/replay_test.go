@@ -168,3 +168,41 @@ func TestIssuerNotRegistered(t *testing.T) {
 		t.Fatalf("the log does not say which issuer to register:\n%s", logs)
 	}
 }
+
+// TestIssRequired: a provider whose metadata says it sends iss
+// (authorization_response_iss_parameter_supported, RFC 9207) and whose
+// answer comes without it, as a mix-up's attacker would forward it, is
+// refused before the code is exchanged; with it, the flow goes on.
+func TestIssRequired(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, envOptions{withIssuer: true, issSupported: true})
+		e.registerProvider()
+		b := e.browser("a")
+		cb := e.stopAtProvider(b, e.authorize(7, ""))
+		q := cb.Query()
+		if q.Get("iss") != e.as.Issuer {
+			t.Fatalf("fosite's answer carries no iss: %s", cb)
+		}
+		q.Del("iss")
+		stripped := *cb
+		stripped.RawQuery = q.Encode()
+		if code, page, _ := b.get(stripped.String()); code != http.StatusBadRequest || !strings.Contains(page, "no iss") {
+			t.Fatalf("an answer without iss: %d\n%s", code, page)
+		}
+		if n := e.as.Exchanges.Load(); n != 0 {
+			t.Fatalf("%d code exchanges for an answer without iss, want none", n)
+		}
+		if cs, _ := e.st.ListOAuthConnections(context.Background(), 0); len(cs) != 0 {
+			t.Fatalf("stored: %+v", cs)
+		}
+
+		b = e.browser("a")
+		code, page, _ := b.get(e.authorize(7, ""))
+		if code != http.StatusOK || e.as.Exchanges.Load() != 1 {
+			t.Fatalf("an answer with the registered iss: %d, %d exchanges\n%s", code, e.as.Exchanges.Load(), page)
+		}
+		if code, page := b.confirm(page, "connect"); code != http.StatusOK || !strings.Contains(page, "is connected") {
+			t.Fatalf("confirm: %d\n%s", code, page)
+		}
+	})
+}

@@ -221,6 +221,15 @@ func (s *Service) Connected(ctx context.Context, userID int64, provider string, 
 	return err
 }
 
+// unread is err of a database step a call's token needed, saying so
+// when the database did not answer within store.QueryTimeout.
+func unread(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("the connection cannot be read or written at the moment (the database did not answer within %v); nothing was sent: %w", store.QueryTimeout, err)
+	}
+	return err
+}
+
 // usable reads the user's connection and checks it may serve scopes.
 func (s *Service) usable(ctx context.Context, userID int64, provider string, scopes []string) (*store.OAuthConnection, error) {
 	required := func(reason string, missing []string) error {
@@ -229,12 +238,16 @@ func (s *Service) usable(ctx context.Context, userID int64, provider string, sco
 	if userID == 0 {
 		return nil, required("the call names no user, and connections are per user", scopes)
 	}
-	row, err := s.Store.GetOAuthConnection(ctx, userID, provider)
+	// Bounded: a database that stops answering would hold the call for
+	// its whole timeout, then have it read as the API's.
+	rctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	row, err := s.Store.GetOAuthConnection(rctx, userID, provider)
+	cancel()
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, required("no connection", scopes)
 	case err != nil:
-		return nil, err
+		return nil, unread(ctx, err)
 	case row.State != store.ConnectionConnected:
 		return nil, required("the connection is broken: "+row.BrokenReason, scopes)
 	}

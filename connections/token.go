@@ -167,7 +167,12 @@ func (s *Service) pause(ctx context.Context, deadline time.Time) error {
 // breakRow marks the row broken (if still at its version) and returns the
 // *RequiredError a call answers.
 func (s *Service) breakRow(ctx context.Context, row *store.OAuthConnection, reason string) error {
-	if err := s.Store.BreakOAuthConnection(context.WithoutCancel(ctx), row.ID, row.Version, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
+	// Bounded, as every database step of a refresh: the flight every
+	// caller of the connection waits on must end. Not written, the claim
+	// runs out and the next reader marks the connection broken.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
+	defer cancel()
+	if err := s.Store.BreakOAuthConnection(bctx, row.ID, row.Version, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.logger().WarnContext(ctx, "connection not marked broken", "provider", row.Provider, "user", row.UserID, "err", err)
 	}
 	s.logger().InfoContext(ctx, "connection broken", "provider", row.Provider, "user", row.UserID, "reason", reason)
@@ -227,21 +232,25 @@ func (s *Service) refreshOnce(ctx context.Context, row *store.OAuthConnection) (
 	claimed, err := s.Store.ClaimOAuthRefresh(cctx, row.ID, row.Version, owner, time.Now().Add(cmp.Or(s.ClaimTTL, DefaultClaimTTL)))
 	cancel()
 	if err != nil {
-		return Token{}, err
+		return Token{}, unread(ctx, err)
 	}
 	if !claimed {
 		return Token{}, errRetry
 	}
 	version := row.Version + 1
 	release := func(cause error) error {
-		if err := s.Store.ReleaseOAuthRefresh(ctx, row.ID, version, owner); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+		defer cancel()
+		if err := s.Store.ReleaseOAuthRefresh(rctx, row.ID, version, owner); err != nil {
 			s.logger().WarnContext(ctx, "refresh claim not released; it expires by itself", "provider", row.Provider, "user", row.UserID, "err", err)
 		}
 		return cause
 	}
-	p, err := s.providerRow(ctx, row.Provider)
+	pctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	p, err := s.providerRow(pctx, row.Provider)
+	cancel()
 	if err != nil {
-		return Token{}, release(err)
+		return Token{}, release(unread(ctx, err))
 	}
 	secret, err := s.clientSecret(p)
 	if err != nil {
@@ -281,7 +290,10 @@ func (s *Service) refreshOnce(ctx context.Context, row *store.OAuthConnection) (
 	if granted := grantedScopes(tok); granted != nil {
 		upd.Scopes, _ = json.Marshal(granted)
 	}
-	if err := s.Store.StoreOAuthRefresh(ctx, row.ID, version, owner, upd); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	err = s.Store.StoreOAuthRefresh(sctx, row.ID, version, owner, upd)
+	cancel()
+	if err != nil {
 		// Not written, not used: the claim expires and the connection
 		// is then marked broken.
 		return Token{}, fmt.Errorf("the refreshed %s tokens could not be stored, so they are not used: %w", row.Provider, err)

@@ -239,7 +239,17 @@ func (tb *tab) wait(sel string) {
 	tb.t.Helper()
 	q, _ := json.Marshal(sel)
 	deadline := time.Now().Add(20 * time.Second)
-	for !eval[bool](tb, `document.querySelector(`+string(q)+`) !== null`) {
+	for {
+		found, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](`document.querySelector(`+string(q)+`) !== null`, chromedp.EvalAsValue))
+		if err == nil && found {
+			return
+		}
+		// A click that leaves the page (a link, a form posted) may still
+		// be navigating: the evaluation then fails, and the next page is
+		// what is waited for.
+		if err != nil && !strings.Contains(err.Error(), "navigated or closed") {
+			tb.t.Fatalf("waiting for %s: %v", sel, err)
+		}
 		if time.Now().After(deadline) {
 			html := eval[string](tb, `document.body.outerHTML.slice(0, 2000)`)
 			tb.t.Fatalf("no %s in the page after 20s: %s", sel, html)

@@ -56,6 +56,7 @@ func TestConnectInBrowser(t *testing.T) {
 	})
 	conns.BrowserURL = e.url
 	as := oauthtest.New(t, oauthtest.Options{RedirectURI: e.url + connections.CallbackPath, Scopes: []string{"read"}})
+	as.Issuer = as.URL // RFC 9207: it sends iss, as registered below
 	res := as.API()
 	t.Cleanup(res.Close)
 
@@ -68,16 +69,18 @@ func TestConnectInBrowser(t *testing.T) {
 		t.Errorf("the redirect URI shown: %q", uri)
 	}
 	for id, v := range map[string]string{"name": "acme", "authorization_url": as.URL + "/authorize", "token_url": as.URL + "/token",
-		"revocation_url": as.URL + "/revoke", "scopes": "openid", "client_id": oauthtest.ClientID, "client_secret": oauthtest.ClientSecret} {
+		"revocation_url": as.URL + "/revoke", "issuer": as.Issuer, "scopes": "openid", "client_id": oauthtest.ClientID, "client_secret": oauthtest.ClientSecret} {
 		at.do(chromedp.SendKeys(chromedp.CSS(`#prov-`+id), v))
 	}
+	at.do(chromedp.Click(chromedp.CSS(`#prov-iss_supported`)))
 	at.do(chromedp.Click(chromedp.CSS(`#provider-form button`)))
 	at.wait(`#page[data-ready="true"] #providers`)
 	if text := eval[string](at, `document.body.innerHTML`); !strings.Contains(text, "acme") || strings.Contains(text, oauthtest.ClientSecret) {
 		t.Errorf("the providers listed: %s", at.text("#providers"))
 	}
 	at.screenshot("providers")
-	if p := apiGet(t, e.url, "/v1/oauth/providers/acme"); p["client_secret_set"] != true || p["enabled"] != true || p["pkce"] != true {
+	if p := apiGet(t, e.url, "/v1/oauth/providers/acme"); p["client_secret_set"] != true || p["enabled"] != true || p["pkce"] != true ||
+		p["issuer"] != as.Issuer || p["authorization_response_iss_parameter_supported"] != true {
 		t.Errorf("the provider stored: %v", p)
 	}
 

@@ -137,6 +137,20 @@ func browserIPv4(h string) (_ netip.Addr, number, ok bool) {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, true
 }
 
+// personsOwn says whether h (as asciiHost writes it) is where the
+// person's browser reaches its own machine or its link, never an
+// upstream's page: a loopback, link-local (the cloud's metadata at
+// 169.254.169.254) or unspecified address (0.0.0.0 reaches the machine
+// itself), or localhost and the names under it, which browsers resolve
+// to loopback without asking DNS (RFC 6761).
+func personsOwn(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified()
+	}
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
 // ownHost is the host name of the engine's own pages, browserURL's
 // (BLINDEXEC_BROWSER_URL), as asciiHost writes it; "" when unset.
 func ownHost(browserURL string) string {
@@ -310,7 +324,9 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 // userinfo (https://bank.example@evil.example/ reads as the bank's), or
 // that leads to the engine's own pages, own (another user's start URL
 // there, shown as "a link to" the engine, connects the person's account
-// to that user; a console page asks what only the engine asks); a
+// to that user; a console page asks what only the engine asks) or to the
+// person's own machine (personsOwn: a local server's page, acting with
+// whatever the browser holds there, shown as the upstream's); a
 // form whose requestedSchema is not what MCP allows — a flat object of
 // primitive fields (string, number, integer, boolean, a list of enum
 // values) — since a field no person can fill (a nested object, a list of
@@ -332,6 +348,8 @@ func (q Question) unshowable(own string) string {
 			return "the question's link has no host a browser would reach"
 		case own != "" && strings.TrimSuffix(asciiHost(u.Hostname()), ".") == own:
 			return "the question's link leads to the engine's own pages (" + own + "): an upstream does not send a person there, where the engine asks for approvals and connections itself"
+		case personsOwn(asciiHost(u.Hostname())):
+			return "the question's link leads to the person's own machine or its link (" + strings.TrimSuffix(asciiHost(u.Hostname()), ".") + "): an upstream does not send a person to what listens there"
 		}
 	default:
 		return fmt.Sprintf("unknown elicitation mode %q", q.Mode)

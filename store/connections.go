@@ -23,7 +23,8 @@ type OAuthProvider struct {
 	ClientID         string `gorm:"column:client_id"`
 	ClientSecret     string `gorm:"column:client_secret"`
 	KeyID            string `gorm:"column:key_id"`
-	PKCE             string `gorm:"column:pkce"` // "1" or "0"
+	PKCE             string `gorm:"column:pkce"`          // "1" or "0"
+	IssSupported     string `gorm:"column:iss_supported"` // "1": every authorization response carries iss (RFC 9207)
 	ExtraParams      JSON   `gorm:"column:extra_params"`
 	Status           string `gorm:"column:status"` // StatusEnabled or StatusDisabled
 	Audit

@@ -1586,18 +1586,20 @@ type PreparedCallStatus string
 
 // Provider defines model for Provider.
 type Provider struct {
-	AuthorizationUrl *string            `json:"authorization_url,omitempty"`
-	ClientId         *string            `json:"client_id,omitempty"`
-	ClientSecret     *string            `json:"client_secret,omitempty"`
-	ClientSecretSet  *bool              `json:"client_secret_set,omitempty"`
-	Enabled          *bool              `json:"enabled,omitempty"`
-	ExtraParams      *map[string]string `json:"extra_params,omitempty"`
-	Issuer           *string            `json:"issuer,omitempty"`
-	Name             string             `json:"name"`
-	Pkce             *bool              `json:"pkce,omitempty"`
-	RevocationUrl    *string            `json:"revocation_url,omitempty"`
-	Scopes           *[]string          `json:"scopes,omitempty"`
-	TokenUrl         *string            `json:"token_url,omitempty"`
+	// AuthorizationResponseIssParameterSupported The provider's metadata's `authorization_response_iss_parameter_supported` (RFC 8414, RFC 9207). True, an authorization response without `iss` is refused; needs `issuer`.
+	AuthorizationResponseIssParameterSupported *bool              `json:"authorization_response_iss_parameter_supported,omitempty"`
+	AuthorizationUrl                           *string            `json:"authorization_url,omitempty"`
+	ClientId                                   *string            `json:"client_id,omitempty"`
+	ClientSecret                               *string            `json:"client_secret,omitempty"`
+	ClientSecretSet                            *bool              `json:"client_secret_set,omitempty"`
+	Enabled                                    *bool              `json:"enabled,omitempty"`
+	ExtraParams                                *map[string]string `json:"extra_params,omitempty"`
+	Issuer                                     *string            `json:"issuer,omitempty"`
+	Name                                       string             `json:"name"`
+	Pkce                                       *bool              `json:"pkce,omitempty"`
+	RevocationUrl                              *string            `json:"revocation_url,omitempty"`
+	Scopes                                     *[]string          `json:"scopes,omitempty"`
+	TokenUrl                                   *string            `json:"token_url,omitempty"`
 }
 
 // QuotaRule defines model for QuotaRule.

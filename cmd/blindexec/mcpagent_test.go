@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,13 +17,7 @@ import (
 // refused and nothing is sent; an agent the user may not use (its perms
 // not held) or a disabled one stops the command before it serves.
 func TestCLIMCPAgent(t *testing.T) {
-	var sent atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	}))
-	defer up.Close()
+	up, sent := countingUpstream(t)
 	c := newCLI(t)
 	for _, name := range []string{"inside", "outside"} {
 		file := filepath.Join(t.TempDir(), name+".json")

@@ -28,7 +28,7 @@ func oauthCmd(cfg *config) *cobra.Command {
 	)
 	add := &cobra.Command{
 		Use:   "add NAME",
-		Short: "Register (or replace) a provider: --authorization-url, --token-url, --client-id, [--revocation-url] [--issuer] [--scope S]... [--extra K=V]... [--no-pkce] [--disabled]; --client-secret-stdin reads the client secret from stdin (it is stored encrypted and never shown again)",
+		Short: "Register (or replace) a provider: --authorization-url, --token-url, --client-id, [--revocation-url] [--issuer [--iss-supported]] [--scope S]... [--extra K=V]... [--no-pkce] [--disabled]; --client-secret-stdin reads the client secret from stdin (it is stored encrypted and never shown again)",
 		Args:  argsExactly(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Name, p.PKCE, p.Enabled = args[0], !noPKCE, !disabled
@@ -76,6 +76,7 @@ func oauthCmd(cfg *config) *cobra.Command {
 	f.StringVar(&p.TokenURL, "token-url", "", "the provider's token endpoint")
 	f.StringVar(&p.RevocationURL, "revocation-url", "", "the provider's revocation endpoint (RFC 7009): disconnecting revokes there")
 	f.StringVar(&p.Issuer, "issuer", "", "the provider's issuer: an iss in its answers must be it (RFC 9207)")
+	f.BoolVar(&p.IssSupported, "iss-supported", false, "the provider's metadata says authorization_response_iss_parameter_supported: an answer without iss is refused (RFC 9207; needs --issuer)")
 	f.StringSliceVar(&p.Scopes, "scope", nil, "a scope every connection asks for (repeatable)")
 	f.StringVar(&p.ClientID, "client-id", "", "the client id registered at the provider")
 	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read the client secret from stdin (a public client has none)")
@@ -181,6 +182,8 @@ func providerFlag(field string) string {
 		return "--extra"
 	case field == "client_secret":
 		return "--client-secret-stdin"
+	case field == "authorization_response_iss_parameter_supported":
+		return "--iss-supported"
 	}
 	return "--" + strings.ReplaceAll(field, "_", "-")
 }

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,13 +33,7 @@ func TestStdioOutageGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	var hits atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	}))
-	defer up.Close()
+	up, hits := countingUpstream(t)
 	c := newCLI(t)
 	c.db = strings.Replace(dsn, "tcp("+db+")", "tcp("+proxy.Addr()+")", 1)
 	if strings.Contains(c.db, "?") {

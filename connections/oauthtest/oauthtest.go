@@ -45,10 +45,10 @@ type Server struct {
 	// (RFC 9207).
 	Issuer string
 
-	// Refreshes counts refresh-token requests that reached fosite;
-	// Refreshed those it answered with new tokens; Revocations the
-	// revocation requests.
-	Refreshes, Refreshed, Revocations atomic.Int64
+	// Exchanges counts authorization-code requests that reached fosite;
+	// Refreshes refresh-token requests; Refreshed those it answered with
+	// new tokens; Revocations the revocation requests.
+	Exchanges, Refreshes, Refreshed, Revocations atomic.Int64
 
 	// storeMu works around a race inside fosite v0.49.0's MemoryStore:
 	// RevokeRefreshToken (a revocation, and every refresh's rotation)
@@ -175,9 +175,14 @@ func newSession(subject, issuer string) *openid.DefaultSession {
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	refresh := false
-	if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "refresh_token" {
-		refresh = true
-		s.Refreshes.Add(1)
+	if err := r.ParseForm(); err == nil {
+		switch r.PostForm.Get("grant_type") {
+		case "refresh_token":
+			refresh = true
+			s.Refreshes.Add(1)
+		case "authorization_code":
+			s.Exchanges.Add(1)
+		}
 	}
 	s.storeMu.Lock()
 	ar, err := s.Provider.NewAccessRequest(ctx, r, newSession("", s.URL))

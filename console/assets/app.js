@@ -71,6 +71,7 @@ const I18N = {
     redirect_uri: 'Redirect URI to register at each provider', no_browser_url: 'BLINDEXEC_BROWSER_URL is not set: users cannot connect until it is.',
     authorization_url: 'Authorization URL', token_url: 'Token URL', revocation_url: 'Revocation URL', issuer: 'Issuer',
     client_id: 'Client id', client_secret: 'Client secret', secret_kept: '(stored: leave empty to keep it)', pkce: 'PKCE (S256)',
+    iss_supported: 'Always sends iss (its metadata\'s authorization_response_iss_parameter_supported)',
     provider_enabled: 'Enabled', save_provider: 'Save provider', empty_provider_list: 'No provider registered.', secret_set: 'secret stored', no_secret: 'no secret',
     cancel: 'Cancel', confirm_title: 'Are you sure?',
     del_credential: 'Delete the credential “{key}” of user {user}? It cannot be shown again; the tools that read it ({tools}) answer “missing credentials” until it is set again.',
@@ -160,6 +161,7 @@ const I18N = {
     redirect_uri: '在提供方处注册的回调地址', no_browser_url: '未设置 BLINDEXEC_BROWSER_URL：设置前用户无法连接账号。',
     authorization_url: '授权地址', token_url: '令牌地址', revocation_url: '吊销地址', issuer: '签发者',
     client_id: '客户端 ID', client_secret: '客户端密钥', secret_kept: '（已保存：留空则保留）', pkce: 'PKCE（S256）',
+    iss_supported: '总会发送 iss（其元数据的 authorization_response_iss_parameter_supported）',
     provider_enabled: '启用', save_provider: '保存提供方', empty_provider_list: '尚未注册提供方。', secret_set: '已保存密钥', no_secret: '无密钥',
     cancel: '取消', confirm_title: '确定吗？',
     del_credential: '删除用户 {user} 的凭据“{key}”？删除后无法再查看；读取它的工具（{tools}）在重新设置之前都会返回“缺少凭据”。',
@@ -1078,7 +1080,7 @@ async function providersSection(page) {
     : el('p', { class: 'error', text: t('no_browser_url') }));
   const f = {};
   const input = (k, type) => (f[k] = el('input', { attrs: { id: 'prov-' + k, name: k, type: type || 'text', autocomplete: type === 'password' ? 'new-password' : 'off' } }));
-  const check = (k) => (f[k] = el('input', { attrs: { id: 'prov-' + k, type: 'checkbox', checked: true } }));
+  const check = (k, on = true) => (f[k] = el('input', { attrs: { id: 'prov-' + k, type: 'checkbox', checked: on } }));
   let edited = null; // the provider Edit filled the form with
   const msg = el('div');
   const form = el('form', { class: 'stack', attrs: { id: 'provider-form' }, on: { submit: async (e) => {
@@ -1087,6 +1089,7 @@ async function providersSection(page) {
       revocation_url: f.revocation_url.value || undefined, issuer: f.issuer.value || undefined,
       scopes: f.scopes.value.split(/\s+/).filter(Boolean), client_id: f.client_id.value,
       client_secret: f.client_secret.value || undefined, pkce: f.pkce.checked, enabled: f.enabled.checked,
+      authorization_response_iss_parameter_supported: f.iss_supported.checked,
       extra_params: edited && edited.name === f.name.value ? edited.extra_params : undefined };
     f.client_secret.value = '';
     const x = await call('POST', '/v1/oauth/providers', body);
@@ -1095,7 +1098,8 @@ async function providersSection(page) {
   el('div', { class: 'row' }, el('label', null, t('name'), input('name')), el('label', null, t('client_id'), input('client_id')),
     el('label', null, t('client_secret'), input('client_secret', 'password'))),
   el('label', null, t('authorization_url'), input('authorization_url', 'url')), el('label', null, t('token_url'), input('token_url', 'url')),
-  el('div', { class: 'row' }, el('label', null, t('revocation_url'), input('revocation_url', 'url')), el('label', null, t('issuer'), input('issuer'))),
+  el('div', { class: 'row' }, el('label', null, t('revocation_url'), input('revocation_url', 'url')), el('label', null, t('issuer'), input('issuer')),
+    el('label', null, check('iss_supported', false), ' ', t('iss_supported'))),
   el('div', { class: 'row' }, el('label', null, t('scopes'), input('scopes')), el('label', null, check('pkce'), ' ', t('pkce')),
     el('label', null, check('enabled'), ' ', t('provider_enabled'))),
   el('button', { text: t('save_provider') }));
@@ -1110,6 +1114,7 @@ async function providersSection(page) {
         for (const k of ['name', 'authorization_url', 'token_url', 'revocation_url', 'issuer', 'client_id']) f[k].value = p[k] || '';
         f.scopes.value = (p.scopes || []).join(' ');
         f.pkce.checked = p.pkce;
+        f.iss_supported.checked = !!p.authorization_response_iss_parameter_supported;
         f.enabled.checked = p.enabled;
         f.client_secret.placeholder = p.client_secret_set ? t('secret_kept') : '';
         edited = p;
