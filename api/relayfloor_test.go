@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime/metrics"
@@ -76,19 +77,25 @@ func besideRelay(t testing.TB) (relay, engine func()) {
 }
 
 // goroutinesPerCall is how many goroutines this process starts a call of
-// call, over n calls after a warm-up.
+// call: the least of three runs of n calls after a warm-up, since the
+// process's other goroutines (a timer's, a database pool's, an earlier
+// test's) only ever add to a run's count.
 func goroutinesPerCall(call func(), n int) float64 {
 	for range 100 {
 		call()
 	}
 	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(created)
-	before := created[0].Value.Uint64()
-	for range n {
-		call()
+	least := math.Inf(1)
+	for range 3 {
+		metrics.Read(created)
+		before := created[0].Value.Uint64()
+		for range n {
+			call()
+		}
+		metrics.Read(created)
+		least = min(least, float64(created[0].Value.Uint64()-before)/float64(n))
 	}
-	metrics.Read(created)
-	return float64(created[0].Value.Uint64()-before) / float64(n)
+	return least
 }
 
 // TestStatelessCallGoroutines holds /mcp's tools/call of 2026-07-28 to the
@@ -102,15 +109,13 @@ func goroutinesPerCall(call func(), n int) float64 {
 // and the upstream server's own).
 func TestStatelessCallGoroutines(t *testing.T) {
 	if testing.Short() {
-		t.Skip("serves a thousand calls")
+		t.Skip("serves three thousand calls")
 	}
 	relay, engine := besideRelay(t)
-	const n = 1000
+	const n = 500
 	r, e := goroutinesPerCall(relay, n), goroutinesPerCall(engine, n)
 	t.Logf("goroutines started a call: the relay %.3f, /mcp %.3f", r, e)
-	// A background goroutine or two of the process (a timer's, the
-	// database pool's) may start during the calls: 0.02 a call is 20.
-	if e > r+0.02 {
+	if e > r+0.01 { // five goroutines of the process in the quietest run of 500 calls
 		t.Errorf("/mcp starts %.3f goroutines a tools/call, the hand-written relay %.3f: a goroutine handed off per call, or the upstream's connection not kept", e, r)
 	}
 }
