@@ -187,3 +187,48 @@ func FuzzAppendCompleted(f *testing.F) {
 		checkCompleted(t, id, res, valid)
 	})
 }
+
+// BenchmarkClientDecodesAnswer is what the go-sdk client (the runner's,
+// issue 47 point 4) spends reading a tools/call's answer as the engine
+// writes it (encodeAnswer, the runner's upstream body as the output),
+// beside the same answer without its structured content, without the
+// server named in its _meta, and with the text block alone, as the
+// hand-written relay answers: jsonrpc.DecodeMessage, then the result's
+// UnmarshalJSON, as the client's connection and CallTool read it. The
+// difference is work on the client's side of a call, out of the engine's
+// reach but in the runner's process (docs/benchmarks.md, the seventh
+// pass):
+//
+//	go test -run '^$' -bench ClientDecodesAnswer -benchmem ./engine/mcpserver/
+func BenchmarkClientDecodesAnswer(b *testing.B) {
+	output := json.RawMessage(`{"Status":"200","Result":[{"Name":"北京字节跳动科技有限公司","OperName":"张利东","StartDate":"2012-03-09"}]}`)
+	id, err := jsonrpc.MakeID(float64(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	engineAnswer, _ := encodeAnswer(id, completed{result(&engine.Result{OK: true, Output: output}, nil)}, nil)
+	noStructured := bytes.Replace(engineAnswer, append([]byte(`,"structuredContent":`), output...), nil, 1)
+	noMeta := bytes.Replace(engineAnswer, append(append([]byte(`"_meta":`), serverInfoMeta...), ','), nil, 1)
+	textOnly := bytes.Replace(noMeta, append([]byte(`,"structuredContent":`), output...), nil, 1)
+	for _, c := range []struct {
+		name   string
+		answer []byte
+	}{{"engine", engineAnswer}, {"no structuredContent", noStructured}, {"no _meta", noMeta}, {"text only", textOnly}} {
+		if c.name != "engine" && bytes.Equal(c.answer, engineAnswer) {
+			b.Fatalf("%s: the answer was not changed: %s", c.name, engineAnswer)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				msg, err := jsonrpc.DecodeMessage(c.answer)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var res sdk.CallToolResult
+				if err := res.UnmarshalJSON(msg.(*jsonrpc.Response).Result); err != nil || len(res.Content) != 1 {
+					b.Fatalf("%s: %v %+v", c.answer, err, res)
+				}
+			}
+		})
+	}
+}
