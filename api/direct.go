@@ -111,13 +111,18 @@ func storeDirectItem(ctx context.Context, st *store.Store, call *engine.Call, pr
 }
 
 // approvable reads the pending item id of a direct call: the same
-// principal's, not expired, not used, approved (or waiting, the caller
-// approving it by sending it). Its digest is what the decision compares
-// with the request it prepares.
+// principal's, one the caller sees (seen: a token with fixed perms, of
+// the tools they allow), not expired, not used, approved (or waiting, the
+// caller approving it by sending it). Its digest is what the decision
+// compares with the request it prepares.
 func (s *Server) approvable(w http.ResponseWriter, r *http.Request, id string) (*store.PendingItem, bool) {
+	sn, ok := s.seenOf(w, r)
+	if !ok {
+		return nil, false
+	}
 	it, err := s.Store.GetPendingItem(r.Context(), id)
 	by := decider(principalFrom(r.Context()))
-	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" || it.Principal != by) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (it.RunID != "" || it.Principal != by || !sn.item(it)) {
 		writeError(w, http.StatusNotFound, "confirmation_not_found", "no prepared call of yours has this confirmation id", nil)
 		return nil, false
 	}

@@ -146,6 +146,14 @@ func TestNarrowedTokenSeesItsOwn(t *testing.T) {
 		if code, out := e.do("POST", "/v1/pending/"+payrollItem, narrow, map[string]any{"decision": "approve"}); code != http.StatusNotFound || errCodeOf(out) != "pending_not_found" {
 			t.Errorf("the narrowed token approving payroll: %d %v, want 404 pending_not_found", code, out)
 		}
+		// Review 70: nor is it answered by its id as a confirmation: a
+		// search sent with the payroll item's id found the item its
+		// user's and marked it stale (409 confirmation_stale), deciding
+		// another tool's call.
+		if code, out := e.do("POST", "/v1/execute", narrow, map[string]any{"name": "search", "arguments": map[string]any{"q": "x"},
+			"confirmation": payrollItem}); code != http.StatusNotFound || errCodeOf(out) != "confirmation_not_found" {
+			t.Errorf("the narrowed token sending with the payroll item's id: %d %v, want 404 confirmation_not_found", code, out)
+		}
 		for _, path := range []string{"/v1/runs/" + runs["full"], "/v1/runs/" + runs["narrow"]} {
 			if code, out := e.do("GET", path, other, nil); code != http.StatusNotFound || errCodeOf(out) != "run_not_found" {
 				t.Errorf("GET %s by another narrowed token: %d %v, want 404 run_not_found", path, code, out)

@@ -368,7 +368,9 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 // model's, where no masking can see into them. Another token (identity,
 // or a server's mistake such as "utf-8") leaves the body as it is.
 func decoded(resp *http.Response) (io.Reader, error) {
-	coding := strings.ToLower(strings.TrimSpace(field.Get(resp.Header, "Content-Encoding")))
+	// Every line of the field: a list sent on two lines is one (RFC 9110
+	// 5.3), and its first line alone would leave the second coding undone.
+	coding := strings.ToLower(strings.TrimSpace(strings.Join(field.Values(resp.Header, "Content-Encoding"), ", ")))
 	if coding == "" || coding == "identity" {
 		return resp.Body, nil
 	}

@@ -222,12 +222,19 @@ func TestContentCodings(t *testing.T) {
 		{"br", "GET", "br", "\x1b\x0a\x00\xf8\xa5", 200, false, `the API's response could not be decoded: its content coding "br" is not one the engine asked for (gzip, deflate)`},
 		{"zstd", "GET", "zstd", "\x28\xb5\x2f\xfd", 200, false, `its content coding "zstd"`},
 		{"two codings", "GET", "gzip, gzip", gz.String(), 200, false, `its content coding "gzip, gzip"`},
+		// Review 70: a field sent on two lines is one list (RFC 9110
+		// 5.3); only the first line was read, so the second coding
+		// reached the model undone.
+		{"two codings on two lines", "GET", "gzip\ngzip", gzipped(gz.String()), 200, false, `its content coding "gzip, gzip"`},
+		{"identity, then br on another line", "GET", "identity\nbr", "\x1b\x0a\x00\xf8\xa5", 200, false, `its content coding "identity, br"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Content-Encoding", tt.coding)
+				for _, line := range strings.Split(tt.coding, "\n") {
+					w.Header().Add("Content-Encoding", line)
+				}
 				w.WriteHeader(tt.status)
 				io.WriteString(w, tt.body)
 			})
@@ -242,6 +249,15 @@ func TestContentCodings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gzipped is s compressed with gzip.
+func gzipped(s string) string {
+	var b strings.Builder
+	w := gzip.NewWriter(&b)
+	io.WriteString(w, s)
+	w.Close()
+	return b.String()
 }
 
 // Review 69: an upstream's response headers are read up to 1 MiB (nginx
