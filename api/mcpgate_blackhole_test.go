@@ -21,11 +21,7 @@ import (
 // many wait at once: Hold answers the clear tool error, nothing sent, and
 // an elicitation's answer (Decide) approves nothing.
 func TestMCPGateBlackholed(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	_, proxy, through := testdb.Blackholable(t)
 	gate := &api.MCPGate{Store: testdb.At(t, through), Confirm: confirm.Consequential}
 	p := &plugins.Plugin{Name: "delete_repo"}
 	call := func(user int64) (*engine.Call, *engine.Plan) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/access/accesstest"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/egress/egresstest"
@@ -33,7 +34,7 @@ func TestNarrowedTokenSeesItsOwn(t *testing.T) {
 		})
 		llm := openaitest.New(t)
 		e := newEnv(t, st, withModel(llm), func(s *api.Server) {
-			checker := &access.Checker{Source: grants{access.HeldOf("search:query", "hr:payroll:edit")}, Name: "test"}
+			checker := &access.Checker{Source: accesstest.Same("search:query", "hr:payroll:edit"), Name: "test"}
 			s.Executor.Access, s.Access = checker, checker
 			s.Confirm, s.Runner.Confirm = confirm.Consequential, confirm.Always
 			m := enginemcp.NewManager(st, egresstest.Client(t))
@@ -191,8 +192,3 @@ func TestNarrowedTokenSeesItsOwn(t *testing.T) {
 		}
 	})
 }
-
-// grants is a source granting every user the same strings.
-type grants struct{ held access.Held }
-
-func (g grants) Held(context.Context, int64) (access.Held, error) { return g.held, nil }

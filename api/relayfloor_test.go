@@ -14,8 +14,6 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/bench/mcprelay"
-	"github.com/blindexec/blindexec/internal/testdb"
-	"github.com/blindexec/blindexec/store"
 )
 
 // besideRelay serves the hand-written MCP relay (bench/mcprelay, the
@@ -25,27 +23,13 @@ import (
 // reads the answer and decodes nothing, unlike the runner's go-sdk
 // client), one after another on kept connections.
 func besideRelay(t testing.TB) (relay, engine func()) {
-	st := testdb.Open(t, store.DialectSQLite)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"company":"ACME"}`)
-	}))
-	t.Cleanup(up.Close)
-	e := newEnv(t, st, func(s *api.Server) {
-		s.MCP = &api.MCPConfig{}
-		s.Executor.Recorder = nil
+	e, upstream, token := servingLookup(t, func(s *api.Server) {
 		s.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 		s.Executor.Logger = s.Logger
 	})
-	token := e.addLookup(up.URL, "sk-allocs-0123456789")
-	// The tool search index is built in the background once the plugin
-	// is added: a search waits for it, so that it is not counted.
-	if code, body := e.do("GET", "/v1/tools/search?q=lookup", token, nil); code != http.StatusOK {
-		t.Fatalf("search: %d %v", code, body)
-	}
 	srv := httptest.NewServer(e.handler)
 	t.Cleanup(srv.Close)
-	raw := httptest.NewServer(mcprelay.NewRaw(up.URL))
+	raw := httptest.NewServer(mcprelay.NewRaw(upstream))
 	t.Cleanup(raw.Close)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(client.CloseIdleConnections)

@@ -142,31 +142,38 @@ func BenchmarkStatelessCall(b *testing.B) {
 // serveFunc serves one request in-process: its recorded answer.
 type serveFunc func(path string, body []byte, header http.Header) *httptest.ResponseRecorder
 
-// inProcess is the API's handler serving the lookup plugin, the upstream
-// on loopback, the records off and the tool search index built (work in
-// the background would blur a count): how to serve a request, and the
-// headers of a per-user token's JSON request.
-func inProcess(t testing.TB, configure func(*api.Server)) (serveFunc, http.Header) {
+// servingLookup is the API serving the lookup plugin (/mcp on), its
+// upstream on loopback answering {"company":"ACME"}, the records off and
+// the tool search index built (work in the background would blur a
+// count): the env, the upstream's URL and a per-user token.
+func servingLookup(t testing.TB, configure func(*api.Server)) (e *env, upstream, token string) {
 	st := testdb.Open(t, store.DialectSQLite)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"company":"ACME"}`)
 	}))
 	t.Cleanup(up.Close)
-	e := newEnv(t, st, func(s *api.Server) {
+	e = newEnv(t, st, func(s *api.Server) {
 		s.MCP = &api.MCPConfig{}
 		s.Executor.Recorder = nil
 		if configure != nil {
 			configure(s)
 		}
 	})
-	token := e.addLookup(up.URL, "sk-allocs-0123456789")
+	token = e.addLookup(up.URL, "sk-allocs-0123456789")
 	// The tool search index is built in the background after the plugin
 	// is added (loading its dictionaries): a search waits for it, so that
 	// its work is not counted as the calls'.
 	if code, body := e.do("GET", "/v1/tools/search?q=lookup", token, nil); code != http.StatusOK {
 		t.Fatalf("search: %d %v", code, body)
 	}
+	return e, up.URL, token
+}
+
+// inProcess is servingLookup's handler served in-process: how to serve a
+// request, and the headers of a per-user token's JSON request.
+func inProcess(t testing.TB, configure func(*api.Server)) (serveFunc, http.Header) {
+	e, _, token := servingLookup(t, configure)
 	serve := func(path string, body []byte, header http.Header) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
 		req.Header = header.Clone()

@@ -221,12 +221,7 @@ func TestCatalogIdentifiers(t *testing.T) {
 // none held, each fails within the bound. Before, the read held the lock
 // with the call's context, and every call behind it waited its turn.
 func TestBlackholedCatalogHoldsNoCall(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	direct := testdb.At(t, dsn)
-	if err := direct.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	direct, proxy, through := testdb.Blackholable(t)
 	add := func(name string) {
 		t.Helper()
 		row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "`+name+`", "description": "d", "parameters": {"type": "object"},

@@ -150,12 +150,7 @@ func TestMCPToolRow(t *testing.T) {
 // Before, the reload held the catalog's lock with the call's context (no
 // deadline) and every call of the replica waited behind it.
 func TestBlackholedReloadHoldsNoCall(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	direct := testdb.At(t, dsn)
-	if err := direct.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	direct, proxy, through := testdb.Blackholable(t)
 	add := func(name string) {
 		t.Helper()
 		if err := direct.CreatePlugin(t.Context(), &store.Plugin{Name: name, Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type":"object"}`)}); err != nil {

@@ -88,11 +88,7 @@ func TestDatabaseDownDuringFlow(t *testing.T) {
 // answer is lost (the connection must then be marked broken, a write the
 // database does not take).
 func TestRefreshBlackholed(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	_, proxy, through := testdb.Blackholable(t)
 	e := newEnv(t, testdb.At(t, through), envOptions{})
 	e.registerProvider()
 	e.addPlugin("acme_me", "read")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/access/accesstest"
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -22,7 +23,7 @@ import (
 func TestNarrowedSessionSeesItsTools(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		e := newEnv(t, st, newMasterKey(), func(s *api.Server) {
-			s.Access = &access.Checker{Source: sameGrants{access.HeldOf("search:query", "hr:payroll:edit")}, Name: "test"}
+			s.Access = &access.Checker{Source: accesstest.Same("search:query", "hr:payroll:edit"), Name: "test"}
 		})
 		admin := e.client()
 		e.signIn(admin, adminToken)
@@ -87,8 +88,3 @@ func TestNarrowedSessionSeesItsTools(t *testing.T) {
 		}
 	})
 }
-
-// sameGrants is a source granting every user the same strings.
-type sameGrants struct{ held access.Held }
-
-func (g sameGrants) Held(context.Context, int64) (access.Held, error) { return g.held, nil }

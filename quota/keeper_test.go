@@ -425,12 +425,7 @@ func TestRunTokensSpentDuringOutageCounted(t *testing.T) {
 // deadline) and every call waited behind it, as did a run's lease under
 // the user's bucket.
 func TestBlackholedDatabaseHoldsNoOtherCall(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	direct := testdb.At(t, dsn)
-	if err := direct.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	direct, proxy, through := testdb.Blackholable(t)
 	st := testdb.At(t, through)
 	addRule(t, direct, quota.Rule{Name: "calls", Calls: 1000, Window: quota.Day}) // leases of 10
 	addRule(t, direct, quota.Rule{Name: "tokens", RunTokensPerDay: 100_000})      // leases of 1000

@@ -17,11 +17,7 @@ import (
 // as long as the connection lived. The preparation is bounded by
 // store.QueryTimeout, so another caller's read is decided within it.
 func TestBlackholedPrepareBounded(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	_, proxy, through := testdb.Blackholable(t)
 	st := testdb.At(t, through)
 	proxy.Blackhole()
 	// The test's own bound: the code under test's must come well before.

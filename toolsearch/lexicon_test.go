@@ -204,11 +204,6 @@ func TestAcrossLanguages(t *testing.T) {
 	}
 }
 
-// TestDictionaryGlosses: what the generator reads of CC-CEDICT's
-// glosses. A short word takes the English of the longer word it
-// abbreviates (重启 of 重新启动: reboot, which 重启's own entry lacks);
-// a gloss's annotations are no English words (下载 "download; Taiwan pr.
-// [xia4 zai3]" would otherwise bring "pr", GitHub's pull requests).
 // TestTranslationsThroughWordNet: a Chinese word whose English words no
 // tool has is translated through WordNet, as a request's own English
 // word no tool has is (利润 "profits": earnings, income); the English
@@ -252,6 +247,11 @@ func TestChineseVerbSynonyms(t *testing.T) {
 	}
 }
 
+// TestDictionaryGlosses: what the generator reads of CC-CEDICT's
+// glosses. A short word takes the English of the longer word it
+// abbreviates (重启 of 重新启动: reboot, which 重启's own entry lacks);
+// a gloss's annotations are no English words (下载 "download; Taiwan pr.
+// [xia4 zai3]" would otherwise bring "pr", GitHub's pull requests).
 func TestDictionaryGlosses(t *testing.T) {
 	ix, _ := New([]*plugins.Plugin{
 		tool("server_delete", "Delete a server", "Deletes the server."),

@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -25,11 +23,7 @@ import (
 // after one poll of the change counters.
 func TestAccessAcrossReplicas(t *testing.T) {
 	st, dsn := testdb.ScriptDSN(t, "../../access/testdata/ruoyi-vue/ry_20260417.sql")
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	}))
-	defer up.Close()
+	up, _ := countingUpstream(t)
 	const admin = "access-replicas-admin"
 	const ttl = time.Second
 	rs := startEngines(t, 2, dsn, admin, "BLINDEXEC_PERMISSIONS=ruoyi",

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -21,13 +18,7 @@ import (
 // operator's network). Bound inline copies are the catalog's rows and
 // keep the allowance.
 func TestEgressAllowIsTheOperators(t *testing.T) {
-	var hits atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"internal":true}`)
-	}))
-	defer up.Close()
+	up, hits := countingUpstream(t)
 	const admin, service = "egress-admin-token", "egress-service-token"
 	a := startEngines(t, 1, testdb.DSN(t, store.DialectSQLite), admin, "BLINDEXEC_SERVICE_TOKEN="+service)[0]
 	plugin := func(name, path string) map[string]any {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -197,12 +195,7 @@ func freePort(t *testing.T) int {
 // answering 409 (approveOnce).
 func TestGaleraReplicas(t *testing.T) {
 	nodes := startGalera(t)
-	var sent atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent.Add(1)
-		io.WriteString(w, `{}`)
-	}))
-	defer up.Close()
+	up, sent := countingUpstream(t)
 	const admin = "galera-admin-token"
 	for round := range 2 {
 		db := fmt.Sprint("bx_galera_", round)
@@ -273,12 +266,7 @@ func TestGaleraReplicas(t *testing.T) {
 // lost to another node.
 func approveOnce(t *testing.T, rs []*replica, admin, upstream string, round int) {
 	t.Helper()
-	var deletes atomic.Int64
-	del := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deletes.Add(1)
-		io.WriteString(w, `{}`)
-	}))
-	defer del.Close()
+	del, deletes := countingUpstream(t)
 	if code, body := rs[0].do(t, "POST", "/v1/plugins", admin, map[string]any{"name": "cancel_order", "description": "cancel an order",
 		"parameters": map[string]any{"type": "object"}, "execution": map[string]any{"method": "DELETE", "base_url": del.URL}}); code != http.StatusCreated {
 		t.Fatalf("round %d: add plugin: %d %v", round, code, body)
@@ -388,12 +376,7 @@ func awaitSlow(t *testing.T, what string, cond func() bool) time.Duration {
 // spool has written every record, so the records equal the calls sent.
 func TestGaleraNodeKilled(t *testing.T) {
 	nodes := startGalera(t)
-	var sent atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent.Add(1)
-		io.WriteString(w, `{}`)
-	}))
-	defer up.Close()
+	up, sent := countingUpstream(t)
 	const admin = "galera-kill-admin-token"
 	if _, err := nodes[0].db.Exec("CREATE DATABASE bx_galera_kill CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -25,12 +24,7 @@ import (
 func TestQuotaAcrossReplicas(t *testing.T) {
 	testdb.EachKind(t, func(t *testing.T, kind string) {
 		dsn := testdb.DSN(t, kind)
-		var sent atomic.Int64
-		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			sent.Add(1)
-			io.WriteString(w, `{}`)
-		}))
-		defer up.Close()
+		up, sent := countingUpstream(t)
 		const admin = "quota-admin-token"
 		rs := startEngines(t, 3, dsn, admin, "BLINDEXEC_MAX_CONCURRENT_PER_USER=64")
 		a, b, c := rs[0], rs[1], rs[2]

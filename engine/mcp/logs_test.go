@@ -23,27 +23,17 @@ import (
 // log. Now they are a few lines a minute, the next saying how many were
 // held back.
 func TestUnattributedLogsBounded(t *testing.T) {
-	up := mcptest.New(t)
 	const flood = 3000
 	sent := make(chan struct{})
-	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			go func() { // after the call: no call to give them to
-				defer close(sent)
-				time.Sleep(200 * time.Millisecond)
-				for i := range flood {
-					req.Session.Log(context.Background(), &sdk.LoggingMessageParams{Level: "info", Data: i})
-				}
-			}()
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
-		})
-	ex, m := setup(t, httpServer(up))
-	var log logbuf.Buffer
-	m.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
-	if err != nil || !res.OK {
-		t.Fatalf("%+v %v", res, err)
-	}
+	log := loggedCall(t, func(ctx context.Context, req *sdk.CallToolRequest) {
+		go func() { // after the call: no call to give them to
+			defer close(sent)
+			time.Sleep(200 * time.Millisecond)
+			for i := range flood {
+				req.Session.Log(context.Background(), &sdk.LoggingMessageParams{Level: "info", Data: i})
+			}
+		}()
+	})
 	<-sent
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(log.String(), "not attributable") && time.Now().Before(deadline) {
@@ -60,25 +50,35 @@ func TestUnattributedLogsBounded(t *testing.T) {
 // its stream's bound): now a call logs its first messages and then how
 // many more came.
 func TestCallLogsBounded(t *testing.T) {
-	up := mcptest.New(t)
 	const flood = 3000
-	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			for i := range flood {
-				req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: i})
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
-		})
-	ex, m := setup(t, httpServer(up))
-	var log logbuf.Buffer
-	m.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
-	if err != nil || !res.OK {
-		t.Fatalf("%+v %v", res, err)
-	}
+	log := loggedCall(t, func(ctx context.Context, req *sdk.CallToolRequest) {
+		for i := range flood {
+			req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: i})
+		}
+	})
 	time.Sleep(300 * time.Millisecond) // notices the SDK still queues
 	lines := strings.Count(log.String(), `msg="upstream MCP log message"`)
 	if lines == 0 || lines > 50 {
 		t.Fatalf("%d log lines for a call's %d log messages, want 1 to 50", lines, flood)
 	}
+}
+
+// loggedCall calls once, through the manager over HTTP, an upstream tool
+// "echo" that runs logs and answers "ok": the manager's log.
+func loggedCall(t *testing.T, logs func(ctx context.Context, req *sdk.CallToolRequest)) *logbuf.Buffer {
+	t.Helper()
+	up := mcptest.New(t)
+	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			logs(ctx, req)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	ex, m := setup(t, httpServer(up))
+	log := new(logbuf.Buffer)
+	m.Logger = slog.New(slog.NewTextHandler(log, nil))
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	if err != nil || !res.OK {
+		t.Fatalf("%+v %v", res, err)
+	}
+	return log
 }

@@ -88,11 +88,7 @@ func TestRequestStateClaimBlackholed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	_, proxy, through := testdb.Blackholable(t)
 	svc := &Service{opts: Options{RoundTrips: &RoundTrips{Key: key, Claims: testdb.At(t, through), TTL: time.Minute}}, log: slog.Default()}
 	e := &entry{plugin: &plugins.Plugin{Name: "delete_repo"}}
 	args := json.RawMessage(`{"repo":"a"}`)

@@ -148,11 +148,7 @@ func TestPostBoundRace(t *testing.T) {
 // a context without deadline, and the reads waited on the call's: the
 // call waited as long as the connection lived.
 func TestBlackholedDatabase(t *testing.T) {
-	dsn := testdb.DSN(t, store.DialectMySQL)
-	if err := testdb.At(t, dsn).Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	proxy, through := testdb.Proxied(t, dsn)
+	_, proxy, through := testdb.Blackholable(t)
 	inbox := &questions.Inbox{Store: testdb.At(t, through), Poll: 10 * time.Millisecond}
 	id, err := inbox.Post(t.Context(), "user:7", form)
 	if err != nil {

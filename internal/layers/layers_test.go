@@ -28,7 +28,7 @@ var layers = []struct {
 	{"credentials and quotas", []string{"auth", "quota"}},
 	{"users' connections to OAuth providers", []string{"connections"}},
 	{"who may use which tool", []string{"access"}},
-	{"the executor", []string{"engine"}},
+	{"the executor, and a test kit of access", []string{"engine", "access/accesstest"}},
 	{"the executor's parts", []string{"engine/mcp", "engine/loop", "engine/mcpserver", "engine/questions", "engine/recordspool"}},
 	{"imports into the catalog", []string{"importer"}},
 	{"the HTTP API and its generated client", []string{"api", "api/client"}},
