@@ -256,7 +256,13 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	// included): a mix-up attack brings another issuer's answer.
 	if why := issuerRefusal(p.Issuer, p.IssSupported == "1", q); why != "" {
 		done()
-		if why == "issuer_unregistered" {
+		switch why {
+		case "iss_missing":
+			// A mix-up's answer, or the field set for a provider that does
+			// not send iss: only the person sees the page otherwise.
+			s.logger().WarnContext(ctx, "oauth callback refused: an answer without iss, which the provider is registered as always sending (authorization_response_iss_parameter_supported); if its metadata does not say so, clear the field",
+				"provider", p.Name)
+		case "issuer_unregistered":
 			// Not an attack as such: the administrator left the issuer
 			// out, and cannot see the refusal otherwise.
 			s.logger().WarnContext(ctx, "oauth callback refused: the provider sends iss and has no issuer registered; register it as the provider's issuer if it is the provider's own",

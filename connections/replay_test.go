@@ -195,6 +195,12 @@ func TestIssRequired(t *testing.T) {
 		if cs, _ := e.st.ListOAuthConnections(context.Background(), 0); len(cs) != 0 {
 			t.Fatalf("stored: %+v", cs)
 		}
+		// Only the person sees the page: the administrator, who may have
+		// set the field for a provider whose metadata does not say so,
+		// reads the log.
+		if logs := e.logs.String(); !strings.Contains(logs, "without iss") || !strings.Contains(logs, "authorization_response_iss_parameter_supported") {
+			t.Fatalf("the refusal is not logged for the administrator:\n%s", logs)
+		}
 
 		b = e.browser("a")
 		code, page, _ := b.get(e.authorize(7, ""))

@@ -72,6 +72,12 @@ func TestConnectInBrowser(t *testing.T) {
 		"revocation_url": as.URL + "/revoke", "issuer": as.Issuer, "scopes": "openid", "client_id": oauthtest.ClientID, "client_secret": oauthtest.ClientSecret} {
 		at.do(chromedp.SendKeys(chromedp.CSS(`#prov-`+id), v))
 	}
+	// The checkbox says where its value comes from and what it needs: an
+	// administrator meeting RFC 9207 for the first time copies it from the
+	// provider's metadata, with the issuer.
+	if label := eval[string](at, `document.getElementById('prov-iss_supported').parentElement.textContent`); !strings.Contains(label, "/.well-known/") || !strings.Contains(label, "Issuer") {
+		t.Errorf("the iss checkbox's label: %q", label)
+	}
 	at.do(chromedp.Click(chromedp.CSS(`#prov-iss_supported`)))
 	at.do(chromedp.Click(chromedp.CSS(`#provider-form button`)))
 	at.wait(`#page[data-ready="true"] #providers`)

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -73,7 +74,14 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 		return nil
 	}
 	if req.Body != nil && req.Body != http.NoBody {
-		return ErrBodyToAnotherOrigin
+		// The error is what the administrator reads: which redirect, to
+		// which origin (never its path or query, the upstream's text), and
+		// what to do.
+		hop := "a redirect"
+		if req.Response != nil {
+			hop = fmt.Sprintf("a %d redirect", req.Response.StatusCode)
+		}
+		return fmt.Errorf("%w (%s to %s; if the API moved there, give the plugin or token URL its new address)", ErrBodyToAnotherOrigin, hop, OriginOf(req.URL))
 	}
 	for _, name := range alwaysSensitive {
 		req.Header.Del(name)

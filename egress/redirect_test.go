@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -98,8 +99,24 @@ func TestCheckRedirectBody(t *testing.T) {
 			if tt.body {
 				req.Body = io.NopCloser(strings.NewReader("client_secret=s"))
 			}
-			if err := egress.CheckRedirect(req, []*http.Request{newRequest(t.Context(), "https://api.example/a")}); !errors.Is(err, tt.want) {
+			req.Response = &http.Response{StatusCode: http.StatusTemporaryRedirect}
+			err := egress.CheckRedirect(req, []*http.Request{newRequest(t.Context(), "https://api.example/a")})
+			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			// The administrator reads the call's error: it names the
+			// redirect and where it led (the origin only: a path or
+			// query may hold what the upstream put there), and what to do.
+			if err != nil {
+				u, _ := url.Parse(tt.next)
+				for _, want := range []string{"307", egress.OriginOf(u), "new address"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%q does not name %q", err, want)
+					}
+				}
+				if strings.Contains(err.Error(), "/b") {
+					t.Errorf("%q names the redirect's path", err)
+				}
 			}
 		})
 	}

@@ -1339,7 +1339,7 @@ type PluginStatus string
 
 // PluginArgPlacement defines model for PluginArgPlacement.
 type PluginArgPlacement struct {
-	// ContentType Content type of this multipart part: a file's, or that of a field which is not a file (sent without a filename). Of a query, header, path or cookie argument: the argument is sent as that media type's text (JSON for a JSON type), as OpenAPI's parameter content.
+	// ContentType Content type of this multipart part: a file's, or that of a field which is not a file (sent without a filename: a part is a file only with filename or a file schema, format binary or base64 content, never by its content type alone). Of a query, header, path or cookie argument: the argument is sent as that media type's text (JSON for a JSON type), as OpenAPI's parameter content.
 	ContentType *string `json:"content_type,omitempty"`
 
 	// Explode OpenAPI explode; true for style form when absent.
