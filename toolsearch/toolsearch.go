@@ -431,6 +431,7 @@ func (ix *Index) RankUsable(query string, n int, usable *Filter) ([]Result, int,
 		speaks := ix.speaks(scriptOf(query), concepts)
 		if ix.parts.Lexicon {
 			concepts = ix.expandLexicon(query, concepts)
+			ix.joinCompounds(query, concepts)
 		}
 		translated := false
 		if ix.parts.Bilingual {

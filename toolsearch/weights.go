@@ -17,6 +17,7 @@ type Weights struct {
 	Broader     float64 // WordNet's broader words (lexBroader)
 	Translation float64 // CC-CEDICT's translations (translated)
 	ChineseVerb float64 // CC-CEDICT's Chinese words of a request's Chinese verb (zhVerbSynonym)
+	Compound    float64 // two adjacent words of a request as the catalog's one (compoundWeight)
 	Typo        float64 // a mistyped word's corrections (typoWeight)
 	Payload     float64 // a request's values (payloadWeight)
 	CJKChar     float64 // a request's single CJK characters (cjkCharWeight)
@@ -34,7 +35,7 @@ func DefaultWeights() Weights {
 	w := Weights{
 		K1: k1, Fields: map[string]float64{},
 		Vocabulary: synonym, Lexicon: lexSynonym, Broader: lexBroader, Translation: translated, ChineseVerb: zhVerbSynonym,
-		Typo: typoWeight, Payload: payloadWeight, CJKChar: cjkCharWeight,
+		Compound: compoundWeight, Typo: typoWeight, Payload: payloadWeight, CJKChar: cjkCharWeight,
 		Title: titleBoost, Action: actionBoost, Addressed: addressedBoost, Source: sourceBoost,
 		Deprecated: deprecatedFactor, Diversity: diversityRatio,
 	}

@@ -99,6 +99,7 @@ var tunables = []tunable{
 	weightOf("broader", func(w *toolsearch.Weights) *float64 { return &w.Broader }, 0.02, 0.95),
 	weightOf("translation", func(w *toolsearch.Weights) *float64 { return &w.Translation }, 0.1, 0.95),
 	weightOf("chinese verb", func(w *toolsearch.Weights) *float64 { return &w.ChineseVerb }, 0.05, 0.95),
+	weightOf("compound", func(w *toolsearch.Weights) *float64 { return &w.Compound }, 0.05, 1),
 	weightOf("typo", func(w *toolsearch.Weights) *float64 { return &w.Typo }, 0.1, 0.95),
 	weightOf("payload", func(w *toolsearch.Weights) *float64 { return &w.Payload }, 0.05, 0.95),
 	weightOf("cjk char", func(w *toolsearch.Weights) *float64 { return &w.CJKChar }, 0.05, 0.95),
