@@ -141,6 +141,11 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			if i := strings.IndexFunc(s, isCTL); i >= 0 {
 				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not contain control characters (CR, LF, NUL...), as it goes in a header: found %q", name, s[i])
 			}
+			if strings.Trim(s, " \t") != s {
+				// A server reads a header's value without them: the
+				// argument would arrive changed.
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not begin or end with a space or tab, as it goes in a header (the server would read it without them)", name)
+			}
 			o.header.Set(wire, s)
 		case plugins.InCookie:
 			if v == nil {
