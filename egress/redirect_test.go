@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -196,4 +197,81 @@ func TestRedirectDropsCredentialsAcrossHosts(t *testing.T) {
 			t.Errorf("%s: X-Plain lost", tt.path)
 		}
 	}
+}
+
+// bodyRoundTripper answers the first requests with the hops' redirects,
+// whatever their URL, then 200, and keeps what each request carried; no
+// request leaves the process.
+type bodyRoundTripper struct {
+	hops []hop
+	seen []seenRequest
+}
+
+type hop struct {
+	status   int
+	location string
+}
+
+type seenRequest struct {
+	origin, method, auth string
+	body                 []byte
+}
+
+func (rt *bodyRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := seenRequest{origin: egress.OriginOf(req.URL), method: req.Method, auth: req.Header.Get("Authorization")}
+	if req.Body != nil {
+		s.body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	rt.seen = append(rt.seen, s)
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}
+	if i := len(rt.seen) - 1; i < len(rt.hops) {
+		resp.StatusCode = rt.hops[i].status
+		resp.Header.Set("Location", rt.hops[i].location)
+	}
+	return resp, nil
+}
+
+// FuzzCheckRedirect: whatever redirects an upstream answers (status,
+// Location, up to three hops) to whatever method, net/http's client with
+// CheckRedirect never sends the request's body, nor its Authorization, to
+// another origin than the first request's.
+func FuzzCheckRedirect(f *testing.F) {
+	f.Add("POST", []byte(`{"a":1}`), uint16(307), "https://evil.example/b", uint16(0), "", uint16(0), "")
+	f.Add("PUT", []byte("x"), uint16(308), "//evil.example/b", uint16(0), "", uint16(0), "")
+	f.Add("POST", []byte("x"), uint16(302), "https://evil.example/b", uint16(307), "https://evil.example/c", uint16(0), "")
+	f.Add("POST", []byte("x"), uint16(307), "/same", uint16(308), "HTTPS://API.EXAMPLE:443/again", uint16(307), "http://api.example/down")
+	f.Add("DELETE", []byte("x"), uint16(301), "https://evil.example/", uint16(0), "", uint16(0), "")
+	f.Add("GET", []byte{}, uint16(307), "https://evil.example/", uint16(0), "", uint16(0), "")
+	f.Add("PATCH", []byte("x"), uint16(308), "https://api.example:8443/", uint16(0), "", uint16(0), "")
+	f.Fuzz(func(t *testing.T, method string, body []byte, s1 uint16, l1 string, s2 uint16, l2 string, s3 uint16, l3 string) {
+		rt := &bodyRoundTripper{}
+		for _, h := range []hop{{int(s1), l1}, {int(s2), l2}, {int(s3), l3}} {
+			if h.status < 300 || h.status > 399 {
+				break
+			}
+			rt.hops = append(rt.hops, h)
+		}
+		req, err := http.NewRequest(method, "https://api.example/a", bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Authorization", "Bearer abc")
+		c := &http.Client{Transport: rt, CheckRedirect: egress.CheckRedirect}
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		first := rt.seen[0].origin
+		for i, s := range rt.seen[1:] {
+			if s.origin == first {
+				continue
+			}
+			if len(body) > 0 && len(s.body) > 0 {
+				t.Fatalf("hop %d: %s %s carried the body %q to another origin than %s", i+1, s.method, s.origin, s.body, first)
+			}
+			if s.auth != "" {
+				t.Fatalf("hop %d: %s %s carried Authorization to another origin than %s", i+1, s.method, s.origin, first)
+			}
+		}
+	})
 }

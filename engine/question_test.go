@@ -5,8 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/idna"
 )
 
 const questionSecret = "sk-live-0123456789abcdef"
@@ -321,4 +327,100 @@ func FuzzCheck(f *testing.F) {
 		}
 		Question{Mode: QuestionForm, Schema: json.RawMessage(schema)}.Check(Answer{Action: "accept", Content: c})
 	})
+}
+
+// FuzzLinkHost: a link an upstream sends that unshowable lets through
+// leads, as Go's own net/url and netip read its host, to no loopback,
+// link-local or unspecified address, to no localhost, and not to the
+// engine's own host; read again with the WHATWG IPv4 forms written out
+// independently (inet_aton's), and by idna's display profile, the same.
+func FuzzLinkHost(f *testing.F) {
+	for _, u := range []string{
+		"https://a.example/x", "http://[2001:db8::1]:8080/x", "https://ai.example.com/engine/oauth/start/Q3vXhandle",
+		"http://AI.EXAMPLE.COM.:8080/console/", "https://ａｉ.example.com/", "http://localhost:8080/admin", "http://LOCALHOST.:3000/",
+		"http://ｌｏｃａｌｈｏｓｔ/", "http://app.localhost:5173/", "http://127.0.0.1:631/", "http://127.1/", "http://2130706433/",
+		"http://0x7f.0.0.2/", "http://[::1]:8080/x", "http://[0:0:0:0:0:0:0:1]/", "http://[::ffff:127.0.0.1]/",
+		"http://169.254.169.254/latest/meta-data/", "http://[fe80::1%25eth0]/", "https://localhost.example.com/", "https://notlocalhost/",
+		"http://0/", "http://0.0.0.0/", "http://[::]/", "http://017700000001/", "http://127。0。0。1/", "http://%6c%6fcalhost/",
+		"http://localhost%2e/", "http://[::ffff:169.254.169.254]/", "http://0x7f000001/", "http://127.0.0.1.:80/",
+	} {
+		f.Add(u)
+	}
+	const own = "https://ai.example.com/engine"
+	ownName := ownHost(own)
+	f.Fuzz(func(t *testing.T, link string) {
+		if (Question{Mode: QuestionURL, URL: link}).unshowable(ownName) != "" {
+			return
+		}
+		u, err := url.Parse(link)
+		if err != nil {
+			t.Fatalf("%q accepted, and net/url cannot parse it: %v", link, err)
+		}
+		h := u.Hostname()
+		readings := []string{h}
+		if a, err := idna.Display.ToASCII(h); err == nil {
+			readings = append(readings, a)
+		}
+		if a, err := idna.Lookup.ToUnicode(h); err == nil {
+			readings = append(readings, a)
+		}
+		for _, r := range readings {
+			r = strings.TrimSuffix(strings.ToLower(r), ".")
+			if r == "localhost" || strings.HasSuffix(r, ".localhost") || r == ownName {
+				t.Fatalf("%q accepted: its host reads %q", link, r)
+			}
+			addrs := []netip.Addr{}
+			if a, err := netip.ParseAddr(r); err == nil {
+				addrs = append(addrs, a)
+			}
+			if ip := net.ParseIP(r); ip != nil {
+				a, _ := netip.AddrFromSlice(ip)
+				addrs = append(addrs, a)
+			}
+			if a, ok := inetAton(r); ok {
+				addrs = append(addrs, a)
+			}
+			for _, a := range addrs {
+				a = a.Unmap().WithZone("")
+				if a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.String() == ownName {
+					t.Fatalf("%q accepted: its host reads %s", link, a)
+				}
+			}
+		}
+	})
+}
+
+// inetAton reads s as C's inet_aton does, which browsers' IPv4 parser
+// follows: one to four parts, each decimal, 0x hex or 0-led octal, the
+// last filling the bytes left.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var v uint64
+	for i, p := range parts {
+		var n uint64
+		var err error
+		switch {
+		case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+			n, err = strconv.ParseUint(p[2:], 16, 32)
+		case len(p) > 1 && p[0] == '0':
+			n, err = strconv.ParseUint(p[1:], 8, 32)
+		default:
+			n, err = strconv.ParseUint(p, 10, 32)
+		}
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		room := uint(8)
+		if i == len(parts)-1 {
+			room = 8 * uint(5-len(parts))
+		}
+		if n >= 1<<room {
+			return netip.Addr{}, false
+		}
+		v = v<<room | n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }

@@ -141,6 +141,11 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			if i := strings.IndexFunc(s, isCTL); i >= 0 {
 				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not contain control characters (CR, LF, NUL...), as it goes in a header: found %q", name, s[i])
 			}
+			if strings.Trim(s, " \t") != s {
+				// A server reads a header's value without them: the
+				// argument would arrive changed.
+				return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must not begin or end with a space or tab, as it goes in a header (the server would read it without them)", name)
+			}
 			o.header.Set(wire, s)
 		case plugins.InCookie:
 			if v == nil {
@@ -704,9 +709,27 @@ func fieldBytes(f bodyField) ([]byte, error) {
 	return nil, refuse(CodeInvalidArguments, "invalid arguments: %s must be base64 (it is a file's content)", f.wire)
 }
 
-var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "%0D", "\n", "%0A")
+var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
-func quoteEscape(s string) string { return quoteEscaper.Replace(s) }
+// quoteEscape writes s for a quoted name or filename of a part's header:
+// quotes and backslashes escaped, control characters percent-encoded as
+// browsers encode CR and LF (a control character left there makes the
+// whole body unreadable to servers: Go's reader refuses the line).
+func quoteEscape(s string) string {
+	s = quoteEscaper.Replace(s)
+	if strings.IndexFunc(s, isCTL) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if isCTL(rune(s[i])) {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // mediaType is the lower-case type/subtype of a content type, with +json
 // types folded into application/json.
