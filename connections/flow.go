@@ -219,7 +219,14 @@ func bound(r *http.Request, f *store.OAuthFlow) bool {
 
 func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q := r.URL.Query()
+	// Read strictly: net/http's reading drops a pair it cannot parse (a
+	// bad %-escape, a semicolon), so an iss written that way would be
+	// read as no iss and the code beside it taken.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		page(w, r, http.StatusBadRequest, pageData{Title: "malformed_t", Text: "malformed"})
+		return
+	}
 	state := q.Get("state")
 	if state == "" {
 		page(w, r, http.StatusBadRequest, pageData{Title: "incomplete_t", Text: "no_state"})
@@ -565,6 +572,8 @@ var flowWords = map[string][2]string{
 	"cannot_begin_t":        {"The sign-in cannot begin", "无法开始登录"},
 	"cannot_begin":          {"The engine cannot store it.", "引擎无法保存它。"},
 	"incomplete_t":          {"The sign-in answer is incomplete", "登录应答不完整"},
+	"malformed_t":           {"The sign-in answer cannot be read", "无法读取登录应答"},
+	"malformed":             {"A parameter of its address is malformed (a bad %-escape or a semicolon). Nothing was connected. Start again.", "其地址中有参数格式错误（错误的 % 转义或分号）。未连接任何账号。请重新开始。"},
 	"no_state":              {"It carries no state. Nothing was connected.", "它没有 state 参数。未连接任何账号。"},
 	"answer_invalid_t":      {"This sign-in answer is not valid", "该登录应答无效"},
 	"answer_invalid":        {"Its state is unknown, was used already, or has expired. Nothing was connected. Start again.", "其 state 未知、已被使用或已过期。未连接任何账号。请重新开始。"},

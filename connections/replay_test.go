@@ -212,3 +212,30 @@ func TestIssRequired(t *testing.T) {
 		}
 	})
 }
+
+// TestCallbackMalformedQuery: an answer whose query does not parse (a bad
+// %-escape, a semicolon) is refused before anything of it is read, for
+// every provider: net/http's reading drops such a pair, so an iss written
+// that way was read as no iss (fuzz68's FuzzIssuerRefusal) and the code
+// beside it exchanged.
+func TestCallbackMalformedQuery(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite), envOptions{withIssuer: true})
+	e.registerProvider()
+	for _, bad := range []string{"iss=%zz", "iss=x;y"} {
+		b := e.browser("a")
+		cb := e.stopAtProvider(b, e.authorize(7, ""))
+		q := cb.Query()
+		q.Del("iss")
+		malformed := *cb
+		malformed.RawQuery = q.Encode() + "&" + bad
+		if code, page, _ := b.get(malformed.String()); code != http.StatusBadRequest || !strings.Contains(page, "cannot be read") {
+			t.Fatalf("an answer with %s: %d\n%s", bad, code, page)
+		}
+		if n := e.as.Exchanges.Load(); n != 0 {
+			t.Fatalf("%d code exchanges for an answer with %s, want none", n, bad)
+		}
+	}
+	if cs, _ := e.st.ListOAuthConnections(context.Background(), 0); len(cs) != 0 {
+		t.Fatalf("stored: %+v", cs)
+	}
+}
