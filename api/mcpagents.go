@@ -8,7 +8,6 @@ import (
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/mcpserver"
-	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -88,16 +87,6 @@ func (s *Server) dropDeletedAgents(ctx context.Context) {
 	})
 }
 
-// catalogRow is the enabled or disabled catalog plugin called name, nil
-// when there is none (mcpserver.Options.Row).
-func (s *Server) catalogRow(ctx context.Context, name string) (*plugins.Plugin, error) {
-	p, err := s.Catalog.Plugin(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return p, err
-}
-
 // agentServer is the MCP server of the agent called name, made on first
 // use from opts (/mcp's options).
 func (s *Server) agentServer(name string, opts mcpserver.Options) *agentMCP {
@@ -105,7 +94,7 @@ func (s *Server) agentServer(name string, opts mcpserver.Options) *agentMCP {
 		return v.(*agentMCP)
 	}
 	opts.Agent, opts.NewIndex = name, nil // an index of the agent's tools
-	opts.Row = s.catalogRow
+	opts.Row = s.Catalog.Row
 	svc := mcpserver.NewService(s.Agents.View(name), s.Executor, opts)
 	v, lost := s.agentMCP.LoadOrStore(name, &agentMCP{svc: svc, h: svc.Handler(s.mcpIdentity)})
 	if lost {

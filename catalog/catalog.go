@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -175,6 +176,17 @@ func (c *Catalog) Plugin(ctx context.Context, name string) (*plugins.Plugin, err
 		return nil, fmt.Errorf("plugin %q: %w", name, store.ErrNotFound)
 	}
 	return p, nil
+}
+
+// Row is the plugin called name, enabled or not, nil when there is none:
+// a service of an agent's tools finds a catalog tool outside the agent
+// with it (mcpserver.Options.Row), over /mcp/agents/{name} and stdio alike.
+func (c *Catalog) Row(ctx context.Context, name string) (*plugins.Plugin, error) {
+	p, err := c.Plugin(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return p, err
 }
 
 // MCPTool returns the catalog row calling tool on the MCP server mcpID —

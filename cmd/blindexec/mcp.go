@@ -255,7 +255,9 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 				if _, err := parts.access.UseAgent(ctx, sub); err != nil {
 					return err
 				}
-				cat, opts.Agent = parts.agents.View(agent), agent
+				// A call of a catalog tool outside it is the executor's to
+				// refuse and record, as over /mcp/agents/{name}.
+				cat, opts.Agent, opts.Row = parts.agents.View(agent), agent, parts.catalog.Row
 			}
 			svc := mcpserver.NewService(cat, parts.executor, opts)
 			parts.changes.OnChange(func(old, new store.Versions) {

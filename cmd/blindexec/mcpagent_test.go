@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestCLIMCPAgent (issue 46): `mcp serve --stdio --agent NAME` serves the
@@ -66,6 +69,22 @@ func TestCLIMCPAgent(t *testing.T) {
 	res, err = sess.CallTool(t.Context(), &sdk.CallToolParams{Name: "inside", Arguments: map[string]any{}})
 	if err != nil || res.IsError || sent.Load() != 1 {
 		t.Errorf("inside over --agent staff: %v %+v, %d sent", err, res, sent.Load())
+	}
+	// The refusal of the tool outside the agent is the executor's, and
+	// recorded, as /mcp/agents/{name} records it (review 71: over stdio it
+	// was an unknown tool, and no record kept the attempt).
+	sess.Close() // the process ends, its records written
+	st, err := store.Open(t.Context(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.ListExecutions(t.Context(), store.ExecutionFilter{PluginName: "outside"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].ErrorClass != "permission_denied" || !strings.Contains(recs[0].ErrorMessage, "staff") {
+		t.Errorf("records of outside over --agent staff: %+v, want one permission_denied naming the agent", recs)
 	}
 	for _, agent := range []string{"locked", "paused", "nobody"} {
 		if s, err := serve(agent); err == nil {
