@@ -14,6 +14,7 @@ import (
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -175,5 +176,80 @@ func TestMCPSessionFollowsItsToken(t *testing.T) {
 			t.Errorf("payroll after the token was narrowed to search: %+v, want refused", res.Content)
 		}
 		noPayroll(t, up, before)
+	})
+}
+
+// TestMRTRRetryFollowsTheCatalog (review 72, held): a 2026-07-28 client's
+// approval is retried on the other replica after the tool was disabled,
+// or its row's execution changed, on the first: the retry's tool is the
+// catalog's as it now is (a disabled one unknown), its request prepared
+// again and held to the digest the requestState binds, and nothing is
+// sent.
+func TestMRTRRetryFollowsTheCatalog(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+		key, err := mcpserver.StateKey("the master key both replicas are given")
+		if err != nil {
+			t.Fatal(err)
+		}
+		replica := func(s *api.Server) {
+			s.Confirm = confirm.Consequential
+			s.MCP = &api.MCPConfig{StateKey: key}
+		}
+		a, b := newEnv(t, st, replica), newEnv(t, st, replica)
+		_, tok := a.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
+		for i, change := range []string{
+			"UPDATE sys_ai_plugin SET status = '1' WHERE name = ?",
+			"UPDATE sys_ai_plugin SET execution_config = REPLACE(execution_config, '/repo', '/elsewhere') WHERE name = ?",
+		} {
+			name := fmt.Sprintf("delete_repo_%d", i)
+			if code, body := a.do("POST", "/v1/plugins", adminToken, map[string]any{"name": name, "description": "Delete a repository",
+				"execution":  map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"},
+				"parameters": map[string]any{"type": "object", "properties": map[string]any{"repo": map[string]any{"type": "string"}}}}); code != http.StatusCreated {
+				t.Fatalf("create: %d %v", code, body)
+			}
+			for _, e := range []*env{a, b} {
+				e.changes.Poll(t.Context())
+			}
+			rr, lb := newRoundRobin(t, a.url, b.url)
+			asked := 0
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{
+				ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					// While the person reads: the row changed through A.
+					asked++
+					if _, err := st.DB().ExecContext(ctx, change, name); err != nil {
+						return nil, err
+					}
+					if err := st.BumpCounters(ctx, "plugin"); err != nil {
+						return nil, err
+					}
+					for _, e := range []*env{a, b} {
+						e.changes.Poll(ctx)
+					}
+					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+				}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: map[string]any{"repo": "x"}})
+			cs.Close()
+			if err == nil && !res.IsError {
+				t.Errorf("%s: the retry after %q was sent: %+v", name, change, res.Content)
+			}
+			if n := up.count(http.MethodDelete); n != 0 {
+				t.Errorf("%s: %d sent after %q", name, n, change)
+			}
+			first, retry := -1, -1
+			for _, s := range rr.log() {
+				if s.method == "tools/call" && s.state {
+					retry = s.replica
+				} else if s.method == "tools/call" {
+					first = s.replica
+				}
+			}
+			if asked != 1 || first < 0 || retry < 0 || first == retry {
+				t.Errorf("%s: asked %d times, the call on replica %d, its retry on %d; want once, two replicas (%v)", name, asked, first, retry, err)
+			}
+		}
 	})
 }
