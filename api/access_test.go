@@ -449,61 +449,85 @@ func TestAccessDisabledUserRuoYi(t *testing.T) {
 // holds a stream open — a 2025-11-25 session's GET stream, a 2026-07-28
 // subscriptions/listen — went on being told of catalog changes (a tool
 // hidden from the user added included), its requests refused but the
-// stream kept. Now the revocation ends the token's sessions and streams.
+// stream kept. Now the revocation ends the token's sessions and streams,
+// and so does a change of the token's perms (review 72: the stream went on
+// with the perms it was opened with).
 func TestMCPRevokedTokenStreams(t *testing.T) {
 	e := newRuoYiEnv(t, access.ModeOpen)
-	for i, era := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(era, func(t *testing.T) {
-			code, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 2})
-			if code != http.StatusCreated {
-				t.Fatal(code, tok)
-			}
-			changed := make(chan struct{}, 8)
-			opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
-				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
-				&sdk.ClientSessionOptions{ProtocolVersion: era})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
-			if v := cs.InitializeResult().ProtocolVersion; v != era {
-				t.Fatalf("negotiated %s", v)
-			}
-			hidden := func(name string) {
-				doc := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{}},
-				  "execution":{"method":"GET","base_url":"%s/x"},"perms":["x:y:z"]}`, name, e.up.URL)
-				if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
-					t.Fatal(code, out)
-				}
-			}
-			// The stream is open: a change reaches it (the test's own check).
-			deadline := time.After(5 * time.Second)
-			for n := 0; ; n++ {
-				hidden(fmt.Sprintf("hidden_%d_%d", i, n))
-				select {
-				case <-changed:
-				case <-time.After(300 * time.Millisecond):
-					continue
-				case <-deadline:
-					t.Fatal("the open stream is told of no change")
-				}
-				break
-			}
-			id := int64(tok["token_id"].(float64))
-			if code, _ := e.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
-				t.Fatal(code)
-			}
-			time.Sleep(200 * time.Millisecond)
-			for len(changed) > 0 {
-				<-changed
-			}
-			hidden(fmt.Sprintf("hidden_%d_after", i))
-			select {
-			case <-changed:
-				t.Error("a revoked token's stream was told of a catalog change")
-			case <-time.After(2 * time.Second):
-			}
-		})
+	revoke := func(t *testing.T, id int64) {
+		if code, _ := e.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+			t.Fatal(code)
+		}
+	}
+	narrow := func(t *testing.T, id int64) { // by RuoYi's SQL, the counter moved as MySQL's trigger moves it
+		if _, err := e.st.DB().Exec("UPDATE sys_ai_token SET perms = 'system:role:list' WHERE token_id = ?", id); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.st.BumpCounters(t.Context(), "token"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.changes.Poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		for change, end := range map[string]func(*testing.T, int64){"revoked": revoke, "narrowed": narrow} {
+			i++
+			t.Run(era+" "+change, func(t *testing.T) { revokedTokenStream(t, e, i, era, end) })
+		}
+	}
+}
+
+// revokedTokenStream opens a stream of era with a new token of user 2,
+// makes end revoke or narrow it, and fails t if the stream is still told
+// of catalog changes.
+func revokedTokenStream(t *testing.T, e *ruoyiEnv, i int, era string, end func(*testing.T, int64)) {
+	code, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 2, "perms": []string{"system:user:list"}})
+	if code != http.StatusCreated {
+		t.Fatal(code, tok)
+	}
+	changed := make(chan struct{}, 8)
+	opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+		&sdk.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != era {
+		t.Fatalf("negotiated %s", v)
+	}
+	hidden := func(name string) {
+		doc := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{}},
+		  "execution":{"method":"GET","base_url":"%s/x"},"perms":["x:y:z"]}`, name, e.up.URL)
+		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+			t.Fatal(code, out)
+		}
+	}
+	// The stream is open: a change reaches it (the test's own check).
+	deadline := time.After(5 * time.Second)
+	for n := 0; ; n++ {
+		hidden(fmt.Sprintf("hidden_%d_%d", i, n))
+		select {
+		case <-changed:
+		case <-time.After(300 * time.Millisecond):
+			continue
+		case <-deadline:
+			t.Fatal("the open stream is told of no change")
+		}
+		break
+	}
+	end(t, int64(tok["token_id"].(float64)))
+	time.Sleep(200 * time.Millisecond)
+	for len(changed) > 0 {
+		<-changed
+	}
+	hidden(fmt.Sprintf("hidden_%d_after", i))
+	select {
+	case <-changed:
+		t.Error("the stream of a token revoked or narrowed since was told of a catalog change")
+	case <-time.After(2 * time.Second):
 	}
 }

@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
@@ -156,7 +157,19 @@ func (s *Server) endRevoked(ctx context.Context) {
 			return false
 		}
 		t, err := s.lookupToken(ctx, id.Principal)
-		return err == nil && (!t.found || t.expires != nil && time.Now().After(*t.expires))
+		if err != nil {
+			return false
+		}
+		if !t.found || t.expires != nil && time.Now().After(*t.expires) {
+			return true
+		}
+		// Perms changed since the session opened: its streams would go on
+		// with the old ones (mcpserver.Identity.Same refuses its requests).
+		now := mcpserver.Identity{User: id.User, Principal: id.Principal}
+		if t.perms != nil {
+			now.Narrow = []access.Held{access.HeldOf(t.perms...)}
+		}
+		return !id.Same(now)
 	}
 	if s.mcpService != nil {
 		s.mcpService.End(gone)

@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/tracing"
 )
@@ -56,6 +57,35 @@ func startedBy(p principal) runPrincipal {
 		rp.User = p.userID
 	}
 	return rp
+}
+
+// startedNow is rp, the principal that started run, with the perms its
+// token has now: the token's perms narrowed or cleared on any replica (or
+// by RuoYi's SQL) since the run paused are the run's from its resume on,
+// and a run whose narrowed token was revoked or expired goes on
+// narrowed to nothing. A run naming no token (started before migration
+// 00028, or by the service or the administrator) keeps rp's.
+func (s *Server) startedNow(ctx context.Context, run *store.Run, rp runPrincipal) (runPrincipal, error) {
+	if run.TokenID == nil || run.UserID == nil {
+		return rp, nil
+	}
+	toks, err := s.Store.ListTokens(ctx, run.UserID)
+	if err != nil {
+		return rp, fmt.Errorf("read the token that started run %s: %w", run.ID, err)
+	}
+	i := slices.IndexFunc(toks, func(t store.Token) bool { return t.ID == *run.TokenID })
+	if i < 0 || toks[i].ExpireTime != nil && !toks[i].ExpireTime.After(time.Now()) {
+		if rp.Perms != nil {
+			rp.Perms = []string{}
+		}
+		return rp, nil
+	}
+	perms, err := plugins.SplitPerms(toks[i].Perms)
+	if err != nil {
+		perms = []string{} // unreadable: deny when unsure, as lookupToken does
+	}
+	rp.Perms = perms
+	return rp, nil
 }
 
 // owner is the engine's kind of the run's principal.
@@ -319,7 +349,13 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 	st.Request.Credentials = req.Credentials
 	// As the principal that started the run, not as this request's: the
 	// resumer decides only the pending items.
-	lreq, fields, err := s.loopRequest(r.Context(), &st.Request, user, st.StartedBy)
+	started, err := s.startedNow(r.Context(), run, st.StartedBy)
+	var lreq *loop.Request
+	var fields []plugins.FieldError
+	if err == nil {
+		st.StartedBy = started
+		lreq, fields, err = s.loopRequest(r.Context(), &st.Request, user, started)
+	}
 	if err == nil && len(fields) > 0 {
 		err = fmt.Errorf("the run's plugins changed: %v", (&loop.ValidationError{Fields: fields}).Error())
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,6 +48,15 @@ type Identity struct {
 	// Narrow are the token's fixed permission strings, which narrow what
 	// the user may use (access.Subject).
 	Narrow []access.Held
+}
+
+// Same reports whether id and o are one identity: one user, one
+// credential, and the credential's perms as they were. A token's perms
+// changed since a session opened (on any replica, after one poll) make
+// its requests another identity's: the session acted with the perms it
+// was opened with.
+func (id Identity) Same(o Identity) bool {
+	return id.User == o.User && id.Principal == o.Principal && slices.EqualFunc(id.Narrow, o.Narrow, maps.Equal)
 }
 
 const (
@@ -319,7 +329,7 @@ func (s *Service) session(w http.ResponseWriter, r *http.Request, id Identity) *
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
-	if hs := v.(*httpSession); hs.ident.User == id.User && hs.ident.Principal == id.Principal { // one token: one set of fixed perms
+	if hs := v.(*httpSession); hs.ident.Same(id) {
 		return hs
 	}
 	http.Error(w, "session user mismatch", http.StatusForbidden)
