@@ -76,16 +76,7 @@ func (rr *roundRobin) log() []served {
 // other, after that replica's next poll.
 func TestMCPAnyReplica(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-		key, err := mcpserver.StateKey("the master key both replicas are given")
-		if err != nil {
-			t.Fatal(err)
-		}
-		replica := func(s *api.Server) {
-			s.Confirm = confirm.Consequential
-			s.MCP = &api.MCPConfig{StateKey: key}
-		}
-		a, b := newEnv(t, st, replica), newEnv(t, st, replica)
+		up, a, b := sealingReplicas(t, st)
 		envs := []*env{a, b}
 		for _, p := range []map[string]any{
 			{"name": "delete_repo", "description": "Delete a repository", "execution": map[string]any{"method": "DELETE", "base_url": up.URL + "/repo"},
@@ -211,4 +202,21 @@ func TestOpenAPIToolsBothEras(t *testing.T) {
 		}
 		cs.Close()
 	}
+}
+
+// sealingReplicas is two replicas on st that confirm consequential calls
+// and seal MCP request state with one master key, and an upstream
+// answering {"ok":true}.
+func sealingReplicas(t *testing.T, st *store.Store) (up *upstream, a, b *env) {
+	t.Helper()
+	up = newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
+	key, err := mcpserver.StateKey("the master key both replicas are given")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func(s *api.Server) {
+		s.Confirm = confirm.Consequential
+		s.MCP = &api.MCPConfig{StateKey: key}
+	}
+	return up, newEnv(t, st, replica), newEnv(t, st, replica)
 }

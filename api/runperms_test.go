@@ -14,7 +14,6 @@ import (
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
-	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -187,16 +186,7 @@ func TestMCPSessionFollowsItsToken(t *testing.T) {
 // sent.
 func TestMRTRRetryFollowsTheCatalog(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
-		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-		key, err := mcpserver.StateKey("the master key both replicas are given")
-		if err != nil {
-			t.Fatal(err)
-		}
-		replica := func(s *api.Server) {
-			s.Confirm = confirm.Consequential
-			s.MCP = &api.MCPConfig{StateKey: key}
-		}
-		a, b := newEnv(t, st, replica), newEnv(t, st, replica)
+		up, a, b := sealingReplicas(t, st)
 		_, tok := a.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
 		for i, change := range []string{
 			"UPDATE sys_ai_plugin SET status = '1' WHERE name = ?",
