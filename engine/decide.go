@@ -404,8 +404,7 @@ func (e *Executor) again(ctx context.Context, plan *Plan) {
 	call := plan.call
 	call.Approval = plan.approved
 	now, _ := e.Decide(ctx, call) // never nil: the call has its plugin
-	plan.verdict, plan.refused, plan.Person, plan.approved = now.verdict, now.refused, now.Person, nil
-	plan.call, plan.Plugin, plan.prep, plan.confirmation, plan.start, plan.res = now.call, now.Plugin, now.prep, now.confirmation, now.start, now.res
+	*plan = *now                  // its approved nil: decided once more, not again
 }
 
 // Execute decides call and sends it, for a caller without a person to
