@@ -34,17 +34,7 @@ import (
 // BLINDEXEC_TUNE_RESTARTS=n adds n restarts from the defaults with the
 // weights in a shuffled order.
 func TestTuneWeights(t *testing.T) {
-	if os.Getenv("BLINDEXEC_TUNE_WEIGHTS") == "" {
-		t.Skip("set BLINDEXEC_TUNE_WEIGHTS=1 to tune the ranking's weights (minutes)")
-	}
-	e := loadEvaluation(t)
-	var sets []string
-	for set := range e.cases {
-		if !strings.Contains(set, "heldout") {
-			sets = append(sets, set)
-		}
-	}
-	slices.Sort(sets)
+	e, sets := optIn(t, "BLINDEXEC_TUNE_WEIGHTS", "tune the ranking's weights (minutes)")
 	tn := &tuner{e: e, sets: sets}
 	start := time.Now()
 	base, err := tn.score(toolsearch.DefaultWeights())
@@ -117,6 +107,30 @@ var tunables = []tunable{
 var steps = []float64{0.5, 0.75, 0.9, 1.1, 1.33, 2}
 
 const minGain = 0.001
+
+// optIn skips a measurement CI never runs unless env is set, and
+// returns the evaluation and its tuned-on sets.
+func optIn(t *testing.T, env, what string) (*evaluation, []string) {
+	t.Helper()
+	if os.Getenv(env) == "" {
+		t.Skipf("set %s=1 to %s", env, what)
+	}
+	e := loadEvaluation(t)
+	return e, e.tunedOn()
+}
+
+// tunedOn are the names of the tuned-on sets, in order: never a
+// held-out one.
+func (e *evaluation) tunedOn() []string {
+	var sets []string
+	for set := range e.cases {
+		if !strings.Contains(set, "heldout") {
+			sets = append(sets, set)
+		}
+	}
+	slices.Sort(sets)
+	return sets
+}
 
 type tuner struct {
 	e    *evaluation
