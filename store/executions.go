@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -42,13 +43,31 @@ const insertBatch = 500
 // json_each (SQLite renders and parses each row's JSON again for every
 // column it takes). appendSQLiteText makes any string a literal; the other columns are
 // numbers and times this function formats itself.
-func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err error) {
+func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) error {
+	// One statement needs no transaction of its own, and outside one
+	// SQLite keeps no statement journal (a copy of every page the INSERT
+	// changes, to undo it alone): a fifth of the insert's CPU.
+	return s.insertInStatements(ctx, es, s.sqlDB, insertRow, 0, func(q []byte, args []any, batch []Execution) ([]byte, []any) {
+		return appendSQLiteInsert(q, batch), args
+	})
+}
+
+// execer runs a statement: the connection pool, gorm's cache of prepared
+// statements, a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertInStatements writes es in statements of up to insertBatch rows
+// that build appends (its text, about rowBytes a row, and rowArgs
+// arguments a row): one statement by one, more in one transaction.
+func (s *Store) insertInStatements(ctx context.Context, es []Execution, one execer, rowBytes, rowArgs int,
+	build func(q []byte, args []any, batch []Execution) ([]byte, []any)) (err error) {
+	n := min(len(es), insertBatch)
+	q, args := make([]byte, 0, insertHead+n*rowBytes), make([]any, 0, n*rowArgs)
 	if len(es) <= insertBatch {
-		// One statement needs no transaction of its own, and outside one
-		// SQLite keeps no statement journal (a copy of every page the
-		// INSERT changes, to undo it alone): a fifth of the insert's CPU.
-		q := appendSQLiteInsert(make([]byte, 0, insertHead+len(es)*insertRow), es)
-		if _, err := s.sqlDB.ExecContext(ctx, string(q)); err != nil {
+		q, args = build(q, args, es)
+		if _, err := one.ExecContext(ctx, string(q), args...); err != nil {
 			return fmt.Errorf("insert %d executions: %w", len(es), classify(err))
 		}
 		return nil
@@ -62,10 +81,9 @@ func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err
 			tx.Rollback()
 		}
 	}()
-	q := make([]byte, 0, insertHead+insertBatch*insertRow)
 	for batch := range slices.Chunk(es, insertBatch) {
-		q = appendSQLiteInsert(q[:0], batch)
-		if _, err = tx.ExecContext(ctx, string(q)); err != nil {
+		q, args = build(q[:0], args[:0], batch)
+		if _, err = tx.ExecContext(ctx, string(q), args...); err != nil {
 			return fmt.Errorf("insert %d executions: %w", len(batch), classify(err))
 		}
 	}
@@ -75,8 +93,9 @@ func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) (err
 	return nil
 }
 
-// Sizes of appendSQLiteInsert's statement, to allocate it once: its fixed
-// part, and a row of usual width (a few longer ones just grow it).
+// Sizes of an INSERT of records, to allocate it once: its fixed part, and
+// a row of SQLite's literals of usual width (a few longer ones just grow
+// it).
 const (
 	insertHead = 256
 	insertRow  = 192
@@ -298,37 +317,9 @@ func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 // statement cache. ON DUPLICATE KEY UPDATE execution_id = execution_id
 // skips a stored id: unlike INSERT IGNORE it turns no other error into a
 // warning. The columns are stored as gorm stored them
-// (TestExecutionEmptyColumns). Up to insertBatch rows are one
-// statement, more one transaction of several.
-func (s *Store) insertExecutionsMySQL(ctx context.Context, es []Execution) (err error) {
-	var q []byte
-	args := make([]any, 0, min(len(es), insertBatch)*executionColumns)
-	if len(es) <= insertBatch {
-		q, args = appendMySQLInsert(q, args, es)
-		if _, err := s.db.ConnPool.ExecContext(ctx, string(q), args...); err != nil {
-			return fmt.Errorf("insert %d executions: %w", len(es), classify(err))
-		}
-		return nil
-	}
-	tx, err := s.sqlDB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("insert %d executions: %w", len(es), err)
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
-	for batch := range slices.Chunk(es, insertBatch) {
-		q, args = appendMySQLInsert(q[:0], args[:0], batch)
-		if _, err = tx.ExecContext(ctx, string(q), args...); err != nil {
-			return fmt.Errorf("insert %d executions: %w", len(batch), classify(err))
-		}
-	}
-	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("insert %d executions: %w", len(es), err)
-	}
-	return nil
+// (TestExecutionEmptyColumns).
+func (s *Store) insertExecutionsMySQL(ctx context.Context, es []Execution) error {
+	return s.insertInStatements(ctx, es, s.db.ConnPool, len("(?,?,?,?,?,?,?,?,?,?,?,?,?,?),"), executionColumns, appendMySQLInsert)
 }
 
 // executionColumns is the number of columns an INSERT of records writes.
