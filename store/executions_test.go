@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -206,4 +207,73 @@ func TestExecutionTraceID(t *testing.T) {
 			t.Errorf("untraced records with a NULL trace_id: %d (%v), want 1", nulls, err)
 		}
 	})
+}
+
+// TestExecutionEmptyColumns pins what an empty field of a record is
+// stored as on each database (NULL or ”), as the first writers (gorm on
+// MySQL, literals on SQLite) stored it, so that a faster way of writing
+// records keeps what readers of the table see.
+func TestExecutionEmptyColumns(t *testing.T) {
+	want := map[string]string{
+		store.DialectSQLite: "run_id NULL, user_id NULL, error_class '', error_message '', confirmation NULL, questions NULL, trace_id NULL",
+		store.DialectMySQL:  "run_id NULL, user_id NULL, error_class '', error_message '', confirmation '', questions NULL, trace_id NULL",
+	}
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		run, uid := "run-1", int64(7)
+		full := store.Execution{ID: "full", RunID: &run, PluginName: "p", UserID: &uid, Status: "ok", ErrorClass: "c",
+			ErrorMessage: "m", Confirmation: "approved", Questions: "[]", TraceID: "0123456789abcdef0123456789abcdef"}
+		// Alone, and in a batch whose other row has every column.
+		for _, batch := range [][]store.Execution{{{ID: "empty", PluginName: "p", Status: "ok"}},
+			{{ID: "beside", PluginName: "p", Status: "ok"}, full}} {
+			if err := s.InsertExecutions(ctx, batch); err != nil {
+				t.Fatalf("InsertExecutions: %v", err)
+			}
+		}
+		for id, want := range map[string]string{"empty": want[s.Dialect()], "beside": want[s.Dialect()],
+			"full": "run_id 'run-1', user_id '7', error_class 'c', error_message 'm', confirmation 'approved', questions '[]', trace_id '0123456789abcdef0123456789abcdef'"} {
+			var got []string
+			for _, col := range []string{"run_id", "user_id", "error_class", "error_message", "confirmation", "questions", "trace_id"} {
+				var v sql.NullString
+				if err := s.DB().QueryRowContext(ctx, "SELECT "+col+" FROM sys_ai_execution WHERE execution_id = ?", id).Scan(&v); err != nil {
+					t.Fatalf("read %s: %v", col, err)
+				}
+				if !v.Valid {
+					got = append(got, col+" NULL")
+				} else {
+					got = append(got, col+" '"+v.String+"'")
+				}
+			}
+			if g := strings.Join(got, ", "); g != want {
+				t.Errorf("%s stored as\n%s\nwant\n%s", id, g, want)
+			}
+		}
+	})
+}
+
+// TestAppendSQLiteTime: the records' times are written as the SQLite
+// driver writes a bound time.Time (AppendFormat with its layout), which
+// ListExecutions compares them with, for any time of any zone.
+func TestAppendSQLiteTime(t *testing.T) {
+	const layout = "2006-01-02 15:04:05.999999999-07:00"
+	east := time.FixedZone("east", 8*3600)
+	times := []time.Time{
+		{},
+		time.Date(2026, 11, 29, 15, 4, 5, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 120_000_000, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999_000_000, east),
+		time.Date(1999, 2, 3, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Now(), time.Now().Truncate(time.Millisecond).In(east),
+	}
+	for i := range 1000 {
+		times = append(times, time.Unix(0, int64(i)*7_919_000_013_337_113))
+	}
+	for _, tm := range times {
+		if got, want := string(store.AppendSQLiteTime(nil, tm)), tm.UTC().Format(layout); got != want {
+			t.Errorf("%v written as %q, want %q", tm, got, want)
+		}
+	}
 }

@@ -21,3 +21,7 @@ var StripTriggers = stripTriggers
 
 // ChangeTriggersMigrations are the migrations that create triggers.
 var ChangeTriggersMigrations = changeTriggersMigrations
+
+// AppendSQLiteTime is appendSQLiteTime, which the records' INSERT on
+// SQLite writes its times with.
+var AppendSQLiteTime = appendSQLiteTime
