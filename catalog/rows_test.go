@@ -137,3 +137,53 @@ func TestConsequentialRoundTrip(t *testing.T) {
 }
 
 func equalBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// TestRowKeepsEveryField: a document written to sys_ai_plugin and read
+// back is the same document, every field a writer may set. strict was
+// dropped by the row (the LLM saw the loose schema of a plugin added with
+// "strict": true, and an import's --strict was lost).
+func TestRowKeepsEveryField(t *testing.T) {
+	doc := []byte(`{"schema_version": "v1", "name": "every_field", "title": "Every field", "description": "d",
+		"icon_url": "https://example.com/i.png",
+		"parameters": {"type": "object", "properties": {"q": {"type": "string"}, "region": {"type": "string"}}},
+		"execution": {"method": "POST", "base_url": "https://api.example.com/s", "timeout_ms": 5000},
+		"auth_config": {"type": "bearer", "token": "TOK"},
+		"required_credentials": ["TOK"], "fixed_params": {"region": "cn"}, "strict": true,
+		"tags": ["crm"], "keywords": ["find"], "status": "1", "remark": "r",
+		"consequential": false, "consequential_hint": true, "perms": ["system:user:list"]}`)
+	p, err := plugins.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := catalog.RowFromPlugin(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := catalog.PluginFromRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(p)
+	got, _ := json.Marshal(back)
+	var w, g map[string]any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range w {
+		if a, b := mustJSON(t, v), mustJSON(t, g[k]); a != b {
+			t.Errorf("%s: wrote %s, read back %s", k, a, b)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
