@@ -135,7 +135,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		}
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
-			// others; calling it reports the error.
+			// others; a call of it is not found, and this log says why.
 			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
 			continue
 		}
