@@ -58,14 +58,7 @@ func TestTagsAndKeywordsRoundTrip(t *testing.T) {
 	p := &plugins.Plugin{Name: "x", Description: "x", Parameters: []byte(`{"type":"object"}`),
 		Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"},
 		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}, ResponseWords: []string{"AmountDue"}}
-	row, err := catalog.RowFromPlugin(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := catalog.PluginFromRow(row)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := throughRow(t, p)
 	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) || !slices.Equal(back.ResponseWords, p.ResponseWords) {
 		t.Fatalf("tags %q keywords %q response words %q after the round trip", back.Tags, back.Keywords, back.ResponseWords)
 	}
@@ -155,6 +148,17 @@ func TestRowKeepsEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wrote, read := fieldsOf(t, p), fieldsOf(t, throughRow(t, p))
+	for k, v := range wrote {
+		if a, b := mustJSON(t, v), mustJSON(t, read[k]); a != b {
+			t.Errorf("%s: wrote %s, read back %s", k, a, b)
+		}
+	}
+}
+
+// throughRow is p written to a sys_ai_plugin row and read back.
+func throughRow(t *testing.T, p *plugins.Plugin) *plugins.Plugin {
+	t.Helper()
 	row, err := catalog.RowFromPlugin(p)
 	if err != nil {
 		t.Fatal(err)
@@ -163,20 +167,17 @@ func TestRowKeepsEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(p)
-	got, _ := json.Marshal(back)
-	var w, g map[string]any
-	if err := json.Unmarshal(want, &w); err != nil {
+	return back
+}
+
+// fieldsOf is the document p encodes, by field.
+func fieldsOf(t *testing.T, p *plugins.Plugin) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(t, p)), &m); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range w {
-		if a, b := mustJSON(t, v), mustJSON(t, g[k]); a != b {
-			t.Errorf("%s: wrote %s, read back %s", k, a, b)
-		}
-	}
+	return m
 }
 
 func mustJSON(t *testing.T, v any) string {
