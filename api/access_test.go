@@ -174,20 +174,23 @@ func TestAccessNarrowed(t *testing.T) {
 		body        map[string]any
 		code        int
 		want        string // an error's code, or its field for invalid_payload
+		msg         string // what the error's message says, when it matters
 	}{
-		{"a payload's perms narrow user 1", serviceToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied"},
-		{"a payload's perms granting it", serviceToken, call("list_roles", 1, payloadUser(1, "system:role:list")), 200, ""},
-		{"a payload's *:*:* never widens user 2", serviceToken, call("list_roles", 2, payloadUser(2, "*:*:*")), 403, "permission_denied"},
-		{"a payload's empty perms hold nothing", serviceToken, call("list_users", 1, payloadUser(1)), 403, "permission_denied"},
-		{"a plugin without perms under open needs none", serviceToken, call("weather", 1, payloadUser(1)), 200, ""},
-		{"the administrator's payload too", adminToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied"},
-		{"user.id must be user_id", serviceToken, call("list_roles", 1, payloadUser(2, "system:role:list")), 400, "user.id"},
-		{"user.permissions required", serviceToken, call("list_roles", 1, map[string]any{"user": map[string]any{"id": 1}}), 400, "user.permissions"},
-		{"a per-user token cannot name its permissions", e.tokens[2], call("list_roles", nil, payloadUser(2, "system:role:list")), 400, "user.permissions"},
-		{"a token's fixed perms narrow user 1", narrowTok, call("list_users", nil, nil), 403, "permission_denied"},
-		{"a token's fixed perms granting it", narrowTok, call("list_roles", nil, nil), 200, ""},
-		{"a token's *:*:* never widens user 2", widenTok, call("list_roles", nil, nil), 403, "permission_denied"},
-		{"a token's fixed perms over tools call", narrowTok, nil, 403, "permission_denied"},
+		{"a payload's perms narrow user 1", serviceToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied", ""},
+		{"a payload's perms granting it", serviceToken, call("list_roles", 1, payloadUser(1, "system:role:list")), 200, "", ""},
+		{"a payload's *:*:* never widens user 2", serviceToken, call("list_roles", 2, payloadUser(2, "*:*:*")), 403, "permission_denied", ""},
+		{"a payload's empty perms hold nothing", serviceToken, call("list_users", 1, payloadUser(1)), 403, "permission_denied", ""},
+		{"a plugin without perms under open needs none", serviceToken, call("weather", 1, payloadUser(1)), 200, "", ""},
+		{"the administrator's payload too", adminToken, call("list_users", 1, payloadUser(1, "system:role:list")), 403, "permission_denied", ""},
+		{"user.id must be user_id", serviceToken, call("list_roles", 1, payloadUser(2, "system:role:list")), 400, "user.id", "user.id: 2, user_id 1: they must be the same user"},
+		// A newcomer sent user without user_id: "must equal user_id" named no user_id it had sent.
+		{"user without user_id", serviceToken, call("list_roles", nil, payloadUser(2, "system:role:list")), 400, "user.id", "user.id: 2, and user_id is absent: send user_id too, the same id"},
+		{"user.permissions required", serviceToken, call("list_roles", 1, map[string]any{"user": map[string]any{"id": 1}}), 400, "user.permissions", ""},
+		{"a per-user token cannot name its permissions", e.tokens[2], call("list_roles", nil, payloadUser(2, "system:role:list")), 400, "user.permissions", ""},
+		{"a token's fixed perms narrow user 1", narrowTok, call("list_users", nil, nil), 403, "permission_denied", ""},
+		{"a token's fixed perms granting it", narrowTok, call("list_roles", nil, nil), 200, "", ""},
+		{"a token's *:*:* never widens user 2", widenTok, call("list_roles", nil, nil), 403, "permission_denied", ""},
+		{"a token's fixed perms over tools call", narrowTok, nil, 403, "permission_denied", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +208,9 @@ func TestAccessNarrowed(t *testing.T) {
 			}
 			if code != tt.code || got != tt.want {
 				t.Fatalf("%d %v, want %d %s", code, out, tt.code, tt.want)
+			}
+			if msg, _ := errBody["message"].(string); msg != tt.msg && tt.msg != "" {
+				t.Errorf("message %q, want %q", msg, tt.msg)
 			}
 			if sent := len(e.up.received()) > before; sent != (code == 200) {
 				t.Errorf("sent %v", sent)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/blindexec/blindexec/access"
@@ -111,8 +112,10 @@ func payloadUserAllowed(w http.ResponseWriter, r *http.Request, named UserID, u 
 		return true
 	case principalFrom(r.Context()).role < roleService:
 		field, msg = "user.permissions", "a per-user token cannot name its permissions: they come from the engine's sources only"
+	case u.ID != named && named == 0:
+		field, msg = "user.id", fmt.Sprintf("%d, and user_id is absent: send user_id too, the same id", u.ID)
 	case u.ID != named:
-		field, msg = "user.id", "must equal user_id"
+		field, msg = "user.id", fmt.Sprintf("%d, user_id %d: they must be the same user", u.ID, named)
 	case u.Permissions == nil:
 		field, msg = "user.permissions", "expected an array of permission strings (RuoYi's LoginUser.getPermissions())"
 	default:

@@ -54,8 +54,8 @@ func TestAgentTools(t *testing.T) {
 			t.Fatalf("imported: %v %v", row, err)
 		}
 		for _, p := range []*store.Plugin{
-			{Name: "weather", ParameterSchema: store.JSON(`{"type":"object"}`)},
-			{Name: "old_weather", Status: store.StatusDisabled, ParameterSchema: store.JSON(`{"type":"object"}`)},
+			{Name: "weather", ParameterSchema: store.JSON(`{"type":"object"}`), ExecutionConfig: getConfig},
+			{Name: "old_weather", Status: store.StatusDisabled, ParameterSchema: store.JSON(`{"type":"object"}`), ExecutionConfig: getConfig},
 		} {
 			if err := st.CreatePlugin(ctx, p); err != nil {
 				t.Fatal(err)

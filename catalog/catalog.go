@@ -128,14 +128,22 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 		stored[rows[i].Name] = true
 	}
 	sources := c.searchSources(ctx)
+	// A row written with plain SQL (RuoYi's) passed no check: it is held
+	// to the protocol as a write through the engine is, so that one the
+	// engine would refuse (method "FETCH") is neither shown to a model nor
+	// sent. The validator proves schemas without compiling them.
+	v := plugins.NewValidator()
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
 		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
 			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
 		}
+		if err == nil {
+			err = v.Validate(p)
+		}
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
-			// others; calling it reports the error.
+			// others; a call of it is not found, and this log says why.
 			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
 			continue
 		}

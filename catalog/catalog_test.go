@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ type source struct {
 	err   error
 }
 
+// getConfig is the execution_config of a row the catalog loads: every
+// row is held to the protocol when it is read.
+var getConfig = store.JSON(`{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}}`)
+
 func (s *source) ListPlugins(ctx context.Context, f store.PluginFilter) ([]store.Plugin, error) {
 	s.mu.Lock()
 	s.lists++
@@ -37,7 +42,7 @@ func TestCatalogFollowsTheCounter(t *testing.T) {
 	ctx := context.Background()
 	add := func(name, status string) {
 		t.Helper()
-		if err := st.CreatePlugin(ctx, &store.Plugin{Name: name, Status: status, ParameterSchema: store.JSON(`{"type":"object"}`)}); err != nil {
+		if err := st.CreatePlugin(ctx, &store.Plugin{Name: name, Status: status, ParameterSchema: store.JSON(`{"type":"object"}`), ExecutionConfig: getConfig}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +158,7 @@ func TestBlackholedReloadHoldsNoCall(t *testing.T) {
 	direct, proxy, through := testdb.Blackholable(t)
 	add := func(name string) {
 		t.Helper()
-		if err := direct.CreatePlugin(t.Context(), &store.Plugin{Name: name, Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type":"object"}`)}); err != nil {
+		if err := direct.CreatePlugin(t.Context(), &store.Plugin{Name: name, Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type":"object"}`), ExecutionConfig: getConfig}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,4 +194,45 @@ func TestBlackholedReloadHoldsNoCall(t *testing.T) {
 	if _, err := c.Plugin(ctx, "lookup"); err != nil || time.Since(began) > time.Second {
 		t.Errorf("a call once the reload failed: %v after %v, want the catalog held at once", err, time.Since(began))
 	}
+}
+
+// TestLoadHoldsRowsToTheProtocol: a row written with plain SQL, as RuoYi
+// writes them, is held to the protocol when it is read, as a write
+// through the engine is: one the engine would refuse is left out — never
+// shown to a model nor sent — and the others load. Before, a row with
+// method "FETCH" was listed and its request sent with that method.
+func TestLoadHoldsRowsToTheProtocol(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		const ins = "INSERT INTO sys_ai_plugin (name, description, parameter_schema, execution_config, status) VALUES (?, 'd', ?, ?, '0')"
+		params := `{"type": "object", "properties": {"id": {"type": "string"}}}`
+		for _, r := range [][2]string{
+			{"good", `{"execution": {"method": "get", "base_url": "https://api.example.com/x/{id}"}, "auth_config": {"type": "none"}}`},
+			{"fetch", `{"execution": {"method": "FETCH", "base_url": "https://api.example.com/x"}}`},
+			{"no_url", `{"execution": {"method": "GET"}}`},
+			{"loose_template", `{"execution": {"method": "GET", "base_url": "https://api.example.com/{nope}"}}`},
+			{"bearer_without_token", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}, "auth_config": {"type": "bearer"}}`},
+		} {
+			if _, err := st.DB().ExecContext(ctx, ins, r[0], params, r[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		changes := store.NewWatcher(st, 0, nil)
+		changes.Poll(ctx)
+		cat := catalog.New(st, changes, nil)
+		enabled, err := cat.EnabledPlugins(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range enabled {
+			names = append(names, p.Name)
+		}
+		if !slices.Equal(names, []string{"good"}) {
+			t.Fatalf("enabled plugins %q, want [good]: the others break the protocol", names)
+		}
+		if _, err := cat.Plugin(ctx, "fetch"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Plugin(fetch) = %v, want not found", err)
+		}
+	})
 }

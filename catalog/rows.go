@@ -19,6 +19,9 @@ type executionConfig struct {
 	Execution   plugins.Execution  `json:"execution"`
 	AuthConfig  plugins.AuthConfig `json:"auth_config"`
 	FixedParams map[string]any     `json:"fixed_params,omitempty"`
+	// Strict is the document's strict (OpenAI's strict-mode schema shown
+	// to the LLM): a setting of the engine's, like fixed_params.
+	Strict bool `json:"strict,omitempty"`
 	// Tags and Keywords feed tool search; kept here, not in columns of
 	// their own, so they need no migration.
 	Tags     []string `json:"tags,omitempty"`
@@ -38,7 +41,7 @@ type executionConfig struct {
 // required_credentials holds the effective list (declared or derived), so
 // RuoYi can check a user's credentials from the row alone.
 func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
-	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams,
+	cfg, err := json.Marshal(executionConfig{Execution: p.Execution, AuthConfig: p.AuthConfig, FixedParams: p.FixedParams, Strict: p.Strict,
 		Tags: p.Tags, Keywords: p.Keywords, ResponseWords: p.ResponseWords, ConsequentialHint: p.ConsequentialHint, InvisibleRemoved: p.InvisibleRemoved})
 	if err != nil {
 		return nil, fmt.Errorf("encode execution_config of %q: %w", p.Name, err)
@@ -93,6 +96,7 @@ func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
 		Execution:         cfg.Execution,
 		AuthConfig:        cfg.AuthConfig,
 		FixedParams:       cfg.FixedParams,
+		Strict:            cfg.Strict,
 		Tags:              cfg.Tags,
 		Keywords:          cfg.Keywords,
 		ResponseWords:     cfg.ResponseWords,

@@ -58,14 +58,7 @@ func TestTagsAndKeywordsRoundTrip(t *testing.T) {
 	p := &plugins.Plugin{Name: "x", Description: "x", Parameters: []byte(`{"type":"object"}`),
 		Execution: plugins.Execution{Method: "GET", BaseURL: "https://api.example.com"},
 		Tags:      []string{"crm"}, Keywords: []string{"dedupe", "merge duplicates"}, ResponseWords: []string{"AmountDue"}}
-	row, err := catalog.RowFromPlugin(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := catalog.PluginFromRow(row)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := throughRow(t, p)
 	if !slices.Equal(back.Tags, p.Tags) || !slices.Equal(back.Keywords, p.Keywords) || !slices.Equal(back.ResponseWords, p.ResponseWords) {
 		t.Fatalf("tags %q keywords %q response words %q after the round trip", back.Tags, back.Keywords, back.ResponseWords)
 	}
@@ -137,3 +130,61 @@ func TestConsequentialRoundTrip(t *testing.T) {
 }
 
 func equalBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// TestRowKeepsEveryField: a document written to sys_ai_plugin and read
+// back is the same document, every field a writer may set. strict was
+// dropped by the row (the LLM saw the loose schema of a plugin added with
+// "strict": true, and an import's --strict was lost).
+func TestRowKeepsEveryField(t *testing.T) {
+	doc := []byte(`{"schema_version": "v1", "name": "every_field", "title": "Every field", "description": "d",
+		"icon_url": "https://example.com/i.png",
+		"parameters": {"type": "object", "properties": {"q": {"type": "string"}, "region": {"type": "string"}}},
+		"execution": {"method": "POST", "base_url": "https://api.example.com/s", "timeout_ms": 5000},
+		"auth_config": {"type": "bearer", "token": "TOK"},
+		"required_credentials": ["TOK"], "fixed_params": {"region": "cn"}, "strict": true,
+		"tags": ["crm"], "keywords": ["find"], "status": "1", "remark": "r",
+		"consequential": false, "consequential_hint": true, "perms": ["system:user:list"]}`)
+	p, err := plugins.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote, read := fieldsOf(t, p), fieldsOf(t, throughRow(t, p))
+	for k, v := range wrote {
+		if a, b := mustJSON(t, v), mustJSON(t, read[k]); a != b {
+			t.Errorf("%s: wrote %s, read back %s", k, a, b)
+		}
+	}
+}
+
+// throughRow is p written to a sys_ai_plugin row and read back.
+func throughRow(t *testing.T, p *plugins.Plugin) *plugins.Plugin {
+	t.Helper()
+	row, err := catalog.RowFromPlugin(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := catalog.PluginFromRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// fieldsOf is the document p encodes, by field.
+func fieldsOf(t *testing.T, p *plugins.Plugin) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(t, p)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

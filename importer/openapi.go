@@ -345,7 +345,7 @@ func changedFields(old, cur *store.Plugin) []string {
 	var oc, cc map[string]json.RawMessage
 	_ = json.Unmarshal(old.ExecutionConfig, &oc) // unreadable: every part differs
 	_ = json.Unmarshal(cur.ExecutionConfig, &cc)
-	for _, k := range []string{"execution", "auth_config", "fixed_params", "tags", "keywords", "response_words", "consequential_hint"} {
+	for _, k := range []string{"execution", "auth_config", "fixed_params", "strict", "tags", "keywords", "response_words", "consequential_hint"} {
 		if !sameJSON(oc[k], cc[k]) {
 			out = append(out, k)
 		}

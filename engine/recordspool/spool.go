@@ -673,6 +673,17 @@ func (s *Spool) Close(ctx context.Context) error {
 		}
 	}
 	st := s.stats
+	if st.PendingRecords == 0 {
+		// Every record is in the database: the segments it drained (the one
+		// appends went to included) would be written again by the next start
+		// on the directory — into another database, if that start names one.
+		for _, seg := range s.segs {
+			if err := os.Remove(filepath.Join(s.dir, segName(seg.seq))); err != nil {
+				s.log.Warn("record spool: a drained segment could not be removed", "file", segName(seg.seq), "err", err)
+			}
+		}
+		s.segs = nil
+	}
 	s.mu.Unlock()
 	if st.PendingRecords > 0 {
 		s.log.Warn("execution records left in the spool for the next start on it", "records", st.PendingRecords, "dir", s.dir)

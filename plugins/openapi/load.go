@@ -62,6 +62,9 @@ func (e *ParseError) Error() string {
 	case e.Line > 0:
 		pos = fmt.Sprintf(" line %d", e.Line)
 	}
+	if pos == "" {
+		return fmt.Sprintf("parse %s: %s", e.Location, e.Msg)
+	}
 	return fmt.Sprintf("parse %s:%s: %s", e.Location, pos, e.Msg)
 }
 
@@ -165,6 +168,9 @@ func versionString(v any) string {
 
 // decode reads JSON (anything starting with '{') or YAML into a map.
 func decode(data []byte, location string) (map[string]any, error) {
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) { // gzip's magic: YAML would call it control characters
+		return nil, &ParseError{Location: location, Msg: "the document is gzip-compressed: decompress it first (gunzip)"}
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff") // whitespace and a byte order mark
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var m map[string]any
