@@ -325,18 +325,39 @@ func (s *Service) sweep(open func(*session)) {
 // tools/list itself, so the registry's contents are never listed.
 var changedTool = &sdk.Tool{Name: "_blindexec_changed", InputSchema: map[string]any{"type": "object"}}
 
-// Changed tells every open session that its tools changed
+// Changed tells every open session whose tools changed
 // (notifications/tools/list_changed): the catalog or the agent the
-// service serves moved. A client lists its tools again; what it gets is
+// service serves moved. A session's tools are those its view may list
+// (view.go), compared once per view: a change of a tool hidden from its
+// user tells it nothing. A client lists its tools again; what it gets is
 // decided then.
 func (s *Service) Changed() {
+	ctx, cancel := context.WithTimeout(s.closing, changedTimeout)
+	defer cancel()
+	// The catalog brought up to date first: its version is what the
+	// tool set is built for.
+	_, err := s.cat.EnabledPlugins(ctx)
+	var set *toolSet
+	if err == nil {
+		set, err = s.current(ctx)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "MCP catalog changed but unreadable: every session is told", "err", err)
+	}
 	s.sweep(func(ss *session) {
+		if set != nil && !ss.changed(ctx, set) {
+			return
+		}
 		ss.server.AddTool(changedTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return errorResult("not a tool"), nil
 		})
 		ss.server.RemoveTools(changedTool.Name)
 	})
 }
+
+// changedTimeout bounds Changed's reading of the catalog and the users'
+// permissions (each read once, not per session).
+const changedTimeout = 10 * time.Second
 
 // End ends every session whose identity gone reports: its requests
 // would be refused already (a revoked token), but a stream it holds open
