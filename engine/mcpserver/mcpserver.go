@@ -199,6 +199,9 @@ type Service struct {
 	opened atomic.Int64
 	// listeners are the subscriptions/listen streams open (End).
 	listeners sync.Map // *listener → struct{}
+	// toTell is a change not yet compared; telling, that Changed's
+	// goroutine runs.
+	toTell, telling atomic.Bool
 }
 
 // pruneEvery is how many sessions open between two sweeps of the ended
@@ -330,8 +333,33 @@ var changedTool = &sdk.Tool{Name: "_blindexec_changed", InputSchema: map[string]
 // service serves moved. A session's tools are those its view may list
 // (view.go), compared once per view: a change of a tool hidden from its
 // user tells it nothing. A client lists its tools again; what it gets is
-// decided then.
+// decided then. It returns at once: the comparison reads the catalog and
+// the access rule, which the caller (the change watcher's poll, whose other
+// handlers end revoked tokens' streams) must not wait on; changes that
+// come meanwhile are compared once, after.
 func (s *Service) Changed() {
+	s.toTell.Store(true)
+	if !s.telling.CompareAndSwap(false, true) {
+		return // the one telling sees toTell
+	}
+	go func() {
+		for {
+			for s.toTell.Swap(false) {
+				s.tell()
+			}
+			s.telling.Store(false)
+			if !s.toTell.Load() || !s.telling.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// tell tells the open sessions whose tools changed (Changed).
+func (s *Service) tell() {
+	if s.closing.Err() != nil {
+		return // closed: its sessions are ending
+	}
 	ctx, cancel := context.WithTimeout(s.closing, changedTimeout)
 	defer cancel()
 	// The catalog brought up to date first: its version is what the
