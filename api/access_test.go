@@ -566,9 +566,6 @@ func TestMCPToldOnlyOfItsTools(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			if _, err := cs.ListTools(t.Context(), nil); err != nil {
-				t.Fatal(err)
-			}
 			told := func(what string, want bool) {
 				t.Helper()
 				wait := 2 * time.Second // a listen stream polls every second
@@ -589,7 +586,16 @@ func TestMCPToldOnlyOfItsTools(t *testing.T) {
 					<-changed
 				}
 			}
-			time.Sleep(1500 * time.Millisecond) // the listen stream open
+			// The listen stream open, and a change the watcher saw only
+			// now (the environment's tools, added before the session)
+			// told and listed.
+			time.Sleep(1500 * time.Millisecond)
+			for len(changed) > 0 {
+				<-changed
+			}
+			if _, err := cs.ListTools(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
 			put(t, "hidden_"+era[:4], "added", `["x:y:z"]`)
 			told("a hidden tool added", false)
 			put(t, "list_roles", "changed "+era, `["system:role:list"]`)
