@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -144,6 +145,13 @@ func (m *usableMemo) put(all []*plugins.Plugin, key memoKey, e memoEntry) {
 		clear(g.sets)
 	}
 	g.sets[key] = e
+}
+
+// Key tells subjects apart as lists are decided for them: two subjects of
+// one key are shown the same tools (mcpserver keeps what it derives from
+// a list per key).
+func (s Subject) Key() string {
+	return strconv.FormatInt(s.User, 10) + "\x00" + s.Agent + "\x00" + narrowKey(s.Narrow)
 }
 
 // narrowKey writes out a subject's narrowing: each source's strings,

@@ -18,6 +18,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/toolset"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 )
@@ -505,9 +506,11 @@ func revokedTokenStream(t *testing.T, e *ruoyiEnv, i int, era string, end func(*
 	if v := cs.InitializeResult().ProtocolVersion; v != era {
 		t.Fatalf("negotiated %s", v)
 	}
-	hidden := func(name string) {
+	// A tool the token may use (no perms): a tool hidden from it tells
+	// no session (TestMCPToldOnlyOfItsTools).
+	added := func(name string) {
 		doc := fmt.Sprintf(`{"name":%q,"description":"d","parameters":{"type":"object","properties":{}},
-		  "execution":{"method":"GET","base_url":"%s/x"},"perms":["x:y:z"]}`, name, e.up.URL)
+		  "execution":{"method":"GET","base_url":"%s/x"},"perms":[]}`, name, e.up.URL)
 		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
 			t.Fatal(code, out)
 		}
@@ -515,7 +518,7 @@ func revokedTokenStream(t *testing.T, e *ruoyiEnv, i int, era string, end func(*
 	// The stream is open: a change reaches it (the test's own check).
 	deadline := time.After(5 * time.Second)
 	for n := 0; ; n++ {
-		hidden(fmt.Sprintf("hidden_%d_%d", i, n))
+		added(fmt.Sprintf("added_%d_%d", i, n))
 		select {
 		case <-changed:
 		case <-time.After(300 * time.Millisecond):
@@ -530,10 +533,147 @@ func revokedTokenStream(t *testing.T, e *ruoyiEnv, i int, era string, end func(*
 	for len(changed) > 0 {
 		<-changed
 	}
-	hidden(fmt.Sprintf("hidden_%d_after", i))
+	added(fmt.Sprintf("added_%d_after", i))
 	select {
 	case <-changed:
 		t.Error("the stream of a token revoked or narrowed since was told of a catalog change")
 	case <-time.After(2 * time.Second):
+	}
+}
+
+// TestMCPToldOnlyOfItsTools: every session of /mcp was told
+// notifications/tools/list_changed (a 2026-07-28 subscriptions/listen
+// stream alike) on any catalog change, one of a tool hidden from its user
+// included: a user learnt when tools it may not see were added, changed or
+// removed. Now a session is told only when the tools it would list
+// changed: a visible tool's change, or a tool's perms giving it or taking
+// it from the user.
+func TestMCPToldOnlyOfItsTools(t *testing.T) {
+	e := newRuoYiEnv(t, access.ModeOpen)
+	put := func(t *testing.T, name, description, perms string) {
+		doc := fmt.Sprintf(`{"name":%q,"description":%q,"parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+		  "execution":{"method":"GET","base_url":"%s/%s"},"perms":%s}`, name, description, e.up.URL, name, perms)
+		code, out := e.do("PUT", "/v1/plugins/"+name, adminToken, json.RawMessage(doc))
+		if code == http.StatusNotFound {
+			code, out = e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc))
+		}
+		if code != http.StatusOK && code != http.StatusCreated {
+			t.Fatal(name, code, out)
+		}
+	}
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			changed := make(chan struct{}, 8)
+			opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
+				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}},
+				&sdk.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			told := func(what string, want bool) {
+				t.Helper()
+				wait := 2 * time.Second // a listen stream polls every second
+				if want {
+					wait = 5 * time.Second
+				}
+				select {
+				case <-changed:
+					if !want {
+						t.Errorf("%s: told", what)
+					}
+				case <-time.After(wait):
+					if want {
+						t.Errorf("%s: not told", what)
+					}
+				}
+				for len(changed) > 0 {
+					<-changed
+				}
+			}
+			// The listen stream open, and a change the watcher saw only
+			// now (the environment's tools, added before the session)
+			// told and listed.
+			time.Sleep(1500 * time.Millisecond)
+			for len(changed) > 0 {
+				<-changed
+			}
+			if _, err := cs.ListTools(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+			put(t, "hidden_"+era[:4], "added", `["x:y:z"]`)
+			told("a hidden tool added", false)
+			put(t, "list_roles", "changed "+era, `["system:role:list"]`)
+			told("a hidden tool changed", false)
+			put(t, "weather", "changed "+era, `[]`)
+			told("a visible tool changed", true)
+			put(t, "list_roles", "open "+era, `[]`)
+			told("a hidden tool's perms giving it to the user", true)
+			put(t, "list_roles", "closed "+era, `["system:role:list"]`)
+			told("a visible tool's perms taking it from the user", true)
+		})
+	}
+}
+
+// TestSearchToolsNamesTheUsersLanguages: search_tools' description over
+// /mcp and in runs named the languages of the whole catalog's tools, those
+// hidden from the user included (here Chinese, only in tools user 2 may
+// not use). Now it names those of the tools the user may use.
+func TestSearchToolsNamesTheUsersLanguages(t *testing.T) {
+	llm := openaitest.New(t)
+	e := newRuoYiEnv(t, access.ModeOpen, withModel(llm), func(s *api.Server) {
+		s.MCP.ToolSearch = toolset.Config{Mode: toolset.ModeAlways}
+		s.Runner.ToolSearch = toolset.Config{Mode: toolset.ModeAlways}
+	})
+	for i, title := range []string{"List the open issues", "Create a pull request", "Delete a repository", "Read the weather forecast"} {
+		doc := fmt.Sprintf(`{"name":"english_%d","title":%q,"description":"A public tool anyone may use","parameters":{"type":"object","properties":{}},
+		  "execution":{"method":"GET","base_url":"%s/e"},"perms":[]}`, i, title, e.up.URL)
+		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+			t.Fatal(code, out)
+		}
+	}
+	for i, title := range []string{"查询工资单", "发放年终奖金", "审批报销单据"} {
+		doc := fmt.Sprintf(`{"name":"payroll_%d","title":%q,"description":"财务部门的内部工具，仅限授权人员使用","parameters":{"type":"object","properties":{}},
+		  "execution":{"method":"GET","base_url":"%s/p"},"perms":["x:y:z"]}`, i, title, e.up.URL)
+		if code, out := e.do("POST", "/v1/plugins", adminToken, json.RawMessage(doc)); code != http.StatusCreated {
+			t.Fatal(code, out)
+		}
+	}
+	for user, want := range map[int64]string{1: "described in English and Chinese:", 2: "described in English:"} {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[user])}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := cs.ListTools(t.Context(), nil)
+		cs.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := list.Tools[0].Description; list.Tools[0].Name != "search_tools" || !strings.Contains(d, want) {
+			t.Errorf("user %d: /mcp search_tools: %q, want %q", user, d, want)
+		}
+	}
+	llm.Script(openaitest.Turn{Content: "done"})
+	// A run of the tools user 2 may use: searched within the catalog's index.
+	if code, reply := e.do("POST", "/v1/runs", e.tokens[2], map[string]any{"plugin_names": []string{"english_0", "english_1", "english_2", "english_3", "weather"},
+		"messages": []map[string]any{{"role": "user", "content": "hello"}}}); code != http.StatusOK {
+		t.Fatalf("run: %d %v", code, reply)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	var req struct {
+		Tools []struct {
+			Function struct{ Name, Description string }
+		}
+	}
+	if err := json.Unmarshal(reqs[0], &req); err != nil || len(req.Tools) == 0 {
+		t.Fatal(err, string(reqs[0]))
+	}
+	if f := req.Tools[0].Function; f.Name != "search_tools" || !strings.Contains(f.Description, "described in English:") {
+		t.Errorf("a run of user 2: search_tools: %q", f.Description)
 	}
 }

@@ -31,28 +31,45 @@ func (c catalogSearcher) Search(query string, limit int) []toolsearch.Result {
 // (every one when n is 0): what /mcp's search_tools asks for a user's
 // tools (toolset.Within), so that the page is full.
 func (c catalogSearcher) RankUsable(query string, n int, usable *toolsearch.Filter) ([]toolsearch.Result, int, error) {
-	if usable == nil {
-		usable = c.within
-	} else if within := c.within; within != nil {
-		outer := usable
-		usable = &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
-			ps, err := within.Keep(ps)
-			if err != nil {
-				return nil, err
-			}
-			return outer.Keep(ps)
-		}}
-	}
-	return c.s.searchPage(context.Background(), query, 0, n, usable)
+	return c.s.searchPage(context.Background(), query, 0, n, c.narrow(usable))
 }
 
-// Languages are those of the catalog's tools (toolset.Languages).
+// narrow is usable within the searcher's tools (nil: them all).
+func (c catalogSearcher) narrow(usable *toolsearch.Filter) *toolsearch.Filter {
+	within := c.within
+	switch {
+	case usable == nil:
+		return within
+	case within == nil:
+		return usable
+	}
+	return &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+		ps, err := within.Keep(ps)
+		if err != nil {
+			return nil, err
+		}
+		return usable.Keep(ps)
+	}}
+}
+
+// Languages are those of the searcher's tools (toolset.Languages): a
+// run's, not the whole catalog's.
 func (c catalogSearcher) Languages() []string {
+	langs, err := c.LanguagesWithin(nil)
+	if err != nil {
+		c.s.Logger.Warn("tool search: the languages of the tools could not be told", "err", err)
+	}
+	return langs
+}
+
+// LanguagesWithin are the languages of those of the searcher's tools
+// usable keeps (toolset.LanguagesWithin).
+func (c catalogSearcher) LanguagesWithin(usable *toolsearch.Filter) ([]string, error) {
 	ix, err := c.s.ToolIndex(context.Background())
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return ix.Languages()
+	return ix.LanguagesWithin(c.narrow(usable))
 }
 
 // mcpIndex is /mcp's index: its tools are the enabled catalog.

@@ -141,12 +141,9 @@ func (e *Expansion) Update(ctx context.Context, ps []*plugins.Plugin) (int, erro
 			texts = append(texts, newToolText(p))
 		}
 	}
-	var langs []string
-	for _, s := range catalogScripts(texts) {
-		langs = append(langs, languageNames[s])
-	}
+	langs := languageNames(catalogScripts(toolScripts(texts), nil))
 	if len(langs) == 0 {
-		langs = []string{languageNames[scriptLatin]}
+		langs = []string{languageName[scriptLatin]}
 	}
 	type job struct{ prompt, key string }
 	var jobs []job

@@ -21,14 +21,14 @@ const (
 	scriptCyrillic
 )
 
-// languageNames name a script's language as search_tools tells the model;
+// languageName names a script's language as search_tools tells the model;
 // Latin is taken for English (the vocabulary's, and most APIs').
-var languageNames = [...]string{scriptLatin: "English", scriptHan: "Chinese", scriptKana: "Japanese", scriptHangul: "Korean", scriptCyrillic: "Russian"}
+var languageName = [...]string{scriptLatin: "English", scriptHan: "Chinese", scriptKana: "Japanese", scriptHangul: "Korean", scriptCyrillic: "Russian"}
 
 // scriptOf is the script of most of the letters of s (Japanese when it
 // has kana, whatever its kanji).
 func scriptOf(s string) script {
-	var n [len(languageNames)]int
+	var n [len(languageName)]int
 	for _, r := range s {
 		switch {
 		case r < 0x80:
@@ -58,17 +58,31 @@ func scriptOf(s string) script {
 	return best
 }
 
-// catalogScripts are the scripts of at least one tool in fifty (and two
-// tools) of ts, by the text of their titles and descriptions, most used
-// first.
-func catalogScripts(ts []toolText) []script {
-	var n [len(languageNames)]int
+// toolScripts are the script of each of ts, by the text of its title and
+// description: what catalogScripts counts.
+func toolScripts(ts []toolText) []script {
+	out := make([]script, len(ts))
 	for i := range ts {
-		n[scriptOf(ts[i].title+" "+firstRunes(ts[i].description, 200))]++
+		out[i] = scriptOf(ts[i].title + " " + firstRunes(ts[i].description, 200))
+	}
+	return out
+}
+
+// catalogScripts are the scripts of at least one tool in fifty (and two
+// tools) of those whose scripts of ts keep keeps (nil: all), most used
+// first.
+func catalogScripts(ts []script, keep func(i int) bool) []script {
+	var n [len(languageName)]int
+	total := 0
+	for i, s := range ts {
+		if keep == nil || keep(i) {
+			n[s]++
+			total++
+		}
 	}
 	var out []script
 	for s := scriptLatin; int(s) < len(n); s++ {
-		if n[s] >= 2 && n[s]*50 >= len(ts) {
+		if n[s] >= 2 && n[s]*50 >= total {
 			out = append(out, s)
 		}
 	}
@@ -93,10 +107,40 @@ func firstRunes(s string, n int) string {
 
 // Languages are the languages the catalog's tools are written in, most
 // used first: English, Chinese, Japanese, Korean, Russian.
-func (ix *Index) Languages() []string {
-	out := make([]string, len(ix.scripts))
-	for i, s := range ix.scripts {
-		out[i] = languageNames[s]
+func (ix *Index) Languages() []string { return languageNames(ix.scripts) }
+
+// LanguagesWithin are Languages of the tools usable keeps (nil: every
+// one): what search_tools tells a caller who may use some of the catalog,
+// so that the languages of tools hidden from it are not named.
+func (ix *Index) LanguagesWithin(usable *Filter) ([]string, error) {
+	if usable == nil {
+		return ix.Languages(), nil
+	}
+	if usable.Set != nil {
+		set, err := usable.Set(ix.docs)
+		if err != nil {
+			return nil, err
+		}
+		return languageNames(catalogScripts(ix.toolScripts, set.Has)), nil
+	}
+	kept, err := usable.Keep(ix.docs)
+	if err != nil {
+		return nil, err
+	}
+	// Keep keeps the order: the kept are walked alongside.
+	in := make([]bool, len(ix.docs))
+	for d, p := range ix.docs {
+		if len(kept) > 0 && kept[0] == p {
+			in[d], kept = true, kept[1:]
+		}
+	}
+	return languageNames(catalogScripts(ix.toolScripts, func(d int) bool { return in[d] })), nil
+}
+
+func languageNames(ss []script) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = languageName[s]
 	}
 	return out
 }

@@ -78,27 +78,28 @@ func isDeprecated(p *plugins.Plugin) bool {
 // Index is an immutable search index over one catalog snapshot; Search is
 // safe for concurrent use and does no I/O.
 type Index struct {
-	an         analyzer
-	parts      Parts
-	w          Weights
-	docs       []*plugins.Plugin
-	actions    []actions         // of each doc
-	deprecated []bool            // of each doc
-	title      [][]int32         // of each doc: its title's terms
-	addressed  [][]int32         // of each doc: the terms of what it addresses one of (addressedTerms)
-	terms      map[string]int32  // term → its postings
-	words      map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
-	sorted     []string          // the terms in order, for prefixes (widen)
-	postings   [][]posting
-	scripts    []script // of the tools' texts, most used first (Languages)
-	sources    []indexedSource
-	docSource  []int32  // of each doc: its source in sources, -1 for none
-	docScript  []script // of each doc: the script of its title and description
-	idf        []float64
-	written    *writtenField // the requests a model wrote (Parts.Expansion), nil for none
-	scratch    sync.Pool     // *scratch
-	verbsOnce  sync.Once
-	zhByVerb   map[string][]string // a verb → the catalog's Chinese words whose verb glosses start with it (byVerb)
+	an          analyzer
+	parts       Parts
+	w           Weights
+	docs        []*plugins.Plugin
+	actions     []actions         // of each doc
+	deprecated  []bool            // of each doc
+	title       [][]int32         // of each doc: its title's terms
+	addressed   [][]int32         // of each doc: the terms of what it addresses one of (addressedTerms)
+	terms       map[string]int32  // term → its postings
+	words       map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
+	sorted      []string          // the terms in order, for prefixes (widen)
+	postings    [][]posting
+	scripts     []script // of the tools' texts, most used first (Languages)
+	toolScripts []script // of each doc's title and description's start (LanguagesWithin)
+	sources     []indexedSource
+	docSource   []int32  // of each doc: its source in sources, -1 for none
+	docScript   []script // of each doc: the script of its title and description
+	idf         []float64
+	written     *writtenField // the requests a model wrote (Parts.Expansion), nil for none
+	scratch     sync.Pool     // *scratch
+	verbsOnce   sync.Once
+	zhByVerb    map[string][]string // a verb → the catalog's Chinese words whose verb glosses start with it (byVerb)
 }
 
 // scratch are a search's accumulators, one per document, all zero
@@ -292,7 +293,8 @@ func build(ps []*plugins.Plugin, an analyzer, fields, weak []field, w Weights) (
 				}
 			})
 		}
-		ix.scripts = catalogScripts(tools)
+		ix.toolScripts = toolScripts(tools)
+		ix.scripts = catalogScripts(ix.toolScripts, nil)
 		ix.words = map[string]string{}
 		for w, st := range builder.stems {
 			if t := canonical(st); len(w) >= typoMin-1 && isASCIILetters(w) {

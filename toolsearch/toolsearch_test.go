@@ -398,20 +398,28 @@ func TestTypos(t *testing.T) {
 	}
 }
 
+// englishTools and chineseTools are two tools of each language.
+func englishTools() []*plugins.Plugin {
+	return []*plugins.Plugin{
+		{Name: "delete_user", Title: "Delete a user", Description: "Deletes the user.", Status: plugins.StatusEnabled},
+		{Name: "list_users", Title: "List users", Description: "Lists every user.", Status: plugins.StatusEnabled},
+	}
+}
+
+func chineseTools() []*plugins.Plugin {
+	return []*plugins.Plugin{
+		{Name: "del_kehu", Title: "删除客户", Description: "删除一个客户", Status: plugins.StatusEnabled},
+		{Name: "list_kehu", Title: "获得客户分页", Description: "分页查询客户", Status: plugins.StatusEnabled},
+	}
+}
+
 // TestLanguages: the index names the languages of its tools' text, and,
 // without the dictionary, a request in a language none of them is written
 // in finds nothing (not the tools its verbs' English synonyms match); with
 // it (TestAcrossLanguages), Chinese finds English tools and English
 // Chinese ones.
 func TestLanguages(t *testing.T) {
-	en := []*plugins.Plugin{
-		{Name: "delete_user", Title: "Delete a user", Description: "Deletes the user.", Status: plugins.StatusEnabled},
-		{Name: "list_users", Title: "List users", Description: "Lists every user.", Status: plugins.StatusEnabled},
-	}
-	zh := []*plugins.Plugin{
-		{Name: "del_kehu", Title: "删除客户", Description: "删除一个客户", Status: plugins.StatusEnabled},
-		{Name: "list_kehu", Title: "获得客户分页", Description: "分页查询客户", Status: plugins.StatusEnabled},
-	}
+	en, zh := englishTools(), chineseTools()
 	for _, tc := range []struct {
 		ps    []*plugins.Plugin
 		langs []string
@@ -542,6 +550,45 @@ func positionsOf(docs []*plugins.Plugin, keep func(*plugins.Plugin) bool) positi
 		s[i] = keep(p)
 	}
 	return s
+}
+
+// TestLanguagesWithin: the languages of the tools a filter keeps, by its
+// Keep or its Set, are those of the kept tools only: a caller who may use
+// the English tools is not told of Chinese ones; nil keeps every one.
+func TestLanguagesWithin(t *testing.T) {
+	ix, err := New(append(englishTools(), chineseTools()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	english := func(p *plugins.Plugin) bool { return strings.Contains(p.Name, "user") }
+	byKeep := func(keep func(*plugins.Plugin) bool) *Filter {
+		return &Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+			return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return !keep(p) }), nil
+		}}
+	}
+	bySet := func(keep func(*plugins.Plugin) bool) *Filter {
+		return &Filter{Set: func(all []*plugins.Plugin) (Set, error) { return positionsOf(all, keep), nil }}
+	}
+	for _, tc := range []struct {
+		name   string
+		usable *Filter
+		want   []string
+	}{
+		{"nil", nil, []string{"English", "Chinese"}},
+		{"every one kept", byKeep(func(*plugins.Plugin) bool { return true }), []string{"English", "Chinese"}},
+		{"English kept", byKeep(english), []string{"English"}},
+		{"English by set", bySet(english), []string{"English"}},
+		{"Chinese by set", bySet(func(p *plugins.Plugin) bool { return !english(p) }), []string{"Chinese"}},
+		{"none kept", byKeep(func(*plugins.Plugin) bool { return false }), []string{}},
+	} {
+		got, err := ix.LanguagesWithin(tc.usable)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := ix.LanguagesWithin(&Filter{Keep: func([]*plugins.Plugin) ([]*plugins.Plugin, error) { return nil, errors.New("down") }}); err == nil {
+		t.Error("a filter failing: no error")
+	}
 }
 
 // BenchmarkRankUsable is a per-user search of 2,000 tools against the

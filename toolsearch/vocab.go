@@ -162,7 +162,7 @@ type qterm struct {
 // String shows a term as {term weight}, and the script it is kept to.
 func (q qterm) String() string {
 	if q.lang != scriptNone {
-		return fmt.Sprintf("{%s %v %s}", q.term, q.weight, languageNames[q.lang])
+		return fmt.Sprintf("{%s %v %s}", q.term, q.weight, languageName[q.lang])
 	}
 	return fmt.Sprintf("{%s %v}", q.term, q.weight)
 }

@@ -448,7 +448,13 @@ func (ss *session) listFor(ctx context.Context, set *toolSet, cursor string) (*s
 		ss.svc.log.ErrorContext(ctx, "MCP tools not listed: the user's permissions are unreadable", "err", err)
 		return nil, err
 	}
-	return ss.list(set, cursor, usable)
+	v, err := ss.view(ctx, set)
+	if err != nil {
+		ss.svc.log.ErrorContext(ctx, "MCP tools not listed: the user's permissions are unreadable", "err", err)
+		return nil, err
+	}
+	ss.shown(v)
+	return ss.list(set, v, cursor, usable)
 }
 
 // completedList is a tools/list result of 2026-07-28, naming its

@@ -20,9 +20,10 @@ var changeMarker = &sdk.Tool{Name: "blindexec_catalog_changed", InputSchema: map
 
 // listen serves subscriptions/listen (2026-07-28): the SDK holds the
 // stream open and sends what the server's registry announces, while the
-// catalog is watched meanwhile, each change announced as
-// notifications/tools/list_changed. A user's access changing is not a
-// catalog change: the list's ttlMs bounds how long a client keeps it.
+// catalog is watched meanwhile, each change of the tools the subject may
+// list announced as notifications/tools/list_changed. A user's access
+// changing is not a catalog change: the list's ttlMs bounds how long a
+// client keeps it.
 func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -38,7 +39,8 @@ func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method st
 	return next(ctx, method, req)
 }
 
-// watch announces each change of the catalog's version until ctx ends.
+// watch announces each change of the catalog's version that changed the
+// tools the stream's subject may list, until ctx ends.
 func (ss *session) watch(ctx context.Context) {
 	poll := ss.svc.opts.ListenPoll
 	if poll <= 0 {
@@ -49,6 +51,7 @@ func (ss *session) watch(ctx context.Context) {
 	seen := int64(-1)
 	if set, err := ss.svc.current(ctx); err == nil {
 		seen = set.version
+		ss.changed(ctx, set) // what the stream's client knows
 	}
 	for {
 		select {
@@ -61,6 +64,9 @@ func (ss *session) watch(ctx context.Context) {
 			continue
 		}
 		seen = set.version
+		if !ss.changed(ctx, set) {
+			continue // a change of tools its user may not list
+		}
 		ss.svc.log.DebugContext(ctx, "MCP catalog changed: listeners told", "version", seen)
 		ss.server.AddTool(changeMarker, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return nil, errCatalog // never called: tools/call is the engine's

@@ -199,6 +199,9 @@ type Service struct {
 	opened atomic.Int64
 	// listeners are the subscriptions/listen streams open (End).
 	listeners sync.Map // *listener → struct{}
+	// toTell is a change not yet compared; telling, that Changed's
+	// goroutine runs.
+	toTell, telling atomic.Bool
 }
 
 // pruneEvery is how many sessions open between two sweeps of the ended
@@ -325,18 +328,64 @@ func (s *Service) sweep(open func(*session)) {
 // tools/list itself, so the registry's contents are never listed.
 var changedTool = &sdk.Tool{Name: "_blindexec_changed", InputSchema: map[string]any{"type": "object"}}
 
-// Changed tells every open session that its tools changed
+// Changed tells every open session whose tools changed
 // (notifications/tools/list_changed): the catalog or the agent the
-// service serves moved. A client lists its tools again; what it gets is
-// decided then.
+// service serves moved. A session's tools are those its view may list
+// (view.go), compared once per view: a change of a tool hidden from its
+// user tells it nothing. A client lists its tools again; what it gets is
+// decided then. It returns at once: the comparison reads the catalog and
+// the access rule, which the caller (the change watcher's poll, whose other
+// handlers end revoked tokens' streams) must not wait on; changes that
+// come meanwhile are compared once, after.
 func (s *Service) Changed() {
+	s.toTell.Store(true)
+	if !s.telling.CompareAndSwap(false, true) {
+		return // the one telling sees toTell
+	}
+	go func() {
+		for {
+			for s.toTell.Swap(false) {
+				s.tell()
+			}
+			s.telling.Store(false)
+			if !s.toTell.Load() || !s.telling.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// tell tells the open sessions whose tools changed (Changed).
+func (s *Service) tell() {
+	if s.closing.Err() != nil {
+		return // closed: its sessions are ending
+	}
+	ctx, cancel := context.WithTimeout(s.closing, changedTimeout)
+	defer cancel()
+	// The catalog brought up to date first: its version is what the
+	// tool set is built for.
+	_, err := s.cat.EnabledPlugins(ctx)
+	var set *toolSet
+	if err == nil {
+		set, err = s.current(ctx)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "MCP catalog changed but unreadable: every session is told", "err", err)
+	}
 	s.sweep(func(ss *session) {
+		if set != nil && !ss.changed(ctx, set) {
+			return
+		}
 		ss.server.AddTool(changedTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return errorResult("not a tool"), nil
 		})
 		ss.server.RemoveTools(changedTool.Name)
 	})
 }
+
+// changedTimeout bounds Changed's reading of the catalog and the users'
+// permissions (each read once, not per session).
+const changedTimeout = 10 * time.Second
 
 // End ends every session whose identity gone reports: its requests
 // would be refused already (a revoked token), but a stream it holds open

@@ -38,12 +38,20 @@ type session struct {
 
 	mu    sync.Mutex
 	found *toolset.Working // nil until the first search
+	// told is the digest of the tools the session was shown last (a
+	// list, a notification; seen once it was): a catalog change tells
+	// it only when its own tools differ.
+	told digest
+	seen bool
 }
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if !ss.opened.Load() { // a load, not a store, on every request after the first
 			ss.opened.Store(true)
+			if !ss.stateless {
+				ss.remember(ctx)
+			}
 		}
 		switch method {
 		case "tools/list", "tools/call":
@@ -127,9 +135,9 @@ func (ss *session) subject() access.Subject {
 }
 
 // list answers tools/list: every tool the user may use (usable, nil for
-// all), or when searching the meta-tools, the pinned tools and this
-// session's finds still in the catalog, of those.
-func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*sdk.ListToolsResult, error) {
+// all), or when searching the meta-tools (search_tools the view's), the
+// pinned tools and this session's finds still in the catalog, of those.
+func (ss *session) list(set *toolSet, v *view, cursor string, usable map[string]bool) (*sdk.ListToolsResult, error) {
 	shown := func(name string) bool { return usable == nil || usable[name] }
 	if !set.search {
 		all := set.all
@@ -156,7 +164,7 @@ func (ss *session) list(set *toolSet, cursor string, usable map[string]bool) (*s
 		}
 		return res, nil
 	}
-	tools := []*sdk.Tool{set.searchTool, callTool}
+	tools := []*sdk.Tool{v.searchTool, callTool}
 	for _, t := range set.pinned {
 		if shown(t.Name) {
 			tools = append(tools, t)
@@ -194,7 +202,12 @@ func (ss *session) call(ctx context.Context, set *toolSet, name string, args jso
 	if set.search {
 		switch name {
 		case plugins.SearchToolsName:
-			return ss.search(set, args, ss.usableFilter(ctx)), nil
+			v, err := ss.view(ctx, set)
+			if err != nil {
+				ss.svc.log.ErrorContext(ctx, "MCP tool search refused: the user's permissions are unreadable", "err", err)
+				return errorResult("the tools you may use cannot be read at the moment; nothing was searched"), nil
+			}
+			return ss.search(set, v, args, ss.usableFilter(ctx)), nil
 		case plugins.CallToolName:
 			a, err := toolset.ParseCallArgs(args)
 			if err != nil {
@@ -394,7 +407,7 @@ type searchAnswer struct {
 // search answers search_tools: the matches, of which those not pinned
 // join this session's tools (the least recently used dropped beyond the
 // capacity); when that changes the list, the client is notified.
-func (ss *session) search(set *toolSet, args json.RawMessage, usable *toolsearch.Filter) *sdk.CallToolResult {
+func (ss *session) search(set *toolSet, v *view, args json.RawMessage, usable *toolsearch.Filter) *sdk.CallToolResult {
 	a, err := toolset.ParseSearchArgs(args, ss.svc.opts.Search.MaxQueryChars)
 	if err != nil {
 		return errorResult(err.Error())
@@ -438,7 +451,7 @@ func (ss *session) search(set *toolSet, args json.RawMessage, usable *toolsearch
 
 	switch {
 	case len(ans.Tools) == 0:
-		ans.Note = toolset.NoMatchNote(set.langs)
+		ans.Note = toolset.NoMatchNote(v.langs)
 	case ss.stateless:
 		// Nothing is remembered for the next request's tools/list.
 		ans.Note = "Call one of these tools by name, or through call_tool."

@@ -23,10 +23,13 @@ type toolSet struct {
 	search bool
 	index  toolset.Searcher
 	langs  []string // the index's tools are written in
-	// searchTool is search_tools, its description naming those languages.
+	// searchTool is search_tools, its description naming those languages:
+	// a view's names those of the tools its subject may use.
 	searchTool *sdk.Tool
 	pinned     []*sdk.Tool
 	capacity   int // of a session's found tools
+	// views are what each subject's sessions are shown of it (view.go).
+	views views
 }
 
 // entry is one catalog tool.

@@ -214,6 +214,21 @@ func Languages(s Searcher) []string {
 	return nil
 }
 
+// LanguagesWithin are Languages of the tools of s that usable keeps (nil:
+// every one), when s knows them: none are named when s cannot tell,
+// rather than those of tools the caller may not use.
+func LanguagesWithin(s Searcher, usable *toolsearch.Filter) ([]string, error) {
+	if l, ok := s.(interface {
+		LanguagesWithin(*toolsearch.Filter) ([]string, error)
+	}); ok {
+		return l.LanguagesWithin(usable)
+	}
+	if usable == nil {
+		return Languages(s), nil
+	}
+	return nil, nil
+}
+
 // SearchDescriptionFor is SearchDescription naming the languages the
 // catalog's tools are written in: a keyword search matches words, so a
 // model asked in Chinese must search an English catalog in English; and
