@@ -274,6 +274,17 @@ type cachedToken struct {
 	perms []string
 }
 
+// at runs f on c locked, c emptied first if the tokens' counter moved
+// from its version.
+func (c *tokenCache) at(version int64, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != version {
+		c.version, c.m, c.ids = version, nil, nil
+	}
+	f()
+}
+
 // tokenCacheMax bounds the cache (unknown tokens are cached too); past it,
 // the cache starts afresh.
 const tokenCacheMax = 10000
@@ -281,12 +292,9 @@ const tokenCacheMax = 10000
 func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, error) {
 	version := s.Changes.Current().Tokens
 	c := &s.tokens
-	c.mu.Lock()
-	if c.version != version {
-		c.version, c.m, c.ids = version, nil, nil
-	}
-	t, ok := c.m[hash]
-	c.mu.Unlock()
+	var t cachedToken
+	var ok bool
+	c.at(version, func() { t, ok = c.m[hash] })
 	if ok {
 		return t, nil
 	}
@@ -323,12 +331,9 @@ func (s *Server) tokenByID(ctx context.Context, user, id int64) (heldToken, erro
 	version := s.Changes.Current().Tokens
 	key := tokenKey{user, id}
 	c := &s.tokens
-	c.mu.Lock()
-	if c.version != version {
-		c.version, c.m, c.ids = version, nil, nil
-	}
-	t, ok := c.ids[key]
-	c.mu.Unlock()
+	var t heldToken
+	var ok bool
+	c.at(version, func() { t, ok = c.ids[key] })
 	if ok {
 		return t, nil
 	}
