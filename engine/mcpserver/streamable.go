@@ -50,7 +50,8 @@ type Identity struct {
 	Narrow []access.Held
 	// Token is the token's id (engine.Call.Token, 0: none): a call names
 	// it, and the executor reads its perms as they are at the decision
-	// rather than Narrow, the session's copy.
+	// rather than Narrow, the session's copy. Principal's token: Same
+	// need not compare it.
 	Token int64
 }
 
@@ -65,7 +66,7 @@ func (id Identity) options(endpoint string) sessionOptions {
 // its requests another identity's: the session acted with the perms it
 // was opened with.
 func (id Identity) Same(o Identity) bool {
-	return id.User == o.User && id.Principal == o.Principal && id.Token == o.Token && slices.EqualFunc(id.Narrow, o.Narrow, maps.Equal)
+	return id.User == o.User && id.Principal == o.Principal && slices.EqualFunc(id.Narrow, o.Narrow, maps.Equal)
 }
 
 const (
