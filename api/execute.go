@@ -69,9 +69,9 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		Credentials: req.Credentials,
 		FixedParams: req.FixedParams,
 		Inline:      isInline(req.Plugin),
-		Narrow:      narrowing(r.Context(), req.User),
 		Agent:       req.Agent,
 	}
+	call.Token, call.Narrow = calling(r.Context(), req.User)
 	if res, err, ok := s.sendDirect(w, r, &call, req.Prepare, req.Confirmation); ok {
 		writeResult(w, res, err)
 	}

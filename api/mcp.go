@@ -237,7 +237,7 @@ func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		hash = auth.HashToken(tok)
 	}
-	return mcpserver.Identity{User: user, Principal: hash, Narrow: narrowing(r.Context(), nil)}, nil
+	return mcpserver.Identity{User: user, Principal: hash, Narrow: narrowing(r.Context(), nil), Token: p.tokenID}, nil
 }
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
@@ -486,7 +486,8 @@ func (m *mcpAPI) proxyCall(w http.ResponseWriter, r *http.Request) {
 	}
 	// The executor resolves the stored credentials, as stored: their
 	// masking classes are then the catalog's.
-	call := engine.Call{Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r), Relay: true}
+	call := engine.Call{Arguments: args, UserID: user, Agent: agentParam(r), Relay: true}
+	call.Token, call.Narrow = calling(r.Context(), nil)
 	if call.Plugin, ok = m.proxied(w, r, id, tool, call); !ok {
 		return
 	}
@@ -703,7 +704,8 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Narrow: narrowing(r.Context(), nil), Agent: agentParam(r)}
+	call := engine.Call{Plugin: p, Arguments: args, UserID: user, Agent: agentParam(r)}
+	call.Token, call.Narrow = calling(r.Context(), nil)
 	if res, err, ok := s.sendDirect(w, r, &call, false, r.Header.Get(HeaderConfirmation)); ok {
 		writeResult(w, res, err)
 	}

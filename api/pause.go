@@ -48,43 +48,40 @@ type runPrincipal struct {
 	// run (nil: none): they narrow the run on every resume, whoever
 	// resumes it (issue 46).
 	Perms []string `json:"perms"` // null: none; [] (an unreadable column) holds nothing
+	// Token is that token's id (sys_ai_run.token_id, so not kept in the
+	// state): the run's calls name it (engine.Call.Token), and are
+	// decided with its perms as they are at each call.
+	Token int64 `json:"-"`
 }
 
 // startedBy is the runPrincipal of p.
 func startedBy(p principal) runPrincipal {
-	rp := runPrincipal{Role: p.role.String(), Perms: p.perms}
+	rp := runPrincipal{Role: p.role.String(), Perms: p.perms, Token: p.tokenID}
 	if p.role == roleUser {
 		rp.User = p.userID
 	}
 	return rp
 }
 
-// startedNow is rp, the principal that started run, with the perms its
-// token has now: the token's perms narrowed or cleared on any replica (or
-// by RuoYi's SQL) since the run paused are the run's from its resume on,
-// and a run whose narrowed token was revoked or expired goes on
-// narrowed to nothing. A run naming no token (started before migration
-// 00028, or by the service or the administrator) keeps rp's.
+// startedNow is rp, the principal that started run, with its token and
+// the perms the token has now (the server's cache, as its calls read
+// them): the token's perms narrowed or cleared on any replica (or by
+// RuoYi's SQL) since the run paused are the run's from its resume on, and
+// a run whose token was revoked or expired goes on narrowed to nothing.
+// A run naming no token (started before migration 00028, or by the
+// service or the administrator) keeps rp's.
 func (s *Server) startedNow(ctx context.Context, run *store.Run, rp runPrincipal) (runPrincipal, error) {
 	if run.TokenID == nil || run.UserID == nil {
 		return rp, nil
 	}
-	toks, err := s.Store.ListTokens(ctx, run.UserID)
+	t, err := s.tokenByID(ctx, *run.UserID, *run.TokenID)
 	if err != nil {
 		return rp, fmt.Errorf("read the token that started run %s: %w", run.ID, err)
 	}
-	i := slices.IndexFunc(toks, func(t store.Token) bool { return t.ID == *run.TokenID })
-	if i < 0 || toks[i].ExpireTime != nil && !toks[i].ExpireTime.After(time.Now()) {
-		if rp.Perms != nil {
-			rp.Perms = []string{}
-		}
-		return rp, nil
+	rp.Token, rp.Perms = *run.TokenID, t.perms
+	if t.gone() {
+		rp.Perms = []string{} // as its calls are decided (engine.Tokens)
 	}
-	perms, err := plugins.SplitPerms(toks[i].Perms)
-	if err != nil {
-		perms = []string{} // unreadable: deny when unsure, as lookupToken does
-	}
-	rp.Perms = perms
 	return rp, nil
 }
 

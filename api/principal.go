@@ -5,11 +5,13 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/header"
 	"github.com/blindexec/blindexec/plugins"
@@ -240,6 +242,25 @@ type tokenCache struct {
 	mu      sync.Mutex
 	version int64
 	m       map[string]cachedToken
+	// ids are per-user tokens by user and id, for a call, a run or a
+	// session naming its token (engine.Call.Token), whose hash it does
+	// not hold.
+	ids map[tokenKey]heldToken
+}
+
+type tokenKey struct{ user, id int64 }
+
+// heldToken is a per-user token as a call naming it reads it.
+type heldToken struct {
+	found   bool
+	expires *time.Time
+	perms   []string    // nil: none; [] (an unreadable column) holds nothing
+	held    access.Held // perms as a set, nil when none
+}
+
+// gone reports whether t is revoked or expired.
+func (t heldToken) gone() bool {
+	return !t.found || t.expires != nil && !t.expires.After(time.Now())
 }
 
 type cachedToken struct {
@@ -253,6 +274,17 @@ type cachedToken struct {
 	perms []string
 }
 
+// at runs f on c locked, c emptied first if the tokens' counter moved
+// from its version.
+func (c *tokenCache) at(version int64, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != version {
+		c.version, c.m, c.ids = version, nil, nil
+	}
+	f()
+}
+
 // tokenCacheMax bounds the cache (unknown tokens are cached too); past it,
 // the cache starts afresh.
 const tokenCacheMax = 10000
@@ -260,12 +292,9 @@ const tokenCacheMax = 10000
 func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, error) {
 	version := s.Changes.Current().Tokens
 	c := &s.tokens
-	c.mu.Lock()
-	if c.version != version {
-		c.version, c.m = version, nil
-	}
-	t, ok := c.m[hash]
-	c.mu.Unlock()
+	var t cachedToken
+	var ok bool
+	c.at(version, func() { t, ok = c.m[hash] })
 	if ok {
 		return t, nil
 	}
@@ -294,4 +323,58 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, err
 		c.m[hash] = t
 	}
 	return t, nil
+}
+
+// tokenByID is user's token id while the tokens' change counter stays
+// where it was (lookupToken's rule): a miss reads the user's tokens once.
+func (s *Server) tokenByID(ctx context.Context, user, id int64) (heldToken, error) {
+	version := s.Changes.Current().Tokens
+	key := tokenKey{user, id}
+	c := &s.tokens
+	var t heldToken
+	var ok bool
+	c.at(version, func() { t, ok = c.ids[key] })
+	if ok {
+		return t, nil
+	}
+	rows, err := s.Store.ListTokens(ctx, &user)
+	if err != nil {
+		return heldToken{}, fmt.Errorf("check token: %w", err)
+	}
+	read := make(map[tokenKey]heldToken, len(rows)+1)
+	read[key] = heldToken{} // not among them: revoked
+	for _, row := range rows {
+		h := heldToken{found: true, expires: row.ExpireTime}
+		if h.perms, err = plugins.SplitPerms(row.Perms); err != nil {
+			h.perms = []string{} // deny when unsure, as lookupToken does
+		}
+		if h.perms != nil {
+			h.held = access.HeldOf(h.perms...)
+		}
+		read[tokenKey{user, row.ID}] = h
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version == version {
+		if c.ids == nil || len(c.ids)+len(read) > tokenCacheMax {
+			c.ids = make(map[tokenKey]heldToken, len(read))
+		}
+		maps.Copy(c.ids, read)
+	}
+	return read[key], nil
+}
+
+// tokenPerms is the engine's reading of a call's token (engine.Tokens),
+// over the server's cache.
+type tokenPerms struct{ s *Server }
+
+func (tp tokenPerms) Perms(ctx context.Context, user, id int64) (access.Held, error) {
+	t, err := tp.s.tokenByID(ctx, user, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case t.gone():
+		return access.Held{}, nil
+	}
+	return t.held, nil
 }

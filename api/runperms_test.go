@@ -23,9 +23,12 @@ import (
 // narrowedReplicas are two replicas on st, each deciding with the same
 // grants (search:query, hr:payroll:edit for every user), and their two
 // catalog tools on up: search, consequential, and payroll, not.
-func narrowedReplicas(t *testing.T, st *store.Store, llm *openaitest.Server) (a, b *env, up *upstream) {
+func narrowedReplicas(t *testing.T, st *store.Store, llm *openaitest.Server, during ...func(r *http.Request)) (a, b *env, up *upstream) {
 	t.Helper()
 	up = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		for _, f := range during {
+			f(r) // while the call is in flight
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"ok":true}`)
 	})
@@ -67,7 +70,13 @@ func noPayroll(t *testing.T, up *upstream, before int) {
 // trigger moves it, SQLite having none), both replicas polling after.
 func narrowToSearch(t *testing.T, st *store.Store, id int64, replicas ...*env) {
 	t.Helper()
-	if _, err := st.DB().Exec("UPDATE sys_ai_token SET perms = 'search:query' WHERE token_id = ?", id); err != nil {
+	narrowTo(t, st, id, "search:query", replicas...)
+}
+
+// narrowTo is narrowToSearch to perms.
+func narrowTo(t *testing.T, st *store.Store, id int64, perms string, replicas ...*env) {
+	t.Helper()
+	if _, err := st.DB().Exec("UPDATE sys_ai_token SET perms = ? WHERE token_id = ?", perms, id); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.BumpCounters(t.Context(), "token"); err != nil {
@@ -242,4 +251,62 @@ func TestMRTRRetryFollowsTheCatalog(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRunFollowsItsToken (review 73): a run that has not paused decides
+// each call with its token's perms as they are at the call: the token
+// narrowed on replica A, or revoked, while the run goes on on replica B,
+// the model's next payroll call is refused, nothing sent. Before, a run
+// was narrowed for its whole course (up to 10 minutes) by the perms its
+// token had when it started, and sent payroll again.
+func TestRunFollowsItsToken(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, st *store.Store, a, b *env, id int64)
+	}{
+		{"narrowed", func(t *testing.T, st *store.Store, a, b *env, id int64) { narrowToSearch(t, st, id, a, b) }},
+		{"revoked", func(t *testing.T, st *store.Store, a, b *env, id int64) {
+			if code, _ := a.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+				t.Error(code)
+			}
+			b.changes.Poll(t.Context())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, st *store.Store) {
+				llm := openaitest.New(t)
+				var change func()
+				a, b, up := narrowedReplicas(t, st, llm, func(*http.Request) {
+					if change != nil {
+						change() // the first payroll call sent: the token changes on A
+						change = nil
+					}
+				})
+				agent, row, err := api.IssueToken(t.Context(), st, 7, "agent", 0, "", "search:query", "hr:payroll:edit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.changes.Poll(t.Context())
+				change = func() { tc.change(t, st, a, b, row.ID) }
+				payroll := openaitest.ToolCall{Name: "payroll", Arguments: `{"q":"raise"}`}
+				llm.Script(
+					openaitest.Turn{ToolCalls: []openaitest.ToolCall{payroll}},
+					openaitest.Turn{ToolCalls: []openaitest.ToolCall{payroll}},
+					openaitest.Turn{Content: "done"},
+				)
+				code, reply := b.do("POST", "/v1/runs", agent, map[string]any{"plugin_names": []string{"search", "payroll"},
+					"messages": []map[string]any{{"role": "user", "content": "payroll twice"}}})
+				if code != http.StatusOK {
+					t.Fatalf("run: %d %v", code, reply)
+				}
+				steps, _ := reply["steps"].([]any)
+				if len(steps) != 2 || steps[0].(map[string]any)["status"] != "ok" || steps[1].(map[string]any)["status"] != "refused" {
+					t.Errorf("steps: %v, want the first payroll sent and the second refused", steps)
+				}
+				if n := len(up.received()); n != 1 {
+					t.Errorf("the upstream received %d calls, want 1", n)
+				}
+			})
+		})
+	}
 }

@@ -133,16 +133,15 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 // rule's error.
 func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, started runPrincipal) (*loop.Request, []plugins.FieldError, error) {
 	var fields []plugins.FieldError
-	var narrow []access.Held
-	if started.Perms != nil {
-		narrow = append(narrow, access.HeldOf(started.Perms...))
-	}
-	if req.User != nil {
-		narrow = append(narrow, access.HeldOf(req.User.Permissions...))
-	}
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
 		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: started.owner(),
-		Narrow: narrow, Agent: req.Agent}
+		Narrow: sources(started.Perms, req.User), Agent: req.Agent}
+	// The tools offered are those of the token's perms now; its calls
+	// name the token, decided with its perms as they are at each call.
+	offered := out.Narrow
+	if started.Token != 0 {
+		out.Token, out.Narrow = started.Token, sources(nil, req.User)
+	}
 	for i, raw := range req.Plugins {
 		p, errs, err := parseInline(raw, fmt.Sprintf("plugins[%d]", i), "plugin_names")
 		switch {
@@ -193,7 +192,7 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 		// agent: a tool it names anyway is one it was not offered, and
 		// the executor refuses it (an inline plugin is judged when
 		// called, as the row of its name).
-		sub := access.Subject{User: user, Narrow: out.Narrow, Agent: req.Agent}
+		sub := access.Subject{User: user, Narrow: offered, Agent: req.Agent}
 		var err error
 		if named, err = s.Access.Usable(ctx, sub, named); err != nil {
 			return nil, nil, err

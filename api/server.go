@@ -175,6 +175,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Quota != nil && s.Executor != nil && s.Executor.Quota == nil {
 		s.Executor.Quota = s.Quota // the rules served are the rules applied
 	}
+	if s.Executor != nil && s.Executor.Tokens == nil && s.Store != nil {
+		s.Executor.Tokens = tokenPerms{s} // the tokens served are the tokens decided with
+	}
 	if s.Quota != nil && s.Runner != nil && s.Runner.Budget == nil {
 		s.Runner.Budget = s.Quota
 	}

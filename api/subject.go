@@ -130,8 +130,27 @@ func payloadUserAllowed(w http.ResponseWriter, r *http.Request, named UserID, u 
 // payload's user.permissions (checked by payloadUserAllowed), each judged
 // on its own.
 func narrowing(ctx context.Context, u *PayloadUser) []access.Held {
+	return sources(principalFrom(ctx).perms, u)
+}
+
+// calling is what a call of the request names of its user's sources
+// of strings: its per-user token, whose perms the engine reads as they
+// are at each decision (engine.Call.Token), and the other sources
+// (engine.Call.Narrow); a caller with no token of its own (the service,
+// the administrator) names none.
+func calling(ctx context.Context, u *PayloadUser) (token int64, narrow []access.Held) {
+	p := principalFrom(ctx)
+	if p.tokenID == 0 {
+		return 0, sources(p.perms, u)
+	}
+	return p.tokenID, sources(nil, u)
+}
+
+// sources are a token's fixed perms (nil: none) and a payload's user's
+// strings, as access.Subject.Narrow lists them.
+func sources(perms []string, u *PayloadUser) []access.Held {
 	var narrow []access.Held
-	if perms := principalFrom(ctx).perms; perms != nil {
+	if perms != nil {
 		narrow = append(narrow, access.HeldOf(perms...))
 	}
 	if u != nil {

@@ -289,3 +289,61 @@ func TestAccessAgentDecision(t *testing.T) {
 		}
 	})
 }
+
+// tokensFunc reads tokens as the test says.
+type tokensFunc func(ctx context.Context, user, id int64) (access.Held, error)
+
+func (f tokensFunc) Perms(ctx context.Context, user, id int64) (access.Held, error) {
+	return f(ctx, user, id)
+}
+
+// TestAccessReadsTheToken (review 73): a call naming its token
+// (Call.Token) is decided with the token's perms as Executor.Tokens has
+// them at the decision, not as the caller read them: narrowed, revoked,
+// unreadable or unreadable by this engine, each refused before
+// anything is sent; a token with no fixed perms leaves the call to the
+// other sources.
+func TestAccessReadsTheToken(t *testing.T) {
+	up := newUpstream(t, nil)
+	row := mustPlugin(t, `{"name":"users","description":"Lists users.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/users"},"perms":["system:user:list"]}`, up.URL)
+	const clerk = 7
+	for _, tt := range []struct {
+		name   string
+		tokens Tokens
+		narrow []access.Held
+		want   string
+	}{
+		{"the token's perms grant it", tokensFunc(func(context.Context, int64, int64) (access.Held, error) {
+			return access.HeldOf("system:user:list"), nil
+		}), nil, ""},
+		{"narrowed since the caller read it", tokensFunc(func(context.Context, int64, int64) (access.Held, error) {
+			return access.HeldOf("system:role:list"), nil
+		}), []access.Held{access.HeldOf("system:user:list")}, CodePermissionDenied},
+		{"revoked", tokensFunc(func(context.Context, int64, int64) (access.Held, error) { return access.Held{}, nil }), nil, CodePermissionDenied},
+		{"no fixed perms: the other sources decide", tokensFunc(func(context.Context, int64, int64) (access.Held, error) { return nil, nil }),
+			[]access.Held{access.HeldOf("system:role:list")}, CodePermissionDenied},
+		{"unreadable", tokensFunc(func(context.Context, int64, int64) (access.Held, error) {
+			return nil, errors.New("the database is down")
+		}), nil, CodePermissionsUnavailable},
+		{"no reader", nil, nil, CodePermissionsUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.Catalog = rowCatalog{"users": row}
+			h.Access = &access.Checker{Mode: access.ModeOpen, Source: &heldSource{users: map[int64][]string{clerk: {plugins.AllPerms}}}, Name: access.SourceRuoYi}
+			h.Tokens = tt.tokens
+			before := len(up.Hits())
+			_, err := h.Execute(t.Context(), Call{Plugin: row, UserID: clerk, Token: 42, Narrow: tt.narrow, Arguments: json.RawMessage(`{"q":"x"}`)})
+			code := ""
+			if refused, ok := errors.AsType[*RefusedError](err); ok {
+				code = refused.Code
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want || (len(up.Hits()) > before) != (tt.want == "") {
+				t.Errorf("refusal %q (%v), sent %v; want %q", code, err, len(up.Hits()) > before, tt.want)
+			}
+		})
+	}
+}

@@ -161,7 +161,11 @@ func (e *Executor) allowed(ctx context.Context, call *Call, p *plugins.Plugin) *
 			p = &c
 		}
 	}
-	err := e.Access.Allowed(ctx, access.Subject{User: call.UserID, Narrow: call.Narrow, Agent: call.Agent}, p)
+	narrow, refused := e.narrow(ctx, call)
+	if refused != nil {
+		return refused
+	}
+	err := e.Access.Allowed(ctx, access.Subject{User: call.UserID, Narrow: narrow, Agent: call.Agent}, p)
 	if err == nil {
 		return nil
 	}
@@ -177,6 +181,26 @@ func (e *Executor) allowed(ctx context.Context, call *Call, p *plugins.Plugin) *
 	}
 	return &RefusedError{ToolError{Code: CodePermissionsUnavailable, Message: err.Error(),
 		Details: map[string]any{"retry_after_s": DefaultRetryAfter.Seconds()}}}
+}
+
+// narrow is the call's sources of strings besides the user's: its
+// token's fixed perms as they are now (Call.Token), then Narrow.
+func (e *Executor) narrow(ctx context.Context, call *Call) ([]access.Held, *RefusedError) {
+	if call.Token == 0 {
+		return call.Narrow, nil
+	}
+	if e.Tokens == nil {
+		return nil, refuse(CodePermissionsUnavailable, "the call names a token, but this engine cannot read tokens; nothing was sent")
+	}
+	held, err := e.Tokens.Perms(ctx, call.UserID, call.Token)
+	if err != nil {
+		return nil, &RefusedError{ToolError{Code: CodePermissionsUnavailable, Message: "the call's token could not be read, so the call is refused: " + err.Error(),
+			Details: map[string]any{"retry_after_s": DefaultRetryAfter.Seconds()}}}
+	}
+	if held == nil {
+		return call.Narrow, nil
+	}
+	return append([]access.Held{held}, call.Narrow...), nil
 }
 
 // Decide decides call: bind, access, connection, confirmation (see the

@@ -170,6 +170,15 @@ type Access interface {
 	Allowed(ctx context.Context, sub access.Subject, p *plugins.Plugin) error
 }
 
+// Tokens reads per-user tokens as they are now (*api.Server implements
+// it, over its cache that follows the tokens' change counter).
+type Tokens interface {
+	// Perms returns the fixed perms of user's token id: nil when it has
+	// none, an empty set when it was revoked or has expired (it grants
+	// nothing); an error when it could not be read.
+	Perms(ctx context.Context, user, id int64) (access.Held, error)
+}
+
 // Call is one tool call.
 type Call struct {
 	Plugin *plugins.Plugin
@@ -211,9 +220,17 @@ type Call struct {
 	// fresh token after an OAuth2 401 aside.
 	Approval *Approval
 	// Narrow are the call's further sources of the user's permission
-	// strings (a service payload's user.permissions, a per-user token's
-	// fixed perms), each of which must grant the plugin (access.Subject).
+	// strings (a service payload's user.permissions, the fixed perms of a
+	// per-user token the call does not name), each of which must grant
+	// the plugin (access.Subject).
 	Narrow []access.Held
+	// Token names the per-user token the call is made with (its
+	// sys_ai_token.token_id; 0: none): its fixed perms are not the
+	// caller's copy but read at each decision (Executor.Tokens), since a
+	// run, an MCP session or a call waiting for a person outlives the
+	// request that read them, and a token narrowed or revoked since is
+	// decided as it is now.
+	Token int64
 	// Agent names the agent the call is made within (a run's, an MCP
 	// server's of /mcp/agents/{name}, a direct call's): the access step
 	// refuses a plugin outside it, an agent the user may not use, an
@@ -319,6 +336,11 @@ type Prepared struct {
 	log     *slog.Logger
 	// browserURL is Executor.BrowserURL, read by Ask.
 	browserURL string
+	// allowed is the decision's access step again, for a call naming a
+	// token (Call.Token): an answer given while the call runs goes
+	// upstream only if the token, as it is then, still allows the call
+	// (Ask), since the person may answer minutes after the decision.
+	allowed func(context.Context) *RefusedError
 	// untrusted: a per-user token's inline plugin left unbound, sent
 	// under the default egress policy (HTTPInvoker.Untrusted).
 	untrusted bool
@@ -424,6 +446,9 @@ type Executor struct {
 	// Access decides who may use the plugin a call is, right after
 	// binding (nil: everyone, as for the operator's own CLI).
 	Access Access
+	// Tokens reads a call's token (Call.Token) as it is now; nil refuses
+	// every call naming one.
+	Tokens Tokens
 	// Answers records the person's answers to upstream questions in the
 	// audit log, as the calls take them (nil: not recorded).
 	Answers AnswerLog
@@ -541,6 +566,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if refused := e.allowed(ctx, &call, p); refused != nil {
 		return nil, refused
 	}
+	judged := p
 	if provider := cfg.ConnectionProvider(); provider != "" {
 		if refused := e.connectionUsable(call, p, provider); refused != nil {
 			return nil, refused
@@ -601,6 +627,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		log:              e.logger(),
 		browserURL:       e.BrowserURL,
 		untrusted:        untrusted,
+	}
+	if call.Token != 0 {
+		prep.allowed = func(ctx context.Context) *RefusedError { return e.allowed(ctx, &call, judged) }
 	}
 	if missing := missingCredentials(required, creds, cfg.MayBeEmpty); len(missing) > 0 {
 		return prep, &RefusedError{ToolError{

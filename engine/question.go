@@ -306,6 +306,11 @@ func (p *Prepared) Ask(ctx context.Context, q Question) (Answer, error) {
 	if err == nil {
 		ans, err = q.given(ans)
 	}
+	if err == nil && p.allowed != nil {
+		if refused := p.allowed(ctx); refused != nil {
+			ans, err = Answer{}, refused
+		}
+	}
 	if err == nil && ans.By != nil && p.answers != nil {
 		if lerr := p.answers.Answered(context.WithoutCancel(ctx), q, ans); lerr != nil {
 			// An answer goes upstream only with its row: a database that

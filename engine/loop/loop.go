@@ -91,6 +91,10 @@ type Request struct {
 	// Narrow are the run's further sources of the user's permission
 	// strings (engine.Call.Narrow): a service payload's, a token's.
 	Narrow []access.Held `json:"-"`
+	// Token is the per-user token the run's calls name
+	// (engine.Call.Token): its perms are read at each call, not copied
+	// into Narrow.
+	Token int64 `json:"-"`
 	// Agent is the agent the run is within (engine.Call.Agent): every
 	// call is refused outside it, whatever the model names.
 	Agent string `json:"-"`

@@ -205,6 +205,7 @@ func (s *state) engineCall(p *plugins.Plugin, args string) engine.Call {
 		Owner:       s.req.Owner,
 		Policy:      s.policy,
 		Narrow:      s.req.Narrow,
+		Token:       s.req.Token,
 		Agent:       s.req.Agent,
 	}
 }

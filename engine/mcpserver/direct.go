@@ -112,8 +112,9 @@ func (s *Service) direct(w http.ResponseWriter, r *http.Request, id Identity) bo
 	if !ok || m.version != header.Get(r.Header, headerProtocol) || method == "tools/call" && m.name != header.Get(r.Header, headerName) {
 		return leave(r, body)
 	}
-	ss := &session{svc: s, sessionOptions: sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal,
-		endpoint: r.URL.Path, stateless: true}}
+	o := id.options(r.URL.Path)
+	o.stateless = true
+	ss := &session{svc: s, sessionOptions: o}
 	res, err := ss.answer(r.Context(), req, m, r.Header)
 	b, status := encodeAnswer(req.ID, res, err)
 	w.Header()["Content-Type"] = contentTypeJSON

@@ -266,6 +266,7 @@ type sessionOptions struct {
 	user      int64
 	narrow    []access.Held // the token's fixed permission strings
 	principal string        // the token's hash ("" for stdio)
+	token     int64         // the token's id (Identity.Token)
 	// endpoint is the path the client reached (/mcp, an agent's), or
 	// endpointStdio: a requestState is good for its endpoint only.
 	endpoint string
@@ -409,7 +410,7 @@ func (s *Service) End(gone func(Identity) bool) {
 // identity is whom the session acts for, as the request that made it
 // was authenticated.
 func (ss *session) identity() Identity {
-	return Identity{User: ss.user, Principal: ss.principal, Narrow: ss.narrow}
+	return Identity{User: ss.user, Principal: ss.principal, Narrow: ss.narrow, Token: ss.token}
 }
 
 // ServeStdio serves the catalog over stdin/stdout for userID until ctx ends

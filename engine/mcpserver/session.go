@@ -291,6 +291,11 @@ func (ss *session) execute(ctx context.Context, e *entry, args json.RawMessage, 
 	}
 	ss.mu.Unlock()
 	call := engine.Call{Plugin: e.plugin, Arguments: args, UserID: ss.user, Narrow: ss.narrow, Agent: ss.svc.opts.Agent}
+	if ss.token != 0 {
+		// Named, not copied: its perms are read as they are at the
+		// decision, and at an answer to an upstream's question.
+		call.Token, call.Narrow = ss.token, nil
+	}
 	g := ss.svc.opts.Gate
 	if g != nil {
 		call.Policy = g.Policy()

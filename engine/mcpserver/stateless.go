@@ -84,7 +84,9 @@ func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Iden
 // serveSDK serves a request of the stateless era for id on the SDK's
 // handler, with a server made for it.
 func (s *Service) serveSDK(w http.ResponseWriter, r *http.Request, id Identity) {
-	srv := s.serverFor(sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal, endpoint: r.URL.Path, stateless: true})
+	o := id.options(r.URL.Path)
+	o.stateless = true
+	srv := s.serverFor(o)
 	s.statelessHandler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
 }
 

@@ -48,6 +48,16 @@ type Identity struct {
 	// Narrow are the token's fixed permission strings, which narrow what
 	// the user may use (access.Subject).
 	Narrow []access.Held
+	// Token is the token's id (engine.Call.Token, 0: none): a call names
+	// it, and the executor reads its perms as they are at the decision
+	// rather than Narrow, the session's copy. Principal's token: Same
+	// need not compare it.
+	Token int64
+}
+
+// options are the options of a server acting for id at endpoint.
+func (id Identity) options(endpoint string) sessionOptions {
+	return sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal, token: id.Token, endpoint: endpoint}
 }
 
 // Same reports whether id and o are one identity: one user, one
@@ -403,7 +413,7 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 		waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}}
 	// The session outlives r: the SDK detaches its connection from r's
 	// cancellation, keeping its values.
-	ss, err := s.serverFor(sessionOptions{user: id.User, narrow: id.Narrow, principal: id.Principal, endpoint: r.URL.Path}).Connect(r.Context(), hs, nil)
+	ss, err := s.serverFor(id.options(r.URL.Path)).Connect(r.Context(), hs, nil)
 	if err != nil {
 		s.sessions.cancel(id.User)
 		s.log.ErrorContext(r.Context(), "MCP session not connected", "err", err)
