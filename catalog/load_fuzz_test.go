@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -84,4 +85,36 @@ func namesAField(msg string) bool {
 		}
 	}
 	return false
+}
+
+// manyRows is a Source of rows whose version moves on every read of it:
+// each call reloads.
+type manyRows struct {
+	rows    []store.Plugin
+	version int64
+}
+
+func (m *manyRows) ListPlugins(context.Context, store.PluginFilter) ([]store.Plugin, error) {
+	return m.rows, nil
+}
+
+func (m *manyRows) Current() store.Versions { m.version++; return store.Versions{Plugins: m.version} }
+
+// BenchmarkLoadRows reloads a catalog of 1,000 rows of an import's
+// shape, each held to the protocol: the price of a reload.
+func BenchmarkLoadRows(b *testing.B) {
+	src := &manyRows{}
+	for i := range 1000 {
+		src.rows = append(src.rows, store.Plugin{ID: int64(i + 1), Name: fmt.Sprintf("op_%d", i), Description: "Lists the items of a project.",
+			Status: store.StatusEnabled, RequiredCredentials: store.JSON(`["k"]`),
+			ParameterSchema: store.JSON(fmt.Sprintf(`{"type":"object","properties":{"id":{"type":"string","description":"The item %d."},"limit":{"type":"integer","minimum":1}},"required":["id"]}`, i)),
+			ExecutionConfig: store.JSON(`{"execution":{"method":"GET","base_url":"https://api.example.com/items/{id}","timeout_ms":5000},"auth_config":{"type":"api_key","mapping":[{"source":"k","target":"X-Key"}]},"tags":["items"]}`)})
+	}
+	cat := catalog.New(src, src, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	for b.Loop() {
+		if ps, err := cat.EnabledPlugins(ctx); err != nil || len(ps) != len(src.rows) {
+			b.Fatalf("%d plugins, %v", len(ps), err)
+		}
+	}
 }
