@@ -129,9 +129,10 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	}
 	sources := c.searchSources(ctx)
 	// A row written with plain SQL (RuoYi's) passed no check: it is held
-	// to the protocol as a write through the engine is, so that one the
-	// engine would refuse (method "FETCH") is neither shown to a model nor
-	// sent. The validator proves schemas without compiling them.
+	// to the protocol by the API's own decision (plugins.Parse's), so that
+	// one the engine would refuse (method "FETCH", a timeout_ms of -5) is
+	// neither shown to a model nor sent. The validator proves schemas
+	// without compiling them.
 	v := plugins.NewValidator()
 	for i := range rows {
 		p, err := PluginFromRow(&rows[i])
@@ -139,7 +140,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
 		}
 		if err == nil {
-			err = v.Validate(p)
+			err = v.Check(p)
 		}
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the

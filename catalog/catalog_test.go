@@ -212,6 +212,8 @@ func TestLoadHoldsRowsToTheProtocol(t *testing.T) {
 			{"no_url", `{"execution": {"method": "GET"}}`},
 			{"loose_template", `{"execution": {"method": "GET", "base_url": "https://api.example.com/{nope}"}}`},
 			{"bearer_without_token", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}, "auth_config": {"type": "bearer"}}`},
+			// Refused by protocol.schema.json, which the API holds a document to.
+			{"negative_timeout", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x", "timeout_ms": -5}}`},
 		} {
 			if _, err := st.DB().ExecContext(ctx, ins, r[0], params, r[1]); err != nil {
 				t.Fatal(err)

@@ -106,25 +106,33 @@ func parseStandard(std []byte) (*Plugin, error) {
 	}
 	var p Plugin
 	perr := json.Unmarshal(std, &p)
+	p.InvisibleRemoved = removed
+	if err := decide(doc, &p, perr, nil); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// decide is the one decision on a plugin, however it entered: doc is
+// its document decoded as any, p the same decoded as a Plugin (perr when
+// that failed). Its schema's cost, protocol.schema.json, then Validate's
+// rules, with pr's proofs.
+func decide(doc any, p *Plugin, perr error, pr *proof) error {
 	// Before anything compiles or walks the schema. A document that does
 	// not decode is left to validateDocument, whose messages are clearer
 	// (its walk of parameters is shallow).
 	if perr == nil {
 		if err := CheckSchemaCost(p.Parameters); err != nil {
-			return nil, &ValidationError{Fields: []FieldError{{Field: "parameters", Message: err.Error()}}}
+			return &ValidationError{Fields: []FieldError{{Field: "parameters", Message: err.Error()}}}
 		}
 	}
 	if errs := validateDocument(doc); len(errs) > 0 {
-		return nil, &ValidationError{Fields: errs}
+		return &ValidationError{Fields: errs}
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("parse plugin: %w", perr)
+		return fmt.Errorf("parse plugin: %w", perr)
 	}
-	p.InvisibleRemoved = removed
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return p.validate(pr)
 }
 
 // ParseJSON validates a plugin given as plain JSON (e.g. inside a runtime
@@ -316,6 +324,26 @@ func NewValidator() *Validator { return &Validator{newProof()} }
 
 // Validate is p.Validate, with v's proofs.
 func (v *Validator) Validate(p *Plugin) error { return p.validate(v.proof) }
+
+// Check decides on a plugin decoded elsewhere (a catalog row written
+// with plain SQL) as Parse decides on its document, with v's proofs:
+// what Check accepts, the API accepts.
+func (v *Validator) Check(p *Plugin) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		// Only parameters, raw bytes, can fail to encode; validate
+		// names them.
+		if verr := p.validate(v.proof); verr != nil {
+			return verr
+		}
+		return &ValidationError{Fields: []FieldError{{Field: "parameters", Message: err.Error()}}}
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("check plugin: %w", err) // what Marshal wrote: a bug
+	}
+	return decide(doc, p, nil, v.proof)
+}
 
 // validate checks p; its parameter schema by pr's proof where that holds,
 // else compiled (and cached for its calls).

@@ -25,6 +25,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/blindexec/blindexec/plugins"
 )
 
 // MaxDocumentBytes bounds what Fetch reads: GitHub's description, the
@@ -87,15 +89,15 @@ func Load(data []byte, location string) (*Document, error) {
 	case raw["openapi"] != nil:
 		doc.Version = versionString(raw["openapi"])
 		if !strings.HasPrefix(doc.Version, "3.") {
-			return nil, fmt.Errorf("load %s: OpenAPI version %q is not supported (want 3.0 or 3.1, or Swagger 2.0)", location, doc.Version)
+			return nil, fmt.Errorf("load %s: OpenAPI version %s is not supported (want 3.0 or 3.1, or Swagger 2.0)", location, quoted(doc.Version))
 		}
 		if doc.Version != "3.0" && doc.Version != "3.1" && !strings.HasPrefix(doc.Version, "3.0.") && !strings.HasPrefix(doc.Version, "3.1.") {
-			doc.warn("openapi version %q is newer than 3.1; read as 3.1", doc.Version)
+			doc.warn("openapi version %s is newer than 3.1; read as 3.1", quoted(doc.Version))
 		}
 	case raw["swagger"] != nil:
 		doc.Version = versionString(raw["swagger"])
 		if doc.Version != "2.0" {
-			return nil, fmt.Errorf("load %s: Swagger version %q is not supported (want 2.0)", location, doc.Version)
+			return nil, fmt.Errorf("load %s: Swagger version %s is not supported (want 2.0)", location, quoted(doc.Version))
 		}
 		convertSwagger2(doc)
 	default:
@@ -155,6 +157,14 @@ func (d *Document) check() {
 		}
 	}
 }
+
+// maxQuoted bounds, in characters, a value of the document that a
+// message quotes: it names the value, it does not carry the document (a
+// version of a megabyte) into a log or an API answer.
+const maxQuoted = 64
+
+// quoted is s quoted for a message, cut to maxQuoted characters.
+func quoted(s string) string { return strconv.Quote(plugins.Cut(s, maxQuoted)) }
 
 func versionString(v any) string {
 	switch t := v.(type) {
