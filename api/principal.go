@@ -91,6 +91,12 @@ func (s *Server) with(min role, h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) authorized(min role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
+		if errors.Is(err, ErrTokenUnchecked) {
+			s.Logger.WarnContext(r.Context(), "a token could not be checked", "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "database_unavailable", ErrTokenUnchecked.Error(), nil)
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="blindexec"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", err.Error(), nil)
@@ -110,6 +116,12 @@ func (s *Server) authorized(min role, h http.HandlerFunc) http.HandlerFunc {
 }
 
 var errNoToken = errors.New("a bearer token is required (Authorization: Bearer <token>)")
+
+// ErrTokenUnchecked is a token whose row could not be read (the database
+// did not answer within store.QueryTimeout): neither valid nor invalid,
+// so a request bearing it is answered 503, never 401, which would tell
+// the client (and the console's sign-in) that the token is not valid.
+var ErrTokenUnchecked = errors.New("the token cannot be checked at the moment (the database did not answer); retry later")
 
 // Sessions lets a browser session stand in for the bearer token: the one
 // exception to "every route needs a bearer token" (the console, SPEC §10).
@@ -298,11 +310,15 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (cachedToken, err
 	if ok {
 		return t, nil
 	}
-	row, err := s.Store.FindTokenByHash(ctx, hash)
+	// Bounded: a database that stops answering would hold every request
+	// of a token not read yet for as long as the connection lives.
+	qctx, cancel := context.WithTimeout(ctx, store.QueryTimeout)
+	row, err := s.Store.FindTokenByHash(qctx, hash)
+	cancel()
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return cachedToken{}, fmt.Errorf("check token: %w", err)
+		return cachedToken{}, fmt.Errorf("%w: %w", ErrTokenUnchecked, err)
 	default:
 		t = cachedToken{found: true, id: row.ID, userID: row.UserID, expires: row.ExpireTime, consoleOnly: row.Scope == store.TokenScopeConsole}
 		if t.perms, err = plugins.SplitPerms(row.Perms); err != nil {

@@ -193,6 +193,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who, err := c.api.WhoIsToken(r.Context(), tok)
+	if errors.Is(err, api.ErrTokenUnchecked) {
+		// Neither valid nor invalid: no failure counted against the
+		// person's address, and the page says why.
+		c.log.WarnContext(r.Context(), "console: a sign-in could not be checked", "err", err)
+		http.Redirect(w, r, "/console/?error=database_unavailable", http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		c.logins.failed(addr, time.Now())
 		c.logins.logFailure(r.Context(), c.log, addr, loginRefused, err)
@@ -271,6 +278,11 @@ func (c *Console) secure(r *http.Request) bool {
 // state-changing requests carry.
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	who, err := c.api.WhoIs(r)
+	if errors.Is(err, api.ErrTokenUnchecked) {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": "database_unavailable", "message": api.ErrTokenUnchecked.Error()}})
+		return
+	}
 	if err != nil {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
 		return

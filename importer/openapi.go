@@ -156,6 +156,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	if err := settleProviders(ctx, st, ops, res, dryRun); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
+	if err := settleHosts(ctx, st, ops); err != nil {
+		return nil, fmt.Errorf("sync %s: %w", location, err)
+	}
 	for _, op := range ops {
 		res.InvisibleRemoved = invisibleRemoved(res.InvisibleRemoved, op.Plugin)
 	}

@@ -142,6 +142,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
 	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	if err := s.registerBounds(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s database: %w", scheme, err)
+	}
 	if err := s.registerBumps(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)

@@ -9,6 +9,7 @@ const I18N = {
     sign_in: 'Sign in', sign_out: 'Sign out', token: 'Token', signin_title: 'Sign in',
     signin_purpose: 'Paste the admin token or a per-user token (bx_…). It is checked once; the browser then keeps a session cookie, never the token.',
     token_required: 'token: paste a token to sign in.', token_invalid: 'token: this token is not valid (revoked, expired or mistyped).',
+    signin_database_unavailable: 'The database is not answering at the moment, so the token cannot be checked; try again shortly.',
     catalog: 'Catalog', catalog_purpose: 'Every plugin the engine can execute: find one with tool search, enable or disable it in place.',
     tools: 'Tools', tools_purpose: 'The tools as the LLM sees them for you: name, description and parameters.',
     plugin_purpose: 'What the LLM sees, how the engine calls it and which credentials it reads; edit and save with the same checks as the API.',
@@ -99,6 +100,7 @@ const I18N = {
     sign_in: '登录', sign_out: '退出', token: '令牌', signin_title: '登录',
     signin_purpose: '粘贴管理员令牌或用户令牌（bx_…）。令牌只校验一次，浏览器随后只保存会话 Cookie，不保存令牌。',
     token_required: 'token：请粘贴令牌后登录。', token_invalid: 'token：令牌无效（已吊销、已过期或输入有误）。',
+    signin_database_unavailable: '数据库暂时没有响应，无法核对令牌；请稍后再试。',
     catalog: '插件目录', catalog_purpose: '引擎可执行的全部插件：用工具搜索查找，直接启用或停用。',
     tools: '工具', tools_purpose: 'LLM 为你看到的工具：名称、描述和参数。',
     plugin_purpose: 'LLM 看到的内容、引擎的调用方式和读取的凭据名称；编辑并保存，校验与 API 相同。',
@@ -1289,9 +1291,9 @@ async function start() {
   if (!r.ok) {
     document.getElementById('signin').hidden = false;
     const err = new URLSearchParams(location.search).get('error');
-    if (err === 'token_required' || err === 'token_invalid') {
+    if (err === 'token_required' || err === 'token_invalid' || err === 'database_unavailable') {
       const box = document.getElementById('signin-error');
-      box.textContent = t(err);
+      box.textContent = t(err === 'database_unavailable' ? 'signin_database_unavailable' : err);
       box.hidden = false;
     }
     document.body.setAttribute('data-ready', 'signin');
