@@ -229,3 +229,17 @@ func (s *Server) decidePending(w http.ResponseWriter, r *http.Request) {
 	s.confirmMetrics.Count(outcome, 1)
 	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "status": outcome})
 }
+
+// Close implements mcpserver.Gate: the item closed as cancelled, why as
+// its reason, so that it records why the call was not sent.
+func (g *MCPGate) Close(ctx context.Context, id, why string) {
+	ctx, cancel := context.WithTimeout(ctx, store.QueryTimeout) // as Hold
+	defer cancel()
+	won, err := g.Store.DecideItem(ctx, id, confirm.Cancelled, "", why)
+	if err != nil {
+		cmp.Or(g.Logger, slog.Default()).WarnContext(ctx, "a waiting MCP call's end not recorded", "pending", id, "err", err)
+	}
+	if won {
+		g.Metrics.Count(confirm.Cancelled, 1)
+	}
+}

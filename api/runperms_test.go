@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/access/accesstest"
@@ -305,6 +306,86 @@ func TestRunFollowsItsToken(t *testing.T) {
 				}
 				if n := len(up.received()); n != 1 {
 					t.Errorf("the upstream received %d calls, want 1", n)
+				}
+			})
+		})
+	}
+}
+
+// TestMCPElicitationEndsWithItsSession (review 73, left): a 2025-11-25
+// session's consequential call asks the person by form elicitation; while
+// the person reads, the session's token is narrowed or revoked, which ends
+// the session (review 72), so the answer's POST is refused. The call ends
+// at once with an error on its own response, nothing is sent, and its
+// record says why. Before, nothing was sent but the call was never
+// answered: its client waited until the elicitation's 5 minutes.
+func TestMCPElicitationEndsWithItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, st *store.Store, b *env, id int64)
+	}{
+		{"narrowed", func(t *testing.T, st *store.Store, b *env, id int64) { narrowTo(t, st, id, "hr:payroll:edit", b) }},
+		{"revoked", func(t *testing.T, st *store.Store, b *env, id int64) {
+			if code, _ := b.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+				t.Error(code)
+			}
+			b.changes.Poll(t.Context())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, st *store.Store) {
+				_, b, up := narrowedReplicas(t, st, openaitest.New(t))
+				agent, row, err := api.IssueToken(t.Context(), st, 7, "agent", 0, "", "search:query", "hr:payroll:edit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.changes.Poll(t.Context())
+				asked, returned := make(chan struct{}, 1), make(chan struct{})
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{
+					ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						asked <- struct{}{}
+						tc.change(t, st, b, row.ID) // while the person reads
+						// The person answers once the call returned: the
+						// answer's POST refused fails the go-sdk client's
+						// connection, its calls still waiting with it.
+						select {
+						case <-returned:
+						case <-time.After(20 * time.Second):
+						}
+						return &sdk.ElicitResult{Action: "accept"}, nil
+					}}).Connect(t.Context(),
+					&sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(agent)}},
+					&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+				defer cancel()
+				start := time.Now()
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"q": "x"}})
+				close(returned)
+				if ctx.Err() != nil {
+					t.Fatalf("the call was not answered in %v", time.Since(start))
+				}
+				if len(asked) == 0 {
+					t.Fatal("the person was not asked")
+				}
+				// The tool error saying the session ended; or, when the
+				// go-sdk client saw its session gone first (its GET stream
+				// ended), its own error: either way at once.
+				if err == nil && (!res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "session ended")) {
+					t.Errorf("the call after its session ended: %+v, want an error saying the session ended", res)
+				}
+				if n := len(up.received()); n != 0 {
+					t.Errorf("the upstream received %d calls, want none", n)
+				}
+				var status, reason string
+				if err := st.DB().QueryRow("SELECT status, reason FROM sys_ai_run_pending WHERE tool = 'search'").Scan(&status, &reason); err != nil {
+					t.Fatal(err)
+				}
+				if status != "cancelled" || !strings.Contains(reason, "session ended") || !strings.Contains(reason, "token") {
+					t.Errorf("the call's record: %s %q, want cancelled, its session ended as its token changed", status, reason)
 				}
 			})
 		})

@@ -145,6 +145,9 @@ type Gate interface {
 	// the waiting call id, and approves plan when approved; false
 	// otherwise.
 	Decide(ctx context.Context, call *engine.Call, plan *engine.Plan, id string, approve bool) bool
+	// Close closes the waiting call id undecided: the session asking
+	// the person ended (why); nothing was sent.
+	Close(ctx context.Context, id, why string)
 }
 
 // Waiting is a call waiting for a person: the tool error's text (what to
@@ -391,11 +394,12 @@ const changedTimeout = 10 * time.Second
 // End ends every session whose identity gone reports: its requests
 // would be refused already (a revoked token), but a stream it holds open
 // — a session's GET stream, a subscriptions/listen stream — would go on
-// telling it of catalog changes and its calls' progress.
+// telling it of catalog changes and its calls' progress. Its calls
+// waiting for a person end at once, with errTokenChanged (httpSession.end).
 func (s *Service) End(gone func(Identity) bool) {
 	s.httpSessions.Range(func(_, v any) bool {
 		if hs := v.(*httpSession); hs.ss != nil && gone(hs.ident) {
-			hs.ss.Close()
+			hs.end(errTokenChanged)
 		}
 		return true
 	})

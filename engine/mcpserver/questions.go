@@ -42,15 +42,20 @@ func (ss *session) asking(ctx context.Context, client peer) context.Context {
 		return ctx
 	}
 	return engine.WithAsker(ctx, func(ctx context.Context, q engine.Question) (engine.Answer, error) {
+		ctx, cancel := ss.untilEnded(ctx)
+		defer cancel()
 		if err := undeclared(q, form, urlMode); err != nil {
 			return ss.onPage(ctx, q, err)
 		}
 		if !ss.direct && !ss.awaitStream(ctx, client.ID()) {
 			return ss.onPage(ctx, q, &engine.NobodyToAskError{Reason: "the MCP client has no stream open to be asked on"})
 		}
-		ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
-		defer cancel()
+		ctx, cancelTimeout := context.WithTimeout(ctx, elicitTimeout)
+		defer cancelTimeout()
 		res, err := client.Elicit(ctx, elicitParams(q))
+		if ended := endedBy(ctx); ended != nil {
+			return engine.Answer{}, ended
+		}
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return engine.Answer{}, errors.New("the person did not answer in time")
@@ -78,7 +83,11 @@ func (ss *session) onPage(ctx context.Context, q engine.Question, why error) (en
 	if err != nil {
 		return engine.Answer{}, err
 	}
-	return inbox.Await(ctx, id)
+	a, err := inbox.Await(ctx, id)
+	if ended := endedBy(ctx); ended != nil {
+		return engine.Answer{}, ended
+	}
+	return a, err
 }
 
 // awaitStream reports whether the HTTP session id holds its GET stream,

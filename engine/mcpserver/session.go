@@ -43,6 +43,10 @@ type session struct {
 	// it only when its own tools differ.
 	told digest
 	seen bool
+	// ended ends the waits for a person when the session ends (end,
+	// untilEnded); nil until either needs it.
+	ended context.Context
+	stop  context.CancelCauseFunc
 }
 
 func (ss *session) middleware(next sdk.MethodHandler) sdk.MethodHandler {
@@ -268,17 +272,23 @@ const elicitTimeout = 5 * time.Minute
 
 // ask asks the person through the client whether to send the waiting
 // call: form elicitation, the prepared request in the message. It
-// reports the answer; ok false when the client could not be asked.
-func (ss *session) ask(ctx context.Context, client peer, w *Waiting) (approve, ok bool) {
-	ctx, cancel := context.WithTimeout(ctx, elicitTimeout)
+// reports the answer; ok false when the client could not be asked;
+// ended when the session ended meanwhile.
+func (ss *session) ask(ctx context.Context, client peer, w *Waiting) (approve, ok bool, ended *SessionEndedError) {
+	ctx, cancel := ss.untilEnded(ctx)
 	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, elicitTimeout)
+	defer cancelTimeout()
 	res, err := client.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: w.Message,
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}})
+	if ended := endedBy(ctx); ended != nil {
+		return false, false, ended
+	}
 	if err != nil {
 		ss.svc.log.WarnContext(ctx, "MCP elicitation failed; the call waits for an approval elsewhere", "err", err)
-		return false, false
+		return false, false, nil
 	}
-	return res.Action == "accept", res.Action != "cancel"
+	return res.Action == "accept", res.Action != "cancel", nil
 }
 
 // execute runs a catalog tool blind for the session's user; a found tool
@@ -387,7 +397,13 @@ func (ss *session) person(ctx context.Context, e *entry, call *engine.Call, plan
 	form, urlMode := elicitation(client)
 	approve, asked := false, false
 	if w.Elicit && form && client != nil && (ss.direct || ss.svc.holdsStream(client.ID())) {
-		approve, asked = ss.ask(ctx, client, w)
+		var ended *SessionEndedError
+		if approve, asked, ended = ss.ask(ctx, client, w); ended != nil {
+			// Recorded with its session's end, past the call's context
+			// (which the end cancelled).
+			g.Close(context.WithoutCancel(ctx), w.ID, ended.Error())
+			return errorResult(ended.Error()), nil, false
+		}
 	}
 	switch {
 	case asked && !g.Decide(ctx, call, plan, w.ID, approve):

@@ -90,6 +90,7 @@ type httpSession struct {
 	id    string
 	ident Identity
 	ss    *sdk.ServerSession // set before the session is published
+	sess  *session           // its server's
 	svc   *Service
 
 	incoming chan jsonrpc.Message // from POSTs to the server's Read
@@ -177,6 +178,14 @@ func (hs *httpSession) Close() error {
 		hs.svc.httpSessions.CompareAndDelete(hs.id, hs)
 	})
 	return nil
+}
+
+// end ends the session for why: its calls waiting for a person's answer
+// end first, answered on their own POSTs, since the SDK's Close waits for
+// the calls in flight and an answer can no longer reach the session.
+func (hs *httpSession) end(why error) {
+	hs.sess.end(why)
+	hs.ss.Close()
 }
 
 // deliver gives msg to the server; false when the session has ended.
@@ -316,7 +325,7 @@ func (s *Service) Handler(authn func(*http.Request) (Identity, error)) http.Hand
 			}
 		case http.MethodDelete:
 			if hs := s.session(w, r, id); hs != nil {
-				hs.ss.Close()
+				hs.end(errDeleted)
 				w.WriteHeader(http.StatusNoContent)
 			}
 		default:
@@ -413,7 +422,8 @@ func (s *Service) open(w http.ResponseWriter, r *http.Request, id Identity, init
 		waiting: map[jsonrpc.ID]chan *jsonrpc.Response{}}
 	// The session outlives r: the SDK detaches its connection from r's
 	// cancellation, keeping its values.
-	ss, err := s.serverFor(id.options(r.URL.Path)).Connect(r.Context(), hs, nil)
+	hs.sess = s.newSession(id.options(r.URL.Path))
+	ss, err := hs.sess.server.Connect(r.Context(), hs, nil)
 	if err != nil {
 		s.sessions.cancel(id.User)
 		s.log.ErrorContext(r.Context(), "MCP session not connected", "err", err)

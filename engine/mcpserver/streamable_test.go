@@ -305,3 +305,5 @@ func FuzzStreamablePOST(f *testing.F) {
 		}
 	})
 }
+
+func (heldGate) Close(context.Context, string, string) {}
