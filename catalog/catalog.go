@@ -40,8 +40,12 @@ type Catalog struct {
 
 	mu       sync.Mutex // serializes reloads
 	failedAt time.Time  // when the last reload failed (zero once one succeeds), under mu
-	snap     atomic.Pointer[snapshot]
-	reloads  []func(enabled []*plugins.Plugin, version int64)
+	// decided holds each row of the last snapshot, by content, under mu:
+	// a reload converts and decides only the rows that changed. Rebuilt
+	// by each load, so it holds no more rows than the table.
+	decided map[rowKey]decision
+	snap    atomic.Pointer[snapshot]
+	reloads []func(enabled []*plugins.Plugin, version int64)
 }
 
 type snapshot struct {
@@ -52,6 +56,16 @@ type snapshot struct {
 	// byTool is the row calling each tool of each MCP server: an enabled
 	// one before a disabled one, then the oldest (lowest plugin_id).
 	byTool map[mcpTool]*plugins.Plugin
+}
+
+// decision is what a load made of a row's content: the plugin
+// PluginFromRow made of it (never handed out: each snapshot gets a copy,
+// whose Source it sets) or why not, and whether that plugin was held to
+// the protocol (plugins.Validator.Check), with what result.
+type decision struct {
+	p       *plugins.Plugin
+	err     error
+	checked bool
 }
 
 // mcpTool is a tool of a registered MCP server: its id and the tool's
@@ -134,20 +148,31 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 	// neither shown to a model nor sent. The validator proves schemas
 	// without compiling them.
 	v := plugins.NewValidator()
+	decided := make(map[rowKey]decision, len(rows))
+	var buf []byte
 	for i := range rows {
-		p, err := PluginFromRow(&rows[i])
-		if err == nil && p.Name != rows[i].Name && (stored[p.Name] || s.byName[p.Name] != nil) {
-			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", p.Name)
+		var k rowKey
+		k, buf = keyOf(&rows[i], buf)
+		d, held := c.decided[k]
+		if !held {
+			d.p, d.err = PluginFromRow(&rows[i])
 		}
-		if err == nil {
-			err = v.Check(p)
+		err := d.err
+		if err == nil && d.p.Name != rows[i].Name && (stored[d.p.Name] || s.byName[d.p.Name] != nil) {
+			err = fmt.Errorf("name: without its invisible characters it is %q, another row's name", d.p.Name)
+		} else if err == nil && !d.checked {
+			d.err, d.checked = v.Check(d.p), true
+			err = d.err
 		}
+		decided[k] = d
 		if err != nil {
 			// One bad row (RuoYi writes them by hand) must not hide the
 			// others; a call of it is not found, and this log says why.
 			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
 			continue
 		}
+		p := new(plugins.Plugin)
+		*p = *d.p
 		p.Source = sources[p.SourceID]
 		s.byName[p.Name] = p
 		s.all = append(s.all, p)
@@ -161,6 +186,7 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 			}
 		}
 	}
+	c.decided = decided
 	return s, nil
 }
 
