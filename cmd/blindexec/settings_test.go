@@ -89,7 +89,7 @@ func TestSettingsRegistry(t *testing.T) {
 	// Every BLINDEXEC_ variable the documentation names is declared (or is
 	// a test kit's, which docs/development.md describes; window.BLINDEXEC_…
 	// is the console's JavaScript, not the environment).
-	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC", testdb.EnvChangeDetection, EnvGalera, mcpconformance.EnvReferenceServer, "BLINDEXEC_TUNE_WEIGHTS", "BLINDEXEC_TUNE_RESTARTS"}
+	testKits := []string{"BLINDEXEC_TEST_MYSQL_DSN", "BLINDEXEC_CORPUS", "BLINDEXEC_GITHUB_SPEC", testdb.EnvChangeDetection, EnvGalera, mcpconformance.EnvReferenceServer, "BLINDEXEC_TUNE_WEIGHTS", "BLINDEXEC_TUNE_RESTARTS", "BLINDEXEC_FOLD_WEIGHTS"}
 	name := regexp.MustCompile(`BLINDEXEC_[A-Z0-9_]*[A-Z0-9]\b`)
 	docs, _ := filepath.Glob("../../docs/*.md")
 	for _, path := range append(docs, "../../README.md") {
