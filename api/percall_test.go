@@ -39,17 +39,7 @@ func TestNoDatabaseReadPerCall(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"company":"`+r.URL.Query().Get("q")+`","key_seen":`+map[bool]string{true: "true", false: "false"}[r.Header.Get("X-Api-Key") == "sk-percall-0123456789"]+`}`)
 	})
-	sp, err := recordspool.Open(t.TempDir(), api.StoreSink{Store: st}, recordspool.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := engine.NewRecorder(sp, engine.RecorderOptions{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		rec.Close(ctx)
-		sp.Close(ctx)
-	})
+	rec := spooledRecorder(t, st)
 	e := newEnv(t, st, func(s *api.Server) { s.OutageGrace, s.MCP, s.Executor.Recorder = time.Hour, &api.MCPConfig{}, rec })
 	plugin := `{"name":"lookup","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]},
 	"execution":{"method":"GET","base_url":"` + up.URL + `","param_placement":"query"},
@@ -102,4 +92,25 @@ func TestNoDatabaseReadPerCall(t *testing.T) {
 	if code, body := e.do("POST", "/v1/execute", unused, map[string]any{"name": "lookup", "arguments": map[string]any{"q": "acme"}}); code == http.StatusOK {
 		t.Errorf("/v1/execute with a token first seen after the database went: %d %v, want it refused", code, body)
 	}
+}
+
+// spooledRecorder records through a spool on st, as serve does: a test
+// that takes the database away keeps answering calls within the grace
+// whether or not its earlier records were flushed before the outage
+// (straight to the database, a record failing after it refuses the next
+// call, records_unavailable).
+func spooledRecorder(t *testing.T, st *store.Store) *engine.Recorder {
+	t.Helper()
+	sp, err := recordspool.Open(t.TempDir(), api.StoreSink{Store: st}, recordspool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := engine.NewRecorder(sp, engine.RecorderOptions{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rec.Close(ctx)
+		sp.Close(ctx)
+	})
+	return rec
 }
