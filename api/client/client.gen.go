@@ -3344,7 +3344,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3355,7 +3357,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPI Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3366,7 +3370,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3377,7 +3383,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithTextBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -4617,7 +4625,9 @@ func (c *Client) ImportMCP(ctx context.Context, body ImportMCPJSONRequestBody, r
 
 // ImportOpenAPIWithBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4638,7 +4648,9 @@ func (c *Client) ImportOpenAPIWithBody(ctx context.Context, params *ImportOpenAP
 
 // ImportOpenAPI Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4659,7 +4671,9 @@ func (c *Client) ImportOpenAPI(ctx context.Context, params *ImportOpenAPIParams,
 
 // ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4680,7 +4694,9 @@ func (c *Client) ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody(ctx conte
 
 // ImportOpenAPIWithTextBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -9195,7 +9211,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9206,7 +9224,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9217,7 +9237,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9228,7 +9250,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithTextBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -16228,7 +16252,9 @@ func (c *ClientWithResponses) ImportMCPWithResponse(ctx context.Context, body Im
 
 // ImportOpenAPIWithBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16245,7 +16271,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithBodyWithResponse(ctx context.Cont
 
 // ImportOpenAPIWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16262,7 +16290,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithResponse(ctx context.Context, par
 
 // ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16279,7 +16309,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONB
 
 // ImportOpenAPIWithTextBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
