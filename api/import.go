@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/blindexec/blindexec/catalog"
@@ -102,13 +101,11 @@ func uploadOptions(q url.Values) (importOpenAPIRequest, error) {
 	}
 	flags := map[string]bool{}
 	for _, name := range uploadFlags {
-		if v := q.Get(name); v != "" {
-			b, err := strconv.ParseBool(v) // as the description's boolean reads
-			if err != nil {
-				return importOpenAPIRequest{}, fmt.Errorf(`%s: %q is neither "true" nor "false"`, name, v)
-			}
-			flags[name] = b
+		b, err := queryBool(q, name)
+		if err != nil {
+			return importOpenAPIRequest{}, err
 		}
+		flags[name] = b
 	}
 	return importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
 		Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: flags["dry_run"],
@@ -139,7 +136,7 @@ type progressStream struct {
 }
 
 func wantsProgress(r *http.Request) bool {
-	progress, _ := strconv.ParseBool(r.URL.Query().Get("progress"))
+	progress, _ := boolParam(r, "progress")
 	return progress || strings.Contains(r.Header.Get("Accept"), ndjson)
 }
 

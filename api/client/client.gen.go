@@ -11422,8 +11422,18 @@ type ListCredentialsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Credentials *[]map[string]interface{} `json:"credentials"`
-		Needed      *[]struct {
+		// Credentials By key. A console session gets key and update_time only.
+		Credentials *[]struct {
+			Key string `json:"key"`
+
+			// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+			KeyId *string `json:"key_id,omitempty"`
+
+			// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+			Masked     *string   `json:"masked,omitempty"`
+			UpdateTime time.Time `json:"update_time"`
+		} `json:"credentials"`
+		Needed *[]struct {
 			Key        string   `json:"key"`
 			MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 			Set        bool     `json:"set"`
@@ -11446,8 +11456,18 @@ type ListCredentialsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListCredentialsResponse) GetJSON200() *struct {
-	Credentials *[]map[string]interface{} `json:"credentials"`
-	Needed      *[]struct {
+	// Credentials By key. A console session gets key and update_time only.
+	Credentials *[]struct {
+		Key string `json:"key"`
+
+		// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+		KeyId *string `json:"key_id,omitempty"`
+
+		// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+		Masked     *string   `json:"masked,omitempty"`
+		UpdateTime time.Time `json:"update_time"`
+	} `json:"credentials"`
+	Needed *[]struct {
 		Key        string   `json:"key"`
 		MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 		Set        bool     `json:"set"`
@@ -18390,8 +18410,18 @@ func ParseListCredentialsResponse(rsp *http.Response) (*ListCredentialsResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Credentials *[]map[string]interface{} `json:"credentials"`
-			Needed      *[]struct {
+			// Credentials By key. A console session gets key and update_time only.
+			Credentials *[]struct {
+				Key string `json:"key"`
+
+				// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+				KeyId *string `json:"key_id,omitempty"`
+
+				// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+				Masked     *string   `json:"masked,omitempty"`
+				UpdateTime time.Time `json:"update_time"`
+			} `json:"credentials"`
+			Needed *[]struct {
 				Key        string   `json:"key"`
 				MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 				Set        bool     `json:"set"`
