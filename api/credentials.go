@@ -45,7 +45,12 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 	if principalFrom(r.Context()).browser {
 		out["credentials"] = keysOnly(list)
 	}
-	if r.URL.Query().Get("needed") == "true" {
+	needed, err := boolParam(r, "needed")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", err.Error(), nil)
+		return
+	}
+	if needed {
 		needed, err := s.neededKeys(r.Context(), id, list)
 		if unavailable(w, err) {
 			return

@@ -130,6 +130,15 @@ func TestNeededCredentials(t *testing.T) {
 	if code, body := e.do("GET", "/v1/credentials/7", adminToken, nil); code != http.StatusOK || body["needed"] != nil {
 		t.Errorf("without needed=true: %d %v", code, body)
 	}
+	// needed is a boolean as the description reads one: ?needed=1 was
+	// read as false, and a value that is none ignored (newcomer74).
+	code, body = e.do("GET", "/v1/credentials/7?needed=1", adminToken, nil)
+	if got, _ := json.Marshal(body["needed"]); code != http.StatusOK || string(got) != want {
+		t.Errorf("needed=1: %d %s\nwant %s", code, got, want)
+	}
+	if code, body := e.do("GET", "/v1/credentials/7?needed=maybe", adminToken, nil); code != http.StatusBadRequest || !strings.Contains(errMessage(body), `needed: \"maybe\"`) {
+		t.Errorf("needed=maybe: %d %v, want 400 naming needed", code, body)
+	}
 }
 
 // TestStripeEmptyPassword: Stripe's own document, imported, reads its

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -63,6 +65,53 @@ func isImportRequest(b []byte) bool {
 	return probe["url"] != nil || probe["document"] != nil
 }
 
+// isOpenAPIDocument reports whether a JSON body is an OpenAPI or Swagger
+// document rather than the import request: it has openapi or swagger,
+// and names neither url nor document.
+func isOpenAPIDocument(b []byte) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil {
+		return false
+	}
+	return (probe["openapi"] != nil || probe["swagger"] != nil) && probe["url"] == nil && probe["document"] == nil
+}
+
+// uploadQuery names the query parameters of an upload: its options and
+// how the route answers. The JSON request's plural fields are singular
+// here, one parameter a value.
+var uploadQuery = []string{"prefix", "base_url", "tag", "method", "path", "operation_id",
+	"dry_run", "strict", "source", "force", "rename", "location", "progress"}
+
+// uploadFlags are uploadQuery's booleans.
+var uploadFlags = []string{"dry_run", "strict", "force", "rename", "progress"}
+
+// uploadOptions reads an upload's options from its query string. A
+// parameter it does not know, and a boolean that does not parse, are
+// refused naming it: ?methods=get imported every operation, and
+// ?dry_run=1, read as false, wrote them.
+func uploadOptions(q url.Values) (importOpenAPIRequest, error) {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if slices.Contains(uploadQuery, name) {
+			continue
+		}
+		if one := strings.TrimSuffix(name, "s"); one != name && slices.Contains(uploadQuery, one) {
+			return importOpenAPIRequest{}, fmt.Errorf("%s: not an option of an upload; the query string takes %s, once for each value", name, one)
+		}
+		return importOpenAPIRequest{}, fmt.Errorf("%s: not an option of an upload (the query string takes %s)", name, strings.Join(uploadQuery, ", "))
+	}
+	flags := map[string]bool{}
+	for _, name := range uploadFlags {
+		b, err := queryBool(q, name)
+		if err != nil {
+			return importOpenAPIRequest{}, err
+		}
+		flags[name] = b
+	}
+	return importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
+		Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: flags["dry_run"],
+		Strict: flags["strict"], Source: q.Get("source"), Force: flags["force"], Rename: flags["rename"]}, nil
+}
+
 type importResponse struct {
 	// DryRun comes first: the console's audit reads it from the answer's
 	// start, which a streamed answer's last line is.
@@ -87,7 +136,8 @@ type progressStream struct {
 }
 
 func wantsProgress(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), ndjson) || r.URL.Query().Get("progress") == "true"
+	progress, _ := boolParam(r, "progress")
+	return progress || strings.Contains(r.Header.Get("Accept"), ndjson)
 }
 
 // send writes one progress line and flushes it.
@@ -132,7 +182,18 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var upload []byte
 	if mt == "application/json" || mt == "" {
-		if !decodeBody(w, r, &req) {
+		b, ok := readJSON(w, r)
+		if !ok {
+			return
+		}
+		if isOpenAPIDocument(b) {
+			// Read as the request, its paths would be refused as "paths:
+			// expected an array", which names nothing the caller did.
+			writeError(w, http.StatusBadRequest, "malformed_request",
+				"body: an OpenAPI document, sent as application/json, which is the import request's type: send {\"document\": <the document>}, or the document as itself with its own type (application/vnd.oai.openapi+json, application/yaml, text/plain) and the options in the query string", nil)
+			return
+		}
+		if !decodeJSON(w, r, b, &req) {
 			return
 		}
 	} else {
@@ -178,14 +239,13 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		q := r.URL.Query()
 		data = upload
-		req = importOpenAPIRequest{Prefix: q.Get("prefix"), BaseURL: q.Get("base_url"), Tags: q["tag"],
-			Methods: q["method"], Paths: q["path"], OperationIDs: q["operation_id"], DryRun: q.Get("dry_run") == "true",
-			Strict: q.Get("strict") == "true", Source: q.Get("source"), Force: q.Get("force") == "true", Rename: q.Get("rename") == "true"}
-		if name := q.Get("location"); name != "" {
-			location = name
+		var err error
+		if req, err = uploadOptions(r.URL.Query()); err != nil {
+			writeError(w, http.StatusBadRequest, "malformed_request", err.Error(), nil)
+			return
 		}
+		location = r.URL.Query().Get("location")
 	}
 	report(openapi.PhaseFetched, len(data))
 	doc, err := openapi.Load(data, cmp.Or(location, "upload"))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -343,6 +344,29 @@ func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.P
 const codeQueryTooLong = "query_too_long"
 
 // paramError is a malformed query parameter: 400.
+// boolParam reads the boolean query parameter name as the description's
+// boolean reads (strconv.ParseBool: 1, t, TRUE…); absent or empty, false.
+// A route comparing with "true" alone read ?dry_run=1 as false.
+func boolParam(r *http.Request, name string) (bool, error) {
+	if r.URL.RawQuery == "" {
+		return false, nil
+	}
+	return queryBool(r.URL.Query(), name)
+}
+
+// queryBool is boolParam over parsed values.
+func queryBool(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &paramError{fmt.Sprintf(`%s: %q is neither "true" nor "false"`, name, v)}
+	}
+	return b, nil
+}
+
 type paramError struct{ msg string }
 
 func (e *paramError) Error() string { return e.msg }

@@ -102,10 +102,7 @@ func (a *Authenticator) Apply(ctx context.Context, cfg plugins.AuthConfig, creds
 	if err := checkCredentials(cfg, creds); err != nil {
 		return out, err
 	}
-	mapping := cfg.Mapping
-	if cfg.Type == plugins.AuthBearer && cfg.Token == "" {
-		mapping = nil // the single entry names the token
-	}
+	mapping := cfg.ExtraMapping()
 	if err := checkMapping(mapping, creds); err != nil {
 		return out, err
 	}

@@ -154,7 +154,7 @@ func setAtSend(cfg plugins.AuthConfig) []SentHeader {
 	case plugins.AuthBearer, plugins.AuthBasic, plugins.AuthOAuth2:
 		add("Authorization")
 	}
-	for _, m := range cfg.Mapping {
+	for _, m := range cfg.ExtraMapping() {
 		switch m.Location {
 		case plugins.InQuery:
 			add("?" + m.Target)

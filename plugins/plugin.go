@@ -400,6 +400,16 @@ func (a AuthConfig) BearerKey() string {
 	return ""
 }
 
+// ExtraMapping is the mapping entries applied beside what the type sets
+// itself: none for a bearer whose single entry names its token (that
+// entry is the Authorization header, not a header of its own).
+func (a AuthConfig) ExtraMapping() []AuthMapping {
+	if a.Type == AuthBearer && a.Token == "" {
+		return nil
+	}
+	return a.Mapping
+}
+
 // CredentialKeys lists every credential key the auth config reads, sorted
 // and without duplicates.
 func (a AuthConfig) CredentialKeys() []string {
@@ -447,11 +457,8 @@ func (a AuthConfig) reads(f func(key string, secret bool)) {
 			f(k, secret)
 		}
 	}
-	bearerFromMapping := a.Type == AuthBearer && a.Token == ""
-	if !bearerFromMapping {
-		for _, m := range a.Mapping {
-			add(m.Source, m.IsSecret())
-		}
+	for _, m := range a.ExtraMapping() {
+		add(m.Source, m.IsSecret())
 	}
 	switch a.Type {
 	case AuthBearer:

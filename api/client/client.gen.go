@@ -3344,7 +3344,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3355,7 +3357,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPI Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3366,7 +3370,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -3377,7 +3383,9 @@ type ClientInterface interface {
 
 	// ImportOpenAPIWithTextBody Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -4617,7 +4625,9 @@ func (c *Client) ImportMCP(ctx context.Context, body ImportMCPJSONRequestBody, r
 
 // ImportOpenAPIWithBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4638,7 +4648,9 @@ func (c *Client) ImportOpenAPIWithBody(ctx context.Context, params *ImportOpenAP
 
 // ImportOpenAPI Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4659,7 +4671,9 @@ func (c *Client) ImportOpenAPI(ctx context.Context, params *ImportOpenAPIParams,
 
 // ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -4680,7 +4694,9 @@ func (c *Client) ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBody(ctx conte
 
 // ImportOpenAPIWithTextBody Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -9195,7 +9211,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9206,7 +9224,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9217,7 +9237,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -9228,7 +9250,9 @@ type ClientWithResponsesInterface interface {
 
 	// ImportOpenAPIWithTextBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 	//
-	// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+	// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+	// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+	// query parameter not listed here is refused, naming it.
 	// With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 	// the last line being the result or the error.
 	//
@@ -11398,8 +11422,18 @@ type ListCredentialsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Credentials *[]map[string]interface{} `json:"credentials"`
-		Needed      *[]struct {
+		// Credentials By key. A console session gets key and update_time only.
+		Credentials *[]struct {
+			Key string `json:"key"`
+
+			// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+			KeyId *string `json:"key_id,omitempty"`
+
+			// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+			Masked     *string   `json:"masked,omitempty"`
+			UpdateTime time.Time `json:"update_time"`
+		} `json:"credentials"`
+		Needed *[]struct {
 			Key        string   `json:"key"`
 			MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 			Set        bool     `json:"set"`
@@ -11422,8 +11456,18 @@ type ListCredentialsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListCredentialsResponse) GetJSON200() *struct {
-	Credentials *[]map[string]interface{} `json:"credentials"`
-	Needed      *[]struct {
+	// Credentials By key. A console session gets key and update_time only.
+	Credentials *[]struct {
+		Key string `json:"key"`
+
+		// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+		KeyId *string `json:"key_id,omitempty"`
+
+		// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+		Masked     *string   `json:"masked,omitempty"`
+		UpdateTime time.Time `json:"update_time"`
+	} `json:"credentials"`
+	Needed *[]struct {
 		Key        string   `json:"key"`
 		MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 		Set        bool     `json:"set"`
@@ -16228,7 +16272,9 @@ func (c *ClientWithResponses) ImportMCPWithResponse(ctx context.Context, body Im
 
 // ImportOpenAPIWithBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16245,7 +16291,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithBodyWithResponse(ctx context.Cont
 
 // ImportOpenAPIWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16262,7 +16310,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithResponse(ctx context.Context, par
 
 // ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -16279,7 +16329,9 @@ func (c *ClientWithResponses) ImportOpenAPIWithApplicationVndOaiOpenapiPlusJSONB
 
 // ImportOpenAPIWithTextBodyWithResponse Import the operations of an OpenAPI or Swagger document as plugins.
 //
-// The document by url or inline (JSON body), or as the raw body (YAML or JSON; the options then in the query).
+// The document by url or inline (JSON body), or as the raw body (YAML or JSON, with its own type, not
+// application/json; the options then in the query, the list ones repeated: `?tag=a&tag=b`). An upload's
+// query parameter not listed here is refused, naming it.
 // With `Accept: application/x-ndjson` or `?progress=true` the answer streams one progress object a line,
 // the last line being the result or the error.
 //
@@ -18358,8 +18410,18 @@ func ParseListCredentialsResponse(rsp *http.Response) (*ListCredentialsResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Credentials *[]map[string]interface{} `json:"credentials"`
-			Needed      *[]struct {
+			// Credentials By key. A console session gets key and update_time only.
+			Credentials *[]struct {
+				Key string `json:"key"`
+
+				// KeyId The master key it is encrypted under (the first 8 hex of its SHA-256).
+				KeyId *string `json:"key_id,omitempty"`
+
+				// Masked The value masked: `****` and its last 4 characters when it has 12 or more (`****-789`), else `****`.
+				Masked     *string   `json:"masked,omitempty"`
+				UpdateTime time.Time `json:"update_time"`
+			} `json:"credentials"`
+			Needed *[]struct {
 				Key        string   `json:"key"`
 				MayBeEmpty *bool    `json:"may_be_empty,omitempty"`
 				Set        bool     `json:"set"`

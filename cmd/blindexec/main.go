@@ -105,7 +105,7 @@ engine makes the real HTTP or MCP call with credentials from the request or from
 its encrypted store.
 
 Start with ` + "`blindexec init`" + ` (a master key in ` + settings.DefaultEnvFile + `), then
-` + "`blindexec migrate`" + ` and ` + "`blindexec serve`" + `.`,
+` + "`blindexec serve`" + ` (it migrates the database first).`,
 		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

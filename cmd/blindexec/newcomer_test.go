@@ -427,3 +427,14 @@ func TestCLIPageListsEveryFlag(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestHelpStartsAsTheREADME: the root help's first steps are the README's,
+// init then serve (which migrates); it told a newcomer to migrate between
+// them, a step the README does not have (newcomer74).
+func TestHelpStartsAsTheREADME(t *testing.T) {
+	root := newRoot(&config{}, settings.FromEnv(os.LookupEnv), strings.NewReader(""), io.Discard, io.Discard)
+	start, serve := strings.Index(root.Long, "`blindexec init`"), strings.Index(root.Long, "`blindexec serve`")
+	if start < 0 || serve < start || strings.Contains(root.Long, "`blindexec migrate`") {
+		t.Errorf("the root help's first steps are not the README's (init, then serve, which migrates):\n%s", root.Long)
+	}
+}
