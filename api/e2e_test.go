@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/questions"
@@ -111,17 +112,18 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
 	creds.Changes = changes
-	catalog := auth.NewCatalog(st, changes)
-	creds.Identifiers = catalog
+	served := catalog.New(st, changes, log)
+	rules := auth.NewCatalog(st, served, changes)
+	creds.Identifiers = rules
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Recorder, ex.Logger, ex.Catalog = creds, rec, log, catalog
+	ex.Credentials, ex.Recorder, ex.Logger, ex.Catalog = creds, rec, log, rules
 	ex.Answers = &questions.Inbox{Store: st}
 	reg := prometheus.NewRegistry()
 	var err2 error
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
 		t.Fatal(err2)
 	}
-	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
+	srv := &api.Server{Store: st, Catalog: served, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
 		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t), Changes: changes}
 	for _, o := range opts {
 		o(srv)

@@ -35,6 +35,7 @@ func TestRouteQueriesBlackholed(t *testing.T) {
 		{"POST", "/v1/plugins/import/openapi", doc, true},
 		{"POST", "/v1/tokens", `{"user_id": "7", "name": "t"}`, true},
 		{"DELETE", "/v1/tokens/99999", "", true},
+		{"PUT", "/v1/credentials/7/BOUND_KEY", `{"value": "a-credential-of-some-length"}`, true}, // a transaction
 	}
 	writes := map[string]bool{}
 	for _, r := range routes {

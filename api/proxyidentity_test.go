@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -77,7 +78,8 @@ func TestProxyRowRelays(t *testing.T) {
 		e := newMCPEnv(t, st, func(s *Server) { // as serve wires it: the executor follows the catalog
 			s.Changes = store.NewWatcher(st, time.Hour, s.Logger)
 			s.Changes.Poll(t.Context())
-			s.Executor.Catalog = auth.NewCatalog(st, s.Changes)
+			s.Catalog = catalog.New(st, s.Changes, s.Logger)
+			s.Executor.Catalog = auth.NewCatalog(st, s.Catalog, s.Changes)
 		})
 		e.register()
 		if code, out := e.do("POST", "/v1/plugins/import/mcp", mcpAdmin, map[string]any{"server": "med", "user_id": 7}); code != http.StatusOK {

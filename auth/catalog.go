@@ -51,11 +51,18 @@ func (e *UnboundCredentialError) Error() string {
 
 func (e *UnboundCredentialError) Unwrap() error { return ErrCredentialNotBound }
 
-// CatalogSource is the catalog a Catalog indexes; *store.Store implements
-// it.
+// CatalogSource holds the MCP servers a Catalog indexes; *store.Store
+// implements it.
 type CatalogSource interface {
-	ListPlugins(ctx context.Context, f store.PluginFilter) ([]store.Plugin, error)
 	ListMCPServers(ctx context.Context) ([]store.MCPServer, error)
+}
+
+// Served is the catalog the engine serves (*catalog.Catalog implements
+// it): its enabled plugins are those the rules bind to, so that a row it
+// leaves out — one breaking the protocol, RuoYi's SQL — binds no copy
+// and is no call's current row either (review 74).
+type Served interface {
+	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
@@ -68,6 +75,7 @@ type CatalogSource interface {
 // one poll. It is safe for concurrent use.
 type Catalog struct {
 	src     CatalogSource
+	served  Served
 	changes Versions
 
 	mu       sync.Mutex
@@ -101,10 +109,10 @@ const diffsMax = 1024
 // check a refusal.
 const catalogRetry = time.Second
 
-// NewCatalog returns a Catalog over src following changes (a
-// *store.Watcher).
-func NewCatalog(src CatalogSource, changes Versions) *Catalog {
-	return &Catalog{src: src, changes: changes}
+// NewCatalog returns a Catalog of the plugins served and src's MCP
+// servers, following changes (a *store.Watcher).
+func NewCatalog(src CatalogSource, served Served, changes Versions) *Catalog {
+	return &Catalog{src: src, served: served, changes: changes}
 }
 
 // index returns the index, read afresh when the counters moved or, with
@@ -129,7 +137,7 @@ func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error
 	// Bounded, and not the call's cancellation: the calls queued on mu
 	// wait for it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
-	idx, err := readCatalog(rctx, c.src)
+	idx, err := readCatalog(rctx, c.src, c.served)
 	cancel()
 	if err != nil {
 		c.failedAt, c.failed = time.Now(), err
@@ -142,7 +150,7 @@ func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error
 	return idx, nil
 }
 
-func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) {
+func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalogIndex, error) {
 	servers, err := src.ListMCPServers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", err)
@@ -161,15 +169,11 @@ func readCatalog(ctx context.Context, src CatalogSource) (*catalogIndex, error) 
 			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
 	}
-	rows, err := src.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
+	enabled, err := served.EnabledPlugins(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
-	for i := range rows {
-		p, err := catalog.PluginFromRow(&rows[i])
-		if err != nil {
-			continue // a row the engine cannot run binds nothing
-		}
+	for _, p := range enabled {
 		idx.plugins[p.Name] = p
 		classify(p.AuthConfig)
 		if prov := p.AuthConfig.ConnectionProvider(); prov != "" {

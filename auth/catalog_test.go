@@ -61,7 +61,8 @@ func TestCatalogBind(t *testing.T) {
 		add(mustParse(t, mcpDoc))
 		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand below
 		changes.Poll(ctx)
-		c := auth.NewCatalog(st, changes)
+		served := catalog.New(st, changes, nil)
+		c := auth.NewCatalog(st, served, changes)
 
 		// RuoYi's copy: the row's columns serialised again, keys in
 		// another order, defaults spelt out, another description.
@@ -139,6 +140,34 @@ func TestCatalogBind(t *testing.T) {
 		if _, err := c.Bind(ctx, mustParse(t, moved), []string{"K"}); err == nil {
 			t.Fatal("a disabled plugin still binds")
 		}
+
+		// Review 74: a row RuoYi wrote that breaks the protocol (an
+		// optional property of no JSON Schema type) is left out of the
+		// catalog served, and so out of the binding rule: a copy of it
+		// without that property is not that row, and no route's access
+		// or current row is.
+		bad := mustParse(t, strings.Replace(keyedDoc, `"name": "keyed"`, `"name": "left_out"`, 1))
+		row, err := catalog.RowFromPlugin(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.ParameterSchema = store.JSON(strings.Replace(string(row.ParameterSchema), `"page": {"type": "integer"}`, `"page": {"type": "integer"}, "x": {"type": "strnig"}`, 1))
+		if !strings.Contains(string(row.ParameterSchema), "strnig") {
+			t.Fatalf("the row's schema: %s", row.ParameterSchema)
+		}
+		if err := st.CreatePlugin(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		changes.Poll(ctx)
+		if _, err := served.Plugin(ctx, "left_out"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the catalog served a row breaking the protocol: %v", err)
+		}
+		if got, err := c.Bind(ctx, bad, []string{"K"}); err == nil {
+			t.Errorf("a copy bound to a row the catalog left out (%s)", got.Name)
+		}
+		if got, err := c.Row(ctx, "left_out"); got != nil || err != nil {
+			t.Errorf("Row gave a row the catalog left out: %v, %v", got != nil, err)
+		}
 	})
 }
 
@@ -172,7 +201,7 @@ func TestCatalogIdentifiers(t *testing.T) {
 		}
 		changes := store.NewWatcher(st, time.Hour, nil)
 		changes.Poll(ctx)
-		c := auth.NewCatalog(st, changes)
+		c := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
 		want := map[string]bool{"TENANT": true, "ID": true, "MCP_USER": true,
 			"K": false, "CS": false, "USER": false, "PASS": false, "MCP_PASS": false, "NOBODY": false}
 		var keys, wantIDs []string
@@ -237,11 +266,15 @@ func TestBlackholedCatalogHoldsNoCall(t *testing.T) {
 	add("me")
 	changes := store.NewWatcher(direct, time.Hour, nil) // the counters read past the proxy
 	changes.Poll(t.Context())
-	held := auth.NewCatalog(testdb.At(t, through), changes)
+	newCatalog := func() *auth.Catalog {
+		at := testdb.At(t, through)
+		return auth.NewCatalog(at, catalog.New(at, changes, nil), changes)
+	}
+	held := newCatalog()
 	if ok, err := held.ServesProvider(t.Context(), "acme", "https://api.example"); !ok || err != nil {
 		t.Fatalf("a live read: %v %v", ok, err)
 	}
-	none := auth.NewCatalog(testdb.At(t, through), changes)
+	none := newCatalog()
 	add("repos") // the catalog changes, then the database stops answering
 	changes.Poll(t.Context())
 	proxy.Blackhole()

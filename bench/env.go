@@ -195,8 +195,8 @@ func newEnvOn(ctx context.Context, dsn string, wrap func(http.RoundTripper) http
 	e.ex = engine.NewExecutor(client)
 	e.ex.Credentials, e.ex.Recorder = e.creds, rec
 	// As serve: the credential rules' view of the catalog, and metrics.
-	catalog := auth.NewCatalog(e.st, e.changes)
-	e.ex.Catalog, e.creds.Identifiers = catalog, catalog
+	rules := auth.NewCatalog(e.st, catalog.New(e.st, e.changes, nil), e.changes)
+	e.ex.Catalog, e.creds.Identifiers = rules, rules
 	if e.ex.Metrics, err = engine.NewMetrics(prometheus.NewRegistry()); err != nil {
 		return nil, err
 	}

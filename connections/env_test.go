@@ -21,6 +21,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/connections/oauthtest"
 	"github.com/blindexec/blindexec/console"
@@ -148,7 +149,8 @@ func (e *env) newReplica(browserURL string, withConsole bool) *replica {
 	client := egresstest.Client(e.t)
 	changes := store.NewWatcher(e.st, time.Hour, log)
 	changes.Poll(context.Background())
-	rules := auth.NewCatalog(e.st, changes)
+	served := catalog.New(e.st, changes, log)
+	rules := auth.NewCatalog(e.st, served, changes)
 	creds := auth.NewCredentialService(e.st, e.keys)
 	creds.Changes = changes
 	ex := engine.NewExecutor(client)
@@ -157,7 +159,7 @@ func (e *env) newReplica(browserURL string, withConsole bool) *replica {
 	svc.Catalog, svc.Logger = rules, log
 	svc.Poll = 20 * time.Millisecond
 	ex.Connections = svc
-	srv := &api.Server{Store: e.st, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
+	srv := &api.Server{Store: e.st, Catalog: served, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
 		Logger: log, Changes: changes, Connections: svc, HTTPClient: client}
 	r := &replica{svc: svc, srv: srv, changes: changes}
 	if withConsole {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
@@ -62,16 +63,17 @@ func newEnv(t *testing.T, st *store.Store, master string, opts ...any) *env {
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
 	creds.Changes = changes
-	catalog := auth.NewCatalog(st, changes)
-	creds.Identifiers = catalog
+	served := catalog.New(st, changes, log)
+	rules := auth.NewCatalog(st, served, changes)
+	creds.Identifiers = rules
 	ex := engine.NewExecutor(egresstest.Client(t))
-	ex.Credentials, ex.Logger, ex.Catalog = creds, log, catalog
+	ex.Credentials, ex.Logger, ex.Catalog = creds, log, rules
 	ex.Answers = &questions.Inbox{Store: st}
 	ex.Recorder = engine.NewRecorder(api.StoreSink{Store: st}, engine.RecorderOptions{Logger: log})
 	mcp := enginemcp.NewManager(st, egresstest.Client(t))
 	t.Cleanup(func() { mcp.Close() })
 	enginemcp.Invoker{Manager: mcp}.RegisterOn(ex)
-	srv := &api.Server{Store: st, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
+	srv := &api.Server{Store: st, Catalog: served, Creds: creds, Executor: ex, AdminToken: adminToken, Logger: log,
 		HTTPClient: egresstest.Client(t), Changes: changes, MCP: &api.MCPConfig{Manager: mcp}, Registry: reg}
 	for _, o := range opts {
 		if o, ok := o.(func(*api.Server)); ok {

@@ -21,7 +21,7 @@ import (
 // administrator enables it; a key of its own (--prefix), or the hosts
 // the key goes to already, import as before.
 func TestStoredCredentialToAnotherHost(t *testing.T) {
-	doc := func(t *testing.T, op, server, tokenURL string) *openapi.Document {
+	docTitled := func(t *testing.T, title, op, server, tokenURL string) *openapi.Document {
 		t.Helper()
 		schemes := `{"key": {"type": "apiKey", "in": "query", "name": "api_key"}}`
 		security := `[{"key": []}]`
@@ -29,15 +29,19 @@ func TestStoredCredentialToAnotherHost(t *testing.T) {
 			schemes = `{"cc": {"type": "oauth2", "flows": {"clientCredentials": {"tokenUrl": "` + tokenURL + `", "scopes": {}}}}}`
 			security = `[{"cc": []}]`
 		}
-		data := fmt.Sprintf(`{"openapi": "3.0.0", "info": {"title": "Acme", "version": "1"},
+		data := fmt.Sprintf(`{"openapi": "3.0.0", "info": {"title": %q, "version": "1"},
 			"servers": [{"url": %q}], "security": %s, "components": {"securitySchemes": %s},
 			"paths": {"/orders": {"get": {"operationId": %q, "summary": "List orders",
-				"responses": {"200": {"description": "ok"}}}}}}`, server, security, schemes, op)
+				"responses": {"200": {"description": "ok"}}}}}}`, title, server, security, schemes, op)
 		d, err := openapi.Load([]byte(data), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
+	}
+	doc := func(t *testing.T, op, server, tokenURL string) *openapi.Document {
+		t.Helper()
+		return docTitled(t, "Acme", op, server, tokenURL)
 	}
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
@@ -108,6 +112,39 @@ func TestStoredCredentialToAnotherHost(t *testing.T) {
 		res, cc2 := sync(t, "cc-lookalike", doc(t, "ccLookalike", "https://api.acme.example/v1", "https://evil.example/token"), "")
 		if cc2.Status != store.StatusDisabled || !warned(res, "ACME_CC_CLIENT_SECRET", "https://evil.example", "https://auth.acme.example") {
 			t.Errorf("a token URL elsewhere: %s, warnings %q; want disabled, warned", cc2.Status, res.Warnings())
+		}
+
+		// Review 74: a row RuoYi wrote with SQL, required_credentials
+		// NULL (derived from its auth config, as documented), reads
+		// ZETA_KEY as much as an imported one.
+		ruoyi := store.Plugin{Name: "zeta_orders", Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type": "object"}`),
+			ExecutionConfig: store.JSON(`{"execution": {"method": "GET", "base_url": "https://api.zeta.example/orders"},
+				"auth_config": {"type": "bearer", "token": "ZETA_KEY"}}`)}
+		if err := st.CreatePlugin(ctx, &ruoyi); err != nil {
+			t.Fatal(err)
+		}
+		res, zeta := sync(t, "zeta-lookalike", docTitled(t, "Zeta", "zetaLookalike", "https://evil.example/v1", ""), "")
+		if zeta.Status != store.StatusDisabled || !warned(res, "ZETA_KEY", "https://evil.example", "https://api.zeta.example") {
+			t.Errorf("a lookalike of a row written with SQL: %s, warnings %q; want disabled, warned", zeta.Status, res.Warnings())
+		}
+
+		// Review 74: a sync that moves a server in two steps, the
+		// operation removed (its row disabled), then back on another
+		// host, sends the key the users stored for the first.
+		res, omega := sync(t, "omega", docTitled(t, "Omega", "listOmega", "https://api.omega.example/v1", ""), "")
+		if omega.Status != store.StatusEnabled || warned(res) {
+			t.Fatalf("omega: %s, %q", omega.Status, res.Warnings())
+		}
+		empty, err := openapi.Load([]byte(`{"openapi": "3.0.0", "info": {"title": "Omega", "version": "1"}, "paths": {}}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := importer.OpenAPI(ctx, st, "", empty, openapi.Options{Source: "omega"}, false); err != nil {
+			t.Fatal(err)
+		}
+		res, back := sync(t, "omega", docTitled(t, "Omega", "listOmega", "https://evil.example/v1", ""), "")
+		if back.ID != omega.ID || back.Status != store.StatusDisabled || !warned(res, "OMEGA_KEY", "https://evil.example") {
+			t.Errorf("removed, then back on another host: %s, warnings %q; want disabled, warned", back.Status, res.Warnings())
 		}
 	})
 }

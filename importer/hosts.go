@@ -24,8 +24,10 @@ import (
 // otherwise send the users' keys stored for that API to another host
 // with nobody deciding it. The warning names the key and both origins;
 // the administrator enables the plugin once the new host is trusted, or
-// imports with a prefix of its own. A key no enabled plugin uses is the
-// document's own.
+// imports with a prefix of its own. A key no catalog row reads is the
+// document's own; one only disabled rows read is not (review 74): a
+// sync that removed a source's operations, then brought them back on
+// another host, would move the users' keys in two steps.
 // notFixed stands for the origin of a templated host or an MCP server.
 const notFixed = "an origin not fixed"
 
@@ -41,13 +43,15 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 	if len(wanted) == 0 {
 		return nil
 	}
-	rows, err := st.ListPlugins(ctx, store.PluginFilter{Status: store.StatusEnabled})
+	rows, err := st.ListPlugins(ctx, store.PluginFilter{})
 	if err != nil {
 		return err
 	}
-	known := map[string]map[string]string{} // key -> origin -> a plugin sending it there
+	// key -> origin -> an enabled plugin sending it there; a key some
+	// row reads has a map, empty when only disabled rows read it.
+	known := map[string]map[string]string{}
 	for i := range rows {
-		if !mentionsAny(rows[i].RequiredCredentials, wanted) {
+		if !mentionsAny(rows[i].RequiredCredentials, wanted) && !mentionsAny(rows[i].ExecutionConfig, wanted) {
 			continue // most rows: not decoded
 		}
 		p, err := catalog.PluginFromRow(&rows[i])
@@ -61,7 +65,7 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 			if known[k] == nil {
 				known[k] = map[string]string{}
 			}
-			if _, ok := known[k][origin]; !ok {
+			if _, ok := known[k][origin]; !ok && p.Enabled() {
 				known[k][origin] = p.Name
 			}
 		}
@@ -74,17 +78,21 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 		sends := credentialOrigins(p)
 		for _, k := range slices.Sorted(maps.Keys(sends)) {
 			origin := sends[k]
-			elsewhere := known[k]
-			if len(elsewhere) == 0 || origin != "" && elsewhere[origin] != "" {
+			elsewhere, used := known[k]
+			if !used || origin != "" && elsewhere[origin] != "" {
 				continue
 			}
 			var there []string
 			for _, o := range slices.Sorted(maps.Keys(elsewhere)) {
 				there = append(there, fmt.Sprintf("%s (plugin %s)", cmp.Or(o, notFixed), elsewhere[o]))
 			}
-			msg := fmt.Sprintf("credential %s: sent to %s, where no enabled plugin sends it (it goes to %s); imported disabled: "+
+			goes := "only disabled plugins read it"
+			if len(there) > 0 {
+				goes = "it goes to " + strings.Join(there, ", ")
+			}
+			msg := fmt.Sprintf("credential %s: sent to %s, where no enabled plugin sends it (%s); imported disabled: "+
 				"enable it once that host may have the users' %s, or import with a prefix for a key of its own",
-				k, cmp.Or(origin, notFixed), strings.Join(there, ", "), k)
+				k, cmp.Or(origin, notFixed), goes, k)
 			ops[i].Warnings = append(ops[i].Warnings, msg)
 			if p.Status != plugins.StatusDisabled { // the first key's reason
 				p.Status, p.Remark = plugins.StatusDisabled, plugins.Cut(msg, 500) // the remark column's size
@@ -115,8 +123,10 @@ func credentialOrigins(p *plugins.Plugin) map[string]string {
 	return out
 }
 
-// mentionsAny reports whether a row's required_credentials (the
-// effective list) names one of the keys: a row that does not reads none.
+// mentionsAny reports whether a column of a row names one of the keys:
+// a row whose required_credentials (the effective list) and
+// execution_config (its auth config, which that list is derived from
+// when NULL: RuoYi's rows) name none reads none.
 func mentionsAny(config []byte, keys map[string]bool) bool {
 	for k := range keys {
 		if bytes.Contains(config, []byte(k)) {

@@ -58,3 +58,14 @@ func (s *Store) registerBounds() error {
 		db.Statement.Context = ctx
 	})
 }
+
+// transaction runs fn in a transaction bounded by QueryTimeout as a
+// whole (the caller's deadline when nearer): gorm's BEGIN runs outside
+// the callbacks registerBounds hooks, so on a database that stops
+// answering a route's transaction (a credential's write, a pending
+// item's) waited on it until the answer's deadline (review 74).
+func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	defer cancel()
+	return s.db.WithContext(ctx).Transaction(fn)
+}

@@ -36,7 +36,7 @@ func (OAuthProvider) TableName() string { return "sys_ai_oauth_provider" }
 // PutOAuthProvider inserts p, or replaces the provider of its name (its
 // id and creation kept); an empty ClientSecret keeps the stored one.
 func (s *Store) PutOAuthProvider(ctx context.Context, p *OAuthProvider) error {
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		var old OAuthProvider
 		err := tx.Where("provider_name = ?", p.Name).Take(&old).Error
 		switch {
@@ -90,7 +90,7 @@ func (s *Store) ListOAuthProviders(ctx context.Context) ([]OAuthProvider, error)
 // connections (their tokens are of no use without it), or returns
 // ErrNotFound.
 func (s *Store) DeleteOAuthProvider(ctx context.Context, name string) error {
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := affected(tx.Where("provider_name = ?", name).Delete(&OAuthProvider{})); err != nil {
 			return err
 		}
@@ -252,7 +252,7 @@ func (s *Store) PutOAuthConnection(ctx context.Context, c *OAuthConnection) erro
 	c.State, c.BrokenReason, c.RefreshOwner, c.RefreshingUntil, c.RefreshedAt = ConnectionConnected, "", nil, nil, nil
 	c.ConnectedAt, c.UpdateTime = t, t
 	c.ExpiresAt = dbTimePtr(c.ExpiresAt)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		var old OAuthConnection
 		err := tx.Where("user_id = ? AND provider_name = ?", c.UserID, c.Provider).Take(&old).Error
 		switch {

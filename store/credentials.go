@@ -13,7 +13,7 @@ import (
 // from the stored row.
 func (s *Store) PutCredential(ctx context.Context, c *Credential) error {
 	c.stampCreate()
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		// Atomic on both dialects: ON DUPLICATE KEY UPDATE on MySQL, ON
 		// CONFLICT ... DO UPDATE on SQLite.
 		err := tx.Clauses(clause.OnConflict{

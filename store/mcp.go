@@ -119,7 +119,7 @@ func (s *Store) ListMCPServers(ctx context.Context) ([]MCPServer, error) {
 // enabled again once a server is registered under that id, but the LLM no
 // longer sees tools that can only fail.
 func (s *Store) DeleteMCPServer(ctx context.Context, id, by string) (disabled []string, err error) {
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		var srv MCPServer
 		if err := tx.Where("mcp_id = ?", id).Take(&srv).Error; err != nil {
 			return classify(err)

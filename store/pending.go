@@ -54,7 +54,7 @@ func msNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 // caller) with its pending items, in one transaction.
 func (s *Store) PauseRun(ctx context.Context, run *Run, items []PendingItem) error {
 	run.Status = RunPaused
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		t := msNow()
 		for i := range items {
 			items[i].Status, items[i].CreateTime = PendingWaiting, t
@@ -123,7 +123,7 @@ func (s *Store) DecideItem(ctx context.Context, id, outcome, by, reason string) 
 func (s *Store) ExpireRuns(ctx context.Context) (int64, error) {
 	t := msNow()
 	var n int64
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		var ids []string
 		if err := tx.Model(&Run{}).Where("status = ? AND expire_time < ?", RunPaused, t).Pluck("run_id", &ids).Error; err != nil {
 			return err
@@ -163,7 +163,7 @@ func (s *Store) MarkItemStale(ctx context.Context, id string) error {
 // the bounds of pending items (admitPending).
 func (s *Store) CreatePendingItem(ctx context.Context, it *PendingItem) error {
 	it.Status, it.CreateTime = PendingWaiting, msNow()
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := s.admitPending(tx, it.UserID, []PendingItem{*it}, it.CreateTime); err != nil {
 			return err
 		}

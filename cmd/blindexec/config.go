@@ -380,7 +380,8 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		st.Close()
 		return nil, err
 	}
-	rules := auth.NewCatalog(st, changes)
+	cat := catalog.New(st, changes, log)
+	rules := auth.NewCatalog(st, cat, changes) // binds to the rows the catalog serves
 	creds.Identifiers = rules
 	ex := engine.NewExecutor(client)
 	// A per-user token's own inline plugin: the default egress policy,
@@ -397,7 +398,6 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	m.Logger, m.Changes, m.Identifiers = log, changes, rules.Identifiers
 	m.MaxToolsBytes = c.importMaxBytes // a tools/list is held and imported whole
 	enginemcp.Invoker{Manager: m}.RegisterOn(ex)
-	cat := catalog.New(st, changes, log)
 	agents := catalog.NewAgents(st, changes, cat)
 	acc.Agents = agents // the rule resolves the agents a call or a list names
 	quotas := quota.New(st, changes, cat, c.quotaTZ, log)
