@@ -364,6 +364,76 @@ func TestPauseResumeReplicas(t *testing.T) {
 	})
 }
 
+// TestStalledResumeGivenBack: a resume that claimed its run (paused →
+// resuming) and could give it back neither (the database gone between
+// the claim and the give back) left it resuming, refused by every later
+// resume (run_not_paused) and never swept. A run resuming longer than
+// the sweep's cutoff is given back to paused, by one replica of two
+// sweeping at once, and resumes then, its approved call sent once; a
+// run whose resume is sending (here, while the upstream answers) is
+// running, never given back however late the cutoff.
+func TestStalledResumeGivenBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		midSend := make(chan int64, 1)
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				n, err := st.ReturnStalledRuns(r.Context(), time.Now().Add(time.Hour))
+				if err != nil {
+					t.Error(err)
+				}
+				midSend <- n
+			}
+			io.WriteString(w, `{"ok":true}`)
+		})
+		llm := openaitest.New(t)
+		a := newEnv(t, st, withConfirmingModel(llm))
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"one"}`}}},
+			openaitest.Turn{Content: "Gone."})
+		_, paused := a.do("POST", "/v1/runs", serviceToken, hijackPayload(up.URL))
+		if paused["status"] != "paused" {
+			t.Fatalf("run: %v", paused)
+		}
+		runID := paused["run_id"].(string)
+		item := paused["pending"].([]any)[0].(map[string]any)["id"].(string)
+		resume := map[string]any{"decisions": []map[string]string{{"id": item, "decision": "approve"}},
+			"credentials": map[string]string{"GH_TOKEN": ghToken}}
+
+		// The claim whose give back failed.
+		if won, err := st.MoveRun(t.Context(), runID, store.RunPaused, store.RunResuming); err != nil || !won {
+			t.Fatalf("claim: %v %v", won, err)
+		}
+		if code, body := a.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, resume); code != http.StatusConflict {
+			t.Fatalf("resume of a run left resuming: %d %v, want 409", code, body)
+		}
+		// Claimed after the cutoff: it may still be between its claim and
+		// its loop, and is left alone.
+		if n, err := st.ReturnStalledRuns(t.Context(), time.Now().Add(-time.Minute)); n != 0 || err != nil {
+			t.Fatalf("a recent claim given back: %d %v", n, err)
+		}
+		given := make(chan int64, 2)
+		for range 2 {
+			go func() {
+				n, err := st.ReturnStalledRuns(t.Context(), time.Now().Add(time.Second))
+				if err != nil {
+					t.Error(err)
+				}
+				given <- n
+			}()
+		}
+		if n := <-given + <-given; n != 1 {
+			t.Fatalf("two replicas' sweeps gave back %d runs, want 1", n)
+		}
+
+		code, done := a.do("POST", "/v1/runs/"+runID+"/resume", serviceToken, resume)
+		if code != http.StatusOK || done["status"] != "completed" || up.count("DELETE") != 1 {
+			t.Fatalf("resume after the give back: %d %v, %d DELETEs", code, done, up.count("DELETE"))
+		}
+		if n := <-midSend; n != 0 {
+			t.Errorf("a sweep while the resume was sending gave back %d runs, want 0", n)
+		}
+	})
+}
+
 // TestStoredCredentialChangeIsStale: a stored credential written while
 // its call waited (here by PUT /v1/credentials) makes the approved call
 // stale — nothing sent, the model told; an unchanged one is sent.

@@ -283,13 +283,20 @@ const PruneEvery = time.Hour
 
 // RetainPending removes, every PruneEvery until ctx ends, the pending
 // items decided or expired more than retention ago
-// (BLINDEXEC_PENDING_RETENTION_MS): any replica may, each removal is
-// idempotent. The decisions stay in the audit log and the execution
-// records.
+// (BLINDEXEC_PENDING_RETENTION_MS), after giving back to paused the runs
+// claimed for a resume more than runTimeout ago that never started
+// (store.ReturnStalledRuns): any replica may, each step is idempotent.
+// The decisions stay in the audit log and the execution records.
 func RetainPending(ctx context.Context, st *store.Store, retention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(PruneEvery)
 	defer t.Stop()
 	for {
+		switch n, err := st.ReturnStalledRuns(ctx, time.Now().Add(-runTimeout)); {
+		case err != nil && ctx.Err() == nil:
+			logger.WarnContext(ctx, "stalled resumes not given back; tried again later", "err", err)
+		case n > 0:
+			logger.InfoContext(ctx, "stalled resumes given back to paused", "runs", n)
+		}
 		n, err := st.PrunePending(ctx, time.Now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -391,6 +391,19 @@ func (s *Server) continueRun(w http.ResponseWriter, r *http.Request, run *store.
 		return
 	}
 	defer release()
+	// The loop starts: the run leaves resuming, which the retention sweep
+	// gives back to paused after runTimeout (store.ReturnStalledRuns, a
+	// give back that failed), for running, which it never gives back —
+	// what the loop sent is never sent twice.
+	if won, err := s.Store.MoveRun(r.Context(), run.ID, store.RunResuming, store.RunRunning); err != nil || !won {
+		if err != nil {
+			s.Store.MoveRun(ctx, run.ID, store.RunResuming, from)
+			s.internal(w, r, err)
+			return
+		}
+		writeError(w, http.StatusConflict, "run_not_paused", fmt.Sprintf("run %s is being resumed by another request", run.ID), nil)
+		return
+	}
 	rctx, cancel := context.WithTimeout(s.asking(r.Context(), principalFrom(r.Context()), nil), runTimeout)
 	defer cancel()
 	run.State, run.ExpireTime = nil, nil

@@ -56,6 +56,9 @@ type snapshot struct {
 	// byTool is the row calling each tool of each MCP server: an enabled
 	// one before a disabled one, then the oldest (lowest plugin_id).
 	byTool map[mcpTool]*plugins.Plugin
+	// leftOut is why each row left out was, by the row's name: what an
+	// administrator reading the row is told (LeftOut).
+	leftOut map[string]error
 }
 
 // decision is what a load made of a row's content: the plugin
@@ -129,6 +132,19 @@ func (c *Catalog) current(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
+// LeftOut says why each row of sys_ai_plugin the catalog holds no
+// plugin of was left out (its content failed the protocol's check, each
+// field's error), by the row's name: for the administrator's pages,
+// which read rows, never for a caller, to whom such a plugin does not
+// exist. The map is the snapshot's: not to be changed.
+func (c *Catalog) LeftOut(ctx context.Context) (map[string]error, error) {
+	s, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.leftOut, nil
+}
+
 // load reads every plugin. The counter was read before the rows, so the
 // rows are at least as new as the version they are tagged with.
 func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
@@ -169,6 +185,10 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 			// One bad row (RuoYi writes them by hand) must not hide the
 			// others; a call of it is not found, and this log says why.
 			c.logger.WarnContext(ctx, "plugin row left out of the catalog", "plugin", rows[i].Name, "err", err)
+			if s.leftOut == nil {
+				s.leftOut = map[string]error{}
+			}
+			s.leftOut[rows[i].Name] = err
 			continue
 		}
 		p := new(plugins.Plugin)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,30 +13,29 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
-	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
 
-// settleHosts disables each converted plugin that would send a stored
-// credential key to an origin no enabled catalog plugin sends it to,
-// when enabled plugins use that key already (review 73b): a key is
-// named after the document's title, so a document titled like an API
-// the catalog calls, or a sync that moves a source's server, would
-// otherwise send the users' keys stored for that API to another host
-// with nobody deciding it. The warning names the key and both origins;
-// the administrator enables the plugin once the new host is trusted, or
-// imports with a prefix of its own. A key no catalog row reads is the
-// document's own; one only disabled rows read is not (review 74): a
-// sync that removed a source's operations, then brought them back on
-// another host, would move the users' keys in two steps.
-// notFixed stands for the origin of a templated host or an MCP server.
-const notFixed = "an origin not fixed"
-
-func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) error {
+// settleHosts disables each imported plugin of ps that would send a
+// stored credential key to an origin no enabled catalog plugin sends it
+// to, when catalog plugins use that key already (review 73b): a key is
+// named after the document's title, or read by an MCP server's auth
+// config, so a document titled like an API the catalog calls, a sync
+// that moves a source's server, or an MCP server registered elsewhere
+// reading that API's key, would otherwise send the users' keys stored
+// for that API to another host with nobody deciding it. warn is told,
+// by index in ps, each key's warning, which names the key and both
+// origins; the administrator enables the plugin once the new host is
+// trusted, or imports with a prefix of its own. A key no catalog row
+// reads is the import's own; one only disabled rows read is not (review
+// 74): a sync that removed a source's operations, then brought them back
+// on another host, would move the users' keys in two steps. OpenAPI and
+// MCP imports both decide here.
+func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, warn func(i int, msg string)) error {
 	wanted := map[string]bool{}
-	for _, op := range ops {
-		if op.Plugin.Status != plugins.StatusDisabled {
-			for _, k := range op.Plugin.Credentials() {
+	for _, p := range ps {
+		if p.Status != plugins.StatusDisabled {
+			for _, k := range p.Credentials() {
 				wanted[k] = true
 			}
 		}
@@ -47,6 +47,7 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 	if err != nil {
 		return err
 	}
+	where := origins{st: st, servers: map[string]string{}}
 	// key -> origin -> an enabled plugin sending it there; a key some
 	// row reads has a map, empty when only disabled rows read it.
 	known := map[string]map[string]string{}
@@ -58,7 +59,11 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 		if err != nil {
 			continue // unreadable: it sends nothing
 		}
-		for k, origin := range credentialOrigins(p) {
+		sends, err := where.of(ctx, p)
+		if err != nil {
+			return err
+		}
+		for k, origin := range sends {
 			if !wanted[k] {
 				continue
 			}
@@ -70,12 +75,14 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 			}
 		}
 	}
-	for i := range ops {
-		p := ops[i].Plugin
+	for i, p := range ps {
 		if p.Status == plugins.StatusDisabled {
 			continue // sends nothing
 		}
-		sends := credentialOrigins(p)
+		sends, err := where.of(ctx, p)
+		if err != nil {
+			return err
+		}
 		for _, k := range slices.Sorted(maps.Keys(sends)) {
 			origin := sends[k]
 			elsewhere, used := known[k]
@@ -93,7 +100,7 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 			msg := fmt.Sprintf("credential %s: sent to %s, where no enabled plugin sends it (%s); imported disabled: "+
 				"enable it once that host may have the users' %s, or import with a prefix for a key of its own",
 				k, cmp.Or(origin, notFixed), goes, k)
-			ops[i].Warnings = append(ops[i].Warnings, msg)
+			warn(i, msg)
 			if p.Status != plugins.StatusDisabled { // the first key's reason
 				p.Status, p.Remark = plugins.StatusDisabled, plugins.Cut(msg, 500) // the remark column's size
 			}
@@ -102,15 +109,39 @@ func settleHosts(ctx context.Context, st *store.Store, ops []openapi.Operation) 
 	return nil
 }
 
-// credentialOrigins says where p sends each stored credential key it
-// reads: an oauth2 client's id and secret to the token URL's origin,
-// every other key to the base URL's; "" where the origin is not fixed (a
-// templated host, an MCP server's).
-func credentialOrigins(p *plugins.Plugin) map[string]string {
+// notFixed stands for the origin of a templated host or a stdio MCP
+// server.
+const notFixed = "an origin not fixed"
+
+// origins says where plugins send their stored credential keys, each
+// MCP server read once.
+type origins struct {
+	st      *store.Store
+	servers map[string]string // MCP server id -> its URL's origin
+}
+
+// of says where p sends each stored credential key it reads: an oauth2
+// client's id and secret to the token URL's origin, every other key to
+// the base URL's, or an MCP plugin's to its server's URL's; "" where the
+// origin is not fixed (a templated host, a stdio server's command).
+func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string, error) {
 	out := map[string]string{}
 	base := ""
-	if p.ExecType() == plugins.TypeHTTP {
+	switch p.ExecType() {
+	case plugins.TypeHTTP:
 		base = auth.Origin(p.Execution.BaseURL)
+	case plugins.TypeMCP:
+		var ok bool
+		if base, ok = o.servers[p.Execution.MCPID]; !ok {
+			srv, err := o.st.GetMCPServer(ctx, p.Execution.MCPID)
+			switch {
+			case err == nil && srv.Transport != store.TransportStdio:
+				base = auth.Origin(srv.URL)
+			case err != nil && !errors.Is(err, store.ErrNotFound): // a server gone sends nothing
+				return nil, err
+			}
+			o.servers[p.Execution.MCPID] = base
+		}
 	}
 	a := p.AuthConfig
 	for _, k := range p.Credentials() {
@@ -120,7 +151,7 @@ func credentialOrigins(p *plugins.Plugin) map[string]string {
 			out[k] = auth.Origin(a.OAuth2.TokenURL)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // mentionsAny reports whether a column of a row names one of the keys:

@@ -141,6 +141,13 @@ func MCPTools(ctx context.Context, st *store.Store, srv *store.MCPServer, tools 
 			return nil, &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(seen)}
 		}
 	}
+	imported := make([]*plugins.Plugin, len(made))
+	for i := range made {
+		imported[i] = made[i].p
+	}
+	if err := settleHosts(ctx, st, imported, func(i int, msg string) { rep.Warnings = append(rep.Warnings, made[i].p.Name+": "+msg) }); err != nil {
+		return nil, fmt.Errorf("import MCP server %s: %w", srv.Name, err)
+	}
 	if src == nil {
 		src = &store.ImportSource{Kind: store.SourceMCP, Location: srv.ID, Audit: store.Audit{CreateBy: opts.By, UpdateBy: opts.By}}
 		if err := st.CreateImportSource(ctx, src); err != nil {
@@ -248,10 +255,14 @@ func writeTool(ctx context.Context, st *store.Store, sourceID int64, c converted
 		return nil
 	}
 	row.ID = old.ID
-	row.Remark = old.Remark
 	catalog.KeepAdministrators(row, old)
-	if old.ContentHash != nil {
-		row.Status = old.Status // an administrator's choice stands
+	// An administrator's choice stands, unless the import disables the
+	// plugin (settleHosts), its remark saying why.
+	if old.ContentHash != nil && row.Status != store.StatusDisabled {
+		row.Status = old.Status
+	}
+	if row.Status != store.StatusDisabled || row.Remark == "" {
+		row.Remark = old.Remark
 	}
 	if err := st.UpdatePlugin(ctx, row); err != nil {
 		return fmt.Errorf("import tool %q: %w", tool, err)

@@ -156,7 +156,11 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	if err := settleProviders(ctx, st, ops, res, dryRun); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
-	if err := settleHosts(ctx, st, ops); err != nil {
+	imported := make([]*plugins.Plugin, len(ops))
+	for i := range ops {
+		imported[i] = ops[i].Plugin
+	}
+	if err := settleHosts(ctx, st, imported, func(i int, msg string) { ops[i].Warnings = append(ops[i].Warnings, msg) }); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	for _, op := range ops {

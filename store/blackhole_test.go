@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -31,5 +32,32 @@ func TestBlackholedPrepareBounded(t *testing.T) {
 	_, err := st.ListQuotaRules(short)
 	if took, bound := time.Since(began), store.QueryTimeout+2*time.Second; took > bound || err == nil {
 		t.Errorf("a read behind another's preparation: %v after %v, want an error within %v", err, took, bound)
+	}
+}
+
+// TestBlackholedBeginBounded: with the database blackholed, beginning a
+// transaction — gorm's (ExpireRuns) and the store's own on the pool
+// (AuditChanges) — waited on the connection whatever bounded the
+// statements after it: a caller without a deadline of its own (a
+// background sweep, a route's request) was held for as long as the
+// connection lived. The beginning is bounded by store.QueryTimeout.
+func TestBlackholedBeginBounded(t *testing.T) {
+	_, proxy, through := testdb.Blackholable(t)
+	st := testdb.At(t, through)
+	proxy.Blackhole()
+	for name, begin := range map[string]func(context.Context) error{
+		"gorm's":     func(ctx context.Context) error { _, err := st.ExpireRuns(ctx); return err },
+		"the pool's": func(ctx context.Context) error { _, err := st.AuditChanges(ctx); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The test's own bound: the code under test's must come well before.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			began := time.Now()
+			err := begin(ctx)
+			if took, bound := time.Since(began), store.QueryTimeout+2*time.Second; took > bound || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a transaction begun blackholed: %v after %v, want a deadline's error within %v", err, took, bound)
+			}
+		})
 	}
 }

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -59,13 +62,77 @@ func (s *Store) registerBounds() error {
 	})
 }
 
-// transaction runs fn in a transaction bounded by QueryTimeout as a
-// whole (the caller's deadline when nearer): gorm's BEGIN runs outside
-// the callbacks registerBounds hooks, so on a database that stops
-// answering a route's transaction (a credential's write, a pending
-// item's) waited on it until the answer's deadline (review 74).
+// transaction runs one of a route's short writes in a transaction
+// bounded by QueryTimeout as a whole (the caller's deadline when
+// nearer), its BEGIN included (review 74): a route waits on it no
+// longer than on one statement. COMMIT, which database/sql sends with no
+// context, is left to the DSN's timeouts (docs/security.md).
 func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
 	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+// beginBounded begins a transaction on db, the beginning bounded by
+// QueryTimeout (the caller's context when it ends first): on MySQL a
+// database that stops answering without closing the connection would
+// otherwise hold the caller at its BEGIN for as long as the connection
+// lived, whatever bounds its statements. database/sql ties a
+// transaction's whole life to the context it began with, so the bound
+// cannot be a deadline on it: the context given to BeginTx is cut by
+// QueryTimeout or the caller only until the transaction has begun; its
+// statements and commit are bounded as every other (registerBounds).
+func beginBounded(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (*sql.Tx, error) {
+	b := &beginContext{Context: ctx, done: make(chan struct{})}
+	stopCaller := context.AfterFunc(ctx, func() { b.cut(ctx.Err()) })
+	timer := time.AfterFunc(QueryTimeout, func() { b.cut(context.DeadlineExceeded) })
+	tx, err := db.BeginTx(b, opts)
+	stopCaller()
+	timer.Stop()
+	if cut := b.begun(); cut != nil {
+		// Cut as it began: database/sql rolls such a transaction back.
+		if err == nil {
+			tx.Rollback()
+		}
+		return nil, fmt.Errorf("begin a transaction: %w", cut)
+	}
+	return tx, err
+}
+
+// beginContext is the caller's context (its values and deadline) whose
+// Done and Err are beginBounded's cut alone.
+type beginContext struct {
+	context.Context
+	done chan struct{}
+
+	mu      sync.Mutex
+	err     error
+	settled bool
+}
+
+func (b *beginContext) Done() <-chan struct{} { return b.done }
+
+func (b *beginContext) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// cut ends the context, unless the transaction has begun.
+func (b *beginContext) cut(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.settled && b.err == nil {
+		b.err = err
+		close(b.done)
+	}
+}
+
+// begun settles the context, never cut after, and returns the cause it
+// was cut with, if it was.
+func (b *beginContext) begun() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settled = true
+	return b.err
 }

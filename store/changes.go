@@ -197,7 +197,7 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 	if s.polled() {
 		want = nil
 	}
-	tx, err := s.sqlDB.BeginTx(ctx, nil)
+	tx, err := beginBounded(ctx, s.sqlDB, nil)
 	if err != nil {
 		return ChangeAudit{}, fmt.Errorf("audit change counters: %w", err)
 	}

@@ -72,7 +72,7 @@ func (s *Store) insertInStatements(ctx context.Context, es []Execution, one exec
 		}
 		return nil
 	}
-	tx, err := s.sqlDB.BeginTx(ctx, nil)
+	tx, err := beginBounded(ctx, s.sqlDB, nil)
 	if err != nil {
 		return fmt.Errorf("insert %d executions: %w", len(es), err)
 	}

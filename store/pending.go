@@ -92,6 +92,31 @@ func (s *Store) MoveRun(ctx context.Context, id, from, to string) (bool, error) 
 	return won, nil
 }
 
+// ReturnStalledRuns gives back to paused every run claimed for a resume
+// (resuming) before before and never started: a resume that could not
+// go on and could not give its run back either (the database gone
+// between the claim and the give back) left it resuming, refused by
+// every later resume. A resume that starts its loop moves its run on to
+// running first, so a run still resuming has sent nothing; before is
+// the caller's, later than any resume still between its claim and its
+// loop. Any replica may call it: the update is conditional, and a run
+// given back is claimed again as any paused run (MoveRun). A run given
+// back past its expiry is closed as expired by ExpireRuns. It returns
+// how many runs it gave back.
+func (s *Store) ReturnStalledRuns(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	_, err := claim(ctx, func() (bool, error) {
+		res := s.db.WithContext(ctx).Model(&Run{}).Where("status = ? AND update_time < ?", RunResuming, before.UTC()).
+			Updates(map[string]any{"status": RunPaused, "update_time": msNow()})
+		n = res.RowsAffected
+		return n > 0, res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("give back stalled resumes: %w", classify(err))
+	}
+	return n, nil
+}
+
 // PendingItems returns the items of run id, oldest first.
 func (s *Store) PendingItems(ctx context.Context, runID string) ([]PendingItem, error) {
 	var out []PendingItem

@@ -135,7 +135,7 @@ func (s *Store) createQuotaUse(ctx context.Context, k QuotaKey) error {
 }
 
 func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (granted, used int64, missing bool, err error) {
-	tx, err := s.sqlDB.BeginTx(ctx, nil)
+	tx, err := beginBounded(ctx, s.sqlDB, nil)
 	if err != nil {
 		return 0, 0, false, err
 	}

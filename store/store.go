@@ -47,7 +47,8 @@ var (
 	ErrDuplicate = errors.New("already exists")
 )
 
-// boundedPrepare bounds the preparation of a statement by QueryTimeout:
+// boundedPrepare bounds the preparation of a statement, and the
+// beginning of a transaction, by QueryTimeout:
 // gorm prepares a statement once for every caller of it, and they all
 // wait for that preparation whatever their own deadline, so a first
 // caller without one would hold them all on a database that stopped
@@ -58,6 +59,11 @@ func (b boundedPrepare) PrepareContext(ctx context.Context, query string) (*sql.
 	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
 	return b.DB.PrepareContext(ctx, query)
+}
+
+// BeginTx begins gorm's transactions bounded (beginBounded).
+func (b boundedPrepare) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	return beginBounded(ctx, b.DB, opts)
 }
 
 // GetDBConn is the pool under it, for gorm's DB and Ping.

@@ -260,7 +260,20 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), p)
+				if err := printJSON(cmd.OutOrStdout(), p); err != nil {
+					return err
+				}
+				// The document stays on stdout as written; why no caller
+				// sees it goes beside it.
+				cat, err := cliCatalog(ctx, cfg, st)
+				if err != nil {
+					return err
+				}
+				why, err := cat.LeftOut(ctx)
+				if err == nil && why[row.Name] != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: plugin %s is left out of the catalog (no caller sees or calls it): %v\n", row.Name, why[row.Name])
+				}
+				return err
 			})
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/internal/invisible/invisibletest"
+	"github.com/blindexec/blindexec/internal/testdb"
 )
 
 // TestInvisibleRemovedByCLI (issue 44 point 7): plugin add and import
@@ -52,5 +53,26 @@ func TestInvisibleRemovedByCLI(t *testing.T) {
 	code, out, errs = c.run("", "import", "openapi", spec)
 	if code != 0 || !strings.Contains(out, "warning: listItems: title: 28 invisible characters removed (tag)") {
 		t.Errorf("import openapi: %d %q %q", code, out, errs)
+	}
+}
+
+// TestPluginGetSaysLeftOut: plugin get of a row written with SQL that
+// the catalog leaves out printed its document as any other's; it now
+// says on stderr that the row is left out and why, the field named.
+func TestPluginGetSaysLeftOut(t *testing.T) {
+	c := newCLI(t)
+	st := testdb.At(t, c.db)
+	for name, url := range map[string]string{"loose": "https://ruoyi.example/{nope}", "good": "https://ruoyi.example/t"} {
+		if _, err := st.DB().ExecContext(t.Context(), "INSERT INTO sys_ai_plugin (name, description, parameter_schema, execution_config, status) VALUES (?, ?, ?, ?, '0')",
+			name, "Added by SQL.", `{"type": "object"}`, `{"execution": {"method": "GET", "base_url": "`+url+`"}}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := c.run("", "plugin", "get", "loose")
+	if code != 0 || !strings.Contains(out, `"name": "loose"`) || !strings.Contains(errs, "left out of the catalog") || !strings.Contains(errs, "execution.base_url") {
+		t.Errorf("plugin get of a row left out: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("", "plugin", "get", "good"); code != 0 || errs != "" {
+		t.Errorf("plugin get of a row loaded: %d %q", code, errs)
 	}
 }

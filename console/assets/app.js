@@ -57,6 +57,8 @@ const I18N = {
     empty_approvals: 'Nothing waits for a decision.', more: 'More', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
     expires: 'Expires', arguments: 'Arguments', from_run: 'Run', decided: 'Decided: {outcome}.',
     invisible_removed: 'Invisible characters removed.', invisible_badge: 'text cleaned',
+    left_out: 'Left out of the catalog.',
+    left_out_purpose: 'This row breaks the plugin protocol, so no model is shown it and no call sends it until it is fixed (edit it below, or where it was written). Why:',
     invisible_purpose: 'The source of this plugin held characters a person does not see and a model reads (tag characters, bidi controls, zero-width characters, stray variation selectors); they were removed, and this page shows what the model reads. Removed, by field: count (kinds):',
     consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
     cons_derived: 'Derived (from the method or the import)', cons_yes: 'Yes: waits for approval', cons_no: 'No: runs at once',
@@ -148,6 +150,8 @@ const I18N = {
     empty_approvals: '没有等待决定的调用。', more: '更多', approve: '批准', deny: '拒绝', reason: '理由（可选）',
     expires: '过期时间', arguments: '参数', from_run: '运行', decided: '已决定：{outcome}。',
     invisible_removed: '已移除不可见字符。', invisible_badge: '文本已清理',
+    left_out: '未载入目录。',
+    left_out_purpose: '此行不符合插件协议，修正之前不会展示给模型，也不会发送任何调用（可在下方编辑，或在写入它的地方修改）。原因：',
     invisible_purpose: '此插件的来源包含人看不到而模型会读取的字符（标签字符、双向控制符、零宽字符、多余的变体选择符）；它们已被移除，本页显示的就是模型读取的内容。按字段列出移除的字符：数量（类别）：',
     consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
     cons_derived: '自动判断（按方法或导入信息）', cons_yes: '是：等待批准', cons_no: '否：直接执行',
@@ -590,6 +594,14 @@ function invisibleWarning(removed) {
     el('ul', null, removed.map((r) => el('li', null, el('code', { text: r.field }), ': ' + r.count + ' (' + (r.kinds || []).join(', ') + ')'))));
 }
 
+// leftOutError says why the catalog left the row out (load_error):
+// nobody but the administrator sees such a plugin.
+function leftOutError(why) {
+  if (!why) return null;
+  return el('div', { class: 'error', attrs: { id: 'plugin-left-out', role: 'alert' } },
+    el('strong', { text: t('left_out') }), ' ', t('left_out_purpose'), ' ', el('code', { text: why }));
+}
+
 async function pagePlugin(page, name) {
   heading(page, '', t('plugin_purpose'));
   page.querySelector('h1').append(asData(el('span', null, ...breakable(name))));
@@ -601,7 +613,7 @@ async function pagePlugin(page, name) {
     const x = await call('DELETE', '/v1/plugins/' + encodeURIComponent(name));
     if (x.ok) location.hash = '#/catalog'; else delMsg.replaceChildren(errorBox(x));
   }) } })), delMsg, el('p', { class: 'description', attrs: { translate: 'no' }, text: plainText(p.description) }),
-    invisibleWarning(p.invisible_removed) || '', // append(null) would write "null"
+    leftOutError(p.load_error) || '', invisibleWarning(p.invisible_removed) || '', // append(null) would write "null"
     el('div', { class: 'grid2' },
       el('div', null, el('h2', { text: t('parameters') }), paramTree(p.parameters)),
       el('div', null, el('h2', { text: t('as_json') }), json(p.parameters))),
@@ -619,7 +631,7 @@ async function pagePlugin(page, name) {
       consOut.replaceChildren(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
     } } })), consOut);
   const doc = Object.assign({}, p);
-  for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time', 'invisible_removed']) delete doc[k];
+  for (const k of ['plugin_id', 'create_by', 'create_time', 'update_by', 'update_time', 'invisible_removed', 'load_error']) delete doc[k];
   const area = el('textarea', { attrs: { id: 'plugin-doc', 'aria-label': t('edit') } });
   area.value = JSON.stringify(doc, null, 2);
   const out = el('div');

@@ -1,0 +1,62 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// TestLeftOutRowSaysWhy: a sys_ai_plugin row written with SQL that
+// fails the catalog's load check is left out, and was only logged: the
+// administrator reading it (GET /v1/plugins/{name}, the list) saw a
+// plugin like any other, nothing saying no caller could see or call it.
+// Now both carry load_error, each field's error; the rows loaded carry
+// none, and a per-user caller still finds no such tool.
+func TestLeftOutRowSaysWhy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		token, _, err := api.IssueToken(ctx, st, 7, "t", 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const ins = "INSERT INTO sys_ai_plugin (name, description, parameter_schema, execution_config, status) VALUES (?, 'd', '{\"type\": \"object\"}', ?, '0')"
+		for _, r := range [][2]string{
+			{"good", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}}`},
+			{"loose", `{"execution": {"method": "GET", "base_url": "https://api.example.com/{nope}"}}`},
+		} {
+			if _, err := st.DB().ExecContext(ctx, ins, r[0], r[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.changes.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		said := func(v any) string {
+			s, _ := v.(map[string]any)["load_error"].(string)
+			return s
+		}
+		code, loose := e.do("GET", "/v1/plugins/loose", adminToken, nil)
+		if why := said(loose); code != http.StatusOK || !strings.Contains(why, "execution.base_url") {
+			t.Errorf("GET of the row left out: %d, load_error %q; want each field's error", code, why)
+		}
+		if _, good := e.do("GET", "/v1/plugins/good", adminToken, nil); said(good) != "" {
+			t.Errorf("a row loaded says %q", said(good))
+		}
+		_, list := e.do("GET", "/v1/plugins", adminToken, nil)
+		for _, v := range list["plugins"].([]any) {
+			name := v.(map[string]any)["name"]
+			if why := said(v); (name == "loose") != (why != "") {
+				t.Errorf("the list's %s: load_error %q", name, why)
+			}
+		}
+		if code, _ := e.do("GET", "/v1/tools/loose", token, nil); code != http.StatusNotFound {
+			t.Errorf("a per-user caller reading the row left out: %d, want 404", code)
+		}
+	})
+}
