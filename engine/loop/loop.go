@@ -332,8 +332,8 @@ type ToolStarted struct {
 type Runner struct {
 	// Client is the operator's model endpoint. Build it with NewClient so
 	// that Retry-After is honoured.
-	Client       *openai.Client
-	Executor     ToolExecutor
+	Client   *openai.Client
+	Executor ToolExecutor
 	// Offer narrows a run's tools, at each model call, to those its
 	// subject may use then (*engine.Executor); nil: the request's tools
 	// are offered whole, as given.
@@ -429,11 +429,11 @@ func (r *Runner) Run(ctx context.Context, req Request, emit func(Event)) (reply 
 
 // state is one run in progress.
 type state struct {
-	r     *Runner
-	req   Request
-	emit  func(Event)
-	log   *slog.Logger
-	reply *Reply
+	r       *Runner
+	req     Request
+	emit    func(Event)
+	log     *slog.Logger
+	reply   *Reply
 	tools   map[string]*plugins.Plugin // bound (enabled) plugins by name
 	enabled []*plugins.Plugin          // the same, in the request's order
 	// offered are those of tools offered at the model call (offer):
