@@ -244,7 +244,6 @@ func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
 // of the same token, and end as that token's do (endRevoked).
 const consolePrincipal = "console:"
 
-
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
 // header, checked against the principal as /v1/execute does.
 func (s *Server) runtimeUser(r *http.Request, p principal) (int64, error) {
