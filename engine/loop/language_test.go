@@ -55,8 +55,8 @@ func TestSearchToolNamesLanguages(t *testing.T) {
 	}
 }
 
-// shrinkingOffer offers every tool until shrink, then those whose name
-// keep holds: a token narrowed during the run, as the executor's Usable
+// shrinkingOffer offers every tool until shrink, then all but the
+// payroll ones: a token narrowed during the run, as the executor's Usable
 // would tell it (engine's and api's tests cover that reading).
 type shrinkingOffer struct {
 	mu     sync.Mutex
