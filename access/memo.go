@@ -42,20 +42,8 @@ func (c *Checker) UsableSet(ctx context.Context, sub Subject, all []*plugins.Plu
 	if err != nil {
 		return nil, err
 	}
-	var held Held
-	var read uint64 // 0: no user's strings are asked (no user, or no source)
-	keep := len(all) > 0
-	if sub.User > 0 && c.Source != nil {
-		cache, ok := c.Source.(*Cache)
-		if ok {
-			held, read, err = cache.entry(ctx, sub.User)
-		}
-		if !ok || err != nil {
-			// decide reads the source, and refuses the list only when a
-			// tool needs the strings, as Usable does.
-			held, keep = nil, false
-		}
-	}
+	held, read, keep := c.read(ctx, sub.User)
+	keep = keep && len(all) > 0
 	key := memoKey{user: sub.User, agent: sub.Agent, narrow: narrowKey(sub.Narrow)}
 	if keep {
 		if s := c.memo.get(all, key, a, read); s != nil {
@@ -70,6 +58,40 @@ func (c *Checker) UsableSet(ctx context.Context, sub Subject, all []*plugins.Plu
 		c.memo.put(all, key, memoEntry{agent: a, read: read, set: s})
 	}
 	return s, nil
+}
+
+// read is user's strings and which read of the source they are
+// (Cache.entry's; 0 when none are asked: no user, or no source). keep is
+// false when what is decided on them may not be kept against that read:
+// a Source that is not a *Cache, read at every decision, or a read that
+// failed (decide then reads the source, and refuses a list only when a
+// tool needs the strings, as Usable does).
+func (c *Checker) read(ctx context.Context, user int64) (held Held, read uint64, keep bool) {
+	if user <= 0 || c.Source == nil {
+		return nil, 0, true
+	}
+	cache, ok := c.Source.(*Cache)
+	if !ok {
+		return nil, 0, false
+	}
+	held, read, err := cache.entry(ctx, user)
+	if err != nil {
+		return nil, 0, false
+	}
+	return held, read, true
+}
+
+// Read tells which read of user's strings a decision for user is made
+// on now: another once the Cache's entry expired
+// (BLINDEXEC_PERMISSIONS_TTL_MS), as for a call. What a caller derives
+// from a list decided for a subject (mcpserver's views: the languages
+// search_tools names, the digest of the tools listed) is kept against it,
+// so that it follows a role changed in RuoYi when a call does. ok is
+// false when nothing may be kept: a source read at every decision, or
+// one that could not be read.
+func (c *Checker) Read(ctx context.Context, user int64) (read uint64, ok bool) {
+	_, read, ok = c.read(ctx, user)
+	return read, ok
 }
 
 // memoGenerations is how many lists (catalog generations, or an agent

@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -183,4 +184,40 @@ func benchTools() []*plugins.Plugin {
 		ps[i] = &plugins.Plugin{Name: fmt.Sprintf("tool_%04d", i), Perms: []string{fmt.Sprintf("bench:m%d:list", i%50)}}
 	}
 	return ps
+}
+
+// TestReadTellsReadsApart: Read is the same while the user's cached
+// strings are (within the TTL) and another once they were read again,
+// whether or not they changed; no user asks nothing; a source read at
+// every decision, or one that fails, keeps nothing.
+func TestReadTellsReadsApart(t *testing.T) {
+	ctx := context.Background()
+	src := &held{perms: HeldOf("system:user:list")}
+	cache := NewCache(src, time.Minute)
+	now := time.Unix(1_000_000, 0)
+	cache.now = func() time.Time { return now }
+	c := &Checker{Source: cache, Name: SourceRuoYi}
+	first, ok := c.Read(ctx, 2)
+	if !ok {
+		t.Fatal("a cached source: nothing may be kept")
+	}
+	now = now.Add(30 * time.Second)
+	if again, ok := c.Read(ctx, 2); again != first || !ok {
+		t.Errorf("within the TTL: read %d %v, want %d", again, ok, first)
+	}
+	now = now.Add(31 * time.Second)
+	if later, ok := c.Read(ctx, 2); later == first || !ok {
+		t.Errorf("past the TTL: read %d %v, want another than %d", later, ok, first)
+	}
+	if read, ok := c.Read(ctx, 0); read != 0 || !ok {
+		t.Errorf("no user: %d %v, want 0 kept", read, ok)
+	}
+	if _, ok := (&Checker{Source: src, Name: SourceRuoYi}).Read(ctx, 2); ok {
+		t.Error("a source read at every decision: kept")
+	}
+	src.err = errors.New("down")
+	now = now.Add(time.Hour)
+	if _, ok := c.Read(ctx, 2); ok {
+		t.Error("an unreadable source: kept")
+	}
 }

@@ -146,17 +146,17 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, p principal, h
 // revoked or expired, on /mcp and every agent's: their requests are
 // refused already (principalFor), but a stream held open would go on
 // telling a revoked token of catalog changes, hidden tools' included.
-// A token that cannot be checked now (the database) is kept; a console
-// session's streams end with its sign-out.
+// A token that cannot be checked now (the database) is kept. A console
+// session's are its token's (consolePrincipal), ended alike.
 func (s *Server) endRevoked(ctx context.Context) {
 	admin, service := s.operators.get(s)
-	console := auth.HashToken("")
 	gone := func(id mcpserver.Identity) bool {
-		switch id.Principal {
-		case "", console, admin, service:
+		hash := strings.TrimPrefix(id.Principal, consolePrincipal)
+		switch hash {
+		case "", admin, service:
 			return false
 		}
-		t, err := s.lookupToken(ctx, id.Principal)
+		t, err := s.lookupToken(ctx, hash)
 		if err != nil {
 			return false
 		}
@@ -232,13 +232,17 @@ func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
 	if err != nil {
 		return mcpserver.Identity{}, err
 	}
-	hash := p.tokenHash
-	if hash == "" { // not found by a bearer token (a console session): the header's, as before
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		hash = auth.HashToken(tok)
+	principal := p.tokenHash
+	if p.browser {
+		principal = consolePrincipal + principal
 	}
-	return mcpserver.Identity{User: user, Principal: hash, Narrow: narrowing(r.Context(), nil), Token: p.tokenID}, nil
+	return mcpserver.Identity{User: user, Principal: principal, Narrow: narrowing(r.Context(), nil), Token: p.tokenID}, nil
 }
+
+// consolePrincipal marks a console session's MCP identity, its token's
+// hash after it: the session's MCP sessions are never a bearer client's
+// of the same token, and end as that token's do (endRevoked).
+const consolePrincipal = "console:"
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
 // header, checked against the principal as /v1/execute does.

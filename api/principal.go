@@ -50,9 +50,9 @@ type principal struct {
 	// tokenID is a per-user token's sys_ai_token.token_id: a run keeps
 	// the token that started it.
 	tokenID int64
-	// tokenHash is the hash of the bearer token it was found by
-	// (auth.HashToken), "" for a console session: an MCP session is bound
-	// to it, and hashing once a request is enough.
+	// tokenHash is the hash of the token it was found by (auth.HashToken):
+	// the bearer token, or the one a console session signed in with. An
+	// MCP session is bound to it, and hashing once a request is enough.
 	tokenHash string
 }
 
@@ -143,7 +143,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		switch {
 		case err == nil:
 			p, err := s.principalFor(r.Context(), hash)
-			p.browser = true
+			p.browser, p.tokenHash = true, hash
 			return p, err
 		case !errors.Is(err, ErrNoSession):
 			return principal{}, err

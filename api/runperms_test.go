@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ func narrowedReplicas(t *testing.T, st *store.Store, llm *openaitest.Server, dur
 		checker := &access.Checker{Source: accesstest.Same("search:query", "hr:payroll:edit"), Name: "test"}
 		s.Executor.Access, s.Access = checker, checker
 		s.Confirm, s.Runner.Confirm = confirm.Consequential, confirm.Consequential
+		s.Runner.MaxConcurrency = 1 // a turn's calls one after another: a change during one is the next's
 		m := enginemcp.NewManager(st, egresstest.Client(t))
 		t.Cleanup(func() { m.Close() })
 		s.MCP = &api.MCPConfig{Manager: m}
@@ -257,9 +260,11 @@ func TestMRTRRetryFollowsTheCatalog(t *testing.T) {
 // TestRunFollowsItsToken (review 73): a run that has not paused decides
 // each call with its token's perms as they are at the call: the token
 // narrowed on replica A, or revoked, while the run goes on on replica B,
-// the model's next payroll call is refused, nothing sent. Before, a run
-// was narrowed for its whole course (up to 10 minutes) by the perms its
-// token had when it started, and sent payroll again.
+// the model's next payroll call (of the same turn: the next turn no
+// longer offers payroll, TestRunOffersItsTokensTools) is refused, nothing
+// sent. Before, a run was narrowed for its whole course (up to 10
+// minutes) by the perms its token had when it started, and sent payroll
+// again.
 func TestRunFollowsItsToken(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -290,9 +295,10 @@ func TestRunFollowsItsToken(t *testing.T) {
 				b.changes.Poll(t.Context())
 				change = func() { tc.change(t, st, a, b, row.ID) }
 				payroll := openaitest.ToolCall{Name: "payroll", Arguments: `{"q":"raise"}`}
+				second := payroll
+				second.ID = "call_2"
 				llm.Script(
-					openaitest.Turn{ToolCalls: []openaitest.ToolCall{payroll}},
-					openaitest.Turn{ToolCalls: []openaitest.ToolCall{payroll}},
+					openaitest.Turn{ToolCalls: []openaitest.ToolCall{payroll, second}},
 					openaitest.Turn{Content: "done"},
 				)
 				code, reply := b.do("POST", "/v1/runs", agent, map[string]any{"plugin_names": []string{"search", "payroll"},
@@ -390,4 +396,86 @@ func TestMCPElicitationEndsWithItsSession(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRunOffersItsTokensTools: each model call of a run offers the tools
+// its token's perms allow then. The token narrowed (to payroll), widened
+// (to search and payroll) or revoked on replica A during the run's
+// payroll call on replica B, the model's next call is offered payroll
+// alone, both, or nothing. Before, every model call of the run was
+// offered the tools of its start: a narrowed token was shown search, a
+// tool it would be refused, and a widened one was not shown it.
+func TestRunOffersItsTokensTools(t *testing.T) {
+	both := []string{"search:query", "hr:payroll:edit"}
+	for _, tc := range []struct {
+		name        string
+		perms       []string
+		change      func(t *testing.T, st *store.Store, a, b *env, id int64)
+		first, next []string
+	}{
+		{"narrowed", both, func(t *testing.T, st *store.Store, a, b *env, id int64) { narrowTo(t, st, id, "hr:payroll:edit", a, b) },
+			[]string{"payroll", "search"}, []string{"payroll"}},
+		{"widened", []string{"hr:payroll:edit"}, func(t *testing.T, st *store.Store, a, b *env, id int64) {
+			narrowTo(t, st, id, strings.Join(both, ","), a, b)
+		}, []string{"payroll"}, []string{"payroll", "search"}},
+		{"revoked", both, func(t *testing.T, st *store.Store, a, b *env, id int64) {
+			if code, _ := a.do("DELETE", fmt.Sprintf("/v1/tokens/%d", id), adminToken, nil); code != http.StatusNoContent {
+				t.Error(code)
+			}
+			b.changes.Poll(t.Context())
+		}, []string{"payroll", "search"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, st *store.Store) {
+				llm := openaitest.New(t)
+				var change func()
+				a, b, _ := narrowedReplicas(t, st, llm, func(*http.Request) {
+					if change != nil {
+						change() // the payroll call sent: the token changes on A
+						change = nil
+					}
+				})
+				agent, row, err := api.IssueToken(t.Context(), st, 7, "agent", 0, "", tc.perms...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.changes.Poll(t.Context())
+				change = func() { tc.change(t, st, a, b, row.ID) }
+				llm.Script(
+					openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "payroll", Arguments: `{"q":"raise"}`}}},
+					openaitest.Turn{Content: "done"},
+				)
+				if code, reply := b.do("POST", "/v1/runs", agent, map[string]any{"plugin_names": []string{"search", "payroll"},
+					"messages": []map[string]any{{"role": "user", "content": "payroll, then see"}}}); code != http.StatusOK {
+					t.Fatalf("run: %d %v", code, reply)
+				}
+				reqs := llm.Requests()
+				if len(reqs) != 2 {
+					t.Fatalf("%d model calls, want 2", len(reqs))
+				}
+				for i, want := range [][]string{tc.first, tc.next} {
+					if got := offered(t, reqs[i]); !slices.Equal(got, want) {
+						t.Errorf("model call %d offered %v, want %v", i+1, got, want)
+					}
+				}
+			})
+		})
+	}
+}
+
+// offered are the names of the tools a model request offers, sorted.
+func offered(t *testing.T, req []byte) []string {
+	t.Helper()
+	var body struct {
+		Tools []struct{ Function struct{ Name string } }
+	}
+	if err := json.Unmarshal(req, &body); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range body.Tools {
+		names = append(names, tool.Function.Name)
+	}
+	slices.Sort(names)
+	return names
 }

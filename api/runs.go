@@ -136,8 +136,11 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 	out := &loop.Request{UserID: user, Messages: req.Messages, Credentials: req.Credentials,
 		FixedParams: req.FixedParams, Model: req.Model, Options: req.Options, Owner: started.owner(),
 		Narrow: sources(started.Perms, req.User), Agent: req.Agent}
-	// The tools offered are those of the token's perms now; its calls
-	// name the token, decided with its perms as they are at each call.
+	// The run's calls name its token, decided with its perms as they are
+	// at each call, and each model call is offered what they allow then
+	// (loop.Runner.Offer): the run's tools are those its user may use,
+	// whatever the token's perms, so that a token widened during the run
+	// is offered what it now may.
 	offered := out.Narrow
 	if started.Token != 0 {
 		out.Token, out.Narrow = started.Token, sources(nil, req.User)
@@ -193,8 +196,13 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 		// the executor refuses it (an inline plugin is judged when
 		// called, as the row of its name).
 		sub := access.Subject{User: user, Narrow: offered, Agent: req.Agent}
+		if req.Agent != "" {
+			if _, err := s.Access.UseAgent(ctx, sub); err != nil {
+				return nil, nil, err // an agent the token may not use now
+			}
+		}
 		var err error
-		if named, err = s.Access.Usable(ctx, sub, named); err != nil {
+		if named, err = s.Access.Usable(ctx, access.Subject{User: user, Narrow: out.Narrow, Agent: req.Agent}, named); err != nil {
 			return nil, nil, err
 		}
 		if req.Agent != "" && len(out.Plugins) > 0 {

@@ -187,6 +187,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Runner != nil && s.Runner.NewIndex == nil {
 		s.Runner.NewIndex = s.runIndex
 	}
+	if s.Runner != nil && s.Runner.Offer == nil && s.Executor != nil {
+		s.Runner.Offer = s.Executor // each model call offers what the run's token allows then
+	}
 	if s.Registry != nil && s.tools.live.Metrics == nil {
 		if m, err := toolsearch.NewMetrics(s.Registry); err == nil {
 			s.tools.live.Metrics = m

@@ -22,6 +22,9 @@ type ToolAccess interface {
 	Within(ctx context.Context, agent string, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
 	// UseAgent returns the agent sub names when sub may use it.
 	UseAgent(ctx context.Context, sub access.Subject) (*catalog.Agent, error)
+	// Read tells which read of user's strings a list is decided on now
+	// (what /mcp keeps a view against).
+	Read(ctx context.Context, user int64) (read uint64, ok bool)
 }
 
 // usable is ps as the request's caller may list them, within agent when

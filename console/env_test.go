@@ -38,6 +38,9 @@ type env struct {
 	master  string
 	logs    *logbuf.Buffer
 	reg     *prometheus.Registry
+	// changes is the server's watcher, polled by the API's own writes and
+	// by tests.
+	changes *store.Watcher
 }
 
 func newMasterKey() string {
@@ -91,7 +94,7 @@ func newEnv(t *testing.T, st *store.Store, master string, opts ...any) *env {
 	}
 	hs := httptest.NewServer(con.Handler(srv.Handler()))
 	t.Cleanup(hs.Close)
-	return &env{t: t, st: st, url: hs.URL, console: con, master: master, logs: logs, reg: reg}
+	return &env{t: t, st: st, url: hs.URL, console: con, master: master, logs: logs, reg: reg, changes: changes}
 }
 
 // client is a browser stand-in: a cookie jar, no redirects followed.

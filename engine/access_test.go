@@ -302,7 +302,7 @@ func (f tokensFunc) Perms(ctx context.Context, user, id int64) (access.Held, err
 // them at the decision, not as the caller read them: narrowed, revoked,
 // unreadable or unreadable by this engine, each refused before
 // anything is sent; a token with no fixed perms leaves the call to the
-// other sources.
+// other sources. Executor.Usable, what a run offers, reads it alike.
 func TestAccessReadsTheToken(t *testing.T) {
 	up := newUpstream(t, nil)
 	row := mustPlugin(t, `{"name":"users","description":"Lists users.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
@@ -343,6 +343,18 @@ func TestAccessReadsTheToken(t *testing.T) {
 			}
 			if code != tt.want || (len(up.Hits()) > before) != (tt.want == "") {
 				t.Errorf("refusal %q (%v), sent %v; want %q", code, err, len(up.Hits()) > before, tt.want)
+			}
+			// What a run offers at a model call (perms 74) agrees: the
+			// tool when the call is sent, none when refused, an error
+			// when the token cannot be read.
+			offered, err := h.Usable(t.Context(), Call{UserID: clerk, Token: 42, Narrow: tt.narrow}, []*plugins.Plugin{row})
+			switch {
+			case tt.want == CodePermissionsUnavailable:
+				if err == nil {
+					t.Errorf("Usable offered %v, want an error", offered)
+				}
+			case err != nil || len(offered) != map[bool]int{true: 1, false: 0}[tt.want == ""]:
+				t.Errorf("Usable offered %v (%v), want the tool %v", offered, err, tt.want == "")
 			}
 		})
 	}

@@ -290,6 +290,28 @@ func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
 	return &plan.res, e.refuse(ctx, plan, refused)
 }
 
+// Usable are those of ps the call's subject may use now: its user, its
+// token's perms as they are (Call.Token, read as a call reads them),
+// Narrow and its agent — the access step over a list, deciding and
+// recording no call. What a run offers its model at each turn, so that a
+// token narrowed or widened during the run is offered what it may use
+// then. ps are catalog rows (an inline plugin is judged when called, as
+// the row of its name). Without an access rule, ps whole, unless the
+// call names an agent, which nothing could judge.
+func (e *Executor) Usable(ctx context.Context, call Call, ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+	if e.Access == nil {
+		if call.Agent != "" {
+			return nil, &access.UnavailableError{Source: "agents", Err: access.ErrNoAgents}
+		}
+		return ps, nil
+	}
+	narrow, refused := e.narrow(ctx, &call)
+	if refused != nil {
+		return nil, refused
+	}
+	return e.Access.Usable(ctx, access.Subject{User: call.UserID, Narrow: narrow, Agent: call.Agent}, ps)
+}
+
 // confirm is the decision's connection and confirmation steps: whether
 // the plan waits for a person, or is the request a person approved.
 func (e *Executor) confirm(ctx context.Context, plan *Plan) *RefusedError {

@@ -168,6 +168,10 @@ type Access interface {
 	// not, an *access.UnavailableError when the user's permissions could
 	// not be read.
 	Allowed(ctx context.Context, sub access.Subject, p *plugins.Plugin) error
+	// Usable is Allowed over a list: those of ps sub may use, in order
+	// (the list rule: a refused agent or unreadable permissions refuse
+	// the list).
+	Usable(ctx context.Context, sub access.Subject, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
 }
 
 // Tokens reads per-user tokens as they are now (*api.Server implements

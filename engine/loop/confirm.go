@@ -128,6 +128,9 @@ func (r *Runner) Resume(ctx context.Context, req Request, saved *Saved, decision
 	if err := s.setPolicy(); err != nil {
 		return s.end(StatusFailed, err)
 	}
+	if err := s.offer(ctx); err != nil {
+		return s.end(StatusFailed, err)
+	}
 	msgs := saved.Messages
 	for _, d := range decisions {
 		st := Step{Index: len(s.reply.Steps) + 1, Turn: saved.Turn, Tool: d.Tool, ToolCallID: d.ToolCallID, Arguments: d.Arguments}
@@ -159,7 +162,7 @@ func (s *state) decided(ctx context.Context, st Step, d Decision) outcome {
 		st.Error = "not_confirmed: " + d.Outcome
 		return outcome{step: st, content: confirm.Declined(d.Outcome, d.Reason)}
 	}
-	if s.tools[d.Tool] == nil {
+	if s.offered[d.Tool] == nil {
 		st.Decision.Outcome = confirm.Stale
 		st.Status, st.Error = StepRefused, "not_confirmed: "+confirm.Stale
 		return outcome{step: st, content: confirm.Declined(confirm.Stale, "")}

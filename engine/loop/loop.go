@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -30,6 +31,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/access"
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/toolset"
@@ -66,6 +68,15 @@ const (
 type ToolExecutor interface {
 	Decide(ctx context.Context, call engine.Call) (*engine.Plan, error)
 	Send(ctx context.Context, plan *engine.Plan) (*engine.Result, error)
+}
+
+// Offerer tells which of a run's catalog tools its subject may use now
+// (*engine.Executor.Usable): the user's grants, the token's perms as they
+// are (engine.Call.Token), the payload's, the agent. A tool it leaves out
+// is not offered at that model call: a token narrowed during a run is not
+// shown what it may no longer use, one widened is shown what it now may.
+type Offerer interface {
+	Usable(ctx context.Context, call engine.Call, ps []*plugins.Plugin) ([]*plugins.Plugin, error)
 }
 
 // Request is one run: the conversation so far and what the model may use.
@@ -187,6 +198,10 @@ const (
 	// the pending items' bounds refused (issue 44): nothing was sent.
 	CodeTooManyPending  = "too_many_pending"
 	CodePendingTooLarge = "pending_too_large"
+	// CodePermissionsUnavailable ends a run whose tools' permissions
+	// cannot be read at a model call (Runner.Offer): its calls would be
+	// refused for the same reason.
+	CodePermissionsUnavailable = "permissions_unavailable"
 )
 
 // RunError is why a run failed or was cancelled.
@@ -213,6 +228,8 @@ func (e *RunError) HTTPStatus() int {
 		return http.StatusTooManyRequests
 	case CodePendingTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodePermissionsUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -315,8 +332,12 @@ type ToolStarted struct {
 type Runner struct {
 	// Client is the operator's model endpoint. Build it with NewClient so
 	// that Retry-After is honoured.
-	Client       *openai.Client
-	Executor     ToolExecutor
+	Client   *openai.Client
+	Executor ToolExecutor
+	// Offer narrows a run's tools, at each model call, to those its
+	// subject may use then (*engine.Executor); nil: the request's tools
+	// are offered whole, as given.
+	Offer        Offerer
 	DefaultModel string // when the request names none
 	// MaxConcurrency bounds the tool calls of one turn running at once
 	// (DefaultMaxConcurrency when 0).
@@ -408,13 +429,18 @@ func (r *Runner) Run(ctx context.Context, req Request, emit func(Event)) (reply 
 
 // state is one run in progress.
 type state struct {
-	r     *Runner
-	req   Request
-	emit  func(Event)
-	log   *slog.Logger
-	reply *Reply
-	tools map[string]*plugins.Plugin // bound (enabled) plugins by name
-	all   []openai.Tool              // every bound tool, when tool search is off
+	r       *Runner
+	req     Request
+	emit    func(Event)
+	log     *slog.Logger
+	reply   *Reply
+	tools   map[string]*plugins.Plugin // bound (enabled) plugins by name
+	enabled []*plugins.Plugin          // the same, in the request's order
+	// offered are those of tools offered at the model call (offer):
+	// what a call may name, and the model is shown.
+	offered map[string]*plugins.Plugin
+	// converted are the tools as the model sees them, by name (tool).
+	converted map[string]openai.Tool
 	// search is the deferred loading state; nil when tool search is off.
 	search *deferred
 	// policy is the run's confirmation policy; pending, the calls of
@@ -434,6 +460,9 @@ func (s *state) run(ctx context.Context) *Reply {
 	if err := s.setPolicy(); err != nil {
 		return s.end(StatusFailed, err)
 	}
+	if err := s.offer(ctx); err != nil {
+		return s.end(StatusFailed, err)
+	}
 	tools := s.visible()
 	names := make([]string, len(tools))
 	for i, t := range tools {
@@ -441,7 +470,7 @@ func (s *state) run(ctx context.Context) *Reply {
 	}
 	started := RunStarted{RunID: s.reply.RunID, Model: model, Tools: names}
 	if s.search != nil {
-		started.Searchable = len(s.tools)
+		started.Searchable = len(s.offered)
 	}
 	s.emit(Event{EventRunStarted, started})
 	s.log.Info("run started", "model", model, "tools", len(s.tools), "tool_search", s.search != nil, "stream", s.req.Options.Stream)
@@ -456,6 +485,9 @@ func (s *state) turns(ctx context.Context, model string, msgs []openai.ChatCompl
 	for turn := first; ; turn++ {
 		if turn > maxSteps {
 			return s.end(StatusMaxSteps, nil)
+		}
+		if err := s.offer(ctx); err != nil {
+			return s.end(StatusFailed, err)
 		}
 		creq := s.chatRequest(model, msgs, s.visible(), turn)
 		budget, stop := s.budget(ctx)
@@ -578,34 +610,73 @@ func (s *state) chatRequest(model string, msgs []openai.ChatCompletionMessage, t
 // up when they are too many to show.
 func (s *state) bind() *RunError {
 	s.tools = make(map[string]*plugins.Plugin, len(s.req.Plugins))
-	var enabled []*plugins.Plugin
+	s.converted = make(map[string]openai.Tool)
 	for _, p := range s.req.Plugins {
 		if p.Enabled() {
 			s.tools[p.Name] = p
-			enabled = append(enabled, p)
+			s.enabled = append(s.enabled, p)
 		}
 	}
+	s.offered = s.tools
 	mode, _ := toolset.ParseMode(s.req.Options.ToolSearch) // Validate checked it
-	if !s.r.ToolSearch.Search(mode, len(enabled)) {
-		s.all = make([]openai.Tool, len(enabled))
-		for i, p := range enabled {
-			s.all[i] = s.tool(p)
-		}
+	if !s.r.ToolSearch.Search(mode, len(s.enabled)) {
 		return nil
 	}
-	return s.deferLoading(enabled)
+	return s.deferLoading(s.enabled)
+}
+
+// offer takes the tools offered at the next model call: the run's inline
+// plugins, and those of its catalog tools its subject may use now
+// (Runner.Offer). A refusal of them all (the run's agent disabled, or no
+// longer its user's) offers none of them; permissions that cannot be read
+// end the run, as they would refuse its calls.
+func (s *state) offer(ctx context.Context) *RunError {
+	if s.r.Offer == nil {
+		return nil
+	}
+	var rows []*plugins.Plugin
+	offered := make(map[string]*plugins.Plugin, len(s.tools))
+	for _, p := range s.enabled {
+		if s.req.Inline[p] {
+			offered[p.Name] = p
+		} else {
+			rows = append(rows, p)
+		}
+	}
+	usable, err := s.r.Offer.Usable(ctx, s.engineCall(nil, ""), rows)
+	if err != nil {
+		_, denied := errors.AsType[*access.DeniedError](err)
+		if _, ok := errors.AsType[*catalog.AgentError](err); !ok && !denied {
+			return &RunError{Code: CodePermissionsUnavailable, Message: "the tools the run may use could not be told: " + err.Error()}
+		}
+		s.log.Info("run offers none of its catalog tools", "err", err)
+		usable = nil
+	}
+	for _, p := range usable {
+		offered[p.Name] = p
+	}
+	if maps.EqualFunc(offered, s.offered, func(a, b *plugins.Plugin) bool { return a == b }) {
+		return nil
+	}
+	s.offered = offered
+	return s.searchLanguages()
 }
 
 // tool is p as the model sees it: name, description and the parameters
-// without those the fixed params bind.
+// without those the fixed params bind; converted once a run.
 func (s *state) tool(p *plugins.Plugin) openai.Tool {
+	if t, ok := s.converted[p.Name]; ok {
+		return t
+	}
 	t := p.Tool(s.req.FixedParams[p.Name])
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+	out := openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 		Name:        t.Function.Name,
 		Description: t.Function.Description,
 		Parameters:  t.Function.Parameters,
 		Strict:      t.Function.Strict,
 	}}
+	s.converted[p.Name] = out
+	return out
 }
 
 // end finishes the reply with status and err and emits the last event.

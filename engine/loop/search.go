@@ -19,11 +19,11 @@ import (
 // the threshold of them besides search_tools.
 type deferred struct {
 	index   toolset.Searcher
-	langs   []string    // the index's tools are written in
+	sources []toolsearch.SourceInfo
+	langs   []string    // the offered tools are written in
 	tool    openai.Tool // search_tools
 	pinned  []string
 	working *toolset.Working
-	shown   map[string]openai.Tool // converted tools, by name
 }
 
 // searchTool is the meta-tool the model searches with, naming the
@@ -62,30 +62,61 @@ func (s *state) deferLoading(enabled []*plugins.Plugin) *RunError {
 	langs := toolset.Languages(index)
 	s.search = &deferred{
 		index:   index,
+		sources: toolset.Sources(index),
 		langs:   langs,
 		tool:    searchTool(langs, toolset.Sources(index)),
 		pinned:  pinned,
 		working: toolset.NewWorking(limit - len(pinned)),
-		shown:   map[string]openai.Tool{},
 	}
 	return nil
 }
 
-// visible are the tools of the next model call.
-func (s *state) visible() []openai.Tool {
+// usable keeps the tools offered at the model call: what a search finds
+// and what search_tools names the languages of (nil: every tool of the
+// run is offered).
+func (s *state) usable() *toolsearch.Filter {
+	if s.r.Offer == nil {
+		return nil
+	}
+	return &toolsearch.Filter{Keep: func(ps []*plugins.Plugin) ([]*plugins.Plugin, error) {
+		return slices.DeleteFunc(slices.Clone(ps), func(p *plugins.Plugin) bool { return s.offered[p.Name] != p }), nil
+	}}
+}
+
+// searchLanguages names in search_tools the languages of the tools
+// offered now, not of those the run may no longer use.
+func (s *state) searchLanguages() *RunError {
 	d := s.search
 	if d == nil {
-		return s.all
+		return nil
 	}
-	tools := []openai.Tool{d.tool}
+	langs, err := toolset.LanguagesWithin(d.index, s.usable())
+	if err != nil {
+		return &RunError{Code: CodePermissionsUnavailable, Message: "the languages of the tools the run may use could not be told: " + err.Error()}
+	}
+	d.langs, d.tool = langs, searchTool(langs, d.sources)
+	return nil
+}
+
+// visible are the tools of the next model call: those offered, or with
+// tool search search_tools and the pinned and found tools offered.
+func (s *state) visible() []openai.Tool {
+	d := s.search
+	var tools []openai.Tool
+	if d == nil {
+		for _, p := range s.enabled {
+			if s.offered[p.Name] == p {
+				tools = append(tools, s.tool(p))
+			}
+		}
+		return tools
+	}
+	tools = []openai.Tool{d.tool}
 	for _, names := range [][]string{d.pinned, d.working.Names()} {
 		for _, name := range names {
-			t, ok := d.shown[name]
-			if !ok {
-				t = s.tool(s.tools[name])
-				d.shown[name] = t
+			if p := s.offered[name]; p != nil {
+				tools = append(tools, s.tool(p))
 			}
-			tools = append(tools, t)
 		}
 	}
 	return tools
@@ -100,7 +131,7 @@ func (s *state) isSearch(name string) bool {
 // earlier, or named from memory), so that later calls show it.
 func (s *state) used(name string) {
 	d := s.search
-	if d == nil || s.tools[name] == nil || slices.Contains(d.pinned, name) {
+	if d == nil || s.offered[name] == nil || slices.Contains(d.pinned, name) {
 		return
 	}
 	d.working.Use(name)
@@ -130,11 +161,14 @@ func (s *state) searchCall(st Step, args string) outcome {
 		return out
 	}
 	ev.Query, ev.Limit = a.Query, a.Limit
-	res := d.index.Search(a.Query, min(a.Limit, d.working.Cap()))
+	res, err := toolset.Within(d.index, a.Query, min(a.Limit, d.working.Cap()), s.usable())
+	if err != nil {
+		s.log.Warn("tool search failed", "err", err)
+	}
 	body := searchOutcome{Tools: []toolset.Match{}}
 	var load []string
 	for _, r := range res {
-		p := s.tools[r.Name]
+		p := s.offered[r.Name]
 		if p == nil { // an index that knows more than the run's tools
 			continue
 		}

@@ -135,11 +135,11 @@ func (s *state) execute(ctx context.Context, turn int, calls []openai.ToolCall) 
 // wrong becomes the tool's output, so that the model can correct itself.
 // approval is a person's approval of the call, on a resume.
 func (s *state) decide(ctx context.Context, st Step, args string, approval *engine.Approval) (outcome, *engine.Plan) {
-	p := s.tools[st.Tool]
+	p := s.offered[st.Tool]
 	if p == nil {
 		msg := fmt.Sprintf("there is no tool named %q; call %s to find the tool for the task", st.Tool, plugins.SearchToolsName)
 		if s.search == nil {
-			msg = fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(slices.Sorted(maps.Keys(s.tools)), ", "))
+			msg = fmt.Sprintf("there is no tool named %q; the tools are: %s", st.Tool, strings.Join(slices.Sorted(maps.Keys(s.offered)), ", "))
 		}
 		return failed(st, StepUnknownTool, &engine.ToolError{Code: StepUnknownTool, Message: msg}, 0), nil
 	}
@@ -194,12 +194,16 @@ func (s *state) sent(ctx context.Context, st Step, res *engine.Result, err error
 // engineCall is the executor's call of p with args, for the run's user,
 // decided under the run's owner and policy.
 func (s *state) engineCall(p *plugins.Plugin, args string) engine.Call {
+	var fixed map[string]any
+	if p != nil {
+		fixed = s.req.FixedParams[p.Name]
+	}
 	return engine.Call{
 		Plugin:      p,
 		Arguments:   json.RawMessage(args),
 		UserID:      s.req.UserID,
 		Credentials: s.req.Credentials,
-		FixedParams: s.req.FixedParams[p.Name],
+		FixedParams: fixed,
 		RunID:       s.reply.RunID,
 		Inline:      s.req.Inline[p],
 		Owner:       s.req.Owner,

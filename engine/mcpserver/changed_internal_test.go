@@ -56,6 +56,8 @@ func (openOnly) UsableSet(context.Context, access.Subject, []*plugins.Plugin) (*
 	return nil, errors.New("not searched here")
 }
 
+func (openOnly) Read(context.Context, int64) (uint64, bool) { return 0, true }
+
 // TestStdioToldOnlyOfItsTools: `mcp serve --stdio` (its catalog's
 // changes reach Service.Changed) told its client of every catalog change,
 // one of a tool hidden from its user included; now only of a change of the

@@ -3,10 +3,12 @@ package mcpserver_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
@@ -49,5 +51,67 @@ func TestSearchNamesLanguages(t *testing.T) {
 	}
 	if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "delete the repository"}); !strings.Contains(txt, `"delete_repo"`) {
 		t.Errorf("an English search = %s", txt)
+	}
+}
+
+// grants is a source of one user's permission strings that a test
+// changes, as a role changed in RuoYi.
+type grants struct {
+	mu    sync.Mutex
+	perms []string
+}
+
+func (g *grants) set(perms ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.perms = perms
+}
+
+func (g *grants) Held(context.Context, int64) (access.Held, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return access.HeldOf(g.perms...), nil
+}
+
+// TestSearchLanguagesFollowTheGrants: search_tools names the languages of the tools the session's user may use as the user's
+// permission strings are read now (after BLINDEXEC_PERMISSIONS_TTL_MS, 0
+// here), not as they were when the catalog last changed. Before, a view
+// was kept per subject and catalog version: the user granted the Chinese
+// tools' permission was still told the tools were described in English
+// only, and one whose grant was withdrawn still in English and Chinese.
+func TestSearchLanguagesFollowTheGrants(t *testing.T) {
+	up := echoUpstream(t)
+	ps := echoTools(up.URL, "list_repos", "delete_repo", "payroll_query", "payroll_bonus")
+	ps[0].Title, ps[1].Title = "List repositories", "Delete a repository"
+	ps[2].Title, ps[2].Description, ps[2].Perms = "查询工资单", "财务部门的内部工具，仅限授权人员使用", []string{"hr:payroll:list"}
+	ps[3].Title, ps[3].Description, ps[3].Perms = "发放年终奖金", "财务部门的内部工具，仅限授权人员使用", []string{"hr:payroll:list"}
+	src := &grants{}
+	checker := &access.Checker{Source: access.NewCache(src, 0), Name: access.SourceQuery}
+	svc := mcpserver.NewService(&liveCatalog{ps: ps, version: 1}, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{
+		Search: toolset.Config{Mode: toolset.ModeAlways}, Access: checker,
+	})
+	ct, st := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.NewServer(7).Run(ctx, st)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, step := range []struct {
+		grant []string
+		want  string
+	}{
+		{nil, "described in English;"},
+		{[]string{"hr:payroll:list"}, "described in English and Chinese;"},
+		{nil, "described in English;"},
+	} {
+		src.set(step.grant...)
+		// A search finding nothing names them (as search_tools' description
+		// does, which a client keeps for the list's TTL).
+		if txt, _ := callText(t, cs, "search_tools", map[string]any{"query": "zyzzyva"}); !strings.Contains(txt, step.want) {
+			t.Errorf("granted %v: search_tools found nothing: %s, want %q", step.grant, txt, step.want)
+		}
 	}
 }

@@ -128,6 +128,10 @@ type Access interface {
 	// UsableSet is Usable over an index's list, as the set of
 	// positions, kept per subject (a search asks it).
 	UsableSet(ctx context.Context, sub access.Subject, all []*plugins.Plugin) (*access.Set, error)
+	// Read tells which read of user's permission strings a list is
+	// decided on now (another once it expired): a view is kept against
+	// it. ok false: nothing decided for user may be kept.
+	Read(ctx context.Context, user int64) (read uint64, ok bool)
 }
 
 // Gate keeps the calls that wait for a person (issue 33). Whether a call

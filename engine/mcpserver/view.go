@@ -20,8 +20,11 @@ import (
 // digest is a view's tools' digest.
 type digest = [sha256.Size]byte
 
-// view is what the sessions of one subject are shown of one tool set.
+// view is what the sessions of one subject are shown of one tool set,
+// on one read of its user's permission strings.
 type view struct {
+	read uint64 // Access.Read's
+
 	digest digest   // of the tools it may list, as listed
 	langs  []string // of the tools it may use, when searching
 	// searchTool is search_tools, naming those languages.
@@ -41,20 +44,23 @@ type views struct {
 // again as asked (a view costs one access decision over the catalog).
 const maxViews = 4096
 
-// view is the session's view of set.
+// view is the session's view of set: kept per subject while its user's
+// permission strings are those it was made on (a role changed in RuoYi is
+// seen when its TTL ends, as by a call, not at the next catalog change).
 func (ss *session) view(ctx context.Context, set *toolSet) (*view, error) {
 	vs, key := &set.views, ss.viewKey()
+	read, keep := ss.read(ctx)
 	vs.mu.Lock()
 	v := vs.m[key]
 	vs.mu.Unlock()
-	if v != nil {
+	if v != nil && keep && v.read == read {
 		return v, nil
 	}
 	usable, err := ss.usable(ctx, set)
 	if err != nil {
 		return nil, err
 	}
-	v = &view{langs: set.langs, searchTool: set.searchTool}
+	v = &view{read: read, langs: set.langs, searchTool: set.searchTool}
 	if set.search && usable != nil {
 		if v.langs, err = toolset.LanguagesWithin(set.index, ss.usableFilter(ctx)); err != nil {
 			return nil, err
@@ -79,6 +85,9 @@ func (ss *session) view(ctx context.Context, set *toolSet) (*view, error) {
 		}
 	}
 	h.Sum(v.digest[:0])
+	if !keep {
+		return v, nil
+	}
 	vs.mu.Lock()
 	if len(vs.m) >= maxViews || vs.m == nil {
 		vs.m = make(map[string]*view)
@@ -117,6 +126,15 @@ func (ss *session) viewKey() string {
 		return ""
 	}
 	return ss.subject().Key()
+}
+
+// read is which read of the session's user's strings a view is made on
+// now (Access.Read); keep false: a view may not be kept.
+func (ss *session) read(ctx context.Context) (read uint64, keep bool) {
+	if ss.svc.opts.Access == nil {
+		return 0, true
+	}
+	return ss.svc.opts.Access.Read(ctx, ss.user)
 }
 
 // remember takes the tools the session is shown at its first request as
