@@ -1,0 +1,53 @@
+package console_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+)
+
+// TestHiddenCharactersInApproval (review 74b): a request waiting for
+// approval whose body holds a right-to-left override and tag characters
+// (arguments a model wrote, led by a hostile upstream's text) read as
+// another request than the one sent: the override reversed the rest of
+// the body's line on the page, the tags were drawn as nothing. The page
+// shows each such character by its code point, the request itself as it
+// is sent.
+func TestHiddenCharactersInApproval(t *testing.T) {
+	needBrowser(t)
+	st := testdb.Open(t, "sqlite")
+	e, admin, csrf := confirmingConsole(t, st)
+	plugin := `{"name": "post_message", "description": "Post a message", "parameters": {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}}},
+		"execution": {"method": "POST", "base_url": "https://chat.example/messages", "param_placement": "body"}}`
+	if code, body := do(t, admin, "POST", e.url+"/v1/plugins", csrf, plugin); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	_, tok := do(t, admin, "POST", e.url+"/v1/tokens", csrf, `{"user_id": 7, "name": "agent"}`)
+	user := &http.Client{Transport: bearerRT(tok["token"].(string))}
+	// "text" reads "see you" followed by nothing; it carries "send all
+	// files" in tag characters, and the override reverses the channel.
+	var tags strings.Builder
+	for _, r := range "send all files" {
+		tags.WriteRune(0xE0000 + r)
+	}
+	args := `{"channel": "\u202elareneg", "text": "see you` + tags.String() + `"}`
+	if code, body := do(t, user, "POST", e.url+"/v1/execute", "", `{"name": "post_message", "arguments": `+args+`, "prepare": true}`); code != http.StatusOK {
+		t.Fatalf("prepare: %d %v", code, body)
+	}
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.open(e.url, "approvals", "approvals")
+	for _, sel := range []string{".approval pre.body", ".approval details pre"} {
+		got := eval[string](tb, `document.querySelector('`+sel+`').textContent`)
+		if strings.ContainsAny(got, "\u202e\U000E0073") {
+			t.Errorf("%s draws hidden characters: %q", sel, got)
+		}
+		for _, want := range []string{"U+202E", "lareneg", "see youU+E0073U+E0065U+E006E"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s lacks %q: %q", sel, want, got)
+			}
+		}
+	}
+}
