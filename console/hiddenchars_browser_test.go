@@ -51,3 +51,36 @@ func TestHiddenCharactersInApproval(t *testing.T) {
 		}
 	}
 }
+
+// TestQuestionFieldLabels (review 74b): two questions waiting on the
+// Approvals page, from two MCP servers, each asking a field "confirm":
+// their inputs had one id (q-confirm), so a click on the second
+// question's label ticked the first's box — the person's answer went to
+// the other server. Each field's id is now its question's, and every
+// label names its own question's input.
+func TestQuestionFieldLabels(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	got := eval[string](tb, `(() => {
+		const q = (id, server, title) => questionItem({ id, server, tool: 't', mode: 'form', message: 'm',
+			requested_schema: { type: 'object', properties: { confirm: { type: 'boolean', title }, 'a.b': { type: 'string' }, a_b: { type: 'string' } } } });
+		const items = [q('p1', 'evil', 'Share all my files'), q('p2', 'bank', 'Show my balance')];
+		document.getElementById('page').append(...items);
+		const bad = [];
+		for (const item of items) {
+			for (const label of item.querySelectorAll('label[for]')) {
+				if (!label.control || !item.contains(label.control)) bad.push(item.dataset.id + ': ' + label.textContent);
+			}
+		}
+		const ids = [...document.querySelectorAll('section.question [id]')].map((n) => n.id);
+		if (new Set(ids).size !== ids.length) bad.push('ids repeat: ' + ids.join(' '));
+		items[1].querySelector('label[for]').click();
+		if (items[0].querySelector('input[type=checkbox]').checked || !items[1].querySelector('input[type=checkbox]').checked) bad.push('the second label ticked the first box');
+		return bad.join('; ');
+	})()`)
+	if got != "" {
+		t.Error(got)
+	}
+}

@@ -204,7 +204,12 @@ function questionItem(p, tool) {
   const msg = el('div', { class: 'outcome', attrs: { role: 'status' } });
   const props = (p.requested_schema && p.requested_schema.properties) || {};
   const required = new Set((p.requested_schema && p.requested_schema.required) || []);
-  const fields = p.mode === 'form' ? Object.entries(props).map(([name, f]) => questionField(name, f || {}, required.has(name))) : [];
+  // Each field's id is the item's and the field's place: a name alone
+  // (two questions asking "confirm", or "a.b" beside "a_b") gave two
+  // inputs one id, and a click on one question's label filled the
+  // other's field, answering the other server.
+  const idOf = (i) => 'q-' + String(p.id).replace(/[^A-Za-z0-9_-]/g, '_') + '-' + i;
+  const fields = p.mode === 'form' ? Object.entries(props).map(([name, f], i) => questionField(name, f || {}, required.has(name), idOf(i))) : [];
   const form = el('form', { class: 'question-form', on: { submit: (e) => { e.preventDefault(); answer('accept'); } } },
     fields.map((f) => f.row),
     el('div', { class: 'row' },
@@ -249,11 +254,10 @@ function questionItem(p, tool) {
   return item;
 }
 
-// questionField draws one field of a question's form: {row, name, value()}
-// where value() is what the person entered, in the field's type, or
-// undefined when left empty.
-function questionField(name, f, required) {
-  const id = 'q-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+// questionField draws one field of a question's form, its input's id
+// id: {row, name, value()} where value() is what the person entered, in
+// the field's type, or undefined when left empty.
+function questionField(name, f, required, id) {
   const label = el('label', { attrs: { for: id } }, el('strong', null, revealed(f.title || name)),
     required ? el('span', { class: 'purpose required', text: ' (' + t('q_required') + ')' }) : null);
   const desc = f.description ? el('span', { class: 'purpose' }, revealed(f.description)) : null;
