@@ -307,6 +307,10 @@ func writeError(w http.ResponseWriter, status int, code, msg string, details any
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	// What an answer holds (the requests waiting for approval, records,
+	// tokens) stays out of the browser's disk cache once the console
+	// signs out, and out of any cache between.
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -70,8 +70,10 @@ func (s *Service) Authorize(ctx context.Context, userID int64, provider, display
 	if userID <= 0 {
 		return "", fmt.Errorf("%w: user_id: a connection belongs to a user: a positive user id is required", ErrInvalidRequest)
 	}
-	if utf8.RuneCountInString(displayName) > 255 || strings.ContainsFunc(displayName, unicode.IsControl) || !utf8.ValidString(displayName) {
-		return "", fmt.Errorf("%w: display_name: at most 255 characters of text, without control characters", ErrInvalidRequest)
+	// Held to what the page shows of the provider's account (printable):
+	// a bidi control in the name reordered the page's warning after it.
+	if utf8.RuneCountInString(displayName) > 255 || !printable(displayName) || !utf8.ValidString(displayName) {
+		return "", fmt.Errorf("%w: display_name: at most 255 characters of text, without control or bidirectional control characters", ErrInvalidRequest)
 	}
 	for i, sc := range scopes {
 		if !validScope(sc) {

@@ -105,10 +105,10 @@ func TestHostileQuestionInBrowser(t *testing.T) {
 	callAndOpen("pay")
 	for expr, want := range map[string]string{
 		`String(document.querySelectorAll('#page img, #page script, #page svg, #page iframe, section.question b').length)`: "0",
-		`String(document.querySelectorAll('#q-pick option').length)`:                                                       "302",
-		`document.querySelector('#q-pick option:nth-child(2)').textContent`:                                                "<b>bold</b>",
-		`document.querySelector('label[for=q-ok] strong').textContent`:                                                     `<iframe src="javascript:window.pwned=4"></iframe>`,
-		`document.querySelector('label[for=q-pick] strong').textContent`:                                                   "Pick " + markup,
+		`String(document.querySelectorAll('section.question [name=pick] option').length)`:                                  "302",
+		`document.querySelector('section.question [name=pick] option:nth-child(2)').textContent`:                           "<b>bold</b>",
+		`document.querySelector('section.question [name=ok]').labels[0].querySelector('strong').textContent`:               `<iframe src="javascript:window.pwned=4"></iframe>`,
+		`document.querySelector('section.question [name=pick]').labels[0].querySelector('strong').textContent`:             "Pick " + markup,
 		// The server asking is named in the heading, apart from the
 		// message that passes for the engine's own.
 		`document.querySelector('section.question h2').textContent`:                `The MCP server "shop" asks`,

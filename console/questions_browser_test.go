@@ -119,9 +119,9 @@ func TestQuestionInBrowser(t *testing.T) {
 		t.Error("the server's message was read as HTML")
 	}
 	for expr, want := range map[string]string{
-		`document.querySelector('#q-size').selectedOptions[0].textContent`: "M",
-		`document.querySelector('#q-quantity').value`:                      "2",
-		`String(document.querySelector('#q-gift').checked)`:                "true",
+		`document.querySelector('section.question [name=size]').selectedOptions[0].textContent`: "M",
+		`document.querySelector('section.question [name=quantity]').value`:                      "2",
+		`String(document.querySelector('section.question [name=gift]').checked)`:                "true",
 	} {
 		if got := eval[string](tb, expr); got != want {
 			t.Errorf("%s = %q, want %q (the default)", expr, got, want)
@@ -140,7 +140,7 @@ func TestQuestionInBrowser(t *testing.T) {
 
 	// A value the schema does not allow (past the page's own bounds):
 	// refused naming the field, the question still waits.
-	eval[bool](tb, `(() => { const q = document.querySelector('#q-quantity'); q.removeAttribute('max'); q.value = '9'; return true; })()`)
+	eval[bool](tb, `(() => { const q = document.querySelector('section.question [name=quantity]'); q.removeAttribute('max'); q.value = '9'; return true; })()`)
 	tb.do(chromedp.Click(chromedp.CSS(`section.question button.approve`)))
 	tb.wait("section.question .outcome .error")
 	if got := tb.text("section.question .outcome"); !strings.Contains(got, "content.quantity: expected an integer from 1 to 5") {
@@ -149,7 +149,7 @@ func TestQuestionInBrowser(t *testing.T) {
 	tb.open(e.url, "catalog", "catalog")
 	tb.open(e.url, "approvals", "approvals")
 	tb.wait("section.question form")
-	tb.do(chromedp.SetValue(chromedp.CSS(`#q-size`), "2"), chromedp.SendKeys(chromedp.CSS(`#q-note`), "blue box"),
+	tb.do(chromedp.SetValue(chromedp.CSS(`section.question [name=size]`), "2"), chromedp.SendKeys(chromedp.CSS(`section.question [name=note]`), "blue box"),
 		chromedp.Click(chromedp.CSS(`section.question button.approve`)))
 	tb.wait("section.question .outcome p.ok")
 	select {

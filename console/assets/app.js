@@ -29,6 +29,7 @@ const I18N = {
     user_id: 'User id', run_as: 'Run as user', run_btn: 'Run', request_sent: 'Request sent to the engine', envelope: 'Envelope',
     sent_upstream: 'Request sent to the API (credentials masked)', headers: 'Headers', body: 'Body', credential: 'credential',
     body_cut: '…cut: only the first 16 KiB is shown.', no_body: 'No body.',
+    hidden_char: 'A character a browser draws as nothing, or that reorders the text around it: shown by its code point, sent as it is.',
     response: 'Response', add_item: 'Add item', remove: 'Remove', choose: '(choose)',
     paste: 'Paste the document (JSON or YAML)', upload: 'Or upload a file', url: 'Or fetch from a URL', prefix: 'Name prefix', base_url: 'Base URL',
     p_fetched: 'Document read: {total} bytes.', p_parsed: 'Document parsed.', p_converting: 'Converting operations: {done} of {total}',
@@ -122,6 +123,7 @@ const I18N = {
     user_id: '用户 ID', run_as: '以用户身份运行', run_btn: '运行', request_sent: '发送给引擎的请求', envelope: '结果信封',
     sent_upstream: '发送给 API 的请求（凭据已遮蔽）', headers: '请求头', body: '请求体', credential: '凭据',
     body_cut: '……已截断：只显示前 16 KiB。', no_body: '无请求体。',
+    hidden_char: '浏览器不显示、或会改变周围文字顺序的字符：此处显示其码位，发送时保持原样。',
     response: '响应', add_item: '添加一项', remove: '移除', choose: '（请选择）',
     paste: '粘贴文档（JSON 或 YAML）', upload: '或上传文件', url: '或从 URL 获取', prefix: '名称前缀', base_url: '基础 URL',
     p_fetched: '已读取文档：{total} 字节。', p_parsed: '已解析文档。', p_converting: '正在转换操作：{done} / {total}',
@@ -293,6 +295,31 @@ function plainText(s) {
     .replace(/\s+/g, ' ').trim();
 }
 
+// HIDDEN are the characters a browser draws as nothing or that reorder
+// the text around them (internal/invisible's classes: bidi controls,
+// zero-width and other default-ignorable characters, tag characters,
+// controls, a variation selector after another): on a page that shows
+// what will be sent (a request waiting for approval, a record's
+// arguments) or what an upstream asks, such a text would read as another
+// than the one sent. A joiner and a single variation selector stay:
+// emoji and scripts draw with them.
+const HIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B\u200E\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}]|(?<=[\uFE00-\uFE0F])[\uFE00-\uFE0F]/gu;
+
+// revealed is s as nodes for el: each hidden character a marked code
+// point ("U+202E"), the rest text, so the person reads what is sent.
+function revealed(s) {
+  const str = String(s ?? '');
+  const out = [];
+  let at = 0;
+  for (const m of str.matchAll(HIDDEN)) {
+    if (m.index > at) out.push(str.slice(at, m.index));
+    out.push(el('span', { class: 'hidden-char', text: 'U+' + m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0'), attrs: { title: t('hidden_char'), translate: 'no' } }));
+    at = m.index + m[0].length;
+  }
+  if (at < str.length) out.push(str.slice(at));
+  return out;
+}
+
 function fetchOptions(method, body) {
   // The engine answers in the console's language where it speaks (the
   // administrators' log, the OAuth pages).
@@ -387,7 +414,7 @@ function askFirst(text, label, run) {
   yes.focus();
 }
 
-const json = (v) => el('pre', { text: JSON.stringify(v, null, 2) });
+const json = (v) => el('pre', null, revealed(JSON.stringify(v, null, 2)));
 const fmtTime = (s) => (s ? new Date(s).toLocaleString(lang) : t('never'));
 const fmtShort = (s) => (s ? new Date(s).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'short' }) : t('never'));
 const fill = (key, vars) => Object.entries(vars).reduce((str, [k, v]) => str.replace('{' + k + '}', v), t(key));

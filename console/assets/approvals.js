@@ -127,10 +127,10 @@ async function toolTexts(names) {
 // the engine adds (credentials) is named, its value "added when sent".
 function preparedRequest(req) {
   return el('div', { class: 'prepared' }, el('h3', { text: t('prepared_request') }),
-    el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url', text: req.url || '' })),
-    (req.headers || []).length ? table([t('headers'), t('value')], req.headers.map((h) => [el('code', { text: h.name }),
-      h.credential ? el('span', { class: 'badge off credential', text: t('added_when_sent') }) : el('code', { text: h.value })])) : null,
-    el('h4', { text: t('body') }), req.body ? el('pre', { class: 'body', text: req.body }) : el('p', { class: 'purpose', text: t('no_body') }),
+    el('p', null, el('strong', { text: req.method || '' }), ' ', el('code', { class: 'url' }, revealed(req.url))),
+    (req.headers || []).length ? table([t('headers'), t('value')], req.headers.map((h) => [el('code', null, revealed(h.name)),
+      h.credential ? el('span', { class: 'badge off credential', text: t('added_when_sent') }) : el('code', null, revealed(h.value))])) : null,
+    el('h4', { text: t('body') }), req.body ? el('pre', { class: 'body' }, revealed(req.body)) : el('p', { class: 'purpose', text: t('no_body') }),
     req.body_truncated ? el('p', { class: 'purpose', text: t('body_cut') }) : null);
 }
 
@@ -204,7 +204,12 @@ function questionItem(p, tool) {
   const msg = el('div', { class: 'outcome', attrs: { role: 'status' } });
   const props = (p.requested_schema && p.requested_schema.properties) || {};
   const required = new Set((p.requested_schema && p.requested_schema.required) || []);
-  const fields = p.mode === 'form' ? Object.entries(props).map(([name, f]) => questionField(name, f || {}, required.has(name))) : [];
+  // Each field's id is the item's and the field's place: a name alone
+  // (two questions asking "confirm", or "a.b" beside "a_b") gave two
+  // inputs one id, and a click on one question's label filled the
+  // other's field, answering the other server.
+  const idOf = (i) => 'q-' + String(p.id).replace(/[^A-Za-z0-9_-]/g, '_') + '-' + i;
+  const fields = p.mode === 'form' ? Object.entries(props).map(([name, f], i) => questionField(name, f || {}, required.has(name), idOf(i))) : [];
   const form = el('form', { class: 'question-form', on: { submit: (e) => { e.preventDefault(); answer('accept'); } } },
     fields.map((f) => f.row),
     el('div', { class: 'row' },
@@ -241,7 +246,7 @@ function questionItem(p, tool) {
       el('span', { class: 'question-tool' }, fill('q_during', { tool: '' }), title ? el('span', { class: 'tool-title', text: title + ' ' }) : null, el('code', { text: p.tool })), ' · ',
       p.run_id ? link(['run', p.run_id], t('from_run') + ' ' + p.run_id.slice(0, 8))
         : el('span', { class: 'direct-by', text: fill('direct_by', { who: preparedBy(p.prepared_by, { name: p.user_name }) }) })),
-    el('blockquote', { class: 'question-message', attrs: { translate: 'no' }, text: p.message || '' }),
+    el('blockquote', { class: 'question-message', attrs: { translate: 'no' } }, revealed(p.message)),
     p.mode === 'url' ? el('p', { class: 'question-link' }, el('span', { text: fill('q_link', { host: p.host || '?' }) }), ' ',
       el('a', { attrs: { href: /^https?:\/\//.test(p.url || '') ? p.url : null, target: '_blank', rel: 'noopener noreferrer nofollow', translate: 'no' }, text: p.url || '' })) : null,
     el('p', { class: 'expires' }, t('expires') + ': ' + fmtTime(p.expires_at)),
@@ -249,14 +254,13 @@ function questionItem(p, tool) {
   return item;
 }
 
-// questionField draws one field of a question's form: {row, name, value()}
-// where value() is what the person entered, in the field's type, or
-// undefined when left empty.
-function questionField(name, f, required) {
-  const id = 'q-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
-  const label = el('label', { attrs: { for: id } }, el('strong', { text: f.title || name }),
+// questionField draws one field of a question's form, its input's id
+// id: {row, name, value()} where value() is what the person entered, in
+// the field's type, or undefined when left empty.
+function questionField(name, f, required, id) {
+  const label = el('label', { attrs: { for: id } }, el('strong', null, revealed(f.title || name)),
     required ? el('span', { class: 'purpose required', text: ' (' + t('q_required') + ')' }) : null);
-  const desc = f.description ? el('span', { class: 'purpose', text: f.description }) : null;
+  const desc = f.description ? el('span', { class: 'purpose' }, revealed(f.description)) : null;
   const options = Array.isArray(f.enum) ? f.enum.map((v, i) => ({ v, label: (f.enumNames && f.enumNames[i]) || String(v) }))
     : Array.isArray(f.oneOf) ? f.oneOf.map((o) => ({ v: o.const, label: o.title || String(o.const) })) : null;
   let input, value;
