@@ -417,7 +417,9 @@ function askFirst(text, label, run) {
 const json = (v) => el('pre', null, revealed(JSON.stringify(v, null, 2)));
 const fmtTime = (s) => (s ? new Date(s).toLocaleString(lang) : t('never'));
 const fmtShort = (s) => (s ? new Date(s).toLocaleString(lang, { dateStyle: 'short', timeStyle: 'short' }) : t('never'));
-const fill = (key, vars) => Object.entries(vars).reduce((str, [k, v]) => str.replace('{' + k + '}', v), t(key));
+// One pass, each value as text: a value's `$&` is no pattern, and its
+// `{name}` no placeholder (review 74b).
+const fill = (key, vars) => t(key).replace(/\{(\w+)\}/g, (m, k) => (Object.hasOwn(vars, k) ? String(vars[k]) : m));
 // zoneOffset is the UTC offset an RFC 3339 time was written in ("+08:00").
 const zoneOffset = (s) => { const m = /([+-]\d\d:\d\d|Z)$/.exec(String(s || '')); return m ? (m[1] === 'Z' ? '+00:00' : m[1]) : ''; };
 // fmtInZone shows an RFC 3339 time in the zone it was written in (the
