@@ -345,16 +345,19 @@ func readResponse(resp *http.Response, limit int64, attempts int) (*Response, er
 		body = io.LimitReader(body, limit+1)
 	}
 	r.Body, err = httpbody.ReadAll(body, declared)
+	// Cut before the read's error too: a coding that fails past the
+	// limit (a corrupt deflate stream) has read a byte more.
+	over := int64(len(r.Body)) > limit
+	if over {
+		r.Body, r.Truncated = r.Body[:limit], true
+	}
 	if err != nil {
 		return r, fmt.Errorf("reading the response: %w", err)
 	}
-	if int64(len(r.Body)) > limit {
-		r.Body, r.Truncated = r.Body[:limit], true
-		if ok {
-			return r, &ToolError{
-				Code:    CodeResponseTooLarge,
-				Message: fmt.Sprintf("the API's response is larger than %d bytes; ask for less (a filter, a smaller page)", limit),
-			}
+	if over && ok {
+		return r, &ToolError{
+			Code:    CodeResponseTooLarge,
+			Message: fmt.Sprintf("the API's response is larger than %d bytes; ask for less (a filter, a smaller page)", limit),
 		}
 	}
 	return r, nil

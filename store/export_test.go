@@ -25,3 +25,21 @@ var ChangeTriggersMigrations = changeTriggersMigrations
 // AppendSQLiteTime is appendSQLiteTime, which the records' INSERT on
 // SQLite writes its times with.
 var AppendSQLiteTime = appendSQLiteTime
+
+// RedactDSN and MySQLDialector are what Open's errors are made of.
+var (
+	RedactDSN      = redactDSN
+	MySQLDialector = mysqlDialector
+)
+
+// ParseCursor parses a page cursor a client sends; CursorString writes
+// one as a page hands it out.
+func ParseCursor(s string) (ms int64, id string, err error) {
+	c, err := parseCursor(s)
+	if c == nil {
+		return 0, "", err
+	}
+	return c.ms, c.id, err
+}
+
+func CursorString(ms int64, id string) string { return cursor{ms: ms, id: id}.String() }

@@ -273,13 +273,14 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 	return cmd
 }
 
-// parseCreds reads --cred KEY=VALUE flags.
+// parseCreds reads --cred KEY=VALUE flags. A flag without "=" is not
+// quoted: it is most likely a value typed without its key.
 func parseCreds(kvs []string) (map[string]string, error) {
 	out := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
+	for i, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, usagef("--cred %q: expected KEY=VALUE", k)
+			return nil, usagef("--cred flag %d of %d: expected KEY=VALUE, got no key (its text is not shown: it may be a secret)", i+1, len(kvs))
 		}
 		out[k] = v
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/plugins"
@@ -117,4 +120,103 @@ func TestRequestStateClaimBlackholed(t *testing.T) {
 			t.Fatalf("a claim not decided within %v: held by the database", bound)
 		}
 	}
+}
+
+// FuzzOpenState: a requestState a client sends back, whatever it holds,
+// opens only when this key sealed it: anything else is errState, the one
+// refusal that tells nothing of what was wrong (never a decoder's error
+// quoting the client's text); a sealed state opens to what was sealed,
+// and the same state with any byte changed does not open.
+func FuzzOpenState(f *testing.F) {
+	key, err := StateKey("master")
+	if err != nil {
+		f.Fatal(err)
+	}
+	rt := &RoundTrips{Key: key}
+	sealed, err := rt.seal(&requestState{Version: 1, Principal: "tok", User: 7, Endpoint: "/mcp", Tool: "delete_repo", Args: argsDigest(nil), Mode: modeForm, Expires: 1, Nonce: "n"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed, "tok", int64(7), "delete_repo", uint16(3))
+	f.Add("", "", int64(0), "", uint16(0))
+	f.Add("AAAA", "p", int64(-1), "t", uint16(1))
+	f.Add(sealed[:len(sealed)-1]+"=", "p", int64(1), "t", uint16(40))
+	f.Add(strings.Repeat("A", 40), "p", int64(1), "t", uint16(40))
+	// A state sealed by this key of JSON that is not a state (another v,
+	// another shape) is refused as well.
+	notState, _ := rt.sealBytes([]byte(`{"v":2,"t":"x"}`), stateAAD)
+	f.Add(notState, "p", int64(1), "t", uint16(2))
+	f.Fuzz(func(t *testing.T, s, principal string, user int64, tool string, flip uint16) {
+		if st, err := rt.open(s); err != nil && err != errState {
+			t.Fatalf("open(%q): %v, want errState", s, err)
+		} else if err == nil && (st == nil || st.Version != 1) {
+			t.Fatalf("open(%q) = %+v", s, st)
+		}
+		want := &requestState{Version: 1, Principal: principal, User: user, Endpoint: "/mcp", Tool: tool, Args: argsDigest([]byte(s)), Mode: modeURL, Expires: user, Nonce: s}
+		state, err := rt.seal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rt.open(state)
+		if err != nil {
+			t.Fatalf("a state this key sealed: %v", err)
+		}
+		// Strings that are not UTF-8 are sealed as encoding/json writes them.
+		if utf8.ValidString(principal) && utf8.ValidString(tool) && utf8.ValidString(s) && *got != *want {
+			t.Fatalf("opened %+v, sealed %+v", got, want)
+		}
+		b := []byte(state)
+		i := int(flip) % len(b)
+		b[i] = "AB"[b[i]&1^1] // another character of the alphabet
+		if b[i] == state[i] {
+			b[i] = 'C'
+		}
+		// The last character may hold bits the decoding drops: a change
+		// there alone can read as the same bytes.
+		if i == len(b)-1 {
+			return
+		}
+		if _, err := rt.open(string(b)); err != errState {
+			t.Fatalf("%q, changed at %d, opened: %v", state, i, err)
+		}
+	})
+}
+
+// FuzzApproved: a retry's inputResponses, whatever they hold, approve
+// only an accepted form whose decision is "approve"; declined and
+// cancelled forms deny, and an answer that cannot be read is asked again.
+func FuzzApproved(f *testing.F) {
+	for _, s := range []string{
+		`{"decision":{"action":"accept","content":{"decision":"approve"}}}`,
+		`{"decision":{"action":"accept","content":{"decision":"deny","reason":"no"}}}`,
+		`{"decision":{"action":"decline"}}`,
+		`{"decision":{"action":"accept","content":{"decision":["approve"]}}}`,
+		`{"approval":{"action":"accept"}}`,
+		`{"decision":{"action":"accept","content":{"decision":"approve","decision":"deny"}}}`,
+		`{"decision":{"roots":[]}}`,
+		`{"decision":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var responses sdk.InputResponseMap
+		if json.Unmarshal(raw, &responses) != nil {
+			return
+		}
+		approve, answered := approved(responses)
+		// What the person answered, read independently of the SDK's types.
+		var plain map[string]struct {
+			Action  string         `json:"action"`
+			Content map[string]any `json:"content"`
+		}
+		json.Unmarshal(raw, &plain)
+		d := plain[inputDecision]
+		decision, _ := d.Content["decision"].(string)
+		if approve && (!answered || d.Action != "accept" || decision != "approve") {
+			t.Fatalf("%s approved: action %q, decision %q", raw, d.Action, decision)
+		}
+		if answered && !approve && d.Action == "accept" && decision != "deny" {
+			t.Fatalf("%s denied: action %q, decision %q", raw, d.Action, decision)
+		}
+	})
 }
