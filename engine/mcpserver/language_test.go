@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
@@ -27,16 +25,8 @@ func TestSearchNamesLanguages(t *testing.T) {
 	svc := mcpserver.NewService(&liveCatalog{ps: ps, version: 1}, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{
 		Search: toolset.Config{Mode: toolset.ModeAlways},
 	})
-	ct, st := sdk.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go svc.NewServer(7).Run(ctx, st)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	list, err := cs.ListTools(ctx, nil)
+	cs := inMemory(t, svc)
+	list, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,15 +80,7 @@ func TestSearchLanguagesFollowTheGrants(t *testing.T) {
 	svc := mcpserver.NewService(&liveCatalog{ps: ps, version: 1}, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{
 		Search: toolset.Config{Mode: toolset.ModeAlways}, Access: checker,
 	})
-	ct, st := sdk.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go svc.NewServer(7).Run(ctx, st)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := inMemory(t, svc)
 	for _, step := range []struct {
 		grant []string
 		want  string

@@ -133,16 +133,21 @@ func TestCatalogOverStreamableHTTP(t *testing.T) {
 // `mcp serve --stdio` serves it.
 func TestCatalogInMemory(t *testing.T) {
 	cat, ex, up, seen := fixture(t)
+	check(t, inMemory(t, mcpserver.NewService(cat, ex, mcpserver.Options{})), up, seen)
+}
+
+// inMemory connects a client to one of svc's servers, for user 7, over
+// in-memory transports, as `mcp serve --stdio` serves it.
+func inMemory(t *testing.T, svc *mcpserver.Service) *sdk.ClientSession {
+	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go mcpserver.NewService(cat, ex, mcpserver.Options{}).NewServer(7).Run(ctx, st)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	go svc.NewServer(7).Run(t.Context(), st)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	check(t, cs, up, seen)
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 func check(t *testing.T, cs *sdk.ClientSession, up *mcptest.Server, seen *[]http.Header) {

@@ -387,13 +387,7 @@ func TestListPages(t *testing.T) {
 	}
 	cat := &liveCatalog{ps: echoTools("http://127.0.0.1:9", names...), version: 1}
 	svc := mcpserver.NewService(cat, engine.NewExecutor(egresstest.Client(t)), mcpserver.Options{Search: toolset.Config{Mode: toolset.ModeOff}})
-	ct, st := sdk.NewInMemoryTransports()
-	go svc.NewServer(7).Run(t.Context(), st)
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := inMemory(t, svc)
 	first, err := cs.ListTools(t.Context(), nil)
 	if err != nil || len(first.Tools) != 1000 || first.NextCursor == "" {
 		t.Fatalf("first page: %d tools, cursor %q, %v", len(first.Tools), first.NextCursor, err)
