@@ -112,8 +112,12 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	changes := store.NewWatcher(st, time.Hour, log)
 	changes.Poll(context.Background())
 	creds.Changes = changes
-	served := catalog.New(st, changes, log)
-	rules := auth.NewCatalog(st, served, changes)
+	// The catalogs follow the server's watcher, whichever an option gives
+	// it (a test polling its own by hand), as serve wires them to one.
+	var srv *api.Server
+	follow := versionsFunc(func() store.Versions { return srv.Changes.Current() })
+	served := catalog.New(st, follow, log)
+	rules := auth.NewCatalog(st, served, follow)
 	creds.Identifiers = rules
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Credentials, ex.Recorder, ex.Logger, ex.Catalog = creds, rec, log, rules
@@ -123,7 +127,7 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	if ex.Metrics, err2 = engine.NewMetrics(reg); err2 != nil {
 		t.Fatal(err2)
 	}
-	srv := &api.Server{Store: st, Catalog: served, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
+	srv = &api.Server{Store: st, Catalog: served, Creds: creds, Executor: ex, AdminToken: adminToken, ServiceToken: serviceToken,
 		Registry: reg, Logger: log, HTTPClient: egresstest.Client(t), Changes: changes}
 	for _, o := range opts {
 		o(srv)
@@ -133,6 +137,11 @@ func newEnv(t testing.TB, st *store.Store, opts ...func(*api.Server)) *env {
 	t.Cleanup(hs.Close)
 	return &env{t: t, st: st, url: hs.URL, creds: creds, keys: kr, rec: rec, logs: logs, changes: changes, handler: h}
 }
+
+// versionsFunc is a function as the catalogs' Versions.
+type versionsFunc func() store.Versions
+
+func (f versionsFunc) Current() store.Versions { return f() }
 
 // addLookup adds the catalog plugin "lookup" (GET url?q=, the credential
 // API_KEY sent as X-Api-Key), stores key as user 7's API_KEY and returns

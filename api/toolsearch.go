@@ -343,7 +343,6 @@ func (s *Server) rankedTools(r *http.Request, q string, limit int) ([]*plugins.P
 // codeQueryTooLong refuses a search query over MaxQueryChars: 400.
 const codeQueryTooLong = "query_too_long"
 
-// paramError is a malformed query parameter: 400.
 // boolParam reads the boolean query parameter name as the description's
 // boolean reads (strconv.ParseBool: 1, t, TRUE…); absent or empty, false.
 // A route comparing with "true" alone read ?dry_run=1 as false.
@@ -367,6 +366,7 @@ func queryBool(q url.Values, name string) (bool, error) {
 	return b, nil
 }
 
+// paramError is a malformed query parameter: 400.
 type paramError struct{ msg string }
 
 func (e *paramError) Error() string { return e.msg }
