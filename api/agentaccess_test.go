@@ -237,22 +237,6 @@ func TestAgentRunRuoYi(t *testing.T) {
 		"tools": map[string]any{"names": []string{"list_users", "list_roles", "leave"}}}); code != http.StatusCreated {
 		t.Fatalf("add agent: %d %v", code, out)
 	}
-	offered := func(i int) []string {
-		var req struct {
-			Tools []struct {
-				Function struct{ Name string } `json:"function"`
-			} `json:"tools"`
-		}
-		if err := json.Unmarshal(llm.Requests()[i], &req); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, tool := range req.Tools {
-			out = append(out, tool.Function.Name)
-		}
-		slices.Sort(out)
-		return out
-	}
 	for _, tt := range []struct {
 		name        string
 		pluginNames []string
@@ -276,7 +260,7 @@ func TestAgentRunRuoYi(t *testing.T) {
 			if code != http.StatusOK || reply["status"] != "completed" {
 				t.Fatalf("run: %d %v", code, reply)
 			}
-			if got := offered(asked); !slices.Equal(got, tt.offered) {
+			if got := offered(t, llm.Requests()[asked]); !slices.Equal(got, tt.offered) {
 				t.Errorf("offered %v, want %v", got, tt.offered)
 			}
 			got := e.up.received()[before:]
@@ -302,7 +286,7 @@ func TestAgentRunRuoYi(t *testing.T) {
 		if code != http.StatusOK || reply["status"] != "completed" {
 			t.Fatalf("run: %d %v", code, reply)
 		}
-		found := slices.DeleteFunc(offered(asked+1), func(n string) bool { return n == "search_tools" || n == "call_tool" })
+		found := slices.DeleteFunc(offered(t, llm.Requests()[asked+1]), func(n string) bool { return n == "search_tools" || n == "call_tool" })
 		if !slices.Equal(found, []string{"leave", "list_roles", "list_users"}) {
 			t.Errorf("tools after the search: %v, want the agent's only", found)
 		}
