@@ -1,0 +1,74 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/blindexec/blindexec/engine/loop"
+)
+
+// TestPayloadFieldsDescribed: the bodies RuoYi's side posts are decoded
+// strictly (an unknown field is 400), so the description must name every
+// field the engine reads, no more and no fewer, and refuse the others
+// (additionalProperties: false): a client generated from it (Java's
+// included) then sends what the engine takes. Checked at every level the
+// engine decodes into a struct: the payload of /v1/execute, the runtime
+// payload of /v1/runs with its user and its options (options.tool_search
+// and options.pinned_tools are SPEC §7a's stable names), and a resume.
+func TestPayloadFieldsDescribed(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	resolve := func(s map[string]any) map[string]any {
+		if ref, ok := s["$ref"].(string); ok {
+			return schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+		}
+		return s
+	}
+	body := func(path string) map[string]any {
+		op := doc["paths"].(map[string]any)[path].(map[string]any)["post"].(map[string]any)
+		return resolve(op["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any))
+	}
+	property := func(s map[string]any, name string) map[string]any {
+		p, _ := s["properties"].(map[string]any)[name].(map[string]any)
+		if p == nil {
+			return map[string]any{}
+		}
+		return resolve(p)
+	}
+	run := body("/v1/runs")
+	for _, c := range []struct {
+		name   string
+		schema map[string]any
+		typ    reflect.Type
+	}{
+		{"POST /v1/execute", body("/v1/execute"), reflect.TypeFor[ExecuteRequest]()},
+		{"POST /v1/runs", run, reflect.TypeFor[RunRequest]()},
+		{"POST /v1/runs: user", property(run, "user"), reflect.TypeFor[PayloadUser]()},
+		{"POST /v1/runs: options", property(run, "options"), reflect.TypeFor[loop.Options]()},
+		{"POST /v1/runs/{run_id}/resume", body("/v1/runs/{run_id}/resume"), reflect.TypeFor[ResumeRequest]()},
+	} {
+		var described []string
+		props, _ := c.schema["properties"].(map[string]any)
+		for name := range props {
+			described = append(described, name)
+		}
+		slices.Sort(described)
+		var read []string // as the engine reads a body's keys (unknownField)
+		for _, f := range jsonFields(c.typ) {
+			read = append(read, f.name)
+		}
+		slices.Sort(read)
+		if !slices.Equal(described, read) {
+			t.Errorf("%s: the description names %v; the engine reads %v", c.name, described, read)
+		}
+		if c.schema["additionalProperties"] != false {
+			t.Errorf("%s: the engine refuses other fields; the description must say additionalProperties: false", c.name)
+		}
+	}
+}
