@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/engine/loop"
 )
 
@@ -17,7 +18,8 @@ import (
 // included) then sends what the engine takes. Checked at every level the
 // engine decodes into a struct: the payload of /v1/execute, the runtime
 // payload of /v1/runs with its user and its options (options.tool_search
-// and options.pinned_tools are SPEC §7a's stable names), and a resume.
+// and options.pinned_tools are SPEC §7a's stable names), a resume, an
+// agent, a connection's authorization.
 func TestPayloadFieldsDescribed(t *testing.T) {
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
@@ -30,8 +32,9 @@ func TestPayloadFieldsDescribed(t *testing.T) {
 		}
 		return s
 	}
-	body := func(path string) map[string]any {
-		op := doc["paths"].(map[string]any)[path].(map[string]any)["post"].(map[string]any)
+	body := func(route string) map[string]any {
+		method, path, _ := strings.Cut(route, " ")
+		op := doc["paths"].(map[string]any)[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
 		return resolve(op["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any))
 	}
 	property := func(s map[string]any, name string) map[string]any {
@@ -41,17 +44,20 @@ func TestPayloadFieldsDescribed(t *testing.T) {
 		}
 		return resolve(p)
 	}
-	run := body("/v1/runs")
+	run := body("POST /v1/runs")
 	for _, c := range []struct {
 		name   string
 		schema map[string]any
 		typ    reflect.Type
 	}{
-		{"POST /v1/execute", body("/v1/execute"), reflect.TypeFor[ExecuteRequest]()},
+		{"POST /v1/execute", body("POST /v1/execute"), reflect.TypeFor[ExecuteRequest]()},
 		{"POST /v1/runs", run, reflect.TypeFor[RunRequest]()},
 		{"POST /v1/runs: user", property(run, "user"), reflect.TypeFor[PayloadUser]()},
 		{"POST /v1/runs: options", property(run, "options"), reflect.TypeFor[loop.Options]()},
-		{"POST /v1/runs/{run_id}/resume", body("/v1/runs/{run_id}/resume"), reflect.TypeFor[ResumeRequest]()},
+		{"POST /v1/runs/{run_id}/resume", body("POST /v1/runs/{run_id}/resume"), reflect.TypeFor[ResumeRequest]()},
+		{"POST /v1/agents", body("POST /v1/agents"), reflect.TypeFor[catalog.Agent]()},
+		{"PUT /v1/agents/{name}", body("PUT /v1/agents/{name}"), reflect.TypeFor[catalog.Agent]()},
+		{"POST /v1/connections/{provider}/authorize", body("POST /v1/connections/{provider}/authorize"), reflect.TypeFor[authorizeRequest]()},
 	} {
 		var described []string
 		props, _ := c.schema["properties"].(map[string]any)
