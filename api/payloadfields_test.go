@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/loop"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestPayloadFieldsDescribed: the bodies RuoYi's side posts are decoded
@@ -75,6 +77,37 @@ func TestPayloadFieldsDescribed(t *testing.T) {
 		}
 		if c.schema["additionalProperties"] != false {
 			t.Errorf("%s: the engine refuses other fields; the description must say additionalProperties: false", c.name)
+		}
+	}
+}
+
+// TestAnswerFieldsDescribed: answers the engine writes from a Go type
+// name in the description every field the type writes (a generated
+// client drops a field it does not know): the call's envelope and the
+// import sources (GET /v1/sources, which RuoYi's side reads to show where
+// tools came from).
+func TestAnswerFieldsDescribed(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		schema string
+		typ    reflect.Type
+	}{
+		{"ExecuteResult", reflect.TypeFor[engine.Result]()},
+		{"Source", reflect.TypeFor[store.SourceSummary]()},
+	} {
+		for _, f := range jsonFields(c.typ) {
+			if _, ok := doc.Components.Schemas[c.schema].Properties[f.name]; !ok {
+				t.Errorf("%s: the engine writes %s (%s), which the description does not name", c.schema, f.name, c.typ)
+			}
 		}
 	}
 }

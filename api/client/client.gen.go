@@ -1793,6 +1793,12 @@ type Source struct {
 	// Prefix The name prefix the import gave its plugins; absent when none.
 	Prefix *string `json:"prefix,omitempty"`
 
+	// Remark RuoYi's remark column; absent when empty.
+	Remark *string `json:"remark,omitempty"`
+
+	// ServerName For kind mcp, the registered server's name (location holds its id); absent otherwise.
+	ServerName *string `json:"server_name,omitempty"`
+
 	// Sha256 The imported document's digest: a sync of the same document changes nothing.
 	Sha256   *string `json:"sha256,omitempty"`
 	SourceId *int    `json:"source_id,omitempty"`
