@@ -83,9 +83,9 @@ func TestPayloadFieldsDescribed(t *testing.T) {
 
 // TestAnswerFieldsDescribed: answers the engine writes from a Go type
 // name in the description every field the type writes (a generated
-// client drops a field it does not know): the call's envelope and the
-// import sources (GET /v1/sources, which RuoYi's side reads to show where
-// tools came from).
+// client drops a field it does not know): the call's envelope, a run's
+// reply and its pending items, the import sources (GET /v1/sources, which
+// RuoYi's side reads to show where tools came from), the MCP servers.
 func TestAnswerFieldsDescribed(t *testing.T) {
 	var doc struct {
 		Components struct {
@@ -103,6 +103,9 @@ func TestAnswerFieldsDescribed(t *testing.T) {
 	}{
 		{"ExecuteResult", reflect.TypeFor[engine.Result]()},
 		{"Source", reflect.TypeFor[store.SourceSummary]()},
+		{"RunReply", reflect.TypeFor[loop.Reply]()},
+		{"PendingItem", reflect.TypeFor[loop.Pending]()},
+		{"MCPServer", reflect.TypeFor[store.MCPServer]()},
 	} {
 		for _, f := range jsonFields(c.typ) {
 			if _, ok := doc.Components.Schemas[c.schema].Properties[f.name]; !ok {
