@@ -233,3 +233,31 @@ func TestQuotaOverMCP(t *testing.T) {
 		t.Fatalf("the upstream received %d calls, want 2", n)
 	}
 }
+
+// TestQuotaUnavailableAnswered: a call whose quota cannot be counted (the
+// quota store's database refuses) is refused, not sent, with 503
+// quota_unavailable and Retry-After, as docs/quotas.md says — an answer
+// of /v1/execute that RuoYi's side must find in the description
+// (CheckedHandler fails on a code it does not list).
+func TestQuotaUnavailableAnswered(t *testing.T) {
+	direct, proxy, through := testdb.Blackholable(t)
+	counted := testdb.At(t, through)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	e := newEnv(t, direct, func(s *api.Server) {
+		s.Quota = quota.New(counted, s.Changes, catalog.New(direct, s.Changes, nil), time.UTC, nil)
+	})
+	if code, body := e.do("POST", "/v1/plugins", adminToken, quotaPlugin("lookup", "GET", up.URL)); code != http.StatusCreated {
+		t.Fatalf("add plugin: %d %v", code, body)
+	}
+	if code, body := e.do("POST", "/v1/quotas/rules", adminToken, map[string]any{"name": "daily", "plugins": []string{"lookup"}, "calls": 5, "window": "day"}); code != http.StatusCreated {
+		t.Fatalf("add rule: %d %v", code, body)
+	}
+	proxy.Refuse()
+	code, retry, out := executeRaw(t, e.url, map[string]any{"name": "lookup", "user_id": 7})
+	if code != http.StatusServiceUnavailable || errCode(out) != "quota_unavailable" || retry == "" {
+		t.Errorf("a call whose quota cannot be counted: %d Retry-After %q %v, want 503 quota_unavailable with Retry-After", code, retry, out)
+	}
+	if n := len(up.received()); n != 0 {
+		t.Errorf("%d requests sent upstream, want none", n)
+	}
+}

@@ -1631,6 +1631,29 @@ type QuotaUse struct {
 	Window    *string    `json:"window,omitempty"`
 }
 
+// RunOptions The loop's options (docs/runs.md); every one may be left out.
+type RunOptions struct {
+	// Confirm A stricter confirmation policy than the engine's (always), never a looser one.
+	Confirm *string `json:"confirm,omitempty"`
+
+	// MaxSteps The model calls a run may make (0: 8).
+	MaxSteps          *int  `json:"max_steps,omitempty"`
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+
+	// PinnedTools Tools shown beside search_tools whenever tool search is on.
+	PinnedTools *[]string `json:"pinned_tools,omitempty"`
+
+	// Stream Server-sent events (as Accept: text/event-stream asks).
+	Stream      *bool    `json:"stream,omitempty"`
+	Temperature *float32 `json:"temperature,omitempty"`
+
+	// ToolChoice auto, none, required, or {"type": "function", "function": {"name": ...}}, as OpenAI takes it; the first model call only.
+	ToolChoice interface{} `json:"tool_choice,omitempty"`
+
+	// ToolSearch auto, always or off: search_tools and the tools it finds instead of every tool (empty: BLINDEXEC_TOOL_SEARCH).
+	ToolSearch *string `json:"tool_search,omitempty"`
+}
+
 // RunReply defines model for RunReply.
 type RunReply struct {
 	// CreateTime GET /v1/runs/{run_id} only.
@@ -1686,8 +1709,8 @@ type RunRequest struct {
 	Messages []map[string]interface{} `json:"messages"`
 	Model    *string                  `json:"model,omitempty"`
 
-	// Options max_steps, tool_choice, stream, confirm, tool_search, ...
-	Options *map[string]interface{} `json:"options,omitempty"`
+	// Options The loop's options (docs/runs.md); every one may be left out.
+	Options *RunOptions `json:"options,omitempty"`
 
 	// PluginNames Catalog plugins (with agent, those of the agent's tools).
 	PluginNames *[]string `json:"plugin_names,omitempty"`
@@ -1769,6 +1792,12 @@ type Source struct {
 
 	// Prefix The name prefix the import gave its plugins; absent when none.
 	Prefix *string `json:"prefix,omitempty"`
+
+	// Remark RuoYi's remark column; absent when empty.
+	Remark *string `json:"remark,omitempty"`
+
+	// ServerName For kind mcp, the registered server's name (location holds its id); absent otherwise.
+	ServerName *string `json:"server_name,omitempty"`
 
 	// Sha256 The imported document's digest: a sync of the same document changes nothing.
 	Sha256   *string `json:"sha256,omitempty"`

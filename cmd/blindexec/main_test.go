@@ -280,6 +280,16 @@ func TestCLITokensAndRotate(t *testing.T) {
 	if code, out, errs := c.run("", "cred", "list", "7"); code != 0 || !strings.Contains(out, "K") {
 		t.Fatalf("list after rotate without the old key: %d %q %q", code, out, errs)
 	}
+	// cred rm (SPEC §10) removes the key; removing it again says so.
+	if code, out, errs := c.run("", "cred", "rm", "7", "K"); code != 0 || !strings.Contains(out, "removed K for user 7") {
+		t.Fatalf("cred rm: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "cred", "list", "7"); code != 0 || regexp.MustCompile(`(?m)^K\s`).MatchString(out) {
+		t.Fatalf("list after rm: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("", "cred", "rm", "7", "K"); code != 1 || !strings.Contains(errs, "K") {
+		t.Fatalf("cred rm of a key not stored: %d %q, want exit 1 naming it", code, errs)
+	}
 	// Without a master key, a credential command fails clearly.
 	t.Setenv("BLINDEXEC_MASTER_KEY", "")
 	if code, _, errs := c.run("value", "cred", "set", "7", "K"); code != 1 || !strings.Contains(errs, "BLINDEXEC_MASTER_KEY") {
