@@ -35,7 +35,7 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 	wanted := map[string]bool{}
 	for _, p := range ps {
 		if p.Status != plugins.StatusDisabled {
-			for _, k := range p.Credentials() {
+			for _, k := range sentKeys(p) {
 				wanted[k] = true
 			}
 		}
@@ -144,7 +144,7 @@ func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string,
 		}
 	}
 	a := p.AuthConfig
-	for _, k := range p.Credentials() {
+	for _, k := range sentKeys(p) {
 		out[k] = base
 		if a.Type == plugins.AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials &&
 			(k == a.OAuth2.ClientID || k == a.OAuth2.ClientSecret) {
@@ -152,6 +152,13 @@ func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string,
 		}
 	}
 	return out, nil
+}
+
+// sentKeys are the stored keys a call of p sends: those it lists and
+// those its auth config reads, as the engine resolves them
+// (required_credentials may list fewer: RuoYi writes an empty list as []).
+func sentKeys(p *plugins.Plugin) []string {
+	return append(slices.Clone(p.Credentials()), p.AuthConfig.CredentialKeys()...)
 }
 
 // mentionsAny reports whether a column of a row names one of the keys:
