@@ -60,3 +60,35 @@ func TestLeftOutRowSaysWhy(t *testing.T) {
 		}
 	})
 }
+
+// TestLeftOutRowSaysWhyInPlainText (review 75): a row's load_error names
+// the fields that failed by their keys, written as the row holds them: a
+// fixed param or a param_placement key holding terminal escapes or bidi
+// controls reached the administrator's terminal raw (plugin get prints
+// it on stderr: "\x1b]52;c;…\a" sets the clipboard) and reordered the
+// console's sentence. Now a character that is not printable is written
+// as its escape.
+func TestLeftOutRowSaysWhyInPlainText(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	e := newEnv(t, st)
+	ctx := context.Background()
+	const ins = "INSERT INTO sys_ai_plugin (name, description, parameter_schema, execution_config, status) VALUES (?, 'd', '{\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}, \"additionalProperties\": false}', ?, '0')"
+	for _, r := range [][2]string{
+		{"placed", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x", "param_placement": {"q\u001b]52;c;cm0gLXJm\u0007\u202e": "path"}}}`},
+		{"fixed", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}, "fixed_params": {"zz\u001b[2J\u202e\u200b": 1}}`},
+	} {
+		if _, err := st.DB().ExecContext(ctx, ins, r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.changes.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"placed", "fixed"} {
+		_, v := e.do("GET", "/v1/plugins/"+name, adminToken, nil)
+		why, _ := v["load_error"].(string)
+		if why == "" || strings.ContainsAny(why, "\x1b\a\u202e\u200b") {
+			t.Errorf("%s: load_error %q; want the field named, its hidden characters escaped", name, why)
+		}
+	}
+}

@@ -588,3 +588,41 @@ func TestSearchCannotBypassConfirmation(t *testing.T) {
 		t.Errorf("steps %v", steps)
 	}
 }
+
+// TestStalledExpiredResumeStaysExpired (review 75): a late resume claims
+// an expired run (expired → resuming) to tell the model, and gives it
+// back to expired when it cannot go on; that give back failing too, the
+// sweep gave the run back to paused, its expiry past and an item
+// approved before it still approved: until the next read closed it
+// again, a resume found it paused, every item decided, and sent the call
+// approved too late. Now a run past its expiry is given back expired.
+func TestStalledExpiredResumeStaysExpired(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+		llm := openaitest.New(t)
+		a := newEnv(t, st, func(s *api.Server) { withConfirmingModel(llm)(s); s.Runner.ConfirmTTL = time.Millisecond })
+		llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "delete_repo", Arguments: `{"repo":"x"}`}}})
+		_, reply := a.do("POST", "/v1/runs", serviceToken, hijackPayload(up.URL))
+		if reply["status"] != "paused" {
+			t.Fatalf("run: %v", reply)
+		}
+		runID := reply["run_id"].(string)
+		time.Sleep(20 * time.Millisecond)
+		if _, err := st.ExpireRuns(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		// A late resume's claim, whose give back failed.
+		if won, err := st.MoveRun(t.Context(), runID, store.RunExpired, store.RunResuming); err != nil || !won {
+			t.Fatalf("claim of the expired run: %v %v", won, err)
+		}
+		if n, err := st.ReturnStalledRuns(t.Context(), time.Now().Add(time.Second)); n != 1 || err != nil {
+			t.Fatalf("sweep: %d %v", n, err)
+		}
+		if run, err := st.GetRun(t.Context(), runID); err != nil || run.Status != store.RunExpired {
+			t.Errorf("a stalled resume of an expired run given back as %q (%v), want expired", run.Status, err)
+		}
+		if len(up.received()) != 0 {
+			t.Errorf("%d requests sent", len(up.received()))
+		}
+	})
+}

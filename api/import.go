@@ -146,7 +146,6 @@ func (p *progressStream) send(pr openapi.Progress) {
 		p.started = true
 		h := p.Header()
 		h.Set("Content-Type", ndjson+"; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
 		h.Set("X-Accel-Buffering", "no") // a proxy passes each line on
 		p.ResponseWriter.WriteHeader(http.StatusOK)
 	}

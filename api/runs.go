@@ -230,7 +230,6 @@ func (s *Server) loopRequest(ctx context.Context, req *RunRequest, user int64, s
 func (s *Server) stream(w http.ResponseWriter, run func(emit func(loop.Event)) *loop.Reply) *loop.Reply {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

@@ -263,8 +263,23 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeError(w, http.StatusNotFound, "not_found", msg, nil)
 	})
-	return s.withDeadlines(mux)
+	return notStored(s.withDeadlines(mux))
 }
+
+// notStored marks every answer Cache-Control: no-store before its handler
+// writes it: what the API answers (the requests waiting for approval,
+// records, tokens, a call's output, an event stream) stays out of the
+// browser's disk cache once the console signs out, and out of any cache
+// between — whichever way a handler writes its answer (review 75: a
+// call's result and the audit's NDJSON went without it).
+func notStored(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = noStore // shared, never changed: no allocation a request
+		next.ServeHTTP(w, r)
+	})
+}
+
+var noStore = []string{"no-store"}
 
 // methodsOf lists the methods mux routes r's path with: a POST where the
 // route is a PUT lands on the catch-all, whose 404 alone reads as a wrong path.
@@ -307,10 +322,6 @@ func writeError(w http.ResponseWriter, status int, code, msg string, details any
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	// What an answer holds (the requests waiting for approval, records,
-	// tokens) stays out of the browser's disk cache once the console
-	// signs out, and out of any cache between.
-	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

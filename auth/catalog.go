@@ -62,7 +62,10 @@ type CatalogSource interface {
 // leaves out — one breaking the protocol, RuoYi's SQL — binds no copy
 // and is no call's current row either (review 74).
 type Served interface {
-	EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
+	// EnabledAt is the enabled plugins and the plugins' counter value
+	// they are of (older than the counter while the catalog serves what
+	// it held, a reload having failed).
+	EnabledAt(ctx context.Context) ([]*plugins.Plugin, int64, error)
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
@@ -137,7 +140,7 @@ func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error
 	// Bounded, and not the call's cancellation: the calls queued on mu
 	// wait for it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.QueryTimeout)
-	idx, err := readCatalog(rctx, c.src, c.served)
+	idx, served, err := readCatalog(rctx, c.src, c.served)
 	cancel()
 	if err != nil {
 		c.failedAt, c.failed = time.Now(), err
@@ -146,14 +149,22 @@ func (c *Catalog) index(ctx context.Context, recheck bool) (*catalogIndex, error
 		}
 		return nil, err
 	}
-	c.idx, c.loaded, c.version, c.failedAt, c.failed = idx, time.Now(), version, time.Time{}, nil
+	c.idx, c.loaded, c.version, c.failedAt, c.failed = idx, time.Now(), [2]int64{served, v.MCPServers}, time.Time{}, nil
+	if served < v.Plugins {
+		// The catalog serves what it held, its reload failed: this index
+		// is of that, read again once the catalog reloads (review 75: kept
+		// as the counter's, a row disabled or narrowed then bound as it
+		// was until the next change).
+		c.failedAt = c.loaded
+	}
 	return idx, nil
 }
 
-func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalogIndex, error) {
+// readCatalog reads the index, and the plugins' counter value it is of.
+func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalogIndex, int64, error) {
 	servers, err := src.ListMCPServers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the catalog: %w", err)
+		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, empty: map[string]bool{},
 		origins: map[string]map[string]bool{}}
@@ -169,9 +180,9 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
 	}
-	enabled, err := served.EnabledPlugins(ctx)
+	enabled, version, err := served.EnabledAt(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the catalog: %w", err)
+		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	for _, p := range enabled {
 		idx.plugins[p.Name] = p
@@ -185,7 +196,7 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			}
 		}
 	}
-	return idx, nil
+	return idx, version, nil
 }
 
 // Origin is scheme://host[:port] of an absolute URL, in lower case; ""

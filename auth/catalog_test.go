@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,5 +308,63 @@ func TestBlackholedCatalogHoldsNoCall(t *testing.T) {
 		if took := time.Since(began); took > time.Second || c.catalog == held && (!ok || err != nil) || c.catalog == none && err == nil {
 			t.Errorf("%s: a call once the read failed: %v %v after %v, want the same answer at once", c.name, ok, err, took)
 		}
+	}
+}
+
+// flakySource is a catalog source whose reads fail while fail is set.
+type flakySource struct {
+	catalog.Source
+	fail atomic.Bool
+}
+
+func (f *flakySource) ListPlugins(ctx context.Context, filter store.PluginFilter) ([]store.Plugin, error) {
+	if f.fail.Load() {
+		return nil, errors.New("database unreachable")
+	}
+	return f.Source.ListPlugins(ctx, filter)
+}
+
+// TestCatalogFollowsAFailedReload (review 75): the served catalog answers
+// a reload that fails with the snapshot it holds, and reloads a second
+// later; the binding rule's index, read from it, was kept under the new
+// counter, so a row disabled when the served catalog's reload failed
+// stayed bound for good (until the next change of any plugin): an inline
+// copy of the disabled row went on being sent with the users' stored
+// credentials, the served catalog refusing the row by name.
+func TestCatalogFollowsAFailedReload(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := t.Context()
+	row, err := catalog.RowFromPlugin(mustParse(t, keyedDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand below
+	changes.Poll(ctx)
+	src := &flakySource{Source: st}
+	served := catalog.New(src, changes, nil)
+	c := auth.NewCatalog(st, served, changes)
+	if p, err := c.Bind(ctx, mustParse(t, keyedDoc), []string{"K"}); err != nil || p == nil {
+		t.Fatalf("the row's copy: %v", err)
+	}
+
+	if err := st.SetPluginStatus(ctx, "keyed", store.StatusDisabled, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	changes.Poll(ctx)
+	src.fail.Store(true)
+	c.Bind(ctx, mustParse(t, keyedDoc), []string{"K"}) // the held snapshot, while the database fails
+	src.fail.Store(false)
+	time.Sleep(catalog.ReloadRetry + 100*time.Millisecond)
+	if p, err := served.Plugin(ctx, "keyed"); err == nil && p.Enabled() {
+		t.Fatalf("the served catalog still holds the row enabled")
+	}
+	if p, err := c.Bind(ctx, mustParse(t, keyedDoc), []string{"K"}); err == nil {
+		t.Errorf("a copy of the row disabled, the database back: bound to %s, want refused", p.Name)
+	}
+	if p, err := c.Row(ctx, "keyed"); err != nil || p != nil {
+		t.Errorf("the row disabled, the database back: Row %v, %v; want none", p, err)
 	}
 }

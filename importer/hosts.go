@@ -35,7 +35,7 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 	wanted := map[string]bool{}
 	for _, p := range ps {
 		if p.Status != plugins.StatusDisabled {
-			for _, k := range p.Credentials() {
+			for _, k := range sentKeys(p) {
 				wanted[k] = true
 			}
 		}
@@ -47,12 +47,24 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 	if err != nil {
 		return err
 	}
-	where := origins{st: st, servers: map[string]string{}}
+	servers, err := st.ListMCPServers(ctx)
+	if err != nil {
+		return err
+	}
+	// The MCP servers reading a key wanted, by id and name (what a row's
+	// mcp_id holds): their tools' rows send it, whatever they list.
+	readers := map[string]bool{}
+	for i := range servers {
+		if cfg, err := catalog.MCPServerAuth(&servers[i]); err == nil && slices.ContainsFunc(cfg.CredentialKeys(), func(k string) bool { return wanted[k] }) {
+			readers[servers[i].ID], readers[servers[i].Name] = true, true
+		}
+	}
+	where := origins{st: st, servers: map[string]server{}}
 	// key -> origin -> an enabled plugin sending it there; a key some
 	// row reads has a map, empty when only disabled rows read it.
 	known := map[string]map[string]string{}
 	for i := range rows {
-		if !mentionsAny(rows[i].RequiredCredentials, wanted) && !mentionsAny(rows[i].ExecutionConfig, wanted) {
+		if !mentionsAny(rows[i].RequiredCredentials, wanted) && !mentionsAny(rows[i].ExecutionConfig, wanted) && !mentionsAny(rows[i].ExecutionConfig, readers) {
 			continue // most rows: not decoded
 		}
 		p, err := catalog.PluginFromRow(&rows[i])
@@ -117,7 +129,15 @@ const notFixed = "an origin not fixed"
 // MCP server read once.
 type origins struct {
 	st      *store.Store
-	servers map[string]string // MCP server id -> its URL's origin
+	servers map[string]server // by a plugin's mcp_id
+}
+
+// server is where an MCP server's tools send its keys: its URL's origin
+// ("" for a stdio server's command, or a server gone), and the keys its
+// auth config reads.
+type server struct {
+	origin string
+	keys   []string
 }
 
 // of says where p sends each stored credential key it reads: an oauth2
@@ -127,24 +147,32 @@ type origins struct {
 func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string, error) {
 	out := map[string]string{}
 	base := ""
+	keys := sentKeys(p)
 	switch p.ExecType() {
 	case plugins.TypeHTTP:
 		base = auth.Origin(p.Execution.BaseURL)
 	case plugins.TypeMCP:
-		var ok bool
-		if base, ok = o.servers[p.Execution.MCPID]; !ok {
-			srv, err := o.st.GetMCPServer(ctx, p.Execution.MCPID)
+		srv, ok := o.servers[p.Execution.MCPID]
+		if !ok {
+			row, err := o.st.GetMCPServer(ctx, p.Execution.MCPID)
 			switch {
-			case err == nil && srv.Transport != store.TransportStdio:
-				base = auth.Origin(srv.URL)
-			case err != nil && !errors.Is(err, store.ErrNotFound): // a server gone sends nothing
+			case err == nil:
+				if row.Transport != store.TransportStdio {
+					srv.origin = auth.Origin(row.URL)
+				}
+				cfg, _ := catalog.MCPServerAuth(row) // unreadable: no call of it authenticates
+				srv.keys = cfg.CredentialKeys()
+			case !errors.Is(err, store.ErrNotFound): // a server gone sends nothing
 				return nil, err
 			}
-			o.servers[p.Execution.MCPID] = base
+			o.servers[p.Execution.MCPID] = srv
 		}
+		// The server's auth config is what its tools send, whatever
+		// their rows list.
+		base, keys = srv.origin, append(keys, srv.keys...)
 	}
 	a := p.AuthConfig
-	for _, k := range p.Credentials() {
+	for _, k := range keys {
 		out[k] = base
 		if a.Type == plugins.AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials &&
 			(k == a.OAuth2.ClientID || k == a.OAuth2.ClientSecret) {
@@ -152,6 +180,13 @@ func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string,
 		}
 	}
 	return out, nil
+}
+
+// sentKeys are the stored keys a call of p sends: those it lists and
+// those its auth config reads, as the engine resolves them
+// (required_credentials may list fewer: RuoYi writes an empty list as []).
+func sentKeys(p *plugins.Plugin) []string {
+	return append(slices.Clone(p.Credentials()), p.AuthConfig.CredentialKeys()...)
 }
 
 // mentionsAny reports whether a column of a row names one of the keys:

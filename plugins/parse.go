@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -51,11 +52,34 @@ func (e FieldError) Sentence() string {
 	return e.Field + " " + e.Message
 }
 
+// Error writes the field and its message as text a terminal or a page
+// shows as written: a key is the document's own (a fixed param's, a
+// param_placement's), and one holding escapes or bidi controls reached
+// the administrator's terminal raw (plugin get's load_error, review 75).
 func (e FieldError) Error() string {
 	if e.Field == "" {
-		return e.Message
+		return escapeHidden(e.Message)
 	}
-	return e.Field + ": " + e.Message
+	return escapeHidden(e.Field) + ": " + escapeHidden(e.Message)
+}
+
+// escapeHidden writes each character of s that is not printable
+// (strconv.IsPrint: controls, bidi controls, zero-width and other format
+// characters) as its Go escape, \x1b, \u202e.
+func escapeHidden(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strconv.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // ValidationError lists every invalid field of a plugin document.

@@ -100,14 +100,19 @@ func (s *Store) MoveRun(ctx context.Context, id, from, to string) (bool, error) 
 // running first, so a run still resuming has sent nothing; before is
 // the caller's, later than any resume still between its claim and its
 // loop. Any replica may call it: the update is conditional, and a run
-// given back is claimed again as any paused run (MoveRun). A run given
-// back past its expiry is closed as expired by ExpireRuns. It returns
-// how many runs it gave back.
+// given back is claimed again as any paused run (MoveRun). A run past
+// its expiry is given back expired, in the same update: one claimed from
+// expired (a late resume's) given back paused would be read, until the
+// next ExpireRuns, as a paused run whose every item is decided, an item
+// approved before the expiry sent (review 75). It returns how many runs
+// it gave back.
 func (s *Store) ReturnStalledRuns(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	_, err := claim(ctx, func() (bool, error) {
+		t := msNow()
 		res := s.db.WithContext(ctx).Model(&Run{}).Where("status = ? AND update_time < ?", RunResuming, before.UTC()).
-			Updates(map[string]any{"status": RunPaused, "update_time": msNow()})
+			Updates(map[string]any{"update_time": t,
+				"status": gorm.Expr("CASE WHEN expire_time IS NOT NULL AND expire_time < ? THEN ? ELSE ? END", t, RunExpired, RunPaused)})
 		n = res.RowsAffected
 		return n > 0, res.Error
 	})

@@ -452,7 +452,7 @@ func (s *Service) serveStream(w http.ResponseWriter, r *http.Request, hs *httpSe
 		http.Error(w, "the session's GET stream is already open", http.StatusConflict)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.Header().Set("Cache-Control", "no-store, no-transform") // what a stream tells stays in no cache
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	// A comment, so that proxies forward the headers at once.
