@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 )
 
 // Limits of ListExecutions.
@@ -357,7 +358,15 @@ func appendMySQLInsert(q []byte, args []any, batch []Execution) ([]byte, []any) 
 
 // ListExecutions returns the executions matching f, newest first.
 func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execution, error) {
-	q := s.db.WithContext(ctx)
+	var es []Execution
+	if err := executionsQuery(s.db.WithContext(ctx), f).Find(&es).Error; err != nil {
+		return nil, fmt.Errorf("list executions: %w", classify(err))
+	}
+	return es, nil
+}
+
+// executionsQuery narrows q to ListExecutions' page of f.
+func executionsQuery(q *gorm.DB, f ExecutionFilter) *gorm.DB {
 	if f.PluginName != "" {
 		q = q.Where("plugin_name = ?", f.PluginName)
 	}
@@ -365,6 +374,9 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	if f.UserID != nil {
 		q = q.Where("user_id = ?", *f.UserID)
 	}
+	// On SQLite the run's and the trace's indexes hold only the rows that
+	// have one (migration 00029); "= ?" implies IS NOT NULL, so both are
+	// used (TestExecutionQueryPlans).
 	if f.RunID != "" {
 		q = q.Where("run_id = ?", f.RunID)
 	}
@@ -386,11 +398,7 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	case limit > MaxExecutionLimit:
 		limit = MaxExecutionLimit
 	}
-	var es []Execution
-	if err := q.Order("create_time DESC, execution_id DESC").Limit(limit).Find(&es).Error; err != nil {
-		return nil, fmt.Errorf("list executions: %w", classify(err))
-	}
-	return es, nil
+	return q.Order("create_time DESC, execution_id DESC").Limit(limit)
 }
 
 // truncateRunes cuts s to at most n characters (VARCHAR(n) counts
@@ -414,14 +422,9 @@ func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.
 		// One index lookup per name, the (plugin_name, create_time)
 		// index's last entry: neither an aggregate, which would read
 		// every execution of the names, nor one query per name.
-		parts := make([]string, len(chunk))
-		args := make([]any, len(chunk))
-		for i, name := range chunk {
-			parts[i] = "SELECT * FROM (SELECT plugin_name, create_time FROM sys_ai_execution WHERE plugin_name = ? ORDER BY create_time DESC LIMIT 1) l" + strconv.Itoa(i)
-			args[i] = name
-		}
+		q, args := lastCallsQuery(chunk)
 		var rows []Execution
-		if err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error; err != nil {
+		if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("last calls of %d plugins: %w", len(names), classify(err))
 		}
 		for _, r := range rows {
@@ -429,6 +432,17 @@ func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.
 		}
 	}
 	return out, nil
+}
+
+// lastCallsQuery is LastCalls' query of names.
+func lastCallsQuery(names []string) (string, []any) {
+	parts := make([]string, len(names))
+	args := make([]any, len(names))
+	for i, name := range names {
+		parts[i] = "SELECT * FROM (SELECT plugin_name, create_time FROM sys_ai_execution WHERE plugin_name = ? ORDER BY create_time DESC LIMIT 1) l" + strconv.Itoa(i)
+		args[i] = name
+	}
+	return strings.Join(parts, " UNION ALL "), args
 }
 
 // lastCallsChunk bounds the names of one LastCalls query, well within

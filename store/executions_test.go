@@ -277,3 +277,51 @@ func TestAppendSQLiteTime(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionQueryPlans: every query that reads the execution log on
+// SQLite is answered through the index made for it, the partial indexes
+// of run_id and trace_id (migration 00029, rows that have one) included.
+func TestExecutionQueryPlans(t *testing.T) {
+	s := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	uid := int64(1)
+	plan := func(q string, args []any) string {
+		rows, err := s.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
+		}
+		defer rows.Close()
+		var steps []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, detail)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(steps, "; ")
+	}
+	for _, tt := range []struct {
+		name   string
+		filter store.ExecutionFilter
+		index  string
+	}{
+		{"plugin", store.ExecutionFilter{PluginName: "p"}, "idx_sys_ai_execution_plugin_time (plugin_name=?)"},
+		{"tools", store.ExecutionFilter{Tools: []string{"p", "q"}}, "idx_sys_ai_execution_plugin_time (plugin_name=?)"},
+		{"user", store.ExecutionFilter{UserID: &uid}, "idx_sys_ai_execution_user_time (user_id=?)"},
+		{"run", store.ExecutionFilter{RunID: "r"}, "idx_sys_ai_execution_run (run_id=?)"},
+		{"trace", store.ExecutionFilter{TraceID: "0123456789abcdef0123456789abcdef"}, "idx_sys_ai_execution_trace (trace_id=?)"},
+		{"run and a window", store.ExecutionFilter{RunID: "r", Since: time.Unix(0, 0), Until: time.Now()}, "idx_sys_ai_execution_run (run_id=?)"},
+	} {
+		if got := plan(s.ListExecutionsQuery(tt.filter)); !strings.Contains(got, "INDEX "+tt.index) {
+			t.Errorf("%s: plan %q, want it to use %s", tt.name, got, tt.index)
+		}
+	}
+	if got := plan(store.LastCallsQuery([]string{"p", "q"})); strings.Count(got, "INDEX idx_sys_ai_execution_plugin_time (plugin_name=?)") != 2 {
+		t.Errorf("LastCalls: plan %q, want a lookup of each name in idx_sys_ai_execution_plugin_time", got)
+	}
+}
