@@ -325,3 +325,80 @@ func TestExecutionQueryPlans(t *testing.T) {
 		t.Errorf("LastCalls: plan %q, want a lookup of each name in idx_sys_ai_execution_plugin_time", got)
 	}
 }
+
+// TestExecutionBatchForms: on SQLite a batch's INSERT writes a column
+// the same in every row once (as a constant of INSERT … SELECT) or not at
+// all (NULL, its default); each row is stored as it is when every column
+// is written in every row (beside a row unlike it in all), to the value's
+// type and bytes.
+func TestExecutionBatchForms(t *testing.T) {
+	s := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	run, uid := "run-1", int64(7)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	alike := []store.Execution{
+		{PluginName: "p", UserID: &uid, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1, CreateTime: at},
+		{PluginName: "p", Status: "error", HTTPStatus: 502, Attempts: 2, ErrorClass: "c", ErrorMessage: "it's", CreateTime: at},
+		{RunID: &run, PluginName: "p", UserID: &uid, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1,
+			Confirmation: "approved", Questions: "[]", CreateTime: at, TraceID: "0123456789abcdef0123456789abcdef"},
+	}
+	other, uid2 := "run-2", int64(8)
+	unlike := store.Execution{ID: "unlike", RunID: &other, PluginName: "q", UserID: &uid2, Status: "refused", HTTPStatus: 404,
+		LatencyMS: 9, Attempts: 5, ErrorClass: "x", ErrorMessage: "y", Confirmation: "denied", Questions: "{}",
+		CreateTime: at.Add(time.Second), TraceID: "fedcba9876543210fedcba9876543210"}
+	// Each changes one column of a row: a batch of the row and the row so
+	// changed writes every other column once.
+	changes := []func(e *store.Execution){
+		func(*store.Execution) {}, // every column the same
+		func(e *store.Execution) { e.PluginName = "p2" },
+		func(e *store.Execution) { e.UserID = nil },
+		func(e *store.Execution) { e.Status = "refused" },
+		func(e *store.Execution) { e.HTTPStatus = 0 },
+		func(e *store.Execution) { e.LatencyMS++ },
+		func(e *store.Execution) { e.Attempts++ },
+		func(e *store.Execution) { e.ErrorClass = "" },
+		func(e *store.Execution) { e.ErrorMessage += "!" },
+		func(e *store.Execution) { e.RunID = &other },
+		func(e *store.Execution) { e.Confirmation = "" },
+		func(e *store.Execution) { e.Questions = "[1]" },
+		func(e *store.Execution) { e.CreateTime = e.CreateTime.Add(time.Millisecond) },
+		func(e *store.Execution) { e.TraceID = "" },
+	}
+	stored := func(id string) string {
+		var row string
+		err := s.DB().QueryRowContext(ctx, `SELECT concat_ws(' | ', quote(run_id), typeof(run_id), quote(plugin_name), typeof(plugin_name),
+			quote(user_id), typeof(user_id), quote(status), quote(http_status), typeof(http_status), quote(latency_ms), typeof(latency_ms),
+			quote(attempts), typeof(attempts), quote(error_class), typeof(error_class), quote(error_message), typeof(error_message),
+			quote(confirmation), typeof(confirmation), quote(questions), typeof(questions), quote(create_time), typeof(create_time),
+			quote(trace_id), typeof(trace_id)) FROM sys_ai_execution WHERE execution_id = ?`, id).Scan(&row)
+		if err != nil {
+			t.Fatalf("read %s: %v", id, err)
+		}
+		return row
+	}
+	insert := func(batch ...store.Execution) {
+		if err := s.InsertExecutions(ctx, batch); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+	}
+	for i, e := range alike {
+		for j, change := range changes {
+			pair := []store.Execution{e, e}
+			change(&pair[1])
+			for k := range pair {
+				id := fmt.Sprintf("%d-%d-%d", i, j, k)
+				pair[k].ID = id + "-in-pair"
+				beside := pair[k]
+				beside.ID = id + "-beside-unlike"
+				insert(beside, unlike)
+			}
+			insert(pair...)
+			for k := range pair {
+				id := fmt.Sprintf("%d-%d-%d", i, j, k)
+				if got, want := stored(id+"-in-pair"), stored(id+"-beside-unlike"); got != want {
+					t.Errorf("row %d, change %d, record %d stored as\n%s\nin its pair, and as\n%s\nbeside an unlike row", i, j, k, got, want)
+				}
+			}
+		}
+	}
+}
