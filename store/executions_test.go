@@ -402,3 +402,34 @@ func TestExecutionBatchForms(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionLargeBatch: a batch of more than one statement's rows
+// (500), alike but for their ids and latencies, is stored whole, each row
+// with its own values.
+func TestExecutionLargeBatch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		uid := int64(3)
+		at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+		es := make([]store.Execution, 1001)
+		for i := range es {
+			es[i] = store.Execution{ID: fmt.Sprintf("e%04d", i), PluginName: "p", UserID: &uid, Status: store.ExecOK,
+				HTTPStatus: 200, LatencyMS: int64(i), Attempts: 1, CreateTime: at.Add(time.Duration(i) * time.Millisecond)}
+		}
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+		got, err := s.ListExecutions(ctx, store.ExecutionFilter{Limit: store.MaxExecutionLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n, sum int64
+		if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*), SUM(latency_ms) FROM sys_ai_execution WHERE plugin_name = 'p' AND user_id = 3 AND http_status = 200 AND attempts = 1").Scan(&n, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1001 || sum != 1000*1001/2 || len(got) != store.MaxExecutionLimit || got[0].ID != "e1000" || got[0].LatencyMS != 1000 ||
+			!got[0].CreateTime.Equal(at.Add(1000*time.Millisecond)) {
+			t.Errorf("stored %d rows (latencies summing to %d), newest %+v; want 1001, %d, e1000", n, sum, got[0], 1000*1001/2)
+		}
+	})
+}
