@@ -110,7 +110,7 @@ const (
 // constant of an INSERT … SELECT over the other columns' VALUES, or left
 // out when it is NULL (run_id, confirmation, questions, trace_id: most
 // calls have none), which is its default. The rows are the same rows,
-// inserted in the same order (TestExecutionEmptyColumns, TestExecutions).
+// inserted in the same order (TestExecutionBatchForms).
 func appendSQLiteInsert(q []byte, batch []Execution) []byte {
 	var each, once [len(sqliteColumns)]bool
 	hoisted := false
