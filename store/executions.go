@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 )
 
 // Limits of ListExecutions.
@@ -33,16 +34,16 @@ const insertBatch = 500
 
 // insertExecutionsSQLite writes es as multi-row INSERTs whose values are
 // SQL literals, in one transaction (the statement's own when there is one
-// INSERT). The pure-Go SQLite driver prepares a
-// statement again on every Exec and binds multi-row parameters in
-// quadratic time (it finds each one by a linear scan of the arguments), so
-// literals are the cheapest way in: 5 µs a record against 12 µs for a
+// INSERT). The pure-Go SQLite driver prepares a statement again on every
+// Exec, a prepared one included, and binds multi-row parameters in
+// quadratic time (it finds each one by a linear scan of the arguments),
+// so literals are the cheapest way in: 5 µs a record against 12 µs for a
 // prepared single-row insert (BenchmarkInsertExecutions, 256 records);
 // by instructions a record (BenchmarkRecordSteps), 66,000 against
 // 171,000, and 151,000 for rows read from one bound JSON array with
 // json_each (SQLite renders and parses each row's JSON again for every
-// column it takes). appendSQLiteText makes any string a literal; the other columns are
-// numbers and times this function formats itself.
+// column it takes). appendSQLiteText makes any string a literal; the other
+// columns are numbers and times this function formats itself.
 func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) error {
 	// One statement needs no transaction of its own, and outside one
 	// SQLite keeps no statement journal (a copy of every page the INSERT
@@ -102,83 +103,134 @@ const (
 )
 
 // appendSQLiteInsert appends to q the INSERT of batch with its values as
-// literals. A column that may be NULL and is NULL in every row of the
-// batch (run_id, confirmation, questions, trace_id: most calls have none)
-// is left out, and so NULL by its default: SQLite parses and codes every
-// row's values, and four NULLs were a tenth of them.
+// literals. SQLite parses and codes every literal of every row, and that
+// is most of a record's insert, so a column whose value is the same in
+// every row of the batch (most calls succeed, at the first attempt, and a
+// batch's calls often share a tool and a user) is written once: as the
+// constant of an INSERT … SELECT over the other columns' VALUES, or left
+// out when it is NULL (run_id, confirmation, questions, trace_id: most
+// calls have none), which is its default. The rows are the same rows,
+// inserted in the same order (TestExecutionBatchForms).
 func appendSQLiteInsert(q []byte, batch []Execution) []byte {
-	var run, confirmation, questions, trace bool
-	for i := range batch {
-		e := &batch[i]
-		run = run || e.RunID != nil
-		confirmation = confirmation || e.Confirmation != ""
-		questions = questions || e.Questions != ""
-		trace = trace || e.TraceID != ""
-	}
-	q = append(q, "INSERT INTO sys_ai_execution (execution_id, plugin_name, user_id, status, http_status, latency_ms, attempts, error_class, error_message, create_time"...)
-	for _, c := range []struct {
-		name string
-		in   bool
-	}{{", run_id", run}, {", confirmation", confirmation}, {", questions", questions}, {", trace_id", trace}} {
-		if c.in {
-			q = append(q, c.name...)
+	var each, once [len(sqliteColumns)]bool
+	hoisted := false
+	for c := range sqliteColumns {
+		col := &sqliteColumns[c]
+		same := col.same != nil
+		for i := 1; same && i < len(batch); i++ {
+			same = col.same(&batch[0], &batch[i])
+		}
+		switch {
+		case !same:
+			each[c] = true
+		case !col.null(&batch[0]):
+			once[c], hoisted = true, true
 		}
 	}
-	q = append(q, ") VALUES "...)
+	name := func(q []byte, c int) []byte { return append(q, sqliteColumns[c].name...) }
+	q = append(q, "INSERT INTO sys_ai_execution ("...)
+	q = appendColumns(q, &each, ", ", name)
+	if hoisted {
+		q = appendColumns(append(q, ", "...), &once, ", ", name)
+		q = append(q, ") SELECT "...)
+		n := 0
+		q = appendColumns(q, &each, ", ", func(q []byte, c int) []byte {
+			n++
+			return strconv.AppendInt(append(q, "column"...), int64(n), 10)
+		})
+		q = appendColumns(append(q, ", "...), &once, ", ", func(q []byte, c int) []byte { return sqliteColumns[c].literal(q, &batch[0]) })
+		q = append(q, " FROM (VALUES "...)
+	} else {
+		q = append(q, ") VALUES "...)
+	}
 	for i := range batch {
 		e := &batch[i]
 		if i > 0 {
 			q = append(q, ',')
 		}
-		q = append(q, '(')
-		q = appendSQLiteText(q, e.ID)
-		q = append(q, ',')
-		q = appendSQLiteText(q, e.PluginName)
-		q = append(q, ',')
-		if e.UserID != nil {
-			q = strconv.AppendInt(q, *e.UserID, 10)
-		} else {
-			q = append(q, "NULL"...)
-		}
-		q = append(q, ',')
-		q = appendSQLiteText(q, e.Status)
-		for _, n := range []int64{int64(e.HTTPStatus), e.LatencyMS, int64(e.Attempts)} {
-			q = append(q, ',')
-			q = strconv.AppendInt(q, n, 10)
-		}
-		q = append(q, ',')
-		q = appendSQLiteText(q, e.ErrorClass)
-		q = append(q, ',')
-		q = appendSQLiteText(q, e.ErrorMessage)
-		q = append(q, ",'"...)
-		q = appendSQLiteTime(q, e.CreateTime)
-		q = append(q, '\'')
-		if run {
-			q = append(q, ',')
-			if e.RunID != nil {
-				q = appendSQLiteText(q, *e.RunID)
-			} else {
-				q = append(q, "NULL"...)
-			}
-		}
-		if confirmation {
-			q = appendSQLiteNullable(q, e.Confirmation)
-		}
-		if questions {
-			q = appendSQLiteNullable(q, e.Questions)
-		}
-		if trace {
-			q = appendSQLiteNullable(q, e.TraceID)
-		}
-		q = append(q, ')')
+		q = append(appendColumns(append(q, '('), &each, ",", func(q []byte, c int) []byte { return sqliteColumns[c].literal(q, e) }), ')')
+	}
+	if hoisted {
+		// WHERE true: without it SQLite would read ON CONFLICT as the
+		// subquery's join constraint.
+		q = append(q, ") WHERE true"...)
 	}
 	return append(q, " ON CONFLICT(execution_id) DO NOTHING"...)
 }
 
-// appendSQLiteNullable appends a comma and s as a literal, NULL when s is
-// empty.
+// appendColumns appends f of each of the columns in, separated by sep.
+func appendColumns(q []byte, in *[len(sqliteColumns)]bool, sep string, f func(q []byte, c int) []byte) []byte {
+	first := true
+	for c := range in {
+		if in[c] {
+			if !first {
+				q = append(q, sep...)
+			}
+			q, first = f(q, c), false
+		}
+	}
+	return q
+}
+
+// sqliteColumns are the columns of a record's INSERT on SQLite: name,
+// its value as a literal, whether two records' values are the same (nil:
+// never written once), and whether a record's is NULL.
+var sqliteColumns = [...]struct {
+	name    string
+	literal func(q []byte, e *Execution) []byte
+	same    func(a, b *Execution) bool
+	null    func(e *Execution) bool
+}{
+	{"execution_id", func(q []byte, e *Execution) []byte { return appendSQLiteText(q, e.ID) }, nil, nil},
+	{"create_time", func(q []byte, e *Execution) []byte {
+		q = append(q, '\'')
+		return append(appendSQLiteTime(q, e.CreateTime), '\'')
+	}, nil, nil},
+	{"plugin_name", func(q []byte, e *Execution) []byte { return appendSQLiteText(q, e.PluginName) },
+		func(a, b *Execution) bool { return a.PluginName == b.PluginName }, never},
+	{"user_id", func(q []byte, e *Execution) []byte {
+		if e.UserID == nil {
+			return append(q, "NULL"...)
+		}
+		return strconv.AppendInt(q, *e.UserID, 10)
+	}, func(a, b *Execution) bool {
+		return (a.UserID == nil) == (b.UserID == nil) && (a.UserID == nil || *a.UserID == *b.UserID)
+	},
+		func(e *Execution) bool { return e.UserID == nil }},
+	{"status", func(q []byte, e *Execution) []byte { return appendSQLiteText(q, e.Status) },
+		func(a, b *Execution) bool { return a.Status == b.Status }, never},
+	{"http_status", func(q []byte, e *Execution) []byte { return strconv.AppendInt(q, int64(e.HTTPStatus), 10) },
+		func(a, b *Execution) bool { return a.HTTPStatus == b.HTTPStatus }, never},
+	{"latency_ms", func(q []byte, e *Execution) []byte { return strconv.AppendInt(q, e.LatencyMS, 10) },
+		func(a, b *Execution) bool { return a.LatencyMS == b.LatencyMS }, never},
+	{"attempts", func(q []byte, e *Execution) []byte { return strconv.AppendInt(q, int64(e.Attempts), 10) },
+		func(a, b *Execution) bool { return a.Attempts == b.Attempts }, never},
+	{"error_class", func(q []byte, e *Execution) []byte { return appendSQLiteText(q, e.ErrorClass) },
+		func(a, b *Execution) bool { return a.ErrorClass == b.ErrorClass }, never},
+	{"error_message", func(q []byte, e *Execution) []byte { return appendSQLiteText(q, e.ErrorMessage) },
+		func(a, b *Execution) bool { return a.ErrorMessage == b.ErrorMessage }, never},
+	{"run_id", func(q []byte, e *Execution) []byte {
+		if e.RunID == nil {
+			return append(q, "NULL"...)
+		}
+		return appendSQLiteText(q, *e.RunID)
+	}, func(a, b *Execution) bool {
+		return (a.RunID == nil) == (b.RunID == nil) && (a.RunID == nil || *a.RunID == *b.RunID)
+	},
+		func(e *Execution) bool { return e.RunID == nil }},
+	{"confirmation", func(q []byte, e *Execution) []byte { return appendSQLiteNullable(q, e.Confirmation) },
+		func(a, b *Execution) bool { return a.Confirmation == b.Confirmation }, func(e *Execution) bool { return e.Confirmation == "" }},
+	{"questions", func(q []byte, e *Execution) []byte { return appendSQLiteNullable(q, e.Questions) },
+		func(a, b *Execution) bool { return a.Questions == b.Questions }, func(e *Execution) bool { return e.Questions == "" }},
+	{"trace_id", func(q []byte, e *Execution) []byte { return appendSQLiteNullable(q, e.TraceID) },
+		func(a, b *Execution) bool { return a.TraceID == b.TraceID }, func(e *Execution) bool { return e.TraceID == "" }},
+}
+
+// never is a column's null for a value never NULL.
+func never(*Execution) bool { return false }
+
+// appendSQLiteNullable appends s as a literal, NULL when s is empty.
 func appendSQLiteNullable(q []byte, s string) []byte {
-	q = append(q, ',')
 	if s == "" {
 		return append(q, "NULL"...)
 	}
@@ -357,7 +409,15 @@ func appendMySQLInsert(q []byte, args []any, batch []Execution) ([]byte, []any) 
 
 // ListExecutions returns the executions matching f, newest first.
 func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execution, error) {
-	q := s.db.WithContext(ctx)
+	var es []Execution
+	if err := executionsQuery(s.db.WithContext(ctx), f).Find(&es).Error; err != nil {
+		return nil, fmt.Errorf("list executions: %w", classify(err))
+	}
+	return es, nil
+}
+
+// executionsQuery narrows q to ListExecutions' page of f.
+func executionsQuery(q *gorm.DB, f ExecutionFilter) *gorm.DB {
 	if f.PluginName != "" {
 		q = q.Where("plugin_name = ?", f.PluginName)
 	}
@@ -365,6 +425,9 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	if f.UserID != nil {
 		q = q.Where("user_id = ?", *f.UserID)
 	}
+	// On SQLite the run's and the trace's indexes hold only the rows that
+	// have one (migration 00029); "= ?" implies IS NOT NULL, so both are
+	// used (TestExecutionQueryPlans).
 	if f.RunID != "" {
 		q = q.Where("run_id = ?", f.RunID)
 	}
@@ -386,11 +449,7 @@ func (s *Store) ListExecutions(ctx context.Context, f ExecutionFilter) ([]Execut
 	case limit > MaxExecutionLimit:
 		limit = MaxExecutionLimit
 	}
-	var es []Execution
-	if err := q.Order("create_time DESC, execution_id DESC").Limit(limit).Find(&es).Error; err != nil {
-		return nil, fmt.Errorf("list executions: %w", classify(err))
-	}
-	return es, nil
+	return q.Order("create_time DESC, execution_id DESC").Limit(limit)
 }
 
 // truncateRunes cuts s to at most n characters (VARCHAR(n) counts
@@ -414,14 +473,9 @@ func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.
 		// One index lookup per name, the (plugin_name, create_time)
 		// index's last entry: neither an aggregate, which would read
 		// every execution of the names, nor one query per name.
-		parts := make([]string, len(chunk))
-		args := make([]any, len(chunk))
-		for i, name := range chunk {
-			parts[i] = "SELECT * FROM (SELECT plugin_name, create_time FROM sys_ai_execution WHERE plugin_name = ? ORDER BY create_time DESC LIMIT 1) l" + strconv.Itoa(i)
-			args[i] = name
-		}
+		q, args := lastCallsQuery(chunk)
 		var rows []Execution
-		if err := s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error; err != nil {
+		if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("last calls of %d plugins: %w", len(names), classify(err))
 		}
 		for _, r := range rows {
@@ -429,6 +483,17 @@ func (s *Store) LastCalls(ctx context.Context, names []string) (map[string]time.
 		}
 	}
 	return out, nil
+}
+
+// lastCallsQuery is LastCalls' query of names.
+func lastCallsQuery(names []string) (string, []any) {
+	parts := make([]string, len(names))
+	args := make([]any, len(names))
+	for i, name := range names {
+		parts[i] = "SELECT * FROM (SELECT plugin_name, create_time FROM sys_ai_execution WHERE plugin_name = ? ORDER BY create_time DESC LIMIT 1) l" + strconv.Itoa(i)
+		args[i] = name
+	}
+	return strings.Join(parts, " UNION ALL "), args
 }
 
 // lastCallsChunk bounds the names of one LastCalls query, well within

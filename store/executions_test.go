@@ -277,3 +277,159 @@ func TestAppendSQLiteTime(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionQueryPlans: every query that reads the execution log on
+// SQLite is answered through the index made for it, the partial indexes
+// of run_id and trace_id (migration 00029, rows that have one) included.
+func TestExecutionQueryPlans(t *testing.T) {
+	s := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	uid := int64(1)
+	plan := func(q string, args []any) string {
+		rows, err := s.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
+		}
+		defer rows.Close()
+		var steps []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, detail)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(steps, "; ")
+	}
+	for _, tt := range []struct {
+		name   string
+		filter store.ExecutionFilter
+		index  string
+	}{
+		{"plugin", store.ExecutionFilter{PluginName: "p"}, "idx_sys_ai_execution_plugin_time (plugin_name=?)"},
+		{"tools", store.ExecutionFilter{Tools: []string{"p", "q"}}, "idx_sys_ai_execution_plugin_time (plugin_name=?)"},
+		{"user", store.ExecutionFilter{UserID: &uid}, "idx_sys_ai_execution_user_time (user_id=?)"},
+		{"run", store.ExecutionFilter{RunID: "r"}, "idx_sys_ai_execution_run (run_id=?)"},
+		{"trace", store.ExecutionFilter{TraceID: "0123456789abcdef0123456789abcdef"}, "idx_sys_ai_execution_trace (trace_id=?)"},
+		{"run and a window", store.ExecutionFilter{RunID: "r", Since: time.Unix(0, 0), Until: time.Now()}, "idx_sys_ai_execution_run (run_id=?)"},
+	} {
+		if got := plan(s.ListExecutionsQuery(tt.filter)); !strings.Contains(got, "INDEX "+tt.index) {
+			t.Errorf("%s: plan %q, want it to use %s", tt.name, got, tt.index)
+		}
+	}
+	if got := plan(store.LastCallsQuery([]string{"p", "q"})); strings.Count(got, "INDEX idx_sys_ai_execution_plugin_time (plugin_name=?)") != 2 {
+		t.Errorf("LastCalls: plan %q, want a lookup of each name in idx_sys_ai_execution_plugin_time", got)
+	}
+}
+
+// TestExecutionBatchForms: on SQLite a batch's INSERT writes a column
+// the same in every row once (as a constant of INSERT … SELECT) or not at
+// all (NULL, its default); each row is stored as it is when every column
+// is written in every row (beside a row unlike it in all), to the value's
+// type and bytes.
+func TestExecutionBatchForms(t *testing.T) {
+	s := testdb.Open(t, store.DialectSQLite)
+	ctx := context.Background()
+	run, uid := "run-1", int64(7)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	alike := []store.Execution{
+		{PluginName: "p", UserID: &uid, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1, CreateTime: at},
+		{PluginName: "p", Status: "error", HTTPStatus: 502, Attempts: 2, ErrorClass: "c", ErrorMessage: "it's", CreateTime: at},
+		{RunID: &run, PluginName: "p", UserID: &uid, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1,
+			Confirmation: "approved", Questions: "[]", CreateTime: at, TraceID: "0123456789abcdef0123456789abcdef"},
+	}
+	other, uid2 := "run-2", int64(8)
+	unlike := store.Execution{ID: "unlike", RunID: &other, PluginName: "q", UserID: &uid2, Status: "refused", HTTPStatus: 404,
+		LatencyMS: 9, Attempts: 5, ErrorClass: "x", ErrorMessage: "y", Confirmation: "denied", Questions: "{}",
+		CreateTime: at.Add(time.Second), TraceID: "fedcba9876543210fedcba9876543210"}
+	// Each changes one column of a row: a batch of the row and the row so
+	// changed writes every other column once.
+	changes := []func(e *store.Execution){
+		func(*store.Execution) {}, // every column the same
+		func(e *store.Execution) { e.PluginName = "p2" },
+		func(e *store.Execution) { e.UserID = nil },
+		func(e *store.Execution) { e.Status = "refused" },
+		func(e *store.Execution) { e.HTTPStatus = 0 },
+		func(e *store.Execution) { e.LatencyMS++ },
+		func(e *store.Execution) { e.Attempts++ },
+		func(e *store.Execution) { e.ErrorClass = "" },
+		func(e *store.Execution) { e.ErrorMessage += "!" },
+		func(e *store.Execution) { e.RunID = &other },
+		func(e *store.Execution) { e.Confirmation = "" },
+		func(e *store.Execution) { e.Questions = "[1]" },
+		func(e *store.Execution) { e.CreateTime = e.CreateTime.Add(time.Millisecond) },
+		func(e *store.Execution) { e.TraceID = "" },
+	}
+	stored := func(id string) string {
+		var row string
+		err := s.DB().QueryRowContext(ctx, `SELECT concat_ws(' | ', quote(run_id), typeof(run_id), quote(plugin_name), typeof(plugin_name),
+			quote(user_id), typeof(user_id), quote(status), quote(http_status), typeof(http_status), quote(latency_ms), typeof(latency_ms),
+			quote(attempts), typeof(attempts), quote(error_class), typeof(error_class), quote(error_message), typeof(error_message),
+			quote(confirmation), typeof(confirmation), quote(questions), typeof(questions), quote(create_time), typeof(create_time),
+			quote(trace_id), typeof(trace_id)) FROM sys_ai_execution WHERE execution_id = ?`, id).Scan(&row)
+		if err != nil {
+			t.Fatalf("read %s: %v", id, err)
+		}
+		return row
+	}
+	insert := func(batch ...store.Execution) {
+		if err := s.InsertExecutions(ctx, batch); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+	}
+	for i, e := range alike {
+		for j, change := range changes {
+			pair := []store.Execution{e, e}
+			change(&pair[1])
+			for k := range pair {
+				id := fmt.Sprintf("%d-%d-%d", i, j, k)
+				pair[k].ID = id + "-in-pair"
+				beside := pair[k]
+				beside.ID = id + "-beside-unlike"
+				insert(beside, unlike)
+			}
+			insert(pair...)
+			for k := range pair {
+				id := fmt.Sprintf("%d-%d-%d", i, j, k)
+				if got, want := stored(id+"-in-pair"), stored(id+"-beside-unlike"); got != want {
+					t.Errorf("row %d, change %d, record %d stored as\n%s\nin its pair, and as\n%s\nbeside an unlike row", i, j, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestExecutionLargeBatch: a batch of more than one statement's rows
+// (500), alike but for their ids and latencies, is stored whole, each row
+// with its own values.
+func TestExecutionLargeBatch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		uid := int64(3)
+		at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+		es := make([]store.Execution, 1001)
+		for i := range es {
+			es[i] = store.Execution{ID: fmt.Sprintf("e%04d", i), PluginName: "p", UserID: &uid, Status: store.ExecOK,
+				HTTPStatus: 200, LatencyMS: int64(i), Attempts: 1, CreateTime: at.Add(time.Duration(i) * time.Millisecond)}
+		}
+		if err := s.InsertExecutions(ctx, es); err != nil {
+			t.Fatalf("InsertExecutions: %v", err)
+		}
+		got, err := s.ListExecutions(ctx, store.ExecutionFilter{Limit: store.MaxExecutionLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n, sum int64
+		if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*), SUM(latency_ms) FROM sys_ai_execution WHERE plugin_name = 'p' AND user_id = 3 AND http_status = 200 AND attempts = 1").Scan(&n, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1001 || sum != 1000*1001/2 || len(got) != store.MaxExecutionLimit || got[0].ID != "e1000" || got[0].LatencyMS != 1000 ||
+			!got[0].CreateTime.Equal(at.Add(1000*time.Millisecond)) {
+			t.Errorf("stored %d rows (latencies summing to %d), newest %+v; want 1001, %d, e1000", n, sum, got[0], 1000*1001/2)
+		}
+	})
+}

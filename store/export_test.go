@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // MigrateUpTo applies the migrations up to version: a test's database as
 // an older engine left it.
@@ -43,3 +47,14 @@ func ParseCursor(s string) (ms int64, id string, err error) {
 }
 
 func CursorString(ms int64, id string) string { return cursor{ms: ms, id: id}.String() }
+
+// ListExecutionsQuery is the query ListExecutions sends for f, and
+// LastCallsQuery LastCalls' for names: what TestExecutionQueryPlans asks
+// the database to plan.
+func (s *Store) ListExecutionsQuery(f ExecutionFilter) (string, []any) {
+	var es []Execution
+	st := executionsQuery(s.db.Session(&gorm.Session{DryRun: true}), f).Find(&es).Statement
+	return st.SQL.String(), st.Vars
+}
+
+var LastCallsQuery = lastCallsQuery

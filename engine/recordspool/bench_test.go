@@ -2,6 +2,7 @@ package recordspool_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -113,21 +114,41 @@ func BenchmarkRecordSteps(b *testing.B) {
 		benchSteps(b, 140, func(recs []engine.Record) error { return sp.WriteRecords(context.Background(), recs) })
 	})
 	testdb.EachB(b, func(b *testing.B, st *store.Store) {
-		b.Run("insert", func(b *testing.B) {
-			sink := api.StoreSink{Store: st}
-			benchSteps(b, 450, func(recs []engine.Record) error { return sink.WriteRecords(context.Background(), recs) })
+		sink := api.StoreSink{Store: st}
+		write := func(recs []engine.Record) error { return sink.WriteRecords(context.Background(), recs) }
+		b.Run("insert", func(b *testing.B) { benchSteps(b, 450, write) })
+		// The runner's calls: one tool, one user, every call a success,
+		// its latency its own.
+		b.Run("insert-latencies", func(b *testing.B) {
+			benchSteps(b, 450, write, func(i int, r *engine.Record) { r.LatencyMS = int64(i % 37) })
+		})
+		// Records alike in nothing: tools, users, outcomes, runs, traces.
+		b.Run("insert-mixed", func(b *testing.B) {
+			benchSteps(b, 450, write, func(i int, r *engine.Record) {
+				r.PluginName, r.UserID, r.LatencyMS, r.Attempts = fmt.Sprintf("tool_%d", i%7), int64(i%5), int64(i%37), 1+i%2
+				if i%3 == 0 {
+					r.Status, r.HTTPStatus, r.ErrorClass, r.ErrorMessage = "error", 502, "upstream_5xx", "bad gateway"
+				}
+				if i%4 == 0 {
+					r.RunID, r.TraceID = fmt.Sprintf("run-%d", i%11), fmt.Sprintf("%032x", i)
+				}
+			})
 		})
 	})
 }
 
 // benchSteps hands write b.N records in batches of size, made beforehand
-// as the recorder makes them.
-func benchSteps(b *testing.B, size int, write func([]engine.Record) error) {
+// as the recorder makes them (alike but for their ids) and changed by
+// vary.
+func benchSteps(b *testing.B, size int, write func([]engine.Record) error, vary ...func(i int, r *engine.Record)) {
 	recs := make([]engine.Record, b.N)
 	now := time.Now()
 	for i := range recs {
 		recs[i] = engine.Record{ID: uuid.Must(uuid.NewV7()).String(), PluginName: "github_repos_get",
 			UserID: 42, Status: "ok", HTTPStatus: 200, LatencyMS: 3, Attempts: 1, CreatedAt: now}
+		for _, v := range vary {
+			v(i, &recs[i])
+		}
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
