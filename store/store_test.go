@@ -163,6 +163,41 @@ func TestCheckMigrated(t *testing.T) {
 	}
 }
 
+// A database migrated by a build whose migrations were merged out of
+// number order (main at 72f0898 had 00028 and not yet 00027; at 34284cc
+// 00019 before 00018) is upgraded: the lower migration it lacks is applied,
+// not refused as "missing (out-of-order)" on every start (operator75).
+func TestMigrateAppliesAMigrationMergedBelowTheLatest(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range testdb.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			st := testdb.Unmigrated(t, kind)
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The state 72f0898 left: 00028 applied, 00027 never.
+			for _, q := range []string{
+				"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+				"DELETE FROM goose_db_version WHERE version_id = 27",
+			} {
+				if _, err := st.DB().ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("upgrading a database that lacks 00027 below 00028: %v", err)
+			}
+			if err := st.CheckMigrated(ctx); err != nil {
+				t.Fatalf("after the upgrade: %v", err)
+			}
+			var n int
+			if err := st.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider WHERE iss_supported = '0'").Scan(&n); err != nil {
+				t.Fatalf("00027's column after the upgrade: %v", err)
+			}
+		})
+	}
+}
+
 func TestOpenRefusesSchemeSlashes(t *testing.T) {
 	for _, tt := range []struct{ dsn, hint string }{
 		{"sqlite://file.db", "write sqlite:PATH without // (sqlite:blindexec.db for a file"},
