@@ -115,3 +115,20 @@ func TestServeRefusesAnUnusableSpoolDir(t *testing.T) {
 		}
 	})
 }
+
+// operator75: serve without a master key is a settings error, told at once
+// with exit 2 and the variable's name. Before, it retried an unreachable
+// database forever, and on a reachable one migrated it and then stopped
+// with "console: the master key is required to sign sessions".
+func TestServeRefusesAMissingMasterKey(t *testing.T) {
+	cmd, out, _ := serveProcess(t, "BLINDEXEC_DB=mysql:root@tcp(127.0.0.1:1)/nothing", "BLINDEXEC_MASTER_KEY=",
+		"BLINDEXEC_SPOOL_DIR="+t.TempDir())
+	if code := exitOf(t, cmd); code != exitUsage {
+		t.Fatalf("exit %d, want %d at once:\n%s", code, exitUsage, out)
+	}
+	for _, want := range []string{"BLINDEXEC_MASTER_KEY is not set", "blindexec init"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
