@@ -228,9 +228,17 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 // file beside the database (goose reads the version outside its migration
 // transaction, so the database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
+	_, err := s.MigrateApplied(ctx)
+	return err
+}
+
+// MigrateApplied is Migrate, returning the versions this call applied
+// (none: the schema was up to date, or another replica migrated it), so
+// that an upgrade says what it changed.
+func (s *Store) MigrateApplied(ctx context.Context) ([]int64, error) {
 	p, err := s.migrationProvider()
 	if err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	var unlock func()
 	switch {
@@ -242,21 +250,26 @@ func (s *Store) Migrate(ctx context.Context) error {
 		unlock = func() {} // in memory: no other process can see it
 	}
 	if err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	defer unlock()
-	if _, err := p.Up(ctx); err != nil {
+	results, err := p.Up(ctx)
+	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 			err = fmt.Errorf("%w: %w", err, cause)
 		}
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	// Counter triggers or rows removed by hand since migration 00004 ran
 	// are put back: goose would not run it again.
 	if err := s.repairChanges(ctx); err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
-	return nil
+	applied := make([]int64, 0, len(results))
+	for _, r := range results {
+		applied = append(applied, r.Source.Version)
+	}
+	return applied, nil
 }
 
 // classify maps driver errors onto the sentinels callers branch on, keeping

@@ -232,8 +232,8 @@ const (
 	// command but migrate and serve (which never migrate behind the
 	// operator's back).
 	schemaRequire schema = iota
-	// schemaMigrate applies the pending migrations: migrate, and serve
-	// unless told not to.
+	// schemaMigrate applies the pending migrations and logs them: serve
+	// unless told not to (migrate prints them).
 	schemaMigrate
 	// schemaAsIs opens the database whatever its schema (serve
 	// --no-migrate, whose /readyz then says it is not ready).
@@ -264,7 +264,11 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	}
 	switch sch {
 	case schemaMigrate:
-		err = st.Migrate(ctx)
+		var applied []int64
+		if applied, err = st.MigrateApplied(ctx); err == nil && len(applied) > 0 {
+			// An upgrade's one trace of what it changed in the schema.
+			c.logger().Info("database migrated", "db", st.Dialect(), "applied", versionList(applied))
+		}
 	case schemaRequire:
 		if err = st.CheckMigrated(ctx); errors.Is(err, store.ErrNotMigrated) {
 			err = fmt.Errorf("%w: %s", err, errRunMigrate)
