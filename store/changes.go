@@ -519,9 +519,9 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	keeper, _ := w.src.(CounterKeeper)
 	v, err := w.src.Versions(ctx)
 	if missing, ok := errors.AsType[*MissingCountersError](err); ok && keeper != nil {
-		w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
-			"scopes", missing.Scopes)
 		if err = keeper.RecreateCounters(ctx, missing.Scopes); err == nil {
+			w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
+				"scopes", missing.Scopes)
 			v, err = w.src.Versions(ctx)
 		}
 	}
