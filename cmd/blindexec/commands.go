@@ -45,7 +45,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			}
 			sch := schemaMigrate
 			if noMigrate {
-				sch = schemaAsIs
+				sch = schemaAwait
 			}
 			cfg.spool = cfg.serveSpool
 			// Listen at once: until the database is read, the gate answers
