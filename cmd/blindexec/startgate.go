@@ -99,7 +99,7 @@ func (c *config) engineWhenReachable(ctx context.Context, sch schema, log *slog.
 		}
 		gate.failed(err)
 		if attempt == 1 {
-			log.Error("database not reached at start: serving nothing until it is; retrying", "err", err)
+			log.Error("database not reached or not migrated at start: serving nothing until it is; retrying", "err", err)
 		}
 		select {
 		case <-time.After(wait):
