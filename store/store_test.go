@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -210,5 +211,50 @@ func TestOpenRefusesSchemeSlashes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.hint) {
 			t.Errorf("%s: %v, want a refusal saying %q", tt.dsn, err, tt.hint)
 		}
+	}
+}
+
+// operator75: a DSN with readTimeout (docs/operations.md advises one, so
+// that a dead server fails a statement instead of holding it) cut a
+// migration that took longer — an ALTER TABLE waiting for a lock, or
+// building an index over millions of execution records: the client gave
+// up ("invalid connection"), the server finished the ALTER, goose recorded
+// nothing, and every later migrate failed ("Duplicate column name"). A
+// migration runs without the DSN's readTimeout.
+func TestMigrateOutlastsTheDSNsReadTimeout(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	st := testdb.At(t, dsn)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// A transaction that has read the table holds 00027's ALTER for 2 s.
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
+	defer released.Stop()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	impatient := testdb.At(t, dsn+sep+"readTimeout=500ms")
+	if err := impatient.Migrate(ctx); err != nil {
+		t.Fatalf("a migration longer than the DSN's readTimeout: %v", err)
+	}
+	if err := impatient.CheckMigrated(ctx); err != nil {
+		t.Fatalf("after it: %v", err)
 	}
 }
