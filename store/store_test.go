@@ -258,3 +258,42 @@ func TestMigrateOutlastsTheDSNsReadTimeout(t *testing.T) {
 		t.Fatalf("after it: %v", err)
 	}
 }
+
+// operator75: serve gives each start attempt 30 s, and that deadline cut a
+// migration still running (00009's index over 4 million execution
+// records): the server finished the ALTER, goose recorded nothing, and every
+// later attempt failed on "Duplicate column name 'trace_id'". Once the lock
+// is held, a MySQL migration runs to its end whatever its caller's deadline
+// (only losing the lock stops it).
+func TestMigrateOutlivesItsCallersDeadline(t *testing.T) {
+	ctx := context.Background()
+	st := testdb.Unmigrated(t, store.DialectMySQL)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tx, err := st.DB().BeginTx(ctx, nil) // holds 00027's ALTER for 2 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
+	defer released.Stop()
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := st.Migrate(short); err != nil {
+		t.Fatalf("a migration longer than its caller's deadline: %v", err)
+	}
+	if err := st.CheckMigrated(ctx); err != nil {
+		t.Fatalf("after it: %v", err)
+	}
+}
