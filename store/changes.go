@@ -116,8 +116,15 @@ func readVersions(ctx context.Context, q querier) (Versions, error) {
 // reload. Below 2^53 a counter stays exact as a JSON number (/readyz). A row
 // another replica recreated first is left as it is. Every other counter is
 // bumped too: rows deleted by hand may come with other hand edits, so
-// everything is reloaded.
+// everything is reloaded. Nothing is put back on a schema that is not up to
+// date.
 func (s *Store) RecreateCounters(ctx context.Context, scopes []string) error {
+	// A row is missing too while the migration that inserts it has not run
+	// (serve --no-migrate beside a migration job): put back, it would make
+	// that migration fail half-way.
+	if err := s.CheckMigrated(ctx); err != nil {
+		return fmt.Errorf("recreate change counters %s: %w", strings.Join(scopes, ", "), err)
+	}
 	insert := "INSERT OR IGNORE INTO sys_ai_change (scope, version) VALUES (?, ?)"
 	if s.dialect == DialectMySQL {
 		insert = "INSERT IGNORE INTO sys_ai_change (scope, version) VALUES (?, ?)"
@@ -512,9 +519,9 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	keeper, _ := w.src.(CounterKeeper)
 	v, err := w.src.Versions(ctx)
 	if missing, ok := errors.AsType[*MissingCountersError](err); ok && keeper != nil {
-		w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
-			"scopes", missing.Scopes)
 		if err = keeper.RecreateCounters(ctx, missing.Scopes); err == nil {
+			w.logger.Warn("change counter rows were missing (deleted by hand): recreated at a new generation; every replica reloads what it keeps",
+				"scopes", missing.Scopes)
 			v, err = w.src.Versions(ctx)
 		}
 	}

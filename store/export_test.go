@@ -9,7 +9,7 @@ import (
 // MigrateUpTo applies the migrations up to version: a test's database as
 // an older engine left it.
 func (s *Store) MigrateUpTo(ctx context.Context, version int64) error {
-	p, err := s.migrationProvider()
+	p, err := s.migrationProvider(s.sqlDB)
 	if err != nil {
 		return err
 	}

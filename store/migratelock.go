@@ -28,9 +28,12 @@ const (
 	migrateLockPoll = 250 * time.Millisecond
 )
 
-// lockMySQL claims the migration lock row and returns a context that ends
-// if the lock is lost (its lease taken over: this replica stalled past
-// it) and the lock's release.
+// lockMySQL claims the migration lock row, waiting within ctx, and returns
+// a context that ends only if the lock is lost (its lease taken over: this
+// replica stalled past it), not with ctx, and the lock's release. A MySQL
+// migration cut by its caller's deadline is not rolled back: the server
+// finishes the DDL it was sent and goose never records it, so every later
+// migrate fails on it (serve gives each start attempt 30 s).
 func lockMySQL(ctx context.Context, db *sql.DB) (held context.Context, unlock func(), err error) {
 	// CREATE TABLE IF NOT EXISTS is safe to race: on a Galera cluster DDL
 	// runs in one total order on every node.
@@ -56,7 +59,7 @@ func lockMySQL(ctx context.Context, db *sql.DB) (held context.Context, unlock fu
 		case <-time.After(migrateLockPoll/2 + mathrand.N(migrateLockPoll/2)):
 		}
 	}
-	held, lost := context.WithCancelCause(ctx)
+	held, lost := context.WithCancelCause(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	renewed := make(chan struct{})
 	go func() {

@@ -83,6 +83,13 @@ type Store struct {
 	// changeMode is how the change counters move (SetChangeDetection;
 	// ChangeTriggers when "").
 	changeMode string
+	// migrateDSN, when set, is the MySQL DSN without its readTimeout, for
+	// the migrations: one may take longer than any statement of a call (an
+	// ALTER TABLE waiting for a lock, an index built over millions of
+	// execution records), and a client that gives up leaves the server
+	// finishing a DDL that goose never records, so every later migrate
+	// fails on it.
+	migrateDSN string
 }
 
 // Open connects to dsn, which is "sqlite:PATH" or "mysql:" followed by a
@@ -98,14 +105,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", redactDSN(dsn))
 	}
 	var (
-		dialector gorm.Dialector
-		err       error
+		dialector  gorm.Dialector
+		migrateDSN string
+		err        error
 	)
 	switch scheme {
 	case DialectSQLite:
 		dialector, err = sqliteDialector(rest)
 	case DialectMySQL:
-		dialector, err = mysqlDialector(rest)
+		dialector, migrateDSN, err = mysqlDialector(rest)
 	default:
 		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", redactDSN(dsn))
 	}
@@ -147,7 +155,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		// recycled before the server drops them.
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	}
-	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme}
+	s := &Store{db: db, sqlDB: sqlDB, dialect: scheme, migrateDSN: migrateDSN}
 	if err := s.registerBounds(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
@@ -182,17 +190,25 @@ func sqliteDialector(path string) (gorm.Dialector, error) {
 	return sqlite.Open(path + sep + params), nil
 }
 
-func mysqlDialector(dsn string) (gorm.Dialector, error) {
+// mysqlDialector is the dialector of dsn and, when dsn sets a
+// readTimeout, the DSN migrations run on (Store.migrateDSN).
+func mysqlDialector(dsn string) (gorm.Dialector, string, error) {
 	cfg, err := mysqldrv.ParseDSN(dsn)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// DATETIME columns must scan into time.Time.
 	cfg.ParseTime = true
 	// Report matched rather than changed rows, so that an update which
 	// happens to write identical values is not mistaken for a missing row.
 	cfg.ClientFoundRows = true
-	return mysql.Open(cfg.FormatDSN()), nil
+	var migrateDSN string
+	if cfg.ReadTimeout > 0 {
+		patient := cfg.Clone()
+		patient.ReadTimeout = 0
+		migrateDSN = patient.FormatDSN()
+	}
+	return mysql.Open(cfg.FormatDSN()), migrateDSN, nil
 }
 
 // redactDSN drops anything that could be a password from a DSN for messages.
@@ -228,9 +244,26 @@ func (s *Store) Close() error { return s.sqlDB.Close() }
 // file beside the database (goose reads the version outside its migration
 // transaction, so the database's own write lock does not cover the check).
 func (s *Store) Migrate(ctx context.Context) error {
-	p, err := s.migrationProvider()
+	_, err := s.MigrateApplied(ctx)
+	return err
+}
+
+// MigrateApplied is Migrate, returning the versions this call applied
+// (none: the schema was up to date, or another replica migrated it), so
+// that an upgrade says what it changed.
+func (s *Store) MigrateApplied(ctx context.Context) ([]int64, error) {
+	db := s.sqlDB
+	if s.migrateDSN != "" {
+		patient, err := sql.Open("mysql", s.migrateDSN)
+		if err != nil {
+			return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		}
+		defer patient.Close()
+		db = patient
+	}
+	p, err := s.migrationProvider(db)
 	if err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	var unlock func()
 	switch {
@@ -242,21 +275,26 @@ func (s *Store) Migrate(ctx context.Context) error {
 		unlock = func() {} // in memory: no other process can see it
 	}
 	if err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	defer unlock()
-	if _, err := p.Up(ctx); err != nil {
+	results, err := p.Up(ctx)
+	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 			err = fmt.Errorf("%w: %w", err, cause)
 		}
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
 	// Counter triggers or rows removed by hand since migration 00004 ran
 	// are put back: goose would not run it again.
 	if err := s.repairChanges(ctx); err != nil {
-		return fmt.Errorf("migrate %s database: %w", s.dialect, err)
+		return nil, fmt.Errorf("migrate %s database: %w", s.dialect, err)
 	}
-	return nil
+	applied := make([]int64, 0, len(results))
+	for _, r := range results {
+		applied = append(applied, r.Source.Version)
+	}
+	return applied, nil
 }
 
 // classify maps driver errors onto the sentinels callers branch on, keeping

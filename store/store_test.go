@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -163,6 +164,41 @@ func TestCheckMigrated(t *testing.T) {
 	}
 }
 
+// A database migrated by a build whose migrations were merged out of
+// number order (main at 72f0898 had 00028 and not yet 00027; at 34284cc
+// 00019 before 00018) is upgraded: the lower migration it lacks is applied,
+// not refused as "missing (out-of-order)" on every start (operator75).
+func TestMigrateAppliesAMigrationMergedBelowTheLatest(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range testdb.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			st := testdb.Unmigrated(t, kind)
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The state 72f0898 left: 00028 applied, 00027 never.
+			for _, q := range []string{
+				"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+				"DELETE FROM goose_db_version WHERE version_id = 27",
+			} {
+				if _, err := st.DB().ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatalf("upgrading a database that lacks 00027 below 00028: %v", err)
+			}
+			if err := st.CheckMigrated(ctx); err != nil {
+				t.Fatalf("after the upgrade: %v", err)
+			}
+			var n int
+			if err := st.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider WHERE iss_supported = '0'").Scan(&n); err != nil {
+				t.Fatalf("00027's column after the upgrade: %v", err)
+			}
+		})
+	}
+}
+
 func TestOpenRefusesSchemeSlashes(t *testing.T) {
 	for _, tt := range []struct{ dsn, hint string }{
 		{"sqlite://file.db", "write sqlite:PATH without // (sqlite:blindexec.db for a file"},
@@ -175,5 +211,89 @@ func TestOpenRefusesSchemeSlashes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.hint) {
 			t.Errorf("%s: %v, want a refusal saying %q", tt.dsn, err, tt.hint)
 		}
+	}
+}
+
+// operator75: a DSN with readTimeout (docs/operations.md advises one, so
+// that a dead server fails a statement instead of holding it) cut a
+// migration that took longer — an ALTER TABLE waiting for a lock, or
+// building an index over millions of execution records: the client gave
+// up ("invalid connection"), the server finished the ALTER, goose recorded
+// nothing, and every later migrate failed ("Duplicate column name"). A
+// migration runs without the DSN's readTimeout.
+func TestMigrateOutlastsTheDSNsReadTimeout(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.DSN(t, store.DialectMySQL)
+	st := testdb.At(t, dsn)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// A transaction that has read the table holds 00027's ALTER for 2 s.
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
+	defer released.Stop()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	impatient := testdb.At(t, dsn+sep+"readTimeout=500ms")
+	if err := impatient.Migrate(ctx); err != nil {
+		t.Fatalf("a migration longer than the DSN's readTimeout: %v", err)
+	}
+	if err := impatient.CheckMigrated(ctx); err != nil {
+		t.Fatalf("after it: %v", err)
+	}
+}
+
+// operator75: serve gives each start attempt 30 s, and that deadline cut a
+// migration still running (00009's index over 4 million execution
+// records): the server finished the ALTER, goose recorded nothing, and every
+// later attempt failed on "Duplicate column name 'trace_id'". Once the lock
+// is held, a MySQL migration runs to its end whatever its caller's deadline
+// (only losing the lock stops it).
+func TestMigrateOutlivesItsCallersDeadline(t *testing.T) {
+	ctx := context.Background()
+	st := testdb.Unmigrated(t, store.DialectMySQL)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tx, err := st.DB().BeginTx(ctx, nil) // holds 00027's ALTER for 2 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
+	defer released.Stop()
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := st.Migrate(short); err != nil {
+		t.Fatalf("a migration longer than its caller's deadline: %v", err)
+	}
+	if err := st.CheckMigrated(ctx); err != nil {
+		t.Fatalf("after it: %v", err)
 	}
 }

@@ -45,7 +45,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			}
 			sch := schemaMigrate
 			if noMigrate {
-				sch = schemaAsIs
+				sch = schemaAwait
 			}
 			cfg.spool = cfg.serveSpool
 			// Listen at once: until the database is read, the gate answers
@@ -154,18 +154,35 @@ func serveCmd(cfg *config) *cobra.Command {
 	return cmd
 }
 
+// versionList is migration versions as their files number them: 00027, 00028.
+func versionList(vs []int64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%05d", v)
+	}
+	return strings.Join(out, ", ")
+}
+
 func migrateCmd(cfg *config) *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Bring the database schema up to date",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := cfg.openStore(cmd.Context(), schemaMigrate)
+			st, err := cfg.openStore(cmd.Context(), schemaAsIs)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "migrated (%s)\n", st.Dialect())
+			applied, err := st.MigrateApplied(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "migrated (%s): already up to date\n", st.Dialect())
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "migrated (%s): applied %s\n", st.Dialect(), versionList(applied))
 			return nil
 		},
 	}

@@ -232,12 +232,18 @@ const (
 	// command but migrate and serve (which never migrate behind the
 	// operator's back).
 	schemaRequire schema = iota
-	// schemaMigrate applies the pending migrations: migrate, and serve
-	// unless told not to.
+	// schemaMigrate applies the pending migrations and logs them: serve
+	// unless told not to (migrate prints them).
 	schemaMigrate
-	// schemaAsIs opens the database whatever its schema (serve
-	// --no-migrate, whose /readyz then says it is not ready).
+	// schemaAsIs opens the database whatever its schema: migrate, which
+	// then migrates it.
 	schemaAsIs
+	// schemaAwait refuses a database that lacks migrations, as
+	// schemaRequire does, for serve --no-migrate: its start gate answers
+	// 503 and tries again until a migration job has run, and only then is
+	// its master key checked and recorded (served before, it never was: a
+	// replica with another key wrote credentials under it).
+	schemaAwait
 )
 
 // errRunMigrate is the advice of a command refused an unmigrated database.
@@ -245,7 +251,7 @@ const errRunMigrate = "run `blindexec migrate` first (or start `blindexec serve`
 
 // openStore opens the database and handles its schema as told.
 func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error) {
-	if path, ok := strings.CutPrefix(c.db, store.DialectSQLite+":"); ok && sch == schemaRequire {
+	if path, ok := strings.CutPrefix(c.db, store.DialectSQLite+":"); ok && sch != schemaMigrate && sch != schemaAsIs {
 		// Opening would create an empty file, in whatever directory the
 		// command ran: say where the database was looked for instead.
 		path, _, _ = strings.Cut(path, "?")
@@ -264,8 +270,12 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	}
 	switch sch {
 	case schemaMigrate:
-		err = st.Migrate(ctx)
-	case schemaRequire:
+		var applied []int64
+		if applied, err = st.MigrateApplied(ctx); err == nil && len(applied) > 0 {
+			// An upgrade's one trace of what it changed in the schema.
+			c.logger().Info("database migrated", "db", st.Dialect(), "applied", versionList(applied))
+		}
+	case schemaRequire, schemaAwait:
 		if err = st.CheckMigrated(ctx); errors.Is(err, store.ErrNotMigrated) {
 			err = fmt.Errorf("%w: %s", err, errRunMigrate)
 		}
@@ -287,9 +297,6 @@ const (
 	// keysRecord verifies, and keeps a key check for a master key the
 	// database has not seen: serve and the commands that write credentials.
 	keysRecord
-	// keysUnchecked skips the check: serve --no-migrate on a database
-	// without the key check table.
-	keysUnchecked
 )
 
 // credentials is the credential service over st, its keys checked as told.
@@ -297,9 +304,6 @@ func (c *config) credentials(ctx context.Context, st *store.Store, check keyChec
 	kr, err := auth.ParseKeyring(c.masterKey, c.oldKeys)
 	if err != nil {
 		return nil, err
-	}
-	if check == keysUnchecked {
-		return c.credentialService(st, kr), nil
 	}
 	if err := auth.CheckKeys(ctx, st, kr, check == keysRecord); err != nil {
 		if origin := c.settings.Origin(setMasterKey.Name); origin != "" {
@@ -349,14 +353,9 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	if err != nil {
 		return nil, err
 	}
-	// serve records its key; the other commands only check. A database
-	// serve was told not to migrate may lack the key check table.
+	// serve records its key; the other commands only check.
 	check := keysVerify
-	switch {
-	case sch == schemaAsIs && st.CheckMigrated(ctx) != nil:
-		log.Warn("the database schema is not up to date: the master key is not checked against it (run `blindexec migrate`)")
-		check = keysUnchecked
-	case sch != schemaRequire:
+	if sch != schemaRequire {
 		check = keysRecord
 	}
 	creds, err := c.credentials(ctx, st, check)
@@ -366,8 +365,8 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	}
 	changes := store.NewWatcher(st, c.changePoll, log)
 	changes.AuditEvery = int(c.changeAudit)
-	// Unreadable counters (an unmigrated database under serve
-	// --no-migrate) are logged; the poll loop reads them once they are.
+	// Unreadable counters (the database gone since it was opened) are
+	// logged; the poll loop reads them once they are.
 	changes.Poll(ctx)
 	creds.Changes = changes
 	rec, sp, err := c.recorder(st, log)

@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/store"
 )
 
 // TestReadOnlyCommandsNeverMigrate: on a new database every command but
@@ -436,5 +438,51 @@ func TestHelpStartsAsTheREADME(t *testing.T) {
 	start, serve := strings.Index(root.Long, "`blindexec init`"), strings.Index(root.Long, "`blindexec serve`")
 	if start < 0 || serve < start || strings.Contains(root.Long, "`blindexec migrate`") {
 		t.Errorf("the root help's first steps are not the README's (init, then serve, which migrates):\n%s", root.Long)
+	}
+}
+
+// operator75: an upgrade says what it changed. `migrate` prints the
+// migrations it applied (an older database's: 00027, applied below 00028)
+// or that there were none, and serve logs them; before, both said only
+// "migrated" or nothing, whatever they did.
+func TestMigrateSaysWhatItApplied(t *testing.T) {
+	c := newCLI(t)
+	st, err := store.Open(t.Context(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st.Close()
+	if code, out, errs := c.run("", "migrate"); code != 0 || !strings.Contains(out, "migrated (sqlite): applied 00027\n") {
+		t.Errorf("migrate of a database lacking 00027: %d %q %s", code, out, errs)
+	}
+	if code, out, errs := c.run("", "migrate"); code != 0 || !strings.Contains(out, "already up to date") {
+		t.Errorf("migrate again: %d %q %s", code, out, errs)
+	}
+
+	cmd, logs, addr := serveProcess(t, "BLINDEXEC_DB=sqlite:"+filepath.Join(t.TempDir(), "new.db"),
+		"BLINDEXEC_SPOOL_DIR="+t.TempDir(), "BLINDEXEC_LOG_LEVEL=info")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve not ready within 30 s")
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	exitOf(t, cmd) // its output complete before it is read
+	if !strings.Contains(logs.String(), `"msg":"database migrated","db":"sqlite","applied":"00001, 00002,`) {
+		t.Errorf("serve on a new database logs no migration:\n%s", logs)
 	}
 }

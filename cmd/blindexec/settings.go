@@ -50,7 +50,7 @@ var (
 	setAddr = settings.HostPort(&registry, "BLINDEXEC_ADDR", "127.0.0.1:8080",
 		"listen address of `serve` (the container image sets `0.0.0.0:8080`)")
 	setNoMigrate = settings.Bool(&registry, "BLINDEXEC_NO_MIGRATE", false,
-		"`true`: do not migrate the database when `serve` starts (`/readyz` answers 503 until it is)").WithFlag("serve --no-migrate")
+		"`true`: do not migrate the database when `serve` starts: until it is (`blindexec migrate`), `serve` answers 503 on every route but `/healthz` and tries again, with a pause growing to 30 s; then it checks and records its master key as any start does").WithFlag("serve --no-migrate")
 	setLogLevel = settings.OneOf(&registry, "BLINDEXEC_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"},
 		"the least level logged; JSON logs on stderr").WithFlag("--log-level")
 	setEgressAllow = settings.String(&registry, egress.EnvAllow, "",

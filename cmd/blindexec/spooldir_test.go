@@ -115,3 +115,61 @@ func TestServeRefusesAnUnusableSpoolDir(t *testing.T) {
 		}
 	})
 }
+
+// operator75: serve without a master key is a settings error, told at once
+// with exit 2 and the variable's name. Before, it retried an unreachable
+// database forever, and on a reachable one migrated it and then stopped
+// with "console: the master key is required to sign sessions".
+func TestServeRefusesAMissingMasterKey(t *testing.T) {
+	cmd, out, _ := serveProcess(t, "BLINDEXEC_DB=mysql:root@tcp(127.0.0.1:1)/nothing", "BLINDEXEC_MASTER_KEY=",
+		"BLINDEXEC_SPOOL_DIR="+t.TempDir())
+	if code := exitOf(t, cmd); code != exitUsage {
+		t.Fatalf("exit %d, want %d at once:\n%s", code, exitUsage, out)
+	}
+	for _, want := range []string{"BLINDEXEC_MASTER_KEY is not set", "blindexec init"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// operator75: serve --no-migrate started before a migration job waits for
+// the schema (503 meanwhile), then checks and records its master key as
+// serve does. Before, it served the migrated database with its key never
+// checked nor recorded: a replica with another key came up too, and each
+// wrote credentials the other could not read.
+func TestServeNoMigrateChecksItsKeyOnceMigrated(t *testing.T) {
+	db := "BLINDEXEC_DB=sqlite:" + filepath.Join(t.TempDir(), "db")
+	readyz := func(addr string) int {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	a, outA, addrA := serveProcess(t, db, "BLINDEXEC_SPOOL_DIR="+t.TempDir(), "BLINDEXEC_NO_MIGRATE=true")
+	defer func() { a.Process.Signal(os.Interrupt); exitOf(t, a) }()
+	for deadline := time.Now().Add(10 * time.Second); readyz(addrA) != http.StatusServiceUnavailable; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("serve --no-migrate not answering 503 before the migration")
+		}
+	}
+	migrate := exec.Command(os.Args[0], "migrate")
+	migrate.Env = append(os.Environ(), "BLINDEXEC_TEST_AS_CLI=1", db)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(40 * time.Second); readyz(addrA) != http.StatusOK; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			a.Process.Signal(os.Interrupt)
+			exitOf(t, a)
+			t.Fatalf("serve --no-migrate not ready 40 s after the migration:\n%s", outA)
+		}
+	}
+	other := "BLINDEXEC_MASTER_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	b, outB, _ := serveProcess(t, db, "BLINDEXEC_SPOOL_DIR="+t.TempDir(), "BLINDEXEC_NO_MIGRATE=true", other)
+	if code := exitOf(t, b); code != exitFailure || !strings.Contains(outB.String(), "cannot decrypt this database's credentials") {
+		t.Fatalf("a replica with another key: exit %d, want %d refusing the key:\n%s", code, exitFailure, outB)
+	}
+}

@@ -53,6 +53,11 @@ func (g *startGate) failed(err error) {
 // 30 s) while the database cannot be reached or migrated; the gate says
 // why meanwhile. Settings that no retry can fix fail at once.
 func (c *config) engineWhenReachable(ctx context.Context, sch schema, log *slog.Logger, gate *startGate) (*engineParts, error) {
+	if c.masterKey == "" {
+		// The console's sessions need it whatever the database holds: found
+		// here, before the database is waited for or migrated.
+		return nil, usagef("BLINDEXEC_MASTER_KEY is not set: serve needs it (stored credentials, the console's sessions, MCP request states): `blindexec init` writes one to blindexec.env, or set it to the key this database was set up with (base64 of 32 bytes)")
+	}
 	if _, err := auth.ParseKeyring(c.masterKey, c.oldKeys); err != nil {
 		return nil, err
 	}
@@ -94,7 +99,7 @@ func (c *config) engineWhenReachable(ctx context.Context, sch schema, log *slog.
 		}
 		gate.failed(err)
 		if attempt == 1 {
-			log.Error("database not reached at start: serving nothing until it is; retrying", "err", err)
+			log.Error("database not reached or not migrated at start: serving nothing until it is; retrying", "err", err)
 		}
 		select {
 		case <-time.After(wait):
