@@ -90,7 +90,9 @@ func TestPluginListsUndecodedRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	said := func(errs string) bool { return strings.Contains(errs, "garbled") && strings.Contains(errs, "execution_config") }
+	said := func(errs string) bool {
+		return strings.Contains(errs, "garbled") && strings.Contains(errs, "execution_config")
+	}
 	if code, out, errs := c.run("", "plugin", "list"); code != 0 || !strings.Contains(out, "garbled") || !strings.Contains(out, "good") || !said(errs) {
 		t.Errorf("plugin list: %d %q %q", code, out, errs)
 	}
