@@ -451,6 +451,12 @@ func (m *mcpAPI) serverCreds(w http.ResponseWriter, r *http.Request, ref string,
 		}
 	}
 	if len(missing) > 0 && user != 0 && m.Creds != nil {
+		// The rule a call's decision applies (engine.CredentialHosts):
+		// a user's stored keys go only where they were given for.
+		if moved := m.cfg.Manager.HostMoved(r.Context(), ref); moved != nil {
+			writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now})
+			return nil, false
+		}
 		stored, err := m.Creds.Resolve(r.Context(), user, missing)
 		if err != nil {
 			m.internal(w, r, err)

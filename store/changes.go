@@ -291,7 +291,8 @@ func (s *Store) repairChanges(ctx context.Context) error {
 // changeTriggersMigrations create the counter triggers: the ones a
 // replica expects, and recreates, are read from them. A migration that
 // adds or changes them must be named here.
-var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql"}
+var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql",
+	"00029_mcp_credentials_url.sql"}
 
 type trigger struct{ name, create string }
 
@@ -318,7 +319,14 @@ func readTriggers(fsys fs.FS, dir string) ([]trigger, error) {
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, ts...)
+		for _, t := range ts {
+			// A later migration's trigger of a name replaces the earlier.
+			if i := slices.IndexFunc(all, func(o trigger) bool { return o.name == t.name }); i >= 0 {
+				all[i] = t
+			} else {
+				all = append(all, t)
+			}
+		}
 	}
 	return all, nil
 }
