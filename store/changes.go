@@ -30,6 +30,10 @@ type Versions struct {
 	QuotaRules  int64 `json:"quota_rules"`
 	Providers   int64 `json:"oauth_providers"`
 	Agents      int64 `json:"agents"`
+	// Grants is no counter: a digest of the tables the users' permission
+	// strings are read from (RuoYi's, which carry no trigger), read at
+	// each poll when Watcher.Grants is set; 0 otherwise.
+	Grants int64 `json:"grants,omitempty"`
 }
 
 // changeScope is one counter row and the table its triggers follow.
@@ -430,6 +434,11 @@ type Watcher struct {
 	// AuditEvery is the number of polls between two audits (0: never).
 	// Set it before Run.
 	AuditEvery int
+	// Grants, when set (before Run), is read at each poll as
+	// Versions.Grants: a grant changed in tables no trigger follows moves
+	// it within one poll, on every replica. A read that fails keeps the
+	// last.
+	Grants func(ctx context.Context) (int64, error)
 
 	cur      atomic.Pointer[Versions]
 	lastRead atomic.Int64 // unix nanoseconds of the last successful read
@@ -439,6 +448,8 @@ type Watcher struct {
 	listens   []func(old, new Versions)
 	failing   bool
 	lastAudit *ChangeAudit
+	// grantsFailing: the last read of Grants failed (logged once).
+	grantsFailing bool
 }
 
 // NewWatcher returns a watcher polling src every interval once Run is
@@ -538,6 +549,7 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 		w.logger.Info("change counters readable again")
 	}
 	w.lastRead.Store(time.Now().UnixNano())
+	v.Grants = w.grants(ctx)
 	if v == w.Current() {
 		return v, nil
 	}
@@ -547,6 +559,7 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	if keeper != nil && w.AuditEvery > 0 {
 		a, err := w.snapshot(ctx, keeper)
 		if err == nil {
+			a.Versions.Grants = v.Grants
 			w.adopt(a)
 			return a.Versions, nil
 		}
@@ -554,6 +567,24 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	}
 	w.publish(v)
 	return v, nil
+}
+
+// grants is Versions.Grants now: the last when it cannot be read.
+func (w *Watcher) grants(ctx context.Context) int64 {
+	last := w.Current().Grants
+	if w.Grants == nil {
+		return last
+	}
+	g, err := w.Grants(ctx)
+	if err != nil {
+		if !w.grantsFailing {
+			w.logger.Warn("cannot read the users' grants' digest; a grant changed is seen when its permissions' TTL ends", "err", err)
+		}
+		w.grantsFailing = true
+		return last
+	}
+	w.grantsFailing = false
+	return g
 }
 
 func (w *Watcher) publish(v Versions) {
@@ -601,6 +632,7 @@ func (w *Watcher) Audit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.Versions.Grants = w.Current().Grants // not the audit's: read by the polls
 	var unseen []string
 	if prev := w.lastAudit; prev != nil {
 		for _, c := range changeScopes {
