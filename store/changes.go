@@ -73,7 +73,7 @@ type querier interface {
 // found missing are reported as a *MissingCountersError, with the counters
 // that were found.
 func (s *Store) Versions(ctx context.Context) (Versions, error) {
-	return readVersions(ctx, s.sqlDB)
+	return readVersions(ctx, s.raw())
 }
 
 func readVersions(ctx context.Context, q querier) (Versions, error) {
@@ -130,7 +130,7 @@ func (s *Store) RecreateCounters(ctx context.Context, scopes []string) error {
 		var b [8]byte
 		rand.Read(b[:])
 		gen := int64(binary.LittleEndian.Uint64(b[:])>>12 | 1<<52)
-		if _, err := s.sqlDB.ExecContext(ctx, insert, scope, gen); err != nil {
+		if _, err := s.raw().ExecContext(ctx, insert, scope, gen); err != nil {
 			return fmt.Errorf("recreate change counter %q: %w", scope, err)
 		}
 	}
@@ -154,7 +154,7 @@ func (s *Store) BumpCounters(ctx context.Context, scopes ...string) error {
 	for i, s := range scopes {
 		args[i] = s
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, q, args...); err != nil {
+	if _, err := s.raw().ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("bump change counters %v: %w", scopes, err)
 	}
 	return nil
@@ -206,14 +206,15 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 		return ChangeAudit{}, fmt.Errorf("audit change counters: %w", err)
 	}
 	defer tx.Rollback()
+	b := bounded{tx} // each statement of it
 	a := ChangeAudit{Polled: s.polled()}
-	if a.Versions, err = readVersions(ctx, tx); err != nil {
+	if a.Versions, err = readVersions(ctx, b); err != nil {
 		return ChangeAudit{}, err
 	}
 	a.Fingerprints = make(map[string]Fingerprint, len(changeScopes))
 	for _, c := range changeScopes {
 		if a.Polled {
-			if a.Fingerprints[c.name], err = contentFingerprint(ctx, tx, c); err != nil {
+			if a.Fingerprints[c.name], err = contentFingerprint(ctx, b, c); err != nil {
 				return ChangeAudit{}, err
 			}
 			continue
@@ -223,7 +224,7 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 			id, update sql.NullString
 		)
 		q := fmt.Sprintf("SELECT COUNT(*), MAX(%s), MAX(update_time) FROM %s", c.id, c.table)
-		if err := tx.QueryRowContext(ctx, q).Scan(&fp.Rows, &id, &update); err != nil {
+		if err := b.QueryRowContext(ctx, q).Scan(&fp.Rows, &id, &update); err != nil {
 			return ChangeAudit{}, fmt.Errorf("fingerprint %s: %w", c.table, err)
 		}
 		fp.MaxID, fp.Updated = id.String, update.String
@@ -232,7 +233,7 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 	if want == nil {
 		return a, nil
 	}
-	have, err := s.triggerNames(ctx, tx)
+	have, err := s.triggerNames(ctx, b)
 	if err != nil {
 		return ChangeAudit{}, err
 	}
@@ -275,12 +276,12 @@ func (s *Store) repairChanges(ctx context.Context) error {
 	have := map[string]bool{}
 	if s.polled() {
 		want = nil
-	} else if have, err = s.triggerNames(ctx, s.sqlDB); err != nil {
+	} else if have, err = s.triggerNames(ctx, s.raw()); err != nil {
 		return err
 	}
 	for _, t := range want {
 		if !have[t.name] {
-			if _, err := s.sqlDB.ExecContext(ctx, t.create); err != nil {
+			if _, err := s.raw().ExecContext(ctx, t.create); err != nil {
 				return fmt.Errorf("recreate trigger %s: %w", t.name, err)
 			}
 		}
