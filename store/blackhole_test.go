@@ -78,10 +78,12 @@ func TestBlackholedRawStatementsBounded(t *testing.T) {
 	}
 	proxy.Blackhole()
 	for name, send := range map[string]func(context.Context) error{
-		"Vectors":            func(ctx context.Context) error { _, err := st.Vectors(ctx, "m"); return err },
-		"SaveVectors":        func(ctx context.Context) error { return st.SaveVectors(ctx, "m", map[string][]float32{"h": {1}}) },
-		"SearchRequests":     func(ctx context.Context) error { _, err := st.SearchRequests(ctx, "m"); return err },
-		"SaveSearchRequests": func(ctx context.Context) error { return st.SaveSearchRequests(ctx, "m", map[string][]string{"h": {"q"}}) },
+		"Vectors":        func(ctx context.Context) error { _, err := st.Vectors(ctx, "m"); return err },
+		"SaveVectors":    func(ctx context.Context) error { return st.SaveVectors(ctx, "m", map[string][]float32{"h": {1}}) },
+		"SearchRequests": func(ctx context.Context) error { _, err := st.SearchRequests(ctx, "m"); return err },
+		"SaveSearchRequests": func(ctx context.Context) error {
+			return st.SaveSearchRequests(ctx, "m", map[string][]string{"h": {"q"}})
+		},
 		"InsertExecutions": func(ctx context.Context) error {
 			return st.InsertExecutions(ctx, []store.Execution{{PluginName: "p"}, {PluginName: "q"}})
 		},
