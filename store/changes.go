@@ -276,12 +276,12 @@ func (s *Store) repairChanges(ctx context.Context) error {
 	have := map[string]bool{}
 	if s.polled() {
 		want = nil
-	} else if have, err = s.triggerNames(ctx, s.raw()); err != nil {
+	} else if have, err = s.triggerNames(ctx, s.sqlDB); err != nil { // a step of Migrate: unbounded, as migrations are
 		return err
 	}
 	for _, t := range want {
 		if !have[t.name] {
-			if _, err := s.raw().ExecContext(ctx, t.create); err != nil {
+			if _, err := s.sqlDB.ExecContext(ctx, t.create); err != nil {
 				return fmt.Errorf("recreate trigger %s: %w", t.name, err)
 			}
 		}

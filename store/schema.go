@@ -54,7 +54,7 @@ func (s *Store) CheckMigrated(ctx context.Context) error {
 	}
 	// The version table read directly: goose's own status call would take
 	// the migration lock and create what is missing.
-	rows, err := s.raw().QueryContext(ctx, "SELECT version_id FROM "+goose.DefaultTablename+" WHERE is_applied = ?", true)
+	rows, err := s.sqlDB.QueryContext(ctx, "SELECT version_id FROM "+goose.DefaultTablename+" WHERE is_applied = ?", true)
 	if err != nil {
 		return fmt.Errorf("check %s database schema: %w", s.dialect, err)
 	}
@@ -88,7 +88,7 @@ func (s *Store) tableExists(ctx context.Context, name string) (bool, error) {
 		q = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?"
 	}
 	var n int
-	if err := s.raw().QueryRowContext(ctx, q, name).Scan(&n); err != nil {
+	if err := s.sqlDB.QueryRowContext(ctx, q, name).Scan(&n); err != nil {
 		return false, err
 	}
 	return n > 0, nil
