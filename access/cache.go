@@ -25,6 +25,10 @@ type Cache struct {
 	// now is the clock (tests move it).
 	now func() time.Time
 
+	// grants, when set (Follow), is the version of the source's tables
+	// now: an entry read at another is read again, whatever its TTL.
+	grants func() int64
+
 	mu    sync.Mutex
 	users map[int64]cached
 	reads uint64 // the source's answers kept so far (cached.read)
@@ -33,6 +37,7 @@ type Cache struct {
 type cached struct {
 	held    Held
 	expires time.Time
+	grants  int64 // the version of the source's tables it was read at
 	// read tells one read of the source from another: what a memo of
 	// decisions made on held (Checker.UsableSet) is kept against.
 	read uint64
@@ -41,6 +46,22 @@ type cached struct {
 // NewCache keeps src's answers for ttl.
 func NewCache(src Source, ttl time.Duration) *Cache {
 	return &Cache{src: src, ttl: ttl, now: time.Now, users: map[int64]cached{}}
+}
+
+// FollowGrants returns the digest of the source's tables (a
+// Fingerprinter's), for a watcher to read at each poll
+// (store.Watcher.Grants), and makes the cache keep an entry only while
+// version (what the watcher published of it) stays where it was when the
+// entry was read: a grant changed is read within one poll, not at the
+// TTL's end. ok false when the source has none (an operator's query: its
+// TTL alone). Call it before use.
+func (c *Cache) FollowGrants(version func() int64) (digest func(ctx context.Context) (int64, error), ok bool) {
+	f, ok := c.src.(Fingerprinter)
+	if !ok {
+		return nil, false
+	}
+	c.grants = version
+	return f.Fingerprint, true
 }
 
 // Held answers from the cache, or reads the source and keeps its answer.
@@ -53,10 +74,14 @@ func (c *Cache) Held(ctx context.Context, user int64) (Held, error) {
 // (the entry expired) is another number.
 func (c *Cache) entry(ctx context.Context, user int64) (Held, uint64, error) {
 	now := c.now()
+	var grants int64
+	if c.grants != nil {
+		grants = c.grants() // before the read: a change after it is read again
+	}
 	c.mu.Lock()
 	e, ok := c.users[user]
 	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
+	if ok && now.Before(e.expires) && e.grants == grants {
 		return e.held, e.read, nil
 	}
 	held, err := c.src.Held(ctx, user)
@@ -76,6 +101,6 @@ func (c *Cache) entry(ctx context.Context, user int64) (Held, uint64, error) {
 		}
 	}
 	c.reads++
-	c.users[user] = cached{held: held, expires: now.Add(c.ttl), read: c.reads}
+	c.users[user] = cached{held: held, expires: now.Add(c.ttl), read: c.reads, grants: grants}
 	return held, c.reads, nil
 }

@@ -81,6 +81,16 @@ func (c *Checker) read(ctx context.Context, user int64) (held Held, read uint64,
 	return held, read, true
 }
 
+// FollowGrants is the source's Cache.FollowGrants; ok false without a
+// cached source.
+func (c *Checker) FollowGrants(version func() int64) (digest func(ctx context.Context) (int64, error), ok bool) {
+	cache, isCache := c.Source.(*Cache)
+	if !isCache {
+		return nil, false
+	}
+	return cache.FollowGrants(version)
+}
+
 // Read tells which read of user's strings a decision for user is made
 // on now: another once the Cache's entry expired
 // (BLINDEXEC_PERMISSIONS_TTL_MS), as for a call. What a caller derives

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 	"time"
@@ -137,6 +138,64 @@ func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
 		return NotUser(), nil
 	}
 	return held, nil
+}
+
+// Fingerprinter is a Source whose tables can be summed: a digest that
+// moves whenever a string it grants anyone may have (store.Watcher.Grants
+// reads it at each poll). MySQL-compatible databases only (CRC32).
+type Fingerprinter interface {
+	Fingerprint(ctx context.Context) (int64, error)
+}
+
+// grantTable is a table a source reads and the columns of it that
+// decide what it grants.
+type grantTable struct{ name, cols string }
+
+// ruoyiTables are what RuoYi's queries (ruoyiUser, ruoyiMenus) read.
+var ruoyiTables = []grantTable{
+	{"sys_user", "user_id, status, del_flag"}, {"sys_user_role", "user_id, role_id"},
+	{"sys_role", "role_id, status, del_flag"}, {"sys_role_menu", "role_id, menu_id"},
+	{"sys_menu", "menu_id, perms, status"},
+}
+
+// yudaoTables are what yudaoRoles reads (a tenant's expiry, which time
+// alone passes, is seen at the TTL's end).
+var yudaoTables = []grantTable{
+	{"system_users", "id, tenant_id, status, deleted"}, {"system_tenant", "id, status, deleted, expire_time"},
+	{"system_user_role", "user_id, role_id, tenant_id, deleted"}, {"system_role", "id, code, status, deleted, tenant_id"},
+	{"system_role_menu", "role_id, menu_id, tenant_id, deleted"}, {"system_menu", "id, permission, deleted"},
+}
+
+// fingerprint sums tables in one statement: each one's row count and
+// the sum and exclusive or of its rows' CRC32s (as the store's poll mode
+// fingerprints its own tables), hashed to one number.
+func fingerprint(ctx context.Context, db *sql.DB, tables []grantTable) (int64, error) {
+	parts := make([]string, len(tables))
+	for i, t := range tables {
+		var cols []string
+		for c := range strings.SplitSeq(t.cols, ",") {
+			cols = append(cols, "IFNULL("+strings.TrimSpace(c)+", 0x00)")
+		}
+		row := "CRC32(CONCAT_WS(0x1f, " + strings.Join(cols, ", ") + "))"
+		parts[i] = "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(" + row + "), 0), ':', COALESCE(BIT_XOR(" + row + "), 0)) FROM " + t.name + ")"
+	}
+	var sum string
+	if err := db.QueryRowContext(ctx, "SELECT CONCAT_WS('/', "+strings.Join(parts, ", ")+")").Scan(&sum); err != nil {
+		return 0, fmt.Errorf("fingerprint the grants' tables: %w", err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(sum))
+	return int64(h.Sum64()), nil
+}
+
+// Fingerprint implements Fingerprinter.
+func (s RuoYi) Fingerprint(ctx context.Context) (int64, error) {
+	return fingerprint(ctx, s.DB, ruoyiTables)
+}
+
+// Fingerprint implements Fingerprinter.
+func (s Yudao) Fingerprint(ctx context.Context) (int64, error) {
+	return fingerprint(ctx, s.DB, yudaoTables)
 }
 
 // Default limits of the operator's query.

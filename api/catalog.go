@@ -52,17 +52,31 @@ func (s *Server) leftOut(ctx context.Context, views ...*pluginView) error {
 	return nil
 }
 
-func viewOf(row *store.Plugin) (*pluginView, error) {
-	p, err := catalog.PluginFromRow(row)
-	if err != nil {
-		return nil, err
-	}
+// viewOf is the row as the administrator reads it. A row whose columns
+// do not decode (a JSON column RuoYi wrote by hand) is shown by its plain
+// columns, with why in LoadError (the catalog left it out for the same
+// error): one bad row is neither a 500 nor hides the list.
+func viewOf(row *store.Plugin) *pluginView {
 	const layout = "2006-01-02 15:04:05"
-	return &pluginView{
-		PluginID: row.ID, Plugin: p, row: row.Name,
+	v := &pluginView{
+		PluginID: row.ID, row: row.Name,
 		CreateBy: row.CreateBy, CreateTime: row.CreateTime.Format(layout),
 		UpdateBy: row.UpdateBy, UpdateTime: row.UpdateTime.Format(layout),
-	}, nil
+	}
+	p, err := catalog.PluginFromRow(row)
+	if err != nil {
+		p = &plugins.Plugin{SchemaVersion: "v1", ID: row.ID, Name: row.Name, Title: row.Title, Description: row.Description,
+			IconURL: row.IconURL, Status: row.Status, Remark: row.Remark, Catalog: true, Parameters: json.RawMessage(`{}`)}
+		// The row's parameters when they are an object (the answer's
+		// shape); LoadError says when they are not.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(row.ParameterSchema, &obj) == nil && obj != nil {
+			p.Parameters = json.RawMessage(row.ParameterSchema)
+		}
+		v.LoadError = err.Error()
+	}
+	v.Plugin = p
+	return v
 }
 
 // maxPluginPage bounds ?limit= of GET /v1/plugins.
@@ -149,11 +163,7 @@ func (s *Server) listPlugins(w http.ResponseWriter, r *http.Request) {
 	out := make([]*pluginView, 0, len(rows))
 	names := make([]string, 0, len(rows))
 	for i := range rows {
-		v, err := viewOf(&rows[i])
-		if err != nil {
-			s.internal(w, r, err)
-			return
-		}
+		v := viewOf(&rows[i])
 		out = append(out, v)
 		names = append(names, v.Name)
 	}
@@ -263,11 +273,8 @@ func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := viewOf(row)
-	if err == nil {
-		err = s.leftOut(r.Context(), v)
-	}
-	if err != nil {
+	v := viewOf(row)
+	if err := s.leftOut(r.Context(), v); err != nil {
 		s.internal(w, r, err)
 		return
 	}
@@ -321,12 +328,7 @@ func (s *Server) createPlugin(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	v, err := viewOf(row)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, viewOf(row))
 }
 
 func (s *Server) putPlugin(w http.ResponseWriter, r *http.Request) {

@@ -92,3 +92,54 @@ func TestLeftOutRowSaysWhyInPlainText(t *testing.T) {
 		}
 	}
 }
+
+// TestUndecodedRowSaysWhy: a sys_ai_plugin row whose JSON column does not
+// decode (RuoYi writes them with SQL) made GET /v1/plugins/{name} and the
+// whole list (a page of it too, which the console reads) answer 500. Now
+// the row is listed by its plain columns, load_error naming the row and
+// the column, and the other rows as they are.
+func TestUndecodedRowSaysWhy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		const ins = "INSERT INTO sys_ai_plugin (name, title, description, parameter_schema, execution_config, required_credentials, status) VALUES (?, 'T', 'd', '{\"type\": \"object\"}', ?, ?, '0')"
+		for _, r := range [][3]any{
+			{"good", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}}`, nil},
+			{"garbled", `{"execution": "GET"}`, nil},
+			{"badcreds", `{"execution": {"method": "GET", "base_url": "https://api.example.com/x"}}`, `{"k": 1}`},
+		} {
+			if _, err := st.DB().ExecContext(ctx, ins, r[0], r[1], r[2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.changes.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"garbled": "execution_config", "badcreds": "required_credentials"}
+		said := func(v any) (string, string) {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			why, _ := m["load_error"].(string)
+			return name, why
+		}
+		for name, col := range want {
+			code, v := e.do("GET", "/v1/plugins/"+name, adminToken, nil)
+			if _, why := said(v); code != http.StatusOK || !strings.Contains(why, col) || !strings.Contains(why, `"`+name+`"`) {
+				t.Errorf("GET %s: %d, load_error %q; want the row and %s named", name, code, why, col)
+			}
+		}
+		for _, path := range []string{"/v1/plugins", "/v1/plugins?limit=10"} {
+			code, list := e.do("GET", path, adminToken, nil)
+			got, _ := list["plugins"].([]any)
+			if code != http.StatusOK || len(got) != 3 {
+				t.Errorf("GET %s: %d, %d plugins; want the 3 rows", path, code, len(got))
+				continue
+			}
+			for _, v := range got {
+				if name, why := said(v); (want[name] == "") != (why == "") || !strings.Contains(why, want[name]) {
+					t.Errorf("GET %s: %s's load_error %q", path, name, why)
+				}
+			}
+		}
+	})
+}

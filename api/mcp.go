@@ -147,11 +147,28 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, p principal, h
 // refused already (principalFor), but a stream held open would go on
 // telling a revoked token of catalog changes, hidden tools' included.
 // A token that cannot be checked now (the database) is kept. A console
-// session's are its token's (consolePrincipal), ended alike.
+// session's are its token's (consolePrincipal), ended alike, and at its
+// sign-out (which moves the token counter, so every replica runs this).
 func (s *Server) endRevoked(ctx context.Context) {
 	admin, service := s.operators.get(s)
+	var signedOut map[string]bool // read once, at the first console session met
 	gone := func(id mcpserver.Identity) bool {
-		hash := strings.TrimPrefix(id.Principal, consolePrincipal)
+		hash, console := strings.CutPrefix(id.Principal, consolePrincipal)
+		if console {
+			var sid string
+			sid, hash, _ = strings.Cut(hash, ":")
+			if ends, ok := s.Sessions.(SessionEnds); ok {
+				if signedOut == nil {
+					var err error
+					if signedOut, err = ends.Ended(ctx); err != nil {
+						signedOut = map[string]bool{} // unread: kept, as a token unchecked is
+					}
+				}
+				if signedOut[sid] {
+					return true
+				}
+			}
+		}
 		switch hash {
 		case "", admin, service:
 			return false
@@ -234,14 +251,16 @@ func (s *Server) mcpIdentity(r *http.Request) (mcpserver.Identity, error) {
 	}
 	principal := p.tokenHash
 	if p.browser {
-		principal = consolePrincipal + principal
+		principal = consolePrincipal + p.session + ":" + principal
 	}
 	return mcpserver.Identity{User: user, Principal: principal, Narrow: narrowing(r.Context(), nil), Token: p.tokenID}, nil
 }
 
-// consolePrincipal marks a console session's MCP identity, its token's
-// hash after it: the session's MCP sessions are never a bearer client's
-// of the same token, and end as that token's do (endRevoked).
+// consolePrincipal marks a console session's MCP identity, the session's
+// id and its token's hash after it ("console:<sid>:<hash>"): the
+// session's MCP sessions are never a bearer client's of the same token,
+// nor another console session's, and end as that token's do, or at the
+// session's sign-out (endRevoked).
 const consolePrincipal = "console:"
 
 // runtimeUser is the user a runtime request acts for: ?user_id= or a user
@@ -451,6 +470,12 @@ func (m *mcpAPI) serverCreds(w http.ResponseWriter, r *http.Request, ref string,
 		}
 	}
 	if len(missing) > 0 && user != 0 && m.Creds != nil {
+		// The rule a call's decision applies (engine.CredentialHosts):
+		// a user's stored keys go only where they were given for.
+		if moved := m.cfg.Manager.HostMoved(r.Context(), ref); moved != nil {
+			writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now})
+			return nil, false
+		}
 		stored, err := m.Creds.Resolve(r.Context(), user, missing)
 		if err != nil {
 			m.internal(w, r, err)

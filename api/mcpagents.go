@@ -53,13 +53,17 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 	})))
 	if s.Changes != nil {
 		s.Changes.OnChange(func(old, new store.Versions) {
-			if new.Plugins != old.Plugins {
+			// A grant changed (Versions.Grants) changes what a view may
+			// list as a catalog change does: each session whose list
+			// changed is told.
+			grants := new.Grants != old.Grants
+			if new.Plugins != old.Plugins || grants {
 				s.mcpService.Changed()
 			}
 			if new.Agents != old.Agents {
 				s.dropDeletedAgents(context.Background())
 			}
-			if new.Plugins != old.Plugins || new.Agents != old.Agents {
+			if new.Plugins != old.Plugins || new.Agents != old.Agents || grants {
 				s.agentMCP.Range(func(_, v any) bool {
 					v.(*agentMCP).svc.Changed()
 					return true

@@ -54,6 +54,9 @@ type principal struct {
 	// the bearer token, or the one a console session signed in with. An
 	// MCP session is bound to it, and hashing once a request is enough.
 	tokenHash string
+	// session is a console session's id (SessionEnds), "" for a bearer
+	// token: its MCP sessions end at its sign-out.
+	session string
 }
 
 // actsFor reports whether p may act for user id.
@@ -132,6 +135,16 @@ type Sessions interface {
 	TokenHash(r *http.Request) (string, error)
 }
 
+// SessionEnds is implemented by Sessions whose sessions end before their
+// token does (the console's sign-out): a session's MCP sessions end with
+// it (endRevoked), on every replica.
+type SessionEnds interface {
+	// SessionID is the id of the request's session, "" without one.
+	SessionID(r *http.Request) string
+	// Ended reads, now, the ids of the sessions signed out.
+	Ended(ctx context.Context) (map[string]bool, error)
+}
+
 // ErrNoSession is what Sessions.TokenHash returns for a request without a
 // session: the bearer token is then required.
 var ErrNoSession = errors.New("no session")
@@ -144,6 +157,9 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		case err == nil:
 			p, err := s.principalFor(r.Context(), hash)
 			p.browser, p.tokenHash = true, hash
+			if ends, ok := s.Sessions.(SessionEnds); ok {
+				p.session = ends.SessionID(r)
+			}
 			return p, err
 		case !errors.Is(err, ErrNoSession):
 			return principal{}, err

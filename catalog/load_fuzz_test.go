@@ -27,7 +27,7 @@ func (o *oneRow) Current() store.Versions { return store.Versions{Plugins: 1} }
 
 // rowColumns are the names a row's refusal may give: its columns, and
 // the protocol's fields they hold.
-var rowColumns = []string{"execution_config", "required_credentials", "consequential", "perms", "name",
+var rowColumns = []string{"parameter_schema", "execution_config", "required_credentials", "consequential", "perms", "name",
 	"parameters", "execution", "auth_config", "fixed_params", "tags", "keywords", "description", "title",
 	"schema_version", "consequential_hint", "strict", "invisible_removed"}
 

@@ -79,6 +79,11 @@ func RowFromPlugin(p *plugins.Plugin) (*store.Plugin, error) {
 // removed is reported with the row, beside what was removed when it
 // entered; the row itself is not rewritten (a read on every replica).
 func PluginFromRow(r *store.Plugin) (*plugins.Plugin, error) {
+	// A column written with plain SQL may hold anything: each that does
+	// not decode is named with its row, never carried on as the plugin's.
+	if len(r.ParameterSchema) > 0 && !json.Valid(r.ParameterSchema) {
+		return nil, fmt.Errorf("decode parameter_schema of plugin %q: not a JSON document", r.Name)
+	}
 	var cfg executionConfig
 	if len(r.ExecutionConfig) > 0 {
 		if err := json.Unmarshal(r.ExecutionConfig, &cfg); err != nil {

@@ -240,6 +240,11 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.endMu.Lock()
 		c.endRead = time.Time{} // reread, with this one
 		c.endMu.Unlock()
+		// Every replica ends the session's MCP sessions and streams
+		// (api.SessionEnds) when it sees the token counter move.
+		if err := c.store.BumpCounters(context.WithoutCancel(r.Context()), "token"); err != nil {
+			c.log.WarnContext(r.Context(), "a signed-out session's MCP streams end at the next token change", "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: c.cookieName(r), Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: -1})
@@ -385,18 +390,39 @@ func (c *Console) signedOut(ctx context.Context, sid string) bool {
 	c.endMu.Lock()
 	defer c.endMu.Unlock()
 	if time.Since(c.endRead) >= endedRefresh {
-		ids, err := c.store.EndedSessions(ctx, time.Now().Add(-sessionTTL))
+		ended, err := c.Ended(ctx)
 		if err != nil {
 			c.log.WarnContext(ctx, "signed-out console sessions not reread", "err", err)
 		} else {
-			c.ended = make(map[string]bool, len(ids))
-			for _, id := range ids {
-				c.ended[id] = true
-			}
+			c.ended = ended
 		}
 		c.endRead = time.Now()
 	}
 	return c.ended[sid]
+}
+
+// SessionID implements api.SessionEnds: the id of the request's valid
+// session.
+func (c *Console) SessionID(r *http.Request) string {
+	s, err := c.parse(r)
+	if err != nil {
+		return ""
+	}
+	return s.sid
+}
+
+// Ended implements api.SessionEnds: the sessions signed out, read now
+// (not the copy signedOut rereads once per endedRefresh).
+func (c *Console) Ended(ctx context.Context) (map[string]bool, error) {
+	ids, err := c.store.EndedSessions(ctx, time.Now().Add(-sessionTTL))
+	if err != nil {
+		return nil, err
+	}
+	ended := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		ended[id] = true
+	}
+	return ended, nil
 }
 
 func actorOf(who api.Who) string {

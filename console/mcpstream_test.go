@@ -21,19 +21,32 @@ import (
 func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(t *testing.T, e *env, id int64)
+		change func(t *testing.T, e *env, c *http.Client, id int64)
 	}{
-		{"revoked", func(t *testing.T, e *env, id int64) {
+		{"revoked", func(t *testing.T, e *env, _ *http.Client, id int64) {
 			if code, out := do(t, &http.Client{Transport: bearerRT(adminToken)}, "DELETE", fmt.Sprintf("%s/v1/tokens/%d", e.url, id), "", ""); code != http.StatusNoContent {
 				t.Fatalf("revoke: %d %v", code, out)
 			}
 		}},
-		{"narrowed", func(t *testing.T, e *env, id int64) { // by RuoYi's SQL, the counter moved as MySQL's trigger moves it
+		{"narrowed", func(t *testing.T, e *env, _ *http.Client, id int64) { // by RuoYi's SQL, the counter moved as MySQL's trigger moves it
 			if _, err := e.st.DB().Exec("UPDATE sys_ai_token SET perms = 'other:perm' WHERE token_id = ?", id); err != nil {
 				t.Fatal(err)
 			}
 			if err := e.st.BumpCounters(t.Context(), "token"); err != nil {
 				t.Fatal(err)
+			}
+			if _, err := e.changes.Poll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// The console session signs out (leftovers75): its requests were
+		// refused, but its stream went on until the MCP session's idle
+		// end. The replica's next poll ends it.
+		{"signed out", func(t *testing.T, e *env, c *http.Client, _ int64) {
+			req, _ := http.NewRequest("POST", e.url+"/console/logout", nil)
+			req.Header.Set("Origin", e.url)
+			if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-out: %v %v", r, err)
 			}
 			if _, err := e.changes.Poll(t.Context()); err != nil {
 				t.Fatal(err)
@@ -55,11 +68,11 @@ func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 				io.Copy(io.Discard, stream.Body)
 				close(ended)
 			}()
-			tc.change(t, e, int64(tok["token_id"].(float64)))
+			tc.change(t, e, c, int64(tok["token_id"].(float64)))
 			select {
 			case <-ended:
 			case <-time.After(20 * time.Second):
-				t.Error("the console session's MCP stream is still open after its token changed")
+				t.Errorf("the console session's MCP stream is still open after it was %s", tc.name)
 			}
 		})
 	}

@@ -65,7 +65,8 @@ const (
 	CodeInvalidPlugin      = "invalid_plugin" // a plugin the engine cannot execute (unknown type, contradictory placement)
 	// CodeCredentialNotBound: an inline plugin whose call would take a
 	// stored credential is not the enabled catalog plugin of its name
-	// (auth.Catalog.Bind).
+	// (auth.Catalog.Bind), or an MCP server moved away from the origin
+	// its stored credentials were given for (HostMovedError).
 	CodeCredentialNotBound = "credential_not_bound"
 	// CodeFixedParamsNotAllowed: a payload's fixed_params would rewrite
 	// the catalog's or set a parameter the schema does not declare.
@@ -403,6 +404,27 @@ type AuthConfigurer interface {
 	AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool)
 }
 
+// CredentialHosts is implemented by an Invoker whose destination is not
+// the plugin's own (an MCP server's row, which plain SQL may move):
+// CredentialHost says when the users' stored credentials were given for
+// another origin than the one a call of p now goes to; nil otherwise, or
+// when it cannot tell (the server unreadable: then nothing is sent).
+type CredentialHosts interface {
+	CredentialHost(ctx context.Context, p *plugins.Plugin) *HostMovedError
+}
+
+// HostMovedError says a server's address moved away from the origin its
+// stored credentials were given for (Given empty: given for none).
+type HostMovedError struct{ Server, Given, Now string }
+
+func (e *HostMovedError) Error() string {
+	given := "no origin recorded (credentials_url is empty)"
+	if e.Given != "" {
+		given = e.Given
+	}
+	return fmt.Sprintf("the MCP server %s is now at %s, but its users' stored credentials were given for %s: its url changed outside the engine, so no stored credential is sent to it; an administrator registers the server again, or sets its credentials_url to its url once the new host is trusted", e.Server, e.Now, given)
+}
+
 // Invoker performs one execution type. Invoke returns the upstream's
 // answer, whatever its status, or an error: a *RefusedError when nothing
 // was sent, a *ToolError to classify a failure, anything else is a
@@ -615,6 +637,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
+	if refused := hostMoved(ctx, inv, p, stored); refused != nil {
+		return nil, refused
+	}
 	prep := &Prepared{
 		Plugin:           p,
 		Arguments:        args,
@@ -657,6 +682,22 @@ func missingCredentialsMessage(keys []string, userID int64) string {
 		where = "the call names no user (user_id), so no stored credential applies: name the user or pass them in the payload"
 	}
 	return "missing credentials: " + strings.Join(keys, ", ") + " (" + where + ")"
+}
+
+// hostMoved refuses a call that would send stored credentials to a
+// server moved away from the origin they were given for, whichever way
+// it moved (the API, the console, the CLI or SQL: the row as it is).
+func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []string) *RefusedError {
+	hosts, ok := inv.(CredentialHosts)
+	if !ok || len(stored) == 0 {
+		return nil
+	}
+	moved := hosts.CredentialHost(ctx, p)
+	if moved == nil {
+		return nil
+	}
+	return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
+		Details: map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now}}}
 }
 
 // authOf is the auth config that reads the credentials of a call of p:

@@ -61,3 +61,47 @@ func TestBlackholedBeginBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestBlackholedRawStatementsBounded: the statements the store sends on
+// the pool outside gorm (the embeddings' and search requests' reads and
+// writes, the recorder's inserts, the change counters' read and bump,
+// the quota's uses) and in its own transactions took their caller's
+// context only: with the database blackholed, a caller without a
+// deadline (the recorder's spool, a background loop) waited for as long
+// as the connection lived. Each is bounded by store.QueryTimeout.
+func TestBlackholedRawStatementsBounded(t *testing.T) {
+	_, proxy, through := testdb.Blackholable(t)
+	st := testdb.At(t, through)
+	k := store.QuotaKey{Rule: 1, User: 7, WindowStart: 1}
+	if err := st.ReturnQuota(t.Context(), k, 1); err != nil { // the statement's first use, answered
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	for name, send := range map[string]func(context.Context) error{
+		"Vectors":        func(ctx context.Context) error { _, err := st.Vectors(ctx, "m"); return err },
+		"SaveVectors":    func(ctx context.Context) error { return st.SaveVectors(ctx, "m", map[string][]float32{"h": {1}}) },
+		"SearchRequests": func(ctx context.Context) error { _, err := st.SearchRequests(ctx, "m"); return err },
+		"SaveSearchRequests": func(ctx context.Context) error {
+			return st.SaveSearchRequests(ctx, "m", map[string][]string{"h": {"q"}})
+		},
+		"InsertExecutions": func(ctx context.Context) error {
+			return st.InsertExecutions(ctx, []store.Execution{{PluginName: "p"}, {PluginName: "q"}})
+		},
+		"Versions":     func(ctx context.Context) error { _, err := st.Versions(ctx); return err },
+		"BumpCounters": func(ctx context.Context) error { return st.BumpCounters(ctx, "plugin") },
+		"ReturnQuota":  func(ctx context.Context) error { return st.ReturnQuota(ctx, k, 1) },
+		"QuotaUsed":    func(ctx context.Context) error { _, err := st.QuotaUsed(ctx, k); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// The test's own bound: the code under test's must come well before.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			began := time.Now()
+			err := send(ctx)
+			if took, bound := time.Since(began), store.QueryTimeout+2*time.Second; took > bound || err == nil {
+				t.Errorf("sent blackholed: %v after %v, want an error within %v", err, took, bound)
+			}
+		})
+	}
+}

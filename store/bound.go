@@ -81,7 +81,7 @@ func (s *Store) transaction(ctx context.Context, fn func(tx *gorm.DB) error) err
 // transaction's whole life to the context it began with, so the bound
 // cannot be a deadline on it: the context given to BeginTx is cut by
 // QueryTimeout or the caller only until the transaction has begun; its
-// statements and commit are bounded as every other (registerBounds).
+// statements are bounded as every other (registerBounds, bounded).
 func beginBounded(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (*sql.Tx, error) {
 	b := &beginContext{Context: ctx, done: make(chan struct{})}
 	stopCaller := context.AfterFunc(ctx, func() { b.cut(ctx.Err()) })
@@ -136,3 +136,44 @@ func (b *beginContext) begun() error {
 	b.settled = true
 	return b.err
 }
+
+// statements sends statements outside gorm: the pool, gorm's pool (its
+// statement cache) or one of the store's own transactions.
+type statements interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// bounded sends each statement bounded by QueryTimeout (the caller's
+// deadline when nearer), as registerBounds bounds gorm's: the
+// statements outside gorm (the embeddings', the recorder's, the change
+// counters', the quota's) were otherwise held by a database that stops
+// answering for as long as their caller's context, a background loop's
+// none. The rows a query returns are read after it, so its bound is left
+// to expire rather than cut them (as gorm's Row and Rows).
+type bounded struct{ q statements }
+
+func (b bounded) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	defer cancel()
+	return b.q.ExecContext(ctx, query, args...)
+}
+
+func (b bounded) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return b.q.QueryContext(expiring(ctx), query, args...)
+}
+
+func (b bounded) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return b.q.QueryRowContext(expiring(ctx), query, args...)
+}
+
+// expiring is ctx ended QueryTimeout from now.
+func expiring(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(QueryTimeout, cancel)
+	return ctx
+}
+
+// raw is the pool, each statement bounded.
+func (s *Store) raw() bounded { return bounded{s.sqlDB} }

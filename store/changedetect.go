@@ -93,7 +93,7 @@ func (s *Store) registerBumps() error {
 		// Galera retries an autocommit statement that lost certification
 		// once; a replica's burst of writes may need more.
 		if err := retryConflicts(ctx, leaseAttempts, func() error {
-			_, err := s.sqlDB.ExecContext(ctx, q, scope)
+			_, err := s.raw().ExecContext(ctx, q, scope)
 			return err
 		}); err != nil {
 			db.AddError(fmt.Errorf("bump change counter %s (the write itself is done): %w", scope, err))

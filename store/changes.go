@@ -30,6 +30,10 @@ type Versions struct {
 	QuotaRules  int64 `json:"quota_rules"`
 	Providers   int64 `json:"oauth_providers"`
 	Agents      int64 `json:"agents"`
+	// Grants is no counter: a digest of the tables the users' permission
+	// strings are read from (RuoYi's, which carry no trigger), read at
+	// each poll when Watcher.Grants is set; 0 otherwise.
+	Grants int64 `json:"grants,omitempty"`
 }
 
 // changeScope is one counter row and the table its triggers follow.
@@ -69,7 +73,7 @@ type querier interface {
 // found missing are reported as a *MissingCountersError, with the counters
 // that were found.
 func (s *Store) Versions(ctx context.Context) (Versions, error) {
-	return readVersions(ctx, s.sqlDB)
+	return readVersions(ctx, s.raw())
 }
 
 func readVersions(ctx context.Context, q querier) (Versions, error) {
@@ -133,7 +137,7 @@ func (s *Store) RecreateCounters(ctx context.Context, scopes []string) error {
 		var b [8]byte
 		rand.Read(b[:])
 		gen := int64(binary.LittleEndian.Uint64(b[:])>>12 | 1<<52)
-		if _, err := s.sqlDB.ExecContext(ctx, insert, scope, gen); err != nil {
+		if _, err := s.raw().ExecContext(ctx, insert, scope, gen); err != nil {
 			return fmt.Errorf("recreate change counter %q: %w", scope, err)
 		}
 	}
@@ -157,7 +161,7 @@ func (s *Store) BumpCounters(ctx context.Context, scopes ...string) error {
 	for i, s := range scopes {
 		args[i] = s
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, q, args...); err != nil {
+	if _, err := s.raw().ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("bump change counters %v: %w", scopes, err)
 	}
 	return nil
@@ -209,14 +213,15 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 		return ChangeAudit{}, fmt.Errorf("audit change counters: %w", err)
 	}
 	defer tx.Rollback()
+	b := bounded{tx} // each statement of it
 	a := ChangeAudit{Polled: s.polled()}
-	if a.Versions, err = readVersions(ctx, tx); err != nil {
+	if a.Versions, err = readVersions(ctx, b); err != nil {
 		return ChangeAudit{}, err
 	}
 	a.Fingerprints = make(map[string]Fingerprint, len(changeScopes))
 	for _, c := range changeScopes {
 		if a.Polled {
-			if a.Fingerprints[c.name], err = contentFingerprint(ctx, tx, c); err != nil {
+			if a.Fingerprints[c.name], err = contentFingerprint(ctx, b, c); err != nil {
 				return ChangeAudit{}, err
 			}
 			continue
@@ -226,7 +231,7 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 			id, update sql.NullString
 		)
 		q := fmt.Sprintf("SELECT COUNT(*), MAX(%s), MAX(update_time) FROM %s", c.id, c.table)
-		if err := tx.QueryRowContext(ctx, q).Scan(&fp.Rows, &id, &update); err != nil {
+		if err := b.QueryRowContext(ctx, q).Scan(&fp.Rows, &id, &update); err != nil {
 			return ChangeAudit{}, fmt.Errorf("fingerprint %s: %w", c.table, err)
 		}
 		fp.MaxID, fp.Updated = id.String, update.String
@@ -235,7 +240,7 @@ func (s *Store) AuditChanges(ctx context.Context) (ChangeAudit, error) {
 	if want == nil {
 		return a, nil
 	}
-	have, err := s.triggerNames(ctx, tx)
+	have, err := s.triggerNames(ctx, b)
 	if err != nil {
 		return ChangeAudit{}, err
 	}
@@ -278,7 +283,7 @@ func (s *Store) repairChanges(ctx context.Context) error {
 	have := map[string]bool{}
 	if s.polled() {
 		want = nil
-	} else if have, err = s.triggerNames(ctx, s.sqlDB); err != nil {
+	} else if have, err = s.triggerNames(ctx, s.sqlDB); err != nil { // a step of Migrate: unbounded, as migrations are
 		return err
 	}
 	for _, t := range want {
@@ -298,7 +303,8 @@ func (s *Store) repairChanges(ctx context.Context) error {
 // changeTriggersMigrations create the counter triggers: the ones a
 // replica expects, and recreates, are read from them. A migration that
 // adds or changes them must be named here.
-var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql"}
+var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql",
+	"00030_mcp_credentials_url.sql"}
 
 type trigger struct{ name, create string }
 
@@ -325,7 +331,14 @@ func readTriggers(fsys fs.FS, dir string) ([]trigger, error) {
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, ts...)
+		for _, t := range ts {
+			// A later migration's trigger of a name replaces the earlier.
+			if i := slices.IndexFunc(all, func(o trigger) bool { return o.name == t.name }); i >= 0 {
+				all[i] = t
+			} else {
+				all = append(all, t)
+			}
+		}
 	}
 	return all, nil
 }
@@ -429,6 +442,11 @@ type Watcher struct {
 	// AuditEvery is the number of polls between two audits (0: never).
 	// Set it before Run.
 	AuditEvery int
+	// Grants, when set (before Run), is read at each poll as
+	// Versions.Grants: a grant changed in tables no trigger follows moves
+	// it within one poll, on every replica. A read that fails keeps the
+	// last.
+	Grants func(ctx context.Context) (int64, error)
 
 	cur      atomic.Pointer[Versions]
 	lastRead atomic.Int64 // unix nanoseconds of the last successful read
@@ -438,6 +456,8 @@ type Watcher struct {
 	listens   []func(old, new Versions)
 	failing   bool
 	lastAudit *ChangeAudit
+	// grantsFailing: the last read of Grants failed (logged once).
+	grantsFailing bool
 }
 
 // NewWatcher returns a watcher polling src every interval once Run is
@@ -537,6 +557,7 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 		w.logger.Info("change counters readable again")
 	}
 	w.lastRead.Store(time.Now().UnixNano())
+	v.Grants = w.grants(ctx)
 	if v == w.Current() {
 		return v, nil
 	}
@@ -546,6 +567,7 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	if keeper != nil && w.AuditEvery > 0 {
 		a, err := w.snapshot(ctx, keeper)
 		if err == nil {
+			a.Versions.Grants = v.Grants
 			w.adopt(a)
 			return a.Versions, nil
 		}
@@ -553,6 +575,24 @@ func (w *Watcher) poll(ctx context.Context) (Versions, error) {
 	}
 	w.publish(v)
 	return v, nil
+}
+
+// grants is Versions.Grants now: the last when it cannot be read.
+func (w *Watcher) grants(ctx context.Context) int64 {
+	last := w.Current().Grants
+	if w.Grants == nil {
+		return last
+	}
+	g, err := w.Grants(ctx)
+	if err != nil {
+		if !w.grantsFailing {
+			w.logger.Warn("cannot read the users' grants' digest; a grant changed is seen when its permissions' TTL ends", "err", err)
+		}
+		w.grantsFailing = true
+		return last
+	}
+	w.grantsFailing = false
+	return g
 }
 
 func (w *Watcher) publish(v Versions) {
@@ -600,6 +640,7 @@ func (w *Watcher) Audit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.Versions.Grants = w.Current().Grants // not the audit's: read by the polls
 	var unseen []string
 	if prev := w.lastAudit; prev != nil {
 		for _, c := range changeScopes {

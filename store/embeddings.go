@@ -11,7 +11,7 @@ import (
 // Vectors loads every plugin vector of an embedding model, by content
 // hash.
 func (s *Store) Vectors(ctx context.Context, model string) (map[string][]float32, error) {
-	rows, err := s.sqlDB.QueryContext(ctx, "SELECT content_hash, vector FROM sys_ai_plugin_embedding WHERE model = ?", model)
+	rows, err := s.raw().QueryContext(ctx, "SELECT content_hash, vector FROM sys_ai_plugin_embedding WHERE model = ?", model)
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)
 	}
@@ -51,7 +51,7 @@ func (s *Store) SaveVectors(ctx context.Context, model string, vectors map[strin
 		for i, x := range v {
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
 		}
-		if _, err := s.sqlDB.ExecContext(ctx, q, model, hash, len(v), raw, now); err != nil {
+		if _, err := s.raw().ExecContext(ctx, q, model, hash, len(v), raw, now); err != nil {
 			return fmt.Errorf("save vector: %w", err)
 		}
 	}

@@ -48,13 +48,13 @@ func (s *Store) insertExecutionsSQLite(ctx context.Context, es []Execution) erro
 	// One statement needs no transaction of its own, and outside one
 	// SQLite keeps no statement journal (a copy of every page the INSERT
 	// changes, to undo it alone): a fifth of the insert's CPU.
-	return s.insertInStatements(ctx, es, s.sqlDB, insertRow, 0, func(q []byte, args []any, batch []Execution) ([]byte, []any) {
+	return s.insertInStatements(ctx, es, s.raw(), insertRow, 0, func(q []byte, args []any, batch []Execution) ([]byte, []any) {
 		return appendSQLiteInsert(q, batch), args
 	})
 }
 
 // execer runs a statement: the connection pool, gorm's cache of prepared
-// statements, a transaction.
+// statements, a transaction (each bounded).
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -84,7 +84,7 @@ func (s *Store) insertInStatements(ctx context.Context, es []Execution, one exec
 	}()
 	for batch := range slices.Chunk(es, insertBatch) {
 		q, args = build(q[:0], args[:0], batch)
-		if _, err = tx.ExecContext(ctx, string(q), args...); err != nil {
+		if _, err = (bounded{tx}).ExecContext(ctx, string(q), args...); err != nil {
 			return fmt.Errorf("insert %d executions: %w", len(batch), classify(err))
 		}
 	}
@@ -371,7 +371,7 @@ func (s *Store) InsertExecutions(ctx context.Context, es []Execution) error {
 // warning. The columns are stored as gorm stored them
 // (TestExecutionEmptyColumns).
 func (s *Store) insertExecutionsMySQL(ctx context.Context, es []Execution) error {
-	return s.insertInStatements(ctx, es, s.db.ConnPool, len("(?,?,?,?,?,?,?,?,?,?,?,?,?,?),"), executionColumns, appendMySQLInsert)
+	return s.insertInStatements(ctx, es, bounded{s.db.ConnPool}, len("(?,?,?,?,?,?,?,?,?,?,?,?,?,?),"), executionColumns, appendMySQLInsert)
 }
 
 // executionColumns is the number of columns an INSERT of records writes.

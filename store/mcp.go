@@ -33,7 +33,12 @@ type MCPServer struct {
 	// Trusted: an administrator vouches for the server, so its tools'
 	// annotations may lower their class (readOnlyHint: not
 	// consequential), not only raise it (issue 48 point 2).
-	Trusted         bool       `gorm:"column:trusted" json:"trusted"`
+	Trusted bool `gorm:"column:trusted" json:"trusted"`
+	// CredentialsURL is the URL whose origin the server's stored
+	// credentials were given for (migration 00030): written with URL by
+	// CreateMCPServer, so that a URL moved outside the engine (plain SQL)
+	// no longer carries them (engine.CredentialHosts). Nil: none are sent.
+	CredentialsURL  *string    `gorm:"column:credentials_url" json:"-"`
 	ToolsCache      JSON       `gorm:"column:tools_cache" json:"-"`
 	ToolsCachedTime *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
 	Audit
@@ -75,6 +80,11 @@ func (s *Store) CreateMCPServer(ctx context.Context, srv *MCPServer) error {
 	}
 	if srv.Status == "" {
 		srv.Status = StatusEnabled
+	}
+	if srv.CredentialsURL == nil && srv.URL != "" {
+		// Registering a server is giving it its credentials at its URL.
+		u := srv.URL
+		srv.CredentialsURL = &u
 	}
 	srv.stampCreate()
 	srv.ToolsCachedTime = dbTimePtr(srv.ToolsCachedTime)

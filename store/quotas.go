@@ -55,7 +55,7 @@ func (s *Store) DeleteQuotaRule(ctx context.Context, name string) error {
 	if err := affected(s.db.WithContext(ctx).Where("rule_id = ?", r.ID).Delete(&QuotaRule{})); err != nil {
 		return fmt.Errorf("delete quota rule %q: %w", name, err)
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, "DELETE FROM sys_ai_quota_use WHERE rule_id = ?", r.ID); err != nil {
+	if _, err := s.raw().ExecContext(ctx, "DELETE FROM sys_ai_quota_use WHERE rule_id = ?", r.ID); err != nil {
 		return fmt.Errorf("delete quota rule %q: its use: %w", name, err)
 	}
 	return nil
@@ -126,7 +126,7 @@ func (s *Store) createQuotaUse(ctx context.Context, k QuotaKey) error {
 	if s.dialect == DialectMySQL {
 		insert = "INSERT IGNORE"
 	}
-	_, err := s.sqlDB.ExecContext(ctx, insert+" INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, 0, ?)",
+	_, err := s.raw().ExecContext(ctx, insert+" INTO sys_ai_quota_use (rule_id, user_id, window_start, used, update_time) VALUES (?, ?, ?, 0, ?)",
 		k.Rule, k.User, k.WindowStart, now())
 	if isConflict(err) {
 		return nil
@@ -144,7 +144,8 @@ func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (
 	if s.dialect == DialectMySQL {
 		lock = " FOR UPDATE"
 	}
-	err = tx.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?"+lock,
+	b := bounded{tx} // each statement of it
+	err = b.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?"+lock,
 		k.Rule, k.User, k.WindowStart).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, true, nil
@@ -157,7 +158,7 @@ func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (
 		return 0, used, false, nil // nothing written: a refusal costs one read
 	}
 	used += granted
-	if _, err = tx.ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = ?, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
+	if _, err = b.ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = ?, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
 		used, now(), k.Rule, k.User, k.WindowStart); err != nil {
 		return 0, 0, false, err
 	}
@@ -167,7 +168,7 @@ func (s *Store) leaseQuota(ctx context.Context, k QuotaKey, limit, want int64) (
 // ReturnQuota gives back n units of k's window a replica leased and did
 // not spend.
 func (s *Store) ReturnQuota(ctx context.Context, k QuotaKey, n int64) error {
-	_, err := s.sqlDB.ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = CASE WHEN used > ? THEN used - ? ELSE 0 END, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
+	_, err := s.raw().ExecContext(ctx, "UPDATE sys_ai_quota_use SET used = CASE WHEN used > ? THEN used - ? ELSE 0 END, update_time = ? WHERE rule_id = ? AND user_id = ? AND window_start = ?",
 		n, n, now(), k.Rule, k.User, k.WindowStart)
 	if err != nil {
 		return fmt.Errorf("return quota: %w", err)
@@ -187,7 +188,7 @@ func (s *Store) QuotaUsed(ctx context.Context, k QuotaKey) (int64, error) {
 // quotaUse reads k's window's row without locking it: found false when
 // there is none.
 func (s *Store) quotaUse(ctx context.Context, k QuotaKey) (used int64, found bool, err error) {
-	err = s.sqlDB.QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?",
+	err = s.raw().QueryRowContext(ctx, "SELECT used FROM sys_ai_quota_use WHERE rule_id = ? AND user_id = ? AND window_start = ?",
 		k.Rule, k.User, k.WindowStart).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
@@ -198,7 +199,7 @@ func (s *Store) quotaUse(ctx context.Context, k QuotaKey) (used int64, found boo
 // PruneQuotaUse deletes the use of windows that started before cutoff
 // (unix seconds): they are over.
 func (s *Store) PruneQuotaUse(ctx context.Context, cutoff int64) error {
-	if _, err := s.sqlDB.ExecContext(ctx, "DELETE FROM sys_ai_quota_use WHERE window_start < ?", cutoff); err != nil {
+	if _, err := s.raw().ExecContext(ctx, "DELETE FROM sys_ai_quota_use WHERE window_start < ?", cutoff); err != nil {
 		return fmt.Errorf("prune quota use: %w", err)
 	}
 	return nil

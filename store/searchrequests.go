@@ -11,7 +11,7 @@ import (
 // (issue 49 point 4), by content hash. A row that does not decode is left
 // out: it is asked for again.
 func (s *Store) SearchRequests(ctx context.Context, model string) (map[string][]string, error) {
-	rows, err := s.sqlDB.QueryContext(ctx, "SELECT content_hash, requests FROM sys_ai_search_request WHERE model = ?", model)
+	rows, err := s.raw().QueryContext(ctx, "SELECT content_hash, requests FROM sys_ai_search_request WHERE model = ?", model)
 	if err != nil {
 		return nil, fmt.Errorf("load search requests: %w", err)
 	}
@@ -47,7 +47,7 @@ func (s *Store) SaveSearchRequests(ctx context.Context, model string, requests m
 		if err != nil {
 			return err
 		}
-		if _, err := s.sqlDB.ExecContext(ctx, q, model, hash, string(raw), now); err != nil {
+		if _, err := s.raw().ExecContext(ctx, q, model, hash, string(raw), now); err != nil {
 			return fmt.Errorf("save search requests: %w", err)
 		}
 	}

@@ -1531,7 +1531,7 @@ type PluginView struct {
 	// LastCallTime A page of the catalog (?limit=): the latest execution.
 	LastCallTime *time.Time `json:"last_call_time,omitempty"`
 
-	// LoadError GET /v1/plugins and /v1/plugins/{name}: why the catalog left this row out (its content fails the protocol, each field's error); no caller sees or calls it until it is fixed.
+	// LoadError GET /v1/plugins and /v1/plugins/{name}: why the catalog left this row out (its content fails the protocol, each field's error, or a JSON column does not decode, the column named: then the row's plain columns are shown, its parameters when they are an object); no caller sees or calls it until it is fixed.
 	LoadError *string `json:"load_error,omitempty"`
 
 	// Name Unique tool name (the OpenAI function-name rule).

@@ -257,7 +257,11 @@ func pluginCmd(cfg *config) *cobra.Command {
 				for i := range rows {
 					p, err := catalog.PluginFromRow(&rows[i])
 					if err != nil {
-						return err
+						// A column written by hand that does not decode
+						// hides neither the row nor the others.
+						fmt.Fprintf(tw, "%s\t%s\t?\t%s\n", rows[i].Name, statusWord(rows[i].Status != store.StatusDisabled), rows[i].Title)
+						warnLeftOut(cmd.ErrOrStderr(), rows[i].Name, err)
+						continue
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, statusWord(p.Enabled()), p.ExecType(), p.Title)
 				}
@@ -288,7 +292,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				}
 				why, err := cat.LeftOut(ctx)
 				if err == nil && why[row.Name] != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: plugin %s is left out of the catalog (no caller sees or calls it): %v\n", row.Name, why[row.Name])
+					warnLeftOut(cmd.ErrOrStderr(), row.Name, why[row.Name])
 				}
 				return err
 			})
@@ -559,17 +563,35 @@ func toolsCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				tools := make([]plugins.Tool, 0, len(rows))
-				for i := range rows {
-					p, err := catalog.PluginFromRow(&rows[i])
-					if err != nil {
-						return err
-					}
+				for _, p := range decoded(cmd.ErrOrStderr(), rows) {
 					tools = append(tools, p.Tool(nil))
 				}
 				return printJSON(cmd.OutOrStdout(), tools)
 			})
 		},
 	}
+}
+
+// warnLeftOut says on w that the row named is left out of the catalog,
+// and why.
+func warnLeftOut(w io.Writer, name string, why error) {
+	fmt.Fprintf(w, "warning: plugin %s is left out of the catalog (no caller sees or calls it): %v\n", name, why)
+}
+
+// decoded is the plugins of rows; a row whose columns do not decode (a
+// JSON column written by hand, which the catalog leaves out too) is left
+// out with a warning on w naming it and the column, not the whole answer.
+func decoded(w io.Writer, rows []store.Plugin) []*plugins.Plugin {
+	out := make([]*plugins.Plugin, 0, len(rows))
+	for i := range rows {
+		p, err := catalog.PluginFromRow(&rows[i])
+		if err != nil {
+			warnLeftOut(w, rows[i].Name, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // statusWord is a row's status as the lists print it: the column's "0"

@@ -379,6 +379,12 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		st.Close()
 		return nil, err
 	}
+	// RuoYi's tables carry no trigger: their digest, read at each poll,
+	// tells every replica's permissions and MCP sessions of a grant
+	// changed within one poll.
+	if digest, ok := acc.FollowGrants(func() int64 { return changes.Current().Grants }); ok {
+		changes.Grants = digest
+	}
 	cat := catalog.New(st, changes, log)
 	rules := auth.NewCatalog(st, cat, changes) // binds to the rows the catalog serves
 	creds.Identifiers = rules

@@ -76,3 +76,33 @@ func TestPluginGetSaysLeftOut(t *testing.T) {
 		t.Errorf("plugin get of a row loaded: %d %q", code, errs)
 	}
 }
+
+// TestPluginListsUndecodedRow: a row whose JSON column does not decode
+// (written with SQL) failed plugin list, tools and search whole.
+// Now list shows the row and each says on stderr which row and column,
+// the other rows answered as they are; plugin get's error names both.
+func TestPluginListsUndecodedRow(t *testing.T) {
+	c := newCLI(t)
+	st := testdb.At(t, c.db)
+	for name, cfg := range map[string]string{"garbled": `{"execution": "GET"}`, "good": `{"execution": {"method": "GET", "base_url": "https://ruoyi.example/t"}}`} {
+		if _, err := st.DB().ExecContext(t.Context(), "INSERT INTO sys_ai_plugin (name, description, parameter_schema, execution_config, status) VALUES (?, ?, ?, ?, '0')",
+			name, "Added by SQL.", `{"type": "object"}`, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	said := func(errs string) bool {
+		return strings.Contains(errs, "garbled") && strings.Contains(errs, "execution_config")
+	}
+	if code, out, errs := c.run("", "plugin", "list"); code != 0 || !strings.Contains(out, "garbled") || !strings.Contains(out, "good") || !said(errs) {
+		t.Errorf("plugin list: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "tools"); code != 0 || !strings.Contains(out, `"good"`) || strings.Contains(out, "garbled") || !said(errs) {
+		t.Errorf("tools: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := c.run("", "search", "added"); code != 0 || !said(errs) {
+		t.Errorf("search: %d %q", code, errs)
+	}
+	if code, _, errs := c.run("", "plugin", "get", "garbled"); code == 0 || !said(errs) {
+		t.Errorf("plugin get: %d %q", code, errs)
+	}
+}

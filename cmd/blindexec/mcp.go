@@ -261,7 +261,7 @@ func mcpServeCmd(cfg *config) *cobra.Command {
 			}
 			svc := mcpserver.NewService(cat, parts.executor, opts)
 			parts.changes.OnChange(func(old, new store.Versions) {
-				if new.Plugins != old.Plugins || new.Agents != old.Agents && agent != "" {
+				if new.Plugins != old.Plugins || new.Agents != old.Agents && agent != "" || new.Grants != old.Grants {
 					svc.Changed()
 				}
 			})

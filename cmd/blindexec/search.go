@@ -47,14 +47,9 @@ func searchCmd(cfg *config) *cobra.Command {
 				for i := range sources {
 					bySource[sources[i].ID] = catalog.SearchSource(&sources[i])
 				}
-				ps := make([]*plugins.Plugin, 0, len(rows))
-				for i := range rows {
-					p, err := catalog.PluginFromRow(&rows[i])
-					if err != nil {
-						return err
-					}
+				ps := decoded(cmd.ErrOrStderr(), rows)
+				for _, p := range ps {
 					p.Source = bySource[p.SourceID] // as the catalog does (issue 49)
-					ps = append(ps, p)
 				}
 				ix, err := toolsearch.New(ps)
 				if err != nil {

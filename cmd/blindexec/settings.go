@@ -115,7 +115,7 @@ var (
 		func(v string) bool { return access.CheckQuery(v) == nil },
 		"with `BLINDEXEC_PERMISSIONS=query`: one `SELECT` with one `?`, the user id, whose one column holds a permission string a row; run read-only, within 2 s, at most 10,000 rows")
 	setPermissionsTTL = settings.Millis(&registry, access.EnvPermissionsTTL, access.DefaultTTL,
-		"how long a replica keeps a user's permission strings read from the database: the longest a role changed in RuoYi takes to reach a call")
+		"how long a replica keeps a user's permission strings read from the database: the longest a role changed takes to reach a call under the query source; under ruoyi and yudao a change of their tables is seen within one BLINDEXEC_CHANGE_POLL_MS")
 )
 
 // Tool search and MCP.

@@ -90,6 +90,11 @@ func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.A
 	return c.auth, true
 }
 
+// CredentialHost implements engine.CredentialHosts (Manager.HostMoved).
+func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) *engine.HostMovedError {
+	return inv.Manager.HostMoved(ctx, p.Execution.MCPID)
+}
+
 // Destination implements engine.Destinations: the digest of the server's
 // transport, URL or command, headers and auth config.
 func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, error) {

@@ -241,6 +241,9 @@ type serverConfig struct {
 	auth                     plugins.AuthConfig
 	disabled                 bool
 	trusted                  bool
+	// credentialsURL is the URL whose origin the users' stored
+	// credentials were given for (store.MCPServer.CredentialsURL).
+	credentialsURL string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination).
@@ -301,6 +304,22 @@ func (m *Manager) maskerFor(ctx context.Context, srv *serverConfig, creds map[st
 	return auth.MaskerFor(ids, creds, derived...)
 }
 
+// HostMoved says when the server ref, over HTTP, is no longer at the
+// origin its users' stored credentials were given for (its
+// credentials_url), however its url was changed since: those are sent
+// to no other. A stdio server goes to no host; an unreadable one is
+// sent nothing anyway (nil).
+func (m *Manager) HostMoved(ctx context.Context, ref string) *engine.HostMovedError {
+	c, err := m.config(ctx, ref)
+	if err != nil || c.transport == store.TransportStdio {
+		return nil
+	}
+	if given, now := auth.Origin(c.credentialsURL), auth.Origin(c.url); given == "" || given != now {
+		return &engine.HostMovedError{Server: c.name, Given: given, Now: now}
+	}
+	return nil
+}
+
 // CredentialKeys lists the credential keys the server's auth config reads.
 func (m *Manager) CredentialKeys(ctx context.Context, ref string) ([]string, error) {
 	c, err := m.config(ctx, ref)
@@ -347,6 +366,9 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
 		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
+	if row.CredentialsURL != nil {
+		c.credentialsURL = *row.CredentialsURL
+	}
 	var err error
 	if c.argv, err = row.Argv(); err != nil {
 		return nil, err
