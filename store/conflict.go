@@ -53,13 +53,20 @@ const (
 )
 
 // retryConflicts calls fn until it returns anything but a conflict, at
-// most attempts times, with a jittered, growing pause between tries. It
-// returns fn's last error (a conflict when they all conflicted), or ctx's.
+// most attempts times (retryWhile).
 func retryConflicts(ctx context.Context, attempts int, fn func() error) error {
+	return retryWhile(ctx, attempts, isConflict, fn)
+}
+
+// retryWhile calls fn until it returns an error that retryable does not
+// accept, at most attempts times, with a jittered, growing pause between
+// tries. It returns fn's last error (a retryable one when every try
+// failed so), or ctx's.
+func retryWhile(ctx context.Context, attempts int, retryable func(error) bool, fn func() error) error {
 	pause := conflictPause
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || !isConflict(err) || attempt >= attempts {
+		if err == nil || !retryable(err) || attempt >= attempts {
 			return err
 		}
 		t := time.NewTimer(rand.N(pause) + time.Millisecond)

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -106,12 +107,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	var (
 		dialector  gorm.Dialector
+		pool       *sql.DB // opened here rather than by gorm (SQLite), closed on failure
 		migrateDSN string
 		err        error
 	)
 	switch scheme {
 	case DialectSQLite:
-		dialector, err = sqliteDialector(rest)
+		if pool, err = openSQLite(ctx, rest); err == nil {
+			dialector = &sqlite.Dialector{Conn: pool}
+		}
 	case DialectMySQL:
 		dialector, migrateDSN, err = mysqlDialector(rest)
 	default:
@@ -134,6 +138,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		PrepareStmtTTL:     time.Hour,
 	})
 	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
 	}
 	sqlDB, err := db.DB()
@@ -174,20 +181,54 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
-func sqliteDialector(path string) (gorm.Dialector, error) {
+// sqliteBusyTimeout is how long a SQLite statement waits for another
+// connection's lock (busy_timeout) before failing with SQLITE_BUSY.
+const sqliteBusyTimeout = 5 * time.Second
+
+// openSQLite opens the pool of the SQLite database at path and its first
+// connection, which switches the file to WAL. SQLite refuses that switch
+// with SQLITE_BUSY at once, without calling the busy handler, while
+// another connection holds the file's write lock (another process
+// starting on the same fresh file, switching it too): the pragma reads
+// the header under a shared lock and then upgrades it, and an upgrade that
+// waited could deadlock. So the first connection is retried, for as long
+// as busy_timeout would wait; the switch persists, and on a file already
+// in WAL the pragma writes nothing, so the pool's later connections do
+// not meet it.
+func openSQLite(ctx context.Context, path string) (*sql.DB, error) {
 	if path == "" {
 		return nil, errors.New("empty path: want sqlite:PATH")
 	}
 	// _txlock=immediate takes the write lock when a transaction begins, so
 	// concurrent read-then-write transactions wait on busy_timeout instead
 	// of failing with SQLITE_BUSY when they upgrade.
-	const params = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)" +
+	params := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()) +
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	sep := "?"
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	return sqlite.Open(path + sep + params), nil
+	db, err := sql.Open(sqlite.DriverName, path+sep+params)
+	if err != nil {
+		return nil, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, sqliteBusyTimeout)
+	defer cancel()
+	if err := retryWhile(waitCtx, math.MaxInt, isBusy, func() error { return db.PingContext(waitCtx) }); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// sqliteBusy is SQLite's SQLITE_BUSY, the primary result code of the
+// extended ones glebarez/go-sqlite reports.
+const sqliteBusy = 5
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
 }
 
 // mysqlDialector is the dialector of dsn and, when dsn sets a

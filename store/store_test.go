@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -295,5 +296,51 @@ func TestMigrateOutlivesItsCallersDeadline(t *testing.T) {
 	}
 	if err := st.CheckMigrated(ctx); err != nil {
 		t.Fatalf("after it: %v", err)
+	}
+}
+
+// TestOpenWaitsForJournalModeSwitch: a process opening a fresh SQLite file
+// while another one holds its write lock (as when replicas start together
+// and one is switching the file to WAL) must wait for the lock, not fail.
+// SQLite refuses PRAGMA journal_mode=WAL with SQLITE_BUSY without calling
+// the busy handler there: the pragma reads the header under a shared lock
+// and then upgrades, and a waiting upgrade could deadlock.
+func TestOpenWaitsForJournalModeSwitch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fresh.db")
+	// A connection in the default rollback mode, as the other process is
+	// before its own switch commits.
+	holder, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx := t.Context()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	const held = 300 * time.Millisecond
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(held)
+		_, err := conn.ExecContext(ctx, "COMMIT")
+		released <- err
+	}()
+	start := time.Now()
+	s, err := store.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatalf("Open while another connection held the write lock for %v: %v (after %v)", held, err, time.Since(start).Round(time.Millisecond))
+	}
+	defer s.Close()
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := s.DB().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
 }

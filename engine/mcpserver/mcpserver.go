@@ -249,6 +249,17 @@ func (s *Service) current(ctx context.Context) (*toolSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// EnabledPlugins reloads a catalog whose counter moved since its last
+	// read, and Version is of the plugins it holds: read before that
+	// reload, v was the held set's, and the set of the version before was
+	// answered (the first request after a change, before the reload the
+	// poll starts in the background). Read again at the version reloaded.
+	if now := s.cat.Version(); now != v {
+		v = now
+		if ps, err = s.cat.EnabledPlugins(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.set != nil && s.set.version == v {
