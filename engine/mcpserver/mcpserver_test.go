@@ -73,7 +73,7 @@ func fixture(t *testing.T) (catalog, *engine.Executor, *mcptest.Server, *[]http.
 	t.Cleanup(api.Close)
 	up := mcptest.New(t)
 
-	m := mcp.NewManager(registry{store.MCPServer{ID: "med", Name: "med", Transport: store.TransportStreamableHTTP, URL: up.Endpoint,
+	m := mcp.NewManager(registry{store.MCPServer{ID: "med", Name: "med", Transport: store.TransportStreamableHTTP, URL: up.Endpoint, CredentialsURL: new(up.Endpoint),
 		AuthConfig: store.JSON(`{"type":"bearer","token":"med_token"}`)}}, egresstest.Client(t))
 	t.Cleanup(func() { m.Close() })
 	ex := engine.NewExecutor(egresstest.Client(t))

@@ -157,7 +157,7 @@ type asking struct {
 // ask_form_brief is ask_form with a call timeout of 2 s.
 func askingEngine(t *testing.T) *asking {
 	upURL, calls := askingUpstream(t)
-	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: upURL,
+	m := mcp.NewManager(registry{store.MCPServer{ID: "shop", Name: "shop", Transport: store.TransportStreamableHTTP, URL: upURL, CredentialsURL: &upURL,
 		AuthConfig: store.JSON(`{"type":"bearer","token":"shop_token"}`)}}, egresstest.Client(t))
 	t.Cleanup(func() { m.Close() })
 	a := &asking{calls: calls, dsn: testdb.DSN(t, store.DialectSQLite)}
