@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/blindexec/blindexec/internal/settings"
+)
 
 // MigrateUpTo applies the migrations up to version: a test's database as
 // an older engine left it.
@@ -28,7 +32,7 @@ var AppendSQLiteTime = appendSQLiteTime
 
 // RedactDSN and MySQLDialector are what Open's errors are made of.
 var (
-	RedactDSN      = redactDSN
+	RedactDSN      = settings.Redacted
 	MySQLDialector = mysqlDialector
 )
 
