@@ -300,7 +300,10 @@ func DescribeChange(method, path string, body, answer []byte, callerUser int64, 
 		}
 		switch v := v.(type) {
 		case string:
-			return auditArg(v)
+			// Whole: Detail cuts every argument, and a URL cut before
+			// SafeURL parsed it kept the start of a long userinfo as its
+			// host (https://<token>…).
+			return v
 		case float64: // a JSON number: 2592000, not 2.592e+06
 			return strconv.FormatFloat(v, 'f', -1, 64)
 		case []any:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -282,12 +283,20 @@ func (p retryPolicy) delay(attempt int) time.Duration {
 }
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+// Seconds past what a Duration holds are the longest wait, beyond any
+// call's deadline (wait gives up), not an overflow to a short one.
 func retryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		return time.Duration(max(s, 0)) * time.Second
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch { // out of range, s is the int nearest: the sign is kept
+		case s <= 0:
+			return 0
+		case s > math.MaxInt64/int(time.Second):
+			return math.MaxInt64
+		}
+		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)

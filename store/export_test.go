@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"gorm.io/gorm"
+
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // MigrateUpTo applies the migrations up to version: a test's database as
@@ -32,7 +34,7 @@ var AppendSQLiteTime = appendSQLiteTime
 
 // RedactDSN and MySQLDialector are what Open's errors are made of.
 var (
-	RedactDSN      = redactDSN
+	RedactDSN      = settings.Redacted
 	MySQLDialector = mysqlDialector
 )
 

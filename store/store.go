@@ -23,6 +23,8 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // Dialect names returned by (*Store).Dialect and used as DSN schemes.
@@ -100,10 +102,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if strings.HasPrefix(rest, "//") && (scheme == DialectSQLite || scheme == DialectMySQL) {
 		if scheme == DialectMySQL {
 			// A URL (mysql://host:3306/db) is what other tools take.
-			return nil, fmt.Errorf("open database: %q: mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db", redactDSN(dsn))
+			return nil, fmt.Errorf("open database: %q: mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db", settings.Redacted(dsn))
 		}
 		// sqlite://file.db is file.db to some tools and /file.db to others.
-		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", redactDSN(dsn))
+		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", settings.Redacted(dsn))
 	}
 	var (
 		dialector  gorm.Dialector
@@ -119,7 +121,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	case DialectMySQL:
 		dialector, migrateDSN, err = mysqlDialector(rest)
 	default:
-		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", redactDSN(dsn))
+		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", settings.Redacted(dsn))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)
@@ -250,14 +252,6 @@ func mysqlDialector(dsn string) (gorm.Dialector, string, error) {
 		migrateDSN = patient.FormatDSN()
 	}
 	return mysql.Open(cfg.FormatDSN()), migrateDSN, nil
-}
-
-// redactDSN drops anything that could be a password from a DSN for messages.
-func redactDSN(dsn string) string {
-	if i := strings.LastIndex(dsn, "@"); i >= 0 {
-		return "…" + dsn[i:]
-	}
-	return dsn
 }
 
 // Dialect is DialectSQLite or DialectMySQL.

@@ -83,14 +83,16 @@ func (e *ResponseTooLargeError) Error() string {
 }
 
 // retryAfter reads the wait an answer asks for: OpenAI's retry-after-ms,
-// else Retry-After in seconds or as an HTTP date.
+// else Retry-After in seconds or as an HTTP date. A number is cut to
+// maxRetryWait before it is a Duration: 1e300 ms or 10^10 s overflowed to
+// a negative wait, a retry at once.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
-		return time.Duration(ms * float64(time.Millisecond)), true
+		return time.Duration(min(ms, float64(maxRetryWait/time.Millisecond)) * float64(time.Millisecond)), true
 	}
 	v := h.Get("Retry-After")
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
+	if secs, err := strconv.Atoi(v); (err == nil || errors.Is(err, strconv.ErrRange)) && secs >= 0 {
+		return time.Duration(min(secs, int(maxRetryWait/time.Second))) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true

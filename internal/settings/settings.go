@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // EnvFileVar names the variable that points at the env file.
@@ -27,7 +28,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s=%q (from %s): want %s", e.Name, e.Value, e.Origin, e.Want)
+	return fmt.Sprintf("%s=%q (from %s): want %s", e.Name, Redacted(e.Value), e.Origin, e.Want)
+}
+
+// Redacted is a value as a message shows it: without what comes before
+// its last @, where a DSN or a URL holds its user and password.
+func Redacted(v string) string {
+	if i := strings.LastIndex(v, "@"); i >= 0 {
+		return "…" + v[i:]
+	}
+	return v
 }
 
 // Source is where settings come from. Read every setting through its

@@ -250,3 +250,36 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("CheckFile: %v", err)
 	}
 }
+
+// FuzzErrorValue: a value a setting refuses is quoted in its error, which
+// `blindexec` prints when it starts (to a terminal, a container's log),
+// without what comes before its last @: there a DSN or a URL holds its
+// user and password (BLINDEXEC_DB=root:pw@tcp(db:3306)/ry, written
+// without its mysql: prefix, printed its password).
+func FuzzErrorValue(f *testing.F) {
+	f.Add("root:", "@tcp(db:3306)/ry")
+	f.Add("https://user:", "@api.example/v1")
+	f.Add("", "@")
+	f.Add("a@b:", "@c")
+	const pw = "S3cr3tPw"
+	f.Fuzz(func(t *testing.T, before, after string) {
+		if strings.Contains(after, pw) {
+			return // the part shown names it itself
+		}
+		var r Registry
+		db := Check(&r, "BLINDEXEC_DB", "", "DSN", "sqlite:PATH or mysql:DSN", func(string) bool { return false }, "the database")
+		value := before + pw + after
+		src := FromEnv(env(map[string]string{"BLINDEXEC_DB": value}))
+		db.Get(src)
+		err := src.Err()
+		if err == nil {
+			t.Fatalf("%q: refused without an error", value)
+		}
+		if strings.Contains(after, "@") && strings.Contains(err.Error(), pw) {
+			t.Fatalf("%q: the error shows what comes before its last @: %v", value, err)
+		}
+		if !strings.HasPrefix(err.Error(), "BLINDEXEC_DB=") {
+			t.Fatalf("%q: the error does not name the variable: %v", value, err)
+		}
+	})
+}

@@ -231,8 +231,11 @@ func securityScheme2(def map[string]any) map[string]any {
 				flow[k] = v
 			}
 		}
-		name := map[any]string{"application": "clientCredentials", "password": "password",
-			"implicit": "implicit", "accessCode": "authorizationCode"}[def["flow"]]
+		// flow as a string: a document's object or list there, used as
+		// a key of a map[any], panicked (unhashable).
+		given, _ := def["flow"].(string)
+		name := map[string]string{"application": "clientCredentials", "password": "password",
+			"implicit": "implicit", "accessCode": "authorizationCode"}[given]
 		if name == "" {
 			name = "unknown"
 		}
