@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -29,16 +28,7 @@ var pathValues = strings.NewReplacer("{name}", "x", "{user_id}", "7", "{key}", "
 // route whose check differs from its role is found here, whichever is
 // wrong; and the routes open to anyone are exactly the contract's.
 func TestEveryRouteTakesItsTokens(t *testing.T) {
-	raw, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := describedPaths(t)
 	open := map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /v1/openapi.json": true,
 		"GET /oauth/start/{handle}": true, "GET /oauth/callback": true, "POST /oauth/confirm": true}
 	testdb.Each(t, func(t *testing.T, st *store.Store) {

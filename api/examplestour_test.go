@@ -18,16 +18,7 @@ import (
 // does not register; the console's own routes are left out (its pages
 // and its session's internal routes: docs/api.md says so).
 func TestEveryRouteDescribed(t *testing.T) {
-	raw, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := describedPaths(t)
 	described := map[string]bool{}
 	for path, item := range doc.Paths {
 		for method := range item {
@@ -108,4 +99,19 @@ func TestAdministratorsTour(t *testing.T) {
 			t.Errorf("connections: %v, want acme's", cs)
 		}
 	})
+}
+
+// describedPaths reads the description's operations, by path and method.
+func describedPaths(t *testing.T) (doc struct {
+	Paths map[string]map[string]json.RawMessage `json:"paths"`
+}) {
+	t.Helper()
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

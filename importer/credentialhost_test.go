@@ -243,17 +243,7 @@ func TestStoredCredentialListedFewer(t *testing.T) {
 				ExecutionConfig: store.JSON(`{"execution": {"method": "GET", "base_url": "https://api.theta.example/orders"},
 					"auth_config": {"type": "api_key", "mapping": [{"source": "THETA_KEY", "target": "X-Key"}, {"source": "THETA_ORG", "target": "X-Org", "secret": false}]}}`)},
 		} {
-			// A row the catalog serves, whose call sends the key.
-			p, err := catalog.PluginFromRow(&row)
-			if err == nil {
-				err = plugins.NewValidator().Check(p)
-			}
-			if err == nil {
-				err = st.CreatePlugin(ctx, &row)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			createServed(t, st, &row) // a row the catalog serves, whose call sends the key
 		}
 		for _, c := range []struct{ title, key, origin string }{{"Eta", "ETA_KEY", "https://api.eta.example"}, {"Theta", "THETA_KEY", "https://api.theta.example"}} {
 			d, err := openapi.Load([]byte(fmt.Sprintf(`{"openapi": "3.0.0", "info": {"title": %q, "version": "1"},
@@ -292,16 +282,7 @@ func TestStoredCredentialOfAnMCPServer(t *testing.T) {
 		}
 		row := store.Plugin{Name: "kappa_orders", Status: store.StatusEnabled, ParameterSchema: store.JSON(`{"type": "object"}`), RequiredCredentials: store.JSON(`[]`),
 			ExecutionConfig: store.JSON(`{"execution": {"type": "mcp", "mcp_id": "` + srv.ID + `", "tool_name": "orders"}}`)}
-		p, err := catalog.PluginFromRow(&row)
-		if err == nil {
-			err = plugins.NewValidator().Check(p)
-		}
-		if err == nil {
-			err = st.CreatePlugin(ctx, &row)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		createServed(t, st, &row)
 		d, err := openapi.Load([]byte(`{"openapi": "3.0.0", "info": {"title": "Kappa", "version": "1"},
 			"servers": [{"url": "https://evil.example/v1"}], "security": [{"key": []}],
 			"components": {"securitySchemes": {"key": {"type": "apiKey", "in": "query", "name": "api_key"}}},
@@ -319,4 +300,20 @@ func TestStoredCredentialOfAnMCPServer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// createServed writes row as a row the catalog serves: one that loads and
+// passes the validator.
+func createServed(t *testing.T, st *store.Store, row *store.Plugin) {
+	t.Helper()
+	p, err := catalog.PluginFromRow(row)
+	if err == nil {
+		err = plugins.NewValidator().Check(p)
+	}
+	if err == nil {
+		err = st.CreatePlugin(context.Background(), row)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

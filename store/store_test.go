@@ -174,18 +174,7 @@ func TestMigrateAppliesAMigrationMergedBelowTheLatest(t *testing.T) {
 	for _, kind := range testdb.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			st := testdb.Unmigrated(t, kind)
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// The state 72f0898 left: 00028 applied, 00027 never.
-			for _, q := range []string{
-				"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
-				"DELETE FROM goose_db_version WHERE version_id = 27",
-			} {
-				if _, err := st.DB().ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
+			without00027(t, st) // the state 72f0898 left
 			if err := st.Migrate(ctx); err != nil {
 				t.Fatalf("upgrading a database that lacks 00027 below 00028: %v", err)
 			}
@@ -226,27 +215,8 @@ func TestMigrateOutlastsTheDSNsReadTimeout(t *testing.T) {
 	ctx := context.Background()
 	dsn := testdb.DSN(t, store.DialectMySQL)
 	st := testdb.At(t, dsn)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
-		"DELETE FROM goose_db_version WHERE version_id = 27",
-	} {
-		if _, err := st.DB().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	// A transaction that has read the table holds 00027's ALTER for 2 s.
-	tx, err := st.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
-		t.Fatal(err)
-	}
-	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
-	defer released.Stop()
+	without00027(t, st)
+	holdOAuthProviders(t, st)
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"
@@ -269,26 +239,8 @@ func TestMigrateOutlastsTheDSNsReadTimeout(t *testing.T) {
 func TestMigrateOutlivesItsCallersDeadline(t *testing.T) {
 	ctx := context.Background()
 	st := testdb.Unmigrated(t, store.DialectMySQL)
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
-		"DELETE FROM goose_db_version WHERE version_id = 27",
-	} {
-		if _, err := st.DB().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	tx, err := st.DB().BeginTx(ctx, nil) // holds 00027's ALTER for 2 s
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
-		t.Fatal(err)
-	}
-	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
-	defer released.Stop()
+	without00027(t, st)
+	holdOAuthProviders(t, st)
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := st.Migrate(short); err != nil {
@@ -343,4 +295,38 @@ func TestOpenWaitsForJournalModeSwitch(t *testing.T) {
 	if err := s.DB().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
+}
+
+// without00027 migrates st, then leaves it as a database migrated at a
+// commit that had 00028 and not 00027 (72f0898): 00027's column absent,
+// its version unrecorded.
+func without00027(t *testing.T, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER TABLE sys_ai_oauth_provider DROP COLUMN iss_supported",
+		"DELETE FROM goose_db_version WHERE version_id = 27",
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// holdOAuthProviders keeps 00027's ALTER waiting for 2 s: a transaction
+// that has read the table holds its metadata lock until it ends.
+func holdOAuthProviders(t *testing.T, st *store.Store) {
+	t.Helper()
+	tx, err := st.DB().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(context.Background(), "SELECT COUNT(*) FROM sys_ai_oauth_provider"); err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(2*time.Second, func() { tx.Rollback() })
+	t.Cleanup(func() { released.Stop() })
 }
