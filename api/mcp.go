@@ -370,6 +370,11 @@ func (m *mcpAPI) server(w http.ResponseWriter, r *http.Request, ref string) (*st
 }
 
 func (m *mcpAPI) serverTools(w http.ResponseWriter, r *http.Request) {
+	refresh, err := boolParam(r, "refresh")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed_request", err.Error(), nil)
+		return
+	}
 	srv, ok := m.server(w, r, r.PathValue("id"))
 	if !ok {
 		return
@@ -383,8 +388,7 @@ func (m *mcpAPI) serverTools(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	refresh := r.URL.Query().Get("refresh")
-	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, refresh == "1" || refresh == "true")
+	tools, err := m.cfg.Manager.Tools(r.Context(), srv.ID, creds, refresh)
 	if err != nil {
 		m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 		return

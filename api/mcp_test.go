@@ -168,6 +168,27 @@ func TestMCPServersAndImport(t *testing.T) {
 	})
 }
 
+// TestMCPToolsRefreshIsABoolean: ?refresh= is read as the description's
+// boolean (review 75 left it compared with "1" and "true", so ?refresh=yes
+// or a typo read as false and the cached list came back unnoticed).
+func TestMCPToolsRefreshIsABoolean(t *testing.T) {
+	e := newMCPEnv(t, testdb.Open(t, store.DialectSQLite))
+	e.register()
+	for _, v := range []string{"1", "true", "TRUE", "0", "false"} {
+		if code, out := e.do("GET", "/v1/mcp/servers/med/tools?user_id=7&refresh="+v, mcpAdmin, nil); code != http.StatusOK {
+			t.Errorf("refresh=%s: %d %v", v, code, out)
+		}
+	}
+	for _, v := range []string{"yes", "on", "2"} {
+		code, out := e.do("GET", "/v1/mcp/servers/med/tools?user_id=7&refresh="+v, mcpAdmin, nil)
+		e, _ := out["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code != http.StatusBadRequest || errCode(out) != "malformed_request" || !strings.Contains(msg, "refresh") || !strings.Contains(msg, `"true" nor "false"`) {
+			t.Errorf("refresh=%s: %d %v, want 400 naming refresh and what it takes", v, code, out)
+		}
+	}
+}
+
 // TestMCPProxy: seed 004 FR-004 and its error statuses.
 func TestMCPProxy(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {

@@ -2030,6 +2030,9 @@ type ProxyMCPCallParams struct {
 // ListMCPServerToolsParams defines parameters for ListMCPServerTools.
 type ListMCPServerToolsParams struct {
 	UserId *int `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// Refresh With true, lists the tools afresh; else the list cached (5 min).
+	Refresh *bool `form:"refresh,omitempty" json:"refresh,omitempty"`
 }
 
 // ListPendingParams defines parameters for ListPending.
@@ -6814,6 +6817,18 @@ func NewListMCPServerToolsRequest(server string, id string, params *ListMCPServe
 		if params.UserId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Refresh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "refresh", *params.Refresh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -12323,6 +12338,8 @@ type ListMCPServerToolsResponse struct {
 		Name  string                    `json:"name"`
 		Tools *[]map[string]interface{} `json:"tools"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -12348,6 +12365,11 @@ func (r ListMCPServerToolsResponse) GetJSON200() *struct {
 	Tools *[]map[string]interface{} `json:"tools"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListMCPServerToolsResponse) GetJSON400() *Error {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -19180,6 +19202,13 @@ func ParseListMCPServerToolsResponse(rsp *http.Response) (*ListMCPServerToolsRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Error

@@ -58,7 +58,7 @@ const I18N = {
     empty_approvals: 'Nothing waits for a decision.', more: 'More', approve: 'Approve', deny: 'Deny', reason: 'Reason (optional)',
     expires: 'Expires', arguments: 'Arguments', from_run: 'Run', decided: 'Decided: {outcome}.',
     invisible_removed: 'Invisible characters removed.', invisible_badge: 'text cleaned',
-    left_out: 'Left out of the catalog.',
+    left_out: 'Left out of the catalog.', left_out_badge: 'left out',
     left_out_purpose: 'This row breaks the plugin protocol, so no model is shown it and no call sends it until it is fixed (edit it below, or where it was written). Why:',
     invisible_purpose: 'The source of this plugin held characters a person does not see and a model reads (tag characters, bidi controls, zero-width characters, stray variation selectors); they were removed, and this page shows what the model reads. Removed, by field: count (kinds):',
     consequential: 'Consequential', consequential_purpose: 'Whether a call changes something on the user\'s behalf and waits for the user\'s approval. Kept across re-imports.',
@@ -152,7 +152,7 @@ const I18N = {
     empty_approvals: '没有等待决定的调用。', more: '更多', approve: '批准', deny: '拒绝', reason: '理由（可选）',
     expires: '过期时间', arguments: '参数', from_run: '运行', decided: '已决定：{outcome}。',
     invisible_removed: '已移除不可见字符。', invisible_badge: '文本已清理',
-    left_out: '未载入目录。',
+    left_out: '未载入目录。', left_out_badge: '未载入',
     left_out_purpose: '此行不符合插件协议，修正之前不会展示给模型，也不会发送任何调用（可在下方编辑，或在写入它的地方修改）。原因：',
     invisible_purpose: '此插件的来源包含人看不到而模型会读取的字符（标签字符、双向控制符、零宽字符、多余的变体选择符）；它们已被移除，本页显示的就是模型读取的内容。按字段列出移除的字符：数量（类别）：',
     consequential: '需确认', consequential_purpose: '调用是否代表用户进行更改并等待用户批准。重新导入后保持不变。',
@@ -553,7 +553,10 @@ async function pageCatalog(page, raw) {
       el('span', null, el('span', { class: 'badge', text: type.toUpperCase() }), ' ',
         el('span', { class: 'from', text: from ? sourceLabel(from) : p.source_id ? '#' + p.source_id : t('by_hand'), attrs: { title: from ? from.location : null, translate: from ? 'no' : null } })),
       el('span', null, el('span', { class: 'badge ' + (on ? 'on' : 'off'), text: on ? t('enabled') : t('disabled') }),
-        p.invisible_removed ? el('span', { class: 'badge warn', text: t('invisible_badge'), attrs: { title: t('invisible_purpose') } }) : null),
+        p.invisible_removed ? el('span', { class: 'badge warn', text: t('invisible_badge'), attrs: { title: t('invisible_purpose') } }) : null,
+        // Enabled or not, a row breaking the protocol is served to nobody.
+        p.load_error ? el('span', { class: 'badge off left-out', text: t('left_out_badge') }) : null,
+        p.load_error ? el('div', { class: 'left-out-why', text: p.load_error, attrs: { translate: 'no' } }) : null),
       el('span', { text: fmtShort(p.last_call_time), attrs: { title: p.last_call_time ? fmtTime(p.last_call_time) : null } }),
       el('span', null, toggle, ' ', link(['try', p.name], t('try')))];
   }), 'catalog'), nav());
