@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
@@ -202,7 +203,12 @@ type Checker struct {
 	// refused (ErrNoAgents), never let through unnarrowed.
 	Agents Agents
 
-	memo usableMemo // UsableSet's
+	// ProbeEvery is how long Readable keeps an answer
+	// (DefaultProbeEvery when 0).
+	ProbeEvery time.Duration
+
+	memo  usableMemo // UsableSet's
+	probe probeMemo  // Readable's
 }
 
 // ErrNoAgents refuses a subject naming an agent where no agents are

@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -48,11 +50,23 @@ func (s *Server) failClosed(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// Stopping makes /readyz answer 503 (details.status "stopping") from now
+// on, every other route unchanged: serve calls it on SIGTERM, so that
+// load balancers take the replica out of rotation while it still serves
+// what they send meanwhile.
+func (s *Server) Stopping() { s.stopping.Store(true) }
+
 // readyz answers 200 while the database answers, and during an outage
 // while the engine serves its last snapshot (status "degraded": every
 // replica shares the database, so taking them all out of rotation would
-// turn the outage into a total one); 503 past the grace.
+// turn the outage into a total one); 503 past the grace, and once the
+// replica is stopping.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.stopping.Load() {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "the replica is stopping (SIGTERM): it serves what it is still sent until it shuts down",
+			map[string]string{"status": "stopping"})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	err := s.Store.Ping(ctx)
@@ -72,6 +86,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			// Serving on would hide changes made elsewhere: say so.
 			writeError(w, http.StatusServiceUnavailable, "not_ready", problem.Error(), nil)
 			return
+		}
+		if src, ok := s.Access.(permissionSource); ok {
+			if err := src.Readable(ctx); err != nil {
+				// Every call the source decides is refused meanwhile.
+				writeError(w, http.StatusServiceUnavailable, "not_ready", sourceUnreadable(err), nil)
+				return
+			}
 		}
 		// The counters this replica's caches follow: replicas that agree on
 		// them serve the same catalog, tokens and credentials.
@@ -94,4 +115,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		"until":    last.Add(s.OutageGrace).UTC().Format(time.RFC3339),
 		"changes":  s.Changes.Current(),
 	})
+}
+
+// permissionSource is an Access whose database source can be probed
+// (*access.Checker): asked at each /readyz, answered from a memo.
+type permissionSource interface {
+	Readable(ctx context.Context) error
+}
+
+// sourceUnreadable is /readyz's word for an unreadable permission source,
+// naming it.
+func sourceUnreadable(err error) string {
+	if ue, ok := errors.AsType[*access.UnavailableError](err); ok {
+		return fmt.Sprintf("the permission source %s=%s cannot be read, so every call it decides is refused: %v", access.EnvPermissions, ue.Source, ue.Err)
+	}
+	return err.Error()
 }

@@ -146,6 +146,8 @@ type Server struct {
 	// schema is not unmigrated behind a running engine.
 	migrated atomic.Bool
 	closed   atomic.Bool // failing closed (logged once each way)
+	// stopping is set by Stopping: /readyz answers 503 from then on.
+	stopping atomic.Bool
 }
 
 // Handler returns the routes.

@@ -9,10 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +35,7 @@ func serveCmd(cfg *config) *cobra.Command {
 		Short: "Run the HTTP API and the MCP endpoints (migrates the database first unless --no-migrate)",
 		Args:  argsExactly(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, again, stop := stopOnSignal(cmd.Context())
 			defer stop()
 			log := cfg.logger()
 			if cfg.adminToken == "" && cfg.serviceToken == "" {
@@ -72,6 +70,10 @@ func serveCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer parts.close()
+			// The background loops outlive the signal: the drain and the
+			// shutdown grace still serve, from caches kept fresh.
+			loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopLoops()
 			parts.executor.Limiter = cfg.limits.limiter
 			parts.executor.Access = parts.access
 			reg := prometheus.NewRegistry()
@@ -122,13 +124,16 @@ func serveCmd(cfg *config) *cobra.Command {
 				srv.Tracer = tr.Tracer
 				log.Info("tracing on", "collector", cfg.tracing.Host(), "protocol", cfg.tracing.Protocol)
 			}
-			go parts.changes.Run(ctx)
+			go parts.changes.Run(loops)
 			srv.Quota = parts.quotas
 			if err := parts.quotas.Register(reg); err != nil {
 				return err
 			}
-			go parts.quotas.Run(ctx)
-			go api.RetainPending(ctx, parts.store, cfg.pendingRetention, log)
+			quotasDone := make(chan struct{})
+			go func() { parts.quotas.Run(loops); close(quotasDone) }()
+			// The leases held go back at the end of Run: before the store closes.
+			defer func() { stopLoops(); <-quotasDone }()
+			go api.RetainPending(loops, parts.store, cfg.pendingRetention, log)
 			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			srv.Expansion = cfg.expansion(parts.store, log)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
@@ -146,6 +151,9 @@ func serveCmd(cfg *config) *cobra.Command {
 			case err := <-errc:
 				return err
 			case <-ctx.Done():
+			}
+			if err := drain(ctx, cfg.shutdownDrain, srv.Stopping, again, errc, log); err != nil {
+				return err
 			}
 			return shutdown(hs, cancelCalls, cfg.shutdownGrace, log)
 		},

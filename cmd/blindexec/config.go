@@ -113,6 +113,9 @@ type config struct {
 	// what it read during a database outage, how long calls may finish
 	// after SIGTERM.
 	outageGrace, shutdownGrace time.Duration
+	// shutdownDrain is how long serve, on SIGTERM, answers /readyz 503
+	// while still serving, before the shutdown grace.
+	shutdownDrain time.Duration
 	// tracing is serve's OpenTelemetry tracing (OTEL_*): off without an
 	// endpoint.
 	tracing tracing.Config
@@ -178,6 +181,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.changeDetect = setChangeDetection.Get(src)
 	c.outageGrace = setOutageGrace.Get(src)
 	c.shutdownGrace = setShutdownGrace.Get(src)
+	c.shutdownDrain = setShutdownDrain.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
 	c.access = access.Settings{Mode: access.Mode(setToolAccess.Get(src)), Source: setPermissions.Get(src),
 		Query: setPermissionsQuery.Get(src), TTL: setPermissionsTTL.Get(src)}
@@ -379,6 +383,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 		st.Close()
 		return nil, err
 	}
+	acc.ProbeEvery = c.changePoll // /readyz reads the source once a poll at most
 	// RuoYi's tables carry no trigger: their digest, read at each poll,
 	// tells every replica's permissions and MCP sessions of a grant
 	// changed within one poll.

@@ -57,23 +57,7 @@ func startReplicasOn(t *testing.T, dsns []string, env ...string) []*replica {
 	t.Helper()
 	rs := make([]*replica, len(dsns))
 	for i, dsn := range dsns {
-		addr := freeAddr(t)
-		cmd := exec.Command(os.Args[0], "serve")
-		r := &replica{name: string(rune('A' + i)), url: "http://" + addr, logs: &bytes.Buffer{}, cmd: cmd}
-		cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
-			"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
-		cmd.Stdout, cmd.Stderr = r.logs, r.logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-			if t.Failed() {
-				t.Logf("replica %s log:\n%s", r.name, r.logs)
-			}
-		})
-		rs[i] = r
+		rs[i] = startServe(t, string(rune('A'+i)), dsn, env...)
 	}
 	var wg sync.WaitGroup
 	for _, r := range rs {
@@ -98,6 +82,29 @@ func startReplicasOn(t *testing.T, dsns []string, env ...string) []*replica {
 		t.FailNow()
 	}
 	return rs
+}
+
+// startServe starts one serve process named name on dsn, without waiting
+// for it; t's cleanup interrupts it (and logs it when t failed).
+func startServe(t *testing.T, name, dsn string, env ...string) *replica {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(os.Args[0], "serve")
+	r := &replica{name: name, url: "http://" + addr, logs: &bytes.Buffer{}, cmd: cmd}
+	cmd.Env = append(os.Environ(), append([]string{"BLINDEXEC_TEST_AS_CLI=1", "BLINDEXEC_DB=" + dsn, "BLINDEXEC_ADDR=" + addr,
+		"BLINDEXEC_SPOOL_DIR=" + t.TempDir()}, env...)...)
+	cmd.Stdout, cmd.Stderr = r.logs, r.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("replica %s log:\n%s", r.name, r.logs)
+		}
+	})
+	return r
 }
 
 // startEngines starts n replicas on dsn as an operator runs them: one

@@ -195,7 +195,9 @@ var (
 	setSpoolGather = settings.Millis(&registry, "BLINDEXEC_SPOOL_GATHER_MS", 100*time.Millisecond,
 		"how long the drainer lets fewer than a batch of records gather before writing them (0: write each window's at once, for an execution log that lags the calls less, at more database work a record)")
 	setShutdownGrace = settings.Millis(&registry, "BLINDEXEC_SHUTDOWN_GRACE_MS", 15*time.Second,
-		"on SIGTERM, how long calls in flight may take to finish")
+		"on SIGTERM, how long calls in flight may take to finish, once the drain is over")
+	setShutdownDrain = settings.Millis(&registry, "BLINDEXEC_SHUTDOWN_DRAIN_MS", 5*time.Second,
+		"on SIGTERM, how long `serve` answers `/readyz` 503 (`stopping`) while it goes on serving every request, for load balancers to take it out of rotation, before it closes its listener (0: at once; an interrupt, Ctrl-C, or a second signal skips it) ([Stopping a replica](deployment.md#stopping-a-replica))")
 	setOutageGrace = settings.Millis(&registry, "BLINDEXEC_DB_OUTAGE_GRACE_MS", api.DefaultOutageGrace,
 		"how long `serve` answers from what it read while the database is unreachable ([When the database falters](operations.md#when-the-database-falters))")
 )
