@@ -7,10 +7,11 @@ import (
 	"io"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/blindexec/blindexec/internal/logbuf"
 )
 
 // FuzzLineReader: `mcp serve --stdio` reads what a client writes, however
@@ -34,7 +35,7 @@ func FuzzLineReader(f *testing.F) {
 		f.Add([]byte(s.data), s.chunk)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint16) {
-		var w lockedBuffer
+		var w logbuf.Buffer // what the connection writes to, read once it is done
 		c, err := (&lineTransport{r: io.NopCloser(&chunked{data: data, n: int(chunk)}), w: &w}).Connect(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +68,7 @@ func FuzzLineReader(f *testing.F) {
 				t.Fatalf("message %d read: %#v; the lines hold %d: %#v", i, msg, len(wantMsgs), wantMsgs)
 			}
 		}
-		if got := w.bytes(); !bytes.Equal(got, wantErrs) {
+		if got := []byte(w.String()); !bytes.Equal(got, wantErrs) {
 			t.Fatalf("written back:\n%s\nwant:\n%s", got, wantErrs)
 		}
 	})
@@ -90,22 +91,4 @@ func (c *chunked) Read(p []byte) (int, error) {
 	n := copy(p, c.data)
 	c.data = c.data[n:]
 	return n, nil
-}
-
-// lockedBuffer is what the connection writes to, read once it is done.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
 }
