@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
@@ -202,6 +203,40 @@ func TestEveryRuleOnEveryEntryPoint(t *testing.T) {
 				}
 			}
 		}
+	})
+
+	// The MCP proxy route, a tool without a row and then its row: the
+	// stored secret an upstream MCP tool echoes (in its text and its
+	// structured content) is masked in the result relayed whole.
+	t.Run("the MCP proxy masks a secret echoed", func(t *testing.T) {
+		const medKey = "med-parity-secret-0123456789"
+		if code, out := e.do("PUT", "/v1/credentials/7/MED_KEY", adminToken, map[string]string{"value": medKey}); code != http.StatusNoContent {
+			t.Fatalf("store: %d %v", code, out)
+		}
+		mcpUp := mcptest.New(t)
+		mcpUp.AddTool("whoami", "Who the server thinks you are.", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
+			calls := mcpUp.Calls()
+			got := calls[len(calls)-1].Header.Get("Authorization")
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: got}}, StructuredContent: map[string]any{"authorization": got}}
+		})
+		if code, out := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "med", "name": "med", "url": mcpUp.Endpoint,
+			"auth_config": map[string]any{"type": "bearer", "token": "MED_KEY"}}); code != http.StatusCreated {
+			t.Fatalf("register: %d %v", code, out)
+		}
+		call := func(what string) {
+			t.Helper()
+			before := len(mcpUp.Calls())
+			code, out := e.do("POST", "/v1/mcp/proxy/med/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
+			answer := string(mustJSON(t, out))
+			if code != http.StatusOK || len(mcpUp.Calls()) != before+1 || strings.Contains(answer, medKey) || !strings.Contains(answer, auth.Redacted) {
+				t.Errorf("%s: %d %.600s, want the secret masked", what, code, answer)
+			}
+		}
+		call("a tool without a row")
+		if code, out := e.do("POST", "/v1/plugins/import/mcp", adminToken, map[string]any{"server": "med", "user_id": 7}); code != http.StatusOK {
+			t.Fatalf("import: %d %v", code, out)
+		}
+		call("its row")
 	})
 
 	// Read before any rule: a body over the limit (413) and, on the MCP
