@@ -124,7 +124,11 @@ func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryR
 		fmt.Fprintf(w, "  ! %s: %s\n", f.Key, f.Reason)
 	}
 	for _, p := range res.Providers {
-		fmt.Fprintf(w, "  oauth provider %s: %s (%s, token %s), used by %d plugin(s)\n", p.Name, p.Status, p.AuthorizationURL, p.TokenURL, len(p.Plugins))
+		status := p.Status
+		if dryRun && status == importer.ProviderCreated {
+			status = "would be created" // a dry run writes no provider either
+		}
+		fmt.Fprintf(w, "  oauth provider %s: %s (%s, token %s), used by %d plugin(s)\n", p.Name, status, p.AuthorizationURL, p.TokenURL, len(p.Plugins))
 		if !p.Enabled {
 			fmt.Fprintf(w, "    disabled: register the engine as a client there (redirect URI <BLINDEXEC_BROWSER_URL>/oauth/callback), then set its client_id and client_secret and enable it\n")
 		}

@@ -297,6 +297,35 @@ func TestCLITokensAndRotate(t *testing.T) {
 	}
 }
 
+// TestCLIImportDryRunProvider: a dry run creates no OAuth provider, so it
+// says the provider would be created (newcomer 76: it said "created",
+// and oauth provider list then showed none).
+func TestCLIImportDryRunProvider(t *testing.T) {
+	c := newCLI(t)
+	src := filepath.Join(t.TempDir(), "trips.yaml")
+	os.WriteFile(src, []byte(`openapi: 3.0.3
+info: {title: Trips, version: "1"}
+servers: [{url: "https://trips.example/v1"}]
+components:
+  securitySchemes:
+    oauth: {type: oauth2, flows: {authorizationCode: {authorizationUrl: "https://trips.example/authorize", tokenUrl: "https://trips.example/token", scopes: {read: read}}}}
+security: [{oauth: [read]}]
+paths:
+  /trips:
+    get: {operationId: listTrips, responses: {"200": {description: ok}}}
+`), 0o600)
+	code, out, errs := c.run("", "import", "openapi", src, "--dry-run")
+	if code != 0 || !strings.Contains(out, "oauth provider trips_oauth: would be created (") {
+		t.Fatalf("dry run: %d %q %q", code, out, errs)
+	}
+	if _, list, _ := c.run("", "oauth", "provider", "list"); strings.Contains(list, "trips") {
+		t.Fatalf("a dry run registered a provider: %q", list)
+	}
+	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "oauth provider trips_oauth: created (") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+}
+
 func TestCLIImportOpenAPI(t *testing.T) {
 	c := newCLI(t)
 	dir := t.TempDir()
