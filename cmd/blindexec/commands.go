@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,7 +244,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if op == api.OpPluginReplaced {
 					verb = "replaced"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, strings.Join(p.Credentials(), ", "))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, cmp.Or(strings.Join(p.Credentials(), ", "), "none"))
 				for _, r := range p.InvisibleRemoved {
 					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
 				}

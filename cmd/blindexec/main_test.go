@@ -297,6 +297,18 @@ func TestCLITokensAndRotate(t *testing.T) {
 	}
 }
 
+// TestPluginAddWithoutCredentials: a plugin that needs no credential is
+// said to need none (newcomer 76: "(required credentials: )").
+func TestPluginAddWithoutCredentials(t *testing.T) {
+	c := newCLI(t)
+	file := filepath.Join(t.TempDir(), "op_get.json")
+	os.WriteFile(file, []byte(`{"name": "op_get", "description": "Reads something.", "parameters": {"type": "object"},
+  "execution": {"method": "GET", "base_url": "https://ruoyi.example/op"}}`), 0o600)
+	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || out != "added op_get (required credentials: none)\n" {
+		t.Fatalf("plugin add: %d %q %q", code, out, errs)
+	}
+}
+
 // TestCLIImportDryRunProvider: a dry run creates no OAuth provider, so it
 // says the provider would be created (newcomer 76: it said "created",
 // and oauth provider list then showed none).
