@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -78,6 +80,14 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 				return err
 			}
 			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun)
+			if !dryRun && len(res.Added)+len(res.Changed)+len(res.Removed)+len(res.Renamed) > 0 {
+				// As the API's imports are: a sync that changed the catalog.
+				source := cmp.Or(location, "(stdin)")
+				if opts.SourceURL != "" {
+					source = api.SafeURL(location)
+				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(api.OpImportOpenAPI, "source", source, "prefix", opts.Prefix))
+			}
 			imported := len(res.Added) + len(res.Changed) + len(res.Unchanged)
 			switch {
 			case res.UpToDate:

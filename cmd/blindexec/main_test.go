@@ -246,22 +246,7 @@ func TestCLITokensAndRotate(t *testing.T) {
 	}
 	// Every change at the command line is in the administrators' log,
 	// in words, without a value or a token (issue 51 point 4).
-	st, err := store.Open(t.Context(), c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{})
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var said []string
-	for i := range events {
-		if events[i].Actor != "cli" || events[i].Via != "cli" {
-			t.Errorf("event %+v: want actor and via cli", events[i])
-		}
-		said = append(said, events[i].Target+": "+api.Summary(api.LangEN, &events[i]))
-	}
+	said, events := c.logged(t)
 	want := []string{"cred set: credential “K” of user 7 set", "token revoke: token #1 revoked",
 		"token create: token #2 created for user 7 “approvals”, console only", "token create: token #1 created for user 7 “laptop”"}
 	if strings.Join(said, "\n") != strings.Join(want, "\n") || strings.Contains(fmt.Sprint(events), tok) || strings.Contains(fmt.Sprint(events), "value-0123456789") {
@@ -309,9 +294,34 @@ func TestPluginAddWithoutCredentials(t *testing.T) {
 	}
 }
 
+// logged is the administrators' log, newest first, each row as its
+// command and summary, every row checked to be the command line's.
+func (c *cli) logged(t *testing.T) ([]string, []store.AdminEvent) {
+	t.Helper()
+	st, err := store.Open(t.Context(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for i := range events {
+		if events[i].Actor != "cli" || events[i].Via != "cli" {
+			t.Errorf("event %+v: want actor and via cli", events[i])
+		}
+		said = append(said, events[i].Target+": "+api.Summary(api.LangEN, &events[i]))
+	}
+	return said, events
+}
+
 // TestCLIImportDryRunProvider: a dry run creates no OAuth provider, so it
 // says the provider would be created (newcomer 76: it said "created",
-// and oauth provider list then showed none).
+// and oauth provider list then showed none). An import that changed the
+// catalog is in the administrators' log, as the API's are (newcomer 76:
+// none was); a dry run and a sync that changed nothing are not.
 func TestCLIImportDryRunProvider(t *testing.T) {
 	c := newCLI(t)
 	src := filepath.Join(t.TempDir(), "trips.yaml")
@@ -333,8 +343,15 @@ paths:
 	if _, list, _ := c.run("", "oauth", "provider", "list"); strings.Contains(list, "trips") {
 		t.Fatalf("a dry run registered a provider: %q", list)
 	}
+	if said, _ := c.logged(t); len(said) != 0 {
+		t.Errorf("a dry run is in the log: %q", said)
+	}
 	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "oauth provider trips_oauth: created (") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	c.run("", "import", "openapi", src)
+	if said, _ := c.logged(t); strings.Join(said, "\n") != "import openapi: OpenAPI document "+src+" imported" {
+		t.Errorf("the log: %q", said)
 	}
 }
 
