@@ -76,6 +76,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	var policy confirm.Policy
 	if s.Runner != nil {
 		policy = s.Runner.Confirm
+		if fe := s.Runner.CheckModel(req.Model); fe != nil {
+			fields = append(fields, *fe)
+		}
 	}
 	if _, err := cmp.Or(policy, confirm.Never).Stricter(req.Options.Confirm); err != nil {
 		fields = append(fields, plugins.FieldError{Field: "options.confirm", Message: err.Error()})

@@ -331,4 +331,17 @@ func TestRunsDocPayload(t *testing.T) {
 	if got := up.received(); len(got) != 1 || got[0].header.Get("Token") != "sk-123" || !strings.Contains(got[0].uri, "page_index=1") {
 		t.Fatalf("upstream: %v", got)
 	}
+	// A payload naming no model where no default is configured is one
+	// more field named, before a run is stored (it was a stored failed
+	// run, 400 invalid_request, that did not say which setting).
+	noDefault := newEnv(t, st, withModel(llm), func(s *api.Server) { s.Runner.DefaultModel = "" })
+	_, before := noDefault.do("GET", "/v1/runs", serviceToken, nil)
+	code, body := noDefault.do("POST", "/v1/runs", serviceToken, strings.Replace(payload, `"model": "qwen-max",`, "", 1))
+	if errObj, _ := body["error"].(map[string]any); code != http.StatusBadRequest || errObj["code"] != "invalid_payload" ||
+		!strings.Contains(errMessage(body), "model: required") || !strings.Contains(errMessage(body), "BLINDEXEC_LLM_MODEL") {
+		t.Errorf("no model: %d %v", code, body)
+	}
+	if _, after := noDefault.do("GET", "/v1/runs", serviceToken, nil); len(after["runs"].([]any)) != len(before["runs"].([]any)) {
+		t.Errorf("a payload without a model stored a run: %v", after["runs"])
+	}
 }
