@@ -455,7 +455,7 @@ func (r *Runner) CheckModel(model string) *plugins.FieldError {
 	if model != "" || r.DefaultModel != "" {
 		return nil
 	}
-	return &plugins.FieldError{Field: "model", Message: "required: the payload names no model and no default model is configured (BLINDEXEC_LLM_MODEL)"}
+	return &plugins.FieldError{Field: "model", Message: "required: none is given and no default model is configured (BLINDEXEC_LLM_MODEL)"}
 }
 
 func (s *state) run(ctx context.Context) *Reply {
