@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -79,7 +80,12 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if err != nil {
 				return err
 			}
-			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun)
+			// The redirect URI to register, as oauth provider add says it.
+			redirect, cerr := connections.New(nil, nil, nil, cfg.browserURL).CallbackURL()
+			if cerr != nil {
+				redirect = "<BLINDEXEC_BROWSER_URL>" + connections.CallbackPath
+			}
+			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun, redirect)
 			if !dryRun && len(res.Added)+len(res.Changed)+len(res.Removed)+len(res.Renamed) > 0 {
 				// As the API's imports are: a sync that changed the catalog.
 				source := cmp.Or(location, "(stdin)")
@@ -115,7 +121,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 	return cmd
 }
 
-func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryRun bool) {
+func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryRun bool, redirect string) {
 	if res.UpToDate {
 		fmt.Fprintln(w, "up to date: neither the document nor the options changed since the last import (--force re-imports)")
 		return
@@ -140,7 +146,7 @@ func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryR
 		}
 		fmt.Fprintf(w, "  oauth provider %s: %s (%s, token %s), used by %d plugin(s)\n", p.Name, status, p.AuthorizationURL, p.TokenURL, len(p.Plugins))
 		if !p.Enabled {
-			fmt.Fprintf(w, "    disabled: register the engine as a client there (redirect URI <BLINDEXEC_BROWSER_URL>/oauth/callback), then set its client_id and client_secret and enable it\n")
+			fmt.Fprintf(w, "    disabled: register the engine as a client there (redirect URI %s), then set its client_id and client_secret and enable it\n", redirect)
 		}
 	}
 	for _, warn := range append(docWarnings, res.Warnings()...) {

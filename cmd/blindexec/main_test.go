@@ -346,7 +346,11 @@ paths:
 	if said, _ := c.logged(t); len(said) != 0 {
 		t.Errorf("a dry run is in the log: %q", said)
 	}
-	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "oauth provider trips_oauth: created (") {
+	// The redirect URI to register is the one oauth provider add names,
+	// once the setting gives it (it said <BLINDEXEC_BROWSER_URL>/… still).
+	t.Setenv("BLINDEXEC_BROWSER_URL", "https://ai.example.com/engine/")
+	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "oauth provider trips_oauth: created (") ||
+		!strings.Contains(out, "(redirect URI https://ai.example.com/engine/oauth/callback)") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
 	}
 	c.run("", "import", "openapi", src)
