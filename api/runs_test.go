@@ -152,7 +152,7 @@ func TestRunPayloadErrors(t *testing.T) {
 		{map[string]any{"plugins": []any{"search_company_basic"}},
 			"invalid request: plugins[0]: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field plugin_names"},
 		{map[string]any{"plugins": []any{[]any{}}}, "invalid request: plugins[0]: "},
-		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params: expected an object, got number"},
+		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params.page_index: expected an object, got number"},
 	} {
 		code, body := e.do("POST", "/v1/runs", serviceToken, seedPayload(t, up.URL, tt.payload))
 		errObj, _ := body["error"].(map[string]any)
