@@ -269,15 +269,15 @@ func pluginCmd(cfg *config) *cobra.Command {
 				fmt.Fprintln(tw, "NAME\tSTATUS\tTYPE\tTITLE")
 				for i := range rows {
 					status, typ := statusWord(rows[i].Status != store.StatusDisabled), "?"
+					if p, err := catalog.PluginFromRow(&rows[i]); err == nil {
+						status, typ = statusWord(p.Enabled()), p.ExecType()
+					}
 					// A row written by hand that the catalog leaves out
 					// (a column that does not decode, content the protocol
 					// refuses) hides neither itself nor the others.
 					if err := why[rows[i].Name]; err != nil {
 						status = "left out"
 						warnLeftOut(cmd.ErrOrStderr(), rows[i].Name, err)
-					}
-					if p, err := catalog.PluginFromRow(&rows[i]); err == nil {
-						typ = p.ExecType()
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rows[i].Name, status, typ, rows[i].Title)
 				}
