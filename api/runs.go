@@ -58,17 +58,6 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if !ok || !fixedParamsAllowed(w, r, len(req.FixedParams) > 0) || !payloadUserAllowed(w, r, req.UserID, req.User) {
 		return
 	}
-	if s.Runner == nil {
-		writeError(w, http.StatusServiceUnavailable, "llm_not_configured", "no LLM endpoint is configured (BLINDEXEC_LLM_BASE_URL)", nil)
-		return
-	}
-	release, err := s.Executor.Limiter.AcquireRun(user)
-	var le *engine.LimitError
-	if errors.As(err, &le) {
-		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
-		return
-	}
-	defer release()
 	started := startedBy(principalFrom(r.Context()))
 	lreq, fields, err := s.loopRequest(r.Context(), &req, user, started)
 	if err != nil {
@@ -84,13 +73,33 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 			fields = ve.Fields
 		}
 	}
-	if _, err := cmp.Or(s.Runner.Confirm, confirm.Never).Stricter(req.Options.Confirm); err != nil {
+	var policy confirm.Policy
+	if s.Runner != nil {
+		policy = s.Runner.Confirm
+		if fe := s.Runner.CheckModel(req.Model); fe != nil {
+			fields = append(fields, *fe)
+		}
+	}
+	if _, err := cmp.Or(policy, confirm.Never).Stricter(req.Options.Confirm); err != nil {
 		fields = append(fields, plugins.FieldError{Field: "options.confirm", Message: err.Error()})
 	}
 	if len(fields) > 0 {
 		writeError(w, http.StatusBadRequest, "invalid_payload", (&loop.ValidationError{Fields: fields}).Error(), map[string]any{"fields": fields})
 		return
 	}
+	// Checked after the payload, so that a caller wiring its payloads up
+	// before an LLM is configured is told what is wrong with them.
+	if s.Runner == nil {
+		writeError(w, http.StatusServiceUnavailable, "llm_not_configured", "no LLM endpoint is configured (BLINDEXEC_LLM_BASE_URL)", nil)
+		return
+	}
+	release, err := s.Executor.Limiter.AcquireRun(user)
+	var le *engine.LimitError
+	if errors.As(err, &le) {
+		tooMany(w, le.Error(), le.RetryAfter, map[string]any{"limit": "concurrent runs per user", "max": le.Max})
+		return
+	}
+	defer release()
 	stream := req.Options.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	lreq.Options.Stream = stream
 	lreq.RunID = uuid.Must(uuid.NewV7()).String()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestRunPayloadErrors(t *testing.T) {
 		{map[string]any{"plugins": []any{"search_company_basic"}},
 			"invalid request: plugins[0]: got a string, want a protocol v1 document (an object); a catalog plugin is named by the field plugin_names"},
 		{map[string]any{"plugins": []any{[]any{}}}, "invalid request: plugins[0]: "},
-		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params: expected an object, got number"},
+		{map[string]any{"fixed_params": map[string]any{"page_index": 1}}, "fixed_params.page_index: expected an object, got number"},
 	} {
 		code, body := e.do("POST", "/v1/runs", serviceToken, seedPayload(t, up.URL, tt.payload))
 		errObj, _ := body["error"].(map[string]any)
@@ -279,4 +280,68 @@ func TestRunCancelledByClient(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("the run was not stored as cancelled after the client left")
+}
+
+// runsDocPayload is the payload docs/runs.md shows, its plugin aimed at
+// url.
+func runsDocPayload(t *testing.T, url string) string {
+	page, err := os.ReadFile("../docs/runs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(page), "```json\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !strings.Contains(block, `"base_url": "http://api.qichacha.com/ECIV4/Search"`) {
+		t.Fatalf("docs/runs.md's first JSON block is not seed 001's payload: %s", block)
+	}
+	return strings.Replace(block, "http://api.qichacha.com", url, 1)
+}
+
+// TestRunsDocPayload: the payload docs/runs.md shows runs as the page
+// says, and an invalid one is answered 400 naming its field whether or
+// not an LLM is configured (newcomer 76: without one, every payload,
+// however wrong, was answered 503 llm_not_configured, so a RuoYi
+// developer wiring payloads up first never saw the field named).
+func TestRunsDocPayload(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"Status":"200","Result":[{"Name":"北京字节跳动科技有限公司","OperName":"张利东"}]}`)
+	})
+	payload := runsDocPayload(t, up.URL)
+	bad := strings.Replace(payload, `"method": "GET"`, `"method": "FETCH"`, 1)
+	noLLM := newEnv(t, st)
+	if code, body := noLLM.do("POST", "/v1/runs", serviceToken, bad); code != http.StatusBadRequest ||
+		!strings.Contains(errMessage(body), `plugins[0].execution.method: \"FETCH\" is not an HTTP method`) {
+		t.Errorf("invalid payload, no LLM: %d %v", code, body)
+	}
+	if code, body := noLLM.do("POST", "/v1/runs", serviceToken, payload); code != http.StatusServiceUnavailable ||
+		!strings.Contains(errMessage(body), "llm_not_configured") {
+		t.Errorf("the page's payload, no LLM: %d %v", code, body)
+	}
+	llm := openaitest.New(t)
+	e := newEnv(t, st, withModel(llm))
+	llm.Script(openaitest.Turn{ToolCalls: []openaitest.ToolCall{{Name: "search_company_basic", Arguments: `{"keyword":"字节跳动"}`}}},
+		openaitest.Turn{Content: "北京字节跳动科技有限公司。"})
+	code, reply := e.do("POST", "/v1/runs", serviceToken, payload)
+	steps, _ := reply["steps"].([]any)
+	if code != http.StatusOK || reply["status"] != "completed" || len(steps) != 1 || steps[0].(map[string]any)["status"] != "ok" {
+		t.Fatalf("the page's payload: %d %v", code, reply)
+	}
+	if got := up.received(); len(got) != 1 || got[0].header.Get("Token") != "sk-123" || !strings.Contains(got[0].uri, "page_index=1") {
+		t.Fatalf("upstream: %v", got)
+	}
+	// A payload naming no model where no default is configured is one
+	// more field named, before a run is stored (it was a stored failed
+	// run, 400 invalid_request, that did not say which setting).
+	noDefault := newEnv(t, st, withModel(llm), func(s *api.Server) { s.Runner.DefaultModel = "" })
+	_, before := noDefault.do("GET", "/v1/runs", serviceToken, nil)
+	code, body := noDefault.do("POST", "/v1/runs", serviceToken, strings.Replace(payload, `"model": "qwen-max",`, "", 1))
+	if errObj, _ := body["error"].(map[string]any); code != http.StatusBadRequest || errObj["code"] != "invalid_payload" ||
+		!strings.Contains(errMessage(body), "model: required") || !strings.Contains(errMessage(body), "BLINDEXEC_LLM_MODEL") {
+		t.Errorf("no model: %d %v", code, body)
+	}
+	if _, after := noDefault.do("GET", "/v1/runs", serviceToken, nil); len(after["runs"].([]any)) != len(before["runs"].([]any)) {
+		t.Errorf("a payload without a model stored a run: %v", after["runs"])
+	}
 }

@@ -384,6 +384,11 @@ func describeJSONError(err error, body []byte, contentType string) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
+		// encoding/json names a struct field, not the map key or list
+		// index within it (credentials, not credentials.QCC_SECRET).
+		if at := pathAt(body, te.Offset); strings.HasPrefix(at, field) {
+			field = at
+		}
 		if field == "" {
 			field = "(body)"
 		}
@@ -402,6 +407,65 @@ func describeJSONError(err error, body []byte, contentType string) string {
 		return msg
 	}
 	return "body: " + err.Error()
+}
+
+// pathAt is the path ("credentials.QCC_SECRET", "user.permissions[1]")
+// of the value of body that encoding/json's type error at offset is
+// about: the first value read up to offset, which is where the decoder
+// stands after a scalar, or after the opening of an object or array.
+// "" when body does not read that far.
+func pathAt(body []byte, offset int64) string {
+	type level struct {
+		array   bool
+		key     string // an object's: the key read last
+		index   int    // an array's: the index of the value read last
+		wantKey bool   // an object's: a key comes next
+	}
+	var stack []level
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if n := len(stack); n > 0 && !stack[n-1].array {
+				stack[n-1].wantKey = true
+			}
+			continue
+		}
+		if n := len(stack); n > 0 {
+			switch top := &stack[n-1]; {
+			case top.wantKey:
+				top.key, top.wantKey = tok.(string), false
+				continue
+			case top.array:
+				top.index++
+			}
+		}
+		if dec.InputOffset() >= offset {
+			var b strings.Builder
+			for _, l := range stack {
+				if l.array {
+					fmt.Fprintf(&b, "[%d]", l.index)
+				} else {
+					b.WriteString("." + l.key)
+				}
+			}
+			return strings.TrimPrefix(b.String(), ".")
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, level{wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, level{array: true, index: -1})
+		default:
+			if n := len(stack); n > 0 && !stack[n-1].array {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
 }
 
 // jsonKind names what JSON value decodes into t, in JSON's words rather

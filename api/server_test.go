@@ -21,7 +21,11 @@ func TestMalformedBodyNamesTheField(t *testing.T) {
 		// In JSON's words, never Go's (map[string]string).
 		{`{"credentials":"sk-123"}`, "", `credentials: expected an object, got string`},
 		{`{"trace":"yes"}`, "", `trace: expected true or false, got string`},
-		{`{"credentials":{"a":1}}`, "", `credentials`},
+		// The key is named too (newcomer 76: "credentials: expected a
+		// string", whichever of the keys it was).
+		{`{"credentials":{"a":1}}`, "", `credentials.a: expected a string, got number`},
+		{`{"credentials":{"QCC_KEY":"sk-123","QCC_SECRET":{"v":1}}}`, "", `credentials.QCC_SECRET: expected a string, got object`},
+		{`{"user":{"id":7,"permissions":["a",[1]]}}`, "", `user.permissions[1]: expected a string, got array`},
 		{`{`, "", `body is not valid JSON at byte 1: unexpected end of JSON input`},
 		{`{`, "application/json; charset=utf-8", `body is not valid JSON at byte 1: unexpected end of JSON input`},
 		{``, "", `body: empty; expected a JSON object`},

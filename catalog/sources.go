@@ -30,16 +30,16 @@ func (c *Catalog) searchSources(ctx context.Context) map[int64]*plugins.Source {
 	}
 	out := make(map[int64]*plugins.Source, len(rows))
 	for _, r := range rows {
-		out[r.ID] = SearchSource(&r)
+		out[r.ID] = searchSource(&r)
 	}
 	return out
 }
 
-// SearchSource is what tool search reads of an import source: its name
+// searchSource is what tool search reads of an import source: its name
 // (the MCP server's, else the import's prefix), the title and tag
 // descriptions its last sync found, and the aliases an administrator gave
 // it. Columns that do not decode are left out.
-func SearchSource(r *store.SourceSummary) *plugins.Source {
+func searchSource(r *store.SourceSummary) *plugins.Source {
 	s := &plugins.Source{Name: r.Prefix}
 	if r.ServerName != "" {
 		s.Name = r.ServerName

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,7 +244,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if op == api.OpPluginReplaced {
 					verb = "replaced"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, strings.Join(p.Credentials(), ", "))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (required credentials: %s)\n", verb, p.Name, cmp.Or(strings.Join(p.Credentials(), ", "), "none"))
 				for _, r := range p.InvisibleRemoved {
 					fmt.Fprintf(cmd.OutOrStdout(), "  warning: %s\n", r)
 				}
@@ -260,18 +261,25 @@ func pluginCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				why, err := leftOut(ctx, cfg, st)
+				if err != nil {
+					return err
+				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tSTATUS\tTYPE\tTITLE")
 				for i := range rows {
-					p, err := catalog.PluginFromRow(&rows[i])
-					if err != nil {
-						// A column written by hand that does not decode
-						// hides neither the row nor the others.
-						fmt.Fprintf(tw, "%s\t%s\t?\t%s\n", rows[i].Name, statusWord(rows[i].Status != store.StatusDisabled), rows[i].Title)
-						warnLeftOut(cmd.ErrOrStderr(), rows[i].Name, err)
-						continue
+					status, typ := statusWord(rows[i].Status != store.StatusDisabled), "?"
+					if p, err := catalog.PluginFromRow(&rows[i]); err == nil {
+						status, typ = statusWord(p.Enabled()), p.ExecType()
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, statusWord(p.Enabled()), p.ExecType(), p.Title)
+					// A row written by hand that the catalog leaves out
+					// (a column that does not decode, content the protocol
+					// refuses) hides neither itself nor the others.
+					if err := why[rows[i].Name]; err != nil {
+						status = "left out"
+						warnLeftOut(cmd.ErrOrStderr(), rows[i].Name, err)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rows[i].Name, status, typ, rows[i].Title)
 				}
 				return tw.Flush()
 			})
@@ -294,11 +302,7 @@ func pluginCmd(cfg *config) *cobra.Command {
 				}
 				// The document stays on stdout as written; why no caller
 				// sees it goes beside it.
-				cat, err := cliCatalog(ctx, cfg, st)
-				if err != nil {
-					return err
-				}
-				why, err := cat.LeftOut(ctx)
+				why, err := leftOut(ctx, cfg, st)
 				if err == nil && why[row.Name] != nil {
 					warnLeftOut(cmd.ErrOrStderr(), row.Name, why[row.Name])
 				}
@@ -571,7 +575,11 @@ func toolsCmd(cfg *config) *cobra.Command {
 					return err
 				}
 				tools := make([]plugins.Tool, 0, len(rows))
-				for _, p := range decoded(cmd.ErrOrStderr(), rows) {
+				ps, err := decoded(ctx, cmd.ErrOrStderr(), cfg, st, rows)
+				if err != nil {
+					return err
+				}
+				for _, p := range ps {
 					tools = append(tools, p.Tool(nil))
 				}
 				return printJSON(cmd.OutOrStdout(), tools)
@@ -583,23 +591,53 @@ func toolsCmd(cfg *config) *cobra.Command {
 // warnLeftOut says on w that the row named is left out of the catalog,
 // and why.
 func warnLeftOut(w io.Writer, name string, why error) {
-	fmt.Fprintf(w, "warning: plugin %s is left out of the catalog (no caller sees or calls it): %v\n", name, why)
+	fmt.Fprintf(w, "warning: %s\n", leftOutLine(name, why))
 }
 
-// decoded is the plugins of rows; a row whose columns do not decode (a
-// JSON column written by hand, which the catalog leaves out too) is left
-// out with a warning on w naming it and the column, not the whole answer.
-func decoded(w io.Writer, rows []store.Plugin) []*plugins.Plugin {
+func leftOutLine(name string, why error) string {
+	return fmt.Sprintf("plugin %s is left out of the catalog (no caller sees or calls it): %v", name, why)
+}
+
+// leftOut is why the catalog leaves out each row it leaves out
+// (catalog.Catalog.LeftOut), by the row's name.
+func leftOut(ctx context.Context, cfg *config, st *store.Store) (map[string]error, error) {
+	cat, err := cliCatalog(ctx, cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	return cat.LeftOut(ctx)
+}
+
+// decoded is the plugins of rows as the catalog holds them, their
+// sources included; a row it leaves out (a JSON column that does not
+// decode, content the protocol refuses: rows written by hand) is no tool
+// any caller sees, so it is left out here with a warning on w naming it
+// and why, not the whole answer.
+func decoded(ctx context.Context, w io.Writer, cfg *config, st *store.Store, rows []store.Plugin) ([]*plugins.Plugin, error) {
+	cat, err := cliCatalog(ctx, cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	why, err := cat.LeftOut(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*plugins.Plugin, 0, len(rows))
 	for i := range rows {
-		p, err := catalog.PluginFromRow(&rows[i])
-		if err != nil {
-			warnLeftOut(w, rows[i].Name, err)
+		if why[rows[i].Name] != nil {
+			warnLeftOut(w, rows[i].Name, why[rows[i].Name])
 			continue
+		}
+		p, err := cat.Plugin(ctx, rows[i].Name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // removed since the rows were read
+		}
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, nil
 }
 
 // statusWord is a row's status as the lists print it: the column's "0"
@@ -655,6 +693,15 @@ func execCmd(cfg *config) *cobra.Command {
 				}
 				if err != nil {
 					return err
+				}
+				// A row the catalog leaves out is no tool: say why, as
+				// plugin get does, not that it was disabled.
+				why, err := parts.catalog.LeftOut(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if why[row.Name] != nil {
+					return exitError{code: exitFailure, msg: leftOutLine(row.Name, why[row.Name])}
 				}
 				if p, err = catalog.PluginFromRow(row); err != nil {
 					return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -77,7 +80,20 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if err != nil {
 				return err
 			}
-			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun)
+			// The redirect URI to register, as oauth provider add says it.
+			redirect, cerr := connections.New(nil, nil, nil, cfg.browserURL).CallbackURL()
+			if cerr != nil {
+				redirect = "<BLINDEXEC_BROWSER_URL>" + connections.CallbackPath
+			}
+			printSync(cmd.OutOrStdout(), res, doc.Warnings, dryRun, redirect)
+			if !dryRun && len(res.Added)+len(res.Changed)+len(res.Removed)+len(res.Renamed) > 0 {
+				// As the API's imports are: a sync that changed the catalog.
+				source := cmp.Or(location, "(stdin)")
+				if opts.SourceURL != "" {
+					source = api.SafeURL(location)
+				}
+				recordChange(ctx, cmd, st, "plugin", api.Detail(api.OpImportOpenAPI, "source", source, "prefix", opts.Prefix))
+			}
 			imported := len(res.Added) + len(res.Changed) + len(res.Unchanged)
 			switch {
 			case res.UpToDate:
@@ -105,7 +121,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 	return cmd
 }
 
-func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryRun bool) {
+func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryRun bool, redirect string) {
 	if res.UpToDate {
 		fmt.Fprintln(w, "up to date: neither the document nor the options changed since the last import (--force re-imports)")
 		return
@@ -124,9 +140,13 @@ func printSync(w io.Writer, res *importer.SyncResult, docWarnings []string, dryR
 		fmt.Fprintf(w, "  ! %s: %s\n", f.Key, f.Reason)
 	}
 	for _, p := range res.Providers {
-		fmt.Fprintf(w, "  oauth provider %s: %s (%s, token %s), used by %d plugin(s)\n", p.Name, p.Status, p.AuthorizationURL, p.TokenURL, len(p.Plugins))
+		status := p.Status
+		if dryRun && status == importer.ProviderCreated {
+			status = "would be created" // a dry run writes no provider either
+		}
+		fmt.Fprintf(w, "  oauth provider %s: %s (%s, token %s), used by %d plugin(s)\n", p.Name, status, p.AuthorizationURL, p.TokenURL, len(p.Plugins))
 		if !p.Enabled {
-			fmt.Fprintf(w, "    disabled: register the engine as a client there (redirect URI <BLINDEXEC_BROWSER_URL>/oauth/callback), then set its client_id and client_secret and enable it\n")
+			fmt.Fprintf(w, "    disabled: register the engine as a client there (redirect URI %s), then set its client_id and client_secret and enable it\n", redirect)
 		}
 	}
 	for _, warn := range append(docWarnings, res.Warnings()...) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -74,6 +75,28 @@ func TestPluginGetSaysLeftOut(t *testing.T) {
 	}
 	if code, _, errs := c.run("", "plugin", "get", "good"); code != 0 || errs != "" {
 		t.Errorf("plugin get of a row loaded: %d %q", code, errs)
+	}
+	// What the LLM sees, what search finds, what a list says of the row
+	// and what a call of it answers are the catalog's: the row is no tool
+	// (newcomer 76: tools printed it, list called it enabled, exec said it
+	// was "disabled or was removed").
+	said := func(errs string) bool {
+		return strings.Contains(errs, "loose is left out of the catalog") && strings.Contains(errs, "execution.base_url")
+	}
+	if code, out, errs := c.run("", "tools"); code != 0 || !strings.Contains(out, `"good"`) || strings.Contains(out, "loose") || !said(errs) {
+		t.Errorf("tools: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "tools", "loose"); code != 0 || strings.Contains(out, "loose") || !said(errs) {
+		t.Errorf("tools loose: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "search", "added"); code != 0 || strings.Contains(out, "loose") || !said(errs) {
+		t.Errorf("search: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "plugin", "list"); code != 0 || !regexp.MustCompile(`loose\s+left out\s`).MatchString(out) || !said(errs) {
+		t.Errorf("plugin list: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := c.run("", "exec", "loose", "--args", "{}"); code != 1 || out != "" || !said(errs) || strings.Contains(errs, "disabled or was removed") {
+		t.Errorf("exec of a row left out: %d %q %q", code, out, errs)
 	}
 }
 

@@ -246,22 +246,7 @@ func TestCLITokensAndRotate(t *testing.T) {
 	}
 	// Every change at the command line is in the administrators' log,
 	// in words, without a value or a token (issue 51 point 4).
-	st, err := store.Open(t.Context(), c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{})
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var said []string
-	for i := range events {
-		if events[i].Actor != "cli" || events[i].Via != "cli" {
-			t.Errorf("event %+v: want actor and via cli", events[i])
-		}
-		said = append(said, events[i].Target+": "+api.Summary(api.LangEN, &events[i]))
-	}
+	said, events := c.logged(t)
 	want := []string{"cred set: credential “K” of user 7 set", "token revoke: token #1 revoked",
 		"token create: token #2 created for user 7 “approvals”, console only", "token create: token #1 created for user 7 “laptop”"}
 	if strings.Join(said, "\n") != strings.Join(want, "\n") || strings.Contains(fmt.Sprint(events), tok) || strings.Contains(fmt.Sprint(events), "value-0123456789") {
@@ -294,6 +279,83 @@ func TestCLITokensAndRotate(t *testing.T) {
 	t.Setenv("BLINDEXEC_MASTER_KEY", "")
 	if code, _, errs := c.run("value", "cred", "set", "7", "K"); code != 1 || !strings.Contains(errs, "BLINDEXEC_MASTER_KEY") {
 		t.Fatalf("no master key: %d %q", code, errs)
+	}
+}
+
+// TestPluginAddWithoutCredentials: a plugin that needs no credential is
+// said to need none (newcomer 76: "(required credentials: )").
+func TestPluginAddWithoutCredentials(t *testing.T) {
+	c := newCLI(t)
+	file := filepath.Join(t.TempDir(), "op_get.json")
+	os.WriteFile(file, []byte(`{"name": "op_get", "description": "Reads something.", "parameters": {"type": "object"},
+  "execution": {"method": "GET", "base_url": "https://ruoyi.example/op"}}`), 0o600)
+	if code, out, errs := c.run("", "plugin", "add", file); code != 0 || out != "added op_get (required credentials: none)\n" {
+		t.Fatalf("plugin add: %d %q %q", code, out, errs)
+	}
+}
+
+// logged is the administrators' log, newest first, each row as its
+// command and summary, every row checked to be the command line's.
+func (c *cli) logged(t *testing.T) ([]string, []store.AdminEvent) {
+	t.Helper()
+	st, err := store.Open(t.Context(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := st.ListAdminEvents(t.Context(), store.AdminEventFilter{})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for i := range events {
+		if events[i].Actor != "cli" || events[i].Via != "cli" {
+			t.Errorf("event %+v: want actor and via cli", events[i])
+		}
+		said = append(said, events[i].Target+": "+api.Summary(api.LangEN, &events[i]))
+	}
+	return said, events
+}
+
+// TestCLIImportDryRunProvider: a dry run creates no OAuth provider, so it
+// says the provider would be created (newcomer 76: it said "created",
+// and oauth provider list then showed none). An import that changed the
+// catalog is in the administrators' log, as the API's are (newcomer 76:
+// none was); a dry run and a sync that changed nothing are not.
+func TestCLIImportDryRunProvider(t *testing.T) {
+	c := newCLI(t)
+	src := filepath.Join(t.TempDir(), "trips.yaml")
+	os.WriteFile(src, []byte(`openapi: 3.0.3
+info: {title: Trips, version: "1"}
+servers: [{url: "https://trips.example/v1"}]
+components:
+  securitySchemes:
+    oauth: {type: oauth2, flows: {authorizationCode: {authorizationUrl: "https://trips.example/authorize", tokenUrl: "https://trips.example/token", scopes: {read: read}}}}
+security: [{oauth: [read]}]
+paths:
+  /trips:
+    get: {operationId: listTrips, responses: {"200": {description: ok}}}
+`), 0o600)
+	code, out, errs := c.run("", "import", "openapi", src, "--dry-run")
+	if code != 0 || !strings.Contains(out, "oauth provider trips_oauth: would be created (") {
+		t.Fatalf("dry run: %d %q %q", code, out, errs)
+	}
+	if _, list, _ := c.run("", "oauth", "provider", "list"); strings.Contains(list, "trips") {
+		t.Fatalf("a dry run registered a provider: %q", list)
+	}
+	if said, _ := c.logged(t); len(said) != 0 {
+		t.Errorf("a dry run is in the log: %q", said)
+	}
+	// The redirect URI to register is the one oauth provider add names,
+	// once the setting gives it (it said <BLINDEXEC_BROWSER_URL>/… still).
+	t.Setenv("BLINDEXEC_BROWSER_URL", "https://ai.example.com/engine/")
+	if code, out, errs := c.run("", "import", "openapi", src); code != 0 || !strings.Contains(out, "oauth provider trips_oauth: created (") ||
+		!strings.Contains(out, "(redirect URI https://ai.example.com/engine/oauth/callback)") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	c.run("", "import", "openapi", src)
+	if said, _ := c.logged(t); strings.Join(said, "\n") != "import openapi: OpenAPI document "+src+" imported" {
+		t.Errorf("the log: %q", said)
 	}
 }
 

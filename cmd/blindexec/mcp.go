@@ -180,6 +180,9 @@ func importMCPCmd(cfg *config) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if len(rep.Added)+len(rep.Updated)+len(rep.Disabled) > 0 {
+				recordChange(ctx, cmd, parts.store, "plugin", api.Detail(api.OpImportMCP, "server", rep.Server))
+			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s: added %d, updated %d, disabled %d, unchanged %d, failed %d\n", rep.Server,
 				len(rep.Added), len(rep.Updated), len(rep.Disabled), len(rep.Unchanged), len(rep.Failed))

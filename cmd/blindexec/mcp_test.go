@@ -48,6 +48,10 @@ func TestCLIMCP(t *testing.T) {
 	if code, out, _ := c.run("", "import", "mcp", "med"); code != 0 || !strings.Contains(out, "added 0") {
 		t.Fatalf("re-import must change nothing: %d %q", code, out)
 	}
+	// The import that changed the catalog is in the administrators' log.
+	if said, _ := c.logged(t); strings.Join(said, "\n") != "import mcp: tools of the MCP server “med” imported\nmcp server add: MCP server “med” registered at "+up.Endpoint {
+		t.Errorf("the log: %q", said)
+	}
 	// The imported tool executes blind through the MCP server.
 	code, out, errs = c.run("", "exec", "echo", "--args", `{"text":"hi"}`)
 	if code != 0 || !strings.Contains(out, `"ok": true`) {

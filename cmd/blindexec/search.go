@@ -12,8 +12,6 @@ import (
 
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/catalog"
-	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/toolsearch"
 )
@@ -39,17 +37,9 @@ func searchCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sources, err := st.ListImportSources(ctx)
+				ps, err := decoded(ctx, cmd.ErrOrStderr(), cfg, st, rows)
 				if err != nil {
 					return err
-				}
-				bySource := make(map[int64]*plugins.Source, len(sources))
-				for i := range sources {
-					bySource[sources[i].ID] = catalog.SearchSource(&sources[i])
-				}
-				ps := decoded(cmd.ErrOrStderr(), rows)
-				for _, p := range ps {
-					p.Source = bySource[p.SourceID] // as the catalog does (issue 49)
 				}
 				ix, err := toolsearch.New(ps)
 				if err != nil {

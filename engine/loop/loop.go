@@ -449,11 +449,20 @@ type state struct {
 	pending []Pending
 }
 
-func (s *state) run(ctx context.Context) *Reply {
-	model := cmp.Or(s.req.Model, s.r.DefaultModel)
-	if model == "" {
-		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: "model: required (no default model is configured)"})
+// CheckModel says what is wrong with a request naming model (none: ""),
+// nil when the run has a model: the request's, else the default.
+func (r *Runner) CheckModel(model string) *plugins.FieldError {
+	if model != "" || r.DefaultModel != "" {
+		return nil
 	}
+	return &plugins.FieldError{Field: "model", Message: "required: none is given and no default model is configured (BLINDEXEC_LLM_MODEL)"}
+}
+
+func (s *state) run(ctx context.Context) *Reply {
+	if fe := s.r.CheckModel(s.req.Model); fe != nil {
+		return s.end(StatusFailed, &RunError{Code: CodeInvalidRequest, Message: fe.Field + ": " + fe.Message})
+	}
+	model := cmp.Or(s.req.Model, s.r.DefaultModel)
 	if err := s.bind(); err != nil {
 		return s.end(StatusFailed, err)
 	}
