@@ -142,7 +142,7 @@ func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
 
 // Fingerprinter is a Source whose tables can be summed: a digest that
 // moves whenever a string it grants anyone may have (store.Watcher.Grants
-// reads it at each poll). MySQL-compatible databases only (CRC32).
+// reads it at each poll), on MySQL-compatible databases and SQLite.
 type Fingerprinter interface {
 	Fingerprint(ctx context.Context) (int64, error)
 }
@@ -167,17 +167,19 @@ var yudaoTables = []grantTable{
 }
 
 // fingerprint sums tables in one statement: each one's row count and
-// the sum and exclusive or of its rows' CRC32s (as the store's poll mode
-// fingerprints its own tables), hashed to one number.
+// two sums of its rows' CRC32s, of the row's columns and of them with a
+// mark after (the sum of a second checksum: SQLite has no BIT_XOR),
+// hashed to one number. CRC32 is MySQL's; the store registers it on
+// SQLite. CHAR(31) parts the columns and CHAR(30) is NULL, on both.
 func fingerprint(ctx context.Context, db *sql.DB, tables []grantTable) (int64, error) {
 	parts := make([]string, len(tables))
 	for i, t := range tables {
 		var cols []string
 		for c := range strings.SplitSeq(t.cols, ",") {
-			cols = append(cols, "IFNULL("+strings.TrimSpace(c)+", 0x00)")
+			cols = append(cols, "IFNULL("+strings.TrimSpace(c)+", CHAR(30))")
 		}
-		row := "CRC32(CONCAT_WS(0x1f, " + strings.Join(cols, ", ") + "))"
-		parts[i] = "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(" + row + "), 0), ':', COALESCE(BIT_XOR(" + row + "), 0)) FROM " + t.name + ")"
+		row := "CONCAT_WS(CHAR(31), " + strings.Join(cols, ", ")
+		parts[i] = "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(" + row + "))), 0), ':', COALESCE(SUM(CRC32(" + row + ", CHAR(29)))), 0)) FROM " + t.name + ")"
 	}
 	var sum string
 	if err := db.QueryRowContext(ctx, "SELECT CONCAT_WS('/', "+strings.Join(parts, ", ")+")").Scan(&sum); err != nil {
