@@ -61,11 +61,11 @@ func (s RuoYi) Held(ctx context.Context, user int64) (Held, error) {
 		return HeldOf(plugins.AllPerms), nil
 	}
 	held := Held{}
-	err := scanStrings(ctx, s.DB, ruoyiMenus, user, 0, func(cell string) {
+	err := scanStrings(ctx, s.DB, ruoyiMenus, 0, func(cell string) {
 		for p := range strings.SplitSeq(strings.TrimSpace(cell), ",") {
 			held[p] = struct{}{}
 		}
-	})
+	}, user)
 	if err != nil {
 		return nil, fmt.Errorf("read the menus of sys_user %d: %w", user, err)
 	}
@@ -240,24 +240,65 @@ type Query struct {
 
 // Held runs the query for user.
 func (s Query) Held(ctx context.Context, user int64) (Held, error) {
+	held := Held{}
+	err := s.run(ctx, s.SQL, func(v string) {
+		if v = strings.TrimSpace(v); v != "" && !strings.ContainsRune(v, 0) { // no string of RuoYi's form holds one: never NotUser's
+			held[v] = struct{}{}
+		}
+	}, user)
+	if err != nil {
+		return nil, fmt.Errorf("%s for user %d: %w", EnvPermissionsQuery, user, err)
+	}
+	return held, nil
+}
+
+// run runs q with args in a read-only transaction, within Timeout, at
+// most MaxRows rows, giving fn each row's one string.
+func (s Query) run(ctx context.Context, q string, fn func(string), args ...any) error {
 	timeout, limit := cmp.Or(s.Timeout, DefaultQueryTimeout), cmp.Or(s.MaxRows, DefaultMaxQueryRows)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("%s: begin a read-only transaction: %w", EnvPermissionsQuery, err)
+		return fmt.Errorf("begin a read-only transaction: %w", err)
 	}
 	defer tx.Rollback()
-	held := Held{}
-	err = scanStrings(ctx, tx, s.SQL, user, limit, func(v string) {
-		if v = strings.TrimSpace(v); v != "" && !strings.ContainsRune(v, 0) { // no string of RuoYi's form holds one: never NotUser's
-			held[v] = struct{}{}
-		}
+	return scanStrings(ctx, tx, q, limit, fn, args...)
+}
+
+// DigestedQuery is a Query with the operator's digest query
+// (BLINDEXEC_PERMISSIONS_DIGEST_QUERY, checked by CheckDigestQuery): the
+// Fingerprinter of tables only the operator knows. A grant changed where
+// the digest does not move is seen at the TTL's end, as without it.
+type DigestedQuery struct {
+	Query
+	Digest string
+}
+
+// Fingerprint implements Fingerprinter: a hash of the digest query's
+// rows, in the order it returns them.
+func (s DigestedQuery) Fingerprint(ctx context.Context) (int64, error) {
+	h := fnv.New64a()
+	err := s.run(ctx, s.Digest, func(v string) {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s for user %d: %w", EnvPermissionsQuery, user, err)
+		return 0, fmt.Errorf("%s: %w", EnvPermissionsDigestQuery, err)
 	}
-	return held, nil
+	return int64(h.Sum64()), nil
+}
+
+// CheckDigestQuery says why q is not a digest query DigestedQuery runs:
+// one SELECT statement without parameters.
+func CheckDigestQuery(q string) error {
+	if !queryShape.MatchString(q) {
+		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as SELECT MAX(updated_at) FROM my_user_perms", EnvPermissionsDigestQuery)
+	}
+	if n := strings.Count(q, "?"); n != 0 {
+		return fmt.Errorf("%s: expected no ? (it is run for no user), found %d", EnvPermissionsDigestQuery, n)
+	}
+	return nil
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -267,8 +308,8 @@ type querier interface {
 
 // scanStrings runs q with arg and hands each row's one column, NULL
 // skipped, to fn; more than limit rows (when limit > 0) is an error.
-func scanStrings(ctx context.Context, db querier, q string, arg any, limit int, fn func(string)) error {
-	rows, err := db.QueryContext(ctx, q, arg)
+func scanStrings(ctx context.Context, db querier, q string, limit int, fn func(string), args ...any) error {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
