@@ -216,11 +216,17 @@ var queryShape = regexp.MustCompile(`(?is)^\s*(select|with)\s[^;]*;?\s*$`)
 // CheckQuery says why q is not a query the Query source runs: one SELECT
 // statement with exactly one parameter (?), the user id.
 func CheckQuery(q string) error {
+	return checkSelect(q, EnvPermissionsQuery, "SELECT perm FROM my_user_perms WHERE user_id = ?", 1, "exactly one ? (the user id)")
+}
+
+// checkSelect says why q, the setting env, is not one SELECT statement
+// with params parameters (want says how many, for the error).
+func checkSelect(q, env, example string, params int, want string) error {
 	if !queryShape.MatchString(q) {
-		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as SELECT perm FROM my_user_perms WHERE user_id = ?", EnvPermissionsQuery)
+		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as %s", env, example)
 	}
-	if n := strings.Count(q, "?"); n != 1 {
-		return fmt.Errorf("%s: expected exactly one ? (the user id), found %d", EnvPermissionsQuery, n)
+	if n := strings.Count(q, "?"); n != params {
+		return fmt.Errorf("%s: expected %s, found %d", env, want, n)
 	}
 	return nil
 }
@@ -292,13 +298,7 @@ func (s DigestedQuery) Fingerprint(ctx context.Context) (int64, error) {
 // CheckDigestQuery says why q is not a digest query DigestedQuery runs:
 // one SELECT statement without parameters.
 func CheckDigestQuery(q string) error {
-	if !queryShape.MatchString(q) {
-		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as SELECT MAX(updated_at) FROM my_user_perms", EnvPermissionsDigestQuery)
-	}
-	if n := strings.Count(q, "?"); n != 0 {
-		return fmt.Errorf("%s: expected no ? (it is run for no user), found %d", EnvPermissionsDigestQuery, n)
-	}
-	return nil
+	return checkSelect(q, EnvPermissionsDigestQuery, "SELECT MAX(updated_at) FROM my_user_perms", 0, "no ? (it is run for no user)")
 }
 
 // querier is a *sql.DB or a *sql.Tx.
