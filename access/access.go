@@ -37,6 +37,9 @@ const (
 	EnvPermissions = "BLINDEXEC_PERMISSIONS"
 	// EnvPermissionsQuery is SourceQuery's SELECT.
 	EnvPermissionsQuery = "BLINDEXEC_PERMISSIONS_QUERY"
+	// EnvPermissionsDigestQuery is SourceQuery's optional digest: a
+	// SELECT whose rows move when a grant the query reads changes.
+	EnvPermissionsDigestQuery = "BLINDEXEC_PERMISSIONS_DIGEST_QUERY"
 	// EnvPermissionsTTL is how long, in milliseconds, a replica keeps a
 	// user's strings read from the database source: the longest a role
 	// change made in RuoYi takes to reach a call.

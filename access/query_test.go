@@ -2,6 +2,7 @@ package access
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,58 @@ END`)
 		c := &Checker{Source: slow, Name: SourceQuery}
 		if err := c.Allowed(t.Context(), Subject{User: 7}, needs("system:user:list")); !errors.As(err, new(*UnavailableError)) {
 			t.Errorf("a query past its timeout: %v, want an UnavailableError", err)
+		}
+	})
+}
+
+// TestDigestQueryFollowsGrants (small76): under the operator's query a
+// grant changed was kept until the TTL's end, its tables unknown to the
+// engine. With BLINDEXEC_PERMISSIONS_DIGEST_QUERY the watcher reads the
+// operator's digest at each poll and the cache keeps a user's strings only
+// while it stays, on both databases; a digest that fails keeps the last.
+func TestDigestQueryFollowsGrants(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		exec(t, db, "CREATE TABLE my_perms (user_id BIGINT, perm VARCHAR(100))",
+			"CREATE TABLE my_perms_version (version BIGINT)",
+			"INSERT INTO my_perms VALUES (7, 'system:user:list')", "INSERT INTO my_perms_version VALUES (1)")
+		c, err := New(db, Settings{Source: SourceQuery, Query: "SELECT perm FROM my_perms WHERE user_id = ?",
+			DigestQuery: "SELECT version FROM my_perms_version", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := store.NewWatcher(st, time.Hour, slog.New(slog.DiscardHandler))
+		digest, ok := c.FollowGrants(func() int64 { return w.Current().Grants })
+		if !ok {
+			t.Fatal("the query source with a digest query offers no digest")
+		}
+		w.Grants = digest
+		poll := func() {
+			if _, err := w.Poll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		poll()
+		holds := func() bool {
+			held, err := c.Source.Held(t.Context(), 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ok := held["system:user:list"]
+			return ok
+		}
+		if !holds() {
+			t.Fatal("user 7 does not hold system:user:list")
+		}
+		exec(t, db, "DELETE FROM my_perms WHERE user_id = 7")
+		poll()
+		if !holds() {
+			t.Fatal("kept strings read again though the digest stayed (the TTL is an hour)")
+		}
+		exec(t, db, "UPDATE my_perms_version SET version = 2")
+		poll()
+		if holds() {
+			t.Error("user 7 still holds system:user:list after the digest moved")
 		}
 	})
 }

@@ -33,7 +33,7 @@ func (s RuoYi) Probe(ctx context.Context) error {
 	if err := s.DB.QueryRowContext(ctx, ruoyiUser, noUser).Scan(&id); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read sys_user: %w", err)
 	}
-	if err := scanStrings(ctx, s.DB, ruoyiMenus, noUser, 0, func(string) {}); err != nil {
+	if err := scanStrings(ctx, s.DB, ruoyiMenus, 0, func(string) {}, noUser); err != nil {
 		return fmt.Errorf("read the menus: %w", err)
 	}
 	return nil

@@ -12,7 +12,9 @@ type Settings struct {
 	Mode   Mode
 	Source string
 	Query  string
-	TTL    time.Duration
+	// DigestQuery is SourceQuery's optional digest (DigestedQuery).
+	DigestQuery string
+	TTL         time.Duration
 }
 
 // New is the Checker of s, its database source reading db (the engine's
@@ -27,6 +29,9 @@ func New(db *sql.DB, s Settings) (*Checker, error) {
 	}
 	if s.Source != SourceQuery && s.Query != "" {
 		return nil, fmt.Errorf("%s is set but %s is %q, not %q", EnvPermissionsQuery, EnvPermissions, s.Source, SourceQuery)
+	}
+	if s.Source != SourceQuery && s.DigestQuery != "" {
+		return nil, fmt.Errorf("%s is set but %s is %q, not %q", EnvPermissionsDigestQuery, EnvPermissions, s.Source, SourceQuery)
 	}
 	var src Source
 	switch s.Source {
@@ -43,6 +48,12 @@ func New(db *sql.DB, s Settings) (*Checker, error) {
 			return nil, err
 		}
 		src = Query{DB: db, SQL: s.Query}
+		if s.DigestQuery != "" {
+			if err := CheckDigestQuery(s.DigestQuery); err != nil {
+				return nil, err
+			}
+			src = DigestedQuery{Query: Query{DB: db, SQL: s.Query}, Digest: s.DigestQuery}
+		}
 	default:
 		return nil, fmt.Errorf("%s: %q is not a source (expected %s, %s, %s or %s)", EnvPermissions, s.Source, SourceRuoYi, SourceYudao, SourceQuery, SourceNone)
 	}

@@ -61,11 +61,11 @@ func (s RuoYi) Held(ctx context.Context, user int64) (Held, error) {
 		return HeldOf(plugins.AllPerms), nil
 	}
 	held := Held{}
-	err := scanStrings(ctx, s.DB, ruoyiMenus, user, 0, func(cell string) {
+	err := scanStrings(ctx, s.DB, ruoyiMenus, 0, func(cell string) {
 		for p := range strings.SplitSeq(strings.TrimSpace(cell), ",") {
 			held[p] = struct{}{}
 		}
-	})
+	}, user)
 	if err != nil {
 		return nil, fmt.Errorf("read the menus of sys_user %d: %w", user, err)
 	}
@@ -142,7 +142,7 @@ func (s Yudao) Held(ctx context.Context, user int64) (Held, error) {
 
 // Fingerprinter is a Source whose tables can be summed: a digest that
 // moves whenever a string it grants anyone may have (store.Watcher.Grants
-// reads it at each poll). MySQL-compatible databases only (CRC32).
+// reads it at each poll), on MySQL-compatible databases and SQLite.
 type Fingerprinter interface {
 	Fingerprint(ctx context.Context) (int64, error)
 }
@@ -167,17 +167,19 @@ var yudaoTables = []grantTable{
 }
 
 // fingerprint sums tables in one statement: each one's row count and
-// the sum and exclusive or of its rows' CRC32s (as the store's poll mode
-// fingerprints its own tables), hashed to one number.
+// two sums of its rows' CRC32s, of the row's columns and of them with a
+// mark after (the sum of a second checksum: SQLite has no BIT_XOR),
+// hashed to one number. CRC32 is MySQL's; the store registers it on
+// SQLite. CHAR(31) parts the columns and CHAR(30) is NULL, on both.
 func fingerprint(ctx context.Context, db *sql.DB, tables []grantTable) (int64, error) {
 	parts := make([]string, len(tables))
 	for i, t := range tables {
 		var cols []string
 		for c := range strings.SplitSeq(t.cols, ",") {
-			cols = append(cols, "IFNULL("+strings.TrimSpace(c)+", 0x00)")
+			cols = append(cols, "IFNULL("+strings.TrimSpace(c)+", CHAR(30))")
 		}
-		row := "CRC32(CONCAT_WS(0x1f, " + strings.Join(cols, ", ") + "))"
-		parts[i] = "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(" + row + "), 0), ':', COALESCE(BIT_XOR(" + row + "), 0)) FROM " + t.name + ")"
+		row := "CONCAT_WS(CHAR(31), " + strings.Join(cols, ", ")
+		parts[i] = "(SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CRC32(" + row + "))), 0), ':', COALESCE(SUM(CRC32(" + row + ", CHAR(29)))), 0)) FROM " + t.name + ")"
 	}
 	var sum string
 	if err := db.QueryRowContext(ctx, "SELECT CONCAT_WS('/', "+strings.Join(parts, ", ")+")").Scan(&sum); err != nil {
@@ -214,11 +216,17 @@ var queryShape = regexp.MustCompile(`(?is)^\s*(select|with)\s[^;]*;?\s*$`)
 // CheckQuery says why q is not a query the Query source runs: one SELECT
 // statement with exactly one parameter (?), the user id.
 func CheckQuery(q string) error {
+	return checkSelect(q, EnvPermissionsQuery, "SELECT perm FROM my_user_perms WHERE user_id = ?", 1, "exactly one ? (the user id)")
+}
+
+// checkSelect says why q, the setting env, is not one SELECT statement
+// with params parameters (want says how many, for the error).
+func checkSelect(q, env, example string, params int, want string) error {
 	if !queryShape.MatchString(q) {
-		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as SELECT perm FROM my_user_perms WHERE user_id = ?", EnvPermissionsQuery)
+		return fmt.Errorf("%s: expected one SELECT statement (no ;-separated statements), such as %s", env, example)
 	}
-	if n := strings.Count(q, "?"); n != 1 {
-		return fmt.Errorf("%s: expected exactly one ? (the user id), found %d", EnvPermissionsQuery, n)
+	if n := strings.Count(q, "?"); n != params {
+		return fmt.Errorf("%s: expected %s, found %d", env, want, n)
 	}
 	return nil
 }
@@ -238,24 +246,59 @@ type Query struct {
 
 // Held runs the query for user.
 func (s Query) Held(ctx context.Context, user int64) (Held, error) {
+	held := Held{}
+	err := s.run(ctx, s.SQL, func(v string) {
+		if v = strings.TrimSpace(v); v != "" && !strings.ContainsRune(v, 0) { // no string of RuoYi's form holds one: never NotUser's
+			held[v] = struct{}{}
+		}
+	}, user)
+	if err != nil {
+		return nil, fmt.Errorf("%s for user %d: %w", EnvPermissionsQuery, user, err)
+	}
+	return held, nil
+}
+
+// run runs q with args in a read-only transaction, within Timeout, at
+// most MaxRows rows, giving fn each row's one string.
+func (s Query) run(ctx context.Context, q string, fn func(string), args ...any) error {
 	timeout, limit := cmp.Or(s.Timeout, DefaultQueryTimeout), cmp.Or(s.MaxRows, DefaultMaxQueryRows)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tx, err := s.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("%s: begin a read-only transaction: %w", EnvPermissionsQuery, err)
+		return fmt.Errorf("begin a read-only transaction: %w", err)
 	}
 	defer tx.Rollback()
-	held := Held{}
-	err = scanStrings(ctx, tx, s.SQL, user, limit, func(v string) {
-		if v = strings.TrimSpace(v); v != "" && !strings.ContainsRune(v, 0) { // no string of RuoYi's form holds one: never NotUser's
-			held[v] = struct{}{}
-		}
+	return scanStrings(ctx, tx, q, limit, fn, args...)
+}
+
+// DigestedQuery is a Query with the operator's digest query
+// (BLINDEXEC_PERMISSIONS_DIGEST_QUERY, checked by CheckDigestQuery): the
+// Fingerprinter of tables only the operator knows. A grant changed where
+// the digest does not move is seen at the TTL's end, as without it.
+type DigestedQuery struct {
+	Query
+	Digest string
+}
+
+// Fingerprint implements Fingerprinter: a hash of the digest query's
+// rows, in the order it returns them.
+func (s DigestedQuery) Fingerprint(ctx context.Context) (int64, error) {
+	h := fnv.New64a()
+	err := s.run(ctx, s.Digest, func(v string) {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s for user %d: %w", EnvPermissionsQuery, user, err)
+		return 0, fmt.Errorf("%s: %w", EnvPermissionsDigestQuery, err)
 	}
-	return held, nil
+	return int64(h.Sum64()), nil
+}
+
+// CheckDigestQuery says why q is not a digest query DigestedQuery runs:
+// one SELECT statement without parameters.
+func CheckDigestQuery(q string) error {
+	return checkSelect(q, EnvPermissionsDigestQuery, "SELECT MAX(updated_at) FROM my_user_perms", 0, "no ? (it is run for no user)")
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -265,8 +308,8 @@ type querier interface {
 
 // scanStrings runs q with arg and hands each row's one column, NULL
 // skipped, to fn; more than limit rows (when limit > 0) is an error.
-func scanStrings(ctx context.Context, db querier, q string, arg any, limit int, fn func(string)) error {
-	rows, err := db.QueryContext(ctx, q, arg)
+func scanStrings(ctx context.Context, db querier, q string, limit int, fn func(string), args ...any) error {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ var faultPlugins = []struct {
 	{"fault_stall", "/stall", 300},
 	{"fault_5xx", "/5xx", 5000},
 	{"fault_slow_body", "/slow-body", 5000},
-	{"fault_hang", "/stall", 60000}, // outlives the shutdown grace (and the first half of a soak up to 2 min)
+	{"fault_hang", "/stall", 60000}, // outlives the drain and the shutdown grace after half a soak of up to 1m46s (sigterm checks)
 }
 
 // faultRun is one scenario on one database: its own database, spool and
@@ -376,15 +376,23 @@ type phase struct {
 }
 
 // sigterm: SIGTERM half-way through, with one worker in eight calling a
-// tool that outlives the (shortened) grace: those calls must be recorded
-// as canceled.
+// tool that outlives the drain and the (shortened) grace after it: those
+// calls must be recorded as canceled. The drain (ready75) answers the
+// load on for its length after the signal: counted apart.
 func (r *faultRun) sigterm(ctx context.Context) (*faultResult, error) {
-	const grace = 2 * time.Second
-	if err := r.start(ctx, "BLINDEXEC_SHUTDOWN_GRACE_MS="+strconv.Itoa(int(grace.Milliseconds()))); err != nil {
+	const grace, drain = 2 * time.Second, 5 * time.Second // drain: serve's default, named so the figure says it
+	// A fault_hang call begun at the load's start must still be running
+	// when the grace ends, or it ends by its own timeout, not canceled.
+	if hang := time.Duration(faultTimeout("fault_hang")) * time.Millisecond; r.o.faultSoak/2+drain+grace >= hang {
+		return nil, fmt.Errorf("-fault-soak %s: fault_hang's %s timeout ends before SIGTERM at half of it, the %s drain and the %s grace", r.o.faultSoak, hang, drain, grace)
+	}
+	if err := r.start(ctx, "BLINDEXEC_SHUTDOWN_GRACE_MS="+strconv.Itoa(int(grace.Milliseconds())),
+		"BLINDEXEC_SHUTDOWN_DRAIN_MS="+strconv.Itoa(int(drain.Milliseconds()))); err != nil {
 		return nil, err
 	}
 	before := r.eng.rss()
 	var after int64
+	var signaled time.Time
 	l := runLoad(ctx, r.eng.base, r.o.conc, func(w int) string {
 		if w%8 == 0 {
 			return "fault_hang"
@@ -393,6 +401,7 @@ func (r *faultRun) sigterm(ctx context.Context) (*faultResult, error) {
 	}, r.o.faultSoak, func() {
 		time.Sleep(r.o.faultSoak / 2)
 		after = r.eng.rss()
+		signaled = time.Now()
 		r.eng.stop(syscall.SIGTERM, time.Minute)
 	})
 	res, err := r.count(ctx, l, before, after)
@@ -403,8 +412,34 @@ func (r *faultRun) sigterm(ctx context.Context) (*faultResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.notes = append(res.notes, fmt.Sprintf("grace %s; records of calls canceled at its end: %d", grace, canceled))
+	// Answered after the signal: within the drain (the listener still
+	// open), and the last answer (the calls canceled at the grace's end).
+	var drained int
+	var last time.Time
+	for _, at := range l.ids {
+		if !at.After(signaled) {
+			continue
+		}
+		if at.Before(signaled.Add(drain)) {
+			drained++
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	res.notes = append(res.notes, fmt.Sprintf("drain %s: calls answered in it after SIGTERM %d; grace %s after it; records of calls canceled at its end: %d, the last answer %s after SIGTERM",
+		drain, drained, grace, canceled, last.Sub(signaled).Round(time.Millisecond)))
 	return res, nil
+}
+
+// faultTimeout is the timeout (ms) of the fault plugin called name.
+func faultTimeout(name string) int {
+	for _, p := range faultPlugins {
+		if p.name == name {
+			return p.timeoutMS
+		}
+	}
+	return 0
 }
 
 // kill9: kill -9 half-way through; count, start serve again on the same

@@ -23,8 +23,13 @@ func TestAccessSettings(t *testing.T) {
 		{map[string]string{"BLINDEXEC_PERMISSIONS_QUERY": "SELECT perm FROM my_perms WHERE user_id = ?"}, "BLINDEXEC_PERMISSIONS_QUERY"},
 		{map[string]string{"BLINDEXEC_PERMISSIONS": "query", "BLINDEXEC_PERMISSIONS_QUERY": "DELETE FROM sys_user WHERE user_id = ?"}, "BLINDEXEC_PERMISSIONS_QUERY"},
 		{map[string]string{"BLINDEXEC_PERMISSIONS_TTL_MS": "1m"}, "BLINDEXEC_PERMISSIONS_TTL_MS"},
+		{map[string]string{"BLINDEXEC_PERMISSIONS": "query", "BLINDEXEC_PERMISSIONS_QUERY": "SELECT perm FROM my_perms WHERE user_id = ?",
+			"BLINDEXEC_PERMISSIONS_DIGEST_QUERY": "SELECT MAX(version) FROM my_perms_version"}, ""},
+		{map[string]string{"BLINDEXEC_PERMISSIONS": "ruoyi", "BLINDEXEC_PERMISSIONS_DIGEST_QUERY": "SELECT MAX(version) FROM my_perms_version"}, "BLINDEXEC_PERMISSIONS_DIGEST_QUERY"},
+		{map[string]string{"BLINDEXEC_PERMISSIONS": "query", "BLINDEXEC_PERMISSIONS_QUERY": "SELECT perm FROM my_perms WHERE user_id = ?",
+			"BLINDEXEC_PERMISSIONS_DIGEST_QUERY": "SELECT version FROM my_perms_version WHERE user_id = ?"}, "BLINDEXEC_PERMISSIONS_DIGEST_QUERY"},
 	} {
-		for _, name := range []string{"BLINDEXEC_TOOL_ACCESS", "BLINDEXEC_PERMISSIONS", "BLINDEXEC_PERMISSIONS_QUERY", "BLINDEXEC_PERMISSIONS_TTL_MS"} {
+		for _, name := range []string{"BLINDEXEC_TOOL_ACCESS", "BLINDEXEC_PERMISSIONS", "BLINDEXEC_PERMISSIONS_QUERY", "BLINDEXEC_PERMISSIONS_DIGEST_QUERY", "BLINDEXEC_PERMISSIONS_TTL_MS"} {
 			t.Setenv(name, tt.env[name])
 		}
 		code, _, errs := c.run("", "plugin", "list")

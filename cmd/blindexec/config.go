@@ -184,9 +184,12 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.shutdownDrain = setShutdownDrain.Get(src)
 	c.quotaTZ, _ = time.LoadLocation(setQuotaTZ.Get(src))
 	c.access = access.Settings{Mode: access.Mode(setToolAccess.Get(src)), Source: setPermissions.Get(src),
-		Query: setPermissionsQuery.Get(src), TTL: setPermissionsTTL.Get(src)}
+		Query: setPermissionsQuery.Get(src), DigestQuery: setPermissionsDigestQuery.Get(src), TTL: setPermissionsTTL.Get(src)}
 	if (c.access.Source == access.SourceQuery) != (c.access.Query != "") {
 		src.Invalid(access.EnvPermissionsQuery, "a SELECT when, and only when, "+access.EnvPermissions+"="+access.SourceQuery)
+	}
+	if c.access.Source != access.SourceQuery && c.access.DigestQuery != "" {
+		src.Invalid(access.EnvPermissionsDigestQuery, "a SELECT only when "+access.EnvPermissions+"="+access.SourceQuery)
 	}
 	c.tracing = loadTracing(src)
 	registry.CheckFile(src)

@@ -114,8 +114,11 @@ var (
 	setPermissionsQuery = settings.Check(&registry, access.EnvPermissionsQuery, "", "SQL", "one SELECT statement with one ? (the user id)",
 		func(v string) bool { return access.CheckQuery(v) == nil },
 		"with `BLINDEXEC_PERMISSIONS=query`: one `SELECT` with one `?`, the user id, whose one column holds a permission string a row; run read-only, within 2 s, at most 10,000 rows")
+	setPermissionsDigestQuery = settings.Check(&registry, access.EnvPermissionsDigestQuery, "", "SQL", "one SELECT statement without ?",
+		func(v string) bool { return access.CheckDigestQuery(v) == nil },
+		"with `BLINDEXEC_PERMISSIONS=query`, optional: one `SELECT` without parameters whose rows change whenever a grant `BLINDEXEC_PERMISSIONS_QUERY` reads changes (a version or update-time column, a count); read at each `BLINDEXEC_CHANGE_POLL_MS` as ruoyi's tables are, a move ends every replica's kept permissions and tells the MCP sessions whose tools changed; run read-only, within 2 s ([Permissions and agents](permissions.md#where-a-users-permissions-come-from))")
 	setPermissionsTTL = settings.Millis(&registry, access.EnvPermissionsTTL, access.DefaultTTL,
-		"how long a replica keeps a user's permission strings read from the database: the longest a role changed takes to reach a call under the query source; under ruoyi and yudao a change of their tables is seen within one BLINDEXEC_CHANGE_POLL_MS")
+		"how long a replica keeps a user's permission strings read from the database: the longest a role changed takes to reach a call under the query source without `BLINDEXEC_PERMISSIONS_DIGEST_QUERY`; under ruoyi and yudao a change of their tables is seen within one BLINDEXEC_CHANGE_POLL_MS")
 )
 
 // Tool search and MCP.

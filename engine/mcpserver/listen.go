@@ -12,18 +12,11 @@ import (
 // another replica at its own poll of the change counter.
 const DefaultListenPoll = time.Second
 
-// changeMarker is a tool added to and removed from a server's registry
-// to make the SDK announce notifications/tools/list_changed to the
-// server's listeners (subscriptions/listen, and a session of the older
-// era); it is never listed, since tools/list is the engine's.
-var changeMarker = &sdk.Tool{Name: "blindexec_catalog_changed", InputSchema: map[string]any{"type": "object"}}
-
 // listen serves subscriptions/listen (2026-07-28): the SDK holds the
 // stream open and sends what the server's registry announces, while the
 // catalog is watched meanwhile, each change of the tools the subject may
-// list announced as notifications/tools/list_changed. A user's access
-// changing is not a catalog change: the list's ttlMs bounds how long a
-// client keeps it.
+// list announced as notifications/tools/list_changed. A grant changed
+// moves no catalog version: Service.Changed tells the stream of it.
 func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -68,10 +61,7 @@ func (ss *session) watch(ctx context.Context) {
 			continue // a change of tools its user may not list
 		}
 		ss.svc.log.DebugContext(ctx, "MCP catalog changed: listeners told", "version", seen)
-		ss.server.AddTool(changeMarker, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return nil, errCatalog // never called: tools/call is the engine's
-		})
-		ss.server.RemoveTools(changeMarker.Name)
+		ss.announce()
 	}
 }
 

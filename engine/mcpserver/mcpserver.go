@@ -341,7 +341,7 @@ func (s *Service) sweep(open func(*session)) {
 	})
 }
 
-// changedTool is the tool Changed adds and removes at once: the SDK
+// changedTool is the tool announce adds and removes at once: the SDK
 // sends notifications/tools/list_changed on a change of its server's
 // registry and offers no other way to send it. The session answers
 // tools/list itself, so the registry's contents are never listed.
@@ -391,15 +391,28 @@ func (s *Service) tell() {
 	if err != nil {
 		s.log.WarnContext(ctx, "MCP catalog changed but unreadable: every session is told", "err", err)
 	}
-	s.sweep(func(ss *session) {
-		if set != nil && !ss.changed(ctx, set) {
-			return
+	tell := func(ss *session) {
+		if set == nil || ss.changed(ctx, set) {
+			ss.announce()
 		}
-		ss.server.AddTool(changedTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return errorResult("not a tool"), nil
-		})
-		ss.server.RemoveTools(changedTool.Name)
+	}
+	s.sweep(tell)
+	// A subscriptions/listen stream (2026-07-28) too: its own watch
+	// follows the catalog's version only, which a grant changed does not
+	// move. A stream already told above compares as unchanged.
+	s.listeners.Range(func(k, _ any) bool {
+		tell(k.(*listener).ss)
+		return true
 	})
+}
+
+// announce makes the SDK send notifications/tools/list_changed to the
+// session's client (its stream, or its subscriptions/listen).
+func (ss *session) announce() {
+	ss.server.AddTool(changedTool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return errorResult("not a tool"), nil
+	})
+	ss.server.RemoveTools(changedTool.Name)
 }
 
 // changedTimeout bounds Changed's reading of the catalog and the users'

@@ -66,3 +66,37 @@ func ScriptDSN(t testing.TB, script string) (*store.Store, string) {
 	}
 	return st, dsn
 }
+
+// RuoYi is a migrated store of kind holding RuoYi's grants and its DSN:
+// on MySQL/MariaDB what script (RuoYi's own, as Script) creates; on
+// SQLite, where RuoYi's script does not run, the five tables the ruoyi
+// source reads with the columns it reads, holding what the script gives
+// user 2 (ry): role 2 (common) and its menu system:user:list.
+func RuoYi(t *testing.T, kind, script string) (*store.Store, string) {
+	t.Helper()
+	if kind == store.DialectMySQL {
+		return ScriptDSN(t, script)
+	}
+	dsn := DSN(t, kind)
+	st := At(t, dsn)
+	if err := st.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE sys_user (user_id BIGINT PRIMARY KEY, user_name VARCHAR(30), status CHAR(1) DEFAULT '0', del_flag CHAR(1) DEFAULT '0')",
+		"CREATE TABLE sys_user_role (user_id BIGINT, role_id BIGINT, PRIMARY KEY (user_id, role_id))",
+		"CREATE TABLE sys_role (role_id BIGINT PRIMARY KEY, role_key VARCHAR(100), status CHAR(1) DEFAULT '0', del_flag CHAR(1) DEFAULT '0')",
+		"CREATE TABLE sys_role_menu (role_id BIGINT, menu_id BIGINT, PRIMARY KEY (role_id, menu_id))",
+		"CREATE TABLE sys_menu (menu_id BIGINT PRIMARY KEY, perms VARCHAR(100), status CHAR(1) DEFAULT '0')",
+		"INSERT INTO sys_user (user_id, user_name) VALUES (1, 'admin'), (2, 'ry')",
+		"INSERT INTO sys_role (role_id, role_key) VALUES (1, 'admin'), (2, 'common')",
+		"INSERT INTO sys_user_role VALUES (1, 1), (2, 2)",
+		"INSERT INTO sys_menu (menu_id, perms) VALUES (100, 'system:user:list')",
+		"INSERT INTO sys_role_menu VALUES (2, 100)",
+	} {
+		if _, err := st.DB().ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return st, dsn
+}
