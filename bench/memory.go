@@ -87,17 +87,23 @@ func lastGC(log string) string {
 	return fmt.Sprintf("%s MB live, goal %s MB", last[3], last[4])
 }
 
-// gcCPU is a gctrace line's CPU times: assist, then background, idle and
-// fractional marking (or the first part only), between the two pauses'.
-var gcCPU = regexp.MustCompile(`([\d.]+)\+([\d./]+)\+([\d.]+) ms cpu`)
+// gcCPU is a gctrace line's CPU times: the first pause's, the marking's
+// (assists / background workers / idle workers) and the second pause's.
+var gcCPU = regexp.MustCompile(`([\d.]+)\+([\d.]+)/([\d.]+)/([\d.]+)\+([\d.]+) ms cpu`)
 
 // gcsFrom counts the collections a gctrace log records from byte off on
-// and sums their CPU time (the pauses' and the marking's, on every P):
-// the server's GC against its calls, which its CPU/call includes.
-func gcsFrom(log string, off int64) (cycles int, cpu time.Duration) {
+// and sums their CPU time: the pauses', the assists' and the background
+// workers' (cpu), and apart the idle workers' (idle), which the runtime
+// counts as the time they held a processor no goroutine wanted — on a
+// loaded host, time the host gave another process too.
+func gcsFrom(log string, off int64) (cycles int, cpu, idle time.Duration) {
 	b, _ := os.ReadFile(log)
 	if off > int64(len(b)) {
-		return 0, 0
+		return 0, 0, 0
+	}
+	ms := func(s string) time.Duration {
+		f, _ := strconv.ParseFloat(s, 64)
+		return time.Duration(f * float64(time.Millisecond))
 	}
 	for line := range strings.Lines(string(b[off:])) {
 		m := gcCPU.FindStringSubmatch(line)
@@ -105,12 +111,10 @@ func gcsFrom(log string, off int64) (cycles int, cpu time.Duration) {
 			continue
 		}
 		cycles++
-		for _, f := range strings.FieldsFunc(m[1]+"/"+m[2]+"/"+m[3], func(r rune) bool { return r == '/' }) {
-			ms, _ := strconv.ParseFloat(f, 64)
-			cpu += time.Duration(ms * float64(time.Millisecond))
-		}
+		cpu += ms(m[1]) + ms(m[2]) + ms(m[3]) + ms(m[5])
+		idle += ms(m[4])
 	}
-	return cycles, cpu
+	return cycles, cpu, idle
 }
 
 // gatewayMemory starts each stdio server with an SDK client in this
@@ -149,16 +153,17 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		mb := func(kb int64) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.0f\t\n", s.name, mb(rest.rss), mb(rest.anon), mb(rest.file),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%.0f\t\n", s.name, mb(rest.rss), mb(rest.anon), mb(rest.file),
 			mb(after.rss), mb(after.anon), mb(after.file), mb(after.peak), lastGC(log),
-			round(run.cpu/memoryCalls), float64(run.gcs)*1000/memoryCalls, round(run.gcCPU/memoryCalls), memoryCalls/run.wall.Seconds())
+			round(run.cpu/memoryCalls), float64(run.gcs)*1000/memoryCalls, round(run.gcCPU/memoryCalls), round(run.gcIdle/memoryCalls), memoryCalls/run.wall.Seconds())
 	}
 	tw.Flush()
 	fmt.Println("   anon: the Go heap, goroutine stacks, the runtime's metadata and memory mapped beside the Go heap")
 	fmt.Println("   (modernc's SQLite); files: the pages of the binary it has touched; peak: VmHWM; the Go heap from the")
 	fmt.Println("   server's GODEBUG=gctrace=1; server CPU/call: the server process's user and system time over the calls")
 	fmt.Println("   (/proc/PID/stat, 10 ms ticks), the client and the upstream being this process; GCs and GC CPU: the")
-	fmt.Println("   collections gctrace logs during the calls and their CPU time (pauses, assists, background and idle marking)")
+	fmt.Println("   collections gctrace logs during the calls and their CPU time (pauses, assists, background marking); idle marking:")
+	fmt.Println("   its idle workers' time, which the runtime counts as held processors (on a loaded host, inflated)")
 	fmt.Println()
 	return nil
 }
@@ -168,7 +173,8 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 type serverRun struct {
 	cpu, wall time.Duration
 	gcs       int
-	gcCPU     time.Duration
+	gcCPU     time.Duration // pauses, assists, background marking
+	gcIdle    time.Duration // idle marking
 }
 
 func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int, log string) (rest, after procMemory, run serverRun, err error) {
@@ -198,7 +204,7 @@ func memoryOf(ctx context.Context, cs *sdk.ClientSession, pid, conc int, log str
 	}
 	wg.Wait()
 	run.cpu, run.wall = procCPU(pid)-cpu0, time.Since(start)
-	run.gcs, run.gcCPU = gcsFrom(log, logAt)
+	run.gcs, run.gcCPU, run.gcIdle = gcsFrom(log, logAt)
 	for _, err := range errs {
 		if err != nil {
 			return rest, after, run, err

@@ -18,15 +18,19 @@ func TestGCsFrom(t *testing.T) {
 	if err := os.WriteFile(log, []byte(before+during), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, cpu := gcsFrom(log, int64(len(before)))
-	// 0.037+0.5+0.9+0.1+0.007 and 0.020+0.25+0.40+0+0.004 ms
-	if want := time.Duration(2218 * float64(time.Microsecond)); n != 2 || cpu < want-time.Microsecond || cpu > want+time.Microsecond {
-		t.Errorf("gcsFrom = %d cycles, %v; want 2, %v", n, cpu, want)
+	n, cpu, idle := gcsFrom(log, int64(len(before)))
+	// 0.037+0.5+0.9+0.007 and 0.020+0.25+0.40+0.004 ms; idle 0.1 and 0
+	near := func(d time.Duration, us float64) bool {
+		want := time.Duration(us * float64(time.Microsecond))
+		return d > want-time.Microsecond && d < want+time.Microsecond
 	}
-	if n, _ := gcsFrom(log, 0); n != 3 {
+	if n != 2 || !near(cpu, 2118) || !near(idle, 100) {
+		t.Errorf("gcsFrom = %d cycles, %v, idle %v; want 2, 2.118ms, idle 100µs", n, cpu, idle)
+	}
+	if n, _, _ := gcsFrom(log, 0); n != 3 {
 		t.Errorf("from the start: %d cycles, want 3", n)
 	}
-	if n, cpu := gcsFrom(log, 1<<20); n != 0 || cpu != 0 {
-		t.Errorf("past the end: %d, %v", n, cpu)
+	if n, cpu, idle := gcsFrom(log, 1<<20); n != 0 || cpu != 0 || idle != 0 {
+		t.Errorf("past the end: %d, %v, %v", n, cpu, idle)
 	}
 }
