@@ -131,7 +131,7 @@ func gatewayMemory(ctx context.Context, dir string, conc int, servers []struct {
 	}
 	fmt.Printf("== a stdio server's resident memory at rest (initialize and one call) and after %d calls at concurrency %d\n", memoryCalls, conc)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "server\tRSS at rest\tanon\tfiles\tRSS after\tanon\tfiles\tpeak\tGo heap after (last GC)\tserver CPU/call\tGCs /1,000 calls\tGC CPU/call\tcalls/s\t\n")
+	fmt.Fprintf(tw, "server\tRSS at rest\tanon\tfiles\tRSS after\tanon\tfiles\tpeak\tGo heap after (last GC)\tserver CPU/call\tGCs /1,000 calls\tGC CPU/call\tidle marking/call\tcalls/s\t\n")
 	for i, s := range servers {
 		log := filepath.Join(dir, fmt.Sprintf("memory-%d.log", i))
 		f, err := os.Create(log)
