@@ -46,7 +46,8 @@
 //	        `blindexec mcp serve --stdio` over stdio; p50/p99 at concurrency
 //	        1, calls/s at -gateway-c, allocations per call, the tail (GC,
 //	        the Go scheduler); each stdio server's resident memory at rest
-//	        and after 10,000 calls; SQLite, and MariaDB with
+//	        and after 10,000 calls, its CPU and its collections over them;
+//	        SQLite, and MariaDB with
 //	        BLINDEXEC_TEST_MYSQL_DSN; then tools/list on a 1,300-tool
 //	        catalog. -gateway-outside runs each client in a child process
 //	scale   one engine at scale: -scale-sessions MCP sessions open on /mcp
