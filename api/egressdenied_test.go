@@ -31,7 +31,7 @@ func TestEgressDeniedIsTheEnvelopes(t *testing.T) {
 		Codes []string `json:"x-error-codes"`
 	}
 	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
 			Responses map[string]codedAnswer `json:"responses"`
 		} `json:"components"`

@@ -17,7 +17,7 @@ func TestMetricsToken(t *testing.T) {
 	e := newEnv(t, testdb.Open(t, store.DialectSQLite), func(s *api.Server) { s.MetricsToken = metrics })
 	for _, tt := range []struct {
 		method, path, token string
-		want               int
+		want                int
 	}{
 		{"GET", "/metrics", metrics, http.StatusOK},
 		{"GET", "/metrics", adminToken, http.StatusOK},
