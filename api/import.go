@@ -16,6 +16,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
@@ -221,12 +222,20 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %q is not an http or https URL", req.URL), nil)
 				return
 			}
-			b, err := openapi.Fetch(r.Context(), s.HTTPClient, req.URL)
+			fetched, err := importer.FetchURL(r.Context(), s.Store, s.Creds.Keyring(), req.URL, req.Source)
+			if errors.Is(err, importer.ErrNoSealedURL) {
+				writeError(w, http.StatusBadRequest, "malformed_request", "url: "+err.Error(), nil)
+				return
+			} else if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			b, err := openapi.Fetch(r.Context(), s.HTTPClient, fetched)
 			if err != nil {
 				writeError(w, http.StatusBadGateway, "fetch_failed", err.Error(), nil)
 				return
 			}
-			data, location = b, req.URL
+			data, location, req.URL = b, req.URL, fetched
 		case len(req.Document) > 0:
 			data = req.Document
 			var str string
@@ -247,7 +256,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		location = r.URL.Query().Get("location")
 	}
 	report(openapi.PhaseFetched, len(data))
-	doc, err := openapi.Load(data, cmp.Or(location, "upload"))
+	doc, err := openapi.Load(data, cmp.Or(settings.RedactedLocation(location), "upload"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_document", err.Error(), nil)
 		return
@@ -268,6 +277,9 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "import_too_large", tl.Error(),
 			map[string]any{"limit": "import bytes", "max": tl.Max, "operation": tl.Key})
 		return
+	}
+	if err == nil && !req.DryRun {
+		err = importer.KeepURL(r.Context(), s.Store, s.Creds.Keyring(), res.SourceID, req.URL)
 	}
 	if err != nil {
 		s.internal(w, r, err)

@@ -221,11 +221,16 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 // tokens are settings, fixed before the first request, and every request
 // compares against them.
 type operatorHashes struct {
-	once           sync.Once
-	admin, service string
+	once                    sync.Once
+	admin, service, metrics string
 }
 
 func (o *operatorHashes) get(s *Server) (admin, service string) {
+	o.take(s)
+	return o.admin, o.service
+}
+
+func (o *operatorHashes) take(s *Server) {
 	o.once.Do(func() {
 		if s.AdminToken != "" {
 			o.admin = auth.HashToken(s.AdminToken)
@@ -233,8 +238,27 @@ func (o *operatorHashes) get(s *Server) (admin, service string) {
 		if s.ServiceToken != "" {
 			o.service = auth.HashToken(s.ServiceToken)
 		}
+		if s.MetricsToken != "" {
+			o.metrics = auth.HashToken(s.MetricsToken)
+		}
 	})
-	return o.admin, o.service
+}
+
+// metrics serves GET /metrics to the metrics token, compared as the
+// operator's tokens are (hashed, in constant time), or to the
+// administrator's. The metrics token is no principal: every other route
+// refuses it as a token it does not know.
+func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
+	admin := s.authorized(roleAdmin, h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.operators.take(s)
+		tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
+		if ok && s.operators.metrics != "" && subtle.ConstantTimeCompare([]byte(auth.HashToken(tok)), []byte(s.operators.metrics)) == 1 {
+			h(w, r)
+			return
+		}
+		admin(w, r)
+	}
 }
 
 // Who is whom a token or session stands for, for the console.

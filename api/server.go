@@ -45,6 +45,9 @@ type Server struct {
 	// disables that role.
 	AdminToken   string
 	ServiceToken string
+	// MetricsToken reads GET /metrics and nothing else (a Prometheus
+	// scraper's); empty: only the administrator's token reads it.
+	MetricsToken string
 	Registry     *prometheus.Registry
 	Logger       *slog.Logger
 	// HTTPClient fetches documents for imports: the egress-guarded client.
@@ -209,7 +212,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 	if s.Registry != nil {
-		mux.Handle("GET /metrics", s.authorized(roleAdmin, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
+		mux.Handle("GET /metrics", s.metrics(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}
 
 	mux.HandleFunc("GET /v1/plugins", s.with(roleService, s.listPlugins))

@@ -79,6 +79,16 @@ func NewCredentialService(st CredentialStore, kr *Keyring) *CredentialService {
 	return &CredentialService{store: st, keys: kr}
 }
 
+// Keyring is the keys the service encrypts with, which other secrets the
+// engine keeps for itself are sealed under too (an import's URL with
+// userinfo). Nil-safe: a nil service has no keys.
+func (cs *CredentialService) Keyring() *Keyring {
+	if cs == nil {
+		return nil
+	}
+	return cs.keys
+}
+
 // MaskedCredential describes a stored credential without revealing it.
 type MaskedCredential struct {
 	Key        string    `json:"key"`

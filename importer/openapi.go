@@ -111,12 +111,16 @@ const syncBy = "openapi-import"
 // error midway leaves the earlier writes, and the source's sha256 is
 // written last, so that the next sync redoes the work.
 func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi.Document, opts openapi.Options, dryRun bool) (*SyncResult, error) {
+	given := location
 	location = openapi.SourceName(location, doc, opts)
 	fingerprint, err := opts.Fingerprint()
 	if err != nil {
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, location)
+	if errors.Is(err, store.ErrNotFound) && given != location && opts.Source == "" {
+		src, err = legacySource(ctx, st, given, location, dryRun)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		src = nil
@@ -265,6 +269,25 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 		return nil, fmt.Errorf("sync %s: %w", location, err)
 	}
 	return res, nil
+}
+
+// legacySource is the source a sync from given (a URL with userinfo)
+// wrote before migration 00031 at the URL whole: it takes its location
+// without the userinfo now (unless dryRun), so that its password is no
+// longer stored in clear.
+func legacySource(ctx context.Context, st *store.Store, given, location string, dryRun bool) (*store.ImportSource, error) {
+	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, given)
+	if err != nil {
+		return nil, errors.Unwrap(err) // its message quotes given whole
+	}
+	if dryRun {
+		return src, nil
+	}
+	src.Location = location
+	if err := st.UpdateImportSource(ctx, src); err != nil {
+		return nil, err
+	}
+	return src, nil
 }
 
 // classify lists row's classification; a row that does not parse is

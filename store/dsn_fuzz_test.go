@@ -25,8 +25,12 @@ func FuzzDSNErrors(f *testing.F) {
 		if got := store.RedactDSN(dsn); strings.Contains(got, password) {
 			t.Fatalf("RedactDSN(%q) = %q", dsn, got)
 		}
-		if _, _, err := store.MySQLDialector(dsn); err != nil && strings.Contains(err.Error(), password) {
+		_, pool, _, err := store.MySQLDialector(dsn)
+		if err != nil && strings.Contains(err.Error(), password) {
 			t.Fatalf("the refusal of %q quotes its password: %v", dsn, err)
+		}
+		if pool != nil {
+			pool.Close()
 		}
 	})
 }

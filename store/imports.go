@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/blindexec/blindexec/internal/settings"
 )
 
 // CreateImportSource inserts src and sets its ID and times.
@@ -44,6 +46,17 @@ func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*I
 	return &src, nil
 }
 
+// SetImportSourceSealedURL keeps the sealed URL (with its userinfo) of
+// source id.
+func (s *Store) SetImportSourceSealedURL(ctx context.Context, id int64, sealed string) error {
+	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", id).
+		Updates(map[string]any{"sealed_url": sealed})
+	if err := affected(res); err != nil {
+		return fmt.Errorf("set the sealed URL of import source %d: %w", id, err)
+	}
+	return nil
+}
+
 // SourceSummary is an import source with the number of plugins it wrote
 // and, for an MCP server's, the server's name.
 type SourceSummary struct {
@@ -63,6 +76,11 @@ func (s *Store) ListImportSources(ctx context.Context) ([]SourceSummary, error) 
 		Order("kind, location, source_id").Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list import sources: %w", classify(err))
+	}
+	for i := range out {
+		// a row written before migration 00031 holds its URL whole until
+		// its next sync rewrites it
+		out[i].Location = settings.RedactedLocation(out[i].Location)
 	}
 	return out, nil
 }

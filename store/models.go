@@ -213,6 +213,11 @@ type ImportSource struct {
 	Title           *string `gorm:"column:title" json:"title,omitempty"`
 	TagDescriptions *string `gorm:"column:tag_descriptions" json:"-"`
 	Aliases         *string `gorm:"column:aliases" json:"-"`
+	// SealedURL is the URL of the last sync when it had userinfo (the
+	// Location shows it redacted), encrypted under the master key
+	// (migration 00031): a sync from the location as shown fetches with
+	// it. Written only by SetImportSourceSealedURL.
+	SealedURL *string `gorm:"column:sealed_url" json:"-"`
 	Audit
 }
 

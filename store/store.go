@@ -86,8 +86,9 @@ type Store struct {
 	// changeMode is how the change counters move (SetChangeDetection;
 	// ChangeTriggers when "").
 	changeMode string
-	// migrateDSN, when set, is the MySQL DSN without its readTimeout, for
-	// the migrations: one may take longer than any statement of a call (an
+	// migrateDSN, on MySQL, is the DSN without its readTimeout, for the
+	// migrations, on a pool of their own whose COMMIT is not bounded
+	// (newCommitBoundConnector): one may take longer than any statement of a call (an
 	// ALTER TABLE waiting for a lock, an index built over millions of
 	// execution records), and a client that gives up leaves the server
 	// finishing a DDL that goose never records, so every later migrate
@@ -119,7 +120,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			dialector = &sqlite.Dialector{Conn: pool}
 		}
 	case DialectMySQL:
-		dialector, migrateDSN, err = mysqlDialector(rest)
+		dialector, pool, migrateDSN, err = mysqlDialector(rest)
 	default:
 		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", settings.Redacted(dsn))
 	}
@@ -233,25 +234,27 @@ func isBusy(err error) bool {
 	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
 }
 
-// mysqlDialector is the dialector of dsn and, when dsn sets a
-// readTimeout, the DSN migrations run on (Store.migrateDSN).
-func mysqlDialector(dsn string) (gorm.Dialector, string, error) {
+// mysqlDialector is the dialector of dsn over a pool whose transactions
+// commit bounded (newCommitBoundConnector), and the DSN migrations run on
+// (Store.migrateDSN), without the bound nor a readTimeout.
+func mysqlDialector(dsn string) (gorm.Dialector, *sql.DB, string, error) {
 	cfg, err := mysqldrv.ParseDSN(dsn)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	// DATETIME columns must scan into time.Time.
 	cfg.ParseTime = true
 	// Report matched rather than changed rows, so that an update which
 	// happens to write identical values is not mistaken for a missing row.
 	cfg.ClientFoundRows = true
-	var migrateDSN string
-	if cfg.ReadTimeout > 0 {
-		patient := cfg.Clone()
-		patient.ReadTimeout = 0
-		migrateDSN = patient.FormatDSN()
+	patient := cfg.Clone()
+	patient.ReadTimeout = 0
+	connector, err := newCommitBoundConnector(cfg)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return mysql.Open(cfg.FormatDSN()), migrateDSN, nil
+	pool := sql.OpenDB(connector)
+	return mysql.New(mysql.Config{DSNConfig: cfg, Conn: pool}), pool, patient.FormatDSN(), nil
 }
 
 // Dialect is DialectSQLite or DialectMySQL.

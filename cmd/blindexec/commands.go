@@ -102,7 +102,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			stateKey, _ := mcpserver.StateKey(cfg.masterKey) // none without a master key: see api.MCPConfig.StateKey
 			srv := &api.Server{
 				Store: parts.store, Creds: parts.creds, Executor: parts.executor, Connections: parts.conns,
-				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken,
+				AdminToken: cfg.adminToken, ServiceToken: cfg.serviceToken, MetricsToken: cfg.metricsToken,
 				Registry: reg, Logger: log, HTTPClient: parts.client,
 				MCP: &api.MCPConfig{Manager: parts.mcp, PublicURL: cfg.publicURL, AllowStdio: cfg.mcpAllowStdio,
 					ToolSearch: cfg.toolSearch, Sessions: cfg.mcpSessions, StateKey: stateKey},

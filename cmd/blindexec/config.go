@@ -46,6 +46,7 @@ type config struct {
 	oldKeys      string
 	adminToken   string
 	serviceToken string
+	metricsToken string // reads /metrics only
 	addr         string
 	egressAllow  string
 	// egressClosed, when set, holds egressClient's calls to the default deny
@@ -142,6 +143,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.oldKeys = setOldKeys.Get(src)
 	c.adminToken = setAdminToken.Get(src)
 	c.serviceToken = setServiceToken.Get(src)
+	c.metricsToken = setMetricsToken.Get(src)
 	c.addr = setAddr.Get(src)
 	c.llmBaseURL = setLLMBaseURL.Get(src)
 	c.llmAPIKey = setLLMAPIKey.Get(src)

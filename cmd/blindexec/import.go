@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/importer"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
@@ -43,40 +44,51 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			ctx := cmd.Context()
 			src := args[0]
 			progress := progressWriter(cmd.ErrOrStderr())
-			fmt.Fprintf(progress, "loading %s…\n", src)
-			var data []byte
-			var err error
-			if src == "-" {
-				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
-			} else {
-				client, cerr := cfg.egressClient(src) // the operator's own URL
-				if cerr != nil {
-					return cerr
-				}
-				data, err = openapi.Fetch(ctx, client, src)
-			}
-			if err != nil {
-				return err
-			}
-			doc, err := openapi.Load(data, src)
-			if err != nil {
-				return err
-			}
-			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
-				opts.SourceURL = src
-			}
-			opts.MaxBytes = cfg.importMaxBytes
+			shown := settings.RedactedLocation(src) // a URL's userinfo is never printed nor stored
 			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			creds, err := cfg.credentials(ctx, st, keysVerify)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(progress, "loading %s…\n", shown)
+			var data []byte
+			fetched := src
+			if src == "-" {
+				data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), openapi.MaxDocumentBytes+1))
+			} else {
+				if fetched, err = importer.FetchURL(ctx, st, creds.Keyring(), src, opts.Source); err != nil {
+					return err
+				}
+				client, cerr := cfg.egressClient(fetched) // the operator's own URL
+				if cerr != nil {
+					return cerr
+				}
+				data, err = openapi.Fetch(ctx, client, fetched)
+			}
+			if err != nil {
+				return err
+			}
+			doc, err := openapi.Load(data, shown)
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+				opts.SourceURL = fetched
+			}
+			opts.MaxBytes = cfg.importMaxBytes
 			fmt.Fprintf(progress, "converting and writing %q (OpenAPI %s)…\n", doc.Title, doc.Version)
 			location := src
 			if src == "-" {
 				location = "" // stdin: known by --source, else by the document's title
 			}
 			res, err := importer.OpenAPI(ctx, st, location, doc, opts, dryRun)
+			if err == nil && !dryRun {
+				err = importer.KeepURL(ctx, st, creds.Keyring(), res.SourceID, fetched)
+			}
 			if err != nil {
 				return err
 			}

@@ -43,6 +43,8 @@ var (
 		"bearer token of the administrator: every route (`blindexec init` writes one)")
 	setServiceToken = settings.Secret(&registry, "BLINDEXEC_SERVICE_TOKEN",
 		"bearer token of the trusted backend (RuoYi): runtime routes, acting for any `user_id` it names (`blindexec init` writes one; RuoYi keeps the same value)")
+	setMetricsToken = settings.Secret(&registry, "BLINDEXEC_METRICS_TOKEN",
+		"bearer token that reads `GET /metrics` and nothing else (a Prometheus scraper's); unset: only the administrator's token reads it ([Operations](operations.md#health-metrics-and-logs))")
 )
 
 // The server.

@@ -32,12 +32,45 @@ func (e *Error) Error() string {
 }
 
 // Redacted is a value as a message shows it: without what comes before
-// its last @, where a DSN or a URL holds its user and password.
+// its last @, where a DSN or a URL holds its user and password. An http(s)
+// URL whose last @ ends its userinfo keeps its scheme
+// ("https://…@host/spec.json"): a constant, so nothing of what was cut.
 func Redacted(v string) string {
-	if i := strings.LastIndex(v, "@"); i >= 0 {
-		return "…" + v[i:]
+	i := strings.LastIndex(v, "@")
+	if i < 0 {
+		return v
 	}
-	return v
+	for _, scheme := range []string{"http://", "https://"} {
+		if strings.HasPrefix(v, scheme) && !strings.ContainsAny(v[len(scheme):i], "/?#") {
+			return scheme + "…" + v[i:]
+		}
+	}
+	return "…" + v[i:]
+}
+
+// RedactedLocation is an import's location as it is stored and shown: an
+// http(s) URL with userinfo (which Go's client sends as basic auth: a
+// password or a token) as Redacted writes it; any other location as it
+// is. The location shown is its own redaction.
+func RedactedLocation(loc string) string {
+	if HasUserinfo(loc) {
+		return Redacted(loc)
+	}
+	return loc
+}
+
+// HasUserinfo reports whether loc is an http(s) URL with userinfo (an @
+// in its authority), shown or not.
+func HasUserinfo(loc string) bool {
+	for _, scheme := range []string{"http://", "https://"} {
+		if rest, ok := strings.CutPrefix(loc, scheme); ok {
+			authority, _, _ := strings.Cut(rest, "/")
+			authority, _, _ = strings.Cut(authority, "?")
+			authority, _, _ = strings.Cut(authority, "#")
+			return strings.Contains(authority, "@")
+		}
+	}
+	return false
 }
 
 // Source is where settings come from. Read every setting through its

@@ -34,7 +34,7 @@ type Options struct {
 	// schemas (plugins.Plugin.Strict).
 	Strict bool
 	// SourceURL is where the document came from: relative server and
-	// token URLs are resolved against it.
+	// token URLs are resolved against it (without its userinfo).
 	SourceURL string
 
 	// Sync only (see Sync). Source names the import source explicitly
@@ -209,6 +209,7 @@ func newConverter(doc *Document, opts Options) (*converter, error) {
 		maxTotal: cmp.Or(opts.MaxBytes, DefaultMaxBytes)}
 	if opts.SourceURL != "" {
 		if u, err := url.Parse(opts.SourceURL); err == nil && u.IsAbs() {
+			u.User = nil // a relative server's URL does not take the document's credentials
 			c.source = u
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -373,6 +375,7 @@ func scalar(n *yaml.Node) any {
 // Fetch reads a document from a file path or an http(s) URL; URLs are
 // fetched with client, which should be the egress-guarded one. ("-", the
 // standard input, is the caller's business.)
+// Its errors name the URL without its userinfo (settings.RedactedLocation).
 func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, error) {
 	if !strings.HasPrefix(source, "http://") && !strings.HasPrefix(source, "https://") {
 		f, err := os.Open(source)
@@ -382,20 +385,29 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		defer f.Close()
 		return readAll(f, source)
 	}
+	shown := settings.RedactedLocation(source)
+	fail := func(err error) error {
+		// url.Error quotes the URL again (its password as ***, a token
+		// given as the user whole): its own error only
+		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("fetch %s: %w", shown, err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", source, err)
+		return nil, fail(err)
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", source, err)
+		return nil, fail(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch %s: HTTP %s", source, resp.Status)
+		return nil, fmt.Errorf("fetch %s: HTTP %s", shown, resp.Status)
 	}
-	return readAll(resp.Body, source)
+	return readAll(resp.Body, shown)
 }
 
 func readAll(r io.Reader, source string) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins/schema"
 )
 
@@ -22,12 +23,14 @@ import (
 // the location, else (a document given inline or on stdin) "inline:" and
 // the document's title, or its sha256 when it has none; so that two
 // inline documents are two sources, and a new version of one is the same.
+// A URL's userinfo is not part of it (settings.RedactedLocation): stored
+// and shown, the location never holds a password.
 func SourceName(location string, doc *Document, opts Options) string {
 	if opts.Source != "" {
 		return opts.Source
 	}
 	if location != "" && location != "-" {
-		return location
+		return settings.RedactedLocation(location)
 	}
 	if t := strings.TrimSpace(doc.Title); t != "" {
 		return "inline:" + t
@@ -38,6 +41,7 @@ func SourceName(location string, doc *Document, opts Options) string {
 // Fingerprint is the JSON of the options that shape a conversion, and of
 // the converter's revision, stored with the source.
 func (o Options) Fingerprint() (string, error) {
+	o.SourceURL = settings.RedactedLocation(o.SourceURL) // stored, and shown with the source
 	b, err := marshal(struct {
 		Options
 		Revision int `json:"conversion_revision"`

@@ -1,0 +1,107 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/store"
+)
+
+// TestImportURLUserinfoNeverShown (leftovers76): an OpenAPI import from a
+// URL with userinfo stores and shows its location without it, in the
+// sources' list, the fetch's errors and the logs, and keeps the URL
+// sealed, so that a sync from the location as shown fetches the protected
+// document; a row written before with the URL whole takes its location
+// without it at its next sync, and is listed without it until then.
+func TestImportURLUserinfoNeverShown(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		const secret = "tok-Zq9sK7wXr2"
+		var version atomic.Int32
+		var authed atomic.Int32
+		doc := func() string {
+			return fmt.Sprintf(`{"openapi":"3.0.3","info":{"title":"Vault","version":"%d"},"servers":[{"url":"/api"}],"paths":{"/items%d":{"get":{"operationId":"items%d","responses":{"200":{"description":"ok"}}}}}}`,
+				version.Load(), version.Load(), version.Load())
+		}
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if u, p, ok := r.BasicAuth(); !ok || u != "user" || p != secret {
+				http.Error(w, "who are you", http.StatusUnauthorized)
+				return
+			}
+			authed.Add(1)
+			if r.URL.Path != "/spec.json" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprint(w, doc())
+		}))
+		defer up.Close()
+		host := strings.TrimPrefix(up.URL, "http://")
+		full := "http://user:" + secret + "@" + host + "/spec.json"
+		shown := "http://…@" + host + "/spec.json"
+
+		e := newEnv(t, st)
+		code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": full})
+		if code != http.StatusOK || count(res["added"]) != 1 {
+			t.Fatalf("import: %d %v", code, res)
+		}
+		code, res = e.do("GET", "/v1/sources", adminToken, nil)
+		if code != http.StatusOK || strings.Contains(fmt.Sprint(res), secret) || !strings.Contains(fmt.Sprint(res), shown) {
+			t.Errorf("GET /v1/sources shows the password or not the location: %v", res)
+		}
+		var stored string
+		if err := e.st.DB().QueryRow("SELECT CONCAT(location, ' ', COALESCE(options, ''), ' ', COALESCE(sealed_url, '')) FROM sys_ai_import_source").Scan(&stored); err != nil &&
+			e.st.DB().QueryRow("SELECT location || ' ' || COALESCE(options, '') || ' ' || COALESCE(sealed_url, '') FROM sys_ai_import_source").Scan(&stored) != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(stored, secret) || !strings.Contains(stored, "v1:") {
+			t.Errorf("the row holds the password in clear, or no sealed URL: %s", stored)
+		}
+		if code, body := e.do("GET", "/v1/plugins/items0", adminToken, nil); code != http.StatusOK || strings.Contains(fmt.Sprint(body), secret) {
+			t.Errorf("the plugin of a relative server: %d %v", code, body)
+		}
+
+		code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": strings.Replace(full, "spec.json", "missing.json", 1)})
+		if code != http.StatusBadGateway || errCode(res) != "fetch_failed" || strings.Contains(errMessage(res), secret) {
+			t.Errorf("a failed fetch: %d %v", code, res)
+		}
+
+		// a sync from the location as shown fetches with the URL kept
+		version.Store(1)
+		before := authed.Load()
+		code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": shown})
+		if code != http.StatusOK || count(res["added"]) != 1 || count(res["removed"]) != 1 || authed.Load() != before+1 {
+			t.Errorf("a sync from the location shown: %d %v", code, res)
+		}
+		// the same shown location under another source's name has no URL kept
+		code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": shown, "source": "other"})
+		if code != http.StatusBadRequest || !strings.Contains(errMessage(res), "url:") {
+			t.Errorf("a shown URL without a URL kept: %d %v", code, res)
+		}
+
+		// a row written before migration 00031, the URL whole
+		if _, err := e.st.DB().Exec("UPDATE sys_ai_import_source SET location = ?, sealed_url = NULL", full); err != nil {
+			t.Fatal(err)
+		}
+		code, res = e.do("GET", "/v1/sources", adminToken, nil)
+		if code != http.StatusOK || strings.Contains(fmt.Sprint(res), secret) {
+			t.Errorf("a row written before is listed with its password: %v", res)
+		}
+		version.Store(2)
+		code, res = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": full})
+		if code != http.StatusOK || count(res["added"]) != 1 || count(res["removed"]) != 1 {
+			t.Errorf("the sync of a row written before took another source: %d %v", code, res)
+		}
+		var n int
+		if err := e.st.DB().QueryRow("SELECT COUNT(*) FROM sys_ai_import_source WHERE location = ?", shown).Scan(&n); err != nil || n != 1 {
+			t.Errorf("the row written before, after its sync: %d at %s (%v)", n, shown, err)
+		}
+		if strings.Contains(e.logs.String(), secret) {
+			t.Errorf("the logs hold the password: %s", e.logs.String())
+		}
+	})
+}

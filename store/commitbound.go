@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"net"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// database/sql sends COMMIT with no context, and go-sql-driver/mysql
+// reads its answer without a deadline unless the DSN sets readTimeout:
+// a database that stopped answering between a transaction's statements
+// (each bounded) and its COMMIT held the caller for as long as the
+// connection lived. The serving pool's connections are therefore dialed
+// by commitBoundConnector, which keeps each one's network connection, and
+// a COMMIT not answered within QueryTimeout has its connection's deadline
+// passed: the read fails, the driver closes the connection and the pool
+// drops it. Migrations run on a pool of their own (migrateDSN), unbounded.
+
+// dialedKey carries, in Connect's context, where the dial puts the
+// network connection it made.
+type dialedKey struct{}
+
+// newCommitBoundConnector is the MySQL connector of cfg whose transactions
+// commit bounded.
+func newCommitBoundConnector(cfg *mysqldrv.Config) (driver.Connector, error) {
+	cfg = cfg.Clone()
+	dial := cfg.DialFunc
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if slot, ok := ctx.Value(dialedKey{}).(*net.Conn); ok && err == nil {
+			*slot = c
+		}
+		return c, err
+	}
+	c, err := mysqldrv.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return commitBoundConnector{c}, nil
+}
+
+type commitBoundConnector struct{ driver.Connector }
+
+func (c commitBoundConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	var dialed net.Conn
+	conn, err := c.Connector.Connect(context.WithValue(ctx, dialedKey{}, &dialed))
+	if err != nil || dialed == nil {
+		return conn, err
+	}
+	return &commitBoundConn{mysqlConn: conn.(mysqlConn), net: dialed}, nil
+}
+
+// mysqlConn is what go-sql-driver's connection offers database/sql; each
+// is passed on as it is, so that the pool uses the connection as it
+// would unwrapped.
+type mysqlConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// commitBoundConn is a connection whose transactions commit bounded.
+type commitBoundConn struct {
+	mysqlConn
+	net net.Conn
+}
+
+func (c *commitBoundConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.mysqlConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return commitBoundTx{Tx: tx, net: c.net}, nil
+}
+
+type commitBoundTx struct {
+	driver.Tx
+	net net.Conn
+}
+
+// Commit commits, its answer awaited QueryTimeout at most.
+func (t commitBoundTx) Commit() error {
+	fired := make(chan struct{})
+	cut := time.AfterFunc(QueryTimeout, func() {
+		t.net.SetDeadline(time.Now())
+		close(fired)
+	})
+	err := t.Tx.Commit()
+	if cut.Stop() {
+		return err
+	}
+	<-fired
+	if err == nil {
+		t.net.SetDeadline(time.Time{}) // answered as it was cut: the connection stays usable
+		return nil
+	}
+	return fmt.Errorf("commit: no answer within %v (%w): %w", QueryTimeout, err, context.DeadlineExceeded)
+}
