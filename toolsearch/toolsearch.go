@@ -85,6 +85,7 @@ type Index struct {
 	actions     []actions         // of each doc
 	deprecated  []bool            // of each doc
 	title       [][]int32         // of each doc: its title's terms
+	titleVerbs  [][]int32         // of each doc: the terms of its title's verbs (titleVerbs)
 	addressed   [][]int32         // of each doc: the terms of what it addresses one of (addressedTerms)
 	terms       map[string]int32  // term → its postings
 	words       map[string]string // the catalog's words of typoMin-1 letters or more → their term (correct)
@@ -276,6 +277,7 @@ func build(ps []*plugins.Plugin, an analyzer, fields, weak []field, w Weights) (
 	}
 	ix.actions = make([]actions, len(ix.docs))
 	ix.title = make([][]int32, len(ix.docs))
+	ix.titleVerbs = make([][]int32, len(ix.docs))
 	ix.addressed = make([][]int32, len(ix.docs))
 	ix.deprecated = make([]bool, len(ix.docs))
 	if !an.plain {
@@ -292,6 +294,13 @@ func build(ps []*plugins.Plugin, an analyzer, fields, weak []field, w Weights) (
 					ix.title[d] = append(ix.title[d], id)
 				}
 			})
+			for _, w := range titleVerbs(tools[d].title) {
+				builder.each(w, func(t string, kind int) {
+					if id, ok := ix.terms[t]; ok && !slices.Contains(ix.titleVerbs[d], id) {
+						ix.titleVerbs[d] = append(ix.titleVerbs[d], id)
+					}
+				})
+			}
 		}
 		ix.toolScripts = toolScripts(tools)
 		ix.scripts = catalogScripts(ix.toolScripts, nil)
@@ -623,10 +632,11 @@ type request struct {
 	sources  []int32 // the sources it names
 	named    []int32 // the terms of the request's own words and their synonyms
 	numbered []int32 // the terms of what the request gives a number of
+	verbs    []int32 // the terms of the verb it starts with (leadingVerb)
 }
 
 func (ix *Index) request(query string, concepts []concept) request {
-	rq := request{actions: queryActions(query), sources: ix.namedSources(query)}
+	rq := request{actions: queryActions(query), sources: ix.namedSources(query), verbs: ix.leadingVerb(query, concepts)}
 	if ix.parts.Lexicon && (rq.actions == 0 || rq.actions == imperativeActions) {
 		// a phrasal verb's actions over none, or over the guess that a
 		// request starting with a verb of its own makes or changes
@@ -683,11 +693,60 @@ func (ix *Index) titleShare(d int32, rq *request) float64 {
 	}
 	n := 0
 	for _, id := range title {
-		if slices.Contains(rq.named, id) {
+		// the request's verb names a title's verb, not a noun of it:
+		// "show me our ledger codes" says nothing of Spotify's *Get Show*
+		if slices.Contains(rq.named, id) && (!slices.Contains(rq.verbs, id) || slices.Contains(ix.titleVerbs[d], id)) {
 			n++
 		}
 	}
 	return 1 + ix.w.Title*float64(n)/float64(len(title))
+}
+
+// leadingVerb is the terms of the verb a request starts with, when the
+// vocabulary knows it as an action ("show me our ledger codes", "add
+// alice to #design"): the verb and its group's other verbs, those no other
+// concept of the request has ("list my saved shows" asks for shows).
+func (ix *Index) leadingVerb(query string, concepts []concept) []int32 {
+	ask, _ := splitPayload(query)
+	keys := vocabKeys(ask)
+	if len(keys) == 0 || !isASCIILetters(keys[0].text) || lookupAction(keys[0].text) == 0 {
+		return nil
+	}
+	i := ownConcept(concepts, canonical(ix.an.normalize(keys[0].text)))
+	if i < 0 {
+		return nil
+	}
+	var out []int32
+	for _, qt := range concepts[i] {
+		id, ok := ix.terms[qt.term]
+		if !ok || !isASCIILetters(qt.term) || lookupAction(qt.term) == 0 || slices.Contains(out, id) {
+			continue
+		}
+		other := false
+		for j, c := range concepts {
+			other = other || j != i && slices.ContainsFunc(c, func(o qterm) bool { return o.term == qt.term })
+		}
+		if !other {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// titleVerbs are the words of an English title in a verb's place: its
+// first, and each joined to one by "or" or "and" (*Create or update an
+// environment*, *Get and set a topic*).
+func titleVerbs(title string) []string {
+	var words []string
+	scan(title, func(w string) { words = append(words, strings.ToLower(w)) }, func(string) { words = append(words, "") })
+	var out []string
+	for i := 0; i < len(words) && words[i] != ""; i += 2 {
+		out = append(out, words[i])
+		if i+1 >= len(words) || words[i+1] != "or" && words[i+1] != "and" {
+			break
+		}
+	}
+	return out
 }
 
 // worse orders results: lower score, then later name.
