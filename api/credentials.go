@@ -12,6 +12,7 @@ import (
 
 	"github.com/blindexec/blindexec/access"
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -198,6 +199,12 @@ func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
 		}
 		n += m
 	}
+	m, err := importer.RotateURLs(r.Context(), s.Store, s.Creds.Keyring())
+	if err != nil {
+		s.credentialError(w, r, err)
+		return
+	}
+	n += m
 	writeJSON(w, http.StatusOK, map[string]int{"rotated": n})
 }
 

@@ -182,6 +182,16 @@ func (kr *Keyring) Decrypt(userID int64, key, stored string) (string, error) {
 	return string(plain), nil
 }
 
+// StoredKeyID is the kid a stored value was sealed under, or "" when it
+// is not in the vault's format: rotations skip what the master key sealed.
+func StoredKeyID(stored string) string {
+	kid, _, err := parseStoredCredential(stored)
+	if err != nil {
+		return ""
+	}
+	return kid
+}
+
 // parseStoredCredential splits "v1:<kid>:<payload>".
 func parseStoredCredential(stored string) (kid, payload string, err error) {
 	version, rest, ok := strings.Cut(stored, ":")

@@ -66,3 +66,40 @@ func KeepURL(ctx context.Context, st *store.Store, keys *auth.Keyring, id int64,
 	}
 	return st.SetImportSourceSealedURL(ctx, id, sealed)
 }
+
+// RotateURLs re-encrypts under the master key every source's kept URL
+// sealed under another key (`cred rotate`, beside the credentials), and
+// returns how many it re-encrypted: once the old key is dropped, a URL
+// left under it could no longer be opened for a sync.
+func RotateURLs(ctx context.Context, st *store.Store, keys *auth.Keyring) (int, error) {
+	master := keys.MasterKeyID()
+	if master == "" {
+		return 0, auth.ErrNoMasterKey
+	}
+	kept, err := st.SealedImportURLs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range kept {
+		if auth.StoredKeyID(k.Sealed) == master {
+			continue
+		}
+		plain, err := keys.Decrypt(0, sealedURLKey(k.ID), k.Sealed)
+		if err != nil {
+			return n, fmt.Errorf("rotate the URL kept for import source %d: %w", k.ID, err)
+		}
+		sealed, _, err := keys.Encrypt(0, sealedURLKey(k.ID), plain)
+		if err != nil {
+			return n, fmt.Errorf("rotate the URL kept for import source %d: %w", k.ID, err)
+		}
+		switch err := st.ReplaceImportSourceSealedURL(ctx, k.ID, k.Sealed, sealed); {
+		case errors.Is(err, store.ErrNotFound):
+			continue // sealed anew by a sync meanwhile, or removed
+		case err != nil:
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

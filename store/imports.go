@@ -105,3 +105,33 @@ func (s *Store) SetImportSourceAliases(ctx context.Context, id int64, aliases []
 	}
 	return nil
 }
+
+// SealedImportURL is an import source's id and the URL kept sealed for it.
+type SealedImportURL struct {
+	ID     int64  `gorm:"column:source_id"`
+	Sealed string `gorm:"column:sealed_url"`
+}
+
+// SealedImportURLs returns every import source's sealed URL (`cred rotate`
+// re-encrypts them): a handful of rows, read at once.
+func (s *Store) SealedImportURLs(ctx context.Context) ([]SealedImportURL, error) {
+	var out []SealedImportURL
+	err := s.db.WithContext(ctx).Model(&ImportSource{}).Select("source_id, sealed_url").
+		Where("sealed_url IS NOT NULL AND sealed_url <> ''").Order("source_id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the sealed URLs of import sources: %w", classify(err))
+	}
+	return out, nil
+}
+
+// ReplaceImportSourceSealedURL replaces source id's sealed URL with sealed,
+// but only if it still holds old: a sync sealing it anew meanwhile is never
+// overwritten. ErrNotFound when the row is gone or its URL changed.
+func (s *Store) ReplaceImportSourceSealedURL(ctx context.Context, id int64, old, sealed string) error {
+	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ? AND sealed_url = ?", id, old).
+		Updates(map[string]any{"sealed_url": sealed})
+	if err := affected(res); err != nil {
+		return fmt.Errorf("replace the sealed URL of import source %d: %w", id, err)
+	}
+	return nil
+}

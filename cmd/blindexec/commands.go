@@ -24,6 +24,7 @@ import (
 	"github.com/blindexec/blindexec/console"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
+	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/tracing"
@@ -459,8 +460,13 @@ func credCmd(cfg *config) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// And the URLs kept for import sources with userinfo.
+				u, err := importer.RotateURLs(ctx, st, cs.Keyring())
+				if err != nil {
+					return err
+				}
 				recordChange(ctx, cmd, st, "credential", api.Detail(api.OpCredentialsRotated))
-				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s) and %d OAuth provider secret(s) or connection(s)\n", n, m)
+				fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d credential(s), %d OAuth provider secret(s) or connection(s) and %d import source URL(s)\n", n, m, u)
 				return nil
 			})
 		},
