@@ -406,11 +406,12 @@ type AuthConfigurer interface {
 
 // CredentialHosts is implemented by an Invoker whose destination is not
 // the plugin's own (an MCP server's row, which plain SQL may move):
-// CredentialHost says when the users' stored credentials were given for
-// another origin than the one a call of p now goes to; nil otherwise, or
-// when it cannot tell (the server unreadable: then nothing is sent).
+// CredentialHost is a *HostMovedError when the users' stored credentials
+// were given for another origin than the one a call of p now goes to,
+// another error when it cannot tell (the server unreadable), nil when
+// they may go.
 type CredentialHosts interface {
-	CredentialHost(ctx context.Context, p *plugins.Plugin) *HostMovedError
+	CredentialHost(ctx context.Context, p *plugins.Plugin) error
 }
 
 // HostMovedError says a server's address moved away from the origin its
@@ -692,12 +693,17 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 	if !ok || len(stored) == 0 {
 		return nil
 	}
-	moved := hosts.CredentialHost(ctx, p)
-	if moved == nil {
+	err := hosts.CredentialHost(ctx, p)
+	if err == nil {
 		return nil
 	}
-	return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
-		Details: map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now}}}
+	if moved, ok := errors.AsType[*HostMovedError](err); ok {
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
+			Details: map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now}}}
+	}
+	// Unread, the server could be read moved at the send: refused, as a
+	// preview's unreadable destination is.
+	return refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
 }
 
 // authOf is the auth config that reads the credentials of a call of p:
