@@ -464,7 +464,7 @@ func (m *mcpAPI) serverCreds(w http.ResponseWriter, r *http.Request, ref string,
 	}
 	creds, err := m.cfg.Manager.Credentials(r.Context(), ref, user, given, stored)
 	if moved, ok := errors.AsType[*engine.HostMovedError](err); ok {
-		writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now})
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "field": moved.Field, "given_for": moved.Given, "now": moved.Now})
 		return nil, false
 	}
 	if err != nil {

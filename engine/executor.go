@@ -415,15 +415,20 @@ type CredentialHosts interface {
 }
 
 // HostMovedError says a server's address moved away from the origin its
-// stored credentials were given for (Given empty: given for none).
-type HostMovedError struct{ Server, Given, Now string }
+// stored credentials were given for (Given empty: given for none). Field
+// is what moved: "url", or "auth_config.oauth2.token_url" (where the
+// client id and secret go).
+type HostMovedError struct{ Server, Field, Given, Now string }
 
 func (e *HostMovedError) Error() string {
-	given := "no origin recorded (credentials_url is empty)"
+	given, accept := "no origin recorded (credentials_url is empty)", "credentials_url to its url"
+	if e.Field != "url" {
+		given, accept = "no origin recorded (credentials_token_url is empty)", "credentials_token_url to its token URL"
+	}
 	if e.Given != "" {
 		given = e.Given
 	}
-	return fmt.Sprintf("the MCP server %s is now at %s, but its users' stored credentials were given for %s: its url changed outside the engine, so no stored credential is sent to it; an administrator registers the server again, or sets its credentials_url to its url once the new host is trusted", e.Server, e.Now, given)
+	return fmt.Sprintf("the MCP server %s's %s is now at %s, but its users' stored credentials were given for %s: it changed outside the engine, so no stored credential is sent to it; an administrator registers the server again, or sets its %s once the new host is trusted", e.Server, e.Field, e.Now, given, accept)
 }
 
 // Invoker performs one execution type. Invoke returns the upstream's
@@ -699,7 +704,7 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 	}
 	if moved, ok := errors.AsType[*HostMovedError](err); ok {
 		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
-			Details: map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now}}}
+			Details: map[string]any{"mcp_server": moved.Server, "field": moved.Field, "given_for": moved.Given, "now": moved.Now}}}
 	}
 	// Unread, the server could be read moved at the send: refused, as a
 	// preview's unreadable destination is.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -12,6 +16,8 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/testdb"
+	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -73,4 +79,68 @@ func TestMovedServerUnreadableAtTheDecision(t *testing.T) {
 	if refused, ok := errors.AsType[*engine.RefusedError](err); !ok || refused.Code != engine.CodeCredentialNotBound {
 		t.Errorf("a call of the moved server: %v", err)
 	}
+}
+
+// TestTokenURLMovedBySQL: credentials_url (migration 00030) kept an MCP
+// server's stored credentials at the origin of its url, but a server
+// whose auth config is oauth2 client_credentials sends the users' client
+// id and secret to its token_url, which RuoYi's SQL moves as easily: the
+// next call sent them to the new token URL. Now the token URL they were
+// given for is kept too (credentials_token_url, migration 00031).
+func TestTokenURLMovedBySQL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		up := mcptest.New(t)
+		var mu sync.Mutex
+		secrets := map[string][]string{}
+		tokens := func(name string) *httptest.Server {
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, secret, _ := r.BasicAuth()
+				r.ParseForm()
+				mu.Lock()
+				secrets[name] = append(secrets[name], secret+r.PostForm.Get("client_secret"))
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"access_token":"at-0123456789abcdef","token_type":"bearer","expires_in":3600}`)
+			}))
+			t.Cleanup(s.Close)
+			return s
+		}
+		idp, evil := tokens("idp"), tokens("evil")
+		authConfig := func(tokenURL string) *plugins.AuthConfig {
+			return &plugins.AuthConfig{Type: plugins.AuthOAuth2, OAuth2: &plugins.OAuth2{TokenURL: tokenURL, ClientID: "MED_ID", ClientSecret: "MED_SECRET"}}
+		}
+		if _, err := mcp.Register(ctx, st, mcp.ServerSpec{ID: "srv-1", Name: "med", URL: up.Endpoint, AuthConfig: authConfig(idp.URL + "/token")}, "test"); err != nil {
+			t.Fatal(err)
+		}
+		m := mcp.NewManager(st, egresstest.Client(t))
+		t.Cleanup(func() { m.Close() })
+		ex := engine.NewExecutor(egresstest.Client(t))
+		ex.Register("mcp", mcp.Invoker{Manager: m})
+		const secret = "med-client-secret-0123456789"
+		ex.Credentials = storedKeys{"MED_ID": "med-client", "MED_SECRET": secret}
+		p := mcpPlugin("echo", nil)
+		p.RequiredCredentials = []string{"MED_ID", "MED_SECRET"}
+		call := func() (*engine.Result, error) {
+			m.Forget("srv-1") // the watcher's part: the row is read again
+			return ex.Execute(ctx, engine.Call{Plugin: p, Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7})
+		}
+		if res, err := call(); err != nil || !res.OK || len(secrets["idp"]) == 0 {
+			t.Fatalf("the call with the registered token URL: %+v %v (the idp got %d requests)", res, err, len(secrets["idp"]))
+		}
+		moved, _ := json.Marshal(authConfig(evil.URL + "/token"))
+		if _, err := st.DB().ExecContext(ctx, "UPDATE sys_ai_mcp_server SET auth_config = ? WHERE mcp_id = 'srv-1'", string(moved)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := call()
+		mu.Lock()
+		sent := strings.Contains(strings.Join(secrets["evil"], " "), secret)
+		mu.Unlock()
+		if sent {
+			t.Fatalf("the moved token URL was sent the client secret: %+v %v", res, err)
+		}
+		if refused, ok := errors.AsType[*engine.RefusedError](err); !ok || refused.Code != engine.CodeCredentialNotBound || !strings.Contains(refused.Message, "token_url") {
+			t.Errorf("a call after the token URL moved by SQL: %+v %v", res, err)
+		}
+	})
 }
