@@ -41,7 +41,7 @@ type MCPServer struct {
 	CredentialsURL *string `gorm:"column:credentials_url" json:"-"`
 	// CredentialsTokenURL is, for an auth config of oauth2 with a
 	// token_url, the token URL whose origin the stored client id and
-	// secret were given for (migration 00031), written with AuthConfig by
+	// secret were given for (migration 00032), written with AuthConfig by
 	// CreateMCPServer: a token_url moved outside the engine no longer
 	// carries them. Nil with a token_url: none are sent.
 	CredentialsTokenURL *string    `gorm:"column:credentials_token_url" json:"-"`

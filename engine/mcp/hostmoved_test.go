@@ -86,7 +86,7 @@ func TestMovedServerUnreadableAtTheDecision(t *testing.T) {
 // whose auth config is oauth2 client_credentials sends the users' client
 // id and secret to its token_url, which RuoYi's SQL moves as easily: the
 // next call sent them to the new token URL. Now the token URL they were
-// given for is kept too (credentials_token_url, migration 00031).
+// given for is kept too (credentials_token_url, migration 00032).
 func TestTokenURLMovedBySQL(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()

@@ -1,4 +1,4 @@
--- The SQLite twin of mysql/00031_mcp_credentials_token_url.sql.
+-- The SQLite twin of mysql/00032_mcp_credentials_token_url.sql.
 
 -- +goose Up
 ALTER TABLE sys_ai_mcp_server ADD COLUMN credentials_token_url TEXT NULL;
