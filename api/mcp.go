@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -455,37 +454,22 @@ func (m *mcpAPI) importMCP(w http.ResponseWriter, r *http.Request) {
 	m.mcpFailure(w, r, err, m.cfg.Manager.Masker(r.Context(), srv.ID, creds))
 }
 
-// serverCreds resolves the credentials a server's auth config reads: those
-// given, then the user's stored ones. Missing keys are left for the call
-// to report.
+// serverCreds resolves the credentials a server's auth config reads:
+// those given, then the user's stored ones (Manager.Credentials). Missing
+// keys are left for the call to report.
 func (m *mcpAPI) serverCreds(w http.ResponseWriter, r *http.Request, ref string, user int64, given map[string]string) (map[string]string, bool) {
-	keys, err := m.cfg.Manager.CredentialKeys(r.Context(), ref)
+	var stored engine.CredentialResolver
+	if m.Creds != nil {
+		stored = m.Creds
+	}
+	creds, err := m.cfg.Manager.Credentials(r.Context(), ref, user, given, stored)
+	if moved, ok := errors.AsType[*engine.HostMovedError](err); ok {
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "field": moved.Field, "given_for": moved.Given, "now": moved.Now})
+		return nil, false
+	}
 	if err != nil {
 		m.mcpFailure(w, r, err, nil)
 		return nil, false
-	}
-	creds := make(map[string]string, len(keys))
-	var missing []string
-	for _, k := range keys {
-		if v := given[k]; v != "" {
-			creds[k] = v
-		} else {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) > 0 && user != 0 && m.Creds != nil {
-		// The rule a call's decision applies (engine.CredentialHosts):
-		// a user's stored keys go only where they were given for.
-		if moved := m.cfg.Manager.HostMoved(r.Context(), ref); moved != nil {
-			writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound, moved.Error(), map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now})
-			return nil, false
-		}
-		stored, err := m.Creds.Resolve(r.Context(), user, missing)
-		if err != nil {
-			m.internal(w, r, err)
-			return nil, false
-		}
-		maps.Copy(creds, stored)
 	}
 	return creds, true
 }

@@ -13,7 +13,7 @@ import (
 // KeyCheckStore is what CheckKeys needs; *store.Store implements it.
 type KeyCheckStore interface {
 	VaultKeys(ctx context.Context) ([]store.VaultKey, error)
-	AddVaultKey(ctx context.Context, k *store.VaultKey) error
+	AddVaultKey(ctx context.Context, k *store.VaultKey, first bool) (bool, error)
 	CredentialKeyIDs(ctx context.Context) (map[string]int, error)
 }
 
@@ -108,7 +108,17 @@ func CheckKeys(ctx context.Context, st KeyCheckStore, kr *Keyring, record bool) 
 		if err != nil {
 			return err
 		}
-		return st.AddVaultKey(ctx, &store.VaultKey{KeyID: kid, CheckValue: sealed})
+		// A new database's first check only into an empty table: another
+		// key starting at once would otherwise record its own too, and each
+		// would pass on its own from then on.
+		first := len(checks) == 0
+		added, err := st.AddVaultKey(ctx, &store.VaultKey{KeyID: kid, CheckValue: sealed}, first)
+		if err != nil {
+			return err
+		}
+		if first && !added {
+			return CheckKeys(ctx, st, kr, record) // against the check recorded meanwhile
+		}
 	}
 	return nil
 }

@@ -406,23 +406,29 @@ type AuthConfigurer interface {
 
 // CredentialHosts is implemented by an Invoker whose destination is not
 // the plugin's own (an MCP server's row, which plain SQL may move):
-// CredentialHost says when the users' stored credentials were given for
-// another origin than the one a call of p now goes to; nil otherwise, or
-// when it cannot tell (the server unreadable: then nothing is sent).
+// CredentialHost is a *HostMovedError when the users' stored credentials
+// were given for another origin than the one a call of p now goes to,
+// another error when it cannot tell (the server unreadable), nil when
+// they may go.
 type CredentialHosts interface {
-	CredentialHost(ctx context.Context, p *plugins.Plugin) *HostMovedError
+	CredentialHost(ctx context.Context, p *plugins.Plugin) error
 }
 
 // HostMovedError says a server's address moved away from the origin its
-// stored credentials were given for (Given empty: given for none).
-type HostMovedError struct{ Server, Given, Now string }
+// stored credentials were given for (Given empty: given for none). Field
+// is what moved: "url", or "auth_config.oauth2.token_url" (where the
+// client id and secret go).
+type HostMovedError struct{ Server, Field, Given, Now string }
 
 func (e *HostMovedError) Error() string {
-	given := "no origin recorded (credentials_url is empty)"
+	given, accept := "no origin recorded (credentials_url is empty)", "credentials_url to its url"
+	if e.Field != "url" {
+		given, accept = "no origin recorded (credentials_token_url is empty)", "credentials_token_url to its token URL"
+	}
 	if e.Given != "" {
 		given = e.Given
 	}
-	return fmt.Sprintf("the MCP server %s is now at %s, but its users' stored credentials were given for %s: its url changed outside the engine, so no stored credential is sent to it; an administrator registers the server again, or sets its credentials_url to its url once the new host is trusted", e.Server, e.Now, given)
+	return fmt.Sprintf("the MCP server %s's %s is now at %s, but its users' stored credentials were given for %s: it changed outside the engine, so no stored credential is sent to it; an administrator registers the server again, or sets its %s once the new host is trusted", e.Server, e.Field, e.Now, given, accept)
 }
 
 // Invoker performs one execution type. Invoke returns the upstream's
@@ -692,12 +698,17 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 	if !ok || len(stored) == 0 {
 		return nil
 	}
-	moved := hosts.CredentialHost(ctx, p)
-	if moved == nil {
+	err := hosts.CredentialHost(ctx, p)
+	if err == nil {
 		return nil
 	}
-	return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
-		Details: map[string]any{"mcp_server": moved.Server, "given_for": moved.Given, "now": moved.Now}}}
+	if moved, ok := errors.AsType[*HostMovedError](err); ok {
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound, Message: moved.Error(),
+			Details: map[string]any{"mcp_server": moved.Server, "field": moved.Field, "given_for": moved.Given, "now": moved.Now}}}
+	}
+	// Unread, the server could be read moved at the send: refused, as a
+	// preview's unreadable destination is.
+	return refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
 }
 
 // authOf is the auth config that reads the credentials of a call of p:

@@ -304,7 +304,7 @@ func (s *Store) repairChanges(ctx context.Context) error {
 // replica expects, and recreates, are read from them. A migration that
 // adds or changes them must be named here.
 var changeTriggersMigrations = []string{"00004_changes.sql", "00011_quotas.sql", "00012_connections.sql", "00015_access.sql", "00021_source_search.sql",
-	"00030_mcp_credentials_url.sql"}
+	"00030_mcp_credentials_url.sql", "00032_mcp_credentials_token_url.sql"}
 
 type trigger struct{ name, create string }
 

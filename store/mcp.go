@@ -38,10 +38,29 @@ type MCPServer struct {
 	// credentials were given for (migration 00030): written with URL by
 	// CreateMCPServer, so that a URL moved outside the engine (plain SQL)
 	// no longer carries them (engine.CredentialHosts). Nil: none are sent.
-	CredentialsURL  *string    `gorm:"column:credentials_url" json:"-"`
-	ToolsCache      JSON       `gorm:"column:tools_cache" json:"-"`
-	ToolsCachedTime *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
+	CredentialsURL *string `gorm:"column:credentials_url" json:"-"`
+	// CredentialsTokenURL is, for an auth config of oauth2 with a
+	// token_url, the token URL whose origin the stored client id and
+	// secret were given for (migration 00032), written with AuthConfig by
+	// CreateMCPServer: a token_url moved outside the engine no longer
+	// carries them. Nil with a token_url: none are sent.
+	CredentialsTokenURL *string    `gorm:"column:credentials_token_url" json:"-"`
+	ToolsCache          JSON       `gorm:"column:tools_cache" json:"-"`
+	ToolsCachedTime     *time.Time `gorm:"column:tools_cached_time" json:"tools_cached_time,omitempty"`
 	Audit
+}
+
+// tokenURL is the auth config's oauth2 token_url, nil without one.
+func (r *MCPServer) tokenURL() *string {
+	var a struct {
+		OAuth2 *struct {
+			TokenURL string `json:"token_url"`
+		} `json:"oauth2"`
+	}
+	if decodeColumn(r.AuthConfig, &a) != nil || a.OAuth2 == nil || a.OAuth2.TokenURL == "" {
+		return nil
+	}
+	return &a.OAuth2.TokenURL
 }
 
 // TableName maps MCPServer onto its table.
@@ -85,6 +104,9 @@ func (s *Store) CreateMCPServer(ctx context.Context, srv *MCPServer) error {
 		// Registering a server is giving it its credentials at its URL.
 		u := srv.URL
 		srv.CredentialsURL = &u
+	}
+	if srv.CredentialsTokenURL == nil {
+		srv.CredentialsTokenURL = srv.tokenURL()
 	}
 	srv.stampCreate()
 	srv.ToolsCachedTime = dbTimePtr(srv.ToolsCachedTime)

@@ -29,14 +29,32 @@ func (s *Store) VaultKeys(ctx context.Context) ([]VaultKey, error) {
 }
 
 // AddVaultKey records a key check; one already there for the key id is
-// kept (the first writer wins, as any would do).
-func (s *Store) AddVaultKey(ctx context.Context, k *VaultKey) error {
+// kept (the first writer wins, as any would do). With first, it is
+// recorded only into a table holding no check, in one statement: of two
+// keys starting a new database at once, one is its key, and the other
+// then finds that one's check (added false).
+func (s *Store) AddVaultKey(ctx context.Context, k *VaultKey, first bool) (added bool, err error) {
 	k.CreateTime = now()
-	err := classify(s.db.WithContext(ctx).Create(k).Error)
-	if err != nil && !errors.Is(err, ErrDuplicate) {
-		return fmt.Errorf("record vault key check %s: %w", k.KeyID, err)
+	if first {
+		from := "" // SQLite's SELECT takes a WHERE without a table
+		if s.dialect == DialectMySQL {
+			from = " FROM DUAL"
+		}
+		res := s.db.WithContext(ctx).Exec("INSERT INTO sys_ai_vault_key (key_id, check_value, create_time) SELECT ?, ?, ?"+from+
+			" WHERE NOT EXISTS (SELECT 1 FROM sys_ai_vault_key)", k.KeyID, k.CheckValue, k.CreateTime)
+		if isConflict(res.Error) {
+			return false, nil // MySQL's deadlock of two first inserts: the other's went in
+		}
+		if res.Error != nil {
+			return false, fmt.Errorf("record the first vault key check %s: %w", k.KeyID, classify(res.Error))
+		}
+		return res.RowsAffected == 1, nil
 	}
-	return nil
+	err = classify(s.db.WithContext(ctx).Create(k).Error)
+	if err != nil && !errors.Is(err, ErrDuplicate) {
+		return false, fmt.Errorf("record vault key check %s: %w", k.KeyID, err)
+	}
+	return err == nil, nil
 }
 
 // CredentialKeyIDs counts the stored credentials per key id.

@@ -163,18 +163,11 @@ func importMCPCmd(cfg *config) *cobra.Command {
 					ref = mcpimport.ServerNameFromURL(ref)
 				}
 			}
-			keys, err := parts.mcp.CredentialKeys(ctx, ref)
+			// The user's stored keys go only where they were given for,
+			// as for the API's import (Manager.Credentials).
+			all, err := parts.mcp.Credentials(ctx, ref, user, given, parts.creds)
 			if err != nil {
 				return err
-			}
-			all := map[string]string{}
-			if user > 0 && len(keys) > 0 {
-				if all, err = parts.creds.Resolve(ctx, user, keys); err != nil {
-					return err
-				}
-			}
-			for k, v := range given {
-				all[k] = v
 			}
 			rep, err := importer.MCPServer(ctx, parts.store, parts.mcp, ref, all, importer.MCPOptions{By: "cli", MaxBytes: cfg.importMaxBytes})
 			if err != nil {

@@ -186,3 +186,41 @@ func TestMCPServeStdioWarnsWithoutUser(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIImportOfAMovedServer: `import mcp SERVER --user N` read the
+// user's stored keys and listed the server with them wherever its url now
+// pointed: a url moved by SQL (RuoYi's page) took the key to the new host,
+// which the API's listing and every call refuse (credential_not_bound).
+func TestCLIImportOfAMovedServer(t *testing.T) {
+	up, evil := mcptest.New(t), mcptest.New(t)
+	c := newCLI(t)
+	if code, _, errs := c.run("", "mcp", "server", "add", "med", "--url", up.Endpoint, "--auth", `{"type":"bearer","token":"MED_TOKEN"}`); code != 0 {
+		t.Fatalf("mcp server add: %d %q", code, errs)
+	}
+	const secret = "med-secret-0123456789"
+	if code, _, errs := c.run(secret, "cred", "set", "7", "MED_TOKEN"); code != 0 {
+		t.Fatalf("cred set: %d %q", code, errs)
+	}
+	st, err := store.Open(context.Background(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.DB().Exec("UPDATE sys_ai_mcp_server SET url = ? WHERE name = 'med'", evil.Endpoint)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := c.run("", "import", "mcp", "med", "--user", "7")
+	for _, h := range evil.Headers() {
+		if strings.Contains(h.Get("Authorization"), secret) {
+			t.Fatalf("the new host was sent user 7's key: %d %q %q", code, out, errs)
+		}
+	}
+	if code == 0 || !strings.Contains(errs, "credentials_url") {
+		t.Errorf("import of the moved server with the user's keys: %d %q %q, want refused naming credentials_url", code, out, errs)
+	}
+	// The key given on the command line is the operator's own: sent.
+	if code, out, errs := c.run("", "import", "mcp", "med", "--cred", "MED_TOKEN=given-0123456789"); code != 0 {
+		t.Errorf("import with the key given: %d %q %q", code, out, errs)
+	}
+}

@@ -91,7 +91,7 @@ func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.A
 }
 
 // CredentialHost implements engine.CredentialHosts (Manager.HostMoved).
-func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) *engine.HostMovedError {
+func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) error {
 	return inv.Manager.HostMoved(ctx, p.Execution.MCPID)
 }
 

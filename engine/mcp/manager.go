@@ -244,6 +244,9 @@ type serverConfig struct {
 	// credentialsURL is the URL whose origin the users' stored
 	// credentials were given for (store.MCPServer.CredentialsURL).
 	credentialsURL string
+	// credentialsTokenURL is the oauth2 token URL whose origin they were
+	// given for (store.MCPServer.CredentialsTokenURL).
+	credentialsTokenURL string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination).
@@ -306,18 +309,62 @@ func (m *Manager) maskerFor(ctx context.Context, srv *serverConfig, creds map[st
 
 // HostMoved says when the server ref, over HTTP, is no longer at the
 // origin its users' stored credentials were given for (its
-// credentials_url), however its url was changed since: those are sent
-// to no other. A stdio server goes to no host; an unreadable one is
-// sent nothing anyway (nil).
-func (m *Manager) HostMoved(ctx context.Context, ref string) *engine.HostMovedError {
+// credentials_url), or its oauth2 token URL, where the client id and
+// secret go, not at theirs (credentials_token_url), however it was
+// changed since: those are sent to no other (*engine.HostMovedError). A
+// stdio server goes to no host.
+// A server that cannot be read is the error: nothing says where the
+// call would go, and a read a moment later may see the moved row.
+func (m *Manager) HostMoved(ctx context.Context, ref string) error {
 	c, err := m.config(ctx, ref)
-	if err != nil || c.transport == store.TransportStdio {
+	if err != nil {
+		return err
+	}
+	if c.transport == store.TransportStdio {
 		return nil
 	}
 	if given, now := auth.Origin(c.credentialsURL), auth.Origin(c.url); given == "" || given != now {
-		return &engine.HostMovedError{Server: c.name, Given: given, Now: now}
+		return &engine.HostMovedError{Server: c.name, Field: "url", Given: given, Now: now}
+	}
+	if o := c.auth.OAuth2; c.auth.Type == plugins.AuthOAuth2 && o != nil && o.TokenURL != "" && o.EffectiveGrant() == plugins.GrantClientCredentials {
+		if given, now := auth.Origin(c.credentialsTokenURL), auth.Origin(o.TokenURL); given == "" || given != now {
+			return &engine.HostMovedError{Server: c.name, Field: "auth_config.oauth2.token_url", Given: given, Now: now}
+		}
 	}
 	return nil
+}
+
+// Credentials are the credentials the auth config of server ref reads
+// for a listing of its tools: those given, then the user's stored ones,
+// which go only where they were given for (HostMoved). The resolver of
+// every listing with a user's keys: the API's tools route and import, and
+// `blindexec import mcp --user`.
+func (m *Manager) Credentials(ctx context.Context, ref string, user int64, given map[string]string, stored engine.CredentialResolver) (map[string]string, error) {
+	keys, err := m.CredentialKeys(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	creds := make(map[string]string, len(keys))
+	var missing []string
+	for _, k := range keys {
+		if v := given[k]; v != "" {
+			creds[k] = v
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 || user == 0 || stored == nil {
+		return creds, nil
+	}
+	if err := m.HostMoved(ctx, ref); err != nil {
+		return nil, err
+	}
+	values, err := stored.Resolve(ctx, user, missing)
+	if err != nil {
+		return nil, fmt.Errorf("the stored credentials of user %d: %w", user, err)
+	}
+	maps.Copy(creds, values)
+	return creds, nil
 }
 
 // CredentialKeys lists the credential keys the server's auth config reads.
@@ -368,6 +415,9 @@ func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
 	if row.CredentialsURL != nil {
 		c.credentialsURL = *row.CredentialsURL
+	}
+	if row.CredentialsTokenURL != nil {
+		c.credentialsTokenURL = *row.CredentialsTokenURL
 	}
 	var err error
 	if c.argv, err = row.Argv(); err != nil {
