@@ -19,13 +19,15 @@ import (
 // of a plugin that is not a catalog row (Catalog.Elsewhere: refused), from
 // the same functions below.
 
-// NotFixed stands for the origin of a templated host or a stdio MCP
-// server's command.
+// NotFixed stands for the origin of a templated host (or of an MCP
+// server gone).
 const NotFixed = "an origin not fixed"
 
 // ServerSends is where an MCP server's tools send its users' keys: its
-// URL's origin ("" for a stdio server's command, or a server gone) and
-// the keys its auth config reads.
+// URL's origin, or for a stdio server "stdio:" and its id (the command
+// the administrator registered: that server, and no other, is where its
+// rows send them); "" for a server gone. Keys are those its auth config
+// reads.
 type ServerSends struct {
 	Origin string
 	Keys   []string
@@ -33,9 +35,9 @@ type ServerSends struct {
 
 // ServerSendsOf is where the tools of the server row send its keys.
 func ServerSendsOf(row *store.MCPServer) ServerSends {
-	var s ServerSends
-	if row.Transport != store.TransportStdio {
-		s.Origin = Origin(row.URL)
+	s := ServerSends{Origin: Origin(row.URL)}
+	if row.Transport == store.TransportStdio {
+		s.Origin = "stdio:" + row.ID
 	}
 	cfg, _ := catalog.MCPServerAuth(row) // unreadable: no call of it authenticates
 	s.Keys = cfg.CredentialKeys()
@@ -53,8 +55,8 @@ func SentKeys(p *plugins.Plugin) []string {
 // oauth2 client's id and secret to the token URL's origin, every other
 // key to the base URL's, or, for a tool of an MCP server (srv, read only
 // then), the server's auth config's keys and its own to the server's
-// URL's; "" where the origin is not fixed (a templated host, a stdio
-// server's command).
+// URL's (ServerSends); "" where the origin is not fixed (a templated
+// host).
 func KeyOrigins(p *plugins.Plugin, srv ServerSends) map[string]string {
 	base := ""
 	keys := SentKeys(p)
