@@ -62,10 +62,10 @@ type CatalogSource interface {
 // leaves out — one breaking the protocol, RuoYi's SQL — binds no copy
 // and is no call's current row either (review 74).
 type Served interface {
-	// EnabledAt is the enabled plugins and the plugins' counter value
-	// they are of (older than the counter while the catalog serves what
-	// it held, a reload having failed).
-	EnabledAt(ctx context.Context) ([]*plugins.Plugin, int64, error)
+	// RowsAt is the enabled plugins, every plugin (enabled or not) and
+	// the plugins' counter value they are of (older than the counter
+	// while the catalog serves what it held, a reload having failed).
+	RowsAt(ctx context.Context) (enabled, all []*plugins.Plugin, version int64, err error)
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
@@ -98,6 +98,11 @@ type catalogIndex struct {
 	// lower case) of the enabled catalog plugins using a connection to it:
 	// where its users' tokens may go.
 	origins map[string]map[string]bool
+	// sends is where the catalog's plugins send each stored key
+	// (Elsewhere); servers where each MCP server's tools send theirs, by
+	// its id and name (an id winning), as a row's mcp_id names it.
+	sends   KeySends
+	servers map[string]ServerSends
 
 	mu sync.Mutex
 	// diffs remembers Difference for the inline plugins seen (parsed
@@ -167,7 +172,7 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, empty: map[string]bool{},
-		origins: map[string]map[string]bool{}}
+		origins: map[string]map[string]bool{}, sends: KeySends{}, servers: make(map[string]ServerSends, len(servers))}
 	classify := func(cfg plugins.AuthConfig) {
 		ids := cfg.IdentifierKeys()
 		for _, k := range cfg.CredentialKeys() {
@@ -175,14 +180,25 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			idx.empty[k] = idx.empty[k] || cfg.MayBeEmpty(k)
 		}
 	}
+	for i := range servers {
+		idx.servers[servers[i].ID] = ServerSendsOf(&servers[i])
+	}
+	for i := range servers {
+		if _, ok := idx.servers[servers[i].Name]; !ok {
+			idx.servers[servers[i].Name] = idx.servers[servers[i].ID]
+		}
+	}
 	for _, s := range servers {
 		if cfg, err := catalog.MCPServerAuth(&s); err == nil && s.Status == store.StatusEnabled {
 			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
 	}
-	enabled, version, err := served.EnabledAt(ctx)
+	enabled, all, version, err := served.RowsAt(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
+	}
+	for _, p := range all {
+		idx.sends.Add(p, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
 	}
 	for _, p := range enabled {
 		idx.plugins[p.Name] = p
@@ -249,6 +265,36 @@ func (c *Catalog) Bind(ctx context.Context, p *plugins.Plugin, storedKeys []stri
 		refusal = &UnboundCredentialError{Key: slices.Min(storedKeys), Plugin: p.Name, Field: field}
 	}
 	return nil, refusal
+}
+
+// Elsewhere refuses the call of p, a plugin that is no catalog row (the
+// MCP proxy's tool without one), taking keys from the store, when one of
+// them would go to an origin no enabled catalog plugin sends it to while
+// catalog plugins read it (KeySends.Elsewhere, the import's rule): an
+// *ElsewhereError for the first such key, sorted. Read again, at most
+// once a second, before refusing: a row just enabled counts at once.
+func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, keys []string) error {
+	var refusal error
+	for _, recheck := range []bool{false, true} {
+		idx, err := c.index(ctx, recheck)
+		if err != nil {
+			return err
+		}
+		refusal = nil
+		sends := KeyOrigins(p, idx.servers[p.Execution.MCPID])
+		for _, k := range slices.Sorted(slices.Values(keys)) {
+			if origin, ok := sends[k]; ok {
+				if e := idx.sends.Elsewhere(k, origin); e != nil {
+					refusal = e
+					break
+				}
+			}
+		}
+		if refusal == nil {
+			return nil
+		}
+	}
+	return refusal
 }
 
 // Row returns the enabled catalog plugin named name, nil when there is

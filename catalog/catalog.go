@@ -272,16 +272,16 @@ func (c *Catalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
 	return s.enabled, nil
 }
 
-// EnabledAt is EnabledPlugins and the counter value they are of: older
-// than the counter while a reload fails and the snapshot held is served,
-// so that what is built on them (auth.Catalog's index) is read again
-// once the catalog reloads, not kept as the counter's.
-func (c *Catalog) EnabledAt(ctx context.Context) ([]*plugins.Plugin, int64, error) {
+// RowsAt is EnabledPlugins, Plugins and the counter value they are of:
+// older than the counter while a reload fails and the snapshot held is
+// served, so that what is built on them (auth.Catalog's index) is read
+// again once the catalog reloads, not kept as the counter's.
+func (c *Catalog) RowsAt(ctx context.Context) (enabled, all []*plugins.Plugin, version int64, err error) {
 	s, err := c.current(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return s.enabled, s.version, nil
+	return s.enabled, s.all, s.version, nil
 }
 
 // Plugins returns every plugin, enabled or not, in name order: what a

@@ -270,11 +270,14 @@ func (e *Executor) current(ctx context.Context, call *Call) *RefusedError {
 	return nil
 }
 
-// Allowed is the decision's access step alone (step 2 above) on the
-// call's plugin as given, for a route that must know it before it may
-// speak to anyone: the MCP proxy's tool without a catalog row, whose
+// Allowed is the decision's access step (step 2 above) on the call's
+// plugin as given, and where the user's stored keys may go (elsewhere,
+// every key the plugin and its invoker's auth config read: a listing
+// takes them all from the store), for a route that must know it before it
+// may speak to anyone: the MCP proxy's tool without a catalog row, whose
 // parameters only its server can tell, and whose server is not asked with
-// the user's credentials for a user refused the tool anyway. A refusal is
+// the user's credentials for a user refused the tool anyway, nor sent a
+// key the catalog sends to another origin (hosts76). A refusal is
 // recorded and returned as Decide's is, beside its Result; nil when the
 // user may use the plugin, and Decide then decides the call whole.
 func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
@@ -282,6 +285,14 @@ func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
 		return nil, errors.New("engine: Allowed without a plugin")
 	}
 	refused := e.allowed(ctx, &call, call.Plugin)
+	if refused == nil && call.UserID != 0 && e.Credentials != nil {
+		// What the route asks the server with is the user's keys its auth
+		// reads, all from the store: where they may go is decided as a
+		// call's (elsewhere).
+		p := call.Plugin
+		keys := slices.Concat(p.Credentials(), authOf(ctx, e.invokers[p.ExecType()], p).CredentialKeys())
+		refused = e.elsewhere(ctx, &call, p, keys)
+	}
 	if refused == nil {
 		return nil, nil
 	}

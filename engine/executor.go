@@ -66,7 +66,10 @@ const (
 	// CodeCredentialNotBound: an inline plugin whose call would take a
 	// stored credential is not the enabled catalog plugin of its name
 	// (auth.Catalog.Bind), or an MCP server moved away from the origin
-	// its stored credentials were given for (HostMovedError).
+	// its stored credentials were given for (HostMovedError), or a call
+	// of a plugin that is no catalog row would send a stored key to an
+	// origin the enabled catalog plugins do not send it to
+	// (auth.ElsewhereError; details: key, origin, catalog_origins).
 	CodeCredentialNotBound = "credential_not_bound"
 	// CodeFixedParamsNotAllowed: a payload's fixed_params would rewrite
 	// the catalog's or set a parameter the schema does not declare.
@@ -160,6 +163,11 @@ type CatalogRules interface {
 	// copy of (Bind's equality), nil when none: the plugin a call of p
 	// taking nothing from the store is.
 	Copy(ctx context.Context, p *plugins.Plugin) (*plugins.Plugin, error)
+	// Elsewhere returns nil when the call of p, no catalog row, may take
+	// keys from the store: none goes to an origin the enabled catalog
+	// plugins do not send it to while catalog plugins read it; else an
+	// *auth.ElsewhereError.
+	Elsewhere(ctx context.Context, p *plugins.Plugin, keys []string) error
 }
 
 // Access is who may use which plugin (issue 46); *access.Checker
@@ -646,6 +654,9 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if refused := hostMoved(ctx, inv, p, stored); refused != nil {
 		return nil, refused
 	}
+	if refused := e.elsewhere(ctx, &call, p, stored); refused != nil {
+		return nil, refused
+	}
 	prep := &Prepared{
 		Plugin:           p,
 		Arguments:        args,
@@ -709,6 +720,32 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 	// Unread, the server could be read moved at the send: refused, as a
 	// preview's unreadable destination is.
 	return refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
+}
+
+// elsewhere refuses a call of p, no catalog row, that would send a stored
+// key to an origin the enabled catalog plugins do not send it to while
+// catalog plugins read it (auth.Catalog.Elsewhere, the rule an import
+// decides its rows by): a lookalike MCP server registered reading a key
+// the catalog sends to another API is sent no user's key through the
+// proxy's tool without a row (hosts76). A catalog row's call, the row as
+// it is now (current, bind), is the catalog's own; so are the
+// administrator's inline plugins, which bind does not hold either. No
+// catalog: nothing to compare with (the stored keys' binding refuses an
+// inline plugin then).
+func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin, stored []string) *RefusedError {
+	if len(stored) == 0 || p.Catalog || e.Catalog == nil || call.Inline && call.Owner == OwnerAdmin {
+		return nil
+	}
+	err := e.Catalog.Elsewhere(ctx, p, stored)
+	if err == nil {
+		return nil
+	}
+	if ee, ok := errors.AsType[*auth.ElsewhereError](err); ok {
+		return &RefusedError{ToolError{Code: CodeCredentialNotBound,
+			Message: ee.Error() + fmt.Sprintf("; nothing was sent: an administrator enables a catalog row sending %s there once that host may have the users' %s", ee.Key, ee.Key),
+			Details: map[string]any{"key": ee.Key, "origin": ee.Origin, "catalog_origins": ee.Origins()}}}
+	}
+	return refuse(CodeAuthError, "the catalog could not be read to check where stored credentials go: %v", err)
 }
 
 // authOf is the auth config that reads the credentials of a call of p:

@@ -2,13 +2,11 @@ package importer
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
@@ -35,7 +33,7 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 	wanted := map[string]bool{}
 	for _, p := range ps {
 		if p.Status != plugins.StatusDisabled {
-			for _, k := range sentKeys(p) {
+			for _, k := range auth.SentKeys(p) {
 				wanted[k] = true
 			}
 		}
@@ -59,10 +57,10 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 			readers[servers[i].ID], readers[servers[i].Name] = true, true
 		}
 	}
-	where := origins{st: st, servers: map[string]server{}}
-	// key -> origin -> an enabled plugin sending it there; a key some
-	// row reads has a map, empty when only disabled rows read it.
-	known := map[string]map[string]string{}
+	where := origins{st: st, servers: map[string]auth.ServerSends{}}
+	// What enabled rows send where, of the keys wanted; a key some row
+	// reads has a map, empty when only disabled rows read it.
+	known := auth.KeySends{}
 	for i := range rows {
 		if !mentionsAny(rows[i].RequiredCredentials, wanted) && !mentionsAny(rows[i].ExecutionConfig, wanted) && !mentionsAny(rows[i].ExecutionConfig, readers) {
 			continue // most rows: not decoded
@@ -75,17 +73,8 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 		if err != nil {
 			return err
 		}
-		for k, origin := range sends {
-			if !wanted[k] {
-				continue
-			}
-			if known[k] == nil {
-				known[k] = map[string]string{}
-			}
-			if _, ok := known[k][origin]; !ok && p.Enabled() {
-				known[k][origin] = p.Name
-			}
-		}
+		maps.DeleteFunc(sends, func(k, _ string) bool { return !wanted[k] })
+		known.Add(p, sends)
 	}
 	for i, p := range ps {
 		if p.Status == plugins.StatusDisabled {
@@ -96,22 +85,12 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(sends)) {
-			origin := sends[k]
-			elsewhere, used := known[k]
-			if !used || origin != "" && elsewhere[origin] != "" {
+			elsewhere := known.Elsewhere(k, sends[k])
+			if elsewhere == nil {
 				continue
 			}
-			var there []string
-			for _, o := range slices.Sorted(maps.Keys(elsewhere)) {
-				there = append(there, fmt.Sprintf("%s (plugin %s)", cmp.Or(o, notFixed), elsewhere[o]))
-			}
-			goes := "only disabled plugins read it"
-			if len(there) > 0 {
-				goes = "it goes to " + strings.Join(there, ", ")
-			}
-			msg := fmt.Sprintf("credential %s: sent to %s, where no enabled plugin sends it (%s); imported disabled: "+
-				"enable it once that host may have the users' %s, or import with a prefix for a key of its own",
-				k, cmp.Or(origin, notFixed), goes, k)
+			msg := elsewhere.Error() + fmt.Sprintf("; imported disabled: "+
+				"enable it once that host may have the users' %s, or import with a prefix for a key of its own", k)
 			warn(i, msg)
 			if p.Status != plugins.StatusDisabled { // the first key's reason
 				p.Status, p.Remark = plugins.StatusDisabled, plugins.Cut(msg, 500) // the remark column's size
@@ -121,72 +100,31 @@ func settleHosts(ctx context.Context, st *store.Store, ps []*plugins.Plugin, war
 	return nil
 }
 
-// notFixed stands for the origin of a templated host or a stdio MCP
-// server.
-const notFixed = "an origin not fixed"
-
-// origins says where plugins send their stored credential keys, each
-// MCP server read once.
+// origins says where plugins send their stored credential keys
+// (auth.KeyOrigins), each MCP server read once.
 type origins struct {
 	st      *store.Store
-	servers map[string]server // by a plugin's mcp_id
+	servers map[string]auth.ServerSends // by a plugin's mcp_id
 }
 
-// server is where an MCP server's tools send its keys: its URL's origin
-// ("" for a stdio server's command, or a server gone), and the keys its
-// auth config reads.
-type server struct {
-	origin string
-	keys   []string
-}
-
-// of says where p sends each stored credential key it reads: an oauth2
-// client's id and secret to the token URL's origin, every other key to
-// the base URL's, or an MCP plugin's to its server's URL's; "" where the
-// origin is not fixed (a templated host, a stdio server's command).
+// of is auth.KeyOrigins of p, its MCP server read from the store (a
+// server gone sends nothing).
 func (o *origins) of(ctx context.Context, p *plugins.Plugin) (map[string]string, error) {
-	out := map[string]string{}
-	base := ""
-	keys := sentKeys(p)
-	switch p.ExecType() {
-	case plugins.TypeHTTP:
-		base = auth.Origin(p.Execution.BaseURL)
-	case plugins.TypeMCP:
-		srv, ok := o.servers[p.Execution.MCPID]
-		if !ok {
-			row, err := o.st.GetMCPServer(ctx, p.Execution.MCPID)
+	var srv auth.ServerSends
+	if ref := p.Execution.MCPID; ref != "" {
+		var ok bool
+		if srv, ok = o.servers[ref]; !ok {
+			row, err := o.st.GetMCPServer(ctx, ref)
 			switch {
 			case err == nil:
-				if row.Transport != store.TransportStdio {
-					srv.origin = auth.Origin(row.URL)
-				}
-				cfg, _ := catalog.MCPServerAuth(row) // unreadable: no call of it authenticates
-				srv.keys = cfg.CredentialKeys()
-			case !errors.Is(err, store.ErrNotFound): // a server gone sends nothing
+				srv = auth.ServerSendsOf(row)
+			case !errors.Is(err, store.ErrNotFound):
 				return nil, err
 			}
-			o.servers[p.Execution.MCPID] = srv
-		}
-		// The server's auth config is what its tools send, whatever
-		// their rows list.
-		base, keys = srv.origin, append(keys, srv.keys...)
-	}
-	a := p.AuthConfig
-	for _, k := range keys {
-		out[k] = base
-		if a.Type == plugins.AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials &&
-			(k == a.OAuth2.ClientID || k == a.OAuth2.ClientSecret) {
-			out[k] = auth.Origin(a.OAuth2.TokenURL)
+			o.servers[ref] = srv
 		}
 	}
-	return out, nil
-}
-
-// sentKeys are the stored keys a call of p sends: those it lists and
-// those its auth config reads, as the engine resolves them
-// (required_credentials may list fewer: RuoYi writes an empty list as []).
-func sentKeys(p *plugins.Plugin) []string {
-	return append(slices.Clone(p.Credentials()), p.AuthConfig.CredentialKeys()...)
+	return auth.KeyOrigins(p, srv), nil
 }
 
 // mentionsAny reports whether a column of a row names one of the keys:
