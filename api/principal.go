@@ -251,14 +251,28 @@ func (o *operatorHashes) take(s *Server) {
 func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
 	admin := s.authorized(roleAdmin, h)
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.operators.take(s)
-		tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
-		if ok && s.operators.metrics != "" && subtle.ConstantTimeCompare([]byte(auth.HashToken(tok)), []byte(s.operators.metrics)) == 1 {
+		if s.operatorToken(r, &s.operators.metrics) {
 			h(w, r)
 			return
 		}
 		admin(w, r)
 	}
+}
+
+// readsDetail is whether r presents the administrator's token or the
+// metrics token, for /readyz's detail: compared as /metrics does, with no
+// database read, and a token it does not know is no token (a probe's
+// answer is not refused).
+func (s *Server) readsDetail(r *http.Request) bool {
+	return s.operatorToken(r, &s.operators.admin) || s.operatorToken(r, &s.operators.metrics)
+}
+
+// operatorToken is whether r's bearer token is the operator's token whose
+// hash is *want (none set: no).
+func (s *Server) operatorToken(r *http.Request, want *string) bool {
+	s.operators.take(s)
+	tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
+	return ok && *want != "" && subtle.ConstantTimeCompare([]byte(auth.HashToken(tok)), []byte(*want)) == 1
 }
 
 // Who is whom a token or session stands for, for the console.

@@ -151,6 +151,8 @@ type Server struct {
 	closed   atomic.Bool // failing closed (logged once each way)
 	// stopping is set by Stopping: /readyz answers 503 from then on.
 	stopping atomic.Bool
+	// notReady is the reason /readyz last logged (nil: ready since).
+	notReady atomic.Pointer[string]
 }
 
 // Handler returns the routes.
