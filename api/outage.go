@@ -72,7 +72,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			map[string]string{"status": "stopping"})
 		return
 	}
-	operator := s.readsDetail(r)
+	operator := BearerIs(r, s.AdminToken, s.MetricsToken)
 	notReady := func(code, kind string, detail error) {
 		s.logNotReady(kind, detail)
 		msg := kind
