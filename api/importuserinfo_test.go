@@ -138,5 +138,18 @@ func TestImportURLAtInPath(t *testing.T) {
 		if code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": shown}); code != http.StatusOK || count(res["added"]) != 1 || count(res["removed"]) != 1 {
 			t.Errorf("a sync from the location shown: %d %v", code, res)
 		}
+		// a row stored as leftovers76 cut it: its next sync from the URL
+		// whole finds it and moves it to the location shown now
+		if _, err := e.st.DB().Exec("UPDATE sys_ai_import_source SET location = ?", "…@scope/spec.json"); err != nil {
+			t.Fatal(err)
+		}
+		version.Store(2)
+		if code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"url": full}); code != http.StatusOK || count(res["added"]) != 1 || count(res["removed"]) != 1 {
+			t.Errorf("the sync of a row cut at its last @: %d %v, want the same source", code, res)
+		}
+		var n int
+		if err := e.st.DB().QueryRow("SELECT COUNT(*) FROM sys_ai_import_source WHERE location = ?", shown).Scan(&n); err != nil || n != 1 {
+			t.Errorf("the row cut at its last @, after its sync: %d at %s (%v)", n, shown, err)
+		}
 	})
 }
