@@ -55,20 +55,8 @@ func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
-			code, tok := do(t, &http.Client{Transport: bearerRT(adminToken)}, "POST", e.url+"/v1/tokens", "", `{"user_id": 7, "name": "person", "perms": ["search:query"]}`)
-			if code != http.StatusCreated {
-				t.Fatalf("token: %d %v", code, tok)
-			}
-			c := e.client()
-			e.signIn(c, tok["token"].(string))
-			_, csrf := sessionOf(t, e, c)
-			stream := openMCPStream(t, e, c, csrf)
-			ended := make(chan struct{})
-			go func() {
-				io.Copy(io.Discard, stream.Body)
-				close(ended)
-			}()
-			tc.change(t, e, c, int64(tok["token_id"].(float64)))
+			c, tokenID, ended := sessionStream(t, e)
+			tc.change(t, e, c, tokenID)
 			select {
 			case <-ended:
 			case <-time.After(20 * time.Second):
@@ -76,6 +64,27 @@ func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionStream signs a console session in with a new token of user 7
+// and opens its MCP stream: the session's client, the token's id, and a
+// channel closed when the stream ends.
+func sessionStream(t *testing.T, e *env) (*http.Client, int64, <-chan struct{}) {
+	t.Helper()
+	code, tok := do(t, &http.Client{Transport: bearerRT(adminToken)}, "POST", e.url+"/v1/tokens", "", `{"user_id": 7, "name": "person", "perms": ["search:query"]}`)
+	if code != http.StatusCreated {
+		t.Fatalf("token: %d %v", code, tok)
+	}
+	c := e.client()
+	e.signIn(c, tok["token"].(string))
+	_, csrf := sessionOf(t, e, c)
+	stream := openMCPStream(t, e, c, csrf)
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stream.Body)
+		close(ended)
+	}()
+	return c, int64(tok["token_id"].(float64)), ended
 }
 
 // openMCPStream opens a 2025-11-25 MCP session on /mcp with the console
@@ -124,19 +133,7 @@ func openMCPStream(t *testing.T, e *env, c *http.Client, csrf string) *http.Resp
 // change.
 func TestSignedOutStreamEndsAfterAFailedRead(t *testing.T) {
 	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
-	code, tok := do(t, &http.Client{Transport: bearerRT(adminToken)}, "POST", e.url+"/v1/tokens", "", `{"user_id": 7, "name": "person", "perms": ["search:query"]}`)
-	if code != http.StatusCreated {
-		t.Fatalf("token: %d %v", code, tok)
-	}
-	c := e.client()
-	e.signIn(c, tok["token"].(string))
-	_, csrf := sessionOf(t, e, c)
-	stream := openMCPStream(t, e, c, csrf)
-	ended := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, stream.Body)
-		close(ended)
-	}()
+	c, _, ended := sessionStream(t, e)
 	req, _ := http.NewRequest("POST", e.url+"/console/logout", nil)
 	req.Header.Set("Origin", e.url)
 	if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusSeeOther {
