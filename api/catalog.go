@@ -494,12 +494,15 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // rawArgs accepts arguments as a JSON object or as a string holding one
-// (the form an LLM's tool call carries).
+// (the form an LLM's tool call carries). A string holding anything else
+// is passed on as the string it is, for the decision to say so.
 func rawArgs(raw json.RawMessage) json.RawMessage {
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
-			return json.RawMessage(s)
+			if t := strings.TrimSpace(s); t == "" || t == "null" || t[0] == '{' {
+				return json.RawMessage(s)
+			}
 		}
 	}
 	if len(raw) == 0 || string(raw) == "null" {

@@ -145,11 +145,17 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, p principal, h
 // revoked or expired, on /mcp and every agent's: their requests are
 // refused already (principalFor), but a stream held open would go on
 // telling a revoked token of catalog changes, hidden tools' included.
-// A token that cannot be checked now (the database) is kept. A console
+// A token that cannot be checked now (the database) is kept, and the
+// first read that failed returned: the caller runs it again. A console
 // session's are its token's (consolePrincipal), ended alike, and at its
 // sign-out (which moves the token counter, so every replica runs this).
-func (s *Server) endRevoked(ctx context.Context) {
+func (s *Server) endRevoked(ctx context.Context) (unchecked error) {
 	admin, service := s.operators.get(s)
+	unread := func(err error) {
+		if unchecked == nil {
+			unchecked = err
+		}
+	}
 	var signedOut map[string]bool // read once, at the first console session met
 	gone := func(id mcpserver.Identity) bool {
 		hash, console := strings.CutPrefix(id.Principal, consolePrincipal)
@@ -160,7 +166,8 @@ func (s *Server) endRevoked(ctx context.Context) {
 				if signedOut == nil {
 					var err error
 					if signedOut, err = ends.Ended(ctx); err != nil {
-						signedOut = map[string]bool{} // unread: kept, as a token unchecked is
+						unread(err)
+						signedOut = map[string]bool{} // kept, as a token unchecked is
 					}
 				}
 				if signedOut[sid] {
@@ -174,6 +181,7 @@ func (s *Server) endRevoked(ctx context.Context) {
 		}
 		t, err := s.lookupToken(ctx, hash)
 		if err != nil {
+			unread(err)
 			return false
 		}
 		if !t.found || t.expires != nil && time.Now().After(*t.expires) {
@@ -194,6 +202,7 @@ func (s *Server) endRevoked(ctx context.Context) {
 		v.(*agentMCP).svc.End(gone)
 		return true
 	})
+	return unchecked
 }
 
 // CloseStreams ends the long-lived streams of /mcp sessions, which would

@@ -70,7 +70,24 @@ func (s *Server) agentMCPRoutes(mux *http.ServeMux, opts mcpserver.Options, unau
 				})
 			}
 			if new.Tokens != old.Tokens {
-				s.endRevoked(context.Background())
+				s.revokeDue = true
+			}
+		})
+		// After OnChange's listeners, and at every poll after: a move whose
+		// checks could not all be read is not consumed until they are.
+		s.Changes.OnPoll(func(store.Versions) {
+			if !s.revokeDue {
+				return
+			}
+			err := s.endRevoked(context.Background())
+			if err == nil {
+				s.revokeDue = false
+				s.revokeUnread = false
+				return
+			}
+			if !s.revokeUnread {
+				s.revokeUnread = true
+				s.Logger.Warn("revoked tokens' and signed-out console sessions' MCP streams: a check could not be read; checked again at each poll until it is", "error", err)
 			}
 		})
 	}

@@ -61,22 +61,36 @@ func (s *Server) Stopping() { s.stopping.Store(true) }
 // replica shares the database, so taking them all out of rotation would
 // turn the outage into a total one); 503 past the grace, and once the
 // replica is stopping.
+//
+// It needs no token (probes send none), so what it says to anyone is the
+// reason's kind; the detail (tables, the database's and the permission
+// source's errors) is logged and shown to a caller with the
+// administrator's or the metrics token only.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.stopping.Load() {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "the replica is stopping (SIGTERM): it serves what it is still sent until it shuts down",
 			map[string]string{"status": "stopping"})
 		return
 	}
+	operator := BearerIs(r, s.AdminToken, s.MetricsToken)
+	notReady := func(code, kind string, detail error) {
+		s.logNotReady(kind, detail)
+		msg := kind
+		if operator && detail != nil {
+			msg += ": " + detail.Error()
+		}
+		writeError(w, http.StatusServiceUnavailable, code, msg, nil)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	err := s.Store.Ping(ctx)
 	if err == nil && !s.migrated.Load() {
 		if err := s.Store.CheckMigrated(ctx); err != nil {
-			msg := "database schema check failed"
 			if errors.Is(err, store.ErrNotMigrated) {
-				msg = err.Error() + ": run `blindexec migrate`"
+				writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error()+": run `blindexec migrate`", nil)
+				return
 			}
-			writeError(w, http.StatusServiceUnavailable, "not_ready", msg, nil)
+			notReady("not_ready", "database schema check failed", err)
 			return
 		}
 		s.migrated.Store(true)
@@ -84,37 +98,56 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		if problem := s.Changes.Problem(); problem != nil {
 			// Serving on would hide changes made elsewhere: say so.
-			writeError(w, http.StatusServiceUnavailable, "not_ready", problem.Error(), nil)
+			notReady("not_ready", "change counter triggers missing: run `blindexec migrate`", problem)
 			return
 		}
 		if src, ok := s.Access.(permissionSource); ok {
 			if err := src.Readable(ctx); err != nil {
 				// Every call the source decides is refused meanwhile.
-				writeError(w, http.StatusServiceUnavailable, "not_ready", sourceUnreadable(err), nil)
+				notReady("not_ready", "permissions source unreadable: every call it decides is refused", sourceUnreadable(err))
 				return
 			}
 		}
+		s.notReady.Store(nil)
 		// The counters this replica's caches follow: replicas that agree on
 		// them serve the same catalog, tokens and credentials.
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
 		return
 	}
 	if s.OutageGrace <= 0 {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "database unreachable", nil)
+		notReady("not_ready", "database unreachable", err)
 		return
 	}
 	if stale := s.stale(); stale != nil {
+		// Says since when, as every route does past the grace: no detail.
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", stale.Error(), nil)
 		return
+	}
+	s.logNotReady("database unreachable", err)
+	database := "unreachable"
+	if operator {
+		database += ": " + err.Error()
 	}
 	last := s.Changes.LastRead()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":   "degraded",
-		"database": "unreachable: " + err.Error(),
+		"database": database,
 		"serving":  "the catalog, tokens and credentials read at " + last.UTC().Format(time.RFC3339),
 		"until":    last.Add(s.OutageGrace).UTC().Format(time.RFC3339),
 		"changes":  s.Changes.Current(),
 	})
+}
+
+// logNotReady logs why /readyz is not ready, once each time the reason
+// changes: probes ask many times a second.
+func (s *Server) logNotReady(kind string, detail error) {
+	msg := kind
+	if detail != nil {
+		msg += ": " + detail.Error()
+	}
+	if old := s.notReady.Swap(&msg); old == nil || *old != msg {
+		s.Logger.Warn("/readyz: "+kind, "error", detail)
+	}
 }
 
 // permissionSource is an Access whose database source can be probed
@@ -123,11 +156,11 @@ type permissionSource interface {
 	Readable(ctx context.Context) error
 }
 
-// sourceUnreadable is /readyz's word for an unreadable permission source,
-// naming it.
-func sourceUnreadable(err error) string {
+// sourceUnreadable is /readyz's detail for an unreadable permission
+// source, naming it.
+func sourceUnreadable(err error) error {
 	if ue, ok := errors.AsType[*access.UnavailableError](err); ok {
-		return fmt.Sprintf("the permission source %s=%s cannot be read, so every call it decides is refused: %v", access.EnvPermissions, ue.Source, ue.Err)
+		return fmt.Errorf("the permission source %s=%s cannot be read: %w", access.EnvPermissions, ue.Source, ue.Err)
 	}
-	return err.Error()
+	return err
 }

@@ -221,8 +221,8 @@ func (s *Server) principalFor(ctx context.Context, hash string) (principal, erro
 // tokens are settings, fixed before the first request, and every request
 // compares against them.
 type operatorHashes struct {
-	once                    sync.Once
-	admin, service, metrics string
+	once           sync.Once
+	admin, service string
 }
 
 func (o *operatorHashes) get(s *Server) (admin, service string) {
@@ -238,9 +238,6 @@ func (o *operatorHashes) take(s *Server) {
 		if s.ServiceToken != "" {
 			o.service = auth.HashToken(s.ServiceToken)
 		}
-		if s.MetricsToken != "" {
-			o.metrics = auth.HashToken(s.MetricsToken)
-		}
 	})
 }
 
@@ -251,14 +248,32 @@ func (o *operatorHashes) take(s *Server) {
 func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
 	admin := s.authorized(roleAdmin, h)
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.operators.take(s)
-		tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
-		if ok && s.operators.metrics != "" && subtle.ConstantTimeCompare([]byte(auth.HashToken(tok)), []byte(s.operators.metrics)) == 1 {
+		if BearerIs(r, s.MetricsToken) {
 			h(w, r)
 			return
 		}
 		admin(w, r)
 	}
+}
+
+// BearerIs reports whether r's bearer token is one of tokens (those set),
+// compared hashed and in constant time as the operator's tokens are, with
+// no database read: /metrics's metrics token, and the detail of /readyz
+// and of serve's start gate, which go to the administrator's token and
+// the metrics token (any other is answered as no token: a probe's answer
+// is never refused).
+func BearerIs(r *http.Request, tokens ...string) bool {
+	tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	got := []byte(auth.HashToken(tok))
+	for _, t := range tokens {
+		if t != "" && subtle.ConstantTimeCompare(got, []byte(auth.HashToken(t))) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Who is whom a token or session stands for, for the console.

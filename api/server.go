@@ -151,6 +151,13 @@ type Server struct {
 	closed   atomic.Bool // failing closed (logged once each way)
 	// stopping is set by Stopping: /readyz answers 503 from then on.
 	stopping atomic.Bool
+	// revokeDue: the token counter moved and endRevoked has not yet read
+	// every check it needs (set on a move, cleared once it has);
+	// revokeUnread: that failure is logged. Both are the watcher's
+	// listeners' (serialized by its polls).
+	revokeDue, revokeUnread bool
+	// notReady is the reason /readyz last logged (nil: ready since).
+	notReady atomic.Pointer[string]
 }
 
 // Handler returns the routes.

@@ -55,20 +55,8 @@ func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
-			code, tok := do(t, &http.Client{Transport: bearerRT(adminToken)}, "POST", e.url+"/v1/tokens", "", `{"user_id": 7, "name": "person", "perms": ["search:query"]}`)
-			if code != http.StatusCreated {
-				t.Fatalf("token: %d %v", code, tok)
-			}
-			c := e.client()
-			e.signIn(c, tok["token"].(string))
-			_, csrf := sessionOf(t, e, c)
-			stream := openMCPStream(t, e, c, csrf)
-			ended := make(chan struct{})
-			go func() {
-				io.Copy(io.Discard, stream.Body)
-				close(ended)
-			}()
-			tc.change(t, e, c, int64(tok["token_id"].(float64)))
+			c, tokenID, ended := sessionStream(t, e)
+			tc.change(t, e, c, tokenID)
 			select {
 			case <-ended:
 			case <-time.After(20 * time.Second):
@@ -76,6 +64,27 @@ func TestSessionMCPStreamEndsWithItsToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionStream signs a console session in with a new token of user 7
+// and opens its MCP stream: the session's client, the token's id, and a
+// channel closed when the stream ends.
+func sessionStream(t *testing.T, e *env) (*http.Client, int64, <-chan struct{}) {
+	t.Helper()
+	code, tok := do(t, &http.Client{Transport: bearerRT(adminToken)}, "POST", e.url+"/v1/tokens", "", `{"user_id": 7, "name": "person", "perms": ["search:query"]}`)
+	if code != http.StatusCreated {
+		t.Fatalf("token: %d %v", code, tok)
+	}
+	c := e.client()
+	e.signIn(c, tok["token"].(string))
+	_, csrf := sessionOf(t, e, c)
+	stream := openMCPStream(t, e, c, csrf)
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stream.Body)
+		close(ended)
+	}()
+	return c, int64(tok["token_id"].(float64)), ended
 }
 
 // openMCPStream opens a 2025-11-25 MCP session on /mcp with the console
@@ -114,4 +123,47 @@ func openMCPStream(t *testing.T, e *env, c *http.Client, csrf string) *http.Resp
 	stream := send("GET", "", sid)
 	t.Cleanup(func() { stream.Body.Close() })
 	return stream
+}
+
+// TestSignedOutStreamEndsAfterAFailedRead (leftovers77, review76 left): a
+// sign-out seen by a poll whose read of the sign-outs fails (the table
+// unreadable at that moment: a real read of the database failing) is not
+// consumed: the next poll, the counters unmoved, reads it again and ends
+// the session's MCP stream. Before: it stayed open until the next token
+// change.
+func TestSignedOutStreamEndsAfterAFailedRead(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	c, _, ended := sessionStream(t, e)
+	req, _ := http.NewRequest("POST", e.url+"/console/logout", nil)
+	req.Header.Set("Origin", e.url)
+	if r, err := c.Do(req); err != nil || r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: %v %v", r, err)
+	}
+	sql := func(q string) {
+		t.Helper()
+		if _, err := e.st.DB().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sql("ALTER TABLE sys_ai_admin_log RENAME TO sys_ai_admin_log_away")
+	if _, err := e.changes.Poll(t.Context()); err != nil {
+		t.Fatal(err) // the counters are read: the move is seen
+	}
+	select {
+	case <-ended:
+		t.Fatal("the stream ended though the sign-outs could not be read")
+	case <-time.After(200 * time.Millisecond):
+	}
+	sql("ALTER TABLE sys_ai_admin_log_away RENAME TO sys_ai_admin_log")
+	if _, err := e.changes.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("the signed-out session's MCP stream is still open after a poll that could read the sign-outs")
+	}
+	if !strings.Contains(e.logs.String(), "checked again at each poll") {
+		t.Errorf("the failed check is not logged:\n%s", e.logs.String())
+	}
 }

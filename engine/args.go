@@ -106,7 +106,7 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 		return map[string]any{}, nil
 	}
 	if raw[0] != '{' {
-		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(raw))
+		return nil, fmt.Errorf("the field arguments must be a JSON object, or a string holding one; got %s", jsonKind(raw))
 	}
 	if err := jsonlimit.Check(raw, ArgumentLimits); err != nil {
 		return nil, err
@@ -152,16 +152,30 @@ func jsonValue(r gjson.Result) any {
 	return m
 }
 
+// jsonKind names what b is, never quoting it: arguments may hold a
+// secret.
 func jsonKind(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
 	switch b[0] {
+	case '{':
+		return "a JSON object"
 	case '[':
 		return "an array"
 	case '"':
-		return "a string"
+		var s string
+		if json.Unmarshal(b, &s) != nil {
+			return "a string that is not valid JSON"
+		}
+		return "a string holding " + jsonKind([]byte(s))
 	case 't', 'f':
 		return "a boolean"
+	case 'n':
+		return "null"
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return "a number"
 	}
-	return "something that is not JSON"
+	return "text that is not JSON"
 }

@@ -45,7 +45,7 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 			"code must match the pattern ^[0-9]+$", `mode must be "fast"`}},
 		{"not JSON", `{"keyword":`, []string{"not valid JSON"}},
 		{"trailing text", `{"keyword":"x"} {}`, []string{"not valid JSON"}},
-		{"not an object", `["x"]`, []string{"must be a JSON object, got an array"}},
+		{"not an object", `["x"]`, []string{"the field arguments must be a JSON object, or a string holding one; got an array"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/internal/invisible"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -272,11 +273,16 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 }
 
 // legacySource is the source a sync from given (a URL with userinfo)
-// wrote before migration 00031 at the URL whole: it takes its location
-// without the userinfo now (unless dryRun), so that its password is no
-// longer stored in clear.
+// wrote before migration 00031 at the URL whole, or before leftovers77 at
+// the URL cut at its last @ (settings.Redacted: "https://…@scope/spec.json"
+// for an @ in its path): it takes its location now (unless dryRun), so
+// that its password is no longer stored in clear, and its location is the
+// URL.
 func legacySource(ctx context.Context, st *store.Store, given, location string, dryRun bool) (*store.ImportSource, error) {
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, given)
+	if cut := settings.Redacted(given); errors.Is(err, store.ErrNotFound) && cut != location {
+		src, err = st.FindImportSource(ctx, store.SourceOpenAPI, cut)
+	}
 	if err != nil {
 		return nil, errors.Unwrap(err) // its message quotes given whole
 	}

@@ -454,6 +454,7 @@ type Watcher struct {
 
 	mu        sync.Mutex // serializes polls, so listeners see moves in order
 	listens   []func(old, new Versions)
+	polled    []func(Versions)
 	failing   bool
 	lastAudit *ChangeAudit
 	// grantsFailing: the last read of Grants failed (logged once).
@@ -526,6 +527,16 @@ func (w *Watcher) OnChange(fn func(old, new Versions)) {
 	w.mu.Unlock()
 }
 
+// OnPoll registers fn, called after every poll that read the counters,
+// moved or not, after OnChange's listeners, from the polling goroutine: a
+// listener whose work on a move could not be done then (a read failed)
+// does it again at the next. Register listeners before Run.
+func (w *Watcher) OnPoll(fn func(Versions)) {
+	w.mu.Lock()
+	w.polled = append(w.polled, fn)
+	w.mu.Unlock()
+}
+
 // Poll reads the counters now. A replica's own writes call it, so that
 // they take effect on that replica at once rather than after a poll
 // interval. Counter rows found missing are recreated first.
@@ -536,6 +547,16 @@ func (w *Watcher) Poll(ctx context.Context) (Versions, error) {
 }
 
 func (w *Watcher) poll(ctx context.Context) (Versions, error) {
+	v, err := w.read(ctx)
+	if err == nil {
+		for _, fn := range w.polled {
+			fn(v)
+		}
+	}
+	return v, err
+}
+
+func (w *Watcher) read(ctx context.Context) (Versions, error) {
 	keeper, _ := w.src.(CounterKeeper)
 	v, err := w.src.Versions(ctx)
 	if missing, ok := errors.AsType[*MissingCountersError](err); ok && keeper != nil {

@@ -3084,7 +3084,7 @@ type ClientInterface interface {
 
 	// GetReadiness Readiness — the database reachable and migrated.
 	//
-	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves).
+	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves). Without a token the message says the reason's kind only; the detail (tables, the database's and the permission source's errors) is logged, and shown to the admin token or the metrics token (BLINDEXEC_METRICS_TOKEN); any other token is answered as none.
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3915,7 +3915,7 @@ func (c *Client) OauthStart(ctx context.Context, handle string, reqEditors ...Re
 
 // GetReadiness Readiness — the database reachable and migrated.
 //
-// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves).
+// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves). Without a token the message says the reason's kind only; the detail (tables, the database's and the permission source's errors) is logged, and shown to the admin token or the metrics token (BLINDEXEC_METRICS_TOKEN); any other token is answered as none.
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8923,7 +8923,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadinessWithResponse Readiness — the database reachable and migrated.
 	//
-	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves).
+	// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves). Without a token the message says the reason's kind only; the detail (tables, the database's and the permission source's errors) is logged, and shown to the admin token or the metrics token (BLINDEXEC_METRICS_TOKEN); any other token is answered as none.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15721,7 +15721,7 @@ func (c *ClientWithResponses) OauthStartWithResponse(ctx context.Context, handle
 
 // GetReadinessWithResponse Readiness — the database reachable and migrated.
 //
-// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves).
+// 200 ready, 200 degraded while the database is unreachable within BLINDEXEC_DB_OUTAGE_GRACE_MS, else 503 — also while the permission source (BLINDEXEC_PERMISSIONS) cannot be read, and once the replica is stopping (SIGTERM; details.status `stopping`, for BLINDEXEC_SHUTDOWN_DRAIN_MS while it still serves). Without a token the message says the reason's kind only; the detail (tables, the database's and the permission source's errors) is logged, and shown to the admin token or the metrics token (BLINDEXEC_METRICS_TOKEN); any other token is answered as none.
 //
 // Returns a wrapper object for the known response body format(s).
 //

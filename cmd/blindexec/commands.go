@@ -58,7 +58,7 @@ func serveCmd(cfg *config) *cobra.Command {
 			// its grace is over.
 			calls, cancelCalls := context.WithCancelCause(context.Background())
 			defer cancelCalls(nil)
-			gate := &startGate{}
+			gate := &startGate{operators: []string{cfg.adminToken, cfg.metricsToken}}
 			hs := cfg.limits.httpServer(cfg.addr, gate)
 			hs.BaseContext = func(net.Listener) context.Context { return calls }
 			errc := make(chan error, 1)

@@ -89,7 +89,7 @@ func TestReplicasCounterSwitchedOff(t *testing.T) {
 		sql("DROP TRIGGER trg_sys_ai_token_delete")
 		for _, r := range rs {
 			took := await(t, "replica "+r.name+" not ready while the trigger is missing", func() bool {
-				code, body := r.do(t, "GET", "/readyz", "", nil)
+				code, body := r.do(t, "GET", "/readyz", admin, nil) // the trigger's name is the operator's detail
 				return code == http.StatusServiceUnavailable && strings.Contains(fmt.Sprint(body), "trg_sys_ai_token_delete")
 			})
 			t.Logf("DROP TRIGGER: replica %s not ready after %v", r.name, took)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine/recordspool"
 )
@@ -19,9 +20,13 @@ import (
 // /healthz answers, /readyz and every other route answer 503 saying why,
 // so that an instance started while the database is down says so and
 // serves nothing it has not read. open hands over to the real routes.
+// The last error (the database's host and name, the driver's words) is
+// logged, and shown to a caller with one of operators' tokens only (the
+// administrator's, the metrics token), as /readyz's detail is.
 type startGate struct {
-	h   atomic.Pointer[http.Handler]
-	why atomic.Pointer[string]
+	h         atomic.Pointer[http.Handler]
+	why       atomic.Pointer[string]
+	operators []string
 }
 
 func (g *startGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +40,7 @@ func (g *startGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "the engine has not read the database yet"
-	if why := g.why.Load(); why != nil {
+	if why := g.why.Load(); why != nil && api.BearerIs(r, g.operators...) {
 		msg += ": " + *why
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)

@@ -8,6 +8,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 )
@@ -50,27 +51,48 @@ func Redacted(v string) string {
 
 // RedactedLocation is an import's location as it is stored and shown: an
 // http(s) URL with userinfo (which Go's client sends as basic auth: a
-// password or a token) as Redacted writes it; any other location as it
-// is. The location shown is its own redaction.
+// password or a token) with its userinfo written "…" and the rest as it
+// is ("https://…@host/@scope/spec.json"), so the location shown is a URL
+// naming the same document, and its own redaction; a value with userinfo
+// that net/url does not parse as Redacted writes it (cut at its last @);
+// any other location as it is.
 func RedactedLocation(loc string) string {
-	if HasUserinfo(loc) {
-		return Redacted(loc)
+	scheme, at := userinfoEnd(loc)
+	switch {
+	case at < 0, loc[scheme:at] == "…":
+		return loc // none, or shown already
 	}
-	return loc
+	if u, err := url.Parse(loc); err == nil && u.User != nil {
+		return loc[:scheme] + "…" + loc[at:]
+	}
+	return Redacted(loc)
 }
 
 // HasUserinfo reports whether loc is an http(s) URL with userinfo (an @
 // in its authority), shown or not.
 func HasUserinfo(loc string) bool {
+	_, at := userinfoEnd(loc)
+	return at >= 0
+}
+
+// userinfoEnd is where an http(s) URL's userinfo starts (after the
+// scheme's "//", any case, as net/url takes it) and where it ends: the
+// last @ of its authority, where net/url and Go's client split it; at is
+// -1 without one.
+func userinfoEnd(loc string) (start, at int) {
 	for _, scheme := range []string{"http://", "https://"} {
-		if rest, ok := strings.CutPrefix(loc, scheme); ok {
-			authority, _, _ := strings.Cut(rest, "/")
-			authority, _, _ = strings.Cut(authority, "?")
-			authority, _, _ = strings.Cut(authority, "#")
-			return strings.Contains(authority, "@")
+		if len(loc) >= len(scheme) && strings.EqualFold(loc[:len(scheme)], scheme) {
+			rest := loc[len(scheme):]
+			if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+				rest = rest[:end]
+			}
+			if i := strings.LastIndex(rest, "@"); i >= 0 {
+				return len(scheme), len(scheme) + i
+			}
+			return len(scheme), -1
 		}
 	}
-	return false
+	return 0, -1
 }
 
 // Source is where settings come from. Read every setting through its

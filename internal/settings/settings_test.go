@@ -2,6 +2,7 @@ package settings
 
 import (
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,16 +257,26 @@ func TestRegistry(t *testing.T) {
 // without what comes before its last @: there a DSN or a URL holds its
 // user and password (BLINDEXEC_DB=root:pw@tcp(db:3306)/ry, written
 // without its mysql: prefix, printed its password).
+//
+// The same values as import locations (leftovers77): a URL net/url parses
+// with userinfo is shown with its userinfo alone written "…", so what is
+// shown names the same host, path, query and fragment and is its own
+// redaction (a sync from it as shown finds the URL kept for it); before,
+// "https://u:pw@host/@scope/spec.json" was shown "https://…@scope/spec.json".
 func FuzzErrorValue(f *testing.F) {
 	f.Add("root:", "@tcp(db:3306)/ry")
 	f.Add("https://user:", "@api.example/v1")
 	f.Add("", "@")
 	f.Add("a@b:", "@c")
+	f.Add("https://u:", "@host/@scope/spec.json")
+	f.Add("HTTPS://u:", "@host/spec.json")
+	f.Add("http://u:", "@host?q=@x#@y")
 	const pw = "S3cr3tPw"
 	f.Fuzz(func(t *testing.T, before, after string) {
 		if strings.Contains(after, pw) {
 			return // the part shown names it itself
 		}
+		checkLocation(t, before+pw+after, pw)
 		var r Registry
 		db := Check(&r, "BLINDEXEC_DB", "", "DSN", "sqlite:PATH or mysql:DSN", func(string) bool { return false }, "the database")
 		value := before + pw + after
@@ -282,4 +293,30 @@ func FuzzErrorValue(f *testing.F) {
 			t.Fatalf("%q: the error does not name the variable: %v", value, err)
 		}
 	})
+}
+
+// checkLocation: loc's redaction as an import location hides pw where it
+// is in loc's userinfo, keeps the rest of a URL net/url parses, and is its
+// own redaction.
+func checkLocation(t *testing.T, loc, pw string) {
+	t.Helper()
+	shown := RedactedLocation(loc)
+	if again := RedactedLocation(shown); again != shown {
+		t.Fatalf("%q: shown %q, which is shown %q: not its own redaction", loc, shown, again)
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.User == nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
+		return
+	}
+	if strings.Contains(u.User.String(), url.PathEscape(pw)) && strings.Count(shown, pw) >= strings.Count(loc, pw) {
+		t.Fatalf("%q: shown %q, with the userinfo's %s", loc, shown, pw)
+	}
+	// "…" is no userinfo net/url parses: the shown URL with one in its place.
+	back, err := url.Parse(strings.Replace(shown, "…@", "x@", 1))
+	if err != nil {
+		t.Fatalf("%q: shown %q, no longer a URL: %v", loc, shown, err)
+	}
+	if back.Host != u.Host || back.Path != u.Path || back.RawQuery != u.RawQuery || back.Fragment != u.Fragment || back.User.String() != "x" {
+		t.Fatalf("%q: shown %q, another URL: %+v, want %+v with userinfo x", loc, shown, back, u)
+	}
 }
