@@ -283,11 +283,13 @@ func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, keys []strin
 		refusal = nil
 		sends := KeyOrigins(p, idx.servers[p.Execution.MCPID])
 		for _, k := range slices.Sorted(slices.Values(keys)) {
-			if origin, ok := sends[k]; ok {
-				if e := idx.sends.Elsewhere(k, origin); e != nil {
-					refusal = e
-					break
-				}
+			// A key the index does not place (its server registered or
+			// changed since it was read, the call reading the row afresh)
+			// goes to an origin not fixed: refused while catalog plugins
+			// read it, until a read places it (review77).
+			if e := idx.sends.Elsewhere(k, sends[k]); e != nil {
+				refusal = e
+				break
 			}
 		}
 		if refusal == nil {

@@ -368,3 +368,43 @@ func TestCatalogFollowsAFailedReload(t *testing.T) {
 		t.Errorf("the row disabled, the database back: Row %v, %v; want none", p, err)
 	}
 }
+
+// TestElsewhereUnplacedKey (review77): a stored key the index cannot
+// place — the call's server registered (the CLI, another replica) after
+// the index was read, the counter not yet polled, while its row is read
+// afresh for the call — is decided as one going to an origin not fixed:
+// refused while catalog plugins read it. Before, Elsewhere skipped a key
+// its index did not place, and the new server was sent the users'
+// GH_TOKEN, which the catalog sends to its API only.
+func TestElsewhereUnplacedKey(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := t.Context()
+	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
+	changes.Poll(ctx)
+	c := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
+	tool := func(server string) *plugins.Plugin {
+		return &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: server, ToolName: "t"}}
+	}
+	if err := c.Elsewhere(ctx, tool("none"), []string{"OWN_KEY"}); err != nil { // the index read
+		t.Fatalf("a key no catalog plugin reads: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "look-1", Name: "look", Transport: store.TransportStreamableHTTP,
+		URL: "https://look.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"GH_TOKEN"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Elsewhere(ctx, tool("look"), []string{"GH_TOKEN"})
+	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Key != "GH_TOKEN" {
+		t.Errorf("GH_TOKEN to a server the index does not know yet: %v, want refused", err)
+	}
+	if err := c.Elsewhere(ctx, tool("look"), []string{"OWN_KEY"}); err != nil {
+		t.Errorf("a key no catalog plugin reads, unplaced: %v, want its own", err)
+	}
+}
