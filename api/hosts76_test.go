@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -113,6 +114,44 @@ func TestProxyServerNotYetPolled(t *testing.T) {
 	for _, h := range look.Headers() {
 		if strings.Contains(strings.Join(h.Values("Authorization"), " "), ghToken) {
 			t.Fatalf("the server registered by the CLI was sent GH_TOKEN: %d %v", code, out)
+		}
+	}
+	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
+		t.Errorf("%d %v, want 422 %s", code, out, engine.CodeCredentialNotBound)
+	}
+}
+
+// TestProxyTokenURLIsWhereTheClientGoes (review77): an MCP server at an
+// origin the catalog sends GH_TOKEN to (an http plugin of that origin),
+// whose auth config is oauth2 client credentials with GH_TOKEN as the
+// client secret and a token URL elsewhere. Before, the rule placed
+// GH_TOKEN at the server's URL and let the proxy's listing through: the
+// token URL received user 7's GH_TOKEN. Now the client's keys count at the
+// token URL's origin, where no enabled plugin sends GH_TOKEN: refused.
+func TestProxyTokenURLIsWhereTheClientGoes(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e, _, _, look := lookalikeEnv(t, st)
+	tokens := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"tok-0123456789abcdef","token_type":"bearer","expires_in":3600}`))
+	})
+	if code, out := e.do("POST", "/v1/plugins", adminToken, `{"name":"look_api","description":"d","parameters":{"type":"object"},
+		"execution":{"method":"GET","base_url":"`+look.Endpoint+`"},"auth_config":{"type":"bearer","token":"GH_TOKEN"}}`); code != http.StatusCreated {
+		t.Fatalf("add look_api: %d %v", code, out)
+	}
+	if code, out := e.do("PUT", "/v1/credentials/7/GH_CLIENT", adminToken, map[string]string{"value": "client-id-0123456789"}); code != http.StatusNoContent {
+		t.Fatalf("store: %d %v", code, out)
+	}
+	if code, out := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "look", "name": "look", "url": look.Endpoint,
+		"auth_config": map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "client_credentials", "token_url": tokens.URL + "/token",
+			"client_id": "GH_CLIENT", "client_secret": "GH_TOKEN"}}}); code != http.StatusCreated {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	code, out := e.do("POST", "/v1/mcp/proxy/look/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
+	for _, r := range tokens.received() {
+		if strings.Contains(string(r.body)+strings.Join(r.header.Values("Authorization"), " "), ghToken) ||
+			strings.Contains(strings.Join(r.header.Values("Authorization"), " "), base64.StdEncoding.EncodeToString([]byte("client-id-0123456789:"+ghToken))) {
+			t.Fatalf("the token URL was sent GH_TOKEN: %d %v", code, out)
 		}
 	}
 	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
