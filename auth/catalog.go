@@ -62,10 +62,11 @@ type CatalogSource interface {
 // leaves out — one breaking the protocol, RuoYi's SQL — binds no copy
 // and is no call's current row either (review 74).
 type Served interface {
-	// RowsAt is the enabled plugins, every plugin (enabled or not) and
-	// the plugins' counter value they are of (older than the counter
-	// while the catalog serves what it held, a reload having failed).
-	RowsAt(ctx context.Context) (enabled, all []*plugins.Plugin, version int64, err error)
+	// RowsAt is the enabled plugins, every plugin (enabled or not), the
+	// rows it leaves out that decode, and the plugins' counter value they
+	// are of (older than the counter while the catalog serves what it
+	// held, a reload having failed).
+	RowsAt(ctx context.Context) (enabled, all, unserved []*plugins.Plugin, version int64, err error)
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
@@ -193,12 +194,20 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
 	}
-	enabled, all, version, err := served.RowsAt(ctx)
+	enabled, all, unserved, version, err := served.RowsAt(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	for _, p := range all {
 		idx.sends.Add(p, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
+	}
+	for _, p := range unserved {
+		// A row left out sends nothing, but the users' keys stored for
+		// it are the catalog's, as the import counts them (settleHosts
+		// reads the rows): no other server's own (review77).
+		off := *p
+		off.Status = plugins.StatusDisabled
+		idx.sends.Add(&off, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
 	}
 	for _, p := range enabled {
 		idx.plugins[p.Name] = p
