@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,18 +30,7 @@ import (
 // and the proxy calls the server.
 func TestProxySendsNoKeyElsewhere(t *testing.T) {
 	st := testdb.Open(t, store.DialectSQLite)
-	e, up, userToken, _, _ := decisionEnv(t, st, func(s *api.Server) {
-		m := enginemcp.NewManager(st, egresstest.Client(t))
-		t.Cleanup(func() { m.Close() })
-		enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
-		s.MCP = &api.MCPConfig{Manager: m}
-	})
-	look := mcptest.New(t)
-	for _, name := range []string{"whoami", "other"} {
-		look.AddTool(name, "Who the server thinks you are.", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}
-		})
-	}
+	e, up, userToken, look := lookalikeEnv(t, st)
 	if code, out := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "look", "name": "look", "url": look.Endpoint,
 		"auth_config": map[string]any{"type": "bearer", "token": "GH_TOKEN"}}); code != http.StatusCreated {
 		t.Fatalf("register: %d %v", code, out)
@@ -79,5 +69,92 @@ func TestProxySendsNoKeyElsewhere(t *testing.T) {
 	}
 	if code, out := e.do("POST", "/v1/mcp/proxy/look/tools/whoami/call?user_id=7", serviceToken, map[string]any{}); code != http.StatusOK || len(look.Calls()) != 1 || !keySent() {
 		t.Errorf("once a row sends GH_TOKEN there: %d %v, %d calls", code, out, len(look.Calls()))
+	}
+}
+
+// lookalikeEnv is decisionEnv with MCP servers, and a server (not yet
+// registered) with the tools whoami and other.
+func lookalikeEnv(t *testing.T, st *store.Store) (e *env, up *upstream, userToken string, look *mcptest.Server) {
+	e, up, userToken, _, _ = decisionEnv(t, st, func(s *api.Server) {
+		m := enginemcp.NewManager(st, egresstest.Client(t))
+		t.Cleanup(func() { m.Close() })
+		enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
+		s.MCP = &api.MCPConfig{Manager: m}
+	})
+	look = mcptest.New(t)
+	for _, name := range []string{"whoami", "other"} {
+		look.AddTool(name, "Who the server thinks you are.", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}
+		})
+	}
+	return e, up, userToken, look
+}
+
+// TestProxyServerNotYetPolled (review77): an MCP server reading
+// GH_TOKEN, which the catalog's notes_get sends to its API, registered
+// by the CLI (a write this process sees at its next poll of the
+// counters). The index of where keys go, read before, does not know it;
+// the call reads its row afresh. Before, the check skipped a key it could
+// not place and the proxy's listing sent the server user 7's GH_TOKEN
+// until the poll; now the key is refused (credential_not_bound) while
+// catalog plugins read it.
+func TestProxyServerNotYetPolled(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e, _, _, look := lookalikeEnv(t, st)
+	// A call of a catalog row: the index is read.
+	if code, out := e.do("POST", "/v1/execute", serviceToken, map[string]any{"name": "notes_get", "user_id": 7, "arguments": map[string]any{"q": "x"}}); code == http.StatusNotFound || code == http.StatusBadRequest {
+		t.Fatalf("notes_get: %d %v", code, out)
+	}
+	url := look.Endpoint
+	if err := st.CreateMCPServer(t.Context(), &store.MCPServer{ID: "look", Name: "look", Transport: store.TransportStreamableHTTP, URL: url, CredentialsURL: &url,
+		AuthConfig: store.JSON(`{"type":"bearer","token":"GH_TOKEN"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.do("POST", "/v1/mcp/proxy/look/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
+	for _, h := range look.Headers() {
+		if strings.Contains(strings.Join(h.Values("Authorization"), " "), ghToken) {
+			t.Fatalf("the server registered by the CLI was sent GH_TOKEN: %d %v", code, out)
+		}
+	}
+	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
+		t.Errorf("%d %v, want 422 %s", code, out, engine.CodeCredentialNotBound)
+	}
+}
+
+// TestProxyTokenURLIsWhereTheClientGoes (review77): an MCP server at an
+// origin the catalog sends GH_TOKEN to (an http plugin of that origin),
+// whose auth config is oauth2 client credentials with GH_TOKEN as the
+// client secret and a token URL elsewhere. Before, the rule placed
+// GH_TOKEN at the server's URL and let the proxy's listing through: the
+// token URL received user 7's GH_TOKEN. Now the client's keys count at the
+// token URL's origin, where no enabled plugin sends GH_TOKEN: refused.
+func TestProxyTokenURLIsWhereTheClientGoes(t *testing.T) {
+	st := testdb.Open(t, store.DialectSQLite)
+	e, _, _, look := lookalikeEnv(t, st)
+	tokens := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"tok-0123456789abcdef","token_type":"bearer","expires_in":3600}`))
+	})
+	if code, out := e.do("POST", "/v1/plugins", adminToken, `{"name":"look_api","description":"d","parameters":{"type":"object"},
+		"execution":{"method":"GET","base_url":"`+look.Endpoint+`"},"auth_config":{"type":"bearer","token":"GH_TOKEN"}}`); code != http.StatusCreated {
+		t.Fatalf("add look_api: %d %v", code, out)
+	}
+	if code, out := e.do("PUT", "/v1/credentials/7/GH_CLIENT", adminToken, map[string]string{"value": "client-id-0123456789"}); code != http.StatusNoContent {
+		t.Fatalf("store: %d %v", code, out)
+	}
+	if code, out := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "look", "name": "look", "url": look.Endpoint,
+		"auth_config": map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "client_credentials", "token_url": tokens.URL + "/token",
+			"client_id": "GH_CLIENT", "client_secret": "GH_TOKEN"}}}); code != http.StatusCreated {
+		t.Fatalf("register: %d %v", code, out)
+	}
+	code, out := e.do("POST", "/v1/mcp/proxy/look/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
+	for _, r := range tokens.received() {
+		if strings.Contains(string(r.body)+strings.Join(r.header.Values("Authorization"), " "), ghToken) ||
+			strings.Contains(strings.Join(r.header.Values("Authorization"), " "), base64.StdEncoding.EncodeToString([]byte("client-id-0123456789:"+ghToken))) {
+			t.Fatalf("the token URL was sent GH_TOKEN: %d %v", code, out)
+		}
+	}
+	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
+		t.Errorf("%d %v, want 422 %s", code, out, engine.CodeCredentialNotBound)
 	}
 }

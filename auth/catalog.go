@@ -62,10 +62,11 @@ type CatalogSource interface {
 // leaves out — one breaking the protocol, RuoYi's SQL — binds no copy
 // and is no call's current row either (review 74).
 type Served interface {
-	// RowsAt is the enabled plugins, every plugin (enabled or not) and
-	// the plugins' counter value they are of (older than the counter
-	// while the catalog serves what it held, a reload having failed).
-	RowsAt(ctx context.Context) (enabled, all []*plugins.Plugin, version int64, err error)
+	// RowsAt is the enabled plugins, every plugin (enabled or not), the
+	// rows it leaves out that decode, and the plugins' counter value they
+	// are of (older than the counter while the catalog serves what it
+	// held, a reload having failed).
+	RowsAt(ctx context.Context) (enabled, all, unserved []*plugins.Plugin, version int64, err error)
 }
 
 // Catalog answers the questions the credential rules ask of the enabled
@@ -193,12 +194,20 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			classify(cfg) // what an enabled server's auth reads, whether or not a plugin calls it
 		}
 	}
-	enabled, all, version, err := served.RowsAt(ctx)
+	enabled, all, unserved, version, err := served.RowsAt(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	for _, p := range all {
 		idx.sends.Add(p, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
+	}
+	for _, p := range unserved {
+		// A row left out sends nothing, but the users' keys stored for
+		// it are the catalog's, as the import counts them (settleHosts
+		// reads the rows): no other server's own (review77).
+		off := *p
+		off.Status = plugins.StatusDisabled
+		idx.sends.Add(&off, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
 	}
 	for _, p := range enabled {
 		idx.plugins[p.Name] = p
@@ -283,11 +292,13 @@ func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, keys []strin
 		refusal = nil
 		sends := KeyOrigins(p, idx.servers[p.Execution.MCPID])
 		for _, k := range slices.Sorted(slices.Values(keys)) {
-			if origin, ok := sends[k]; ok {
-				if e := idx.sends.Elsewhere(k, origin); e != nil {
-					refusal = e
-					break
-				}
+			// A key the index does not place (its server registered or
+			// changed since it was read, the call reading the row afresh)
+			// goes to an origin not fixed: refused while catalog plugins
+			// read it, until a read places it (review77).
+			if e := idx.sends.Elsewhere(k, sends[k]); e != nil {
+				refusal = e
+				break
 			}
 		}
 		if refusal == nil {

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -366,5 +367,82 @@ func TestCatalogFollowsAFailedReload(t *testing.T) {
 	}
 	if p, err := c.Row(ctx, "keyed"); err != nil || p != nil {
 		t.Errorf("the row disabled, the database back: Row %v, %v; want none", p, err)
+	}
+}
+
+// TestElsewhereUnplacedKey (review77): a stored key the index cannot
+// place — the call's server registered (the CLI, another replica) after
+// the index was read, the counter not yet polled, while its row is read
+// afresh for the call — is decided as one going to an origin not fixed:
+// refused while catalog plugins read it. Before, Elsewhere skipped a key
+// its index did not place, and the new server was sent the users'
+// GH_TOKEN, which the catalog sends to its API only.
+func TestElsewhereUnplacedKey(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := t.Context()
+	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
+	changes.Poll(ctx)
+	c := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
+	tool := func(server string) *plugins.Plugin {
+		return &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: server, ToolName: "t"}}
+	}
+	if err := c.Elsewhere(ctx, tool("none"), []string{"OWN_KEY"}); err != nil { // the index read
+		t.Fatalf("a key no catalog plugin reads: %v", err)
+	}
+	if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "look-1", Name: "look", Transport: store.TransportStreamableHTTP,
+		URL: "https://look.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"GH_TOKEN"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Elsewhere(ctx, tool("look"), []string{"GH_TOKEN"})
+	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Key != "GH_TOKEN" {
+		t.Errorf("GH_TOKEN to a server the index does not know yet: %v, want refused", err)
+	}
+	if err := c.Elsewhere(ctx, tool("look"), []string{"OWN_KEY"}); err != nil {
+		t.Errorf("a key no catalog plugin reads, unplaced: %v, want its own", err)
+	}
+}
+
+// TestElsewhereLeftOutRow (review77): a row the served catalog leaves out
+// (it decodes, but the protocol refuses it: RuoYi's method "FETCH") reads
+// PAY_KEY, which users have stored for it. The import counts it (it reads
+// the rows from the store), the index of where keys go did not: PAY_KEY
+// was no catalog plugin's there, and a server reading it was sent it
+// through the proxy (before: nil). Now the row's keys are the catalog's,
+// sent nowhere while it is left out.
+func TestElsewhereLeftOutRow(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := t.Context()
+	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "pay", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "https://pay.example/v1"}, "auth_config": {"type": "bearer", "token": "PAY_KEY"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.ExecutionConfig = bytes.Replace(row.ExecutionConfig, []byte(`"GET"`), []byte(`"FETCH"`), 1)
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "look-1", Name: "look", Transport: store.TransportStreamableHTTP,
+		URL: "https://pay.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"PAY_KEY"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
+	changes.Poll(ctx)
+	served := catalog.New(st, changes, nil)
+	if why, err := served.LeftOut(ctx); err != nil || why["pay"] == nil {
+		t.Fatalf("the row pay is served: %v %v", why, err)
+	}
+	c := auth.NewCatalog(st, served, changes)
+	tool := &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "look", ToolName: "t"}}
+	err = c.Elsewhere(ctx, tool, []string{"PAY_KEY"})
+	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || len(ee.There) != 0 {
+		t.Errorf("PAY_KEY, read by a row left out, to a server: %v, want refused (no enabled plugin sends it)", err)
 	}
 }

@@ -31,16 +31,19 @@ const NotFixed = "an origin not fixed"
 type ServerSends struct {
 	Origin string
 	Keys   []string
+	// Auth is the server's auth config over HTTP (zero for stdio, which
+	// is given no credential): an oauth2 client's id and secret go to its
+	// token URL, not to Origin (review77).
+	Auth plugins.AuthConfig
 }
 
 // ServerSendsOf is where the tools of the server row send its keys.
 func ServerSendsOf(row *store.MCPServer) ServerSends {
-	s := ServerSends{Origin: Origin(row.URL)}
-	if row.Transport == store.TransportStdio {
-		s.Origin = "stdio:" + row.ID
-	}
 	cfg, _ := catalog.MCPServerAuth(row) // unreadable: no call of it authenticates
-	s.Keys = cfg.CredentialKeys()
+	s := ServerSends{Origin: Origin(row.URL), Keys: cfg.CredentialKeys(), Auth: cfg}
+	if row.Transport == store.TransportStdio {
+		s.Origin, s.Auth = "stdio:"+row.ID, plugins.AuthConfig{}
+	}
 	return s
 }
 
@@ -55,21 +58,21 @@ func SentKeys(p *plugins.Plugin) []string {
 // oauth2 client's id and secret to the token URL's origin, every other
 // key to the base URL's, or, for a tool of an MCP server (srv, read only
 // then), the server's auth config's keys and its own to the server's
-// URL's (ServerSends); "" where the origin is not fixed (a templated
-// host).
+// URL's, its oauth2 client's to its token URL's (ServerSends); "" where
+// the origin is not fixed (a templated host).
 func KeyOrigins(p *plugins.Plugin, srv ServerSends) map[string]string {
 	base := ""
 	keys := SentKeys(p)
+	a := p.AuthConfig
 	switch {
 	case p.ExecType() == plugins.TypeHTTP:
 		base = Origin(p.Execution.BaseURL)
 	case p.Execution.MCPID != "": // an MCP row, or the proxy's tool without one
 		// The server's auth config is what its tools send, whatever
-		// their rows list.
-		base, keys = srv.Origin, append(keys, srv.Keys...)
+		// their rows list, and it is the one that authenticates them.
+		base, keys, a = srv.Origin, append(keys, srv.Keys...), srv.Auth
 	}
 	out := make(map[string]string, len(keys))
-	a := p.AuthConfig
 	for _, k := range keys {
 		out[k] = base
 		if a.Type == plugins.AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials &&

@@ -59,6 +59,9 @@ type snapshot struct {
 	// leftOut is why each row left out was, by the row's name: what an
 	// administrator reading the row is told (LeftOut).
 	leftOut map[string]error
+	// unserved are the rows left out that decode: no call's, but the
+	// keys they read are the catalog's (RowsAt).
+	unserved []*plugins.Plugin
 }
 
 // decision is what a load made of a row's content: the plugin
@@ -189,6 +192,10 @@ func (c *Catalog) load(ctx context.Context, version int64) (*snapshot, error) {
 				s.leftOut = map[string]error{}
 			}
 			s.leftOut[rows[i].Name] = err
+			if d.p != nil {
+				p := *d.p
+				s.unserved = append(s.unserved, &p)
+			}
 			continue
 		}
 		p := new(plugins.Plugin)
@@ -272,16 +279,18 @@ func (c *Catalog) EnabledPlugins(ctx context.Context) ([]*plugins.Plugin, error)
 	return s.enabled, nil
 }
 
-// RowsAt is EnabledPlugins, Plugins and the counter value they are of:
+// RowsAt is EnabledPlugins, Plugins, the rows left out that decode
+// (never served: a protocol the engine refuses, RuoYi's SQL; their keys
+// are still the catalog's, review77) and the counter value they are of:
 // older than the counter while a reload fails and the snapshot held is
 // served, so that what is built on them (auth.Catalog's index) is read
 // again once the catalog reloads, not kept as the counter's.
-func (c *Catalog) RowsAt(ctx context.Context) (enabled, all []*plugins.Plugin, version int64, err error) {
+func (c *Catalog) RowsAt(ctx context.Context) (enabled, all, unserved []*plugins.Plugin, version int64, err error) {
 	s, err := c.current(ctx)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, 0, err
 	}
-	return s.enabled, s.all, s.version, nil
+	return s.enabled, s.all, s.unserved, s.version, nil
 }
 
 // Plugins returns every plugin, enabled or not, in name order: what a

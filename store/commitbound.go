@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -103,9 +104,13 @@ func (t commitBoundTx) Commit() error {
 		return err
 	}
 	<-fired
-	if err == nil {
-		t.net.SetDeadline(time.Time{}) // answered as it was cut: the connection stays usable
-		return nil
+	// Answered as it was cut (a success, or the server's error, after
+	// which the driver keeps the connection): the connection goes back
+	// to the pool, so its deadline is cleared and the answer is the
+	// server's. Else the read failed and the driver closed it.
+	if _, answered := errors.AsType[*mysqldrv.MySQLError](err); err == nil || answered {
+		t.net.SetDeadline(time.Time{})
+		return err
 	}
 	return fmt.Errorf("commit: no answer within %v (%w): %w", QueryTimeout, err, context.DeadlineExceeded)
 }
