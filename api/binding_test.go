@@ -238,6 +238,10 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
 				fmt.Fprintf(w, `{"error":"invalid_client","error_description":"unknown client %s"}`, storedKey)
+			case "/mcp": // an MCP server refusing to open a session, quoting the tenant header
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"unknown tenant %s"}}`, r.Header.Get("X-Tenant"))
 			default: // an upstream that knows the value and says it
 				fmt.Fprintf(w, `{"echo":%q}`, storedKey)
 			}
@@ -256,13 +260,9 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 			enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
 			s.MCP = &api.MCPConfig{Manager: m}
 		})
-		// A server refusing to open a session, quoting the tenant header.
-		broken := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"unknown tenant %s"}}`, r.Header.Get("X-Tenant"))
-		})
-		if code, body := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "broken", "name": "broken", "url": broken.URL + "/mcp",
+		// The refusing server is at the origin the catalog sends SECRET_KEY
+		// to (up's): elsewhere, the key would not be sent at all (hosts76).
+		if code, body := e.do("POST", "/v1/mcp/servers", adminToken, map[string]any{"mcp_id": "broken", "name": "broken", "url": up.URL + "/mcp",
 			"auth_config": map[string]any{"type": "api_key", "mapping": []map[string]any{{"source": "SECRET_KEY", "target": "X-Tenant", "secret": false}}}}); code != http.StatusCreated {
 			t.Fatalf("register broken: %d %v", code, body)
 		}
