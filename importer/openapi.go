@@ -19,9 +19,9 @@ import (
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/invisible"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
-	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/store"
 )
 
