@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -107,10 +108,18 @@ func TestStatelessCallGoroutines(t *testing.T) {
 		return
 	}
 	relay, engine := besideRelay(t)
-	const n = 1000
-	r, e := goroutinesPerCall(relay, n), goroutinesPerCall(engine, n)
-	t.Logf("goroutines started a call: the relay %.3f, /mcp %.3f", r, e)
-	if e > r+0.01 { // ten of the process's own (a timer's, the database pool's) in 1,000 calls
+	// The process starts goroutines of its own in time (a timer's, the
+	// database pool's, the driver's), not a call's: under -race on a
+	// loaded machine some twenty landed in 1,000 calls. So the fewest of
+	// five batches, taking turns, and a margin of 0.05 a call: a goroutine
+	// handed off per call is 1.0, one every tenth call 0.1.
+	const batches, n = 5, 200
+	r, e := math.Inf(1), math.Inf(1)
+	for range batches {
+		r, e = min(r, goroutinesPerCall(relay, n)), min(e, goroutinesPerCall(engine, n))
+	}
+	t.Logf("goroutines started a call, the fewest of %d batches of %d: the relay %.3f, /mcp %.3f", batches, n, r, e)
+	if e > r+0.05 {
 		t.Errorf("/mcp starts %.3f goroutines a tools/call, the hand-written relay %.3f: a goroutine handed off per call, or the upstream's connection not kept", e, r)
 	}
 }
