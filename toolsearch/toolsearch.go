@@ -152,6 +152,7 @@ func NewWith(ps []*plugins.Plugin, parts Parts) (*Index, error) {
 	}
 	if parts.Bilingual && len(ps) > 0 {
 		cedictTable.load()
+		ecdictTable.load()
 	}
 	w := DefaultWeights()
 	if parts.Weights != nil {

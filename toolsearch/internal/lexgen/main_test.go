@@ -88,3 +88,32 @@ func TestWordnet(t *testing.T) {
 		t.Errorf("wordnet = %q, want %q", lines, want)
 	}
 }
+
+// TestEcdict: each frequent headword's first Chinese word, the web's and
+// other domains' lines left out, remarks and one-character or longer
+// words skipped; a rare headword, a phrase and a headword with no rank
+// dropped.
+func TestEcdict(t *testing.T) {
+	csv := "word,phonetic,definition,translation,pos,collins,oxford,tag,bnc,frq,exchange,detail,audio\n" +
+		`ad,,,"n. 广告, 地址\n[网络] 公元",,,,,4324,1748,,,` + "\n" +
+		`cancel,,,"[网络] 注销\nn. (正式)取消, 撤消, 盖销(邮票)\n[计] 作废",,,,,3183,3915,,,` + "\n" +
+		`void,,,"n. 空, 空虚",,,,,0,0,,,` + "\n" +
+		`blankest,,,"a. 空白的",,,,,0,60001,,,` + "\n" +
+		`null and void,,,"a. 无效的",,,,,900,900,,,` + "\n"
+	path := filepath.Join(t.TempDir(), "ecdict.csv")
+	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := readEcdict(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ecdict(ls)
+	slices.Sort(got)
+	if want := []string{"ad\t广告", "cancel\t取消"}; !slices.Equal(got, want) {
+		t.Errorf("ecdict = %q, want %q", got, want)
+	}
+	if got, want := ecdictChinese(`vt. 取消, 删去\n[计] 作废\n[医] 消除`), []string{"取消", "删去", "作废"}; !slices.Equal(got, want) {
+		t.Errorf("ecdictChinese = %q, want %q", got, want)
+	}
+}
