@@ -136,6 +136,12 @@ func serveCmd(cfg *config) *cobra.Command {
 			// The leases held go back at the end of Run: before the store closes.
 			defer func() { stopLoops(); <-quotasDone }()
 			go api.RetainPending(loops, parts.store, cfg.pendingRetention, log)
+			replicas := cfg.replicas(parts, log)
+			srv.Replicas = replicas
+			replicasDone := make(chan struct{})
+			go func() { replicas.Run(loops); close(replicasDone) }()
+			// Its row goes at the end of Run: before the store closes.
+			defer func() { stopLoops(); <-replicasDone }()
 			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			srv.Expansion = cfg.expansion(parts.store, log)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {
