@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -434,7 +435,7 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 func (c *config) replicas(parts *engineParts, log *slog.Logger) *auth.Replicas {
 	host, _ := os.Hostname()
 	return &auth.Replicas{Store: parts.store, Keyring: parts.creds.Keyring(), Logger: log, Version: versionLine(), Host: host + " " + c.addr,
-		Every: c.changePoll * time.Duration(max(c.changeAudit, 0)+1),
+		Every: c.changePoll * time.Duration(cmp.Or(max(c.changeAudit, 0), store.DefaultAuditEvery)+1), // audits off: as often as by default
 		Settings: []auth.Setting{
 			{Name: setAdminToken.Name, Value: c.adminToken},
 			{Name: setServiceToken.Name, Value: c.serviceToken},
