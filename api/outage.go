@@ -111,7 +111,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.notReady.Store(nil)
 		// The counters this replica's caches follow: replicas that agree on
 		// them serve the same catalog, tokens and credentials.
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "changes": s.Changes.Current()})
+		body := map[string]any{"status": "ready", "changes": s.Changes.Current()}
+		if operator && s.Replicas != nil {
+			// Still ready: which of two disagreeing replicas is wrong is
+			// the operator's call, and taking both out is an outage.
+			if d := s.Replicas.Disagreements(); len(d) > 0 {
+				body["replicas"] = map[string]any{"disagree": d}
+			}
+		}
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	if s.OutageGrace <= 0 {

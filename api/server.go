@@ -135,6 +135,11 @@ type Server struct {
 	// nil: tracing off, and nothing of it on the request path.
 	Tracer trace.Tracer
 
+	// Replicas, when set, says where this replica's operator settings
+	// disagree with its peers' (auth.Replicas): /readyz shows it to the
+	// admin and metrics tokens.
+	Replicas interface{ Disagreements() []string }
+
 	tokens     tokenCache
 	operators  operatorHashes
 	tools      toolIndex

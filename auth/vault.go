@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -69,6 +70,9 @@ type Keyring struct {
 type vaultKey struct {
 	id   string
 	aead cipher.AEAD
+	// digest keys the digests of operator settings replicas compare
+	// (SettingDigest): derived from the key, never the key itself.
+	digest []byte
 }
 
 // ParseKeyring builds a Keyring from the values of BLINDEXEC_MASTER_KEY and
@@ -119,7 +123,9 @@ func newVaultKey(b64 string) (*vaultKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &vaultKey{id: vaultKeyID(raw), aead: aead}, nil
+	mac := hmac.New(sha256.New, raw)
+	mac.Write([]byte("blindexec operator settings digest v1"))
+	return &vaultKey{id: vaultKeyID(raw), aead: aead, digest: mac.Sum(nil)}, nil
 }
 
 // vaultKeyID is the kid of raw key bytes: 8 hex digits of their SHA-256.

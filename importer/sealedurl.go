@@ -103,3 +103,39 @@ func RotateURLs(ctx context.Context, st *store.Store, keys *auth.Keyring) (int, 
 	}
 	return n, nil
 }
+
+// SealLocations moves every OpenAPI source still stored at a URL with its
+// userinfo (imported before migration 00031, or by an older replica since)
+// to the location shown, the URL kept sealed as a sync would keep it:
+// the password leaves the database's location column (and its dumps) at
+// the first start of serve, not at each source's next sync, and a sync
+// from the location as shown works at once. It returns how many it moved.
+// Without a master key nothing is sealed.
+func SealLocations(ctx context.Context, st *store.Store, keys *auth.Keyring) (int, error) {
+	if keys.MasterKeyID() == "" {
+		return 0, nil
+	}
+	srcs, err := st.ImportSourcesWithUserinfo(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, src := range srcs {
+		shown := settings.RedactedLocation(src.Location)
+		if !settings.HasUserinfo(src.Location) || shown == src.Location {
+			continue // none, or shown already
+		}
+		sealed, _, err := keys.Encrypt(0, sealedURLKey(src.ID), src.Location)
+		if err != nil {
+			return n, err
+		}
+		switch err := st.SealImportSourceLocation(ctx, src.ID, src.Location, shown, sealed); {
+		case errors.Is(err, store.ErrNotFound):
+			continue // synced or removed meanwhile
+		case err != nil:
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -135,3 +135,29 @@ func (s *Store) ReplaceImportSourceSealedURL(ctx context.Context, id int64, old,
 	}
 	return nil
 }
+
+// ImportSourcesWithUserinfo returns the OpenAPI sources whose stored
+// location may hold userinfo (an @ after the scheme): rows an engine
+// before migration 00031 wrote with the URL whole.
+func (s *Store) ImportSourcesWithUserinfo(ctx context.Context) ([]ImportSource, error) {
+	var out []ImportSource
+	err := s.db.WithContext(ctx).Select("source_id, kind, location").
+		Where("kind = ? AND location LIKE ?", SourceOpenAPI, "%://%@%").Order("source_id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the import sources with userinfo: %w", classify(err))
+	}
+	return out, nil
+}
+
+// SealImportSourceLocation moves source id from the location old (with
+// its userinfo) to shown, keeping sealed as its URL, in one statement and
+// only if it is still at old: a sync meanwhile is never overwritten.
+// ErrNotFound when the row is gone or moved.
+func (s *Store) SealImportSourceLocation(ctx context.Context, id int64, old, shown, sealed string) error {
+	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ? AND location = ?", id, old).
+		Updates(map[string]any{"location": shown, "sealed_url": sealed})
+	if err := affected(res); err != nil {
+		return fmt.Errorf("seal the location of import source %d: %w", id, err)
+	}
+	return nil
+}

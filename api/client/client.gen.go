@@ -10556,11 +10556,16 @@ type GetReadinessResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
 		// Changes The change counters the caches follow.
-		Changes  map[string]interface{}                `json:"changes"`
-		Database *string                               `json:"database,omitempty"`
-		Serving  *string                               `json:"serving,omitempty"`
-		Status   GetReadiness200JSONResponseBodyStatus `json:"status"`
-		Until    *time.Time                            `json:"until,omitempty"`
+		Changes  map[string]interface{} `json:"changes"`
+		Database *string                `json:"database,omitempty"`
+
+		// Replicas To the admin or metrics token only, while this replica's operator settings disagree with a peer's on the same database (another admin, service or metrics token; a master key its keyring lacks), each a sentence naming the peer and the setting, never a value (ops78). The replica is still ready.
+		Replicas *struct {
+			Disagree []string `json:"disagree"`
+		} `json:"replicas,omitempty"`
+		Serving *string                               `json:"serving,omitempty"`
+		Status  GetReadiness200JSONResponseBodyStatus `json:"status"`
+		Until   *time.Time                            `json:"until,omitempty"`
 	}
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Error
@@ -10569,11 +10574,16 @@ type GetReadinessResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadinessResponse) GetJSON200() *struct {
 	// Changes The change counters the caches follow.
-	Changes  map[string]interface{}                `json:"changes"`
-	Database *string                               `json:"database,omitempty"`
-	Serving  *string                               `json:"serving,omitempty"`
-	Status   GetReadiness200JSONResponseBodyStatus `json:"status"`
-	Until    *time.Time                            `json:"until,omitempty"`
+	Changes  map[string]interface{} `json:"changes"`
+	Database *string                `json:"database,omitempty"`
+
+	// Replicas To the admin or metrics token only, while this replica's operator settings disagree with a peer's on the same database (another admin, service or metrics token; a master key its keyring lacks), each a sentence naming the peer and the setting, never a value (ops78). The replica is still ready.
+	Replicas *struct {
+		Disagree []string `json:"disagree"`
+	} `json:"replicas,omitempty"`
+	Serving *string                               `json:"serving,omitempty"`
+	Status  GetReadiness200JSONResponseBodyStatus `json:"status"`
+	Until   *time.Time                            `json:"until,omitempty"`
 } {
 	return r.JSON200
 }
@@ -17716,11 +17726,16 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
 			// Changes The change counters the caches follow.
-			Changes  map[string]interface{}                `json:"changes"`
-			Database *string                               `json:"database,omitempty"`
-			Serving  *string                               `json:"serving,omitempty"`
-			Status   GetReadiness200JSONResponseBodyStatus `json:"status"`
-			Until    *time.Time                            `json:"until,omitempty"`
+			Changes  map[string]interface{} `json:"changes"`
+			Database *string                `json:"database,omitempty"`
+
+			// Replicas To the admin or metrics token only, while this replica's operator settings disagree with a peer's on the same database (another admin, service or metrics token; a master key its keyring lacks), each a sentence naming the peer and the setting, never a value (ops78). The replica is still ready.
+			Replicas *struct {
+				Disagree []string `json:"disagree"`
+			} `json:"replicas,omitempty"`
+			Serving *string                               `json:"serving,omitempty"`
+			Status  GetReadiness200JSONResponseBodyStatus `json:"status"`
+			Until   *time.Time                            `json:"until,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -136,6 +136,19 @@ func serveCmd(cfg *config) *cobra.Command {
 			// The leases held go back at the end of Run: before the store closes.
 			defer func() { stopLoops(); <-quotasDone }()
 			go api.RetainPending(loops, parts.store, cfg.pendingRetention, log)
+			// Sources imported before 00031 keep a password in their
+			// location until sealed: at the first start that can seal.
+			if n, err := importer.SealLocations(ctx, parts.store, parts.creds.Keyring()); err != nil {
+				log.Warn("import sources: locations with userinfo not sealed", "err", err)
+			} else if n > 0 {
+				log.Info("import sources: userinfo of locations stored whole sealed under the master key", "sources", n)
+			}
+			replicas := cfg.replicas(parts, log)
+			srv.Replicas = replicas
+			replicasDone := make(chan struct{})
+			go func() { replicas.Run(loops); close(replicasDone) }()
+			// Its row goes at the end of Run: before the store closes.
+			defer func() { stopLoops(); <-replicasDone }()
 			srv.Semantic = cfg.embeddings.semantic(cfg.llmHTTP, parts.store)
 			srv.Expansion = cfg.expansion(parts.store, log)
 			if srv.OpenAPITools, err = cfg.openapiTools(log); err != nil {

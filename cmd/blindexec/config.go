@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -426,6 +427,20 @@ func (c *config) engine(ctx context.Context, sch schema, log *slog.Logger) (*eng
 	ex.Connections = conns
 	return &engineParts{store: st, creds: creds, executor: ex, recorder: rec, spool: sp, client: client, mcp: m,
 		changes: changes, catalog: cat, rules: rules, quotas: quotas, access: acc, agents: agents, conns: conns}, nil
+}
+
+// replicas records and compares serve's operator settings with those of
+// the other replicas on its database, a round per audit of the change
+// counters, under the keys of its credentials.
+func (c *config) replicas(parts *engineParts, log *slog.Logger) *auth.Replicas {
+	host, _ := os.Hostname()
+	return &auth.Replicas{Store: parts.store, Keyring: parts.creds.Keyring(), Logger: log, Version: versionLine(), Host: host + " " + c.addr,
+		Every: c.changePoll * time.Duration(cmp.Or(max(c.changeAudit, 0), store.DefaultAuditEvery)+1), // audits off: as often as by default
+		Settings: []auth.Setting{
+			{Name: setAdminToken.Name, Value: c.adminToken},
+			{Name: setServiceToken.Name, Value: c.serviceToken},
+			{Name: setMetricsToken.Name, Value: c.metricsToken},
+		}}
 }
 
 // connections is the connections service over st: its tokens under the

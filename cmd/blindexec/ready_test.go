@@ -1,9 +1,12 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,4 +108,55 @@ func TestReadyzSaysThePermissionSourceIsUnreadable(t *testing.T) {
 			return code == http.StatusOK
 		})
 	})
+}
+
+// ops78: replicas of one database started with different admin tokens
+// answered the same request differently and nothing said so. Each records
+// keyed digests of its operator settings; a replica's /readyz shows the
+// admin or metrics token which of its peers disagree and on what (still
+// 200: the operator decides which is wrong), its log warns once, and
+// neither shows a token. A peer that stops takes its row with it.
+func TestReplicasWithAnotherAdminTokenAreReported(t *testing.T) {
+	dsn := testdb.DSN(t, "sqlite")
+	key := make([]byte, 32)
+	rand.Read(key)
+	env := func(admin string) []string {
+		return []string{"BLINDEXEC_ADMIN_TOKEN=" + admin, "BLINDEXEC_SERVICE_TOKEN=service-ops78",
+			"BLINDEXEC_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key), "BLINDEXEC_LOG_LEVEL=info",
+			"BLINDEXEC_CHANGE_POLL_MS=100", "BLINDEXEC_CHANGE_AUDIT_POLLS=2"}
+	}
+	rs := startReplicasOn(t, []string{dsn, dsn}, env("admin-ops78-a")...)
+	a := rs[0]
+	if _, body := get(a.url+"/readyz", "admin-ops78-a"); strings.Contains(body, "disagree") {
+		t.Fatalf("replicas of one env say they disagree: %s", body)
+	}
+	b := startServe(t, "B", dsn, env("admin-ops78-b")...)
+	var body string
+	await(t, "A's /readyz naming B's admin token", func() bool {
+		var code int
+		code, body = get(a.url+"/readyz", "admin-ops78-a")
+		return code == http.StatusOK && strings.Contains(body, "another BLINDEXEC_ADMIN_TOKEN than this one")
+	})
+	if strings.Contains(body, "admin-ops78") || strings.Contains(body, "service-ops78") {
+		t.Errorf("/readyz shows a token: %s", body)
+	}
+	if code, anyone := get(a.url+"/readyz", ""); code != http.StatusOK || strings.Contains(anyone, "disagree") {
+		t.Errorf("/readyz without a token: %d %s; want 200 without the detail", code, anyone)
+	}
+	await(t, "B's /readyz naming A's", func() bool {
+		_, body := get(b.url+"/readyz", "admin-ops78-b")
+		return strings.Contains(body, "another BLINDEXEC_ADMIN_TOKEN than this one")
+	})
+	b.cmd.Process.Signal(os.Interrupt)
+	b.cmd.Wait()
+	await(t, "A agreeing once B stopped", func() bool {
+		_, body := get(a.url+"/readyz", "admin-ops78-a")
+		return !strings.Contains(body, "disagree")
+	})
+	a.cmd.Process.Signal(os.Interrupt)
+	a.cmd.Wait() // its log is read once it stopped writing
+	logs := a.logs.String()
+	if !strings.Contains(logs, "replicas disagree: replica") || !strings.Contains(logs, "replicas agree again") || strings.Contains(logs, "admin-ops78") {
+		t.Errorf("A's log: want the disagreement and the agreement, no token:\n%s", logs)
+	}
 }
