@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -33,17 +32,14 @@ func (n Notice) Kept() (level, logger, data string) {
 	return cutNotice(n.Level), cutNotice(n.Logger), cutNotice(string(n.Data))
 }
 
-// cutNotice cuts s to MaxNoticeLogBytes at a character's start, saying
-// how many bytes were left out.
+// cutNotice cuts s to MaxNoticeLogBytes without splitting a character,
+// saying how many bytes were left out.
 func cutNotice(s string) string {
 	if len(s) <= MaxNoticeLogBytes {
 		return s
 	}
-	n := MaxNoticeLogBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("…[cut: %d more bytes]", len(s)-n)
+	kept := truncateUTF8(s, MaxNoticeLogBytes)
+	return kept + fmt.Sprintf("…[cut: %d more bytes]", len(s)-len(kept))
 }
 
 // A Listener receives the notices of the calls made with its context: the
