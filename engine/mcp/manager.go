@@ -19,6 +19,7 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -586,6 +587,10 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		ctx, end := withReadBudget(ctx, 2*int64(limit)+cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes))
 		defer end()
 		tools, encoded = tools[:0], append(encoded[:0], '[')
+		// Masked as a call's result is: a listing made with a user's
+		// credentials goes into the catalog every user's model reads,
+		// the server's row and the answer of its tools route.
+		mask := m.maskerFor(ctx, srv, creds)
 		params := &sdk.ListToolsParams{}
 		for page := 1; ; page++ {
 			if page > maxToolPages {
@@ -596,13 +601,16 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 				return overBudget(ctx, err)
 			}
 			for _, t := range res.Tools {
-				tools = append(tools, t)
-				if len(tools) > 1 {
-					encoded = append(encoded, ',')
-				}
 				b, err := json.Marshal(t)
 				if err != nil {
 					return err
+				}
+				if t, b, err = maskedTool(mask, t, b); err != nil {
+					return err
+				}
+				tools = append(tools, t)
+				if len(tools) > 1 {
+					encoded = append(encoded, ',')
 				}
 				if encoded = append(encoded, b...); len(encoded) > limit {
 					return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
@@ -627,6 +635,20 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
 	}
 	return tools, nil
+}
+
+// maskedTool is t, encoded as b, with every credential of mask masked
+// (t itself when it holds none); an error when masking leaves no tool.
+func maskedTool(mask *auth.Masker, t *sdk.Tool, b []byte) (*sdk.Tool, []byte, error) {
+	mb := mask.Bytes(b)
+	if bytes.Equal(mb, b) {
+		return t, b, nil
+	}
+	var out sdk.Tool
+	if err := json.Unmarshal(mb, &out); err != nil {
+		return nil, nil, fmt.Errorf("the tool %q lists a credential that cannot be masked", mask.String(t.Name))
+	}
+	return &out, mb, nil
 }
 
 // keepTools caches a tool list under key, dropping the oldest others
