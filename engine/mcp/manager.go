@@ -579,7 +579,8 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	// never charged to it (before, another user's calls reading large
 	// answers during a listing made it fail).
 	own := srv.transport == store.TransportSSE
-	err = m.withSession(ctx, srv, creds, nil, own, func(ctx context.Context, cs *sdk.ClientSession) error {
+	var derived []string // the session's own secrets (an oauth2 access token)
+	err = m.withSession(ctx, srv, creds, func(s ...string) { derived = s }, own, func(ctx context.Context, cs *sdk.ClientSession) error {
 		// The answers as read, twice the tools' own bound and one
 		// answer's: a page's envelope and ignored fields count, and a
 		// listing within the bound, or one answer over it (which the
@@ -587,10 +588,6 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		ctx, end := withReadBudget(ctx, 2*int64(limit)+cmp.Or(m.MaxMessageBytes, engine.DefaultMaxResponseBytes))
 		defer end()
 		tools, encoded = tools[:0], append(encoded[:0], '[')
-		// Masked as a call's result is: a listing made with a user's
-		// credentials goes into the catalog every user's model reads,
-		// the server's row and the answer of its tools route.
-		mask := m.maskerFor(ctx, srv, creds)
 		params := &sdk.ListToolsParams{}
 		for page := 1; ; page++ {
 			if page > maxToolPages {
@@ -601,16 +598,13 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 				return overBudget(ctx, err)
 			}
 			for _, t := range res.Tools {
-				b, err := json.Marshal(t)
-				if err != nil {
-					return err
-				}
-				if t, b, err = maskedTool(mask, t, b); err != nil {
-					return err
-				}
 				tools = append(tools, t)
 				if len(tools) > 1 {
 					encoded = append(encoded, ',')
+				}
+				b, err := json.Marshal(t)
+				if err != nil {
+					return err
 				}
 				if encoded = append(encoded, b...); len(encoded) > limit {
 					return &mcpimport.TooLargeError{Max: limit, Tool: t.Name, Tools: len(tools), Listed: true}
@@ -624,6 +618,9 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		encoded = append(encoded, ']')
 		return nil
 	})
+	if err == nil {
+		tools, encoded, err = maskedTools(m.maskerFor(ctx, srv, creds, derived...), tools, encoded)
+	}
 	if err != nil {
 		return nil, m.upstream(ctx, srv, "tools/list", "", creds, err)
 	}
@@ -637,18 +634,21 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	return tools, nil
 }
 
-// maskedTool is t, encoded as b, with every credential of mask masked
-// (t itself when it holds none); an error when masking leaves no tool.
-func maskedTool(mask *auth.Masker, t *sdk.Tool, b []byte) (*sdk.Tool, []byte, error) {
-	mb := mask.Bytes(b)
-	if bytes.Equal(mb, b) {
-		return t, b, nil
+// maskedTools are tools, encoded as encoded, with every credential of
+// mask masked, as a call's result is: a listing made with a user's
+// credentials goes into the catalog every user's model reads, the
+// server's row and the answer of its tools route. Unchanged when they
+// hold none; an error when masking leaves no list.
+func maskedTools(mask *auth.Masker, tools []*sdk.Tool, encoded []byte) ([]*sdk.Tool, []byte, error) {
+	masked := mask.Bytes(encoded)
+	if bytes.Equal(masked, encoded) {
+		return tools, encoded, nil
 	}
-	var out sdk.Tool
-	if err := json.Unmarshal(mb, &out); err != nil {
-		return nil, nil, fmt.Errorf("the tool %q lists a credential that cannot be masked", mask.String(t.Name))
+	var out []*sdk.Tool
+	if err := json.Unmarshal(masked, &out); err != nil {
+		return nil, nil, errors.New("the server's tools list a credential that cannot be masked")
 	}
-	return &out, mb, nil
+	return out, masked, nil
 }
 
 // keepTools caches a tool list under key, dropping the oldest others
