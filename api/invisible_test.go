@@ -86,7 +86,8 @@ func TestInvisibleRemovedOnEveryEntry(t *testing.T) {
 		}
 
 		// MCP: a real server's tool whose description smuggles text (its
-		// title is made of it).
+		// title is made of it); its inputSchema as written, which /mcp
+		// lists, is cleaned too (mcp78).
 		e.up.AddTool("search\u200bnotes", "Search notes."+invisibletest.Tags(smuggled), `{"type": "object", "properties": {"q": {"type": "string", "description": "Words\u2066"}}}`,
 			func(context.Context, map[string]any) *sdk.CallToolResult { return mcptest.JSONResult(map[string]any{}) })
 		e.register()
@@ -95,7 +96,7 @@ func TestInvisibleRemovedOnEveryEntry(t *testing.T) {
 			t.Fatalf("import mcp: %d %v", code, out)
 		}
 		byName, _ = out["invisible_removed"].(map[string]any)
-		if got, want := removalFields(t, byName["searchnotes"]), []string{"description", "name", "parameters.properties.q.description", "title"}; !slices.Equal(got, want) {
+		if got, want := removalFields(t, byName["searchnotes"]), []string{"description", "execution.input_schema.properties.q.description", "name", "parameters.properties.q.description", "title"}; !slices.Equal(got, want) {
 			t.Errorf("import mcp reports %v, want %v (%v)", got, want, out["invisible_removed"])
 		}
 		if s := e.modelReads("searchnotes"); hidden(s) || !strings.Contains(s, "Search notes.") {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -17,6 +18,28 @@ type Notice struct {
 	Log             bool
 	Level, Logger   string          // a log message's
 	Data            json.RawMessage // a log message's data, JSON
+}
+
+// MaxNoticeLogBytes bounds each text of a log message the engine keeps
+// (Notice.Kept): the upstream decides how long they are, up to an
+// answer's 10 MiB, and a call's span keeps 128 events.
+const MaxNoticeLogBytes = 2048
+
+// Kept is what the engine keeps of a log message — in its own log and
+// as an event of the call's span —, each text cut to MaxNoticeLogBytes,
+// saying how much more there was; the call's client hears it whole.
+func (n Notice) Kept() (level, logger, data string) {
+	return cutNotice(n.Level), cutNotice(n.Logger), cutNotice(string(n.Data))
+}
+
+// cutNotice cuts s to MaxNoticeLogBytes without splitting a character,
+// saying how many bytes were left out.
+func cutNotice(s string) string {
+	if len(s) <= MaxNoticeLogBytes {
+		return s
+	}
+	kept := truncateUTF8(s, MaxNoticeLogBytes)
+	return kept + fmt.Sprintf("…[cut: %d more bytes]", len(s)-len(kept))
 }
 
 // A Listener receives the notices of the calls made with its context: the
@@ -68,8 +91,9 @@ func (p *Prepared) Notify(ctx context.Context, n Notice) Notice {
 		}
 	}
 	if n.Log {
+		level, logger, data := n.Kept()
 		trace.SpanFromContext(ctx).AddEvent("upstream log message", trace.WithAttributes(
-			attribute.String("log.level", n.Level), attribute.String("log.logger", n.Logger), attribute.String("log.data", string(n.Data))))
+			attribute.String("log.level", level), attribute.String("log.logger", logger), attribute.String("log.data", data)))
 	}
 	if v, _ := ctx.Value(listenerKey{}).(listening); v.l != nil && (n.Log || v.progress) {
 		v.l(n)

@@ -131,6 +131,7 @@ func parseStandard(std []byte) (*Plugin, error) {
 	var p Plugin
 	perr := json.Unmarshal(std, &p)
 	p.InvisibleRemoved = removed
+	p.removeInvisibleWritten()
 	if err := decide(doc, &p, perr, nil); err != nil {
 		return nil, err
 	}

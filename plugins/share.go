@@ -236,14 +236,19 @@ func (noLoader) Load(string) (any, error) {
 }
 
 // compilePlain compiles root as it is, nothing shared: its errors are
-// those of the schema as written.
+// those of the schema as written. Under a URN of its own, as a batch's: a
+// relative name is a file of the working directory, which the errors
+// (a $ref cycle, found as a call is validated) named to the caller.
 func compilePlain(root map[string]any) (*jsonschema.Schema, error) {
 	c := newCompiler()
-	if err := c.AddResource("parameters.json", root); err != nil {
+	if err := c.AddResource(plainURL, root); err != nil {
 		return nil, err
 	}
-	return c.Compile("parameters.json")
+	return c.Compile(plainURL)
 }
+
+// plainURL is the resource compilePlain compiles a schema as.
+const plainURL = "urn:blindexec:parameters.json"
 
 // batchURL is the resource a batch's schemas are compiled in.
 const batchURL = "urn:blindexec:parameters"

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"encoding/json"
 	"html"
 	"regexp"
 	"strings"
@@ -209,9 +210,10 @@ var modelTexts = []string{"name", "title", "description"}
 // RemoveInvisible removes invisible characters (package
 // internal/invisible) from what a model reads of p — its name, title,
 // description and every title, description and $comment of its
-// parameters — and adds each removal to p.InvisibleRemoved. Every way a
-// plugin enters passes here or through Parse: a tool's text cannot carry
-// what the administrator does not see.
+// parameters and of an MCP tool's schemas as its server wrote them — and
+// adds each removal to p.InvisibleRemoved. Every way a plugin enters
+// passes here or through Parse: a tool's text cannot carry what the
+// administrator does not see.
 func (p *Plugin) RemoveInvisible() {
 	for i, s := range []*string{&p.Name, &p.Title, &p.Description} {
 		if out, f := invisible.Remove(*s); f.Count > 0 {
@@ -222,4 +224,20 @@ func (p *Plugin) RemoveInvisible() {
 	params, removed := invisible.Schema(p.Parameters, "parameters")
 	p.Parameters = params
 	p.InvisibleRemoved = append(p.InvisibleRemoved, removed...)
+	p.removeInvisibleWritten()
+}
+
+// removeInvisibleWritten cleans an MCP tool's inputSchema and
+// outputSchema as its server wrote them: an MCP client's tools/list
+// carries them (WrittenParameters), and a model reads their texts as it
+// reads the parameters'.
+func (p *Plugin) removeInvisibleWritten() {
+	for _, s := range []struct {
+		schema *json.RawMessage
+		field  string
+	}{{&p.Execution.InputSchema, "execution.input_schema"}, {&p.Execution.OutputSchema, "execution.output_schema"}} {
+		out, removed := invisible.Schema(*s.schema, s.field)
+		*s.schema = out
+		p.InvisibleRemoved = append(p.InvisibleRemoved, removed...)
+	}
 }

@@ -110,3 +110,33 @@ func TestParseRemovesInvisible(t *testing.T) {
 		t.Errorf("a clean document reports %v", clean.InvisibleRemoved)
 	}
 }
+
+// TestParseRemovesInvisibleWritten (mcp78): an MCP plugin's schemas as
+// its server wrote them, which MCP clients' tools/list carries, lose
+// their invisible characters when a document is parsed, as parameters
+// do, and the report names them.
+func TestParseRemovesInvisibleWritten(t *testing.T) {
+	smuggled := invisibletest.Tags(invisibletest.Instruction)
+	doc := `{"name": "find", "description": "Finds.",
+  "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+  "execution": {"type": "mcp", "mcp_id": "s1", "tool_name": "find",
+    "input_schema": {"type": "object", "properties": {"q": {"type": "string", "description": "A query` + smuggled + `"}}},
+    "output_schema": {"type": "object", "description": "\u202eOut"}}}`
+	p, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := string(p.WrittenParameters()); strings.ContainsRune(w, '\U000E0069') || !strings.Contains(w, `"A query"`) {
+		t.Errorf("tools/list would carry %q", w)
+	}
+	if o := string(p.Execution.OutputSchema); strings.Contains(o, `\u202e`) || strings.ContainsRune(o, '\u202e') {
+		t.Errorf("the outputSchema %q", o)
+	}
+	var got []string
+	for _, r := range p.InvisibleRemoved {
+		got = append(got, r.Field)
+	}
+	if want := []string{"execution.input_schema.properties.q.description", "execution.output_schema.description"}; !slices.Equal(got, want) {
+		t.Errorf("InvisibleRemoved names %q, want %q", got, want)
+	}
+}

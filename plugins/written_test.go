@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -69,5 +70,31 @@ func TestWrittenSchemas(t *testing.T) {
 				t.Errorf("WrittenParameters with fixed params = the written schema")
 			}
 		})
+	}
+}
+
+// TestWrittenCycleNamesNoPath (mcp78): an MCP server's inputSchema whose
+// $ref leads back to itself is refused at each call, as the validator
+// finds the cycle; its message named the schema's location, which was a
+// file in the engine's working directory
+// ("file:///srv/blindexec/parameters.json#/$defs/a"): the caller and the
+// model read where the engine runs. Now it names the schema's own
+// location only.
+func TestWrittenCycleNamesNoPath(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &plugins.Plugin{Name: "t", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`),
+		Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "s1", ToolName: "t",
+			InputSchema: json.RawMessage(`{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"x":{"$ref":"#/$defs/a"}}}`)}}
+	errs := p.ValidateArguments(map[string]any{"x": "y"})
+	if len(errs) == 0 {
+		t.Fatal("a cycle validated")
+	}
+	for _, e := range errs {
+		if strings.Contains(e.Message, wd) || strings.Contains(e.Message, "file://") {
+			t.Errorf("the refusal names where the engine runs: %s", e.Message)
+		}
 	}
 }

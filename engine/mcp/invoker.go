@@ -135,8 +135,9 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 		// call's masker (Prepared.Notify), to the call's client only.
 		OnLog: func(lp *logMessage) {
 			n := p.Notify(ctx, engine.Notice{Log: true, Level: string(lp.Level), Logger: lp.Logger, Data: logData(lp.Data)})
-			if logs.Add(1) <= callLogLines { // the upstream decides how many come
-				inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", n.Level, "logger", n.Logger, "data", string(n.Data))
+			if logs.Add(1) <= callLogLines { // the upstream decides how many come, and how long
+				level, logger, data := n.Kept()
+				inv.Manager.logger().InfoContext(ctx, "upstream MCP log message", "plugin", p.Plugin.Name, "level", level, "logger", logger, "data", data)
 			}
 		},
 	}

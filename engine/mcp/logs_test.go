@@ -15,6 +15,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/logbuf"
+	"github.com/blindexec/blindexec/tracing/tracingtest"
 )
 
 // Review 69: an MCP server's log messages that no call in flight can be
@@ -63,9 +64,50 @@ func TestCallLogsBounded(t *testing.T) {
 	}
 }
 
+// TestCallLogsBoundedInSize (mcp78): the lines were few, but each held
+// the upstream's log message whole — its data and logger name, up to an
+// upstream answer's 10 MiB — in the engine's log and as an event of the
+// call's span, which keeps 128 events: 20 lines and 128 events of 512 KiB
+// were 74 MiB of log and span from one call. Now each keeps at most
+// engine.MaxNoticeLogBytes of each text, saying how much more there was;
+// the call's client still hears the message whole.
+func TestCallLogsBoundedInSize(t *testing.T) {
+	big := strings.Repeat("d", 512<<10)
+	ctx, exp := tracingtest.Start(t)
+	log := loggedCallContext(t, ctx, func(ctx context.Context, req *sdk.CallToolRequest) {
+		for range 40 {
+			req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: big[:64<<10], Data: big})
+		}
+	})
+	time.Sleep(300 * time.Millisecond) // notices the SDK still queues
+	if n := len(log.String()); n == 0 || n > 256<<10 {
+		t.Errorf("the engine's log holds %d bytes for a call's 40 log messages of 512 KiB, want at most 256 KiB", n)
+	}
+	if !strings.Contains(log.String(), "more bytes]") {
+		t.Errorf("the log does not say a message was cut: %.300s", log.String())
+	}
+	events := 0
+	for _, s := range exp.GetSpans() {
+		for _, e := range s.Events {
+			for _, a := range e.Attributes {
+				events += len(a.Value.Emit())
+			}
+		}
+	}
+	if events == 0 || events > 256<<10 {
+		t.Errorf("the spans' events hold %d bytes, want at most 256 KiB", events)
+	}
+}
+
 // loggedCall calls once, through the manager over HTTP, an upstream tool
 // "echo" that runs logs and answers "ok": the manager's log.
 func loggedCall(t *testing.T, logs func(ctx context.Context, req *sdk.CallToolRequest)) *logbuf.Buffer {
+	t.Helper()
+	return loggedCallContext(t, context.Background(), logs)
+}
+
+// loggedCallContext is loggedCall within ctx.
+func loggedCallContext(t *testing.T, ctx context.Context, logs func(ctx context.Context, req *sdk.CallToolRequest)) *logbuf.Buffer {
 	t.Helper()
 	up := mcptest.New(t)
 	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -76,7 +118,7 @@ func loggedCall(t *testing.T, logs func(ctx context.Context, req *sdk.CallToolRe
 	ex, m := setup(t, httpServer(up))
 	log := new(logbuf.Buffer)
 	m.Logger = slog.New(slog.NewTextHandler(log, nil))
-	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	res, err := ex.Execute(ctx, engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
 	if err != nil || !res.OK {
 		t.Fatalf("%+v %v", res, err)
 	}

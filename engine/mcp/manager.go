@@ -19,6 +19,7 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -578,7 +579,8 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	// never charged to it (before, another user's calls reading large
 	// answers during a listing made it fail).
 	own := srv.transport == store.TransportSSE
-	err = m.withSession(ctx, srv, creds, nil, own, func(ctx context.Context, cs *sdk.ClientSession) error {
+	var derived []string // the session's own secrets (an oauth2 access token)
+	err = m.withSession(ctx, srv, creds, func(s ...string) { derived = s }, own, func(ctx context.Context, cs *sdk.ClientSession) error {
 		// The answers as read, twice the tools' own bound and one
 		// answer's: a page's envelope and ignored fields count, and a
 		// listing within the bound, or one answer over it (which the
@@ -616,6 +618,9 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		encoded = append(encoded, ']')
 		return nil
 	})
+	if err == nil {
+		tools, encoded, err = maskedTools(m.maskerFor(ctx, srv, creds, derived...), tools, encoded)
+	}
 	if err != nil {
 		return nil, m.upstream(ctx, srv, "tools/list", "", creds, err)
 	}
@@ -627,6 +632,23 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		m.logger().WarnContext(ctx, "MCP tools cache not stored", "mcp_id", srv.id, "err", err)
 	}
 	return tools, nil
+}
+
+// maskedTools are tools, encoded as encoded, with every credential of
+// mask masked, as a call's result is: a listing made with a user's
+// credentials goes into the catalog every user's model reads, the
+// server's row and the answer of its tools route. Unchanged when they
+// hold none; an error when masking leaves no list.
+func maskedTools(mask *auth.Masker, tools []*sdk.Tool, encoded []byte) ([]*sdk.Tool, []byte, error) {
+	masked := mask.Bytes(encoded)
+	if bytes.Equal(masked, encoded) {
+		return tools, encoded, nil
+	}
+	var out []*sdk.Tool
+	if err := json.Unmarshal(masked, &out); err != nil {
+		return nil, nil, errors.New("the server's tools list a credential that cannot be masked")
+	}
+	return out, masked, nil
 }
 
 // keepTools caches a tool list under key, dropping the oldest others

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/loglimit"
 )
 
@@ -115,7 +116,8 @@ func (m *Manager) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		only.f(req.Params)
 		return
 	}
-	m.logUnattributed(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", req.Params.Level)
+	level, _, _ := engine.Notice{Level: string(req.Params.Level)}.Kept() // the upstream's, of any length
+	m.logUnattributed(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", level)
 }
 
 // logEverything asks an upstream that logs for every level: a call's

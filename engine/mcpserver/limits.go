@@ -108,7 +108,7 @@ func newRegistry(l SessionLimits) *registry {
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_mcp_sessions_ended_total",
 			Help: "/mcp sessions ended to make room for a new one, by the limit reached (per_user, replica)."}, []string{"limit"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_mcp_sessions_refused_total",
-			Help: "/mcp initialize requests refused: the limit reached (per_user, replica) and every session under it busy."}, []string{"limit"}),
+			Help: "/mcp initialize requests refused: the limit reached (per_user, replica) and every session under it busy; requests of 2026-07-28 refused: too many in flight (per_user_in_flight, replica_in_flight)."}, []string{"limit"}),
 	}
 }
 

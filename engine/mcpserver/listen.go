@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,7 +18,17 @@ const DefaultListenPoll = time.Second
 // catalog is watched meanwhile, each change of the tools the subject may
 // list announced as notifications/tools/list_changed. A grant changed
 // moves no catalog version: Service.Changed tells the stream of it.
+//
+// An HTTP session's client (of a version before 2026-07-28) hears of
+// changes on its GET stream, and is refused the request: each held a
+// goroutine watching the catalog as long as the client liked, and
+// nothing bounded how many a session held (the bound on requests in
+// flight is the stateless era's).
 func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request) (sdk.Result, error) {
+	if !ss.stateless && !ss.direct {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: method + " is a request of MCP 2026-07-28, served without a session: this session hears of changes on its GET stream"}
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	// End finds the stream here: a stateless request's session is in no

@@ -192,7 +192,7 @@ type Service struct {
 	// httpSessions holds Handler's sessions.
 	httpSessions sync.Map // session id → *httpSession
 
-	// inflight bounds the stateless requests in flight per user.
+	// inflight bounds the stateless requests in flight per user and in all.
 	inflight *inflight
 	// clients holds the clients requests of the stateless era declared.
 	clients clients
@@ -223,7 +223,7 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 	closing, close := context.WithCancel(context.Background())
 	reg := newRegistry(opts.Sessions)
 	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close,
-		sessions: reg, inflight: &inflight{max: opts.Sessions.perUser(), reg: reg, n: map[int64]int{}}}
+		sessions: reg, inflight: &inflight{max: opts.Sessions.perUser(), total: opts.Sessions.total(), reg: reg, n: map[int64]int{}}}
 }
 
 // Close ends the HTTP sessions' long-lived GET streams, which would

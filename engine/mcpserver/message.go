@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +116,12 @@ func decodeChecked(line []byte, owned bool) (jsonrpc.Message, error) {
 	switch id.Type {
 	case gjson.Null: // absent or null: a notification
 	case gjson.Number:
+		if math.IsInf(id.Num, 0) {
+			// Past float64, which the SDK's decoder refuses: read as
+			// ±Inf it became another id, and the request was served.
+			err = errors.New(`"id" is a number out of range`)
+			break
+		}
 		req.ID, err = jsonrpc.MakeID(id.Num)
 	case gjson.String:
 		req.ID, err = jsonrpc.MakeID(sid)

@@ -106,26 +106,31 @@ func statelessBody(body []byte) bool {
 	return gjson.GetBytes(body, metaVersion).String() >= firstStateless
 }
 
-// InFlightLimitError refuses a stateless request: the user has the most
-// requests in flight allowed (the per-user session cap's number).
+// InFlightLimitError refuses a stateless request: the user, or the
+// replica, has the most requests in flight allowed (the session caps'
+// numbers).
 type InFlightLimitError struct {
 	Limit string
 	Max   int
+	Env   string // the setting
 }
 
 func (e *InFlightLimitError) Error() string {
-	return fmt.Sprintf("too many MCP requests in flight: the limit of %d %s (%s) is reached; retry when one has been answered", e.Max, e.Limit, EnvSessionsPerUser)
+	return fmt.Sprintf("too many MCP requests in flight: the limit of %d %s (%s) is reached; retry when one has been answered", e.Max, e.Limit, e.Env)
 }
 
 // inflight bounds the stateless requests in flight per user, as the
-// session cap bounds a user's sessions: a subscriptions/listen stream
-// holds one while open.
+// session cap bounds a user's sessions (a subscriptions/listen stream
+// holds one while open), and per replica, as the sessions of the replica
+// are: a token acting for any user it names (the service token) would
+// otherwise hold as many as it names users.
 type inflight struct {
-	max int
-	reg *registry // its refused counter
+	max, total int
+	reg        *registry // its refused counter
 
-	mu sync.Mutex
-	n  map[int64]int
+	mu  sync.Mutex
+	n   map[int64]int
+	all int
 }
 
 // take counts a request of user in flight until done(user) is called.
@@ -134,9 +139,14 @@ func (f *inflight) take(user int64) *InFlightLimitError {
 	defer f.mu.Unlock()
 	if f.n[user] >= f.max {
 		f.reg.refused.WithLabelValues(limitInFlight).Inc()
-		return &InFlightLimitError{Limit: "requests in flight per user", Max: f.max}
+		return &InFlightLimitError{Limit: "requests in flight per user", Max: f.max, Env: EnvSessionsPerUser}
+	}
+	if f.all >= f.total {
+		f.reg.refused.WithLabelValues(limitInFlightTotal).Inc()
+		return &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
 	}
 	f.n[user]++
+	f.all++
 	return nil
 }
 
@@ -144,14 +154,18 @@ func (f *inflight) take(user int64) *InFlightLimitError {
 func (f *inflight) done(user int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.all--
 	if f.n[user]--; f.n[user] <= 0 {
 		delete(f.n, user)
 	}
 }
 
-// limitInFlight labels the refusals of the per-user bound on stateless
-// requests in flight.
-const limitInFlight = "per_user_in_flight"
+// limitInFlight and limitInFlightTotal label the refusals of the bounds
+// on stateless requests in flight, per user and per replica.
+const (
+	limitInFlight      = "per_user_in_flight"
+	limitInFlightTotal = "replica_in_flight"
+)
 
 // discovered is server/discover's answer as this endpoint serves it:
 // every version, the stateful ones in sessions (the SDK's stateless

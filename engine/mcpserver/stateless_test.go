@@ -235,6 +235,44 @@ func TestInFlightPerUser(t *testing.T) {
 	}
 }
 
+// TestInFlightPerReplica (mcp78): a token acting for any user it names
+// (the service token's X-User-Id) held a stateless request open per user
+// and per user again, without end: the sessions of the older era are
+// capped per replica (BLINDEXEC_MCP_MAX_SESSIONS), the requests in
+// flight of the newer one were not. Past the replica's bound a request
+// is refused with 429 whatever its user.
+func TestInFlightPerReplica(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 4, Total: 2}}, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}, "slow", "fast")
+	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
+	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
+	done := make(chan int, 2)
+	for _, user := range []int{7, 8} {
+		go func() { status, _ := e.post(user, slow, nil); done <- status }()
+		<-entered
+	}
+	status, body := e.post(9, fast, nil)
+	close(release)
+	if status != http.StatusTooManyRequests || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "requests in flight of the replica") || !strings.Contains(body, mcpserver.EnvSessions) {
+		t.Errorf("a third user's request with two in flight under a bound of 2: %d %s, want 429 naming the limit", status, body)
+	}
+	for range 2 {
+		if status := <-done; status != http.StatusOK {
+			t.Errorf("a slow call: %d", status)
+		}
+	}
+	if status, _ := e.post(9, fast, nil); status != http.StatusOK {
+		t.Errorf("user 9 once the others were answered: %d", status)
+	}
+}
+
 // TestListenCatalogChange: the go-sdk client at 2026-07-28 with a
 // ToolListChangedHandler holds subscriptions/listen open; a catalog
 // change reaches it within a poll.

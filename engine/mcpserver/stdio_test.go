@@ -42,6 +42,10 @@ func TestDecodeMessage(t *testing.T) {
 		{"no version", `{"id":1,"method":"ping"}`, jsonrpc.CodeInvalidRequest},
 		{"method not a string", `{"jsonrpc":"2.0","id":1,"method":5}`, jsonrpc.CodeInvalidRequest},
 		{"id an object", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, jsonrpc.CodeInvalidRequest},
+		// The SDK's decoder refuses them; read as a float, they became the
+		// id -9223372036854775808 and the call was made (mcp78).
+		{"id a number past float64", `{"jsonrpc":"2.0","id":1e400,"method":"tools/call","params":{"name":"x"}}`, jsonrpc.CodeInvalidRequest},
+		{"id a negative number past float64", `{"jsonrpc":"2.0","id":-1e400,"method":"tools/call","params":{"name":"x"}}`, jsonrpc.CodeInvalidRequest},
 		{"response without id", `{"jsonrpc":"2.0","result":{}}`, jsonrpc.CodeInvalidRequest},
 		{"nested past the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`, jsonrpc.CodeInvalidRequest},
 		{"more elements than the limit", `{"jsonrpc":"2.0","id":1,"method":"ping","params":[` + strings.Repeat("0,", 1_000_000) + `0]}`, jsonrpc.CodeInvalidRequest},
@@ -90,6 +94,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"7","method":"ping"}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
 		`{"jsonrpc":"2.0","id":1e3,"method":"a\"b"}`,
+		`{"jsonrpc":"2.0","id":1e400,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`,
 		`[1]`,
 	} {

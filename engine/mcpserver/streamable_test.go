@@ -145,6 +145,34 @@ func TestStreamableStream(t *testing.T) {
 	}
 }
 
+// TestListenNotInSession (mcp78): subscriptions/listen is a request of
+// the stateless era; a session's client hears of changes on its GET
+// stream. Served in a session, each listen was held open for as long as
+// its client liked, with a goroutine watching the catalog every second,
+// and nothing bounded how many one session held (the bound on requests in
+// flight is the stateless era's): a hundred of them were held. Now it is
+// answered at once, method not found, as in any session of a version
+// before 2026-07-28.
+func TestListenNotInSession(t *testing.T) {
+	e := newSessionsEnv(t, mcpserver.SessionLimits{}, func(http.ResponseWriter, *http.Request) {})
+	sid := e.open(7)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer user-7")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	listen, body := e.request(ctx, "POST", 7, sid, `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`, nil)
+	if listen.StatusCode != http.StatusOK || !strings.Contains(body, `"id":5,"error":{"code":-32601`) {
+		t.Errorf("subscriptions/listen in a session: %d %s, want method not found at once", listen.StatusCode, body)
+	}
+}
+
 // TestStreamableCancel: a call is cancelled — its upstream request with
 // it — when the client sends notifications/cancelled, and when the client
 // goes away before the answer.

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/invisible/invisibletest"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 )
 
@@ -182,5 +183,43 @@ func TestOutputWords(t *testing.T) {
 				t.Errorf("response words %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestConvertRemovesInvisible (mcp78): an MCP server's tool whose
+// inputSchema and outputSchema carry invisible characters in their texts
+// (tag characters spelling an instruction, a bidi override) reaches no
+// model with them: not through the resolved parameters, nor through the
+// schemas as the server wrote them, which an MCP client's tools/list
+// carries (WrittenParameters, the outputSchema). Before, only the
+// resolved form was cleaned.
+func TestConvertRemovesInvisible(t *testing.T) {
+	smuggled := invisibletest.Tags(invisibletest.Instruction)
+	in := map[string]any{"type": "object", "$defs": map[string]any{"Id": map[string]any{"type": "string", "description": "An id" + smuggled}},
+		"properties": map[string]any{"id": map[string]any{"$ref": "#/$defs/Id"}, "q": map[string]any{"type": "string", "description": "A query\u202e."}}}
+	out := map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean", "title": "OK" + smuggled}}}
+	p, _, err := mcpimport.Convert(mcpimport.Server{ID: "s1", Name: "s"}, &sdk.Tool{Name: "find", Description: "Finds.", InputSchema: in, OutputSchema: out}, "find", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Execution.InputSchema) == 0 {
+		t.Fatal("the schema as written was not kept: nothing to check")
+	}
+	for what, b := range map[string][]byte{"parameters": p.Parameters, "the written inputSchema": p.WrittenParameters(), "the outputSchema": p.Execution.OutputSchema} {
+		if s := string(b); strings.ContainsRune(s, '\U000E0069') || strings.ContainsRune(s, '\u202e') || strings.Contains(s, `\u202e`) || strings.Contains(s, `\udb40`) {
+			t.Errorf("%s keeps invisible characters: %q", what, s)
+		}
+	}
+	if !strings.Contains(string(p.WrittenParameters()), `"$ref":"#/$defs/Id"`) || !strings.Contains(string(p.WrittenParameters()), `"An id"`) {
+		t.Errorf("the written inputSchema is not the server's, cleaned: %s", p.WrittenParameters())
+	}
+	var got []string
+	for _, r := range p.InvisibleRemoved {
+		got = append(got, r.Field)
+	}
+	for _, want := range []string{"execution.input_schema.$defs.Id.description", "execution.input_schema.properties.q.description", "execution.output_schema.properties.ok.title"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("InvisibleRemoved names %q, not %s", got, want)
+		}
 	}
 }
