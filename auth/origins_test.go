@@ -67,3 +67,28 @@ func TestServerTokenURLIsWhereItsClientGoes(t *testing.T) {
 		t.Errorf("a stdio server's key goes to %q", got)
 	}
 }
+
+// TestOriginIsTheHostDialed (review78): two URLs have one origin only
+// when the client dials one host for them. Lower-cased, "apİ.example"
+// was "api.example", which a catalog plugin sends GH_TOKEN to, though
+// the client dials xn--api-bec.example (IDNA maps the dotted capital I
+// to "i" and a combining dot): a lookalike server registered there was
+// sent the users' GH_TOKEN. A Unicode name is its punycode's host; a
+// name IDNA refuses has no origin.
+func TestOriginIsTheHostDialed(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"https://API.example/v1", "https://api.example"},
+		{"https://apİ.example/v1", "https://xn--api-bec.example"},
+		{"https://APİ.example:8443/v1", "https://xn--api-bec.example:8443"},
+		{"https://Bücher.example/", "https://xn--bcher-kva.example"},
+		{"https://xn--bcher-kva.example/", "https://xn--bcher-kva.example"},
+		{"https://ａｐｉ.example/", "https://api.example"},
+		{"https://a\u200d.example/", ""},
+		{"http://[::1]:8080/", "http://[::1]:8080"},
+		{"https://{region}.api.example/", ""},
+	} {
+		if got := auth.Origin(tt.url); got != tt.want {
+			t.Errorf("Origin(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
