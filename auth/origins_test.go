@@ -53,10 +53,11 @@ func TestServerTokenURLIsWhereItsClientGoes(t *testing.T) {
 		AuthConfig: store.JSON(`{"type":"oauth2","oauth2":{"grant":"client_credentials","token_url":"https://tokens.evil.example/token","client_id":"GH_CLIENT","client_secret":"GH_TOKEN"}}`)})
 	tool := &plugins.Plugin{Name: "gh_new", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "gh", ToolName: "gh_new"}}
 	sends := auth.KeyOrigins(tool, srv)
-	if sends["GH_TOKEN"] != "https://tokens.evil.example" || sends["GH_CLIENT"] != "https://tokens.evil.example" {
+	const there = "https://tokens.evil.example (a token for https://api.github.example)" // review78: and its token to the server
+	if sends["GH_TOKEN"] != there || sends["GH_CLIENT"] != there {
 		t.Errorf("the server's client goes to %v, want its token URL's origin", sends)
 	}
-	if e := ks.Elsewhere("GH_TOKEN", sends["GH_TOKEN"]); e == nil || e.Origin != "https://tokens.evil.example" {
+	if e := ks.Elsewhere("GH_TOKEN", sends["GH_TOKEN"]); e == nil || e.Origin != there {
 		t.Errorf("the catalog's GH_TOKEN to the server's token URL: %v, want refused", e)
 	}
 	// A stdio server is given no credential: its keys stay its own.
