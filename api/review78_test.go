@@ -45,3 +45,29 @@ func TestImportURLSchemeInCapitals(t *testing.T) {
 		}
 	})
 }
+
+// TestImportBaseURLUserinfoNeverStored (review78): leftovers76 stored an
+// import's options with the document URL's userinfo cut, but not the
+// base_url option's: an import given base_url
+// http://user:password@host/api (every operation refused, as a plugin's
+// base_url carries no credentials) kept the password in the source's
+// options, listed by GET /v1/sources and the console.
+func TestImportBaseURLUserinfoNeverStored(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		const secret = "pw-Base7Xq2Lm"
+		e := newEnv(t, st)
+		doc := `{"openapi":"3.0.3","info":{"title":"B","version":"1"},"paths":{"/items":{"get":{"operationId":"bItems","responses":{"200":{"description":"ok"}}}}}}`
+		code, res := e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": doc, "base_url": "http://user:" + secret + "@127.0.0.1:1/api"})
+		if strings.Contains(fmt.Sprint(res), secret) {
+			t.Errorf("the answer holds the password: %d %v", code, res)
+		}
+		code, res = e.do("GET", "/v1/sources", adminToken, nil)
+		if code != http.StatusOK || strings.Contains(fmt.Sprint(res), secret) {
+			t.Errorf("GET /v1/sources holds the password: %v", res)
+		}
+		var options string
+		if err := e.st.DB().QueryRow("SELECT COALESCE(options, '') FROM sys_ai_import_source").Scan(&options); err != nil || strings.Contains(options, secret) {
+			t.Errorf("the source's options hold the password: %s (%v)", options, err)
+		}
+	})
+}
