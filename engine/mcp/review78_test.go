@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/egress/egresstest"
@@ -56,4 +57,17 @@ func TestServerIDOverAnotherServersName(t *testing.T) {
 			t.Errorf("server gh got %d calls, want 1", len(github.Calls()))
 		}
 	})
+}
+
+// TestServerURLRefusedWithoutItsPassword (review78): a server's url
+// refused was quoted whole in the error, a password in its userinfo with
+// it (the API's answer, the CLI's).
+func TestServerURLRefusedWithoutItsPassword(t *testing.T) {
+	const secret = "pw-Srv5Kq8Zt"
+	for _, u := range []string{"https://u:" + secret + "@ho st/mcp", "ftp://u:" + secret + "@host/mcp"} {
+		_, err := mcp.ServerSpec{Name: "srv", URL: u}.Row("test")
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("url %s: %v", u, err)
+		}
+	}
 }
