@@ -218,8 +218,8 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 			return
 		case req.URL != "":
 			// Only http(s): a path would read the engine's own files.
-			if !strings.HasPrefix(req.URL, "http://") && !strings.HasPrefix(req.URL, "https://") {
-				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %q is not an http or https URL", req.URL), nil)
+			if !openapi.IsURL(req.URL) {
+				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %q is not an http or https URL", settings.RedactedURL(req.URL)), nil)
 				return
 			}
 			fetched, err := importer.FetchURL(r.Context(), s.Store, s.Creds.Keyring(), req.URL, req.Source)

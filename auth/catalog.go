@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/catalog"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -224,16 +225,28 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 	return idx, version, nil
 }
 
-// Origin is scheme://host[:port] of an absolute URL, in lower case; ""
-// when it has none, or when its host is a template ({region}.api.com):
-// such a plugin names no fixed origin, and no connection token goes to
-// it.
+// Origin is scheme://host[:port] of an absolute URL, in lower case, the
+// host the one the client dials (egress.Hostname: a Unicode name as its
+// punycode), the port as written; "" when it has none, when its host is a
+// template ({region}.api.com) or a name IDNA refuses: such a plugin names
+// no fixed origin, and no connection token goes to it.
 func Origin(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}") {
 		return ""
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
+	host, ok := egress.Hostname(u)
+	if !ok {
+		return ""
+	}
+	port := "" // as written: ":443" and ":" are other origins than none
+	if i := strings.LastIndexByte(u.Host, ':'); i >= 0 && !strings.HasSuffix(u.Host, "]") {
+		port = u.Host[i:]
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return strings.ToLower(u.Scheme) + "://" + host + port
 }
 
 // ServesProvider reports whether an enabled catalog plugin using a

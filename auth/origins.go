@@ -55,11 +55,12 @@ func SentKeys(p *plugins.Plugin) []string {
 }
 
 // KeyOrigins says where p sends each stored credential key it reads: an
-// oauth2 client's id and secret to the token URL's origin, every other
-// key to the base URL's, or, for a tool of an MCP server (srv, read only
-// then), the server's auth config's keys and its own to the server's
-// URL's, its oauth2 client's to its token URL's (ServerSends); "" where
-// the origin is not fixed (a templated host).
+// oauth2 client's id and secret to the token URL's origin, and the token
+// they buy to the base URL's (ClientSends), every other key to the base
+// URL's, or, for a tool of an MCP server (srv, read only then), the
+// server's auth config's keys and its own to the server's URL's, its
+// oauth2 client's to its token URL's for a token to the server's
+// (ServerSends); "" where the origin is not fixed (a templated host).
 func KeyOrigins(p *plugins.Plugin, srv ServerSends) map[string]string {
 	base := ""
 	keys := SentKeys(p)
@@ -77,10 +78,23 @@ func KeyOrigins(p *plugins.Plugin, srv ServerSends) map[string]string {
 		out[k] = base
 		if a.Type == plugins.AuthOAuth2 && a.OAuth2 != nil && a.OAuth2.EffectiveGrant() == plugins.GrantClientCredentials &&
 			(k == a.OAuth2.ClientID || k == a.OAuth2.ClientSecret) {
-			out[k] = Origin(a.OAuth2.TokenURL)
+			out[k] = ClientSends(Origin(a.OAuth2.TokenURL), base)
 		}
 	}
 	return out
+}
+
+// ClientSends is where an oauth2 client's id and secret go: to the token
+// URL's origin, for a token sent to api's. Both are where the client's
+// keys go: the token bought with them calls the API as the user, so a
+// plugin with the catalog's token URL and the catalog's client keys
+// sending its token elsewhere is no catalog plugin's way (review78); ""
+// when either is not fixed.
+func ClientSends(tokenOrigin, api string) string {
+	if tokenOrigin == "" || api == "" {
+		return ""
+	}
+	return tokenOrigin + " (a token for " + api + ")"
 }
 
 // KeySends is, per stored key catalog plugins read, the origins enabled

@@ -53,10 +53,11 @@ func TestServerTokenURLIsWhereItsClientGoes(t *testing.T) {
 		AuthConfig: store.JSON(`{"type":"oauth2","oauth2":{"grant":"client_credentials","token_url":"https://tokens.evil.example/token","client_id":"GH_CLIENT","client_secret":"GH_TOKEN"}}`)})
 	tool := &plugins.Plugin{Name: "gh_new", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "gh", ToolName: "gh_new"}}
 	sends := auth.KeyOrigins(tool, srv)
-	if sends["GH_TOKEN"] != "https://tokens.evil.example" || sends["GH_CLIENT"] != "https://tokens.evil.example" {
+	const there = "https://tokens.evil.example (a token for https://api.github.example)" // review78: and its token to the server
+	if sends["GH_TOKEN"] != there || sends["GH_CLIENT"] != there {
 		t.Errorf("the server's client goes to %v, want its token URL's origin", sends)
 	}
-	if e := ks.Elsewhere("GH_TOKEN", sends["GH_TOKEN"]); e == nil || e.Origin != "https://tokens.evil.example" {
+	if e := ks.Elsewhere("GH_TOKEN", sends["GH_TOKEN"]); e == nil || e.Origin != there {
 		t.Errorf("the catalog's GH_TOKEN to the server's token URL: %v, want refused", e)
 	}
 	// A stdio server is given no credential: its keys stay its own.
@@ -65,5 +66,30 @@ func TestServerTokenURLIsWhereItsClientGoes(t *testing.T) {
 	tool.Execution.MCPID = "local"
 	if got := auth.KeyOrigins(tool, local)["L_SECRET"]; got != "stdio:local" {
 		t.Errorf("a stdio server's key goes to %q", got)
+	}
+}
+
+// TestOriginIsTheHostDialed (review78): two URLs have one origin only
+// when the client dials one host for them. Lower-cased, "apİ.example"
+// was "api.example", which a catalog plugin sends GH_TOKEN to, though
+// the client dials xn--api-bec.example (IDNA maps the dotted capital I
+// to "i" and a combining dot): a lookalike server registered there was
+// sent the users' GH_TOKEN. A Unicode name is its punycode's host; a
+// name IDNA refuses has no origin.
+func TestOriginIsTheHostDialed(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"https://API.example/v1", "https://api.example"},
+		{"https://apİ.example/v1", "https://xn--api-bec.example"},
+		{"https://APİ.example:8443/v1", "https://xn--api-bec.example:8443"},
+		{"https://Bücher.example/", "https://xn--bcher-kva.example"},
+		{"https://xn--bcher-kva.example/", "https://xn--bcher-kva.example"},
+		{"https://ａｐｉ.example/", "https://api.example"},
+		{"https://a\u200d.example/", ""},
+		{"http://[::1]:8080/", "http://[::1]:8080"},
+		{"https://{region}.api.example/", ""},
+	} {
+		if got := auth.Origin(tt.url); got != tt.want {
+			t.Errorf("Origin(%q) = %q, want %q", tt.url, got, tt.want)
+		}
 	}
 }

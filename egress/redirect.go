@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
 
 // maxRedirects bounds a redirect chain, as net/http's default does.
@@ -66,7 +68,7 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 		return nil
 	}
 	origin := OriginOf(via[0].URL)
-	crossed := OriginOf(req.URL) != origin
+	crossed := origin == "" || OriginOf(req.URL) != origin
 	for _, r := range via[1:] {
 		crossed = crossed || OriginOf(r.URL) != origin
 	}
@@ -93,8 +95,13 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // OriginOf is scheme://host:port with the scheme's default port made
-// explicit and the host lower-cased, so equal origins compare equal.
+// explicit and the host as Hostname gives it, so equal origins compare
+// equal; "" when the host has no name the client dials.
 func OriginOf(u *url.URL) string {
+	host, ok := Hostname(u)
+	if !ok {
+		return ""
+	}
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
 	if port == "" {
@@ -105,5 +112,25 @@ func OriginOf(u *url.URL) string {
 			port = "443"
 		}
 	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// Hostname is u's host (without brackets or port) as the client dials
+// it, in lower case: a name holding other than ASCII in IDNA's lookup
+// form, as net/http converts it before it dials. Lower-casing alone took
+// "apİ.example" for "api.example", though the client dials
+// xn--api-bec.example (review78). ok is false for a name IDNA refuses.
+func Hostname(u *url.URL) (string, bool) {
+	h := u.Hostname()
+	for i := range len(h) {
+		if h[i] >= 0x80 {
+			a, err := idna.Lookup.ToASCII(h)
+			if err != nil {
+				return "", false
+			}
+			h = a
+			break
+		}
+	}
+	return strings.ToLower(h), true
 }

@@ -53,6 +53,11 @@ func TestCheckRedirectOrigins(t *testing.T) {
 		{"https to http downgrade", []string{"https://api.example/a", "http://api.example/b"}, false},
 		{"http to https", []string{"http://api.example/a", "https://api.example/b"}, false},
 		{"back to the origin after leaving it", []string{"https://api.example/a", "https://evil.example/b", "https://api.example/c"}, false},
+		// review78: lower-cased, "apİ" was "api", but the client dials
+		// xn--api-bec.example (IDNA maps İ to i and a combining dot).
+		{"a dotted capital I: another host", []string{"https://api.example/a", "https://apİ.example/b"}, false},
+		{"a Unicode name: the host its punycode names", []string{"https://bücher.example/a", "https://xn--bcher-kva.example/b"}, true},
+		{"a name IDNA refuses", []string{"https://api.example/a", "https://a\u200d.example/b"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
 	"github.com/tidwall/gjson"
@@ -438,13 +439,13 @@ func (p *Plugin) validateHTTP(add func(field, format string, args ...any)) {
 		u, err := url.Parse(probe)
 		switch {
 		case err != nil:
-			add("execution.base_url", "%q is not a URL", e.BaseURL)
+			add("execution.base_url", "%q is not a URL", settings.RedactedURL(e.BaseURL))
 		case u.Scheme != "http" && u.Scheme != "https":
-			add("execution.base_url", "%q must be an absolute http or https URL", e.BaseURL)
+			add("execution.base_url", "%q must be an absolute http or https URL", settings.RedactedURL(e.BaseURL))
 		case u.Host == "":
-			add("execution.base_url", "%q has no host", e.BaseURL)
+			add("execution.base_url", "%q has no host", settings.RedactedURL(e.BaseURL))
 		case strings.Contains(hostPart(e.BaseURL), "{"):
-			add("execution.base_url", "%q: templates are allowed in the path only, not in the scheme, host or port", e.BaseURL)
+			add("execution.base_url", "%q: templates are allowed in the path only, not in the scheme, host or port", settings.RedactedURL(e.BaseURL))
 		case u.User != nil:
 			add("execution.base_url", "must not carry credentials; use auth_config")
 		}

@@ -76,7 +76,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			if err != nil {
 				return err
 			}
-			if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+			if openapi.IsURL(src) {
 				opts.SourceURL = fetched
 			}
 			opts.MaxBytes = cfg.importMaxBytes

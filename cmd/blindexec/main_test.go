@@ -461,3 +461,24 @@ func TestCLIChat(t *testing.T) {
 		t.Fatalf("unknown plugin: %d %q", code, errs)
 	}
 }
+
+// TestCLIImportURLSchemeInCapitals (review78): `import openapi
+// HTTP://user:token@host/spec.json` read the URL as a file path and
+// printed its error with the token; a scheme is any case, as Go's client
+// takes it: the URL is fetched and nothing prints its userinfo.
+func TestCLIImportURLSchemeInCapitals(t *testing.T) {
+	const secret = "tok-CliCaps7Qz"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "user" || p != secret {
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, `{"openapi":"3.0.3","info":{"title":"Caps","version":"1"},"servers":[{"url":"http://127.0.0.1:1"}],"paths":{"/items":{"get":{"operationId":"capsItems","responses":{"200":{"description":"ok"}}}}}}`)
+	}))
+	defer up.Close()
+	c := newCLI(t)
+	code, out, errs := c.run("", "import", "openapi", "HTTP://user:"+secret+"@"+strings.TrimPrefix(up.URL, "http://")+"/spec.json")
+	if strings.Contains(out+errs, secret) || code != 0 {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+}

@@ -200,7 +200,9 @@ func (c *config) egressClient(trusted ...string) (*http.Client, error) {
 	for _, raw := range trusted {
 		if u, err := url.Parse(raw); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" {
 			allow += "," + u.Hostname()
-			t.urls[u.String()] = egress.OriginOf(u)
+			if o := egress.OriginOf(u); o != "" { // a name the client dials
+				t.urls[u.String()] = o
+			}
 		}
 	}
 	if len(t.urls) == 0 {

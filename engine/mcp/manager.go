@@ -142,7 +142,7 @@ type Manager struct {
 	owned    atomic.Uint64 // the last sessionKey.own given
 	mu       sync.Mutex
 	sessions map[sessionKey]*session
-	configs  map[string]*cached[*serverConfig] // by id and by name
+	configs  map[string]*cached[*serverConfig] // by id, and by the name it was asked by
 	// Tool lists by server and credential set: a server may list other
 	// tools to another user's credentials. toolsBytes is what they hold,
 	// as encoded: at most MaxToolsBytes in all, the oldest dropped first,
@@ -406,7 +406,11 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 	}
 	entry := &cached[*serverConfig]{v: conf, at: time.Now(), version: version}
 	m.mu.Lock()
-	m.configs[conf.id], m.configs[conf.name] = entry, entry
+	// Under its id, and under ref (which found it: no server had that id).
+	// Never under its name unasked: a server's name may be another's id,
+	// and the id wins (review78: reading the one sent the other's calls,
+	// and its users' keys, to it).
+	m.configs[conf.id], m.configs[ref] = entry, entry
 	m.mu.Unlock()
 	return conf, nil
 }

@@ -68,6 +68,26 @@ func RedactedLocation(loc string) string {
 	return Redacted(loc)
 }
 
+// RedactedURL is a URL as an error quotes it, parsed or not: the
+// userinfo of its authority (any scheme, up to the authority's last @)
+// written "…", the rest as it is (review78: a base_url or an MCP server's
+// url refused was quoted whole, a password in it).
+func RedactedURL(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + 3
+	}
+	authority := raw[start:]
+	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
+		authority = authority[:end]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 || start == 0 {
+		return raw
+	}
+	return raw[:start] + "…" + raw[start+at:]
+}
+
 // HasUserinfo reports whether loc is an http(s) URL with userinfo (an @
 // in its authority), shown or not.
 func HasUserinfo(loc string) bool {

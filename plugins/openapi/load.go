@@ -377,7 +377,7 @@ func scalar(n *yaml.Node) any {
 // standard input, is the caller's business.)
 // Its errors name the URL without its userinfo (settings.RedactedLocation).
 func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, error) {
-	if !strings.HasPrefix(source, "http://") && !strings.HasPrefix(source, "https://") {
+	if !IsURL(source) {
 		f, err := os.Open(source)
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %w", source, err)
@@ -408,6 +408,18 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		return nil, fmt.Errorf("fetch %s: HTTP %s", shown, resp.Status)
 	}
 	return readAll(resp.Body, shown)
+}
+
+// IsURL reports whether source is an http or https URL, its scheme in
+// any case as Go's client takes it (review78: HTTPS://user:token@host/
+// was read as a file path, refused quoting it whole).
+func IsURL(source string) bool {
+	for _, scheme := range []string{"http://", "https://"} {
+		if len(source) >= len(scheme) && strings.EqualFold(source[:len(scheme)], scheme) {
+			return true
+		}
+	}
+	return false
 }
 
 func readAll(r io.Reader, source string) ([]byte, error) {

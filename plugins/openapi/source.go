@@ -41,7 +41,9 @@ func SourceName(location string, doc *Document, opts Options) string {
 // Fingerprint is the JSON of the options that shape a conversion, and of
 // the converter's revision, stored with the source.
 func (o Options) Fingerprint() (string, error) {
-	o.SourceURL = settings.RedactedLocation(o.SourceURL) // stored, and shown with the source
+	// Stored, and shown with the source: no URL's userinfo (review78: a
+	// base_url given with one, which no plugin takes, kept its password).
+	o.SourceURL, o.BaseURL = settings.RedactedLocation(o.SourceURL), settings.RedactedLocation(o.BaseURL)
 	b, err := marshal(struct {
 		Options
 		Revision int `json:"conversion_revision"`
