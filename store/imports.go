@@ -46,7 +46,8 @@ func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*I
 	return &src, nil
 }
 
-// SetImportSourceSealedURL keeps the sealed URL (with its userinfo) of
+// SetImportSourceSealedURL keeps the sealed URL (whole: with its userinfo
+// and query credentials) of
 // source id.
 func (s *Store) SetImportSourceSealedURL(ctx context.Context, id int64, sealed string) error {
 	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", id).
