@@ -93,8 +93,21 @@ type commitBoundTx struct {
 	net net.Conn
 }
 
-// Commit commits, its answer awaited QueryTimeout at most.
-func (t commitBoundTx) Commit() error { return t.bounded("commit", t.Tx.Commit) }
+// ErrCommitOutcomeUnknown is a COMMIT sent whose answer never came (cut
+// by the bound, or its connection broken meanwhile): the database may
+// have committed it or not, so the caller must not report the write as
+// not done (a client retrying a create would make a second).
+var ErrCommitOutcomeUnknown = errors.New("the database did not answer the COMMIT: the write may have been done or not")
+
+// Commit commits, its answer awaited QueryTimeout at most; an answer
+// that never came is ErrCommitOutcomeUnknown.
+func (t commitBoundTx) Commit() error {
+	err := t.bounded("commit", t.Tx.Commit)
+	if _, answered := errors.AsType[*mysqldrv.MySQLError](err); err != nil && !answered {
+		return fmt.Errorf("%w: %w", ErrCommitOutcomeUnknown, err)
+	}
+	return err
+}
 
 // Rollback rolls back, its answer awaited QueryTimeout at most: a
 // transaction given up after its statements were answered sends ROLLBACK
