@@ -136,10 +136,10 @@ func eachParam(q string, f func(name, value string, at int)) {
 
 // CredentialParam reports whether a query parameter's name reads as a
 // credential: compared in lower case with its separators (- _ . and
-// spaces) left out, a name that is key, sig, code (Azure Functions' key),
-// auth or jwt, or that holds token, secret, passw, pwd, apikey, signature,
-// credential, accesskey, privatekey or session (X-Amz-Signature,
-// private_token, subscription-key's key…). A list, not every parameter:
+// spaces) left out, a name that is sig, code (Azure Functions' key), auth
+// or jwt, that ends in key (key, api_key, Subscription-Key), or that holds
+// token, secret, passw, pwd, signature, credential or session
+// (X-Amz-Signature, private_token, X-Amz-Credential…). A list, not every parameter:
 // the location is a source's identity, so two documents told apart by a
 // parameter that is no secret (?group=admin, ?version=2) stay two sources.
 func CredentialParam(name string) bool {
@@ -154,10 +154,10 @@ func CredentialParam(name string) bool {
 		return unicode.ToLower(r)
 	}, name)
 	switch n {
-	case "key", "sig", "code", "auth", "jwt":
+	case "sig", "code", "auth", "jwt":
 		return true
 	}
-	for _, w := range []string{"token", "secret", "passw", "pwd", "apikey", "signature", "credential", "accesskey", "privatekey", "session"} {
+	for _, w := range []string{"token", "secret", "passw", "pwd", "signature", "credential", "session"} {
 		if strings.Contains(n, w) {
 			return true
 		}
