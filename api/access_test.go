@@ -294,7 +294,7 @@ func TestAccessListsRuoYi(t *testing.T) {
 			}
 			for _, era := range []string{"2026-07-28", "2025-11-25"} { // without a session, in one
 				cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-					Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok)}},
+					Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok)}},
 						&sdk.ClientSessionOptions{ProtocolVersion: era})
 				if err != nil {
 					t.Fatal(err)
@@ -432,7 +432,7 @@ func TestAccessDisabledUserRuoYi(t *testing.T) {
 		t.Errorf("a disabled user's call of an open plugin: %d %v", code, out)
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}}, nil)
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(e.tokens[2])}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func revokedTokenStream(t *testing.T, e *ruoyiEnv, i int, era string, end func(*
 	changed := make(chan struct{}, 8)
 	opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+		&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}},
 		&sdk.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		t.Fatal(err)
@@ -566,7 +566,7 @@ func TestMCPToldOnlyOfItsTools(t *testing.T) {
 			changed := make(chan struct{}, 8)
 			opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }}
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
-				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}},
+				&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(e.tokens[2])}},
 				&sdk.ClientSessionOptions{ProtocolVersion: era})
 			if err != nil {
 				t.Fatal(err)
@@ -642,7 +642,7 @@ func TestSearchToolsNamesTheUsersLanguages(t *testing.T) {
 	}
 	for user, want := range map[int64]string{1: "described in English and Chinese:", 2: "described in English:"} {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.tokens[user])}}, nil)
+			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(e.tokens[user])}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -315,7 +315,7 @@ func TestAgentMCPRuoYi(t *testing.T) {
 			}
 		}}
 		return sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, opts).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/agents/" + agent, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/agents/" + agent, HTTPClient: &http.Client{Transport: api.Bearer(tok)}}, nil)
 	}
 	list := func(cs *sdk.ClientSession) []string {
 		t.Helper()
@@ -411,7 +411,7 @@ func TestAgentMCPOutsideAndDeleted(t *testing.T) {
 	connect := func(path string, user int64) *sdk.ClientSession {
 		t.Helper()
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearer(e.tokens[user])}}, nil)
+			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: api.Bearer(e.tokens[user])}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -568,7 +568,7 @@ func TestAccessMCPSearchFull(t *testing.T) {
 	e := agentEnv(t, func(s *api.Server) { s.MCP.ToolSearch = toolset.Config{Mode: toolset.ModeAlways} })
 	for _, path := range []string{"/mcp", "/mcp/agents/staff"} {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearer(e.tokens[2])}}, nil)
+			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: api.Bearer(e.tokens[2])}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -362,7 +362,7 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 			})
 		}
 		t.Run("the catalog over /mcp", func(t *testing.T) {
-			hc := &http.Client{Transport: bearer(tokens[1].token)}
+			hc := &http.Client{Transport: api.Bearer(tokens[1].token)}
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
 				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, nil)
 			if err != nil {
@@ -451,13 +451,4 @@ func TestMaskingClassesFromCatalog(t *testing.T) {
 		})
 
 	})
-}
-
-// bearer is a transport sending a bearer token.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
 }

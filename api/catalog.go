@@ -483,6 +483,13 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 	// a pending item) failed closed because it is unreachable: say so,
 	// as the routes past the outage grace do, not "internal" — the
 	// caller retries later rather than report a bug.
+	// A COMMIT whose answer was lost may have committed: the caller reads
+	// the write back before sending it again, rather than retry blindly
+	// (no Retry-After).
+	if errors.Is(err, store.ErrCommitOutcomeUnknown) {
+		writeError(w, http.StatusServiceUnavailable, "commit_outcome_unknown", "the database stopped answering as this request's write was committed: it may have been done or not; read it back before sending the request again", nil)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
 	defer cancel()
 	if s.Store != nil && s.Store.Ping(ctx) != nil {

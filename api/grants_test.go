@@ -73,7 +73,7 @@ func TestGrantChangeTellsSessions(t *testing.T) {
 				told := make(chan struct{}, 8)
 				cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{
 					ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { told <- struct{}{} },
-				}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT(tok)}},
+				}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: Bearer(tok)}},
 					&sdk.ClientSessionOptions{ProtocolVersion: era})
 				if err != nil {
 					t.Fatal(err)

@@ -28,6 +28,16 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// Bearer is a transport sending a bearer token (an MCP client's, in the
+// tests of both packages).
+type Bearer string
+
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // DoJSON sends body to base+path (a string as is, anything else as JSON),
 // with the bearer token when given and header as name, value pairs, and
 // decodes the JSON answer.

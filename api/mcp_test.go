@@ -340,7 +340,7 @@ func TestCatalogRoute(t *testing.T) {
 	if code, out := e.do("POST", "/v1/plugins/import/mcp", mcpAdmin, map[string]any{"server": "med", "user_id": 7}); code != 200 {
 		t.Fatalf("import: %d %v", code, out)
 	}
-	hc := &http.Client{Transport: bearerRT(e.userTok)}
+	hc := &http.Client{Transport: Bearer(e.userTok)}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
 		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // sessions: their binding is checked below
 	if err != nil {
@@ -423,14 +423,6 @@ func (h headersRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h {
 		r.Header.Set(k, v)
 	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-type bearerRT string
-
-func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
 }
 

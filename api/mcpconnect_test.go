@@ -40,7 +40,7 @@ func TestMCPAsksToConnect(t *testing.T) {
 
 		uc, err := sdk.NewClient(&sdk.Implementation{Name: "u", Version: "1"}, &sdk.ClientOptions{
 			Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}}}).
-			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(seven)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestStartURLNeverReachesTheModel(t *testing.T) {
 		_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "agent"})
 		for _, caps := range []*sdk.ClientCapabilities{nil, {Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}}} {
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "1"}, &sdk.ClientOptions{Capabilities: caps}).
-				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestMCPConnectRoundTrip(t *testing.T) {
 			e.as.Browser(t, "account-1").Connect(r.Params.URL) // the person, at the URL the client showed
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		}}).
-		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestMCPContentWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT(e.userTok)}}, nil)
+		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: Bearer(e.userTok)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

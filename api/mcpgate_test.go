@@ -45,7 +45,7 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 		}
 		seven, eight := token(7), token(8)
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(seven)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestMCPCallWaitsForTheUser(t *testing.T) {
 		// URL-elicitation-required error, at once.
 		uc, err := sdk.NewClient(&sdk.Implementation{Name: "u", Version: "1"}, &sdk.ClientOptions{
 			Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}}}).
-			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(seven)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

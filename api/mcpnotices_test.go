@@ -67,7 +67,7 @@ func TestMCPProgressLogsAndCancellation(t *testing.T) {
 				h.logs = append(h.logs, r.Params)
 				h.Unlock()
 			},
-		}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT(e.userTok)}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: Bearer(e.userTok)}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,7 +101,7 @@ func TestMCPAnyReplica(t *testing.T) {
 			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
 			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
-			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestOpenAPIToolsBothEras(t *testing.T) {
 	_, tok := e.do("POST", "/v1/tokens", adminToken, map[string]any{"user_id": 7, "name": "t"})
 	for _, tc := range []struct{ version, want string }{{"", "2026-07-28"}, {"2025-11-25", "2025-11-25"}} {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/openapi", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}},
+			&sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/openapi", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}},
 			&sdk.ClientSessionOptions{ProtocolVersion: tc.version})
 		if err != nil {
 			t.Fatal(err)

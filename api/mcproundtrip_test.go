@@ -70,7 +70,7 @@ func TestMCPRoundTripForm(t *testing.T) {
 			ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				asked = append(asked, r.Params)
 				return <-answer, nil
-			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(e.seven)}}, nil)
+			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(e.seven)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

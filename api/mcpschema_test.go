@@ -26,7 +26,7 @@ func TestMCPSchemasAsWritten(t *testing.T) {
 		t.Fatalf("import: %d %v", code, out)
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearerRT(e.userTok)}}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: Bearer(e.userTok)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,11 @@ var (
 	// failClosedAnswer: the routes that read what the database holds,
 	// past BLINDEXEC_DB_OUTAGE_GRACE_MS.
 	failClosedAnswer = commonAnswer{"503", "The database has been unreachable for longer than the outage grace.", []string{"database_unavailable"}}
-	bodyAnswers      = []commonAnswer{
+	// writeFailClosedAnswer: the routes of failClosedAnswer that write (any
+	// method but GET), whose write's COMMIT may be cut (leftovers78).
+	writeFailClosedAnswer = commonAnswer{"503", "The database has been unreachable for longer than the outage grace (database_unavailable); or it stopped answering as this request's write was committed (commit_outcome_unknown): the write may have been done, read it back before sending the request again.",
+		[]string{"database_unavailable", "commit_outcome_unknown"}}
+	bodyAnswers = []commonAnswer{
 		{"400", "The body is not valid JSON, or a field has the wrong type, or it nests too deep.", []string{"malformed_request", "body_too_complex"}},
 		{"408", "The body did not arrive in time.", []string{"body_timeout"}},
 		{"413", "The body is over the limit.", []string{"body_too_large"}},
@@ -98,7 +102,7 @@ func buildOpenAPI() ([]byte, error) {
 			if !ok || !slices.Contains([]string{"get", "put", "post", "patch", "delete"}, method) {
 				continue
 			}
-			if err := completeOperation(op, components["responses"].(map[string]any)); err != nil {
+			if err := completeOperation(method, op, components["responses"].(map[string]any)); err != nil {
 				return nil, fmt.Errorf("%s %s: %w", method, path, err)
 			}
 			queryEmptyIsAbsent(op["parameters"])
@@ -249,9 +253,10 @@ func deepCopy(v any) any {
 	return v
 }
 
-// completeOperation adds op's security and common answers; an answer
-// given by reference (named, in shared) is copied in to take them.
-func completeOperation(op, shared map[string]any) error {
+// completeOperation adds the security and common answers of op (of
+// method); an answer given by reference (named, in shared) is copied in to
+// take them.
+func completeOperation(method string, op, shared map[string]any) error {
 	role, _ := op["x-role"].(string)
 	responses := op["responses"].(map[string]any)
 	var add []commonAnswer
@@ -266,7 +271,11 @@ func completeOperation(op, shared map[string]any) error {
 		op["security"] = sec
 		add = append(add, guardedAnswers...)
 		if op["x-serves-past-outage"] != true {
-			add = append(add, failClosedAnswer)
+			if method == "get" {
+				add = append(add, failClosedAnswer)
+			} else {
+				add = append(add, writeFailClosedAnswer)
+			}
 		}
 	default:
 		return fmt.Errorf("x-role: %q is none of none, user, service, admin", role)

@@ -133,3 +133,31 @@ func TestTokenCheckBlackholed(t *testing.T) {
 		t.Errorf("a token read before the outage: %d %v, want it served from the cache", code, body)
 	}
 }
+
+// TestCommitCutOutcomeUnknown (leftovers78): a COMMIT the database
+// received and committed, its answer lost (the partition begins right
+// after it), was answered 503 database_unavailable with Retry-After,
+// "this request was not completed; retry later": a client retrying a
+// create would write it twice. It is answered 503 commit_outcome_unknown,
+// without Retry-After, saying the write may have been done; the database
+// holds it (here, it was).
+func TestCommitCutOutcomeUnknown(t *testing.T) {
+	direct, proxy, through := testdb.Blackholable(t)
+	e := newEnv(t, testdb.At(t, through))
+	if code, body := e.do("PUT", "/v1/credentials/7/LIVE_KEY", adminToken, map[string]any{"value": "a-credential-of-some-length"}); code != http.StatusNoContent {
+		t.Fatalf("live: %d %v", code, body) // a transaction's statements prepared
+	}
+	proxy.BlackholeAfter([]byte("COMMIT"))
+	began := time.Now()
+	code, header, body := api.DoJSONHeader(t, e.url, "PUT", "/v1/credentials/7/CUT_KEY", adminToken, map[string]any{"value": "another-credential-of-some-length"})
+	if code != http.StatusServiceUnavailable || errCodeOf(body) != "commit_outcome_unknown" || header.Get("Retry-After") != "" {
+		t.Errorf("a COMMIT cut: %d %v (Retry-After %q) after %v, want 503 commit_outcome_unknown without Retry-After", code, body, header.Get("Retry-After"), time.Since(began))
+	}
+	if took, bound := time.Since(began), 2*store.QueryTimeout+2*time.Second; took > bound {
+		t.Errorf("a COMMIT cut: answered after %v, want within %v", took, bound)
+	}
+	got, err := direct.GetCredentials(t.Context(), 7, []string{"CUT_KEY"})
+	if err != nil || len(got) != 1 {
+		t.Errorf("the write whose COMMIT was cut: %v (%v), want it done", got, err)
+	}
+}

@@ -82,7 +82,7 @@ func TestEveryRuleOnEveryEntryPoint(t *testing.T) {
 
 	mcpClient := func(path, era string) *sdk.ClientSession {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "parity", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearer(userToken)}},
+			&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: api.Bearer(userToken)}},
 			&sdk.ClientSessionOptions{ProtocolVersion: era})
 		if err != nil {
 			t.Fatal(err)

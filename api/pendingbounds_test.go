@@ -86,7 +86,7 @@ func TestPendingItemsAreBounded(t *testing.T) {
 
 		// Over MCP: a tool error saying so, nothing held.
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(seven)}}, nil)
+			Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(seven)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

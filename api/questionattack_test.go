@@ -149,7 +149,7 @@ func TestHostileQuestionEntryPoints(t *testing.T) {
 					}
 				}
 				cs, err := sdk.NewClient(&sdk.Implementation{Name: "person", Version: "1"}, opts).Connect(t.Context(),
-					&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: bearerRT(e.userTok)}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+					&sdk.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: &http.Client{Transport: Bearer(e.userTok)}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 				if err != nil {
 					t.Fatal(err)
 				}

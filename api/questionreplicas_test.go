@@ -77,7 +77,7 @@ func TestQuestionAcrossReplicas(t *testing.T) {
 			ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				asked = append(asked, req.Params.Message)
 				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"size": "L"}}, nil
-			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+			}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(token)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -196,7 +196,7 @@ func TestRoutesDecide(t *testing.T) {
 			},
 			"/mcp": func() {
 				cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-					Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(userToken)}}, nil)
+					Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(userToken)}}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -209,7 +209,7 @@ func TestRoutesDecide(t *testing.T) {
 		}
 		drive["/mcp/agents/{name}"] = func() {
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
-				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/agents/notes", HTTPClient: &http.Client{Transport: bearer(userToken)}}, nil)
+				Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.url + "/mcp/agents/notes", HTTPClient: &http.Client{Transport: api.Bearer(userToken)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

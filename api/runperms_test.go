@@ -169,7 +169,7 @@ func TestMCPSessionFollowsItsToken(t *testing.T) {
 			e.changes.Poll(t.Context())
 		}
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(agent)}},
+			&sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(agent)}},
 			&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func TestMRTRRetryFollowsTheCatalog(t *testing.T) {
 						e.changes.Poll(ctx)
 					}
 					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
-				}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: bearer(tok["token"].(string))}}, nil)
+				}}).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: lb + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(tok["token"].(string))}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +360,7 @@ func TestMCPElicitationEndsWithItsSession(t *testing.T) {
 						}
 						return &sdk.ElicitResult{Action: "accept"}, nil
 					}}).Connect(t.Context(),
-					&sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(agent)}},
+					&sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", HTTPClient: &http.Client{Transport: api.Bearer(agent)}},
 					&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 				if err != nil {
 					t.Fatal(err)

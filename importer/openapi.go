@@ -272,8 +272,9 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 	return res, nil
 }
 
-// legacySource is the source a sync from given (a URL with userinfo)
-// wrote before migration 00031 at the URL whole, or before leftovers77 at
+// legacySource is the source a sync from given (a URL with userinfo or a
+// query credential) wrote at the URL whole before migration 00031 (before
+// 00034 for a query credential), or before leftovers77 at
 // the URL cut at its last @ (settings.Redacted: "https://…@scope/spec.json"
 // for an @ in its path): it takes its location now (unless dryRun), so
 // that its password is no longer stored in clear, and its location is the

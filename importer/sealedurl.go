@@ -14,24 +14,27 @@ import (
 
 // An OpenAPI source fetched from a URL with userinfo
 // (https://user:token@host/spec.json, which Go's client sends as basic
-// auth) is stored and shown at that URL without it
-// (settings.RedactedLocation); the URL itself is kept sealed under the
-// master key, as a credential is, so that a sync from the location as
-// shown fetches the protected document all the same.
+// auth) or with a credential in its query (?access_token=, ?sig=, …) is
+// stored and shown at that URL without them (settings.RedactedLocation);
+// the URL itself is kept sealed under the master key, as a credential
+// is, so that a sync from the location as shown fetches the protected
+// document all the same. A URL whose redaction hides nothing is not
+// sealed: the location is the URL.
 
-// ErrNoSealedURL is a sync from a location shown without its userinfo
-// for which no URL is kept: the caller sends the URL with its userinfo.
-var ErrNoSealedURL = errors.New("the URL's userinfo is shown redacted and no URL with it is kept for that source: send the URL with its userinfo")
+// ErrNoSealedURL is a sync from a location shown redacted for which no
+// URL is kept: the caller sends the URL whole.
+var ErrNoSealedURL = errors.New("the URL's userinfo or query credential is shown redacted (…) and no URL with it is kept for that source: send the URL whole")
 
 // sealedURLKey binds a sealed URL to its source, as a credential's AAD
 // binds it to its user and key.
 func sealedURLKey(id int64) string { return "import_source/" + strconv.FormatInt(id, 10) + "/url" }
 
 // FetchURL is the URL a sync of rawURL fetches: rawURL itself, or, when
-// its userinfo is the redacted one a location shows, the URL kept for the
-// source of that location (or of name, the source the import names).
+// it is the redacted one a location shows (its userinfo or a query
+// credential written "…"), the URL kept for the source of that location
+// (or of name, the source the import names).
 func FetchURL(ctx context.Context, st *store.Store, keys *auth.Keyring, rawURL, name string) (string, error) {
-	if !settings.HasUserinfo(rawURL) || settings.RedactedLocation(rawURL) != rawURL {
+	if !settings.Redacts(rawURL) || settings.RedactedLocation(rawURL) != rawURL {
 		return rawURL, nil // none, or given whole
 	}
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, cmp.Or(name, rawURL))
@@ -53,11 +56,11 @@ func FetchURL(ctx context.Context, st *store.Store, keys *auth.Keyring, rawURL, 
 	return kept, nil
 }
 
-// KeepURL seals the URL source id was synced from, when it has userinfo
-// and a master key is set (without one, a sync sends the URL whole each
+// KeepURL seals the URL source id was synced from, when its redaction
+// hides a part of it and a master key is set (without one, a sync sends the URL whole each
 // time, as before).
 func KeepURL(ctx context.Context, st *store.Store, keys *auth.Keyring, id int64, fetched string) error {
-	if id == 0 || !settings.HasUserinfo(fetched) || keys.MasterKeyID() == "" {
+	if id == 0 || !settings.Redacts(fetched) || keys.MasterKeyID() == "" {
 		return nil
 	}
 	sealed, _, err := keys.Encrypt(0, sealedURLKey(id), fetched)
@@ -105,7 +108,8 @@ func RotateURLs(ctx context.Context, st *store.Store, keys *auth.Keyring) (int, 
 }
 
 // SealLocations moves every OpenAPI source still stored at a URL with its
-// userinfo (imported before migration 00031, or by an older replica since)
+// userinfo or a query's credential (imported before migration 00031 or
+// 00034, or by an older replica since)
 // to the location shown, the URL kept sealed as a sync would keep it:
 // the password leaves the database's location column (and its dumps) at
 // the first start of serve, not at each source's next sync, and a sync
@@ -115,14 +119,14 @@ func SealLocations(ctx context.Context, st *store.Store, keys *auth.Keyring) (in
 	if keys.MasterKeyID() == "" {
 		return 0, nil
 	}
-	srcs, err := st.ImportSourcesWithUserinfo(ctx)
+	srcs, err := st.ImportSourcesToSeal(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, src := range srcs {
 		shown := settings.RedactedLocation(src.Location)
-		if !settings.HasUserinfo(src.Location) || shown == src.Location {
+		if !settings.Redacts(src.Location) || shown == src.Location {
 			continue // none, or shown already
 		}
 		sealed, _, err := keys.Encrypt(0, sealedURLKey(src.ID), src.Location)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -111,39 +112,45 @@ func TestBlackholedRawStatementsBounded(t *testing.T) {
 // stopped answering between a transaction's statements (answered) and
 // its COMMIT held the caller for as long as the connection lived. The
 // COMMIT is bounded by store.QueryTimeout, its error a deadline's, and
-// the connection it was cut on is not used again.
+// the connection it was cut on is not used again. The same for a
+// ROLLBACK (leftovers78: a transaction given up for a reason of the
+// engine's own, its statements answered; before: no answer after 20 s).
 func TestBlackholedCommitBounded(t *testing.T) {
-	_, proxy, through := testdb.Blackholable(t)
-	st := testdb.At(t, through)
-	tx, err := st.DB().BeginTx(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(t.Context(), "UPDATE sys_ai_change SET version = version WHERE scope = 'plugin'"); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Blackhole()
-	committed := make(chan error, 1)
-	began := time.Now()
-	go func() { committed <- tx.Commit() }()
-	// The test's own bound: the code under test's must come well before.
-	select {
-	case err = <-committed:
-	case <-time.After(20 * time.Second):
-		proxy.Refuse() // the connection closed: the COMMIT returns
-		err = <-committed
-		t.Fatalf("a COMMIT blackholed: no answer after 20 s (then %v)", err)
-	}
-	if took, bound := time.Since(began), store.QueryTimeout+2*time.Second; took > bound || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a COMMIT blackholed: %v after %v, want a deadline's error within %v", err, took, bound)
-	}
-	proxy.Refuse() // the partition ends: the held connections go
-	if err := proxy.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if _, err := st.Versions(ctx); err != nil {
-		t.Errorf("the pool after a COMMIT cut: %v", err)
+	for name, end := range map[string]func(*sql.Tx) error{"COMMIT": (*sql.Tx).Commit, "ROLLBACK": (*sql.Tx).Rollback} {
+		t.Run(name, func(t *testing.T) {
+			_, proxy, through := testdb.Blackholable(t)
+			st := testdb.At(t, through)
+			tx, err := st.DB().BeginTx(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(t.Context(), "UPDATE sys_ai_change SET version = version WHERE scope = 'plugin'"); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Blackhole()
+			ended := make(chan error, 1)
+			began := time.Now()
+			go func() { ended <- end(tx) }()
+			// The test's own bound: the code under test's must come well before.
+			select {
+			case err = <-ended:
+			case <-time.After(20 * time.Second):
+				proxy.Refuse() // the connection closed: the statement returns
+				err = <-ended
+				t.Fatalf("a %s blackholed: no answer after 20 s (then %v)", name, err)
+			}
+			if took, bound := time.Since(began), store.QueryTimeout+2*time.Second; took > bound || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a %s blackholed: %v after %v, want a deadline's error within %v", name, err, took, bound)
+			}
+			proxy.Refuse() // the partition ends: the held connections go
+			if err := proxy.Restore(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := st.Versions(ctx); err != nil {
+				t.Errorf("the pool after a %s cut: %v", name, err)
+			}
+		})
 	}
 }

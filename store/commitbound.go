@@ -17,16 +17,16 @@ import (
 // (each bounded) and its COMMIT held the caller for as long as the
 // connection lived. The serving pool's connections are therefore dialed
 // by commitBoundConnector, which keeps each one's network connection, and
-// a COMMIT not answered within QueryTimeout has its connection's deadline
-// passed: the read fails, the driver closes the connection and the pool
-// drops it. Migrations run on a pool of their own (migrateDSN), unbounded.
+// a COMMIT (or ROLLBACK, sent with no context either) not answered within
+// QueryTimeout has its connection's deadline passed: the read fails, the
+// driver closes the connection and the pool drops it. Migrations run on a pool of their own (migrateDSN), unbounded.
 
 // dialedKey carries, in Connect's context, where the dial puts the
 // network connection it made.
 type dialedKey struct{}
 
 // newCommitBoundConnector is the MySQL connector of cfg whose transactions
-// commit bounded.
+// commit and roll back bounded.
 func newCommitBoundConnector(cfg *mysqldrv.Config) (driver.Connector, error) {
 	cfg = cfg.Clone()
 	dial := cfg.DialFunc
@@ -73,7 +73,8 @@ type mysqlConn interface {
 	driver.NamedValueChecker
 }
 
-// commitBoundConn is a connection whose transactions commit bounded.
+// commitBoundConn is a connection whose transactions commit and roll
+// back bounded.
 type commitBoundConn struct {
 	mysqlConn
 	net net.Conn
@@ -92,14 +93,36 @@ type commitBoundTx struct {
 	net net.Conn
 }
 
-// Commit commits, its answer awaited QueryTimeout at most.
+// ErrCommitOutcomeUnknown is a COMMIT sent whose answer never came (cut
+// by the bound, or its connection broken meanwhile): the database may
+// have committed it or not, so the caller must not report the write as
+// not done (a client retrying a create would make a second).
+var ErrCommitOutcomeUnknown = errors.New("the database did not answer the COMMIT: the write may have been done or not")
+
+// Commit commits, its answer awaited QueryTimeout at most; an answer
+// that never came is ErrCommitOutcomeUnknown.
 func (t commitBoundTx) Commit() error {
+	err := t.bounded("commit", t.Tx.Commit)
+	if _, answered := errors.AsType[*mysqldrv.MySQLError](err); err != nil && !answered {
+		return fmt.Errorf("%w: %w", ErrCommitOutcomeUnknown, err)
+	}
+	return err
+}
+
+// Rollback rolls back, its answer awaited QueryTimeout at most: a
+// transaction given up after its statements were answered sends ROLLBACK
+// with no context as COMMIT is sent.
+func (t commitBoundTx) Rollback() error { return t.bounded("rollback", t.Tx.Rollback) }
+
+// bounded runs end (the transaction's COMMIT or ROLLBACK), its answer
+// awaited QueryTimeout at most.
+func (t commitBoundTx) bounded(op string, end func() error) error {
 	fired := make(chan struct{})
 	cut := time.AfterFunc(QueryTimeout, func() {
 		t.net.SetDeadline(time.Now())
 		close(fired)
 	})
-	err := t.Tx.Commit()
+	err := end()
 	if cut.Stop() {
 		return err
 	}
@@ -112,5 +135,5 @@ func (t commitBoundTx) Commit() error {
 		t.net.SetDeadline(time.Time{})
 		return err
 	}
-	return fmt.Errorf("commit: no answer within %v (%w): %w", QueryTimeout, err, context.DeadlineExceeded)
+	return fmt.Errorf("%s: no answer within %v (%w): %w", op, QueryTimeout, err, context.DeadlineExceeded)
 }

@@ -46,7 +46,8 @@ func (s *Store) FindImportSource(ctx context.Context, kind, location string) (*I
 	return &src, nil
 }
 
-// SetImportSourceSealedURL keeps the sealed URL (with its userinfo) of
+// SetImportSourceSealedURL keeps the sealed URL (whole: with its userinfo
+// and query credentials) of
 // source id.
 func (s *Store) SetImportSourceSealedURL(ctx context.Context, id int64, sealed string) error {
 	res := s.db.WithContext(ctx).Model(&ImportSource{}).Where("source_id = ?", id).
@@ -136,15 +137,16 @@ func (s *Store) ReplaceImportSourceSealedURL(ctx context.Context, id int64, old,
 	return nil
 }
 
-// ImportSourcesWithUserinfo returns the OpenAPI sources whose stored
-// location may hold userinfo (an @ after the scheme): rows an engine
-// before migration 00031 wrote with the URL whole.
-func (s *Store) ImportSourcesWithUserinfo(ctx context.Context) ([]ImportSource, error) {
+// ImportSourcesToSeal returns the OpenAPI sources whose stored location
+// may hold a secret (an @ after the scheme, or a query): rows an engine
+// before migration 00031 (userinfo) or 00034 (a query's credential) wrote
+// with the URL whole.
+func (s *Store) ImportSourcesToSeal(ctx context.Context) ([]ImportSource, error) {
 	var out []ImportSource
 	err := s.db.WithContext(ctx).Select("source_id, kind, location").
-		Where("kind = ? AND location LIKE ?", SourceOpenAPI, "%://%@%").Order("source_id").Find(&out).Error
+		Where("kind = ? AND (location LIKE ? OR location LIKE ?)", SourceOpenAPI, "%://%@%", "%://%?%").Order("source_id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("read the import sources with userinfo: %w", classify(err))
+		return nil, fmt.Errorf("read the import sources to seal: %w", classify(err))
 	}
 	return out, nil
 }

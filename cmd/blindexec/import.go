@@ -44,7 +44,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			ctx := cmd.Context()
 			src := args[0]
 			progress := progressWriter(cmd.ErrOrStderr())
-			shown := settings.RedactedLocation(src) // a URL's userinfo is never printed nor stored
+			shown := settings.RedactedLocation(src) // a URL's userinfo and query credentials are never printed nor stored
 			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err

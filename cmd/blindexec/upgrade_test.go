@@ -23,7 +23,7 @@ import (
 func TestServeSealsLocationsStoredWhole(t *testing.T) {
 	const secret = "pw-ops78-Zq9s"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "alice" || p != secret {
+		if u, p, ok := r.BasicAuth(); (!ok || u != "alice" || p != secret) && r.URL.Query().Get("access_token") != secret {
 			http.Error(w, "who are you", http.StatusUnauthorized)
 			return
 		}
@@ -31,8 +31,16 @@ func TestServeSealsLocationsStoredWhole(t *testing.T) {
 	}))
 	defer up.Close()
 	host := strings.TrimPrefix(up.URL, "http://")
-	full, shown := "http://alice:"+secret+"@"+host+"/spec.json", "http://…@"+host+"/spec.json"
+	for _, c := range []struct{ name, full, shown string }{
+		{"userinfo", "http://alice:" + secret + "@" + host + "/spec.json", "http://…@" + host + "/spec.json"},
+		// leftovers78: a query's credential, stored whole before 00034
+		{"query", "http://" + host + "/spec.json?group=a&access_token=" + secret, "http://" + host + "/spec.json?group=a&access_token=…"},
+	} {
+		t.Run(c.name, func(t *testing.T) { sealsStoredWhole(t, c.full, c.shown, secret) })
+	}
+}
 
+func sealsStoredWhole(t *testing.T, full, shown, secret string) {
 	dsn := testdb.DSN(t, "sqlite")
 	key := make([]byte, 32)
 	rand.Read(key)

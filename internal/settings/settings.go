@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // EnvFileVar names the variable that points at the env file.
@@ -54,9 +55,19 @@ func Redacted(v string) string {
 // password or a token) with its userinfo written "…" and the rest as it
 // is ("https://…@host/@scope/spec.json"), so the location shown is a URL
 // naming the same document, and its own redaction; a value with userinfo
-// that net/url does not parse as Redacted writes it (cut at its last @);
-// any other location as it is.
+// that net/url does not parse as Redacted writes it (cut at its last @).
+// The value of each query parameter whose name reads as a credential
+// (CredentialParam: access_token, api_key, sig, …) is written "…" too,
+// the rest of the query as it is ("https://host/spec.json?v=2&token=…").
+// Any other location as it is.
 func RedactedLocation(loc string) string {
+	if !isHTTP(loc) {
+		return loc
+	}
+	return redactedQuery(redactedUserinfo(loc))
+}
+
+func redactedUserinfo(loc string) string {
 	scheme, at := userinfoEnd(loc)
 	switch {
 	case at < 0, loc[scheme:at] == "…":
@@ -88,11 +99,112 @@ func RedactedURL(raw string) string {
 	return raw[:start] + "…" + raw[start+at:]
 }
 
-// HasUserinfo reports whether loc is an http(s) URL with userinfo (an @
-// in its authority), shown or not.
-func HasUserinfo(loc string) bool {
-	_, at := userinfoEnd(loc)
-	return at >= 0
+// redactedQuery is loc with the value of each credential parameter of its
+// query written "…".
+func redactedQuery(loc string) string {
+	start, end := queryBounds(loc)
+	if start < 0 {
+		return loc
+	}
+	var b strings.Builder
+	done := 0 // loc is written up to there
+	eachParam(loc[start:end], func(name, value string, at int) {
+		if value != "…" {
+			at += start + len(name) + 1
+			b.WriteString(loc[done:at])
+			b.WriteString("…")
+			done = at + len(value)
+		}
+	})
+	if done == 0 {
+		return loc
+	}
+	b.WriteString(loc[done:])
+	return b.String()
+}
+
+// queryBounds is where loc's query starts (after its ?) and ends (its #,
+// or loc's end), as net/url and Go's client take it: from the first ?
+// before the first #; start is -1 without one.
+func queryBounds(loc string) (start, end int) {
+	end = len(loc)
+	if i := strings.IndexByte(loc, '#'); i >= 0 {
+		end = i
+	}
+	q := strings.IndexByte(loc[:end], '?')
+	if q < 0 {
+		return -1, end
+	}
+	return q + 1, end
+}
+
+// eachParam calls f with each parameter of query q that has a credential's
+// name and a value, and where it starts in q. Parameters are split at &
+// and at ; (which some servers still take as a separator).
+func eachParam(q string, f func(name, value string, at int)) {
+	for at := 0; at <= len(q); {
+		n := strings.IndexAny(q[at:], "&;")
+		if n < 0 {
+			n = len(q) - at
+		}
+		if name, value, ok := strings.Cut(q[at:at+n], "="); ok && value != "" && CredentialParam(name) {
+			f(name, value, at)
+		}
+		at += n + 1
+	}
+}
+
+// CredentialParam reports whether a query parameter's name reads as a
+// credential: compared in lower case with its separators (- _ . and
+// spaces) left out, a name that is sig, code (Azure Functions' key), auth
+// or jwt, that ends in key (key, api_key, Subscription-Key), or that holds
+// token, secret, passw, pwd, signature, credential or session
+// (X-Amz-Signature, private_token, X-Amz-Credential…). A list, not every parameter:
+// the location is a source's identity, so two documents told apart by a
+// parameter that is no secret (?group=admin, ?version=2) stay two sources.
+func CredentialParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	n := strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '_', '.', ' ':
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
+	switch n {
+	case "sig", "code", "auth", "jwt":
+		return true
+	}
+	for _, w := range []string{"token", "secret", "passw", "pwd", "signature", "credential", "session"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "key")
+}
+
+// Redacts reports whether loc's redaction as an import location hides a
+// part of it (userinfo, a credential parameter's value), shown or not.
+func Redacts(loc string) bool {
+	if !isHTTP(loc) {
+		return false
+	}
+	if _, at := userinfoEnd(loc); at >= 0 {
+		return true
+	}
+	found := false
+	if start, end := queryBounds(loc); start >= 0 {
+		eachParam(loc[start:end], func(string, string, int) { found = true })
+	}
+	return found
+}
+
+// isHTTP reports whether loc is an http(s) URL (scheme in any case).
+func isHTTP(loc string) bool {
+	start, _ := userinfoEnd(loc)
+	return start > 0
 }
 
 // userinfoEnd is where an http(s) URL's userinfo starts (after the

@@ -271,6 +271,8 @@ func FuzzErrorValue(f *testing.F) {
 	f.Add("https://u:", "@host/@scope/spec.json")
 	f.Add("HTTPS://u:", "@host/spec.json")
 	f.Add("http://u:", "@host?q=@x#@y")
+	f.Add("http://u:p@host/s?token=", "&v=1")
+	f.Add("https://host/s?a=1;Api-Key=", "#x")
 	const pw = "S3cr3tPw"
 	f.Fuzz(func(t *testing.T, before, after string) {
 		if strings.Contains(after, pw) {
@@ -304,6 +306,16 @@ func checkLocation(t *testing.T, loc, pw string) {
 	if again := RedactedLocation(shown); again != shown {
 		t.Fatalf("%q: shown %q, which is shown %q: not its own redaction", loc, shown, again)
 	}
+	if (isHTTP(shown) && Redacts(shown) != Redacts(loc)) || (shown != loc && !Redacts(loc)) {
+		t.Fatalf("%q: shown %q, Redacts %v then %v", loc, shown, Redacts(loc), Redacts(shown))
+	}
+	if start, end := queryBounds(loc); start >= 0 && isHTTP(loc) {
+		eachParam(loc[start:end], func(name, value string, _ int) {
+			if strings.Contains(value, pw) && strings.Count(shown, pw) >= strings.Count(loc, pw) {
+				t.Fatalf("%q: shown %q, with the value of %s", loc, shown, name)
+			}
+		})
+	}
 	u, err := url.Parse(loc)
 	if err != nil || u.User == nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
 		return
@@ -316,7 +328,39 @@ func checkLocation(t *testing.T, loc, pw string) {
 	if err != nil {
 		t.Fatalf("%q: shown %q, no longer a URL: %v", loc, shown, err)
 	}
-	if back.Host != u.Host || back.Path != u.Path || back.RawQuery != u.RawQuery || back.Fragment != u.Fragment || back.User.String() != "x" {
+	// The query as its own redaction shows it (a credential's value "…").
+	query := redactedQuery("?" + u.RawQuery)[1:]
+	if back.Host != u.Host || back.Path != u.Path || back.RawQuery != query || back.Fragment != u.Fragment || back.User.String() != "x" {
 		t.Fatalf("%q: shown %q, another URL: %+v, want %+v with userinfo x", loc, shown, back, u)
+	}
+}
+
+// TestRedactedLocationQuery (leftovers78): a credential's value in an
+// import URL's query is written "…" as its userinfo is; every other
+// parameter, and the rest of the URL, as it is; the location shown is its
+// own redaction, and Redacts tells it from a URL with nothing to hide.
+func TestRedactedLocationQuery(t *testing.T) {
+	for _, c := range []struct{ loc, shown string }{
+		{"https://h/spec.json?access_token=S3cr3t", "https://h/spec.json?access_token=…"},
+		{"https://h/s?group=admin&api_key=S3cr3t&v=2", "https://h/s?group=admin&api_key=…&v=2"},
+		{"https://h/s?X-Amz-Signature=S3cr3t&X-Amz-Credential=AK%2F1&X-Amz-Date=20261130", "https://h/s?X-Amz-Signature=…&X-Amz-Credential=…&X-Amz-Date=20261130"},
+		{"https://h/s?sv=2024&sig=S3cr3t;code=S3cr3t", "https://h/s?sv=2024&sig=…;code=…"},
+		{"HTTPS://u:S3cr3t@h/s?private_token=S3cr3t#token=frag", "HTTPS://…@h/s?private_token=…#token=frag"},
+		{"https://h/s?Subscription-Key=S3cr3t&key=S3cr3t&monkey=S3cr3t", "https://h/s?Subscription-Key=…&key=…&monkey=…"},
+		{"https://h/s?%74oken=S3cr3t", "https://h/s?%74oken=…"},
+		{"https://h/s?token=&token&version=S3cr3t", "https://h/s?token=&token&version=S3cr3t"},
+		{"https://h/s?group=admin", "https://h/s?group=admin"},
+		{"/tmp/spec.json?token=S3cr3t", "/tmp/spec.json?token=S3cr3t"}, // a file: no query
+	} {
+		shown := RedactedLocation(c.loc)
+		if shown != c.shown {
+			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
+		}
+		if again := RedactedLocation(shown); again != shown {
+			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
+		}
+		if hides := shown != c.loc; Redacts(c.loc) != hides || Redacts(shown) != hides {
+			t.Errorf("%s: Redacts %v, shown %v; want %v", c.loc, Redacts(c.loc), Redacts(shown), hides)
+		}
 	}
 }

@@ -6,6 +6,7 @@
 package tcpproxy
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -16,6 +17,7 @@ import (
 type Proxy struct {
 	addr, target string
 	holed        atomic.Bool
+	holeAfter    atomic.Pointer[[]byte] // BlackholeAfter's bytes
 	mu           sync.Mutex
 	ln           net.Listener
 	conns        map[net.Conn]struct{}
@@ -39,6 +41,11 @@ func (p *Proxy) Addr() string { return p.addr }
 // come; new connections are still accepted.
 func (p *Proxy) Blackhole() { p.holed.Store(true) }
 
+// BlackholeAfter forwards to the target the next read from a client that
+// holds b, then blackholes as Blackhole does: the database receives that
+// statement (a COMMIT) and its answer is lost.
+func (p *Proxy) BlackholeAfter(b []byte) { p.holeAfter.Store(&b) }
+
 // Refuse closes the listener and every connection: connects are refused.
 func (p *Proxy) Refuse() {
 	p.mu.Lock()
@@ -52,6 +59,7 @@ func (p *Proxy) Refuse() {
 // Restore listens again on the same address and forwards.
 func (p *Proxy) Restore() error {
 	p.holed.Store(false)
+	p.holeAfter.Store(nil)
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		return err
@@ -111,6 +119,9 @@ func (p *Proxy) pipe(c net.Conn) {
 			if n > 0 && !p.holed.Load() {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
+				}
+				if after := p.holeAfter.Load(); src == c && after != nil && bytes.Contains(buf[:n], *after) {
+					p.holed.Store(true)
 				}
 			}
 			if err != nil {

@@ -375,7 +375,8 @@ func scalar(n *yaml.Node) any {
 // Fetch reads a document from a file path or an http(s) URL; URLs are
 // fetched with client, which should be the egress-guarded one. ("-", the
 // standard input, is the caller's business.)
-// Its errors name the URL without its userinfo (settings.RedactedLocation).
+// Its errors name the URL without its userinfo and query credentials
+// (settings.RedactedLocation).
 func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, error) {
 	if !IsURL(source) {
 		f, err := os.Open(source)

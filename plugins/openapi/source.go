@@ -23,8 +23,9 @@ import (
 // the location, else (a document given inline or on stdin) "inline:" and
 // the document's title, or its sha256 when it has none; so that two
 // inline documents are two sources, and a new version of one is the same.
-// A URL's userinfo is not part of it (settings.RedactedLocation): stored
-// and shown, the location never holds a password.
+// A URL's userinfo and its query credentials are not part of it
+// (settings.RedactedLocation): stored and shown, the location never holds
+// a password or a token.
 func SourceName(location string, doc *Document, opts Options) string {
 	if opts.Source != "" {
 		return opts.Source
