@@ -227,10 +227,12 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 // Origin is scheme://host[:port] of an absolute URL, in lower case; ""
 // when it has none, or when its host is a template ({region}.api.com):
 // such a plugin names no fixed origin, and no connection token goes to
-// it.
+// it. An IPv6 address with a zone ([fe80::1%25eth0]) names none either:
+// the zone is a local interface's name, in which case counts, and the
+// host written here ("%" unescaped) is no URL's (fuzz78).
 func Origin(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}") {
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") {
 		return ""
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host)
