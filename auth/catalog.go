@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
@@ -229,10 +230,12 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 // such a plugin names no fixed origin, and no connection token goes to
 // it. An IPv6 address with a zone ([fe80::1%25eth0]) names none either:
 // the zone is a local interface's name, in which case counts, and the
-// host written here ("%" unescaped) is no URL's (fuzz78).
+// host written here ("%" unescaped) is no URL's. Nor a host that is not
+// UTF-8: lower-casing writes each byte that is not as U+FFFD, so hosts
+// the client dials apart would share one origin (fuzz78).
 func Origin(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") {
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") || !utf8.ValidString(u.Host) {
 		return ""
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host)
