@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidwall/gjson"
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/blindexec/blindexec/engine/mcpserver"
 )
 
@@ -38,8 +41,16 @@ func FuzzStatelessPOST(f *testing.F) {
 		if json.Valid([]byte(params)) {
 			body = append(body[:len(body)-1], `,"params":`+params+`}`...)
 		}
+		// The headers a client sends the method and name in, where they
+		// can be a header's value; else none (the body's alone).
+		hdr := map[string]string{}
+		for h, v := range map[string]string{"Mcp-Method": method, "Mcp-Name": gjson.GetBytes(body, "params.name").String()} {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				hdr[h] = ""
+			}
+		}
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		status, got := e.postContext(ctx, 7, string(body), nil)
+		status, got := e.postContext(ctx, 7, string(body), hdr)
 		cancel()
 		switch status {
 		case 0: // a stream held open past the wait: the listen's
