@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/plugins"
@@ -228,17 +229,28 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 // Origin is scheme://host[:port] of an absolute URL, in lower case; ""
 // when it has none, or when its host is a template ({region}.api.com):
 // such a plugin names no fixed origin, and no connection token goes to
-// it. An IPv6 address with a zone ([fe80::1%25eth0]) names none either:
-// the zone is a local interface's name, in which case counts, and the
-// host written here ("%" unescaped) is no URL's. Nor a host that is not
-// UTF-8: lower-casing writes each byte that is not as U+FFFD, so hosts
-// the client dials apart would share one origin (fuzz78).
+// it. A host that is not ASCII is written as net/http's transport dials
+// it, in IDNA's ASCII form, and names none when that form fails (the
+// client would dial its bytes): lower-casing it instead gave hosts dialled
+// apart one origin (aİb.example, dialled xn--aib-9dc.example, and
+// ai̇b.example, dialled aib.example; a byte not UTF-8 lowered to U+FFFD).
+// An IPv6 address with a zone ([fe80::1%25eth0]) names none either: the
+// zone is a local interface's name, in which case counts, and its host
+// written here ("%" unescaped) is no URL's (fuzz78).
 func Origin(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") || !utf8.ValidString(u.Host) {
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") {
 		return ""
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
+	host := u.Host
+	if h := u.Hostname(); !isASCII(h) {
+		a, err := idna.Lookup.ToASCII(h)
+		if err != nil {
+			return ""
+		}
+		host = a + u.Host[len(h):] // a name, never bracketed: its port as written
+	}
+	return strings.ToLower(u.Scheme + "://" + host)
 }
 
 // ServesProvider reports whether an enabled catalog plugin using a

@@ -1,15 +1,12 @@
 package auth_test
 
 import (
-	"net"
 	"net/url"
 	"strings"
 	"testing"
-	"unicode/utf8"
-
-	"golang.org/x/net/idna"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress/egresstest"
 )
 
 // FuzzOrigin: auth.Origin is where the where-keys-go rule places a stored
@@ -52,34 +49,8 @@ func FuzzOrigin(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q: origin %q does not parse: %v", raw, o, err)
 		}
-		if got, want := dialled(ou), dialled(u); got != want {
+		if got, want := egresstest.Dialled(ou), egresstest.Dialled(u); got != want {
 			t.Fatalf("%q: dialled at %s, its origin %q at %s", raw, want, o, got)
 		}
 	})
-}
-
-// dialled is the address net/http's transport connects to for u
-// (canonicalAddr: the host in IDNA's ASCII form when it is not ASCII,
-// the scheme's port when none is written), in lower case but for an IPv6
-// zone: DNS names are not case sensitive, interface names are.
-func dialled(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	host := u.Hostname()
-	ascii := true
-	for i := 0; i < len(host); i++ {
-		ascii = ascii && host[i] < utf8.RuneSelf
-	}
-	if !ascii {
-		if v, err := idna.Lookup.ToASCII(host); err == nil {
-			host = v
-		}
-	}
-	host, zone, _ := strings.Cut(host, "%")
-	if zone != "" {
-		zone = "%" + zone
-	}
-	return net.JoinHostPort(strings.ToLower(host)+zone, port)
 }

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -32,6 +34,9 @@ func FuzzKeyGoesToItsOrigin(f *testing.F) {
 		{"https://api.example?{p}", "#@evil.example"},
 		{"{p}://api.example/", "https"},
 		{"https://[::1]:8080/{p}", "x"},
+		{"https://api.g\u0130thub.example/{p}", "x"},
+		{"https://a\u10a0b.example/{p}", "x"},
+		{"https://b\u00fccher.example/{p}", "x"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -61,8 +66,12 @@ func FuzzKeyGoesToItsOrigin(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := strings.ToLower(req.URL.Scheme + "://" + req.URL.Host); got != o {
-			t.Fatalf("base_url %q, p %q: the request goes to %s (%s), its keys are placed at %s", base, value, got, req.URL, o)
+		ou, err := url.Parse(o)
+		if err != nil {
+			t.Fatalf("base_url %q: its keys are placed at %q, which does not parse: %v", base, o, err)
+		}
+		if got, want := egresstest.Dialled(req.URL), egresstest.Dialled(ou); got != want || !strings.EqualFold(req.URL.Scheme, ou.Scheme) {
+			t.Fatalf("base_url %q, p %q: the request %s dials %s, its keys are placed at %s (%s)", base, value, req.URL, got, o, want)
 		}
 	})
 }
