@@ -59,8 +59,9 @@ func FuzzDescribeJSONError(f *testing.F) {
 	})
 }
 
-// walkPath follows path (a.b[2].c) in doc; false when a key holds . [ or ],
-// which make the path ambiguous, and fails the walk otherwise.
+// walkPath follows path (a.b[2].c) in doc; false when a key is empty or
+// holds . [ or ], which make the path ambiguous ("fixed_params." names
+// the key ""), and fails the walk otherwise.
 func walkPath(doc any, path string) (any, bool) {
 	for path != "" {
 		switch d := doc.(type) {
@@ -70,13 +71,16 @@ func walkPath(doc any, path string) (any, bool) {
 				key = path[:i]
 			}
 			for k := range d {
-				if strings.ContainsAny(k, ".[]") {
+				if k == "" || strings.ContainsAny(k, ".[]") {
 					return nil, false
 				}
 			}
 			v, ok := d[key]
 			if !ok {
 				return struct{}{}, true // not there: decodedKind says so
+			}
+			if path[len(key):] == "." {
+				return nil, false // the key "" of v
 			}
 			doc, path = v, strings.TrimPrefix(path[len(key):], ".")
 		case []any:
@@ -87,6 +91,9 @@ func walkPath(doc any, path string) (any, bool) {
 			i, err := strconv.Atoi(path[1:max(end, 1)])
 			if end < 0 || err != nil || i < 0 || i >= len(d) {
 				return struct{}{}, true
+			}
+			if path[end+1:] == "." {
+				return nil, false
 			}
 			doc, path = d[i], strings.TrimPrefix(path[end+1:], ".")
 		default:
