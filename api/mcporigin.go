@@ -65,10 +65,13 @@ func loopbackHost(h string) bool {
 
 // Origin is the serialisation browsers send of raw's origin (lowercase
 // scheme://host, the port only when not the scheme's default), or false
-// for anything but an http(s) origin ("null" included).
+// for anything but an http(s) origin ("null" included; "https://:", no
+// host, too). An IPv6 zone
+// (http://[fe80::1%25en0]) is none: browsers send none, and its host
+// written back ("%" unescaped) is no URL's (fuzz78).
 func Origin(raw string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || strings.Contains(u.Host, "%") {
 		return "", false
 	}
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()

@@ -227,12 +227,17 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 
 // Origin is scheme://host[:port] of an absolute URL, in lower case, the
 // host the one the client dials (egress.Hostname: a Unicode name as its
-// punycode), the port as written; "" when it has none, when its host is a
-// template ({region}.api.com) or a name IDNA refuses: such a plugin names
-// no fixed origin, and no connection token goes to it.
+// IDNA ASCII form), the port as written; "" when it has none, when its
+// host is a template ({region}.api.com) or a name IDNA refuses (the
+// client would dial its bytes): such a plugin names no fixed origin, and
+// no connection token goes to it. Lower-casing a Unicode host as text gave
+// hosts dialled apart one origin (review78, fuzz78: apİ.example, dialled
+// xn--api-bec.example; a byte not UTF-8 lowered to U+FFFD). An IPv6
+// address with a zone ([fe80::1%25eth0]) names none either: the zone is a
+// local interface's name, in which case counts (fuzz78).
 func Origin(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}") {
+	if err != nil || u.Scheme == "" || u.Host == "" || strings.ContainsAny(u.Host, "{}%") {
 		return ""
 	}
 	host, ok := egress.Hostname(u)

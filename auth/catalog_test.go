@@ -446,3 +446,44 @@ func TestElsewhereLeftOutRow(t *testing.T) {
 		t.Errorf("PAY_KEY, read by a row left out, to a server: %v, want refused (no enabled plugin sends it)", err)
 	}
 }
+
+// TestElsewhereDottedCapital (fuzz78): the catalog sends GH_TOKEN to
+// https://api.github.example; an MCP server registered at
+// https://api.gİthub.example, which the client dials at
+// api.xn--github-qyd.example (anyone's domain), reads it. Its host
+// lower-cased as text is the catalog's, so its tool without a row was
+// sent the key (before: nil). Now its origin is the host dialled: refused.
+func TestElsewhereDottedCapital(t *testing.T) {
+	st := testdb.Open(t, "sqlite")
+	ctx := t.Context()
+	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range []store.MCPServer{
+		{ID: "gh-1", Name: "gh", URL: "https://api.github.example/mcp"},
+		{ID: "idn-1", Name: "idn", URL: "https://api.g\u0130thub.example/mcp"},
+	} {
+		srv.Transport, srv.AuthConfig = store.TransportStreamableHTTP, []byte(`{"type":"bearer","token":"GH_TOKEN"}`)
+		if err := st.CreateMCPServer(ctx, &srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
+	changes.Poll(ctx)
+	c := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
+	tool := func(server string) *plugins.Plugin {
+		return &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: server, ToolName: "t"}}
+	}
+	if err := c.Elsewhere(ctx, tool("gh"), []string{"GH_TOKEN"}); err != nil {
+		t.Errorf("the catalog's own origin: %v, want sent", err)
+	}
+	err = c.Elsewhere(ctx, tool("idn"), []string{"GH_TOKEN"})
+	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Origin != "https://api.xn--github-qyd.example" {
+		t.Errorf("GH_TOKEN to https://api.g\u0130thub.example: %v, want refused at https://api.xn--github-qyd.example", err)
+	}
+}

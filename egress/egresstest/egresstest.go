@@ -10,7 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/blindexec/blindexec/egress"
 )
@@ -78,4 +83,30 @@ func (r StubResolver) LookupNetIP(_ context.Context, network, host string) ([]ne
 		return nil, &net.DNSError{Err: "no such host (egresstest.StubResolver)", Name: host, IsNotFound: true}
 	}
 	return out, nil
+}
+
+// Dialled is the address net/http's transport connects to for u (its
+// canonicalAddr: a host that is not ASCII in IDNA's ASCII form, kept as
+// it is when that fails; the scheme's port when none is written), in
+// lower case but for an IPv6 zone: DNS names are not case sensitive,
+// interface names are. Tests of where a request or a key goes compare it.
+func Dialled(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	host := u.Hostname()
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			if v, err := idna.Lookup.ToASCII(host); err == nil {
+				host = v
+			}
+			break
+		}
+	}
+	host, zone, _ := strings.Cut(host, "%")
+	if zone != "" {
+		zone = "%" + zone
+	}
+	return net.JoinHostPort(strings.ToLower(host)+zone, port)
 }

@@ -95,7 +95,7 @@ func echoTools(up string, names ...string) []*plugins.Plugin {
 	return ps
 }
 
-func echoUpstream(t *testing.T) *httptest.Server {
+func echoUpstream(t testing.TB) *httptest.Server {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"tool":%q,"q":%q}`, strings.TrimPrefix(r.URL.Path, "/"), r.URL.Query().Get("q"))

@@ -23,13 +23,13 @@ import (
 
 // erasEnv serves a catalog on one Handler, tokens "user-N" acting for N.
 type erasEnv struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	cat *liveCatalog
 	svc *mcpserver.Service
 }
 
-func newErasEnv(t *testing.T, opts mcpserver.Options, upstream http.HandlerFunc, tools ...string) *erasEnv {
+func newErasEnv(t testing.TB, opts mcpserver.Options, upstream http.HandlerFunc, tools ...string) *erasEnv {
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	cat := &liveCatalog{ps: echoTools(up.URL, tools...), version: 1}
