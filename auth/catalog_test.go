@@ -378,16 +378,8 @@ func TestCatalogFollowsAFailedReload(t *testing.T) {
 // its index did not place, and the new server was sent the users'
 // GH_TOKEN, which the catalog sends to its API only.
 func TestElsewhereUnplacedKey(t *testing.T) {
-	st := testdb.Open(t, "sqlite")
+	st := reposCatalog(t)
 	ctx := t.Context()
-	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
-		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreatePlugin(ctx, row); err != nil {
-		t.Fatal(err)
-	}
 	changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
 	changes.Poll(ctx)
 	c := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
@@ -401,7 +393,7 @@ func TestElsewhereUnplacedKey(t *testing.T) {
 		URL: "https://look.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"GH_TOKEN"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	err = c.Elsewhere(ctx, tool("look"), []string{"GH_TOKEN"})
+	err := c.Elsewhere(ctx, tool("look"), []string{"GH_TOKEN"})
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Key != "GH_TOKEN" {
 		t.Errorf("GH_TOKEN to a server the index does not know yet: %v, want refused", err)
 	}
@@ -454,16 +446,8 @@ func TestElsewhereLeftOutRow(t *testing.T) {
 // lower-cased as text is the catalog's, so its tool without a row was
 // sent the key (before: nil). Now its origin is the host dialled: refused.
 func TestElsewhereDottedCapital(t *testing.T) {
-	st := testdb.Open(t, "sqlite")
+	st := reposCatalog(t)
 	ctx := t.Context()
-	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
-		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreatePlugin(ctx, row); err != nil {
-		t.Fatal(err)
-	}
 	for _, srv := range []store.MCPServer{
 		{ID: "gh-1", Name: "gh", URL: "https://api.github.example/mcp"},
 		{ID: "idn-1", Name: "idn", URL: "https://api.g\u0130thub.example/mcp"},
@@ -482,8 +466,23 @@ func TestElsewhereDottedCapital(t *testing.T) {
 	if err := c.Elsewhere(ctx, tool("gh"), []string{"GH_TOKEN"}); err != nil {
 		t.Errorf("the catalog's own origin: %v, want sent", err)
 	}
-	err = c.Elsewhere(ctx, tool("idn"), []string{"GH_TOKEN"})
+	err := c.Elsewhere(ctx, tool("idn"), []string{"GH_TOKEN"})
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Origin != "https://api.xn--github-qyd.example" {
 		t.Errorf("GH_TOKEN to https://api.g\u0130thub.example: %v, want refused at https://api.xn--github-qyd.example", err)
 	}
+}
+
+// reposCatalog is a store whose catalog sends GH_TOKEN to
+// https://api.github.example only (its one plugin, repos).
+func reposCatalog(t *testing.T) *store.Store {
+	st := testdb.Open(t, "sqlite")
+	row, err := catalog.RowFromPlugin(mustParse(t, `{"name": "repos", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "https://api.github.example/repos"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(t.Context(), row); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -424,13 +424,7 @@ func TestStoredKeyGoesWhereTheCatalogSendsIt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.Catalog = rowCatalog{"items": row}
-			h.Credentials = storeFunc(func(_ context.Context, _ int64, keys []string) (map[string]string, error) {
-				out := map[string]string{}
-				for _, k := range keys {
-					out[k] = secret
-				}
-				return out, nil
-			})
+			h.Credentials = everyKey(secret)
 			call := Call{Plugin: tt.plugin, Inline: tt.inline, Owner: tt.owner, UserID: 7, Arguments: json.RawMessage(`{"q":"x"}`)}
 			before := len(lookalike.Hits()) + len(up.Hits())
 			_, allowed := h.Allowed(t.Context(), call)

@@ -37,13 +37,7 @@ func TestHomographIsAnotherOrigin(t *testing.T) {
 	t.Cleanup(client.CloseIdleConnections)
 	h := NewExecutor(client)
 	h.Catalog = rowCatalog{"items": row}
-	h.Credentials = storeFunc(func(_ context.Context, _ int64, keys []string) (map[string]string, error) {
-		out := map[string]string{}
-		for _, k := range keys {
-			out[k] = secret
-		}
-		return out, nil
-	})
+	h.Credentials = everyKey(secret)
 	_, err := h.Execute(t.Context(), Call{Plugin: look, Owner: OwnerService, UserID: 7, Arguments: json.RawMessage(`{"q":"x"}`)})
 	for _, hit := range up.Hits() {
 		if strings.Contains(hit.Header.Get("Authorization"), secret) {
