@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/header"
 )
 
@@ -68,13 +69,20 @@ func loopbackHost(h string) bool {
 // for anything but an http(s) origin ("null" included; "https://:", no
 // host, too). An IPv6 zone
 // (http://[fe80::1%25en0]) is none: browsers send none, and its host
-// written back ("%" unescaped) is no URL's (fuzz78).
+// written back ("%" unescaped) is no URL's (fuzz78). The host is the one
+// dialed (egress.Hostname: IDNA's lookup form), which is what a browser
+// sends: an allowed https://bücher.example is https://xn--bcher-kva.example
+// (small79), and a name IDNA refuses is no origin.
 func Origin(raw string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || strings.Contains(u.Host, "%") {
 		return "", false
 	}
-	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	host, ok := egress.Hostname(u)
+	if !ok {
+		return "", false
+	}
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}

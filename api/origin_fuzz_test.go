@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/blindexec/blindexec/egress"
 )
 
 // FuzzBrowserOrigin: Origin normalises a browser's Origin header and each
@@ -11,7 +13,8 @@ import (
 // to one form, which the MCP endpoints compare as strings. What it takes
 // is its own normal form (the header a browser sends for it is taken as
 // it), a URL that names the same scheme, host and port, and holds no
-// userinfo, path or case of its own: two writings of one origin compare
+// userinfo, path or case of its own, its host the one dialed (IDNA's
+// ASCII form, what a browser sends): two writings of one origin compare
 // equal, and localPage reads the host it compares.
 func FuzzBrowserOrigin(f *testing.F) {
 	for _, s := range []string{
@@ -34,7 +37,8 @@ func FuzzBrowserOrigin(f *testing.F) {
 			t.Fatalf("%q: origin %q does not parse: %v", raw, o, err)
 		}
 		in, _ := url.Parse(strings.TrimSpace(raw))
-		if u.User != nil || u.Path != "" || u.RawQuery != "" || !strings.EqualFold(u.Hostname(), in.Hostname()) {
+		dialed, _ := egress.Hostname(in)
+		if u.User != nil || u.Path != "" || u.RawQuery != "" || u.Hostname() != dialed {
 			t.Fatalf("%q: origin %q, another host than %q or more than an origin", raw, o, in.Hostname())
 		}
 	})

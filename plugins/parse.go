@@ -535,7 +535,7 @@ func (p *Plugin) validateAuth(add func(field, format string, args ...any)) {
 			if o.TokenURL == "" {
 				add("auth_config.oauth2.token_url", "required for grant \"client_credentials\"")
 			} else if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", o.TokenURL)
+				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", settings.RedactedURL(o.TokenURL))
 			}
 			if o.ClientID == "" {
 				add("auth_config.oauth2.client_id", "required for grant \"client_credentials\": the credential key of the client id")

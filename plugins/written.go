@@ -3,7 +3,10 @@ package plugins
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
+
+	"github.com/blindexec/blindexec/plugins/schema"
 )
 
 // AcceptedDialects are the JSON Schema dialects an MCP tool's inputSchema
@@ -44,9 +47,119 @@ func (e *DialectError) Error() string {
 // CheckWritten reports whether raw is a schema arguments can be validated
 // against as written: a JSON object of type object in an accepted
 // dialect, every $ref inside it.
+// A $ref that leads back to itself without reading into the arguments
+// is refused too: the validator refuses every value that reaches it
+// ("causing reference cycle"), so the import keeps such a tool in the
+// resolved form, where the cycle is pruned (small79).
 func CheckWritten(raw json.RawMessage) error {
-	_, err := writtenSchema(raw)
-	return err
+	if _, err := writtenSchema(raw); err != nil {
+		return err
+	}
+	root, err := decodeParameters(raw, nil)
+	if err != nil {
+		return err
+	}
+	if ref, ok := cycleInPlace(root); ok {
+		return fmt.Errorf("$ref %q leads back to itself without reading into the arguments, which no value reaching it passes", ref)
+	}
+	return nil
+}
+
+// Keywords whose subschemas apply to the value their schema applies to
+// (the instance does not move), by the shape of their value.
+var (
+	inPlaceOne  = []string{"not", "if", "then", "else"}
+	inPlaceList = []string{"allOf", "anyOf", "oneOf"}
+	inPlaceMap  = []string{"dependentSchemas", "dependencies"}
+	// movingOne, movingList and movingMap apply to a part of the value.
+	movingOne  = []string{"items", "additionalItems", "additionalProperties", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"}
+	movingList = []string{"items", "prefixItems"}
+	movingMap  = []string{"properties", "patternProperties"}
+)
+
+// cycleInPlace is a local $ref reachable from root that leads back to a
+// schema being applied to the same value: a cycle through $ref and the
+// in-place applicators only, one the validator meets without the instance
+// moving. Every schema is applied from a node the instance moved to (or
+// the root), depth first over in-place edges; the colours make it linear.
+func cycleInPlace(root map[string]any) (string, bool) {
+	lookup := schema.JSONSchemaLookup(root)
+	const (
+		open = iota + 1
+		closed
+	)
+	colour := map[uintptr]int{} // by the map's identity: a $ref reaches the very node
+	key := func(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+	var (
+		moved []map[string]any
+		found string
+		cycle bool
+	)
+	var apply func(m map[string]any, via string)
+	apply = func(m map[string]any, via string) {
+		switch colour[key(m)] {
+		case open:
+			found, cycle = via, true
+			return
+		case closed:
+			return
+		}
+		colour[key(m)] = open
+		inPlace := func(v any, via string) {
+			if sub, ok := v.(map[string]any); ok && !cycle {
+				apply(sub, via)
+			}
+		}
+		if ref, ok := m["$ref"].(string); ok {
+			if target, ok := lookup(ref); ok {
+				inPlace(target, ref)
+			}
+		}
+		for _, k := range inPlaceOne {
+			inPlace(m[k], via)
+		}
+		for _, k := range inPlaceList {
+			list, _ := m[k].([]any)
+			for _, v := range list {
+				inPlace(v, via)
+			}
+		}
+		for _, k := range inPlaceMap {
+			byName, _ := m[k].(map[string]any)
+			for _, v := range byName {
+				inPlace(v, via)
+			}
+		}
+		colour[key(m)] = closed
+		for _, k := range movingOne {
+			if sub, ok := m[k].(map[string]any); ok {
+				moved = append(moved, sub)
+			}
+		}
+		for _, k := range movingList {
+			list, _ := m[k].([]any)
+			for _, v := range list {
+				if sub, ok := v.(map[string]any); ok {
+					moved = append(moved, sub)
+				}
+			}
+		}
+		for _, k := range movingMap {
+			byName, _ := m[k].(map[string]any)
+			for _, v := range byName {
+				if sub, ok := v.(map[string]any); ok {
+					moved = append(moved, sub)
+				}
+			}
+		}
+	}
+	moved = append(moved, root)
+	for len(moved) > 0 && !cycle {
+		m := moved[len(moved)-1]
+		moved = moved[:len(moved)-1]
+		apply(m, "")
+	}
+	return found, cycle
 }
 
 // writtenSchema compiles an inputSchema as written (cached by its bytes).

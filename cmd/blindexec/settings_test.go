@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/blindexec/blindexec/internal/mcpconformance"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -159,10 +161,21 @@ func TestMCPOrigins(t *testing.T) {
 		{"", "null", nil, false},
 		{"", "chat.example.com", nil, false},
 		{"", "ftp://files.example.com", nil, false},
+		// a Unicode host is the ASCII form a browser sends (small79); one
+		// IDNA refuses is no origin
+		{"https://bücher.example/engine", "https://Bücher.example:8443", []string{"https://xn--bcher-kva.example", "https://xn--bcher-kva.example:8443"}, true},
+		{"", "https://a\u200d.example", nil, false},
 	} {
 		got, ok := mcpOrigins(tt.browser, tt.listed)
 		if ok != tt.ok || !slices.Equal(got, tt.want) {
 			t.Errorf("mcpOrigins(%q, %q) = %v, %v; want %v, %v", tt.browser, tt.listed, got, ok, tt.want, tt.ok)
 		}
+	}
+	// refused at the start, naming the setting
+	t.Setenv("BLINDEXEC_ALLOWED_ORIGINS", "https://chat.example.com,https://a\u200d.example")
+	src := settings.FromEnv(os.LookupEnv)
+	(&config{}).bind(&cobra.Command{}, src)
+	if err := src.Err(); err == nil || !strings.Contains(err.Error(), "BLINDEXEC_ALLOWED_ORIGINS") {
+		t.Errorf("an allowed origin IDNA refuses: %v", err)
 	}
 }

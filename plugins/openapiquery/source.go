@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -39,7 +40,7 @@ func Location(baseURL, spec string) (string, error) {
 		return "", errors.New("give either a base URL or a spec, not both")
 	case baseURL != "":
 		if !isURL(baseURL) {
-			return "", fmt.Errorf("base URL %q: want http:// or https://", baseURL)
+			return "", fmt.Errorf("base URL %q: want http:// or https://", settings.RedactedURL(baseURL))
 		}
 		return strings.TrimRight(baseURL, "/") + "/openapi.json", nil
 	case spec != "":
