@@ -166,8 +166,9 @@ type CatalogRules interface {
 	// Elsewhere returns nil when the call of p, no catalog row, may take
 	// keys from the store: none goes to an origin the enabled catalog
 	// plugins do not send it to while catalog plugins read it; else an
-	// *auth.ElsewhereError.
-	Elsewhere(ctx context.Context, p *plugins.Plugin, keys []string) error
+	// *auth.ElsewhereError. srv is p's server as the call reads it
+	// (ServerReaders).
+	Elsewhere(ctx context.Context, p *plugins.Plugin, srv auth.ServerSends, keys []string) error
 }
 
 // Access is who may use which plugin (issue 46); *access.Checker
@@ -420,6 +421,17 @@ type AuthConfigurer interface {
 // they may go.
 type CredentialHosts interface {
 	CredentialHost(ctx context.Context, p *plugins.Plugin) error
+}
+
+// ServerReaders is implemented by an Invoker whose destination is a
+// server registered apart from the plugin (an MCP server's row):
+// ServerSends is where a call of p sends the server's users' keys, read
+// as the call reads the row. The rule of where keys go (elsewhere) judges
+// that, not the catalog index's copy, which lags a server deleted and
+// registered anew under the same id elsewhere until the next poll
+// (review79).
+type ServerReaders interface {
+	ServerSends(ctx context.Context, p *plugins.Plugin) (auth.ServerSends, error)
 }
 
 // HostMovedError says a server's address moved away from the origin its
@@ -736,7 +748,15 @@ func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin,
 	if len(stored) == 0 || p.Catalog || e.Catalog == nil || call.Inline && call.Owner == OwnerAdmin {
 		return nil
 	}
-	err := e.Catalog.Elsewhere(ctx, p, stored)
+	var srv auth.ServerSends // an invoker that cannot say: an origin not fixed
+	if r, ok := e.invokers[p.ExecType()].(ServerReaders); ok && p.Execution.MCPID != "" {
+		var err error
+		if srv, err = r.ServerSends(ctx, p); err != nil {
+			// Unread, nothing says where the call would go.
+			return refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
+		}
+	}
+	err := e.Catalog.Elsewhere(ctx, p, srv, stored)
 	if err == nil {
 		return nil
 	}

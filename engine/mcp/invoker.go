@@ -95,6 +95,16 @@ func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) error 
 	return inv.Manager.HostMoved(ctx, p.Execution.MCPID)
 }
 
+// ServerSends implements engine.ServerReaders: where the server's tools
+// send its keys, from the row CallTool reads (Manager.config).
+func (inv Invoker) ServerSends(ctx context.Context, p *plugins.Plugin) (auth.ServerSends, error) {
+	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
+	if err != nil {
+		return auth.ServerSends{}, err
+	}
+	return c.sends, nil
+}
+
 // Destination implements engine.Destinations: the digest of the server's
 // transport, URL or command, headers and auth config.
 func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, error) {

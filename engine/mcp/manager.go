@@ -248,6 +248,9 @@ type serverConfig struct {
 	// credentialsTokenURL is the oauth2 token URL whose origin they were
 	// given for (store.MCPServer.CredentialsTokenURL).
 	credentialsTokenURL string
+	// sends is where the server's tools send its keys (auth.ServerSendsOf
+	// the row): what the rule of where keys go judges (Invoker.ServerSends).
+	sends auth.ServerSends
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination).
@@ -417,7 +420,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
-		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
+		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted, sends: auth.ServerSendsOf(row)}
 	if row.CredentialsURL != nil {
 		c.credentialsURL = *row.CredentialsURL
 	}
