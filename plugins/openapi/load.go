@@ -396,6 +396,11 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		return fmt.Errorf("fetch %s: %w", shown, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
+	if err != nil && settings.Redacts(source) {
+		// net/url's error quotes a piece of the URL (`invalid port
+		// ":pa"`: a password's first part, review79).
+		return nil, fmt.Errorf("fetch %s: not a URL (a / ? # or @ in a user or password must be percent-encoded)", shown)
+	}
 	if err != nil {
 		return nil, fail(err)
 	}
