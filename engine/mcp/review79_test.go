@@ -8,7 +8,6 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/catalog"
-	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
@@ -48,14 +47,8 @@ func TestServerRegisteredAnewJudgedAsCalled(t *testing.T) {
 		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand: this process's view
 		changes.Poll(ctx)
 		cat := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
-		m := mcp.NewManager(st, egresstest.Client(t))
-		m.Changes = changes
-		t.Cleanup(func() { m.Close() })
-		ex := engine.NewExecutor(egresstest.Client(t))
-		ex.Register("mcp", mcp.Invoker{Manager: m})
-		ex.Catalog = cat
-		const token = "ghp-user-7-0123456789abcdef"
-		ex.Credentials = storedKeys{"GH_TOKEN": token}
+		m, ex := ghExecutor(t, st)
+		m.Changes, ex.Catalog = changes, cat
 		tool := mcpPlugin("echo", nil) // the proxy's tool of gh: no catalog row
 		tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
 		if _, err := cat.Row(ctx, "repos"); err != nil { // the index read, gh at github's origin
