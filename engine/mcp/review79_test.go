@@ -28,18 +28,7 @@ func TestServerRegisteredAnewJudgedAsCalled(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		github, lookalike := mcptest.New(t), mcptest.New(t)
-		p, err := plugins.ParseJSON([]byte(`{"name": "repos", "description": "d", "parameters": {"type": "object"},
-			"execution": {"method": "GET", "base_url": "` + github.Endpoint + `"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		row, err := catalog.RowFromPlugin(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreatePlugin(ctx, row); err != nil {
-			t.Fatal(err)
-		}
+		reposAt(t, st, github.Endpoint)
 		bearer := &plugins.AuthConfig{Type: plugins.AuthBearer, Token: "GH_TOKEN"}
 		if _, err := mcp.Register(ctx, st, mcp.ServerSpec{ID: "gh", Name: "gh", URL: github.Endpoint, AuthConfig: bearer}, "test"); err != nil {
 			t.Fatal(err)
@@ -84,6 +73,66 @@ func TestServerRegisteredAnewJudgedAsCalled(t *testing.T) {
 		}
 		if len(github.Calls()) != 1 || len(lookalike.Calls()) != 0 {
 			t.Errorf("github called %d times, the lookalike %d; want 1 and 0", len(github.Calls()), len(lookalike.Calls()))
+		}
+	})
+}
+
+// reposAt adds the catalog row repos, sending GH_TOKEN to base's origin.
+func reposAt(t *testing.T, st *store.Store, base string) {
+	t.Helper()
+	p, err := plugins.ParseJSON([]byte(`{"name": "repos", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "` + base + `"}, "auth_config": {"type": "bearer", "token": "GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := catalog.RowFromPlugin(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreatePlugin(t.Context(), row); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServerRegisteredAnewAfterTheDecision (review79): the decision
+// judged where the proxy's tool of gh sends GH_TOKEN (to github's origin,
+// as the catalog's repos does) on gh's row as read then; the server registered anew at another URL and the counters polled
+// before the plan is sent, the Manager read the new row at the send and
+// the users' key went there, judged nowhere. The send is bound to the row
+// judged: refused, nothing sent.
+func TestServerRegisteredAnewAfterTheDecision(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		github, lookalike := mcptest.New(t), mcptest.New(t)
+		bearer := &plugins.AuthConfig{Type: plugins.AuthBearer, Token: "GH_TOKEN"}
+		reposAt(t, st, github.Endpoint)
+		if _, err := mcp.Register(ctx, st, mcp.ServerSpec{ID: "gh", Name: "gh", URL: github.Endpoint, AuthConfig: bearer}, "test"); err != nil {
+			t.Fatal(err)
+		}
+		changes := store.NewWatcher(st, time.Hour, nil) // polled by hand
+		changes.Poll(ctx)
+		m, ex := ghExecutor(t, st)
+		m.Changes, ex.Catalog = changes, auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
+		tool := mcpPlugin("echo", nil) // the proxy's tool of gh: no catalog row
+		tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
+		plan, err := ex.Decide(ctx, engine.Call{Plugin: tool, Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7})
+		if err != nil {
+			t.Fatalf("the decision at the catalog's origin: %v", err)
+		}
+
+		if _, err := st.DeleteMCPServer(ctx, "gh", "other"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mcp.Register(ctx, st, mcp.ServerSpec{ID: "gh", Name: "gh", URL: lookalike.Endpoint, AuthConfig: bearer}, "other"); err != nil {
+			t.Fatal(err)
+		}
+		changes.Poll(ctx)
+		res, _ := ex.Send(ctx, plan)
+		if n := len(lookalike.Calls()); n != 0 {
+			t.Fatalf("server gh registered anew at %s after the decision was called %d times with the user's GH_TOKEN", lookalike.Endpoint, n)
+		}
+		if res == nil || res.OK || res.Error == nil || res.Error.Code != engine.CodeCredentialNotBound {
+			t.Fatalf("the send: %+v, want refused %s", res, engine.CodeCredentialNotBound)
 		}
 	})
 }
