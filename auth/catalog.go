@@ -101,10 +101,8 @@ type catalogIndex struct {
 	// where its users' tokens may go.
 	origins map[string]map[string]bool
 	// sends is where the catalog's plugins send each stored key
-	// (Elsewhere); servers where each MCP server's tools send theirs, by
-	// its id and name (an id winning), as a row's mcp_id names it.
-	sends   KeySends
-	servers map[string]ServerSends
+	// (Elsewhere).
+	sends KeySends
 
 	mu sync.Mutex
 	// diffs remembers Difference for the inline plugins seen (parsed
@@ -174,7 +172,7 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	idx := &catalogIndex{plugins: map[string]*plugins.Plugin{}, secret: map[string]bool{}, empty: map[string]bool{},
-		origins: map[string]map[string]bool{}, sends: KeySends{}, servers: make(map[string]ServerSends, len(servers))}
+		origins: map[string]map[string]bool{}, sends: KeySends{}}
 	classify := func(cfg plugins.AuthConfig) {
 		ids := cfg.IdentifierKeys()
 		for _, k := range cfg.CredentialKeys() {
@@ -182,12 +180,15 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 			idx.empty[k] = idx.empty[k] || cfg.MayBeEmpty(k)
 		}
 	}
+	// Where each server's tools send its keys, by its id and name (an id
+	// winning), as a catalog row's mcp_id names it.
+	sendsOf := make(map[string]ServerSends, len(servers))
 	for i := range servers {
-		idx.servers[servers[i].ID] = ServerSendsOf(&servers[i])
+		sendsOf[servers[i].ID] = ServerSendsOf(&servers[i])
 	}
 	for i := range servers {
-		if _, ok := idx.servers[servers[i].Name]; !ok {
-			idx.servers[servers[i].Name] = idx.servers[servers[i].ID]
+		if _, ok := sendsOf[servers[i].Name]; !ok {
+			sendsOf[servers[i].Name] = sendsOf[servers[i].ID]
 		}
 	}
 	for _, s := range servers {
@@ -200,7 +201,7 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 		return nil, 0, fmt.Errorf("read the catalog: %w", err)
 	}
 	for _, p := range all {
-		idx.sends.Add(p, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
+		idx.sends.Add(p, KeyOrigins(p, sendsOf[p.Execution.MCPID]))
 	}
 	for _, p := range unserved {
 		// A row left out sends nothing, but the users' keys stored for
@@ -208,7 +209,7 @@ func readCatalog(ctx context.Context, src CatalogSource, served Served) (*catalo
 		// reads the rows): no other server's own (review77).
 		off := *p
 		off.Status = plugins.StatusDisabled
-		idx.sends.Add(&off, KeyOrigins(p, idx.servers[p.Execution.MCPID]))
+		idx.sends.Add(&off, KeyOrigins(p, sendsOf[p.Execution.MCPID]))
 	}
 	for _, p := range enabled {
 		idx.plugins[p.Name] = p
@@ -298,9 +299,12 @@ func (c *Catalog) Bind(ctx context.Context, p *plugins.Plugin, storedKeys []stri
 // MCP proxy's tool without one), taking keys from the store, when one of
 // them would go to an origin no enabled catalog plugin sends it to while
 // catalog plugins read it (KeySends.Elsewhere, the import's rule): an
-// *ElsewhereError for the first such key, sorted. Read again, at most
+// *ElsewhereError for the first such key, sorted. srv is p's MCP server
+// as the call reads it (ServerSendsOf its row; zero for another plugin),
+// not the index's copy, which lags a server registered anew under the
+// same id elsewhere until the next poll (review79). Read again, at most
 // once a second, before refusing: a row just enabled counts at once.
-func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, keys []string) error {
+func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, srv ServerSends, keys []string) error {
 	var refusal error
 	for _, recheck := range []bool{false, true} {
 		idx, err := c.index(ctx, recheck)
@@ -308,12 +312,8 @@ func (c *Catalog) Elsewhere(ctx context.Context, p *plugins.Plugin, keys []strin
 			return err
 		}
 		refusal = nil
-		sends := KeyOrigins(p, idx.servers[p.Execution.MCPID])
+		sends := KeyOrigins(p, srv)
 		for _, k := range slices.Sorted(slices.Values(keys)) {
-			// A key the index does not place (its server registered or
-			// changed since it was read, the call reading the row afresh)
-			// goes to an origin not fixed: refused while catalog plugins
-			// read it, until a read places it (review77).
 			if e := idx.sends.Elsewhere(k, sends[k]); e != nil {
 				refusal = e
 				break

@@ -27,6 +27,21 @@ const keyedDoc = `{"name": "keyed", "description": "a keyed API",
 	"auth_config": {"type": "api_key", "mapping": [{"source": "K", "target": "X-Key"}, {"source": "TENANT", "target": "X-Tenant", "secret": false}]},
 	"fixed_params": {"tenant": "acme"}}`
 
+// sendsOf is where the tools of server ref send its keys as a call
+// reads its row (the MCP invoker's ServerSends); none when it is not
+// registered.
+func sendsOf(t *testing.T, st *store.Store, ref string) auth.ServerSends {
+	t.Helper()
+	row, err := st.GetMCPServer(t.Context(), ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return auth.ServerSends{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth.ServerSendsOf(row)
+}
+
 func mustParse(t *testing.T, doc string) *plugins.Plugin {
 	t.Helper()
 	p, err := plugins.ParseJSON([]byte(doc))
@@ -370,13 +385,13 @@ func TestCatalogFollowsAFailedReload(t *testing.T) {
 	}
 }
 
-// TestElsewhereUnplacedKey (review77): a stored key the index cannot
-// place — the call's server registered (the CLI, another replica) after
-// the index was read, the counter not yet polled, while its row is read
-// afresh for the call — is decided as one going to an origin not fixed:
-// refused while catalog plugins read it. Before, Elsewhere skipped a key
-// its index did not place, and the new server was sent the users'
-// GH_TOKEN, which the catalog sends to its API only.
+// TestElsewhereUnplacedKey (review77): a stored key going to a server
+// registered (the CLI, another replica) after the index was read, the
+// counter not yet polled, its row read afresh for the call, is refused
+// while catalog plugins read it. Before, Elsewhere skipped a key its index
+// did not place, and the new server was sent the users' GH_TOKEN, which
+// the catalog sends to its API only. Now it is judged at the server's
+// origin as the call reads its row (review79).
 func TestElsewhereUnplacedKey(t *testing.T) {
 	st := reposCatalog(t)
 	ctx := t.Context()
@@ -386,18 +401,18 @@ func TestElsewhereUnplacedKey(t *testing.T) {
 	tool := func(server string) *plugins.Plugin {
 		return &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: server, ToolName: "t"}}
 	}
-	if err := c.Elsewhere(ctx, tool("none"), []string{"OWN_KEY"}); err != nil { // the index read
+	if err := c.Elsewhere(ctx, tool("none"), auth.ServerSends{}, []string{"OWN_KEY"}); err != nil { // the index read
 		t.Fatalf("a key no catalog plugin reads: %v", err)
 	}
 	if err := st.CreateMCPServer(ctx, &store.MCPServer{ID: "look-1", Name: "look", Transport: store.TransportStreamableHTTP,
 		URL: "https://look.example/mcp", AuthConfig: []byte(`{"type":"bearer","token":"GH_TOKEN"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Elsewhere(ctx, tool("look"), []string{"GH_TOKEN"})
+	err := c.Elsewhere(ctx, tool("look"), sendsOf(t, st, "look"), []string{"GH_TOKEN"})
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Key != "GH_TOKEN" {
 		t.Errorf("GH_TOKEN to a server the index does not know yet: %v, want refused", err)
 	}
-	if err := c.Elsewhere(ctx, tool("look"), []string{"OWN_KEY"}); err != nil {
+	if err := c.Elsewhere(ctx, tool("look"), sendsOf(t, st, "look"), []string{"OWN_KEY"}); err != nil {
 		t.Errorf("a key no catalog plugin reads, unplaced: %v, want its own", err)
 	}
 }
@@ -433,7 +448,7 @@ func TestElsewhereLeftOutRow(t *testing.T) {
 	}
 	c := auth.NewCatalog(st, served, changes)
 	tool := &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: "look", ToolName: "t"}}
-	err = c.Elsewhere(ctx, tool, []string{"PAY_KEY"})
+	err = c.Elsewhere(ctx, tool, sendsOf(t, st, "look"), []string{"PAY_KEY"})
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || len(ee.There) != 0 {
 		t.Errorf("PAY_KEY, read by a row left out, to a server: %v, want refused (no enabled plugin sends it)", err)
 	}
@@ -463,10 +478,10 @@ func TestElsewhereDottedCapital(t *testing.T) {
 	tool := func(server string) *plugins.Plugin {
 		return &plugins.Plugin{Name: "t", Execution: plugins.Execution{Type: plugins.TypeMCP, MCPID: server, ToolName: "t"}}
 	}
-	if err := c.Elsewhere(ctx, tool("gh"), []string{"GH_TOKEN"}); err != nil {
+	if err := c.Elsewhere(ctx, tool("gh"), sendsOf(t, st, "gh"), []string{"GH_TOKEN"}); err != nil {
 		t.Errorf("the catalog's own origin: %v, want sent", err)
 	}
-	err := c.Elsewhere(ctx, tool("idn"), []string{"GH_TOKEN"})
+	err := c.Elsewhere(ctx, tool("idn"), sendsOf(t, st, "idn"), []string{"GH_TOKEN"})
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); !ok || ee.Origin != "https://api.xn--github-qyd.example" {
 		t.Errorf("GH_TOKEN to https://api.g\u0130thub.example: %v, want refused at https://api.xn--github-qyd.example", err)
 	}

@@ -291,7 +291,7 @@ func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
 		// call's (elsewhere).
 		p := call.Plugin
 		keys := slices.Concat(p.Credentials(), authOf(ctx, e.invokers[p.ExecType()], p).CredentialKeys())
-		refused = e.elsewhere(ctx, &call, p, keys)
+		_, refused = e.elsewhere(ctx, &call, p, keys)
 	}
 	if refused == nil {
 		return nil, nil

@@ -45,12 +45,12 @@ func (c rowCatalog) Copy(_ context.Context, p *plugins.Plugin) (*plugins.Plugin,
 
 // Elsewhere is auth.Catalog's rule over the rows (http plugins: no MCP
 // server to read).
-func (c rowCatalog) Elsewhere(_ context.Context, p *plugins.Plugin, keys []string) error {
+func (c rowCatalog) Elsewhere(_ context.Context, p *plugins.Plugin, srv auth.ServerSends, keys []string) error {
 	ks := auth.KeySends{}
 	for _, row := range c {
 		ks.Add(row, auth.KeyOrigins(row, auth.ServerSends{}))
 	}
-	sends := auth.KeyOrigins(p, auth.ServerSends{})
+	sends := auth.KeyOrigins(p, srv)
 	for _, k := range keys {
 		if e := ks.Elsewhere(k, sends[k]); e != nil {
 			return e

@@ -166,8 +166,9 @@ type CatalogRules interface {
 	// Elsewhere returns nil when the call of p, no catalog row, may take
 	// keys from the store: none goes to an origin the enabled catalog
 	// plugins do not send it to while catalog plugins read it; else an
-	// *auth.ElsewhereError.
-	Elsewhere(ctx context.Context, p *plugins.Plugin, keys []string) error
+	// *auth.ElsewhereError. srv is p's server as the call reads it
+	// (ServerReaders).
+	Elsewhere(ctx context.Context, p *plugins.Plugin, srv auth.ServerSends, keys []string) error
 }
 
 // Access is who may use which plugin (issue 46); *access.Checker
@@ -323,9 +324,10 @@ type Prepared struct {
 	// Relay is Call.Relay: the invoker reports the upstream's own error
 	// (an MCP result's isError) as the result, not as a failed call.
 	Relay bool
-	// Destination is, for a call a person approved, the digest of where
-	// its invoker sends it (Destinations): the invoker refuses to send
-	// elsewhere (CodeConfirmationStale). "" when not approved.
+	// Destination is, for a call a person approved or whose server the
+	// rule of where keys go judged (ServerReaders), the digest of where its
+	// invoker sends it (Destinations): the invoker refuses to send
+	// elsewhere (CodeConfirmationStale). "" otherwise.
 	Destination string
 
 	schema    *schemaInfo
@@ -420,6 +422,18 @@ type AuthConfigurer interface {
 // they may go.
 type CredentialHosts interface {
 	CredentialHost(ctx context.Context, p *plugins.Plugin) error
+}
+
+// ServerReaders is implemented by an Invoker whose destination is a
+// server registered apart from the plugin (an MCP server's row):
+// ServerSends is where a call of p sends the server's users' keys, read
+// as the call reads the row, and the row's digest (Destinations'). The
+// rule of where keys go (elsewhere) judges that, not the catalog index's
+// copy, which lags a server deleted and registered anew under the same id
+// elsewhere until the next poll, and the call is sent to that row only
+// (Prepared.Destination; review79).
+type ServerReaders interface {
+	ServerSends(ctx context.Context, p *plugins.Plugin) (sends auth.ServerSends, digest string, err error)
 }
 
 // HostMovedError says a server's address moved away from the origin its
@@ -654,7 +668,8 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if refused := hostMoved(ctx, inv, p, stored); refused != nil {
 		return nil, refused
 	}
-	if refused := e.elsewhere(ctx, &call, p, stored); refused != nil {
+	sent, refused := e.elsewhere(ctx, &call, p, stored)
+	if refused != nil {
 		return nil, refused
 	}
 	prep := &Prepared{
@@ -673,6 +688,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		log:              e.logger(),
 		browserURL:       e.BrowserURL,
 		untrusted:        untrusted,
+		Destination:      sent,
 	}
 	if call.Token != 0 {
 		prep.allowed = func(ctx context.Context) *RefusedError { return e.allowed(ctx, &call, judged) }
@@ -732,20 +748,31 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 // administrator's inline plugins, which bind does not hold either. No
 // catalog: nothing to compare with (the stored keys' binding refuses an
 // inline plugin then).
-func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin, stored []string) *RefusedError {
+// The digest of the server row judged, "" when none was, is where the
+// call may go (Prepared.Destination).
+func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin, stored []string) (string, *RefusedError) {
 	if len(stored) == 0 || p.Catalog || e.Catalog == nil || call.Inline && call.Owner == OwnerAdmin {
-		return nil
+		return "", nil
 	}
-	err := e.Catalog.Elsewhere(ctx, p, stored)
+	var srv auth.ServerSends // an invoker that cannot say: an origin not fixed
+	var digest string
+	if r, ok := e.invokers[p.ExecType()].(ServerReaders); ok && p.Execution.MCPID != "" {
+		var err error
+		if srv, digest, err = r.ServerSends(ctx, p); err != nil {
+			// Unread, nothing says where the call would go.
+			return "", refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
+		}
+	}
+	err := e.Catalog.Elsewhere(ctx, p, srv, stored)
 	if err == nil {
-		return nil
+		return digest, nil
 	}
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); ok {
-		return &RefusedError{ToolError{Code: CodeCredentialNotBound,
+		return "", &RefusedError{ToolError{Code: CodeCredentialNotBound,
 			Message: ee.Error() + fmt.Sprintf("; nothing was sent: an administrator enables a catalog row sending %s there once that host may have the users' %s", ee.Key, ee.Key),
 			Details: map[string]any{"key": ee.Key, "origin": ee.Origin, "catalog_origins": ee.Origins()}}}
 	}
-	return refuse(CodeAuthError, "the catalog could not be read to check where stored credentials go: %v", err)
+	return "", refuse(CodeAuthError, "the catalog could not be read to check where stored credentials go: %v", err)
 }
 
 // authOf is the auth config that reads the credentials of a call of p:

@@ -391,7 +391,9 @@ func (catalogStub) Row(context.Context, string) (*plugins.Plugin, error) { retur
 
 func (catalogStub) Copy(context.Context, *plugins.Plugin) (*plugins.Plugin, error) { return nil, nil }
 
-func (catalogStub) Elsewhere(context.Context, *plugins.Plugin, []string) error { return nil }
+func (catalogStub) Elsewhere(context.Context, *plugins.Plugin, auth.ServerSends, []string) error {
+	return nil
+}
 
 func (c catalogStub) Identifiers(_ context.Context, keys []string) ([]string, error) {
 	var out []string

@@ -95,6 +95,17 @@ func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) error 
 	return inv.Manager.HostMoved(ctx, p.Execution.MCPID)
 }
 
+// ServerSends implements engine.ServerReaders: where the server's tools
+// send its keys, from the row CallTool reads (Manager.config), and its
+// digest (Destination).
+func (inv Invoker) ServerSends(ctx context.Context, p *plugins.Plugin) (auth.ServerSends, string, error) {
+	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
+	if err != nil {
+		return auth.ServerSends{}, "", err
+	}
+	return c.sends, c.digest, nil
+}
+
 // Destination implements engine.Destinations: the digest of the server's
 // transport, URL or command, headers and auth config.
 func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, error) {
@@ -157,8 +168,14 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 	}
 	if changed, ok := errors.AsType[*DestinationChangedError](err); ok {
 		endCall(span, err)
-		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: engine.CodeConfirmationStale,
-			Message: changed.Error() + "; nothing was sent"}}
+		// An approved call (Once) is bound to the row a person saw, any
+		// other to the row where its stored keys were judged to go.
+		code, what := engine.CodeCredentialNotBound, "where its stored credentials go was judged on the row before"
+		if p.Once {
+			code, what = engine.CodeConfirmationStale, "the call was approved"
+		}
+		return nil, &engine.RefusedError{ToolError: engine.ToolError{Code: code,
+			Message: changed.Error() + " (" + what + "); nothing was sent"}}
 	}
 	if err != nil {
 		err = toolError(p, err)

@@ -248,18 +248,22 @@ type serverConfig struct {
 	// credentialsTokenURL is the oauth2 token URL whose origin they were
 	// given for (store.MCPServer.CredentialsTokenURL).
 	credentialsTokenURL string
+	// sends is where the server's tools send its keys (auth.ServerSendsOf
+	// the row): what the rule of where keys go judges (Invoker.ServerSends).
+	sends auth.ServerSends
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
-	// person's approval of a call binds (Invoker.Destination).
+	// person's approval of a call binds (Invoker.Destination), and the
+	// decision of where its stored keys go (Invoker.ServerSends).
 	digest string
 }
 
-// DestinationChangedError refuses an approved call whose server row
-// changed since the approval (Call.Destination): nothing was sent.
+// DestinationChangedError refuses a call whose server row changed since
+// the decision bound it (Call.Destination): nothing was sent.
 type DestinationChangedError struct{ Server string }
 
 func (e *DestinationChangedError) Error() string {
-	return fmt.Sprintf("MCP server %s changed (its URL, headers or auth) since the call was approved", e.Server)
+	return fmt.Sprintf("MCP server %s changed (its URL, headers or auth) since the call was decided", e.Server)
 }
 
 // Server returns the id and name of server ref (id or name), or
@@ -417,7 +421,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
-		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted}
+		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted, sends: auth.ServerSendsOf(row)}
 	if row.CredentialsURL != nil {
 		c.credentialsURL = *row.CredentialsURL
 	}
@@ -468,7 +472,8 @@ type Call struct {
 	// MCP convention, the only way over stdio) and, over HTTP, as the
 	// traceparent header of its requests.
 	Traceparent string
-	// Destination, when set, is the server's digest a person approved
+	// Destination, when set, is the server's digest a person approved,
+	// or the rule of where stored keys go judged
 	// (engine.Prepared.Destination): a server changed since is not
 	// called (*DestinationChangedError).
 	Destination string

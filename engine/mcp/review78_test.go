@@ -34,12 +34,7 @@ func TestServerIDOverAnotherServersName(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		m := mcp.NewManager(st, egresstest.Client(t))
-		t.Cleanup(func() { m.Close() })
-		ex := engine.NewExecutor(egresstest.Client(t))
-		ex.Register("mcp", mcp.Invoker{Manager: m})
-		const token = "ghp-user-7-0123456789abcdef"
-		ex.Credentials = storedKeys{"GH_TOKEN": token}
+		_, ex := ghExecutor(t, st)
 		call := func(ref string) {
 			p := mcpPlugin("echo", nil)
 			p.Execution.MCPID, p.RequiredCredentials = ref, []string{"GH_TOKEN"}
@@ -58,6 +53,19 @@ func TestServerIDOverAnotherServersName(t *testing.T) {
 		}
 	})
 }
+
+// ghExecutor is an executor calling MCP servers through its Manager of
+// st, the user's stored GH_TOKEN ghToken.
+func ghExecutor(t *testing.T, st *store.Store) (*mcp.Manager, *engine.Executor) {
+	m := mcp.NewManager(st, egresstest.Client(t))
+	t.Cleanup(func() { m.Close() })
+	ex := engine.NewExecutor(egresstest.Client(t))
+	ex.Register("mcp", mcp.Invoker{Manager: m})
+	ex.Credentials = storedKeys{"GH_TOKEN": ghToken}
+	return m, ex
+}
+
+const ghToken = "ghp-user-7-0123456789abcdef"
 
 // TestServerURLRefusedWithoutItsPassword (review78): a server's url
 // refused was quoted whole in the error, a password in its userinfo with

@@ -70,13 +70,28 @@ func RedactedLocation(loc string) string {
 func redactedUserinfo(loc string) string {
 	scheme, at := userinfoEnd(loc)
 	switch {
-	case at < 0, loc[scheme:at] == "…":
-		return loc // none, or shown already
+	case at >= 0 && loc[scheme:at] == "…":
+		return loc // shown already
+	case at < 0 && !unparsedUserinfo(loc, scheme):
+		return loc // none
 	}
 	if u, err := url.Parse(loc); err == nil && u.User != nil {
 		return loc[:scheme] + "…" + loc[at:]
 	}
 	return Redacted(loc)
+}
+
+// unparsedUserinfo reports whether loc, an http(s) URL whose authority
+// has no @, is one net/url refuses with an @ after its scheme's //: a
+// password with a / ? or # written as it is ends the authority before its
+// @ (`https://user:pa/ss@host/`, refused "invalid port"; review79). It is
+// never fetched, and is cut at its last @ as Redacted does.
+func unparsedUserinfo(loc string, scheme int) bool {
+	if !strings.Contains(loc[scheme:], "@") {
+		return false
+	}
+	_, err := url.Parse(loc)
+	return err != nil
 }
 
 // RedactedURL is a URL as an error quotes it, parsed or not: the
@@ -191,7 +206,7 @@ func Redacts(loc string) bool {
 	if !isHTTP(loc) {
 		return false
 	}
-	if _, at := userinfoEnd(loc); at >= 0 {
+	if scheme, at := userinfoEnd(loc); at >= 0 || unparsedUserinfo(loc, scheme) {
 		return true
 	}
 	found := false

@@ -335,6 +335,31 @@ func checkLocation(t *testing.T, loc, pw string) {
 	}
 }
 
+// TestRedactedLocationUnparsed (review79): a password with a / ? or #
+// written as it is ends the authority before its @; net/url refuses the
+// URL, and it was shown whole. Cut at its last @; a URL net/url parses
+// with an @ in its path or query keeps it.
+func TestRedactedLocationUnparsed(t *testing.T) {
+	for _, c := range []struct{ loc, shown string }{
+		{"https://user:Qm4e/Zk81@h/spec.json", "…@h/spec.json"},
+		{"HTTP://user:Qm4e?Zk81@h/spec.json", "…@h/spec.json"},
+		{"https://user:Qm4e#Zk81@h/spec.json?token=S3cr3t", "…@h/spec.json?token=…"},
+		{"https://h/@scope/spec.json", "https://h/@scope/spec.json"},
+		{"https://h/spec.json?mail=a@b", "https://h/spec.json?mail=a@b"},
+	} {
+		shown := RedactedLocation(c.loc)
+		if shown != c.shown {
+			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
+		}
+		if again := RedactedLocation(shown); again != shown {
+			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
+		}
+		if Redacts(c.loc) != (shown != c.loc) {
+			t.Errorf("%s: Redacts %v, shown %s", c.loc, Redacts(c.loc), shown)
+		}
+	}
+}
+
 // TestRedactedLocationQuery (leftovers78): a credential's value in an
 // import URL's query is written "…" as its userinfo is; every other
 // parameter, and the rest of the URL, as it is; the location shown is its

@@ -388,12 +388,7 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 	}
 	shown := settings.RedactedLocation(source)
 	fail := func(err error) error {
-		// url.Error quotes the URL again (its password as ***, a token
-		// given as the user whole): its own error only
-		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return fmt.Errorf("fetch %s: %w", shown, err)
+		return fmt.Errorf("fetch %s: %w", shown, FetchCause(source, err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
 	if err != nil {
@@ -409,6 +404,23 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		return nil, fmt.Errorf("fetch %s: HTTP %s", shown, resp.Status)
 	}
 	return readAll(resp.Body, shown)
+}
+
+// FetchCause is err, of a request to the URL source, as a message may
+// show it beside source's redaction: url.Error quotes the URL again (its
+// password as ***, a token given as the user or in the query whole), so
+// its own error only; net/url's refusal of a URL whose redaction hides
+// something quotes a piece of it (`invalid port ":pa"`: a password's
+// first part, review79), so none of it.
+func FetchCause(source string, err error) error {
+	uerr := (*url.Error)(nil)
+	if !errors.As(err, &uerr) {
+		return err
+	}
+	if uerr.Op == "parse" && settings.Redacts(source) {
+		return errors.New("not a URL (a / ? # or @ in a user or password must be percent-encoded)")
+	}
+	return uerr.Err
 }
 
 // IsURL reports whether source is an http or https URL, its scheme in

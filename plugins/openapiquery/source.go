@@ -64,11 +64,14 @@ type SourceError struct {
 	Err    error
 }
 
+// Error names the source redacted (settings.RedactedLocation: no
+// userinfo, no query credential; review79).
 func (e *SourceError) Error() string {
+	shown := settings.RedactedLocation(e.Source)
 	if e.Parse {
-		return fmt.Sprintf("openapiquery: %s: %v", e.Source, e.Err)
+		return fmt.Sprintf("openapiquery: %s: %v", shown, e.Err)
 	}
-	return fmt.Sprintf("openapiquery: fetch %s: %v", e.Source, e.Err)
+	return fmt.Sprintf("openapiquery: fetch %s: %v", shown, openapi.FetchCause(e.Source, e.Err))
 }
 
 func (e *SourceError) Unwrap() error { return e.Err }
