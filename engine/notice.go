@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -27,9 +28,23 @@ const MaxNoticeLogBytes = 2048
 
 // Kept is what the engine keeps of a log message — in its own log and
 // as an event of the call's span —, each text cut to MaxNoticeLogBytes,
-// saying how much more there was; the call's client hears it whole.
+// saying how much more there was, its level only when it is one
+// (logLevels); the call's client hears it whole.
 func (n Notice) Kept() (level, logger, data string) {
-	return cutNotice(n.Level), cutNotice(n.Logger), cutNotice(string(n.Data))
+	return keptLevel(n.Level), cutNotice(n.Logger), cutNotice(string(n.Data))
+}
+
+// logLevels are the levels of an MCP log message (RFC 5424's severities).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// keptLevel is level when it is one of logLevels, else its length only:
+// the upstream writes any text there, a credential it was sent included,
+// and a message no call can be given has no masker (review80).
+func keptLevel(level string) string {
+	if slices.Contains(logLevels, level) {
+		return level
+	}
+	return fmt.Sprintf("(not a log level: %d bytes)", len(level))
 }
 
 // cutNotice cuts s to MaxNoticeLogBytes without splitting a character,
@@ -82,6 +97,7 @@ func ProgressWanted(ctx context.Context) bool {
 func (p *Prepared) Notify(ctx context.Context, n Notice) Notice {
 	m := callMasker(p)
 	n.Message = m.String(n.Message)
+	n.Level = m.String(n.Level) // the upstream's text, as the others are
 	n.Logger = m.String(n.Logger)
 	if len(n.Data) > 0 {
 		if d := m.Bytes(n.Data); json.Valid(d) {

@@ -507,7 +507,7 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 		args = map[string]any{}
 	}
 	var res *sdk.CallToolResult
-	err = m.withSession(ctx, srv, call.Credentials, call.OnSecrets, false, func(ctx context.Context, cs *sdk.ClientSession) error {
+	derived, err := m.withSession(ctx, srv, call.Credentials, call.OnSecrets, false, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		params := &sdk.CallToolParams{Name: call.Tool, Arguments: args}
 		headers := call.Headers
@@ -549,7 +549,7 @@ func (m *Manager) CallTool(ctx context.Context, call Call) (*sdk.CallToolResult,
 		return err
 	})
 	if err != nil {
-		return nil, m.upstream(ctx, srv, "tools/call", call.Tool, call.Credentials, err)
+		return nil, m.upstream(ctx, srv, "tools/call", call.Tool, call.Credentials, derived, err)
 	}
 	return res, nil
 }
@@ -588,8 +588,8 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 	// never charged to it (before, another user's calls reading large
 	// answers during a listing made it fail).
 	own := srv.transport == store.TransportSSE
-	var derived []string // the session's own secrets (an oauth2 access token)
-	err = m.withSession(ctx, srv, creds, func(s ...string) { derived = s }, own, func(ctx context.Context, cs *sdk.ClientSession) error {
+	// derived: the sessions' own secrets (an oauth2 access token)
+	derived, err := m.withSession(ctx, srv, creds, nil, own, func(ctx context.Context, cs *sdk.ClientSession) error {
 		// The answers as read, twice the tools' own bound and one
 		// answer's: a page's envelope and ignored fields count, and a
 		// listing within the bound, or one answer over it (which the
@@ -631,7 +631,7 @@ func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string
 		tools, encoded, err = maskedTools(m.maskerFor(ctx, srv, creds, derived...), tools, encoded)
 	}
 	if err != nil {
-		return nil, m.upstream(ctx, srv, "tools/list", "", creds, err)
+		return nil, m.upstream(ctx, srv, "tools/list", "", creds, derived, err)
 	}
 	now := time.Now()
 	m.mu.Lock()
@@ -706,16 +706,18 @@ func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]s
 }
 
 // upstream wraps a failure of op and logs it with the server and tool. The
-// logged message is masked: a credential mapped to the query string would
-// otherwise appear in a quoted URL.
-func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool string, creds map[string]string, err error) error {
+// message, logged and returned (errors.Is and As still reach the cause),
+// is masked with creds and the secrets derived from them (withSession): a
+// credential mapped to the query string would otherwise appear in a
+// quoted URL, and an upstream's refusal may quote the bearer it was sent.
+func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool string, creds map[string]string, derived []string, err error) error {
 	var missing *auth.MissingCredentialsError
 	if !errors.As(err, &missing) && !errors.Is(err, ErrServerDisabled) && ctx.Err() == nil {
 		err = &UpstreamError{Server: srv.name, Op: op, Err: err}
 	}
-	msg := m.maskerFor(ctx, srv, creds).String(err.Error())
+	err = m.maskerFor(ctx, srv, creds, derived...).Error(err)
 	m.logger().LogAttrs(ctx, slog.LevelError, "MCP call failed",
-		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", msg))
+		slog.String("mcp_id", srv.id), slog.String("op", op), slog.String("tool", tool), slog.String("error", err.Error()))
 	return err
 }
 
@@ -723,32 +725,45 @@ func (m *Manager) upstream(ctx context.Context, srv *serverConfig, op, tool stri
 // it turns out broken (closed by the server, or its session forgotten
 // there): in both cases the request never reached a live session, so
 // repeating it cannot run a tool twice. own: on a session of its own,
-// closed after f.
-func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[string]string, onSecrets func(...string), own bool, f func(context.Context, *sdk.ClientSession) error) error {
+// closed after f. secrets are the values the sessions' transports derived
+// from creds and sent (an oauth2 access token), handshakes that failed
+// included: given to onSecrets (if set) as soon as they are known, before
+// f (the call's notices are masked with them) and after (a token fetched
+// anew), and returned, for its failure's masking (upstream).
+func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[string]string, onSecrets func(...string), own bool, f func(context.Context, *sdk.ClientSession) error) (secrets []string, err error) {
 	ctx = valueless{ctx}
 	if srv.disabled {
-		return fmt.Errorf("%w: %s", ErrServerDisabled, srv.name)
+		return nil, fmt.Errorf("%w: %s", ErrServerDisabled, srv.name)
 	}
 	keys := srv.auth.CredentialKeys()
 	if missing := engine.MissingCredentials(keys, creds); len(missing) > 0 {
-		return &auth.MissingCredentialsError{Keys: missing}
+		return nil, &auth.MissingCredentialsError{Keys: missing}
 	}
 	if err := auth.CheckSecretLengths(srv.auth.IdentifierKeys(), creds); err != nil {
-		return err
+		return nil, err
 	}
 	key := sessionKey{server: srv.id, creds: m.credHash(keys, creds)}
 	if own {
 		key.own = m.owned.Add(1)
 	}
+	sent := func(s *session) {
+		if d := s.secrets(); len(d) > 0 {
+			secrets = append(secrets, d...)
+			if onSecrets != nil {
+				onSecrets(d...)
+			}
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		s, err := m.acquire(ctx, key, srv, creds)
+		if s != nil {
+			sent(s)
+		}
 		if err != nil {
-			return err
+			return secrets, err
 		}
 		err = f(ctx, s.cs)
-		if onSecrets != nil {
-			onSecrets(s.secrets()...)
-		}
+		sent(s)
 		m.release(s)
 		if attempt == 1 && (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) {
 			m.logger().DebugContext(ctx, "MCP session broken; reopening", "mcp_id", srv.id, "err", err)
@@ -758,7 +773,7 @@ func (m *Manager) withSession(ctx context.Context, srv *serverConfig, creds map[
 		if own {
 			m.drop(s)
 		}
-		return err
+		return secrets, err
 	}
 }
 

@@ -116,7 +116,7 @@ func (m *Manager) onLog(ctx context.Context, req *sdk.LoggingMessageRequest) {
 		only.f(req.Params)
 		return
 	}
-	level, _, _ := engine.Notice{Level: string(req.Params.Level)}.Kept() // the upstream's, of any length
+	level, _, _ := engine.Notice{Level: string(req.Params.Level)}.Kept() // the upstream's text, unmasked here: a level or its length
 	m.logUnattributed(ctx, "upstream MCP log message not attributable to one call: its data withheld", "level", level)
 }
 

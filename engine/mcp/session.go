@@ -60,7 +60,9 @@ func (s *session) close() {
 }
 
 // acquire returns the ready session of key, opening it when there is none;
-// concurrent callers of a new key wait for the one handshake.
+// concurrent callers of a new key wait for the one handshake. A handshake
+// that failed returns its session beside the error: what its transport
+// sent (an oauth2 access token) is masked in what the failure says.
 func (m *Manager) acquire(ctx context.Context, key sessionKey, srv *serverConfig, creds map[string]string) (*session, error) {
 	m.mu.Lock()
 	if m.closed {
@@ -95,7 +97,7 @@ func (m *Manager) acquire(ctx context.Context, key sessionKey, srv *serverConfig
 		return nil, ctx.Err()
 	}
 	if s.err != nil {
-		return nil, s.err
+		return s, s.err
 	}
 	m.mu.Lock()
 	s.inflight++
