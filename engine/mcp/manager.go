@@ -43,6 +43,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -251,6 +252,9 @@ type serverConfig struct {
 	// sends is where the server's tools send its keys (auth.ServerSendsOf
 	// the row): what the rule of where keys go judges (Invoker.ServerSends).
 	sends auth.ServerSends
+	// urlSecrets are the credentials its url carries in its query
+	// (settings.QueryCredentials): masked in what is said of its calls.
+	urlSecrets []string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
 	// person's approval of a call binds (Invoker.Destination), and the
@@ -300,7 +304,8 @@ func (m *Manager) Masker(ctx context.Context, ref string, creds map[string]strin
 
 // maskerFor is the masker of messages about a call to srv with creds: an
 // identifier is a key the server's auth config and the catalog (when
-// Identifiers is set) both read as one.
+// Identifiers is set) both read as one; the credentials of srv's url's
+// query are secrets too (review80).
 func (m *Manager) maskerFor(ctx context.Context, srv *serverConfig, creds map[string]string, derived ...string) *auth.Masker {
 	ids := srv.auth.IdentifierKeys()
 	if len(ids) > 0 && m.Identifiers != nil {
@@ -308,6 +313,9 @@ func (m *Manager) maskerFor(ctx context.Context, srv *serverConfig, creds map[st
 		if ids, err = m.Identifiers(ctx, ids); err != nil {
 			ids = nil // unread, every credential is a secret
 		}
+	}
+	if len(srv.urlSecrets) > 0 {
+		derived = slices.Concat(derived, srv.urlSecrets)
 	}
 	return auth.MaskerFor(ids, creds, derived...)
 }
@@ -421,7 +429,8 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
-		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted, sends: auth.ServerSendsOf(row)}
+		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted, sends: auth.ServerSendsOf(row),
+		urlSecrets: settings.QueryCredentials(row.URL)}
 	if row.CredentialsURL != nil {
 		c.credentialsURL = *row.CredentialsURL
 	}

@@ -184,3 +184,33 @@ func TestUpstreamLogLevelMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestServerURLQueryCredentialMasked (review80): an MCP server registered
+// at a URL carrying its key in the query (…/mcp?api_key=…, as hosted MCP
+// gateways hand them out) had it quoted whole by every failure reaching
+// it: Go's client quotes the URL it posted to, and the "MCP call failed"
+// log line, the tools route's and an import's answer, and the CLI's
+// error carried it. leftovers78 hides such values in an import's
+// location; a server's URL is now masked alike wherever a failure of a
+// call to it is said.
+func TestServerURLQueryCredentialMasked(t *testing.T) {
+	const key = "qk-Rv80-Lm3Tz8Wq5Hn2"
+	row := httpServer(mcptest.New(t))
+	row.URL = "http://127.0.0.1:1/mcp?tenant=acme&api_key=" + key
+	ex, m := setup(t, row)
+	log := new(logbuf.Buffer)
+	m.Logger = slog.New(slog.NewTextHandler(log, nil))
+	res, _ := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{}`), Credentials: tokenA})
+	if res == nil || res.Error == nil {
+		t.Fatalf("a call of a server on a closed port: %+v", res)
+	}
+	_, err := m.Tools(context.Background(), "srv-1", tokenA, true)
+	if err == nil {
+		t.Fatal("a listing of a server on a closed port: no error")
+	}
+	for _, s := range []string{"the engine's log: " + log.String(), "the listing's error: " + err.Error()} {
+		if !strings.Contains(s, "tenant=acme") || strings.Contains(s, key) {
+			t.Errorf("%.600s", s)
+		}
+	}
+}

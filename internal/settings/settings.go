@@ -200,6 +200,25 @@ func CredentialParam(name string) bool {
 	return strings.HasSuffix(n, "key")
 }
 
+// QueryCredentials are what RedactedLocation hides in an http(s) URL's
+// query: the value of each credential parameter, as written and, when it
+// differs, decoded. A masker of messages quoting the URL takes them (an
+// MCP server's url: Go's client quotes the URL a failed request went to).
+func QueryCredentials(loc string) []string {
+	start, end := queryBounds(loc)
+	if !isHTTP(loc) || start < 0 {
+		return nil
+	}
+	var out []string
+	eachParam(loc[start:end], func(_, value string, _ int) {
+		out = append(out, value)
+		if v, err := url.QueryUnescape(value); err == nil && v != value {
+			out = append(out, v)
+		}
+	})
+	return out
+}
+
 // Redacts reports whether loc's redaction as an import location hides a
 // part of it (userinfo, a credential parameter's value), shown or not.
 func Redacts(loc string) bool {

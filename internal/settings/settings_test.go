@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -387,5 +388,12 @@ func TestRedactedLocationQuery(t *testing.T) {
 		if hides := shown != c.loc; Redacts(c.loc) != hides || Redacts(shown) != hides {
 			t.Errorf("%s: Redacts %v, shown %v; want %v", c.loc, Redacts(c.loc), Redacts(shown), hides)
 		}
+		// What it hides in the query, a masker of messages quoting it takes.
+		if creds := QueryCredentials(c.loc); slices.Contains(creds, "S3cr3t") != (shown != c.loc) {
+			t.Errorf("%s: QueryCredentials %q", c.loc, creds)
+		}
+	}
+	if creds := QueryCredentials("https://h/s?X-Amz-Credential=AK%2F1"); !slices.Equal(creds, []string{"AK%2F1", "AK/1"}) {
+		t.Errorf("QueryCredentials of an escaped value: %q, want it as written and decoded", creds)
 	}
 }
