@@ -57,14 +57,14 @@ func asError(err error) *Error {
 	}
 	var se *SourceError
 	if errors.As(err, &se) {
-		d := map[string]any{"source": se.Source, "reason": se.Err.Error()}
+		d := map[string]any{"source": se.Shown(), "reason": se.Reason()}
 		if se.Status != 0 {
 			d["status"] = se.Status
 		}
 		if se.Parse {
-			return &Error{Code: CodeInvalidDocument, Message: "the document at " + se.Source + " is not a readable OpenAPI document", Details: d}
+			return &Error{Code: CodeInvalidDocument, Message: "the document at " + se.Shown() + " is not a readable OpenAPI document", Details: d}
 		}
-		return &Error{Code: CodeFetchFailed, Message: "could not fetch the document at " + se.Source, Details: d}
+		return &Error{Code: CodeFetchFailed, Message: "could not fetch the document at " + se.Shown(), Details: d}
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/internal/httpbody"
+	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
 // ServerOptions configure the MCP server of the query tools.
@@ -94,7 +95,7 @@ func (s *server) location(a args) (string, error) {
 			return "", errNoSpec
 		}
 		return s.opts.DefaultSource, nil
-	case !s.opts.AllowFiles && !isURL(loc):
+	case !s.opts.AllowFiles && !openapi.IsURL(loc):
 		return "", &SourceError{Source: loc, Err: errors.New("local files are not served here; give an http(s) URL")}
 	}
 	return loc, nil
@@ -104,10 +105,10 @@ func (s *server) location(a args) (string, error) {
 func (s *server) load(ctx context.Context, loc string) (*Index, error) {
 	idx, info, err := s.cache.Get(ctx, loc)
 	if err != nil {
-		s.log.InfoContext(ctx, "openapi query: document unavailable", "source", loc, "err", err)
+		s.log.InfoContext(ctx, "openapi query: document unavailable", "source", settings.RedactedLocation(loc), "err", err)
 		return nil, err
 	}
-	s.log.DebugContext(ctx, "openapi query: document", "source", loc, "sha256", info.SHA256, "reused", info.Reused, "cached", info.Cached)
+	s.log.DebugContext(ctx, "openapi query: document", "source", settings.RedactedLocation(loc), "sha256", info.SHA256, "reused", info.Reused, "cached", info.Cached)
 	return idx, nil
 }
 
@@ -157,14 +158,9 @@ func seed003(name, desc, schema string, run call) toolDef {
 					msg = "Failed to parse OpenAPI document"
 				case errors.As(err, &se):
 					// Seed 003's text stays the prefix; the reason follows.
-					msg = "Could not load spec from " + se.Source
-					if se.Err != nil {
-						reason := se.Err
-						var pe *fs.PathError // the path is said already
-						if errors.As(reason, &pe) {
-							reason = pe.Err
-						}
-						msg += ": " + reason.Error()
+					msg = "Could not load spec from " + se.Shown()
+					if reason := se.Reason(); reason != "" {
+						msg += ": " + reason
 					}
 				}
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Error: " + msg}}, IsError: true}, nil

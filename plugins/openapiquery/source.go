@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -39,7 +40,7 @@ func Location(baseURL, spec string) (string, error) {
 	case baseURL != "" && spec != "":
 		return "", errors.New("give either a base URL or a spec, not both")
 	case baseURL != "":
-		if !isURL(baseURL) {
+		if !openapi.IsURL(baseURL) {
 			return "", fmt.Errorf("base URL %q: want http:// or https://", settings.RedactedURL(baseURL))
 		}
 		return strings.TrimRight(baseURL, "/") + "/openapi.json", nil
@@ -47,10 +48,6 @@ func Location(baseURL, spec string) (string, error) {
 		return spec, nil
 	}
 	return "", errors.New("give a base URL or a spec")
-}
-
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }
 
 // SourceError is a document that could not be fetched or parsed. No cached
@@ -67,11 +64,28 @@ type SourceError struct {
 // Error names the source redacted (settings.RedactedLocation: no
 // userinfo, no query credential; review79).
 func (e *SourceError) Error() string {
-	shown := settings.RedactedLocation(e.Source)
 	if e.Parse {
-		return fmt.Sprintf("openapiquery: %s: %v", shown, e.Err)
+		return fmt.Sprintf("openapiquery: %s: %v", e.Shown(), e.Err)
 	}
-	return fmt.Sprintf("openapiquery: fetch %s: %v", shown, openapi.FetchCause(e.Source, e.Err))
+	return fmt.Sprintf("openapiquery: fetch %s: %s", e.Shown(), e.Reason())
+}
+
+// Shown is the source as every message names it, the tools' answers and
+// the log included: without userinfo or a query's credential
+// (settings.RedactedLocation; review80: the answers quoted it whole).
+func (e *SourceError) Shown() string { return settings.RedactedLocation(e.Source) }
+
+// Reason is why, as a message beside Shown says it: no URL quoted again
+// (openapi.FetchCause), no file's path, which is the source.
+func (e *SourceError) Reason() string {
+	if e.Err == nil {
+		return ""
+	}
+	err := openapi.FetchCause(e.Source, e.Err)
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		err = pe.Err
+	}
+	return err.Error()
 }
 
 func (e *SourceError) Unwrap() error { return e.Err }
@@ -252,7 +266,7 @@ func (c *Cache) fetch(ctx context.Context, location string) ([]byte, string, err
 		return nil, "", &SourceError{Source: location, Status: status, Err: err}
 	}
 	var body io.Reader
-	if isURL(location) {
+	if openapi.IsURL(location) {
 		if c.client == nil {
 			return fail(0, errors.New("no HTTP client configured"))
 		}
