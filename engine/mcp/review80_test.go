@@ -36,11 +36,7 @@ import (
 // token buys the API as the server's client without the engine.
 func TestSessionSecretsMaskedOnFailure(t *testing.T) {
 	const accessToken = "at-Rv80-9f3Kq2Lx7Wm4Zt"
-	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"access_token":"`+accessToken+`","token_type":"bearer","expires_in":3600}`)
-	}))
-	t.Cleanup(idp.Close)
+	idp := tokenEndpoint(t, accessToken)
 	creds := map[string]string{"MED_ID": "med-client", "MED_SECRET": "med-secret-0123456789"}
 	for _, method := range []string{"initialize", "tools/call", "tools/list"} {
 		t.Run(method, func(t *testing.T) {
@@ -88,17 +84,23 @@ func TestSessionSecretsMaskedOnFailure(t *testing.T) {
 	}
 }
 
+// tokenEndpoint is an oauth2 token endpoint handing out accessToken.
+func tokenEndpoint(t *testing.T, accessToken string) *httptest.Server {
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"`+accessToken+`","token_type":"bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(idp.Close)
+	return idp
+}
+
 // TestSessionSecretsMaskedInCallNotices (review80): the same token was
 // given to the call's masker only once the call had returned, so a log
 // message quoting it while the call ran, on the session the call opened,
 // reached the call's MCP client and its span unmasked.
 func TestSessionSecretsMaskedInCallNotices(t *testing.T) {
 	const accessToken = "at-Rv80-Nt5Hq8Vw2Lc6Xp"
-	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"access_token":"`+accessToken+`","token_type":"bearer","expires_in":3600}`)
-	}))
-	t.Cleanup(idp.Close)
+	idp := tokenEndpoint(t, accessToken)
 	up := mcptest.New(t)
 	up.MCP.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
