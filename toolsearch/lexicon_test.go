@@ -85,6 +85,36 @@ func TestLexicon(t *testing.T) {
 	}
 }
 
+// TestGlossWords: a request's word no tool has brings the words of
+// WordNet's definition of its first sense that tools have ("banner": a
+// long strip of cloth or paper used for decoration or advertising), at
+// lexGloss; a phrasal verb brings its synonyms and broader words, not its
+// definition's ("kick out": force to leave).
+func TestGlossWords(t *testing.T) {
+	ps := []*plugins.Plugin{
+		tool("list_ads", "List advertising slots", "The slots on the home page."),
+		tool("list_pages", "List pages", "Every page of the site."),
+		tool("force_push", "Force a push", "Overwrites a branch."),
+	}
+	ix, _ := New(ps)
+	if got := first(t, ix, "show the banners"); got != "list_ads" {
+		t.Errorf("show the banners: %q first, want list_ads", got)
+	}
+	w := DefaultWeights()
+	w.Gloss = 0
+	if none, _ := NewWith(ps, Parts{Lexicon: true, Weights: &w}); first(t, none, "show the banners") == "list_ads" {
+		t.Error("without the gloss words, banners found list_ads: the test proves nothing")
+	}
+	q := "kick Ann out of the room"
+	for _, c := range ix.expandLexicon(q, ix.an.analyzeQuery(q)) {
+		for _, qt := range c {
+			if qt.term == canonical(ix.an.normalize("force")) {
+				t.Errorf("%q: the phrasal verb brought its definition's %q", q, qt.term)
+			}
+		}
+	}
+}
+
 // TestPhrasalVerbs: a verb and a particle up to three words after it
 // are WordNet's phrasal verb ("take a track out": take_out, remove),
 // though the catalog has both words, and the particle no concept of its
