@@ -55,6 +55,7 @@ var (
 const (
 	lexSynonym    = 0.3
 	lexBroader    = 0.15
+	lexGloss      = 0.15 // a definition's words, as broader words (0.1–0.3 measured: docs/tool-search.md, an eighteenth session)
 	translated    = 0.6
 	zhVerbSynonym = 0.4
 )
@@ -128,8 +129,10 @@ func lemmas(w string) []string {
 }
 
 // expandLexicon adds to the concept of each of the request's own English
-// words that no tool has its WordNet synonyms and broader words that are
-// terms of the catalog (issue 49 point 2). A word the catalog has is the
+// words that no tool has its WordNet synonyms, broader words and the
+// words of its first sense's definition that are terms of the catalog
+// (issue 49 point 2; "banners": advertising, by "a long strip of cloth
+// or paper used for decoration or advertising"). A word the catalog has is the
 // catalog's word already: expanding it too only let tools that lack it
 // compete through another sense of it ("the last build" is not its
 // "final" one), which cost GitHub's requests more than it won.
@@ -189,18 +192,18 @@ func wordnetLine(w string) []string {
 	return nil
 }
 
-// withLexicon adds to c the words of a WordNet line's fields, synonyms
-// then broader words, that are terms of the catalog, at their weights.
+// withLexicon adds to c the words of a WordNet line's fields, synonyms,
+// broader words, then definition words, that are terms of the catalog, at their weights.
 func (ix *Index) withLexicon(c concept, fs []string) concept {
 	ix.lexiconTerms(fs, func(t string, weight float64) { c = c.with(qterm{t, weight, scriptNone}) })
 	return c
 }
 
 // lexiconTerms calls add with each word of a WordNet line's fields,
-// synonyms then broader words, that is a term of the catalog, and its
+// synonyms, broader words, then definition words, that is a term of the catalog, and its
 // weight.
 func (ix *Index) lexiconTerms(fs []string, add func(t string, weight float64)) {
-	for r, weight := range []float64{ix.w.Lexicon, ix.w.Broader} {
+	for r, weight := range []float64{ix.w.Lexicon, ix.w.Broader, ix.w.Gloss} {
 		if r >= len(fs) {
 			break
 		}
@@ -253,7 +256,10 @@ func phrasalVerbs(ask string) []phrasal {
 			}
 			for _, l := range lemmas(w) {
 				if fs := wordnetTable.lookup(l + "_" + words[j]); fs != nil {
-					out = append(out, phrasal{w, words[j], fs})
+					// its synonyms and broader words, not its definition's
+					// words: a phrase is expanded whatever the catalog has,
+					// and "force to leave" lifts tools that say "force"
+					out = append(out, phrasal{w, words[j], fs[:min(len(fs), 2)]})
 					break
 				}
 			}

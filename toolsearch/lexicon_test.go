@@ -62,26 +62,53 @@ func TestSources(t *testing.T) {
 }
 
 // TestLexicon: a request's word that no tool has finds the tools that
-// say its WordNet synonym ("boot" the server: reboot); a word the catalog
-// has is not widened.
+// say its WordNet synonym ("boot" the server: reboot) or a word of the
+// definition of its first sense ("banners": a long strip of cloth or
+// paper used for decoration or advertising, at lexGloss); a word the
+// catalog has is not widened, and a phrasal verb brings its synonyms and
+// broader words, not its definition's ("kick out": force to leave).
 func TestLexicon(t *testing.T) {
-	ps := []*plugins.Plugin{
+	servers := []*plugins.Plugin{
 		tool("reboot", "Reboot a server", "Restarts it."),
 		tool("create", "Create a server", "A new one."),
 		tool("kick", "Kick a member", "Removes a member from a channel."),
+		tool("force_push", "Force a push", "Overwrites a branch."),
 	}
-	ix, _ := New(ps)
-	if got := first(t, ix, "boot server 3 again"); got != "reboot" {
-		t.Errorf("boot server 3 again: %s first, want reboot", got)
+	pages := []*plugins.Plugin{
+		tool("list_ads", "List advertising slots", "The slots on the home page."),
+		tool("list_pages", "List pages", "Every page of the site."),
 	}
+	noGloss := DefaultWeights()
+	noGloss.Gloss = 0
+	for _, tc := range []struct {
+		ps          []*plugins.Plugin
+		q, want     string
+		without     Parts // an index where q must not find want first
+		withoutWhat string
+	}{
+		{servers, "boot server 3 again", "reboot", Parts{}, "the lexicon"},
+		{pages, "show the banners", "list_ads", Parts{Lexicon: true, Weights: &noGloss}, "the definitions' words"},
+	} {
+		ix, _ := New(tc.ps)
+		if got := first(t, ix, tc.q); got != tc.want {
+			t.Errorf("%s: %q first, want %s", tc.q, got, tc.want)
+		}
+		if without, _ := NewWith(tc.ps, tc.without); first(t, without, tc.q) == tc.want {
+			t.Errorf("without %s, %q found %s first: the test proves nothing", tc.withoutWhat, tc.q, tc.want)
+		}
+	}
+	ix, _ := New(servers)
 	concepts := ix.an.analyzeQuery("kick the member")
 	before := fmt.Sprint(concepts)
 	concepts = ix.expandLexicon("kick the member", concepts)
 	if after := fmt.Sprint(concepts); after != before {
 		t.Errorf("a word the catalog has was widened: %s, was %s", after, before)
 	}
-	if plain, _ := NewWith(ps, Parts{}); first(t, plain, "boot server 3 again") == "reboot" {
-		t.Error("without the lexicon, boot found reboot first: the test proves nothing")
+	q := "kick Ann out of the room"
+	for _, c := range ix.expandLexicon(q, ix.an.analyzeQuery(q)) {
+		if slices.ContainsFunc(c, func(qt qterm) bool { return qt.term == canonical(ix.an.normalize("force")) }) {
+			t.Errorf("%q: the phrasal verb brought its definition's force: %v", q, c)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ type Weights struct {
 	Vocabulary  float64 // the hand vocabulary's synonyms, a word's extensions, a value's kind (synonym)
 	Lexicon     float64 // WordNet's synonyms (lexSynonym)
 	Broader     float64 // WordNet's broader words (lexBroader)
+	Gloss       float64 // the words of WordNet's definition of a word (lexGloss)
 	Translation float64 // CC-CEDICT's translations (translated)
 	ChineseVerb float64 // CC-CEDICT's Chinese words of a request's Chinese verb (zhVerbSynonym)
 	Compound    float64 // two adjacent words of a request as the catalog's one (compoundWeight)
@@ -34,7 +35,7 @@ type Weights struct {
 func DefaultWeights() Weights {
 	w := Weights{
 		K1: k1, Fields: map[string]float64{},
-		Vocabulary: synonym, Lexicon: lexSynonym, Broader: lexBroader, Translation: translated, ChineseVerb: zhVerbSynonym,
+		Vocabulary: synonym, Lexicon: lexSynonym, Broader: lexBroader, Gloss: lexGloss, Translation: translated, ChineseVerb: zhVerbSynonym,
 		Compound: compoundWeight, Typo: typoWeight, Payload: payloadWeight, CJKChar: cjkCharWeight,
 		Title: titleBoost, Action: actionBoost, Addressed: addressedBoost, Source: sourceBoost,
 		Deprecated: deprecatedFactor, Diversity: diversityRatio,

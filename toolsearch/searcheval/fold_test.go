@@ -36,6 +36,7 @@ func TestFoldWeights(t *testing.T) {
 		{"parameter descriptions 0.15", func(w *toolsearch.Weights) { w.Fields["parameter descriptions"] = 0.15 }},
 		{"description 0.9", func(w *toolsearch.Weights) { w.Fields["description"] = 0.9 }},
 		{"translation 0.8", func(w *toolsearch.Weights) { w.Translation = 0.8 }},
+		{"gloss 0 (the eighteenth session's step reversed)", func(w *toolsearch.Weights) { w.Gloss = 0 }},
 	}
 	var base [2]foldScore
 	for i, s := range settings {

@@ -87,6 +87,7 @@ var tunables = []tunable{
 	weightOf("vocabulary", func(w *toolsearch.Weights) *float64 { return &w.Vocabulary }, 0.1, 0.95),
 	weightOf("lexicon", func(w *toolsearch.Weights) *float64 { return &w.Lexicon }, 0.05, 0.95),
 	weightOf("broader", func(w *toolsearch.Weights) *float64 { return &w.Broader }, 0.02, 0.95),
+	weightOf("gloss", func(w *toolsearch.Weights) *float64 { return &w.Gloss }, 0.02, 0.95),
 	weightOf("translation", func(w *toolsearch.Weights) *float64 { return &w.Translation }, 0.1, 0.95),
 	weightOf("chinese verb", func(w *toolsearch.Weights) *float64 { return &w.ChineseVerb }, 0.05, 0.95),
 	weightOf("compound", func(w *toolsearch.Weights) *float64 { return &w.Compound }, 0.05, 1),

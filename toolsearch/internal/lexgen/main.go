@@ -105,18 +105,22 @@ func write(path string, lines []string) error {
 
 // WordNet: for each word of a noun, verb or adjective, and each phrasal
 // verb (kick_out), the other single words of the synsets of its first
-// senses (synonyms) and of those synsets' direct hypernyms (broader
-// words), one line each:
+// senses (synonyms), of those synsets' direct hypernyms (broader words),
+// and of the definition of its first sense (gloss words: banner, "long
+// strip of cloth or paper used for decoration or advertising"), one line
+// each:
 //
-//	word TAB synonym synonym … TAB broader broader …
+//	word TAB synonym synonym … TAB broader broader … TAB gloss gloss …
 const (
 	maxSenses  = 4  // per part of speech: WordNet lists senses most frequent first
 	maxPerLine = 16 // words per relation
+	maxGloss   = 6  // gloss words: a definition's first words say what it is
 )
 
 type synset struct {
 	words     []string
 	hypernyms []string // synset keys
+	gloss     []string // the content words of its definition
 }
 
 func wordnet(dir string) ([]string, error) {
@@ -135,7 +139,11 @@ func wordnet(dir string) ([]string, error) {
 		if !simpleWord(word) && !phrasalVerb(word) {
 			continue
 		}
-		var syn, broad []string
+		var syn, broad, gloss []string
+		if s := synsets[keys[0]]; s != nil {
+			gloss = appendWords(nil, s.gloss, word)
+			gloss = gloss[:min(len(gloss), maxGloss)]
+		}
 		for _, k := range keys {
 			s := synsets[k]
 			if s == nil {
@@ -149,10 +157,14 @@ func wordnet(dir string) ([]string, error) {
 			}
 		}
 		syn, broad = cap16(syn), cap16(broad)
-		if len(syn)+len(broad) == 0 {
+		if len(syn)+len(broad)+len(gloss) == 0 {
 			continue
 		}
-		lines = append(lines, word+"\t"+strings.Join(syn, " ")+"\t"+strings.Join(broad, " "))
+		line := word + "\t" + strings.Join(syn, " ") + "\t" + strings.Join(broad, " ")
+		if len(gloss) > 0 {
+			line += "\t" + strings.Join(gloss, " ")
+		}
+		lines = append(lines, line)
 	}
 	return lines, nil
 }
@@ -212,8 +224,9 @@ func readData(path, pos string, into map[string]*synset) error {
 		if strings.HasPrefix(line, " ") {
 			continue // the licence
 		}
+		var def string
 		if i := strings.Index(line, " | "); i >= 0 {
-			line = line[:i]
+			line, def = line[:i], line[i+3:]
 		}
 		fs := strings.Fields(line)
 		if len(fs) < 4 {
@@ -223,7 +236,7 @@ func readData(path, pos string, into map[string]*synset) error {
 		if err != nil {
 			return fmt.Errorf("%s: %q: %v", path, fs[0], err)
 		}
-		s := &synset{}
+		s := &synset{gloss: definitionWords(def)}
 		i := 4
 		for range n {
 			w := strings.ToLower(fs[i])
@@ -245,6 +258,33 @@ func readData(path, pos string, into map[string]*synset) error {
 	}
 	return sc.Err()
 }
+
+// definitionWords are the content words of a synset's definition, its
+// text before the first ";" (the examples follow), in order: the words of
+// three letters or more that are not function words nor the definitions'
+// own boilerplate (used, especially, someone).
+func definitionWords(def string) []string {
+	def, _, _ = strings.Cut(def, ";")
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(def), func(r rune) bool { return r < 'a' || r > 'z' }) {
+		if len(w) >= 3 && !definitionStop[w] && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+var definitionStop = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`the and for with from into that which who whom whose are being been its this
+		these those something someone somebody especially usually etc not any some one ones make made does done
+		used use having have has more most very much such other another out than then there their them they his
+		her him she you your our all each every both either neither act state quality process way kind type part
+		person thing things`) {
+		m[w] = true
+	}
+	return m
+}()
 
 func ptrPos(p string) string {
 	if p == "s" {

@@ -64,7 +64,7 @@ func TestWordnet(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"data.verb": "  1 This software and database is being provided\n" +
-			"00000001 32 v 02 reboot 0 boot 0 001 @ 00000002 v 0000 | to restart a computer\n" +
+			"00000001 32 v 02 reboot 0 boot 0 001 @ 00000002 v 0000 | to restart a computer; \"boot the PC\"\n" +
 			"00000002 32 v 01 restart 0 000 | start again\n" +
 			"00000003 32 v 03 expel 0 kick_out 0 take_care 0 001 @ 00000004 v 0000 | force to leave\n" +
 			"00000004 32 v 01 remove 0 000 | take away\n",
@@ -83,8 +83,12 @@ func TestWordnet(t *testing.T) {
 	}
 	slices.Sort(lines)
 	// a phrasal verb is a line (its words are not its sense), another
-	// compound is not
-	if want := []string{"boot\treboot\trestart", "kick_out\texpel\tremove", "reboot\tboot\trestart"}; !slices.Equal(lines, want) {
+	// compound is not; the words of the first sense's definition, not of
+	// its examples nor its function words, follow, alone when a word has
+	// no synonym nor broader word (restart)
+	want := []string{"boot\treboot\trestart\trestart computer", "kick_out\texpel\tremove\tforce leave",
+		"reboot\tboot\trestart\trestart computer", "restart\t\t\tstart again"}
+	if !slices.Equal(lines, want) {
 		t.Errorf("wordnet = %q, want %q", lines, want)
 	}
 }
