@@ -10,6 +10,9 @@ import (
 	"github.com/blindexec/blindexec/engine"
 )
 
+// gitHubDoc names GitHub's description (readGitHub) among the corpus's.
+const gitHubDoc = "github"
+
 // TestCorpusWire imports real documents of the corpus against a loopback
 // upstream, calls operations whose parameters serialize unusually and
 // checks the request the upstream received, byte for byte: what the
@@ -18,7 +21,7 @@ import (
 func TestCorpusWire(t *testing.T) {
 	tests := []struct {
 		doc, op, args string
-		uri, body     string
+		uri, body     string // body: the exact bytes, or a multipart body's parts (partStrings, one a line)
 		header        map[string]string
 	}{
 		// Stripe declares its arrays deepObject, which OpenAPI defines for
@@ -58,6 +61,76 @@ func TestCorpusWire(t *testing.T) {
 		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/headers/simple",
 			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
 			"/anything/headers/simple", "", map[string]string{"Primitive": "blue", "Array": "blue,black", "Object": "G=200,R=100"}},
+		// Path values with reserved characters stay in their segment, each
+		// byte not unreserved percent-encoded (RFC 6570 §3.2.2, simple
+		// expansion; RFC 3986 §2.1): / ? # % and UTF-8.
+		{"stripe/spec3.2023-09-12.63a67463.yaml.gz", "GET /v1/customers/{customer}",
+			`{"customer":"cus/1?x#y%z é","expand":["tax"]}`,
+			"/v1/customers/cus%2F1%3Fx%23y%25z%20%C3%A9?expand[0]=tax", "", nil},
+		// An empty matrix value is ";name" alone (RFC 6570 §3.2.7; OpenAPI's
+		// style table: matrix, empty, ";color").
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/path/matrix/{primitive}/{array}/{object}",
+			`{"primitive":"","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/path/matrix/;primitive/;array=blue,black/;object=G,200,R,100", "", nil},
+		// A form-style query object, exploded by default, is its keys
+		// (RFC 6570 §3.2.8 {?x*}; OpenAPI's table: R=100&G=200).
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query",
+			`{"primitive":"a b&c=d+e","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/query?array=blue&array=black&G=200&R=100&primitive=a%20b%26c%3Dd%2Be", "", nil},
+		// OpenAPI 3.1's Encoding Object gives multipart/form-data fields a
+		// style (and then ignores contentType); Appendix C puts each pair's
+		// name in the part's name and its value in the part, unescaped.
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/form",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/form-data/form", "array|||blue,black\nobject|||G,200,R,100\nprimitive|||blue", nil},
+		{"oas31/readme-parameters-style.060d4ffb.json", "PUT /anything/form-data/form",
+			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/form-data/form", "array|||blue\narray|||black\nG|||200\nR|||100\nprimitive|||blue", nil},
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/pipeDelimited",
+			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/form-data/pipeDelimited", "array|||blue|black\nobject|||G|200|R|100", nil},
+		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/form-data/spaceDelimited",
+			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+			"/anything/form-data/spaceDelimited", "array|||blue black\nobject|||G 200 R 100", nil},
+		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/deepObject",
+			`{"primitive":"blue","object":{"R":100,"G":200}}`,
+			"/anything/form-data/deepObject", "object[G]|||200\nobject[R]|||100\nprimitive|||blue", nil},
+		// Stripe's one multipart operation: its deepObject fields as Stripe's
+		// clients send them (file_link_data[create]=true), not JSON.
+		{"stripe/spec3.2023-09-12.63a67463.yaml.gz", "POST /v1/files",
+			`{"file":"hello","purpose":"dispute_evidence","file_link_data":{"create":true,"metadata":{"k":"v"}},"expand":["link"]}`,
+			"/v1/files", "expand[0]|||link\nfile|file|application/octet-stream|hello\nfile_link_data[create]|||true\nfile_link_data[metadata][k]|||v\npurpose|||dispute_evidence", nil},
+		// Without an encoding, an object part's contentType is
+		// application/json (OpenAPI's Encoding Object defaults); null is
+		// undefined (RFC 6570 §2.3) and sent as no part, as in a query.
+		{"oas31/openai-openapi.f85dbe22.json.gz", "POST /files",
+			`{"file":"x","purpose":"batch","expires_after":{"anchor":"created_at","seconds":3600}}`,
+			"/files", `expires_after||application/json|{"anchor":"created_at","seconds":3600}` + "\nfile|file|application/octet-stream|x\npurpose|||batch", nil},
+		{"oas31/openai-openapi.f85dbe22.json.gz", "POST /audio/transcriptions",
+			`{"file":"x","model":"whisper-1","timestamp_granularities":["word","segment"],"stream":null}`,
+			"/audio/transcriptions", "file|file|application/octet-stream|x\nmodel|||whisper-1\ntimestamp_granularities|||word\ntimestamp_granularities|||segment", nil},
+		// Every security scheme the engine applies, as readme.io's suite
+		// declares them (OpenAPI's Security Scheme Object).
+		{"oas31/readme-security.060d4ffb.json", "GET /anything/apiKey", `{}`,
+			"/anything/apiKey?apiKey=sk_test_0123456789", "", nil},
+		{"oas31/readme-security.060d4ffb.json", "POST /anything/apiKey", `{}`,
+			"/anything/apiKey", "", map[string]string{"Cookie": "api_key=sk_test_0123456789"}},
+		{"oas31/readme-security.060d4ffb.json", "PUT /anything/apiKey", `{}`,
+			"/anything/apiKey", "", map[string]string{"X-Api-Key": "sk_test_0123456789"}},
+		{"oas31/readme-security.060d4ffb.json", "POST /anything/basic", `{}`,
+			"/anything/basic", "", map[string]string{"Authorization": "Basic c2tfdGVzdF8wMTIzNDU2Nzg5OnNrX3Rlc3RfMDEyMzQ1Njc4OQ=="}},
+		{"oas31/readme-security.060d4ffb.json", "POST /anything/bearer", `{}`,
+			"/anything/bearer", "", map[string]string{"Authorization": "Bearer sk_test_0123456789"}},
+		{"oas31/readme-security.060d4ffb.json", "PUT /anything/bearer", `{}`,
+			"/anything/bearer", "", map[string]string{"Authorization": "Bearer sk_test_0123456789"}},
+		{"oas31/readme-security.060d4ffb.json", "POST /anything/no-auth", `{}`,
+			"/anything/no-auth", "", map[string]string{"Authorization": "", "Cookie": ""}},
+		// GitHub marks contents' path x-multi-segment, yet its clients send
+		// a slash in it as %2F (octokit's {path}, RFC 6570 simple expansion),
+		// which GitHub reads: the value stays one segment.
+		{gitHubDoc, "GET /repos/{owner}/{repo}/contents/{path}",
+			`{"owner":"octo","repo":"hello","path":"docs/a b#1.md","ref":"heads/main"}`,
+			"/repos/octo/hello/contents/docs%2Fa%20b%231.md?ref=heads%2Fmain", "", nil},
 		// OpenAI's paths that hold a query of their own.
 		{"oas31/openai-openapi.f85dbe22.json.gz", "GET /responses/{response_id}?beta=true",
 			`{"response_id":"resp_1","include":["file_search_call.results","reasoning.encrypted_content"],"stream":false,"openai-beta":["responses_multi_agent=v1"]}`,
@@ -73,7 +146,11 @@ func TestCorpusWire(t *testing.T) {
 		t.Run(tt.op, func(t *testing.T) {
 			ops, ok := converted[tt.doc]
 			if !ok {
-				doc, err := Load(readCorpus(t, tt.doc), tt.doc)
+				src := readCorpus
+				if tt.doc == gitHubDoc {
+					src = func(tb testing.TB, _ string) []byte { return readGitHub(tb) }
+				}
+				doc, err := Load(src(t, tt.doc), tt.doc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,8 +177,12 @@ func TestCorpusWire(t *testing.T) {
 				t.Fatalf("Execute: %v %+v", err, res.Error)
 			}
 			got := up.last(t)
-			if got.RequestURI != tt.uri || string(got.Body) != tt.body {
-				t.Errorf("sent %s %s\n%s\nwant %s\n%s", got.Method, got.RequestURI, got.Body, tt.uri, tt.body)
+			body := string(got.Body)
+			if strings.HasPrefix(got.Header.Get("Content-Type"), "multipart/") {
+				body = partsOf(t, got)
+			}
+			if got.RequestURI != tt.uri || body != tt.body {
+				t.Errorf("sent %s %s\n%s\nwant %s\n%s", got.Method, got.RequestURI, body, tt.uri, tt.body)
 			}
 			for k, v := range tt.header {
 				if got.Header.Get(k) != v {
