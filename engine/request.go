@@ -215,6 +215,8 @@ func wireName(e *plugins.Execution, name string, place plugins.ArgPlacement) str
 // parameter.
 func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) error {
 	e := &p.Execution
+	ct := mediaType(e.ContentType)
+	form, multipart := ct == "application/x-www-form-urlencoded", ct == "multipart/form-data"
 	type scope struct{ in, name string }
 	exploded := map[string]string{} // argument -> its scope
 	owned := map[scope]string{}     // parameter name -> the argument (or "") that sends it
@@ -224,7 +226,9 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 		if in != plugins.InQuery && in != plugins.InBody {
 			continue
 		}
-		styled := in == plugins.InQuery || place.Style != "" || place.Explode != nil
+		// A body field is sent by style only in a form or multipart body
+		// with an encoding (encodeBody).
+		styled := in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart)
 		if _, isObj := args[name].(map[string]any); isObj && styled && (place.Style == "" || place.Style == "form") && explode(place, true) {
 			exploded[name] = in
 			continue

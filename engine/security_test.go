@@ -749,6 +749,7 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 	      "form":{"in":"body","style":"form","explode":true},"name":"body"}}}`
 	get := mustPlugin(t, strings.NewReplacer("METHOD", "GET", "CT", "application/json").Replace(doc), up.URL)
 	post := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/x-www-form-urlencoded").Replace(doc), up.URL)
+	postJSON := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/json").Replace(doc), up.URL)
 	tests := []struct {
 		name  string
 		p     *plugins.Plugin
@@ -764,6 +765,8 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 		{"over a deepObject's names", get, `{"filter":{"deep[x]":"1"},"deep":{"x":"2"}}`, "", "the argument deep sends"},
 		{"in a form body", post, `{"form":{"name":"evil"},"name":"ann"}`, "", "the argument name sends"},
 		{"a form body without collision", post, `{"form":{"a":"1"},"name":"ann"}`, "a=1&name=ann", ""},
+		// A JSON body has no style: the object stays one field.
+		{"a JSON body", postJSON, `{"form":{"name":"x"},"name":"ann"}`, `{"form":{"name":"x"},"name":"ann"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -779,7 +782,7 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 				}
 				h := hits[before]
 				got := h.RequestURI
-				if tt.p == post {
+				if tt.p != get {
 					got = string(h.Body)
 				}
 				if got != tt.sent {

@@ -668,7 +668,7 @@ func (b *opBuilder) addBody(v any) (string, error) {
 			items, _ := ps["items"].(map[string]any)
 			a.place.ContentType = cmp.Or(str(ps["contentMediaType"]), str(items["contentMediaType"]))
 		}
-		if enc, ok := encoding[name].(map[string]any); ok {
+		if enc, ok := encoding[name].(map[string]any); ok && mediaKind(ct) != "json" {
 			// OpenAPI 3.1 applies style and explode to multipart/form-data
 			// too, and then ignores contentType (Encoding Object): Stripe's
 			// POST /v1/files file_link_data is deepObject.

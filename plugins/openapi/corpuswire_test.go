@@ -13,6 +13,14 @@ import (
 // gitHubDoc names GitHub's description (readGitHub) among the corpus's.
 const gitHubDoc = "github"
 
+// readWireDoc reads a corpus document, or GitHub's.
+func readWireDoc(tb testing.TB, name string) []byte {
+	if name == gitHubDoc {
+		return readGitHub(tb)
+	}
+	return readCorpus(tb, name)
+}
+
 // TestCorpusWire imports real documents of the corpus against a loopback
 // upstream, calls operations whose parameters serialize unusually and
 // checks the request the upstream received, byte for byte: what the
@@ -61,6 +69,11 @@ func TestCorpusWire(t *testing.T) {
 		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/headers/simple",
 			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
 			"/anything/headers/simple", "", map[string]string{"Primitive": "blue", "Array": "blue,black", "Object": "G=200,R=100"}},
+		// Stripe offers basic (its key as the user name, no password) or
+		// bearer; the first it lists is used (OpenAPI: security
+		// requirements are alternatives).
+		{"stripe/spec3.2023-09-12.63a67463.yaml.gz", "GET /v1/balance", `{}`,
+			"/v1/balance", "", map[string]string{"Authorization": "Basic c2tfdGVzdF8wMTIzNDU2Nzg5Og=="}},
 		// Path values with reserved characters stay in their segment, each
 		// byte not unreserved percent-encoded (RFC 6570 §3.2.2, simple
 		// expansion; RFC 3986 §2.1): / ? # % and UTF-8.
@@ -118,7 +131,7 @@ func TestCorpusWire(t *testing.T) {
 		{"oas31/readme-security.060d4ffb.json", "PUT /anything/apiKey", `{}`,
 			"/anything/apiKey", "", map[string]string{"X-Api-Key": "sk_test_0123456789"}},
 		{"oas31/readme-security.060d4ffb.json", "POST /anything/basic", `{}`,
-			"/anything/basic", "", map[string]string{"Authorization": "Basic c2tfdGVzdF8wMTIzNDU2Nzg5OnNrX3Rlc3RfMDEyMzQ1Njc4OQ=="}},
+			"/anything/basic", "", map[string]string{"Authorization": "Basic c2tfdGVzdF8wMTIzNDU2Nzg5Og=="}},
 		{"oas31/readme-security.060d4ffb.json", "POST /anything/bearer", `{}`,
 			"/anything/bearer", "", map[string]string{"Authorization": "Bearer sk_test_0123456789"}},
 		{"oas31/readme-security.060d4ffb.json", "PUT /anything/bearer", `{}`,
@@ -146,11 +159,7 @@ func TestCorpusWire(t *testing.T) {
 		t.Run(tt.op, func(t *testing.T) {
 			ops, ok := converted[tt.doc]
 			if !ok {
-				src := readCorpus
-				if tt.doc == gitHubDoc {
-					src = func(tb testing.TB, _ string) []byte { return readGitHub(tb) }
-				}
-				doc, err := Load(src(t, tt.doc), tt.doc)
+				doc, err := Load(readWireDoc(t, tt.doc), tt.doc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -171,6 +180,9 @@ func TestCorpusWire(t *testing.T) {
 			creds := map[string]string{}
 			for _, k := range op.Plugin.AuthConfig.CredentialKeys() {
 				creds[k] = "sk_test_0123456789"
+				if k == op.Plugin.AuthConfig.Password {
+					creds[k] = "" // as Stripe's keys are sent: the key as the user, no password
+				}
 			}
 			res, err := exec.Execute(t.Context(), engine.Call{Plugin: op.Plugin, Arguments: json.RawMessage(tt.args), Credentials: creds})
 			if err != nil || !res.OK {
@@ -229,5 +241,44 @@ func TestCorpusWireMultipart(t *testing.T) {
 	}), "\n")
 	if got != want {
 		t.Errorf("parts:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestCorpusServers: an operation's servers win over its path item's and
+// the document's (OpenAPI's Operation Object: "an alternative servers
+// array to service this operation"), the first listed of each is taken,
+// and the operation's path, a query of its own included, follows the
+// server's path as written.
+func TestCorpusServers(t *testing.T) {
+	tests := []struct{ doc, op, base string }{
+		{"stripe/spec3.2023-09-12.63a67463.yaml.gz", "POST /v1/files", "https://files.stripe.com/v1/files"},
+		{"stripe/spec3.2023-09-12.63a67463.yaml.gz", "GET /v1/balance", "https://api.stripe.com/v1/balance"},
+		{gitHubDoc, "POST /repos/{owner}/{repo}/releases/{release_id}/assets", "https://uploads.github.com/repos/{owner}/{repo}/releases/{release_id}/assets"},
+		{gitHubDoc, "GET /repos/{owner}/{repo}/contents/{path}", "https://api.github.com/repos/{owner}/{repo}/contents/{path}"},
+		{"oas31/openai-openapi.f85dbe22.json.gz", "GET /responses/{response_id}?beta=true", "https://api.openai.com/v1/responses/{response_id}?beta=true"},
+		{"oas31/train-travel-api.478d1737.yaml", "GET /stations", "https://try.microcks.io/rest/Train+Travel+API/1.0.0/stations"},
+	}
+	converted := map[string][]Operation{}
+	for _, tt := range tests {
+		t.Run(tt.op, func(t *testing.T) {
+			ops, ok := converted[tt.doc]
+			if !ok {
+				doc, err := Load(readWireDoc(t, tt.doc), tt.doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ops, _, err = Convert(doc, Options{}); err != nil {
+					t.Fatal(err)
+				}
+				converted[tt.doc] = ops
+			}
+			i := slices.IndexFunc(ops, func(o Operation) bool { return o.Key == tt.op })
+			if i < 0 {
+				t.Fatalf("no %s", tt.op)
+			}
+			if got := ops[i].Plugin.Execution.BaseURL; got != tt.base {
+				t.Errorf("base_url %s, want %s", got, tt.base)
+			}
+		})
 	}
 }
