@@ -10,6 +10,14 @@ import (
 	"github.com/blindexec/blindexec/engine"
 )
 
+// readme.io's suite of parameter styles, and the values its operations
+// take: OpenAPI's table of style examples (primitive, array, object).
+const (
+	styles        = "oas31/readme-parameters-style.060d4ffb.json"
+	allStyled     = `{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`
+	listAndObject = `{"array":["blue","black"],"object":{"R":100,"G":200}}`
+)
+
 // gitHubDoc names GitHub's description (readGitHub) among the corpus's.
 const gitHubDoc = "github"
 
@@ -45,29 +53,29 @@ func TestCorpusWire(t *testing.T) {
 			`{"customer":"cus_1","expand":["tax"]}`,
 			"/v1/customers/cus_1?expand[0]=tax", "", nil},
 		// readme.io's suite of every parameter style: OpenAPI's table.
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/path/matrix/{primitive}/{array}/{object}",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "POST /anything/path/matrix/{primitive}/{array}/{object}",
+			allStyled,
 			"/anything/path/matrix/;primitive=blue/;array=blue;array=black/;G=200;R=100", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/path/label/{primitive}/{array}/{object}",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "POST /anything/path/label/{primitive}/{array}/{object}",
+			allStyled,
 			"/anything/path/label/.blue/.blue.black/.G=200.R=100", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/form",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "GET /anything/query/form",
+			allStyled,
 			"/anything/query/form?array=blue,black&object=G,200,R,100&primitive=blue", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/spaceDelimited",
-			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "GET /anything/query/spaceDelimited",
+			listAndObject,
 			"/anything/query/spaceDelimited?array=blue%20black&object=G%20200%20R%20100", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/pipeDelimited",
-			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "GET /anything/query/pipeDelimited",
+			listAndObject,
 			"/anything/query/pipeDelimited?array=blue|black&object=G|200|R|100", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query/deepObject",
+		{styles, "GET /anything/query/deepObject",
 			`{"object":{"R":100,"G":200}}`,
 			"/anything/query/deepObject?object[G]=200&object[R]=100", "", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /cookies#formNonExploded",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "GET /cookies#formNonExploded",
+			allStyled,
 			"/cookies", "", map[string]string{"Cookie": "array=blue,black; object=G,200,R,100; primitive=blue"}},
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/headers/simple",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "POST /anything/headers/simple",
+			allStyled,
 			"/anything/headers/simple", "", map[string]string{"Primitive": "blue", "Array": "blue,black", "Object": "G=200,R=100"}},
 		// Stripe offers basic (its key as the user name, no password) or
 		// bearer; the first it lists is used (OpenAPI: security
@@ -82,30 +90,30 @@ func TestCorpusWire(t *testing.T) {
 			"/v1/customers/cus%2F1%3Fx%23y%25z%20%C3%A9?expand[0]=tax", "", nil},
 		// An empty matrix value is ";name" alone (RFC 6570 §3.2.7; OpenAPI's
 		// style table: matrix, empty, ";color").
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/path/matrix/{primitive}/{array}/{object}",
+		{styles, "GET /anything/path/matrix/{primitive}/{array}/{object}",
 			`{"primitive":"","array":["blue","black"],"object":{"R":100,"G":200}}`,
 			"/anything/path/matrix/;primitive/;array=blue,black/;object=G,200,R,100", "", nil},
 		// A form-style query object, exploded by default, is its keys
 		// (RFC 6570 §3.2.8 {?x*}; OpenAPI's table: R=100&G=200).
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/query",
+		{styles, "GET /anything/query",
 			`{"primitive":"a b&c=d+e","array":["blue","black"],"object":{"R":100,"G":200}}`,
 			"/anything/query?array=blue&array=black&G=200&R=100&primitive=a%20b%26c%3Dd%2Be", "", nil},
 		// OpenAPI 3.1's Encoding Object gives multipart/form-data fields a
 		// style (and then ignores contentType); Appendix C puts each pair's
 		// name in the part's name and its value in the part, unescaped.
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/form",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "POST /anything/form-data/form",
+			allStyled,
 			"/anything/form-data/form", "array|||blue,black\nobject|||G,200,R,100\nprimitive|||blue", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "PUT /anything/form-data/form",
-			`{"primitive":"blue","array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "PUT /anything/form-data/form",
+			allStyled,
 			"/anything/form-data/form", "array|||blue\narray|||black\nG|||200\nR|||100\nprimitive|||blue", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/pipeDelimited",
-			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "POST /anything/form-data/pipeDelimited",
+			listAndObject,
 			"/anything/form-data/pipeDelimited", "array|||blue|black\nobject|||G|200|R|100", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "GET /anything/form-data/spaceDelimited",
-			`{"array":["blue","black"],"object":{"R":100,"G":200}}`,
+		{styles, "GET /anything/form-data/spaceDelimited",
+			listAndObject,
 			"/anything/form-data/spaceDelimited", "array|||blue black\nobject|||G 200 R 100", nil},
-		{"oas31/readme-parameters-style.060d4ffb.json", "POST /anything/form-data/deepObject",
+		{styles, "POST /anything/form-data/deepObject",
 			`{"primitive":"blue","object":{"R":100,"G":200}}`,
 			"/anything/form-data/deepObject", "object[G]|||200\nobject[R]|||100\nprimitive|||blue", nil},
 		// Stripe's one multipart operation: its deepObject fields as Stripe's
