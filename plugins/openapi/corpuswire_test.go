@@ -21,6 +21,31 @@ const (
 // gitHubDoc names GitHub's description (readGitHub) among the corpus's.
 const gitHubDoc = "github"
 
+// conversions caches each document's operations, converted once (with
+// the options of its first use).
+type conversions map[string][]Operation
+
+// op is the operation key of the document doc.
+func (c conversions) op(t *testing.T, doc, key string, opts Options) *Operation {
+	t.Helper()
+	ops, ok := c[doc]
+	if !ok {
+		d, err := Load(readWireDoc(t, doc), doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ops, _, err = Convert(d, opts); err != nil {
+			t.Fatal(err)
+		}
+		c[doc] = ops
+	}
+	i := slices.IndexFunc(ops, func(o Operation) bool { return o.Key == key })
+	if i < 0 {
+		t.Fatalf("%s: no operation %s", doc, key)
+	}
+	return &ops[i]
+}
+
 // readWireDoc reads a corpus document, or GitHub's.
 func readWireDoc(tb testing.TB, name string) []byte {
 	if name == gitHubDoc {
@@ -162,29 +187,10 @@ func TestCorpusWire(t *testing.T) {
 	}
 	up := newUpstream(t, nil)
 	exec := engine.NewExecutor(egresstest.Client(t))
-	converted := map[string][]Operation{}
+	converted := conversions{}
 	for _, tt := range tests {
 		t.Run(tt.op, func(t *testing.T) {
-			ops, ok := converted[tt.doc]
-			if !ok {
-				doc, err := Load(readWireDoc(t, tt.doc), tt.doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ops, _, err = Convert(doc, Options{BaseURL: up.URL}); err != nil {
-					t.Fatal(err)
-				}
-				converted[tt.doc] = ops
-			}
-			var op *Operation
-			for i := range ops {
-				if ops[i].Key == tt.op {
-					op = &ops[i]
-				}
-			}
-			if op == nil {
-				t.Fatalf("%s: no operation %s", tt.doc, tt.op)
-			}
+			op := converted.op(t, tt.doc, tt.op, Options{BaseURL: up.URL})
 			creds := map[string]string{}
 			for _, k := range op.Plugin.AuthConfig.CredentialKeys() {
 				creds[k] = "sk_test_0123456789"
@@ -266,25 +272,10 @@ func TestCorpusServers(t *testing.T) {
 		{"oas31/openai-openapi.f85dbe22.json.gz", "GET /responses/{response_id}?beta=true", "https://api.openai.com/v1/responses/{response_id}?beta=true"},
 		{"oas31/train-travel-api.478d1737.yaml", "GET /stations", "https://try.microcks.io/rest/Train+Travel+API/1.0.0/stations"},
 	}
-	converted := map[string][]Operation{}
+	converted := conversions{}
 	for _, tt := range tests {
 		t.Run(tt.op, func(t *testing.T) {
-			ops, ok := converted[tt.doc]
-			if !ok {
-				doc, err := Load(readWireDoc(t, tt.doc), tt.doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ops, _, err = Convert(doc, Options{}); err != nil {
-					t.Fatal(err)
-				}
-				converted[tt.doc] = ops
-			}
-			i := slices.IndexFunc(ops, func(o Operation) bool { return o.Key == tt.op })
-			if i < 0 {
-				t.Fatalf("no %s", tt.op)
-			}
-			if got := ops[i].Plugin.Execution.BaseURL; got != tt.base {
+			if got := converted.op(t, tt.doc, tt.op, Options{}).Plugin.Execution.BaseURL; got != tt.base {
 				t.Errorf("base_url %s, want %s", got, tt.base)
 			}
 		})
