@@ -177,6 +177,13 @@ func TestCorpusWire(t *testing.T) {
 		{gitHubDoc, "GET /repos/{owner}/{repo}/contents/{path}",
 			`{"owner":"octo","repo":"hello","path":"docs/a b#1.md","ref":"heads/main"}`,
 			"/repos/octo/hello/contents/docs%2Fa%20b%231.md?ref=heads%2Fmain", "", nil},
+		// A body that is not fields is the argument's text as it is, of the
+		// type the document names: text/plain, application/octet-stream.
+		{gitHubDoc, "POST /markdown/raw", `{"body":"# Hi & <b>bye</b>"}`,
+			"/markdown/raw", "# Hi & <b>bye</b>", map[string]string{"Content-Type": "text/plain"}},
+		{gitHubDoc, "POST /repos/{owner}/{repo}/releases/{release_id}/assets",
+			`{"owner":"octo","repo":"hello","release_id":1,"name":"notes v1.txt","body":"line 1\nline 2"}`,
+			"/repos/octo/hello/releases/1/assets?name=notes%20v1.txt", "line 1\nline 2", map[string]string{"Content-Type": "application/octet-stream"}},
 		// OpenAI's paths that hold a query of their own.
 		{"oas31/openai-openapi.f85dbe22.json.gz", "GET /responses/{response_id}?beta=true",
 			`{"response_id":"resp_1","include":["file_search_call.results","reasoning.encrypted_content"],"stream":false,"openai-beta":["responses_multi_agent=v1"]}`,
