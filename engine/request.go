@@ -227,8 +227,9 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 			continue
 		}
 		// A body field is sent by style only in a form or multipart body
-		// with an encoding (encodeBody).
-		styled := in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart)
+		// with an encoding (encodeBody); a parameter given as content is
+		// its media type's text, one value.
+		styled := place.ContentType == "" && (in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart))
 		if _, isObj := args[name].(map[string]any); isObj && styled && (place.Style == "" || place.Style == "form") && explode(place, true) {
 			exploded[name] = in
 			continue

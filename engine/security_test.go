@@ -742,11 +742,11 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 	const doc = `{"name":"t","description":"d",
 	  "parameters":{"type":"object","properties":{"filter":{"type":"object","additionalProperties":true},
 	    "deep":{"type":"object","additionalProperties":true},"q":{"type":"string"},"version":{"const":"2"},
-	    "form":{"type":"object","additionalProperties":true},"name":{"type":"string"}}},
+	    "form":{"type":"object","additionalProperties":true},"name":{"type":"string"},"json":{"type":"object","additionalProperties":true}}},
 	  "fixed_params":{"version":"2"},
 	  "execution":{"method":"METHOD","base_url":"%s/search","query":{"tenant":"acme"},"content_type":"CT",
 	    "param_placement":{"filter":"query","q":"query","version":"query","deep":{"in":"query","style":"deepObject","explode":true},
-	      "form":{"in":"body","style":"form","explode":true},"name":"body"}}}`
+	      "form":{"in":"body","style":"form","explode":true},"name":"body","json":{"in":"query","content_type":"application/json"}}}}`
 	get := mustPlugin(t, strings.NewReplacer("METHOD", "GET", "CT", "application/json").Replace(doc), up.URL)
 	post := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/x-www-form-urlencoded").Replace(doc), up.URL)
 	postJSON := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/json").Replace(doc), up.URL)
@@ -759,6 +759,7 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 	}{
 		{"no collision", get, `{"filter":{"color":"red"},"q":"x"}`, "/search?tenant=acme&color=red&q=x&version=2", ""},
 		{"a deepObject keeps its keys under its name", get, `{"deep":{"version":"1"}}`, "/search?tenant=acme&deep[version]=1&version=2", ""},
+		{"a parameter given as content is one value", get, `{"json":{"q":"y"},"q":"x"}`, "/search?tenant=acme&json=%7B%22q%22%3A%22y%22%7D&q=x&version=2", ""},
 		{"over a fixed param", get, `{"filter":{"version":"1"}}`, "", "the argument version sends"},
 		{"over another argument", get, `{"filter":{"q":"y"},"q":"x"}`, "", "the argument q sends"},
 		{"over the tool's own query", get, `{"filter":{"tenant":"evil"}}`, "", "the tool sets itself"},
