@@ -799,3 +799,27 @@ func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
 		})
 	}
 }
+
+// A cookie argument named like the API key's cookie (an OpenAPI document
+// declaring both, or an inline plugin) must not shadow it: servers read
+// the first of two cookies of one name, and the LLM's came first
+// (sid=chosen; sid=secret). The credential's cookie replaces it, as the
+// credential's query parameter replaces an argument of its name.
+func TestCredentialCookieNotShadowed(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"sid":{"type":"string"},"lang":{"type":"string"},"key":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/c","param_placement":{"sid":"cookie","lang":"cookie","key":"query"}},
+	  "auth_config":{"type":"api_key","mapping":[{"source":"S","target":"sid","location":"cookie"},{"source":"K","target":"key","location":"query"}]}}`, up.URL)
+	res, err := newHarness(t).call(t, p, `{"sid":"chosen","lang":"en","key":"chosen"}`, map[string]string{"S": "secret-session-1", "K": "secret-key-0001"})
+	if err != nil || !res.OK {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	got := up.last(t)
+	if c := got.Header.Get("Cookie"); c != "lang=en; sid=secret-session-1" {
+		t.Errorf("Cookie: %q, want lang=en; sid=secret-session-1", c)
+	}
+	if got.RequestURI != "/c?key=secret-key-0001" {
+		t.Errorf("sent %s, want /c?key=secret-key-0001", got.RequestURI)
+	}
+}
