@@ -255,13 +255,29 @@ func applyMapping(req *http.Request, m plugins.AuthMapping, value string, out *A
 	case plugins.InQuery:
 		req.URL.RawQuery = setQuery(req.URL.RawQuery, m.Target, value)
 	case plugins.InCookie:
-		pair := m.Target + "=" + cookieValue(value)
-		if c := req.Header.Get("Cookie"); c != "" {
-			pair = c + "; " + pair
-		}
-		req.Header.Set("Cookie", pair)
+		req.Header.Set("Cookie", setCookie(req.Header.Get("Cookie"), m.Target, cookieValue(value)))
 		out.header("Cookie")
 	}
+}
+
+// setCookie returns a Cookie header with every cookie named name removed
+// and name=value appended, as setQuery does for a query: an argument
+// placed in a cookie of the credential's name would otherwise come first,
+// and servers read the first of two cookies of one name.
+func setCookie(header, name, value string) string {
+	var b strings.Builder
+	for pair := range strings.SplitSeq(header, ";") {
+		pair = strings.TrimSpace(pair)
+		if k, _, _ := strings.Cut(pair, "="); pair == "" || strings.TrimSpace(k) == name {
+			continue
+		}
+		b.WriteString(pair)
+		b.WriteString("; ")
+	}
+	b.WriteString(name)
+	b.WriteByte('=')
+	b.WriteString(value)
+	return b.String()
 }
 
 // setQuery returns rawQuery with every parameter named key removed and

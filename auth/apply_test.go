@@ -82,6 +82,15 @@ func TestApply(t *testing.T) {
 		header:  map[string]string{"Cookie": `lang=en; sid=qcc-key-1; sec="qcc secret+/=&2"`},
 		headers: []string{"Cookie"},
 	}, {
+		// A cookie of its name already there (an argument's) is replaced:
+		// servers read the first of two (realspec80).
+		name: "api_key cookie, a clashing one replaced",
+		cfg: plugins.AuthConfig{Type: plugins.AuthAPIKey, Mapping: []plugins.AuthMapping{
+			{Source: "QCC_KEY", Target: "lang", Location: "cookie"},
+		}},
+		header:  map[string]string{"Cookie": "lang=qcc-key-1"},
+		headers: []string{"Cookie"},
+	}, {
 		name:    "bearer",
 		cfg:     plugins.AuthConfig{Type: plugins.AuthBearer, Token: "TOKEN", Mapping: []plugins.AuthMapping{{Source: "QCC_KEY", Target: "X-Org"}}},
 		header:  map[string]string{"Authorization": "Bearer tok-abcdef", "X-Org": "qcc-key-1"},

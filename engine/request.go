@@ -95,6 +95,9 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 			appendQuery(&query, escapeQuery(k), escapeQuery(v))
 		}
 	}
+	if err := checkExplodedKeys(p, names, args); err != nil {
+		return nil, err
+	}
 	for _, name := range names {
 		v := args[name]
 		place := e.PlacementOf(name)
@@ -110,12 +113,7 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 				v = string(b)
 			}
 		}
-		wire := name
-		// A path argument keeps its name when base_url holds {name}
-		// (PlacementOf put it there for that reason).
-		if place.Name != "" && (place.In != plugins.InPath || !strings.Contains(e.BaseURL, "{"+name+"}")) {
-			wire = place.Name
-		}
+		wire := wireName(e, name, place)
 		switch place.In {
 		case plugins.InPath:
 			s, err := pathValue(name, v, place)
@@ -195,6 +193,87 @@ func buildRequest(p *plugins.Plugin, args map[string]any, schema *schemaInfo) (*
 	// read cap applies to decoded bytes (see readBody).
 	o.header["Accept-Encoding"] = acceptEncodingValue
 	return o, nil
+}
+
+// wireName is the name an argument is sent under: its placement's name,
+// except that a path argument keeps its own when base_url holds {name}
+// (PlacementOf put it there for that reason).
+func wireName(e *plugins.Execution, name string, place plugins.ArgPlacement) string {
+	if place.Name != "" && (place.In != plugins.InPath || !strings.Contains(e.BaseURL, "{"+name+"}")) {
+		return place.Name
+	}
+	return name
+}
+
+// checkExplodedKeys refuses an object argument sent exploded in form style
+// (OpenAPI's default for a query object, RFC 6570 {?x*}: each key a
+// parameter of its own, the argument's name dropped) when one of its keys
+// names a parameter of the same query string or form body that the
+// argument does not own: another argument (a fixed one included), the
+// plugin's own query, the API key's query parameter, or a key of another
+// such object. The value would set or shadow it: a value escaping its
+// parameter.
+func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) error {
+	e := &p.Execution
+	ct := mediaType(e.ContentType)
+	form, multipart := ct == "application/x-www-form-urlencoded", ct == "multipart/form-data"
+	type scope struct{ in, name string }
+	exploded := map[string]string{} // argument -> its scope
+	owned := map[scope]string{}     // parameter name -> the argument (or "") that sends it
+	for _, name := range names {
+		place := e.PlacementOf(name)
+		in := place.In
+		if in != plugins.InQuery && in != plugins.InBody {
+			continue
+		}
+		// A body field is sent by style only in a form or multipart body
+		// with an encoding (encodeBody); a parameter given as content is
+		// its media type's text, one value.
+		styled := place.ContentType == "" && (in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart))
+		if _, isObj := args[name].(map[string]any); isObj && styled && (place.Style == "" || place.Style == "form") && explode(place, true) {
+			exploded[name] = in
+			continue
+		}
+		owned[scope{in, wireName(e, name, place)}] = name
+	}
+	if len(exploded) == 0 {
+		return nil
+	}
+	for k := range e.Query {
+		owned[scope{plugins.InQuery, k}] = ""
+	}
+	for _, m := range p.AuthConfig.Mapping {
+		if m.Location == plugins.InQuery {
+			owned[scope{plugins.InQuery, m.Target}] = ""
+		}
+	}
+	for _, name := range names {
+		in, ok := exploded[name]
+		if !ok {
+			continue
+		}
+		for k := range sortedMap(args[name].(map[string]any)) {
+			base, _, _ := strings.Cut(k, "[") // deepObject and bracket names: base[...]
+			other, taken := owned[scope{in, k}]
+			if !taken {
+				other, taken = owned[scope{in, base}]
+			}
+			if taken && other != name {
+				// Neither the key (part of the value) nor a parameter the
+				// tool sets (the API key's) is named.
+				return refuse(CodeInvalidArguments, "invalid arguments: %s: each of its keys is sent as a parameter of its own, and one of them is a parameter that %s", name, ownerOf(other))
+			}
+			owned[scope{in, k}] = name
+		}
+	}
+	return nil
+}
+
+func ownerOf(arg string) string {
+	if arg == "" {
+		return "the tool sets itself"
+	}
+	return "the argument " + arg + " sends"
 }
 
 // buildURL fills base_url's templates, each value escaped as exactly one
@@ -378,14 +457,22 @@ func unhex(c byte) byte {
 	return c - 'a' + 10
 }
 
+// matrixValue is RFC 6570's path-style expansion ({;x}, {;x*}, §3.2.7):
+// ";name=value", or ";name" alone when the value is empty.
 func matrixValue(name string, v any, ex bool) string {
 	key := ";" + escapeSegment(name)
+	pair := func(k, val string) string {
+		if val == "" {
+			return k
+		}
+		return k + "=" + val
+	}
 	switch t := v.(type) {
 	case []any:
 		if ex {
 			var b strings.Builder
 			for _, x := range t {
-				b.WriteString(key + "=" + escapeSegment(scalar(x)))
+				b.WriteString(pair(key, escapeSegment(scalar(x))))
 			}
 			return b.String()
 		}
@@ -393,12 +480,12 @@ func matrixValue(name string, v any, ex bool) string {
 		if ex {
 			var b strings.Builder
 			for k, x := range sortedMap(t) {
-				b.WriteString(";" + escapeSegment(k) + "=" + escapeSegment(scalar(x)))
+				b.WriteString(pair(";"+escapeSegment(k), escapeSegment(scalar(x))))
 			}
 			return b.String()
 		}
 	}
-	return key + "=" + joinValues(v, ",", false, escapeSegment)
+	return pair(key, joinValues(v, ",", false, escapeSegment))
 }
 
 // joinValues serializes a value as OpenAPI's simple style does: arrays
@@ -464,6 +551,17 @@ func explode(place plugins.ArgPlacement, def bool) bool {
 // serializeQuery appends a query (or form body) argument per its OpenAPI
 // style and explode (form with explode by default), escaping with esc.
 func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPlacement, esc func(string) string) {
+	stylePairs(name, v, place, esc, func(k, v string) { appendQuery(b, k, v) })
+}
+
+// stylePairs gives the name=value pairs an argument is sent as in a query
+// string, a form body or a multipart body (one part each: OpenAPI 3.1.1
+// Appendix C puts the names in the parts' Content-Disposition name and the
+// values in their bodies), per its OpenAPI style and explode: form with
+// explode by default (RFC 6570 §3.2.8, {?x*}); spaceDelimited and
+// pipeDelimited join with a space or "|"; deepObject brackets. Names and
+// values are escaped with esc, delimiters not (a space is esc(" ")).
+func stylePairs(name string, v any, place plugins.ArgPlacement, esc func(string) string, emit func(k, v string)) {
 	key := esc(name)
 	style := place.Style
 	if style == "" {
@@ -475,7 +573,7 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 		// answering "Invalid array" to expand=x.
 		switch v.(type) {
 		case map[string]any, []any:
-			flatten(key, v, esc, func(k, val string) { appendQuery(b, k, val) })
+			flatten(key, v, esc, emit)
 			return
 		}
 	}
@@ -483,7 +581,7 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 	sep := ","
 	switch style {
 	case "spaceDelimited":
-		sep = "%20"
+		sep = esc(" ")
 	case "pipeDelimited":
 		sep = "|"
 	}
@@ -491,19 +589,19 @@ func serializeQuery(b *strings.Builder, name string, v any, place plugins.ArgPla
 	case []any:
 		if ex {
 			for _, x := range t {
-				appendQuery(b, key, esc(scalar(x)))
+				emit(key, esc(scalar(x)))
 			}
 			return
 		}
 	case map[string]any:
 		if ex {
 			for k, x := range sortedMap(t) {
-				appendQuery(b, esc(k), esc(scalar(x)))
+				emit(esc(k), esc(scalar(x)))
 			}
 			return
 		}
 	}
-	appendQuery(b, key, joinValues(v, sep, false, esc))
+	emit(key, joinValues(v, sep, false, esc))
 }
 
 func appendQuery(b *strings.Builder, k, v string) {
@@ -564,6 +662,9 @@ func encodeBody(ct string, fields []bodyField) ([]byte, string, error) {
 		var b strings.Builder
 		emit := func(k, v string) { appendQuery(&b, k, v) }
 		for _, f := range fields {
+			if f.value == nil {
+				continue // undefined (RFC 6570 §2.3): not sent, as in a query
+			}
 			if f.wire == wholeBody {
 				if obj, ok := f.value.(map[string]any); ok {
 					for k, x := range sortedMap(obj) {
@@ -609,11 +710,21 @@ func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	for _, f := range fields {
+		if f.value == nil {
+			continue // undefined (RFC 6570 §2.3): an empty part would read as ""
+		}
 		values, ok := f.value.([]any)
 		if !ok {
 			values = []any{f.value}
 		}
 		file := f.place.Filename != "" || f.prop.binary || f.prop.base64
+		if !file && (f.place.Style != "" || f.place.Explode != nil) {
+			// The document's encoding gives a style: its pairs, one part
+			// each, unescaped (OpenAPI 3.1 Encoding Object; Stripe's
+			// file_link_data[create]=true).
+			stylePairs(f.wire, f.value, f.place, func(s string) string { return s }, func(k, v string) { w.WriteField(k, v) })
+			continue
+		}
 		for _, v := range values {
 			switch {
 			case file:
@@ -622,6 +733,11 @@ func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 				}
 			case f.place.ContentType != "":
 				part, _ := w.CreatePart(partHeader(f.wire, "", f.place.ContentType))
+				io.WriteString(part, scalar(v))
+			case isStructured(v):
+				// OpenAPI's default contentType for an object (and an
+				// array's, by its items) is application/json.
+				part, _ := w.CreatePart(partHeader(f.wire, "", "application/json"))
 				io.WriteString(part, scalar(v))
 			default:
 				w.WriteField(f.wire, scalar(v))
@@ -632,6 +748,15 @@ func encodeMultipart(fields []bodyField) ([]byte, string, error) {
 		return nil, "", err
 	}
 	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+// isStructured reports an object or an array: JSON text on the wire.
+func isStructured(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 func writeFilePart(w *multipart.Writer, f bodyField, v any) error {

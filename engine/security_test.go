@@ -728,3 +728,98 @@ func TestRequestBodyStaysOnItsOrigin(t *testing.T) {
 		t.Fatalf("the same-origin 307 lost the body: %v", hits[1])
 	}
 }
+
+// An object sent in form style, exploded (OpenAPI's default for a query
+// object, RFC 6570 {?x*}: ?R=100&G=200, the argument's name dropped), has
+// its keys sent as parameters of their own. A key naming another
+// parameter of the same query or form body would set or shadow it (a
+// fixed param, another argument, the tool's own query): a value escaping
+// its parameter. Such a call is refused, naming neither the key nor a
+// parameter the tool sets; an object that collides with nothing, and a
+// deepObject (whose keys stay under its name), are sent.
+func TestExplodedObjectKeysStayInTheirParameter(t *testing.T) {
+	up := newUpstream(t, nil)
+	const doc = `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"filter":{"type":"object","additionalProperties":true},
+	    "deep":{"type":"object","additionalProperties":true},"q":{"type":"string"},"version":{"const":"2"},
+	    "form":{"type":"object","additionalProperties":true},"name":{"type":"string"},"json":{"type":"object","additionalProperties":true}}},
+	  "fixed_params":{"version":"2"},
+	  "execution":{"method":"METHOD","base_url":"%s/search","query":{"tenant":"acme"},"content_type":"CT",
+	    "param_placement":{"filter":"query","q":"query","version":"query","deep":{"in":"query","style":"deepObject","explode":true},
+	      "form":{"in":"body","style":"form","explode":true},"name":"body","json":{"in":"query","content_type":"application/json"}}}}`
+	get := mustPlugin(t, strings.NewReplacer("METHOD", "GET", "CT", "application/json").Replace(doc), up.URL)
+	post := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/x-www-form-urlencoded").Replace(doc), up.URL)
+	postJSON := mustPlugin(t, strings.NewReplacer("METHOD", "POST", "CT", "application/json").Replace(doc), up.URL)
+	tests := []struct {
+		name  string
+		p     *plugins.Plugin
+		args  string
+		sent  string // the request URI, or the body for post; "" for refused
+		owner string
+	}{
+		{"no collision", get, `{"filter":{"color":"red"},"q":"x"}`, "/search?tenant=acme&color=red&q=x&version=2", ""},
+		{"a deepObject keeps its keys under its name", get, `{"deep":{"version":"1"}}`, "/search?tenant=acme&deep[version]=1&version=2", ""},
+		{"a parameter given as content is one value", get, `{"json":{"q":"y"},"q":"x"}`, "/search?tenant=acme&json=%7B%22q%22%3A%22y%22%7D&q=x&version=2", ""},
+		{"over a fixed param", get, `{"filter":{"version":"1"}}`, "", "the argument version sends"},
+		{"over another argument", get, `{"filter":{"q":"y"},"q":"x"}`, "", "the argument q sends"},
+		{"over the tool's own query", get, `{"filter":{"tenant":"evil"}}`, "", "the tool sets itself"},
+		{"over a deepObject's names", get, `{"filter":{"deep[x]":"1"},"deep":{"x":"2"}}`, "", "the argument deep sends"},
+		{"in a form body", post, `{"form":{"name":"evil"},"name":"ann"}`, "", "the argument name sends"},
+		{"a form body without collision", post, `{"form":{"a":"1"},"name":"ann"}`, "a=1&name=ann", ""},
+		// A JSON body has no style: the object stays one field.
+		{"a JSON body", postJSON, `{"form":{"name":"x"},"name":"ann"}`, `{"form":{"name":"x"},"name":"ann"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(up.Hits())
+			res, err := newHarness(t).call(t, tt.p, tt.args, nil)
+			if tt.sent != "" {
+				if err != nil || !res.OK {
+					t.Fatalf("%v %s", err, resultJSON(t, res))
+				}
+				hits := up.Hits()
+				if len(hits) != before+1 {
+					t.Fatalf("upstream received %d requests, want 1", len(hits)-before)
+				}
+				h := hits[before]
+				got := h.RequestURI
+				if tt.p != get {
+					got = string(h.Body)
+				}
+				if got != tt.sent {
+					t.Fatalf("sent %s, want %s", got, tt.sent)
+				}
+				return
+			}
+			var refused *RefusedError
+			if !errors.As(err, &refused) || res.Error.Code != CodeInvalidArguments || len(up.Hits()) != before ||
+				!strings.Contains(res.Error.Message, tt.owner) || strings.Contains(res.Error.Message, "evil") || strings.Contains(res.Error.Message, "tenant") {
+				t.Fatalf("want invalid_arguments naming %q, nothing sent: %v %s %v", tt.owner, err, resultJSON(t, res), up.Hits()[before:])
+			}
+		})
+	}
+}
+
+// A cookie argument named like the API key's cookie (an OpenAPI document
+// declaring both, or an inline plugin) must not shadow it: servers read
+// the first of two cookies of one name, and the LLM's came first
+// (sid=chosen; sid=secret). The credential's cookie replaces it, as the
+// credential's query parameter replaces an argument of its name.
+func TestCredentialCookieNotShadowed(t *testing.T) {
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"sid":{"type":"string"},"lang":{"type":"string"},"key":{"type":"string"}}},
+	  "execution":{"method":"GET","base_url":"%s/c","param_placement":{"sid":"cookie","lang":"cookie","key":"query"}},
+	  "auth_config":{"type":"api_key","mapping":[{"source":"S","target":"sid","location":"cookie"},{"source":"K","target":"key","location":"query"}]}}`, up.URL)
+	res, err := newHarness(t).call(t, p, `{"sid":"chosen","lang":"en","key":"chosen"}`, map[string]string{"S": "secret-session-1", "K": "secret-key-0001"})
+	if err != nil || !res.OK {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	got := up.last(t)
+	if c := got.Header.Get("Cookie"); c != "lang=en; sid=secret-session-1" {
+		t.Errorf("Cookie: %q, want lang=en; sid=secret-session-1", c)
+	}
+	if got.RequestURI != "/c?key=secret-key-0001" {
+		t.Errorf("sent %s, want /c?key=secret-key-0001", got.RequestURI)
+	}
+}

@@ -668,17 +668,16 @@ func (b *opBuilder) addBody(v any) (string, error) {
 			items, _ := ps["items"].(map[string]any)
 			a.place.ContentType = cmp.Or(str(ps["contentMediaType"]), str(items["contentMediaType"]))
 		}
-		if enc, ok := encoding[name].(map[string]any); ok {
-			switch mediaKind(ct) {
-			case "multipart":
-				if t, ok := enc["contentType"].(string); ok {
-					a.place.ContentType = t
-				}
-			case "form":
-				a.place.Style, _ = enc["style"].(string)
-				if ex, ok := enc["explode"].(bool); ok {
-					a.place.Explode = &ex
-				}
+		if enc, ok := encoding[name].(map[string]any); ok && mediaKind(ct) != "json" {
+			// OpenAPI 3.1 applies style and explode to multipart/form-data
+			// too, and then ignores contentType (Encoding Object): Stripe's
+			// POST /v1/files file_link_data is deepObject.
+			a.place.Style, _ = enc["style"].(string)
+			if ex, ok := enc["explode"].(bool); ok {
+				a.place.Explode = &ex
+			}
+			if t, ok := enc["contentType"].(string); ok && mediaKind(ct) == "multipart" && a.place.Style == "" && a.place.Explode == nil {
+				a.place.ContentType = t
 			}
 		} else if mediaKind(ct) == "form" && isScalarArray(ps) {
 			// OpenAPI's default for a form field is style form, explode
