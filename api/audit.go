@@ -12,6 +12,7 @@ import (
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/internal/language"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -478,7 +479,8 @@ func secondsDuration(s int64) string {
 }
 
 // SafeURL is a URL without what may be a secret in it: its userinfo,
-// query and fragment.
+// query and fragment, and the value of a path parameter named as a
+// credential (redact.Location: ";jsessionid=…").
 func SafeURL(s string) string {
 	if s == "" {
 		return ""
@@ -488,7 +490,7 @@ func SafeURL(s string) string {
 		return "(a URL)"
 	}
 	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
-	return auditArg(u.String())
+	return auditArg(redact.Location(u.String()))
 }
 
 // AuditDecision is the detail of a person's decision on an item (an

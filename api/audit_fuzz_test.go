@@ -11,7 +11,7 @@ import (
 // secret the change carried, whatever else the request holds: a
 // credential's value, a client secret, an import's or a server's
 // credentials and headers, the token an answer holds, a URL's userinfo,
-// query or fragment, each of any length (n draws it from 8 characters to
+// query, fragment or path parameter named as a credential, each of any length (n draws it from 8 characters to
 // past the cut of a long argument).
 func FuzzDescribeChange(f *testing.F) {
 	for _, s := range []struct {
@@ -58,6 +58,7 @@ func FuzzDescribeChange(f *testing.F) {
 				u.User = url.UserPassword("me", secret)
 			}
 			u.RawQuery, u.Fragment = "key="+secret, secret
+			u.RawPath, u.Path = "", u.Path+";jsessionid="+secret // a path parameter (leftovers80)
 			req["url"] = u.String()
 		}
 		planted, err := json.Marshal(req)

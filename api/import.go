@@ -16,7 +16,7 @@ import (
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/internal/jsonlimit"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
@@ -219,7 +219,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		case req.URL != "":
 			// Only http(s): a path would read the engine's own files.
 			if !openapi.IsURL(req.URL) {
-				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %q is not an http or https URL", settings.RedactedURL(req.URL)), nil)
+				writeError(w, http.StatusBadRequest, "malformed_request", fmt.Sprintf("url: %q is not an http or https URL", redact.URL(req.URL)), nil)
 				return
 			}
 			fetched, err := importer.FetchURL(r.Context(), s.Store, s.Creds.Keyring(), req.URL, req.Source)
@@ -256,7 +256,7 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 		location = r.URL.Query().Get("location")
 	}
 	report(openapi.PhaseFetched, len(data))
-	doc, err := openapi.Load(data, cmp.Or(settings.RedactedLocation(location), "upload"))
+	doc, err := openapi.Load(data, cmp.Or(redact.Location(location), "upload"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_document", err.Error(), nil)
 		return

@@ -15,7 +15,8 @@ import (
 
 // TestImportURLSecretNeverShown: an OpenAPI import from a URL with
 // userinfo (leftovers76) or with a credential in its query (?access_token=,
-// ?sig=, …: leftovers78) stores and shows its location without it (the
+// ?sig=, …: leftovers78) or in a path segment's parameters
+// (;jsessionid=: leftovers80) stores and shows its location without it (the
 // credential's value written "…", a parameter that is no credential kept),
 // in the sources' list, the fetch's errors, the audit and the logs, and
 // keeps the URL sealed, so that a sync from the location as shown fetches
@@ -23,7 +24,7 @@ import (
 // without it at its next sync, and is listed without it until then.
 // Before: the secret whole in every one of them.
 func TestImportURLSecretNeverShown(t *testing.T) {
-	const pw, token, sig = "tok-Zq9sK7wXr2", "qtok-Hx81bVr0", "sig-Wq3nZ0e5"
+	const pw, token, sig, session = "tok-Zq9sK7wXr2", "qtok-Hx81bVr0", "sig-Wq3nZ0e5", "sess-Jm80Qp4c"
 	for _, c := range []struct {
 		name    string
 		secrets []string
@@ -44,6 +45,11 @@ func TestImportURLSecretNeverShown(t *testing.T) {
 			func(base string) (string, string) {
 				return base + "/spec.json?group=admin&access_token=" + token + "&Sig=" + sig, base + "/spec.json?group=admin&access_token=…&Sig=…"
 			}},
+		{"path parameter", []string{session}, // leftovers80
+			func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, ";v=2;jsessionid="+session) },
+			func(base string) (string, string) {
+				return base + "/spec.json;v=2;jsessionid=" + session, base + "/spec.json;v=2;jsessionid=…"
+			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, st *store.Store) {
@@ -57,7 +63,7 @@ func TestImportURLSecretNeverShown(t *testing.T) {
 						return
 					}
 					authed.Add(1)
-					if r.URL.Path != "/spec.json" {
+					if path, _, _ := strings.Cut(r.URL.Path, ";"); path != "/spec.json" {
 						http.NotFound(w, r)
 						return
 					}

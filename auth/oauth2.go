@@ -13,7 +13,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -89,7 +89,7 @@ func (a *Authenticator) clientCredentialsToken(ctx context.Context, o *plugins.O
 	case <-e.done:
 		return e.token, e.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("oauth2 token from %s: %w", settings.RedactedURL(o.TokenURL), context.Cause(ctx))
+		return "", fmt.Errorf("oauth2 token from %s: %w", redact.URL(o.TokenURL), context.Cause(ctx))
 	}
 }
 
@@ -115,9 +115,9 @@ func (a *Authenticator) fetch(ctx context.Context, e *tokenEntry, o *plugins.OAu
 	tok, err := conf.Token(ctx)
 	switch {
 	case err != nil:
-		e.err = fmt.Errorf("oauth2 token from %s: %w", settings.RedactedURL(o.TokenURL), err)
+		e.err = fmt.Errorf("oauth2 token from %s: %w", redact.URL(o.TokenURL), err)
 	case strings.ContainsAny(tok.AccessToken, "\r\n\x00"):
-		e.err = fmt.Errorf("oauth2 token from %s: access token: %w", settings.RedactedURL(o.TokenURL), ErrCredentialValue)
+		e.err = fmt.Errorf("oauth2 token from %s: access token: %w", redact.URL(o.TokenURL), ErrCredentialValue)
 	default:
 		e.token = tok.AccessToken
 		if !tok.Expiry.IsZero() {

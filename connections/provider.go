@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -100,7 +100,7 @@ func (p *Provider) Validate() error {
 		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" || u.User != nil {
-			add(field, "%q must be an absolute http or https URL, without user info or fragment", settings.RedactedURL(v))
+			add(field, "%q must be an absolute http or https URL, without user info or fragment", redact.URL(v))
 		}
 	}
 	checkURL("authorization_url", p.AuthorizationURL, true)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/blindexec/blindexec/catalog"
 	"github.com/blindexec/blindexec/internal/invisible"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
@@ -275,13 +275,13 @@ func OpenAPI(ctx context.Context, st *store.Store, location string, doc *openapi
 // legacySource is the source a sync from given (a URL with userinfo or a
 // query credential) wrote at the URL whole before migration 00031 (before
 // 00034 for a query credential), or before leftovers77 at
-// the URL cut at its last @ (settings.Redacted: "https://…@scope/spec.json"
+// the URL cut at its last @ (redact.Value: "https://…@scope/spec.json"
 // for an @ in its path): it takes its location now (unless dryRun), so
 // that its password is no longer stored in clear, and its location is the
 // URL.
 func legacySource(ctx context.Context, st *store.Store, given, location string, dryRun bool) (*store.ImportSource, error) {
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, given)
-	if cut := settings.Redacted(given); errors.Is(err, store.ErrNotFound) && cut != location {
+	if cut := redact.Value(given); errors.Is(err, store.ErrNotFound) && cut != location {
 		src, err = st.FindImportSource(ctx, store.SourceOpenAPI, cut)
 	}
 	if err != nil {

@@ -8,14 +8,14 @@ import (
 	"strconv"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/store"
 )
 
 // An OpenAPI source fetched from a URL with userinfo
 // (https://user:token@host/spec.json, which Go's client sends as basic
 // auth) or with a credential in its query (?access_token=, ?sig=, …) is
-// stored and shown at that URL without them (settings.RedactedLocation);
+// stored and shown at that URL without them (redact.Location);
 // the URL itself is kept sealed under the master key, as a credential
 // is, so that a sync from the location as shown fetches the protected
 // document all the same. A URL whose redaction hides nothing is not
@@ -34,7 +34,7 @@ func sealedURLKey(id int64) string { return "import_source/" + strconv.FormatInt
 // credential written "…"), the URL kept for the source of that location
 // (or of name, the source the import names).
 func FetchURL(ctx context.Context, st *store.Store, keys *auth.Keyring, rawURL, name string) (string, error) {
-	if !settings.Redacts(rawURL) || settings.RedactedLocation(rawURL) != rawURL {
+	if !redact.Hides(rawURL) || redact.Location(rawURL) != rawURL {
 		return rawURL, nil // none, or given whole
 	}
 	src, err := st.FindImportSource(ctx, store.SourceOpenAPI, cmp.Or(name, rawURL))
@@ -50,7 +50,7 @@ func FetchURL(ctx context.Context, st *store.Store, keys *auth.Keyring, rawURL, 
 	if err != nil {
 		return "", fmt.Errorf("the URL kept for import source %d: %w", src.ID, err)
 	}
-	if settings.RedactedLocation(kept) != rawURL {
+	if redact.Location(kept) != rawURL {
 		return "", ErrNoSealedURL // kept for another URL (a source named, not located)
 	}
 	return kept, nil
@@ -60,7 +60,7 @@ func FetchURL(ctx context.Context, st *store.Store, keys *auth.Keyring, rawURL, 
 // hides a part of it and a master key is set (without one, a sync sends the URL whole each
 // time, as before).
 func KeepURL(ctx context.Context, st *store.Store, keys *auth.Keyring, id int64, fetched string) error {
-	if id == 0 || !settings.Redacts(fetched) || keys.MasterKeyID() == "" {
+	if id == 0 || !redact.Hides(fetched) || keys.MasterKeyID() == "" {
 		return nil
 	}
 	sealed, _, err := keys.Encrypt(0, sealedURLKey(id), fetched)
@@ -108,8 +108,8 @@ func RotateURLs(ctx context.Context, st *store.Store, keys *auth.Keyring) (int, 
 }
 
 // SealLocations moves every OpenAPI source still stored at a URL with its
-// userinfo or a query's credential (imported before migration 00031 or
-// 00034, or by an older replica since)
+// userinfo or a query's or path parameter's credential (imported before
+// migration 00031, 00034 or 00035, or by an older replica since)
 // to the location shown, the URL kept sealed as a sync would keep it:
 // the password leaves the database's location column (and its dumps) at
 // the first start of serve, not at each source's next sync, and a sync
@@ -125,8 +125,8 @@ func SealLocations(ctx context.Context, st *store.Store, keys *auth.Keyring) (in
 	}
 	n := 0
 	for _, src := range srcs {
-		shown := settings.RedactedLocation(src.Location)
-		if !settings.Redacts(src.Location) || shown == src.Location {
+		shown := redact.Location(src.Location)
+		if !redact.Hides(src.Location) || shown == src.Location {
 			continue // none, or shown already
 		}
 		sealed, _, err := keys.Encrypt(0, sealedURLKey(src.ID), src.Location)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/importer"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -36,7 +36,7 @@ func TestRotateURLs(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		const full = "https://user:tok-8HqZ2w@docs.example/spec.json"
-		shown := settings.RedactedLocation(full)
+		shown := redact.Location(full)
 		src := &store.ImportSource{Kind: store.SourceOpenAPI, Location: shown}
 		if err := st.CreateImportSource(ctx, src); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tailscale/hujson"
 	"github.com/tidwall/gjson"
@@ -439,13 +439,13 @@ func (p *Plugin) validateHTTP(add func(field, format string, args ...any)) {
 		u, err := url.Parse(probe)
 		switch {
 		case err != nil:
-			add("execution.base_url", "%q is not a URL", settings.RedactedURL(e.BaseURL))
+			add("execution.base_url", "%q is not a URL", redact.URL(e.BaseURL))
 		case u.Scheme != "http" && u.Scheme != "https":
-			add("execution.base_url", "%q must be an absolute http or https URL", settings.RedactedURL(e.BaseURL))
+			add("execution.base_url", "%q must be an absolute http or https URL", redact.URL(e.BaseURL))
 		case u.Host == "":
-			add("execution.base_url", "%q has no host", settings.RedactedURL(e.BaseURL))
+			add("execution.base_url", "%q has no host", redact.URL(e.BaseURL))
 		case strings.Contains(hostPart(e.BaseURL), "{"):
-			add("execution.base_url", "%q: templates are allowed in the path only, not in the scheme, host or port", settings.RedactedURL(e.BaseURL))
+			add("execution.base_url", "%q: templates are allowed in the path only, not in the scheme, host or port", redact.URL(e.BaseURL))
 		case u.User != nil:
 			add("execution.base_url", "must not carry credentials; use auth_config")
 		}
@@ -535,7 +535,7 @@ func (p *Plugin) validateAuth(add func(field, format string, args ...any)) {
 			if o.TokenURL == "" {
 				add("auth_config.oauth2.token_url", "required for grant \"client_credentials\"")
 			} else if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", settings.RedactedURL(o.TokenURL))
+				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", redact.URL(o.TokenURL))
 			}
 			if o.ClientID == "" {
 				add("auth_config.oauth2.client_id", "required for grant \"client_credentials\": the credential key of the client id")

@@ -5,7 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 )
 
 // MigrateUpTo applies the migrations up to version: a test's database as
@@ -34,7 +34,7 @@ var AppendSQLiteTime = appendSQLiteTime
 
 // RedactDSN and MySQLDialector are what Open's errors are made of.
 var (
-	RedactDSN      = settings.Redacted
+	RedactDSN      = redact.Value
 	MySQLDialector = mysqlDialector
 )
 

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 )
 
 // CreateImportSource inserts src and sets its ID and times.
@@ -81,7 +81,7 @@ func (s *Store) ListImportSources(ctx context.Context) ([]SourceSummary, error) 
 	for i := range out {
 		// a row written before migration 00031 holds its URL whole until
 		// its next sync rewrites it
-		out[i].Location = settings.RedactedLocation(out[i].Location)
+		out[i].Location = redact.Location(out[i].Location)
 	}
 	return out, nil
 }
@@ -138,13 +138,14 @@ func (s *Store) ReplaceImportSourceSealedURL(ctx context.Context, id int64, old,
 }
 
 // ImportSourcesToSeal returns the OpenAPI sources whose stored location
-// may hold a secret (an @ after the scheme, or a query): rows an engine
-// before migration 00031 (userinfo) or 00034 (a query's credential) wrote
-// with the URL whole.
+// may hold a secret (an @ after the scheme, a query, or a ; of a path
+// parameter): rows an engine before migration 00031 (userinfo), 00034 (a
+// query's credential) or 00035 (a path parameter's) wrote with the URL
+// whole.
 func (s *Store) ImportSourcesToSeal(ctx context.Context) ([]ImportSource, error) {
 	var out []ImportSource
 	err := s.db.WithContext(ctx).Select("source_id, kind, location").
-		Where("kind = ? AND (location LIKE ? OR location LIKE ?)", SourceOpenAPI, "%://%@%", "%://%?%").Order("source_id").Find(&out).Error
+		Where("kind = ? AND (location LIKE ? OR location LIKE ? OR location LIKE ?)", SourceOpenAPI, "%://%@%", "%://%?%", "%://%;%").Order("source_id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the import sources to seal: %w", classify(err))
 	}

@@ -24,7 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 )
 
 // Dialect names returned by (*Store).Dialect and used as DSN schemes.
@@ -103,10 +103,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if strings.HasPrefix(rest, "//") && (scheme == DialectSQLite || scheme == DialectMySQL) {
 		if scheme == DialectMySQL {
 			// A URL (mysql://host:3306/db) is what other tools take.
-			return nil, fmt.Errorf("open database: %q: mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db", settings.Redacted(dsn))
+			return nil, fmt.Errorf("open database: %q: mysql: takes a go-sql-driver DSN, not a URL: write it without //, e.g. mysql:user:pass@tcp(host:3306)/db", redact.Value(dsn))
 		}
 		// sqlite://file.db is file.db to some tools and /file.db to others.
-		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", settings.Redacted(dsn))
+		return nil, fmt.Errorf("open database: %q: write sqlite:PATH without // (sqlite:blindexec.db for a file in the working directory, sqlite:/var/lib/blindexec.db for an absolute path)", redact.Value(dsn))
 	}
 	var (
 		dialector  gorm.Dialector
@@ -122,7 +122,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	case DialectMySQL:
 		dialector, pool, migrateDSN, err = mysqlDialector(rest)
 	default:
-		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", settings.Redacted(dsn))
+		return nil, fmt.Errorf("open database: unknown scheme in %q: want sqlite:PATH or mysql:DSN", redact.Value(dsn))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", scheme, err)

@@ -29,6 +29,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blindexec/blindexec/internal/redact"
 )
 
 // Scope is the instrumentation scope of every span the engine makes.
@@ -74,8 +76,12 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s=%q: want %s", e.Name, e.Value, e.Want)
+	return fmt.Sprintf("%s=%q: want %s", e.Name, shown(e.Value), e.Want)
 }
+
+// shown is a value as a message quotes it: an endpoint's userinfo (any
+// scheme) and its credentials' parameters written "…" (leftovers80).
+func shown(v string) string { return redact.URL(redact.Location(v)) }
 
 // Load reads the OTEL_* variables through lookup (the process
 // environment, then blindexec.env: settings.OTELVariables lists them). The
@@ -115,8 +121,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		endpoint, signal, name = get("OTEL_EXPORTER_OTLP_ENDPOINT"), false, "OTEL_EXPORTER_OTLP_ENDPOINT"
 	}
 	if endpoint != "" {
-		if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
-			errs = append(errs, &ConfigError{name, endpoint, "an http:// or https:// URL"})
+		// One net/url refuses the SDK would log whole, as it is.
+		if _, err := url.Parse(endpoint); err != nil || !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+			errs = append(errs, &ConfigError{name, endpoint, "an http:// or https:// URL (a / ? # or @ in a user or password percent-encoded)"})
 		}
 		c.Endpoint = endpoint
 		if c.Protocol == ProtocolHTTP && !signal {
@@ -188,7 +195,7 @@ func New(ctx context.Context, c Config, version string) (*Tracing, error) {
 		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(c.Endpoint))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", c.Endpoint, err)
+		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", shown(c.Endpoint), err)
 	}
 	return NewWithProcessor(c, version, sdktrace.NewBatchSpanProcessor(exp)), nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/importer"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
@@ -44,7 +44,7 @@ changed and removed operations (removed ones are disabled, not deleted). Exit st
 			ctx := cmd.Context()
 			src := args[0]
 			progress := progressWriter(cmd.ErrOrStderr())
-			shown := settings.RedactedLocation(src) // a URL's userinfo and query credentials are never printed nor stored
+			shown := redact.Location(src) // a URL's userinfo and query credentials are never printed nor stored
 			st, err := cfg.openStore(ctx, schemaRequire)
 			if err != nil {
 				return err

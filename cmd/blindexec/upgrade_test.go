@@ -23,7 +23,7 @@ import (
 func TestServeSealsLocationsStoredWhole(t *testing.T) {
 	const secret = "pw-ops78-Zq9s"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); (!ok || u != "alice" || p != secret) && r.URL.Query().Get("access_token") != secret {
+		if u, p, ok := r.BasicAuth(); (!ok || u != "alice" || p != secret) && r.URL.Query().Get("access_token") != secret && !strings.HasSuffix(r.URL.Path, ";jsessionid="+secret) {
 			http.Error(w, "who are you", http.StatusUnauthorized)
 			return
 		}
@@ -35,6 +35,8 @@ func TestServeSealsLocationsStoredWhole(t *testing.T) {
 		{"userinfo", "http://alice:" + secret + "@" + host + "/spec.json", "http://…@" + host + "/spec.json"},
 		// leftovers78: a query's credential, stored whole before 00034
 		{"query", "http://" + host + "/spec.json?group=a&access_token=" + secret, "http://" + host + "/spec.json?group=a&access_token=…"},
+		// leftovers80: a path parameter's, stored whole before 00035
+		{"path parameter", "http://" + host + "/spec.json;jsessionid=" + secret, "http://" + host + "/spec.json;jsessionid=…"},
 	} {
 		t.Run(c.name, func(t *testing.T) { sealsStoredWhole(t, c.full, c.shown, secret) })
 	}

@@ -43,7 +43,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
 	"github.com/blindexec/blindexec/store"
@@ -253,7 +253,7 @@ type serverConfig struct {
 	// the row): what the rule of where keys go judges (Invoker.ServerSends).
 	sends auth.ServerSends
 	// urlSecrets are the credentials its url carries in its query
-	// (settings.QueryCredentials): masked in what is said of its calls.
+	// (redact.Credentials): masked in what is said of its calls.
 	urlSecrets []string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
@@ -430,7 +430,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 func decodeServer(row *store.MCPServer) (*serverConfig, error) {
 	c := &serverConfig{id: row.ID, name: row.Name, transport: row.Transport, url: row.URL,
 		disabled: row.Status == store.StatusDisabled, trusted: row.Trusted, sends: auth.ServerSendsOf(row),
-		urlSecrets: settings.QueryCredentials(row.URL)}
+		urlSecrets: redact.Credentials(row.URL)}
 	if row.CredentialsURL != nil {
 		c.credentialsURL = *row.CredentialsURL
 	}

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -61,7 +61,7 @@ func (spec ServerSpec) Row(by string) (*store.MCPServer, error) {
 		if len(spec.URL) > plugins.MaxURLBytes {
 			add("url: %d bytes, over the limit of %d", len(spec.URL), plugins.MaxURLBytes)
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("url: %q must be an absolute http or https URL", settings.RedactedURL(spec.URL))
+			add("url: %q must be an absolute http or https URL", redact.URL(spec.URL))
 		} else if u.User != nil {
 			add("url: must not carry credentials; use auth_config")
 		}

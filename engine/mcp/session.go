@@ -17,7 +17,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/internal/httpbody"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 )
@@ -207,7 +207,7 @@ type authTransport struct {
 func newAuthTransport(base http.RoundTripper, a *auth.Authenticator, srv *serverConfig, creds map[string]string, held *heldSchemas, limit int64) (*authTransport, error) {
 	req, err := http.NewRequest(http.MethodGet, srv.url, nil)
 	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" {
-		return nil, fmt.Errorf("MCP server %s: %q is not an absolute http or https URL", srv.name, settings.RedactedURL(srv.url))
+		return nil, fmt.Errorf("MCP server %s: %q is not an absolute http or https URL", srv.name, redact.URL(srv.url))
 	}
 	if base == nil {
 		base = http.DefaultTransport

@@ -15,7 +15,8 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"foundations: no package of this module", []string{"migrations", "egress", "internal/corpus", "internal/header", "internal/httpbody", "internal/invisible",
+	{"redaction: no package of this module", []string{"internal/redact"}},
+	{"foundations: of this module, the redaction only", []string{"migrations", "egress", "internal/corpus", "internal/header", "internal/httpbody", "internal/invisible",
 		"internal/csp", "internal/hostiledoc", "internal/jsonlimit", "internal/jsontext", "internal/language", "internal/layers", "internal/logbuf", "internal/loglimit", "internal/mcpconformance", "internal/mcpts", "internal/settings", "internal/tcpproxy", "tracing",
 		"engine/mcp/mcptest", "connections/oauthtest", "tests/image", "tests/docs", "bench/mcprelay", "toolsearch/searcheval/internal/springdoc",
 		"toolsearch/internal/lexgen"}},

@@ -2,10 +2,8 @@ package settings
 
 import (
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,12 +256,7 @@ func TestRegistry(t *testing.T) {
 // without what comes before its last @: there a DSN or a URL holds its
 // user and password (BLINDEXEC_DB=root:pw@tcp(db:3306)/ry, written
 // without its mysql: prefix, printed its password).
-//
-// The same values as import locations (leftovers77): a URL net/url parses
-// with userinfo is shown with its userinfo alone written "…", so what is
-// shown names the same host, path, query and fragment and is its own
-// redaction (a sync from it as shown finds the URL kept for it); before,
-// "https://u:pw@host/@scope/spec.json" was shown "https://…@scope/spec.json".
+// (The same values as import locations: internal/redact's FuzzLocation.)
 func FuzzErrorValue(f *testing.F) {
 	f.Add("root:", "@tcp(db:3306)/ry")
 	f.Add("https://user:", "@api.example/v1")
@@ -279,7 +272,6 @@ func FuzzErrorValue(f *testing.F) {
 		if strings.Contains(after, pw) {
 			return // the part shown names it itself
 		}
-		checkLocation(t, before+pw+after, pw)
 		var r Registry
 		db := Check(&r, "BLINDEXEC_DB", "", "DSN", "sqlite:PATH or mysql:DSN", func(string) bool { return false }, "the database")
 		value := before + pw + after
@@ -296,104 +288,4 @@ func FuzzErrorValue(f *testing.F) {
 			t.Fatalf("%q: the error does not name the variable: %v", value, err)
 		}
 	})
-}
-
-// checkLocation: loc's redaction as an import location hides pw where it
-// is in loc's userinfo, keeps the rest of a URL net/url parses, and is its
-// own redaction.
-func checkLocation(t *testing.T, loc, pw string) {
-	t.Helper()
-	shown := RedactedLocation(loc)
-	if again := RedactedLocation(shown); again != shown {
-		t.Fatalf("%q: shown %q, which is shown %q: not its own redaction", loc, shown, again)
-	}
-	if (isHTTP(shown) && Redacts(shown) != Redacts(loc)) || (shown != loc && !Redacts(loc)) {
-		t.Fatalf("%q: shown %q, Redacts %v then %v", loc, shown, Redacts(loc), Redacts(shown))
-	}
-	if start, end := queryBounds(loc); start >= 0 && isHTTP(loc) {
-		eachParam(loc[start:end], func(name, value string, _ int) {
-			if strings.Contains(value, pw) && strings.Count(shown, pw) >= strings.Count(loc, pw) {
-				t.Fatalf("%q: shown %q, with the value of %s", loc, shown, name)
-			}
-		})
-	}
-	u, err := url.Parse(loc)
-	if err != nil || u.User == nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
-		return
-	}
-	if strings.Contains(u.User.String(), url.PathEscape(pw)) && strings.Count(shown, pw) >= strings.Count(loc, pw) {
-		t.Fatalf("%q: shown %q, with the userinfo's %s", loc, shown, pw)
-	}
-	// "…" is no userinfo net/url parses: the shown URL with one in its place.
-	back, err := url.Parse(strings.Replace(shown, "…@", "x@", 1))
-	if err != nil {
-		t.Fatalf("%q: shown %q, no longer a URL: %v", loc, shown, err)
-	}
-	// The query as its own redaction shows it (a credential's value "…").
-	query := redactedQuery("?" + u.RawQuery)[1:]
-	if back.Host != u.Host || back.Path != u.Path || back.RawQuery != query || back.Fragment != u.Fragment || back.User.String() != "x" {
-		t.Fatalf("%q: shown %q, another URL: %+v, want %+v with userinfo x", loc, shown, back, u)
-	}
-}
-
-// TestRedactedLocationUnparsed (review79): a password with a / ? or #
-// written as it is ends the authority before its @; net/url refuses the
-// URL, and it was shown whole. Cut at its last @; a URL net/url parses
-// with an @ in its path or query keeps it.
-func TestRedactedLocationUnparsed(t *testing.T) {
-	for _, c := range []struct{ loc, shown string }{
-		{"https://user:Qm4e/Zk81@h/spec.json", "…@h/spec.json"},
-		{"HTTP://user:Qm4e?Zk81@h/spec.json", "…@h/spec.json"},
-		{"https://user:Qm4e#Zk81@h/spec.json?token=S3cr3t", "…@h/spec.json?token=…"},
-		{"https://h/@scope/spec.json", "https://h/@scope/spec.json"},
-		{"https://h/spec.json?mail=a@b", "https://h/spec.json?mail=a@b"},
-	} {
-		shown := RedactedLocation(c.loc)
-		if shown != c.shown {
-			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
-		}
-		if again := RedactedLocation(shown); again != shown {
-			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
-		}
-		if Redacts(c.loc) != (shown != c.loc) {
-			t.Errorf("%s: Redacts %v, shown %s", c.loc, Redacts(c.loc), shown)
-		}
-	}
-}
-
-// TestRedactedLocationQuery (leftovers78): a credential's value in an
-// import URL's query is written "…" as its userinfo is; every other
-// parameter, and the rest of the URL, as it is; the location shown is its
-// own redaction, and Redacts tells it from a URL with nothing to hide.
-func TestRedactedLocationQuery(t *testing.T) {
-	for _, c := range []struct{ loc, shown string }{
-		{"https://h/spec.json?access_token=S3cr3t", "https://h/spec.json?access_token=…"},
-		{"https://h/s?group=admin&api_key=S3cr3t&v=2", "https://h/s?group=admin&api_key=…&v=2"},
-		{"https://h/s?X-Amz-Signature=S3cr3t&X-Amz-Credential=AK%2F1&X-Amz-Date=20261130", "https://h/s?X-Amz-Signature=…&X-Amz-Credential=…&X-Amz-Date=20261130"},
-		{"https://h/s?sv=2024&sig=S3cr3t;code=S3cr3t", "https://h/s?sv=2024&sig=…;code=…"},
-		{"HTTPS://u:S3cr3t@h/s?private_token=S3cr3t#token=frag", "HTTPS://…@h/s?private_token=…#token=frag"},
-		{"https://h/s?Subscription-Key=S3cr3t&key=S3cr3t&monkey=S3cr3t", "https://h/s?Subscription-Key=…&key=…&monkey=…"},
-		{"https://h/s?%74oken=S3cr3t", "https://h/s?%74oken=…"},
-		{"https://h/s?token=&token&version=S3cr3t", "https://h/s?token=&token&version=S3cr3t"},
-		{"https://h/s?group=admin", "https://h/s?group=admin"},
-		{"/tmp/spec.json?token=S3cr3t", "/tmp/spec.json?token=S3cr3t"}, // a file: no query
-	} {
-		shown := RedactedLocation(c.loc)
-		if shown != c.shown {
-			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
-		}
-		if again := RedactedLocation(shown); again != shown {
-			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
-		}
-		if hides := shown != c.loc; Redacts(c.loc) != hides || Redacts(shown) != hides {
-			t.Errorf("%s: Redacts %v, shown %v; want %v", c.loc, Redacts(c.loc), Redacts(shown), hides)
-		}
-		// What it hides in the query, a masker of messages quoting it takes.
-		if creds := QueryCredentials(c.loc); slices.Contains(creds, "S3cr3t") != (shown != c.loc) {
-			t.Errorf("%s: QueryCredentials %q", c.loc, creds)
-		}
-	}
-	if creds := QueryCredentials("https://h/s?X-Amz-Credential=AK%2F1"); !slices.Equal(creds, []string{"AK%2F1", "AK/1"}) {
-		t.Errorf("QueryCredentials of an escaped value: %q, want it as written and decoded", creds)
-	}
 }

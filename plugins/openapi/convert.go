@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/schema"
 )
@@ -217,7 +217,7 @@ func newConverter(doc *Document, opts Options) (*converter, error) {
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("base URL %q: want an absolute http or https URL", settings.RedactedURL(opts.BaseURL))
+			return nil, fmt.Errorf("base URL %q: want an absolute http or https URL", redact.URL(opts.BaseURL))
 		}
 		c.baseURL = strings.TrimRight(opts.BaseURL, "/")
 	}

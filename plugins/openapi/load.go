@@ -27,7 +27,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -376,7 +376,7 @@ func scalar(n *yaml.Node) any {
 // fetched with client, which should be the egress-guarded one. ("-", the
 // standard input, is the caller's business.)
 // Its errors name the URL without its userinfo and query credentials
-// (settings.RedactedLocation).
+// (redact.Location).
 func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, error) {
 	if !IsURL(source) {
 		f, err := os.Open(source)
@@ -386,7 +386,7 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		defer f.Close()
 		return readAll(f, source)
 	}
-	shown := settings.RedactedLocation(source)
+	shown := redact.Location(source)
 	fail := func(err error) error {
 		return fmt.Errorf("fetch %s: %w", shown, FetchCause(source, err))
 	}
@@ -417,7 +417,7 @@ func FetchCause(source string, err error) error {
 	if !errors.As(err, &uerr) {
 		return err
 	}
-	if uerr.Op == "parse" && settings.Redacts(source) {
+	if uerr.Op == "parse" && redact.Hides(source) {
 		return errors.New("not a URL (a / ? # or @ in a user or password must be percent-encoded)")
 	}
 	return uerr.Err

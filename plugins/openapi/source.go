@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins/schema"
 )
 
@@ -24,14 +24,14 @@ import (
 // the document's title, or its sha256 when it has none; so that two
 // inline documents are two sources, and a new version of one is the same.
 // A URL's userinfo and its query credentials are not part of it
-// (settings.RedactedLocation): stored and shown, the location never holds
+// (redact.Location): stored and shown, the location never holds
 // a password or a token.
 func SourceName(location string, doc *Document, opts Options) string {
 	if opts.Source != "" {
 		return opts.Source
 	}
 	if location != "" && location != "-" {
-		return settings.RedactedLocation(location)
+		return redact.Location(location)
 	}
 	if t := strings.TrimSpace(doc.Title); t != "" {
 		return "inline:" + t
@@ -44,7 +44,7 @@ func SourceName(location string, doc *Document, opts Options) string {
 func (o Options) Fingerprint() (string, error) {
 	// Stored, and shown with the source: no URL's userinfo (review78: a
 	// base_url given with one, which no plugin takes, kept its password).
-	o.SourceURL, o.BaseURL = settings.RedactedLocation(o.SourceURL), settings.RedactedLocation(o.BaseURL)
+	o.SourceURL, o.BaseURL = redact.Location(o.SourceURL), redact.Location(o.BaseURL)
 	b, err := marshal(struct {
 		Options
 		Revision int `json:"conversion_revision"`

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/internal/httpbody"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -105,10 +105,10 @@ func (s *server) location(a args) (string, error) {
 func (s *server) load(ctx context.Context, loc string) (*Index, error) {
 	idx, info, err := s.cache.Get(ctx, loc)
 	if err != nil {
-		s.log.InfoContext(ctx, "openapi query: document unavailable", "source", settings.RedactedLocation(loc), "err", err)
+		s.log.InfoContext(ctx, "openapi query: document unavailable", "source", redact.Location(loc), "err", err)
 		return nil, err
 	}
-	s.log.DebugContext(ctx, "openapi query: document", "source", settings.RedactedLocation(loc), "sha256", info.SHA256, "reused", info.Reused, "cached", info.Cached)
+	s.log.DebugContext(ctx, "openapi query: document", "source", redact.Location(loc), "sha256", info.SHA256, "reused", info.Reused, "cached", info.Cached)
 	return idx, nil
 }
 

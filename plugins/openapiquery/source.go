@@ -28,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins/openapi"
 )
 
@@ -41,7 +41,7 @@ func Location(baseURL, spec string) (string, error) {
 		return "", errors.New("give either a base URL or a spec, not both")
 	case baseURL != "":
 		if !openapi.IsURL(baseURL) {
-			return "", fmt.Errorf("base URL %q: want http:// or https://", settings.RedactedURL(baseURL))
+			return "", fmt.Errorf("base URL %q: want http:// or https://", redact.URL(baseURL))
 		}
 		return strings.TrimRight(baseURL, "/") + "/openapi.json", nil
 	case spec != "":
@@ -61,7 +61,7 @@ type SourceError struct {
 	Err    error
 }
 
-// Error names the source redacted (settings.RedactedLocation: no
+// Error names the source redacted (redact.Location: no
 // userinfo, no query credential; review79).
 func (e *SourceError) Error() string {
 	if e.Parse {
@@ -72,8 +72,8 @@ func (e *SourceError) Error() string {
 
 // Shown is the source as every message names it, the tools' answers and
 // the log included: without userinfo or a query's credential
-// (settings.RedactedLocation; review80: the answers quoted it whole).
-func (e *SourceError) Shown() string { return settings.RedactedLocation(e.Source) }
+// (redact.Location; review80: the answers quoted it whole).
+func (e *SourceError) Shown() string { return redact.Location(e.Source) }
 
 // Reason is why, as a message beside Shown says it: no URL quoted again
 // (openapi.FetchCause), no file's path, which is the source.
