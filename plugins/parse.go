@@ -536,6 +536,10 @@ func (p *Plugin) validateAuth(add func(field, format string, args ...any)) {
 				add("auth_config.oauth2.token_url", "required for grant \"client_credentials\"")
 			} else if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				add("auth_config.oauth2.token_url", "%q must be an absolute http or https URL", redact.URL(o.TokenURL))
+			} else if u.User != nil {
+				// Go's client would send it as basic auth to the token
+				// endpoint, beside the client's own (leftovers80).
+				add("auth_config.oauth2.token_url", "must not carry credentials (user info); the client's are the credential keys client_id and client_secret")
 			}
 			if o.ClientID == "" {
 				add("auth_config.oauth2.client_id", "required for grant \"client_credentials\": the credential key of the client id")

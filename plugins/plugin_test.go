@@ -53,6 +53,13 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"oauth2 token_url", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"client_id": "A", "client_secret": "B"}}
 		}, `auth_config.oauth2.token_url: required`},
+		// leftovers80: its userinfo refused, as a base_url's, and never quoted.
+		{"oauth2 token_url userinfo", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"token_url": "https://u:pw-Tk80@idp.example/token", "client_id": "A", "client_secret": "B"}}
+		}, `auth_config.oauth2.token_url: must not carry credentials`},
+		{"oauth2 token_url userinfo unparsed", func(m map[string]any) {
+			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"token_url": "https://u:pw/Tk80@idp.example/token", "client_id": "A", "client_secret": "B"}}
+		}, `auth_config.oauth2.token_url: "https://…@idp.example/token" must be an absolute http or https URL`},
 		// Issue 34: a user's connection to a registered provider.
 		{"authorization_code provider", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "authorization_code", "scopes": []string{"repo"}}}
@@ -94,8 +101,8 @@ func TestValidationNamesTheField(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("want a ValidationError, got %v", err)
 			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not contain %q", err, tt.want)
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "Tk80") {
+				t.Fatalf("error %q does not contain %q, or quotes a password", err, tt.want)
 			}
 		})
 	}

@@ -81,19 +81,29 @@ func unparsedUserinfo(loc string, scheme int) bool {
 // URL is a URL as an error quotes it, parsed or not: the userinfo of its
 // authority (any scheme, up to the authority's last @) written "…", the
 // rest as it is (review78: a base_url or an MCP server's url refused was
-// quoted whole, a password in it).
+// quoted whole, a password in it). One net/url refuses with an @ after its
+// // (a password with a / ? or # written as it is, which ends the
+// authority before its @) is cut at its last @ (leftovers80).
 func URL(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + 3
+	}
+	if start == 0 {
+		return raw
 	}
 	authority := raw[start:]
 	if end := strings.IndexAny(authority, "/?#"); end >= 0 {
 		authority = authority[:end]
 	}
 	at := strings.LastIndex(authority, "@")
-	if at < 0 || start == 0 {
-		return raw
+	if at < 0 {
+		if at = strings.LastIndex(raw[start:], "@"); at < 0 {
+			return raw
+		}
+		if _, err := url.Parse(raw); err == nil {
+			return raw // an @ in its path, query or fragment
+		}
 	}
 	return raw[:start] + "…" + raw[start+at:]
 }

@@ -187,3 +187,22 @@ func TestLocationPathParams(t *testing.T) {
 		}
 	}
 }
+
+// TestURL: a URL an error quotes, of any scheme, parsed or not, without
+// its userinfo; one net/url refuses for a / ? or # in its password was
+// quoted whole before leftovers80 (the authority ends before its @).
+func TestURL(t *testing.T) {
+	for _, c := range []struct{ raw, shown string }{
+		{"https://u:S3cr3t@h/t", "https://…@h/t"},
+		{"ftp://u:S3cr3t@h", "ftp://…@h"},
+		{"https://u:S3/cr3t@h/t", "https://…@h/t"},
+		{"HTTPS://u:S3?cr3t@h/t", "HTTPS://…@h/t"},
+		{"https://h/@scope/t", "https://h/@scope/t"},
+		{"https://h/t?mail=a@b", "https://h/t?mail=a@b"},
+		{"u:S3cr3t@h", "u:S3cr3t@h"}, // no scheme: no URL
+	} {
+		if shown := URL(c.raw); shown != c.shown {
+			t.Errorf("%s: shown %s, want %s", c.raw, shown, c.shown)
+		}
+	}
+}
