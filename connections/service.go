@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -377,7 +378,7 @@ func (s *Service) revokeOne(ctx context.Context, p *store.OAuthProvider, secret,
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.RevocationURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return err
+		return revokeError(p, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if secret != "" {
@@ -385,13 +386,24 @@ func (s *Service) revokeOne(ctx context.Context, p *store.OAuthProvider, secret,
 	}
 	resp, err := s.providerClient().Do(req)
 	if err != nil {
-		return fmt.Errorf("revoke at %s: %w", p.RevocationURL, err)
+		return revokeError(p, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("revoke at %s: HTTP %d", p.RevocationURL, resp.StatusCode)
+		return revokeError(p, fmt.Errorf("HTTP %d", resp.StatusCode))
 	}
 	return nil
+}
+
+// revokeError says a revocation at p failed, quoting its revocation URL
+// without user info (a row written by SQL may hold it; leftovers80):
+// Go's *url.Error, which quotes the URL again with its user, is left for
+// the error it wraps.
+func revokeError(p *store.OAuthProvider, err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("revoke at %s: %w", redact.URL(p.RevocationURL), err)
 }
 
 // providerClient is Client refusing to follow redirects: a token or
