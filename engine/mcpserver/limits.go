@@ -106,7 +106,7 @@ const (
 func newRegistry(l SessionLimits) *registry {
 	return &registry{limits: l, byID: map[string]*live{}, lru: list.New(), perUser: map[int64]int{},
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_mcp_sessions_ended_total",
-			Help: "/mcp sessions ended to make room for a new one, by the limit reached (per_user, replica)."}, []string{"limit"}),
+			Help: "/mcp sessions ended to make room for a new one, by the limit reached (per_user, replica); subscriptions/listen streams of 2026-07-28 ended to make room for a request (per_user_in_flight, replica_in_flight)."}, []string{"limit"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "blindexec_mcp_sessions_refused_total",
 			Help: "/mcp initialize requests refused: the limit reached (per_user, replica) and every session under it busy; requests of 2026-07-28 refused: too many in flight (per_user_in_flight, replica_in_flight)."}, []string{"limit"}),
 	}

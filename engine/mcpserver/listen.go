@@ -36,6 +36,10 @@ func (ss *session) listen(ctx context.Context, next sdk.MethodHandler, method st
 	l := &listener{ss: ss, stop: stop}
 	ss.svc.listeners.Store(l, struct{}{})
 	defer ss.svc.listeners.Delete(l)
+	// A request that finds a bound reached ends it to take its place.
+	if ss.slot != nil {
+		ss.svc.inflight.listening(ss.slot, stop)
+	}
 	// Shutdown ends the stream, as it ends a session's GET stream: it
 	// would otherwise hold http.Server.Shutdown until its deadline.
 	defer context.AfterFunc(ss.svc.closing, stop)()

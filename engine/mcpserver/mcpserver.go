@@ -295,6 +295,8 @@ type sessionOptions struct {
 	// stateless marks a server made for one request of the stateless
 	// era: it remembers nothing from one request to the next.
 	stateless bool
+	// slot is that request's place in flight (inflight).
+	slot *slot
 }
 
 // endpointStdio is the endpoint of `mcp serve --stdio`.

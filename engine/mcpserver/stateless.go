@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,23 +70,25 @@ func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Iden
 		unsupported(w, jsonrpc.ID{}, v)
 		return
 	}
-	if err := s.inflight.take(id.User); err != nil {
+	sl, err := s.inflight.take(id.User)
+	if err != nil {
 		s.log.WarnContext(r.Context(), "MCP request refused", "user", id.User, "err", err)
 		w.Header().Set("Retry-After", "1")
 		writeJSONError(w, http.StatusTooManyRequests, errorResponse(jsonrpc.ID{}, codeSessionLimit, err.Error(), map[string]any{"limit": err.Limit, "max": err.Max}))
 		return
 	}
-	defer s.inflight.done(id.User)
+	defer s.inflight.done(sl)
 	if !s.direct(w, r, id) {
-		s.serveSDK(w, r, id)
+		s.serveSDK(w, r, id, sl)
 	}
 }
 
 // serveSDK serves a request of the stateless era for id on the SDK's
-// handler, with a server made for it.
-func (s *Service) serveSDK(w http.ResponseWriter, r *http.Request, id Identity) {
+// handler, with a server made for it; sl is its place in flight (a
+// subscriptions/listen stream gives it up to make room: inflight).
+func (s *Service) serveSDK(w http.ResponseWriter, r *http.Request, id Identity, sl *slot) {
 	o := id.options(r.URL.Path)
-	o.stateless = true
+	o.stateless, o.slot = true, sl
 	srv := s.serverFor(o)
 	s.statelessHandler().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
 }
@@ -124,39 +127,114 @@ func (e *InFlightLimitError) Error() string {
 // holds one while open), and per replica, as the sessions of the replica
 // are: a token acting for any user it names (the service token) would
 // otherwise hold as many as it names users.
+//
+// A subscriptions/listen stream holds its place as an idle session holds
+// one, waiting: past a bound, a request ends the oldest listen stream
+// under it (the user's own for the per-user bound) and takes its place,
+// as a new session ends the least recently used idle one; its client
+// listens again (leftovers80). Only requests at work (every place held by
+// one that is no listen stream) refuse a request.
 type inflight struct {
 	max, total int
-	reg        *registry // its refused counter
+	reg        *registry // its ended and refused counters
 
-	mu  sync.Mutex
-	n   map[int64]int
-	all int
+	mu      sync.Mutex
+	n       map[int64]int
+	all     int
+	listens list.List // of *slot: the listen streams in flight, oldest first
 }
 
-// take counts a request of user in flight until done(user) is called.
-func (f *inflight) take(user int64) *InFlightLimitError {
+// slot is one stateless request in flight.
+type slot struct {
+	user int64
+	// stop ends the request: set while it is a listen stream, which is
+	// then in inflight.listens at elem.
+	stop context.CancelFunc
+	elem *list.Element
+	// freed: its place was given to another request; done counts nothing.
+	freed bool
+}
+
+// take counts a request of user in flight until done is called with its
+// slot, ending the oldest listen stream under a bound reached.
+func (f *inflight) take(user int64) (*slot, *InFlightLimitError) {
+	var ended []context.CancelFunc
+	defer func() {
+		for _, stop := range ended { // outside the lock, which done takes
+			stop()
+		}
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n[user] >= f.max {
-		f.reg.refused.WithLabelValues(limitInFlight).Inc()
-		return &InFlightLimitError{Limit: "requests in flight per user", Max: f.max, Env: EnvSessionsPerUser}
+		l := f.oldestListen(func(l *slot) bool { return l.user == user })
+		if l == nil {
+			f.reg.refused.WithLabelValues(limitInFlight).Inc()
+			return nil, &InFlightLimitError{Limit: "requests in flight per user", Max: f.max, Env: EnvSessionsPerUser}
+		}
+		ended = append(ended, f.free(l, limitInFlight))
 	}
 	if f.all >= f.total {
-		f.reg.refused.WithLabelValues(limitInFlightTotal).Inc()
-		return &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
+		l := f.oldestListen(func(*slot) bool { return true })
+		if l == nil {
+			f.reg.refused.WithLabelValues(limitInFlightTotal).Inc()
+			return nil, &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
+		}
+		ended = append(ended, f.free(l, limitInFlightTotal))
 	}
 	f.n[user]++
 	f.all++
+	return &slot{user: user}, nil
+}
+
+// oldestListen is the oldest listen stream keep accepts; nil when there
+// is none. f.mu is held.
+func (f *inflight) oldestListen(keep func(*slot) bool) *slot {
+	for e := f.listens.Front(); e != nil; e = e.Next() {
+		if l := e.Value.(*slot); keep(l) {
+			return l
+		}
+	}
 	return nil
 }
 
-// done ends a request of user take counted.
-func (f *inflight) done(user int64) {
+// free gives l's place back, ended by the bound named limit, and returns
+// its stop for the caller to call once f.mu is released. f.mu is held.
+func (f *inflight) free(l *slot, limit string) context.CancelFunc {
+	f.forget(l)
+	l.freed = true
+	f.reg.ended.WithLabelValues(limit).Inc()
+	return l.stop
+}
+
+// listening marks sl a listen stream that stop ends: the first to give
+// its place up to another request.
+func (f *inflight) listening(sl *slot, stop context.CancelFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !sl.freed {
+		sl.stop, sl.elem = stop, f.listens.PushBack(sl)
+	}
+}
+
+// done ends a request take counted, unless its place was given away.
+func (f *inflight) done(sl *slot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !sl.freed {
+		f.forget(sl)
+	}
+}
+
+// forget takes sl out of the counts. f.mu is held.
+func (f *inflight) forget(sl *slot) {
+	if sl.elem != nil {
+		f.listens.Remove(sl.elem)
+		sl.elem = nil
+	}
 	f.all--
-	if f.n[user]--; f.n[user] <= 0 {
-		delete(f.n, user)
+	if f.n[sl.user]--; f.n[sl.user] <= 0 {
+		delete(f.n, sl.user)
 	}
 }
 

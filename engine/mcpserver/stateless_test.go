@@ -273,6 +273,98 @@ func TestInFlightPerReplica(t *testing.T) {
 	}
 }
 
+// TestListenYieldsItsPlace (leftovers80): a subscriptions/listen stream
+// holds a place in flight while it waits, as an idle session holds one.
+// The service token names any user, so it could fill the replica's bound
+// (BLINDEXEC_MCP_MAX_SESSIONS) with listen streams of distinct users, and
+// every other user was refused 429 until one ended; a user's own streams
+// filled the user's bound alike. Past a bound a request now ends the
+// oldest listen stream under it (the user's own for the per-user bound)
+// and is served; a request at work is never ended for another.
+func TestListenYieldsItsPlace(t *testing.T) {
+	listen := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`
+	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
+	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 2, Total: 3}}, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, `{"ok":true}`)
+	}, "slow", "fast")
+	defer close(release)
+	open := func(user, want int) chan string {
+		t.Helper()
+		ch := make(chan string, 1)
+		go func() { _, body := e.postContext(t.Context(), user, listen, nil); ch <- body }()
+		for deadline := time.Now().Add(5 * time.Second); mcpserver.Listening(e.svc) < want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("user %d's listen stream never held its place", user)
+			}
+		}
+		return ch
+	}
+	isOpen := func(ch chan string) bool {
+		select {
+		case body := <-ch:
+			ch <- body
+			return false
+		case <-time.After(50 * time.Millisecond):
+			return true
+		}
+	}
+	waitEnded := func(ch chan string, which string) {
+		t.Helper()
+		select {
+		case body := <-ch:
+			if !strings.Contains(body, "notifications/subscriptions/acknowledged") {
+				t.Errorf("%s: %s", which, body)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s was not ended", which)
+		}
+	}
+	// The service token's three users fill the replica's bound of 3.
+	s7, s8, s9 := open(7, 1), open(8, 2), open(9, 3)
+	if status, body := e.post(10, fast, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
+		t.Fatalf("user 10 with the replica's places held by listen streams: %d %s, want served", status, body)
+	}
+	waitEnded(s7, "the oldest listen stream, user 7's")
+	if !isOpen(s8) || !isOpen(s9) {
+		t.Error("a listen stream other than the oldest was ended")
+	}
+	// The per-user bound of 2: user 9's second stream, then a call of
+	// its own ends user 9's oldest, not user 8's, older still.
+	s9b := open(9, 3)
+	if status, _ := e.post(9, fast, nil); status != http.StatusOK {
+		t.Fatalf("user 9 with its places held by its listen streams: %d, want served", status)
+	}
+	waitEnded(s9, "user 9's oldest listen stream")
+	if !isOpen(s8) || !isOpen(s9b) {
+		t.Error("the per-user bound ended another user's stream, or the newer")
+	}
+	// Requests at work are not ended: three slow calls take the places
+	// of the two streams left, and a fourth request is refused.
+	done := make(chan int, 3)
+	for _, user := range []int{11, 12, 13} {
+		go func() { status, _ := e.post(user, slow, nil); done <- status }()
+		<-entered
+	}
+	waitEnded(s8, "user 8's listen stream")
+	waitEnded(s9b, "user 9's second listen stream")
+	if status, body := e.post(14, fast, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
+		t.Errorf("with three calls at work: %d %s, want 429", status, body)
+	}
+	for range 3 {
+		release <- struct{}{}
+		if status := <-done; status != http.StatusOK {
+			t.Errorf("a slow call: %d", status)
+		}
+	}
+}
+
 // TestListenCatalogChange: the go-sdk client at 2026-07-28 with a
 // ToolListChangedHandler holds subscriptions/listen open; a catalog
 // change reaches it within a poll.
