@@ -201,36 +201,47 @@ func TestStatelessWire(t *testing.T) {
 	}
 }
 
-// TestInFlightPerUser: a user's stateless requests in flight are bounded
-// by the per-user cap; past it a request is refused with 429, another
-// user's still served.
-func TestInFlightPerUser(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 4)
-	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 1}}, func(w http.ResponseWriter, r *http.Request) {
+// The calls of slowEnv's tools.
+const (
+	slowCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
+	fastCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
+)
+
+// slowEnv serves two tools within limits: slow, which sends on entered
+// and answers once release is received from (or closed), and fast.
+func slowEnv(t *testing.T, limits mcpserver.SessionLimits) (e *erasEnv, entered, release chan struct{}) {
+	release = make(chan struct{})
+	entered = make(chan struct{}, 4)
+	e = newErasEnv(t, mcpserver.Options{Sessions: limits}, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/slow") {
 			entered <- struct{}{}
 			<-release
 		}
 		io.WriteString(w, `{"ok":true}`)
 	}, "slow", "fast")
+	return e, entered, release
+}
+
+// TestInFlightPerUser: a user's stateless requests in flight are bounded
+// by the per-user cap; past it a request is refused with 429, another
+// user's still served.
+func TestInFlightPerUser(t *testing.T) {
+	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 1})
 	defer close(release)
-	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
-	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
 	done := make(chan int, 1)
-	go func() { status, _ := e.post(7, slow, nil); done <- status }()
+	go func() { status, _ := e.post(7, slowCall, nil); done <- status }()
 	<-entered
-	if status, body := e.post(7, fast, nil); status != http.StatusTooManyRequests || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "requests in flight per user") {
+	if status, body := e.post(7, fastCall, nil); status != http.StatusTooManyRequests || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "requests in flight per user") {
 		t.Errorf("a second request of user 7: %d %s, want 429 naming the limit", status, body)
 	}
-	if status, body := e.post(8, fast, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
+	if status, body := e.post(8, fastCall, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
 		t.Errorf("user 8: %d %s", status, body)
 	}
 	release <- struct{}{}
 	if status := <-done; status != http.StatusOK {
 		t.Errorf("the slow call: %d", status)
 	}
-	if status, _ := e.post(7, fast, nil); status != http.StatusOK {
+	if status, _ := e.post(7, fastCall, nil); status != http.StatusOK {
 		t.Errorf("user 7 once the first was answered: %d", status)
 	}
 }
@@ -242,23 +253,13 @@ func TestInFlightPerUser(t *testing.T) {
 // flight of the newer one were not. Past the replica's bound a request
 // is refused with 429 whatever its user.
 func TestInFlightPerReplica(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 4)
-	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 4, Total: 2}}, func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/slow") {
-			entered <- struct{}{}
-			<-release
-		}
-		io.WriteString(w, `{"ok":true}`)
-	}, "slow", "fast")
-	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
-	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
+	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 4, Total: 2})
 	done := make(chan int, 2)
 	for _, user := range []int{7, 8} {
-		go func() { status, _ := e.post(user, slow, nil); done <- status }()
+		go func() { status, _ := e.post(user, slowCall, nil); done <- status }()
 		<-entered
 	}
-	status, body := e.post(9, fast, nil)
+	status, body := e.post(9, fastCall, nil)
 	close(release)
 	if status != http.StatusTooManyRequests || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "requests in flight of the replica") || !strings.Contains(body, mcpserver.EnvSessions) {
 		t.Errorf("a third user's request with two in flight under a bound of 2: %d %s, want 429 naming the limit", status, body)
@@ -268,7 +269,7 @@ func TestInFlightPerReplica(t *testing.T) {
 			t.Errorf("a slow call: %d", status)
 		}
 	}
-	if status, _ := e.post(9, fast, nil); status != http.StatusOK {
+	if status, _ := e.post(9, fastCall, nil); status != http.StatusOK {
 		t.Errorf("user 9 once the others were answered: %d", status)
 	}
 }
@@ -283,17 +284,7 @@ func TestInFlightPerReplica(t *testing.T) {
 // and is served; a request at work is never ended for another.
 func TestListenYieldsItsPlace(t *testing.T) {
 	listen := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`
-	fast := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fast","arguments":{},` + meta + `}}`
-	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},` + meta + `}}`
-	release := make(chan struct{})
-	entered := make(chan struct{}, 4)
-	e := newErasEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 2, Total: 3}}, func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/slow") {
-			entered <- struct{}{}
-			<-release
-		}
-		io.WriteString(w, `{"ok":true}`)
-	}, "slow", "fast")
+	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 2, Total: 3})
 	defer close(release)
 	open := func(user, want int) chan string {
 		t.Helper()
@@ -328,7 +319,7 @@ func TestListenYieldsItsPlace(t *testing.T) {
 	}
 	// The service token's three users fill the replica's bound of 3.
 	s7, s8, s9 := open(7, 1), open(8, 2), open(9, 3)
-	if status, body := e.post(10, fast, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
+	if status, body := e.post(10, fastCall, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
 		t.Fatalf("user 10 with the replica's places held by listen streams: %d %s, want served", status, body)
 	}
 	waitEnded(s7, "the oldest listen stream, user 7's")
@@ -338,7 +329,7 @@ func TestListenYieldsItsPlace(t *testing.T) {
 	// The per-user bound of 2: user 9's second stream, then a call of
 	// its own ends user 9's oldest, not user 8's, older still.
 	s9b := open(9, 3)
-	if status, _ := e.post(9, fast, nil); status != http.StatusOK {
+	if status, _ := e.post(9, fastCall, nil); status != http.StatusOK {
 		t.Fatalf("user 9 with its places held by its listen streams: %d, want served", status)
 	}
 	waitEnded(s9, "user 9's oldest listen stream")
@@ -349,12 +340,12 @@ func TestListenYieldsItsPlace(t *testing.T) {
 	// of the two streams left, and a fourth request is refused.
 	done := make(chan int, 3)
 	for _, user := range []int{11, 12, 13} {
-		go func() { status, _ := e.post(user, slow, nil); done <- status }()
+		go func() { status, _ := e.post(user, slowCall, nil); done <- status }()
 		<-entered
 	}
 	waitEnded(s8, "user 8's listen stream")
 	waitEnded(s9b, "user 9's second listen stream")
-	if status, body := e.post(14, fast, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
+	if status, body := e.post(14, fastCall, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
 		t.Errorf("with three calls at work: %d %s, want 429", status, body)
 	}
 	for range 3 {

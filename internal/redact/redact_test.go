@@ -106,7 +106,7 @@ func pathOf(loc string) string {
 // URL, and it was shown whole. Cut at its last @; a URL net/url parses
 // with an @ in its path or query keeps it.
 func TestLocationUnparsed(t *testing.T) {
-	for _, c := range []struct{ loc, shown string }{
+	checkShown(t, []struct{ loc, shown string }{
 		{"https://user:Qm4e/Zk81@h/spec.json", "…@h/spec.json"},
 		{"HTTP://user:Qm4e?Zk81@h/spec.json", "…@h/spec.json"},
 		{"https://user:Qm4e#Zk81@h/spec.json?token=S3cr3t", "…@h/spec.json?token=…"},
@@ -115,18 +115,7 @@ func TestLocationUnparsed(t *testing.T) {
 		// An @ in its query (leftovers80's fuzzing: cut there, the ? was lost and
 		// the token shown).
 		{"http://?@token=S3cr3t\x14", "http://?@token=…"},
-	} {
-		shown := Location(c.loc)
-		if shown != c.shown {
-			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
-		}
-		if again := Location(shown); again != shown {
-			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
-		}
-		if Hides(c.loc) != (shown != c.loc) {
-			t.Errorf("%s: Hides %v, shown %s", c.loc, Hides(c.loc), shown)
-		}
-	}
+	})
 }
 
 // TestLocationQuery (leftovers78): a credential's value in an
@@ -134,7 +123,7 @@ func TestLocationUnparsed(t *testing.T) {
 // parameter, and the rest of the URL, as it is; the location shown is its
 // own redaction, and Hides tells it from a URL with nothing to hide.
 func TestLocationQuery(t *testing.T) {
-	for _, c := range []struct{ loc, shown string }{
+	checkShown(t, []struct{ loc, shown string }{
 		{"https://h/spec.json?access_token=S3cr3t", "https://h/spec.json?access_token=…"},
 		{"https://h/s?group=admin&api_key=S3cr3t&v=2", "https://h/s?group=admin&api_key=…&v=2"},
 		{"https://h/s?X-Amz-Signature=S3cr3t&X-Amz-Credential=AK%2F1&X-Amz-Date=20261130", "https://h/s?X-Amz-Signature=…&X-Amz-Credential=…&X-Amz-Date=20261130"},
@@ -145,18 +134,7 @@ func TestLocationQuery(t *testing.T) {
 		{"https://h/s?token=&token&version=S3cr3t", "https://h/s?token=&token&version=S3cr3t"},
 		{"https://h/s?group=admin", "https://h/s?group=admin"},
 		{"/tmp/spec.json?token=S3cr3t", "/tmp/spec.json?token=S3cr3t"}, // a file: no query
-	} {
-		shown := Location(c.loc)
-		if shown != c.shown {
-			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
-		}
-		if again := Location(shown); again != shown {
-			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
-		}
-		if hides := shown != c.loc; Hides(c.loc) != hides || Hides(shown) != hides {
-			t.Errorf("%s: Hides %v, shown %v; want %v", c.loc, Hides(c.loc), Hides(shown), hides)
-		}
-	}
+	})
 }
 
 // TestLocationPathParams (leftovers80): a credential's value in a path
@@ -164,7 +142,7 @@ func TestLocationQuery(t *testing.T) {
 // shown and stored whole; it is written "…" as in the query, by the same
 // names, and the rest of the path as it is.
 func TestLocationPathParams(t *testing.T) {
-	for _, c := range []struct{ loc, shown string }{
+	checkShown(t, []struct{ loc, shown string }{
 		{"https://h/spec.json;jsessionid=S3cr3t", "https://h/spec.json;jsessionid=…"},
 		{"https://h/api;JSESSIONID=S3cr3t/spec.json?v=2", "https://h/api;JSESSIONID=…/spec.json?v=2"},
 		{"https://h/spec.json;v=2;token=S3cr3t;x=1#f", "https://h/spec.json;v=2;token=…;x=1#f"},
@@ -174,18 +152,7 @@ func TestLocationPathParams(t *testing.T) {
 		{"https://h;token=S3cr3t/spec.json", "https://h;token=S3cr3t/spec.json"}, // the authority, refused by net/url
 		{"https://h/spec.json#;token=f", "https://h/spec.json#;token=f"},         // the fragment: never sent
 		{"/tmp/spec.json;token=S3cr3t", "/tmp/spec.json;token=S3cr3t"},           // a file
-	} {
-		shown := Location(c.loc)
-		if shown != c.shown {
-			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
-		}
-		if again := Location(shown); again != shown {
-			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
-		}
-		if hides := shown != c.loc; Hides(c.loc) != hides || Hides(shown) != hides {
-			t.Errorf("%s: Hides %v, shown %v; want %v", c.loc, Hides(c.loc), Hides(shown), hides)
-		}
-	}
+	})
 }
 
 // TestURL: a URL an error quotes, of any scheme, parsed or not, without
@@ -203,6 +170,25 @@ func TestURL(t *testing.T) {
 	} {
 		if shown := URL(c.raw); shown != c.shown {
 			t.Errorf("%s: shown %s, want %s", c.raw, shown, c.shown)
+		}
+	}
+}
+
+// checkShown: each loc is shown as shown, which is its own redaction, and
+// Hides tells it (and what is shown, when a URL) from a URL with nothing
+// to hide.
+func checkShown(t *testing.T, cases []struct{ loc, shown string }) {
+	t.Helper()
+	for _, c := range cases {
+		shown := Location(c.loc)
+		if shown != c.shown {
+			t.Errorf("%s: shown %s, want %s", c.loc, shown, c.shown)
+		}
+		if again := Location(shown); again != shown {
+			t.Errorf("%s: shown %s, then %s: not its own redaction", c.loc, shown, again)
+		}
+		if hides := shown != c.loc; Hides(c.loc) != hides || isHTTP(shown) && Hides(shown) != hides {
+			t.Errorf("%s: Hides %v, shown %v; want %v", c.loc, Hides(c.loc), Hides(shown), hides)
 		}
 	}
 }

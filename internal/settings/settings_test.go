@@ -262,11 +262,6 @@ func FuzzErrorValue(f *testing.F) {
 	f.Add("https://user:", "@api.example/v1")
 	f.Add("", "@")
 	f.Add("a@b:", "@c")
-	f.Add("https://u:", "@host/@scope/spec.json")
-	f.Add("HTTPS://u:", "@host/spec.json")
-	f.Add("http://u:", "@host?q=@x#@y")
-	f.Add("http://u:p@host/s?token=", "&v=1")
-	f.Add("https://host/s?a=1;Api-Key=", "#x")
 	const pw = "S3cr3tPw"
 	f.Fuzz(func(t *testing.T, before, after string) {
 		if strings.Contains(after, pw) {
