@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -207,19 +208,23 @@ func wireName(e *plugins.Execution, name string, place plugins.ArgPlacement) str
 
 // checkExplodedKeys refuses an object argument sent exploded in form style
 // (OpenAPI's default for a query object, RFC 6570 {?x*}: each key a
-// parameter of its own, the argument's name dropped) when one of its keys
-// names a parameter of the same query string or form body that the
-// argument does not own: another argument (a fixed one included), the
-// plugin's own query, the API key's query parameter, or a key of another
-// such object. The value would set or shadow it: a value escaping its
-// parameter.
+// parameter of its own, the argument's name dropped), or a form body's
+// whole object, when one of its keys names a parameter of the same query
+// string or form body that the argument does not own: another argument (a
+// fixed one included), the plugin's own query, the API key's query
+// parameter, or a key of another such object. The value would set or
+// shadow it: a value escaping its parameter. The names the tool sets
+// itself (its query, the API key's) are owned in the form body too, since
+// PHP's $_REQUEST, Laravel's input() and Rack's params read a form body's
+// field over the query's of its name; and names are compared as servers
+// read them (paramKey).
 func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) error {
 	e := &p.Execution
 	ct := mediaType(e.ContentType)
 	form, multipart := ct == "application/x-www-form-urlencoded", ct == "multipart/form-data"
 	type scope struct{ in, name string }
 	exploded := map[string]string{} // argument -> its scope
-	owned := map[scope]string{}     // parameter name -> the argument (or "") that sends it
+	owned := map[scope]string{}     // parameter name (paramKey) -> the argument (or "") that sends it
 	for _, name := range names {
 		place := e.PlacementOf(name)
 		in := place.In
@@ -230,21 +235,27 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 		// with an encoding (encodeBody); a parameter given as content is
 		// its media type's text, one value.
 		styled := place.ContentType == "" && (in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart))
-		if _, isObj := args[name].(map[string]any); isObj && styled && (place.Style == "" || place.Style == "form") && explode(place, true) {
+		wire := wireName(e, name, place)
+		if _, isObj := args[name].(map[string]any); isObj && (styled && (place.Style == "" || place.Style == "form") && explode(place, true) ||
+			in == plugins.InBody && wire == wholeBody && (form || multipart)) {
 			exploded[name] = in
 			continue
 		}
-		owned[scope{in, wireName(e, name, place)}] = name
+		owned[scope{in, paramKey(wire)}] = name
 	}
 	if len(exploded) == 0 {
 		return nil
 	}
+	toolSets := func(k string) {
+		owned[scope{plugins.InQuery, paramKey(k)}] = ""
+		owned[scope{plugins.InBody, paramKey(k)}] = ""
+	}
 	for k := range e.Query {
-		owned[scope{plugins.InQuery, k}] = ""
+		toolSets(k)
 	}
 	for _, m := range p.AuthConfig.Mapping {
 		if m.Location == plugins.InQuery {
-			owned[scope{plugins.InQuery, m.Target}] = ""
+			toolSets(m.Target)
 		}
 	}
 	for _, name := range names {
@@ -254,19 +265,32 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 		}
 		for k := range sortedMap(args[name].(map[string]any)) {
 			base, _, _ := strings.Cut(k, "[") // deepObject and bracket names: base[...]
-			other, taken := owned[scope{in, k}]
+			other, taken := owned[scope{in, paramKey(k)}]
 			if !taken {
-				other, taken = owned[scope{in, base}]
+				other, taken = owned[scope{in, paramKey(base)}]
 			}
 			if taken && other != name {
 				// Neither the key (part of the value) nor a parameter the
 				// tool sets (the API key's) is named.
 				return refuse(CodeInvalidArguments, "invalid arguments: %s: each of its keys is sent as a parameter of its own, and one of them is a parameter that %s", name, ownerOf(other))
 			}
-			owned[scope{in, k}] = name
+			owned[scope{in, paramKey(k)}] = name
 		}
 	}
 	return nil
+}
+
+// paramKey is a query or form name as the laxest common servers read it:
+// ASP.NET in any case, PHP with '.', ' ' and an unmatched '[' as '_'. Two
+// names with one key are one parameter to some server.
+func paramKey(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.', ' ', '[':
+			return '_'
+		}
+		return unicode.ToLower(r)
+	}, name)
 }
 
 func ownerOf(arg string) string {

@@ -823,3 +823,55 @@ func TestCredentialCookieNotShadowed(t *testing.T) {
 		t.Errorf("sent %s, want /c?key=secret-key-0001", got.RequestURI)
 	}
 }
+
+// An exploded object's keys are compared with the tool's parameters as
+// servers read names, not byte for byte (review81): ASP.NET reads a query
+// name in any case and the first of two (API_KEY=evil before the API
+// key's api_key=secret), PHP turns '.' and ' ' of a name into '_' and
+// reads the last (api.version=1 after the fixed api_version=2), and PHP's
+// $_REQUEST, Laravel's input() and Rack's params merge a form body over
+// the query (a body field api_key over the query's credential).
+func TestExplodedKeysComparedAsServersReadThem(t *testing.T) {
+	up := newUpstream(t, nil)
+	const doc = `{"name":"t","description":"d",
+	  "parameters":{"type":"object","properties":{"filter":{"type":"object","additionalProperties":true},
+	    "form":{"type":"object","additionalProperties":true},"body":{"type":"object","additionalProperties":true}}},
+	  "execution":{"method":"POST","base_url":"%s/s","query":{"api_version":"2"},"content_type":"application/x-www-form-urlencoded",
+	    "param_placement":{"filter":"query","form":{"in":"body","style":"form","explode":true},"body":{"in":"body","name":"$"}}},
+	  "auth_config":{"type":"api_key","mapping":[{"source":"K","target":"api_key","location":"query"}]}}`
+	p := mustPlugin(t, doc, up.URL)
+	creds := map[string]string{"K": "secret-key-0001"}
+	tests := []struct {
+		name, args string
+		sent       string // the body sent; "" for refused
+	}{
+		{"no collision", `{"filter":{"color":"red"},"form":{"size":"9"}}`, "size=9"},
+		{"a whole body without collision", `{"body":{"size":"9"}}`, "size=9"},
+		{"the credential's name in capitals", `{"filter":{"API_KEY":"evil"}}`, ""},
+		{"the fixed param's name with a dot", `{"filter":{"api.version":"1"}}`, ""},
+		{"the fixed param's name with a space", `{"filter":{"api version":"1"}}`, ""},
+		{"the credential's name in a form body", `{"form":{"api_key":"evil"}}`, ""},
+		{"the fixed param's name in a form body", `{"form":{"Api_Version":"1"}}`, ""},
+		{"the credential's name as a whole body's key", `{"body":{"api_key":"evil"}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(up.Hits())
+			res, err := newHarness(t).call(t, p, tt.args, creds)
+			if tt.sent != "" {
+				if err != nil || !res.OK {
+					t.Fatalf("%v %s", err, resultJSON(t, res))
+				}
+				if got := string(up.Hits()[before].Body); got != tt.sent {
+					t.Fatalf("sent %s, want %s", got, tt.sent)
+				}
+				return
+			}
+			var refused *RefusedError
+			if !errors.As(err, &refused) || res.Error.Code != CodeInvalidArguments || len(up.Hits()) != before ||
+				!strings.Contains(res.Error.Message, "the tool sets itself") || strings.Contains(res.Error.Message, "evil") || strings.Contains(res.Error.Message, "api") {
+				t.Fatalf("want invalid_arguments, nothing sent: %v %s %v", err, resultJSON(t, res), up.Hits()[before:])
+			}
+		})
+	}
+}
