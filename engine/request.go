@@ -237,7 +237,7 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 		styled := place.ContentType == "" && (in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart))
 		wire := wireName(e, name, place)
 		if _, isObj := args[name].(map[string]any); isObj && (styled && (place.Style == "" || place.Style == "form") && explode(place, true) ||
-			in == plugins.InBody && wire == wholeBody && (form || multipart)) {
+			in == plugins.InBody && wire == wholeBody && form) {
 			exploded[name] = in
 			continue
 		}
@@ -281,16 +281,18 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 }
 
 // paramKey is a query or form name as the laxest common servers read it:
-// ASP.NET in any case, PHP with '.', ' ' and an unmatched '[' as '_'. Two
-// names with one key are one parameter to some server.
+// ASP.NET in any case; PHP up to a NUL, without leading spaces, and with
+// '.', ' ' and an unmatched '[' as '_'. Two names with one key are one
+// parameter to some server.
 func paramKey(name string) string {
+	name, _, _ = strings.Cut(name, "\x00")
 	return strings.Map(func(r rune) rune {
 		switch r {
 		case '.', ' ', '[':
 			return '_'
 		}
 		return unicode.ToLower(r)
-	}, name)
+	}, strings.TrimLeft(name, " "))
 }
 
 func ownerOf(arg string) string {

@@ -828,7 +828,8 @@ func TestCredentialCookieNotShadowed(t *testing.T) {
 // servers read names, not byte for byte (review81): ASP.NET reads a query
 // name in any case and the first of two (API_KEY=evil before the API
 // key's api_key=secret), PHP turns '.' and ' ' of a name into '_' and
-// reads the last (api.version=1 after the fixed api_version=2), and PHP's
+// reads the last (api.version=1 after the fixed api_version=2; it also
+// drops leading spaces and what follows a NUL), and PHP's
 // $_REQUEST, Laravel's input() and Rack's params merge a form body over
 // the query (a body field api_key over the query's credential).
 func TestExplodedKeysComparedAsServersReadThem(t *testing.T) {
@@ -850,6 +851,8 @@ func TestExplodedKeysComparedAsServersReadThem(t *testing.T) {
 		{"the credential's name in capitals", `{"filter":{"API_KEY":"evil"}}`, ""},
 		{"the fixed param's name with a dot", `{"filter":{"api.version":"1"}}`, ""},
 		{"the fixed param's name with a space", `{"filter":{"api version":"1"}}`, ""},
+		{"the credential's name after spaces", `{"filter":{"  api_key":"evil"}}`, ""},
+		{"the credential's name before a NUL", `{"filter":{"api_key\u0000x":"evil"}}`, ""},
 		{"the credential's name in a form body", `{"form":{"api_key":"evil"}}`, ""},
 		{"the fixed param's name in a form body", `{"form":{"Api_Version":"1"}}`, ""},
 		{"the credential's name as a whole body's key", `{"body":{"api_key":"evil"}}`, ""},
