@@ -60,6 +60,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"oauth2 token_url userinfo unparsed", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"token_url": "https://u:pw/Tk80@idp.example/token", "client_id": "A", "client_secret": "B"}}
 		}, `auth_config.oauth2.token_url: "https://…@idp.example/token" must be an absolute http or https URL`},
+		// review81: a URL without a scheme, whose authority net/url reads.
+		{"base_url userinfo without a scheme", func(m map[string]any) { exec(m)["base_url"] = "//u:pw-Tk80@api.example.com/x" },
+			`execution.base_url: "//…@api.example.com/x" must be an absolute http or https URL`},
 		// Issue 34: a user's connection to a registered provider.
 		{"authorization_code provider", func(m map[string]any) {
 			m["auth_config"] = map[string]any{"type": "oauth2", "oauth2": map[string]any{"grant": "authorization_code", "scopes": []string{"repo"}}}

@@ -79,14 +79,17 @@ func unparsedUserinfo(loc string, scheme int) bool {
 }
 
 // URL is a URL as an error quotes it, parsed or not: the userinfo of its
-// authority (any scheme, up to the authority's last @) written "…", the
+// authority (any scheme or none, "//u:pw@host", up to the authority's
+// last @) written "…", the
 // rest as it is (review78: a base_url or an MCP server's url refused was
 // quoted whole, a password in it). One net/url refuses with an @ after its
 // // (a password with a / ? or # written as it is, which ends the
 // authority before its @) is cut at its last @ (leftovers80).
 func URL(raw string) string {
 	start := 0
-	if i := strings.Index(raw, "://"); i >= 0 {
+	if strings.HasPrefix(raw, "//") {
+		start = 2 // a reference without a scheme: net/url reads its authority
+	} else if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + 3
 	}
 	if start == 0 {

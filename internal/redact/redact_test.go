@@ -166,7 +166,8 @@ func TestURL(t *testing.T) {
 		{"HTTPS://u:S3?cr3t@h/t", "HTTPS://…@h/t"},
 		{"https://h/@scope/t", "https://h/@scope/t"},
 		{"https://h/t?mail=a@b", "https://h/t?mail=a@b"},
-		{"u:S3cr3t@h", "u:S3cr3t@h"}, // no scheme: no URL
+		{"//u:S3cr3t@h/t", "//…@h/t"}, // no scheme, an authority (review81)
+		{"u:S3cr3t@h", "u:S3cr3t@h"},  // no scheme: no URL
 	} {
 		if shown := URL(c.raw); shown != c.shown {
 			t.Errorf("%s: shown %s, want %s", c.raw, shown, c.shown)
@@ -191,4 +192,28 @@ func checkShown(t *testing.T, cases []struct{ loc, shown string }) {
 			t.Errorf("%s: Hides %v, shown %v; want %v", c.loc, Hides(c.loc), Hides(shown), hides)
 		}
 	}
+}
+
+// FuzzURL (review81): a URL an error quotes never shows what net/url
+// parses as its userinfo (which Go's client would send as basic auth),
+// whatever its scheme, or with none ("//u:pw@host/", a reference net/url
+// reads with its authority, quoted whole by "must be an absolute http or
+// https URL" before).
+func FuzzURL(f *testing.F) {
+	f.Add("https://u:", "@h/t")
+	f.Add("ftp://u:", "@h")
+	f.Add("//u:", "@h/t")
+	f.Add("https://u:", "/x@h/t")
+	f.Add("https://h/t?mail=a@", "")
+	const pw = "S3cr3tPw"
+	f.Fuzz(func(t *testing.T, before, after string) {
+		raw := before + pw + after
+		u, err := url.Parse(raw)
+		if err != nil || u.User == nil || !strings.Contains(u.User.String(), url.PathEscape(pw)) {
+			return
+		}
+		if shown := URL(raw); strings.Count(shown, pw) >= strings.Count(raw, pw) {
+			t.Fatalf("%q: shown %q, with the userinfo's %s", raw, shown, pw)
+		}
+	})
 }
