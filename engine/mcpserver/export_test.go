@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 )
 
 // ServeLines is serveLines, for the benchmarks beside the bare relay.
@@ -22,6 +23,13 @@ func Listening(s *Service) int {
 	s.inflight.mu.Lock()
 	defer s.inflight.mu.Unlock()
 	return s.inflight.listens.Len()
+}
+
+// SetClock makes now the clock a listen stream's tenure is read on.
+func SetClock(s *Service, now func() time.Time) {
+	s.inflight.mu.Lock()
+	defer s.inflight.mu.Unlock()
+	s.inflight.now = now
 }
 
 // ServeLinesSDK is serveLines with every request left to the SDK's

@@ -222,8 +222,10 @@ func NewService(cat Catalog, ex Executor, opts Options) *Service {
 	}
 	closing, close := context.WithCancel(context.Background())
 	reg := newRegistry(opts.Sessions)
-	return &Service{cat: cat, ex: ex, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), closing: closing, close: close,
-		sessions: reg, inflight: &inflight{max: opts.Sessions.perUser(), total: opts.Sessions.total(), reg: reg, n: map[int64]int{}}}
+	log := cmp.Or(opts.Logger, slog.Default())
+	return &Service{cat: cat, ex: ex, opts: opts, log: log, closing: closing, close: close, sessions: reg,
+		inflight: &inflight{max: opts.Sessions.perUser(), total: opts.Sessions.total(), reg: reg, log: log, now: time.Now,
+			n: map[int64]int{}, logged: map[int64]time.Time{}}}
 }
 
 // Close ends the HTTP sessions' long-lived GET streams, which would

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,7 +72,7 @@ func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Iden
 		unsupported(w, jsonrpc.ID{}, v)
 		return
 	}
-	sl, err := s.inflight.take(id.User)
+	sl, err := s.inflight.take(r.Context(), id.User)
 	if err != nil {
 		s.log.WarnContext(r.Context(), "MCP request refused", "user", id.User, "err", err)
 		w.Header().Set("Retry-After", "1")
@@ -129,39 +131,63 @@ func (e *InFlightLimitError) Error() string {
 // otherwise hold as many as it names users.
 //
 // A subscriptions/listen stream holds its place as an idle session holds
-// one, waiting: past a bound, a request ends the oldest listen stream
-// under it (the user's own for the per-user bound) and takes its place,
-// as a new session ends the least recently used idle one; its client
-// listens again (leftovers80). Only requests at work (every place held by
-// one that is no listen stream) refuse a request.
+// one, waiting: past a bound, a request ends the oldest listen stream it
+// may end under it and takes its place, as a new session ends the
+// least recently used idle one; its client listens again (leftovers80).
+// Under the per-user bound that is the user's own oldest; under the
+// replica's, the user's own or one that has held its place ListenTenure
+// (listen81): the check runs before the request is read, so any request
+// could end any stream, and a stream ended, listening again while the
+// replica is full, ended the next (review81). Only requests at work and
+// younger streams of others refuse a request.
 type inflight struct {
 	max, total int
 	reg        *registry // its ended and refused counters
+	log        *slog.Logger
+	now        func() time.Time // a listen stream's tenure is read on it
 
 	mu      sync.Mutex
 	n       map[int64]int
 	all     int
 	listens list.List // of *slot: the listen streams in flight, oldest first
+	// logged is when a request of a user last ended another user's
+	// stream and was logged: once per ListenTenure per user.
+	logged map[int64]time.Time
 }
+
+// ListenTenure is how long a subscriptions/listen stream holds its place
+// before another user's request may end it: a stream that listens again
+// cannot end the others, young too, in turn, and one user's loop of
+// requests ends each other stream at most once per tenure, then is
+// refused 429.
+const ListenTenure = 30 * time.Second
 
 // slot is one stateless request in flight.
 type slot struct {
 	user int64
 	// stop ends the request: set while it is a listen stream, which is
-	// then in inflight.listens at elem.
-	stop context.CancelFunc
-	elem *list.Element
+	// then in inflight.listens at elem, since it began listening.
+	stop  context.CancelFunc
+	elem  *list.Element
+	since time.Time
 	// freed: its place was given to another request; done counts nothing.
 	freed bool
 }
 
 // take counts a request of user in flight until done is called with its
-// slot, ending the oldest listen stream under a bound reached.
-func (f *inflight) take(user int64) (*slot, *InFlightLimitError) {
-	var ended []context.CancelFunc
-	defer func() {
-		for _, stop := range ended { // outside the lock, which done takes
+// slot, ending the oldest listen stream it may end under a bound reached.
+func (f *inflight) take(ctx context.Context, user int64) (*slot, *InFlightLimitError) {
+	var (
+		ended   []context.CancelFunc
+		another *slot // another user's stream ended, to be logged
+	)
+	defer func() { // outside the lock, which done takes
+		for _, stop := range ended {
 			stop()
+		}
+		if another != nil {
+			f.log.InfoContext(ctx, "MCP listen stream of another user ended to serve a request past the replica's bound (logged once per tenure per requesting user)",
+				"user", user, "ended_user", another.user, "limit", limitInFlightTotal, "tenure", ListenTenure)
 		}
 	}()
 	f.mu.Lock()
@@ -175,16 +201,35 @@ func (f *inflight) take(user int64) (*slot, *InFlightLimitError) {
 		ended = append(ended, f.free(l, limitInFlight))
 	}
 	if f.all >= f.total {
-		l := f.oldestListen(func(*slot) bool { return true })
+		now := f.now()
+		l := f.oldestListen(func(l *slot) bool { return l.user == user || now.Sub(l.since) >= ListenTenure })
 		if l == nil {
 			f.reg.refused.WithLabelValues(limitInFlightTotal).Inc()
 			return nil, &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
 		}
 		ended = append(ended, f.free(l, limitInFlightTotal))
+		if l.user != user && f.toLog(user, now) {
+			another = l
+		}
 	}
 	f.n[user]++
 	f.all++
 	return &slot{user: user}, nil
+}
+
+// toLog reports whether a request of user ending another user's stream
+// at now is logged: the first in a tenure. f.mu is held.
+func (f *inflight) toLog(user int64, now time.Time) bool {
+	if last, ok := f.logged[user]; ok && now.Sub(last) < ListenTenure {
+		return false
+	}
+	for u, last := range f.logged { // only the users of the last tenure are kept
+		if now.Sub(last) >= ListenTenure {
+			delete(f.logged, u)
+		}
+	}
+	f.logged[user] = now
+	return true
 }
 
 // oldestListen is the oldest listen stream keep accepts; nil when there
@@ -208,12 +253,13 @@ func (f *inflight) free(l *slot, limit string) context.CancelFunc {
 }
 
 // listening marks sl a listen stream that stop ends: the first to give
-// its place up to another request.
+// its place up to another request (another user's once its tenure is
+// held).
 func (f *inflight) listening(sl *slot, stop context.CancelFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !sl.freed {
-		sl.stop, sl.elem = stop, f.listens.PushBack(sl)
+		sl.stop, sl.since, sl.elem = stop, f.now(), f.listens.PushBack(sl)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcpserver"
 	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/internal/logbuf"
 )
 
 // erasEnv serves a catalog on one Handler, tokens "user-N" acting for N.
@@ -209,10 +212,10 @@ const (
 
 // slowEnv serves two tools within limits: slow, which sends on entered
 // and answers once release is received from (or closed), and fast.
-func slowEnv(t *testing.T, limits mcpserver.SessionLimits) (e *erasEnv, entered, release chan struct{}) {
+func slowEnv(t *testing.T, opts mcpserver.Options) (e *erasEnv, entered, release chan struct{}) {
 	release = make(chan struct{})
 	entered = make(chan struct{}, 4)
-	e = newErasEnv(t, mcpserver.Options{Sessions: limits}, func(w http.ResponseWriter, r *http.Request) {
+	e = newErasEnv(t, opts, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/slow") {
 			entered <- struct{}{}
 			<-release
@@ -226,7 +229,7 @@ func slowEnv(t *testing.T, limits mcpserver.SessionLimits) (e *erasEnv, entered,
 // by the per-user cap; past it a request is refused with 429, another
 // user's still served.
 func TestInFlightPerUser(t *testing.T) {
-	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 1})
+	e, entered, release := slowEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 1}})
 	defer close(release)
 	done := make(chan int, 1)
 	go func() { status, _ := e.post(7, slowCall, nil); done <- status }()
@@ -253,7 +256,7 @@ func TestInFlightPerUser(t *testing.T) {
 // flight of the newer one were not. Past the replica's bound a request
 // is refused with 429 whatever its user.
 func TestInFlightPerReplica(t *testing.T) {
-	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 4, Total: 2})
+	e, entered, release := slowEnv(t, mcpserver.Options{Sessions: mcpserver.SessionLimits{PerUser: 4, Total: 2}})
 	done := make(chan int, 2)
 	for _, user := range []int{7, 8} {
 		go func() { status, _ := e.post(user, slowCall, nil); done <- status }()
@@ -274,86 +277,219 @@ func TestInFlightPerReplica(t *testing.T) {
 	}
 }
 
+// listenEnv is slowEnv with a clock of the listen streams' tenure moved
+// by hand, and its log kept.
+type listenEnv struct {
+	*erasEnv
+	t                *testing.T
+	entered, release chan struct{}
+	log              *logbuf.Buffer
+
+	mu  sync.Mutex
+	now time.Time
+}
+
+// listenBody is a subscriptions/listen request of 2026-07-28.
+const listenBody = `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`
+
+func newListenEnv(t *testing.T, limits mcpserver.SessionLimits) *listenEnv {
+	log := &logbuf.Buffer{}
+	e, entered, release := slowEnv(t, mcpserver.Options{Sessions: limits, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	le := &listenEnv{erasEnv: e, t: t, entered: entered, release: release, log: log, now: time.Now()}
+	mcpserver.SetClock(e.svc, func() time.Time { le.mu.Lock(); defer le.mu.Unlock(); return le.now })
+	return le
+}
+
+// age moves the clock past a listen stream's tenure.
+func (le *listenEnv) age() {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	le.now = le.now.Add(mcpserver.ListenTenure)
+}
+
+// open opens user's listen stream, the want-th holding a place: its body
+// once it ends.
+func (le *listenEnv) open(user, want int) chan string {
+	le.t.Helper()
+	ch := make(chan string, 1)
+	go func() { _, body := le.postContext(le.t.Context(), user, listenBody, nil); ch <- body }()
+	for deadline := time.Now().Add(5 * time.Second); mcpserver.Listening(le.svc) < want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			le.t.Fatalf("user %d's listen stream never held its place", user)
+		}
+	}
+	return ch
+}
+
+// isOpen reports whether the stream ch is still open.
+func isOpen(ch chan string) bool {
+	select {
+	case body := <-ch:
+		ch <- body
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// waitEnded waits for the stream ch, named which, to end as a listen
+// stream ends.
+func (le *listenEnv) waitEnded(ch chan string, which string) {
+	le.t.Helper()
+	select {
+	case body := <-ch:
+		if !strings.Contains(body, "notifications/subscriptions/acknowledged") {
+			le.t.Errorf("%s: %s", which, body)
+		}
+	case <-time.After(5 * time.Second):
+		le.t.Fatalf("%s was not ended", which)
+	}
+}
+
 // TestListenYieldsItsPlace (leftovers80): a subscriptions/listen stream
 // holds a place in flight while it waits, as an idle session holds one.
 // The service token names any user, so it could fill the replica's bound
 // (BLINDEXEC_MCP_MAX_SESSIONS) with listen streams of distinct users, and
 // every other user was refused 429 until one ended; a user's own streams
 // filled the user's bound alike. Past a bound a request now ends the
-// oldest listen stream under it (the user's own for the per-user bound)
-// and is served; a request at work is never ended for another.
+// oldest listen stream under it (the user's own for the per-user bound,
+// another's once it held its place ListenTenure: listen81) and is
+// served; a request at work is never ended for another.
 func TestListenYieldsItsPlace(t *testing.T) {
-	listen := `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`
-	e, entered, release := slowEnv(t, mcpserver.SessionLimits{PerUser: 2, Total: 3})
-	defer close(release)
-	open := func(user, want int) chan string {
-		t.Helper()
-		ch := make(chan string, 1)
-		go func() { _, body := e.postContext(t.Context(), user, listen, nil); ch <- body }()
-		for deadline := time.Now().Add(5 * time.Second); mcpserver.Listening(e.svc) < want; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("user %d's listen stream never held its place", user)
-			}
-		}
-		return ch
-	}
-	isOpen := func(ch chan string) bool {
-		select {
-		case body := <-ch:
-			ch <- body
-			return false
-		case <-time.After(50 * time.Millisecond):
-			return true
-		}
-	}
-	waitEnded := func(ch chan string, which string) {
-		t.Helper()
-		select {
-		case body := <-ch:
-			if !strings.Contains(body, "notifications/subscriptions/acknowledged") {
-				t.Errorf("%s: %s", which, body)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s was not ended", which)
-		}
-	}
+	le := newListenEnv(t, mcpserver.SessionLimits{PerUser: 2, Total: 3})
+	defer close(le.release)
 	// The service token's three users fill the replica's bound of 3.
-	s7, s8, s9 := open(7, 1), open(8, 2), open(9, 3)
-	if status, body := e.post(10, fastCall, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
+	s7, s8, s9 := le.open(7, 1), le.open(8, 2), le.open(9, 3)
+	le.age()
+	if status, body := le.post(10, fastCall, nil); status != http.StatusOK || !strings.Contains(body, `{\"ok\":true}`) {
 		t.Fatalf("user 10 with the replica's places held by listen streams: %d %s, want served", status, body)
 	}
-	waitEnded(s7, "the oldest listen stream, user 7's")
+	le.waitEnded(s7, "the oldest listen stream, user 7's")
 	if !isOpen(s8) || !isOpen(s9) {
 		t.Error("a listen stream other than the oldest was ended")
 	}
 	// The per-user bound of 2: user 9's second stream, then a call of
-	// its own ends user 9's oldest, not user 8's, older still.
-	s9b := open(9, 3)
-	if status, _ := e.post(9, fastCall, nil); status != http.StatusOK {
+	// its own ends user 9's oldest, not user 8's, older still; a young
+	// stream of its own is no matter.
+	s9b := le.open(9, 3)
+	if status, _ := le.post(9, fastCall, nil); status != http.StatusOK {
 		t.Fatalf("user 9 with its places held by its listen streams: %d, want served", status)
 	}
-	waitEnded(s9, "user 9's oldest listen stream")
+	le.waitEnded(s9, "user 9's oldest listen stream")
 	if !isOpen(s8) || !isOpen(s9b) {
 		t.Error("the per-user bound ended another user's stream, or the newer")
 	}
 	// Requests at work are not ended: three slow calls take the places
 	// of the two streams left, and a fourth request is refused.
+	le.age()
 	done := make(chan int, 3)
 	for _, user := range []int{11, 12, 13} {
-		go func() { status, _ := e.post(user, slowCall, nil); done <- status }()
-		<-entered
+		go func() { status, _ := le.post(user, slowCall, nil); done <- status }()
+		<-le.entered
 	}
-	waitEnded(s8, "user 8's listen stream")
-	waitEnded(s9b, "user 9's second listen stream")
-	if status, body := e.post(14, fastCall, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
+	le.waitEnded(s8, "user 8's listen stream")
+	le.waitEnded(s9b, "user 9's second listen stream")
+	if status, body := le.post(14, fastCall, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
 		t.Errorf("with three calls at work: %d %s, want 429", status, body)
 	}
 	for range 3 {
-		release <- struct{}{}
+		le.release <- struct{}{}
 		if status := <-done; status != http.StatusOK {
 			t.Errorf("a slow call: %d", status)
 		}
 	}
+}
+
+// TestListenTenure (listen81): leftovers80's bound is checked before the
+// request is read, so a loop of cheap requests of one user past the
+// replica's bound ended a listen stream of anyone each, without end, and
+// a stream ended, listening again while the replica was full, ended the
+// next: a cascade through every user's streams (review81). Another
+// user's stream is now ended only once it held its place ListenTenure:
+// the loop ends the old streams once each, then is refused 429, and the
+// requesting user is logged, once a tenure.
+func TestListenTenure(t *testing.T) {
+	le := newListenEnv(t, mcpserver.SessionLimits{PerUser: 2, Total: 3})
+	streams := map[int]chan string{7: le.open(7, 1), 8: le.open(8, 2)}
+	le.age()
+	streams[9] = le.open(9, 3)
+	// User 1's loop of requests answered at once (a malformed body), each
+	// ended stream's client listening again at once.
+	var ended []int
+	status, body := 0, ""
+	for range 6 {
+		if status, body = le.post(1, `{"jsonrpc":`, nil); status == http.StatusTooManyRequests {
+			break
+		}
+		user := le.endedOf(streams)
+		ended = append(ended, user)
+		streams[user] = le.open(user, 3)
+	}
+	if !slices.Equal(ended, []int{7, 8}) || status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
+		t.Errorf("user 1's loop ended the streams of %v, then %d %s; want 7's and 8's (older than the tenure), then 429", ended, status, body)
+	}
+	if lines := strings.Count(le.log.String(), "ended to serve a request"); lines != 1 || !strings.Contains(le.log.String(), "user=1 ended_user=7") {
+		t.Errorf("log, want one line naming user 1 and user 7 (once a tenure):\n%s", le.log)
+	}
+	// No cascade: the young streams hold; once old, the loop is served
+	// again, and logged again.
+	for user, ch := range streams {
+		if !isOpen(ch) {
+			t.Errorf("user %d's young stream was ended", user)
+		}
+	}
+	le.age()
+	if status, _ := le.post(1, `{"jsonrpc":`, nil); status == http.StatusTooManyRequests {
+		t.Errorf("user 1 once the streams held their places a tenure: %d, want served", status)
+	}
+	if lines := strings.Count(le.log.String(), "ended to serve a request"); lines != 2 {
+		t.Errorf("%d log lines after a tenure, want 2:\n%s", lines, le.log)
+	}
+}
+
+// TestListenNoCascade (listen81): a stream ended for another user's
+// request listens again while the replica is full; it is refused 429,
+// not served by ending another young stream, which would listen again
+// and end the next (review81).
+func TestListenNoCascade(t *testing.T) {
+	le := newListenEnv(t, mcpserver.SessionLimits{PerUser: 2, Total: 3})
+	s7 := le.open(7, 1)
+	le.age()
+	s8, s9 := le.open(8, 2), le.open(9, 3)
+	done := make(chan int, 1)
+	go func() { status, _ := le.post(10, slowCall, nil); done <- status }() // at work, in user 7's place
+	<-le.entered
+	defer func() {
+		close(le.release)
+		if status := <-done; status != http.StatusOK {
+			t.Errorf("the slow call: %d", status)
+		}
+	}()
+	le.waitEnded(s7, "user 7's stream, older than the tenure")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if status, body := le.postContext(ctx, 7, listenBody, nil); status != http.StatusTooManyRequests || !strings.Contains(body, "requests in flight of the replica") {
+		t.Errorf("user 7 listening again with the replica full of young streams: %d %s, want 429", status, body)
+	}
+	if !isOpen(s8) || !isOpen(s9) {
+		t.Error("a young stream was ended for user 7's stream listening again")
+	}
+}
+
+// endedOf waits for one of streams to end: its user.
+func (le *listenEnv) endedOf(streams map[int]chan string) int {
+	le.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for user, ch := range streams {
+			select {
+			case <-ch:
+				return user
+			default:
+			}
+		}
+	}
+	le.t.Fatal("no listen stream ended")
+	return 0
 }
 
 // TestListenCatalogChange: the go-sdk client at 2026-07-28 with a
