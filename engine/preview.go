@@ -10,7 +10,10 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -70,6 +73,7 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 			var hr *http.Request
 			if hr, err = out.newRequest(ctx); err == nil {
 				req = httpSent(hr, nil, out.body)
+				staticHeaders(req, p.Execution.Headers)
 				prep.built = out
 			}
 		}
@@ -94,7 +98,7 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		prep.Destination = dest
 	}
 	cfg := authOf(ctx, inv, p)
-	req = req.masked(e.masker(prep))
+	req = req.masked(auth.MaskerFor(prep.ids, prep.Credentials, slices.Concat(prep.derived(), staticSecrets(&p.Execution))...))
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 
 	sources, err := e.credentialSources(ctx, call, prep)
@@ -106,6 +110,36 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	return &Preview{Plugin: p, Request: req, Digest: digest}, nil
+}
+
+// staticHeaders marks as credentials, shown as such, the headers of req
+// the plugin sets itself (execution.headers, as written): an
+// administrator's key pasted there rather than stored as a credential is
+// not the person's to see (onerow81), as it is not another origin's
+// (HTTPInvoker's sensitive headers). A method override is what the call
+// does: shown.
+func staticHeaders(req *SentRequest, static map[string]string) {
+	for i, h := range req.Headers {
+		for name, v := range static {
+			if strings.EqualFold(h.Name, name) && h.Value == v && !plugins.MethodOverride(plugins.InHeader, name) {
+				req.Headers[i].Credential = true
+			}
+		}
+	}
+}
+
+// staticSecrets are the values of the credential parameters
+// (settings.CredentialParam) of the plugin's own query, its base_url's and
+// execution.query's, as written and as sent: masked in what a person
+// approves (onerow81), who sees the rest of the URL.
+func staticSecrets(e *plugins.Execution) []string {
+	out := settings.QueryCredentials(e.BaseURL)
+	for k, v := range e.Query {
+		if settings.CredentialParam(k) {
+			out = append(out, v, escapeQuery(v))
+		}
+	}
+	return out
 }
 
 // CredentialVersioner tells versions of stored credentials that change
