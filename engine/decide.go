@@ -290,8 +290,9 @@ func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
 		// reads, all from the store: where they may go is decided as a
 		// call's (elsewhere).
 		p := call.Plugin
-		keys := slices.Concat(p.Credentials(), authOf(ctx, e.invokers[p.ExecType()], p).CredentialKeys())
-		_, refused = e.elsewhere(ctx, &call, p, keys)
+		server := serverRead{inv: e.invokers[p.ExecType()]}
+		keys := slices.Concat(p.Credentials(), server.auth(ctx, p).CredentialKeys())
+		_, refused = e.elsewhere(ctx, &call, &server, p, keys)
 	}
 	if refused == nil {
 		return nil, nil

@@ -34,21 +34,12 @@ type Preview struct {
 	Request *SentRequest
 	// Digest binds a decision to this exact call: a hex sha256 of the
 	// plugin (execution, auth config, fixed params), where an MCP
-	// plugin's server is (Destinations), the arguments with
+	// plugin's server is (Server.Digest), the arguments with
 	// the fixed params merged, the request's method, URL and body, and
 	// the credential keys the call takes, and from where, a stored one
 	// with its version (CredentialVersioner). Tokens the engine fetches
 	// itself (OAuth2) are not in it.
 	Digest string
-}
-
-// Destinations is implemented by an Invoker whose calls go where the
-// plugin does not say itself (an MCP server's row: its URL, headers and
-// auth): Destination is a digest of that place. An approval binds it,
-// and the invoker sends an approved call (Prepared.Destination) nowhere
-// else.
-type Destinations interface {
-	Destination(ctx context.Context, p *plugins.Plugin) (string, error)
 }
 
 // preview builds the request prep would send, sending nothing: what a
@@ -65,7 +56,6 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 			return nil, refuse(CodeAuthError, "the connection to %s cannot be checked: %v", provider, err)
 		}
 	}
-	inv := e.invokers[p.ExecType()]
 	var req *SentRequest
 	if p.ExecType() == plugins.TypeHTTP {
 		out, err := buildRequest(p, prep.Arguments, prep.schema)
@@ -90,14 +80,13 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		}
 		req = &SentRequest{Method: "tools/call", URL: "mcp:" + p.Execution.MCPID, Body: string(body)}
 	}
-	if d, ok := inv.(Destinations); ok {
-		dest, err := d.Destination(ctx, p)
-		if err != nil {
-			return nil, refuse(CodeInvalidPlugin, "the tool %s: where it sends cannot be read: %v", p.Name, err)
-		}
-		prep.Destination = dest
+	// The server the decision read, judged: never read again (serverRead).
+	if srv, ok, err := prep.server.of(ctx, p); err != nil {
+		return nil, refuse(CodeInvalidPlugin, "the tool %s: where it sends cannot be read: %v", p.Name, err)
+	} else if ok {
+		prep.Destination = srv.Digest
 	}
-	cfg := authOf(ctx, inv, p)
+	cfg := prep.server.auth(ctx, p)
 	req = req.masked(auth.MaskerFor(prep.ids, prep.Credentials, slices.Concat(prep.derived(), staticSecrets(&p.Execution))...))
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 

@@ -250,15 +250,15 @@ type serverConfig struct {
 	// given for (store.MCPServer.CredentialsTokenURL).
 	credentialsTokenURL string
 	// sends is where the server's tools send its keys (auth.ServerSendsOf
-	// the row): what the rule of where keys go judges (Invoker.ServerSends).
+	// the row): what the rule of where keys go judges (Invoker.Server).
 	sends auth.ServerSends
 	// urlSecrets are the credentials its url carries in its query
 	// (redact.Credentials): masked in what is said of its calls.
 	urlSecrets []string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
-	// person's approval of a call binds (Invoker.Destination), and the
-	// decision of where its stored keys go (Invoker.ServerSends).
+	// person's approval of a call binds (Invoker.Server), and the
+	// decision of where its stored keys go (Invoker.Server).
 	digest string
 }
 
@@ -333,6 +333,11 @@ func (m *Manager) HostMoved(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
+	return c.moved()
+}
+
+// moved is HostMoved of the server c.
+func (c *serverConfig) moved() error {
 	if c.transport == store.TransportStdio {
 		return nil
 	}
