@@ -579,9 +579,19 @@ const maxToolPages = 1000
 // set, else a fresh tools/list made with creds, which is cached and stored
 // with the server's row (the last list fetched, for display).
 func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
+	return m.listed(ctx, ref, "", creds, refresh)
+}
+
+// listed is Tools of the server row whose digest is destination (any row
+// when ""): a row changed since is a *DestinationChangedError, nothing
+// sent (Tool).
+func (m *Manager) listed(ctx context.Context, ref, destination string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
 	srv, err := m.config(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if destination != "" && destination != srv.digest {
+		return nil, &DestinationChangedError{Server: srv.name}
 	}
 	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
 	key := sessionKey{server: srv.id, creds: m.credHash(srv.auth.CredentialKeys(), creds)}
@@ -704,10 +714,13 @@ func (m *Manager) dropTools(key sessionKey) {
 
 // Tool returns the tool called name on server ref, looking it up in the
 // cached list and, when absent there, in a fresh one (a tool added since);
-// a *ToolNotFoundError when the server does not list it.
-func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]string) (*sdk.Tool, error) {
+// a *ToolNotFoundError when the server does not list it. destination,
+// when set, is the digest of the row where creds were judged to go
+// (engine.Executor.Allowed): another row is not asked
+// (*DestinationChangedError).
+func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]string, destination string) (*sdk.Tool, error) {
 	for _, refresh := range []bool{false, true} {
-		tools, err := m.Tools(ctx, ref, creds, refresh)
+		tools, err := m.listed(ctx, ref, destination, creds, refresh)
 		if err != nil {
 			return nil, err
 		}
