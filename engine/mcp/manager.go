@@ -412,7 +412,9 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 	}
 	row, err := m.servers.GetMCPServer(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, ref)
+		// A reference may be a URL the caller took for one (the CLI's
+		// import): quoted without its userinfo.
+		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, settings.RedactedURL(ref))
 	}
 	if err != nil {
 		return nil, err
