@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/blindexec/blindexec/api"
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	enginemcp "github.com/blindexec/blindexec/engine/mcp"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
@@ -47,20 +43,12 @@ func (j judgedThenMoved) Elsewhere(ctx context.Context, p *plugins.Plugin, srv a
 // Now the listing goes to the row judged only: refused, nothing sent.
 func TestProxyListingSentToTheRowJudged(t *testing.T) {
 	st := testdb.Open(t, store.DialectSQLite)
-	github, look := mcptest.New(t), mcptest.New(t)
-	for _, s := range []*mcptest.Server{github, look} {
-		s.AddTool("whoami", "Who the server thinks you are.", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}
-		})
-	}
+	github := mcptest.New(t)
 	var armed atomic.Bool
 	bearer := &plugins.AuthConfig{Type: plugins.AuthBearer, Token: "GH_TOKEN"}
-	e, _, _, _, _ := decisionEnv(t, st, func(s *api.Server) {
-		m := enginemcp.NewManager(st, egresstest.Client(t))
-		m.Changes = s.Changes
-		t.Cleanup(func() { m.Close() })
-		enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
-		s.MCP = &api.MCPConfig{Manager: m}
+	var look *mcptest.Server // the lookalike: lookalikeEnv's, with the tool whoami
+	e, _, _, look := lookalikeEnv(t, st, func(s *api.Server) {
+		s.MCP.Manager.Changes = s.Changes
 		s.Executor.Catalog = judgedThenMoved{s.Executor.Catalog, &armed, func() {
 			ctx := context.Background()
 			if _, err := st.DeleteMCPServer(ctx, "gh", "other"); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -83,10 +71,8 @@ func TestProxyListingSentToTheRowJudged(t *testing.T) {
 
 	armed.Store(true)
 	code, out := e.do("POST", "/v1/mcp/proxy/gh/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
-	for _, h := range look.Headers() {
-		if strings.Contains(strings.Join(h.Values("Authorization"), " "), ghToken) {
-			t.Fatalf("gh registered anew at the lookalike after the check was sent user 7's GH_TOKEN: %d %v", code, out)
-		}
+	if sentBearer(look, ghToken) {
+		t.Fatalf("gh registered anew at the lookalike after the check was sent user 7's GH_TOKEN: %d %v", code, out)
 	}
 	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
 		t.Errorf("%d %v, want 422 %s", code, out, engine.CodeCredentialNotBound)

@@ -62,9 +62,7 @@ func TestOneDecisionReadsTheServerOnce(t *testing.T) {
 		m, ex := ghExecutor(t, st)
 		m.Changes = changes
 		ex.Catalog = judgedThenMoved{auth.NewCatalog(st, catalog.New(st, changes, nil), changes), func() { registerAt(lookalike.Endpoint) }}
-		tool := mcpPlugin("echo", nil) // the proxy's tool of gh: no catalog row
-		tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
-		plan, err := ex.Decide(ctx, engine.Call{Plugin: tool, Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7, Policy: confirm.Always})
+		plan, err := ex.Decide(ctx, engine.Call{Plugin: ghTool(), Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7, Policy: confirm.Always})
 		if err != nil || plan.Verdict() != engine.VerdictPerson {
 			t.Fatalf("the decision: %d %v, want a person asked", plan.Verdict(), err)
 		}
