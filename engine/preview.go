@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/blindexec/blindexec/auth"
-	"github.com/blindexec/blindexec/internal/settings"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -118,13 +118,13 @@ func staticHeaders(req *SentRequest, static map[string]string) {
 }
 
 // staticSecrets are the values of the credential parameters
-// (settings.CredentialParam) of the plugin's own query, its base_url's and
-// execution.query's, as written and as sent: masked in what a person
-// approves (onerow81), who sees the rest of the URL.
+// (redact.CredentialParam) the plugin sets itself, its base_url's (path
+// and query: redact.Credentials) and execution.query's, as written and as
+// sent: masked in what a person approves (onerow81), who sees the rest.
 func staticSecrets(e *plugins.Execution) []string {
-	out := settings.QueryCredentials(e.BaseURL)
+	out := redact.Credentials(e.BaseURL)
 	for k, v := range e.Query {
-		if settings.CredentialParam(k) {
+		if redact.CredentialParam(k) {
 			out = append(out, v, escapeQuery(v))
 		}
 	}

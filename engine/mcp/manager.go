@@ -414,7 +414,7 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 	if errors.Is(err, store.ErrNotFound) {
 		// A reference may be a URL the caller took for one (the CLI's
 		// import): quoted without its userinfo.
-		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, settings.RedactedURL(ref))
+		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, redact.URL(ref))
 	}
 	if err != nil {
 		return nil, err
