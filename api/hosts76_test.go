@@ -35,14 +35,7 @@ func TestProxySendsNoKeyElsewhere(t *testing.T) {
 		"auth_config": map[string]any{"type": "bearer", "token": "GH_TOKEN"}}); code != http.StatusCreated {
 		t.Fatalf("register: %d %v", code, out)
 	}
-	keySent := func() bool {
-		for _, h := range look.Headers() {
-			if strings.Contains(strings.Join(h.Values("Authorization"), " "), ghToken) {
-				return true
-			}
-		}
-		return false
-	}
+	keySent := func() bool { return sentBearer(look, ghToken) }
 	for _, c := range []struct{ who, token, query string }{
 		{"the service token", serviceToken, "?user_id=7"},
 		{"a per-user token", userToken, ""},
@@ -72,15 +65,25 @@ func TestProxySendsNoKeyElsewhere(t *testing.T) {
 	}
 }
 
-// lookalikeEnv is decisionEnv with MCP servers, and a server (not yet
-// registered) with the tools whoami and other.
-func lookalikeEnv(t *testing.T, st *store.Store) (e *env, up *upstream, userToken string, look *mcptest.Server) {
-	e, up, userToken, _, _ = decisionEnv(t, st, func(s *api.Server) {
+// sentBearer reports whether s was sent token in an Authorization header.
+func sentBearer(s *mcptest.Server, token string) bool {
+	for _, h := range s.Headers() {
+		if strings.Contains(strings.Join(h.Values("Authorization"), " "), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookalikeEnv is decisionEnv with MCP servers (opts applied then), and a
+// server (not yet registered) with the tools whoami and other.
+func lookalikeEnv(t *testing.T, st *store.Store, opts ...func(*api.Server)) (e *env, up *upstream, userToken string, look *mcptest.Server) {
+	e, up, userToken, _, _ = decisionEnv(t, st, append([]func(*api.Server){func(s *api.Server) {
 		m := enginemcp.NewManager(st, egresstest.Client(t))
 		t.Cleanup(func() { m.Close() })
 		enginemcp.Invoker{Manager: m}.RegisterOn(s.Executor)
 		s.MCP = &api.MCPConfig{Manager: m}
-	})
+	}}, opts...)...)
 	look = mcptest.New(t)
 	for _, name := range []string{"whoami", "other"} {
 		look.AddTool(name, "Who the server thinks you are.", `{"type":"object"}`, func(context.Context, map[string]any) *sdk.CallToolResult {
@@ -111,10 +114,8 @@ func TestProxyServerNotYetPolled(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := e.do("POST", "/v1/mcp/proxy/look/tools/whoami/call?user_id=7", serviceToken, map[string]any{})
-	for _, h := range look.Headers() {
-		if strings.Contains(strings.Join(h.Values("Authorization"), " "), ghToken) {
-			t.Fatalf("the server registered by the CLI was sent GH_TOKEN: %d %v", code, out)
-		}
+	if sentBearer(look, ghToken) {
+		t.Fatalf("the server registered by the CLI was sent GH_TOKEN: %d %v", code, out)
 	}
 	if code != http.StatusUnprocessableEntity || errCode(out) != engine.CodeCredentialNotBound {
 		t.Errorf("%d %v, want 422 %s", code, out, engine.CodeCredentialNotBound)

@@ -569,7 +569,8 @@ func (m *mcpAPI) proxied(w http.ResponseWriter, r *http.Request, id, tool string
 	}
 	asked := call
 	asked.Plugin = &plugins.Plugin{Name: proxyName(tool), Execution: plugins.Execution{Type: enginemcp.TypeProxy, MCPID: id, ToolName: tool}}
-	if res, err := m.Executor.Allowed(r.Context(), asked); err != nil {
+	judged, res, err := m.Executor.Allowed(r.Context(), asked)
+	if err != nil {
 		if res == nil {
 			m.internal(w, r, err)
 		} else {
@@ -581,7 +582,7 @@ func (m *mcpAPI) proxied(w http.ResponseWriter, r *http.Request, id, tool string
 	if !ok {
 		return nil, false
 	}
-	p, err := m.proxyPlugin(r.Context(), id, tool, creds)
+	p, err := m.proxyPlugin(r.Context(), id, tool, creds, judged)
 	var conv *mcpimport.ConversionError
 	switch {
 	case errors.As(err, &conv):
@@ -605,11 +606,13 @@ func proxyName(tool string) string {
 
 // proxyPlugin is the plugin of a proxied call: the tool's inputSchema
 // converted as the importer converts it (cost limits included), kept per
-// listed tool so that repeated calls convert once.
-func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[string]string) (*plugins.Plugin, error) {
+// listed tool so that repeated calls convert once. The tool is listed
+// with creds from the server row judged (its digest, from
+// engine.Executor.Allowed; "" when no stored key was judged).
+func (m *mcpAPI) proxyPlugin(ctx context.Context, id, tool string, creds map[string]string, judged string) (*plugins.Plugin, error) {
 	ctx, cancel := context.WithTimeout(ctx, engine.DefaultTimeout)
 	defer cancel()
-	t, err := m.cfg.Manager.Tool(ctx, id, tool, creds)
+	t, err := m.cfg.Manager.Tool(ctx, id, tool, creds, judged)
 	if err != nil {
 		return nil, err
 	}
@@ -695,7 +698,11 @@ func (m *mcpAPI) mcpFailure(w http.ResponseWriter, r *http.Request, err error, m
 	var nf *enginemcp.ToolNotFoundError
 	var up *enginemcp.UpstreamError
 	var missing *auth.MissingCredentialsError
+	var changed *enginemcp.DestinationChangedError
 	switch {
+	case errors.As(err, &changed):
+		writeError(w, http.StatusUnprocessableEntity, engine.CodeCredentialNotBound,
+			msg+" (where the user's stored credentials go was judged on the row before); nothing was sent", map[string]any{"mcp_server": changed.Server})
 	case errors.Is(err, enginemcp.ErrServerNotFound):
 		writeError(w, http.StatusNotFound, codeMCPServerNotFound, msg, nil)
 	case errors.As(err, &nf):

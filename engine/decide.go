@@ -280,9 +280,13 @@ func (e *Executor) current(ctx context.Context, call *Call) *RefusedError {
 // key the catalog sends to another origin (hosts76). A refusal is
 // recorded and returned as Decide's is, beside its Result; nil when the
 // user may use the plugin, and Decide then decides the call whole.
-func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
+// destination is the digest of the server row where the keys were judged
+// to go ("" when none was): the route asks that row only (onerow81: the
+// listing read the row again, and a server registered anew meanwhile was
+// sent the keys judged for another).
+func (e *Executor) Allowed(ctx context.Context, call Call) (destination string, _ *Result, _ error) {
 	if call.Plugin == nil {
-		return nil, errors.New("engine: Allowed without a plugin")
+		return "", nil, errors.New("engine: Allowed without a plugin")
 	}
 	refused := e.allowed(ctx, &call, call.Plugin)
 	if refused == nil && call.UserID != 0 && e.Credentials != nil {
@@ -290,15 +294,16 @@ func (e *Executor) Allowed(ctx context.Context, call Call) (*Result, error) {
 		// reads, all from the store: where they may go is decided as a
 		// call's (elsewhere).
 		p := call.Plugin
-		keys := slices.Concat(p.Credentials(), authOf(ctx, e.invokers[p.ExecType()], p).CredentialKeys())
-		_, refused = e.elsewhere(ctx, &call, p, keys)
+		server := serverRead{inv: e.invokers[p.ExecType()]}
+		keys := slices.Concat(p.Credentials(), server.auth(ctx, p).CredentialKeys())
+		destination, refused = e.elsewhere(ctx, &call, &server, p, keys)
 	}
 	if refused == nil {
-		return nil, nil
+		return destination, nil, nil
 	}
 	plan := &Plan{call: call, start: time.Now()}
 	plan.res.ExecutionID = uuid.Must(uuid.NewV7()).String()
-	return &plan.res, e.refuse(ctx, plan, refused)
+	return "", &plan.res, e.refuse(ctx, plan, refused)
 }
 
 // Usable are those of ps the call's subject may use now: its user, its

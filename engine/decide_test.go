@@ -427,7 +427,7 @@ func TestStoredKeyGoesWhereTheCatalogSendsIt(t *testing.T) {
 			h.Credentials = everyKey(secret)
 			call := Call{Plugin: tt.plugin, Inline: tt.inline, Owner: tt.owner, UserID: 7, Arguments: json.RawMessage(`{"q":"x"}`)}
 			before := len(lookalike.Hits()) + len(up.Hits())
-			_, allowed := h.Allowed(t.Context(), call)
+			_, _, allowed := h.Allowed(t.Context(), call)
 			_, err := h.Execute(t.Context(), call)
 			for _, err := range []error{allowed, err} {
 				if tt.inline && err == allowed {

@@ -325,9 +325,9 @@ type Prepared struct {
 	// (an MCP result's isError) as the result, not as a failed call.
 	Relay bool
 	// Destination is, for a call a person approved or whose server the
-	// rule of where keys go judged (ServerReaders), the digest of where its
-	// invoker sends it (Destinations): the invoker refuses to send
-	// elsewhere (CodeConfirmationStale). "" otherwise.
+	// rule of where keys go judged, the digest of the server the decision
+	// read (Server.Digest): the invoker refuses to send elsewhere
+	// (CodeConfirmationStale, CodeCredentialNotBound). "" otherwise.
 	Destination string
 
 	schema    *schemaInfo
@@ -359,6 +359,9 @@ type Prepared struct {
 	// untrusted: a per-user token's inline plugin left unbound, sent
 	// under the default egress policy (HTTPInvoker.Untrusted).
 	untrusted bool
+	// server is the plugin's server as the decision read it: the preview
+	// shows and binds that read (serverRead).
+	server serverRead
 }
 
 // AddSecrets registers values derived from the credentials (an oauth2
@@ -406,34 +409,69 @@ type Response struct {
 	Relay Relay
 }
 
-// AuthConfigurer is implemented by an Invoker whose calls take their
-// credentials through another auth config than the plugin's (an MCP
-// server's): it tells the executor's masker and checks which credentials
-// are secrets and which identifiers.
-type AuthConfigurer interface {
-	AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool)
-}
-
-// CredentialHosts is implemented by an Invoker whose destination is not
-// the plugin's own (an MCP server's row, which plain SQL may move):
-// CredentialHost is a *HostMovedError when the users' stored credentials
-// were given for another origin than the one a call of p now goes to,
-// another error when it cannot tell (the server unreadable), nil when
-// they may go.
-type CredentialHosts interface {
-	CredentialHost(ctx context.Context, p *plugins.Plugin) error
+// Server is the server a call goes to when it is registered apart from
+// the plugin (an MCP server's row, which the API, the CLI, another replica
+// or plain SQL may change), as a decision reads it (ServerReaders).
+type Server struct {
+	// Auth is the auth config that reads the call's credentials: it tells
+	// the masker and the checks which are secrets and which identifiers.
+	Auth plugins.AuthConfig
+	// Sends is where the server's tools send its users' keys: what the
+	// rule of where keys go (elsewhere) judges, not the catalog index's
+	// copy, which lags a server registered anew under the same id
+	// elsewhere until the next poll (review79).
+	Sends auth.ServerSends
+	// Digest is a digest of where the call goes and what it carries: an
+	// approval binds it, and the invoker sends to no other row
+	// (Prepared.Destination).
+	Digest string
+	// Moved is a *HostMovedError when the users' stored credentials were
+	// given for another origin than the one the server is at now; nil
+	// when they may go.
+	Moved error
 }
 
 // ServerReaders is implemented by an Invoker whose destination is a
-// server registered apart from the plugin (an MCP server's row):
-// ServerSends is where a call of p sends the server's users' keys, read
-// as the call reads the row, and the row's digest (Destinations'). The
-// rule of where keys go (elsewhere) judges that, not the catalog index's
-// copy, which lags a server deleted and registered anew under the same id
-// elsewhere until the next poll, and the call is sent to that row only
-// (Prepared.Destination; review79).
+// server registered apart from the plugin: Server reads p's, as the call
+// reads it. A decision reads it once (serverRead).
 type ServerReaders interface {
-	ServerSends(ctx context.Context, p *plugins.Plugin) (sends auth.ServerSends, digest string, err error)
+	Server(ctx context.Context, p *plugins.Plugin) (Server, error)
+}
+
+// serverRead is the server of a decision's plugin, read once: the auth
+// config reading its credentials, the rules of where they go, the preview
+// a person approves and the send bound to it all take that one read, so
+// that a server registered anew during the decision is never judged as
+// one row and approved or sent as another (onerow81: the preview read it
+// again, and the approval bound a row nothing had judged).
+type serverRead struct {
+	inv Invoker
+	id  string // the execution.mcp_id read; "" before
+	srv Server
+	err error
+}
+
+// of is p's server; ok false when p's invoker reads none.
+func (r *serverRead) of(ctx context.Context, p *plugins.Plugin) (srv Server, ok bool, err error) {
+	sr, ok := r.inv.(ServerReaders)
+	if !ok || p.Execution.MCPID == "" {
+		return Server{}, false, nil
+	}
+	if r.id != p.Execution.MCPID {
+		r.id = p.Execution.MCPID
+		r.srv, r.err = sr.Server(ctx, p)
+	}
+	return r.srv, true, r.err
+}
+
+// auth is the auth config that reads the credentials of a call of p: its
+// server's, or its own (as well when its server cannot be read: the
+// checks of where keys go refuse the call then).
+func (r *serverRead) auth(ctx context.Context, p *plugins.Plugin) plugins.AuthConfig {
+	if srv, ok, err := r.of(ctx, p); ok && err == nil {
+		return srv.Auth
+	}
+	return p.AuthConfig
 }
 
 // HostMovedError says a server's address moved away from the origin its
@@ -591,7 +629,8 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if inv == nil {
 		return nil, refuse(CodeInvalidPlugin, "the tool %s has execution type %q, which this engine cannot run", p.Name, p.ExecType())
 	}
-	cfg := authOf(ctx, inv, p)
+	server := serverRead{inv: inv} // read once: the decision's
+	cfg := server.auth(ctx, p)
 	if call.Inline && call.Owner != OwnerAdmin {
 		// Bind: the call of an inline copy of a catalog row is the row's,
 		// and every rule below reads the row.
@@ -600,14 +639,14 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 			if refused != nil {
 				return nil, refused
 			}
-			p, cfg = row, authOf(ctx, inv, row)
+			p, cfg = row, server.auth(ctx, row)
 		} else if row := e.copiedRow(ctx, p); row != nil {
 			// A copy of a row taking nothing from the store (its
 			// credentials in the payload, or none) is the row all the
 			// same: its classification, quotas and egress are the row's,
 			// never the copy's (before, a user's copy of a GET the
 			// administrator classified consequential was sent unapproved).
-			p, cfg = row, authOf(ctx, inv, row)
+			p, cfg = row, server.auth(ctx, row)
 		}
 	}
 	// A per-user token's inline plugin left unbound is no one's but its
@@ -665,10 +704,10 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 	if err != nil {
 		return nil, &RefusedError{ToolError{Code: CodeAuthError, Message: "the credential store failed: " + err.Error()}}
 	}
-	if refused := hostMoved(ctx, inv, p, stored); refused != nil {
+	if refused := hostMoved(ctx, &server, p, stored); refused != nil {
 		return nil, refused
 	}
-	sent, refused := e.elsewhere(ctx, &call, p, stored)
+	sent, refused := e.elsewhere(ctx, &call, &server, p, stored)
 	if refused != nil {
 		return nil, refused
 	}
@@ -689,6 +728,7 @@ func (e *Executor) prepare(ctx context.Context, call Call) (*Prepared, *RefusedE
 		browserURL:       e.BrowserURL,
 		untrusted:        untrusted,
 		Destination:      sent,
+		server:           server,
 	}
 	if call.Token != 0 {
 		prep.allowed = func(ctx context.Context) *RefusedError { return e.allowed(ctx, &call, judged) }
@@ -720,12 +760,17 @@ func missingCredentialsMessage(keys []string, userID int64) string {
 // hostMoved refuses a call that would send stored credentials to a
 // server moved away from the origin they were given for, whichever way
 // it moved (the API, the console, the CLI or SQL: the row as it is).
-func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []string) *RefusedError {
-	hosts, ok := inv.(CredentialHosts)
-	if !ok || len(stored) == 0 {
+func hostMoved(ctx context.Context, server *serverRead, p *plugins.Plugin, stored []string) *RefusedError {
+	if len(stored) == 0 {
 		return nil
 	}
-	err := hosts.CredentialHost(ctx, p)
+	srv, ok, err := server.of(ctx, p)
+	if !ok {
+		return nil
+	}
+	if err == nil {
+		err = srv.Moved
+	}
 	if err == nil {
 		return nil
 	}
@@ -750,22 +795,18 @@ func hostMoved(ctx context.Context, inv Invoker, p *plugins.Plugin, stored []str
 // inline plugin then).
 // The digest of the server row judged, "" when none was, is where the
 // call may go (Prepared.Destination).
-func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin, stored []string) (string, *RefusedError) {
+func (e *Executor) elsewhere(ctx context.Context, call *Call, server *serverRead, p *plugins.Plugin, stored []string) (string, *RefusedError) {
 	if len(stored) == 0 || p.Catalog || e.Catalog == nil || call.Inline && call.Owner == OwnerAdmin {
 		return "", nil
 	}
-	var srv auth.ServerSends // an invoker that cannot say: an origin not fixed
-	var digest string
-	if r, ok := e.invokers[p.ExecType()].(ServerReaders); ok && p.Execution.MCPID != "" {
-		var err error
-		if srv, digest, err = r.ServerSends(ctx, p); err != nil {
-			// Unread, nothing says where the call would go.
-			return "", refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
-		}
+	srv, _, err := server.of(ctx, p) // an invoker that cannot say: an origin not fixed
+	if err != nil {
+		// Unread, nothing says where the call would go.
+		return "", refuse(CodeInvalidPlugin, "the tool %s: where its stored credentials would go cannot be read, so none is sent: %v", p.Name, err)
 	}
-	err := e.Catalog.Elsewhere(ctx, p, srv, stored)
+	err = e.Catalog.Elsewhere(ctx, p, srv.Sends, stored)
 	if err == nil {
-		return digest, nil
+		return srv.Digest, nil
 	}
 	if ee, ok := errors.AsType[*auth.ElsewhereError](err); ok {
 		return "", &RefusedError{ToolError{Code: CodeCredentialNotBound,
@@ -773,17 +814,6 @@ func (e *Executor) elsewhere(ctx context.Context, call *Call, p *plugins.Plugin,
 			Details: map[string]any{"key": ee.Key, "origin": ee.Origin, "catalog_origins": ee.Origins()}}}
 	}
 	return "", refuse(CodeAuthError, "the catalog could not be read to check where stored credentials go: %v", err)
-}
-
-// authOf is the auth config that reads the credentials of a call of p:
-// its own, or the one its invoker names (an MCP server's).
-func authOf(ctx context.Context, inv Invoker, p *plugins.Plugin) plugins.AuthConfig {
-	if ac, ok := inv.(AuthConfigurer); ok {
-		if cfg, ok := ac.AuthConfig(ctx, p); ok {
-			return cfg
-		}
-	}
-	return p.AuthConfig
 }
 
 // checkPayloadFixedParams refuses a payload's fixed params that would

@@ -10,7 +10,10 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -31,21 +34,12 @@ type Preview struct {
 	Request *SentRequest
 	// Digest binds a decision to this exact call: a hex sha256 of the
 	// plugin (execution, auth config, fixed params), where an MCP
-	// plugin's server is (Destinations), the arguments with
+	// plugin's server is (Server.Digest), the arguments with
 	// the fixed params merged, the request's method, URL and body, and
 	// the credential keys the call takes, and from where, a stored one
 	// with its version (CredentialVersioner). Tokens the engine fetches
 	// itself (OAuth2) are not in it.
 	Digest string
-}
-
-// Destinations is implemented by an Invoker whose calls go where the
-// plugin does not say itself (an MCP server's row: its URL, headers and
-// auth): Destination is a digest of that place. An approval binds it,
-// and the invoker sends an approved call (Prepared.Destination) nowhere
-// else.
-type Destinations interface {
-	Destination(ctx context.Context, p *plugins.Plugin) (string, error)
 }
 
 // preview builds the request prep would send, sending nothing: what a
@@ -62,7 +56,6 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 			return nil, refuse(CodeAuthError, "the connection to %s cannot be checked: %v", provider, err)
 		}
 	}
-	inv := e.invokers[p.ExecType()]
 	var req *SentRequest
 	if p.ExecType() == plugins.TypeHTTP {
 		out, err := buildRequest(p, prep.Arguments, prep.schema)
@@ -70,6 +63,7 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 			var hr *http.Request
 			if hr, err = out.newRequest(ctx); err == nil {
 				req = httpSent(hr, nil, out.body)
+				staticHeaders(req, p.Execution.Headers)
 				prep.built = out
 			}
 		}
@@ -86,15 +80,14 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		}
 		req = &SentRequest{Method: "tools/call", URL: "mcp:" + p.Execution.MCPID, Body: string(body)}
 	}
-	if d, ok := inv.(Destinations); ok {
-		dest, err := d.Destination(ctx, p)
-		if err != nil {
-			return nil, refuse(CodeInvalidPlugin, "the tool %s: where it sends cannot be read: %v", p.Name, err)
-		}
-		prep.Destination = dest
+	// The server the decision read, judged: never read again (serverRead).
+	if srv, ok, err := prep.server.of(ctx, p); err != nil {
+		return nil, refuse(CodeInvalidPlugin, "the tool %s: where it sends cannot be read: %v", p.Name, err)
+	} else if ok {
+		prep.Destination = srv.Digest
 	}
-	cfg := authOf(ctx, inv, p)
-	req = req.masked(e.masker(prep))
+	cfg := prep.server.auth(ctx, p)
+	req = req.masked(auth.MaskerFor(prep.ids, prep.Credentials, slices.Concat(prep.derived(), staticSecrets(&p.Execution))...))
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 
 	sources, err := e.credentialSources(ctx, call, prep)
@@ -106,6 +99,36 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	return &Preview{Plugin: p, Request: req, Digest: digest}, nil
+}
+
+// staticHeaders marks as credentials, shown as such, the headers of req
+// the plugin sets itself (execution.headers, as written): an
+// administrator's key pasted there rather than stored as a credential is
+// not the person's to see (onerow81), as it is not another origin's
+// (HTTPInvoker's sensitive headers). A method override is what the call
+// does: shown.
+func staticHeaders(req *SentRequest, static map[string]string) {
+	for i, h := range req.Headers {
+		for name, v := range static {
+			if strings.EqualFold(h.Name, name) && h.Value == v && !plugins.MethodOverride(plugins.InHeader, name) {
+				req.Headers[i].Credential = true
+			}
+		}
+	}
+}
+
+// staticSecrets are the values of the credential parameters
+// (redact.CredentialParam) the plugin sets itself, its base_url's (path
+// and query: redact.Credentials) and execution.query's, as written and as
+// sent: masked in what a person approves (onerow81), who sees the rest.
+func staticSecrets(e *plugins.Execution) []string {
+	out := redact.Credentials(e.BaseURL)
+	for k, v := range e.Query {
+		if redact.CredentialParam(k) {
+			out = append(out, v, escapeQuery(v))
+		}
+	}
+	return out
 }
 
 // CredentialVersioner tells versions of stored credentials that change

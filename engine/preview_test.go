@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/blindexec/blindexec/confirm"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -44,4 +47,67 @@ func TestSetAtSend(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestPreviewHidesStaticSecrets (onerow81): a key the administrator wrote
+// into the plugin itself — base_url's query, execution.query, a static
+// execution.headers value — is no credential, and the preview a person
+// approves showed it whole. The person sees what the call does (its
+// method and override, origin, path, the model's arguments), not those.
+func TestPreviewHidesStaticSecrets(t *testing.T) {
+	const (
+		inURL    = "qk-Static-4411"
+		inQuery  = "eq-Static-5522"
+		inHeader = "hk-Static-6633"
+		inAuth   = "Basic c3RhdGljOnNlY3JldA=="
+	)
+	up := newUpstream(t, nil)
+	p := mustPlugin(t, `{"name":"find","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"},"q":{"type":"string"}}},
+	  "execution":{"method":"POST","base_url":"%s/v1/items/{id}?tenant=acme&api_key=`+inURL+`",
+	    "query":{"access_token":"`+inQuery+`","v":"2"},
+	    "headers":{"X-Api-Key":"`+inHeader+`","Authorization":"`+inAuth+`","X-HTTP-Method-Override":"PATCH"}}}`, up.URL)
+	h := newHarness(t)
+	plan, err := h.Decide(t.Context(), Call{Plugin: p, Policy: confirm.Always, Arguments: json.RawMessage(`{"id":"42","q":"find-me"}`)})
+	if err != nil || plan.Verdict() != VerdictPerson {
+		t.Fatalf("verdict %d: %v", plan.Verdict(), err)
+	}
+	b, err := json.Marshal(plan.Person.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := string(b)
+	for _, secret := range []string{inURL, inQuery, inHeader, inAuth} {
+		if strings.Contains(shown, secret) {
+			t.Errorf("the preview shows the plugin's static secret %s: %s", secret, shown)
+		}
+	}
+	req := plan.Person.Request
+	if req.Method != "POST" || !strings.HasPrefix(req.URL, up.URL+"/v1/items/42?tenant=acme&api_key=") ||
+		!strings.Contains(req.URL, "v=2") || !strings.Contains(req.Body, "find-me") {
+		t.Errorf("the preview does not say what the call does: %s %s", req.Method, req.URL)
+	}
+	headers := map[string]SentHeader{}
+	for _, h := range req.Headers {
+		headers[h.Name] = h
+	}
+	for _, name := range []string{"X-Api-Key", "Authorization"} {
+		if h := headers[name]; !h.Credential {
+			t.Errorf("header %s: %+v, want shown as a credential", name, h)
+		}
+	}
+	if h := headers["X-Http-Method-Override"]; h.Value != "PATCH" {
+		t.Errorf("the method override: %+v, want PATCH shown", h)
+	}
+	if res, err := h.Send(t.Context(), approved(plan)); err != nil || !res.OK || len(up.Hits()) != 1 {
+		t.Fatalf("the approved call: %v %s", err, resultJSON(t, res))
+	}
+	if got := up.Hits()[0]; got.Header.Get("X-Api-Key") != inHeader || !strings.Contains(got.RequestURI, "api_key="+inURL) {
+		t.Errorf("sent %s %v: the static secrets are the upstream's", got.RequestURI, got.Header)
+	}
+}
+
+// approved is plan approved by user 7.
+func approved(plan *Plan) *Plan {
+	plan.Approve("user:7", "p1")
+	return plan
 }

@@ -37,7 +37,7 @@ type MCPServer struct {
 	// CredentialsURL is the URL whose origin the server's stored
 	// credentials were given for (migration 00030): written with URL by
 	// CreateMCPServer, so that a URL moved outside the engine (plain SQL)
-	// no longer carries them (engine.CredentialHosts). Nil: none are sent.
+	// no longer carries them (engine.Server.Moved). Nil: none are sent.
 	CredentialsURL *string `gorm:"column:credentials_url" json:"-"`
 	// CredentialsTokenURL is, for an auth config of oauth2 with a
 	// token_url, the token URL whose origin the stored client id and

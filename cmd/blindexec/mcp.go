@@ -19,6 +19,7 @@ import (
 	"github.com/blindexec/blindexec/importer"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/plugins/mcpimport"
+	"github.com/blindexec/blindexec/plugins/openapi"
 	"github.com/blindexec/blindexec/store"
 )
 
@@ -152,7 +153,7 @@ func importMCPCmd(cfg *config) *cobra.Command {
 			}
 			defer parts.close()
 			ref := args[0]
-			if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
+			if openapi.IsURL(ref) { // its scheme in any case (onerow81)
 				row, err := enginemcp.Register(ctx, parts.store, enginemcp.ServerSpec{Name: mcpimport.ServerNameFromURL(ref), URL: ref}, "cli")
 				if err != nil && !errors.Is(err, store.ErrDuplicate) {
 					return err

@@ -224,3 +224,23 @@ func TestCLIImportOfAMovedServer(t *testing.T) {
 		t.Errorf("import with the key given: %d %q %q", code, out, errs)
 	}
 }
+
+// TestCLIImportMCPURLInCapitals (onerow81): `import mcp HTTP://…` (a URL,
+// its scheme in capitals, as Go's client takes it) was read as a server's
+// name, and the refusal quoted it whole, a password with it. A URL in any
+// case is registered and imported; a reference found nowhere is quoted
+// without its userinfo.
+func TestCLIImportMCPURLInCapitals(t *testing.T) {
+	up := mcptest.New(t)
+	c := newCLI(t)
+	if code, out, errs := c.run("", "import", "mcp", strings.Replace(up.Endpoint, "http://", "HTTP://", 1)); code != 0 || !strings.Contains(out, "+ echo") {
+		t.Fatalf("import mcp HTTP://…: %d %q %q", code, out, errs)
+	}
+	const secret = "pw-Cli81Secret"
+	for _, ref := range []string{"HTTPS://u:" + secret + "@127.0.0.1:1/mcp", "FTP://u:" + secret + "@127.0.0.1:1/mcp"} {
+		code, out, errs := c.run("", "import", "mcp", ref)
+		if code == 0 || strings.Contains(out+errs, secret) || strings.HasPrefix(ref, "FTP") && !strings.Contains(errs, `"FTP://…@127.0.0.1:1/mcp"`) {
+			t.Errorf("import mcp %s: %d %q %q: want refused, the password never shown", ref, code, out, errs)
+		}
+	}
+}

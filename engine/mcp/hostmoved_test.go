@@ -49,7 +49,7 @@ func (s storedKeys) Resolve(_ context.Context, _ int64, keys []string) (map[stri
 }
 
 // TestMovedServerUnreadableAtTheDecision: the decision's check of where
-// an MCP server's stored credentials go (engine.CredentialHosts) let a
+// an MCP server's stored credentials go (engine.Server.Moved) let a
 // call through when the server's row could not be read at that moment,
 // taking the send to refuse it too; the send read the row a moment later,
 // moved by SQL, and took the user's key there.
@@ -64,7 +64,7 @@ func TestMovedServerUnreadableAtTheDecision(t *testing.T) {
 	ex := engine.NewExecutor(egresstest.Client(t))
 	ex.Register("mcp", mcp.Invoker{Manager: m})
 	ex.Credentials = storedKeys(tokenA)
-	reg.down.Store(2) // the decision's reads of the row
+	reg.down.Store(1) // the decision's read of the row (one: onerow81)
 	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7})
 	for _, h := range evil.Headers() {
 		if strings.Contains(h.Get("Authorization"), tokenA["mcp_token"]) {

@@ -80,40 +80,16 @@ const codeRejected = -32005
 // keys a plugin declares, and a missing one refuses the call.
 type Invoker struct{ Manager *Manager }
 
-// AuthConfig implements engine.AuthConfigurer: the server's auth config
-// reads the plugin's credentials.
-func (inv Invoker) AuthConfig(ctx context.Context, p *plugins.Plugin) (plugins.AuthConfig, bool) {
+// Server implements engine.ServerReaders: the row CallTool reads
+// (Manager.config) — its auth config, where its tools send its keys,
+// its digest and whether its users' stored credentials may go there
+// (Manager.HostMoved) — in one read.
+func (inv Invoker) Server(ctx context.Context, p *plugins.Plugin) (engine.Server, error) {
 	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
 	if err != nil {
-		return plugins.AuthConfig{}, false
+		return engine.Server{}, err
 	}
-	return c.auth, true
-}
-
-// CredentialHost implements engine.CredentialHosts (Manager.HostMoved).
-func (inv Invoker) CredentialHost(ctx context.Context, p *plugins.Plugin) error {
-	return inv.Manager.HostMoved(ctx, p.Execution.MCPID)
-}
-
-// ServerSends implements engine.ServerReaders: where the server's tools
-// send its keys, from the row CallTool reads (Manager.config), and its
-// digest (Destination).
-func (inv Invoker) ServerSends(ctx context.Context, p *plugins.Plugin) (auth.ServerSends, string, error) {
-	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
-	if err != nil {
-		return auth.ServerSends{}, "", err
-	}
-	return c.sends, c.digest, nil
-}
-
-// Destination implements engine.Destinations: the digest of the server's
-// transport, URL or command, headers and auth config.
-func (inv Invoker) Destination(ctx context.Context, p *plugins.Plugin) (string, error) {
-	c, err := inv.Manager.config(ctx, p.Execution.MCPID)
-	if err != nil {
-		return "", err
-	}
-	return c.digest, nil
+	return engine.Server{Auth: c.auth, Sends: c.sends, Digest: c.digest, Moved: c.moved()}, nil
 }
 
 // callLogLines bounds the engine's log lines of one call's upstream log

@@ -250,15 +250,15 @@ type serverConfig struct {
 	// given for (store.MCPServer.CredentialsTokenURL).
 	credentialsTokenURL string
 	// sends is where the server's tools send its keys (auth.ServerSendsOf
-	// the row): what the rule of where keys go judges (Invoker.ServerSends).
+	// the row): what the rule of where keys go judges (Invoker.Server).
 	sends auth.ServerSends
 	// urlSecrets are the credentials its url carries in its query
 	// (redact.Credentials): masked in what is said of its calls.
 	urlSecrets []string
 	// digest is a hex sha256 of where calls go and what they carry — the
 	// transport, URL or command, headers and auth config — which a
-	// person's approval of a call binds (Invoker.Destination), and the
-	// decision of where its stored keys go (Invoker.ServerSends).
+	// person's approval of a call binds (Invoker.Server), and the
+	// decision of where its stored keys go (Invoker.Server).
 	digest string
 }
 
@@ -333,6 +333,11 @@ func (m *Manager) HostMoved(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
+	return c.moved()
+}
+
+// moved is HostMoved of the server c.
+func (c *serverConfig) moved() error {
 	if c.transport == store.TransportStdio {
 		return nil
 	}
@@ -407,7 +412,9 @@ func (m *Manager) config(ctx context.Context, ref string) (*serverConfig, error)
 	}
 	row, err := m.servers.GetMCPServer(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, ref)
+		// A reference may be a URL the caller took for one (the CLI's
+		// import): quoted without its userinfo.
+		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, redact.URL(ref))
 	}
 	if err != nil {
 		return nil, err
@@ -574,9 +581,19 @@ const maxToolPages = 1000
 // set, else a fresh tools/list made with creds, which is cached and stored
 // with the server's row (the last list fetched, for display).
 func (m *Manager) Tools(ctx context.Context, ref string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
+	return m.listed(ctx, ref, "", creds, refresh)
+}
+
+// listed is Tools of the server row whose digest is destination (any row
+// when ""): a row changed since is a *DestinationChangedError, nothing
+// sent (Tool).
+func (m *Manager) listed(ctx context.Context, ref, destination string, creds map[string]string, refresh bool) ([]*sdk.Tool, error) {
 	srv, err := m.config(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if destination != "" && destination != srv.digest {
+		return nil, &DestinationChangedError{Server: srv.name}
 	}
 	ttl := cmp.Or(m.ToolsTTL, DefaultToolsTTL)
 	key := sessionKey{server: srv.id, creds: m.credHash(srv.auth.CredentialKeys(), creds)}
@@ -699,10 +716,13 @@ func (m *Manager) dropTools(key sessionKey) {
 
 // Tool returns the tool called name on server ref, looking it up in the
 // cached list and, when absent there, in a fresh one (a tool added since);
-// a *ToolNotFoundError when the server does not list it.
-func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]string) (*sdk.Tool, error) {
+// a *ToolNotFoundError when the server does not list it. destination,
+// when set, is the digest of the row where creds were judged to go
+// (engine.Executor.Allowed): another row is not asked
+// (*DestinationChangedError).
+func (m *Manager) Tool(ctx context.Context, ref, name string, creds map[string]string, destination string) (*sdk.Tool, error) {
 	for _, refresh := range []bool{false, true} {
-		tools, err := m.Tools(ctx, ref, creds, refresh)
+		tools, err := m.listed(ctx, ref, destination, creds, refresh)
 		if err != nil {
 			return nil, err
 		}

@@ -306,11 +306,11 @@ func TestToolsCache(t *testing.T) {
 	if tools, _ = m.Tools(ctx, "srv-1", map[string]string{"mcp_token": "tok-user-b-9876543210"}, false); !hasTool(tools, "added_later") {
 		t.Error("another user's credentials got the first user's cached list")
 	}
-	if _, err := m.Tool(ctx, "srv-1", "added_later", tokenA); err != nil {
+	if _, err := m.Tool(ctx, "srv-1", "added_later", tokenA, ""); err != nil {
 		t.Errorf("Tool(added_later) = %v, want it found by a refresh", err)
 	}
 	var nf *mcp.ToolNotFoundError
-	if _, err := m.Tool(ctx, "srv-1", "never", tokenA); !errors.As(err, &nf) || nf.Tool != "never" {
+	if _, err := m.Tool(ctx, "srv-1", "never", tokenA, ""); !errors.As(err, &nf) || nf.Tool != "never" {
 		t.Errorf("Tool(never) = %v, want ToolNotFoundError", err)
 	}
 	if _, err := m.Tools(ctx, "nope", nil, false); !errors.Is(err, mcp.ErrServerNotFound) {

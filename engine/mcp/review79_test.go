@@ -38,8 +38,7 @@ func TestServerRegisteredAnewJudgedAsCalled(t *testing.T) {
 		cat := auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
 		m, ex := ghExecutor(t, st)
 		m.Changes, ex.Catalog = changes, cat
-		tool := mcpPlugin("echo", nil) // the proxy's tool of gh: no catalog row
-		tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
+		tool := ghTool()
 		if _, err := cat.Row(ctx, "repos"); err != nil { // the index read, gh at github's origin
 			t.Fatal(err)
 		}
@@ -75,6 +74,14 @@ func TestServerRegisteredAnewJudgedAsCalled(t *testing.T) {
 			t.Errorf("github called %d times, the lookalike %d; want 1 and 0", len(github.Calls()), len(lookalike.Calls()))
 		}
 	})
+}
+
+// ghTool is the proxy's tool echo of server gh: no catalog row, reading
+// GH_TOKEN.
+func ghTool() *plugins.Plugin {
+	tool := mcpPlugin("echo", nil)
+	tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
+	return tool
 }
 
 // reposAt adds the catalog row repos, sending GH_TOKEN to base's origin.
@@ -113,8 +120,7 @@ func TestServerRegisteredAnewAfterTheDecision(t *testing.T) {
 		changes.Poll(ctx)
 		m, ex := ghExecutor(t, st)
 		m.Changes, ex.Catalog = changes, auth.NewCatalog(st, catalog.New(st, changes, nil), changes)
-		tool := mcpPlugin("echo", nil) // the proxy's tool of gh: no catalog row
-		tool.Execution.MCPID, tool.RequiredCredentials = "gh", []string{"GH_TOKEN"}
+		tool := ghTool()
 		plan, err := ex.Decide(ctx, engine.Call{Plugin: tool, Arguments: json.RawMessage(`{"text":"hi"}`), UserID: 7})
 		if err != nil {
 			t.Fatalf("the decision at the catalog's origin: %v", err)
