@@ -487,6 +487,18 @@ func TestImportOpenAPIRoute(t *testing.T) {
 				t.Errorf("a form-typed %.20s…: %d %v", tc.body, w.Code, got)
 			}
 		}
+		// curl -d @museum.yaml sends the file without its line breaks, form
+		// typed: the YAML then does not parse, and the answer says how to
+		// send it (newcomer80: it said "mapping values are not allowed in
+		// this context" alone).
+		req = httptest.NewRequest("POST", "/v1/plugins/import/openapi?dry_run=true", strings.NewReader(strings.ReplaceAll(yamlDoc, "\n", "")))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		e.handler.ServeHTTP(w, req)
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "send it with --data-binary @FILE") {
+			t.Errorf("a YAML document sent by curl -d: %d %s", w.Code, w.Body)
+		}
 		// A document that is not one: 400 naming the problem.
 		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": "openapi: 3.0.3\n  bad: [indent"})
 		if code != http.StatusBadRequest || !strings.Contains(errMessage(body), "line") {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -124,6 +125,68 @@ func TestPluginMeaningCheckedOnWrite(t *testing.T) {
 		code, out := e.do(tc.method, tc.path, adminToken, tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(errMessage(out), tc.want) {
 			t.Errorf("%s %s: %d %s, want 400 with %q", tc.method, tc.path, code, errMessage(out), tc.want)
+		}
+	}
+}
+
+// TestTokenLifetimeChecked (newcomer80): POST /v1/tokens took a negative
+// expires_in_seconds, and one past what a time.Duration holds (wrapped
+// negative), for no lifetime at all: a token asked to expire never did.
+// Each is now 400 naming the field; a lifetime in range still expires.
+func TestTokenLifetimeChecked(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	for _, tc := range []struct {
+		body, code, want string
+	}{
+		{`{"user_id": 7, "expires_in_seconds": -60}`, "invalid_payload", "expires_in_seconds: -60: a token's lifetime is 0 (it never expires) or more"},
+		{`{"user_id": 7, "expires_in_seconds": 9300000000}`, "invalid_payload", "expires_in_seconds: 9300000000 is over the limit of 9223372036"},
+		{`{"name": "no user"}`, "malformed_request", "user_id: required, a positive integer"},
+	} {
+		code, body := e.do("POST", "/v1/tokens", adminToken, tc.body)
+		errObj, _ := body["error"].(map[string]any)
+		if code != http.StatusBadRequest || errObj["code"] != tc.code || !strings.Contains(errMessage(body), tc.want) {
+			t.Errorf("%s: %d %v; want 400 %s %q", tc.body, code, body, tc.code, tc.want)
+		}
+	}
+	if code, body := e.do("POST", "/v1/tokens", adminToken, `{"user_id": 7, "expires_in_seconds": 3600}`); code != http.StatusCreated {
+		t.Fatalf("an hour: %d %v", code, body)
+	}
+	_, list := e.do("GET", "/v1/tokens", adminToken, nil)
+	tokens, _ := list["tokens"].([]any)
+	if len(tokens) != 1 {
+		t.Fatalf("tokens issued: %v; want the hour's alone", list)
+	}
+	exp, _ := time.Parse(time.RFC3339, tokens[0].(map[string]any)["expire_time"].(string))
+	if d := time.Until(exp); d < 59*time.Minute || d > time.Hour+time.Minute {
+		t.Errorf("the hour's token expires in %s", d)
+	}
+}
+
+// TestBearerSchemeAnyCase (newcomer80): the scheme of an Authorization
+// field is case-insensitive (RFC 9110 §11.1), but "bearer <token>" was
+// answered 401 "a bearer token is required"; the token itself is still
+// compared exactly.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	for _, tc := range []struct {
+		field string
+		want  int
+	}{
+		{"Bearer " + serviceToken, http.StatusOK},
+		{"bearer " + serviceToken, http.StatusOK},
+		{"BEARER " + serviceToken, http.StatusOK},
+		{"bearer " + strings.ToUpper(serviceToken), http.StatusUnauthorized},
+		{"Basic " + serviceToken, http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest("GET", e.url+"/v1/tools", nil)
+		req.Header.Set("Authorization", tc.field)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Authorization: %.12s…: %d, want %d", tc.field, resp.StatusCode, tc.want)
 		}
 	}
 }
