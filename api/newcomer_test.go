@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +190,64 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("Authorization: %.12s…: %d, want %d", tc.field, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// TestExecuteDocExamples (newcomer80): docs/api-routes.md's POST
+// /v1/execute section, as a RuoYi developer copies it: its request runs
+// against a real upstream (the payload's QCC_KEY, the stored QCC_SECRET,
+// fixed_params' page_index sent), its answer has the envelope's fields,
+// and its refused call (a user with no stored keys) is the error shown,
+// word for word. (docs/runs.md's payload is TestRunsDocPayload's.)
+func TestExecuteDocExamples(t *testing.T) {
+	page, err := os.ReadFile("../docs/api-routes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(page), "\n## `POST /v1/execute`\n")
+	var blocks []map[string]any
+	for _, b := range strings.Split(section, "```json\n")[1:] {
+		b, _, _ = strings.Cut(b, "```")
+		var v map[string]any
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(b, "…", "")), &v); err == nil {
+			blocks = append(blocks, v)
+		}
+	}
+	if len(blocks) < 3 {
+		t.Fatalf("docs/api-routes.md: %d JSON blocks of POST /v1/execute parse; want its request, envelope and error", len(blocks))
+	}
+	request, envelope, refused := blocks[0], blocks[1], blocks[2]["error"].(map[string]any)
+
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"Status":"200","Result":[]}`)
+	})
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	if code, body := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+		t.Fatalf("the seed plugin: %d %v", code, body)
+	}
+	if code, body := e.do("PUT", "/v1/credentials/7/QCC_SECRET", adminToken, map[string]string{"value": "ts-456-stored"}); code/100 != 2 {
+		t.Fatalf("user 7's QCC_SECRET: %d %v", code, body)
+	}
+	code, got := e.do("POST", "/v1/execute", serviceToken, request)
+	if code != http.StatusOK || got["ok"] != true {
+		t.Fatalf("the page's request: %d %v", code, got)
+	}
+	for field := range envelope {
+		if _, ok := got[field]; !ok {
+			t.Errorf("the page's envelope has %q; the answer %v has not", field, got)
+		}
+	}
+	sent := up.received()
+	if len(sent) != 1 || sent[0].header.Get("Token") != "sk-123" || sent[0].header.Get("Timespan") != "ts-456-stored" ||
+		!strings.Contains(sent[0].uri, "page_index=2") {
+		t.Fatalf("the upstream got %+v; want Token sk-123 (the payload's), Timespan (user 7's stored) and page_index=2", sent)
+	}
+
+	request["user_id"], request["credentials"] = 8, nil
+	code, got = e.do("POST", "/v1/execute", serviceToken, request)
+	errObj, _ := got["error"].(map[string]any)
+	if code != http.StatusUnprocessableEntity || errObj["code"] != refused["code"] || errObj["message"] != refused["message"] {
+		t.Fatalf("user 8, no keys: %d %v; the page shows 422 %v", code, got, refused)
 	}
 }
