@@ -259,7 +259,7 @@ func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
 // bearerToken is the token of an Authorization field of the Bearer
 // scheme, whose name is case-insensitive (RFC 9110 §11.1): "bearer x",
 // as some clients and hand-written curl send it, was answered "a bearer
-// token is required".
+// token is required" (newcomer80). The token is returned as sent.
 func bearerToken(h string) (string, bool) {
 	const scheme = "Bearer "
 	if len(h) < len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
