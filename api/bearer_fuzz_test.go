@@ -10,9 +10,9 @@ import (
 // FuzzBearerIs: /readyz's detail and /metrics are read with the admin or
 // the metrics token (BearerIs, compared hashed). Whatever Authorization
 // field a client sends, as net/http reads it off the wire, BearerIs
-// passes it only when it is "Bearer " and one of the non-empty tokens
-// given, exactly: never an empty token (an unset metrics token), another
-// token's prefix, or a token in another field.
+// passes it only when it is "Bearer " (the scheme in any case) and one of
+// the non-empty tokens given, exactly: never an empty token (an unset
+// metrics token), another token's prefix, or a token in another field.
 func FuzzBearerIs(f *testing.F) {
 	for _, s := range [][3]string{
 		{"Bearer adm-1", "adm-1", ""},
@@ -32,7 +32,10 @@ func FuzzBearerIs(f *testing.F) {
 			return // no request of it reaches a route
 		}
 		sent := r.Header.Get("Authorization")
-		tok, bearer := strings.CutPrefix(sent, "Bearer ")
+		tok, bearer := "", len(sent) >= 7 && strings.EqualFold(sent[:7], "Bearer ")
+		if bearer {
+			tok = sent[7:]
+		}
 		want := bearer && tok != "" && (tok == admin || tok == metrics)
 		if got := BearerIs(r, admin, metrics); got != want {
 			t.Fatalf("Authorization %q (read %q), tokens %q and %q: BearerIs %v, want %v", field, sent, admin, metrics, got, want)

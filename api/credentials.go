@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -251,6 +252,13 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"limit": "name characters", "max": maxTokenName})
 		return
 	}
+	if req.ExpiresIn > maxTokenLifetime {
+		// Past it the lifetime overflows a time.Duration: a wrapped value
+		// was a token that never expired, or one that had already.
+		writeError(w, http.StatusBadRequest, "invalid_payload", fmt.Sprintf("expires_in_seconds: %d is over the limit of %d (0: the token never expires)", req.ExpiresIn, maxTokenLifetime),
+			map[string]string{"field": "expires_in_seconds"})
+		return
+	}
 	if req.Perms != nil && len(req.Perms) == 0 {
 		writeError(w, http.StatusBadRequest, "invalid_payload", "perms: give at least one permission string, or leave perms out", map[string]string{"field": "perms"})
 		return
@@ -264,6 +272,10 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		scope = store.TokenScopeConsole
 	}
 	tok, row, err := IssueToken(r.Context(), s.Store, int64(req.UserID), req.Name, time.Duration(req.ExpiresIn)*time.Second, scope, req.Perms...)
+	if errors.Is(err, ErrTokenLifetime) {
+		writeError(w, http.StatusBadRequest, "invalid_payload", fmt.Sprintf("expires_in_seconds: %d: %v", req.ExpiresIn, err), map[string]string{"field": "expires_in_seconds"})
+		return
+	}
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -271,10 +283,22 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "token_id": row.ID, "user_id": row.UserID, "name": row.Name, "perms": req.Perms})
 }
 
+// maxTokenLifetime is the longest lifetime POST /v1/tokens takes, in
+// seconds: what a time.Duration holds (292 years).
+const maxTokenLifetime = int64(math.MaxInt64 / time.Second)
+
+// ErrTokenLifetime refuses a negative lifetime: it was taken for none, so
+// a token meant to have expired never did.
+var ErrTokenLifetime = errors.New("a token's lifetime is 0 (it never expires) or more")
+
 // IssueToken creates a per-user token of scope ("" or
 // store.TokenScopeConsole) with fixed perms (checked by the caller), which
-// narrow what its user may use; the plaintext is returned once.
+// narrow what its user may use; the plaintext is returned once. A ttl
+// below 0 is ErrTokenLifetime.
 func IssueToken(ctx context.Context, st *store.Store, userID int64, name string, ttl time.Duration, scope string, perms ...string) (string, *store.Token, error) {
+	if ttl < 0 {
+		return "", nil, ErrTokenLifetime
+	}
 	tok, hash := auth.NewToken()
 	row := &store.Token{UserID: userID, Name: name, Hash: hash, Prefix: tok[:8], Scope: scope, Perms: plugins.JoinPerms(perms), Audit: store.Audit{CreateBy: "admin"}}
 	if ttl > 0 {

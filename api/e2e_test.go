@@ -360,6 +360,14 @@ func TestTokens(t *testing.T) {
 			{"admin reads metrics", "GET", "/metrics", adminToken, nil, 200},
 			{"malformed body names the field", "POST", "/v1/execute", serviceToken, `{"name": 5}`, 400},
 			{"unknown plugin", "POST", "/v1/execute", serviceToken, map[string]any{"name": "nope"}, 404},
+			// A token with a space is the whole field: the scheme is
+			// case-insensitive (RFC 9110 §11.1; newcomer80: "bearer x"
+			// was 401), the token compared exactly.
+			{"the scheme in lower case", "GET", "/v1/tools", "bearer " + serviceToken, nil, 200},
+			{"the scheme in upper case", "GET", "/v1/tools", "BEARER " + user, nil, 200},
+			{"the token in another case", "GET", "/v1/tools", "bearer " + strings.ToUpper(serviceToken), nil, 401},
+			{"another scheme", "GET", "/v1/tools", "Basic " + serviceToken, nil, 401},
+			{"the metrics' scheme in lower case", "GET", "/metrics", "bearer " + adminToken, nil, 200},
 		}
 		for _, tt := range tests {
 			req, _ := http.NewRequest(tt.method, e.url+tt.path, nil)
@@ -372,7 +380,10 @@ func TestTokens(t *testing.T) {
 				}
 				req.Body = io.NopCloser(bytes.NewReader(b))
 			}
-			if tt.token != "" {
+			switch {
+			case strings.Contains(tt.token, " "):
+				req.Header.Set("Authorization", tt.token)
+			case tt.token != "":
 				req.Header.Set("Authorization", "Bearer "+tt.token)
 			}
 			resp, err := http.DefaultClient.Do(req)
@@ -486,6 +497,18 @@ func TestImportOpenAPIRoute(t *testing.T) {
 			if w.Code != http.StatusOK || got["dry_run"] != true || !tc.want(got) {
 				t.Errorf("a form-typed %.20s…: %d %v", tc.body, w.Code, got)
 			}
+		}
+		// curl -d @museum.yaml sends the file without its line breaks, form
+		// typed: the YAML then does not parse, and the answer says how to
+		// send it (newcomer80: it said "mapping values are not allowed in
+		// this context" alone).
+		req = httptest.NewRequest("POST", "/v1/plugins/import/openapi?dry_run=true", strings.NewReader(strings.ReplaceAll(yamlDoc, "\n", "")))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		e.handler.ServeHTTP(w, req)
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "send it with --data-binary @FILE") {
+			t.Errorf("a YAML document sent by curl -d: %d %s", w.Code, w.Body)
 		}
 		// A document that is not one: 400 naming the problem.
 		code, body = e.do("POST", "/v1/plugins/import/openapi", adminToken, map[string]any{"document": "openapi: 3.0.3\n  bad: [indent"})

@@ -258,7 +258,14 @@ func (s *Server) importOpenAPI(w http.ResponseWriter, r *http.Request) {
 	report(openapi.PhaseFetched, len(data))
 	doc, err := openapi.Load(data, cmp.Or(redact.Location(location), "upload"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_document", err.Error(), nil)
+		msg := err.Error()
+		if upload != nil && mt == "application/x-www-form-urlencoded" {
+			// curl's -d @file sends a file so, its line breaks removed: a
+			// YAML document is then one line, and its parse error names
+			// nothing the caller did.
+			msg += " (sent as application/x-www-form-urlencoded, as curl's -d sends a file, without its line breaks: send it with --data-binary @FILE)"
+		}
+		writeError(w, http.StatusBadRequest, "invalid_document", msg, nil)
 		return
 	}
 	report(openapi.PhaseParsed, len(data))

@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -125,5 +128,97 @@ func TestPluginMeaningCheckedOnWrite(t *testing.T) {
 		if code != http.StatusBadRequest || !strings.Contains(errMessage(out), tc.want) {
 			t.Errorf("%s %s: %d %s, want 400 with %q", tc.method, tc.path, code, errMessage(out), tc.want)
 		}
+	}
+}
+
+// TestTokenLifetimeChecked (newcomer80): POST /v1/tokens took a negative
+// expires_in_seconds, and one past what a time.Duration holds (wrapped
+// negative), for no lifetime at all: a token asked to expire never did.
+// Each is now 400 naming the field; a lifetime in range still expires.
+func TestTokenLifetimeChecked(t *testing.T) {
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	for _, tc := range []struct {
+		body, code, want string
+	}{
+		{`{"user_id": 7, "expires_in_seconds": -60}`, "invalid_payload", "expires_in_seconds: -60: a token's lifetime is 0 (it never expires) or more"},
+		{`{"user_id": 7, "expires_in_seconds": 9300000000}`, "invalid_payload", "expires_in_seconds: 9300000000 is over the limit of 9223372036"},
+		{`{"name": "no user"}`, "malformed_request", "user_id: required, a positive integer"},
+	} {
+		code, body := e.do("POST", "/v1/tokens", adminToken, tc.body)
+		errObj, _ := body["error"].(map[string]any)
+		if code != http.StatusBadRequest || errObj["code"] != tc.code || !strings.Contains(errMessage(body), tc.want) {
+			t.Errorf("%s: %d %v; want 400 %s %q", tc.body, code, body, tc.code, tc.want)
+		}
+	}
+	if code, body := e.do("POST", "/v1/tokens", adminToken, `{"user_id": 7, "expires_in_seconds": 3600}`); code != http.StatusCreated {
+		t.Fatalf("an hour: %d %v", code, body)
+	}
+	_, list := e.do("GET", "/v1/tokens", adminToken, nil)
+	tokens, _ := list["tokens"].([]any)
+	if len(tokens) != 1 {
+		t.Fatalf("tokens issued: %v; want the hour's alone", list)
+	}
+	exp, _ := time.Parse(time.RFC3339, tokens[0].(map[string]any)["expire_time"].(string))
+	if d := time.Until(exp); d < 59*time.Minute || d > time.Hour+time.Minute {
+		t.Errorf("the hour's token expires in %s", d)
+	}
+}
+
+// TestExecuteDocExamples (newcomer80): docs/api-routes.md's POST
+// /v1/execute section, as a RuoYi developer copies it: its request runs
+// against a real upstream (the payload's QCC_KEY, the stored QCC_SECRET,
+// fixed_params' page_index sent), its answer has the envelope's fields,
+// and its refused call (a user with no stored keys) is the error shown,
+// word for word. (docs/runs.md's payload is TestRunsDocPayload's.)
+func TestExecuteDocExamples(t *testing.T) {
+	page, err := os.ReadFile("../docs/api-routes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(page), "\n## `POST /v1/execute`\n")
+	var blocks []map[string]any
+	for _, b := range strings.Split(section, "```json\n")[1:] {
+		b, _, _ = strings.Cut(b, "```")
+		var v map[string]any
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(b, "…", "")), &v); err == nil {
+			blocks = append(blocks, v)
+		}
+	}
+	if len(blocks) < 3 {
+		t.Fatalf("docs/api-routes.md: %d JSON blocks of POST /v1/execute parse; want its request, envelope and error", len(blocks))
+	}
+	request, envelope, refused := blocks[0], blocks[1], blocks[2]["error"].(map[string]any)
+
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"Status":"200","Result":[]}`)
+	})
+	e := newEnv(t, testdb.Open(t, store.DialectSQLite))
+	if code, body := e.do("POST", "/v1/plugins", adminToken, seedPlugin(t, up.URL)); code != http.StatusCreated {
+		t.Fatalf("the seed plugin: %d %v", code, body)
+	}
+	if code, body := e.do("PUT", "/v1/credentials/7/QCC_SECRET", adminToken, map[string]string{"value": "ts-456-stored"}); code/100 != 2 {
+		t.Fatalf("user 7's QCC_SECRET: %d %v", code, body)
+	}
+	code, got := e.do("POST", "/v1/execute", serviceToken, request)
+	if code != http.StatusOK || got["ok"] != true {
+		t.Fatalf("the page's request: %d %v", code, got)
+	}
+	for field := range envelope {
+		if _, ok := got[field]; !ok {
+			t.Errorf("the page's envelope has %q; the answer %v has not", field, got)
+		}
+	}
+	sent := up.received()
+	if len(sent) != 1 || sent[0].header.Get("Token") != "sk-123" || sent[0].header.Get("Timespan") != "ts-456-stored" ||
+		!strings.Contains(sent[0].uri, "page_index=2") {
+		t.Fatalf("the upstream got %+v; want Token sk-123 (the payload's), Timespan (user 7's stored) and page_index=2", sent)
+	}
+
+	request["user_id"], request["credentials"] = 8, nil
+	code, got = e.do("POST", "/v1/execute", serviceToken, request)
+	errObj, _ := got["error"].(map[string]any)
+	if code != http.StatusUnprocessableEntity || errObj["code"] != refused["code"] || errObj["message"] != refused["message"] {
+		t.Fatalf("user 8, no keys: %d %v; the page shows 422 %v", code, got, refused)
 	}
 }

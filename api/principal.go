@@ -165,7 +165,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 			return principal{}, err
 		}
 	}
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+	tok, ok := bearerToken(h)
 	if !ok || tok == "" {
 		return principal{}, errNoToken
 	}
@@ -256,6 +256,18 @@ func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// bearerToken is the token of an Authorization field of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1): "bearer x",
+// as some clients and hand-written curl send it, was answered "a bearer
+// token is required" (newcomer80). The token is returned as sent.
+func bearerToken(h string) (string, bool) {
+	const scheme = "Bearer "
+	if len(h) < len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	return h[len(scheme):], true
+}
+
 // BearerIs reports whether r's bearer token is one of tokens (those set),
 // compared hashed and in constant time as the operator's tokens are, with
 // no database read: /metrics's metrics token, and the detail of /readyz
@@ -263,7 +275,7 @@ func (s *Server) metrics(h http.HandlerFunc) http.HandlerFunc {
 // the metrics token (any other is answered as no token: a probe's answer
 // is never refused).
 func BearerIs(r *http.Request, tokens ...string) bool {
-	tok, ok := strings.CutPrefix(header.Get(r.Header, "Authorization"), "Bearer ")
+	tok, ok := bearerToken(header.Get(r.Header, "Authorization"))
 	if !ok {
 		return false
 	}

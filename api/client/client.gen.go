@@ -2246,7 +2246,9 @@ type ListTokensParams struct {
 // CreateTokenJSONBody defines parameters for CreateToken.
 type CreateTokenJSONBody struct {
 	// ConsoleOnly A token that signs in to the console only.
-	ConsoleOnly      *bool   `json:"console_only,omitempty"`
+	ConsoleOnly *bool `json:"console_only,omitempty"`
+
+	// ExpiresInSeconds The token's lifetime in seconds; 0 (or none): it never expires. Past 292 years, or below 0, is 400 invalid_payload.
 	ExpiresInSeconds *int    `json:"expires_in_seconds,omitempty"`
 	Name             *string `json:"name,omitempty"`
 

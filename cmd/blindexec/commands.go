@@ -506,6 +506,9 @@ func tokenCmd(cfg *config) *cobra.Command {
 					scope = store.TokenScopeConsole
 				}
 				tok, row, err := api.IssueToken(ctx, st, user, name, ttl, scope)
+				if errors.Is(err, api.ErrTokenLifetime) {
+					return usagef("token create: --ttl %s: %v", ttl, err)
+				}
 				if err != nil {
 					return err
 				}

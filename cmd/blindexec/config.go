@@ -100,6 +100,9 @@ type config struct {
 	trustedProxies []netip.Prefix
 	// settings is where the values came from, for messages that name it.
 	settings *settings.Source
+	// dbSetting is BLINDEXEC_DB's value (or its default): db differs
+	// from it when --db was given.
+	dbSetting string
 	// searchExpansion: the LLM writes requests for tool search
 	// (BLINDEXEC_SEARCH_EXPANSION=model).
 	searchExpansion bool
@@ -133,7 +136,8 @@ type config struct {
 func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.settings = src
 	f := root.PersistentFlags()
-	f.StringVar(&c.db, "db", setDB.Get(src), "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
+	c.dbSetting = setDB.Get(src)
+	f.StringVar(&c.db, "db", c.dbSetting, "database: sqlite:PATH or mysql:DSN (BLINDEXEC_DB)")
 	f.StringVar(&c.egressAllow, "egress-allow", setEgressAllow.Get(src), "CIDRs and host names outbound calls may reach despite the default deny of loopback, private, link-local and other special-purpose addresses (BLINDEXEC_EGRESS_ALLOW)")
 	f.DurationVar(&c.maxTimeout, "max-timeout", setMaxTimeout.Get(src), "ceiling on any call's timeout, e.g. 90s (BLINDEXEC_MAX_TIMEOUT_MS, in milliseconds)")
 	f.DurationVar(&c.changePoll, "change-poll", setChangePoll.Get(src), "how often a long-running process reads the change counters, after which changes made elsewhere (other replicas, RuoYi's SQL) take effect, e.g. 1s (BLINDEXEC_CHANGE_POLL_MS, in milliseconds)")
@@ -259,6 +263,17 @@ const (
 // errRunMigrate is the advice of a command refused an unmigrated database.
 const errRunMigrate = "run `blindexec migrate` first (or start `blindexec serve`, which migrates)"
 
+// dbNamed names the database setting, its value redacted, and where it
+// came from: a database not reached at start (a MariaDB not running, a
+// DSN with the wrong port) then says which setting to look at.
+func (c *config) dbNamed() string {
+	origin := "--db"
+	if c.db == c.dbSetting {
+		origin = cmp.Or(c.settings.Origin(setDB.Name), "the default")
+	}
+	return fmt.Sprintf("%s=%q from %s", setDB.Name, settings.Redacted(c.db), origin)
+}
+
 // openStore opens the database and handles its schema as told.
 func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error) {
 	if path, ok := strings.CutPrefix(c.db, store.DialectSQLite+":"); ok && sch != schemaMigrate && sch != schemaAsIs {
@@ -271,7 +286,7 @@ func (c *config) openStore(ctx context.Context, sch schema) (*store.Store, error
 	}
 	st, err := store.Open(ctx, c.db)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (%s)", err, c.dbNamed())
 	}
 	st.SetPendingMax(c.pendingMax)
 	if err := st.SetChangeDetection(c.changeDetect); err != nil {

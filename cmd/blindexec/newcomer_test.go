@@ -105,6 +105,46 @@ func TestDatabaseURLRefused(t *testing.T) {
 	}
 }
 
+// TestDatabaseUnreachableNamed (newcomer80): a database not reached (a
+// MariaDB not started, a DSN's wrong port) said only "open mysql
+// database: dial tcp …: connection refused": the error now names the
+// setting, its value without the password, and where it was set.
+func TestDatabaseUnreachableNamed(t *testing.T) {
+	c := newCLI(t)
+	const dsn = "mysql:root:hunter2@tcp(127.0.0.1:1)/ry"
+	for _, tc := range []struct {
+		env, origin string
+	}{
+		{"", "from --db"},
+		{dsn, "from the environment"},
+	} {
+		t.Setenv("BLINDEXEC_DB", tc.env)
+		c.db = dsn
+		code, _, errs := c.run("", "plugin", "list")
+		want := `(BLINDEXEC_DB="…@tcp(127.0.0.1:1)/ry" ` + tc.origin + ")"
+		if code != 1 || !strings.Contains(errs, "connection refused") || !strings.Contains(errs, want) || strings.Contains(errs, "hunter2") {
+			t.Errorf("BLINDEXEC_DB=%q: exit %d, stderr %q; want 1 and %q", tc.env, code, errs, want)
+		}
+	}
+}
+
+// TestTokenTTLNegativeRefused (newcomer80): token create --ttl -1h issued
+// a token that never expired (a ttl below 0 was taken for none); it is
+// now bad usage naming --ttl, and nothing is issued.
+func TestTokenTTLNegativeRefused(t *testing.T) {
+	c := newCLI(t)
+	if code, _, errs := c.run("", "migrate"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := c.run("", "token", "create", "--user", "7", "--ttl", "-1h")
+	if want := "token create: --ttl -1h0m0s: a token's lifetime is 0 (it never expires) or more"; code != exitUsage || out != "" || !strings.Contains(errs, want) {
+		t.Fatalf("--ttl -1h: exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	if _, out, _ := c.run("", "token", "list"); strings.Contains(out, "bx_") {
+		t.Fatalf("a refused token was issued:\n%s", out)
+	}
+}
+
 func TestUnknownSubcommand(t *testing.T) {
 	c := newCLI(t)
 	for _, tc := range []struct {
