@@ -30,6 +30,7 @@ import (
 	"github.com/blindexec/blindexec/engine/questions"
 	"github.com/blindexec/blindexec/engine/recordspool"
 	"github.com/blindexec/blindexec/engine/toolset"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/internal/settings"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/quota"
@@ -271,7 +272,7 @@ func (c *config) dbNamed() string {
 	if c.db == c.dbSetting {
 		origin = cmp.Or(c.settings.Origin(setDB.Name), "the default")
 	}
-	return fmt.Sprintf("%s=%q from %s", setDB.Name, settings.Redacted(c.db), origin)
+	return fmt.Sprintf("%s=%q from %s", setDB.Name, redact.Value(c.db), origin)
 }
 
 // openStore opens the database and handles its schema as told.

@@ -72,17 +72,21 @@ func (s *Service) serveStateless(w http.ResponseWriter, r *http.Request, id Iden
 		unsupported(w, jsonrpc.ID{}, v)
 		return
 	}
-	sl, err := s.inflight.take(r.Context(), id.User)
-	if err != nil {
+	if err := s.inflight.take(r.Context(), id.User); err != nil {
 		s.log.WarnContext(r.Context(), "MCP request refused", "user", id.User, "err", err)
 		w.Header().Set("Retry-After", "1")
 		writeJSONError(w, http.StatusTooManyRequests, errorResponse(jsonrpc.ID{}, codeSessionLimit, err.Error(), map[string]any{"limit": err.Limit, "max": err.Max}))
 		return
 	}
-	defer s.inflight.done(sl)
-	if !s.direct(w, r, id) {
-		s.serveSDK(w, r, id, sl)
+	// The engine's own answers never listen: only the SDK's requests get a
+	// slot a bound may end, so a tools/call allocates none.
+	var sl *slot
+	defer func() { s.inflight.done(id.User, sl) }()
+	if s.direct(w, r, id) {
+		return
 	}
+	sl = &slot{user: id.User}
+	s.serveSDK(w, r, id, sl)
 }
 
 // serveSDK serves a request of the stateless era for id on the SDK's
@@ -174,9 +178,9 @@ type slot struct {
 	freed bool
 }
 
-// take counts a request of user in flight until done is called with its
-// slot, ending the oldest listen stream it may end under a bound reached.
-func (f *inflight) take(ctx context.Context, user int64) (*slot, *InFlightLimitError) {
+// take counts a request of user in flight until done is called, ending
+// the oldest listen stream it may end under a bound reached.
+func (f *inflight) take(ctx context.Context, user int64) *InFlightLimitError {
 	var (
 		ended   []context.CancelFunc
 		another *slot // another user's stream ended, to be logged
@@ -196,7 +200,7 @@ func (f *inflight) take(ctx context.Context, user int64) (*slot, *InFlightLimitE
 		l := f.oldestListen(func(l *slot) bool { return l.user == user })
 		if l == nil {
 			f.reg.refused.WithLabelValues(limitInFlight).Inc()
-			return nil, &InFlightLimitError{Limit: "requests in flight per user", Max: f.max, Env: EnvSessionsPerUser}
+			return &InFlightLimitError{Limit: "requests in flight per user", Max: f.max, Env: EnvSessionsPerUser}
 		}
 		ended = append(ended, f.free(l, limitInFlight))
 	}
@@ -205,7 +209,7 @@ func (f *inflight) take(ctx context.Context, user int64) (*slot, *InFlightLimitE
 		l := f.oldestListen(func(l *slot) bool { return l.user == user || now.Sub(l.since) >= ListenTenure })
 		if l == nil {
 			f.reg.refused.WithLabelValues(limitInFlightTotal).Inc()
-			return nil, &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
+			return &InFlightLimitError{Limit: "requests in flight of the replica", Max: f.total, Env: EnvSessions}
 		}
 		ended = append(ended, f.free(l, limitInFlightTotal))
 		if l.user != user && f.toLog(user, now) {
@@ -214,7 +218,7 @@ func (f *inflight) take(ctx context.Context, user int64) (*slot, *InFlightLimitE
 	}
 	f.n[user]++
 	f.all++
-	return &slot{user: user}, nil
+	return nil
 }
 
 // toLog reports whether a request of user ending another user's stream
@@ -263,11 +267,15 @@ func (f *inflight) listening(sl *slot, stop context.CancelFunc) {
 	}
 }
 
-// done ends a request take counted, unless its place was given away.
-func (f *inflight) done(sl *slot) {
+// done ends a request of user take counted, unless its place was given
+// away; sl is its slot, nil for a request that never had one.
+func (f *inflight) done(user int64, sl *slot) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !sl.freed {
+	switch {
+	case sl == nil:
+		f.release(user)
+	case !sl.freed:
 		f.forget(sl)
 	}
 }
@@ -278,9 +286,14 @@ func (f *inflight) forget(sl *slot) {
 		f.listens.Remove(sl.elem)
 		sl.elem = nil
 	}
+	f.release(sl.user)
+}
+
+// release takes a request of user out of the counts. f.mu is held.
+func (f *inflight) release(user int64) {
 	f.all--
-	if f.n[sl.user]--; f.n[sl.user] <= 0 {
-		delete(f.n, sl.user)
+	if f.n[user]--; f.n[user] <= 0 {
+		delete(f.n, user)
 	}
 }
 
