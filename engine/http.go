@@ -187,9 +187,14 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 		sensitive = slices.AppendSeq(slices.Clip(sensitive), maps.Keys(p.Plugin.Execution.Headers))
 	}
 	if len(sensitive) > 0 {
-		req = req.WithContext(egress.WithSensitiveHeaders(ctx, sensitive))
+		ctx = egress.WithSensitiveHeaders(ctx, sensitive)
 	}
-	resp, err := h.Client.Do(req)
+	if len(applied.Secrets) > 0 || p.token.Value != "" {
+		// Not in plain text past loopback and the operator's list: the
+		// guarded transport decides (egress.PlaintextError).
+		ctx = egress.WithCredentials(ctx)
+	}
+	resp, err := h.Client.Do(req.WithContext(ctx))
 	endAttempt(span, p, resp, err)
 	return resp, err
 }
@@ -315,7 +320,7 @@ func retryableStatus(code int) bool {
 func retryable(ctx context.Context, err error) bool {
 	var denied *egress.DeniedError
 	var ae authError
-	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) &&
+	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) && !errors.As(err, new(*egress.PlaintextError)) &&
 		!errors.Is(err, egress.ErrTooManyRedirects) && !errors.Is(err, egress.ErrBodyToAnotherOrigin)
 }
 
@@ -423,6 +428,9 @@ func classify(err error) *ToolError {
 	}
 	var denied *egress.DeniedError
 	switch {
+	case errors.As(err, new(*egress.PlaintextError)):
+		// Before authError: a token request refused so is this too.
+		return &ToolError{Code: CodeEgressDenied, Message: innermost(err)}
 	case errors.As(err, &denied):
 		return &ToolError{Code: CodeEgressDenied, Message: "the API's address is not allowed: " + denied.Error()}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
