@@ -113,7 +113,7 @@ func (a *Authenticator) fetch(ctx context.Context, e *tokenEntry, o *plugins.OAu
 	}
 	// The client secret travels in the request: never in plain text past
 	// loopback and the operator's list (egress.PlaintextError).
-	ctx = context.WithValue(egress.WithCredentials(ctx), oauth2.HTTPClient, a.client)
+	ctx = context.WithValue(egress.WithCredentials(ctx, nil), oauth2.HTTPClient, a.client)
 	start := a.now()
 	tok, err := conf.Token(ctx)
 	switch {

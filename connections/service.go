@@ -429,7 +429,7 @@ func (s *Service) providerClient() *http.Client {
 // which the guarded transport keeps off plain http
 // (egress.PlaintextError).
 func (s *Service) providerContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx = context.WithValue(egress.WithCredentials(ctx), oauth2.HTTPClient, s.providerClient())
+	ctx = context.WithValue(egress.WithCredentials(ctx, nil), oauth2.HTTPClient, s.providerClient())
 	return context.WithTimeout(ctx, s.refreshTimeout())
 }
 

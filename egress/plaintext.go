@@ -13,17 +13,19 @@ import (
 // hosts credentials may reach over plain http besides loopback.
 const EnvPlaintextCredentialHosts = "BLINDEXEC_PLAINTEXT_CREDENTIAL_HOSTS"
 
-type credentialsKey struct{}
-
 // WithCredentials returns a context marking its requests as carrying
 // credentials the engine added (a user's key in a header, query or cookie,
 // a connection's token, a client secret in a token request's header or
 // body, a sealed URL's secret): a transport of NewTransport refuses to
 // send them over plain http (a *PlaintextError) unless the host is
 // loopback or listed in the Dialer's Plaintext. A request without the mark
-// goes over http as before.
-func WithCredentials(ctx context.Context) context.Context {
-	return context.WithValue(ctx, credentialsKey{}, true)
+// goes over http as before. headers, as for WithSensitiveHeaders, are
+// dropped by CheckRedirect on a cross-origin hop (nil: ctx's, if any).
+func WithCredentials(ctx context.Context, headers []string) context.Context {
+	if headers == nil {
+		headers = SensitiveHeaders(ctx)
+	}
+	return context.WithValue(ctx, sensitiveKey{}, sensitive{headers: headers, credentials: true})
 }
 
 // PlaintextError refuses a request carrying credentials to an http://
@@ -110,7 +112,7 @@ type plaintextGuard struct {
 }
 
 func (g plaintextGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if marked, _ := req.Context().Value(credentialsKey{}).(bool); marked && !g.hosts.Allows(req.URL) {
+	if marksOf(req.Context()).credentials && !g.hosts.Allows(req.URL) {
 		if req.Body != nil {
 			req.Body.Close() // a RoundTripper closes the body, even on error
 		}

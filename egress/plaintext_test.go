@@ -72,7 +72,7 @@ func TestPlaintextCredentialsRefused(t *testing.T) {
 			before := hits
 			ctx := t.Context()
 			if tt.marked {
-				ctx = egress.WithCredentials(ctx)
+				ctx = egress.WithCredentials(ctx, nil)
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+tt.host+":"+port+"/x?key=secret-key-0123", nil)
 			resp, err := c.Do(req)
@@ -126,7 +126,7 @@ func TestPlaintextRedirectRefused(t *testing.T) {
 			egress.TransportOf(c.Transport).TLSClientConfig = &tls.Config{RootCAs: secure.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, ServerName: "example.com"}
 			ctx := t.Context()
 			if tt.marked {
-				ctx = egress.WithCredentials(ctx)
+				ctx = egress.WithCredentials(ctx, nil)
 			}
 			before := plainHits
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://secure.test:"+secureURL.Port()+"/start", nil)

@@ -21,17 +21,30 @@ var alwaysSensitive = [...]string{"Authorization", "Cookie", "Proxy-Authorizatio
 
 type sensitiveKey struct{}
 
-// WithSensitiveHeaders returns a context marking the request header names
-// that carry credentials, so that CheckRedirect drops them when a
-// redirect leaves the original origin.
-func WithSensitiveHeaders(ctx context.Context, names []string) context.Context {
-	return context.WithValue(ctx, sensitiveKey{}, names)
+// sensitive is a context's mark: the headers CheckRedirect drops, and
+// whether its requests carry credentials (WithCredentials). One value,
+// so that a credentialed call costs no more allocations than before.
+type sensitive struct {
+	headers     []string
+	credentials bool
 }
 
-// SensitiveHeaders returns the names set by WithSensitiveHeaders.
+func marksOf(ctx context.Context) sensitive {
+	m, _ := ctx.Value(sensitiveKey{}).(sensitive)
+	return m
+}
+
+// WithSensitiveHeaders returns a context marking the request header names
+// that carry credentials, so that CheckRedirect drops them when a
+// redirect leaves the original origin. It keeps a WithCredentials mark.
+func WithSensitiveHeaders(ctx context.Context, names []string) context.Context {
+	return context.WithValue(ctx, sensitiveKey{}, sensitive{headers: names, credentials: marksOf(ctx).credentials})
+}
+
+// SensitiveHeaders returns the names set by WithSensitiveHeaders or
+// WithCredentials.
 func SensitiveHeaders(ctx context.Context) []string {
-	names, _ := ctx.Value(sensitiveKey{}).([]string)
-	return names
+	return marksOf(ctx).headers
 }
 
 // ErrTooManyRedirects is returned (wrapped in a *url.Error) after

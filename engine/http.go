@@ -186,15 +186,14 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 		// rather than stored as a credential: it stays on its origin too.
 		sensitive = slices.AppendSeq(slices.Clip(sensitive), maps.Keys(p.Plugin.Execution.Headers))
 	}
-	if len(sensitive) > 0 {
-		ctx = egress.WithSensitiveHeaders(ctx, sensitive)
-	}
 	if len(applied.Secrets) > 0 || p.token.Value != "" {
 		// Not in plain text past loopback and the operator's list: the
 		// guarded transport decides (egress.PlaintextError).
-		ctx = egress.WithCredentials(ctx)
+		req = req.WithContext(egress.WithCredentials(ctx, sensitive))
+	} else if len(sensitive) > 0 {
+		req = req.WithContext(egress.WithSensitiveHeaders(ctx, sensitive))
 	}
-	resp, err := h.Client.Do(req.WithContext(ctx))
+	resp, err := h.Client.Do(req)
 	endAttempt(span, p, resp, err)
 	return resp, err
 }

@@ -256,7 +256,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if len(applied.Secrets) > 0 {
 			// The server's keys: not in plain text past loopback and the
 			// operator's list (egress.PlaintextError).
-			req = req.WithContext(egress.WithCredentials(req.Context()))
+			req = req.WithContext(egress.WithCredentials(req.Context(), applied.Headers))
 		}
 	}
 	resp, err := t.base.RoundTrip(req)

@@ -395,7 +395,7 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 		// Its userinfo or query credential (a sealed URL's secret): not in
 		// plain text past loopback and the operator's list
 		// (egress.PlaintextError).
-		ctx = egress.WithCredentials(ctx)
+		ctx = egress.WithCredentials(ctx, nil)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
 	if err != nil {
