@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/blindexec/blindexec/connections/oauthtest"
 	"github.com/blindexec/blindexec/internal/testdb"
 	"github.com/blindexec/blindexec/store"
 )
@@ -27,30 +26,7 @@ func TestProviderPlaintextRefused(t *testing.T) {
 			}))
 			t.Cleanup(plain.Close)
 			u, _ := url.Parse(plain.URL)
-			p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
-				"revocation_url": e.as.URL + "/revoke", "scopes": []string{"openid", "read"}, "client_id": oauthtest.ClientID,
-				"client_secret": oauthtest.ClientSecret}
-			p[field] = "http://idp.test:" + u.Port() + "/" + field
-			if code, body := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
-				t.Fatalf("register provider: %d %v", code, body)
-			}
-			b := e.browser("account-1")
-			code, page, _ := b.get(e.authorize(7, ""))
-			if field == "token_url" {
-				if code != http.StatusBadGateway {
-					t.Fatalf("callback with an http token endpoint: %d\n%s", code, page)
-				}
-			} else {
-				if code != http.StatusOK {
-					t.Fatalf("confirmation page: %d\n%s", code, page)
-				}
-				if code, page := b.confirm(page, "connect"); code != http.StatusOK {
-					t.Fatalf("confirm: %d\n%s", code, page)
-				}
-				if code, out := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNoContent {
-					t.Fatalf("disconnect: %d %v", code, out)
-				}
-			}
+			e.useProvider(field, "http://idp.test:"+u.Port()+"/"+field)
 			if n := hits.Load(); n != 0 {
 				t.Fatalf("%d request(s) sent to the http %s", n, field)
 			}

@@ -1,48 +1,18 @@
 package egress_test
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/egress/egresstest"
 )
-
-// plaintextClient is a guarded client whose names resolve to loopback
-// (so a host named like a remote one is dialled here) and which records
-// every address it dials.
-func plaintextClient(t *testing.T, listed string) (*http.Client, func() []string) {
-	t.Helper()
-	hosts, err := egress.ParsePlaintextHosts(listed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := egresstest.Dialer("127.0.0.0/8,::1/128")
-	loop := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	d.Resolver = egresstest.StubResolver{"api.test": loop, "intranet.test": loop, "secure.test": loop}
-	d.Plaintext = hosts
-	var mu sync.Mutex
-	var dialled []string
-	d.Dial = egresstest.LoopbackOnly(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		dialled = append(dialled, addr)
-		mu.Unlock()
-		return new(net.Dialer).DialContext(ctx, network, addr)
-	})
-	c := egress.NewClient(d)
-	t.Cleanup(c.CloseIdleConnections)
-	return c, func() []string { mu.Lock(); defer mu.Unlock(); return dialled }
-}
 
 // tls81: a request carrying credentials (egress.WithCredentials) to an
 // http:// URL is refused before anything is dialled, unless the host is
@@ -68,7 +38,7 @@ func TestPlaintextCredentialsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, dialled := plaintextClient(t, tt.listed)
+			c, dialled := egresstest.NamedClient(t, tt.listed, "api.test", "intranet.test", "secure.test")
 			before := hits
 			ctx := t.Context()
 			if tt.marked {
@@ -122,7 +92,7 @@ func TestPlaintextRedirectRefused(t *testing.T) {
 		refused bool
 	}{{"credentials", true, true}, {"none", false, false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, dialled := plaintextClient(t, "")
+			c, dialled := egresstest.NamedClient(t, "", "api.test", "intranet.test", "secure.test")
 			egress.TransportOf(c.Transport).TLSClientConfig = &tls.Config{RootCAs: secure.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, ServerName: "example.com"}
 			ctx := t.Context()
 			if tt.marked {

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/blindexec/blindexec/egress"
@@ -64,7 +61,7 @@ func TestPlaintextCredentialsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client, dialled := plaintextClient(t, tt.listed)
+			client, dialled := egresstest.NamedClient(t, tt.listed, "api.test", "intranet.test", "auth.test")
 			h := NewExecutor(client)
 			doc := `{"name":"t","description":"d","parameters":{"type":"object"},
 			  "execution":{"method":"GET","base_url":"%s/x","retry":{"max_attempts":1}},
@@ -93,32 +90,6 @@ func TestPlaintextCredentialsRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-// plaintextClient is the guarded client of TestPlaintextCredentialsRefused:
-// named hosts resolve to loopback, listed is the operator's setting, and
-// every dial is recorded.
-func plaintextClient(t *testing.T, listed string) (*http.Client, func() []string) {
-	t.Helper()
-	hosts, err := egress.ParsePlaintextHosts(listed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := egresstest.Dialer("127.0.0.0/8")
-	loop := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-	d.Resolver = egresstest.StubResolver{"api.test": loop, "intranet.test": loop, "auth.test": loop}
-	d.Plaintext = hosts
-	var mu sync.Mutex
-	var dialled []string
-	d.Dial = egresstest.LoopbackOnly(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		dialled = append(dialled, addr)
-		mu.Unlock()
-		return new(net.Dialer).DialContext(ctx, network, addr)
-	})
-	c := egress.NewClient(d)
-	t.Cleanup(c.CloseIdleConnections)
-	return c, func() []string { mu.Lock(); defer mu.Unlock(); return dialled }
 }
 
 func portOf(t *testing.T, raw string) string {

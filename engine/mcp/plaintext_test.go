@@ -3,13 +3,9 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/engine/mcp"
@@ -35,23 +31,7 @@ func TestPlaintextServerKeysRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hosts, err := egress.ParsePlaintextHosts(tt.listed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := egresstest.Dialer("127.0.0.0/8")
-			d.Resolver = egresstest.StubResolver{"mcp.test": {netip.MustParseAddr("127.0.0.1")}}
-			d.Plaintext = hosts
-			var mu sync.Mutex
-			var dialled []string
-			d.Dial = egresstest.LoopbackOnly(func(ctx context.Context, network, addr string) (net.Conn, error) {
-				mu.Lock()
-				dialled = append(dialled, addr)
-				mu.Unlock()
-				return new(net.Dialer).DialContext(ctx, network, addr)
-			})
-			client := egress.NewClient(d)
-			t.Cleanup(client.CloseIdleConnections)
+			client, dialled := egresstest.NamedClient(t, tt.listed, "mcp.test")
 			row := httpServer(up)
 			row.URL, row.AuthConfig = tt.url, []byte(tt.auth)
 			reg := &servers{}
@@ -71,9 +51,7 @@ func TestPlaintextServerKeysRefused(t *testing.T) {
 			if !tt.refused {
 				// The SDK's server answers a Host other than loopback's 403
 				// (its DNS rebinding guard): reached all the same.
-				mu.Lock()
-				defer mu.Unlock()
-				if !res.OK && (res.Error.Code == engine.CodeEgressDenied || len(dialled) == 0) {
+				if !res.OK && (res.Error.Code == engine.CodeEgressDenied || len(dialled()) == 0) {
 					t.Fatalf("not sent: %+v", res.Error)
 				}
 				return
@@ -84,10 +62,8 @@ func TestPlaintextServerKeysRefused(t *testing.T) {
 			if strings.Contains(res.Error.Message, tokenA["mcp_token"]) {
 				t.Fatalf("the refusal shows the key: %s", res.Error.Message)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(dialled) > 0 {
-				t.Fatalf("dialled %v before refusing", dialled)
+			if d := dialled(); len(d) > 0 {
+				t.Fatalf("dialled %v before refusing", d)
 			}
 		})
 	}
