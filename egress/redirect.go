@@ -71,7 +71,9 @@ var ErrBodyToAnotherOrigin = errors.New("egress: a redirect to another origin wo
 // another request than the one built. A 301, 302 or 303 sends none.
 //
 // Referer is always removed: it would carry the previous URL, query-string
-// credentials included, to the next host.
+// credentials included, to the next host. A hop to http:// of a request
+// marked by WithCredentials is refused by NewTransport's guard, which
+// sees every hop (PlaintextError).
 func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return ErrTooManyRedirects
