@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -110,7 +111,9 @@ func (a *Authenticator) fetch(ctx context.Context, e *tokenEntry, o *plugins.OAu
 	if o.Audience != "" {
 		conf.EndpointParams = url.Values{"audience": {o.Audience}}
 	}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, a.client)
+	// The client secret travels in the request: never in plain text past
+	// loopback and the operator's list (egress.PlaintextError).
+	ctx = context.WithValue(egress.WithCredentials(ctx, nil), oauth2.HTTPClient, a.client)
 	start := a.now()
 	tok, err := conf.Token(ctx)
 	switch {

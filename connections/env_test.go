@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/blindexec/blindexec/connections"
 	"github.com/blindexec/blindexec/connections/oauthtest"
 	"github.com/blindexec/blindexec/console"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine"
 	"github.com/blindexec/blindexec/internal/logbuf"
@@ -146,7 +148,11 @@ func newEnv(t *testing.T, st *store.Store, o envOptions) *env {
 
 func (e *env) newReplica(browserURL string, withConsole bool) *replica {
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	client := egresstest.Client(e.t)
+	// idp.test, a name that is not loopback, reaches loopback (tls81).
+	d := egresstest.Dialer("127.0.0.0/8,::1/128")
+	d.Resolver = egresstest.StubResolver{"idp.test": {netip.MustParseAddr("127.0.0.1")}}
+	client := egress.NewClient(d)
+	e.t.Cleanup(client.CloseIdleConnections)
 	changes := store.NewWatcher(e.st, time.Hour, log)
 	changes.Poll(context.Background())
 	served := catalog.New(e.st, changes, log)

@@ -376,7 +376,7 @@ func (s *Service) exchange(ctx context.Context, p *store.OAuthProvider, f *store
 	if p.PKCE != "0" {
 		opts = append(opts, oauth2.VerifierOption(verifier))
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.providerClient()), s.refreshTimeout())
+	ctx, cancel := s.providerContext(ctx)
 	defer cancel()
 	tok, err := s.config(p, secret, callback).Exchange(ctx, code, opts...)
 	if err != nil {

@@ -37,30 +37,7 @@ func TestProviderRedirectFollowsNowhere(t *testing.T) {
 			}))
 			t.Cleanup(elsewhere.Close)
 			redirector := redirectTo(t, http.StatusTemporaryRedirect, elsewhere.URL)
-			p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
-				"revocation_url": e.as.URL + "/revoke", "scopes": []string{"openid", "read"}, "client_id": oauthtest.ClientID,
-				"client_secret": oauthtest.ClientSecret}
-			p[tc.field] = redirector.URL + "/" + tc.field
-			if code, body := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
-				t.Fatalf("register provider: %d %v", code, body)
-			}
-			b := e.browser("account-1")
-			code, page, _ := b.get(e.authorize(7, ""))
-			if tc.field == "token_url" {
-				if code != http.StatusBadGateway {
-					t.Fatalf("callback with a redirecting token endpoint: %d\n%s", code, page)
-				}
-			} else {
-				if code != http.StatusOK {
-					t.Fatalf("confirmation page: %d\n%s", code, page)
-				}
-				if code, page := b.confirm(page, "connect"); code != http.StatusOK {
-					t.Fatalf("confirm: %d\n%s", code, page)
-				}
-				if code, out := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNoContent {
-					t.Fatalf("disconnect: %d %v", code, out)
-				}
-			}
+			e.useProvider(tc.field, redirector.URL+"/"+tc.field)
 			if n := leaked.Load(); n != 0 {
 				body, _ := got.Load().(string)
 				t.Fatalf("%d request(s) followed the provider's redirect to another origin, body %q", n, body)
@@ -69,5 +46,37 @@ func TestProviderRedirectFollowsNowhere(t *testing.T) {
 				t.Fatal("the client secret is in the logs")
 			}
 		})
+	}
+}
+
+// useProvider registers provider acme with field (token_url or
+// revocation_url) at url and uses it: a user connects (the callback is
+// expected to fail 502 when the token URL is url) and, with the
+// revocation URL at url, disconnects, which revokes.
+func (e *env) useProvider(field, url string) {
+	e.t.Helper()
+	p := map[string]any{"name": "acme", "authorization_url": e.as.URL + "/authorize", "token_url": e.as.URL + "/token",
+		"revocation_url": e.as.URL + "/revoke", "scopes": []string{"openid", "read"}, "client_id": oauthtest.ClientID,
+		"client_secret": oauthtest.ClientSecret}
+	p[field] = url
+	if code, body := e.do("POST", "/v1/oauth/providers", adminToken, p); code != http.StatusOK {
+		e.t.Fatalf("register provider: %d %v", code, body)
+	}
+	b := e.browser("account-1")
+	code, page, _ := b.get(e.authorize(7, ""))
+	if field == "token_url" {
+		if code != http.StatusBadGateway {
+			e.t.Fatalf("callback with that token endpoint: %d\n%s", code, page)
+		}
+		return
+	}
+	if code != http.StatusOK {
+		e.t.Fatalf("confirmation page: %d\n%s", code, page)
+	}
+	if code, page := b.confirm(page, "connect"); code != http.StatusOK {
+		e.t.Fatalf("confirm: %d\n%s", code, page)
+	}
+	if code, out := e.do("DELETE", "/v1/connections/acme?user_id=7", serviceToken, nil); code != http.StatusNoContent {
+		e.t.Fatalf("disconnect: %d %v", code, out)
 	}
 }

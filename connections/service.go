@@ -30,7 +30,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/store"
 )
@@ -370,7 +373,7 @@ func (s *Service) revoke(ctx context.Context, p *store.OAuthProvider, access, re
 }
 
 func (s *Service) revokeOne(ctx context.Context, p *store.OAuthProvider, secret, token, hint string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.refreshTimeout())
+	ctx, cancel := s.providerContext(context.WithoutCancel(ctx))
 	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}
 	if secret == "" {
@@ -417,6 +420,17 @@ func (s *Service) providerClient() *http.Client {
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &c
+}
+
+// providerContext is ctx for a request to the provider's token or
+// revocation endpoint: bounded by the refresh timeout, sending through
+// providerClient (golang.org/x/oauth2 reads it from the context), and
+// marked as carrying credentials (the client secret, the code, a token),
+// which the guarded transport keeps off plain http
+// (egress.PlaintextError).
+func (s *Service) providerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = context.WithValue(egress.WithCredentials(ctx, nil), oauth2.HTTPClient, s.providerClient())
+	return context.WithTimeout(ctx, s.refreshTimeout())
 }
 
 func (s *Service) refreshTimeout() time.Duration {

@@ -260,7 +260,7 @@ func (s *Service) refreshOnce(ctx context.Context, row *store.OAuthConnection) (
 	if err != nil {
 		return Token{}, release(err)
 	}
-	rctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, s.providerClient()), s.refreshTimeout())
+	rctx, cancel := s.providerContext(ctx)
 	tok, err := s.config(p, secret, "").TokenSource(rctx, &oauth2.Token{RefreshToken: refresh}).Token()
 	cancel()
 	if err != nil {

@@ -29,6 +29,9 @@ type Dialer struct {
 	Policy   *Policy  // nil: the default policy
 	Resolver Resolver // nil: net.DefaultResolver
 	Dial     DialFunc // nil: a net.Dialer with a 10s timeout and 30s keep-alive
+	// Plaintext lists the hosts credentials may reach over plain http
+	// besides loopback (EnvPlaintextCredentialHosts; nil: none).
+	Plaintext *PlaintextHosts
 }
 
 // DialContext connects to addr ("host:port") on a tcp network. It tries
@@ -103,9 +106,11 @@ const MaxResponseHeaderBytes = 1 << 20
 // NewTransport returns a transport that dials through d and never through
 // an environment proxy (a proxy would dial for us, past the check). It is
 // tuned for many calls to a few hosts, and leaves decompression to the
-// caller, which caps the decoded size.
-func NewTransport(d *Dialer) *http.Transport {
-	return &http.Transport{
+// caller, which caps the decoded size. It refuses to send a request
+// marked by WithCredentials over plain http (PlaintextError): every
+// request of the engine's passes here, so that rule is decided here.
+func NewTransport(d *Dialer) http.RoundTripper {
+	return plaintextGuard{hosts: d.Plaintext, next: &http.Transport{
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
@@ -116,7 +121,7 @@ func NewTransport(d *Dialer) *http.Transport {
 		ExpectContinueTimeout:  1 * time.Second,
 		ForceAttemptHTTP2:      true,
 		DisableCompression:     true,
-	}
+	}}
 }
 
 // NewClient returns a client using NewTransport(d) and CheckRedirect. It

@@ -201,7 +201,7 @@ func TestRedirectToDeniedAddressRefused(t *testing.T) {
 }
 
 func TestNewTransport(t *testing.T) {
-	tr := egress.NewTransport(&egress.Dialer{})
+	tr := egress.TransportOf(egress.NewTransport(&egress.Dialer{}))
 	if tr.Proxy != nil {
 		t.Error("Proxy set: an environment proxy would dial past the policy")
 	}

@@ -21,17 +21,30 @@ var alwaysSensitive = [...]string{"Authorization", "Cookie", "Proxy-Authorizatio
 
 type sensitiveKey struct{}
 
-// WithSensitiveHeaders returns a context marking the request header names
-// that carry credentials, so that CheckRedirect drops them when a
-// redirect leaves the original origin.
-func WithSensitiveHeaders(ctx context.Context, names []string) context.Context {
-	return context.WithValue(ctx, sensitiveKey{}, names)
+// sensitive is a context's mark: the headers CheckRedirect drops, and
+// whether its requests carry credentials (WithCredentials). One value,
+// so that a credentialed call costs no more allocations than before.
+type sensitive struct {
+	headers     []string
+	credentials bool
 }
 
-// SensitiveHeaders returns the names set by WithSensitiveHeaders.
+func marksOf(ctx context.Context) sensitive {
+	m, _ := ctx.Value(sensitiveKey{}).(sensitive)
+	return m
+}
+
+// WithSensitiveHeaders returns a context marking the request header names
+// that carry credentials, so that CheckRedirect drops them when a
+// redirect leaves the original origin. It keeps a WithCredentials mark.
+func WithSensitiveHeaders(ctx context.Context, names []string) context.Context {
+	return context.WithValue(ctx, sensitiveKey{}, sensitive{headers: names, credentials: marksOf(ctx).credentials})
+}
+
+// SensitiveHeaders returns the names set by WithSensitiveHeaders or
+// WithCredentials.
 func SensitiveHeaders(ctx context.Context) []string {
-	names, _ := ctx.Value(sensitiveKey{}).([]string)
-	return names
+	return marksOf(ctx).headers
 }
 
 // ErrTooManyRedirects is returned (wrapped in a *url.Error) after
@@ -58,7 +71,9 @@ var ErrBodyToAnotherOrigin = errors.New("egress: a redirect to another origin wo
 // another request than the one built. A 301, 302 or 303 sends none.
 //
 // Referer is always removed: it would carry the previous URL, query-string
-// credentials included, to the next host.
+// credentials included, to the next host. A hop to http:// of a request
+// marked by WithCredentials is refused by NewTransport's guard, which
+// sees every hop (PlaintextError).
 func CheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return ErrTooManyRedirects

@@ -186,7 +186,11 @@ func (h *HTTPInvoker) send(ctx context.Context, p *Prepared, out *outbound, atte
 		// rather than stored as a credential: it stays on its origin too.
 		sensitive = slices.AppendSeq(slices.Clip(sensitive), maps.Keys(p.Plugin.Execution.Headers))
 	}
-	if len(sensitive) > 0 {
+	if len(applied.Secrets) > 0 || p.token.Value != "" {
+		// Not in plain text past loopback and the operator's list: the
+		// guarded transport decides (egress.PlaintextError).
+		req = req.WithContext(egress.WithCredentials(ctx, sensitive))
+	} else if len(sensitive) > 0 {
 		req = req.WithContext(egress.WithSensitiveHeaders(ctx, sensitive))
 	}
 	resp, err := h.Client.Do(req)
@@ -315,7 +319,7 @@ func retryableStatus(code int) bool {
 func retryable(ctx context.Context, err error) bool {
 	var denied *egress.DeniedError
 	var ae authError
-	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) &&
+	return ctx.Err() == nil && !errors.As(err, &denied) && !errors.As(err, &ae) && !errors.As(err, new(*egress.PlaintextError)) &&
 		!errors.Is(err, egress.ErrTooManyRedirects) && !errors.Is(err, egress.ErrBodyToAnotherOrigin)
 }
 
@@ -423,6 +427,9 @@ func classify(err error) *ToolError {
 	}
 	var denied *egress.DeniedError
 	switch {
+	case errors.As(err, new(*egress.PlaintextError)):
+		// Before authError: a token request refused so is this too.
+		return &ToolError{Code: CodeEgressDenied, Message: innermost(err)}
 	case errors.As(err, &denied):
 		return &ToolError{Code: CodeEgressDenied, Message: "the API's address is not allowed: " + denied.Error()}
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):

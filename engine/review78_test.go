@@ -28,6 +28,9 @@ func TestHomographIsAnotherOrigin(t *testing.T) {
 	d := egresstest.Dialer("127.0.0.0/8")
 	loop := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	d.Resolver = egresstest.StubResolver{"api.example": loop, "xn--api-bec.example": loop}
+	// Both listed, so that the key's origin rule, not the plaintext one
+	// (tls81), is what refuses the lookalike.
+	d.Plaintext, _ = egress.ParsePlaintextHosts("api.example,xn--api-bec.example")
 	const doc = `{"name":"NAME","description":"Reads items.","parameters":{"type":"object","properties":{"q":{"type":"string"}}},
 	  "execution":{"method":"GET","base_url":"%s/items"},"auth_config":{"type":"bearer","token":"TOKEN"}}`
 	row := mustPlugin(t, strings.ReplaceAll(doc, "NAME", "items"), "http://api.example:"+port)

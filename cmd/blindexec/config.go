@@ -51,6 +51,9 @@ type config struct {
 	metricsToken string // reads /metrics only
 	addr         string
 	egressAllow  string
+	// plaintext lists the hosts credentials may reach over http besides
+	// loopback (BLINDEXEC_PLAINTEXT_CREDENTIAL_HOSTS).
+	plaintext *egress.PlaintextHosts
 	// egressClosed, when set, holds egressClient's calls to the default deny
 	// whatever egressAllow says, its denials giving this reason.
 	egressClosed string
@@ -168,6 +171,7 @@ func (c *config) bind(root *cobra.Command, src *settings.Source) {
 	c.importMaxBytes = int(min(setImportMaxMB.Get(src), 1<<30) << 20)
 	c.limits = loadServeLimits(src)
 	c.trustedProxies, _ = console.ParseProxies(setTrustedProxies.Get(src))
+	c.plaintext, _ = egress.ParsePlaintextHosts(setPlaintextCredentialHosts.Get(src))
 	c.mcpSessions = mcpserver.SessionLimits{
 		PerUser: int(setMCPSessionsPerUser.Get(src)),
 		Total:   int(setMCPSessions.Get(src)),

@@ -194,7 +194,7 @@ func (c *config) egressClient(trusted ...string) (*http.Client, error) {
 	if c.egressClosed != "" {
 		policy = egress.Closed(c.egressClosed)
 	}
-	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial})
+	client := egress.NewClient(&egress.Dialer{Policy: policy, Dial: c.dial, Plaintext: c.plaintext})
 	t := trustedURLs{urls: map[string]string{}, guarded: client.Transport}
 	allow := c.egressAllow
 	for _, raw := range trusted {
@@ -211,7 +211,7 @@ func (c *config) egressClient(trusted ...string) (*http.Client, error) {
 	if policy, err = egress.ParsePolicy(allow); err != nil {
 		return nil, err
 	}
-	t.trusted = egress.NewTransport(&egress.Dialer{Policy: policy, Dial: c.dial})
+	t.trusted = egress.NewTransport(&egress.Dialer{Policy: policy, Dial: c.dial, Plaintext: c.plaintext})
 	client.Transport = t
 	return client, nil
 }

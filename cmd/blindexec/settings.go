@@ -57,6 +57,10 @@ var (
 		"the least level logged; JSON logs on stderr").WithFlag("--log-level")
 	setEgressAllow = settings.String(&registry, egress.EnvAllow, "",
 		"comma-separated CIDRs, IPs and host names (`*.corp.example` allowed) that outbound calls may reach despite the default deny of loopback, private, link-local, CGNAT, metadata and every other special-purpose address that is not globally reachable ([Egress](egress.md)); for the catalog's plugins and the service's and administrator's inline plugins only: a per-user token's own inline plugin (not a copy of a catalog row) stays under the default deny ([Security](security.md))").WithFlag("--egress-allow")
+	setPlaintextCredentialHosts = settings.Check(&registry, egress.EnvPlaintextCredentialHosts, "", "hosts and origins", "comma-separated host names, IPs and http origins, e.g. ruoyi.corp,http://10.0.0.5:8080", func(v string) bool {
+		_, err := egress.ParsePlaintextHosts(v)
+		return err == nil
+	}, "comma-separated host names, IPs and `http://host:port` origins to which credentials (a user's key, a connection's token, an OAuth client secret, an MCP server's keys, a sealed import URL's secret) may be sent over plain `http://`: any other `http://` URL but loopback's is refused before anything is dialled (`egress_denied`, expected `https://`); a call without credentials is unaffected. For an internal service on a network of its own ([Security](security.md#tls81-credentials-never-in-plain-text))")
 	setMaxTimeout = settings.Millis(&registry, "BLINDEXEC_MAX_TIMEOUT_MS", 60*time.Second,
 		"ceiling on any call's timeout (the flag takes a Go duration, `90s`)").WithFlag("--max-timeout")
 	setChangePoll = settings.Millis(&registry, "BLINDEXEC_CHANGE_POLL_MS", time.Second,

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -109,4 +111,49 @@ func Dialled(u *url.URL) string {
 		zone = "%" + zone
 	}
 	return net.JoinHostPort(strings.ToLower(host)+zone, port)
+}
+
+// Record makes d record every address its Dial is asked for (after the
+// policy check, before the dial) and returns them as dialled so far: a
+// test that a request was refused before anything was dialled reads it.
+func Record(d *egress.Dialer) (dialled func() []string) {
+	next := d.Dial
+	if next == nil {
+		next = LoopbackOnly(nil)
+	}
+	var mu sync.Mutex
+	var addrs []string
+	d.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		addrs = append(addrs, addr)
+		mu.Unlock()
+		return next(ctx, network, addr)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(addrs)
+	}
+}
+
+// NamedClient is Client with each of names resolving to 127.0.0.1 (a host
+// named like a remote one, dialled on loopback), plaintext as the hosts
+// credentials may reach over http (egress.ParsePlaintextHosts), and its
+// dials recorded (Record).
+func NamedClient(t testing.TB, plaintext string, names ...string) (c *http.Client, dialled func() []string) {
+	t.Helper()
+	hosts, err := egress.ParsePlaintextHosts(plaintext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dialer("127.0.0.0/8,::1/128")
+	r := StubResolver{}
+	for _, n := range names {
+		r[n] = localhost
+	}
+	d.Resolver, d.Plaintext = r, hosts
+	dialled = Record(d)
+	c = egress.NewClient(d)
+	t.Cleanup(c.CloseIdleConnections)
+	return c, dialled
 }

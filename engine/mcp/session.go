@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/httpbody"
 	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
@@ -252,6 +253,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.mu.Lock()
 		t.applied = applied.Secrets
 		t.mu.Unlock()
+		if len(applied.Secrets) > 0 {
+			// The server's keys: not in plain text past loopback and the
+			// operator's list (egress.PlaintextError).
+			req = req.WithContext(egress.WithCredentials(req.Context(), applied.Headers))
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err == nil {

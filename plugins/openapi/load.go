@@ -27,6 +27,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/blindexec/blindexec/egress"
 	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
@@ -389,6 +390,12 @@ func Fetch(ctx context.Context, client *http.Client, source string) ([]byte, err
 	shown := redact.Location(source)
 	fail := func(err error) error {
 		return fmt.Errorf("fetch %s: %w", shown, FetchCause(source, err))
+	}
+	if redact.Hides(source) {
+		// Its userinfo or query credential (a sealed URL's secret): not in
+		// plain text past loopback and the operator's list
+		// (egress.PlaintextError).
+		ctx = egress.WithCredentials(ctx, nil)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/blindexec/blindexec/egress"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 )
 
@@ -40,6 +42,7 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) *Provi
 		if cfg != nil {
 			p.AuthConfig = *cfg
 			p.RequiredCredentials = cfg.CredentialKeys()
+			warnPlaintext(p, prov, b)
 			return prov
 		}
 		if fallback == nil {
@@ -64,6 +67,28 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) *Provi
 		p.RequiredCredentials = []string{}
 	}
 	return nil
+}
+
+// warnPlaintext warns of each http:// URL the plugin's credentials would
+// be sent to: imported as the document has it, the call is refused at run
+// time (egress.PlaintextError) unless the host is loopback or the operator
+// lists it. readme.io's corpus spec has such a tokenUrl.
+func warnPlaintext(p *plugins.Plugin, prov *Provider, b *opBuilder) {
+	urls := [][2]string{{"the server URL", p.Execution.BaseURL}}
+	if o := p.AuthConfig.OAuth2; o != nil {
+		urls = append(urls, [2]string{"tokenUrl", o.TokenURL})
+	}
+	if prov != nil {
+		urls = append(urls, [2]string{"tokenUrl", prov.TokenURL}, [2]string{"refreshUrl", prov.RefreshURL})
+	}
+	for _, f := range urls {
+		u, err := url.Parse(f[1])
+		if err != nil || f[1] == "" || (*egress.PlaintextHosts)(nil).Allows(u) {
+			continue
+		}
+		b.warn("security: %s %s is http://: calls will be refused rather than send credentials there in plain text (expected https://, or its host in %s)",
+			f[0], redact.URL(f[1]), egress.EnvPlaintextCredentialHosts)
+	}
 }
 
 // requirement converts one security requirement (all of its schemes
