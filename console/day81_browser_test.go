@@ -1,0 +1,132 @@
+package console_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/testdb"
+)
+
+// TestGrantOnAccessInBrowser: a newcomer administrator of a RuoYi shop
+// sees on Access that user 2 may not use list_roles, and grants it there,
+// setting the permissions the tool needs to one the user's role's menus
+// grant; a refused list keeps what was typed and says why in Chinese. Before,
+// the page showed the permissions and never how to change them (only
+// POST /v1/plugins/perms over the API, or the plugin's JSON by hand).
+func TestGrantOnAccessInBrowser(t *testing.T) {
+	needBrowser(t)
+	pe := newPeopleEnv(t)
+	tb := newTab(t)
+	tb.signIn(pe.url, adminToken)
+	tb.open(pe.url, "access/list_roles/2", "access")
+	allowed := func() string {
+		return eval[string](tb, `document.querySelector('#access-decision').dataset.allowed`)
+	}
+	if allowed() != "false" {
+		t.Fatalf("user 2 may use list_roles before the grant: %s", tb.text("#access-result"))
+	}
+	if !eval[bool](tb, `document.querySelector('#access-perms') !== null`) {
+		t.Fatalf("the Access page offers no way to set the permissions a tool needs: %s", tb.text("#access-result"))
+	}
+	if v := eval[string](tb, `document.querySelector('#access-perms').value`); v != "system:role:list" {
+		t.Errorf("the permissions field holds %q, want the tool's own", v)
+	}
+
+	// Refused (a permission listed twice), in Chinese: what was typed stays.
+	tb.setLang("zh-CN")
+	tb.open(pe.url, "access/list_roles/2", "access")
+	const twice = "system:user:list, system:user:list"
+	tb.do(chromedp.SetValue(chromedp.CSS("#access-perms"), twice), chromedp.Click(chromedp.CSS("#access-perms-save")))
+	tb.wait("#access-perms-msg .error")
+	if got := tb.text("#access-perms-msg .error"); !strings.Contains(got, "请求") || !strings.Contains(got, "perms[1]") {
+		t.Errorf("the refusal in Chinese: %s", got)
+	}
+	if v := eval[string](tb, `document.querySelector('#access-perms').value`); v != twice {
+		t.Errorf("after the refusal the field holds %q, want what was typed", v)
+	}
+
+	// Granted: the page redraws with the decision it makes.
+	tb.do(chromedp.SetValue(chromedp.CSS("#access-perms"), "system:user:list"), chromedp.Click(chromedp.CSS("#access-perms-save")))
+	tb.wait(`#page[data-ready="true"] #access-decision[data-allowed="true"]`)
+	if got := tb.text("#access-result"); !strings.Contains(got, "可以使用 list_roles") || !strings.Contains(got, "system:user:list") || !strings.Contains(got, "普通角色") {
+		t.Errorf("after the grant: %s", got)
+	}
+
+	// A user's session reaches the route by hand: the engine refuses it.
+	_, tok := do(t, pe.admin, "POST", pe.url+"/v1/tokens", "", `{"user_id": 2, "name": "ry"}`)
+	ut := newTab(t)
+	ut.signIn(pe.url, tok["token"].(string))
+	status := eval[int](ut, `(async () => { const s = await (await fetch('/console/api/session')).json();
+		const r = await fetch('/v1/plugins/perms', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrf },
+			body: JSON.stringify({ names: ['delete_customer'], perms: [] }) });
+		return r.status; })()`)
+	if status != http.StatusForbidden {
+		t.Errorf("a user's session set a tool's permissions: %d", status)
+	}
+}
+
+// TestMCPImportInWordsInBrowser: importing an MCP server's tools says what
+// was added and which wait for approval, in the console's language, as an
+// OpenAPI import does; before, the page showed the engine's report as JSON
+// (English keys, in the Chinese page too).
+func TestMCPImportInWordsInBrowser(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	med := mcptest.New(t)
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.setLang("zh-CN")
+	tb.open(e.url, "mcp", "mcp")
+	tb.do(chromedp.SendKeys(chromedp.CSS("#mcp-name"), "med"), chromedp.SendKeys(chromedp.CSS("#mcp-url"), med.Endpoint),
+		chromedp.Click(chromedp.CSS("#mcp-form button")))
+	tb.wait("#mcp-servers button:not(.secondary):not(.danger)")
+	tb.do(chromedp.Click(chromedp.CSS("#mcp-servers button:not(.secondary):not(.danger)")))
+	tb.wait("#mcp-detail h2, #mcp-detail pre")
+	if n := eval[int](tb, `document.querySelectorAll('#mcp-detail pre').length`); n != 0 {
+		t.Errorf("the import's report shown as JSON: %s", tb.text("#mcp-detail"))
+	}
+	tb.wait("#mcp-detail .diff-added li")
+	got := tb.text("#mcp-detail")
+	for _, want := range []string{"已应用", "新增", "未变", "等待批准"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the import's report lacks %q: %s", want, got)
+		}
+	}
+	for _, raw := range []string{`"added"`, "source_id", "consequential"} {
+		if strings.Contains(got, raw) {
+			t.Errorf("the import's report shows %s: %s", raw, got)
+		}
+	}
+}
+
+// TestCredentialKeptOnRefusalInBrowser: a key the engine refuses (a space
+// in it) leaves the value typed in its field, so that correcting the key
+// is all it takes; once stored, the page redraws without it. Before, the
+// value was emptied as the form was sent, and typed again after any
+// refusal.
+func TestCredentialKeptOnRefusalInBrowser(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.open(e.url, "credentials/7", "credentials")
+	const value = "typed-value-0123456789"
+	tb.do(chromedp.SendKeys(chromedp.CSS("#cred-key"), "CRM KEY"), chromedp.SendKeys(chromedp.CSS("#cred-value"), value),
+		chromedp.Click(chromedp.CSS("#cred-form button")))
+	tb.wait("#page .error")
+	if v := eval[string](tb, `document.querySelector('#cred-value').value`); v != value {
+		t.Errorf("after the refused key the value field holds %q", v)
+	}
+	tb.do(chromedp.SetValue(chromedp.CSS("#cred-key"), "CRM_KEY"), chromedp.Click(chromedp.CSS("#cred-form button")))
+	tb.wait("#cred-list")
+	if v := eval[string](tb, `document.querySelector('#cred-value').value`); v != "" {
+		t.Errorf("the stored value stays in the redrawn form: %q", v)
+	}
+	if html := eval[string](tb, `document.documentElement.outerHTML`); strings.Contains(html, value) {
+		t.Error("the stored value is in the page")
+	}
+}
