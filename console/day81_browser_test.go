@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
+	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
 )
 
@@ -128,5 +130,53 @@ func TestCredentialKeptOnRefusalInBrowser(t *testing.T) {
 	}
 	if html := eval[string](tb, `document.documentElement.outerHTML`); strings.Contains(html, value) {
 		t.Error("the stored value is in the page")
+	}
+}
+
+// TestRunErrorsInWordsInBrowser: in the Chinese console, a run stopped by
+// the user's run token quota and a decision another person took first say
+// what happened in Chinese, the engine's words after; before, the run
+// page and the playground showed the error code raw ("budget_exhausted —
+// …", a code without a sentence) and Approvals the engine's English alone.
+func TestRunErrorsInWordsInBrowser(t *testing.T) {
+	needBrowser(t)
+	pe := newPeopleEnv(t)
+	paused := pe.run(t, "删除客户 cus_1", deleteCall("cus_1"))
+	item := paused["pending"].([]any)[0].(map[string]any)["id"].(string)
+	if code, out := do(t, pe.admin, "POST", pe.url+"/v1/quotas/rules", "", `{"name": "ry_runs", "user_id": 2, "run_tokens_per_day": 10}`); code != http.StatusCreated {
+		t.Fatalf("rule: %d %v", code, out)
+	}
+	if first := pe.run(t, "你好", openaitest.Turn{Content: "你好！", Usage: openai.Usage{PromptTokens: 40, CompletionTokens: 10, TotalTokens: 50}}); first["status"] != "completed" {
+		t.Fatalf("the first run: %v", first)
+	}
+	spent := pe.run(t, "再问一次")
+	if spent["status"] != "budget_exhausted" {
+		t.Fatalf("the run past the budget: %v", spent)
+	}
+
+	tb := newTab(t)
+	tb.signIn(pe.url, adminToken)
+	tb.setLang("zh-CN")
+	tb.open(pe.url, "run/"+spent["run_id"].(string), "run")
+	if got := tb.text("#page div.error"); !strings.Contains(got, "今天用于运行的模型令牌已用完") || strings.Contains(got, "budget_exhausted") {
+		t.Errorf("the spent run's error: %s", got)
+	}
+
+	// Decided elsewhere (RuoYi's service, the admin token) while the page
+	// was open: the page's decision is refused, in words.
+	tb.open(pe.url, "approvals/2", "approvals")
+	a := `.approval[data-id="` + item + `"]`
+	tb.wait(a + ` button.approve`)
+	pe.llm.Script(openaitest.Turn{Content: "好的。"})
+	if code, out := do(t, pe.admin, "POST", pe.url+"/v1/runs/"+paused["run_id"].(string)+"/resume", "", `{"decisions": [{"id": "`+item+`", "decision": "deny"}]}`); code != http.StatusOK {
+		t.Fatalf("deny over the API: %d %v", code, out)
+	}
+	tb.do(chromedp.Click(chromedp.CSS(a + ` button.approve`)))
+	tb.wait(a + ` .outcome p.error`)
+	if got := tb.text(a + ` .outcome p.error`); !strings.Contains(got, "未在此决定") || !strings.Contains(got, "引擎返回") {
+		t.Errorf("the refused decision: %s", got)
+	}
+	if sent := pe.upstream(); len(sent) != 0 {
+		t.Errorf("sent upstream: %v", sent)
 	}
 }

@@ -400,6 +400,12 @@ function errorSentence(code, status) {
   return fill('err_http', { status: String(status || '') });
 }
 
+// errorText is errorBox in one line, for an error read out of an answer
+// (a run's, a decision's): the code's sentence, then the engine's words.
+function errorText(e, status) {
+  return errorSentence(e.code, status) + (e.message ? ' ' + t('engine_says') + ' ' + e.message : '');
+}
+
 // askFirst asks once before a destructive action: a modal dialog saying
 // what goes with it; run happens only on its confirmation.
 function askFirst(text, label, run) {
