@@ -8,6 +8,10 @@ import (
 	"github.com/chromedp/chromedp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/blindexec/blindexec/api"
+	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/connections"
+	"github.com/blindexec/blindexec/egress/egresstest"
 	"github.com/blindexec/blindexec/engine/mcp/mcptest"
 	"github.com/blindexec/blindexec/internal/openaitest"
 	"github.com/blindexec/blindexec/internal/testdb"
@@ -105,14 +109,23 @@ func TestMCPImportInWordsInBrowser(t *testing.T) {
 	}
 }
 
-// TestCredentialKeptOnRefusalInBrowser: a key the engine refuses (a space
-// in it) leaves the value typed in its field, so that correcting the key
-// is all it takes; once stored, the page redraws without it. Before, the
-// value was emptied as the form was sent, and typed again after any
-// refusal.
-func TestCredentialKeptOnRefusalInBrowser(t *testing.T) {
+// TestSecretKeptOnRefusalInBrowser: a credential key, or an OAuth
+// provider's name, the engine refuses (a space in it) leaves the secret
+// typed in its field, so that correcting the name is all it takes; once
+// stored, the page redraws without it. Before, the secret was emptied as
+// the form was sent, and typed again after any refusal.
+func TestSecretKeptOnRefusalInBrowser(t *testing.T) {
 	needBrowser(t)
-	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	st := testdb.Open(t, "sqlite")
+	e := newEnv(t, st, newMasterKey(), func(s *api.Server) {
+		kr, err := auth.ParseKeyring(newMasterKey(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns := connections.New(st, kr, egresstest.Client(t), "")
+		conns.Catalog, conns.Logger = s.Executor.Catalog.(*auth.Catalog), s.Logger
+		s.Connections, s.Executor.Connections = conns, conns
+	})
 	tb := newTab(t)
 	tb.signIn(e.url, adminToken)
 	tb.open(e.url, "credentials/7", "credentials")
@@ -130,6 +143,23 @@ func TestCredentialKeptOnRefusalInBrowser(t *testing.T) {
 	}
 	if html := eval[string](tb, `document.documentElement.outerHTML`); strings.Contains(html, value) {
 		t.Error("the stored value is in the page")
+	}
+
+	const secret = "client-secret-0123456789"
+	tb.open(e.url, "connections", "connections")
+	for id, v := range map[string]string{"name": "acme corp", "authorization_url": "https://idp.example/authorize",
+		"token_url": "https://idp.example/token", "client_id": "console", "client_secret": secret} {
+		tb.do(chromedp.SendKeys(chromedp.CSS(`#prov-`+id), v))
+	}
+	tb.do(chromedp.Click(chromedp.CSS(`#provider-form > button`)))
+	tb.wait("#page .error[data-code]")
+	if v := eval[string](tb, `document.querySelector('#prov-client_secret').value`); v != secret {
+		t.Errorf("after the refused name the client secret field holds %q", v)
+	}
+	tb.do(chromedp.SetValue(chromedp.CSS("#prov-name"), "acme"), chromedp.Click(chromedp.CSS(`#provider-form > button`)))
+	tb.wait("#providers")
+	if html := eval[string](tb, `document.documentElement.outerHTML`); strings.Contains(html, secret) {
+		t.Error("the stored client secret is in the page")
 	}
 }
 

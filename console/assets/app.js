@@ -1157,7 +1157,7 @@ async function providersSection(page) {
       client_secret: f.client_secret.value || undefined, pkce: f.pkce.checked, enabled: f.enabled.checked,
       authorization_response_iss_parameter_supported: f.iss_supported.checked,
       extra_params: edited && edited.name === f.name.value ? edited.extra_params : undefined };
-    f.client_secret.value = '';
+    // The secret typed stays until it is stored: a refusal is corrected, not typed again.
     const x = await call('POST', '/v1/oauth/providers', body);
     if (x.ok) route(); else msg.replaceChildren(errorBox(x));
   } } },
