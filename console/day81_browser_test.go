@@ -210,3 +210,29 @@ func TestRunErrorsInWordsInBrowser(t *testing.T) {
 		t.Errorf("sent upstream: %v", sent)
 	}
 }
+
+// TestPluginJSONInWordsInBrowser: a plugin's document edited into
+// something not JSON is refused on the page in the console's language,
+// the browser's own (English) reading after it, what was typed kept;
+// before, the Chinese page said only "JSON: Expected property name…".
+func TestPluginJSONInWordsInBrowser(t *testing.T) {
+	needBrowser(t)
+	e := newEnv(t, testdb.Open(t, "sqlite"), newMasterKey())
+	admin := &http.Client{Transport: bearerRT(adminToken)}
+	if code, out := do(t, admin, "POST", e.url+"/v1/plugins", "", `{"name": "get_order", "description": "d", "parameters": {"type": "object"},
+		"execution": {"method": "GET", "base_url": "http://127.0.0.1:1/orders"}}`); code != http.StatusCreated {
+		t.Fatalf("plugin: %d %v", code, out)
+	}
+	tb := newTab(t)
+	tb.signIn(e.url, adminToken)
+	tb.setLang("zh-CN")
+	tb.open(e.url, "plugin/get_order", "plugin")
+	tb.do(chromedp.SetValue(chromedp.CSS("#plugin-doc"), "{bad"), chromedp.Click(chromedp.CSS("#plugin-save")))
+	tb.wait("#page p.error")
+	if got := tb.text("#page p.error"); !strings.HasPrefix(got, "这不是有效的 JSON") {
+		t.Errorf("the refusal in Chinese: %s", got)
+	}
+	if v := eval[string](tb, `document.querySelector('#plugin-doc').value`); v != "{bad" {
+		t.Errorf("the document typed became %q", v)
+	}
+}

@@ -25,7 +25,7 @@ const I18N = {
     empty_search: 'No enabled tool matches. Try other words, or clear the search to see every plugin.',
     empty_tools: 'No tools are enabled yet. Ask your administrator to enable some.',
     parameters: 'Parameters', as_json: 'As JSON', execution: 'Execution', auth: 'Authentication (credential names)', edit: 'Edit',
-    save: 'Save', saved: 'Saved.', no_params: 'This tool takes no parameters.', required: 'required',
+    save: 'Save', saved: 'Saved.', bad_json: 'This is not JSON: nothing was saved. Where the browser stopped reading:', no_params: 'This tool takes no parameters.', required: 'required',
     user_id: 'User id', run_as: 'Run as user', run_btn: 'Run', request_sent: 'Request sent to the engine', envelope: 'Envelope',
     sent_upstream: 'Request sent to the API (credentials masked)', headers: 'Headers', body: 'Body', credential: 'credential',
     body_cut: '…cut: only the first 16 KiB is shown.', no_body: 'No body.',
@@ -120,7 +120,7 @@ const I18N = {
     empty_search: '没有匹配的已启用工具。换个说法，或清空搜索查看全部插件。',
     empty_tools: '还没有启用的工具。请联系管理员启用。',
     parameters: '参数', as_json: 'JSON 形式', execution: '执行配置', auth: '认证（凭据名称）', edit: '编辑',
-    save: '保存', saved: '已保存。', no_params: '该工具没有参数。', required: '必填',
+    save: '保存', saved: '已保存。', bad_json: '这不是有效的 JSON：未保存任何内容。浏览器停止读取的位置：', no_params: '该工具没有参数。', required: '必填',
     user_id: '用户 ID', run_as: '以用户身份运行', run_btn: '运行', request_sent: '发送给引擎的请求', envelope: '结果信封',
     sent_upstream: '发送给 API 的请求（凭据已遮蔽）', headers: '请求头', body: '请求体', credential: '凭据',
     body_cut: '……已截断：只显示前 16 KiB。', no_body: '无请求体。',
@@ -678,7 +678,9 @@ async function pagePlugin(page, name) {
   page.append(el('h2', { text: t('edit') }), area, el('p', null, el('button', { attrs: { id: 'plugin-save' }, text: t('save'), on: { click: async () => {
     out.replaceChildren();
     let body;
-    try { body = JSON.parse(area.value); } catch (e) { return out.append(el('p', { class: 'error', text: 'JSON: ' + e.message })); }
+    try { body = JSON.parse(area.value); } catch (e) {
+      return out.append(el('p', { class: 'error' }, t('bad_json') + ' ', el('span', { class: 'detail', attrs: { translate: 'no' }, text: e.message })));
+    }
     const s = await call('PUT', '/v1/plugins/' + encodeURIComponent(name), body);
     out.append(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
   } } })), out);
