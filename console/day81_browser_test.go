@@ -73,6 +73,20 @@ func TestGrantOnAccessInBrowser(t *testing.T) {
 	if status != http.StatusForbidden {
 		t.Errorf("a user's session set a tool's permissions: %d", status)
 	}
+	// And every other route the user's menu hides (held before and after).
+	for _, route := range []string{"GET /v1/plugins", "GET /v1/plugins/list_users", "GET /v1/mcp/servers", "POST /v1/mcp/servers",
+		"POST /v1/plugins/import/openapi", "GET /v1/tokens", "POST /v1/tokens", "GET /v1/quotas/rules", "POST /v1/quotas/rules",
+		"GET /v1/credentials/1", "PUT /v1/credentials/1/CRM_KEY", "GET /v1/quotas?user_id=1", "GET /v1/executions?user_id=1",
+		"GET /v1/tools/list_users/access", "GET /v1/audit", "POST /v1/plugins/consequential"} {
+		method, path, _ := strings.Cut(route, " ")
+		status := eval[int](ut, `(async () => { const s = await (await fetch('/console/api/session')).json();
+			const r = await fetch('`+path+`', { method: '`+method+`', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrf },
+				body: '`+method+`' === 'GET' ? undefined : '{"value": "x", "name": "x", "user_id": 1, "names": ["list_roles"], "consequential": false, "calls": 1}' });
+			return r.status; })()`)
+		if status != http.StatusForbidden {
+			t.Errorf("%s from user 2's session: %d, want 403", route, status)
+		}
+	}
 }
 
 // TestMCPImportInWordsInBrowser: importing an MCP server's tools says what
