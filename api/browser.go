@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/blindexec/blindexec/auth"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/store"
 )
 
 // What a console session receives is shown in a browser, so it carries no
 // credential value at all, not even masked (docs/security.md): stored
 // credentials come as key names and update times, MCP servers' static
-// headers (which may carry secrets) as names with empty values.
+// headers (which may carry secrets) as names with empty values, their
+// URLs without a credential in the query (as an import's location).
 
 // keyOnly is a stored credential as a browser sees it.
 type keyOnly struct {
@@ -25,6 +27,14 @@ func keysOnly(list []auth.MaskedCredential) []keyOnly {
 		out[i] = keyOnly{Key: c.Key, UpdateTime: c.UpdateTime}
 	}
 	return out
+}
+
+// serverForBrowser is an MCP server as a browser sees it: its headers'
+// names only, its URL as redact.Location shows an import's (a hosted
+// gateway's ?api_key=… written "…").
+func serverForBrowser(row *store.MCPServer) {
+	row.Headers = headerNamesOnly(row.Headers)
+	row.URL = redact.Location(row.URL)
 }
 
 // headerNamesOnly keeps the names of the headers and drops their values;

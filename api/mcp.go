@@ -300,7 +300,7 @@ func (m *mcpAPI) listServers(w http.ResponseWriter, r *http.Request) {
 	}
 	if principalFrom(r.Context()).browser {
 		for i := range rows {
-			rows[i].Headers = headerNamesOnly(rows[i].Headers)
+			serverForBrowser(&rows[i])
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"servers": rows})
@@ -314,7 +314,7 @@ func (m *mcpAPI) createServer(w http.ResponseWriter, r *http.Request) {
 	}
 	if row, ok := m.register(w, r, spec); ok {
 		if principalFrom(r.Context()).browser {
-			row.Headers = headerNamesOnly(row.Headers)
+			serverForBrowser(row)
 		}
 		writeJSON(w, http.StatusCreated, row)
 	}

@@ -29,6 +29,7 @@
       r_login: '{source} would not log this user in (missing, disabled or deleted): the user may use no tool, with or without permissions.',
       agents: 'Agents', access_agents_purpose: 'What each agent holds: its selection and the enabled tools it picks now. An agent never grants a tool: each is still narrowed to what the user may use.',
       selection: 'Selection', tools_now: 'Tools now', empty_agents: 'No agent yet.', by_names: 'names', by_tags: 'tags', by_sources: 'sources',
+      set_perms: 'Permissions it needs', set_perms_hint: 'RuoYi permission strings, comma-separated (system:user:list): a user whose roles\' menus grant one of them may use it. Empty: none. Kept across re-imports.',
     },
     'zh-CN': {
       access: '访问权限', access_purpose: '谁可以使用某个工具：它需要的权限、菜单授予这些权限的若依角色，以及某个用户为什么可以或不可以使用它——即该用户每次调用时的判定。',
@@ -51,11 +52,27 @@
       r_login: '{source}不允许该用户登录（不存在、已停用或已删除）：无论是否需要权限，该用户都不能使用任何工具。',
       agents: '智能体', access_agents_purpose: '每个智能体包含什么：它的选择范围和当前选中的已启用工具。智能体从不授予工具：每个工具仍按用户可用的范围收窄。',
       selection: '选择范围', tools_now: '当前工具', empty_agents: '还没有智能体。', by_names: '名称', by_tags: '标签', by_sources: '来源',
+      set_perms: '所需权限', set_perms_hint: '若依权限字符串，逗号分隔（system:user:list）：角色菜单授予其中之一的用户可以使用它。留空：不需要权限。重新导入后保留。',
     },
   },
   pages: { access: (page, parts) => pageAccess(page, parts[1], parts[2]) },
   nav: [['access', 'access', 'admin']],
 });
+
+// permsForm sets the permissions a tool needs (POST /v1/plugins/perms),
+// the grant a RuoYi role's menus then give; the page redraws with the
+// decision they make. On a refusal what was typed stays.
+function permsForm(tool, perms) {
+  const input = el('input', { attrs: { id: 'access-perms', value: perms.join(', '), autocomplete: 'off', placeholder: 'system:user:list' } });
+  const msg = el('div', { attrs: { id: 'access-perms-msg' } });
+  return el('form', { class: 'stack', attrs: { id: 'access-perms-form' }, on: { submit: async (e) => {
+    e.preventDefault();
+    const list = input.value.split(/[\s,]+/).filter(Boolean);
+    const r = await call('POST', '/v1/plugins/perms', { names: [tool], perms: list });
+    if (r.ok) route(); else msg.replaceChildren(errorBox(r));
+  } } }, el('label', null, el('span', null, t('set_perms'), el('span', { class: 'hint', text: ' ' + t('set_perms_hint') })), input),
+  el('div', { class: 'row' }, el('button', { attrs: { id: 'access-perms-save' }, text: t('save') })), msg);
+}
 
 // stepText words a step of the decision in the reader's language.
 function stepText(s) {
@@ -84,6 +101,7 @@ async function pageAccess(page, tool, uid) {
         : el('span', { text: t('needs_none') })], [t('mode_label'), el('span', { text: t('mode_' + a.mode) })],
       [t('source_label'), el('span', { text: I18N.en['src_' + a.source] ? t('src_' + a.source) : a.source })]];
       out.append(el('h2', null, el('code', { text: a.tool })), el('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)])));
+      out.append(permsForm(a.tool, a.perms || []));
       if (!a.enabled) out.append(el('p', { class: 'warning', text: t('tool_disabled') }));
       if (a.roles) {
         out.append(el('h3', { text: t('roles_granting') }), a.roles.length ? el('div', { attrs: { id: 'access-roles' } }, table([t('role'), t('role_key'), t('grants_perm')],

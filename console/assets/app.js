@@ -25,7 +25,7 @@ const I18N = {
     empty_search: 'No enabled tool matches. Try other words, or clear the search to see every plugin.',
     empty_tools: 'No tools are enabled yet. Ask your administrator to enable some.',
     parameters: 'Parameters', as_json: 'As JSON', execution: 'Execution', auth: 'Authentication (credential names)', edit: 'Edit',
-    save: 'Save', saved: 'Saved.', no_params: 'This tool takes no parameters.', required: 'required',
+    save: 'Save', saved: 'Saved.', bad_json: 'This is not JSON: nothing was saved. Where the browser stopped reading:', no_params: 'This tool takes no parameters.', required: 'required',
     user_id: 'User id', run_as: 'Run as user', run_btn: 'Run', request_sent: 'Request sent to the engine', envelope: 'Envelope',
     sent_upstream: 'Request sent to the API (credentials masked)', headers: 'Headers', body: 'Body', credential: 'credential',
     body_cut: '…cut: only the first 16 KiB is shown.', no_body: 'No body.',
@@ -35,7 +35,8 @@ const I18N = {
     p_fetched: 'Document read: {total} bytes.', p_parsed: 'Document parsed.', p_converting: 'Converting operations: {done} of {total}',
     p_writing: '{done} of {total} written', p_comparing: '{done} of {total} compared',
     dry_run: 'Dry run', apply: 'Apply', applying: 'Importing… large documents take a while.', added: 'Added', changed: 'Changed', removed: 'Removed (to be disabled)',
-    failed: 'Failed', unchanged: 'Unchanged', warnings: 'Warnings', up_to_date: 'Nothing changed since the last import of this document.',
+    failed: 'Failed', unchanged: 'Unchanged', warnings: 'Warnings', mcp_disabled: 'Disabled (the server no longer lists them)',
+    mcp_waits: 'Wait for approval (set a tool otherwise on its page)', up_to_date: 'Nothing changed since the last import of this document.',
     import_first: 'Run a dry run first: Apply writes exactly what it showed.', applied: 'Applied.', none: 'none',
     register: 'Register', transport: 'Transport', list_tools: 'Tools', refresh: 'Refresh', import_tools: 'Import tools', delete: 'Delete',
     empty_mcp: 'No MCP server registered. Register one with its URL above.', mcp_off: 'MCP is not enabled on this engine.',
@@ -119,7 +120,7 @@ const I18N = {
     empty_search: '没有匹配的已启用工具。换个说法，或清空搜索查看全部插件。',
     empty_tools: '还没有启用的工具。请联系管理员启用。',
     parameters: '参数', as_json: 'JSON 形式', execution: '执行配置', auth: '认证（凭据名称）', edit: '编辑',
-    save: '保存', saved: '已保存。', no_params: '该工具没有参数。', required: '必填',
+    save: '保存', saved: '已保存。', bad_json: '这不是有效的 JSON：未保存任何内容。浏览器停止读取的位置：', no_params: '该工具没有参数。', required: '必填',
     user_id: '用户 ID', run_as: '以用户身份运行', run_btn: '运行', request_sent: '发送给引擎的请求', envelope: '结果信封',
     sent_upstream: '发送给 API 的请求（凭据已遮蔽）', headers: '请求头', body: '请求体', credential: '凭据',
     body_cut: '……已截断：只显示前 16 KiB。', no_body: '无请求体。',
@@ -129,7 +130,8 @@ const I18N = {
     p_fetched: '已读取文档：{total} 字节。', p_parsed: '已解析文档。', p_converting: '正在转换操作：{done} / {total}',
     p_writing: '已写入 {done} / {total}', p_comparing: '已比较 {done} / {total}',
     dry_run: '试运行', apply: '应用', applying: '正在导入……大文档需要一些时间。', added: '新增', changed: '变更', removed: '移除（将停用）',
-    failed: '失败', unchanged: '未变', warnings: '警告', up_to_date: '该文档自上次导入以来没有变化。',
+    failed: '失败', unchanged: '未变', warnings: '警告', mcp_disabled: '已停用（服务器不再列出）',
+    mcp_waits: '等待批准（可在工具页面另行设置）', up_to_date: '该文档自上次导入以来没有变化。',
     import_first: '请先试运行：应用时写入的正是试运行显示的内容。', applied: '已应用。', none: '无',
     register: '注册', transport: '传输方式', list_tools: '工具', refresh: '刷新', import_tools: '导入工具', delete: '删除',
     empty_mcp: '还没有注册 MCP 服务。在上方填写 URL 注册。', mcp_off: '此引擎未启用 MCP。',
@@ -396,6 +398,12 @@ function errorBox(res) {
 function errorSentence(code, status) {
   if (code && I18N.en['err_' + code]) return t('err_' + code);
   return fill('err_http', { status: String(status || '') });
+}
+
+// errorText is errorBox in one line, for an error read out of an answer
+// (a run's, a decision's): the code's sentence, then the engine's words.
+function errorText(e, status) {
+  return errorSentence(e.code, status) + (e.message ? ' ' + t('engine_says') + ' ' + e.message : '');
 }
 
 // askFirst asks once before a destructive action: a modal dialog saying
@@ -670,7 +678,9 @@ async function pagePlugin(page, name) {
   page.append(el('h2', { text: t('edit') }), area, el('p', null, el('button', { attrs: { id: 'plugin-save' }, text: t('save'), on: { click: async () => {
     out.replaceChildren();
     let body;
-    try { body = JSON.parse(area.value); } catch (e) { return out.append(el('p', { class: 'error', text: 'JSON: ' + e.message })); }
+    try { body = JSON.parse(area.value); } catch (e) {
+      return out.append(el('p', { class: 'error' }, t('bad_json') + ' ', el('span', { class: 'detail', attrs: { translate: 'no' }, text: e.message })));
+    }
     const s = await call('PUT', '/v1/plugins/' + encodeURIComponent(name), body);
     out.append(s.ok ? el('p', { class: 'ok', text: t('saved') }) : errorBox(s));
   } } })), out);
@@ -774,6 +784,13 @@ async function pageTry(page, name) {
   } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') })), out);
 }
 
+// importLists says what an import did, a list per outcome: sections are
+// [class, title's key, items]; each titled with its count.
+function importLists(sections) {
+  return sections.map(([cls, key, items]) => el('div', { class: cls }, el('h2', { text: t(key) + ' (' + (items || []).length + ')' }),
+    (items || []).length ? el('ul', { attrs: { translate: 'no' } }, items.map((x) => el('li', null, x))) : el('p', { class: 'purpose', text: t('none') })));
+}
+
 async function pageImport(page) {
   heading(page, t('import'), t('import_purpose'));
   const doc = el('textarea', { attrs: { id: 'import-doc' } });
@@ -808,13 +825,10 @@ async function pageImport(page) {
     const d = r.data;
     if (!dry) out.append(el('p', { class: 'ok', text: t('applied') }));
     if (d.up_to_date) out.append(el('p', { class: 'empty', text: t('up_to_date') }));
-    const list = (cls, title, items) => el('div', { class: cls }, el('h2', { text: title + ' (' + items.length + ')' }),
-      items.length ? el('ul', null, items.map((x) => el('li', null, x))) : el('p', { class: 'purpose', text: t('none') }));
-    out.append(list('diff-added', t('added'), d.added || []), list('diff-changed', t('changed'),
-      (d.changed || []).map((n) => (d.changed_fields && d.changed_fields[n] ? n + ': ' + d.changed_fields[n].join(', ') : n))),
-      list('diff-removed', t('removed'), d.removed || []),
-      list('diff-failed', t('failed'), (d.failed || []).map((f) => f.key + ': ' + f.reason)),
-      list('diff-unchanged', t('unchanged'), d.unchanged || []), list('diff-warnings', t('warnings'), d.warnings || []));
+    out.append(...importLists([['diff-added', 'added', d.added], ['diff-changed', 'changed',
+      (d.changed || []).map((n) => (d.changed_fields && d.changed_fields[n] ? n + ': ' + d.changed_fields[n].join(', ') : n))],
+    ['diff-removed', 'removed', d.removed], ['diff-failed', 'failed', (d.failed || []).map((f) => f.key + ': ' + f.reason)],
+    ['diff-unchanged', 'unchanged', d.unchanged], ['diff-warnings', 'warnings', d.warnings]]));
     apply.disabled = !dry;
   };
   apply.addEventListener('click', () => send(false));
@@ -855,7 +869,13 @@ async function pageMCP(page) {
       el('button', { class: 'secondary', text: t('refresh'), on: { click: tools(true) } }), ' ',
       el('button', { text: t('import_tools'), on: { click: async () => {
         const x = await call('POST', '/v1/plugins/import/mcp', { server: s.mcp_id || s.id || s.name });
-        detail.replaceChildren(x.ok ? json(x.data) : errorBox(x));
+        if (!x.ok) return detail.replaceChildren(errorBox(x));
+        // In words, as an OpenAPI import's: not the report's JSON.
+        const d = x.data;
+        detail.replaceChildren(el('h2', { text: s.name }), el('p', { class: 'ok', text: t('applied') }), ...importLists([['diff-added', 'added', d.added],
+          ['diff-changed', 'changed', d.updated], ['diff-removed', 'mcp_disabled', d.disabled],
+          ['diff-failed', 'failed', (d.failed || []).map((f) => f.tool + ': ' + f.error)], ['diff-unchanged', 'unchanged', d.unchanged],
+          ['diff-waits', 'mcp_waits', Object.keys(d.consequential || {}).filter((n) => d.consequential[n]).sort()], ['diff-warnings', 'warnings', d.warnings]]));
       } } }), ' ',
       el('button', { class: 'danger', text: t('delete'), on: { click: () => askFirst(fill('del_mcp', { name: s.name }), t('delete'), async () => {
         const x = await call('DELETE', '/v1/mcp/servers/' + id);
@@ -879,7 +899,9 @@ async function pageCredentials(page, uid) {
     const r = await call('PUT', '/v1/credentials/' + encodeURIComponent(user) + '/' + encodeURIComponent(k), { value: v });
     if (r.ok) route(); else msg.replaceChildren(errorBox(r));
   };
-  page.append(el('form', { class: 'row', attrs: { id: 'cred-form' }, on: { submit: (e) => { e.preventDefault(); const v = value.value; value.value = ''; put(key.value, v); } } },
+  // What was typed stays until it is stored (a refused key is corrected,
+  // not the value typed again); the page redraws without it once stored.
+  page.append(el('form', { class: 'row', attrs: { id: 'cred-form' }, on: { submit: (e) => { e.preventDefault(); put(key.value, value.value); } } },
     el('label', null, t('key'), key), el('label', null, t('value'), value), el('button', { text: t('set_btn') })), msg);
   const r = await call('GET', '/v1/credentials/' + encodeURIComponent(user) + '?needed=true');
   if (!r.ok) return page.append(errorBox(r));
@@ -898,7 +920,7 @@ async function pageCredentials(page, uid) {
       return [el('code', { text: n.key, attrs: { translate: 'no' } }),
         el('span', { class: 'badge ' + (n.set ? 'on' : 'off'), attrs: { 'data-key': n.key }, text: n.set ? t('set') : t('missing') }),
         el('span', { attrs: { translate: 'no' }, text: toolsOf(n) }),
-        el('span', null, nv, el('button', { class: 'secondary', text: n.set ? t('replace') : t('set_btn'), on: { click: () => { const v = nv.value; nv.value = ''; if (v) put(n.key, v); } } }),
+        el('span', null, nv, el('button', { class: 'secondary', text: n.set ? t('replace') : t('set_btn'), on: { click: () => { if (nv.value) put(n.key, nv.value); } } }),
           n.may_be_empty ? el('button', { class: 'secondary set-empty', text: t('set_empty'), attrs: { title: t('may_be_empty') }, on: { click: () => put(n.key, '') } }) : null)];
     }))));
   }
@@ -906,7 +928,7 @@ async function pageCredentials(page, uid) {
   page.append(el('h2', { text: t('credentials') }), el('div', { attrs: { id: 'cred-list' } }, table([t('key'), t('status'), t('updated'), t('actions')], creds.map((c) => {
     const nv = el('input', { attrs: { type: 'password', autocomplete: 'new-password', 'aria-label': t('value') } });
     return [el('code', { text: c.key, attrs: { translate: 'no' } }), el('span', { class: 'badge on', text: t('set') }), el('span', { text: fmtTime(c.update_time) }),
-      el('span', null, nv, el('button', { class: 'secondary', text: t('replace'), on: { click: () => { const v = nv.value; nv.value = ''; if (v) put(c.key, v); } } }), ' ',
+      el('span', null, nv, el('button', { class: 'secondary', text: t('replace'), on: { click: () => { if (nv.value) put(c.key, nv.value); } } }), ' ',
         el('button', { class: 'danger', text: t('delete'), on: { click: () => askFirst(fill('del_credential', { key: c.key, user, tools: toolsOf(readers[c.key]) }), t('delete'), async () => {
           const x = await call('DELETE', '/v1/credentials/' + encodeURIComponent(user) + '/' + encodeURIComponent(c.key));
           if (x.ok) route(); else msg.replaceChildren(errorBox(x));
@@ -1137,7 +1159,7 @@ async function providersSection(page) {
       client_secret: f.client_secret.value || undefined, pkce: f.pkce.checked, enabled: f.enabled.checked,
       authorization_response_iss_parameter_supported: f.iss_supported.checked,
       extra_params: edited && edited.name === f.name.value ? edited.extra_params : undefined };
-    f.client_secret.value = '';
+    // The secret typed stays until it is stored: a refusal is corrected, not typed again.
     const x = await call('POST', '/v1/oauth/providers', body);
     if (x.ok) route(); else msg.replaceChildren(errorBox(x));
   } } },

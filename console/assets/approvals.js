@@ -140,7 +140,7 @@ function preparedRequest(req) {
 function approvalOutcome(res, p, run, decision) {
   if (!res.ok) {
     const e = (res.data && res.data.error) || {};
-    return { text: fill('outcome_closed', { message: e.message || e.code || 'HTTP ' + res.status }), cls: 'error' };
+    return { text: fill('outcome_closed', { message: errorText(e, res.status) }), cls: 'error' };
   }
   if (!run) return { text: t(res.data.status === 'approved' ? 'outcome_approved_direct' : 'outcome_denied_direct'), cls: res.data.status === 'approved' ? 'ok' : '' };
   const step = (res.data.steps || []).find((s) => s.decision && s.decision.pending_id === p.id);

@@ -104,7 +104,7 @@ async function pagePlayground(page) {
     const run = { run_id: reply.run_id, user_id: Number(user.value) || null, asked: messageText(request[request.length - 1]) };
     status.replaceChildren(el('p', { class: reply.status === 'completed' ? 'ok' : reply.status === 'paused' ? '' : 'error',
       text: reply.status === 'paused' ? t('run_paused') : fill('run_ended', { status: statusText(reply.status) }) }),
-    reply.error ? el('p', { class: 'error', text: (reply.error.code || '') + ': ' + (reply.error.message || '') }) : '',
+    reply.error ? el('p', { class: 'error', text: errorText(reply.error) }) : '',
     el('p', null, link(['run', reply.run_id], t('open_run'))));
     if (reply.status !== 'paused') {
       history = request.concat(reply.messages || []);

@@ -182,7 +182,7 @@ async function pageRun(page, id) {
   if (usage.total_tokens) meta.push([t('tokens_used'), el('span', { text: usage.total_tokens.toLocaleString(lang) })]);
   if (run.trace_id) meta.push([t('trace_id'), el('a', { class: 'trace-id', attrs: { translate: 'no', href: '#/activity/trace_id=' + encodeURIComponent(run.trace_id) }, text: run.trace_id })]);
   page.append(el('dl', { class: 'facts run-meta' }, meta.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', null, v)])));
-  if (run.error) page.append(el('div', { class: 'error', attrs: { role: 'alert' } }, el('strong', { text: t('run_error') + ': ' }), (run.error.code || '') + ' — ' + (run.error.message || '')));
+  if (run.error) page.append(el('div', { class: 'error', attrs: { role: 'alert' } }, el('strong', { text: t('run_error') + ': ' }), errorText(run.error)));
   if (run.cut) page.append(el('p', { class: 'warning', text: t('cut_run') }));
   const convo = conversation(run);
   if (!run.messages && !run.request_messages) page.append(el('p', { class: 'empty', text: t('no_reply_yet') }));
