@@ -1145,7 +1145,7 @@ func (e *Executor) complete(res *Result, prep *Prepared, resp *Response, err err
 		res.Attempts = resp.Attempts
 	}
 	if prep.sent != nil {
-		res.Request = prep.sent.masked(m)
+		res.Request = prep.shown(prep.sent)
 	}
 	if resp != nil && resp.Relay != nil {
 		var model json.RawMessage

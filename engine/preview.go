@@ -63,7 +63,6 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 			var hr *http.Request
 			if hr, err = out.newRequest(ctx); err == nil {
 				req = httpSent(hr, nil, out.body)
-				staticHeaders(req, p.Execution.Headers)
 				prep.built = out
 			}
 		}
@@ -87,7 +86,7 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		prep.Destination = srv.Digest
 	}
 	cfg := prep.server.auth(ctx, p)
-	req = req.masked(auth.MaskerFor(prep.ids, prep.Credentials, slices.Concat(prep.derived(), staticSecrets(&p.Execution))...))
+	req = prep.shown(req)
 	req.Headers = append(req.Headers, setAtSend(cfg)...)
 
 	sources, err := e.credentialSources(ctx, call, prep)
@@ -99,6 +98,17 @@ func (e *Executor) preview(ctx context.Context, call *Call, prep *Prepared) (*Pr
 		return nil, refuse(CodeInvalidArguments, "invalid arguments: %v", err)
 	}
 	return &Preview{Plugin: p, Request: req, Digest: digest}, nil
+}
+
+// shown is req, built or sent for prep, as it may be shown: to the person
+// approving it (preview, onerow81) and to the caller asking for the trace
+// (Executor.complete, trace82) alike, masked by the call's masker and the
+// plugin's own secrets with it (staticHeaders, staticSecrets). It marks
+// req's static headers.
+func (prep *Prepared) shown(req *SentRequest) *SentRequest {
+	e := &prep.Plugin.Execution
+	staticHeaders(req, e.Headers)
+	return req.masked(auth.MaskerFor(prep.ids, prep.Credentials, slices.Concat(prep.derived(), staticSecrets(e))...))
 }
 
 // staticHeaders marks as credentials, shown as such, the headers of req

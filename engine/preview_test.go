@@ -55,36 +55,54 @@ func TestSetAtSend(t *testing.T) {
 // approves showed it whole. The person sees what the call does (its
 // method and override, origin, path, the model's arguments), not those.
 func TestPreviewHidesStaticSecrets(t *testing.T) {
-	const (
-		inURL    = "qk-Static-4411"
-		inQuery  = "eq-Static-5522"
-		inHeader = "hk-Static-6633"
-		inAuth   = "Basic c3RhdGljOnNlY3JldA=="
-	)
 	up := newUpstream(t, nil)
-	p := mustPlugin(t, `{"name":"find","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"},"q":{"type":"string"}}},
-	  "execution":{"method":"POST","base_url":"%s/v1/items/{id}?tenant=acme&api_key=`+inURL+`",
-	    "query":{"access_token":"`+inQuery+`","v":"2"},
-	    "headers":{"X-Api-Key":"`+inHeader+`","Authorization":"`+inAuth+`","X-HTTP-Method-Override":"PATCH"}}}`, up.URL)
+	p := mustPlugin(t, staticSecretsPlugin, up.URL)
 	h := newHarness(t)
 	plan, err := h.Decide(t.Context(), Call{Plugin: p, Policy: confirm.Always, Arguments: json.RawMessage(`{"id":"42","q":"find-me"}`)})
 	if err != nil || plan.Verdict() != VerdictPerson {
 		t.Fatalf("verdict %d: %v", plan.Verdict(), err)
 	}
-	b, err := json.Marshal(plan.Person.Request)
+	hidesStaticSecrets(t, "the preview", plan.Person.Request, up.URL)
+	if res, err := h.Send(t.Context(), approved(plan)); err != nil || !res.OK || len(up.Hits()) != 1 {
+		t.Fatalf("the approved call: %v %s", err, resultJSON(t, res))
+	}
+	if got := up.Hits()[0]; got.Header.Get("X-Api-Key") != staticInHeader || !strings.Contains(got.RequestURI, "api_key="+staticInURL) {
+		t.Errorf("sent %s %v: the static secrets are the upstream's", got.RequestURI, got.Header)
+	}
+}
+
+// The static secrets of staticSecretsPlugin (a format taking the
+// upstream's URL): in its base_url, its execution.query and its headers.
+const (
+	staticInURL    = "qk-Static-4411"
+	staticInQuery  = "eq-Static-5522"
+	staticInHeader = "hk-Static-6633"
+	staticInAuth   = "Basic c3RhdGljOnNlY3JldA=="
+
+	staticSecretsPlugin = `{"name":"find","description":"d","parameters":{"type":"object","properties":{"id":{"type":"string"},"q":{"type":"string"}}},
+	  "execution":{"method":"POST","base_url":"%s/v1/items/{id}?tenant=acme&api_key=` + staticInURL + `",
+	    "query":{"access_token":"` + staticInQuery + `","v":"2"},
+	    "headers":{"X-Api-Key":"` + staticInHeader + `","Authorization":"` + staticInAuth + `","X-HTTP-Method-Override":"PATCH"}}}`
+)
+
+// hidesStaticSecrets checks that req, staticSecretsPlugin's call with
+// {"id":"42","q":"find-me"} as what names it shows it, says what the call
+// does and none of the plugin's static secrets.
+func hidesStaticSecrets(t *testing.T, what string, req *SentRequest, upstream string) {
+	t.Helper()
+	b, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	shown := string(b)
-	for _, secret := range []string{inURL, inQuery, inHeader, inAuth} {
+	for _, secret := range []string{staticInURL, staticInQuery, staticInHeader, staticInAuth} {
 		if strings.Contains(shown, secret) {
-			t.Errorf("the preview shows the plugin's static secret %s: %s", secret, shown)
+			t.Errorf("%s shows the plugin's static secret %s: %s", what, secret, shown)
 		}
 	}
-	req := plan.Person.Request
-	if req.Method != "POST" || !strings.HasPrefix(req.URL, up.URL+"/v1/items/42?tenant=acme&api_key=") ||
+	if req.Method != "POST" || !strings.HasPrefix(req.URL, upstream+"/v1/items/42?tenant=acme&api_key=") ||
 		!strings.Contains(req.URL, "v=2") || !strings.Contains(req.Body, "find-me") {
-		t.Errorf("the preview does not say what the call does: %s %s", req.Method, req.URL)
+		t.Errorf("%s does not say what the call does: %s %s", what, req.Method, req.URL)
 	}
 	headers := map[string]SentHeader{}
 	for _, h := range req.Headers {
@@ -92,17 +110,11 @@ func TestPreviewHidesStaticSecrets(t *testing.T) {
 	}
 	for _, name := range []string{"X-Api-Key", "Authorization"} {
 		if h := headers[name]; !h.Credential {
-			t.Errorf("header %s: %+v, want shown as a credential", name, h)
+			t.Errorf("%s: header %s: %+v, want shown as a credential", what, name, h)
 		}
 	}
 	if h := headers["X-Http-Method-Override"]; h.Value != "PATCH" {
-		t.Errorf("the method override: %+v, want PATCH shown", h)
-	}
-	if res, err := h.Send(t.Context(), approved(plan)); err != nil || !res.OK || len(up.Hits()) != 1 {
-		t.Fatalf("the approved call: %v %s", err, resultJSON(t, res))
-	}
-	if got := up.Hits()[0]; got.Header.Get("X-Api-Key") != inHeader || !strings.Contains(got.RequestURI, "api_key="+inURL) {
-		t.Errorf("sent %s %v: the static secrets are the upstream's", got.RequestURI, got.Header)
+		t.Errorf("%s: the method override: %+v, want PATCH shown", what, h)
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 
 // TestTrace: a call with Trace reports the request its last attempt sent:
 // the headers the auth config set replaced wholesale, a secret elsewhere
-// (a query parameter, the body, an argument) masked, the rest as sent;
+// (a query parameter, the body, an argument) masked, the plugin's static
+// headers hidden as in a preview (trace82), the rest as sent;
 // never without Trace, never for a refused call, never in the record.
 func TestTrace(t *testing.T) {
 	tokenServer := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -77,8 +78,9 @@ func TestTrace(t *testing.T) {
 			if hd := shown["User-Agent"]; hd.Value != sent.Header.Get("User-Agent") || hd.Credential {
 				t.Errorf("User-Agent shown as %+v, sent %q", hd, sent.Header.Get("User-Agent"))
 			}
-			if strings.HasPrefix(tt.plugin, get) && shown["X-Static"].Value != "yes" {
-				t.Errorf("the static header is shown as %+v", shown["X-Static"])
+			// A static header is named, its value hidden as the preview's (trace82).
+			if hd := shown["X-Static"]; strings.HasPrefix(tt.plugin, get) && (hd.Value != auth.Redacted || !hd.Credential) {
+				t.Errorf("the static header is shown as %+v", hd)
 			}
 			recs := h.flush(t)
 			out := resultJSON(t, res)
@@ -118,6 +120,24 @@ func TestTrace(t *testing.T) {
 			t.Errorf("body of %d bytes, truncated %v", len(b), res.Request.BodyTruncated)
 		}
 	})
+}
+
+// TestTraceHidesStaticSecrets (trace82): the trace a caller asks for
+// (trace: true, the console's "Try it") showed the plugin's static
+// secrets the preview hides (onerow81) as sent; it shows the call as the
+// preview does.
+func TestTraceHidesStaticSecrets(t *testing.T) {
+	up := newUpstream(t, nil)
+	h := newHarness(t)
+	p := mustPlugin(t, staticSecretsPlugin, up.URL)
+	res, err := h.Execute(t.Context(), Call{Plugin: p, Arguments: json.RawMessage(`{"id":"42","q":"find-me"}`), UserID: 7, Trace: true})
+	if err != nil || !res.OK || res.Request == nil {
+		t.Fatalf("%v %s", err, resultJSON(t, res))
+	}
+	hidesStaticSecrets(t, "the trace", res.Request, up.URL)
+	if got := up.last(t); got.Header.Get("X-Api-Key") != staticInHeader {
+		t.Errorf("sent %v: the static secrets are the upstream's", got.Header)
+	}
 }
 
 // BenchmarkTraced compares a call with and without Trace: without, the
