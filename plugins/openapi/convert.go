@@ -202,12 +202,13 @@ type converter struct {
 	source     *url.URL
 	credPrefix string
 	schemes    map[string]any
+	warned     map[string]bool // warnPlaintext's, once per document
 }
 
 func newConverter(doc *Document, opts Options) (*converter, error) {
 	c := &converter{doc: doc, opts: opts, lookup: schema.OpenAPILookup(doc.Raw),
 		memo: schema.NewMemo(), meter: newMeter(), limits: cmp.Or(opts.PluginLimits, plugins.DefaultSchemaLimits),
-		maxTotal: cmp.Or(opts.MaxBytes, DefaultMaxBytes)}
+		maxTotal: cmp.Or(opts.MaxBytes, DefaultMaxBytes), warned: map[string]bool{}}
 	if opts.SourceURL != "" {
 		if u, err := url.Parse(opts.SourceURL); err == nil && u.IsAbs() {
 			u.User = nil // a relative server's URL does not take the document's credentials

@@ -42,7 +42,7 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) *Provi
 		if cfg != nil {
 			p.AuthConfig = *cfg
 			p.RequiredCredentials = cfg.CredentialKeys()
-			warnPlaintext(p, prov, b)
+			c.warnPlaintext(req, p, prov, b)
 			return prov
 		}
 		if fallback == nil {
@@ -69,26 +69,61 @@ func (c *converter) auth(o rawOperation, p *plugins.Plugin, b *opBuilder) *Provi
 	return nil
 }
 
-// warnPlaintext warns of each http:// URL the plugin's credentials would
-// be sent to: imported as the document has it, the call is refused at run
-// time (egress.PlaintextError) unless the host is loopback or the operator
-// lists it. readme.io's corpus spec has such a tokenUrl.
-func warnPlaintext(p *plugins.Plugin, prov *Provider, b *opBuilder) {
-	urls := [][2]string{{"the server URL", p.Execution.BaseURL}}
+// warnPlaintext warns of each http:// URL the credentials of requirement
+// req would be sent to: imported as the document has it, the call is
+// refused at run time (egress.PlaintextError) unless the host is loopback
+// or the operator lists it. readme.io's corpus spec has such a tokenUrl.
+// Each scheme's URL (the server's by its origin) is warned of once per
+// document, on the first operation using it: the same sentence on every
+// operation buried the other warnings (tls81).
+func (c *converter) warnPlaintext(req map[string]any, p *plugins.Plugin, prov *Provider, b *opBuilder) {
+	type sent struct{ scheme, what, url string }
+	urls := []sent{{schemeNames(sortedKeys(req)), "the server URL", p.Execution.BaseURL}}
 	if o := p.AuthConfig.OAuth2; o != nil {
-		urls = append(urls, [2]string{"tokenUrl", o.TokenURL})
+		urls = append(urls, sent{c.oauth2Scheme(req), "tokenUrl", o.TokenURL})
 	}
 	if prov != nil {
-		urls = append(urls, [2]string{"tokenUrl", prov.TokenURL}, [2]string{"refreshUrl", prov.RefreshURL})
+		scheme := c.oauth2Scheme(req)
+		urls = append(urls, sent{scheme, "tokenUrl", prov.TokenURL}, sent{scheme, "refreshUrl", prov.RefreshURL})
 	}
-	for _, f := range urls {
-		u, err := url.Parse(f[1])
-		if err != nil || f[1] == "" || (*egress.PlaintextHosts)(nil).Allows(u) {
+	for i, f := range urls {
+		u, err := url.Parse(f.url)
+		if err != nil || f.url == "" || (*egress.PlaintextHosts)(nil).Allows(u) {
 			continue
 		}
-		b.warn("security: %s %s is http://: calls will be refused rather than send credentials there in plain text (expected https://, or its host in %s)",
-			f[0], redact.URL(f[1]), egress.EnvPlaintextCredentialHosts)
+		at := redact.URL(f.url)
+		if i == 0 { // the server's origin: its operations' paths differ
+			at = (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+		}
+		msg := fmt.Sprintf("security scheme %s: %s %s is http://: the calls of every operation using it will be refused rather than send credentials there in plain text (expected https://, or its host in %s)",
+			f.scheme, f.what, at, egress.EnvPlaintextCredentialHosts)
+		if !c.warned[msg] {
+			c.warned[msg] = true
+			b.warn("%s", msg)
+		}
 	}
+}
+
+// oauth2Scheme is the name of req's oauth2 scheme (requirement allows
+// one), quoted.
+func (c *converter) oauth2Scheme(req map[string]any) string {
+	for _, name := range sortedKeys(req) {
+		if v, err := c.lookup.Deref(c.schemes[name]); err == nil {
+			if s, _ := v.(map[string]any); str(s["type"]) == "oauth2" {
+				return quoted(name)
+			}
+		}
+	}
+	return schemeNames(sortedKeys(req))
+}
+
+// schemeNames is names, each quoted, comma-separated.
+func schemeNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quoted(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // requirement converts one security requirement (all of its schemes
