@@ -15,6 +15,7 @@ import (
 
 	"github.com/blindexec/blindexec/auth"
 	"github.com/blindexec/blindexec/engine"
+	"github.com/blindexec/blindexec/internal/redact"
 	"github.com/blindexec/blindexec/plugins"
 	"github.com/blindexec/blindexec/store"
 	"github.com/blindexec/blindexec/tracing"
@@ -177,7 +178,8 @@ func (inv Invoker) Invoke(ctx context.Context, p *engine.Prepared) (*engine.Resp
 }
 
 // sent is the trace of a tools/call (engine.Call.Trace): the method, the
-// server's URL (without userinfo; a stdio server: "stdio:" and its name)
+// server's URL (without userinfo, its credential parameters written "…";
+// a stdio server: "stdio:" and its name)
 // and the params, tool name and arguments. The HTTP requests of the
 // session (headers, the auth applied) are the session's, shared between
 // calls: they are not shown.
@@ -194,6 +196,9 @@ func (inv Invoker) sent(ctx context.Context, p *engine.Prepared) *engine.SentReq
 			u.User = nil
 			target = u.String()
 		}
+		// A key in its query (a hosted gateway's ?api_key=, review80) is
+		// the server's, not the trace's (trace82).
+		target = redact.Location(target)
 	}
 	args := p.Arguments
 	if args == nil {

@@ -362,3 +362,22 @@ func TestTrace(t *testing.T) {
 		t.Errorf("a call without trace reports %+v", res.Request)
 	}
 }
+
+// TestTraceHidesServerURLKey (trace82): a traced call to a server
+// registered with its key in the URL's query (a hosted gateway's
+// …/mcp?api_key=…, review80) reported the URL whole.
+func TestTraceHidesServerURLKey(t *testing.T) {
+	const key = "gw-Trace82-99887766"
+	up := mcptest.New(t)
+	row := httpServer(up)
+	row.URL = up.Endpoint + "?tenant=acme&api_key=" + key
+	ex, _ := setup(t, row)
+	res, err := ex.Execute(context.Background(), engine.Call{Plugin: mcpPlugin("echo", nil), Arguments: json.RawMessage(`{"text":"hi"}`),
+		Credentials: tokenA, Trace: true})
+	if err != nil || !res.OK || res.Request == nil {
+		t.Fatalf("Execute = %+v, %v", res, err)
+	}
+	if u := res.Request.URL; strings.Contains(u, key) || !strings.HasPrefix(u, up.Endpoint+"?tenant=acme&api_key=") {
+		t.Errorf("the trace's URL %s: want the server's, its key hidden", u)
+	}
+}
