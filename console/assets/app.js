@@ -13,6 +13,8 @@ const I18N = {
     catalog: 'Catalog', catalog_purpose: 'Every plugin the engine can execute: find one with tool search, enable or disable it in place.',
     tools: 'Tools', tools_purpose: 'The tools as the LLM sees them for you: name, description and parameters.',
     plugin_purpose: 'What the LLM sees, how the engine calls it and which credentials it reads; edit and save with the same checks as the API.',
+    try_at_once: 'As an administrator, Try it runs at once, a consequential tool\'s call too, whichever user it runs as: the wait for approval applies to a user\'s own token and to runs, not to the administrator.',
+    mcp_more: 'This form registers a server by name, URL and transport only. A server that needs headers or an auth_config (a key per user, OAuth client credentials, a stored token) is registered with the CLI or the API:',
     try: 'Try it', try_purpose: 'Fill in the arguments and run the plugin blind as a user: the engine adds the stored credentials.',
     import: 'Import', import_purpose: 'Import an OpenAPI document: a dry run shows what would change before anything is written.',
     mcp: 'MCP servers', mcp_purpose: 'Register MCP servers, list their tools and import them as plugins.',
@@ -108,6 +110,8 @@ const I18N = {
     catalog: '插件目录', catalog_purpose: '引擎可执行的全部插件：用工具搜索查找，直接启用或停用。',
     tools: '工具', tools_purpose: 'LLM 为你看到的工具：名称、描述和参数。',
     plugin_purpose: 'LLM 看到的内容、引擎的调用方式和读取的凭据名称；编辑并保存，校验与 API 相同。',
+    try_at_once: '以管理员身份试运行会立即执行，需确认的工具也是如此，无论以哪个用户身份运行：等待批准只适用于用户自己的令牌和运行，不适用于管理员。',
+    mcp_more: '此表单只按名称、URL 和传输方式注册服务。需要 headers 或 auth_config（每个用户的密钥、OAuth 客户端凭据、已存储的令牌）的服务，请使用命令行或 API 注册：',
     try: '试运行', try_purpose: '填写参数，以某个用户的身份盲执行插件：引擎自动填入已存储的凭据。',
     import: '导入', import_purpose: '导入 OpenAPI 文档：先试运行查看差异，确认后才写入。',
     mcp: 'MCP 服务', mcp_purpose: '注册 MCP 服务，查看其工具并导入为插件。',
@@ -781,7 +785,10 @@ async function pageTry(page, name) {
     if (err.code === 'missing_credentials') {
       out.prepend(el('p', { class: 'missing-credentials' }, link(['credentials', String(body.user_id || session.user_id || '')], t('set_credentials'))));
     }
-  } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') })), out);
+  } } }, root.node, el('label', null, t('run_as'), user), el('button', { attrs: { type: 'submit' }, text: t('run_btn') }),
+  // The confirmation policy goes by token kind: an administrator's call is
+  // sent at once, a consequential tool's too.
+  isAdmin() ? el('p', { class: 'purpose', attrs: { id: 'try-at-once' }, text: t('try_at_once') }) : null), out);
 }
 
 // importLists says what an import did, a list per outcome: sections are
@@ -823,7 +830,10 @@ async function pageImport(page) {
     out.replaceChildren();
     if (!r.ok && !(r.data && r.data.added)) { apply.disabled = true; return out.append(errorBox(r)); }
     const d = r.data;
-    if (!dry) out.append(el('p', { class: 'ok', text: t('applied') }));
+    // Applied: the URL typed (a gateway's ?api_key= in it) leaves the
+    // field, as the stored and listed location is redacted; a refusal or a
+    // dry run keeps it (Apply sends it again).
+    if (!dry) { out.append(el('p', { class: 'ok', text: t('applied') })); if (r.ok) url.value = ''; }
     if (d.up_to_date) out.append(el('p', { class: 'empty', text: t('up_to_date') }));
     out.append(...importLists([['diff-added', 'added', d.added], ['diff-changed', 'changed',
       (d.changed || []).map((n) => (d.changed_fields && d.changed_fields[n] ? n + ': ' + d.changed_fields[n].join(', ') : n))],
@@ -853,7 +863,9 @@ async function pageMCP(page) {
     const s = await call('POST', '/v1/mcp/servers', { name: name.value, url: url.value, transport: transport.value });
     if (s.ok) route(); else msg.replaceChildren(errorBox(s));
   } } }, el('label', null, t('name'), name), el('label', null, t('url_label'), url), el('label', null, t('transport'), transport),
-  el('button', { text: t('register') })), msg);
+  el('button', { text: t('register') })), msg,
+  el('p', { class: 'purpose', attrs: { id: 'mcp-more' } }, t('mcp_more') + ' ', asData(el('code', { text: 'blindexec mcp server add --header K=V --auth JSON' })),
+    ' · ', asData(el('code', { text: 'POST /v1/mcp/servers' })), ' · ', asData(el('code', { text: 'docs/mcp.md' }))));
   const servers = r.data.servers || [];
   if (!servers.length) return page.append(el('p', { class: 'empty', text: t('empty_mcp') }));
   const detail = el('div', { attrs: { id: 'mcp-detail' } });
