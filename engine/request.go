@@ -223,28 +223,42 @@ func checkExplodedKeys(p *plugins.Plugin, names []string, args map[string]any) e
 	ct := mediaType(e.ContentType)
 	form, multipart := ct == "application/x-www-form-urlencoded", ct == "multipart/form-data"
 	type scope struct{ in, name string }
-	exploded := map[string]string{} // argument -> its scope
-	owned := map[scope]string{}     // parameter name (paramKey) -> the argument (or "") that sends it
-	for _, name := range names {
+	// inScope is where name is sent, its wire name, and whether it is an
+	// exploded object; ok is false outside the query and the body.
+	inScope := func(name string) (in, wire string, isExploded, ok bool) {
 		place := e.PlacementOf(name)
-		in := place.In
+		in = place.In
 		if in != plugins.InQuery && in != plugins.InBody {
-			continue
+			return "", "", false, false
 		}
 		// A body field is sent by style only in a form or multipart body
 		// with an encoding (encodeBody); a parameter given as content is
 		// its media type's text, one value.
 		styled := place.ContentType == "" && (in == plugins.InQuery || (place.Style != "" || place.Explode != nil) && (form || multipart))
-		wire := wireName(e, name, place)
-		if _, isObj := args[name].(map[string]any); isObj && (styled && (place.Style == "" || place.Style == "form") && explode(place, true) ||
-			in == plugins.InBody && wire == wholeBody && form) {
+		wire = wireName(e, name, place)
+		_, isObj := args[name].(map[string]any)
+		isExploded = isObj && (styled && (place.Style == "" || place.Style == "form") && explode(place, true) ||
+			in == plugins.InBody && wire == wholeBody && form)
+		return in, wire, isExploded, true
+	}
+	// Most calls send no exploded object: they build nothing more.
+	var exploded map[string]string // argument -> its scope
+	for _, name := range names {
+		if in, _, isExploded, ok := inScope(name); ok && isExploded {
+			if exploded == nil {
+				exploded = map[string]string{}
+			}
 			exploded[name] = in
-			continue
 		}
-		owned[scope{in, paramKey(wire)}] = name
 	}
 	if len(exploded) == 0 {
 		return nil
+	}
+	owned := map[scope]string{} // parameter name (paramKey) -> the argument (or "") that sends it
+	for _, name := range names {
+		if in, wire, isExploded, ok := inScope(name); ok && !isExploded {
+			owned[scope{in, paramKey(wire)}] = name
+		}
 	}
 	toolSets := func(k string) {
 		owned[scope{plugins.InQuery, paramKey(k)}] = ""
